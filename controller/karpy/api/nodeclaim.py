@@ -1,0 +1,61 @@
+"""NodeClaim (`karpenter.sh/v1`, cluster-scoped, spec immutable): one requested node and its lifecycle status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from karpy.api import meta
+
+# Status condition types (core: pkg/apis/v1/nodeclaim_status.go).
+LAUNCHED = "Launched"
+REGISTERED = "Registered"
+INITIALIZED = "Initialized"
+READY = "Ready"
+CONSOLIDATABLE = "Consolidatable"
+DRIFTED = "Drifted"
+DRAINED = "Drained"
+VOLUMES_DETACHED = "VolumesDetached"
+INSTANCE_TERMINATING = "InstanceTerminating"
+CONSISTENT_STATE_FOUND = "ConsistentStateFound"
+DISRUPTION_REASON = "DisruptionReason"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaimSpec:
+    node_class_ref: meta.NodeClassRef
+    requirements: tuple[meta.NodeSelectorRequirement, ...] = ()
+    taints: tuple[meta.Taint, ...] = ()
+    startup_taints: tuple[meta.Taint, ...] = ()
+    resources: Mapping[str, int] = field(default_factory=dict)  # spec.resources.requests, milli-units
+    expire_after: float | None = 720 * 3600.0
+    termination_grace_period: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaimStatus:
+    node_name: str = ""
+    provider_id: str = ""
+    image_id: str = ""
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    conditions: tuple[meta.Condition, ...] = ()
+    last_pod_event_time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaim:
+    metadata: meta.ObjectMeta
+    spec: NodeClaimSpec
+    status: NodeClaimStatus = field(default_factory=NodeClaimStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    def condition(self, type_: str) -> meta.Condition | None:
+        return meta.condition(self.status.conditions, type_)
+
+    def is_true(self, type_: str) -> bool:
+        found = self.condition(type_)
+        return found is not None and found.is_true

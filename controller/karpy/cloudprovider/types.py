@@ -1,0 +1,120 @@
+"""The cloud-provider contract: `CloudProvider`, `InstanceType`, `Offering`, drift reasons.
+
+Amounts are milli-units (see `karpy.api.quantity`). Prices are US dollars per hour.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from karpy.api import labels, nodeclaim, nodepool
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """Where and how an instance type can be bought: one zone × capacity type (× reservation)."""
+
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+    zone_id: str = ""
+    reservation_id: str = ""
+    reservation_capacity: int = 0
+
+    def labels(self) -> dict[str, str]:
+        out = {labels.LABEL_ZONE: self.zone, labels.LABEL_CAPACITY_TYPE: self.capacity_type}
+        if self.zone_id:
+            out[labels.LABEL_ZONE_ID] = self.zone_id
+        if self.reservation_id:
+            out[labels.LABEL_CAPACITY_RESERVATION_ID] = self.reservation_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """What the kubelet keeps back from capacity; allocatable = capacity − kube − system − eviction."""
+
+    kube_reserved: Mapping[str, int] = field(default_factory=dict)
+    system_reserved: Mapping[str, int] = field(default_factory=dict)
+    eviction_threshold: Mapping[str, int] = field(default_factory=dict)
+
+    def total(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for part in (self.kube_reserved, self.system_reserved, self.eviction_threshold):
+            for key, value in part.items():
+                out[key] = out.get(key, 0) + value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """A machine shape with its single-valued labels, capacity, overhead and offerings.
+
+    `labels` holds every well-known label whose value is fixed by the shape (arch, os, instance-type, family,
+    cpu, memory, gpu, ...). Labels that an instance type lacks are "does not exist" for requirement matching.
+    Zone and capacity type come from `offerings`.
+    """
+
+    name: str
+    labels: Mapping[str, str]
+    capacity: Mapping[str, int]
+    offerings: tuple[Offering, ...]
+    overhead: Overhead = field(default_factory=Overhead)
+    allocatable: Mapping[str, int] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        reserved = self.overhead.total()
+        alloc = {k: max(0, v - reserved.get(k, 0)) for k, v in self.capacity.items()}
+        object.__setattr__(self, "allocatable", alloc)
+
+    def available_offerings(self) -> tuple[Offering, ...]:
+        return tuple(o for o in self.offerings if o.available)
+
+    def cheapest_price(self) -> float | None:
+        prices = [o.price for o in self.offerings if o.available]
+        return min(prices) if prices else None
+
+
+class DriftReason(enum.StrEnum):
+    """Provider-side drift (aws:pkg/cloudprovider/drift.go); core reasons live in the disruption package."""
+
+    NODE_CLASS = "NodeClassDrift"
+    AMI = "AMIDrift"
+    SUBNET = "SubnetDrift"
+    SECURITY_GROUP = "SecurityGroupDrift"
+    CAPACITY_RESERVATION = "CapacityReservationDrift"
+
+
+class CloudProvider(Protocol):
+    """What the reconcilers need from a cloud. Domain types in and out; errors from `errors`."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        """Launch capacity for `claim`; return it with provider id, labels, capacity and allocatable resolved."""
+        ...
+
+    async def delete(self, claim: nodeclaim.NodeClaim) -> None:
+        """Terminate the instance; raise `NodeClaimNotFound` once it is gone."""
+        ...
+
+    async def get(self, provider_id: str) -> nodeclaim.NodeClaim:
+        """The NodeClaim view of one instance; `NodeClaimNotFound` if it does not exist or is terminated."""
+        ...
+
+    async def list(self) -> Sequence[nodeclaim.NodeClaim]:
+        """Every live instance this cluster launched (by cluster tags)."""
+        ...
+
+    async def instance_types(self, pool: nodepool.NodePool) -> Sequence[InstanceType]:
+        """The instance types (with offerings and prices) that `pool`'s node class can launch."""
+        ...
+
+    async def is_drifted(self, claim: nodeclaim.NodeClaim) -> DriftReason | None:
+        """Why the instance no longer matches its node class, or None."""
+        ...
