@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
-EMPTY: Mapping[str, str] = MappingProxyType({})
+
+class _EmptyMapping(Mapping[str, str]):
+    """A hashable, immutable empty mapping: Python 3.11 dataclasses refuse unhashable defaults (MappingProxyType)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> str:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+
+EMPTY: Mapping[str, str] = _EmptyMapping()
 
 
 class Operator(enum.StrEnum):
