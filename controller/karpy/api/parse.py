@@ -1,0 +1,178 @@
+"""Public parsers: plain dicts (YAML or API server objects) -> frozen v1 dataclasses, or one ValidationError.
+
+`nodepool`, `nodeclaim`, `ec2nodeclass` and `any` (dispatch on apiVersion/kind) validate against the CRD schema
+(`karpy.api.schema`), apply its defaults, run the paired CEL predicates and the controller-side semantic checks,
+and raise `errors.ValidationError` listing every problem with its field path. No other exception escapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from karpy.api import (
+    decoding,
+    durations,
+    errors,
+    labels,
+    semantics,
+    validator,
+)
+from karpy.api import (
+    ec2nodeclass as ec2nodeclass_api,
+)
+from karpy.api import (
+    nodeclaim as nodeclaim_api,
+)
+from karpy.api import (
+    nodepool as nodepool_api,
+)
+from karpy.api.schema import core
+from karpy.api.schema import nodeclaim as nodeclaim_schema
+from karpy.api.schema import nodepool as nodepool_schema
+
+T = TypeVar("T")
+Decoder = Callable[[dict[str, Any], list[errors.Problem]], T]
+
+
+def nodepool(obj: Mapping[str, Any]) -> nodepool_api.NodePool:
+    return _parse(obj, "NodePool", f"{labels.GROUP}/{labels.VERSION}", nodepool_schema.schema(), _decode_nodepool)
+
+
+def nodeclaim(obj: Mapping[str, Any]) -> nodeclaim_api.NodeClaim:
+    return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", nodeclaim_schema.schema(), _decode_nodeclaim)
+
+
+def any(obj: Mapping[str, Any]) -> nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass:
+    """Parse whichever v1 kind `obj` declares; an unknown apiVersion/kind is a ValidationError naming `kind`."""
+    if not isinstance(obj, Mapping):
+        raise errors.ValidationError("object", "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    parsers: dict[tuple[str, str], Callable[[Mapping[str, Any]], Any]] = {
+        (f"{labels.GROUP}/{labels.VERSION}", "NodePool"): nodepool,
+        (f"{labels.GROUP}/{labels.VERSION}", "NodeClaim"): nodeclaim,
+    }
+    key = (api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
+    if key is None or key not in parsers:
+        supported = ", ".join(f"{v} {k}" for v, k in parsers)
+        problem = errors.Problem(
+            "kind", f"unsupported apiVersion/kind {api_version!r}/{kind!r} (supported: {supported})"
+        )
+        raise errors.ValidationError(str(kind) if kind else "object", _name(obj), [problem])
+    result: nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass = parsers[key](obj)
+    return result
+
+
+def _type(value: Any) -> str:
+    return validator.type_name(value)
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def _parse(obj: Any, kind: str, api_version: str, schema: core.Schema, decode: Decoder[T]) -> T:
+    if not isinstance(obj, Mapping):
+        raise errors.ValidationError(kind, "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
+    problems: list[errors.Problem] = []
+    for field, expected in (("apiVersion", api_version), ("kind", kind)):
+        if obj.get(field) != expected:
+            problems.append(errors.Problem(field, f"must be {expected!r}, got {obj.get(field)!r}"))
+    body = {k: v for k, v in obj.items() if k != "metadata"}
+    defaulted, schema_problems = validator.validate(body, schema)
+    problems += [p for p in schema_problems if p.path not in ("apiVersion", "kind")]
+    metadata = decoding.metadata(obj.get("metadata"), problems)
+    if problems:
+        raise errors.ValidationError(kind, metadata.name, problems)
+    defaulted["metadata"] = metadata
+    result = decode(defaulted, problems)
+    if problems:
+        raise errors.ValidationError(kind, metadata.name, problems)
+    return result
+
+
+def _decode_nodepool(obj: dict[str, Any], problems: list[errors.Problem]) -> nodepool_api.NodePool:
+    spec = obj["spec"]
+    template, disruption = spec["template"], spec["disruption"]
+    tspec = template["spec"]
+    tmeta = template.get("metadata", {})
+    out = semantics.Collector(problems)
+    semantics.requirements(tspec["requirements"], "spec.template.spec.requirements", out)
+    semantics.template_labels(tmeta.get("labels", {}), "spec.template.metadata.labels", out)
+    semantics.taints(tspec, "spec.template.spec", out)
+    semantics.budgets(disruption["budgets"], "spec.disruption.budgets", out)
+    limits = decoding.resources(spec.get("limits"), "spec.limits", problems)
+    status = obj.get("status", {})
+    status_resources = decoding.resources(status.get("resources"), "status.resources", problems)
+    return nodepool_api.NodePool(
+        metadata=obj["metadata"],
+        template=nodepool_api.NodeClaimTemplate(
+            node_class_ref=decoding.node_class_ref(tspec["nodeClassRef"]),
+            requirements=decoding.requirements(tspec["requirements"]),
+            labels=decoding.frozen_map(tmeta.get("labels")),
+            annotations=decoding.frozen_map(tmeta.get("annotations")),
+            taints=decoding.taints(tspec.get("taints")),
+            startup_taints=decoding.taints(tspec.get("startupTaints")),
+            expire_after=durations.parse_or_never(tspec["expireAfter"]),
+            termination_grace_period=_optional_duration(tspec.get("terminationGracePeriod")),
+        ),
+        disruption=nodepool_api.Disruption(
+            consolidation_policy=nodepool_api.ConsolidationPolicy(disruption["consolidationPolicy"]),
+            consolidate_after=durations.parse_or_never(disruption["consolidateAfter"]),
+            budgets=tuple(
+                nodepool_api.Budget(
+                    nodes=b["nodes"],
+                    schedule=b.get("schedule"),
+                    duration=_optional_duration(b.get("duration")),
+                    reasons=tuple(nodepool_api.DisruptionReason(r) for r in b["reasons"]) if "reasons" in b else None,
+                )
+                for b in disruption["budgets"]
+            ),
+        ),
+        limits=limits,
+        weight=spec.get("weight"),
+        replicas=spec.get("replicas"),
+        status=nodepool_api.NodePoolStatus(
+            resources=status_resources,
+            nodes=status.get("nodes", 0),
+            node_class_observed_generation=status.get("nodeClassObservedGeneration", 0),
+            conditions=decoding.conditions(status.get("conditions")),
+        ),
+    )
+
+
+def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> nodeclaim_api.NodeClaim:
+    spec = obj["spec"]
+    out = semantics.Collector(problems)
+    semantics.requirements(spec["requirements"], "spec.requirements", out)
+    semantics.taints(spec, "spec", out)
+    requests = decoding.resources(spec.get("resources", {}).get("requests"), "spec.resources.requests", problems)
+    status = obj.get("status", {})
+    last_event = status.get("lastPodEventTime")
+    return nodeclaim_api.NodeClaim(
+        metadata=obj["metadata"],
+        spec=nodeclaim_api.NodeClaimSpec(
+            node_class_ref=decoding.node_class_ref(spec["nodeClassRef"]),
+            requirements=decoding.requirements(spec["requirements"]),
+            taints=decoding.taints(spec.get("taints")),
+            startup_taints=decoding.taints(spec.get("startupTaints")),
+            resources=requests,
+            expire_after=durations.parse_or_never(spec["expireAfter"]),
+            termination_grace_period=_optional_duration(spec.get("terminationGracePeriod")),
+        ),
+        status=nodeclaim_api.NodeClaimStatus(
+            node_name=status.get("nodeName", ""),
+            provider_id=status.get("providerID", ""),
+            image_id=status.get("imageID", ""),
+            capacity=decoding.resources(status.get("capacity"), "status.capacity", problems),
+            allocatable=decoding.resources(status.get("allocatable"), "status.allocatable", problems),
+            conditions=decoding.conditions(status.get("conditions")),
+            last_pod_event_time=decoding.timestamp(last_event) if last_event else None,
+        ),
+    )
+
+
+def _optional_duration(text: str | None) -> float | None:
+    return durations.parse(text) if text is not None else None
