@@ -1,0 +1,74 @@
+"""Domain interruption messages: what the queue told us about which instances, decoupled from EventBridge JSON.
+
+Pure values. The AWS queue client (`karpy.cloudprovider.aws.interruption`) parses EventBridge events into these;
+the interruption reconciler decides what to do from `Message.action`, never from AWS field names.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Kind(enum.StrEnum):
+    """The EventBridge event kinds upstream handles (aws: pkg/controllers/interruption/messages/types.go)."""
+
+    SPOT_INTERRUPTION = "SpotInterruption"
+    REBALANCE_RECOMMENDATION = "RebalanceRecommendation"
+    INSTANCE_STOPPED = "InstanceStopped"
+    INSTANCE_TERMINATED = "InstanceTerminated"
+    SCHEDULED_CHANGE = "ScheduledChange"
+    CAPACITY_RESERVATION_INTERRUPTION = "CapacityReservationInterruption"
+    NO_OP = "NoOp"
+
+
+class Action(enum.StrEnum):
+    """What the interruption controller does for a kind."""
+
+    CORDON_AND_DRAIN = "CordonAndDrain"
+    NO_ACTION = "NoAction"
+
+
+# Rebalance recommendations only raise an event upstream (opt-in replacement is a karpy extension decided by the
+# reconciler from a NodePool annotation); no-ops are events the parser filtered out.
+_ACTIONS: dict[Kind, Action] = {
+    Kind.SPOT_INTERRUPTION: Action.CORDON_AND_DRAIN,
+    Kind.REBALANCE_RECOMMENDATION: Action.NO_ACTION,
+    Kind.INSTANCE_STOPPED: Action.CORDON_AND_DRAIN,
+    Kind.INSTANCE_TERMINATED: Action.CORDON_AND_DRAIN,
+    Kind.SCHEDULED_CHANGE: Action.CORDON_AND_DRAIN,
+    Kind.CAPACITY_RESERVATION_INTERRUPTION: Action.CORDON_AND_DRAIN,
+    Kind.NO_OP: Action.NO_ACTION,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One interruption notice about zero or more instances.
+
+    `event_time` is epoch seconds of the event (not of its receipt); `detail` is a short human description
+    (state, health event code, ...) for events and logs.
+    """
+
+    kind: Kind
+    instance_ids: tuple[str, ...]
+    event_id: str = ""
+    event_time: float | None = None
+    detail: str = ""
+
+    @property
+    def action(self) -> Action:
+        return _ACTIONS[self.kind]
+
+    @property
+    def marks_offering_unavailable(self) -> bool:
+        """Spot interruptions mean the pool is short: upstream marks (type, zone, spot) unavailable for 3 min."""
+        return self.kind is Kind.SPOT_INTERRUPTION
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """A message as received, with the opaque handle needed to delete it from the queue."""
+
+    message: Message
+    receipt_handle: str

@@ -1,0 +1,60 @@
+"""Provider drift (pure, table tests)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass
+
+from karpy.api import ec2nodeclass, labels
+from karpy.cloudprovider import types
+from karpy.cloudprovider.aws import drift
+
+STATUS = ec2nodeclass.EC2NodeClassStatus(
+    subnets=(ec2nodeclass.SubnetStatus("subnet-1", "z1"), ec2nodeclass.SubnetStatus("subnet-2", "z2")),
+    security_groups=(ec2nodeclass.SecurityGroupStatus("sg-1"), ec2nodeclass.SecurityGroupStatus("sg-2")),
+    amis=(ec2nodeclass.AMIStatus("ami-new"),),
+)
+GOOD = drift.InstanceFacts("ami-new", "subnet-2", frozenset({"sg-1", "sg-2"}))
+H = labels.ANNOTATION_EC2NODECLASS_HASH
+V = labels.ANNOTATION_EC2NODECLASS_HASH_VERSION
+
+
+@pytest.mark.parametrize(
+    ("claim_ann", "class_ann", "instance", "expected"),
+    [
+        ({H: "1", V: "v6"}, {H: "1", V: "v6"}, GOOD, None),
+        ({H: "1", V: "v6"}, {H: "2", V: "v6"}, GOOD, types.DriftReason.NODE_CLASS),
+        ({H: "1", V: "v5"}, {H: "2", V: "v6"}, GOOD, None),  # hash version changed: not drift
+        ({}, {H: "2", V: "v6"}, GOOD, None),
+        ({}, {}, drift.InstanceFacts("ami-old", "subnet-2", GOOD.security_group_ids), types.DriftReason.AMI),
+        ({}, {}, drift.InstanceFacts("ami-new", "subnet-9", GOOD.security_group_ids), types.DriftReason.SUBNET),
+        ({}, {}, drift.InstanceFacts("ami-new", "subnet-1", frozenset({"sg-1"})), types.DriftReason.SECURITY_GROUP),
+        (
+            {},
+            {},
+            drift.InstanceFacts("ami-new", "subnet-1", frozenset({"sg-1", "sg-2", "sg-3"})),
+            types.DriftReason.SECURITY_GROUP,
+        ),
+        # hash is checked first
+        (
+            {H: "1", V: "v6"},
+            {H: "2", V: "v6"},
+            drift.InstanceFacts("ami-old", "x", frozenset()),
+            types.DriftReason.NODE_CLASS,
+        ),
+    ],
+)
+def test_drift_reason(
+    claim_ann: dict[str, str],
+    class_ann: dict[str, str],
+    instance: drift.InstanceFacts,
+    expected: types.DriftReason | None,
+) -> None:
+    claim = make_nodeclaim(annotations=claim_ann)
+    nodeclass = make_nodeclass(annotations=class_ann, status=STATUS)
+    assert drift.drift_reason(claim, nodeclass, instance) == expected
+
+
+def test_unresolved_status_is_never_drift() -> None:
+    facts = drift.InstanceFacts("ami-any", "subnet-any", frozenset({"sg-any"}))
+    assert drift.drift_reason(make_nodeclaim(), make_nodeclass(), facts) is None

@@ -1,0 +1,85 @@
+"""EC2NodeClass status as a pure function of describe results (table tests)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from tests.cloudprovider.aws.builders import make_nodeclass
+
+from karpy.api import ec2nodeclass, meta
+from karpy.cloudprovider.aws import fleet, status
+
+FULL = status.Resolution(
+    subnets=(fleet.Subnet("subnet-1", "us-east-1a", "use1-az1", 100),),
+    security_groups=(ec2nodeclass.SecurityGroupStatus("sg-1", "nodes"),),
+    amis=(ec2nodeclass.AMIStatus("ami-1", "al2023"),),
+    instance_profile="demo_123",
+)
+
+
+def _conds(s: ec2nodeclass.EC2NodeClassStatus) -> dict[str, tuple[str, str]]:
+    return {c.type: (c.status, c.message) for c in s.conditions}
+
+
+def test_everything_found_is_ready() -> None:
+    out = status.compute_status(make_nodeclass(generation=3), FULL, now=100.0)
+    assert {t: s for t, (s, _) in _conds(out).items()} == {
+        "SubnetsReady": "True",
+        "SecurityGroupsReady": "True",
+        "AMIsReady": "True",
+        "InstanceProfileReady": "True",
+        "ValidationSucceeded": "True",
+        "Ready": "True",
+    }
+    assert out.subnets == (ec2nodeclass.SubnetStatus("subnet-1", "us-east-1a", "use1-az1"),)
+    assert out.instance_profile == "demo_123"
+    assert all(c.observed_generation == 3 and c.last_transition_time == 100.0 for c in out.conditions)
+
+
+@pytest.mark.parametrize(
+    ("missing", "condition", "message"),
+    [
+        (
+            {"subnets": ()},
+            "SubnetsReady",
+            "no subnets matched selector terms [{tags: {'karpenter.sh/discovery': 'c'}}]",
+        ),
+        (
+            {"security_groups": ()},
+            "SecurityGroupsReady",
+            "no security groups matched selector terms [{tags: {'karpenter.sh/discovery': 'c'}}]",
+        ),
+        ({"amis": ()}, "AMIsReady", "no AMIs matched selector terms [{alias: al2023@latest}]"),
+        ({"ami_error": "SSM parameter /x not found"}, "AMIsReady", "SSM parameter /x not found"),
+        ({"instance_profile": ""}, "InstanceProfileReady", "instance profile for role R not resolved"),
+        ({"validation_problems": ("a", "b")}, "ValidationSucceeded", "a; b"),
+    ],
+)
+def test_each_missing_part_names_itself_and_makes_ready_false(
+    missing: dict[str, object], condition: str, message: str
+) -> None:
+    found = dataclasses.replace(FULL, **missing)  # type: ignore[arg-type]
+    out = status.compute_status(make_nodeclass(role="R", discovery="c"), found, now=1.0)
+    conds = _conds(out)
+    assert conds[condition] == ("False", message)
+    assert conds["Ready"] == ("False", f"not ready: {condition}")
+    assert [t for t, (s, _) in conds.items() if s == "False"] == [condition, "Ready"]
+
+
+def test_transition_time_kept_while_status_unchanged_and_reset_on_flip() -> None:
+    first = status.compute_status(make_nodeclass(), FULL, now=10.0)
+    same = status.compute_status(make_nodeclass(status=first), FULL, now=20.0)
+    assert {c.last_transition_time for c in same.conditions} == {10.0}
+    flipped = status.compute_status(make_nodeclass(status=first), status.Resolution(), now=30.0)
+    times = {c.type: c.last_transition_time for c in flipped.conditions}
+    assert times.pop("ValidationSucceeded") == 10.0  # still True: nothing to validate failed
+    assert set(times.values()) == {30.0}
+
+
+def test_is_ready_requires_the_current_generation() -> None:
+    computed = status.compute_status(make_nodeclass(generation=1), FULL, now=1.0)
+    assert status.is_ready(make_nodeclass(generation=1, status=computed))
+    assert not status.is_ready(make_nodeclass(generation=2, status=computed))
+    assert not status.is_ready(make_nodeclass())
+    _ = meta  # builders' meta used by make_nodeclass

@@ -1,0 +1,124 @@
+"""User data renderers per AMI family (pure, table tests)."""
+
+from __future__ import annotations
+
+import dataclasses
+import email
+import tomllib
+
+import pytest
+import yaml
+
+from karpy.api import ec2nodeclass, meta
+from karpy.cloudprovider.aws import userdata
+
+BASE = userdata.BootstrapOptions(
+    cluster_name="demo",
+    cluster_endpoint="https://ABC.gr7.us-east-1.eks.amazonaws.com",
+    ca_bundle="Q0EK",
+    cluster_cidr="10.100.0.0/16",
+    labels={"karpenter.sh/nodepool": "default", "team": "a"},
+    taints=(meta.Taint(key="dedicated", value="gpu", effect="NoSchedule"),),
+    kubelet=ec2nodeclass.KubeletConfiguration(
+        cluster_dns=("10.100.0.10",), system_reserved={"cpu": "100m"}, eviction_hard={"memory.available": "5%"}
+    ),
+    max_pods=58,
+)
+
+
+def _parts(text: str) -> list[tuple[str, str]]:
+    message = email.message_from_string(text)
+    assert message.is_multipart()
+    return [(p.get_content_type(), str(p.get_payload())) for p in message.walk() if not p.is_multipart()]
+
+
+def test_al2023_node_config_registers_with_unregistered_taint_labels_and_kubelet() -> None:
+    parts = _parts(userdata.render(ec2nodeclass.AMIFamily.AL2023, BASE))
+    assert [ct for ct, _ in parts] == ["application/node.eks.aws"]
+    config = yaml.safe_load(parts[0][1])
+    assert config["kind"] == "NodeConfig"
+    assert config["spec"]["cluster"] == {
+        "name": "demo",
+        "apiServerEndpoint": BASE.cluster_endpoint,
+        "certificateAuthority": "Q0EK",
+        "cidr": "10.100.0.0/16",
+    }
+    kubelet = config["spec"]["kubelet"]
+    assert kubelet["config"]["registerWithTaints"] == [
+        {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
+        {"key": "dedicated", "effect": "NoSchedule", "value": "gpu"},
+    ]
+    assert kubelet["config"]["maxPods"] == 58
+    assert kubelet["config"]["clusterDNS"] == ["10.100.0.10"]
+    assert kubelet["config"]["evictionHard"] == {"memory.available": "5%"}
+    assert kubelet["flags"] == ["--node-labels=karpenter.sh/nodepool=default,team=a"]
+
+
+@pytest.mark.parametrize(
+    ("user", "expected_types"),
+    [
+        ("#!/bin/bash\necho hi\n", ["application/node.eks.aws", "text/x-shellscript"]),
+        (
+            "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n",
+            ["application/node.eks.aws", "application/node.eks.aws"],
+        ),
+        (
+            'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="B"\n\n--B\n'
+            "Content-Type: text/x-shellscript\n\necho one\n--B\nContent-Type: text/cloud-config\n\n#cloud\n--B--\n",
+            ["application/node.eks.aws", "text/x-shellscript", "text/cloud-config"],
+        ),
+    ],
+)
+def test_al2023_merges_the_users_part_after_ours(user: str, expected_types: list[str]) -> None:
+    opts = userdata.BootstrapOptions(cluster_name="c", cluster_endpoint="https://e", ca_bundle="x", user_data=user)
+    parts = _parts(userdata.render(ec2nodeclass.AMIFamily.AL2023, opts))
+    assert [ct for ct, _ in parts] == expected_types
+
+
+def test_al2_bootstrap_script_runs_after_user_part() -> None:
+    opts = dataclasses.replace(BASE, user_data="#!/bin/bash\necho custom\n")
+    parts = _parts(userdata.render(ec2nodeclass.AMIFamily.AL2, opts))
+    assert "echo custom" in parts[0][1]
+    script = parts[1][1]
+    assert "/etc/eks/bootstrap.sh 'demo'" in script
+    assert "--apiserver-endpoint 'https://ABC.gr7.us-east-1.eks.amazonaws.com'" in script
+    assert "--dns-cluster-ip '10.100.0.10'" in script
+    assert "--use-max-pods false" in script
+    assert '--register-with-taints="karpenter.sh/unregistered=:NoExecute,dedicated=gpu:NoSchedule"' in script
+    assert '--node-labels="karpenter.sh/nodepool=default,team=a"' in script
+    assert '--eviction-hard="memory.available<5%"' in script
+
+
+def test_bottlerocket_merges_user_toml_and_keeps_user_taints() -> None:
+    user = '[settings.kubernetes]\ncluster-name = "wrong"\n[settings.kubernetes.node-taints]\n"x" = ["y:NoSchedule"]\n'
+    user += "[settings.host-containers.admin]\nenabled = true\n"
+    opts = dataclasses.replace(BASE, user_data=user)
+    doc = tomllib.loads(userdata.render(ec2nodeclass.AMIFamily.BOTTLEROCKET, opts))
+    k8s = doc["settings"]["kubernetes"]
+    assert k8s["cluster-name"] == "demo"  # ours wins for the join settings
+    assert k8s["max-pods"] == 58
+    assert k8s["node-labels"] == {"karpenter.sh/nodepool": "default", "team": "a"}
+    assert k8s["node-taints"] == {
+        "x": ["y:NoSchedule"],
+        "karpenter.sh/unregistered": [":NoExecute"],
+        "dedicated": ["gpu:NoSchedule"],
+    }
+    assert doc["settings"]["host-containers"]["admin"]["enabled"] is True
+
+
+def test_bottlerocket_bad_toml_is_a_clear_error() -> None:
+    opts = userdata.BootstrapOptions(cluster_name="c", cluster_endpoint="e", ca_bundle="x", user_data="[oops")
+    with pytest.raises(userdata.UserDataError, match=r"spec\.userData: invalid TOML"):
+        userdata.render(ec2nodeclass.AMIFamily.BOTTLEROCKET, opts)
+
+
+def test_custom_is_passed_through_untouched() -> None:
+    opts = userdata.BootstrapOptions(cluster_name="c", cluster_endpoint="e", ca_bundle="x", user_data="anything\n")
+    assert userdata.render(ec2nodeclass.AMIFamily.CUSTOM, opts) == "anything\n"
+
+
+def test_windows_registers_with_unregistered_taint() -> None:
+    text = userdata.render(ec2nodeclass.AMIFamily.WINDOWS2022, BASE)
+    assert text.startswith("<powershell>")
+    assert text.endswith("</powershell>")
+    assert "--register-with-taints=karpenter.sh/unregistered=:NoExecute,dedicated=gpu:NoSchedule" in text
