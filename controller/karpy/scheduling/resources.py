@@ -1,0 +1,89 @@
+"""Resource maps (name -> int milli-units): arithmetic, fit checks and a pod's effective requests.
+
+A pod's requests follow Kubernetes' effective-request rule (core: pkg/utils/resources Ceiling): the larger of the
+init phase and the run phase, plus pod overhead. Init containers run one at a time, except sidecars
+(restartPolicy=Always) which keep running and so add to every later init container and to the run phase. A
+container that sets a limit but no request requests its limit (apiserver defaulting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from karpy.api import labels, quantity
+
+Resources = Mapping[str, int]
+
+
+def add(*maps: Resources) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in maps:
+        for k, v in m.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def subtract(a: Resources, b: Resources) -> dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) - v
+    return out
+
+
+def maximum(a: Resources, b: Resources) -> dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = max(out.get(k, 0), v)
+    return out
+
+
+def scale(a: Resources, factor: int) -> dict[str, int]:
+    return {k: v * factor for k, v in a.items()}
+
+
+def exceeded(requests: Resources, allocatable: Resources) -> list[str]:
+    """Names of requested resources that do not fit (a missing allocatable entry counts as zero)."""
+    return [k for k, v in requests.items() if v > 0 and v > allocatable.get(k, 0)]
+
+
+def fits(requests: Resources, allocatable: Resources) -> bool:
+    return not exceeded(requests, allocatable)
+
+
+def describe(requests: Resources) -> str:
+    """`{"cpu":"1","memory":"2Gi","pods":"3"}` style, sorted, for human reasons."""
+    parts = [f'"{k}":"{quantity.format_resource(k, v)}"' for k, v in sorted(requests.items()) if v]
+    return "{" + ",".join(parts) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """The parts of a container that scheduling reads."""
+
+    requests: Mapping[str, int] = field(default_factory=dict)
+    limits: Mapping[str, int] = field(default_factory=dict)
+    sidecar: bool = False  # init container with restartPolicy=Always
+
+    def effective(self) -> dict[str, int]:
+        out = dict(self.limits)
+        out.update(self.requests)
+        return out
+
+
+def pod_requests(
+    containers: Iterable[Container], init_containers: Iterable[Container] = (), *, overhead: Resources | None = None
+) -> dict[str, int]:
+    """max(init phase, run phase) + overhead, plus one `pods` slot."""
+    run = add(*(c.effective() for c in containers))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in init_containers:
+        if c.sidecar:
+            sidecars = add(sidecars, c.effective())
+            init_peak = maximum(init_peak, sidecars)
+        else:
+            init_peak = maximum(init_peak, add(sidecars, c.effective()))
+    total = add(maximum(init_peak, add(run, sidecars)), overhead or {})
+    total[labels.RESOURCE_PODS] = quantity.MILLI
+    return total

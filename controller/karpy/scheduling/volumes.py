@@ -1,0 +1,165 @@
+"""Volume topology: where a pod's persistent volumes let it run (core: scheduling/volumetopology.go).
+
+A bound PVC's PV carries `nodeAffinity.required.nodeSelectorTerms` (ORed terms); an unbound PVC whose
+StorageClass binds WaitForFirstConsumer is limited by the class's `allowedTopologies` (ORed terms). One choice per
+volume, crossed over the pod's volumes, gives the alternatives a NodeClaim may satisfy. Unbound PVCs of an
+Immediate class, and PVCs, PVs or classes that do not exist, make the pod unschedulable with a reason.
+These requirements apply to the node only, not to the pod's own topology-spread view.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.api import errors, labels, meta
+from karpy.scheduling import pods, requirements
+
+BINDING_IMMEDIATE = "Immediate"
+BINDING_WAIT = "WaitForFirstConsumer"
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolumeClaim:
+    namespace: str
+    name: str
+    volume_name: str = ""
+    storage_class_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolume:
+    name: str
+    node_affinity: tuple[requirements.Requirements, ...] = ()  # ORed terms; empty = anywhere
+
+
+@dataclass(frozen=True, slots=True)
+class StorageClass:
+    name: str
+    binding_mode: str = BINDING_IMMEDIATE
+    allowed_topologies: tuple[requirements.Requirements, ...] = ()
+    default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeCatalog:
+    pvcs: Mapping[str, PersistentVolumeClaim] = field(default_factory=dict)  # "ns/name" -> PVC
+    pvs: Mapping[str, PersistentVolume] = field(default_factory=dict)
+    storage_classes: Mapping[str, StorageClass] = field(default_factory=dict)
+
+    @staticmethod
+    def build(
+        pvcs: Sequence[PersistentVolumeClaim] = (),
+        pvs: Sequence[PersistentVolume] = (),
+        storage_classes: Sequence[StorageClass] = (),
+    ) -> VolumeCatalog:
+        return VolumeCatalog(
+            {f"{c.namespace}/{c.name}": c for c in pvcs},
+            {v.name: v for v in pvs},
+            {s.name: s for s in storage_classes},
+        )
+
+
+def _terms(obj: Any, path: str, *, expressions_field: str) -> tuple[requirements.Requirements, ...]:
+    out = []
+    for i, term in enumerate(obj or []):
+        reqs = []
+        for j, expr in enumerate(term.get(expressions_field) or []):
+            try:
+                if expressions_field == "matchLabelExpressions":
+                    reqs.append(requirements.Requirement.in_(expr["key"], expr.get("values") or ()))
+                else:
+                    reqs.append(
+                        requirements.Requirement.new(expr["key"], expr["operator"], values=expr.get("values") or ())
+                    )
+            except (KeyError, ValueError) as exc:
+                raise errors.ValidationError(
+                    "volume", "", [errors.Problem(f"{path}[{i}].{expressions_field}[{j}]", f"invalid: {exc}")]
+                ) from exc
+        out.append(requirements.Requirements(reqs))
+    return tuple(out)
+
+
+def pvc_from_manifest(obj: Mapping[str, Any]) -> PersistentVolumeClaim:
+    md, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    return PersistentVolumeClaim(
+        str(md.get("namespace") or "default"),
+        str(md.get("name", "")),
+        str(spec.get("volumeName") or ""),
+        str(spec.get("storageClassName") or ""),
+    )
+
+
+def pv_from_manifest(obj: Mapping[str, Any]) -> PersistentVolume:
+    md, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    required = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+    path = "spec.nodeAffinity.required.nodeSelectorTerms"
+    return PersistentVolume(str(md.get("name", "")), _terms(required, path, expressions_field="matchExpressions"))
+
+
+def storage_class_from_manifest(obj: Mapping[str, Any]) -> StorageClass:
+    md = obj.get("metadata") or {}
+    annotations = md.get("annotations") or {}
+    return StorageClass(
+        str(md.get("name", "")),
+        str(obj.get("volumeBindingMode") or BINDING_IMMEDIATE),
+        _terms(obj.get("allowedTopologies"), "allowedTopologies", expressions_field="matchLabelExpressions"),
+        annotations.get("storageclass.kubernetes.io/is-default-class") == "true",
+    )
+
+
+def _volume_terms(
+    pod: pods.Pod, claim_name: str, catalog: VolumeCatalog
+) -> tuple[requirements.Requirements, ...] | str:
+    pvc = catalog.pvcs.get(f"{pod.namespace}/{claim_name}")
+    if pvc is None:
+        return f"persistentvolumeclaim {pod.namespace}/{claim_name} not found"
+    if pvc.volume_name:
+        pv = catalog.pvs.get(pvc.volume_name)
+        if pv is None:
+            return f"persistentvolume {pvc.volume_name} bound to {pod.namespace}/{claim_name} not found"
+        return pv.node_affinity
+    sc_name = pvc.storage_class_name or next((s.name for s in catalog.storage_classes.values() if s.default), "")
+    if not sc_name:
+        return ()
+    sc = catalog.storage_classes.get(sc_name)
+    if sc is None:
+        return f"storageclass {sc_name} of persistentvolumeclaim {pod.namespace}/{claim_name} not found"
+    if sc.binding_mode != BINDING_WAIT:
+        return (
+            f"persistentvolumeclaim {pod.namespace}/{claim_name} is unbound and storageclass {sc_name} binds "
+            f"{sc.binding_mode}, not {BINDING_WAIT}"
+        )
+    return sc.allowed_topologies
+
+
+def alternatives(pod: pods.Pod, catalog: VolumeCatalog) -> tuple[requirements.Requirements, ...] | str:
+    """Node requirement alternatives (ORed) from the pod's volumes, or a reason the volumes cannot be placed."""
+    per_volume: list[tuple[requirements.Requirements, ...]] = []
+    for claim in pod.pvc_names:
+        terms = _volume_terms(pod, claim, catalog)
+        if isinstance(terms, str):
+            return terms
+        if terms:
+            per_volume.append(terms)
+    if not per_volume:
+        return (requirements.EMPTY,)
+    combos = []
+    for choice in itertools.product(*per_volume):
+        merged = requirements.EMPTY
+        for reqs in choice:
+            merged = merged.intersect(reqs)
+        if merged.is_satisfiable():
+            combos.append(merged)
+    if not combos:
+        return f"volumes of {pod.key} have no common topology"
+    return tuple(dict.fromkeys(combos))
+
+
+def zone_term(zone: str) -> requirements.Requirements:
+    """Convenience for tests and fakes: a term pinning one zone."""
+    return requirements.Requirements(
+        [requirements.Requirement.new(labels.LABEL_ZONE, meta.Operator.IN, values=(zone,))]
+    )
