@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from karpy.api import (
+    decode_ec2nodeclass,
     decoding,
     durations,
     errors,
@@ -28,6 +29,7 @@ from karpy.api import (
     nodepool as nodepool_api,
 )
 from karpy.api.schema import core
+from karpy.api.schema import ec2nodeclass as ec2nodeclass_schema
 from karpy.api.schema import nodeclaim as nodeclaim_schema
 from karpy.api.schema import nodepool as nodepool_schema
 
@@ -43,6 +45,16 @@ def nodeclaim(obj: Mapping[str, Any]) -> nodeclaim_api.NodeClaim:
     return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", nodeclaim_schema.schema(), _decode_nodeclaim)
 
 
+def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
+    return _parse(
+        obj,
+        "EC2NodeClass",
+        f"{labels.AWS_GROUP}/{labels.VERSION}",
+        ec2nodeclass_schema.schema(),
+        decode_ec2nodeclass.decode,
+    )
+
+
 def any(obj: Mapping[str, Any]) -> nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass:
     """Parse whichever v1 kind `obj` declares; an unknown apiVersion/kind is a ValidationError naming `kind`."""
     if not isinstance(obj, Mapping):
@@ -51,6 +63,7 @@ def any(obj: Mapping[str, Any]) -> nodepool_api.NodePool | nodeclaim_api.NodeCla
     parsers: dict[tuple[str, str], Callable[[Mapping[str, Any]], Any]] = {
         (f"{labels.GROUP}/{labels.VERSION}", "NodePool"): nodepool,
         (f"{labels.GROUP}/{labels.VERSION}", "NodeClaim"): nodeclaim,
+        (f"{labels.AWS_GROUP}/{labels.VERSION}", "EC2NodeClass"): ec2nodeclass,
     }
     key = (api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
     if key is None or key not in parsers:

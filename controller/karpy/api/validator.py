@@ -130,6 +130,7 @@ def _walk_object(
             result[key] = copy.deepcopy(item)
         else:
             problems.append(errors.Problem(child(path, key), "unknown field"))
+            result[key] = copy.deepcopy(item)  # kept so that callers see what was refused
     for key, prop in properties.items():
         if key not in result and "default" in prop:
             result[key] = _walk(copy.deepcopy(prop["default"]), prop, child(path, key), problems, key)

@@ -327,3 +327,8 @@ def root(
         description,
         required=("spec",) if spec_required else (),
     )
+
+
+def re_search(pattern: str, value: str) -> bool:
+    """CEL `matches` (RE2, unanchored unless the pattern anchors itself)."""
+    return re.search(pattern, value) is not None

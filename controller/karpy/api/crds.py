@@ -1,0 +1,116 @@
+"""Full apiextensions.k8s.io/v1 CustomResourceDefinitions, rendered from the schemas the parser validates with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.api import labels
+from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodepool
+
+_READY = '.status.conditions[?(@.type=="Ready")].status'
+_AGE = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
+
+
+def _column(name: str, path: str, type_: str = "string", *, priority: int = 0) -> dict[str, Any]:
+    column: dict[str, Any] = {"jsonPath": path, "name": name, "type": type_}
+    if priority:
+        column["priority"] = priority
+    return column
+
+
+def _crd(
+    *,
+    group: str,
+    kind: str,
+    plural: str,
+    schema: core.Schema,
+    columns: list[dict[str, Any]],
+    short_names: tuple[str, ...] = (),
+    scale: bool = False,
+) -> dict[str, Any]:
+    names: dict[str, Any] = {
+        "categories": ["karpenter"],
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": plural,
+        "singular": kind.lower(),
+    }
+    if short_names:
+        names["shortNames"] = list(short_names)
+    subresources: dict[str, Any] = {"status": {}}
+    if scale:
+        subresources["scale"] = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": names,
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "additionalPrinterColumns": columns,
+                    "name": labels.VERSION,
+                    "schema": {"openAPIV3Schema": core.render(schema)},
+                    "served": True,
+                    "storage": True,
+                    "subresources": subresources,
+                }
+            ],
+        },
+    }
+
+
+def build_crds() -> list[dict[str, Any]]:
+    """NodePool, NodeClaim and EC2NodeClass CRDs (printer columns, subresources, names as upstream v1)."""
+    return [
+        _crd(
+            group=labels.GROUP,
+            kind="NodePool",
+            plural="nodepools",
+            schema=nodepool.schema(),
+            columns=[
+                _column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
+                _column("Nodes", ".status.nodes"),
+                _column("Ready", _READY),
+                _AGE,
+                _column("Weight", ".spec.weight", "integer", priority=1),
+                _column("CPU", ".status.resources.cpu", priority=1),
+                _column("Memory", ".status.resources.memory", priority=1),
+            ],
+            scale=True,
+        ),
+        _crd(
+            group=labels.GROUP,
+            kind="NodeClaim",
+            plural="nodeclaims",
+            schema=nodeclaim.schema(),
+            columns=[
+                _column("Type", ".metadata.labels.node\\.kubernetes\\.io/instance-type"),
+                _column("Capacity", ".metadata.labels.karpenter\\.sh/capacity-type"),
+                _column("Zone", ".metadata.labels.topology\\.kubernetes\\.io/zone"),
+                _column("Node", ".status.nodeName"),
+                _column("Ready", _READY),
+                _AGE,
+                _column("ImageID", ".status.imageID", priority=1),
+                _column("ID", ".status.providerID", priority=1),
+                _column("NodePool", ".metadata.labels.karpenter\\.sh/nodepool", priority=1),
+                _column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+                _column("Drifted", '.status.conditions[?(@.type=="Drifted")].status', priority=1),
+            ],
+        ),
+        _crd(
+            group=labels.AWS_GROUP,
+            kind="EC2NodeClass",
+            plural="ec2nodeclasses",
+            schema=ec2nodeclass.schema(),
+            columns=[_column("Ready", _READY), _AGE, _column("Role", ".spec.role", priority=1)],
+            short_names=("ec2nc", "ec2ncs"),
+        ),
+    ]
+
+
+def file_name(crd: dict[str, Any]) -> str:
+    """Upstream's file naming: `<group>_<plural>.yaml`."""
+    return f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"

@@ -1,0 +1,145 @@
+"""EC2NodeClass: schema-validated dict -> `ec2nodeclass.EC2NodeClass` (used by `karpy.api.parse.ec2nodeclass`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from karpy.api import decoding, errors, labels, meta, quantity, semantics
+from karpy.api import ec2nodeclass as api
+
+
+def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeClass:
+    spec = obj["spec"]
+    out = semantics.Collector(problems)
+    for key in spec.get("tags", {}):
+        if key in labels.RESTRICTED_TAG_KEYS or key.startswith(labels.TAG_CLUSTER_PREFIX):
+            out.add(f"spec.tags[{key}]", f'tag key "{key}" is restricted')
+    kubelet = spec.get("kubelet")
+    status = obj.get("status", {})
+    return api.EC2NodeClass(
+        metadata=obj["metadata"],
+        spec=api.EC2NodeClassSpec(
+            subnet_selector_terms=tuple(
+                api.SubnetSelectorTerm(tags=decoding.frozen_map(t.get("tags")), id=t.get("id", ""))
+                for t in spec["subnetSelectorTerms"]
+            ),
+            security_group_selector_terms=tuple(
+                api.SecurityGroupSelectorTerm(
+                    tags=decoding.frozen_map(t.get("tags")), id=t.get("id", ""), name=t.get("name", "")
+                )
+                for t in spec["securityGroupSelectorTerms"]
+            ),
+            ami_selector_terms=tuple(
+                api.AMISelectorTerm(
+                    alias=t.get("alias", ""),
+                    tags=decoding.frozen_map(t.get("tags")),
+                    id=t.get("id", ""),
+                    name=t.get("name", ""),
+                    owner=t.get("owner", ""),
+                    ssm_parameter=t.get("ssmParameter", ""),
+                )
+                for t in spec["amiSelectorTerms"]
+            ),
+            ami_family=api.AMIFamily(spec["amiFamily"]) if "amiFamily" in spec else None,
+            role=spec.get("role", ""),
+            instance_profile=spec.get("instanceProfile", ""),
+            tags=decoding.frozen_map(spec.get("tags")),
+            kubelet=_kubelet(kubelet) if kubelet is not None else None,
+            block_device_mappings=tuple(
+                _block_device_mapping(m, f"spec.blockDeviceMappings[{i}]", problems)
+                for i, m in enumerate(spec.get("blockDeviceMappings", ()))
+            ),
+            metadata_options=api.MetadataOptions(
+                http_endpoint=spec["metadataOptions"]["httpEndpoint"],
+                http_protocol_ipv6=spec["metadataOptions"]["httpProtocolIPv6"],
+                http_put_response_hop_limit=spec["metadataOptions"]["httpPutResponseHopLimit"],
+                http_tokens=spec["metadataOptions"]["httpTokens"],
+            ),
+            user_data=spec.get("userData"),
+            detailed_monitoring=spec.get("detailedMonitoring", False),
+            associate_public_ip_address=spec.get("associatePublicIPAddress"),
+            instance_store_policy=spec.get("instanceStorePolicy", ""),
+            capacity_reservation_selector_terms=tuple(
+                api.CapacityReservationSelectorTerm(
+                    tags=decoding.frozen_map(t.get("tags")),
+                    id=t.get("id", ""),
+                    owner_id=t.get("ownerID", ""),
+                    instance_match_criteria=t.get("instanceMatchCriteria", ""),
+                )
+                for t in spec.get("capacityReservationSelectorTerms", ())
+            ),
+            context=spec.get("context", ""),
+        ),
+        status=api.EC2NodeClassStatus(
+            subnets=tuple(
+                api.SubnetStatus(id=s["id"], zone=s["zone"], zone_id=s.get("zoneID", ""))
+                for s in status.get("subnets", ())
+            ),
+            security_groups=tuple(
+                api.SecurityGroupStatus(id=g["id"], name=g.get("name", "")) for g in status.get("securityGroups", ())
+            ),
+            amis=tuple(
+                api.AMIStatus(
+                    id=a["id"],
+                    name=a.get("name", ""),
+                    deprecated=a.get("deprecated", False),
+                    requirements=tuple(
+                        meta.NodeSelectorRequirement(r["key"], _operator(r["operator"]), tuple(r.get("values", ())))
+                        for r in a["requirements"]
+                        if r["operator"] in meta.Operator.__members__.values()
+                    ),
+                )
+                for a in status.get("amis", ())
+            ),
+            instance_profile=status.get("instanceProfile", ""),
+            conditions=decoding.conditions(status.get("conditions")),
+        ),
+    )
+
+
+def _operator(text: str) -> meta.Operator:
+    return meta.Operator(text)
+
+
+def _kubelet(k: Mapping[str, Any]) -> api.KubeletConfiguration:
+    return api.KubeletConfiguration(
+        cluster_dns=tuple(k.get("clusterDNS", ())),
+        max_pods=k.get("maxPods"),
+        pods_per_core=k.get("podsPerCore"),
+        system_reserved=decoding.frozen_map(k.get("systemReserved")),
+        kube_reserved=decoding.frozen_map(k.get("kubeReserved")),
+        eviction_hard=decoding.frozen_map(k.get("evictionHard")),
+        eviction_soft=decoding.frozen_map(k.get("evictionSoft")),
+        eviction_soft_grace_period=decoding.frozen_map(k.get("evictionSoftGracePeriod")),
+        eviction_max_pod_grace_period=k.get("evictionMaxPodGracePeriod"),
+        image_gc_high_threshold_percent=k.get("imageGCHighThresholdPercent"),
+        image_gc_low_threshold_percent=k.get("imageGCLowThresholdPercent"),
+        cpu_cfs_quota=k.get("cpuCFSQuota"),
+    )
+
+
+def _block_device_mapping(m: Mapping[str, Any], path: str, problems: list[errors.Problem]) -> api.BlockDeviceMapping:
+    ebs = m.get("ebs")
+    device = None
+    if ebs is not None:
+        size = None
+        if "volumeSize" in ebs:
+            try:
+                size = quantity.parse(ebs["volumeSize"])
+            except quantity.QuantityError as exc:
+                problems.append(errors.Problem(f"{path}.ebs.volumeSize", str(exc)))
+        device = api.BlockDevice(
+            delete_on_termination=ebs.get("deleteOnTermination"),
+            encrypted=ebs.get("encrypted"),
+            iops=ebs.get("iops"),
+            kms_key_id=ebs.get("kmsKeyID", ""),
+            snapshot_id=ebs.get("snapshotID", ""),
+            throughput=ebs.get("throughput"),
+            volume_initialization_rate=ebs.get("volumeInitializationRate"),
+            volume_size=size,
+            volume_type=ebs.get("volumeType", ""),
+        )
+    return api.BlockDeviceMapping(
+        device_name=m.get("deviceName", ""), root_volume=m.get("rootVolume", False), ebs=device
+    )

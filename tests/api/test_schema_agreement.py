@@ -1,0 +1,217 @@
+"""Schema <-> parser agreement: jsonschema on the generated openAPIV3Schema plus cel-python on every
+x-kubernetes-validations rule give the same verdict as the parser, on valid and invalid examples."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import celpy
+import jsonschema
+import pytest
+from celpy import celtypes
+from tests.api import builders
+
+from karpy.api import crds, errors, parse, validator
+from karpy.api.schema import ec2nodeclass as ec2_schema
+from karpy.api.schema import nodeclaim as nodeclaim_schema
+from karpy.api.schema import nodepool as nodepool_schema
+
+CEL = celpy.Environment()
+
+
+def _find(text: Any, pattern: Any) -> celtypes.StringType:
+    match = re.search(str(pattern), str(text))
+    return celtypes.StringType(match.group(0) if match else "")
+
+
+def _split(text: Any, sep: Any) -> celtypes.ListType:
+    return celtypes.ListType([celtypes.StringType(p) for p in str(text).split(str(sep))])
+
+
+def to_json_schema(node: Any) -> Any:
+    """OpenAPI v3 (CRD flavour) -> JSON Schema: drop x-kubernetes-* and refuse unknown fields like the parser."""
+    if isinstance(node, list):
+        return [to_json_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    result = {k: to_json_schema(v) for k, v in node.items() if not k.startswith("x-kubernetes-") and k != "default"}
+    if "properties" in node and "additionalProperties" not in node:
+        result["additionalProperties"] = False
+    return result
+
+
+def cel_failures(value: Any, schema: dict[str, Any], path: str = "") -> Iterator[str]:
+    """Evaluate every non-transition CEL rule where the value exists; yield the failing messages."""
+    for rule in schema.get("x-kubernetes-validations", ()):
+        if "oldSelf" in rule["rule"]:
+            continue  # transition rules need the old object: skipped on purpose
+        program = CEL.program(CEL.compile(rule["rule"]), functions={"find": _find, "split": _split})
+        try:
+            verdict = program.evaluate({"self": celpy.json_to_cel(value)})
+        except celpy.CELEvalError:
+            verdict = None
+        if verdict is not True and not (isinstance(verdict, celtypes.BoolType) and bool(verdict)):
+            yield f"{path}: {rule['message']}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in schema.get("properties", {}):
+                yield from cel_failures(item, schema["properties"][key], f"{path}.{key}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                yield from cel_failures(item, schema["additionalProperties"], f"{path}[{key}]")
+    elif isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            yield from cel_failures(item, schema["items"], f"{path}[{i}]")
+
+
+def schema_verdict(manifest: dict[str, Any]) -> bool:
+    crd = next(c for c in crds.build_crds() if c["spec"]["names"]["kind"] == manifest["kind"])
+    rendered = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    source = {"NodePool": nodepool_schema, "NodeClaim": nodeclaim_schema, "EC2NodeClass": ec2_schema}[manifest["kind"]]
+    body = {k: v for k, v in manifest.items() if k != "metadata"}
+    defaulted, _ = validator.validate(body, source.schema())  # the API server defaults before validating
+    structural = list(jsonschema.Draft7Validator(to_json_schema(rendered)).iter_errors(defaulted))
+    if structural:
+        return False
+    return not list(cel_failures(defaulted, rendered))
+
+
+def parser_verdict(manifest: dict[str, Any]) -> bool:
+    try:
+        parse.any(manifest)
+    except errors.ValidationError:
+        return False
+    return True
+
+
+def _np_req(*reqs: dict[str, Any]) -> dict[str, Any]:
+    return builders.with_template_spec(builders.nodepool_manifest(), requirements=list(reqs))
+
+
+def _ec2(**spec: Any) -> dict[str, Any]:
+    manifest = builders.ec2nodeclass_manifest()
+    for key, value in spec.items():
+        if value is None:
+            manifest["spec"].pop(key, None)
+        else:
+            manifest["spec"][key] = value
+    return manifest
+
+
+def _nodeclaim_without_name_check() -> dict[str, Any]:
+    manifest = builders.nodeclaim_manifest(resources={"requests": {"cpu": "1500m", "pods": 3}})
+    return manifest
+
+
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("np minimal", builders.nodepool_manifest()),
+    ("np In empty", _np_req({"key": "a.io/b", "operator": "In", "values": []})),
+    ("np Gt word", _np_req({"key": "a.io/b", "operator": "Gt", "values": ["ten"]})),
+    ("np Gte ok", _np_req({"key": "a.io/b", "operator": "Gte", "values": ["10"]})),
+    ("np minValues short", _np_req({"key": "a.io/b", "operator": "In", "values": ["x"], "minValues": 2})),
+    ("np minValues 51", _np_req({"key": "a.io/b", "operator": "Exists", "minValues": 51})),
+    ("np bad operator", _np_req({"key": "a.io/b", "operator": "Equals", "values": ["x"]})),
+    ("np karpenter.sh key", _np_req({"key": "karpenter.sh/foo", "operator": "Exists"})),
+    ("np aws key ok", _np_req({"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["64"]})),
+    ("np aws key bad", _np_req({"key": "karpenter.k8s.aws/whatever", "operator": "Exists"})),
+    ("np hostname", _np_req({"key": "kubernetes.io/hostname", "operator": "Exists"})),
+    ("np weight 0", builders.nodepool_manifest(weight=0)),
+    ("np weight 100", builders.nodepool_manifest(weight=100)),
+    (
+        "np budget 101%",
+        builders.nodepool_manifest(disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "101%"}]}),
+    ),
+    (
+        "np schedule without duration",
+        builders.nodepool_manifest(
+            disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "1", "schedule": "@daily"}]}
+        ),
+    ),
+    ("np consolidateAfter Never", builders.nodepool_manifest(disruption={"consolidateAfter": "Never"})),
+    ("np consolidateAfter days", builders.nodepool_manifest(disruption={"consolidateAfter": "1d"})),
+    ("np static cpu limit", builders.nodepool_manifest(replicas=2, limits={"cpu": "4"})),
+    ("np static nodes limit", builders.nodepool_manifest(replicas=2, limits={"nodes": "4"})),
+    ("np unknown field", builders.nodepool_manifest(surprise=True)),
+    (
+        "np nodeClassRef group slash",
+        builders.with_template_spec(
+            builders.nodepool_manifest(), nodeClassRef={"group": "a/b", "kind": "K", "name": "n"}
+        ),
+    ),
+    ("nc minimal", builders.nodeclaim_manifest()),
+    ("nc requests", _nodeclaim_without_name_check()),
+    ("nc nodepool key allowed", builders.nodeclaim_manifest()),
+    ("nc bad taint effect", builders.nodeclaim_manifest(taints=[{"key": "a", "effect": "Never"}])),
+    ("ec2 minimal", _ec2()),
+    ("ec2 role and profile", _ec2(instanceProfile="p")),
+    ("ec2 neither role nor profile", _ec2(role=None)),
+    ("ec2 empty role", _ec2(role="")),
+    ("ec2 alias with family", _ec2(amiFamily="AL2023")),
+    ("ec2 alias wrong family", _ec2(amiFamily="Bottlerocket")),
+    ("ec2 alias custom family", _ec2(amiFamily="Custom")),
+    ("ec2 no alias no family", _ec2(amiSelectorTerms=[{"name": "my-ami-*", "owner": "self"}])),
+    ("ec2 no alias family", _ec2(amiSelectorTerms=[{"id": "ami-123"}], amiFamily="AL2")),
+    ("ec2 alias plus term", _ec2(amiSelectorTerms=[{"alias": "al2023@latest"}, {"id": "ami-1"}])),
+    ("ec2 id and tags", _ec2(amiSelectorTerms=[{"id": "ami-1", "tags": {"a": "b"}}], amiFamily="AL2")),
+    ("ec2 windows pinned", _ec2(amiSelectorTerms=[{"alias": "windows2022@v1"}])),
+    ("ec2 bad alias family", _ec2(amiSelectorTerms=[{"alias": "ubuntu@latest"}])),
+    ("ec2 malformed alias", _ec2(amiSelectorTerms=[{"alias": "al2023"}])),
+    ("ec2 empty subnets", _ec2(subnetSelectorTerms=[])),
+    ("ec2 subnet empty term", _ec2(subnetSelectorTerms=[{}])),
+    ("ec2 subnet id+tags", _ec2(subnetSelectorTerms=[{"id": "subnet-1", "tags": {"a": "b"}}])),
+    ("ec2 sg by name", _ec2(securityGroupSelectorTerms=[{"name": "nodes"}])),
+    ("ec2 sg name+id", _ec2(securityGroupSelectorTerms=[{"name": "nodes", "id": "sg-1"}])),
+    ("ec2 empty tag value", _ec2(subnetSelectorTerms=[{"tags": {"a": ""}}])),
+    ("ec2 restricted tag", _ec2(tags={"karpenter.sh/nodepool": "x"})),
+    ("ec2 cluster tag", _ec2(tags={"kubernetes.io/cluster/demo": "owned"})),
+    ("ec2 ok tags", _ec2(tags={"team": "a"})),
+    (
+        "ec2 two root volumes",
+        _ec2(
+            blockDeviceMappings=[
+                {"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "20Gi"}},
+                {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": {"volumeSize": "20Gi"}},
+            ]
+        ),
+    ),
+    ("ec2 ebs without size", _ec2(blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"volumeType": "gp3"}}])),
+    (
+        "ec2 init rate without snapshot",
+        _ec2(
+            blockDeviceMappings=[
+                {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi", "volumeInitializationRate": 150}}
+            ]
+        ),
+    ),
+    ("ec2 volume 100Ti", _ec2(blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "100Ti"}}])),
+    ("ec2 hop limit 65", _ec2(metadataOptions={"httpPutResponseHopLimit": 65})),
+    ("ec2 tokens optional", _ec2(metadataOptions={"httpTokens": "optional"})),
+    ("ec2 kubelet gc order", _ec2(kubelet={"imageGCHighThresholdPercent": 50, "imageGCLowThresholdPercent": 60})),
+    ("ec2 kubelet soft w/o grace", _ec2(kubelet={"evictionSoft": {"memory.available": "5%"}})),
+    (
+        "ec2 kubelet soft with grace",
+        _ec2(
+            kubelet={"evictionSoft": {"memory.available": "5%"}, "evictionSoftGracePeriod": {"memory.available": "1m"}}
+        ),
+    ),
+    ("ec2 kubelet bad signal", _ec2(kubelet={"evictionHard": {"memory.free": "5%"}})),
+    ("ec2 kubelet negative reserve", _ec2(kubelet={"kubeReserved": {"cpu": "-1"}})),
+    ("ec2 kubelet bad reserve key", _ec2(kubelet={"systemReserved": {"gpu": "1"}})),
+    (
+        "ec2 capacity reservation id+owner",
+        _ec2(capacityReservationSelectorTerms=[{"id": "cr-1", "ownerID": "123456789012"}]),
+    ),
+    ("ec2 capacity reservation tags", _ec2(capacityReservationSelectorTerms=[{"tags": {"a": "b"}}])),
+]
+
+
+@pytest.mark.parametrize(("name", "manifest"), CASES, ids=[c[0] for c in CASES])
+def test_schema_and_parser_agree(name: str, manifest: dict[str, Any]) -> None:
+    assert parser_verdict(copy.deepcopy(manifest)) == schema_verdict(copy.deepcopy(manifest)), name
+
+
+def test_cases_cover_both_verdicts() -> None:
+    verdicts = [parser_verdict(copy.deepcopy(m)) for _, m in CASES]
+    assert 15 <= sum(verdicts) <= len(verdicts) - 15
