@@ -83,6 +83,18 @@ class KubeletOverrides:
     system_reserved: Mapping[str, int] = field(default_factory=dict)
     eviction_hard: Mapping[str, str] = field(default_factory=dict)
 
+    def __hash__(self) -> int:
+        # Explicit because the maps are not hashable; lets catalogs cache results per kubelet configuration.
+        return hash(
+            (
+                self.max_pods,
+                self.pods_per_core,
+                frozenset(self.kube_reserved.items()),
+                frozenset(self.system_reserved.items()),
+                frozenset(self.eviction_hard.items()),
+            )
+        )
+
     @staticmethod
     def from_config(config: ec2nodeclass.KubeletConfiguration, *, path: str = "spec.kubelet") -> KubeletOverrides:
         """Parse a node class's kubelet block; every bad value is reported with its field path."""

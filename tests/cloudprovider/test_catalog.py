@@ -1,0 +1,80 @@
+"""The bundled AWS catalog: real shapes, zone offerings, prices, and the documented spot estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy.api import ec2nodeclass, labels, quantity
+from karpy.cloudprovider import catalog, ec2shapes, types
+
+
+def by_name(region: str = "us-east-1", *args: object, **kwargs: object) -> dict[str, types.InstanceType]:
+    return {it.name: it for it in catalog.load(region, *args, **kwargs)}  # type: ignore[arg-type]
+
+
+def test_m5_large_in_us_east_1() -> None:
+    m5 = by_name()["m5.large"]
+    zones = catalog.zones("us-east-1")
+    assert ("us-east-1a", "use1-az6") in zones
+    on_demand = [o for o in m5.offerings if o.capacity_type == "on-demand"]
+    spot = [o for o in m5.offerings if o.capacity_type == "spot"]
+    assert {o.price for o in on_demand} == {0.096}  # the bundled us-east-1 list price
+    assert {o.price for o in spot} == {round(0.096 * catalog.SPOT_PRICE_FRACTION, 6)}
+    assert {(o.zone, o.zone_id) for o in on_demand} <= set(zones)
+    assert m5.labels[labels.LABEL_REGION] == "us-east-1"
+    assert m5.allocatable["cpu"] == 1930
+    assert m5.allocatable["memory"] == 6903 * quantity.MI
+
+
+def test_every_type_is_priced_and_offered() -> None:
+    its = catalog.load()
+    assert len(its) > 500
+    for it in its:
+        assert catalog.on_demand_price(it.name) is not None
+        assert it.offerings
+        assert all(o.price > 0 for o in it.offerings)
+
+
+def test_zone_and_capacity_type_filters() -> None:
+    its = catalog.load("us-east-1", ["us-east-1b"], capacity_types=("on-demand",))
+    assert {(o.zone, o.capacity_type) for it in its for o in it.offerings} == {("us-east-1b", "on-demand")}
+
+
+def test_types_not_offered_in_the_zones_are_dropped() -> None:
+    all_zones = by_name()
+    one_zone = by_name("us-east-1", ["us-east-1e"])
+    assert set(one_zone) < set(all_zones)  # us-east-1e offers fewer types than the region
+
+
+def test_other_regions_use_the_us_east_1_price_estimate() -> None:
+    eu = by_name("eu-west-1")["m5.large"]
+    assert {o.price for o in eu.offerings if o.capacity_type == "on-demand"} == {0.096}
+    assert {o.zone for o in eu.offerings} <= {z for z, _ in catalog.zones("eu-west-1")}
+
+
+def test_windows_drops_arm64_and_applies_the_family() -> None:
+    its = by_name(ami_family=ec2nodeclass.AMIFamily.WINDOWS2022)
+    assert "m6g.large" not in its
+    assert its["m5.large"].capacity["pods"] == 110 * 1000
+
+
+def test_kubelet_overrides_flow_through_and_results_are_cached() -> None:
+    kubelet = ec2shapes.KubeletOverrides(max_pods=20)
+    first = catalog.load(kubelet=kubelet)
+    again = catalog.load(kubelet=ec2shapes.KubeletOverrides(max_pods=20))
+    assert all(it.capacity["pods"] == 20 * 1000 for it in first)
+    assert first == again
+    assert first is not again
+
+
+def test_unknown_region_and_zone_are_clear_errors() -> None:
+    with pytest.raises(catalog.UnknownRegion, match="mars-east-1"):
+        catalog.load("mars-east-1")
+    with pytest.raises(catalog.UnknownZone, match="us-east-1z"):
+        catalog.load("us-east-1", ["us-east-1z"])
+
+
+def test_sources_are_recorded() -> None:
+    assert set(catalog.sources()) == {"shapes", "offerings", "eni_limits", "prices"}
+    assert "us-east-1" in catalog.regions()
+    assert len(catalog.regions()) >= 20
