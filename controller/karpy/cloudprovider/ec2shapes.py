@@ -153,10 +153,11 @@ def eni_limited_pods(info: Mapping[str, Any], *, reserved_enis: int = 0) -> int:
     network = info.get("NetworkInfo") or {}
     cards = _items(info, "NetworkInfo", "NetworkCards")
     default_index = network.get("DefaultNetworkCardIndex", 0)
-    enis = next(
-        (c["MaximumNetworkInterfaces"] for c in cards if c.get("NetworkCardIndex", 0) == default_index),
-        network.get("MaximumNetworkInterfaces", 0),
-    )
+    enis = network.get("MaximumNetworkInterfaces", 0)
+    for card in cards:
+        if card.get("NetworkCardIndex", 0) == default_index:
+            enis = card["MaximumNetworkInterfaces"]
+            break
     usable = max(enis - reserved_enis, 0)
     if usable == 0:
         return 0

@@ -160,6 +160,8 @@ def _build(
     region_data = _region(region)
     wanted = _wanted_zones(region, region_data.zones, zones)
     built: list[types.InstanceType] = []
+    # Offerings are immutable values; types with equal prices share them (halves the objects built).
+    shared: dict[tuple[str, str, str, float], types.Offering] = {}
     for name, zone_mask in region_data.types.items():
         price = on_demand_price(name, region=region)
         info = data.shapes.get(name)
@@ -170,6 +172,7 @@ def _build(
             zones=[zone for i, zone in enumerate(region_data.zones) if zone_mask >> i & 1 and i in wanted],
             capacity_types=capacity_types,
             on_demand=price,
+            shared=shared,
         )
         if not offerings:
             continue
@@ -200,13 +203,25 @@ def _wanted_zones(region: str, all_zones: Sequence[tuple[str, str]], zones: Sequ
 
 
 def _offerings(
-    info: Mapping[str, Any], *, zones: Sequence[tuple[str, str]], capacity_types: Sequence[str], on_demand: float
+    info: Mapping[str, Any],
+    *,
+    zones: Sequence[tuple[str, str]],
+    capacity_types: Sequence[str],
+    on_demand: float,
+    shared: dict[tuple[str, str, str, float], types.Offering],
 ) -> tuple[types.Offering, ...]:
     supported = set(info.get("SupportedUsageClasses") or ())
     prices = {labels.CAPACITY_TYPE_ON_DEMAND: on_demand, labels.CAPACITY_TYPE_SPOT: spot_price(on_demand)}
-    return tuple(
-        types.Offering(zone=zone, capacity_type=capacity_type, price=prices[capacity_type], zone_id=zone_id)
-        for zone, zone_id in zones
-        for capacity_type in capacity_types
-        if capacity_type in supported and capacity_type in prices
-    )
+    out: list[types.Offering] = []
+    for zone, zone_id in zones:
+        for capacity_type in capacity_types:
+            if capacity_type not in supported or capacity_type not in prices:
+                continue
+            key = (zone, zone_id, capacity_type, prices[capacity_type])
+            offering = shared.get(key)
+            if offering is None:
+                offering = shared[key] = types.Offering(
+                    zone=zone, capacity_type=capacity_type, price=key[3], zone_id=zone_id
+                )
+            out.append(offering)
+    return tuple(out)
