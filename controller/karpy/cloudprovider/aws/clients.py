@@ -1,0 +1,86 @@
+"""The one place that builds boto3 clients and runs their blocking calls off the event loop.
+
+Clients use botocore's adaptive retry mode (client-side rate limiting plus backoff on throttling and 5xx).
+`AWS_ENDPOINT_URL` is honoured by boto3 itself, so a local emulator needs no code path of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore import config as botocore_config
+
+DEFAULT_MAX_ATTEMPTS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Clients:
+    """boto3 clients, typed loosely because boto3 builds them at run time."""
+
+    ec2: Any
+    ssm: Any
+    iam: Any
+    eks: Any
+    sqs: Any
+    pricing: Any
+
+
+def pricing_region(region: str) -> str:
+    """The Pricing API lives in a few regions only (aws: pkg/providers/pricing/pricing.go NewAPI)."""
+    if region.startswith("ap-"):
+        return "ap-south-1"
+    if region.startswith("cn-"):
+        return "cn-northwest-1"
+    if region.startswith("eu-"):
+        return "eu-central-1"
+    return "us-east-1"
+
+
+def retry_config(*, region: str, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> botocore_config.Config:
+    return botocore_config.Config(
+        region_name=region,
+        retries={"mode": "adaptive", "max_attempts": max_attempts},
+        user_agent_extra="karpy",
+    )
+
+
+def build_clients(*, region: str, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> Clients:
+    session = boto3.session.Session(region_name=region)
+    config = retry_config(region=region, max_attempts=max_attempts)
+    pricing_config = retry_config(region=pricing_region(region), max_attempts=max_attempts)
+    return Clients(
+        ec2=session.client("ec2", config=config),
+        ssm=session.client("ssm", config=config),
+        iam=session.client("iam", config=config),
+        eks=session.client("eks", config=config),
+        sqs=session.client("sqs", config=config),
+        pricing=session.client("pricing", config=pricing_config),
+    )
+
+
+async def call(client: Any, operation: str, /, **params: Any) -> dict[str, Any]:
+    """Run one SDK operation (snake_case name) in a worker thread; botocore errors propagate unchanged."""
+    method = getattr(client, operation)
+    result: dict[str, Any] = await asyncio.to_thread(method, **params)
+    return result
+
+
+async def paginate(client: Any, operation: str, result_key: str, /, **params: Any) -> list[Any]:
+    """All items under `result_key` across every page, fetched in a worker thread."""
+
+    def run() -> list[Any]:
+        out: list[Any] = []
+        for page in client.get_paginator(operation).paginate(**params):
+            out.extend(page.get(result_key) or ())
+        return out
+
+    return await asyncio.to_thread(run)
+
+
+def tags_of(resource: Mapping[str, Any]) -> dict[str, str]:
+    """An EC2 resource's `Tags` list as a dict."""
+    return {t["Key"]: t["Value"] for t in resource.get("Tags") or ()}

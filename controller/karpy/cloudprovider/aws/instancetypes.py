@@ -1,0 +1,189 @@
+"""Instance types a node class can launch: EC2 shapes (5 min cache) × its subnets' zones × capacity types, priced,
+with offerings marked unavailable while they sit in the ICE cache (aws: pkg/providers/instancetype).
+
+Shape → `InstanceType` conversion is `karpy.cloudprovider.ec2shapes` (shared with the bundled catalog).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from karpy.api import ec2nodeclass, labels
+from karpy.cloudprovider import ec2shapes, types
+from karpy.cloudprovider.aws import cache, clients, pricing
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeSettings:
+    region: str
+    vm_memory_overhead_percent: float = ec2shapes.DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+    reserved_enis: int = 0
+
+
+def offerings_for(
+    name: str,
+    *,
+    zones: Sequence[tuple[str, str]],
+    offered_zones: frozenset[str],
+    prices: pricing.PricingProvider,
+    unavailable: cache.UnavailableOfferings,
+) -> list[types.Offering]:
+    """One offering per (zone the type is offered in ∩ node class zones) × (on-demand, spot), priced."""
+    out = []
+    od_price = prices.on_demand_price(name)
+    for zone, zone_id in zones:
+        if zone not in offered_zones:
+            continue
+        for capacity_type in (labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_SPOT):
+            if capacity_type == labels.CAPACITY_TYPE_SPOT:
+                price = prices.spot_price(name, zone)
+                price = od_price if price is None else price
+            else:
+                price = od_price
+            out.append(
+                types.Offering(
+                    zone=zone,
+                    capacity_type=capacity_type,
+                    # An unpriced offering cannot be ranked: upstream leaves it unavailable.
+                    price=price if price is not None else float("inf"),
+                    available=price is not None and not unavailable.is_unavailable(name, zone, capacity_type),
+                    zone_id=zone_id,
+                )
+            )
+    return out
+
+
+def build_catalog(
+    shapes: Sequence[Mapping[str, Any]],
+    *,
+    offered: Mapping[str, frozenset[str]],
+    nodeclass: ec2nodeclass.EC2NodeClass,
+    settings: ShapeSettings,
+    prices: pricing.PricingProvider,
+    unavailable: cache.UnavailableOfferings,
+    eni_limits: Mapping[str, Mapping[str, Any]],
+) -> list[types.InstanceType]:
+    """Every shape the node class's AMI family can run, with offerings in the node class's zones."""
+    family = nodeclass.resolved_ami_family
+    kubelet = ec2shapes.KubeletOverrides.from_config(nodeclass.spec.kubelet) if nodeclass.spec.kubelet else None
+    zones = sorted({(s.zone, s.zone_id) for s in nodeclass.status.subnets})
+    out = []
+    for info in shapes:
+        if not ec2shapes.supports(info, ami_family=family):
+            continue
+        name = str(info["InstanceType"])
+        offerings = offerings_for(
+            name, zones=zones, offered_zones=offered.get(name, frozenset()), prices=prices, unavailable=unavailable
+        )
+        root = ec2shapes.ephemeral_storage(
+            info,
+            ami_family=family,
+            block_device_mappings=nodeclass.spec.block_device_mappings,
+            instance_store_policy=nodeclass.spec.instance_store_policy,
+        )
+        out.append(
+            ec2shapes.instance_type_from_ec2(
+                info,
+                offerings=offerings,
+                eni_limits=eni_limits.get(name),
+                kubelet=kubelet,
+                vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+                reserved_enis=settings.reserved_enis,
+                ami_family=family,
+                root_volume=root,
+                region=settings.region,
+            )
+        )
+    return out
+
+
+def nodeclass_key(nodeclass: ec2nodeclass.EC2NodeClass) -> str:
+    """What the built catalog depends on in a node class: family, kubelet, storage and zones."""
+    spec = nodeclass.spec
+    parts = (
+        nodeclass.name,
+        nodeclass.resolved_ami_family.value,
+        repr(spec.kubelet),
+        repr(spec.block_device_mappings),
+        spec.instance_store_policy,
+        repr(sorted((s.zone, s.zone_id) for s in nodeclass.status.subnets)),
+    )
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+class InstanceTypeProvider:
+    def __init__(
+        self,
+        *,
+        aws: clients.Clients,
+        clock: cache.Clock,
+        settings: ShapeSettings,
+        prices: pricing.PricingProvider,
+        unavailable: cache.UnavailableOfferings,
+        eni_limits: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        self._aws = aws
+        self._settings = settings
+        self._prices = prices
+        self._unavailable = unavailable
+        self._eni_limits = eni_limits
+        self._shapes: cache.TTLCache[str, tuple[Mapping[str, Any], ...]] = cache.TTLCache(
+            cache.INSTANCE_TYPES_TTL, clock=clock
+        )
+        self._offered: cache.TTLCache[str, Mapping[str, frozenset[str]]] = cache.TTLCache(
+            cache.INSTANCE_TYPES_TTL, clock=clock
+        )
+        self._built: cache.TTLCache[tuple[str, int, int], tuple[types.InstanceType, ...]] = cache.TTLCache(
+            cache.INSTANCE_TYPES_TTL, clock=clock
+        )
+
+    async def shapes(self) -> tuple[Mapping[str, Any], ...]:
+        cached = self._shapes.get("all")
+        if cached is None:
+            described = await clients.paginate(self._aws.ec2, "describe_instance_types", "InstanceTypes")
+            cached = tuple(described)
+            self._shapes.set("all", cached)
+        return cached
+
+    async def offered_zones(self) -> Mapping[str, frozenset[str]]:
+        cached = self._offered.get("all")
+        if cached is None:
+            rows = await clients.paginate(
+                self._aws.ec2,
+                "describe_instance_type_offerings",
+                "InstanceTypeOfferings",
+                LocationType="availability-zone",
+            )
+            zones: dict[str, set[str]] = {}
+            for row in rows:
+                zones.setdefault(str(row["InstanceType"]), set()).add(str(row["Location"]))
+            cached = {k: frozenset(v) for k, v in zones.items()}
+            self._offered.set("all", cached)
+        return cached
+
+    async def list(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[types.InstanceType, ...]:
+        await self._prices.ensure_fresh()
+        self._unavailable.expire()
+        key = (nodeclass_key(nodeclass), self._unavailable.seq, self._prices.seq)
+        built = self._built.get(key)
+        if built is None:
+            built = tuple(
+                build_catalog(
+                    await self.shapes(),
+                    offered=await self.offered_zones(),
+                    nodeclass=nodeclass,
+                    settings=self._settings,
+                    prices=self._prices,
+                    unavailable=self._unavailable,
+                    eni_limits=self._eni_limits,
+                )
+            )
+            self._built.expire()
+            self._built.set(key, built)
+        return built

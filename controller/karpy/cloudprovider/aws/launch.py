@@ -1,0 +1,305 @@
+"""One launch: pick offerings, ensure launch templates, CreateFleet, and retry around capacity errors.
+
+Per-override capacity errors mark the offering (or subnet) unavailable for 3 min and the launch retries with what
+is left; nothing left is `InsufficientCapacity` (aws: pkg/providers/instance/instance.go).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore import exceptions as botocore_exceptions
+
+from karpy.api import ec2nodeclass, labels, nodeclaim
+from karpy.cloudprovider import errors, types
+from karpy.cloudprovider.aws import cache, clients, fleet, launchtemplate, nodeclass, templates, userdata
+from karpy.cloudprovider.aws import errors as aws_errors
+from karpy.scheduling import requirements
+
+log = logging.getLogger(__name__)
+
+MAX_LAUNCH_ATTEMPTS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    instance_id: str
+    instance_type: types.InstanceType
+    zone: str
+    capacity_type: str
+    image_id: str
+
+
+def claim_requirements(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> requirements.Requirements:
+    """The claim's requirements on labels an instance can carry (well-known ones)."""
+    reqs = requirements.Requirements.from_node_selector(claim.spec.requirements)
+    return requirements.Requirements(r for key, r in reqs.items() if key in labels.WELL_KNOWN_LABELS)
+
+
+def launch_labels(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> dict[str, str]:
+    """Labels a node of this claim gets whatever instance is chosen: claim labels and single-valued requirements."""
+    reqs = requirements.Requirements.from_node_selector(claim.spec.requirements)
+    out = {
+        k: v
+        for k, v in reqs.single_labels().items()
+        if not labels.is_restricted_label(k) or k in labels.WELL_KNOWN_LABELS
+    }
+    out.update(claim.metadata.labels)
+    out[labels.LABEL_EC2NODECLASS] = nc.name
+    return out
+
+
+def image_for(it: types.InstanceType, amis: Sequence[ec2nodeclass.AMIStatus]) -> str:
+    """The first (newest) AMI whose requirements the instance type's labels meet, else ""."""
+    for ami in amis:
+        if requirements.Requirements.from_node_selector(ami.requirements).admits(it.labels):
+            return ami.id
+    return ""
+
+
+class Launcher:
+    def __init__(
+        self,
+        *,
+        aws: clients.Clients,
+        resolver: nodeclass.NodeClassResolver,
+        launch_templates: templates.LaunchTemplates,
+        unavailable: cache.UnavailableOfferings,
+        cluster_name: str,
+    ) -> None:
+        self._aws = aws
+        self._resolver = resolver
+        self._templates = launch_templates
+        self._unavailable = unavailable
+        self._cluster_name = cluster_name
+
+    def choose(
+        self,
+        claim: nodeclaim.NodeClaim,
+        nc: ec2nodeclass.EC2NodeClass,
+        instance_types: Sequence[types.InstanceType],
+    ) -> tuple[str, list[fleet.Candidate]]:
+        """(capacity type, candidates) after upstream's filters; raises InsufficientCapacity if none."""
+        reqs = claim_requirements(claim, nc)
+        extra = {
+            labels.LABEL_NODEPOOL: claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""),
+            labels.LABEL_EC2NODECLASS: nc.name,
+        }
+        min_values = reqs.has_min_values()
+        cands = fleet.candidates(
+            instance_types,
+            type_compatible=lambda it: any(
+                reqs.admits({**it.labels, **o.labels(), **extra}) for o in it.offerings if o.available
+            ),
+            offering_compatible=lambda o: True,
+            requests=claim.spec.resources,
+        )
+        # Keep only offerings whose zone/capacity type the claim admits together with the type's labels.
+        cands = [
+            fleet.Candidate(
+                c.instance_type,
+                tuple(o for o in c.offerings if reqs.admits({**c.instance_type.labels, **o.labels(), **extra})),
+            )
+            for c in cands
+        ]
+        cands = [c for c in cands if c.offerings and image_for(c.instance_type, nc.status.amis)]
+        cands = fleet.filter_exotic(cands, has_min_values=min_values)
+        cands = fleet.filter_spot_offerings(cands, has_min_values=min_values)
+        capacity_type = fleet.choose_capacity_type(cands)
+        if capacity_type is None:
+            raise errors.InsufficientCapacity(f"no compatible instance type has an available offering for {claim.name}")
+        chosen = fleet.truncate(cands, capacity_type=capacity_type)
+        if capacity_type == labels.CAPACITY_TYPE_ON_DEMAND and len(chosen) < fleet.INSTANCE_TYPE_FLEXIBILITY_THRESHOLD:
+            spot_allowed = reqs.get(labels.LABEL_CAPACITY_TYPE)
+            if spot_allowed is None or spot_allowed.has(labels.CAPACITY_TYPE_SPOT):
+                log.warning("launching %s on-demand with only %d instance types", claim.name, len(chosen))
+        return capacity_type, chosen
+
+    async def _templates_for(
+        self,
+        claim: nodeclaim.NodeClaim,
+        nc: ec2nodeclass.EC2NodeClass,
+        chosen: Sequence[fleet.Candidate],
+        *,
+        tags: Mapping[str, str],
+    ) -> dict[str, tuple[str, list[fleet.Candidate]]]:
+        """launch template name → (image, candidates) grouped by (AMI, pod capacity) as upstream does."""
+        cluster = await self._resolver.cluster()
+        groups: dict[tuple[str, int], list[fleet.Candidate]] = {}
+        for c in chosen:
+            pods = c.instance_type.capacity.get(labels.RESOURCE_PODS, 0) // 1000
+            groups.setdefault((image_for(c.instance_type, nc.status.amis), pods), []).append(c)
+        kubelet = nc.spec.kubelet
+        out: dict[str, tuple[str, list[fleet.Candidate]]] = {}
+        for (image_id, pods), members in groups.items():
+            options = userdata.BootstrapOptions(
+                cluster_name=cluster.name,
+                cluster_endpoint=cluster.endpoint,
+                ca_bundle=cluster.ca_bundle,
+                cluster_cidr=cluster.service_cidr,
+                labels=launch_labels(claim, nc),
+                taints=(*claim.spec.taints, *claim.spec.startup_taints),
+                kubelet=kubelet,
+                max_pods=pods or None,
+                user_data=nc.spec.user_data,
+            )
+            try:
+                text = userdata.render(nc.resolved_ami_family, options)
+            except userdata.UserDataError as exc:
+                raise errors.CreateError(errors.CreateErrorReason.LAUNCH_TEMPLATE, str(exc)) from exc
+            spec = launchtemplate.LaunchTemplateSpec(
+                image_id=image_id,
+                user_data=text,
+                security_group_ids=tuple(g.id for g in nc.status.security_groups),
+                instance_profile=nc.status.instance_profile,
+                block_device_mappings=launchtemplate.block_devices_for(nc),
+                metadata_options=nc.spec.metadata_options,
+                tags=tags,
+                detailed_monitoring=nc.spec.detailed_monitoring,
+                associate_public_ip_address=nc.spec.associate_public_ip_address,
+            )
+            try:
+                name = await self._templates.ensure(spec)
+            except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+                raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.LAUNCH_TEMPLATE) from exc
+            out[name] = (image_id, members)
+        return out
+
+    async def launch(
+        self,
+        claim: nodeclaim.NodeClaim,
+        nc: ec2nodeclass.EC2NodeClass,
+        instance_types: Sequence[types.InstanceType],
+        *,
+        refresh: Callable[[], Awaitable[Sequence[types.InstanceType]]],
+    ) -> Launched:
+        """Launch one instance; `refresh()` re-lists instance types after offerings were marked unavailable."""
+        tags = fleet.launch_tags(
+            cluster_name=self._cluster_name,
+            nodepool=claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""),
+            nodeclass=nc.name,
+            nodeclaim=claim.name,
+            user_tags=nc.spec.tags,
+        )
+        current = instance_types
+        for _ in range(MAX_LAUNCH_ATTEMPTS):
+            capacity_type, chosen = self.choose(claim, nc, current)
+            subnets = fleet.zonal_subnets(
+                await self._resolver.subnets(nc), unavailable=self._unavailable.unavailable_subnets()
+            )
+            by_template = await self._templates_for(claim, nc, chosen, tags=tags)
+            configs = [
+                fleet.LaunchTemplateOverrides(name, fleet.overrides(members, subnets_by_zone=subnets))
+                for name, (_, members) in by_template.items()
+            ]
+            if not any(c.overrides for c in configs):
+                raise errors.InsufficientCapacity(
+                    f"no subnet in the zones of the compatible offerings for {claim.name}"
+                )
+            request = fleet.build_create_fleet_request(
+                configs, capacity_type=capacity_type, tags=tags, context=nc.spec.context
+            )
+            try:
+                response = await clients.call(self._aws.ec2, "create_fleet", **request)
+            except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+                if aws_errors.classify(exc) is aws_errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
+                    for name in by_template:
+                        self._templates.invalidate(name)
+                    continue
+                raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
+            launched = self._launched(response, capacity_type, chosen, by_template)
+            if launched is not None:
+                return launched
+            self._record_errors(response, capacity_type, claim)
+            current = await refresh()
+        raise errors.InsufficientCapacity(f"all offerings for {claim.name} refused capacity")
+
+    def _launched(
+        self,
+        response: Mapping[str, Any],
+        capacity_type: str,
+        chosen: Sequence[fleet.Candidate],
+        by_template: Mapping[str, tuple[str, list[fleet.Candidate]]],
+    ) -> Launched | None:
+        for group in response.get("Instances") or ():
+            ids = group.get("InstanceIds") or ()
+            if not ids:
+                continue
+            override = (group.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            template = ((group.get("LaunchTemplateAndOverrides") or {}).get("LaunchTemplateSpecification") or {}).get(
+                "LaunchTemplateName", ""
+            )
+            name = str(group.get("InstanceType") or override.get("InstanceType", ""))
+            it = next(c.instance_type for c in chosen if c.instance_type.name == name)
+            image = by_template.get(template, ("", []))[0] or str(override.get("ImageId", ""))
+            return Launched(
+                instance_id=str(ids[0]),
+                instance_type=it,
+                zone=str(override.get("AvailabilityZone", "")),
+                capacity_type=capacity_type,
+                image_id=image,
+            )
+        return None
+
+    def _record_errors(self, response: Mapping[str, Any], capacity_type: str, claim: nodeclaim.NodeClaim) -> None:
+        fatal: list[str] = []
+        for err in response.get("Errors") or ():
+            code = str(err.get("ErrorCode", ""))
+            override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            kind = aws_errors.classify_code(code)
+            if kind is aws_errors.Kind.INSUFFICIENT_CAPACITY:
+                self._unavailable.mark(
+                    str(override.get("InstanceType", "")), str(override.get("AvailabilityZone", "")), capacity_type
+                )
+            elif kind is aws_errors.Kind.SUBNET_FULL:
+                self._unavailable.mark_subnet(str(override.get("SubnetId", "")))
+            else:
+                fatal.append(f"{code}: {err.get('ErrorMessage', '')}")
+        if fatal:
+            raise errors.CreateError(
+                errors.CreateErrorReason.FLEET, f"CreateFleet for {claim.name}: {'; '.join(fatal)}"
+            )
+
+
+def launched_claim(
+    claim: nodeclaim.NodeClaim,
+    nc: ec2nodeclass.EC2NodeClass,
+    launched: Launched,
+    *,
+    provider_id: str,
+) -> nodeclaim.NodeClaim:
+    """The claim with what the launch resolved: labels, provider id, image, capacity, node class hash."""
+    node_labels = dict(claim.metadata.labels)
+    node_labels.update(launched.instance_type.labels)
+    offering = next(
+        (
+            o
+            for o in launched.instance_type.offerings
+            if o.zone == launched.zone and o.capacity_type == launched.capacity_type
+        ),
+        None,
+    )
+    node_labels.update(
+        offering.labels()
+        if offering
+        else {labels.LABEL_ZONE: launched.zone, labels.LABEL_CAPACITY_TYPE: launched.capacity_type}
+    )
+    annotations = dict(claim.metadata.annotations)
+    for key in (labels.ANNOTATION_EC2NODECLASS_HASH, labels.ANNOTATION_EC2NODECLASS_HASH_VERSION):
+        if key in nc.metadata.annotations:
+            annotations[key] = nc.metadata.annotations[key]
+    return dataclasses.replace(
+        claim,
+        metadata=dataclasses.replace(claim.metadata, labels=node_labels, annotations=annotations),
+        status=dataclasses.replace(
+            claim.status,
+            provider_id=provider_id,
+            image_id=launched.image_id,
+            capacity=dict(launched.instance_type.capacity),
+            allocatable=dict(launched.instance_type.allocatable),
+        ),
+    )

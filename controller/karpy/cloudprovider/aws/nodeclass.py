@@ -1,0 +1,252 @@
+"""Resolving an EC2NodeClass against EC2, SSM and IAM: subnets, security groups, AMIs, instance profile.
+
+The describe calls live here; turning their results into a status is `status.compute_status` (pure).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from botocore import exceptions as botocore_exceptions
+
+from karpy.api import ec2nodeclass, labels, meta
+from karpy.cloudprovider.aws import amis, cache, clients, errors, fleet, selectors, status
+
+log = logging.getLogger(__name__)
+
+_AWS_ERRORS = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """What nodes need to join: from settings, completed by EKS DescribeCluster."""
+
+    name: str
+    endpoint: str
+    ca_bundle: str
+    version: str
+    service_cidr: str = ""
+
+
+def instance_profile_name(*, cluster_name: str, region: str, nodeclass: str) -> str:
+    """`<cluster>_<hash(region + node class)>` like upstream, within IAM's 128-character limit."""
+    digest = int(hashlib.sha256(f"{region}{nodeclass}".encode()).hexdigest()[:15], 16)
+    return f"{cluster_name}_{digest}"[:128]
+
+
+def instance_profile_tags(*, cluster_name: str, region: str, nodeclass: str) -> dict[str, str]:
+    """Exactly the tags the controller policy's instance-profile statements require."""
+    return {
+        f"{labels.TAG_CLUSTER_PREFIX}{cluster_name}": "owned",
+        labels.TAG_EKS_CLUSTER_NAME: cluster_name,
+        labels.TAG_EC2NODECLASS: nodeclass,
+        labels.LABEL_REGION: region,
+    }
+
+
+class NodeClassResolver:
+    def __init__(
+        self,
+        *,
+        aws: clients.Clients,
+        clock: cache.Clock,
+        cluster_name: str,
+        region: str,
+        cluster_endpoint: str = "",
+        k8s_version: str = "",
+    ) -> None:
+        self._aws = aws
+        self._clock = clock
+        self._cluster_name = cluster_name
+        self._region = region
+        self._endpoint = cluster_endpoint
+        self._k8s_version = k8s_version
+        self._cluster: cache.TTLCache[str, ClusterInfo] = cache.TTLCache(cache.INSTANCE_PROFILE_TTL, clock=clock)
+        self._ssm: cache.TTLCache[str, str] = cache.TTLCache(cache.SSM_TTL, clock=clock)
+        self._subnets: cache.TTLCache[str, tuple[fleet.Subnet, ...]] = cache.TTLCache(cache.DEFAULT_TTL, clock=clock)
+
+    async def cluster(self) -> ClusterInfo:
+        cached = self._cluster.get("cluster")
+        if cached is None:
+            described = (await clients.call(self._aws.eks, "describe_cluster", name=self._cluster_name))["cluster"]
+            cached = ClusterInfo(
+                name=self._cluster_name,
+                endpoint=self._endpoint or str(described.get("endpoint", "")),
+                ca_bundle=str((described.get("certificateAuthority") or {}).get("data", "")),
+                version=self._k8s_version or str(described.get("version", "")),
+                service_cidr=str((described.get("kubernetesNetworkConfig") or {}).get("serviceIpv4Cidr", "")),
+            )
+            self._cluster.set("cluster", cached)
+        return cached
+
+    # --- subnets and security groups ------------------------------------------------------------------------
+
+    async def subnets(self, nodeclass: ec2nodeclass.EC2NodeClass, *, fresh: bool = False) -> tuple[fleet.Subnet, ...]:
+        key = repr(nodeclass.spec.subnet_selector_terms)
+        cached = None if fresh else self._subnets.get(key)
+        if cached is None:
+            found: list[Mapping[str, Any]] = []
+            for term in nodeclass.spec.subnet_selector_terms:
+                found += await clients.paginate(
+                    self._aws.ec2, "describe_subnets", "Subnets", Filters=selectors.subnet_filters(term)
+                )
+            cached = tuple(selectors.subnets_from_describe(found))
+            self._subnets.set(key, cached)
+        return cached
+
+    async def security_groups(
+        self, nodeclass: ec2nodeclass.EC2NodeClass
+    ) -> tuple[ec2nodeclass.SecurityGroupStatus, ...]:
+        found: list[Mapping[str, Any]] = []
+        for term in nodeclass.spec.security_group_selector_terms:
+            found += await clients.paginate(
+                self._aws.ec2,
+                "describe_security_groups",
+                "SecurityGroups",
+                Filters=selectors.security_group_filters(term),
+            )
+        return tuple(selectors.security_groups_from_describe(found))
+
+    # --- AMIs -----------------------------------------------------------------------------------------------
+
+    async def _ssm_image_id(self, name: str) -> str | None:
+        cached = self._ssm.get(name)
+        if cached is None:
+            try:
+                response = await clients.call(self._aws.ssm, "get_parameter", Name=name)
+            except botocore_exceptions.ClientError as exc:
+                if errors.is_not_found(exc):
+                    return None  # e.g. no neuron variant for this version: skip it
+                raise
+            cached = str(response["Parameter"]["Value"])
+            self._ssm.set(name, cached)
+        return cached
+
+    async def amis(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[ec2nodeclass.AMIStatus, ...]:
+        """Newest image per requirement set across all terms; raises `amis.AliasError` on a bad alias."""
+        candidates: list[tuple[Mapping[str, Any], tuple[meta.NodeSelectorRequirement, ...]]] = []
+        for term in nodeclass.spec.ami_selector_terms:
+            if term.alias:
+                version = (await self.cluster()).version
+                wanted: dict[str, tuple[meta.NodeSelectorRequirement, ...]] = {}
+                for param in amis.alias_parameters(term.alias, k8s_version=version):
+                    image_id = await self._ssm_image_id(param.name)
+                    if image_id:
+                        wanted.setdefault(image_id, param.requirements)
+                if wanted:
+                    images = await clients.paginate(self._aws.ec2, "describe_images", "Images", ImageIds=sorted(wanted))
+                    candidates += [(img, wanted[img["ImageId"]]) for img in images]
+            elif term.ssm_parameter:
+                image_id = await self._ssm_image_id(term.ssm_parameter)
+                if image_id:
+                    images = await clients.paginate(self._aws.ec2, "describe_images", "Images", ImageIds=[image_id])
+                    candidates += [(img, amis.image_requirements(img)) for img in images]
+            else:
+                images = await clients.paginate(
+                    self._aws.ec2, "describe_images", "Images", **selectors.image_query(term)
+                )
+                candidates += [(img, amis.image_requirements(img)) for img in images]
+        return amis.newest_per_requirements(candidates, now=self._clock())
+
+    # --- instance profile -----------------------------------------------------------------------------------
+
+    async def instance_profile(self, nodeclass: ec2nodeclass.EC2NodeClass) -> str:
+        """The profile to launch with: the given one (checked to exist), or one created for `spec.role`."""
+        spec = nodeclass.spec
+        if spec.instance_profile:
+            await clients.call(self._aws.iam, "get_instance_profile", InstanceProfileName=spec.instance_profile)
+            return spec.instance_profile
+        name = instance_profile_name(cluster_name=self._cluster_name, region=self._region, nodeclass=nodeclass.name)
+        tags = instance_profile_tags(cluster_name=self._cluster_name, region=self._region, nodeclass=nodeclass.name)
+        try:
+            profile = (await clients.call(self._aws.iam, "get_instance_profile", InstanceProfileName=name))[
+                "InstanceProfile"
+            ]
+        except botocore_exceptions.ClientError as exc:
+            if not errors.is_not_found(exc):
+                raise
+            profile = (
+                await clients.call(
+                    self._aws.iam,
+                    "create_instance_profile",
+                    InstanceProfileName=name,
+                    Tags=fleet.tag_list(tags),
+                )
+            )["InstanceProfile"]
+        else:
+            if not tags.items() <= clients.tags_of(profile).items():
+                await clients.call(
+                    self._aws.iam, "tag_instance_profile", InstanceProfileName=name, Tags=fleet.tag_list(tags)
+                )
+        roles = [r["RoleName"] for r in profile.get("Roles") or ()]
+        role = spec.role.rsplit("/", 1)[-1]
+        if roles != [role]:
+            for old in roles:
+                await clients.call(
+                    self._aws.iam, "remove_role_from_instance_profile", InstanceProfileName=name, RoleName=old
+                )
+            await clients.call(self._aws.iam, "add_role_to_instance_profile", InstanceProfileName=name, RoleName=role)
+        return name
+
+    async def delete_instance_profile(self, nodeclass: ec2nodeclass.EC2NodeClass) -> None:
+        """Remove the profile created for `spec.role` (never a user-given one); absent is fine."""
+        if nodeclass.spec.instance_profile:
+            return
+        name = instance_profile_name(cluster_name=self._cluster_name, region=self._region, nodeclass=nodeclass.name)
+        try:
+            profile = (await clients.call(self._aws.iam, "get_instance_profile", InstanceProfileName=name))[
+                "InstanceProfile"
+            ]
+            for role in profile.get("Roles") or ():
+                await clients.call(
+                    self._aws.iam,
+                    "remove_role_from_instance_profile",
+                    InstanceProfileName=name,
+                    RoleName=role["RoleName"],
+                )
+            await clients.call(self._aws.iam, "delete_instance_profile", InstanceProfileName=name)
+        except botocore_exceptions.ClientError as exc:
+            if not errors.is_not_found(exc):
+                raise
+
+    # --- everything -----------------------------------------------------------------------------------------
+
+    async def resolve(self, nodeclass: ec2nodeclass.EC2NodeClass) -> status.Resolution:
+        """Look everything up; a failed lookup becomes a message on its condition, not an exception."""
+        subnets = await self.subnets(nodeclass, fresh=True)
+        groups = await self.security_groups(nodeclass)
+        ami_error = ""
+        found_amis: tuple[ec2nodeclass.AMIStatus, ...] = ()
+        try:
+            found_amis = await self.amis(nodeclass)
+        except amis.AliasError as exc:
+            ami_error = str(exc)
+        except _AWS_ERRORS as exc:
+            ami_error = f"resolving AMIs failed: {errors.error_code(exc)}"
+        profile, profile_error = "", ""
+        try:
+            profile = await self.instance_profile(nodeclass)
+        except _AWS_ERRORS as exc:
+            profile_error = f"instance profile: {errors.error_code(exc)}: {exc}"
+        return status.Resolution(
+            subnets=subnets,
+            security_groups=groups,
+            amis=found_amis,
+            instance_profile=profile,
+            ami_error=ami_error,
+            instance_profile_error=profile_error,
+            validation_problems=validation_problems(nodeclass),
+        )
+
+
+def validation_problems(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, ...]:
+    """Static checks the API schema cannot express (tags the IAM policy owns)."""
+    problems = []
+    for key in nodeclass.spec.tags:
+        if key in labels.RESTRICTED_TAG_KEYS or key.startswith(labels.TAG_CLUSTER_PREFIX) or not key:
+            problems.append(f"spec.tags[{key}]: tag key is reserved for karpy")
+    return tuple(problems)

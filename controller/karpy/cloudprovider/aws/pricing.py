@@ -1,0 +1,120 @@
+"""Prices: on-demand from the Pricing API (12 h refresh) with the bundled static table as fallback, spot from
+DescribeSpotPriceHistory. Isolated VPCs never call the Pricing API (aws: pkg/providers/pricing).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from botocore import exceptions as botocore_exceptions
+
+from karpy.cloudprovider.aws import cache, clients, errors
+
+log = logging.getLogger(__name__)
+
+ON_DEMAND_FILTERS = (
+    ("serviceCode", "AmazonEC2"),
+    ("preInstalledSw", "NA"),
+    ("operatingSystem", "Linux"),
+    ("capacitystatus", "Used"),
+    ("marketoption", "OnDemand"),
+    ("tenancy", "Shared"),
+)
+SPOT_PRODUCT_DESCRIPTIONS = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
+
+
+def get_products_request(region: str) -> dict[str, Any]:
+    filters = [{"Field": "regionCode", "Type": "TERM_MATCH", "Value": region}]
+    filters += [{"Field": f, "Type": "TERM_MATCH", "Value": v} for f, v in ON_DEMAND_FILTERS]
+    return {"ServiceCode": "AmazonEC2", "Filters": filters}
+
+
+def parse_price_list(price_list: list[str]) -> dict[str, float]:
+    """instance type → $/h from GetProducts `PriceList` JSON strings; zero and malformed prices are skipped."""
+    out: dict[str, float] = {}
+    for raw in price_list:
+        try:
+            item = json.loads(raw)
+            name = item["product"]["attributes"]["instanceType"]
+            for term in item["terms"]["OnDemand"].values():
+                for dimension in term["priceDimensions"].values():
+                    price = float(dimension["pricePerUnit"]["USD"])
+                    if price > 0:
+                        out[name] = price
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.debug("skipping unparseable price list entry")
+    return out
+
+
+def latest_spot_prices(history: list[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+    """(instance type, zone) → the most recent spot price."""
+    newest: dict[tuple[str, str], tuple[Any, float]] = {}
+    for row in history:
+        key = (str(row["InstanceType"]), str(row["AvailabilityZone"]))
+        stamp = row.get("Timestamp")
+        price = float(row["SpotPrice"])
+        if key not in newest or (stamp is not None and stamp > newest[key][0]):
+            newest[key] = (stamp, price)
+    return {k: price for k, (_, price) in newest.items()}
+
+
+class PricingProvider:
+    def __init__(
+        self,
+        *,
+        aws: clients.Clients,
+        region: str,
+        clock: cache.Clock,
+        static_prices: Mapping[str, float],
+        isolated_vpc: bool = False,
+        refresh_interval: float = cache.PRICING_REFRESH,
+    ) -> None:
+        self._aws = aws
+        self._region = region
+        self._clock = clock
+        self._static = dict(static_prices)
+        self._isolated = isolated_vpc
+        self._interval = refresh_interval
+        self._on_demand: dict[str, float] = {}
+        self._spot: dict[tuple[str, str], float] = {}
+        self._refreshed_at: float | None = None
+        self.seq = 0
+
+    def on_demand_price(self, instance_type: str) -> float | None:
+        return self._on_demand.get(instance_type, self._static.get(instance_type))
+
+    def spot_price(self, instance_type: str, zone: str) -> float | None:
+        return self._spot.get((instance_type, zone))
+
+    async def ensure_fresh(self) -> None:
+        if self._refreshed_at is None or self._clock() - self._refreshed_at >= self._interval:
+            await self.refresh()
+
+    async def refresh(self) -> None:
+        """Refresh both tables; a failure keeps the previous (or static) prices and is logged, not raised."""
+        self._refreshed_at = self._clock()
+        if not self._isolated:
+            try:
+                items = await clients.paginate(
+                    self._aws.pricing, "get_products", "PriceList", **get_products_request(self._region)
+                )
+                parsed = parse_price_list(items)
+                if parsed:
+                    self._on_demand = parsed
+            except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+                log.warning("on-demand pricing unavailable (%s), using the static table", errors.classify(exc))
+        try:
+            history = await clients.paginate(
+                self._aws.ec2,
+                "describe_spot_price_history",
+                "SpotPriceHistory",
+                ProductDescriptions=list(SPOT_PRODUCT_DESCRIPTIONS),
+                StartTime=self._clock(),
+            )
+            self._spot = latest_spot_prices(history)
+        except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+            log.warning("spot pricing unavailable (%s)", errors.classify(exc))
+        self.seq += 1

@@ -1,0 +1,234 @@
+"""`AWSCloudProvider`: the `CloudProvider` protocol on EC2, built from one injected dependencies object."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore import exceptions as botocore_exceptions
+
+from karpy.api import ec2nodeclass, labels, meta, nodeclaim, nodepool
+from karpy.cloudprovider import ec2shapes, errors, types
+from karpy.cloudprovider.aws import (
+    cache,
+    clients,
+    drift,
+    instances,
+    instancetypes,
+    launch,
+    nodeclass,
+    pricing,
+    status,
+    templates,
+)
+from karpy.cloudprovider.aws import errors as aws_errors
+
+log = logging.getLogger(__name__)
+
+_AWS_ERRORS = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """AWS provider settings (Helm `settings.*`, env vars of the same name in SCREAMING_SNAKE_CASE)."""
+
+    cluster_name: str
+    """EKS cluster name; tags, instance profile names and discovery key on it."""
+    region: str
+    """AWS region of the cluster."""
+    cluster_endpoint: str = ""
+    """API server URL for nodes; empty = from EKS DescribeCluster."""
+    k8s_version: str = ""
+    """Kubernetes minor version for AMI aliases ("1.31"); empty = from EKS DescribeCluster."""
+    isolated_vpc: bool = False
+    """No Pricing API access: use the bundled on-demand price table only."""
+    vm_memory_overhead_percent: float = ec2shapes.DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+    """Fraction of memory the hypervisor keeps (default 0.075)."""
+    reserved_enis: int = 0
+    """ENIs kept back from pod networking when computing ENI-limited max pods."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dependencies:
+    aws: clients.Clients
+    clock: cache.Clock
+    settings: Settings
+    nodeclass_lookup: Callable[[str], ec2nodeclass.EC2NodeClass | None]
+    """Node class by name, from the controller's state cache (no API call)."""
+    static_prices: Mapping[str, float] = field(default_factory=dict)
+    """Bundled on-demand $/h by instance type: the fallback and the isolated-VPC source."""
+    eni_limits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Bundled ENI/IP limits by instance type (pod density, pod-ENI branches)."""
+
+
+class AWSCloudProvider:
+    def __init__(self, deps: Dependencies) -> None:
+        s = deps.settings
+        self._deps = deps
+        self.unavailable = cache.UnavailableOfferings(clock=deps.clock)
+        self.pricing = pricing.PricingProvider(
+            aws=deps.aws,
+            region=s.region,
+            clock=deps.clock,
+            static_prices=deps.static_prices,
+            isolated_vpc=s.isolated_vpc,
+        )
+        self.instance_type_provider = instancetypes.InstanceTypeProvider(
+            aws=deps.aws,
+            clock=deps.clock,
+            settings=instancetypes.ShapeSettings(s.region, s.vm_memory_overhead_percent, s.reserved_enis),
+            prices=self.pricing,
+            unavailable=self.unavailable,
+            eni_limits=deps.eni_limits,
+        )
+        self.resolver = nodeclass.NodeClassResolver(
+            aws=deps.aws,
+            clock=deps.clock,
+            cluster_name=s.cluster_name,
+            region=s.region,
+            cluster_endpoint=s.cluster_endpoint,
+            k8s_version=s.k8s_version,
+        )
+        self.launch_templates = templates.LaunchTemplates(aws=deps.aws, clock=deps.clock, cluster_name=s.cluster_name)
+        self._launcher = launch.Launcher(
+            aws=deps.aws,
+            resolver=self.resolver,
+            launch_templates=self.launch_templates,
+            unavailable=self.unavailable,
+            cluster_name=s.cluster_name,
+        )
+
+    @property
+    def name(self) -> str:
+        return "aws"
+
+    # --- node classes ---------------------------------------------------------------------------------------
+
+    def _nodeclass(self, name: str) -> ec2nodeclass.EC2NodeClass | None:
+        return self._deps.nodeclass_lookup(name)
+
+    async def reconcile_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> ec2nodeclass.EC2NodeClassStatus:
+        """Resolve subnets, groups, AMIs and the instance profile; the status to write back."""
+        try:
+            found = await self.resolver.resolve(nc)
+        except _AWS_ERRORS as exc:
+            raise aws_errors.to_domain(exc, operation=f"resolving EC2NodeClass {nc.name}") from exc
+        return status.compute_status(nc, found, now=self._deps.clock())
+
+    async def finalize_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> None:
+        """Clean up what we created for a deleted node class: its launch templates and instance profile."""
+        try:
+            await self.launch_templates.delete_for_nodeclass(nc.name)
+            await self.resolver.delete_instance_profile(nc)
+        except _AWS_ERRORS as exc:
+            raise aws_errors.to_domain(exc, operation=f"finalizing EC2NodeClass {nc.name}") from exc
+
+    # --- CloudProvider --------------------------------------------------------------------------------------
+
+    async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
+        nc = self._nodeclass(pool.template.node_class_ref.name)
+        if nc is None or not nc.status.subnets:
+            return ()
+        return await self._instance_types(nc)
+
+    async def _instance_types(self, nc: ec2nodeclass.EC2NodeClass) -> Sequence[types.InstanceType]:
+        try:
+            return await self.instance_type_provider.list(nc)
+        except _AWS_ERRORS as exc:
+            raise aws_errors.to_domain(exc, operation="listing instance types") from exc
+
+    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        nc = self._nodeclass(claim.spec.node_class_ref.name)
+        if nc is None:
+            raise errors.InsufficientCapacity(f"EC2NodeClass {claim.spec.node_class_ref.name!r} not found")
+        if not status.is_ready(nc):
+            raise errors.NodeClassNotReady(f"EC2NodeClass {nc.name} is not ready")
+        launched = await self._launcher.launch(
+            claim, nc, await self._instance_types(nc), refresh=lambda: self._instance_types(nc)
+        )
+        return launch.launched_claim(
+            claim, nc, launched, provider_id=instances.provider_id(launched.zone, launched.instance_id)
+        )
+
+    async def _describe(self, provider_id: str) -> dict[str, Any]:
+        try:
+            instance_id = instances.parse_provider_id(provider_id)
+        except instances.BadProviderID as exc:
+            raise errors.NodeClaimNotFound(str(exc)) from exc
+        try:
+            reservations = await clients.paginate(
+                self._deps.aws.ec2, "describe_instances", "Reservations", InstanceIds=[instance_id]
+            )
+        except _AWS_ERRORS as exc:
+            raise aws_errors.to_domain(exc, operation=f"describing {instance_id}") from exc
+        found = [i for r in reservations for i in r.get("Instances") or ()]
+        if not found or found[0].get("State", {}).get("Name") in instances.GONE_STATES:
+            raise errors.NodeClaimNotFound(f"instance {instance_id} not found")
+        return dict(found[0])
+
+    async def _to_claim(self, instance: Mapping[str, Any]) -> nodeclaim.NodeClaim:
+        tags = clients.tags_of(instance)
+        nc_name = tags.get(labels.TAG_EC2NODECLASS, "")
+        nc = self._nodeclass(nc_name)
+        it = None
+        if nc is not None and nc.status.subnets:
+            known = {t.name: t for t in await self._instance_types(nc)}
+            it = known.get(str(instance.get("InstanceType", "")))
+        ref = meta.NodeClassRef(group=labels.AWS_GROUP, kind="EC2NodeClass", name=nc_name)
+        return instances.nodeclaim_from_instance(instance, instance_type=it, node_class_ref=ref)
+
+    async def get(self, provider_id: str) -> nodeclaim.NodeClaim:
+        return await self._to_claim(await self._describe(provider_id))
+
+    async def list(self) -> Sequence[nodeclaim.NodeClaim]:
+        try:
+            reservations = await clients.paginate(
+                self._deps.aws.ec2,
+                "describe_instances",
+                "Reservations",
+                Filters=instances.cluster_filters(self._deps.settings.cluster_name),
+            )
+        except _AWS_ERRORS as exc:
+            raise aws_errors.to_domain(exc, operation="listing instances") from exc
+        return [await self._to_claim(i) for r in reservations for i in r.get("Instances") or ()]
+
+    async def delete(self, claim: nodeclaim.NodeClaim) -> None:
+        instance = await self._describe(claim.status.provider_id)
+        if instance.get("State", {}).get("Name") == "shutting-down":
+            return
+        try:
+            await clients.call(self._deps.aws.ec2, "terminate_instances", InstanceIds=[instance["InstanceId"]])
+        except _AWS_ERRORS as exc:
+            raise aws_errors.to_domain(exc, operation=f"terminating {instance['InstanceId']}") from exc
+
+    async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
+        nc = self._nodeclass(claim.spec.node_class_ref.name)
+        if nc is None:
+            return None
+        instance = await self._describe(claim.status.provider_id)
+        facts = drift.InstanceFacts(
+            image_id=str(instance.get("ImageId", "")),
+            subnet_id=str(instance.get("SubnetId", "")),
+            security_group_ids=frozenset(str(g["GroupId"]) for g in instance.get("SecurityGroups") or ()),
+        )
+        return drift.drift_reason(claim, nc, facts)
+
+    async def tag_registered(self, claim: nodeclaim.NodeClaim, *, node_name: str) -> None:
+        """After registration: tag `Name` and `karpenter.sh/nodeclaim` (the only keys the policy allows then)."""
+        instance_id = instances.parse_provider_id(claim.status.provider_id)
+        tags = {
+            labels.TAG_NAME: node_name,
+            labels.TAG_NODECLAIM: claim.name,
+            labels.TAG_EKS_CLUSTER_NAME: self._deps.settings.cluster_name,
+        }
+        try:
+            await clients.call(
+                self._deps.aws.ec2,
+                "create_tags",
+                Resources=[instance_id],
+                Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())],
+            )
+        except _AWS_ERRORS as exc:
+            raise aws_errors.to_domain(exc, operation=f"tagging {instance_id}") from exc

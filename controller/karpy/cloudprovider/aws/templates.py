@@ -1,0 +1,72 @@
+"""Launch templates in EC2, cached by content-hash name; deleted when evicted and when their node class goes."""
+
+from __future__ import annotations
+
+import logging
+
+from botocore import exceptions as botocore_exceptions
+
+from karpy.api import labels
+from karpy.cloudprovider.aws import cache, clients, errors, launchtemplate
+
+log = logging.getLogger(__name__)
+
+
+class LaunchTemplates:
+    def __init__(self, *, aws: clients.Clients, clock: cache.Clock, cluster_name: str, ttl: float = cache.DEFAULT_TTL):
+        self._aws = aws
+        self._cluster_name = cluster_name
+        self._cache: cache.TTLCache[str, str] = cache.TTLCache(ttl, clock=clock)
+
+    async def ensure(self, spec: launchtemplate.LaunchTemplateSpec) -> str:
+        """The template's name, creating it unless it exists; expired cache entries are cleaned up first."""
+        await self.evict_expired()
+        name = launchtemplate.launch_template_name(spec)
+        if self._cache.get(name) is not None:
+            return name
+        try:
+            await clients.call(self._aws.ec2, "describe_launch_templates", LaunchTemplateNames=[name])
+        except botocore_exceptions.ClientError as exc:
+            if errors.classify(exc) not in (errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND, errors.Kind.NOT_FOUND):
+                raise
+            try:
+                await clients.call(
+                    self._aws.ec2, "create_launch_template", **launchtemplate.build_create_launch_template_request(spec)
+                )
+            except botocore_exceptions.ClientError as create_exc:
+                if errors.classify(create_exc) is not errors.Kind.ALREADY_EXISTS:
+                    raise
+        self._cache.set(name, name)
+        return name
+
+    def invalidate(self, name: str) -> None:
+        self._cache.delete(name)
+
+    async def evict_expired(self) -> None:
+        """Delete templates whose cache entry expired (upstream's cachedEvictedFunc); gone already is fine."""
+        for name, _ in self._cache.expire():
+            await self._delete(name)
+
+    async def _delete(self, name: str) -> None:
+        try:
+            await clients.call(self._aws.ec2, "delete_launch_template", LaunchTemplateName=name)
+        except botocore_exceptions.ClientError as exc:
+            if errors.classify(exc) not in (errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND, errors.Kind.NOT_FOUND):
+                raise
+
+    async def delete_for_nodeclass(self, nodeclass: str) -> list[str]:
+        """Delete every template this cluster made for `nodeclass`; returns their names."""
+        found = await clients.paginate(
+            self._aws.ec2,
+            "describe_launch_templates",
+            "LaunchTemplates",
+            Filters=[
+                {"Name": f"tag:{labels.TAG_EKS_CLUSTER_NAME}", "Values": [self._cluster_name]},
+                {"Name": f"tag:{labels.TAG_EC2NODECLASS}", "Values": [nodeclass]},
+            ],
+        )
+        names = sorted(str(t["LaunchTemplateName"]) for t in found)
+        for name in names:
+            self._cache.delete(name)
+            await self._delete(name)
+        return names
