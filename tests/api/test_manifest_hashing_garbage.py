@@ -1,0 +1,132 @@
+"""to_manifest inverts parse; drift hashes are stable and see exactly the hashed fields; garbage never escapes as
+anything but ValidationError."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pathlib
+from typing import Any
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.api import builders
+
+from karpy.api import errors, hashing, manifest, meta, nodepool, parse
+
+EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[2] / "examples" / "nodepools").glob("*.yaml"))
+
+
+def test_round_trip_on_every_example_and_nodeclaim() -> None:
+    objects: list[Any] = [parse.any(d) for p in EXAMPLES for d in yaml.safe_load_all(p.read_text()) if d]
+    claim = builders.nodeclaim_manifest(
+        resources={"requests": {"cpu": "1500m", "memory": "2Gi"}},
+        taints=[{"key": "a", "effect": "NoSchedule", "value": "b"}],
+        terminationGracePeriod="1h",
+    )
+    objects.append(parse.nodeclaim(claim))
+    for obj in objects:
+        assert parse.any(manifest.to_manifest(obj)) == obj
+
+
+def _pool(**template: Any) -> nodepool.NodePool:
+    base = parse.nodepool(builders.nodepool_manifest())
+    return dataclasses.replace(base, template=dataclasses.replace(base.template, **template))
+
+
+def test_nodepool_hash_ignores_behavioural_fields_and_requirements() -> None:
+    base = _pool()
+    reference = hashing.nodepool_hash(base)
+    assert hashing.nodepool_hash(dataclasses.replace(base, weight=10)) == reference
+    assert hashing.nodepool_hash(dataclasses.replace(base, limits={"cpu": 1000})) == reference
+    assert hashing.nodepool_hash(dataclasses.replace(base, disruption=nodepool.Disruption(consolidate_after=None))) == (
+        reference
+    )
+    assert hashing.nodepool_hash(_pool(requirements=())) == reference
+    assert hashing.nodepool_hash(_pool(expire_after=3600.0)) != reference
+    assert hashing.nodepool_hash(_pool(labels={"a": "b"})) != reference
+    assert hashing.nodepool_hash(_pool(taints=(meta.Taint("a", "NoSchedule"),))) != reference
+
+
+def test_nodepool_hash_is_order_independent() -> None:
+    t1, t2 = meta.Taint("a", "NoSchedule"), meta.Taint("b", "NoExecute")
+    assert hashing.nodepool_hash(_pool(taints=(t1, t2))) == hashing.nodepool_hash(_pool(taints=(t2, t1)))
+    assert hashing.nodepool_hash(_pool(labels={"a": "1", "b": "2"})) == hashing.nodepool_hash(
+        _pool(labels={"b": "2", "a": "1"})
+    )
+    assert hashing.nodepool_hash(_pool()) == hashing.nodepool_hash(_pool())
+
+
+def test_ec2nodeclass_hash_ignores_selectors_but_not_launch_fields() -> None:
+    base = parse.ec2nodeclass(builders.ec2nodeclass_manifest())
+    reference = hashing.ec2nodeclass_hash(base)
+    other_subnets = builders.ec2nodeclass_manifest(subnetSelectorTerms=[{"id": "subnet-123"}])
+    assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(other_subnets)) == reference
+    # amiFamily resolved from the alias: writing it explicitly is no drift
+    explicit = builders.ec2nodeclass_manifest(amiFamily="AL2023")
+    assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(explicit)) == reference
+    assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(builders.ec2nodeclass_manifest(userData="x"))) != reference
+    tagged = builders.ec2nodeclass_manifest(tags={"team": "a"})
+    assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(tagged)) != reference
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def _mutations(base: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Replace one value somewhere in a valid manifest with garbage."""
+    paths: list[tuple[Any, ...]] = []
+
+    def walk(node: Any, path: tuple[Any, ...]) -> None:
+        paths.append(path)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (*path, k))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, (*path, i))
+
+    walk(base, ())
+
+    def apply(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+        result = copy.deepcopy(base)
+        if not path:
+            return {"kind": base["kind"], "apiVersion": base["apiVersion"], "spec": value}
+        node: Any = result
+        for step in path[:-1]:
+            node = node[step]
+        node[path[-1]] = value
+        return result
+
+    return st.builds(apply, st.sampled_from(paths), _JSON)
+
+
+def _only_validation_errors(obj: Any) -> None:
+    problems: tuple[errors.Problem, ...] = ()
+    try:
+        parse.any(obj)
+    except errors.ValidationError as exc:
+        problems = exc.problems
+        assert problems, "a ValidationError must carry at least one problem"  # noqa: PT017
+
+
+@settings(max_examples=150, deadline=None)
+@given(_JSON)
+def test_random_values_only_raise_validation_error(obj: Any) -> None:
+    _only_validation_errors(obj)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(
+        [builders.nodepool_manifest(), builders.nodeclaim_manifest(), builders.ec2nodeclass_manifest()]
+    ).flatmap(_mutations)
+)
+def test_mutated_manifests_only_raise_validation_error(obj: dict[str, Any]) -> None:
+    _only_validation_errors(obj)
