@@ -113,7 +113,7 @@ def _only_validation_errors(obj: Any) -> None:
         parse.any(obj)
     except errors.ValidationError as exc:
         problems = exc.problems
-        assert problems, "a ValidationError must carry at least one problem"  # noqa: PT017
+        assert problems, "a ValidationError must carry at least one problem"
 
 
 @settings(max_examples=150, deadline=None)
