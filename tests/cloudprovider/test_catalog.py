@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.resources
+import importlib.util
+import pathlib
+
 import pytest
 
 from karpy.api import ec2nodeclass, labels, quantity
@@ -78,3 +82,20 @@ def test_sources_are_recorded() -> None:
     assert set(catalog.sources()) == {"shapes", "offerings", "eni_limits", "prices"}
     assert "us-east-1" in catalog.regions()
     assert len(catalog.regions()) >= 20
+
+
+@pytest.mark.slow  # ~6 s: imports moto and recompresses every file
+def test_bundled_data_matches_a_rebuild_from_the_sources(tmp_path: pathlib.Path) -> None:
+    """Guards against hand edits and stale data: tools/build_catalog.py must reproduce the bundled bytes."""
+    shared = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
+    if not (shared / "aws-vpc-limits.json").exists():
+        pytest.skip("the shared data directory is not available here")
+    spec = importlib.util.spec_from_file_location("build_catalog", pathlib.Path("tools/build_catalog.py").resolve())
+    assert spec is not None
+    assert spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--shared-data", str(shared), "--out", str(tmp_path)]) == 0
+    bundled = importlib.resources.files("karpy.cloudprovider.catalog.data")
+    for rebuilt in sorted(tmp_path.glob("*.json.gz")):
+        assert rebuilt.read_bytes() == bundled.joinpath(rebuilt.name).read_bytes(), rebuilt.name
