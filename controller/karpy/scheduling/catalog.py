@@ -1,0 +1,167 @@
+"""Per-NodePool instance-type catalog as numpy arrays, with cached requirement masks.
+
+For one pool: the instance types compatible with the pool's requirements (upstream pre-filters once), a matrix
+types × resources of allocatable and of DaemonSet overhead, and the available offerings as parallel arrays. A
+requirement set's compatibility with every type is the AND of per-key masks, each computed once per distinct
+`Requirement` and cached on the catalog (one solve's lifetime), so cost grows with distinct pod shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy.api import labels, meta, nodepool
+from karpy.cloudprovider import types
+from karpy.scheduling import pods, requirements, taints
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+_OFFERING_KEYS = (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE, labels.LABEL_ZONE_ID)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceIndex:
+    """Resource names in column order: cpu, memory, pods, then every other name seen, sorted."""
+
+    names: tuple[str, ...]
+
+    @staticmethod
+    def build(maps: Sequence[Mapping[str, int]]) -> ResourceIndex:
+        base = (labels.RESOURCE_CPU, labels.RESOURCE_MEMORY, labels.RESOURCE_PODS)
+        extra = sorted({k for m in maps for k in m} - set(base))
+        return ResourceIndex((*base, *extra))
+
+    def vector(self, amounts: Mapping[str, int]) -> IntArray:
+        return np.array([amounts.get(n, 0) for n in self.names], dtype=np.int64)
+
+    def to_map(self, vector: IntArray) -> dict[str, int]:
+        return {n: int(v) for n, v in zip(self.names, vector, strict=True) if v}
+
+
+def pool_requirements(pool: nodepool.NodePool) -> requirements.Requirements:
+    """The pool's requirements plus its template labels and the nodepool label itself."""
+    reqs = requirements.Requirements.from_node_selector(pool.template.requirements)
+    fixed = dict(pool.template.labels)
+    fixed[labels.LABEL_NODEPOOL] = pool.name
+    return reqs.intersect(requirements.Requirements.from_labels(fixed))
+
+
+class PoolCatalog:
+    """Everything the solver needs about one NodePool's instance types, vectorised."""
+
+    def __init__(
+        self,
+        pool: nodepool.NodePool,
+        instance_types: Sequence[types.InstanceType],
+        *,
+        index: ResourceIndex,
+        daemons: Sequence[pods.Pod] = (),
+    ) -> None:
+        self.pool = pool
+        self.name = pool.name
+        self.weight = pool.weight or 0
+        self.taints: tuple[meta.Taint, ...] = pool.template.taints
+        self.requirements = pool_requirements(pool)
+        self.index = index
+        self._key_masks: dict[requirements.Requirement, BoolArray] = {}
+        self._offer_cache: dict[tuple[requirements.Requirement | None, ...], tuple[BoolArray, FloatArray]] = {}
+        self.label_keys = frozenset(k for it in instance_types for k in it.labels)
+        self._all_types = tuple(instance_types)
+        self.types = self._all_types
+        self._build_arrays()
+        keep = self.mask(self.requirements) & self.offerings(self.requirements)[0]
+        self.types = tuple(t for t, k in zip(self._all_types, keep, strict=True) if k)
+        self._key_masks.clear()
+        self._offer_cache.clear()
+        self._build_arrays()
+        self.daemon = self._daemon_overhead(daemons)
+        self.usable = self.alloc - self.daemon  # allocatable left for workload pods on an empty node
+
+    def _build_arrays(self) -> None:
+        self.alloc: IntArray = np.array([self.index.vector(t.allocatable) for t in self.types], dtype=np.int64).reshape(
+            len(self.types), len(self.index.names)
+        )
+        self.capacity: IntArray = np.array([self.index.vector(t.capacity) for t in self.types], dtype=np.int64).reshape(
+            len(self.types), len(self.index.names)
+        )
+        offers = [(i, o) for i, t in enumerate(self.types) for o in t.offerings if o.available]
+        self.off_type: IntArray = np.array([i for i, _ in offers], dtype=np.int64)
+        self.off_price: FloatArray = np.array([o.price for _, o in offers], dtype=np.float64)
+        self.off_labels: tuple[Mapping[str, str], ...] = tuple(o.labels() for _, o in offers)
+        self.offers = tuple(o for _, o in offers)
+
+    def _daemon_overhead(self, daemons: Sequence[pods.Pod]) -> IntArray:
+        total = np.zeros_like(self.alloc)
+        for d in daemons:
+            if taints.untolerated(self.taints, d.tolerations) is not None:
+                continue
+            reqs = d.node_requirements()
+            if self.requirements.compatible(reqs, allow_undefined=requirements.ALLOW_UNDEFINED_WELL_KNOWN):
+                continue
+            total += np.outer(self.mask(reqs), self.index.vector(d.requests))
+        return total
+
+    # --- masks ----------------------------------------------------------------------------------------------
+    def _key_mask(self, req: requirements.Requirement) -> BoolArray:
+        cached = self._key_masks.get(req)
+        if cached is not None:
+            return cached
+        if req.key not in self.label_keys:
+            # The types do not define this key: it is the pool's or the cloud's to decide (Intersects semantics).
+            mask = np.ones(len(self.types), dtype=np.bool_)
+        else:
+            mask = np.array(
+                [req.has(t.labels[req.key]) if req.key in t.labels else req.absent for t in self.types],
+                dtype=np.bool_,
+            )
+        self._key_masks[req] = mask
+        return mask
+
+    def mask(self, reqs: requirements.Requirements) -> BoolArray:
+        """Types whose labels are compatible with `reqs` (offering keys are checked by `offerings`)."""
+        out = np.ones(len(self.types), dtype=np.bool_)
+        for key, req in reqs.items():
+            if key not in _OFFERING_KEYS:
+                out &= self._key_mask(req)
+        return out
+
+    def offerings(self, reqs: requirements.Requirements) -> tuple[BoolArray, FloatArray]:
+        """(types with an available offering compatible with reqs, cheapest such offering's price or inf)."""
+        cache_key = (*tuple(reqs.get(k) for k in _OFFERING_KEYS), reqs.get(labels.LABEL_CAPACITY_RESERVATION_ID))
+        cached = self._offer_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        ok = np.ones(len(self.offers), dtype=np.bool_)
+        for req in cache_key:
+            if req is not None:
+                ok &= np.array([_offering_has(req, lab) for lab in self.off_labels], dtype=np.bool_)
+        price = np.full(len(self.types), np.inf)
+        if ok.any():
+            np.minimum.at(price, self.off_type[ok], self.off_price[ok])
+        result = (np.isfinite(price), price)
+        self._offer_cache[cache_key] = result
+        return result
+
+    def cheapest_offering(self, type_index: int, reqs: requirements.Requirements) -> types.Offering | None:
+        best: types.Offering | None = None
+        for i, offer in enumerate(self.offers):
+            if (
+                int(self.off_type[i]) == type_index
+                and all(
+                    r is None or _offering_has(r, self.off_labels[i])
+                    for r in (reqs.get(k) for k in (*_OFFERING_KEYS, labels.LABEL_CAPACITY_RESERVATION_ID))
+                )
+                and (best is None or offer.price < best.price)
+            ):
+                best = offer
+        return best
+
+
+def _offering_has(req: requirements.Requirement, offering_labels: Mapping[str, str]) -> bool:
+    value = offering_labels.get(req.key)
+    return req.absent if value is None else req.has(value)

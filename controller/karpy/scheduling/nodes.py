@@ -1,0 +1,218 @@
+"""Candidate nodes of a solve — existing nodes and NodeClaims being planned — and the `CanAdd` check.
+
+`evaluate` follows upstream NodeClaim.CanAdd / ExistingNode.CanAdd in order: taints → requirements → volume
+alternatives → topology → instance types (requirements, fit of requests + daemon overhead, an available offering
+compatible with the requirements, minValues) → host ports. It answers how many of a run of identical pods fit at
+once (`limit` caps it; 1 for the pod-by-pod path) and whether a refusal is *permanent* for the run: claims only
+tighten and fill up and anti-affinity counts only grow, so such refusals let the solver skip the node afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from karpy.api import labels, meta
+from karpy.scheduling import catalog, pods, requirements, resources, taints, topology
+
+MIN_VALUES_STRICT = "Strict"
+MIN_VALUES_BEST_EFFORT = "BestEffort"
+_BIG = np.iinfo(np.int64).max // 4
+
+
+@dataclass(slots=True)
+class Slot:
+    """A place pods can go. Existing nodes have `alloc`; planned claims have a pool catalog and option mask."""
+
+    name: str
+    requirements: requirements.Requirements
+    taints: tuple[meta.Taint, ...]
+    used: catalog.IntArray
+    pool: catalog.PoolCatalog | None = None
+    options: catalog.BoolArray | None = None
+    alloc: catalog.IntArray | None = None
+    placed: list[pods.Pod] = field(default_factory=list)
+    host_ports: list[pods.HostPort] = field(default_factory=list)
+    min_values_relaxed: bool = False
+
+    @property
+    def is_claim(self) -> bool:
+        return self.pool is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What every node check needs about the pods of a run at one relaxation step (computed once per run)."""
+
+    pod: pods.Pod
+    tolerations: tuple[taints.Toleration, ...]
+    node_reqs: requirements.Requirements
+    strict: requirements.Requirements
+    volume_alternatives: tuple[requirements.Requirements, ...]
+    constraints: list[topology.Group]
+    request: catalog.IntArray
+    anti_only: bool  # every constraint is anti-affinity: topology refusals are permanent
+    hostname_only: bool  # every constraint is keyed on hostname: bulk placement equals pod-by-pod
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    count: int
+    requirements: requirements.Requirements
+    options: catalog.BoolArray | None  # options after all `count` pods
+    first_options: catalog.BoolArray | None  # options after the first pod (limits are charged on these)
+    min_values_relaxed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    reason: str
+    permanent: bool
+
+
+def _per_type_counts(free: catalog.IntArray, request: catalog.IntArray) -> catalog.IntArray:
+    """How many requests fit into each row of `free` (rows: types or one node)."""
+    need = request > 0
+    if not need.any():
+        return np.full(free.shape[0], _BIG, dtype=np.int64)
+    counts = np.where(free[:, need] >= 0, free[:, need] // request[need], -1)
+    return np.asarray(counts.min(axis=1), dtype=np.int64)
+
+
+def _min_values_ok(pool: catalog.PoolCatalog, mask: catalog.BoolArray, reqs: requirements.Requirements) -> bool:
+    for key, req in reqs.items():
+        if req.min_values is None:
+            continue
+        chosen = [t for t, m in zip(pool.types, mask, strict=True) if m]
+        if key == labels.LABEL_INSTANCE_TYPE:
+            distinct = {t.name for t in chosen}
+        else:
+            distinct = {t.labels[key] for t in chosen if key in t.labels and req.has(t.labels[key])}
+            if not distinct and key in (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE):
+                distinct = {o.labels().get(key, "") for t in chosen for o in t.offerings if o.available}
+        if len(distinct) < req.min_values:
+            return False
+    return True
+
+
+def _owns(pod: pods.Pod, key: topology.GroupKey) -> bool:
+    return any(topology.affinity_key(t, topology.Kind.ANTI_AFFINITY, inverse=True) == key for t in pod.anti_affinity)
+
+
+def _topology_cap(slot: Slot, ctx: RunContext, selecting: list[topology.Group]) -> int:
+    """Pods of the run this hostname can still take under hostname-keyed constraints."""
+    cap = _BIG
+    for g in ctx.constraints:
+        self_selecting = g in selecting
+        count = g.counts.get(slot.name, 0)
+        if g.key.kind is topology.Kind.SPREAD and self_selecting:
+            cap = min(cap, g.key.max_skew - count)
+        else:
+            blocks_itself = g.key.kind is topology.Kind.ANTI_AFFINITY and self_selecting and not g.key.inverse
+            if blocks_itself or (g.key.inverse and _owns(ctx.pod, g.key)):
+                cap = min(cap, 1)
+    return cap
+
+
+def evaluate(
+    slot: Slot, ctx: RunContext, topo: topology.Topology, *, limit: int, min_values_policy: str
+) -> Fit | Refusal:
+    why = taints.untolerated(slot.taints, ctx.tolerations)
+    if why:
+        return Refusal(why, True)
+    allow = requirements.ALLOW_UNDEFINED_WELL_KNOWN if slot.is_claim else frozenset()
+    why = slot.requirements.compatible(ctx.node_reqs, allow_undefined=allow)
+    if why:
+        return Refusal(f"incompatible requirements, {why}", True)
+    base = slot.requirements.intersect(ctx.node_reqs)
+    for port in ctx.pod.host_ports:
+        if any(port.conflicts(used) for used in slot.host_ports):
+            return Refusal(f"host port {port.port}/{port.protocol} is in use", True)
+    last: Refusal = Refusal("no volume topology alternative is compatible", True)
+    for alternative in ctx.volume_alternatives:
+        why = base.compatible(alternative, allow_undefined=allow)
+        if why:
+            last = Refusal(f"incompatible volume requirements, {why}", True)
+            continue
+        merged = base.intersect(alternative)
+        topo_reqs = topo.requirements_for(ctx.pod, ctx.constraints, strict=ctx.strict, node_reqs=merged)
+        if isinstance(topo_reqs, str):
+            last = Refusal(topo_reqs, ctx.anti_only)
+            continue
+        why = merged.compatible(topo_reqs, allow_undefined=allow)
+        if why:
+            last = Refusal(f"incompatible topology requirements, {why}", ctx.anti_only)
+            continue
+        merged = merged.intersect(topo_reqs)
+        fit = _fit(slot, ctx, topo, merged, limit=limit, min_values_policy=min_values_policy)
+        if isinstance(fit, Fit):
+            return fit
+        last = Refusal(fit.reason, fit.permanent and (ctx.anti_only or not ctx.constraints))
+    return last
+
+
+def _fit(
+    slot: Slot,
+    ctx: RunContext,
+    topo: topology.Topology,
+    merged: requirements.Requirements,
+    *,
+    limit: int,
+    min_values_policy: str,
+) -> Fit | Refusal:
+    if ctx.hostname_only and ctx.constraints:
+        limit = min(limit, _topology_cap(slot, ctx, topo.selecting(ctx.pod)))
+    if ctx.pod.host_ports:
+        limit = min(limit, 1)
+    if slot.pool is None:
+        assert slot.alloc is not None
+        count = int(_per_type_counts((slot.alloc - slot.used)[None, :], ctx.request)[0])
+        if count < 1:
+            return Refusal(f"not enough free resources on node {slot.name}", True)
+        return Fit(min(count, limit), merged, None, None)
+    pool = slot.pool
+    assert slot.options is not None
+    mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
+    per_type = np.where(mask, _per_type_counts(pool.usable - slot.used, ctx.request), 0)
+    best = int(per_type.max()) if per_type.size else 0
+    if best < 1:
+        return Refusal(
+            f"no instance type satisfied resources {resources.describe(pool.index.to_map(slot.used + ctx.request))}"
+            f" and requirements {merged}",
+            True,
+        )
+    count = min(best, limit)
+    relaxed = False
+    if merged.has_min_values() and not _min_values_ok(pool, per_type >= count, merged):
+        # The largest count that keeps enough distinct options (fewer pods leave more types).
+        candidates = sorted({int(v) for v in per_type if 1 <= v <= count}, reverse=True)
+        good = next((c for c in candidates if _min_values_ok(pool, per_type >= c, merged)), 0)
+        if good == 0:
+            if min_values_policy != MIN_VALUES_BEST_EFFORT:
+                return Refusal(f"minValues requirement is not met for requirements {merged}", True)
+            relaxed = True
+        else:
+            count = good
+    return Fit(count, merged, per_type >= count, per_type >= 1, relaxed)
+
+
+def node_slot(
+    name: str,
+    node_labels: dict[str, str],
+    node_taints: tuple[meta.Taint, ...],
+    *,
+    alloc: catalog.IntArray,
+    used: catalog.IntArray,
+    bound: list[pods.Pod],
+) -> Slot:
+    node_labels.setdefault(labels.LABEL_HOSTNAME, name)
+    ports = [p for pod in bound for p in pod.host_ports]
+    return Slot(
+        name,
+        requirements.Requirements.from_labels(node_labels),
+        node_taints,
+        used,
+        alloc=alloc,
+        host_ports=ports,
+    )

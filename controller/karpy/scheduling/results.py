@@ -1,0 +1,77 @@
+"""What a solve produces: planned NodeClaims, nominations onto existing nodes, and reasons for the rest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from karpy.api import labels, meta
+from karpy.cloudprovider import types
+from karpy.scheduling import pods, requirements
+
+MAX_INSTANCE_TYPES = 600  # core MaxInstanceTypes (nodeclaimtemplate.go) since PR #2430
+
+
+@dataclass(frozen=True, slots=True)
+class CheapestOffering:
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float
+
+
+@dataclass(slots=True)
+class PlannedNodeClaim:
+    nodepool: str
+    requirements: requirements.Requirements
+    instance_type_options: tuple[types.InstanceType, ...]  # sorted by cheapest compatible available offering
+    pods: tuple[pods.Pod, ...]
+    requests: dict[str, int]  # pods + the smallest daemon overhead across the options
+    cheapest: CheapestOffering | None
+    min_values_relaxed: bool = False
+    hostname: str = ""
+
+    def to_nodeclaim_requirements(
+        self, *, max_instance_types: int = MAX_INSTANCE_TYPES
+    ) -> tuple[meta.NodeSelectorRequirement, ...]:
+        """spec.requirements like upstream ToNodeClaim: instance-type In [cheapest ≤ max], capacity types of those
+        types' compatible offerings; the hostname placeholder is dropped."""
+        chosen = self.instance_type_options[:max_instance_types]
+        reqs = self.requirements.without(labels.LABEL_HOSTNAME)
+        it_req = reqs.get(labels.LABEL_INSTANCE_TYPE)
+        min_values = it_req.min_values if it_req is not None else None
+        reqs = reqs.without(labels.LABEL_INSTANCE_TYPE).add(
+            requirements.Requirement.new(
+                labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, values=[t.name for t in chosen], min_values=min_values
+            )
+        )
+        ct_req = reqs.get(labels.LABEL_CAPACITY_TYPE)
+        zone_req = reqs.get(labels.LABEL_ZONE)
+        capacity_types = {
+            o.capacity_type
+            for t in chosen
+            for o in t.offerings
+            if o.available
+            and (ct_req is None or ct_req.has(o.capacity_type))
+            and (zone_req is None or zone_req.has(o.zone))
+        }
+        if capacity_types:
+            reqs = reqs.add(
+                requirements.Requirement.new(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, values=capacity_types)
+            )
+        return reqs.to_node_selector()
+
+
+@dataclass(slots=True)
+class Results:
+    new_nodeclaims: list[PlannedNodeClaim] = field(default_factory=list)
+    existing_nodes: dict[str, list[pods.Pod]] = field(default_factory=dict)  # node name -> pods nominated
+    unschedulable: dict[str, str] = field(default_factory=dict)  # "ns/name" -> reason
+    cost_per_hour: float = 0.0
+    lower_bound_per_hour: float = 0.0
+
+    def placements(self) -> dict[str, str]:
+        """pod key -> where it goes ("node/<name>" or "claim/<index>"), handy for comparisons and tests."""
+        out = {p.key: f"node/{name}" for name, ps in self.existing_nodes.items() for p in ps}
+        for i, claim in enumerate(self.new_nodeclaims):
+            out.update({p.key: f"claim/{i}" for p in claim.pods})
+        return out

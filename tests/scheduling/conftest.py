@@ -1,0 +1,139 @@
+"""Builders and expectations for scheduling tests (shared as tests.scheduling.conftest)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from karpy.api import labels, meta, nodepool, quantity
+from karpy.cloudprovider import types
+from karpy.scheduling import pods, results, scheduler
+
+ZONES = ("test-zone-1a", "test-zone-1b", "test-zone-1c")
+
+
+def make_instance_type(
+    name: str,
+    *,
+    cpu: float,
+    memory_gib: float,
+    pods_: int = 110,
+    price: float | None = None,
+    zones: Sequence[str] = ZONES,
+    capacity_types: Sequence[str] = (labels.CAPACITY_TYPE_ON_DEMAND,),
+    extra_labels: Mapping[str, str] | None = None,
+    extra_capacity: Mapping[str, int] | None = None,
+) -> types.InstanceType:
+    cost = price if price is not None else 0.1 * cpu + 0.1 * memory_gib
+    offerings = tuple(
+        types.Offering(zone=z, capacity_type=ct, price=cost * (0.7 if ct == labels.CAPACITY_TYPE_SPOT else 1.0))
+        for z in zones
+        for ct in capacity_types
+    )
+    capacity = {
+        labels.RESOURCE_CPU: int(cpu * 1000),
+        labels.RESOURCE_MEMORY: int(memory_gib * quantity.GI),
+        labels.RESOURCE_PODS: pods_ * 1000,
+        **(extra_capacity or {}),
+    }
+    lab = {labels.LABEL_INSTANCE_TYPE: name, labels.LABEL_ARCH: "amd64", labels.LABEL_OS: "linux"}
+    lab.update(extra_labels or {})
+    return types.InstanceType(name=name, labels=lab, capacity=capacity, offerings=offerings)
+
+
+def fake_catalog(n: int) -> list[types.InstanceType]:
+    """Upstream's fake.InstanceTypes(n): type i has i+1 vCPU, 2(i+1) GiB, 10(i+1) pods; price 0.1·cpu + 0.1·GiB."""
+    return [
+        make_instance_type(f"fake-it-{i}", cpu=i + 1, memory_gib=2 * (i + 1), pods_=10 * (i + 1), price=0.3 * (i + 1))
+        for i in range(n)
+    ]
+
+
+def make_nodepool(
+    name: str = "default",
+    *,
+    requirements: Sequence[meta.NodeSelectorRequirement] = (),
+    taints: Sequence[meta.Taint] = (),
+    weight: int | None = None,
+    limits: Mapping[str, int] | None = None,
+    template_labels: Mapping[str, str] | None = None,
+) -> nodepool.NodePool:
+    return nodepool.NodePool(
+        metadata=meta.ObjectMeta(name=name),
+        template=nodepool.NodeClaimTemplate(
+            node_class_ref=meta.NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default"),
+            requirements=tuple(requirements),
+            taints=tuple(taints),
+            labels=dict(template_labels or {}),
+        ),
+        limits=dict(limits or {}),
+        weight=weight,
+    )
+
+
+def make_pod(
+    name: str,
+    *,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    namespace: str = "default",
+    labels_: Mapping[str, str] | None = None,
+    spec: Mapping[str, Any] | None = None,
+    created: float = 0.0,
+) -> pods.Pod:
+    body: dict[str, Any] = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        **(spec or {}),
+    }
+    return pods.from_manifest(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": dict(labels_ or {}),
+                "creationTimestamp": created,
+            },
+            "spec": body,
+        }
+    )
+
+
+def make_pods(count: int, prefix: str = "p", **kwargs: Any) -> list[pods.Pod]:
+    return [make_pod(f"{prefix}-{i}", created=float(i), **kwargs) for i in range(count)]
+
+
+def solve(
+    pods_: Sequence[pods.Pod],
+    pools: Sequence[nodepool.NodePool] | None = None,
+    catalog: Sequence[types.InstanceType] | None = None,
+    **kwargs: Any,
+) -> results.Results:
+    pools = pools or [make_nodepool()]
+    its = list(catalog) if catalog is not None else fake_catalog(20)
+    return scheduler.solve(
+        scheduler.SchedulingInput(pods=pods_, nodepools=pools, instance_types={p.name: its for p in pools}, **kwargs)
+    )
+
+
+def expect_scheduled(res: results.Results, *pods_: pods.Pod) -> None:
+    placed = res.placements()
+    missing = {p.key: res.unschedulable.get(p.key, "?") for p in pods_ if p.key not in placed}
+    assert not missing, f"not scheduled: {missing}"
+
+
+def expect_not_scheduled(res: results.Results, *pods_: pods.Pod) -> None:
+    for p in pods_:
+        assert p.key in res.unschedulable, f"{p.key} was scheduled"
+
+
+def expect_provisioned(res: results.Results, count: int) -> list[results.PlannedNodeClaim]:
+    assert len(res.new_nodeclaims) == count, [len(c.pods) for c in res.new_nodeclaims]
+    return res.new_nodeclaims
+
+
+def zone_of(claim: results.PlannedNodeClaim) -> str | None:
+    req = claim.requirements.get(labels.LABEL_ZONE)
+    vals = req.values() if req is not None else None
+    if vals and len(vals) == 1:
+        return next(iter(vals))
+    return claim.cheapest.zone if claim.cheapest else None

@@ -1,0 +1,232 @@
+"""Scenario tests mirroring upstream behaviours (one per done-when item)."""
+
+from __future__ import annotations
+
+import collections
+
+from tests.scheduling import conftest as c
+
+from karpy.api import labels, meta, quantity
+from karpy.scheduling import pods, volumes
+
+Op = meta.Operator
+
+
+def test_generic_pods_pack_onto_one_cheapest_node_at_the_lower_bound() -> None:
+    ps = c.make_pods(10)
+    res = c.solve(ps)
+    c.expect_scheduled(res, *ps)
+    (claim,) = c.expect_provisioned(res, 1)
+    assert claim.cheapest is not None
+    assert claim.cheapest.instance_type == "fake-it-9"  # 10 cpu for 10×1 cpu pods (+10 pods slots)
+    assert res.cost_per_hour >= res.lower_bound_per_hour - 1e-9
+
+
+def test_zonal_spread_is_3_3_3() -> None:
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": labels.LABEL_ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ]
+    }
+    ps = c.make_pods(9, labels_={"app": "web"}, spec=spread)
+    res = c.solve(ps)
+    c.expect_scheduled(res, *ps)
+    per_zone = collections.Counter()
+    for claim in res.new_nodeclaims:
+        per_zone[c.zone_of(claim)] += len(claim.pods)
+    assert sorted(per_zone.values()) == [3, 3, 3]
+    assert set(per_zone) == set(c.ZONES)
+
+
+def test_hostname_anti_affinity_puts_one_pod_per_node() -> None:
+    anti = {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": {"matchLabels": {"app": "db"}}}
+                ]
+            }
+        }
+    }
+    ps = c.make_pods(5, labels_={"app": "db"}, spec=anti)
+    res = c.solve(ps)
+    c.expect_scheduled(res, *ps)
+    claims = c.expect_provisioned(res, 5)
+    assert all(len(cl.pods) == 1 for cl in claims)
+
+
+def test_zonal_self_affinity_keeps_a_deployment_in_one_zone() -> None:
+    aff = {
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": labels.LABEL_ZONE, "labelSelector": {"matchLabels": {"app": "cache"}}}
+                ]
+            }
+        }
+    }
+    ps = c.make_pods(30, cpu="4", labels_={"app": "cache"}, spec=aff)
+    res = c.solve(ps, catalog=c.fake_catalog(8))
+    c.expect_scheduled(res, *ps)
+    assert len(res.new_nodeclaims) > 1
+    assert len({c.zone_of(cl) for cl in res.new_nodeclaims}) == 1
+
+
+def test_pvc_zone_is_honoured() -> None:
+    pv = volumes.PersistentVolume("pv-1", (volumes.zone_term("test-zone-1b"),))
+    pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv-1")
+    pod = c.make_pod("p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]})
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    (claim,) = c.expect_provisioned(res, 1)
+    assert c.zone_of(claim) == "test-zone-1b"
+
+
+def test_unbound_immediate_pvc_is_refused_with_reason() -> None:
+    pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name="gp2")
+    sc = volumes.StorageClass("gp2", volumes.BINDING_IMMEDIATE)
+    pod = c.make_pod("p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]})
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
+    assert "Immediate" in res.unschedulable[pod.key]
+
+
+def test_weighted_pool_is_preferred() -> None:
+    light = c.make_nodepool("light", weight=10)
+    heavy = c.make_nodepool("heavy", weight=50)
+    ps = c.make_pods(3)
+    res = c.solve(ps, pools=[light, heavy])
+    assert {cl.nodepool for cl in res.new_nodeclaims} == {"heavy"}
+
+
+def test_limits_are_respected_with_a_reason_for_the_rest() -> None:
+    pool = c.make_nodepool(limits={labels.RESOURCE_CPU: 4000})
+    ps = c.make_pods(6, cpu="1")
+    res = c.solve(ps, pools=[pool], catalog=c.fake_catalog(4))
+    placed = res.placements()
+    assert 0 < len(placed) < 6
+    total_cpu = sum(cl.instance_type_options[0].capacity[labels.RESOURCE_CPU] for cl in res.new_nodeclaims)
+    assert total_cpu <= 4000 + 4000  # one claim may be charged with its largest option (upstream semantics)
+    refused = [p for p in ps if p.key in res.unschedulable]
+    assert refused
+    assert all("limits" in res.unschedulable[p.key] for p in refused)
+
+
+def test_nodes_limit() -> None:
+    pool = c.make_nodepool(limits={labels.RESOURCE_NODES: 2000})
+    anti = {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": {"matchLabels": {"app": "x"}}}
+                ]
+            }
+        }
+    }
+    ps = c.make_pods(3, labels_={"app": "x"}, spec=anti)
+    res = c.solve(ps, pools=[pool])
+    c.expect_provisioned(res, 2)
+    assert len(res.unschedulable) == 1
+    assert "nodes limit" in next(iter(res.unschedulable.values()))
+
+
+def test_untolerated_taints_are_refused() -> None:
+    pool = c.make_nodepool(taints=[meta.Taint("dedicated", "NoSchedule", "gpu")])
+    plain = c.make_pod("plain")
+    tolerant = c.make_pod("tolerant", spec={"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu"}]})
+    res = c.solve([plain, tolerant], pools=[pool])
+    assert "did not tolerate dedicated=gpu:NoSchedule" in res.unschedulable[plain.key]
+    assert 'nodepool "default"' in res.unschedulable[plain.key]
+    c.expect_scheduled(res, tolerant)
+
+
+def test_prefer_no_schedule_taint_is_relaxed_last() -> None:
+    pool = c.make_nodepool(taints=[meta.Taint("soft", "PreferNoSchedule")])
+    pod = c.make_pod("p")
+    res = c.solve([pod], pools=[pool])
+    c.expect_scheduled(res, pod)
+
+
+def test_daemonset_overhead_is_counted() -> None:
+    daemon = c.make_pod("ds", cpu="1", memory="1Gi")
+    # Two 1-cpu pods fit a 2-cpu type alone, but with a 1-cpu daemon they need the 3-cpu type.
+    res = c.solve(c.make_pods(2), catalog=c.fake_catalog(6), daemonsets=[daemon])
+    (claim,) = c.expect_provisioned(res, 1)
+    assert claim.cheapest is not None
+    assert claim.cheapest.instance_type == "fake-it-2"
+    assert claim.requests[labels.RESOURCE_CPU] == 3000
+
+
+def test_min_values_honoured() -> None:
+    pool = c.make_nodepool(
+        requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, Op.EXISTS, (), min_values=3)]
+    )
+    ps = c.make_pods(5, cpu="1")
+    res = c.solve(ps, pools=[pool], catalog=c.fake_catalog(8))
+    c.expect_scheduled(res, *ps)
+    for claim in res.new_nodeclaims:
+        assert len(claim.instance_type_options) >= 3
+
+
+def test_min_values_strict_refuses_when_catalog_too_small() -> None:
+    pool = c.make_nodepool(
+        requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, Op.EXISTS, (), min_values=3)]
+    )
+    pod = c.make_pod("p", cpu="1")
+    res = c.solve([pod], pools=[pool], catalog=c.fake_catalog(2))
+    assert "minValues" in res.unschedulable[pod.key]
+
+
+def test_existing_node_is_used_before_new_claims() -> None:
+    from karpy.scheduling import scheduler
+
+    node = scheduler.ExistingNode(
+        "node-a",
+        {labels.LABEL_ZONE: "test-zone-1a", labels.LABEL_NODEPOOL: "default"},
+        (),
+        {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 110_000},
+    )
+    ps = c.make_pods(2)
+    res = c.solve(ps, existing_nodes=[node])
+    assert set(res.existing_nodes) == {"node-a"}
+    c.expect_provisioned(res, 0)
+
+
+def test_node_selector_on_unknown_custom_label_names_the_label() -> None:
+    pod = c.make_pod("p", spec={"nodeSelector": {"team": "a"}})
+    res = c.solve([pod])
+    assert 'label "team" does not have known values' in res.unschedulable[pod.key]
+
+
+def test_preferred_node_affinity_is_relaxed_when_impossible() -> None:
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 10,
+                        "preference": {
+                            "matchExpressions": [{"key": labels.LABEL_ZONE, "operator": "In", "values": ["nowhere"]}]
+                        },
+                    }
+                ]
+            }
+        }
+    }
+    pod = c.make_pod("p", spec=spec)
+    res = c.solve([pod])
+    c.expect_scheduled(res, pod)
+
+
+def test_bad_manifest_names_the_field() -> None:
+    import pytest
+
+    from karpy.api import errors
+
+    with pytest.raises(errors.ValidationError, match=r"spec.containers\[0\].resources.requests.cpu"):
+        pods.from_manifest(
+            {"metadata": {"name": "x"}, "spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}}
+        )
