@@ -1,22 +1,65 @@
-"""`karpy` command line: `karpy simulate` (offline plan), `karpy run` (the controller), `karpy crds`."""
+"""`karpy` command line. Wiring only: argument parsing, exit codes and printing; the work lives in the packages.
+
+Exit codes: 0 success (a plan with unschedulable pods is still a success), 2 invalid input or usage.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    # Imported here so `karpy --help` stays fast and does not load numpy/scipy.
+    from karpy.simulate import manifests, plan
+
+    zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) if args.zones else None
+    options = plan.Options(catalog=args.catalog, region=args.region, zones=zones)
+    try:
+        cluster = manifests.load(args.files)
+        result = plan.to_json(plan.run(cluster, options))
+    except manifests.InputError as exc:
+        print(f"karpy simulate: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.output == "json":
+        print(json.dumps(result, indent=2))
+    else:
+        print(plan.to_table(result))
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karpy", description="Karpenter-compatible node autoscaler for EKS")
-    parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    simulate = commands.add_parser(
+        "simulate",
+        help="what would Karpenter do with these manifests (offline)",
+        description="Schedule the pending pods in the manifests against NodePools and a built-in instance catalog, "
+        "and print the NodeClaims Karpenter would create, the pods that go to existing nodes and why the rest "
+        "cannot be placed.",
+    )
+    simulate.add_argument(
+        "-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR",
+        help="multi-document YAML file or directory of them (repeatable)",
+    )  # fmt: skip
+    simulate.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
+    simulate.add_argument("--region", default="us-east-1", help="AWS region of the catalog (default: us-east-1)")
+    simulate.add_argument("--zones", default="", help="comma-separated zones to use (default: all in the region)")
+    simulate.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
+    simulate.set_defaults(handler=_simulate)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    parser.parse_args(argv)
-    return 0
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code
 
 
 if __name__ == "__main__":

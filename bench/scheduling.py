@@ -1,0 +1,177 @@
+"""Scheduling benchmark: upstream's diverse workload against the fake 400-type catalog and the real AWS catalog.
+
+Workload (karpenter-upstream.md §5.1, scheduling_benchmark_test.go): equal fifths of generic pods, zonal topology
+spread (maxSkew 1, DoNotSchedule), hostname topology spread, zonal self-affinity and hostname self-anti-affinity;
+CPU requests drawn from {100m, 250m, 500m, 1, 1.5}, memory from {100Mi, 256Mi, 512Mi, 1Gi, 2Gi, 4Gi}, label values
+from {a..g}, all from a seeded generator so every run sees the same pods.
+
+Each (catalog, pod count) runs in its own subprocess so `peak_rss_mb` is that run's own high-water mark. Only
+`scheduler.solve` is timed, as upstream's benchmark times only Solve(). The `generic` rows run the unconstrained mix
+alone: that is where cost_ratio (cost / LP lower bound) is held to <= 1.05.
+
+    .venv/bin/python bench/scheduling.py --json                 # the full table (several minutes)
+    .venv/bin/python bench/scheduling.py --json --sizes 1000,20000 --catalogs fake
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+SIZES = (1, 100, 1000, 5000, 20000, 100000)
+CATALOGS = ("fake", "aws")
+MIXES = ("diverse", "generic")
+CPUS = ("100m", "250m", "500m", "1", "1500m")
+MEMORIES = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
+VALUES = ("a", "b", "c", "d", "e", "f", "g")
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _pod(rng: random.Random, index: int, labels: dict[str, str], spec_extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{index}", "namespace": "default", "uid": f"uid-{index}", "labels": labels},
+        "spec": {
+            "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": rng.choice(CPUS), "memory": rng.choice(MEMORIES)}}}
+            ],
+            **spec_extra,
+        },
+    }
+
+
+def _generic(rng: random.Random, i: int) -> dict[str, Any]:
+    return _pod(rng, i, {"my-label": rng.choice(VALUES)}, {})
+
+
+def _spread(key: str) -> Any:
+    def make(rng: random.Random, i: int) -> dict[str, Any]:
+        value = rng.choice(VALUES)
+        constraint = {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"my-label": value}},
+        }
+        return _pod(rng, i, {"my-label": value}, {"topologySpreadConstraints": [constraint]})
+
+    return make
+
+
+def _zonal_self_affinity(rng: random.Random, i: int) -> dict[str, Any]:
+    value = rng.choice(VALUES)
+    term = {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"my-affinity": value}}}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return _pod(rng, i, {"my-affinity": value}, {"affinity": affinity})
+
+
+def _hostname_self_anti_affinity(rng: random.Random, i: int) -> dict[str, Any]:
+    term = {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": "nginx"}}}
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return _pod(rng, i, {"app": "nginx"}, {"affinity": affinity})
+
+
+def make_pod_manifests(count: int, *, mix: str, seed: int = 42) -> list[dict[str, Any]]:
+    """The benchmark's pods as Kubernetes manifests (deterministic for a seed)."""
+    rng = random.Random(seed)
+    if mix == "generic":
+        return [_generic(rng, i) for i in range(count)]
+    kinds = (_generic, _spread(ZONE), _spread(HOSTNAME), _zonal_self_affinity, _hostname_self_anti_affinity)
+    per_kind = count // len(kinds)
+    out: list[dict[str, Any]] = []
+    for kind in kinds:
+        out.extend(kind(rng, len(out) + j) for j in range(per_kind))
+    out.extend(_generic(rng, len(out) + j) for j in range(count - len(out)))  # the remainder, as upstream does
+    return out
+
+
+def run_one(*, catalog: str, pods: int, mix: str) -> dict[str, Any]:
+    """One measured solve, in this process. Imports happen here so the parent stays light."""
+    from karpy.api import meta, nodepool
+    from karpy.cloudprovider import catalog as aws_catalog
+    from karpy.cloudprovider.fake import generator
+    from karpy.scheduling import pods as pod_model
+    from karpy.scheduling import scheduler
+
+    pool = nodepool.NodePool(
+        metadata=meta.ObjectMeta(name="default"),
+        template=nodepool.NodeClaimTemplate(
+            node_class_ref=meta.NodeClassRef(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
+        ),
+    )
+    types = generator.instance_types(400) if catalog == "fake" else aws_catalog.load("us-east-1")
+    manifests = make_pod_manifests(pods, mix=mix)
+    pending = [pod_model.from_manifest(m) for m in manifests]
+    del manifests
+    inp = scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
+    start = time.perf_counter()
+    results = scheduler.solve(inp)
+    seconds = time.perf_counter() - start
+    placed = sum(len(claim.pods) for claim in results.new_nodeclaims)
+    return {
+        "catalog": catalog,
+        "mix": mix,
+        "pods": pods,
+        "instance_types": len(types),
+        "seconds": round(seconds, 4),
+        "pods_per_sec": round(pods / seconds, 1) if seconds > 0 else None,
+        "scheduled": placed,
+        "unschedulable": len(results.unschedulable),
+        "nodes": len(results.new_nodeclaims),
+        "cost": round(results.cost_per_hour, 4),
+        "lower_bound": round(results.lower_bound_per_hour, 4),
+        "cost_ratio": round(results.cost_per_hour / results.lower_bound_per_hour, 4)
+        if results.lower_bound_per_hour > 0
+        else None,
+        # ru_maxrss is in KiB on Linux: the peak of this whole process (catalog, pods and solve).
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object per run (JSON lines)")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated pod counts")
+    parser.add_argument("--catalogs", default=",".join(CATALOGS), help="fake and/or aws")
+    parser.add_argument("--mixes", default=",".join(MIXES), help="diverse (upstream's fifths) and/or generic")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # child mode: a single run
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    catalogs = [c for c in args.catalogs.split(",") if c]
+    mixes = [m for m in args.mixes.split(",") if m]
+    if args.one:
+        print(json.dumps(run_one(catalog=catalogs[0], pods=sizes[0], mix=mixes[0])))
+        return 0
+    for mix in mixes:
+        for catalog in catalogs:
+            for size in sizes:
+                child = [sys.executable, __file__, "--one", "--catalogs", catalog, "--sizes", str(size)]
+                done = subprocess.run([*child, "--mixes", mix], capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    print(done.stderr, file=sys.stderr)
+                    return done.returncode
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                if args.json:
+                    print(json.dumps(row), flush=True)
+                else:
+                    print(
+                        f"{row['mix']:8} {row['catalog']:5} {row['pods']:>7} pods {row['instance_types']:>5} types "
+                        f"{row['seconds']:>8.3f}s {row['pods_per_sec'] or 0:>10.0f} pods/s {row['nodes']:>6} nodes "
+                        f"cost {row['cost']:>10.2f} bound {row['lower_bound']:>10.2f} "
+                        f"ratio {row['cost_ratio'] or 0:.3f} rss {row['peak_rss_mb']:.0f}MB",
+                        flush=True,
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Run the scheduler over a parsed cluster and render the plan (table for people, JSON as a stable contract).
+
+JSON contract (documented in README; keys are never renamed, only added):
+
+    {"nodeclaims": [{"name", "nodepool", "instance_type", "instance_type_options": [...], "zone",
+                     "capacity_type", "price_per_hour", "requests": {...}, "pods": ["ns/name", ...]}],
+     "existing_nodes": [{"name", "pods": [...]}],
+     "unschedulable": [{"pod": "ns/name", "reason": "..."}],
+     "cost_per_hour": 0.0, "lower_bound_per_hour": 0.0}
+
+`instance_type` is the cheapest option and `zone`/`capacity_type` are those of its cheapest compatible offering.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from karpy.api import ec2nodeclass, quantity
+from karpy.cloudprovider import catalog, ec2shapes, types
+from karpy.cloudprovider.fake import generator
+from karpy.scheduling import results, scheduler
+from karpy.simulate import manifests
+
+_FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    catalog: str = "aws"  # "aws" (the bundled real catalog) or "fake:N" (upstream's generated benchmark catalog)
+    region: str = "us-east-1"
+    zones: tuple[str, ...] | None = None  # None: every zone the catalog has for the region
+
+
+def instance_types(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
+    """The instance types each NodePool can use, with its EC2NodeClass's kubelet settings applied."""
+    fake = _FAKE.match(options.catalog)
+    if fake is None and options.catalog != "aws":
+        raise manifests.InputError(f"--catalog: expected 'aws' or 'fake:N' (N in 1..99999), got {options.catalog!r}")
+    out: dict[str, Sequence[types.InstanceType]] = {}
+    for pool in cluster.nodepools:
+        if fake is not None:
+            out[pool.name] = generator.instance_types(int(fake.group(1)))
+            continue
+        nodeclass = cluster.nodeclasses.get(pool.template.node_class_ref.name)
+        kubelet = None
+        if nodeclass is not None and nodeclass.spec.kubelet is not None:
+            kubelet = ec2shapes.KubeletOverrides.from_config(nodeclass.spec.kubelet)
+        family = nodeclass.resolved_ami_family if nodeclass is not None else ec2nodeclass.AMIFamily.AL2023
+        try:
+            out[pool.name] = catalog.load(options.region, options.zones, kubelet=kubelet, ami_family=family)
+        except (catalog.UnknownRegion, catalog.UnknownZone) as exc:
+            raise manifests.InputError(f"--region/--zones: {exc}") from exc
+    return out
+
+
+def run(cluster: manifests.Cluster, options: Options) -> results.Results:
+    inp = scheduler.SchedulingInput(
+        pods=cluster.pending,
+        nodepools=cluster.nodepools,
+        instance_types=instance_types(cluster, options),
+        existing_nodes=manifests.existing_nodes(cluster),
+        bound_pods=cluster.bound,
+        daemonsets=cluster.daemonsets,
+        volumes=manifests.volume_catalog(cluster),
+    )
+    return scheduler.solve(inp)
+
+
+def _pod_key(pod: Any) -> str:
+    return f"{pod.namespace}/{pod.name}"
+
+
+def to_json(results: results.Results) -> dict[str, Any]:
+    claims: list[dict[str, Any]] = []
+    counters: dict[str, int] = {}
+    for claim in results.new_nodeclaims:
+        counters[claim.nodepool] = counters.get(claim.nodepool, 0) + 1
+        offering = claim.cheapest
+        claims.append(
+            {
+                "name": f"{claim.nodepool}-{counters[claim.nodepool]}",
+                "nodepool": claim.nodepool,
+                "instance_type": offering.instance_type if offering else None,
+                "instance_type_options": [it.name for it in claim.instance_type_options],
+                "zone": offering.zone if offering else None,
+                "capacity_type": offering.capacity_type if offering else None,
+                "price_per_hour": round(offering.price, 6) if offering else None,
+                "requests": {k: quantity.format_resource(k, v) for k, v in sorted(claim.requests.items())},
+                "pods": sorted(_pod_key(p) for p in claim.pods),
+            }
+        )
+    existing = [
+        {"name": name, "pods": sorted(_pod_key(p) for p in pods)}
+        for name, pods in sorted(results.existing_nodes.items())
+        if pods
+    ]
+    unschedulable = [{"pod": key, "reason": reason} for key, reason in sorted(results.unschedulable.items())]
+    return {
+        "nodeclaims": claims,
+        "existing_nodes": existing,
+        "unschedulable": unschedulable,
+        "cost_per_hour": round(results.cost_per_hour, 6),
+        "lower_bound_per_hour": round(results.lower_bound_per_hour, 6),
+    }
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
+
+
+def to_table(plan: dict[str, Any], *, max_options: int = 3) -> str:
+    """The JSON plan rendered for people."""
+    lines: list[str] = []
+    claims = plan["nodeclaims"]
+    lines.append(f"NodeClaims to create: {len(claims)}")
+    if claims:
+        rows = []
+        for c in claims:
+            options = c["instance_type_options"]
+            more = f" (+{len(options) - max_options})" if len(options) > max_options else ""
+            rows.append(
+                [
+                    c["name"],
+                    c["nodepool"],
+                    c["instance_type"] or "-",
+                    c["zone"] or "-",
+                    c["capacity_type"] or "-",
+                    f"${c['price_per_hour']:.4f}" if c["price_per_hour"] is not None else "-",
+                    str(len(c["pods"])),
+                    ", ".join(options[:max_options]) + more,
+                ]
+            )
+        lines += _table(["NAME", "NODEPOOL", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS", "OPTIONS"], rows)
+    if plan["existing_nodes"]:
+        lines.append("")
+        lines.append("Pods nominated to existing nodes:")
+        lines += _table(["NODE", "PODS"], [[n["name"], ", ".join(n["pods"])] for n in plan["existing_nodes"]])
+    if plan["unschedulable"]:
+        lines.append("")
+        lines.append(f"Pods that cannot be scheduled: {len(plan['unschedulable'])}")
+        lines += [f"  {u['pod']}: {u['reason']}" for u in plan["unschedulable"]]
+    lines.append("")
+    lines.append(
+        f"Cost: ${plan['cost_per_hour']:.4f}/h for new capacity "
+        f"(fractional lower bound ${plan['lower_bound_per_hour']:.4f}/h)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,186 @@
+"""`karpy simulate` end to end through `cli.main`: the JSON contract, the table, and exit 2 on bad input."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from karpy import cli
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"
+CONTRACT_KEYS = {"nodeclaims", "existing_nodes", "unschedulable", "cost_per_hour", "lower_bound_per_hour"}
+CLAIM_KEYS = {
+    "name", "nodepool", "instance_type", "instance_type_options", "zone", "capacity_type", "price_per_hour",
+    "requests", "pods",
+}  # fmt: skip
+
+NODEPOOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["simulate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def plan(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = run(capsys, *args, "-o", "json")
+    assert code == 0, err
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def pod_manifest(name: str, *, cpu: str = "1", extra_spec: str = "") -> str:
+    return f"""
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}}}]
+{extra_spec}"""
+
+
+@pytest.fixture(scope="module")
+def example_plan() -> dict[str, Any]:
+    # Module-scoped (the examples take a few seconds to plan), so capture stdout by hand rather than with capsys.
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert cli.main(["simulate", "-f", str(EXAMPLES), "-o", "json"]) == 0
+    result: dict[str, Any] = json.loads(buffer.getvalue())
+    return result
+
+
+def test_json_contract_shape(example_plan: dict[str, Any]) -> None:
+    assert set(example_plan) == CONTRACT_KEYS
+    assert example_plan["nodeclaims"], "the examples need new capacity"
+    for claim in example_plan["nodeclaims"]:
+        assert set(claim) == CLAIM_KEYS
+        assert claim["instance_type"] == claim["instance_type_options"][0], "the cheapest option comes first"
+        assert claim["capacity_type"] in {"on-demand", "spot"}
+        assert claim["zone"].startswith("us-east-1")
+        assert claim["pods"] == sorted(claim["pods"])
+    names = [c["name"] for c in example_plan["nodeclaims"]]
+    assert len(names) == len(set(names))
+    total = sum(c["price_per_hour"] for c in example_plan["nodeclaims"])
+    assert example_plan["cost_per_hour"] == pytest.approx(total, abs=1e-5)
+    assert 0 < example_plan["lower_bound_per_hour"] <= example_plan["cost_per_hour"] + 1e-9
+
+
+def claim_of(result: dict[str, Any], pod: str) -> dict[str, Any]:
+    return next(c for c in result["nodeclaims"] if pod in c["pods"])
+
+
+def test_examples_honour_constraints(example_plan: dict[str, Any]) -> None:
+    # A claim bound to a volume in us-east-1c runs there; WaitForFirstConsumer claims stay in the class's zones.
+    assert claim_of(example_plan, "data/reporter")["zone"] == "us-east-1c"
+    for i in range(3):
+        assert claim_of(example_plan, f"data/db-{i}")["zone"] in {"us-east-1a", "us-east-1b"}
+    # Tainted pools only get pods that tolerate them; GPU pods land on GPU capacity.
+    for claim in example_plan["nodeclaims"]:
+        if claim["nodepool"] == "spot-batch":
+            assert all(p.startswith("batch/render-") for p in claim["pods"])
+            assert claim["capacity_type"] == "spot"
+        if claim["nodepool"] == "gpu":
+            assert all(p.startswith("ml/inference-") for p in claim["pods"])
+    # Anti-affinity: no two cache replicas share a claim.
+    cache_claims = [c["name"] for c in example_plan["nodeclaims"] for p in c["pods"] if p.startswith("shop/cache-")]
+    assert len(cache_claims) == len(set(cache_claims))
+    # The existing node with room takes pods before any new claim.
+    assert example_plan["existing_nodes"][0]["name"] == "ip-10-0-1-17.ec2.internal"
+    assert "shop/report-builder" in example_plan["existing_nodes"][0]["pods"]
+
+
+def test_examples_explain_unschedulable_pods(example_plan: dict[str, Any]) -> None:
+    reasons = {u["pod"]: u["reason"] for u in example_plan["unschedulable"]}
+    assert "no instance type satisfied resources" in reasons["misc/too-big"]
+    assert "kubernetes.io/os" in reasons["misc/wants-windows"]
+    assert '"team"' in reasons["misc/wants-team-label"]
+    assert 'nodepool "default"' in reasons["misc/too-big"], "the reason names the pool that was tried"
+
+
+def test_zone_constrained_pod_shows_its_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    selector = "  nodeSelector: {topology.kubernetes.io/zone: us-east-1d}"
+    (tmp_path / "m.yaml").write_text(NODEPOOL + pod_manifest("pinned", extra_spec=selector))
+    result = plan(capsys, "-f", str(tmp_path))
+    (claim,) = result["nodeclaims"]
+    assert claim["zone"] == "us-east-1d"
+    assert claim["pods"] == ["default/pinned"]
+
+
+def test_zones_flag_limits_offerings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "m.yaml").write_text(NODEPOOL + pod_manifest("a") + pod_manifest("b", cpu="70"))
+    result = plan(capsys, "-f", str(tmp_path), "--zones", "us-east-1b")
+    assert {c["zone"] for c in result["nodeclaims"]} == {"us-east-1b"}
+
+
+def test_fake_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "m.yaml").write_text(NODEPOOL.replace("In, values: [c, m]", "Exists") + pod_manifest("a", cpu="3"))
+    result = plan(capsys, "-f", str(tmp_path), "--catalog", "fake:10")
+    (claim,) = result["nodeclaims"]
+    assert claim["zone"].startswith("test-zone-")
+    assert result["unschedulable"] == []
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-f", str(EXAMPLES))
+    assert code == 0
+    assert "NodeClaims to create:" in out
+    assert "NODEPOOL" in out
+    assert "ZONE" in out
+    assert "$/H" in out
+    assert "Pods that cannot be scheduled:" in out
+    assert "misc/too-big:" in out
+    assert "fractional lower bound" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("apiVersion: v1\nkind: Frobnicator\nmetadata: {name: x}\n", "kind: unknown kind 'Frobnicator'"),
+        (
+            NODEPOOL.replace("operator: In", "operator: Equals"),
+            'spec.template.spec.requirements[0].operator: unsupported operator "Equals"',
+        ),
+        ("kind: [unclosed\n", "invalid YAML"),
+        ("- just\n- a list\n", "a manifest must be a mapping"),
+        (NODEPOOL + "---\n" + NODEPOOL, "NodePool 'default' is defined more than once"),
+    ],
+)
+def test_invalid_input_exits_2_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, expected: str
+) -> None:
+    (tmp_path / "bad.yaml").write_text(content)
+    code, out, err = run(capsys, "-f", str(tmp_path / "bad.yaml"))
+    assert code == 2
+    assert out == ""
+    assert expected in err
+    assert "Traceback" not in err
+
+
+def test_missing_path_and_bad_catalog_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
+    assert code == 2
+    assert "no such file or directory" in err
+    (tmp_path / "m.yaml").write_text(NODEPOOL + pod_manifest("a"))
+    code, _, err = run(capsys, "-f", str(tmp_path), "--catalog", "gcp")
+    assert code == 2
+    assert "--catalog" in err
+    code, _, err = run(capsys, "-f", str(tmp_path), "--zones", "mars-1a")
+    assert code == 2
+    assert "--region/--zones" in err
