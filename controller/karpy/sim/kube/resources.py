@@ -6,6 +6,8 @@ parent's kind and verbs; kubectl's RESTMapper and `kubectl drain` rely on both.
 
 from __future__ import annotations
 
+import gzip
+import importlib.resources
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +78,9 @@ def _info(declaration: Declaration) -> kmock.ResourceInfo:
 
 def declare(resources: kmock.ResourcesArray) -> None:
     """Load kmock's bundled builtins, then add the karpenter CRDs and any missing builtin we rely on."""
-    resources.load_bundled()
+    # kmock's own load_bundled() reads it with the deprecated importlib.resources.read_binary (a warning).
+    bundled = importlib.resources.files("kmock._internal").joinpath("resources.json.gz").read_bytes()
+    resources.load_data(gzip.decompress(bundled))
     for declaration in CUSTOM:
         resources[declaration.key] = _info(declaration)
     for declaration in ENSURED:

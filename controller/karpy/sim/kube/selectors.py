@@ -95,7 +95,7 @@ def parse_labels(text: str) -> tuple[LabelRequirement, ...]:
             key, op, value = match.groups()
             if op in (">", "<") and not re.fullmatch(r"-?\d+", value):
                 raise SelectorError(f"invalid label selector {text!r}: {op} needs an integer, got {value!r}")
-            label_op = {"=": LabelOp.EQUALS, "==": LabelOp.EQUALS, "!=": LabelOp.NOT_EQUALS}.get(op, LabelOp(op))
+            label_op = LabelOp.EQUALS if op == "==" else LabelOp(op)
             requirements.append(LabelRequirement(key, label_op, frozenset([value])))
         elif match := _EXISTS_TERM.match(term):
             negated, key = match.groups()

@@ -82,6 +82,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         resources.declare(self.resources)
         # One step above kmock's object fallbacks (which it shadows), below every reaction a test declares.
         (self.fallback**1)[self._is_object_request] << self._serve_object
+        (self.fallback**1)[self._is_version_discovery] << self._serve_version  # also with a trailing slash
 
     # -- public, for tests and the other stand-ins ------------------------------------------------------------
 
@@ -122,6 +123,17 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         return resources.resource_list(group, version, entries)
 
     # -- routing ------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _is_version_discovery(request: kmock.Request) -> bool:
+        resource = request.resource
+        return (
+            request.method == "GET"
+            and resource is not None
+            and resource.version is not None
+            and resource.plural is None
+            and request.namespace is None
+        )
 
     @staticmethod
     def _is_object_request(request: kmock.Request) -> bool:
