@@ -70,6 +70,7 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
                 for t in spec.get("capacityReservationSelectorTerms", ())
             ),
             context=spec.get("context", ""),
+            **_launch_fields(spec),
         ),
         status=api.EC2NodeClassStatus(
             subnets=tuple(
@@ -94,7 +95,58 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
             ),
             instance_profile=status.get("instanceProfile", ""),
             conditions=decoding.conditions(status.get("conditions")),
+            capacity_reservations=tuple(_capacity_reservation(r) for r in status.get("capacityReservations", ())),
         ),
+    )
+
+
+def _launch_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The newer optional launch settings (see `karpy.api.schema.ec2nodeclass_launch`)."""
+    placement = spec.get("placementGroupSelector")
+    tracking = spec.get("connectionTracking")
+    cpu = spec.get("cpuOptions")
+    enclave = spec.get("enclaveOptions")
+    return {
+        "placement_group_selector": (
+            api.PlacementGroupSelector(name=placement.get("name", ""), id=placement.get("id", ""))
+            if placement is not None
+            else None
+        ),
+        "ip_prefix_count": spec.get("ipPrefixCount"),
+        "network_interfaces": tuple(
+            api.NetworkInterface(
+                network_card_index=n["networkCardIndex"],
+                device_index=n["deviceIndex"],
+                interface_type=api.NetworkInterfaceType(n["interfaceType"]),
+            )
+            for n in spec.get("networkInterfaces", ())
+        ),
+        "connection_tracking": (
+            api.ConnectionTracking(
+                tcp_established_timeout=tracking.get("tcpEstablishedTimeout"),
+                udp_stream_timeout=tracking.get("udpStreamTimeout"),
+                udp_timeout=tracking.get("udpTimeout"),
+            )
+            if tracking is not None
+            else None
+        ),
+        "cpu_options": api.CPUOptions(cpu.get("nestedVirtualization", "")) if cpu is not None else None,
+        "enclave_options": api.EnclaveOptions(enclave.get("enabled")) if enclave is not None else None,
+    }
+
+
+def _capacity_reservation(r: Mapping[str, Any]) -> api.CapacityReservationStatus:
+    end = r.get("endTime")
+    return api.CapacityReservationStatus(
+        id=r["id"],
+        availability_zone=r["availabilityZone"],
+        instance_type=r["instanceType"],
+        owner_id=r["ownerID"],
+        instance_match_criteria=r["instanceMatchCriteria"],
+        reservation_type=r["reservationType"],
+        state=r["state"],
+        interruptible=r.get("interruptible", False),
+        end_time=decoding.timestamp(end) if end is not None else None,
     )
 
 

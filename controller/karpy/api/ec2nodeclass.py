@@ -14,6 +14,8 @@ SUBNETS_READY = "SubnetsReady"
 SECURITY_GROUPS_READY = "SecurityGroupsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
 VALIDATION_SUCCEEDED = "ValidationSucceeded"
+PLACEMENT_GROUP_READY = "PlacementGroupReady"  # only while spec.placementGroupSelector is set
+CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"  # only with the ReservedCapacity feature gate
 READY = "Ready"
 
 
@@ -67,6 +69,47 @@ class CapacityReservationSelectorTerm:
     id: str = ""
     owner_id: str = ""
     instance_match_criteria: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementGroupSelector:
+    """spec.placementGroupSelector: exactly one of the group's name or its id (`pg-...`)."""
+
+    name: str = ""
+    id: str = ""
+
+
+class NetworkInterfaceType(enum.StrEnum):
+    INTERFACE = "interface"
+    EFA_ONLY = "efa-only"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkInterface:
+    """One entry of spec.networkInterfaces (all three fields are required)."""
+
+    network_card_index: int
+    device_index: int
+    interface_type: NetworkInterfaceType
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionTracking:
+    """spec.connectionTracking: EC2 connection-tracking idle timeouts in seconds (None = EC2's default)."""
+
+    tcp_established_timeout: int | None = None
+    udp_stream_timeout: int | None = None
+    udp_timeout: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CPUOptions:
+    nested_virtualization: str = ""  # "" (unset), "enabled" or "disabled"
+
+
+@dataclass(frozen=True, slots=True)
+class EnclaveOptions:
+    enabled: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +197,27 @@ class EC2NodeClassSpec:
     instance_store_policy: str = ""  # "" or "RAID0"
     capacity_reservation_selector_terms: tuple[CapacityReservationSelectorTerm, ...] = ()
     context: str = ""
+    placement_group_selector: PlacementGroupSelector | None = None
+    ip_prefix_count: int | None = None
+    network_interfaces: tuple[NetworkInterface, ...] = ()
+    connection_tracking: ConnectionTracking | None = None
+    cpu_options: CPUOptions | None = None
+    enclave_options: EnclaveOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityReservationStatus:
+    """status.capacityReservations[]: one resolved reservation. `end_time` is epoch seconds (None = open-ended)."""
+
+    id: str
+    availability_zone: str
+    instance_type: str
+    owner_id: str
+    instance_match_criteria: str = "open"
+    reservation_type: str = "default"  # "default" (ODCR) or "capacity-block"
+    state: str = "active"  # "active" or "expiring"
+    interruptible: bool = False
+    end_time: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +227,7 @@ class EC2NodeClassStatus:
     amis: tuple[AMIStatus, ...] = ()
     instance_profile: str = ""
     conditions: tuple[meta.Condition, ...] = ()
+    capacity_reservations: tuple[CapacityReservationStatus, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,11 +191,44 @@ def _ec2_spec(s: ec2nodeclass.EC2NodeClassSpec) -> dict[str, Any]:
         ],
         "blockDeviceMappings": [_block_device(m) for m in s.block_device_mappings],
         "kubelet": _kubelet(s.kubelet) if s.kubelet is not None else None,
+        "ipPrefixCount": s.ip_prefix_count,
+        "networkInterfaces": [
+            {
+                "networkCardIndex": n.network_card_index,
+                "deviceIndex": n.device_index,
+                "interfaceType": n.interface_type.value,
+            }
+            for n in s.network_interfaces
+        ],
     }
     spec.update(_drop_empty(optional))
+    spec.update(_launch_objects(s))
     if s.detailed_monitoring:
         spec["detailedMonitoring"] = True
     return spec
+
+
+def _launch_objects(s: ec2nodeclass.EC2NodeClassSpec) -> dict[str, Any]:
+    """Optional objects that are kept even when empty: `{}` is a meaningful value for them."""
+    out: dict[str, Any] = {}
+    if s.placement_group_selector is not None:
+        out["placementGroupSelector"] = _drop_empty(
+            {"name": s.placement_group_selector.name, "id": s.placement_group_selector.id}
+        )
+    if s.connection_tracking is not None:
+        t = s.connection_tracking
+        out["connectionTracking"] = _drop_empty(
+            {
+                "tcpEstablishedTimeout": t.tcp_established_timeout,
+                "udpStreamTimeout": t.udp_stream_timeout,
+                "udpTimeout": t.udp_timeout,
+            }
+        )
+    if s.cpu_options is not None:
+        out["cpuOptions"] = _drop_empty({"nestedVirtualization": s.cpu_options.nested_virtualization})
+    if s.enclave_options is not None:
+        out["enclaveOptions"] = _drop_empty({"enabled": s.enclave_options.enabled})
+    return out
 
 
 def _block_device(m: ec2nodeclass.BlockDeviceMapping) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from karpy.api import ec2nodeclass, labels
-from karpy.api.schema import common, core
+from karpy.api.schema import common, core, ec2nodeclass_launch
 
 AMI_FAMILIES: Final = tuple(f.value for f in ec2nodeclass.AMIFamily)
 ALIAS_FAMILIES: Final = tuple(ec2nodeclass.ALIAS_FAMILIES)
@@ -477,33 +477,35 @@ def spec_schema() -> core.Schema:
             lambda spec: any("alias" in t for t in spec["amiSelectorTerms"]) or "amiFamily" in spec,
         ),
     ]
+    properties: dict[str, core.Schema] = {
+        "amiFamily": core.string(
+            "AMIFamily dictates the UserData format and default BlockDeviceMappings.", enum=AMI_FAMILIES
+        ),
+        "amiSelectorTerms": _amis(),
+        "associatePublicIPAddress": core.boolean(
+            "AssociatePublicIPAddress controls if public IP addresses are assigned to instances."
+        ),
+        "blockDeviceMappings": _block_device_mappings(),
+        "capacityReservationSelectorTerms": _capacity_reservations(),
+        "context": core.string("Context is a Reserved field in EC2 APIs (CreateFleet Context)."),
+        "detailedMonitoring": core.boolean("DetailedMonitoring controls if detailed monitoring is enabled."),
+        "instanceProfile": core.string(
+            "InstanceProfile is the AWS entity that instances use.", rules=_non_empty("instanceProfile")
+        ),
+        "instanceStorePolicy": core.string(
+            "InstanceStorePolicy specifies how to handle instance-store disks.", enum=("RAID0",)
+        ),
+        "kubelet": _kubelet(),
+        "metadataOptions": _metadata_options(),
+        "role": core.string("Role is the AWS identity that nodes use.", rules=_non_empty("role")),
+        "securityGroupSelectorTerms": _security_groups(),
+        "subnetSelectorTerms": _subnets(),
+        "tags": _tags(),
+        "userData": core.string("UserData to be applied to the provisioned nodes."),
+    }
+    properties.update(ec2nodeclass_launch.spec_properties())
     return core.obj(
-        {
-            "amiFamily": core.string(
-                "AMIFamily dictates the UserData format and default BlockDeviceMappings.", enum=AMI_FAMILIES
-            ),
-            "amiSelectorTerms": _amis(),
-            "associatePublicIPAddress": core.boolean(
-                "AssociatePublicIPAddress controls if public IP addresses are assigned to instances."
-            ),
-            "blockDeviceMappings": _block_device_mappings(),
-            "capacityReservationSelectorTerms": _capacity_reservations(),
-            "context": core.string("Context is a Reserved field in EC2 APIs (CreateFleet Context)."),
-            "detailedMonitoring": core.boolean("DetailedMonitoring controls if detailed monitoring is enabled."),
-            "instanceProfile": core.string(
-                "InstanceProfile is the AWS entity that instances use.", rules=_non_empty("instanceProfile")
-            ),
-            "instanceStorePolicy": core.string(
-                "InstanceStorePolicy specifies how to handle instance-store disks.", enum=("RAID0",)
-            ),
-            "kubelet": _kubelet(),
-            "metadataOptions": _metadata_options(),
-            "role": core.string("Role is the AWS identity that nodes use.", rules=_non_empty("role")),
-            "securityGroupSelectorTerms": _security_groups(),
-            "subnetSelectorTerms": _subnets(),
-            "tags": _tags(),
-            "userData": core.string("UserData to be applied to the provisioned nodes."),
-        },
+        dict(sorted(properties.items())),
         "EC2NodeClassSpec is the top level specification for the AWS Karpenter Provider.",
         required=("amiSelectorTerms", "securityGroupSelectorTerms", "subnetSelectorTerms"),
         rules=tuple(rules),
@@ -536,6 +538,7 @@ def status_schema() -> core.Schema:
                 ),
                 "AMI contains the current AMI values that are available to the cluster under the AMI selectors.",
             ),
+            "capacityReservations": ec2nodeclass_launch.capacity_reservations_status(),
             "conditions": common.conditions(),
             "instanceProfile": core.string("InstanceProfile contains the resolved instance profile for the role"),
             "securityGroups": core.array(
