@@ -1,0 +1,369 @@
+"""charts/karpy and charts/karpy-crd through the real helm binary: lint, render, validate, and their contracts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+import yaml
+
+from karpy.api import errors
+from karpy.operator import settings
+
+from .conftest import CHART, CRD_CHART, REPO, Helm, Render, Schemas, by_kind, one
+
+K8S_VERSION = "1.32.0"
+
+VALUE_SETS: dict[str, dict[str, str]] = {
+    "defaults": {},
+    "irsa-and-monitoring": {
+        "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn": "arn:aws:iam::123456789012:role/karpy",
+        "serviceMonitor.enabled": "true",
+        "settings.interruptionQueue": "demo",
+        "settings.clusterEndpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
+        "controller.resources.requests.cpu": "1",
+        "controller.resources.limits.memory": "1Gi",
+    },
+    "pinned-single-replica": {
+        "replicas": "1",
+        "settings.disableLeaderElection": "true",
+        "nodeSelector.eks\\.amazonaws\\.com/nodegroup": "system",
+        "topologySpread.enabled": "false",
+        "podDisruptionBudget.enabled": "false",
+        "image.digest": "sha256:" + "a" * 64,
+    },
+    "tuned": {
+        "settings.batchMaxDuration": "30s",
+        "settings.preferencePolicy": "Ignore",
+        "settings.featureGates.spotToSpotConsolidation": "true",
+        "settings.dryRun": "true",
+        "logLevel": "debug",
+        "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        ".matchExpressions[0].key": "role",
+        "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        ".matchExpressions[0].operator": "Exists",
+    },
+}
+
+
+def env_of(docs: list[dict[str, Any]]) -> dict[str, str]:
+    """The controller's environment as the pod would see it (downward-API values filled in)."""
+    container = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    env = {}
+    for item in container["env"]:
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        elif item["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace":
+            env[item["name"]] = "karpy"
+    return env
+
+
+@pytest.mark.parametrize("chart", [CHART, CRD_CHART], ids=lambda p: p.name)
+def test_lint_strict(helm: Helm, chart: Path) -> None:
+    helm("lint", "--strict", str(chart), "--set", "settings.clusterName=demo")
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ([], "clusterName"),
+        (["--set", "settings.clusterName=demo", "--set", "replicas=0"], "replicas"),
+        (["--set", "settings.clusterName=demo", "--set", "settings.preferencePolicy=Sometimes"], "preferencePolicy"),
+        (["--set", "settings.clusterName=demo", "--set", "settings.teleport=true"], "teleport"),
+        (["--set", "settings.clusterName=demo", "--set", "settings.batchMaxDuration=10"], "batchMaxDuration"),
+    ],
+)
+def test_schema_rejects_bad_values(helm: Helm, values: list[str], message: str) -> None:
+    result = helm("lint", "--strict", str(CHART), *values, check=False)
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", list(VALUE_SETS))
+def test_rendered_manifests_are_valid_kubernetes(render: Render, name: str) -> None:
+    docs = render(VALUE_SETS[name])
+    kinds = sorted(d["kind"] for d in docs)
+    assert {
+        "Deployment",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Service",
+    } <= set(kinds)
+    for doc in docs:
+        if doc["kind"] == "ServiceMonitor":
+            continue  # prometheus-operator CRD: no upstream schema in kubernetes-validate
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_validation_is_live(render: Render) -> None:
+    """kubernetes-validate rejects a broken rendering, so the test above can fail."""
+    deployment = one(render(), "Deployment")
+    deployment["spec"]["replicas"] = "two"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, K8S_VERSION, strict=True)
+
+
+def test_deployment_shape(render: Render) -> None:
+    docs = render()
+    deployment = one(docs, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["replicas"] == 2
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert pod["serviceAccountName"] == one(docs, "ServiceAccount")["metadata"]["name"]
+    node_terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"} in node_terms[0]["matchExpressions"]
+    anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert anti["topologyKey"] == "kubernetes.io/hostname"
+    assert anti["labelSelector"]["matchLabels"] == selector
+    (spread,) = pod["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+    assert spread["maxSkew"] == 1
+    assert spread["labelSelector"]["matchLabels"] == selector
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    container = pod["containers"][0]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["image"] == "ghcr.io/karpy-dev/karpy:0.1.0"
+    env = env_of(docs)
+    assert env["LEADER_ELECTION_NAME"] == "kp-karpy-leader-election"
+    assert env["DISABLE_LEADER_ELECTION"] == "false"
+    pdb = one(docs, "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == selector
+    service = one(docs, "Service")
+    assert service["spec"]["selector"] == selector
+    assert service["spec"]["ports"][0]["targetPort"] == "http-metrics"
+
+
+def test_options_render(render: Render) -> None:
+    docs = render(VALUE_SETS["irsa-and-monitoring"])
+    annotations = one(docs, "ServiceAccount")["metadata"]["annotations"]
+    assert annotations["eks.amazonaws.com/role-arn"] == "arn:aws:iam::123456789012:role/karpy"
+    monitor = one(docs, "ServiceMonitor")
+    assert monitor["spec"]["endpoints"][0]["port"] == "http-metrics"
+    pinned = render(VALUE_SETS["pinned-single-replica"])
+    pod = one(pinned, "Deployment")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system"}
+    assert "topologySpreadConstraints" not in pod
+    assert by_kind(pinned, "PodDisruptionBudget") == []
+    assert pod["containers"][0]["image"] == "ghcr.io/karpy-dev/karpy@sha256:" + "a" * 64
+    custom = one(render(VALUE_SETS["tuned"]), "Deployment")["spec"]["template"]["spec"]["affinity"]
+    assert custom == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "role", "operator": "Exists"}]}]
+            }
+        }
+    }
+
+
+# ---- RBAC: least privilege ------------------------------------------------------------------------------------
+
+REQUIRED_PERMISSIONS = [
+    # (kind, apiGroup, resource, verb): what the controller does, per ARCHITECTURE.md's flow.
+    ("ClusterRole", "", "pods", "watch"),
+    ("ClusterRole", "", "nodes", "watch"),
+    ("ClusterRole", "", "nodes", "patch"),
+    ("ClusterRole", "", "nodes", "delete"),
+    ("ClusterRole", "", "pods/eviction", "create"),
+    ("ClusterRole", "", "persistentvolumeclaims", "list"),
+    ("ClusterRole", "", "persistentvolumes", "list"),
+    ("ClusterRole", "", "events", "create"),
+    ("ClusterRole", "apps", "daemonsets", "list"),
+    ("ClusterRole", "policy", "poddisruptionbudgets", "watch"),
+    ("ClusterRole", "storage.k8s.io", "storageclasses", "list"),
+    ("ClusterRole", "storage.k8s.io", "volumeattachments", "list"),
+    ("ClusterRole", "storage.k8s.io", "csinodes", "list"),
+    ("ClusterRole", "karpenter.sh", "nodeclaims", "create"),
+    ("ClusterRole", "karpenter.sh", "nodeclaims", "delete"),
+    ("ClusterRole", "karpenter.sh", "nodeclaims/status", "patch"),
+    ("ClusterRole", "karpenter.sh", "nodepools", "patch"),
+    ("ClusterRole", "karpenter.sh", "nodepools/status", "patch"),
+    ("ClusterRole", "karpenter.k8s.aws", "ec2nodeclasses", "watch"),
+    ("ClusterRole", "karpenter.k8s.aws", "ec2nodeclasses/status", "patch"),
+    ("Role", "coordination.k8s.io", "leases", "create"),
+    ("Role", "coordination.k8s.io", "leases", "update"),
+]
+FORBIDDEN_PERMISSIONS = [
+    ("ClusterRole", "", "secrets", "get"),
+    ("ClusterRole", "", "pods", "delete"),  # pods leave through the Eviction API only
+    ("ClusterRole", "karpenter.sh", "nodepools", "delete"),
+    ("ClusterRole", "karpenter.k8s.aws", "ec2nodeclasses", "delete"),
+    ("ClusterRole", "coordination.k8s.io", "leases", "create"),  # leases are namespaced (Role)
+]
+
+
+def granted(docs: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:
+    return {
+        (kind, group, resource, verb)
+        for kind in ("ClusterRole", "Role")
+        for rule in one(docs, kind)["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_rbac_has_no_wildcards(render: Render) -> None:
+    docs = render()
+    for kind in ("ClusterRole", "Role"):
+        for rule in one(docs, kind)["rules"]:
+            for field in ("apiGroups", "resources", "verbs"):
+                assert "*" not in json.dumps(rule[field]), (kind, rule)
+
+
+@pytest.mark.parametrize("permission", REQUIRED_PERMISSIONS, ids=lambda p: f"{p[0]}:{p[2]}:{p[3]}")
+def test_rbac_grants_what_the_controller_needs(render: Render, permission: tuple[str, str, str, str]) -> None:
+    assert permission in granted(render())
+
+
+@pytest.mark.parametrize("permission", FORBIDDEN_PERMISSIONS, ids=lambda p: f"{p[0]}:{p[2]}:{p[3]}")
+def test_rbac_grants_nothing_more(render: Render, permission: tuple[str, str, str, str]) -> None:
+    assert permission not in granted(render())
+
+
+# ---- settings: chart ⇄ controller ------------------------------------------------------------------------------
+
+
+def settings_leaves(values: dict[str, Any]) -> set[str]:
+    """`settings.<key>` for every chart setting; featureGates is one setting (one env var)."""
+    return {f"settings.{key}" for key in values["settings"]}
+
+
+def test_every_chart_setting_reaches_a_controller_setting(render: Render) -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    table = {var.helm: var for var in settings.ENV_VARS if var.helm is not None}
+    assert settings_leaves(values) <= set(table), settings_leaves(values) - set(table)
+    env = env_of(render())
+    for helm_path, var in table.items():
+        assert var.env in env or (helm_path == "settings.awsRegion" and not values["settings"]["awsRegion"]), var
+    assert {var.env for var in settings.ENV_VARS if var.helm is None} <= set(env)
+    # and every env var the chart sets is one the controller reads
+    read = {var.env for var in settings.ENV_VARS}
+    assert set(env) <= read, set(env) - read
+
+
+def test_chart_defaults_are_the_controller_defaults(render: Render) -> None:
+    parsed = settings.Settings.from_env(env_of(render()))
+    defaults = settings.Settings(cluster=settings.ClusterSettings(name="demo"))
+    assert parsed.batch == defaults.batch
+    assert parsed.scheduling == defaults.scheduling
+    assert parsed.feature_gates == defaults.feature_gates
+    assert parsed.aws == defaults.aws
+    assert parsed.runtime == defaults.runtime
+    assert parsed.leader_election.namespace == "karpy"
+
+
+CHART_VALUE_TO_FIELD = [
+    ("settings.batchMaxDuration", "30s", "batch.max_duration", 30.0),
+    ("settings.batchIdleDuration", "500ms", "batch.idle_duration", 0.5),
+    ("settings.preferencePolicy", "Ignore", "scheduling.preference_policy", settings.PreferencePolicy.IGNORE),
+    ("settings.minValuesPolicy", "BestEffort", "scheduling.min_values_policy", settings.MinValuesPolicy.BEST_EFFORT),
+    ("settings.interruptionQueue", "demo-queue", "aws.interruption_queue", "demo-queue"),
+    ("settings.isolatedVPC", "true", "aws.isolated_vpc", True),
+    ("str:settings.reservedENIs", "2", "aws.reserved_enis", 2),
+    ("json:settings.vmMemoryOverheadPercent", "0.1", "aws.vm_memory_overhead_percent", 0.1),
+    ("settings.awsRegion", "eu-west-1", "aws.region", "eu-west-1"),
+    ("settings.dryRun", "true", "runtime.dry_run", True),
+    ("settings.kubeClientQPS", "50", "runtime.kube_client_qps", 50.0),
+    ("settings.kubeClientBurst", "99", "runtime.kube_client_burst", 99),
+    ("settings.disableLeaderElection", "true", "leader_election.disabled", True),
+    ("settings.featureGates.nodeRepair", "true", "feature_gates.node_repair", True),
+    ("settings.clusterCABundle", "Q0E=", "cluster.ca_bundle", "Q0E="),
+    ("logLevel", "debug", "runtime.log_level", settings.LogLevel.DEBUG),
+    ("controller.metrics.port", "9090", "runtime.metrics_port", 9090),
+    ("controller.healthProbe.port", "9091", "runtime.health_probe_port", 9091),
+]
+
+
+@pytest.mark.parametrize(("helm_value", "raw", "field", "expected"), CHART_VALUE_TO_FIELD, ids=lambda v: str(v))
+def test_a_chart_value_reaches_its_field(
+    render: Render, helm_value: str, raw: str, field: str, expected: object
+) -> None:
+    """All values are set in one rendering (helm is slow to start); each row checks its own field."""
+    everything = {row[0]: row[1] for row in CHART_VALUE_TO_FIELD}
+    parsed: object = settings.Settings.from_env(env_of(render(everything)))
+    for part in field.split("."):
+        parsed = getattr(parsed, part)
+    assert parsed == expected
+
+
+def test_a_bad_chart_value_is_caught_by_the_controller(render: Render) -> None:
+    """Values the schema cannot judge still fail loudly at start-up, naming the variable."""
+    env = env_of(render({"controller.metrics.port": "8081"}))
+    with pytest.raises(errors.ValidationError, match="HEALTH_PROBE_PORT"):
+        settings.Settings.from_env(env)
+
+
+# ---- CRDs and custom resources ----------------------------------------------------------------------------------
+
+
+def test_crd_chart_renders_the_crds(render: Render) -> None:
+    docs = render(chart=CRD_CHART)
+    crds = by_kind(docs, "CustomResourceDefinition")
+    if not crds:
+        pytest.skip("charts/karpy-crd/templates has no CRDs yet (generated by tools/gen_crds.py)")
+    for crd in crds:
+        kubernetes_validate.validate(crd, K8S_VERSION, strict=True)
+    assert {c["metadata"]["name"] for c in crds} >= {"nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"}
+
+
+def custom_resources() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for path in [
+        *sorted((REPO / "examples" / "manifests").glob("0*.yaml")),
+        *sorted((REPO / "examples").glob("*/*.yaml")),
+    ]:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("apiVersion", "").startswith(("karpenter.sh/", "karpenter.k8s.aws/")):
+                found.append((f"{path.relative_to(REPO)}:{doc['kind']}/{doc['metadata']['name']}", doc))
+    return found
+
+
+@pytest.mark.parametrize(("where", "resource"), custom_resources(), ids=lambda v: v if isinstance(v, str) else "")
+def test_example_custom_resources_match_the_crd_schemas(
+    crd_schemas: Schemas, where: str, resource: dict[str, Any]
+) -> None:
+    schemas = crd_schemas
+    if not schemas:
+        pytest.skip("no CRDs generated yet")
+    schema = schemas[(resource["apiVersion"], resource["kind"])]
+    jsonschema.validate(resource, schema)
+
+
+def test_crd_schema_check_is_live(crd_schemas: Schemas) -> None:
+    schemas = crd_schemas
+    if not schemas:
+        pytest.skip("no CRDs generated yet")
+    bad = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "x"}, "spec": {"template": 7}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schemas[("karpenter.sh/v1", "NodePool")])
+
+
+# ---- README and versions ----------------------------------------------------------------------------------------
+
+
+def test_readme_is_generated_from_values() -> None:
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import gen_chart_readme
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    assert (CHART / "README.md").read_text() == gen_chart_readme.render(), "run python tools/gen_chart_readme.py"
+    _, problems = gen_chart_readme.rows("a: 1\n# -- documented\nb:\n  c: 2\n  # -- child\n  d: 3\n")
+    assert problems == [
+        "a: no '# --' comment",
+        "b: documented, but so are its children; document one level only",
+        "b.c: no '# --' comment",
+    ]
