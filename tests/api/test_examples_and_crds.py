@@ -1,4 +1,5 @@
-"""Upstream examples/v1-style manifests parse unchanged; the committed CRD manifests equal build_crds()."""
+"""Upstream examples/v1 manifests (verbatim copies, see examples/nodepools/README.md) parse unchanged; the
+committed CRD manifests equal build_crds()."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ import gen_crds  # noqa: E402
 def test_every_expected_example_is_present() -> None:
     names = {p.stem for p in EXAMPLES}
     assert {
-        "general-purpose", "spot", "min-values-family", "multiple-arch", "large-instances", "100-cpu-limit",
-        "max-node-lifetime", "custom-ami", "bottlerocket", "windows-2022",
+        "general-purpose", "spot", "min-values-family", "min-values-multiple-keys", "multiple-arch",
+        "large-instances", "100-cpu-limit", "max-node-lifetime", "al2-custom-ami", "custom-family", "bottlerocket",
+        "windows-2022", "security-group-with-vpc",
     } <= names  # fmt: skip
 
 
@@ -44,15 +46,35 @@ def test_example_specifics() -> None:
     assert pool.limits == {"cpu": 100_000}
     lifetime = load("max-node-lifetime.yaml")[0]
     assert isinstance(lifetime, nodepool.NodePool)
-    assert lifetime.template.expire_after == 24 * 3600
+    assert lifetime.template.expire_after == 7 * 24 * 3600
+    assert lifetime.template.termination_grace_period == 24 * 3600
+    assert lifetime.disruption.consolidation_policy is nodepool.ConsolidationPolicy.WHEN_EMPTY
+    assert lifetime.disruption.consolidate_after == 60
     windows = load("windows-2022.yaml")[1]
     assert isinstance(windows, ec2nodeclass.EC2NodeClass)
     assert windows.resolved_ami_family is ec2nodeclass.AMIFamily.WINDOWS2022
-    custom = load("custom-ami.yaml")[1]
+    assert windows.spec.metadata_options == ec2nodeclass.MetadataOptions()  # partial block, defaults fill the rest
+    custom = load("al2-custom-ami.yaml")[1]
     assert isinstance(custom, ec2nodeclass.EC2NodeClass)
-    assert custom.spec.ami_family is ec2nodeclass.AMIFamily.AL2023
+    assert custom.spec.ami_family is ec2nodeclass.AMIFamily.AL2
+    assert [t.id for t in custom.spec.ami_selector_terms] == ["ami-123", "ami-456"]
     assert custom.spec.user_data is not None
-    assert [t.owner for t in custom.spec.ami_selector_terms] == ["", "self", ""]
+    assert custom.spec.user_data.startswith("MIME-Version: 1.0\n")
+    bottlerocket = load("bottlerocket.yaml")[1]
+    assert isinstance(bottlerocket, ec2nodeclass.EC2NodeClass)
+    assert [(m.device_name, m.ebs.volume_size if m.ebs else None) for m in bottlerocket.spec.block_device_mappings] == [
+        ("/dev/xvda", 4 * 1024**3 * 1000),
+        ("/dev/xvdb", 20 * 1024**3 * 1000),
+    ]
+    keys = load("min-values-multiple-keys.yaml")[0]
+    assert isinstance(keys, nodepool.NodePool)
+    assert [r.min_values for r in keys.template.requirements] == [None, None, None, 2, 5, 2, None]
+    vpc = load("security-group-with-vpc.yaml")[0]
+    assert isinstance(vpc, ec2nodeclass.EC2NodeClass)
+    assert [(t.name, t.vpc_id) for t in vpc.spec.security_group_selector_terms] == [
+        ("k8s-node", "vpc-12345678"),
+        ("", "vpc-12345678"),
+    ]
 
 
 def test_committed_crds_equal_generated() -> None:

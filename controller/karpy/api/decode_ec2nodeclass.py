@@ -26,7 +26,10 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
             ),
             security_group_selector_terms=tuple(
                 api.SecurityGroupSelectorTerm(
-                    tags=decoding.frozen_map(t.get("tags")), id=t.get("id", ""), name=t.get("name", "")
+                    tags=decoding.frozen_map(t.get("tags")),
+                    id=t.get("id", ""),
+                    name=t.get("name", ""),
+                    vpc_id=t.get("vpcID", ""),
                 )
                 for t in spec["securityGroupSelectorTerms"]
             ),

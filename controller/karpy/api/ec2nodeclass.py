@@ -51,6 +51,7 @@ class SecurityGroupSelectorTerm:
     tags: Mapping[str, str] = meta.EMPTY
     id: str = ""
     name: str = ""  # GroupName, not the Name tag
+    vpc_id: str = ""  # narrows name/tags matches to one VPC
 
 
 @dataclass(frozen=True, slots=True)

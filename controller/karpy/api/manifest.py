@@ -147,7 +147,8 @@ def _ec2_spec(s: ec2nodeclass.EC2NodeClassSpec) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "subnetSelectorTerms": [_drop_empty({"tags": dict(t.tags), "id": t.id}) for t in s.subnet_selector_terms],
         "securityGroupSelectorTerms": [
-            _drop_empty({"tags": dict(t.tags), "id": t.id, "name": t.name}) for t in s.security_group_selector_terms
+            _drop_empty({"tags": dict(t.tags), "id": t.id, "name": t.name, "vpcID": t.vpc_id})
+            for t in s.security_group_selector_terms
         ],
         "amiSelectorTerms": [
             _drop_empty(

@@ -89,6 +89,10 @@ def _security_groups() -> core.Schema:
             "id": core.string("ID is the security group id in EC2", pattern="sg-[0-9a-z]+"),
             "name": core.string("Name is the security group name in EC2 (the GroupName, not the Name tag)."),
             "tags": _selector_tags("Tags is a map of key/value tags used to select security groups."),
+            "vpcID": core.string(
+                "VPCID restricts the term to security groups of this VPC (for names reused across VPCs).",
+                pattern="vpc-[0-9a-z]+",
+            ),
         },
         "SecurityGroupSelectorTerm defines selection logic for a security group used by Karpenter to launch nodes.",
     )
