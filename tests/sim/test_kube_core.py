@@ -7,9 +7,9 @@ from typing import Any
 
 import kubernetes
 import pytest
+from tests.sim import builders
 
 from karpy.sim.kube import runner
-from tests.sim import builders
 
 NS = "default"
 
@@ -22,7 +22,7 @@ def _refusal(error: pytest.ExceptionInfo[kubernetes.client.ApiException]) -> dic
 
 
 def test_create_stamps_metadata_and_answers_201(core: kubernetes.client.CoreV1Api) -> None:
-    data, code, _ = core.create_namespaced_pod_with_http_info(NS, builders.pod("p1"))
+    _, code, _ = core.create_namespaced_pod_with_http_info(NS, builders.pod("p1"))
     assert code == 201
     first = core.read_namespaced_pod("p1", NS)
     assert first.metadata.uid

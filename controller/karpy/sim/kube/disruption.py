@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from karpy.sim.kube import selectors, status
+
+Scale = Callable[[Mapping[str, Any]], tuple[str, int] | None]
+"""A pod's controller as (uid, desired replicas), or None for a bare pod."""
 
 VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
@@ -94,30 +97,53 @@ def _scaled(value: int | str, total: int) -> int:
     return math.ceil(int(value[:-1]) * total / 100)
 
 
-def budget(pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Budget:
-    """The budget of `pdb` over `pods` (all pods of its namespace; this picks the ones it selects)."""
+def _expected_scale(pods: Sequence[Mapping[str, Any]], scale: Scale) -> int | None:
+    """Sum of the desired replicas of the pods' controllers; None when a pod has none (upstream then fails safe)."""
+    replicas: dict[str, int] = {}
+    for pod in pods:
+        found = scale(pod)
+        if found is None:
+            return None
+        replicas[found[0]] = found[1]
+    return sum(replicas.values())
+
+
+def budget(pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], scale: Scale) -> Budget:
+    """The budget of `pdb` over `pods` (all pods of its namespace; this picks the ones it selects).
+
+    As upstream's disruption controller: an integer minAvailable counts the selected pods; maxUnavailable and
+    percentages count the desired replicas of their controllers (so an eviction does not shrink the budget), and
+    with a bare pod among them no disruption is allowed.
+    """
     spec = pdb.get("spec") or {}
     selected = [p for p in pods if selects(pdb, p)]
-    expected = len(selected)
     healthy = sum(1 for p in selected if is_healthy(p))
-    if spec.get("maxUnavailable") is not None:
-        desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
-    elif spec.get("minAvailable") is not None:
-        desired = _scaled(spec["minAvailable"], expected)
+    min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
+    expected: int | None = len(selected)
+    if max_unavailable is not None or isinstance(min_available, str):
+        expected = _expected_scale(selected, scale)
+    if expected is None:
+        expected, desired = len(selected), healthy
+    elif max_unavailable is not None:
+        desired = max(0, expected - _scaled(max_unavailable, expected))
+    elif min_available is not None:
+        desired = _scaled(min_available, expected)
     else:
         desired = 0  # neither set (policy/v1 has no default): the disruption controller leaves desiredHealthy at 0
     name = (pdb.get("metadata") or {}).get("name", "")
     return Budget(name=name, expected_pods=expected, current_healthy=healthy, desired_healthy=desired)
 
 
-def decide(pod: Mapping[str, Any], pdbs: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> Decision:
+def decide(
+    pod: Mapping[str, Any], pdbs: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]], scale: Scale
+) -> Decision:
     """May `pod` be evicted now? `pdbs` and `pods` are everything in the pod's namespace."""
     if ignores_budgets(pod):
         return Decision(Verdict.ALLOWED)
     matching = [pdb for pdb in pdbs if selects(pdb, pod)]
     if not matching:
         return Decision(Verdict.ALLOWED)
-    budgets = tuple(budget(pdb, pods) for pdb in matching)
+    budgets = tuple(budget(pdb, pods, scale) for pdb in matching)
     if len(matching) > 1:
         return Decision(Verdict.MULTIPLE_BUDGETS, budgets)
     only = budgets[0]

@@ -33,6 +33,12 @@ _PATCH_TYPES = {
 }
 PODS = kmock.resource("v1/pods")
 PDBS = kmock.resource("policy/v1/poddisruptionbudgets")
+_SCALED_KINDS = {
+    "ReplicaSet": kmock.resource("apps/v1/replicasets"),
+    "Deployment": kmock.resource("apps/v1/deployments"),
+    "StatefulSet": kmock.resource("apps/v1/statefulsets"),
+    "ReplicationController": kmock.resource("v1/replicationcontrollers"),
+}
 Key = tuple[kmock.resource, str | None, str]
 
 
@@ -447,9 +453,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             if pod is None:
                 raise status.not_found(kind.plural, kind.group, key[2])
             namespace = key[1]
-            decision = disruption.decide(
-                pod, list(self._live_objects(PDBS, namespace)), list(self._live_objects(PODS, namespace))
-            )
+            pdbs, pods = list(self._live_objects(PDBS, namespace)), list(self._live_objects(PODS, namespace))
+            decision = disruption.decide(pod, pdbs, pods, self._controller_scale)
             error = decision.error()
             record = Eviction(
                 namespace=str(namespace),
@@ -463,6 +468,21 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 raise error
             await self._delete_locked(key, pod)
         return status.success(code=201)
+
+    def _controller_scale(self, pod: Mapping[str, Any]) -> tuple[str, int] | None:
+        """The pod's scaling controller (a ReplicaSet's Deployment, a StatefulSet, ...) as (uid, spec.replicas)."""
+        namespace = objects.metadata(pod).get("namespace")
+        owner: Mapping[str, Any] | None = pod
+        found: tuple[str, int] | None = None
+        while owner is not None:
+            ref = next((r for r in objects.metadata(owner).get("ownerReferences") or () if r.get("controller")), None)
+            resource = _SCALED_KINDS.get((ref or {}).get("kind", ""))
+            if ref is None or resource is None:
+                return found
+            owner = self._live((resource, namespace, str(ref.get("name"))))
+            if owner is not None:
+                found = (str(objects.metadata(owner).get("uid")), int((owner.get("spec") or {}).get("replicas", 1)))
+        return found
 
     async def _bind(self, request: kmock.Request, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         node = (body.get("target") or {}).get("name")
