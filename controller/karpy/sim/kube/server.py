@@ -74,7 +74,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     seed: int | None = None
     """Seed of generated names and uids (None: random)."""
 
-    _resource_version: int = attrs.field(default=0, init=False)
+    _resource_version: int = attrs.field(default=1, init=False)  # etcd starts an empty cluster at revision 1
     _changes: dict[kmock.resource, collections.deque[watching.Change]] = attrs.field(factory=dict, init=False)
     _compacted: dict[kmock.resource, int] = attrs.field(factory=dict, init=False)
     _rng: random.Random = attrs.field(factory=random.Random, init=False)
