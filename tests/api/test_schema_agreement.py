@@ -204,6 +204,22 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         _ec2(capacityReservationSelectorTerms=[{"id": "cr-1", "ownerID": "123456789012"}]),
     ),
     ("ec2 capacity reservation tags", _ec2(capacityReservationSelectorTerms=[{"tags": {"a": "b"}}])),
+    ("ec2 placement group by name", _ec2(placementGroupSelector={"name": "pg"})),
+    ("ec2 placement group name+id", _ec2(placementGroupSelector={"name": "pg", "id": "pg-1"})),
+    ("ec2 placement group empty", _ec2(placementGroupSelector={})),
+    ("ec2 placement group bad id", _ec2(placementGroupSelector={"id": "group-1"})),
+    ("ec2 ip prefix count", _ec2(ipPrefixCount=0)),
+    ("ec2 negative ip prefix count", _ec2(ipPrefixCount=-1)),
+    (
+        "ec2 network interfaces",
+        _ec2(networkInterfaces=[{"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}]),
+    ),
+    ("ec2 network interface missing type", _ec2(networkInterfaces=[{"networkCardIndex": 1, "deviceIndex": 0}])),
+    ("ec2 connection tracking", _ec2(connectionTracking={"tcpEstablishedTimeout": 60, "udpTimeout": 30})),
+    ("ec2 connection tracking too long", _ec2(connectionTracking={"udpStreamTimeout": 181})),
+    ("ec2 nested virtualization", _ec2(cpuOptions={"nestedVirtualization": "disabled"})),
+    ("ec2 enclave", _ec2(enclaveOptions={"enabled": True})),
+    ("ec2 sg vpc", _ec2(securityGroupSelectorTerms=[{"name": "n", "vpcID": "vpc-1"}])),
 ]
 
 

@@ -2,8 +2,9 @@
 
 `nodepool_hash` covers spec.template minus upstream's `hash:"ignore"` fields (requirements); disruption, limits
 and weight are not part of the template, so they never change it. `ec2nodeclass_hash` covers the spec minus the
-selector terms (also `hash:"ignore"` upstream) and the literal amiFamily, plus the resolved AMI family. Set-like
-lists (taints, block devices) are hashed as sets, like hashstructure's SlicesAsSets. Versions are in `labels`.
+selector terms and ipPrefixCount (also `hash:"ignore"` upstream) and the literal amiFamily, plus the resolved AMI
+family. Set-like lists (taints, block devices) are hashed as sets, like hashstructure's SlicesAsSets. Versions are in
+`labels`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def ec2nodeclass_hash(nc: ec2nodeclass.EC2NodeClass) -> str:
         "amiSelectorTerms",
         "capacityReservationSelectorTerms",
         "amiFamily",
+        "ipPrefixCount",  # hash:"ignore" upstream: changing it does not drift existing nodes
     ):
         spec.pop(ignored, None)
     if "blockDeviceMappings" in spec:

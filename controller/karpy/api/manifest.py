@@ -1,6 +1,6 @@
 """Serializers: v1 dataclasses -> plain manifest dicts, the inverse of `karpy.api.parse` (parse(to_manifest(x)) == x).
 
-Status is omitted except where the controller writes it through the status subresource (`status_manifest`).
+Status is omitted: controllers write it through the status subresource with `karpy.api.status.to_status`.
 """
 
 from __future__ import annotations
