@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib
 import importlib.resources
 import sys
 import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
+import pulumi
+import pulumi.runtime.mocks
 import pytest
 
 from pulumi_karpy import policy
@@ -28,6 +32,15 @@ def make_context(
         node_role_arn=f"arn:{partition}:iam::{ACCOUNT}:role/{cluster}-node",
         queue_arn=f"arn:{partition}:sqs:{region}:{ACCOUNT}:{cluster}" if queue else None,
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _pulumi_aws_ec2_imported() -> None:
+    """pulumi_aws.ec2.encryption_control warns when imported (a deprecated resource we never use); the engine
+    imports it while resolving ec2 resources, so it is imported quietly once here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"aws\.ec2/encryptioncontrol", category=DeprecationWarning)
+        importlib.import_module("pulumi_aws.ec2.encryption_control")
 
 
 @pytest.fixture(scope="session")
@@ -56,3 +69,125 @@ def parliament() -> Iterator[types.ModuleType]:
     finally:
         if shimmed:
             del sys.modules["pkg_resources"]
+
+
+# ---- Pulumi mocks ---------------------------------------------------------------------------------------------
+
+REGION = "us-west-2"
+
+
+@dataclasses.dataclass(slots=True)
+class Recorded:
+    """One registered resource as the engine saw it."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str
+    provider: str
+    dependencies: list[str]
+
+
+class Mocks(pulumi.runtime.Mocks):
+    """Answers the three invokes the component makes and gives every resource an ARN/ID/URL like AWS would."""
+
+    def __init__(self, partition: str = "aws") -> None:
+        self.partition = partition
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
+        name = args.inputs.get("name") or f"{args.name}-1234567"
+        service = args.typ.split(":")[1].split("/")[0]
+        state = {**args.inputs, "name": name}
+        if args.typ == "aws:iam/role:Role":
+            state["arn"] = f"arn:{self.partition}:iam::{ACCOUNT}:role/{name}"
+        elif args.typ == "aws:iam/policy:Policy":
+            state["arn"] = f"arn:{self.partition}:iam::{ACCOUNT}:policy/{name}"
+        elif args.typ == "aws:sqs/queue:Queue":
+            state["arn"] = f"arn:{self.partition}:sqs:{REGION}:{ACCOUNT}:{name}"
+            state["url"] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+        elif args.typ.startswith("aws:") and "arn" not in args.inputs:
+            state["arn"] = f"arn:{self.partition}:{service}:{REGION}:{ACCOUNT}:{name}"
+        elif args.typ == "kubernetes:helm.sh/v3:Release":
+            state["status"] = {"status": "deployed", "name": name}
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[Any, Any]:  # type: ignore[override]
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"partition": self.partition, "dnsSuffix": "amazonaws.com", "id": self.partition}
+        if args.token == "aws:index/getRegion:getRegion":
+            return {"name": REGION, "region": REGION, "id": REGION}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/ci", "userId": "ci", "id": ACCOUNT}
+        raise NotImplementedError(f"unexpected invoke {args.token}")
+
+
+class RecordingMonitor(pulumi.runtime.mocks.MockMonitor):
+    """Keeps parent, provider and dependencies of every registration (the Mocks API does not see them)."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.recorded: list[Recorded] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        if request.type != "pulumi:pulumi:Stack":
+            registration = self.resources[response.urn]
+            self.recorded.append(
+                Recorded(
+                    type=request.type,
+                    name=request.name,
+                    inputs=dict(registration.state),
+                    parent=request.parent,
+                    provider=request.provider,
+                    dependencies=list(request.dependencies),
+                )
+            )
+        return response
+
+
+@dataclasses.dataclass(slots=True)
+class Deployment:
+    """What a program declared under mocks, and its resolved outputs."""
+
+    resources: list[Recorded]
+    outputs: dict[str, Any]
+
+    def of_type(self, type_: str) -> list[Recorded]:
+        return [r for r in self.resources if r.type == type_]
+
+    def get(self, type_: str, name: str) -> Recorded:
+        (found,) = [r for r in self.resources if r.type == type_ and r.name == name]
+        return found
+
+    def urn(self, name: str) -> str:
+        return next(u for u in self.urns if u.endswith(f"::{name}"))
+
+    @property
+    def urns(self) -> list[str]:
+        return [f"{r.type}::{r.name}" for r in self.resources]
+
+
+Run = Callable[..., Deployment]
+
+
+@pytest.fixture
+def pulumi_run() -> Run:
+    """Run a program under Pulumi's mocks (set here, never at import) and return what it declared."""
+
+    def run(program: Callable[[], Mapping[str, Any]], *, partition: str = "aws") -> Deployment:
+        mocks = Mocks(partition)
+        monitor = RecordingMonitor(mocks)
+        pulumi.runtime.set_mocks(mocks, project="karpy", stack="test", preview=False, monitor=monitor)
+        resolved: dict[str, Any] = {}
+
+        @pulumi.runtime.test  # type: ignore[untyped-decorator]
+        def body() -> pulumi.Output[Any]:
+            outputs = dict(program())
+            if not outputs:
+                return pulumi.Output.from_input(None)
+            return pulumi.Output.all(**outputs).apply(resolved.update)
+
+        body()
+        return Deployment(list(monitor.recorded), resolved)
+
+    return run

@@ -1,0 +1,82 @@
+"""Where the bundled charts live, and the Helm values the component owns.
+
+Chart location (the choice, documented): the charts are the repository's `charts/karpy` and `charts/karpy-crd`,
+versioned with this package. They are found, in order, at `HelmArgs.charts_dir`, at `$KARPY_CHARTS_DIR`, or at
+`<repo>/charts` next to this package (a source checkout or an editable install, which is how the root program and
+the examples run). They are not copied into the wheel: setuptools package-data here ships `*.yaml`/`*.json` only,
+and a chart also needs `_helpers.tpl`; a wheel user points `charts_dir` at an unpacked release of the charts.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+CRD_CHART = "karpy-crd"
+CONTROLLER_CHART = "karpy"
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+def charts_dir(explicit: str | None) -> Path:
+    if explicit is not None:
+        return Path(explicit)
+    from_env = os.environ.get("KARPY_CHARTS_DIR")
+    if from_env:
+        return Path(from_env)
+    return Path(__file__).resolve().parents[2] / "charts"
+
+
+def chart_problems(directory: Path) -> list[str]:
+    """Problems locating both charts (checked before any resource is declared)."""
+    return [
+        f"helm.charts_dir: no {chart}/Chart.yaml under {directory} (set helm.charts_dir or KARPY_CHARTS_DIR)"
+        for chart in (CRD_CHART, CONTROLLER_CHART)
+        if not (directory / chart / "Chart.yaml").is_file()
+    ]
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`override` wins; nested mappings merge key by key (unlike a shallow spread, which drops sibling keys)."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        current = merged.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            merged[key] = deep_merge(current, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def owned_values(
+    *,
+    cluster_name: object,
+    cluster_endpoint: object | None,
+    interruption_queue: object | None,
+    service_account: str,
+    irsa_role_arn: object | None,
+    replicas: int,
+    resources: Mapping[str, Any],
+    log_level: str,
+    image_repository: str,
+    image_tag: str,
+) -> dict[str, Any]:
+    """The values the component wires from its resources (plain values or pulumi Outputs)."""
+    settings: dict[str, Any] = {"clusterName": cluster_name}
+    if cluster_endpoint is not None:
+        settings["clusterEndpoint"] = cluster_endpoint
+    if interruption_queue is not None:
+        settings["interruptionQueue"] = interruption_queue  # the queue *name*, not its ARN
+    service_account_values: dict[str, Any] = {"create": True, "name": service_account}
+    if irsa_role_arn is not None:
+        service_account_values["annotations"] = {IRSA_ANNOTATION: irsa_role_arn}
+    return {
+        "settings": settings,
+        "serviceAccount": service_account_values,
+        "replicas": replicas,
+        "logLevel": log_level,
+        "image": {"repository": image_repository, "tag": image_tag},
+        "controller": {"resources": dict(resources)},
+    }
