@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +67,7 @@ def build_catalog(
     settings: ShapeSettings,
     prices: pricing.PricingProvider,
     unavailable: cache.UnavailableOfferings,
-    eni_limits: Mapping[str, Mapping[str, Any]],
+    eni_limits: Callable[[str], Mapping[str, Any] | None],
 ) -> list[types.InstanceType]:
     """Every shape the node class's AMI family can run, with offerings in the node class's zones."""
     family = nodeclass.resolved_ami_family
@@ -91,7 +91,7 @@ def build_catalog(
             ec2shapes.instance_type_from_ec2(
                 info,
                 offerings=offerings,
-                eni_limits=eni_limits.get(name),
+                eni_limits=eni_limits(name),
                 kubelet=kubelet,
                 vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
                 reserved_enis=settings.reserved_enis,
@@ -126,7 +126,7 @@ class InstanceTypeProvider:
         settings: ShapeSettings,
         prices: pricing.PricingProvider,
         unavailable: cache.UnavailableOfferings,
-        eni_limits: Mapping[str, Mapping[str, Any]],
+        eni_limits: Callable[[str], Mapping[str, Any] | None],
     ) -> None:
         self._aws = aws
         self._settings = settings

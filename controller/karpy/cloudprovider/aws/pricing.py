@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from botocore import exceptions as botocore_exceptions
@@ -68,14 +68,14 @@ class PricingProvider:
         aws: clients.Clients,
         region: str,
         clock: cache.Clock,
-        static_prices: Mapping[str, float],
+        static_price: Callable[[str], float | None],
         isolated_vpc: bool = False,
         refresh_interval: float = cache.PRICING_REFRESH,
     ) -> None:
         self._aws = aws
         self._region = region
         self._clock = clock
-        self._static = dict(static_prices)
+        self._static = static_price
         self._isolated = isolated_vpc
         self._interval = refresh_interval
         self._on_demand: dict[str, float] = {}
@@ -84,7 +84,8 @@ class PricingProvider:
         self.seq = 0
 
     def on_demand_price(self, instance_type: str) -> float | None:
-        return self._on_demand.get(instance_type, self._static.get(instance_type))
+        found = self._on_demand.get(instance_type)
+        return found if found is not None else self._static(instance_type)
 
     def spot_price(self, instance_type: str, zone: str) -> float | None:
         return self._spot.get((instance_type, zone))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim, nodepool
-from karpy.cloudprovider import ec2shapes, errors, types
+from karpy.cloudprovider import catalog, ec2shapes, errors, types
 from karpy.cloudprovider.aws import (
     cache,
     clients,
@@ -57,9 +57,9 @@ class Dependencies:
     settings: Settings
     nodeclass_lookup: Callable[[str], ec2nodeclass.EC2NodeClass | None]
     """Node class by name, from the controller's state cache (no API call)."""
-    static_prices: Mapping[str, float] = field(default_factory=dict)
+    static_price: Callable[[str], float | None] = catalog.on_demand_price
     """Bundled on-demand $/h by instance type: the fallback and the isolated-VPC source."""
-    eni_limits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    eni_limits: Callable[[str], Mapping[str, Any] | None] = catalog.eni_limits
     """Bundled ENI/IP limits by instance type (pod density, pod-ENI branches)."""
 
 
@@ -72,7 +72,7 @@ class AWSCloudProvider:
             aws=deps.aws,
             region=s.region,
             clock=deps.clock,
-            static_prices=deps.static_prices,
+            static_price=deps.static_price,
             isolated_vpc=s.isolated_vpc,
         )
         self.instance_type_provider = instancetypes.InstanceTypeProvider(

@@ -1,0 +1,267 @@
+"""AWSCloudProvider against moto: launch, get/list/delete, tagging, drift, capacity errors, throttling, clean-up."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+from botocore import awsrequest
+from tests.cloudprovider.aws.builders import make_nodeclaim, req
+from tests.cloudprovider.aws.conftest import CLUSTER, REGION, Clock, NodeClasses
+
+from karpy.api import ec2nodeclass, labels, meta
+from karpy.cloudprovider import errors, types
+from karpy.cloudprovider.aws import clients, emulator, instances, provider
+
+Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
+SMALL = (
+    req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "m5.xlarge", "c5.large"),
+    req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+)
+
+
+def _instance(instance_id: str) -> dict[str, Any]:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    return dict(ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0])
+
+
+async def test_create_launches_one_tagged_instance_and_resolves_the_claim(ready: Ready) -> None:
+    aws_provider, nc = ready
+    claim = make_nodeclaim(requirements=SMALL, resources={labels.RESOURCE_CPU: 1500})
+    created = await aws_provider.create(claim)
+    instance_id = instances.parse_provider_id(created.status.provider_id)
+    instance = _instance(instance_id)
+    assert instance["InstanceType"] in {"m5.large", "m5.xlarge", "c5.large"}
+    assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == instance["InstanceType"]
+    assert created.metadata.labels[labels.LABEL_CAPACITY_TYPE] == "on-demand"
+    assert created.metadata.labels[labels.LABEL_ZONE] == instance["Placement"]["AvailabilityZone"]
+    assert created.status.provider_id == f"aws:///{instance['Placement']['AvailabilityZone']}/{instance_id}"
+    standard = next(a.id for a in nc.status.amis if "x86_64-standard" in a.name)
+    assert instance["ImageId"] == standard == created.status.image_id
+    assert created.status.allocatable[labels.RESOURCE_CPU] >= 1500
+    tags = clients.tags_of(instance)
+    assert tags["kubernetes.io/cluster/test-cluster"] == "owned"
+    assert tags["eks:eks-cluster-name"] == CLUSTER
+    assert tags["karpenter.sh/nodepool"] == "default"
+    assert tags["karpenter.k8s.aws/ec2nodeclass"] == nc.name
+    assert tags["karpenter.sh/nodeclaim"] == claim.name
+
+
+async def test_cheapest_type_goes_first_and_subnet_is_the_zones_emptiest(ready: Ready) -> None:
+    aws_provider, _ = ready
+    captured: list[dict[str, Any]] = []
+    aws_provider._deps.aws.ec2.meta.events.register(  # the provider's own client
+        "provide-client-params.ec2.CreateFleet", lambda params, **_: captured.append(params)
+    )
+    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    overrides = captured[0]["LaunchTemplateConfigs"][0]["Overrides"]
+    # moto fills from the first override; the builder orders cheapest first (c5.large < m5.large < m5.xlarge)
+    assert overrides[0]["InstanceType"] == "c5.large"
+    assert captured[0]["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+    assert len({o["AvailabilityZone"] for o in overrides}) == 3
+
+
+async def test_get_list_delete_by_provider_id(ready: Ready) -> None:
+    aws_provider, _ = ready
+    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    got = await aws_provider.get(created.status.provider_id)
+    assert got.name == created.name
+    assert got.metadata.labels[labels.LABEL_NODEPOOL] == "default"
+    assert got.status.capacity == created.status.capacity
+    assert [c.status.provider_id for c in await aws_provider.list()] == [created.status.provider_id]
+    await aws_provider.delete(created)
+    with pytest.raises(errors.NodeClaimNotFound):
+        await aws_provider.get(created.status.provider_id)
+    with pytest.raises(errors.NodeClaimNotFound):
+        await aws_provider.delete(created)
+    assert list(await aws_provider.list()) == []
+    with pytest.raises(errors.NodeClaimNotFound):
+        await aws_provider.get("aws:///us-east-1a/i-0123456789abcdef0")
+
+
+async def test_tag_registered_adds_name_and_nodeclaim(ready: Ready) -> None:
+    aws_provider, _ = ready
+    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    await aws_provider.tag_registered(created, node_name="ip-10-0-0-1.ec2.internal")
+    tags = clients.tags_of(_instance(instances.parse_provider_id(created.status.provider_id)))
+    assert tags["Name"] == "ip-10-0-0-1.ec2.internal"
+    assert tags["karpenter.sh/nodeclaim"] == created.name
+
+
+async def test_missing_or_unready_node_class(ready: Ready, nodeclasses: NodeClasses) -> None:
+    aws_provider, nc = ready
+    with pytest.raises(errors.InsufficientCapacity):
+        await aws_provider.create(make_nodeclaim(nodeclass="nope"))
+    nodeclasses.items[nc.name] = dataclasses.replace(nc, metadata=dataclasses.replace(nc.metadata, generation=2))
+    with pytest.raises(errors.NodeClassNotReady):
+        await aws_provider.create(make_nodeclaim())
+
+
+async def test_no_compatible_type_is_insufficient_capacity(ready: Ready) -> None:
+    aws_provider, _ = ready
+    claim = make_nodeclaim(requirements=(req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "no-such.type"),))
+    with pytest.raises(errors.InsufficientCapacity):
+        await aws_provider.create(claim)
+
+
+def _install_ice(ec2: Any, refuse: Callable[[dict[str, Any]], bool], calls: list[list[str]]) -> None:
+    """Answer CreateFleet with capacity errors for the overrides `refuse` picks (before-call); else moto launches."""
+    last: dict[str, Any] = {}
+
+    def capture(params: dict[str, Any], **_: Any) -> None:
+        last["params"] = params  # API-shaped params; before-call only sees the serialised request
+
+    def answer(**_: Any) -> Any:
+        overrides = [o for c in last["params"]["LaunchTemplateConfigs"] for o in c["Overrides"]]
+        calls.append([o["InstanceType"] for o in overrides])
+        refused = [o for o in overrides if refuse(o)]
+        if not refused:
+            return None  # let moto launch
+        body = {
+            "FleetId": "fleet-ice",
+            "Instances": [],
+            "Errors": [
+                {
+                    "ErrorCode": "InsufficientInstanceCapacity",
+                    "ErrorMessage": "no capacity",
+                    "Lifecycle": "on-demand",
+                    "LaunchTemplateAndOverrides": {"Overrides": o},
+                }
+                for o in refused
+            ],
+        }
+        return awsrequest.AWSResponse("http://127.0.0.1/", 200, {}, None), body
+
+    ec2.meta.events.register("provide-client-params.ec2.CreateFleet", capture)
+    ec2.meta.events.register("before-call.ec2.CreateFleet", answer)
+
+
+async def test_capacity_errors_mark_offerings_unavailable_and_retry_with_the_rest(ready: Ready) -> None:
+    aws_provider, _ = ready
+    calls: list[list[str]] = []
+    # c5.large is refused in every zone: the retry must launch from the rest.
+    _install_ice(aws_provider._deps.aws.ec2, lambda o: o["InstanceType"] == "c5.large", calls)
+    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "m5.large"
+    assert "c5.large" in calls[0]
+    assert "c5.large" not in calls[1]
+    assert all(
+        aws_provider.unavailable.is_unavailable("c5.large", z, "on-demand") for z in ("us-east-1a", "us-east-1b")
+    )
+
+
+async def test_everything_refused_is_insufficient_capacity_and_expires_after_3_minutes(
+    ready: Ready, clock: Clock
+) -> None:
+    aws_provider, _ = ready
+    calls: list[list[str]] = []
+    _install_ice(aws_provider._deps.aws.ec2, lambda o: True, calls)
+    with pytest.raises(errors.InsufficientCapacity):
+        await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    assert len(calls) == 1  # one fleet call refused everything; nothing was left to retry with
+    clock.step(181)
+    pool_types = await aws_provider.instance_types(_pool())
+    m5 = next(t for t in pool_types if t.name == "m5.large")
+    assert all(o.available for o in m5.offerings)
+
+
+def _pool() -> Any:
+    from karpy.api import nodepool
+
+    ref = meta.NodeClassRef(group=labels.AWS_GROUP, kind="EC2NodeClass", name="default")
+    return nodepool.NodePool(
+        metadata=meta.ObjectMeta(name="default"), template=nodepool.NodeClaimTemplate(node_class_ref=ref)
+    )
+
+
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
+
+
+async def test_throttling_is_retried_by_botocore_then_succeeds(ready: Ready) -> None:
+    aws_provider, _ = ready
+    attempts: list[str] = []
+
+    def throttle_once(request: Any, **_: Any) -> Any:
+        attempts.append(request.url)
+        if len(attempts) > 1:
+            return None
+        body = (
+            b"<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>slow down</Message></Error>"
+            b"</Errors><RequestID>r</RequestID></Response>"
+        )
+        return awsrequest.AWSResponse(request.url, 503, {}, _Raw(body))
+
+    # before-send sits inside botocore's retry loop, so this exercises the adaptive retry configuration.
+    aws_provider._deps.aws.ec2.meta.events.register("before-send.ec2.CreateFleet", throttle_once)
+    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    assert len(attempts) == 2
+    assert created.status.provider_id
+
+
+async def test_drift_on_ami_and_subnet_changes(ready: Ready, nodeclasses: NodeClasses) -> None:
+    aws_provider, nc = ready
+    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    instance = _instance(instances.parse_provider_id(created.status.provider_id))
+    # moto ignores the launch template's security groups, so align the status with what it applied.
+    groups = tuple(ec2nodeclass.SecurityGroupStatus(g["GroupId"]) for g in instance["SecurityGroups"])
+    nodeclasses.items[nc.name] = dataclasses.replace(nc, status=dataclasses.replace(nc.status, security_groups=groups))
+    assert await aws_provider.is_drifted(created) is None
+    new_ami = dataclasses.replace(
+        nc.status, amis=(ec2nodeclass.AMIStatus("ami-00000000000000000"),), security_groups=groups
+    )
+    nodeclasses.items[nc.name] = dataclasses.replace(nc, status=new_ami)
+    assert await aws_provider.is_drifted(created) == types.DriftReason.AMI
+    other_subnets = tuple(s for s in nc.status.subnets if s.id != instance["SubnetId"])
+    nodeclasses.items[nc.name] = dataclasses.replace(
+        nc, status=dataclasses.replace(nc.status, subnets=other_subnets, security_groups=groups)
+    )
+    assert await aws_provider.is_drifted(created) == types.DriftReason.SUBNET
+
+
+async def test_finalizing_a_node_class_deletes_its_launch_templates_and_instance_profile(ready: Ready) -> None:
+    aws_provider, nc = ready
+    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    iam = boto3.client("iam", region_name=REGION)
+    names = [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]]
+    assert names
+    assert all(n.startswith("karpenter.k8s.aws/") for n in names)
+    await aws_provider.finalize_nodeclass(nc)
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+    with pytest.raises(iam.exceptions.NoSuchEntityException):
+        iam.get_instance_profile(InstanceProfileName=nc.status.instance_profile)
+
+
+async def test_launch_template_deleted_when_its_cache_entry_expires(ready: Ready, clock: Clock) -> None:
+    aws_provider, _ = ready
+    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    # one template per (AMI, pod density): m5.xlarge fits more pods than the two larges
+    assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 2
+    clock.step(61)
+    await aws_provider.launch_templates.evict_expired()
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+
+
+async def test_unmatched_selectors_make_the_node_class_not_ready_with_a_message(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider]
+) -> None:
+    from tests.cloudprovider.aws.builders import make_nodeclass
+
+    nc = make_nodeclass(discovery="someone-else", role=seeded.node_role)
+    resolved = await make_provider().reconcile_nodeclass(nc)
+    conds = {c.type: c for c in resolved.conditions}
+    assert conds["SubnetsReady"].status == "False"
+    assert (
+        conds["SubnetsReady"].message
+        == "no subnets matched selector terms [{tags: {'karpenter.sh/discovery': 'someone-else'}}]"
+    )
+    assert conds["Ready"].status == "False"
