@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import pathlib
 from typing import Any
 
 import kubernetes
 import pytest
 from tests.sim import builders
 
-from karpy.sim.kube import runner
+from karpy.sim.kube import runner, server
 
 NS = "default"
 
@@ -239,3 +240,19 @@ def test_discovery_names_the_core_group_and_subresource_kinds(api_client: kubern
 def test_runner_serves_on_loopback_and_stops(kube: runner.KubeAPIRunner) -> None:
     assert kube.url.startswith("http://127.0.0.1:")
     assert kube.port > 0
+
+
+def test_history_bounds_keep_long_runs_small(tmp_path: pathlib.Path) -> None:
+    api = server.FakeKubeAPI(object_history=2, request_history=5)
+    with (
+        runner.KubeAPIRunner(api) as kube,
+        kubernetes.config.new_client_from_config(str(kube.write_kubeconfig(tmp_path / "kubeconfig"))) as client,
+    ):
+        core = kubernetes.client.CoreV1Api(client)
+        core.create_namespaced_pod(NS, builders.pod("p1"))
+        for i in range(20):
+            core.patch_namespaced_pod("p1", NS, {"metadata": {"labels": {"i": str(i)}}})
+        history = api.objects["v1/pods", NS, "p1"].history
+        assert len(history) == 2
+        assert history[-1]["metadata"]["labels"] == {"i": "19"}
+        assert 5 <= len(list(api)) <= 10  # 22 requests were made; the spy keeps at most twice the bound

@@ -73,6 +73,10 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     """Changes kept per resource for watches resuming from a resourceVersion; older ones answer 410 Expired."""
     seed: int | None = None
     """Seed of generated names and uids (None: random)."""
+    object_history: int | None = None
+    """Versions kept per object in `api.objects[...].history` (None: all, as kmock does); bound it for long runs."""
+    request_history: int | None = None
+    """Requests kept for kmock's request spy (None: all, as kmock does); bound it for long runs."""
 
     _resource_version: int = attrs.field(default=1, init=False)  # etcd starts an empty cluster at revision 1
     _changes: dict[kmock.resource, collections.deque[watching.Change]] = attrs.field(factory=dict, init=False)
@@ -116,7 +120,17 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.
-        return await kmock.RawHandler._handle(self, request)
+        try:
+            return await kmock.RawHandler._handle(self, request)
+        finally:
+            self._forget_old_requests()
+
+    def _forget_old_requests(self) -> None:
+        limit = self.request_history
+        if limit is not None and len(self._requests) > 2 * limit:  # trimmed in batches: O(1) amortised
+            del self._requests[:-limit]
+            for reaction in self._payloads:
+                del reaction._requests[:-limit]
 
     # -- discovery ----------------------------------------------------------------------------------------------
 
@@ -239,10 +253,13 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 yield stored.last.raw
 
     def _store(self, key: Key, obj: dict[str, Any]) -> None:
-        if key in self._objects:
-            self._objects[key].history.append(obj)
-        else:
+        if key not in self._objects:
             self._objects[key] = obj
+            return
+        history = self._objects[key].history
+        history.append(obj)
+        if self.object_history is not None and len(history) > self.object_history:
+            del history[: len(history) - self.object_history]
 
     async def _publish(self, resource: kmock.resource, change: watching.Change) -> None:
         changes = self._changes.setdefault(resource, collections.deque(maxlen=self.watch_history))
