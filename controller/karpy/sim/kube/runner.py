@@ -130,8 +130,11 @@ class KubeAPIRunner:
     async def _serve(self) -> None:
         self._stopping = asyncio.Event()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, self._port))
+        try:
+            sock.bind((self._host, self._port))
+        except OSError:
+            sock.close()
+            raise
         async with self.api:
             runner = aiohttp.web.ServerRunner(aiohttp.web.Server(self.api), shutdown_timeout=self._shutdown_timeout / 2)
             await runner.setup()
