@@ -206,3 +206,16 @@ def test_injected_validator_decides_admission(tmp_path: Any, monkeypatch: pytest
         assert json.loads(error.value.body)["details"]["causes"][0]["field"] == "spec.weight"
         custom.create_cluster_custom_object(*KARPENTER, "nodeclaims", {"metadata": {"name": "free"}, "spec": {}})
     assert seen == [("np", False), ("np", True)]  # nodeclaims have no validator here
+
+
+def test_crd_defaults_are_stored_like_the_api_server_does(custom: kubernetes.client.CustomObjectsApi) -> None:
+    created = custom.create_cluster_custom_object(*KARPENTER, "nodepools", builders.nodepool("np"))
+    # Upstream's NodePool CRD defaults: consolidate when empty or underutilized, at once, 10% of nodes at a time.
+    assert created["spec"]["disruption"] == {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "0s",
+        "budgets": [{"nodes": "10%"}],
+    }
+    assert created["spec"]["template"]["spec"]["expireAfter"] == "720h"
+    fetched = custom.get_cluster_custom_object(*KARPENTER, "nodepools", "np")
+    assert fetched["spec"] == created["spec"]

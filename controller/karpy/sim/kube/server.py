@@ -69,6 +69,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     """Epoch seconds for creationTimestamp/deletionTimestamp and the eviction log; inject a virtual clock."""
     validators: Mapping[str, validation.Validator] = attrs.field(factory=validation.karpenter)
     """Admission per `group/version/plural`: the causes of a 422 for the object about to be stored."""
+    defaulters: Mapping[str, validation.Defaulter] = attrs.field(factory=validation.karpenter_defaults)
+    """CRD defaulting per `group/version/plural`, applied before admission as the API server does."""
     watch_history: int = 10_000
     """Changes kept per resource for watches resuming from a resourceVersion; older ones answer 410 Expired."""
     seed: int | None = None
@@ -272,6 +274,10 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         self._resource_version += 1
         return self._resource_version
 
+    def _default(self, kind: objects.Kind, obj: dict[str, Any]) -> dict[str, Any]:
+        defaulter = self.defaulters.get(f"{kind.api_version}/{kind.plural}")
+        return obj if defaulter is None else defaulter(obj)
+
     def _validate(self, kind: objects.Kind, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
         validator = self.validators.get(f"{kind.api_version}/{kind.plural}")
         if validator is None:
@@ -328,6 +334,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             obj = objects.created(
                 body, kind, namespace=key[1], name=name, uid=uid, resource_version=self._resource_version + 1, now=now
             )
+            obj = self._default(kind, obj)
             self._validate(kind, obj, None)
             if "dryRun" in request.params:
                 return obj
@@ -392,6 +399,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         result = objects.updated(old, new, kind, scope=scope, resource_version=self._resource_version + 1)
         if result is None:
             return old
+        result = self._default(kind, result)
         self._validate(kind, result, old)
         if "dryRun" in request.params:
             return result
