@@ -9,13 +9,10 @@ stored. Objects live in kmock's own store (`api.objects[...]`), so kmock's asser
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import copy
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp.web
@@ -23,7 +20,7 @@ import attrs
 import kmock
 from kmock._internal import rendering  # kmock 0.8 leaves Response out of __all__
 
-from karpy.sim.kube import disruption, objects, patches, resources, selectors, status, validation, watching
+from karpy.sim.kube import objects, patches, pods, resources, selectors, status, store, validation, watching
 
 _JSON = {"Content-Type": "application/json"}
 _PATCH_TYPES = {
@@ -31,30 +28,7 @@ _PATCH_TYPES = {
     "application/merge-patch+json": "merge",
     "application/strategic-merge-patch+json": "strategic",
 }
-PODS = kmock.resource("v1/pods")
-PDBS = kmock.resource("policy/v1/poddisruptionbudgets")
-_SCALED_KINDS = {
-    "ReplicaSet": kmock.resource("apps/v1/replicasets"),
-    "Deployment": kmock.resource("apps/v1/deployments"),
-    "StatefulSet": kmock.resource("apps/v1/statefulsets"),
-    "ReplicationController": kmock.resource("v1/replicationcontrollers"),
-}
-Key = tuple[kmock.resource, str | None, str]
-
-
-@dataclass(frozen=True, slots=True)
-class Eviction:
-    """One request to the Eviction API and the answer it got (201 evicted, 429 refused by a budget, ...)."""
-
-    namespace: str
-    name: str
-    code: int
-    at: float
-    budgets: tuple[str, ...]
-
-    @property
-    def allowed(self) -> bool:
-        return self.code == 201
+Key = store.Key
 
 
 def _ok(payload: Any, code: int = 200) -> rendering.Response:
@@ -80,17 +54,22 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     request_history: int | None = None
     """Requests kept for kmock's request spy (None: all, as kmock does); bound it for long runs."""
 
-    _resource_version: int = attrs.field(default=1, init=False)  # etcd starts an empty cluster at revision 1
-    _changes: dict[kmock.resource, collections.deque[watching.Change]] = attrs.field(factory=dict, init=False)
-    _compacted: dict[kmock.resource, int] = attrs.field(factory=dict, init=False)
+    _db: store.Store = attrs.field(init=False)
     _rng: random.Random = attrs.field(factory=random.Random, init=False)
-    _evictions: list[Eviction] = attrs.field(factory=list, init=False)
+    _evictions: list[pods.Eviction] = attrs.field(factory=list, init=False)
     _custom_groups: frozenset[str] = attrs.field(factory=resources.custom_groups, init=False)
-    _closing: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         self._rng.seed(self.seed)
+        self._db = store.Store(
+            self._objects,
+            self._buses,
+            self._lock,
+            clock=self.clock,
+            watch_history=self.watch_history,
+            object_history=self.object_history,
+        )
         resources.declare(self.resources)
         # One step above kmock's object fallbacks (which it shadows), below every reaction a test declares.
         (self.fallback**1)[self._is_object_request] << self._serve_object
@@ -99,25 +78,23 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     # -- public, for tests and the other stand-ins ------------------------------------------------------------
 
     @property
-    def evictions(self) -> tuple[Eviction, ...]:
+    def evictions(self) -> tuple[pods.Eviction, ...]:
         """Every eviction request answered so far, in order (proves budgets were honoured)."""
         return tuple(self._evictions)
 
     @property
     def resource_version(self) -> int:
         """The last resourceVersion handed out (a global counter, as etcd's revision)."""
-        return self._resource_version
+        return self._db.resource_version
 
     def live(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the stored object, or None when absent (for assertions; call on the server's loop)."""
-        obj = self._live((kmock.resource(resource), namespace, name))
+        obj = self._db.live((kmock.resource(resource), namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
     async def close_watches(self) -> None:
         """End every open watch stream, so that the server can stop without waiting for clients."""
-        self._closing = True
-        for bus in list(self._buses.values()):
-            await bus.put(None)
+        await self._db.close_watches()
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
@@ -241,38 +218,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             raise status.bad_request(str(error)) from error
         return watching.Filter(namespace=request.namespace, name=request.name, labels=labels, fields=fields)
 
-    # -- the store ----------------------------------------------------------------------------------------------
-
-    def _live(self, key: Key) -> dict[str, Any] | None:
-        if key not in self._objects:
-            return None
-        stored = self._objects[key]
-        return None if stored.deleted else stored.last.raw
-
-    def _live_objects(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[dict[str, Any]]:
-        for (res, ns, _), stored in self._objects.items():
-            if res == resource and not stored.deleted and (namespace is None or ns == namespace):
-                yield stored.last.raw
-
-    def _store(self, key: Key, obj: dict[str, Any]) -> None:
-        if key not in self._objects:
-            self._objects[key] = obj
-            return
-        history = self._objects[key].history
-        history.append(obj)
-        if self.object_history is not None and len(history) > self.object_history:
-            del history[: len(history) - self.object_history]
-
-    async def _publish(self, resource: kmock.resource, change: watching.Change) -> None:
-        changes = self._changes.setdefault(resource, collections.deque(maxlen=self.watch_history))
-        if len(changes) == changes.maxlen:
-            self._compacted[resource] = changes[0].resource_version
-        changes.append(change)
-        await self._buses[resource].put(change)
-
-    def _next_version(self) -> int:
-        self._resource_version += 1
-        return self._resource_version
+    # -- admission ----------------------------------------------------------------------------------------------
 
     def _default(self, kind: objects.Kind, obj: dict[str, Any]) -> dict[str, Any]:
         defaulter = self.defaulters.get(f"{kind.api_version}/{kind.plural}")
@@ -289,7 +235,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     # -- reads --------------------------------------------------------------------------------------------------
 
     def _fetch(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
-        obj = self._live(self._key(request, kind))
+        obj = self._db.live(self._key(request, kind))
         if obj is None:
             raise status.not_found(kind.plural, kind.group, str(request.name))
         return obj
@@ -297,9 +243,9 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     def _list(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
         assert request.resource is not None
         watch = self._filter(request)
-        items = [obj for obj in self._live_objects(request.resource, request.namespace) if watch.matches(obj)]
+        items = [obj for obj in self._db.live_objects(request.resource, request.namespace) if watch.matches(obj)]
         items.sort(key=lambda obj: (objects.metadata(obj).get("namespace", ""), objects.metadata(obj).get("name", "")))
-        meta: dict[str, Any] = {"resourceVersion": str(self._resource_version)}
+        meta: dict[str, Any] = {"resourceVersion": str(self._db.resource_version)}
         start = int(request.params.get("continue") or 0)
         limit = int(request.params.get("limit") or 0)
         if start:
@@ -327,22 +273,24 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 cause = status.Cause("metadata.name", "Required value: name or generateName is required")
                 raise status.invalid(kind.kind, kind.group, "", [cause])
             key = self._key(request, kind, name)
-            if self._live(key) is not None:
+            if self._db.live(key) is not None:
                 raise status.already_exists(kind.plural, kind.group, name)
             uid = objects.new_uid(self._rng)
             now = self.clock()
             obj = objects.created(
-                body, kind, namespace=key[1], name=name, uid=uid, resource_version=self._resource_version + 1, now=now
+                body,
+                kind,
+                namespace=key[1],
+                name=name,
+                uid=uid,
+                resource_version=self._db.resource_version + 1,
+                now=now,
             )
             obj = self._default(kind, obj)
             self._validate(kind, obj, None)
             if "dryRun" in request.params:
                 return obj
-            self._next_version()
-            self._store(key, obj)
-            await self._publish(
-                request.resource, watching.Change(watching.EventType.ADDED, self._resource_version, obj)
-            )
+            await self._db.add(key, obj)
         return obj
 
     async def _patch(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
@@ -352,7 +300,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             raise status.unsupported_media_type(content_type)
         async with self._lock:
             key = self._key(request, kind)
-            old = self._live(key)
+            old = self._db.live(key)
             if old is None:
                 raise status.not_found(kind.plural, kind.group, key[2])
             try:
@@ -377,7 +325,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             raise status.bad_request("the name of the object does not match the name on the URL")
         async with self._lock:
             key = self._key(request, kind)
-            old = self._live(key)
+            old = self._db.live(key)
             if old is None:
                 raise status.not_found(kind.plural, kind.group, key[2])
             version = objects.metadata(body).get("resourceVersion")
@@ -396,33 +344,21 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     ) -> dict[str, Any]:
         """Store an update computed under the lock; deletes the object when its last finalizer went away."""
         scope = objects.Scope.STATUS if request.subresource == "status" else objects.Scope.MAIN
-        result = objects.updated(old, new, kind, scope=scope, resource_version=self._resource_version + 1)
+        result = objects.updated(old, new, kind, scope=scope, resource_version=self._db.resource_version + 1)
         if result is None:
             return old
         result = self._default(kind, result)
         self._validate(kind, result, old)
         if "dryRun" in request.params:
             return result
-        return await self._commit_update(key, old, result)
-
-    async def _commit_update(self, key: Key, old: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-        self._next_version()
-        self._store(key, result)
-        meta = objects.metadata(result)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            self._objects[key].delete()
-            await self._publish(key[0], watching.Change(watching.EventType.DELETED, self._resource_version, result))
-        else:
-            change = watching.Change(watching.EventType.MODIFIED, self._resource_version, result, old)
-            await self._publish(key[0], change)
-        return result
+        return await self._db.update(key, old, result)
 
     async def _delete(self, request: kmock.Request, kind: objects.Kind) -> Any:
         options = request.data if isinstance(request.data, dict) else {}
         preconditions = options.get("preconditions") or {}
         async with self._lock:
             key = self._key(request, kind)
-            old = self._live(key)
+            old = self._db.live(key)
             if old is None:
                 raise status.not_found(kind.plural, kind.group, key[2])
             meta = objects.metadata(old)
@@ -432,112 +368,40 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                     actual = meta.get(field)
                     why = f"Precondition failed: {field} in precondition: {expected}, {field} in object meta: {actual}"
                     raise status.conflict(kind.plural, kind.group, key[2], why)
-            result, gone = await self._delete_locked(key, old)
+            result, gone = await self._db.delete(key, old)
         if gone and not (kind.plural == "pods" and kind.group == ""):
             return status.success(
                 details={"name": key[2], "group": kind.group, "kind": kind.plural, "uid": meta.get("uid")}
             )
         return result
 
-    async def _delete_locked(self, key: Key, old: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Delete now, or mark deleting when finalizers hold the object; returns (object, whether it is gone)."""
-        meta = objects.metadata(old)
-        if meta.get("finalizers"):
-            if meta.get("deletionTimestamp"):
-                return old, False
-            marked = copy.deepcopy(old)
-            marked["metadata"].update(deletionTimestamp=objects.timestamp(self.clock()), deletionGracePeriodSeconds=0)
-            marked["metadata"]["resourceVersion"] = str(self._resource_version + 1)
-            return await self._commit_update(key, old, marked), False
-        final = copy.deepcopy(old)
-        final["metadata"]["resourceVersion"] = str(self._next_version())
-        self._store(key, final)
-        self._objects[key].delete()
-        await self._publish(key[0], watching.Change(watching.EventType.DELETED, self._resource_version, final))
-        return final, True
-
     async def _delete_collection(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
         assert request.resource is not None
         watch = self._filter(request)
         async with self._lock:
-            doomed = [obj for obj in self._live_objects(request.resource, request.namespace) if watch.matches(obj)]
+            doomed = [obj for obj in self._db.live_objects(request.resource, request.namespace) if watch.matches(obj)]
             items = []
             for obj in doomed:
                 meta = objects.metadata(obj)
                 key = (request.resource, meta.get("namespace") if kind.namespaced else None, str(meta.get("name")))
-                items.append((await self._delete_locked(key, obj))[0])
-        meta_list = {"resourceVersion": str(self._resource_version)}
+                items.append((await self._db.delete(key, obj))[0])
+        meta_list = {"resourceVersion": str(self._db.resource_version)}
         return {"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta_list, "items": items}
 
     # -- pods/eviction and pods/binding -------------------------------------------------------------------------
 
     async def _evict(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
+        key = self._key(request, kind)
         async with self._lock:
-            key = self._key(request, kind)
-            pod = self._live(key)
-            if pod is None:
-                raise status.not_found(kind.plural, kind.group, key[2])
-            namespace = key[1]
-            pdbs, pods = list(self._live_objects(PDBS, namespace)), list(self._live_objects(PODS, namespace))
-            decision = disruption.decide(pod, pdbs, pods, self._controller_scale)
-            error = decision.error()
-            record = Eviction(
-                namespace=str(namespace),
-                name=key[2],
-                code=error.code if error is not None else 201,
-                at=self.clock(),
-                budgets=tuple(b.name for b in decision.budgets),
-            )
-            self._evictions.append(record)
-            if error is not None:
-                raise error
-            await self._delete_locked(key, pod)
+            record, refusal = await pods.evict(self._db, str(key[1]), key[2], now=self.clock())
+        self._evictions.append(record)
+        if refusal is not None:
+            raise refusal
         return status.success(code=201)
 
-    def _controller_scale(self, pod: Mapping[str, Any]) -> tuple[str, int] | None:
-        """The pod's scaling controller (a ReplicaSet's Deployment, a StatefulSet, ...) as (uid, spec.replicas)."""
-        namespace = objects.metadata(pod).get("namespace")
-        owner: Mapping[str, Any] | None = pod
-        found: tuple[str, int] | None = None
-        while owner is not None:
-            ref = next((r for r in objects.metadata(owner).get("ownerReferences") or () if r.get("controller")), None)
-            resource = _SCALED_KINDS.get((ref or {}).get("kind", ""))
-            if ref is None or resource is None:
-                return found
-            owner = self._live((resource, namespace, str(ref.get("name"))))
-            if owner is not None:
-                found = (str(objects.metadata(owner).get("uid")), int((owner.get("spec") or {}).get("replicas", 1)))
-        return found
-
     async def _bind(self, request: kmock.Request, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        node = (body.get("target") or {}).get("name")
-        if not node:
-            raise status.bad_request("a binding needs target.name")
-        pods = objects.Kind("pods", "", "v1", "Pod", namespaced=True, status_subresource=True, custom=False)
         async with self._lock:
-            key: Key = (PODS, request.namespace, name)
-            old = self._live(key)
-            if old is None:
-                raise status.not_found("pods", "", name)
-            assigned = (old.get("spec") or {}).get("nodeName")
-            if assigned:
-                raise status.conflict("pods", "", name, f'pod {name} is already assigned to node "{assigned}"')
-            if objects.metadata(old).get("deletionTimestamp"):
-                raise status.conflict("pods", "", name, "pod is being deleted, cannot be assigned to a host")
-            bound = copy.deepcopy(old)
-            bound.setdefault("spec", {})["nodeName"] = node
-            conditions = [
-                c for c in (bound.setdefault("status", {}).get("conditions") or []) if c.get("type") != "PodScheduled"
-            ]
-            conditions.append(
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": objects.timestamp(self.clock())}
-            )
-            bound["status"]["conditions"] = conditions
-            result = objects.updated(
-                old, bound, pods, scope=objects.Scope.ALL, resource_version=self._resource_version + 1
-            )
-            if result is not None:
-                await self._commit_update(key, old, result)
+            await pods.bind(self._db, str(request.namespace), name, body, clock=self.clock)
         return status.success(code=201)
 
     # -- watch --------------------------------------------------------------------------------------------------
@@ -549,7 +413,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         if since is not None and not since.isdigit():
             raise status.bad_request(f"invalid resourceVersion {since!r}")
         timeout = float(params["timeoutSeconds"]) if params.get("timeoutSeconds") else None
-        stream = self._watch(
+        stream = self._db.watch(
             request.resource,
             kind,
             self._filter(request),
@@ -558,58 +422,3 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             lifetime=timeout,
         )
         return rendering.Response(status=200, payload=stream, headers=_JSON)
-
-    async def _watch(
-        self,
-        resource: kmock.resource,
-        kind: objects.Kind,
-        watch: watching.Filter,
-        *,
-        since: str | None,
-        initial_events: bool,
-        lifetime: float | None,
-    ) -> AsyncIterator[Any]:
-        yield b""  # sends the headers now: a watch on a quiet resource must still start
-        if self._closing:
-            return
-        bus = self._buses[resource]
-        async with self._lock:  # no write between the snapshot and the mark
-            mark = await bus.mark()
-            backlog = self._backlog(resource, kind, watch, since=since, initial_events=initial_events)
-        try:
-            for event in backlog:
-                yield event
-            if backlog and backlog[-1]["type"] == watching.EventType.ERROR:
-                return
-            async with asyncio.timeout(lifetime):  # ?timeoutSeconds=
-                async for change in bus.stream(since=mark):
-                    if change is None:
-                        return
-                    visible = watching.translate(change, watch)
-                    if visible is not None:
-                        yield visible
-        except TimeoutError:
-            return
-        finally:
-            await bus.unmark(mark)
-
-    def _backlog(
-        self,
-        resource: kmock.resource,
-        kind: objects.Kind,
-        watch: watching.Filter,
-        *,
-        since: str | None,
-        initial_events: bool,
-    ) -> list[dict[str, Any]]:
-        if since is None or initial_events:
-            current = [obj for obj in self._live_objects(resource, watch.namespace) if watch.matches(obj)]
-            events = [watching.event(watching.EventType.ADDED, obj) for obj in current]
-            if initial_events:
-                events.append(watching.initial_events_end(self._resource_version, kind.api_version, kind.kind))
-            return events
-        if int(since) < self._compacted.get(resource, 0):
-            return [watching.expired(since)]
-        changes = self._changes.get(resource, ())
-        replayed = (watching.translate(c, watch) for c in changes if c.resource_version > int(since))
-        return [event for event in replayed if event is not None]
