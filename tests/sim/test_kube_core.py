@@ -256,3 +256,22 @@ def test_history_bounds_keep_long_runs_small(tmp_path: pathlib.Path) -> None:
         assert len(history) == 2
         assert history[-1]["metadata"]["labels"] == {"i": "19"}
         assert 5 <= len(list(api)) <= 10  # 22 requests were made; the spy keeps at most twice the bound
+
+
+def test_a_reaction_declared_by_a_test_intercepts_without_storing(
+    kube: runner.KubeAPIRunner, custom: kubernetes.client.CustomObjectsApi
+) -> None:
+    """Fault injection through kmock's DSL still works: the intercepted create answers 503 and stores nothing."""
+    api = kube.api
+    nodeclaims = api.resource("karpenter.sh/v1/nodeclaims")
+
+    async def inject() -> None:
+        api["post", nodeclaims][:1] << 503
+
+    kube.call(inject)
+    with pytest.raises(kubernetes.client.ApiException) as error:
+        custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", builders.nodeclaim("nc-1"))
+    assert error.value.status == 503
+    assert custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"] == []
+    created = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", builders.nodeclaim("nc-1"))
+    assert created["metadata"]["name"] == "nc-1"  # the reaction was for one request only
