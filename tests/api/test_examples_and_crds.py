@@ -1,5 +1,5 @@
-"""Upstream examples/v1 manifests (verbatim copies, see examples/nodepools/README.md) parse unchanged; the
-committed CRD manifests equal build_crds()."""
+"""Our example manifests (examples/nodepools, written in the style of upstream's examples/v1) parse unchanged and
+carry the values they were written with; the committed CRD manifests equal build_crds()."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from karpy.api import crds, ec2nodeclass, nodepool, parse
+from karpy.api import crds, ec2nodeclass, meta, nodepool, parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "nodepools").glob("*.yaml"))
@@ -22,7 +22,7 @@ def test_every_expected_example_is_present() -> None:
     assert {
         "general-purpose", "spot", "min-values-family", "min-values-multiple-keys", "multiple-arch",
         "large-instances", "100-cpu-limit", "max-node-lifetime", "al2-custom-ami", "custom-family", "bottlerocket",
-        "windows-2022", "security-group-with-vpc",
+        "windows-2022", "security-group-with-vpc", "al2023-nodeadm",
     } <= names  # fmt: skip
 
 
@@ -37,44 +37,122 @@ def test_example_parses_unchanged(path: pathlib.Path) -> None:
     assert all(p.template.node_class_ref.name in classes for p in pools)
 
 
-def test_example_specifics() -> None:
-    def load(name: str) -> list[object]:
-        return [parse.any(d) for d in yaml.safe_load_all((ROOT / "examples/nodepools" / name).read_text()) if d]
+def _load(name: str) -> list[object]:
+    return [parse.any(d) for d in yaml.safe_load_all((ROOT / "examples/nodepools" / name).read_text()) if d]
 
-    pool = load("100-cpu-limit.yaml")[0]
-    assert isinstance(pool, nodepool.NodePool)
-    assert pool.limits == {"cpu": 100_000}
-    lifetime = load("max-node-lifetime.yaml")[0]
-    assert isinstance(lifetime, nodepool.NodePool)
-    assert lifetime.template.expire_after == 7 * 24 * 3600
-    assert lifetime.template.termination_grace_period == 24 * 3600
+
+def _pool(name: str, index: int = 0) -> nodepool.NodePool:
+    obj = _load(name)[index]
+    assert isinstance(obj, nodepool.NodePool)
+    return obj
+
+
+def _class(name: str, index: int = 1) -> ec2nodeclass.EC2NodeClass:
+    obj = _load(name)[index]
+    assert isinstance(obj, ec2nodeclass.EC2NodeClass)
+    return obj
+
+
+GIB = 1024**3 * 1000  # milli-units
+
+
+def test_example_limits_lifetime_and_budgets() -> None:
+    assert _pool("100-cpu-limit.yaml").limits == {"cpu": 100_000, "memory": 400 * GIB}
+    lifetime = _pool("max-node-lifetime.yaml")
+    assert lifetime.template.expire_after == 14 * 24 * 3600
+    assert lifetime.template.termination_grace_period == 6 * 3600
     assert lifetime.disruption.consolidation_policy is nodepool.ConsolidationPolicy.WHEN_EMPTY
-    assert lifetime.disruption.consolidate_after == 60
-    windows = load("windows-2022.yaml")[1]
-    assert isinstance(windows, ec2nodeclass.EC2NodeClass)
-    assert windows.resolved_ami_family is ec2nodeclass.AMIFamily.WINDOWS2022
-    assert windows.spec.metadata_options == ec2nodeclass.MetadataOptions()  # partial block, defaults fill the rest
-    custom = load("al2-custom-ami.yaml")[1]
-    assert isinstance(custom, ec2nodeclass.EC2NodeClass)
-    assert custom.spec.ami_family is ec2nodeclass.AMIFamily.AL2
-    assert [t.id for t in custom.spec.ami_selector_terms] == ["ami-123", "ami-456"]
-    assert custom.spec.user_data is not None
-    assert custom.spec.user_data.startswith("MIME-Version: 1.0\n")
-    bottlerocket = load("bottlerocket.yaml")[1]
-    assert isinstance(bottlerocket, ec2nodeclass.EC2NodeClass)
+    assert lifetime.disruption.consolidate_after == 5 * 60
+    general = _pool("general-purpose.yaml")
+    assert general.disruption.budgets == (
+        nodepool.Budget(nodes="10%"),
+        nodepool.Budget(
+            nodes="0",
+            schedule="0 8 * * mon-fri",
+            duration=10 * 3600,
+            reasons=(nodepool.DisruptionReason.UNDERUTILIZED,),
+        ),
+    )
+    spot = _pool("spot.yaml")
+    assert spot.weight == 20
+    assert [(t.key, t.value, t.effect) for t in spot.template.taints] == [
+        ("workload.example.com/interruptible", "true", "NoSchedule")
+    ]
+
+
+def test_example_requirement_operators() -> None:
+    general = {r.key: r for r in _pool("general-purpose.yaml").template.requirements}
+    assert general["karpenter.k8s.aws/instance-generation"].operator is meta.Operator.GT
+    size = general["karpenter.k8s.aws/instance-size"]
+    assert (size.operator, size.values) == (meta.Operator.NOT_IN, ("nano", "micro", "small", "metal"))
+    large = [(r.operator, r.values) for r in _pool("large-instances.yaml").template.requirements]
+    assert large == [(meta.Operator.GT, ("7",)), (meta.Operator.LT, ("65",)), (meta.Operator.GT, ("32767",))]
+    family = {r.key: r for r in _pool("min-values-family.yaml").template.requirements}
+    assert family["karpenter.k8s.aws/instance-family"].operator is meta.Operator.EXISTS
+    assert family["karpenter.k8s.aws/instance-family"].min_values == 4
+    keys = [(r.key, r.min_values) for r in _pool("min-values-multiple-keys.yaml").template.requirements]
+    assert [k for k in keys if k[1] is not None] == [
+        ("karpenter.k8s.aws/instance-category", 3),
+        ("karpenter.k8s.aws/instance-family", 6),
+        ("node.kubernetes.io/instance-type", 10),
+    ]
+    arches = [_pool("multiple-arch.yaml", i).template.requirements[0].values for i in (0, 1)]
+    assert arches == [("amd64",), ("arm64",)]
+
+
+def test_example_ami_selection_and_user_data() -> None:
+    al2 = _class("al2-custom-ami.yaml")
+    assert al2.spec.ami_family is ec2nodeclass.AMIFamily.AL2
+    assert [(t.name, t.owner, dict(t.tags)) for t in al2.spec.ami_selector_terms] == [
+        ("acme-eks-al2-hardened-*", "self", {}),
+        ("", "", {"image.example.com/pipeline": "eks-al2", "image.example.com/approved": "true"}),
+    ]
+    assert al2.spec.kubelet == ec2nodeclass.KubeletConfiguration(
+        max_pods=58,
+        system_reserved={"cpu": "200m", "memory": "300Mi"},
+        eviction_hard={"memory.available": "5%", "nodefs.available": "10%"},
+    )
+    assert (al2.spec.user_data or "").startswith("MIME-Version: 1.0\n")
+    custom = _class("custom-family.yaml")
+    assert custom.spec.ami_family is ec2nodeclass.AMIFamily.CUSTOM
+    assert [t.id for t in custom.spec.ami_selector_terms] == ["ami-0a1b2c3d4e5f60718", "ami-0f9e8d7c6b5a40312"]
+    assert (custom.spec.user_data or "").startswith("#!/bin/bash\n")
+    al2023 = _class("al2023-nodeadm.yaml")
+    assert al2023.resolved_ami_family is ec2nodeclass.AMIFamily.AL2023
+    assert "kind: NodeConfig" in (al2023.spec.user_data or "")
+    kubelet = al2023.spec.kubelet
+    assert kubelet is not None
+    assert (kubelet.eviction_soft, kubelet.eviction_soft_grace_period) == (
+        {"memory.available": "1Gi"},
+        {"memory.available": "90s"},
+    )
+    assert (kubelet.image_gc_high_threshold_percent, kubelet.image_gc_low_threshold_percent) == (80, 60)
+    assert dict(al2023.spec.tags) == {
+        "team.example.com/owner": "data-platform",
+        "team.example.com/environment": "staging",
+    }
+    assert _class("min-values-family.yaml").spec.ami_selector_terms[0].alias == "al2023@v20250203"
+
+
+def test_example_bottlerocket_windows_and_security_groups() -> None:
+    bottlerocket = _class("bottlerocket.yaml")
+    assert bottlerocket.resolved_ami_family is ec2nodeclass.AMIFamily.BOTTLEROCKET
     assert [(m.device_name, m.ebs.volume_size if m.ebs else None) for m in bottlerocket.spec.block_device_mappings] == [
-        ("/dev/xvda", 4 * 1024**3 * 1000),
-        ("/dev/xvdb", 20 * 1024**3 * 1000),
+        ("/dev/xvda", 8 * GIB),
+        ("/dev/xvdb", 80 * GIB),
     ]
-    keys = load("min-values-multiple-keys.yaml")[0]
-    assert isinstance(keys, nodepool.NodePool)
-    assert [r.min_values for r in keys.template.requirements] == [None, None, None, 2, 5, 2, None]
-    vpc = load("security-group-with-vpc.yaml")[0]
-    assert isinstance(vpc, ec2nodeclass.EC2NodeClass)
-    assert [(t.name, t.vpc_id) for t in vpc.spec.security_group_selector_terms] == [
-        ("k8s-node", "vpc-12345678"),
-        ("", "vpc-12345678"),
+    assert (bottlerocket.spec.user_data or "").startswith("[settings.kubernetes]")
+    windows = _class("windows-2022.yaml")
+    assert windows.resolved_ami_family is ec2nodeclass.AMIFamily.WINDOWS2022
+    # partial block: only the hop limit differs from the defaults that fill the unset fields
+    assert windows.spec.metadata_options == ec2nodeclass.MetadataOptions(http_put_response_hop_limit=2)
+    vpc = _class("security-group-with-vpc.yaml")
+    assert [(t.name, bool(t.tags), t.id, t.vpc_id) for t in vpc.spec.security_group_selector_terms] == [
+        ("eks-workers", False, "", "vpc-0c0ffee0c0ffee000"),
+        ("", True, "", "vpc-0c0ffee0c0ffee000"),
+        ("", False, "sg-0123abcd4567ef890", ""),
     ]
+    assert [t.id for t in vpc.spec.subnet_selector_terms] == ["subnet-0aa11bb22cc33dd44", "subnet-0ee55ff66aa77bb88"]
 
 
 def test_committed_crds_equal_generated() -> None:
