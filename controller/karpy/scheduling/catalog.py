@@ -70,6 +70,7 @@ class PoolCatalog:
         self.index = index
         self._key_masks: dict[requirements.Requirement, BoolArray] = {}
         self._offer_cache: dict[tuple[requirements.Requirement | None, ...], tuple[BoolArray, FloatArray]] = {}
+        self._offer_ok: dict[tuple[requirements.Requirement | None, ...], BoolArray] = {}
         self.label_keys = frozenset(k for it in instance_types for k in it.labels)
         self._all_types = tuple(instance_types)
         self.types = self._all_types
@@ -78,7 +79,11 @@ class PoolCatalog:
         self.types = tuple(t for t, k in zip(self._all_types, keep, strict=True) if k)
         self._key_masks.clear()
         self._offer_cache.clear()
+        self._offer_ok.clear()
         self._build_arrays()
+        names = [t.name for t in self.types]
+        # rank of each type's name, so (price, name) orderings can be done with numpy lexsort
+        self.name_rank: IntArray = np.argsort(np.argsort(np.array(names, dtype=object))).astype(np.int64)
         self.daemon = self._daemon_overhead(daemons)
         self.usable = self.alloc - self.daemon  # allocatable left for workload pods on an empty node
 
@@ -130,16 +135,27 @@ class PoolCatalog:
                 out &= self._key_mask(req)
         return out
 
+    @staticmethod
+    def _offer_key(reqs: requirements.Requirements) -> tuple[requirements.Requirement | None, ...]:
+        return (*tuple(reqs.get(k) for k in _OFFERING_KEYS), reqs.get(labels.LABEL_CAPACITY_RESERVATION_ID))
+
+    def _offers_ok(self, cache_key: tuple[requirements.Requirement | None, ...]) -> BoolArray:
+        ok = self._offer_ok.get(cache_key)
+        if ok is None:
+            ok = np.ones(len(self.offers), dtype=np.bool_)
+            for req in cache_key:
+                if req is not None:
+                    ok &= np.array([_offering_has(req, lab) for lab in self.off_labels], dtype=np.bool_)
+            self._offer_ok[cache_key] = ok
+        return ok
+
     def offerings(self, reqs: requirements.Requirements) -> tuple[BoolArray, FloatArray]:
         """(types with an available offering compatible with reqs, cheapest such offering's price or inf)."""
-        cache_key = (*tuple(reqs.get(k) for k in _OFFERING_KEYS), reqs.get(labels.LABEL_CAPACITY_RESERVATION_ID))
+        cache_key = self._offer_key(reqs)
         cached = self._offer_cache.get(cache_key)
         if cached is not None:
             return cached
-        ok = np.ones(len(self.offers), dtype=np.bool_)
-        for req in cache_key:
-            if req is not None:
-                ok &= np.array([_offering_has(req, lab) for lab in self.off_labels], dtype=np.bool_)
+        ok = self._offers_ok(cache_key)
         price = np.full(len(self.types), np.inf)
         if ok.any():
             np.minimum.at(price, self.off_type[ok], self.off_price[ok])
@@ -148,18 +164,12 @@ class PoolCatalog:
         return result
 
     def cheapest_offering(self, type_index: int, reqs: requirements.Requirements) -> types.Offering | None:
-        best: types.Offering | None = None
-        for i, offer in enumerate(self.offers):
-            if (
-                int(self.off_type[i]) == type_index
-                and all(
-                    r is None or _offering_has(r, self.off_labels[i])
-                    for r in (reqs.get(k) for k in (*_OFFERING_KEYS, labels.LABEL_CAPACITY_RESERVATION_ID))
-                )
-                and (best is None or offer.price < best.price)
-            ):
-                best = offer
-        return best
+        """The first (in catalog order) of the cheapest available offerings of a type compatible with reqs."""
+        ok = self._offers_ok(self._offer_key(reqs))
+        ids = np.flatnonzero(ok & (self.off_type == type_index))
+        if not len(ids):
+            return None
+        return self.offers[int(ids[np.argmin(self.off_price[ids])])]
 
 
 def _offering_has(req: requirements.Requirement, offering_labels: Mapping[str, str]) -> bool:

@@ -161,7 +161,7 @@ def _fit(
     limit: int,
     min_values_policy: str,
 ) -> Fit | Refusal:
-    if ctx.hostname_only and ctx.constraints:
+    if limit > 1 and ctx.constraints:  # bulk placement (the solver only asks for more than one when it is exact)
         limit = min(limit, _topology_cap(slot, ctx, topo.selecting(ctx.pod)))
     if ctx.pod.host_ports:
         limit = min(limit, 1)

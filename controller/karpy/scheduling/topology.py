@@ -64,6 +64,7 @@ class Group:
     universe: frozenset[str]  # domains known up front (pools × offerings, existing nodes)
     counts: dict[str, int] = field(default_factory=dict)
     positive: set[str] = field(default_factory=set)
+    history: list[tuple[str, int]] = field(default_factory=list)  # every record, in order (for slot columns)
 
     def selects(self, pod: pods.Pod, namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
         k = self.key
@@ -90,6 +91,7 @@ class Group:
         for d in domains:
             self.counts[d] = self.counts.get(d, 0) + count
             self.positive.add(d)
+            self.history.append((d, count))
 
     def _candidates(self, node_domains: requirements.Requirement) -> list[str]:
         finite = node_domains.values()
@@ -97,7 +99,7 @@ class Group:
             return sorted(finite)
         return sorted(d for d in self.universe | self.positive if node_domains.has(d))
 
-    def _min_count(self, pod_domains: requirements.Requirement) -> int:
+    def min_count(self, pod_domains: requirements.Requirement) -> int:
         if self.key.topology_key == labels.LABEL_HOSTNAME:
             return 0  # a new node is always an empty hostname domain
         eligible = [self.counts.get(d, 0) for d in self.universe if pod_domains.has(d)]
@@ -116,7 +118,7 @@ class Group:
         """The domains (In, possibly empty) this pod may use on a node constrained to `node_domains`."""
         key = self.key.topology_key
         if self.key.kind is Kind.SPREAD:
-            low = self._min_count(pod_domains)
+            low = self.min_count(pod_domains)
             best, best_count = "", None
             for d in self._candidates(node_domains):
                 if not pod_domains.has(d):
@@ -182,6 +184,7 @@ class Topology:
         self.groups: dict[GroupKey, Group] = {}
         self.placements: list[BoundPod] = []
         self._selecting: dict[tuple[object, ...], tuple[int, list[Group]]] = {}
+        self._exists: dict[str, requirements.Requirement] = {}
         for b in bound:
             self.record(b.pod, b.node_requirements, b.node_taints, b.count)
 
@@ -196,6 +199,13 @@ class Topology:
                 continue
             out |= s.domains.get(key.topology_key, frozenset())
         return frozenset(out)
+
+    def exists(self, key: str) -> requirements.Requirement:
+        """`key Exists`, built once per key (it is asked for on every check)."""
+        found = self._exists.get(key)
+        if found is None:
+            found = self._exists[key] = requirements.Requirement.exists(key)
+        return found
 
     def group(self, key: GroupKey) -> Group:
         found = self.groups.get(key)
@@ -246,8 +256,8 @@ class Topology:
         selecting = self.selecting(pod)
         for g in constraints:
             key = g.key.topology_key
-            pod_domains = (strict.get(key) if not g.key.inverse else None) or requirements.Requirement.exists(key)
-            node_domains = node_reqs.get(key) or requirements.Requirement.exists(key)
+            pod_domains = (strict.get(key) if not g.key.inverse else None) or self.exists(key)
+            node_domains = node_reqs.get(key) or self.exists(key)
             domains = g.next_domains(
                 pod, pod_domains=pod_domains, node_domains=node_domains, self_selecting=g in selecting
             )

@@ -1,0 +1,151 @@
+"""Per-slot numpy columns that let the solver skip, in one vectorised step, slots that certainly refuse a pod.
+
+Two necessary conditions of `nodes.evaluate` are kept as columns over slot ids (existing nodes, then claims):
+
+* resource headroom: the per-resource maximum over a slot's remaining options of allocatable (minus daemon
+  overhead) less what is already placed — an upper bound on what any single option has left, so a request above it
+  cannot fit (options only shrink and usage only grows, so headroom only falls);
+* single-valued domains: for each topology key asked about, the code of the one value a slot is pinned to (-1 when
+  the slot still allows several), so a group's per-domain counts decide in one lookup that a pinned slot is outside
+  the domains the group allows (`Group.next_domains` would answer the empty set).
+
+Both are filters only: a slot that passes is still checked in full, so pre-filtering never changes a placement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from karpy.scheduling import catalog, nodes, requirements, topology
+
+_INITIAL_ROWS = 256
+
+
+@dataclass(slots=True)
+class _KeyColumn:
+    """Codes of the single domain each slot is pinned to for one topology key (-1: several or none)."""
+
+    ids: dict[str, int] = field(default_factory=dict)
+    codes: catalog.IntArray = field(default_factory=lambda: np.full(_INITIAL_ROWS, -1, dtype=np.int64))
+
+    def code(self, domain: str) -> int:
+        found = self.ids.get(domain)
+        if found is None:
+            found = self.ids[domain] = len(self.ids)
+        return found
+
+
+@dataclass(slots=True)
+class _GroupColumn:
+    """A group's counts per domain code, replayed from `Group.history` up to `synced`."""
+
+    counts: catalog.IntArray = field(default_factory=lambda: np.zeros(16, dtype=np.int64))
+    synced: int = 0
+
+
+class SlotTable:
+    def __init__(self, n_resources: int) -> None:
+        self.n = 0
+        self.cap: catalog.IntArray = np.zeros((_INITIAL_ROWS, n_resources), dtype=np.int64)
+        self.used: catalog.IntArray = np.zeros((_INITIAL_ROWS, n_resources), dtype=np.int64)
+        self.slots: list[nodes.Slot] = []
+        self._keys: dict[str, _KeyColumn] = {}
+        self._groups: dict[topology.GroupKey, _GroupColumn] = {}
+
+    # --- maintenance ----------------------------------------------------------------------------------------
+    def add(self, slot: nodes.Slot) -> int:
+        i = self.n
+        if i == len(self.cap):
+            grow = len(self.cap)
+            self.cap = np.concatenate([self.cap, np.zeros_like(self.cap[:grow])])
+            self.used = np.concatenate([self.used, np.zeros_like(self.used[:grow])])
+            for col in self._keys.values():
+                col.codes = np.concatenate([col.codes, np.full(grow, -1, dtype=np.int64)])
+        self.slots.append(slot)
+        self.n += 1
+        self.refresh(i)
+        return i
+
+    def refresh(self, i: int) -> None:
+        """Re-read slot `i` after it changed (pods placed, options or requirements narrowed)."""
+        slot = self.slots[i]
+        if slot.pool is None:
+            assert slot.alloc is not None
+            self.cap[i] = slot.alloc
+        else:
+            assert slot.options is not None
+            usable = slot.pool.usable[slot.options]
+            self.cap[i] = usable.max(axis=0) if len(usable) else -1
+        self.used[i] = slot.used
+        for key, col in self._keys.items():
+            col.codes[i] = self._pinned(slot, key, col)
+
+    @staticmethod
+    def _pinned(slot: nodes.Slot, key: str, col: _KeyColumn) -> int:
+        req = slot.requirements.get(key)
+        values = req.values() if req is not None else None
+        if values is not None and len(values) == 1:
+            return col.code(next(iter(values)))
+        return -1
+
+    def _key(self, key: str) -> _KeyColumn:
+        col = self._keys.get(key)
+        if col is None:
+            col = self._keys[key] = _KeyColumn(codes=np.full(len(self.cap), -1, dtype=np.int64))
+            for i in range(self.n):
+                col.codes[i] = self._pinned(self.slots[i], key, col)
+        return col
+
+    def _group_counts(self, g: topology.Group, col: _KeyColumn) -> catalog.IntArray:
+        gc = self._groups.get(g.key)
+        if gc is None:
+            gc = self._groups[g.key] = _GroupColumn()
+        for domain, count in g.history[gc.synced :]:
+            code = col.code(domain)
+            if code >= len(gc.counts):
+                gc.counts = np.concatenate([gc.counts, np.zeros(max(code + 1, 2 * len(gc.counts)), np.int64)])
+            gc.counts[code] += count
+        gc.synced = len(g.history)
+        if len(col.ids) + 1 > len(gc.counts):
+            gc.counts = np.concatenate([gc.counts, np.zeros(len(col.ids) + 1, np.int64)])
+        return gc.counts
+
+    # --- queries --------------------------------------------------------------------------------------------
+    def fitting(self, request: catalog.IntArray) -> catalog.BoolArray:
+        """Slots whose headroom admits `request` (a necessary condition of any fit)."""
+        need = np.flatnonzero(request > 0)
+        n = self.n
+        if not len(need):
+            return np.ones(n, dtype=np.bool_)
+        free = self.cap[:n, need] - self.used[:n, need]
+        out: catalog.BoolArray = np.all(free >= request[need], axis=1)
+        return out
+
+    def allowed(
+        self,
+        g: topology.Group,
+        *,
+        self_selecting: bool,
+        pod_domains: requirements.Requirement,
+    ) -> catalog.BoolArray | None:
+        """Slots not excluded by group `g` through the domain they are pinned to; None when `g` excludes none."""
+        col = self._key(g.key.topology_key)
+        counts = self._group_counts(g, col)
+        kind = g.key.kind
+        if kind is topology.Kind.SPREAD and not g.key.inverse:
+            low = g.min_count(pod_domains)
+            ok = counts + (1 if self_selecting else 0) - low <= g.key.max_skew
+        elif kind is topology.Kind.AFFINITY and not g.key.inverse:
+            if any(pod_domains.has(d) for d in g.positive):
+                ok = counts > 0
+            elif self_selecting:
+                return None
+            else:
+                ok = np.zeros(len(counts), dtype=np.bool_)
+        else:
+            ok = counts == 0
+        codes = col.codes[: self.n]
+        out: catalog.BoolArray = np.where(codes < 0, True, ok[codes])
+        return out
