@@ -8,6 +8,7 @@ moto is imported lazily: the controller image does not ship it.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any
 
 import boto3
 
+from karpy.api import labels
 from karpy.cloudprovider.aws import amis
 
 ACCOUNT_ID = "123456789012"
@@ -189,3 +191,74 @@ def install_fast_catalog(ec2_client: Any, *, region: str) -> None:
         ec2_client.meta.events.register(
             f"before-call.ec2.{operation}", lambda body=body, **_: (ok, body), unique_id=f"karpy-fast-{operation}"
         )
+
+
+# --- Reading emulated instances back (for karpy.sim's kubelet stand-in) ------------------------------------------
+# Added for the local emulation: the kubelet stand-in must see instances, but only this package may import boto3.
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceView:
+    """What a kubelet on the instance would know about it: identity, placement, shape, state and tags."""
+
+    id: str
+    zone: str
+    instance_type: str
+    state: str  # pending | running | shutting-down | terminated | stopping | stopped
+    tags: Mapping[str, str]
+    launch_time: float | None
+    private_dns_name: str
+    private_ip: str
+    image_id: str
+    spot: bool
+
+
+class InstanceReader:
+    """Reads a cluster's instances and their user data from the emulator (or any EC2 endpoint).
+
+    Blocking (boto3): call it from a worker thread (`asyncio.to_thread`). One client, created on first use.
+    """
+
+    def __init__(self, *, region: str, endpoint_url: str | None = None) -> None:
+        self._region = region
+        self._endpoint_url = endpoint_url
+        self._client: Any = None
+
+    def _ec2(self) -> Any:
+        if self._client is None:
+            self._client = _session(self._region).client("ec2", endpoint_url=self._endpoint_url)
+        return self._client
+
+    def cluster_instances(self, cluster_name: str) -> list[InstanceView]:
+        """Every instance tagged `kubernetes.io/cluster/<name>: owned`, whatever its state, sorted by id."""
+        pages = (
+            self._ec2()
+            .get_paginator("describe_instances")
+            .paginate(Filters=[{"Name": f"tag:{labels.TAG_CLUSTER_PREFIX}{cluster_name}", "Values": ["owned"]}])
+        )
+        out = [
+            _instance_view(i) for page in pages for r in page.get("Reservations", ()) for i in r.get("Instances", ())
+        ]
+        return sorted(out, key=lambda view: view.id)
+
+    def user_data(self, instance_id: str) -> str:
+        """The instance's user data as text ("" when it has none)."""
+        answer = self._ec2().describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+        encoded = str((answer.get("UserData") or {}).get("Value") or "")
+        return base64.b64decode(encoded).decode() if encoded else ""
+
+
+def _instance_view(instance: Mapping[str, Any]) -> InstanceView:
+    launched = instance.get("LaunchTime")
+    return InstanceView(
+        id=str(instance["InstanceId"]),
+        zone=str((instance.get("Placement") or {}).get("AvailabilityZone", "")),
+        instance_type=str(instance.get("InstanceType", "")),
+        state=str((instance.get("State") or {}).get("Name", "")),
+        tags={str(t["Key"]): str(t["Value"]) for t in instance.get("Tags") or ()},
+        launch_time=launched.timestamp() if isinstance(launched, datetime.datetime) else None,
+        private_dns_name=str(instance.get("PrivateDnsName") or ""),
+        private_ip=str(instance.get("PrivateIpAddress") or ""),
+        image_id=str(instance.get("ImageId") or ""),
+        spot=instance.get("InstanceLifecycle") == "spot",
+    )

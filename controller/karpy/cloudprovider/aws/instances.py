@@ -49,6 +49,18 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
+def security_group_ids(instance: Mapping[str, Any]) -> frozenset[str]:
+    """The instance's groups; from its primary interface when the instance-level list is empty (they are the same
+    on EC2, and emulators sometimes fill only the interface)."""
+    groups = instance.get("SecurityGroups") or ()
+    if not groups:
+        primary = [
+            n for n in instance.get("NetworkInterfaces") or () if n.get("Attachment", {}).get("DeviceIndex") == 0
+        ]
+        groups = (primary or list(instance.get("NetworkInterfaces") or ()) or [{}])[0].get("Groups") or ()
+    return frozenset(str(g["GroupId"]) for g in groups)
+
+
 def capacity_type_of(instance: Mapping[str, Any]) -> str:
     if instance.get("InstanceLifecycle") == "spot":
         return labels.CAPACITY_TYPE_SPOT

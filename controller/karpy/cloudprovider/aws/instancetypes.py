@@ -46,13 +46,14 @@ def offerings_for(
                 price = od_price if price is None else price
             else:
                 price = od_price
+            if price is None:
+                continue  # an unpriced offering cannot be ranked: upstream drops it
             out.append(
                 types.Offering(
                     zone=zone,
                     capacity_type=capacity_type,
-                    # An unpriced offering cannot be ranked: upstream leaves it unavailable.
-                    price=price if price is not None else float("inf"),
-                    available=price is not None and not unavailable.is_unavailable(name, zone, capacity_type),
+                    price=price,
+                    available=not unavailable.is_unavailable(name, zone, capacity_type),
                     zone_id=zone_id,
                 )
             )
@@ -81,6 +82,8 @@ def build_catalog(
         offerings = offerings_for(
             name, zones=zones, offered_zones=offered.get(name, frozenset()), prices=prices, unavailable=unavailable
         )
+        if not offerings:
+            continue  # not offered in any of the node class's zones (or unpriced): nothing to launch
         root = ec2shapes.ephemeral_storage(
             info,
             ami_family=family,

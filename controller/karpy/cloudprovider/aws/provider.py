@@ -211,7 +211,7 @@ class AWSCloudProvider:
         facts = drift.InstanceFacts(
             image_id=str(instance.get("ImageId", "")),
             subnet_id=str(instance.get("SubnetId", "")),
-            security_group_ids=frozenset(str(g["GroupId"]) for g in instance.get("SecurityGroups") or ()),
+            security_group_ids=instances.security_group_ids(instance),
         )
         return drift.drift_reason(claim, nc, facts)
 
