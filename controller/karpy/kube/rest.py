@@ -1,0 +1,277 @@
+"""`RestClient`: the `KubeClient` protocol over aiohttp, with a client-side QPS/burst limit on an injected clock.
+
+Errors come back as `client.KubeError` subclasses built from the API server's `Status` body. Watches are async
+generators over the JSON-lines stream; leaving the `async for` early (or cancelling the task) closes the HTTP
+response, so no connection or task outlives its consumer (wrap in `contextlib.aclosing` when breaking out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+
+from karpy import clock as clock_module
+from karpy.kube import client, config, ratelimit, resources
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE_SIZE = 500
+"""Objects per LIST page: bounds the server's and our memory per response when the cluster has many pods."""
+REQUEST_TIMEOUT = 30.0
+"""Seconds for a non-watch request (connect + answer)."""
+WATCH_READ_MARGIN = 30.0
+"""Seconds a watch may stay silent beyond its timeoutSeconds before the client gives up on the connection."""
+TOKEN_FILE_REFRESH = 60.0
+"""Seconds between re-reads of a token file (client-go re-reads projected service-account tokens each minute)."""
+_MERGE_PATCH = "application/merge-patch+json"
+_JSON_PATCH = "application/json-patch+json"
+
+
+class RestClient:
+    """Use as `async with RestClient(cfg, clock=...) as kube:` (or call `close()`): it owns an aiohttp session."""
+
+    def __init__(
+        self,
+        cfg: config.Config,
+        *,
+        clock: clock_module.Clock,
+        qps: float = 200.0,
+        burst: int = 300,
+        page_size: int = LIST_PAGE_SIZE,
+    ) -> None:
+        self.config = cfg
+        self._clock = clock
+        self._limiter = ratelimit.TokenBucket(qps, burst, clock=clock)
+        self._page_size = page_size
+        self._session: aiohttp.ClientSession | None = None
+        self._token = cfg.token
+        self._token_read_at: float | None = None
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | os.PathLike[str], *, clock: clock_module.Clock, **kwargs: Any) -> Self:
+        return cls(config.load_kubeconfig(path), clock=clock, **kwargs)
+
+    @classmethod
+    def in_cluster(cls, *, clock: clock_module.Clock, **kwargs: Any) -> Self:
+        return cls(config.in_cluster(os.environ), clock=clock, **kwargs)
+
+    async def __aenter__(self) -> Self:
+        self._ensure_session()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- plumbing -----------------------------------------------------------------------------------------------
+
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            tls = self.config.ssl_context()
+            connector = aiohttp.TCPConnector(ssl=tls if tls is not None else False, limit=0)
+            self._session = aiohttp.ClientSession(
+                self.config.server,
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
+                raise_for_status=False,
+            )
+        return self._session
+
+    async def _headers(self, content_type: str = "") -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        token = await self._current_token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    async def _current_token(self) -> str:
+        path = self.config.token_file
+        if not path:
+            return self._token
+        now = self._clock.now()
+        if self._token_read_at is None or now - self._token_read_at >= TOKEN_FILE_REFRESH:
+            self._token = (await asyncio.to_thread(_read_text, path)).strip()
+            self._token_read_at = now
+        return self._token
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> tuple[int, Any]:
+        """(HTTP status, decoded JSON body or text); raises nothing for HTTP errors (callers map them)."""
+        await self._limiter.acquire()
+        session = self._ensure_session()
+        data = None if body is None else json.dumps(body)
+        headers = await self._headers(content_type if data is not None else "")
+        async with session.request(method, path, params=params, data=data, headers=headers) as response:
+            text = await response.text()
+            try:
+                payload: Any = json.loads(text) if text else None
+            except json.JSONDecodeError:
+                payload = text
+            return response.status, payload
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        status, payload = await self._request(method, path, **kwargs)
+        if status >= 400:
+            raise client.error_from_status(status, payload)
+        return payload if isinstance(payload, dict) else {}
+
+    # -- KubeClient ---------------------------------------------------------------------------------------------
+
+    async def get(self, res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, Any] | None:
+        try:
+            return await self._call("GET", res.path(name, namespace=namespace))
+        except client.NotFound:
+            return None
+
+    async def list(
+        self, res: resources.Resource, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
+    ) -> tuple[list[dict[str, Any]], str]:
+        params = {"limit": str(self._page_size)}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        items: list[dict[str, Any]] = []
+        version = ""
+        while True:
+            page = await self._call("GET", res.path(namespace=namespace), params=params)
+            metadata = page.get("metadata") or {}
+            # Every page of a real API server carries the snapshot's version; watching from the first page's is
+            # safe either way (later changes are replayed, and applying them twice is idempotent).
+            version = version or str(metadata.get("resourceVersion") or "")
+            items.extend(page.get("items") or ())
+            token = metadata.get("continue")
+            if not token:
+                return items, version
+            params["continue"] = str(token)
+
+    async def watch(
+        self, res: resources.Resource, *, resource_version: str, namespace: str = "", timeout_seconds: int = 300
+    ) -> AsyncIterator[client.WatchEvent]:
+        await self._limiter.acquire()
+        session = self._ensure_session()
+        params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=REQUEST_TIMEOUT, sock_read=timeout_seconds + WATCH_READ_MARGIN
+        )
+        headers = await self._headers()
+        async with session.get(res.path(namespace=namespace), params=params, headers=headers, timeout=timeout) as resp:
+            if resp.status >= 400:
+                text = await resp.text()
+                try:
+                    payload: Any = json.loads(text)
+                except json.JSONDecodeError:
+                    payload = text
+                raise client.error_from_status(resp.status, payload)
+            async for line in _lines(resp.content):
+                event = _decode_event(line)
+                if event is not None:
+                    yield event
+
+    async def create(self, res: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+        namespace = str((body.get("metadata") or {}).get("namespace") or "") if res.namespaced else ""
+        if res.namespaced and not namespace:
+            raise ValueError(f"creating a {res.kind} needs metadata.namespace")
+        return await self._call("POST", res.path(namespace=namespace), body=dict(body))
+
+    async def patch(
+        self,
+        res: resources.Resource,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str = "",
+        subresource: str = "",
+    ) -> dict[str, Any]:
+        if isinstance(patch, Mapping):
+            body: Any = dict(patch)
+            content_type = _MERGE_PATCH
+        else:
+            body = [dict(op) for op in patch]
+            content_type = _JSON_PATCH
+        path = res.path(name, namespace=namespace, subresource=subresource)
+        return await self._call("PATCH", path, body=body, content_type=content_type)
+
+    async def delete(
+        self, res: resources.Resource, name: str, *, namespace: str = "", grace_period_seconds: int | None = None
+    ) -> bool:
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        try:
+            await self._call("DELETE", res.path(name, namespace=namespace), body=options)
+        except client.NotFound:
+            return False
+        return True
+
+    async def evict(self, namespace: str, name: str) -> client.EvictionOutcome:
+        path = resources.PODS.path(name, namespace=namespace, subresource="eviction")
+        status, payload = await self._request("POST", path, body=client.eviction_body(namespace, name))
+        outcome = client.eviction_outcome(status)
+        if outcome is client.EvictionOutcome.FAILED:
+            log.warning("eviction of pod %s/%s failed: %s", namespace, name, client.error_from_status(status, payload))
+        return outcome
+
+    async def bind(self, namespace: str, name: str, node: str) -> None:
+        path = resources.PODS.path(name, namespace=namespace, subresource="binding")
+        await self._call("POST", path, body=client.binding_body(namespace, name, node))
+
+
+def _read_text(path: str) -> str:
+    with open(path) as file:
+        return file.read()
+
+
+async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    """Split a chunked body into lines without aiohttp's per-line size limit (large objects are one line)."""
+    buffer = bytearray()
+    async for chunk in stream.iter_any():
+        buffer.extend(chunk)
+        while (end := buffer.find(b"\n")) >= 0:
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield bytes(buffer)
+
+
+def _decode_event(line: bytes) -> client.WatchEvent | None:
+    """One watch line as an event; ERROR raises its KubeError (410 Expired); BOOKMARKs and junk are skipped."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError:
+        log.warning("skipping an undecodable watch line: %.200r", line)
+        return None
+    if not isinstance(raw, dict):
+        return None
+    kind, obj = raw.get("type"), raw.get("object")
+    if kind == "ERROR":
+        raise client.error_from_status(int((obj or {}).get("code") or 500), obj)
+    if kind in (client.ADDED, client.MODIFIED, client.DELETED) and isinstance(obj, dict):
+        return client.WatchEvent(str(kind), obj)
+    return None

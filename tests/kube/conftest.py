@@ -1,0 +1,23 @@
+"""Fixtures of the kube tests: the emulated API server (`karpy.sim.kube`) and a `RestClient` on it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from karpy import clock
+from karpy.kube import config, rest
+from karpy.sim.kube import runner, server
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[runner.KubeAPIRunner]:
+    async with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7, clock=lambda: 1_700_000_000.0)) as served:
+        yield served
+
+
+@pytest.fixture
+async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
+    async with rest.RestClient(config.Config(server=kube.url, token="t"), clock=clock.SystemClock()) as client:
+        yield client
