@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -129,17 +130,19 @@ async def test_write_failures_are_logged_not_raised(caplog: pytest.LogCaptureFix
 
 
 async def test_run_writes_what_record_queues(api: rest.RestClient) -> None:
-    import asyncio
-
     recorder = events.KubeRecorder(api, clock=clock.ManualClock(START))
     task = asyncio.create_task(recorder.run())
     recorder.record(POD, "Normal", "Nominated", "m")
     try:
-        async with asyncio.timeout(5):
-            while not await _events(api):
-                await asyncio.sleep(0.01)
+        stored: list[dict[str, Any]] = []
+        for _ in range(500):  # bounded poll of the API server (5 s at most)
+            stored = await _events(api)
+            if stored:
+                break
+            await asyncio.sleep(0.01)
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+    assert [e["reason"] for e in stored] == ["Nominated"]
     assert recorder.pending == 0
