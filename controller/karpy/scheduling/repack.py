@@ -1,0 +1,367 @@
+"""Cost post-pass: re-pack groups of interchangeable new claims so their total $/h approaches the LP bound.
+
+First-fit-decreasing fills claims in CPU-then-memory order, so early claims are CPU-bound and late ones memory-bound,
+and each is then sized to its binding dimension. This pass takes claims that can be freely re-packed — same pool,
+same requirements (hostname aside: zone, capacity type and every other key stay as they were), not relaxed for
+minValues — and whose pods are not tied to their particular claim: no host ports, no hostname-keyed spread /
+(anti-)affinity of their own (required or preferred), and not selected by any hostname-keyed topology group. Moving
+such a pod between claims of one group changes no topology count: every other key's domains are identical there.
+
+For each group (pods counted per request vector, so the work scales with distinct shapes, not pods):
+1. solve the LP of `bound` over the group's compatible instance types (allocatable minus daemon overhead);
+2. for each type the LP buys, fill nodes of that type with the pods the LP gave it: each node takes a proportional
+   slice of every shape, topped up one pod at a time with the pod that best matches the free resource vector
+   (dot product), and the node's pattern is repeated while it fits what is left;
+3. what is left (less than a node per type) is packed by the cheapest type that takes all of it, or else one more
+   node of the LP's main type for the leftovers, until nothing remains;
+4. each claim's options are the compatible types that fit it (its cost is the cheapest one).
+The result replaces the group only if it is cheaper, keeps minValues for every claim and uses no more of any
+NodePool limit (summed over claims, each charged its largest option as the solver charges) than the original.
+Deterministic: pods are handed out per shape in key order, so the bulk and pod-by-pod paths give the same plan.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from karpy.api import labels
+from karpy.scheduling import bound, catalog, nodes, pods, requirements, topology
+
+_MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims
+
+
+@dataclass(slots=True)
+class _Group:
+    pool: catalog.PoolCatalog
+    requirements: requirements.Requirements  # hostname excluded
+    claims: list[nodes.Slot]
+
+
+@dataclass(frozen=True, slots=True)
+class _Types:
+    """The group's candidate instance types (indices into the pool's types) and what the packer reads of them."""
+
+    ids: catalog.IntArray
+    usable: catalog.IntArray  # allocatable minus daemon overhead, types × resources
+    price: catalog.FloatArray
+    anchor: catalog.BoolArray  # types a node may be filled up to while keeping minValues
+
+
+def repack(claims: Sequence[nodes.Slot], *, topo: topology.Topology) -> list[nodes.Slot]:
+    """`claims` (in order) with every freely re-packable group replaced by a cheaper packing when one is found; the
+    new claims of a group take the place of its first claim."""
+    tied = _TiedPods(topo)
+    groups: dict[tuple[str, requirements.Requirements], _Group] = {}
+    member: dict[int, tuple[str, requirements.Requirements]] = {}
+    for i, slot in enumerate(claims):
+        if slot.pool is None or slot.min_values_relaxed or not slot.placed or any(tied(p) for p in slot.placed):
+            continue
+        key = (slot.pool.name, slot.requirements.without(labels.LABEL_HOSTNAME))
+        groups.setdefault(key, _Group(slot.pool, key[1], [])).claims.append(slot)
+        member[i] = key
+    replaced: dict[tuple[str, requirements.Requirements], list[nodes.Slot]] = {}
+    next_name = len(claims)
+    for key, group in groups.items():
+        better = _repack_group(group, first_name=next_name)
+        if better is not None:
+            replaced[key] = better
+            next_name += max(0, len(better) - len(group.claims))
+    out: list[nodes.Slot] = []
+    for i, slot in enumerate(claims):
+        own = member.get(i)
+        if own is None or own not in replaced:
+            out.append(slot)
+        elif slot is groups[own].claims[0]:
+            out.extend(replaced[own])
+    return out
+
+
+class _TiedPods:
+    """Is a pod tied to its claim? Host ports, hostname-keyed terms of its own, or selected by a hostname group."""
+
+    def __init__(self, topo: topology.Topology) -> None:
+        self.topo = topo
+        self.host_groups = [g for g in topo.groups.values() if g.key.topology_key == labels.LABEL_HOSTNAME]
+        self._selected: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
+
+    def __call__(self, pod: pods.Pod) -> bool:
+        if pod.host_ports:
+            return True
+        terms = [
+            *(s.topology_key for s in pod.spread),
+            *(t.topology_key for t in (*pod.affinity, *pod.anti_affinity)),
+            *(w.term.topology_key for w in (*pod.preferred_affinity, *pod.preferred_anti_affinity)),
+        ]
+        if labels.LABEL_HOSTNAME in terms:
+            return True
+        if not self.host_groups:
+            return False
+        key = (pod.namespace, tuple(sorted(pod.labels.items())))
+        found = self._selected.get(key)
+        if found is None:
+            found = any(g.selects(pod, self.topo.namespace_labels) for g in self.host_groups)
+            self._selected[key] = found
+        return found
+
+
+def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
+    pool = group.pool
+    original_cost = sum(_claim_price(pool, c) for c in group.claims)
+    # Shapes: distinct request vectors, with their pods in key order (deterministic hand-out).
+    by_shape: dict[bytes, list[pods.Pod]] = collections.defaultdict(list)
+    vec_of: dict[bytes, catalog.IntArray] = {}
+    for slot in group.claims:
+        for p in slot.placed:
+            v = pool.index.vector(p.requests)
+            b = v.tobytes()
+            vec_of.setdefault(b, v)
+            by_shape[b].append(p)
+    keys = sorted(by_shape)
+    req = np.array([vec_of[k] for k in keys], dtype=np.int64)
+    counts = np.array([len(by_shape[k]) for k in keys], dtype=np.int64)
+    cand = _candidate_types(pool, group.requirements)
+    if cand is None:
+        return None
+    patterns = _pack(req, counts, cand)
+    if patterns is None:
+        return None
+    slots = _build_slots(group, patterns, req, [sorted(by_shape[k], key=lambda p: p.key) for k in keys], first_name)
+    if slots is None:
+        return None
+    if pool.pool.limits and not _fit_limits(group, slots):
+        return None
+    new_cost = sum(_claim_price(pool, s) for s in slots)
+    if new_cost >= original_cost * (1 - _MIN_SAVING):
+        return None
+    return slots
+
+
+def _claim_price(pool: catalog.PoolCatalog, slot: nodes.Slot) -> float:
+    assert slot.options is not None
+    prices = pool.offerings(slot.requirements)[1][slot.options]
+    return float(prices.min()) if prices.size else float("inf")
+
+
+def _candidate_types(pool: catalog.PoolCatalog, reqs: requirements.Requirements) -> _Types | None:
+    ok, price = pool.offerings(reqs)
+    ids = np.flatnonzero(pool.mask(reqs) & ok)
+    if not len(ids):
+        return None
+    usable = np.maximum(pool.usable[ids], 0)
+    anchor = np.ones(len(ids), dtype=np.bool_)
+    if reqs.has_min_values():
+        # A node filled within type t's capacity keeps every type at least as large as t among its options.
+        covers = (usable[None, :, :] >= usable[:, None, :]).all(axis=2)  # [t, t']: t' fits whatever fits t
+        anchor = np.array([min_values_ok(pool, ids[covers[t]], reqs) for t in range(len(ids))], dtype=np.bool_)
+        if not anchor.any():
+            return None
+    return _Types(ids, usable, price[ids].astype(np.float64), anchor)
+
+
+def min_values_ok(pool: catalog.PoolCatalog, type_ids: catalog.IntArray, reqs: requirements.Requirements) -> bool:
+    """Do the types `type_ids` of `pool` offer at least minValues distinct values for every key that sets one?"""
+    for key, r in reqs.items():
+        if r.min_values is None:
+            continue
+        chosen = [pool.types[int(i)] for i in type_ids]
+        if key == labels.LABEL_INSTANCE_TYPE:
+            distinct = {t.name for t in chosen}
+        else:
+            distinct = {t.labels[key] for t in chosen if key in t.labels and r.has(t.labels[key])}
+            if not distinct and key in (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE):
+                distinct = {o.labels().get(key, "") for t in chosen for o in t.offerings if o.available}
+        if len(distinct) < r.min_values:
+            return False
+    return True
+
+
+# --- packing ----------------------------------------------------------------------------------------------------
+def _pack(req: catalog.IntArray, counts: catalog.IntArray, cand: _Types) -> list[tuple[catalog.IntArray, int]] | None:
+    """Patterns (pods per shape on one node) with repeat counts, covering `counts` exactly; None if impossible."""
+    fits = (req[:, None, :] <= cand.usable[None, :, :]).all(axis=2) & cand.anchor[None, :]  # shapes × types
+    if not fits.any(axis=1).all():
+        return None
+    out: list[tuple[catalog.IntArray, int]] = []
+    solution = _lp(req, counts, fits, cand)
+    if solution is None:
+        return None
+    left = counts.copy()
+    assigned = np.floor(solution.share * counts[:, None] + 1e-9).astype(np.int64)
+    for t in np.argsort(-solution.nodes, kind="stable"):
+        if solution.nodes[t] < 1 - 1e-9:
+            break
+        mine = assigned[:, t].copy()
+        left -= mine
+        mine = _fill_type(req, mine, cand.usable[t], out)
+        left += mine
+    while left.any():
+        demand = left @ req
+        present = left > 0
+        whole = cand.anchor & (cand.usable >= demand[None, :]).all(axis=1) & fits[present].all(axis=0)
+        if whole.any():
+            out.append((left.copy(), 1))
+            break
+        solution = _lp(req, left, fits, cand)
+        if solution is None:
+            return None
+        t = int(np.argmax(solution.nodes))
+        movable = np.where(fits[:, t], left, 0)
+        pattern = _fill_node(
+            req, movable, cand.usable[t], share=1.0 / max(1.0, _node_equivalents(req, movable, cand.usable[t]))
+        )
+        if not pattern.any():
+            return None
+        reps = _repeats(movable, pattern, limit=max(1, int(solution.nodes[t])))
+        out.append((pattern, reps))
+        left -= pattern * reps
+    return out
+
+
+def _lp(
+    req: catalog.IntArray, counts: catalog.IntArray, fits: catalog.BoolArray, cand: _Types
+) -> bound.Solution | None:
+    demand = (req * counts[:, None]).astype(np.float64)
+    present = counts > 0
+    full = np.zeros((len(counts), len(cand.price)))
+    got = bound.solve_lp(demand[present], fits[present], cand.usable.astype(np.float64), cand.price)
+    if got is None:
+        return None
+    full[present] = got.share
+    return bound.Solution(got.cost, got.nodes, full)
+
+
+def _fill_type(
+    req: catalog.IntArray, mine: catalog.IntArray, cap: catalog.IntArray, out: list[tuple[catalog.IntArray, int]]
+) -> catalog.IntArray:
+    """Fill whole nodes of capacity `cap` from `mine` while at least one node's worth remains; return the rest."""
+    while mine.any():
+        equivalents = _node_equivalents(req, mine, cap)
+        if equivalents < 1:
+            break
+        pattern = _fill_node(req, mine, cap, share=1.0 / equivalents)
+        if not pattern.any():
+            break
+        reps = _repeats(mine, pattern, limit=max(1, int(equivalents)))
+        out.append((pattern, reps))
+        mine = mine - pattern * reps
+    return mine
+
+
+def _node_equivalents(req: catalog.IntArray, counts: catalog.IntArray, cap: catalog.IntArray) -> float:
+    demand = (counts @ req).astype(np.float64)
+    need = demand > 0
+    if np.any(need & (cap <= 0)):
+        return float("inf")
+    return float((demand[need] / cap[need]).max()) if need.any() else 0.0
+
+
+def _repeats(counts: catalog.IntArray, pattern: catalog.IntArray, *, limit: int) -> int:
+    used = pattern > 0
+    return int(min(limit, int((counts[used] // pattern[used]).min())))
+
+
+def _fill_node(
+    req: catalog.IntArray, counts: catalog.IntArray, cap: catalog.IntArray, *, share: float
+) -> catalog.IntArray:
+    """One node's pods per shape: a `share` slice of every shape, then the best-aligned pod that fits, one at a time."""
+    take: catalog.IntArray = np.floor(counts * min(share, 1.0)).astype(np.int64)
+    free = cap - take @ req
+    if (free < 0).any():
+        take = np.zeros_like(counts)
+        free = cap.copy()
+    left = counts - take
+    weight = np.where(cap > 0, 1.0 / np.maximum(cap, 1), 0.0)
+    norm = req * weight  # shapes × resources, in fractions of the node
+    while True:
+        ok = (left > 0) & (req <= free[None, :]).all(axis=1)
+        if not ok.any():
+            return take
+        score = np.where(ok, norm @ (free * weight), -np.inf)
+        s = int(np.argmax(score))
+        take[s] += 1
+        left[s] -= 1
+        free = free - req[s]
+
+
+# --- claims -----------------------------------------------------------------------------------------------------
+def _build_slots(
+    group: _Group,
+    patterns: list[tuple[catalog.IntArray, int]],
+    req: catalog.IntArray,
+    shape_pods: list[list[pods.Pod]],
+    first_name: int,
+) -> list[nodes.Slot] | None:
+    pool = group.pool
+    base = pool.mask(group.requirements) & pool.offerings(group.requirements)[0]
+    names = [c.name for c in group.claims]
+    cursor = [0] * len(shape_pods)
+    out: list[nodes.Slot] = []
+    for pattern, reps in patterns:
+        used = pattern @ req
+        options = base & (pool.usable >= used[None, :]).all(axis=1)
+        if not options.any():
+            return None
+        if group.requirements.has_min_values() and not min_values_ok(pool, np.flatnonzero(options), group.requirements):
+            return None
+        for _ in range(reps):
+            if len(out) < len(names):
+                name = names[len(out)]
+            else:
+                name = f"hostname-placeholder-{first_name + len(out) - len(names):04d}"
+            placed: list[pods.Pod] = []
+            for s in np.flatnonzero(pattern):
+                n = int(pattern[s])
+                placed.extend(shape_pods[s][cursor[s] : cursor[s] + n])
+                cursor[s] += n
+            out.append(
+                nodes.Slot(
+                    name,
+                    group.requirements.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (name,))),
+                    pool.taints,
+                    used.copy(),
+                    pool=pool,
+                    options=options,
+                    placed=placed,
+                )
+            )
+    if cursor != [len(p) for p in shape_pods]:
+        return None
+    return out
+
+
+def _fit_limits(group: _Group, slots: list[nodes.Slot]) -> bool:
+    """Make the repack use no more of any NodePool limit than the claims it replaces, each claim charged its largest
+    option's capacity as the solver charges: options are trimmed to the cheapest option's capacity plus an equal
+    share of the slack. False when even the cheapest options exceed what the original claims were charged."""
+    pool = group.pool
+    for name in pool.pool.limits:
+        if name == labels.RESOURCE_NODES:
+            if len(slots) > len(group.claims):
+                return False
+            continue
+        if name not in pool.index.names:
+            continue
+        cap = pool.capacity[:, pool.index.names.index(name)]
+        budget = sum(int(cap[c.options].max()) for c in group.claims if c.options is not None and c.options.any())
+        cheapest = [int(cap[_cheapest_option(pool, s)]) for s in slots]
+        slack = (budget - sum(cheapest)) // max(1, len(slots))
+        if slack < 0:
+            return False
+        for s, least in zip(slots, cheapest, strict=True):
+            assert s.options is not None
+            s.options = s.options & (cap <= least + slack)
+            if group.requirements.has_min_values() and not min_values_ok(
+                pool, np.flatnonzero(s.options), group.requirements
+            ):
+                return False
+    return True
+
+
+def _cheapest_option(pool: catalog.PoolCatalog, slot: nodes.Slot) -> int:
+    assert slot.options is not None
+    prices = np.where(slot.options, pool.offerings(slot.requirements)[1], np.inf)
+    return int(np.argmin(prices))
