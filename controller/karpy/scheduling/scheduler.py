@@ -31,6 +31,7 @@ from karpy.scheduling import (
     requirements,
     resources,
     results,
+    slots,
     taints,
     topology,
     volumes,
@@ -71,8 +72,8 @@ class SchedulingInput:
 @dataclass(slots=True)
 class _Run:
     pods: list[pods.Pod]
-    cursors: dict[tuple[object, ...], list[int]] = field(default_factory=dict)  # view state -> live slot ids
-    seen: dict[tuple[object, ...], int] = field(default_factory=dict)  # view state -> slots already listed
+    dead: dict[tuple[object, ...], catalog.BoolArray] = field(default_factory=dict)  # state -> refused for good
+    contexts: dict[tuple[object, ...], tuple[int, nodes.RunContext | str]] = field(default_factory=dict)
     failed_at: int = -1
     reason: str = ""
 
@@ -93,6 +94,7 @@ class _Solver:
         self.prefer_taints = any(taints.has_prefer_no_schedule(c.taints) for c in self.pools)
         self.remaining = {c.name: dict(c.pool.limits) for c in self.pools}
         self.slots: list[nodes.Slot] = []
+        self.table = slots.SlotTable(len(self.index.names))
         self.claims: list[nodes.Slot] = []
         bound_pods: dict[str, tuple[pods.Pod, ExistingNode]] = {}
         by_name = {n.name: n for n in inp.existing_nodes}
@@ -121,6 +123,7 @@ class _Solver:
                 bound=on_node[n.name],
             )
             self.slots.append(slot)
+            self.table.add(slot)
             if n.nodepool in self.remaining:
                 for k in self.remaining[n.nodepool]:
                     cap = labels.RESOURCE_NODES if k == labels.RESOURCE_NODES else k
@@ -149,22 +152,36 @@ class _Solver:
 
     @staticmethod
     def _pool_source(c: catalog.PoolCatalog) -> topology.DomainSource:
+        """Domains the pool can really produce: labels of its (requirement-filtered) instance types, labels of
+        available offerings compatible with every offering requirement of the pool (a zone reachable only through
+        a spot offering is no domain of an on-demand pool), and the pool's own values for keys neither define."""
         domains: dict[str, set[str]] = collections.defaultdict(set)
         for o in c.offers:
-            for k, v in o.labels().items():
-                req = c.requirements.get(k)
-                if req is None or req.has(v):
+            offer_labels = o.labels()
+            if all((req := c.requirements.get(k)) is None or req.has(v) for k, v in offer_labels.items()):
+                for k, v in offer_labels.items():
                     domains[k].add(v)
         for t in c.types:
             for k, v in t.labels.items():
                 domains[k].add(v)
+        provided = set(domains) | {k for o in c.offers for k in o.labels()} | set(c.label_keys)
         for k, req in c.requirements.items():
-            if req.values() is not None:
+            if req.values() is not None and k not in provided:
                 domains[k] |= req.values() or set()
         return topology.DomainSource(c.requirements, c.taints, {k: frozenset(v) for k, v in domains.items()})
 
     # --- context ----------------------------------------------------------------------------------------------
-    def _context(self, view: preferences.View) -> nodes.RunContext | str:
+    def _context(self, run: _Run, view: preferences.View) -> nodes.RunContext | str:
+        """The run's context at this relaxation step, cached until the topology gains a group."""
+        state = view.state()
+        cached = run.contexts.get(state)
+        if cached is not None and cached[0] == len(self.topology.groups):
+            return cached[1]
+        ctx = self._build_context(view)
+        run.contexts[state] = (len(self.topology.groups), ctx)
+        return ctx
+
+    def _build_context(self, view: preferences.View) -> nodes.RunContext | str:
         pod = view.pod
         if pod.unsupported:
             return pod.unsupported
@@ -188,8 +205,51 @@ class _Solver:
             hostname_only=all(g.key.topology_key == labels.LABEL_HOSTNAME for g in constraints),
         )
 
+    def _pod_domains(self, ctx: nodes.RunContext, g: topology.Group) -> requirements.Requirement:
+        key = g.key.topology_key
+        return (ctx.strict.get(key) if not g.key.inverse else None) or self.topology.exists(key)
+
+    def _bulk_safe(self, ctx: nodes.RunContext) -> bool:
+        """Can placing pods of this run on one slot never make an earlier-refused slot acceptable?
+
+        True when every constraint is keyed on hostname (placing touches only that slot's own domain), is an
+        anti-affinity (counts only grow, so refusals only spread), or is an affinity already anchored in a domain
+        the pod may use (placing only adds to domains already allowed). Zonal spread and a self-affinity still
+        choosing its first domain move the allowed domains as pods land, so those runs go one pod at a time."""
+        for g in ctx.constraints:
+            if g.key.topology_key == labels.LABEL_HOSTNAME or g.key.inverse:
+                continue
+            if g.key.kind is topology.Kind.ANTI_AFFINITY:
+                continue
+            if g.key.kind is topology.Kind.AFFINITY:
+                pod_domains = self._pod_domains(ctx, g)
+                if any(pod_domains.has(d) for d in g.positive):
+                    continue
+            return False
+        return True
+
+    def _candidates(self, run: _Run, ctx: nodes.RunContext, state: tuple[object, ...]) -> catalog.IntArray:
+        """Slot ids worth a full check, in order. The reference path checks every slot."""
+        n = self.table.n
+        dead = run.dead.get(state)
+        if dead is None or len(dead) < n:
+            grown = np.zeros(max(n, 2 * len(dead) if dead is not None else n, 16), dtype=np.bool_)
+            if dead is not None:
+                grown[: len(dead)] = dead
+            dead = run.dead[state] = grown
+        if self.pod_by_pod:
+            return np.arange(n)
+        mask = self.table.fitting(ctx.request) & ~dead[:n]
+        selecting = self.topology.selecting(ctx.pod)
+        for g in ctx.constraints:
+            allowed = self.table.allowed(g, self_selecting=g in selecting, pod_domains=self._pod_domains(ctx, g))
+            if allowed is not None:
+                mask &= allowed
+        return np.flatnonzero(mask)
+
     # --- placement --------------------------------------------------------------------------------------------
-    def _commit(self, slot: nodes.Slot, fit: nodes.Fit, run_pods: list[pods.Pod], ctx: nodes.RunContext) -> int:
+    def _commit(self, slot_id: int, fit: nodes.Fit, run_pods: list[pods.Pod], ctx: nodes.RunContext) -> int:
+        slot = self.slots[slot_id]
         placed = run_pods[: fit.count]
         slot.used = slot.used + ctx.request * fit.count
         slot.requirements = fit.requirements
@@ -198,44 +258,54 @@ class _Solver:
         slot.placed.extend(placed)
         slot.host_ports.extend(p for pod in placed for p in pod.host_ports)
         slot.min_values_relaxed |= fit.min_values_relaxed
+        self.table.refresh(slot_id)
         self.topology.record(ctx.pod, fit.requirements, slot.taints, fit.count)
         self.placements += fit.count
         return fit.count
 
     def _try(self, run: _Run, view: preferences.View, limit: int) -> int | str:
-        ctx = self._context(view)
+        """Place up to `limit` pods of the run (one unless the run is bulk-safe); a reason when none fits."""
+        ctx = self._context(run, view)
         if isinstance(ctx, str):
             return ctx
-        state = (view.state(),)
-        live = run.cursors.setdefault(state, [])
-        seen = run.seen.get(state, 0)
-        live.extend(range(seen, len(self.slots)))
-        run.seen[state] = len(self.slots)
-        limit = limit if ctx.hostname_only else 1
-        kept: list[int] = []
-        for pos, slot_id in enumerate(live):
-            slot = self.slots[slot_id]
-            fit = nodes.evaluate(slot, ctx, self.topology, limit=limit, min_values_policy=self.inp.min_values_policy)
+        state = view.state()
+        bulk = limit > 1 and self._bulk_safe(ctx)
+        limit = limit if bulk else 1
+        dead = run.dead.get(state)
+        placed = 0
+        for slot_id in self._candidates(run, ctx, state).tolist():
+            fit = nodes.evaluate(
+                self.slots[slot_id],
+                ctx,
+                self.topology,
+                limit=limit - placed,
+                min_values_policy=self.inp.min_values_policy,
+            )
             if isinstance(fit, nodes.Fit):
-                kept.extend(live[pos:])
-                run.cursors[state] = kept
-                return self._commit(slot, fit, run.pods, ctx)
-            if not fit.permanent:
-                kept.append(slot_id)
-        run.cursors[state] = kept
+                placed += self._commit(slot_id, fit, run.pods[placed:], ctx)
+                if placed == limit:
+                    return placed
+            elif fit.permanent:
+                dead = run.dead[state]
+                dead[slot_id] = True
+        while placed < limit:
+            got = self._new_claims(ctx, limit - placed, run.pods[placed:], bulk=bulk)
+            if isinstance(got, str):
+                return placed if placed else got
+            placed += got
+        return placed
+
+    def _new_claims(self, ctx: nodes.RunContext, limit: int, run_pods: list[pods.Pod], *, bulk: bool) -> int | str:
+        """Open a claim in the first pool (weight order) that takes the next pod; a reason when none does."""
         reasons = []
         for pool in self.pools:
-            got = self._new_claim(pool, ctx, limit, run.pods)
+            got = self._new_claim(pool, ctx, limit, run_pods, bulk=bulk)
             if isinstance(got, int):
-                run.seen[state] = len(self.slots)  # the new claim is full or refused the next pod: recheck later
-                run.cursors[state].append(len(self.slots) - 1)
                 return got
             reasons.append(got)
         return "; ".join(reasons) if reasons else "no nodepool is available (none ready, or all static)"
 
-    def _new_claim(
-        self, pool: catalog.PoolCatalog, ctx: nodes.RunContext, limit: int, run_pods: list[pods.Pod]
-    ) -> int | str:
+    def _limit_options(self, pool: catalog.PoolCatalog) -> catalog.BoolArray | str:
         prefix = f'incompatible with nodepool "{pool.name}"'
         remaining = self.remaining[pool.name]
         if remaining.get(labels.RESOURCE_NODES, 1000) < 1000:
@@ -246,8 +316,19 @@ class _Solver:
                 options &= pool.capacity[:, self.index.names.index(k)] <= left
         if len(pool.types) and not options.any():
             return f'all available instance types exceed limits for nodepool: "{pool.name}"'
+        return options
+
+    def _charge(self, pool: catalog.PoolCatalog, first: catalog.BoolArray) -> None:
+        remaining = self.remaining[pool.name]
+        for k in list(remaining):
+            if k == labels.RESOURCE_NODES:
+                remaining[k] -= 1000
+            elif k in self.index.names and first.any():
+                remaining[k] -= int(pool.capacity[first, self.index.names.index(k)].max())
+
+    def _claim_slot(self, pool: catalog.PoolCatalog, options: catalog.BoolArray) -> nodes.Slot:
         hostname = f"hostname-placeholder-{len(self.claims):04d}"
-        slot = nodes.Slot(
+        return nodes.Slot(
             hostname,
             pool.requirements.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (hostname,))),
             pool.taints,
@@ -255,20 +336,71 @@ class _Solver:
             pool=pool,
             options=options,
         )
-        fit = nodes.evaluate(slot, ctx, self.topology, limit=limit, min_values_policy=self.inp.min_values_policy)
-        if isinstance(fit, nodes.Refusal):
-            overhead = resources.describe(pool.index.to_map(pool.daemon.max(axis=0))) if len(pool.types) else "{}"
-            return f"{prefix}, daemonset overhead={overhead}, {fit.reason}"
-        assert fit.first_options is not None
-        first = fit.first_options
-        for k in list(remaining):
-            if k == labels.RESOURCE_NODES:
-                remaining[k] -= 1000
-            elif k in self.index.names and first.any():
-                remaining[k] -= int(pool.capacity[first, self.index.names.index(k)].max())
+
+    def _register(self, slot: nodes.Slot) -> int:
         self.slots.append(slot)
         self.claims.append(slot)
-        return self._commit(slot, fit, run_pods, ctx)
+        return self.table.add(slot)
+
+    def _new_claim(
+        self, pool: catalog.PoolCatalog, ctx: nodes.RunContext, limit: int, run_pods: list[pods.Pod], *, bulk: bool
+    ) -> int | str:
+        options = self._limit_options(pool)
+        if isinstance(options, str):
+            return options
+        probe = self._claim_slot(pool, options)
+        fit = nodes.evaluate(probe, ctx, self.topology, limit=limit, min_values_policy=self.inp.min_values_policy)
+        if isinstance(fit, nodes.Refusal):
+            overhead = resources.describe(pool.index.to_map(pool.daemon.max(axis=0))) if len(pool.types) else "{}"
+            return f'incompatible with nodepool "{pool.name}", daemonset overhead={overhead}, {fit.reason}'
+        assert fit.first_options is not None
+        self._charge(pool, fit.first_options)
+        slot_id = self._register(probe)
+        placed = self._commit(slot_id, fit, run_pods, ctx)
+        if bulk and placed < limit and self._clonable(ctx, fit):
+            placed += self._clone_claims(pool, ctx, fit, options, run_pods[placed:], limit - placed)
+        return placed
+
+    def _clonable(self, ctx: nodes.RunContext, fit: nodes.Fit) -> bool:
+        """Would the next claims of this run come out identical to this one except for the hostname?
+
+        True when recording the run's pods touches hostname domains only (so the state every other candidate
+        and pool was refused under is unchanged) and nothing but the placeholder defines the hostname."""
+        pod = ctx.pod
+        host = labels.LABEL_HOSTNAME
+        if any(t.topology_key != host for t in pod.anti_affinity):
+            return False
+        if any(g.key.topology_key != host for g in self.topology.selecting(pod) if not g.key.inverse):
+            return False
+        if ctx.node_reqs.get(host) is not None or any(a.get(host) is not None for a in ctx.volume_alternatives):
+            return False
+        return fit.count >= 1
+
+    def _clone_claims(
+        self,
+        pool: catalog.PoolCatalog,
+        ctx: nodes.RunContext,
+        fit: nodes.Fit,
+        options: catalog.BoolArray,
+        run_pods: list[pods.Pod],
+        limit: int,
+    ) -> int:
+        """Open copies of the claim just made while whole copies are needed and limits leave the same options;
+        the last partial claim (different options) goes through the normal path."""
+        assert fit.first_options is not None
+        placed = 0
+        base = fit.requirements.without(labels.LABEL_HOSTNAME)
+        while limit - placed >= fit.count:
+            now = self._limit_options(pool)
+            if isinstance(now, str) or not np.array_equal(now, options):
+                break
+            self._charge(pool, fit.first_options)
+            slot = self._claim_slot(pool, options)
+            slot_id = self._register(slot)
+            reqs = base.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (slot.name,)))
+            clone = nodes.Fit(fit.count, reqs, fit.options, fit.first_options, fit.min_values_relaxed)
+            placed += self._commit(slot_id, clone, run_pods[placed:], ctx)
+        return placed
 
     # --- loop -------------------------------------------------------------------------------------------------
     def solve(self) -> results.Results:
@@ -337,8 +469,8 @@ def _plan(slot: nodes.Slot, index: catalog.ResourceIndex) -> results.PlannedNode
     assert pool is not None
     assert slot.options is not None
     _, prices = pool.offerings(slot.requirements)
-    ids = [i for i in np.flatnonzero(slot.options) if np.isfinite(prices[i])]
-    ids.sort(key=lambda i: (prices[i], pool.types[i].name))
+    candidates = np.flatnonzero(slot.options & np.isfinite(prices))
+    ids = candidates[np.lexsort((pool.name_rank[candidates], prices[candidates]))].tolist()
     cheapest = None
     if ids:
         offer = pool.cheapest_offering(int(ids[0]), slot.requirements)
