@@ -1,0 +1,68 @@
+"""Set logic of garbage collection in both directions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.nodeclaim import builders as b
+
+from karpy.api import nodeclaim
+from karpy.nodeclaim import garbagecollection as gc
+
+T0 = b.T0
+
+
+def _instance(pid: str, created: float | None = None) -> nodeclaim.NodeClaim:
+    claim = b.claim(f"i-{pid[-4:]}")
+    return dataclasses.replace(
+        claim,
+        metadata=dataclasses.replace(claim.metadata, creation_timestamp=created),
+        status=nodeclaim.NodeClaimStatus(provider_id=pid),
+    )
+
+
+def _claim(name: str, pid: str, *, registered: bool = True, deleting: bool = False) -> nodeclaim.NodeClaim:
+    conds = [b.cond("Registered", "True" if registered else "Unknown", T0)]
+    return b.claim(
+        name,
+        status={"providerID": pid, "conditions": conds},
+        deleted=T0 if deleting else None,
+        finalizers=["karpenter.sh/termination"] if deleting else (),
+    )
+
+
+def test_unclaimed_instance_is_leaked_only_after_the_grace() -> None:
+    instances = [_instance("p-0001"), _instance("p-0002")]
+    claims = [_claim("a", "p-0001")]
+    seen = gc.track_unclaimed(instances, claims, first_seen={}, now=T0)
+    assert seen == {"p-0002": T0}  # the claimed one is not tracked
+    assert gc.leaked_instances(instances, claims, first_seen=seen, now=T0 + 30) == []
+    seen = gc.track_unclaimed(instances, claims, first_seen=seen, now=T0 + 31)
+    assert seen == {"p-0002": T0}  # the first sighting is kept
+    assert [i.status.provider_id for i in gc.leaked_instances(instances, claims, first_seen=seen, now=T0 + 31)] == [
+        "p-0002"
+    ]
+
+
+def test_instance_creation_time_counts_as_first_sighting() -> None:
+    instances = [_instance("p-0003", created=T0 - 100)]
+    seen = gc.track_unclaimed(instances, [], first_seen={}, now=T0)
+    assert [i.status.provider_id for i in gc.leaked_instances(instances, [], first_seen=seen, now=T0)] == ["p-0003"]
+
+
+def test_instance_claimed_later_is_forgotten() -> None:
+    instances = [_instance("p-0004")]
+    seen = gc.track_unclaimed(instances, [], first_seen={}, now=T0)
+    seen = gc.track_unclaimed(instances, [_claim("late", "p-0004", registered=False)], first_seen=seen, now=T0 + 5)
+    assert seen == {}
+
+
+def test_orphaned_claims_are_registered_not_deleting_and_missing_from_the_cloud() -> None:
+    claims = [
+        _claim("gone", "p-0001"),
+        _claim("alive", "p-0002"),
+        _claim("young", "p-0003", registered=False),  # liveness owns it
+        _claim("leaving", "p-0004", deleting=True),  # its finalizer owns it
+    ]
+    instances = [_instance("p-0002")]
+    assert [c.name for c in gc.orphaned_claims(claims, instances)] == ["gone"]

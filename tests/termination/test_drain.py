@@ -1,0 +1,154 @@
+"""Table tests of the drain decisions: tiers, skipped pods, do-not-disrupt forms, TGP force thresholds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.nodeclaim import builders as b
+
+from karpy.api import labels
+from karpy.termination import drain
+
+T0 = b.T0
+DND = labels.ANNOTATION_DO_NOT_DISRUPT
+
+
+def _pod(name: str, **kwargs: Any) -> drain.DrainPod:
+    return drain.from_manifest(b.pod_dict(name, **kwargs))
+
+
+def _names(pods: tuple[drain.DrainPod, ...]) -> list[str]:
+    return [p.name for p in pods]
+
+
+def test_parse_reads_what_draining_needs() -> None:
+    pod = _pod(
+        "p",
+        daemon=True,
+        priority_class="system-node-critical",
+        grace=45,
+        deleted=T0 + 1,
+        pvcs=["data"],
+        annotations={DND: "true"},
+    )
+    assert (pod.daemon, pod.mirror, pod.tier) == (True, False, drain.Tier.CRITICAL_DAEMON)
+    assert (pod.grace_seconds, pod.deletion_timestamp, pod.pvc_names, pod.do_not_disrupt) == (
+        45,
+        T0 + 1,
+        ("data",),
+        "true",
+    )
+    assert drain.from_manifest({"metadata": {"name": "bare"}}).grace_seconds == 30
+
+
+def test_only_the_first_non_empty_tier_is_evicted() -> None:
+    pods = [
+        _pod("crit-ds", daemon=True, priority_class="system-node-critical"),
+        _pod("crit", priority_class="system-cluster-critical"),
+        _pod("ds", daemon=True),
+        _pod("app"),
+    ]
+    order = []
+    while pods:
+        step = drain.plan(pods, now=T0, termination_time=None)
+        order.append(_names(step.evict))
+        pods = [p for p in pods if p.name not in order[-1]]
+    assert order == [["app"], ["ds"], ["crit"], ["crit-ds"]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "waits", "evicts"),
+    [
+        ({}, True, True),
+        ({"mirror": True}, False, False),
+        ({"phase": "Succeeded"}, False, False),
+        ({"phase": "Failed"}, False, False),
+        ({"tolerations": [{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]}, False, False),
+        ({"tolerations": [{"operator": "Exists"}]}, False, False),  # tolerates everything
+        (
+            {"tolerations": [{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists", "effect": "NoExecute"}]},
+            True,
+            True,
+        ),
+        ({"deleted": T0 - 10}, True, False),  # terminating: wait for it, no second eviction
+        ({"deleted": T0 - 61}, False, False),  # stuck terminating: stop waiting
+        ({"annotations": {DND: "true"}}, True, False),
+        ({"annotations": {DND: "10m"}, "started": T0 - 599}, True, False),
+        ({"annotations": {DND: "10m"}, "started": T0 - 600}, True, True),  # window over
+        ({"annotations": {DND: "1h30m"}, "started": T0 - 3600}, True, False),
+        ({"annotations": {DND: "false"}}, True, True),
+        ({"annotations": {DND: "soon"}}, True, True),  # not "true" and not a duration: ignored, as upstream
+    ],
+)
+def test_which_pods_hold_the_drain_and_which_are_evicted(kwargs: dict[str, Any], waits: bool, evicts: bool) -> None:
+    step = drain.plan([_pod("p", **kwargs)], now=T0, termination_time=None)
+    assert (bool(step.waiting), bool(step.evict)) == (waits, evicts)
+    assert step.delete == ()  # nothing is ever deleted without a termination grace period
+    assert step.drained is not waits
+
+
+@pytest.mark.parametrize(
+    ("grace", "now", "deleted"),
+    [
+        (30, T0 + 3600 - 30, False),  # exactly at the threshold: not yet ("now > threshold")
+        (30, T0 + 3600 - 29, True),
+        (600, T0 + 3000, False),
+        (600, T0 + 3001, True),
+        (7200, T0, True),  # grace longer than the whole TGP: delete at once
+    ],
+)
+def test_force_threshold_is_node_termination_time_minus_pod_grace(grace: int, now: float, deleted: bool) -> None:
+    step = drain.plan([_pod("p", grace=grace)], now=now, termination_time=T0 + 3600)
+    assert bool(step.delete) is deleted
+    assert bool(step.evict) is not deleted  # forced pods are not evicted as well
+
+
+def test_force_covers_every_tier_and_do_not_disrupt_but_not_terminating_pods() -> None:
+    pods = [
+        _pod("app", grace=30),
+        _pod("crit-ds", daemon=True, priority_class="system-node-critical", grace=30),
+        _pod("blocker", annotations={DND: "true"}, grace=30),
+        _pod("leaving", deleted=T0 + 3580, grace=30),
+        _pod("slow", grace=10),
+    ]
+    step = drain.plan(pods, now=T0 + 3580, termination_time=T0 + 3600)
+    assert _names(step.delete) == ["app", "blocker", "crit-ds"]
+    assert _names(step.evict) == ["slow"]  # threshold T0+3590 not passed: it goes through the Eviction API
+    assert drain.delete_grace_seconds(T0 + 3600, T0 + 3580) == 20
+    assert drain.delete_grace_seconds(T0 + 3600, T0 + 4000) == 0
+
+
+def test_blocking_attachments() -> None:
+    def va(name: str, node: str, pv: str | None) -> dict[str, Any]:
+        source = {"persistentVolumeName": pv} if pv else {"inlineVolumeSpec": {}}
+        return {"metadata": {"name": name}, "spec": {"nodeName": node, "source": source}}
+
+    attachments = [va("a", "n1", "pv-a"), va("b", "n1", "pv-b"), va("c", "n2", "pv-c"), va("d", "n1", None)]
+    assert drain.blocking_attachments(attachments, node_name="n1", ignored_volumes=frozenset({"pv-b"})) == ["a"]
+
+
+def test_disrupted_patch() -> None:
+    node = b.node_dict(
+        taints=[
+            {"key": labels.TAINT_DISRUPTED_KEY, "value": "x", "effect": "NoSchedule"},
+            {"key": "k", "effect": "NoExecute"},
+        ]
+    )
+    patch = drain.disrupted_patch(node)
+    assert patch == {
+        "spec": {
+            "taints": [{"key": "k", "effect": "NoExecute"}, {"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}]
+        },
+        "metadata": {"labels": {labels.LABEL_EXCLUDE_FROM_LB: "karpenter"}, "resourceVersion": "7"},
+    }
+    done = b.node_dict(
+        taints=[{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}],
+        node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"},
+    )
+    assert drain.disrupted_patch(done) is None
+
+
+@pytest.mark.parametrize(("failures", "delay"), [(1, 0.1), (2, 0.2), (5, 1.6), (8, 10.0), (30, 10.0)])
+def test_backoff(failures: int, delay: float) -> None:
+    assert drain.Backoff().delay(failures) == pytest.approx(delay)
