@@ -1,0 +1,248 @@
+"""A kube-scheduler stand-in: binds pending pods to nodes where they fit, marks the others Unschedulable.
+
+Placement reuses `karpy.scheduling.scheduler.solve` with the cluster's nodes as existing nodes and no NodePools,
+so taints/tolerations, node selectors and affinity, topology spread, pod (anti-)affinity, host ports and resources
+are judged by the same code the controller simulates with. Like kube-scheduler it considers only Ready,
+schedulable (not cordoned), not-deleting nodes; PreferNoSchedule taints are soft (ignored here). A pod that fits
+nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller); the
+condition is written only when it changes, so an idle cluster sees no writes.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy import clock as clock_module
+from karpy.api import errors, labels, meta, quantity
+from karpy.kube import client, resources
+from karpy.scheduling import pods as scheduling_pods
+from karpy.scheduling import resources as scheduling_resources
+from karpy.scheduling import scheduler
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER = "default-scheduler"
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+UNSCHEDULABLE = "Unschedulable"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    interval: float = 1.0
+    """Seconds between scheduling passes."""
+    scheduler_name: str = DEFAULT_SCHEDULER
+    """Pods naming another scheduler are left alone, as kube-scheduler does."""
+
+
+@dataclass(slots=True)
+class ScheduleReport:
+    bound: dict[str, str] = field(default_factory=dict)  # "ns/name" -> node
+    unschedulable: dict[str, str] = field(default_factory=dict)  # "ns/name" -> message
+
+
+def timestamp(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    md = pod.get("metadata") or {}
+    return f"{md.get('namespace') or 'default'}/{md.get('name')}"
+
+
+def is_pending(pod: Mapping[str, Any], *, scheduler_name: str = DEFAULT_SCHEDULER) -> bool:
+    """Waiting for this scheduler: no node, not deleting, not finished."""
+    spec = pod.get("spec") or {}
+    return (
+        not spec.get("nodeName")
+        and not (pod.get("metadata") or {}).get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES
+        and (spec.get("schedulerName") or DEFAULT_SCHEDULER) == scheduler_name
+    )
+
+
+def is_schedulable_node(node: Mapping[str, Any]) -> bool:
+    """Ready, not cordoned, not being deleted."""
+    conditions = (node.get("status") or {}).get("conditions") or ()
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    deleting = bool((node.get("metadata") or {}).get("deletionTimestamp"))
+    return ready and not deleting and not (node.get("spec") or {}).get("unschedulable")
+
+
+def hard_taints(node: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
+    """NoSchedule and NoExecute taints (PreferNoSchedule only scores nodes in kube-scheduler)."""
+    out = []
+    for raw in (node.get("spec") or {}).get("taints") or ():
+        effect = str(raw.get("effect") or "")
+        if effect != labels.EFFECT_PREFER_NO_SCHEDULE:
+            out.append(meta.Taint(key=str(raw.get("key") or ""), effect=effect, value=str(raw.get("value") or "")))
+    return tuple(out)
+
+
+def allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    raw = (node.get("status") or {}).get("allocatable") or {}
+    return {str(name): quantity.parse(str(value)) for name, value in raw.items()}
+
+
+def plan(
+    pending: Sequence[scheduling_pods.Pod],
+    nodes: Iterable[Mapping[str, Any]],
+    bound: Mapping[str, Sequence[scheduling_pods.Pod]],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given schedulable nodes."""
+    existing = [
+        scheduler.ExistingNode(
+            name=str(n["metadata"]["name"]),
+            labels=dict((n.get("metadata") or {}).get("labels") or {}),
+            taints=hard_taints(n),
+            allocatable=allocatable(n),
+            pods=tuple(bound.get(str(n["metadata"]["name"]), ())),
+        )
+        for n in nodes
+    ]
+    if not pending:
+        return {}, {}
+    result = scheduler.solve(
+        scheduler.SchedulingInput(pods=pending, nodepools=(), instance_types={}, existing_nodes=existing),
+    )
+    placements = {p.key: node for node, placed in result.existing_nodes.items() for p in placed}
+    reasons = {p.key: explain(p, existing, solver_reason=result.unschedulable.get(p.key, "")) for p in pending}
+    return placements, {key: why for key, why in reasons.items() if key not in placements}
+
+
+def explain(pod: scheduling_pods.Pod, nodes: Sequence[scheduler.ExistingNode], *, solver_reason: str = "") -> str:
+    """kube-scheduler's FailedScheduling summary: `0/N nodes are available: <count> <reason>, ...`.
+
+    Each node is charged with its first failing filter (taints, then node selector/affinity, then resources); nodes
+    that pass all three failed on something subtler (spread, pod affinity, ports), which the solver names.
+    """
+    counts: collections.Counter[str] = collections.Counter()
+    for n in nodes:
+        counts[_first_failure(pod, n) or solver_reason or "node(s) did not fit"] += 1
+    if not counts:
+        return "0/0 nodes are available: no nodes are ready and schedulable"
+    summary = ", ".join(f"{count} {why}" for why, count in sorted(counts.items()))
+    return f"0/{len(nodes)} nodes are available: {summary}."
+
+
+def _first_failure(pod: scheduling_pods.Pod, n: scheduler.ExistingNode) -> str:
+    missing = [t for t in n.taints if not any(tol.tolerates(t) for tol in pod.tolerations)]
+    if missing:
+        t = missing[0]
+        return (
+            f"node(s) had untolerated taint {{{t.key}: {t.value}}}"
+            if t.value
+            else (f"node(s) had untolerated taint {{{t.key}}}")
+        )
+    node_labels = {labels.LABEL_HOSTNAME: n.name, **n.labels}
+    terms = range(max(1, len(pod.required_node_terms)))
+    if not any(pod.node_requirements(term=i).admits(node_labels) for i in terms):
+        return "node(s) didn't match Pod's node affinity/selector"
+    used = scheduling_resources.add(*(p.requests for p in n.pods))
+    short = scheduling_resources.exceeded(pod.requests, scheduling_resources.subtract(n.allocatable, used))
+    if short:
+        return ", ".join(f"Insufficient {name}" for name in sorted(short))
+    return ""
+
+
+def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dict[str, Any] | None:
+    """The status merge patch setting PodScheduled=False/Unschedulable; None when the pod already says so."""
+    conditions = list((pod.get("status") or {}).get("conditions") or ())
+    current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+        "False",
+        UNSCHEDULABLE,
+        message,
+    ):
+        return None
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": UNSCHEDULABLE,
+        "message": message,
+        "lastTransitionTime": timestamp(now),
+        "lastProbeTime": None,
+    }
+    others = [c for c in conditions if c.get("type") != "PodScheduled"]
+    return {"status": {"phase": "Pending", "conditions": [*others, condition]}}
+
+
+class KubeScheduler:
+    """`await kube_scheduler.run()` schedules every `settings.interval` until cancelled; `sync()` is one pass."""
+
+    def __init__(
+        self, kube: client.KubeClient, *, clock: clock_module.Clock, settings: SchedulerSettings | None = None
+    ) -> None:
+        self._kube = kube
+        self._clock = clock
+        self._settings = settings or SchedulerSettings()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.sync()
+            except (client.KubeError, OSError) as error:
+                log.warning("kube-scheduler stand-in: pass failed: %s", error)
+            await self._clock.sleep(self._settings.interval)
+
+    async def sync(self) -> ScheduleReport:
+        report = ScheduleReport()
+        raw_pods, _ = await self._kube.list(resources.PODS)
+        waiting = [p for p in raw_pods if is_pending(p, scheduler_name=self._settings.scheduler_name)]
+        if not waiting:
+            return report
+        nodes, _ = await self._kube.list(resources.NODES)
+        schedulable = [n for n in nodes if is_schedulable_node(n)]
+        bound: dict[str, list[scheduling_pods.Pod]] = {}
+        for raw in raw_pods:
+            node = (raw.get("spec") or {}).get("nodeName")
+            if node and (raw.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES:
+                parsed = _parse(raw)
+                if parsed is not None:
+                    bound.setdefault(str(node), []).append(parsed)
+        pending: list[scheduling_pods.Pod] = []
+        by_key: dict[str, Mapping[str, Any]] = {}
+        now = self._clock.now()
+        for raw in waiting:
+            parsed = _parse(raw)
+            if parsed is None:
+                await self._mark(raw, "the pod cannot be parsed for scheduling", now, report)
+                continue
+            pending.append(parsed)
+            by_key[parsed.key] = raw
+        placements, reasons = plan(pending, schedulable, bound)
+        for key, node in placements.items():
+            namespace, name = key.split("/", 1)
+            try:
+                await self._kube.bind(namespace, name, node)
+            except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
+                log.info("kube-scheduler stand-in: binding %s to %s skipped: %s", key, node, error)
+                continue
+            report.bound[key] = node
+        for key, message in reasons.items():
+            await self._mark(by_key[key], message, now, report)
+        return report
+
+    async def _mark(self, raw: Mapping[str, Any], message: str, now: float, report: ScheduleReport) -> None:
+        key = pod_key(raw)
+        report.unschedulable[key] = message
+        patch = unschedulable_patch(raw, message, now)
+        if patch is None:
+            return
+        namespace, name = key.split("/", 1)
+        try:
+            await self._kube.patch(resources.PODS, name, patch, namespace=namespace, subresource="status")
+        except client.NotFound:
+            report.unschedulable.pop(key, None)
+
+
+def _parse(raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+    try:
+        return scheduling_pods.from_manifest(raw)
+    except errors.ValidationError as error:
+        log.warning("kube-scheduler stand-in: %s", error)
+        return None

@@ -1,0 +1,150 @@
+"""The kube-scheduler stand-in against the emulated API server: binds where pods fit, Unschedulable elsewhere."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from karpy import clock
+from karpy.kube import config, resources, rest
+from karpy.sim import scheduler
+from karpy.sim.kube import runner
+
+NOW = 1_700_000_000.0
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "2",
+    ready: bool = True,
+    taints: list[dict[str, str]] | None = None,
+    unschedulable: bool = False,
+    node_labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(node_labels or {})}},
+        "spec": {"taints": taints or [], "unschedulable": unschedulable},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod(name: str, *, cpu: str = "500m", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "spec": {
+            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+            **spec,
+        },
+    }
+
+
+@pytest.fixture
+async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
+    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client:
+        yield client
+
+
+async def _pod(api: rest.RestClient, name: str) -> dict[str, Any]:
+    got = await api.get(resources.PODS, name, namespace="default")
+    assert got is not None
+    return got
+
+
+def _scheduled(p: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in p["status"]["conditions"] if c["type"] == "PodScheduled")
+
+
+async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.RestClient) -> None:
+    for body in (
+        node("plain", cpu="1"),
+        node("gpu", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}], node_labels={"gpu": "y"}),
+        node("booting", cpu="64", ready=False),
+        node("cordoned", cpu="64", unschedulable=True),
+        node("soft", cpu="1", taints=[{"key": "spare", "effect": "PreferNoSchedule"}], node_labels={"soft": "y"}),
+    ):
+        await api.create(resources.NODES, body)
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    for body in (
+        pod("small-1"),
+        pod("small-2"),
+        pod("small-3"),  # plain has 1 cpu: two 500m pods fit there
+        pod("on-gpu", nodeSelector={"gpu": "y"}, tolerations=[toleration]),
+        pod("gpu-intolerant", nodeSelector={"gpu": "y"}),
+        pod("on-soft", nodeSelector={"soft": "y"}),  # PreferNoSchedule does not block
+        pod("huge", cpu="32"),  # only the NotReady and the cordoned nodes are that big
+        pod("other-scheduler", schedulerName="my-scheduler"),
+    ):
+        await api.create(resources.PODS, body)
+
+    kube_scheduler = scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW))
+    report = await kube_scheduler.sync()
+
+    assert report.bound["default/on-gpu"] == "gpu"
+    assert report.bound["default/on-soft"] == "soft"
+    smalls = {k: v for k, v in report.bound.items() if k.startswith("default/small")}
+    assert sorted(smalls.values()).count("plain") == 2  # plain holds exactly two 500m pods
+    assert len(smalls) == 3  # the third went to the only other fitting node
+    assert set(report.unschedulable) == {"default/gpu-intolerant", "default/huge"}
+    assert "default/other-scheduler" not in report.bound
+    assert "default/other-scheduler" not in report.unschedulable
+    # gpu refuses for its taint, plain and soft lack the selector's label; the NotReady/cordoned nodes do not count.
+    assert report.unschedulable["default/gpu-intolerant"] == (
+        "0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector,"
+        " 1 node(s) had untolerated taint {dedicated: gpu}."  # reasons sorted by text, as kube-scheduler does
+    )
+    for name, node_name in (("on-gpu", "gpu"), ("on-soft", "soft")):
+        stored = await _pod(api, name)
+        assert stored["spec"]["nodeName"] == node_name
+        assert _scheduled(stored)["status"] == "True"
+    huge = await _pod(api, "huge")
+    assert "nodeName" not in huge["spec"]
+    condition = _scheduled(huge)
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+    assert condition["message"] == (
+        "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."
+    )
+
+
+async def test_unchanged_verdicts_write_nothing_and_new_capacity_binds(api: rest.RestClient) -> None:
+    await api.create(resources.PODS, pod("big", cpu="3"))
+    kube_scheduler = scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW))
+    first = await kube_scheduler.sync()
+    assert first.unschedulable["default/big"].startswith("0/0 nodes are available")
+    version = (await _pod(api, "big"))["metadata"]["resourceVersion"]
+    await kube_scheduler.sync()
+    assert (await _pod(api, "big"))["metadata"]["resourceVersion"] == version  # no churn for the controller
+
+    await api.create(resources.NODES, node("roomy", cpu="4"))
+    third = await kube_scheduler.sync()
+    assert third.bound == {"default/big": "roomy"}
+    assert (await _pod(api, "big"))["spec"]["nodeName"] == "roomy"
+
+
+async def test_resources_of_bound_pods_count(api: rest.RestClient) -> None:
+    await api.create(resources.NODES, node("n1", cpu="1"))
+    await api.create(resources.PODS, pod("resident", cpu="800m", nodeName="n1"))
+    await api.create(resources.PODS, pod("newcomer", cpu="500m"))
+    report = await scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
+    assert report.bound == {}
+    assert "default/newcomer" in report.unschedulable
+
+
+def test_unschedulable_patch_keeps_other_conditions() -> None:
+    raw = {"status": {"conditions": [{"type": "Custom", "status": "True"}]}}
+    patch = scheduler.unschedulable_patch(raw, "0/1 nodes are available: x", NOW)
+    assert patch is not None
+    types = [c["type"] for c in patch["status"]["conditions"]]
+    assert types == ["Custom", "PodScheduled"]
+    raw["status"]["conditions"] = patch["status"]["conditions"]
+    assert scheduler.unschedulable_patch(raw, "0/1 nodes are available: x", NOW) is None
+    assert scheduler.unschedulable_patch(raw, "0/2 nodes are available: y", NOW) is not None
