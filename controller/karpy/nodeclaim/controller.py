@@ -1,0 +1,360 @@
+"""The NodeClaim lifecycle reconciler: launch → register → initialize → liveness, expiry, the NodeClaim finalizer,
+and garbage collection. A thin async shell around `lifecycle`, `expiration` and `garbagecollection`.
+
+Crash safety comes from re-deriving everything on each call from the API server and the cloud, never from memory:
+* the finalizer is on the claim before `cloud.create` runs (a claim that launched can never vanish silently);
+* the provider id is written to status first, labels second (re-read from `cloud.get` if a crash came between);
+* an instance launched but never recorded (crash between create and the status write) has no claim pointing at
+  it, so garbage collection terminates it after 30 s;
+* Node and NodeClaim writes are idempotent (patches are computed against the current objects), so a re-run after
+  any partial write converges; the finalizer goes only once `cloud.delete` answered NotFound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from karpy import clock as clock_mod
+from karpy import events
+from karpy.api import errors as api_errors
+from karpy.api import labels, nodeclaim, parse, status
+from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import types
+from karpy.kube import client as kube
+from karpy.kube import resources
+from karpy.nodeclaim import conditions, expiration, garbagecollection, lifecycle
+
+log = logging.getLogger(__name__)
+
+POLL: Final = 5.0
+"""Seconds between checks while waiting on something the controller is not told about (node registration)."""
+FINALIZE_POLL: Final = 1.0
+INSTANCE_TERMINATION_POLL: Final = 5.0
+GC_FAST_INTERVAL: Final = 10.0
+GC_FAST_RUNS: Final = 20
+"""Instance GC runs every 10 s for its first 20 runs, then every 2 min (aws garbagecollection controller)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deps:
+    client: kube.KubeClient
+    cloud: types.CloudProvider
+    clock: clock_mod.Clock
+    recorder: events.Recorder
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Result:
+    """What the caller should do next: reconcile again after `requeue_after` seconds, or wait for an event."""
+
+    requeue_after: float | None = None
+
+
+DONE: Final = Result()
+
+
+def _min_requeue(*delays: float | None) -> Result:
+    present = [d for d in delays if d is not None]
+    return Result(max(0.0, min(present))) if present else DONE
+
+
+class NodeClaimController:
+    """Reconciles one NodeClaim per call; `collect_garbage` runs one GC pass. Holds no decision state: only the GC's
+    first sightings of unclaimed instances (losing them after a restart merely restarts their 30 s grace)."""
+
+    def __init__(self, deps: Deps) -> None:
+        self._deps = deps
+        self._unclaimed_since: dict[str, float] = {}
+
+    # --- entry points -------------------------------------------------------------------------------------------
+
+    async def reconcile(self, name: str) -> Result:
+        try:
+            claim = await self._get(name)
+            if claim is None:
+                return DONE
+            if claim.metadata.deletion_timestamp is not None:
+                return await self._finalize(claim)
+            return await self._reconcile_live(claim)
+        except kube.NotFound:
+            return DONE  # deleted while we worked; the DELETED event ends it
+        except kube.Conflict:
+            return Result(FINALIZE_POLL)  # someone wrote in between: re-read and retry
+
+    async def collect_garbage(self) -> None:
+        """One pass both ways: terminate leaked instances, delete Registered claims whose instance is gone."""
+        raw, _ = await self._deps.client.list(resources.NODECLAIMS)
+        claims = [c for c in (self._parse(o) for o in raw) if c is not None]
+        instances = list(await self._deps.cloud.list())
+        now = self._deps.clock.now()
+        self._unclaimed_since = garbagecollection.track_unclaimed(
+            instances, claims, first_seen=self._unclaimed_since, now=now
+        )
+        for instance in garbagecollection.leaked_instances(
+            instances, claims, first_seen=self._unclaimed_since, now=now
+        ):
+            with contextlib.suppress(cloud_errors.NodeClaimNotFound):
+                await self._deps.cloud.delete(instance)
+            self._unclaimed_since.pop(instance.status.provider_id, None)
+            log.info("garbage collected cloudprovider instance", extra={"provider-id": instance.status.provider_id})
+        for claim in garbagecollection.orphaned_claims(claims, instances):
+            try:  # the list may lag a launch or a retry: confirm before deleting
+                await self._deps.cloud.get(claim.status.provider_id)
+                continue
+            except cloud_errors.NodeClaimNotFound:
+                pass
+            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
+            self._deps.recorder.record(
+                _ref(claim), "Warning", "GarbageCollected", "Instance was terminated outside of karpy"
+            )
+            log.info(
+                "garbage collecting nodeclaim with no cloudprovider representation",
+                extra={"nodeclaim": claim.name, "provider-id": claim.status.provider_id},
+            )
+
+    async def run_garbage_collection(self) -> None:
+        """Forever: GC every 10 s for the first 20 runs, then every 2 min. Errors are logged, never fatal."""
+        runs = 0
+        while True:
+            try:
+                await self.collect_garbage()
+            except (kube.KubeError, cloud_errors.CloudProviderError) as error:
+                log.warning("garbage collection failed: %s", error)
+            runs += 1
+            interval = GC_FAST_INTERVAL if runs < GC_FAST_RUNS else garbagecollection.NODECLAIM_INTERVAL
+            await self._deps.clock.sleep(interval)
+
+    # --- live claims --------------------------------------------------------------------------------------------
+
+    async def _reconcile_live(self, claim: nodeclaim.NodeClaim) -> Result:
+        now = self._deps.clock.now()
+        if expiration.expired(claim, now):
+            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
+            self._deps.recorder.record(_ref(claim), "Normal", "Expired", "NodeClaim reached its expireAfter")
+            log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": "expired"})
+            return DONE
+        if labels.FINALIZER_TERMINATION not in claim.metadata.finalizers:
+            # Before launching: a claim without the finalizer could be deleted and leak its instance.
+            await self._deps.client.patch(
+                resources.NODECLAIMS,
+                claim.name,
+                _finalizers_patch(claim, [*claim.metadata.finalizers, labels.FINALIZER_TERMINATION]),
+            )
+            claim = dataclasses.replace(
+                claim,
+                metadata=dataclasses.replace(
+                    claim.metadata, finalizers=(*claim.metadata.finalizers, labels.FINALIZER_TERMINATION)
+                ),
+            )
+        claim = await self._write_status(claim, lifecycle.initial_conditions(claim, now=now))
+
+        launched = await self._launch(claim)
+        if launched is None:
+            return DONE  # deleted (insufficient capacity / node class not ready)
+        claim = launched
+        if claim.is_true(nodeclaim.LAUNCHED):
+            claim = await self._register(claim)
+        if claim.is_true(nodeclaim.REGISTERED):
+            claim = await self._initialize(claim)
+
+        now = self._deps.clock.now()
+        reason = lifecycle.liveness(claim, now)
+        if reason is not None:
+            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
+            log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
+            return DONE
+        deadline = lifecycle.liveness_deadline(claim)
+        waiting = None if claim.is_true(nodeclaim.INITIALIZED) else POLL
+        expiry = expiration.expires_at(claim)
+        return _min_requeue(
+            waiting,
+            None if deadline is None else deadline[0] - now,
+            None if expiry is None else expiry - now,
+        )
+
+    async def _launch(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim | None:
+        if claim.status.provider_id:
+            if labels.LABEL_INSTANCE_TYPE not in claim.metadata.labels:
+                await self._restore_labels(claim)
+            return claim
+        try:
+            resolved = await self._deps.cloud.create(claim)
+        except (cloud_errors.InsufficientCapacity, cloud_errors.NodeClassNotReady) as error:
+            reason = (
+                "InsufficientCapacityError"
+                if isinstance(error, cloud_errors.InsufficientCapacity)
+                else "NodeClassNotReady"
+            )
+            self._deps.recorder.record(_ref(claim), "Warning", reason, f"NodeClaim {claim.name} event: {error}")
+            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
+            log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": reason})
+            return None
+        except cloud_errors.CreateError as error:
+            failed = lifecycle.launch_failed(claim, error.reason.value, error.message, now=self._deps.clock.now())
+            log.warning("launching nodeclaim failed: %s", error, extra={"nodeclaim": claim.name})
+            return await self._write_status(claim, failed)
+        launched = lifecycle.launch_result(claim, resolved, now=self._deps.clock.now())
+        # Status (provider id) first: it is what ties the instance to this claim for GC and termination.
+        launched = await self._write_status(claim, launched)
+        new_labels = lifecycle.missing_labels(claim, launched.metadata.labels)
+        if new_labels:
+            await self._deps.client.patch(resources.NODECLAIMS, claim.name, lifecycle.labels_patch(new_labels))
+        log.info(
+            "launched nodeclaim",
+            extra={
+                "nodeclaim": claim.name,
+                "provider-id": launched.status.provider_id,
+                "instance-type": launched.metadata.labels.get(labels.LABEL_INSTANCE_TYPE, ""),
+                "zone": launched.metadata.labels.get(labels.LABEL_ZONE, ""),
+                "capacity-type": launched.metadata.labels.get(labels.LABEL_CAPACITY_TYPE, ""),
+            },
+        )
+        return launched
+
+    async def _restore_labels(self, claim: nodeclaim.NodeClaim) -> None:
+        try:
+            instance = await self._deps.cloud.get(claim.status.provider_id)
+        except cloud_errors.NodeClaimNotFound:
+            return  # GC deletes the claim once it is Registered; liveness before that
+        new_labels = lifecycle.missing_labels(claim, instance.metadata.labels)
+        if new_labels:
+            await self._deps.client.patch(resources.NODECLAIMS, claim.name, lifecycle.labels_patch(new_labels))
+
+    async def _register(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        registered = claim.condition(nodeclaim.REGISTERED)
+        if registered is not None and registered.status != conditions.UNKNOWN:
+            return claim  # True: done; False: an invariant broke, liveness decides
+        now = self._deps.clock.now()
+        nodes = await self._nodes_for(claim.status.provider_id)
+        if not nodes:
+            return await self._write_status(claim, lifecycle.node_not_found(claim, now=now))
+        if len(nodes) > 1:
+            return await self._write_status(claim, lifecycle.multiple_nodes(claim, now=now))
+        outcome = lifecycle.registration_patch(claim, nodes[0], now=now)
+        if outcome.error:
+            log.error("registering nodeclaim failed: %s", outcome.error, extra={"nodeclaim": claim.name})
+            return await self._write_status(claim, outcome.claim)
+        if outcome.node_patch is not None:
+            await self._deps.client.patch(resources.NODES, outcome.claim.status.node_name, outcome.node_patch)
+        result = await self._write_status(claim, outcome.claim)
+        log.info("registered nodeclaim", extra={"nodeclaim": claim.name, "node": result.status.node_name})
+        return result
+
+    async def _initialize(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        if claim.is_true(nodeclaim.INITIALIZED):
+            return claim
+        now = self._deps.clock.now()
+        node = await self._deps.client.get(resources.NODES, claim.status.node_name)
+        if node is None:
+            return await self._write_status(
+                claim,
+                lifecycle.with_condition(
+                    claim,
+                    nodeclaim.INITIALIZED,
+                    conditions.FALSE,
+                    now=now,
+                    reason="NodeNotFound",
+                    message="Node not registered with cluster",
+                ),
+            )
+        ok, reason, message = lifecycle.initialized(claim, node)
+        if not ok:
+            return await self._write_status(
+                claim,
+                lifecycle.with_condition(
+                    claim, nodeclaim.INITIALIZED, conditions.FALSE, now=now, reason=reason, message=message
+                ),
+            )
+        patch = lifecycle.initialization_patch(node)
+        if patch is not None:
+            await self._deps.client.patch(resources.NODES, claim.status.node_name, patch)
+        result = await self._write_status(
+            claim, lifecycle.with_condition(claim, nodeclaim.INITIALIZED, conditions.TRUE, now=now)
+        )
+        log.info("initialized nodeclaim", extra={"nodeclaim": claim.name, "node": claim.status.node_name})
+        return result
+
+    # --- finalizer ----------------------------------------------------------------------------------------------
+
+    async def _finalize(self, claim: nodeclaim.NodeClaim) -> Result:
+        if labels.FINALIZER_TERMINATION not in claim.metadata.finalizers:
+            return DONE
+        annotation = lifecycle.termination_timestamp_annotation(claim)
+        key = labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
+        if annotation is not None and key not in claim.metadata.annotations:
+            patch = {"metadata": {"annotations": {key: annotation}, "resourceVersion": claim.metadata.resource_version}}
+            await self._deps.client.patch(resources.NODECLAIMS, claim.name, patch)
+            self._deps.recorder.record(
+                _ref(claim),
+                "Warning",
+                "TerminationGracePeriodExpiring",
+                f"All pods will be deleted by {annotation}",
+            )
+            log.info("annotated nodeclaim", extra={"nodeclaim": claim.name, key: annotation})
+            return Result(0.0)  # re-read our write (and its new resourceVersion)
+        if claim.status.provider_id:
+            nodes = await self._nodes_for(claim.status.provider_id)
+            for node in nodes:
+                if not (node.get("metadata") or {}).get("deletionTimestamp"):
+                    await self._deps.client.delete(resources.NODES, str(node["metadata"]["name"]))
+            if nodes:
+                return Result(FINALIZE_POLL)  # the Node finalizer drains; wait until the Node is gone
+            try:
+                await self._deps.cloud.delete(claim)
+            except cloud_errors.NodeClaimNotFound:
+                pass
+            else:
+                now = self._deps.clock.now()
+                await self._write_status(
+                    claim,
+                    lifecycle.with_condition(claim, nodeclaim.INSTANCE_TERMINATING, conditions.TRUE, now=now),
+                )
+                return Result(INSTANCE_TERMINATION_POLL)
+        rest = [f for f in claim.metadata.finalizers if f != labels.FINALIZER_TERMINATION]
+        await self._deps.client.patch(resources.NODECLAIMS, claim.name, _finalizers_patch(claim, rest))
+        log.info("deleted nodeclaim", extra={"nodeclaim": claim.name})
+        return DONE
+
+    # --- plumbing -----------------------------------------------------------------------------------------------
+
+    async def _get(self, name: str) -> nodeclaim.NodeClaim | None:
+        raw = await self._deps.client.get(resources.NODECLAIMS, name)
+        return None if raw is None else self._parse(raw)
+
+    @staticmethod
+    def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
+        try:
+            return parse.nodeclaim(raw)
+        except api_errors.ValidationError as error:
+            log.error("ignoring invalid nodeclaim: %s", error)
+            return None
+
+    async def _write_status(self, before: nodeclaim.NodeClaim, after: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        if after.status != before.status:
+            await self._deps.client.patch(
+                resources.NODECLAIMS, after.name, {"status": status.to_status(after)}, subresource="status"
+            )
+        return after
+
+    async def _nodes_for(self, provider_id: str) -> list[dict[str, Any]]:
+        # Nodes have no providerID field selector on a real API server; filter here.
+        nodes, _ = await self._deps.client.list(resources.NODES)
+        return [n for n in nodes if (n.get("spec") or {}).get("providerID") == provider_id]
+
+
+def _finalizers_patch(claim: nodeclaim.NodeClaim, finalizers: list[str]) -> dict[str, Any]:
+    """A merge patch replaces the whole list, so it carries the resourceVersion: a concurrent change gets a 409."""
+    return {"metadata": {"finalizers": finalizers, "resourceVersion": claim.metadata.resource_version}}
+
+
+def _ref(claim: nodeclaim.NodeClaim) -> dict[str, Any]:
+    """The object reference an Event is recorded against."""
+    return {
+        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
+        "kind": "NodeClaim",
+        "metadata": {"name": claim.name, "uid": claim.metadata.uid},
+    }

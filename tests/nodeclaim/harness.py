@@ -1,0 +1,72 @@
+"""Wiring for reconciler scenario tests: FakeKube + FakeCloudProvider + ManualClock + a recording event sink."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import fakekube
+
+from karpy import clock as clock_mod
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import resources
+from karpy.nodeclaim import controller
+
+
+@dataclasses.dataclass
+class Env:
+    kube: fakekube.FakeKube
+    cloud: fake_provider.FakeCloudProvider
+    clock: clock_mod.ManualClock
+    recorder: fakekube.Recorder
+
+    @property
+    def deps(self) -> controller.Deps:
+        return controller.Deps(client=self.kube, cloud=self.cloud, clock=self.clock, recorder=self.recorder)
+
+    def claims(self) -> controller.NodeClaimController:
+        """A fresh controller: nothing carried over in memory, as after a restart."""
+        return controller.NodeClaimController(self.deps)
+
+    def claim_obj(self, name: str) -> dict[str, object] | None:
+        return self.kube.obj(resources.NODECLAIMS, name)
+
+
+def make_env() -> Env:
+    clock = clock_mod.ManualClock(b.T0)
+    return Env(
+        kube=fakekube.FakeKube(clock),
+        cloud=fake_provider.FakeCloudProvider(),
+        clock=clock,
+        recorder=fakekube.Recorder(),
+    )
+
+
+async def drive(
+    step: Callable[[], Awaitable[controller.Result]],
+    env: Env,
+    *,
+    until: Callable[[], bool],
+    limit: float = 3600.0,
+) -> float:
+    """Reconcile, advance virtual time by the requested requeue, repeat until `until()`; returns virtual seconds.
+
+    A pass that wrote to the API counts as an event (a watch would trigger the next reconcile at once). Raises
+    AssertionError when the reconciler goes idle with nothing written (or `limit` passes) first.
+    """
+    clock = env.clock
+    start = clock.now()
+    while not until():
+        writes = len(env.kube.writes)
+        result = await step()
+        if until():
+            break
+        if result.requeue_after is None:
+            if len(env.kube.writes) != writes:
+                continue
+            raise AssertionError("reconciler is idle but the condition does not hold")
+        if clock.now() - start > limit:
+            raise AssertionError(f"condition still false after {limit} virtual seconds")
+        clock.advance(max(result.requeue_after, 0.0))
+    return clock.now() - start

@@ -1,0 +1,334 @@
+"""Scenario tests of the NodeClaim lifecycle reconciler, including one test per crash point."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Any
+
+import pytest
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import fakekube, harness
+
+from karpy.api import labels, parse
+from karpy.cloudprovider import errors as cloud_errors
+from karpy.kube import resources
+from karpy.nodeclaim import controller
+
+NAME = "default-abc12"
+
+
+def _claim(env: harness.Env) -> Any:
+    raw = env.claim_obj(NAME)
+    assert raw is not None
+    return parse.nodeclaim(raw)
+
+
+def _condition(env: harness.Env, type_: str) -> tuple[str, str]:
+    found = _claim(env).condition(type_)
+    assert found is not None, type_
+    return found.status, found.reason
+
+
+def _add_node(env: harness.Env, *, ready: bool = False, name: str = "ip-10-0-0-1") -> None:
+    pid = _claim(env).status.provider_id
+    env.kube.put(resources.NODES, b.node_dict(name, provider_id=pid, ready=ready))
+
+
+def _set_ready(env: harness.Env, name: str = "ip-10-0-0-1") -> None:
+    node = env.kube.obj(resources.NODES, name)
+    assert node is not None
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+
+
+def _node_writes(env: harness.Env) -> list[fakekube.Write]:
+    return [w for w in env.kube.writes if w.plural == "nodes" and w.verb == "patch"]
+
+
+async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="karpy.nodeclaim.controller")
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    ctl = env.claims()
+
+    result = await ctl.reconcile(NAME)
+    claim = _claim(env)
+    assert labels.FINALIZER_TERMINATION in claim.metadata.finalizers
+    assert claim.status.provider_id in env.cloud.instances
+    assert claim.metadata.labels[labels.LABEL_INSTANCE_TYPE]  # the instance's labels came back
+    assert claim.status.allocatable["cpu"] > 0
+    assert _condition(env, "Launched") == ("True", "Launched")
+    assert _condition(env, "Registered") == ("Unknown", "NodeNotFound")
+    assert result.requeue_after == controller.POLL
+
+    _add_node(env)
+    await ctl.reconcile(NAME)
+    node = env.kube.obj(resources.NODES, "ip-10-0-0-1")
+    assert node is not None
+    assert node["metadata"]["labels"][labels.LABEL_REGISTERED] == "true"
+    assert node["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
+    assert node["metadata"]["finalizers"] == [labels.FINALIZER_TERMINATION]
+    assert node["metadata"]["ownerReferences"][0]["name"] == NAME
+    assert node["spec"]["taints"] == []
+    assert _claim(env).status.node_name == "ip-10-0-0-1"
+    assert _condition(env, "Registered") == ("True", "Registered")
+    assert _condition(env, "Initialized") == ("False", "NodeNotReady")
+
+    _set_ready(env)
+    result = await ctl.reconcile(NAME)
+    assert _condition(env, "Initialized") == ("True", "Initialized")
+    assert env.kube.obj(resources.NODES, "ip-10-0-0-1")["metadata"]["labels"][labels.LABEL_INITIALIZED] == "true"  # type: ignore[index]
+    # Initialized: only the expiry (720h) remains to wake for.
+    assert result.requeue_after == pytest.approx(720 * 3600 - (env.clock.now() - b.T0))
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"]
+
+    writes = len(env.kube.writes)
+    await env.claims().reconcile(NAME)  # steady state: nothing to write
+    assert len(env.kube.writes) == writes
+    assert len(env.cloud.create_calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (cloud_errors.InsufficientCapacity("no capacity"), "InsufficientCapacityError"),
+        (cloud_errors.NodeClassNotReady("no AMI"), "NodeClassNotReady"),
+    ],
+)
+async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception, reason: str) -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.cloud.next_error = error
+    await harness.drive(lambda: env.claims().reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
+    assert env.recorder.events[0][:4] == ("NodeClaim", NAME, "Warning", reason)
+    assert env.cloud.instances == {}
+
+
+async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.cloud.allowed_creates = 0
+    ctl = env.claims()
+    await ctl.reconcile(NAME)
+    assert _condition(env, "Launched") == ("False", "InternalError")
+    took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
+    assert 295 <= took <= 300 + controller.POLL  # retried every 5 s, deleted once Launched stayed False for 5 min
+    assert len(env.cloud.create_calls) >= 50
+
+
+async def test_registration_timeout_deletes_claim_and_terminates_instance() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    ctl = env.claims()
+    took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
+    assert 900 <= took <= 900 + controller.POLL
+    assert env.cloud.instances == {}  # finalizer terminated the instance before letting go
+
+
+async def test_expired_claim_is_deleted() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME, expire_after="10m"))
+    ctl = env.claims()
+    await ctl.reconcile(NAME)
+    _add_node(env, ready=True)
+    await ctl.reconcile(NAME)
+    env.clock.advance(600)
+    await ctl.reconcile(NAME)
+    raw = env.claim_obj(NAME)
+    assert raw is not None
+    assert raw["metadata"]["deletionTimestamp"]  # type: ignore[index]
+    assert "Expired" in env.recorder.reasons()
+
+
+async def test_termination_timestamp_annotation_on_deletion() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME, tgp="1h"))
+    ctl = env.claims()
+    await ctl.reconcile(NAME)
+    env.clock.advance(10)
+    await env.kube.delete(resources.NODECLAIMS, NAME)
+    await ctl.reconcile(NAME)
+    ann = _claim(env).metadata.annotations[labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP]
+    assert ann == b.ts(b.T0 + 10 + 3600)
+
+
+async def test_finalizer_waits_for_the_node_then_terminates() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    ctl = env.claims()
+    await ctl.reconcile(NAME)
+    _add_node(env, ready=True)
+    await ctl.reconcile(NAME)
+    await env.kube.delete(resources.NODECLAIMS, NAME)
+    result = await ctl.reconcile(NAME)
+    node = env.kube.obj(resources.NODES, "ip-10-0-0-1")
+    assert node is not None
+    assert node["metadata"]["deletionTimestamp"]  # deletion requested; its finalizer drains
+    assert result.requeue_after == controller.FINALIZE_POLL
+    assert env.cloud.delete_calls == []  # never before the Node is gone
+    await ctl.reconcile(NAME)
+    assert env.cloud.delete_calls == []
+    node["metadata"]["finalizers"] = []
+    del env.kube.objects[("nodes", "", "ip-10-0-0-1")]  # the termination controller finished
+    await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
+    assert env.cloud.instances == {}
+
+
+# --- crash points -----------------------------------------------------------------------------------------------
+
+
+def _status_write_with_provider_id(w: fakekube.Write) -> bool:
+    return w.subresource == "status" and bool(w.body["status"].get("providerID"))
+
+
+async def test_crash_between_create_and_status_write_does_not_leak() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.crash_on = _status_write_with_provider_id
+    with pytest.raises(fakekube.Crash):
+        await env.claims().reconcile(NAME)
+    assert len(env.cloud.instances) == 1  # launched, but nobody knows
+    restarted = env.claims()
+    await restarted.reconcile(NAME)
+    kept = _claim(env).status.provider_id
+    assert len(env.cloud.instances) == 2
+    await restarted.collect_garbage()
+    env.clock.advance(31)
+    await restarted.collect_garbage()
+    assert list(env.cloud.instances) == [kept]  # the orphan was terminated, the claimed one kept
+
+
+async def test_crash_between_status_and_label_write_restores_labels() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.crash_on = lambda w: (
+        w.verb == "patch" and w.plural == "nodeclaims" and "labels" in (w.body.get("metadata") or {})
+    )
+    with pytest.raises(fakekube.Crash):
+        await env.claims().reconcile(NAME)
+    assert labels.LABEL_INSTANCE_TYPE not in _claim(env).metadata.labels
+    await env.claims().reconcile(NAME)
+    claim = _claim(env)
+    assert claim.metadata.labels == {
+        **claim.metadata.labels,
+        **env.cloud.instances[claim.status.provider_id].metadata.labels,
+    }
+    assert len(env.cloud.create_calls) == 1  # no second launch
+
+
+async def test_crash_between_node_sync_and_registered_status() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    await env.claims().reconcile(NAME)
+    _add_node(env)
+    env.kube.crash_on = lambda w: w.subresource == "status" and w.body["status"].get("nodeName") == "ip-10-0-0-1"
+    with pytest.raises(fakekube.Crash):
+        await env.claims().reconcile(NAME)
+    assert len(_node_writes(env)) == 1  # node synced (label registered, no unregistered taint)
+    await env.claims().reconcile(NAME)
+    assert _condition(env, "Registered") == ("True", "Registered")  # the invariant check accepts a synced node
+    assert len(_node_writes(env)) == 1  # and did not patch it again
+
+
+async def test_crash_between_initialized_label_and_status() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    await env.claims().reconcile(NAME)
+    _add_node(env, ready=True)
+    env.kube.crash_on = lambda w: (
+        w.subresource == "status"
+        and any(c["type"] == "Initialized" and c["status"] == "True" for c in w.body["status"].get("conditions", ()))
+    )
+    with pytest.raises(fakekube.Crash):
+        await env.claims().reconcile(NAME)
+    await env.claims().reconcile(NAME)
+    assert _condition(env, "Initialized") == ("True", "Initialized")
+
+
+async def test_crash_before_finalizer_add_launches_nothing() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.crash_on = lambda w: w.plural == "nodeclaims" and "finalizers" in (w.body.get("metadata") or {})
+    with pytest.raises(fakekube.Crash):
+        await env.claims().reconcile(NAME)
+    assert env.cloud.create_calls == []
+    await env.claims().reconcile(NAME)
+    assert len(env.cloud.instances) == 1
+
+
+async def test_crash_after_instance_delete_before_instance_terminating_condition() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    await env.claims().reconcile(NAME)
+    await env.kube.delete(resources.NODECLAIMS, NAME)
+    env.kube.crash_on = lambda w: w.subresource == "status"
+    with pytest.raises(fakekube.Crash):
+        await env.claims().reconcile(NAME)
+    assert env.cloud.instances == {}
+    await env.claims().reconcile(NAME)  # cloud answers NotFound: the finalizer goes
+    assert env.claim_obj(NAME) is None
+
+
+async def test_crash_before_finalizer_removal() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    await env.claims().reconcile(NAME)
+    await env.kube.delete(resources.NODECLAIMS, NAME)
+    await env.claims().reconcile(NAME)  # instance deleted, InstanceTerminating=True
+    assert _condition(env, "InstanceTerminating") == ("True", "InstanceTerminating")
+    env.kube.crash_on = lambda w: w.plural == "nodeclaims" and "finalizers" in (w.body.get("metadata") or {})
+    with pytest.raises(fakekube.Crash):
+        await env.claims().reconcile(NAME)
+    await env.claims().reconcile(NAME)
+    assert env.claim_obj(NAME) is None
+    assert env.cloud.instances == {}
+
+
+async def test_claim_removed_without_finalizer_leaves_instance_to_gc() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    ctl = env.claims()
+    await ctl.reconcile(NAME)
+    del env.kube.objects[("nodeclaims", "", NAME)]  # someone stripped the finalizer and deleted it
+    await ctl.collect_garbage()
+    assert len(env.cloud.instances) == 1  # still inside the 30 s grace
+    env.clock.advance(31)
+    await ctl.collect_garbage()
+    assert env.cloud.instances == {}
+
+
+async def test_instance_gone_outside_karpy_deletes_registered_claim() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    ctl = env.claims()
+    await ctl.reconcile(NAME)
+    _add_node(env, ready=True)
+    await ctl.reconcile(NAME)
+    env.cloud.instances.clear()  # terminated in the console
+    await ctl.collect_garbage()
+    raw = env.claim_obj(NAME)
+    assert raw is not None
+    assert raw["metadata"]["deletionTimestamp"]  # type: ignore[index]
+    assert "GarbageCollected" in env.recorder.reasons()
+
+
+async def test_gc_loop_runs_fast_then_slow() -> None:
+    env = harness.make_env()
+    ctl = env.claims()
+    calls: list[float] = []
+
+    async def counting() -> None:
+        calls.append(env.clock.now())
+
+    ctl.collect_garbage = counting  # type: ignore[method-assign]
+    task = asyncio.create_task(ctl.run_garbage_collection())
+    try:
+        await env.clock.run_for(20 * 10 + 2 * 120)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    gaps = [round(b_ - a) for a, b_ in itertools.pairwise(calls)]
+    assert gaps == [10] * 19 + [120, 120]
