@@ -1,0 +1,323 @@
+"""The provisioning loop (core: pkg/controllers/provisioning/provisioner.go): batch → synced → snapshot → solve →
+create NodeClaims → nominate → events. Decisions live in `snapshot`, `nodeclaims`, `limits` and `podevents`; this
+module only sequences them and does the I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from karpy.api import hashing, labels, nodepool
+from karpy.clock import Clock
+from karpy.cloudprovider import errors, types
+from karpy.kube import client, resources
+from karpy.provisioning import batcher, limits, nodeclaims, podevents, ports, snapshot
+from karpy.scheduling import pods, results, scheduler
+
+log = logging.getLogger(__name__)
+
+SOLVE_TIMEOUT = 60.0
+"""Seconds a scheduling simulation may take (upstream Solve() deadline)."""
+MIN_NOMINATION_WINDOW = 10.0
+"""Lower bound of how long a nominated node is protected from disruption (statenode.go `nominationWindow`)."""
+PENDING_RESCAN = 10.0
+"""Seconds between re-triggers for pods that are still pending (upstream requeues provisionable pods every 10 s)."""
+SYNC_POLL = 1.0
+"""Seconds between checks while waiting for the cluster state to finish its first LISTs."""
+MAX_PARALLEL_CREATES = 32
+"""NodeClaim creations in flight at once (bounded so a burst of hundreds does not flood the API server)."""
+
+
+def nomination_window(batch_max_duration: float) -> float:
+    return max(2 * batch_max_duration, MIN_NOMINATION_WINDOW)
+
+
+def _ignore(*_: Any) -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Metrics:
+    """Hooks the operator binds to its Prometheus metrics; no-ops by default."""
+
+    scheduling_duration: Callable[[float], None] = _ignore
+    """Seconds one Solve took (histogram)."""
+    nodeclaim_created: Callable[[str], None] = _ignore
+    """Called with the NodePool name for every NodeClaim created (counter)."""
+    nodeclaim_create_failed: Callable[[str], None] = _ignore
+    """Called with the NodePool name when a create was refused (limits) or failed (counter)."""
+    pods_unschedulable: Callable[[int], None] = _ignore
+    """How many pods the last batch could not place (gauge)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    window: batcher.WindowSettings = dataclasses.field(default_factory=batcher.WindowSettings)
+    scheduling: snapshot.SchedulingOptions = dataclasses.field(default_factory=snapshot.SchedulingOptions)
+    solve_timeout: float = SOLVE_TIMEOUT
+    max_parallel_creates: int = MAX_PARALLEL_CREATES
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deps:
+    client: client.KubeClient
+    cluster: ports.ClusterView
+    cloud: types.CloudProvider
+    clock: Clock
+    recorder: ports.Recorder
+    settings: Settings = dataclasses.field(default_factory=Settings)
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Created:
+    name: str
+    nodepool: str
+    pods: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one provisioning pass did."""
+
+    created: tuple[Created, ...] = ()
+    nominated: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # node -> pod keys
+    failed: Mapping[str, str] = dataclasses.field(default_factory=dict)  # pod key -> reason
+    solve_timed_out: bool = False
+
+
+class Provisioner:
+    def __init__(self, deps: Deps) -> None:
+        self._deps = deps
+        self.batcher = batcher.Batcher(deps.clock, settings=deps.settings.window)
+        self._last_scan: float | None = None
+
+    def trigger(self, uid: str) -> None:
+        """A pod became provisionable (or a node with pods started leaving): open or extend a batch window."""
+        self.batcher.trigger(uid)
+
+    async def run(self) -> None:
+        """Provision forever; cancel the task to stop."""
+        while True:
+            await self.reconcile()
+
+    async def reconcile(self) -> Outcome | None:
+        """One loop turn: None when no batch formed, else the outcome of provisioning it."""
+        self._rescan_pending()
+        if not await self.batcher.wait():
+            return None
+        await self._wait_synced()
+        return await self.provision()
+
+    async def provision(self) -> Outcome:
+        """Schedule every pending pod (plus those on leaving nodes) and act on the plan."""
+        deps = self._deps
+        cluster = deps.cluster
+        state_nodes = list(cluster.state_nodes())  # before the pods: over- rather than under-estimate capacity
+        pending = snapshot.merge_pods(cluster.pending_pods(), snapshot.reschedulable_pods(state_nodes))
+        if not pending:
+            return Outcome()
+        log.info("found provisionable pod(s) pods=%s", ", ".join(p.key for p in pending[:10]) + _more(pending, 10))
+        pools, skipped = snapshot.schedulable_pools(cluster.nodepools())
+        for name, why in skipped.items():
+            log.debug("ignoring nodepool %s: %s", name, why)
+        catalog = await self._instance_types(pools)
+        pools = [p for p in pools if p.name in catalog]
+        inp = snapshot.scheduling_input(
+            pending,
+            pools,
+            instance_types=catalog,
+            existing=snapshot.existing_nodes(state_nodes),
+            daemonsets=cluster.daemonsets(),
+            volume_catalog=cluster.volumes(),
+            options=deps.settings.scheduling,
+        )
+        plan, timed_out = await self._solve(inp)
+        if plan.new_nodeclaims:
+            log.info(
+                "computed new nodeclaim(s) to fit pod(s) nodeclaims=%d pods=%d",
+                len(plan.new_nodeclaims),
+                sum(len(c.pods) for c in plan.new_nodeclaims),
+            )
+        if plan.existing_nodes:
+            log.info(
+                "computed %d unready node(s) will fit %d pod(s)",
+                len(plan.existing_nodes),
+                sum(len(ps) for ps in plan.existing_nodes.values()),
+            )
+        created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in pools})
+        nominated = self._nominate(plan.existing_nodes)
+        failed = self._report_failures(pending, plan.unschedulable, create_failures)
+        deps.metrics.pods_unschedulable(len(failed))
+        return Outcome(tuple(created), nominated, failed, timed_out)
+
+    async def create_nodeclaims(
+        self, plans: Sequence[results.PlannedNodeClaim], pools: Mapping[str, nodepool.NodePool]
+    ) -> tuple[list[Created], list[tuple[results.PlannedNodeClaim, str]]]:
+        """Create one NodeClaim per plan, limits re-checked right before each; returns the created claims and the
+        refused or failed plans with why. Also usable by disruption for replacements."""
+        deps = self._deps
+        limit = asyncio.Semaphore(max(1, deps.settings.max_parallel_creates))
+        admitted: dict[str, list[results.PlannedNodeClaim]] = {}
+        failures: list[tuple[results.PlannedNodeClaim, str]] = []
+        created: list[Created] = []
+
+        async def create(plan: results.PlannedNodeClaim, pool: nodepool.NodePool) -> None:
+            async with limit:
+                try:
+                    made = await deps.client.create(resources.NODECLAIMS, self._manifest(plan, pool))
+                except (client.KubeError, OSError, TimeoutError) as exc:  # API refusal or transport failure
+                    log.error("creating nodeclaim for nodepool %s failed: %s", pool.name, exc)
+                    deps.metrics.nodeclaim_create_failed(pool.name)
+                    failures.append((plan, f"creating nodeclaim, {exc}"))
+                    return
+            meta_ = made.get("metadata") or {}
+            name = str(meta_.get("name") or meta_.get("generateName") or f"{pool.name}-")
+            log.info(
+                "created nodeclaim nodepool=%s nodeclaim=%s requests=%s instance-types=%s",
+                pool.name,
+                name,
+                dict(plan.requests),
+                _instance_types_summary(plan),
+            )
+            deps.metrics.nodeclaim_created(pool.name)
+            created.append(Created(name, pool.name, tuple(p.key for p in plan.pods)))
+            for p in plan.pods:
+                self._record(podevents.nominated(p, nodeclaim=name))
+
+        tasks = []
+        for plan in plans:
+            pool = pools.get(plan.nodepool)
+            if pool is None:
+                failures.append((plan, f"nodepool {plan.nodepool} no longer exists"))
+                continue
+            # Sequential admission, parallel creation: each decision sees the claims admitted before it.
+            why = limits.check_before_create(
+                pool.limits, deps.cluster.nodepool_usage(pool.name), created_in_batch=admitted.get(pool.name, ())
+            )
+            if why is not None:
+                log.error("creating nodeclaim for nodepool %s refused: %s", pool.name, why)
+                deps.metrics.nodeclaim_create_failed(pool.name)
+                failures.append((plan, f"nodepool {pool.name} limits exceeded: {why}"))
+                continue
+            admitted.setdefault(pool.name, []).append(plan)
+            tasks.append(asyncio.ensure_future(create(plan, pool)))
+        if tasks:
+            await asyncio.gather(*tasks)
+        return created, failures
+
+    def _manifest(self, plan: results.PlannedNodeClaim, pool: nodepool.NodePool) -> dict[str, Any]:
+        nodeclass_hash = None
+        ref = pool.template.node_class_ref
+        if ref.group == labels.AWS_GROUP:
+            nodeclass = self._deps.cluster.nodeclasses().get(ref.name)
+            nodeclass_hash = hashing.ec2nodeclass_hash(nodeclass) if nodeclass is not None else None
+        return nodeclaims.build_nodeclaim(plan, pool, nodeclass_hash=nodeclass_hash)
+
+    def _nominate(self, placements: Mapping[str, Sequence[pods.Pod]]) -> dict[str, tuple[str, ...]]:
+        deps = self._deps
+        until = deps.clock.now() + nomination_window(deps.settings.window.max_duration)
+        out: dict[str, tuple[str, ...]] = {}
+        for node, placed in placements.items():
+            if not placed:
+                continue
+            deps.cluster.nominate(node, until)
+            out[node] = tuple(p.key for p in placed)
+            for p in placed:
+                self._record(podevents.nominated(p, node=node))
+        return out
+
+    def _report_failures(
+        self,
+        pending: Sequence[pods.Pod],
+        unschedulable: Mapping[str, str],
+        create_failures: Sequence[tuple[results.PlannedNodeClaim, str]],
+    ) -> dict[str, str]:
+        by_key = {p.key: p for p in pending}
+        failed = dict(unschedulable)
+        for plan, why in create_failures:
+            failed.update({p.key: why for p in plan.pods})
+        for key, why in failed.items():
+            if key in by_key:
+                self._record(podevents.failed_scheduling(by_key[key], why))
+        if failed:
+            log.warning("could not schedule %d pod(s): %s", len(failed), _first_reasons(failed))
+        return failed
+
+    async def _instance_types(self, pools: Sequence[nodepool.NodePool]) -> dict[str, Sequence[types.InstanceType]]:
+        out: dict[str, Sequence[types.InstanceType]] = {}
+        for pool in pools:
+            try:
+                out[pool.name] = await self._deps.cloud.instance_types(pool)
+            except errors.NodeClassNotReady as exc:
+                log.warning("skipping nodepool %s: node class not ready (%s)", pool.name, exc)
+            except errors.CloudProviderError as exc:
+                log.error("skipping nodepool %s: listing instance types failed: %s", pool.name, exc)
+        return out
+
+    async def _solve(self, inp: scheduler.SchedulingInput) -> tuple[results.Results, bool]:
+        """Run the CPU-bound solve in a worker thread. A thread cannot be interrupted, so past the deadline we log
+        and keep waiting for the full result (upstream would use the partial one), never starting a second solve
+        beside it."""
+        deps = self._deps
+        start = deps.clock.now()
+        work = asyncio.ensure_future(asyncio.to_thread(deps.solver, inp))
+        timer = asyncio.ensure_future(deps.clock.sleep(deps.settings.solve_timeout))
+        try:
+            done, _ = await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not timer.done():
+                timer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await timer
+        timed_out = work not in done
+        if timed_out:
+            log.error(
+                "scheduling simulation exceeded %gs for %d pod(s); waiting for it to finish",
+                deps.settings.solve_timeout,
+                len(inp.pods),
+            )
+        plan = await work
+        deps.metrics.scheduling_duration(deps.clock.now() - start)
+        return plan, timed_out
+
+    async def _wait_synced(self) -> None:
+        while not self._deps.cluster.synced():
+            log.debug("waiting on cluster sync")
+            await self._deps.clock.sleep(SYNC_POLL)
+
+    def _rescan_pending(self) -> None:
+        """Re-trigger for pods still pending (and pods on leaving nodes) every PENDING_RESCAN seconds."""
+        deps = self._deps
+        now = deps.clock.now()
+        if self._last_scan is not None and now - self._last_scan < PENDING_RESCAN:
+            return
+        if not deps.cluster.synced():
+            return
+        self._last_scan = now
+        nodes = deps.cluster.state_nodes()
+        for p in snapshot.merge_pods(deps.cluster.pending_pods(), snapshot.reschedulable_pods(nodes)):
+            self.batcher.trigger(p.uid or p.key)
+
+    def _record(self, event: podevents.PodEvent) -> None:
+        self._deps.recorder.record(event.involved_object(), event.type, event.reason, event.message)
+
+
+def _more(items: Sequence[object], shown: int) -> str:
+    return f" and {len(items) - shown} other(s)" if len(items) > shown else ""
+
+
+def _instance_types_summary(plan: results.PlannedNodeClaim, shown: int = 5) -> str:
+    names = [t.name for t in plan.instance_type_options[: results.MAX_INSTANCE_TYPES]]
+    return ", ".join(names[:shown]) + _more(names, shown)
+
+
+def _first_reasons(failed: Mapping[str, str], shown: int = 3) -> str:
+    items = list(failed.items())
+    return "; ".join(f"{k}: {v}" for k, v in items[:shown]) + _more(items, shown)

@@ -1,0 +1,104 @@
+"""From a cluster-state snapshot to the scheduler's input (pure; core: provisioner.go `Schedule`/`NewScheduler`).
+
+State nodes are read *before* pending pods so capacity is over- rather than under-estimated. Nodes that are deleting
+or marked for deletion are not offered to the scheduler; their reschedulable pods (not DaemonSet pods, which die
+with the node) are added to the pending ones so replacements are launched before the node is gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+
+from karpy.api import meta, nodepool
+from karpy.cloudprovider import types
+from karpy.provisioning import ports
+from karpy.scheduling import nodes, pods, preferences, scheduler, volumes
+
+READY = "Ready"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SchedulingOptions:
+    preference_policy: str = preferences.POLICY_RESPECT
+    min_values_policy: str = nodes.MIN_VALUES_STRICT
+
+
+def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler.ExistingNode]:
+    return [
+        scheduler.ExistingNode(
+            name=n.name,
+            labels=dict(n.labels),
+            taints=tuple(n.taints),
+            allocatable=dict(n.allocatable),
+            pods=tuple(n.pods),
+            nodepool=n.nodepool,
+            initialized=n.initialized,
+        )
+        for n in state_nodes
+        if not (n.deleting or n.marked_for_deletion)
+    ]
+
+
+def reschedulable_pods(state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
+    """Pods of nodes on their way out that need a new home; unbound copies, so the scheduler treats them as pending."""
+    return [
+        dataclasses.replace(p, node_name="")
+        for n in state_nodes
+        if n.deleting or n.marked_for_deletion
+        for p in n.pods
+        if not p.is_daemon
+    ]
+
+
+def merge_pods(*groups: Iterable[pods.Pod]) -> list[pods.Pod]:
+    """Union by namespace/name, first occurrence wins."""
+    seen: dict[str, pods.Pod] = {}
+    for group in groups:
+        for p in group:
+            seen.setdefault(p.key, p)
+    return list(seen.values())
+
+
+def schedulable_pools(pools: Iterable[nodepool.NodePool]) -> tuple[list[nodepool.NodePool], dict[str, str]]:
+    """Pools the scheduler may use, and why the others are left out.
+
+    Upstream uses only Ready pools; karpy leaves out a pool only when its Ready condition is explicitly False
+    (a pool nobody has set conditions on yet is usable), plus deleting pools and static (replicas) pools.
+    """
+    usable: list[nodepool.NodePool] = []
+    skipped: dict[str, str] = {}
+    for pool in pools:
+        ready = meta.condition(pool.status.conditions, READY)
+        if pool.metadata.deletion_timestamp is not None:
+            skipped[pool.name] = "deleting"
+        elif pool.replicas is not None:
+            skipped[pool.name] = "static capacity (replicas) is not provisioned by the scheduler"
+        elif ready is not None and ready.status == "False":
+            skipped[pool.name] = f"not ready: {ready.message or ready.reason}"
+        else:
+            usable.append(pool)
+    return usable, skipped
+
+
+def scheduling_input(
+    pending: Sequence[pods.Pod],
+    pools: Sequence[nodepool.NodePool],
+    *,
+    instance_types: Mapping[str, Sequence[types.InstanceType]],
+    existing: Sequence[scheduler.ExistingNode],
+    daemonsets: Sequence[pods.Pod],
+    volume_catalog: volumes.VolumeCatalog,
+    options: SchedulingOptions = SchedulingOptions(),
+) -> scheduler.SchedulingInput:
+    return scheduler.SchedulingInput(
+        pods=pending,
+        nodepools=pools,
+        instance_types=instance_types,
+        existing_nodes=existing,
+        daemonsets=daemonsets,
+        volumes=volume_catalog,
+        preference_policy=options.preference_policy,
+        min_values_policy=options.min_values_policy,
+        compute_lower_bound=False,  # the provisioner acts on the plan; the bound is for reports and benchmarks
+    )

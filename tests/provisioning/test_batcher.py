@@ -1,0 +1,112 @@
+"""Batch window: idle / max / first-trigger timing and UID de-duplication, on virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from karpy.clock import ManualClock
+from karpy.provisioning import batcher
+
+SETTINGS = batcher.WindowSettings()  # idle 1 s, max 10 s, first wait 1 s
+
+
+@pytest.mark.parametrize(
+    ("opened", "last", "expected"),
+    [
+        (0.0, 0.0, 1.0),  # lone trigger: idle timeout
+        (0.0, 5.5, 6.5),  # last new trigger at 5.5: idle from there
+        (0.0, 9.5, 10.0),  # idle would end at 10.5: the max caps it
+        (0.0, 20.0, 10.0),  # never past opened + max
+    ],
+)
+def test_closes_at(opened: float, last: float, expected: float) -> None:
+    assert batcher.closes_at(opened, last, settings=SETTINGS) == expected
+
+
+async def _start(b: batcher.Batcher, clock: ManualClock) -> asyncio.Task[bool]:
+    task = asyncio.ensure_future(b.wait())
+    await clock.settle()
+    return task
+
+
+async def test_no_trigger_gives_up_after_first_wait() -> None:
+    clock = ManualClock(0.0)
+    b = batcher.Batcher(clock)
+    task = await _start(b, clock)
+    await clock.run_for(0.9)
+    assert not task.done()
+    await clock.run_for(0.1)
+    assert task.done()
+    assert task.result() is False
+
+
+async def test_lone_trigger_closes_after_idle() -> None:
+    clock = ManualClock(0.0)
+    b = batcher.Batcher(clock)
+    task = await _start(b, clock)
+    await clock.run_for(0.5)
+    b.trigger("a")
+    await clock.run_for(0.99)
+    assert not task.done()
+    await clock.run_for(0.01)
+    assert task.result() is True
+    assert clock.now() == pytest.approx(1.5)
+
+
+async def test_steady_triggers_close_at_max_duration() -> None:
+    clock = ManualClock(0.0)
+    b = batcher.Batcher(clock)
+    b.trigger("p-0")  # before wait: the buffered trigger opens the window at once
+    task = await _start(b, clock)
+    for i in range(1, 40):
+        await clock.run_for(0.5)
+        if task.done():
+            break
+        b.trigger(f"p-{i}")
+    assert task.result() is True
+    assert clock.now() == pytest.approx(10.0)
+    assert clock.sleepers == 0  # no timer left behind
+
+
+async def test_duplicate_uid_does_not_rearm_idle() -> None:
+    clock = ManualClock(0.0)
+    b = batcher.Batcher(clock)
+    b.trigger("a")
+    task = await _start(b, clock)
+    await clock.run_for(0.9)
+    b.trigger("a")  # the same pod re-queued: ignored
+    await clock.run_for(0.1)
+    assert task.done(), "a duplicate UID extended the window"
+    await clock.run_for(0.0)
+    # A new UID inside the window would have extended it; after the window the same UID counts again.
+    b.trigger("a")
+    task = await _start(b, clock)
+    await clock.run_for(1.0)
+    assert task.result() is True
+
+
+async def test_new_uid_extends_window() -> None:
+    clock = ManualClock(0.0)
+    b = batcher.Batcher(clock)
+    b.trigger("a")
+    task = await _start(b, clock)
+    await clock.run_for(0.9)
+    b.trigger("b")
+    await clock.run_for(0.9)
+    assert not task.done()
+    await clock.run_for(0.1)
+    assert task.result() is True
+    assert clock.now() == pytest.approx(1.9)
+
+
+async def test_cancelled_wait_leaves_no_sleepers() -> None:
+    clock = ManualClock(0.0)
+    b = batcher.Batcher(clock)
+    b.trigger("a")
+    task = await _start(b, clock)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert clock.sleepers == 0

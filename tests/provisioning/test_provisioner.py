@@ -1,0 +1,242 @@
+"""The provisioning loop against in-memory state, a memory client, the fake cloud provider and virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from tests.provisioning.builders import Cluster, MemoryClient, Recorder, StateNode, parsed_nodepool
+from tests.scheduling.conftest import fake_catalog, make_pod
+
+from karpy.api import labels, meta, quantity
+from karpy.clock import ManualClock
+from karpy.cloudprovider.fake import provider as fake
+from karpy.kube import resources
+from karpy.provisioning import provisioner
+from karpy.scheduling import results, scheduler
+
+
+@dataclass
+class Counters:
+    created: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    durations: list[float] = field(default_factory=list)
+    unschedulable: list[int] = field(default_factory=list)
+
+    def metrics(self) -> provisioner.Metrics:
+        return provisioner.Metrics(
+            scheduling_duration=self.durations.append,
+            nodeclaim_created=self.created.append,
+            nodeclaim_create_failed=self.failed.append,
+            pods_unschedulable=self.unschedulable.append,
+        )
+
+
+@dataclass
+class Env:
+    cluster: Cluster
+    client: MemoryClient
+    recorder: Recorder
+    clock: ManualClock
+    counters: Counters
+    prov: provisioner.Provisioner
+
+
+def _env(cluster: Cluster, **deps: object) -> Env:
+    client, recorder, clock, counters = MemoryClient(), Recorder(), ManualClock(0.0), Counters()
+    d = provisioner.Deps(
+        client=client,
+        cluster=cluster,
+        cloud=fake.FakeCloudProvider(fake_catalog(8)),
+        clock=clock,
+        recorder=recorder,
+        metrics=counters.metrics(),
+        **deps,  # type: ignore[arg-type]
+    )
+    return Env(cluster, client, recorder, clock, counters, provisioner.Provisioner(d))
+
+
+def test_nomination_window() -> None:
+    assert provisioner.nomination_window(10.0) == 20.0
+    assert provisioner.nomination_window(2.0) == 10.0  # never under 10 s
+
+
+async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
+    pods_ = [make_pod(f"web-{i}", cpu="1") for i in range(3)]
+    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=pods_))
+    outcome = await env.prov.provision()
+    claims = env.client.of(resources.NODECLAIMS)
+    assert len(claims) == 1
+    claim = claims[0]
+    assert claim["metadata"]["generateName"] == "default-"
+    assert claim["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
+    # 3 pods of 1 CPU: the claim asks for at least 3 CPUs
+    assert quantity.parse(claim["spec"]["resources"]["requests"]["cpu"]) >= 3000
+    assert [c.name for c in outcome.created] == [claim["metadata"]["name"]]
+    assert set(outcome.created[0].pods) == {p.key for p in pods_}
+    for p in pods_:
+        assert env.recorder.reasons(p.key) == ["Nominated"]
+    assert any(f"nodeclaim/{claim['metadata']['name']}" in e[3] for e in env.recorder.events)
+    assert env.counters.created == ["default"]
+    assert len(env.counters.durations) == 1
+    assert env.counters.unschedulable == [0]
+    assert not outcome.failed
+
+
+async def test_pods_fitting_an_existing_node_nominate_it() -> None:
+    node = StateNode(
+        "node-a",
+        labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_ARCH: "amd64", labels.LABEL_OS: "linux"},
+        allocatable={labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 10_000},
+        nodepool="default",
+    )
+    pod = make_pod("web", cpu="1")
+    env = _env(Cluster(pools=[parsed_nodepool("default")], nodes=[node], pending=[pod]))
+    env.clock.set(100.0)
+    outcome = await env.prov.provision()
+    assert env.client.of(resources.NODECLAIMS) == []
+    assert outcome.nominated == {"node-a": (pod.key,)}
+    assert env.cluster.nominations == {"node-a": 120.0}  # now + max(2 × 10 s, 10 s)
+    assert env.recorder.events == [("default/web", "Normal", "Nominated", "Pod should schedule on: node/node-a")]
+
+
+async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
+    small = make_pod("small", cpu="1")
+    huge = make_pod("huge", cpu="500")
+    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[small, huge]))
+    outcome = await env.prov.provision()
+    assert set(outcome.failed) == {huge.key}
+    ((_, type_, reason, message),) = [e for e in env.recorder.events if e[0] == huge.key]
+    assert (type_, reason) == ("Warning", "FailedScheduling")
+    assert message.startswith("Failed to schedule pod, ")
+    assert outcome.failed[huge.key] in message  # the scheduler's own reason
+    assert env.recorder.reasons(small.key) == ["Nominated"]
+    assert env.counters.unschedulable == [1]
+
+
+async def test_limits_rechecked_before_create() -> None:
+    pool = parsed_nodepool("default", limits={"cpu": "16"})
+    env = _env(Cluster(pools=[pool], pending=[make_pod("web", cpu="1")], usage={"default": {"cpu": 17000}}))
+    # The scheduler's snapshot thinks the pool is empty; the state says another claim already used it up.
+    outcome = await env.prov.provision()
+    assert env.client.of(resources.NODECLAIMS) == []
+    assert "limits exceeded" in outcome.failed["default/web"]
+    assert env.recorder.reasons("default/web") == ["FailedScheduling"]
+    assert env.counters.failed == ["default"]
+
+
+async def test_limits_count_claims_created_earlier_in_the_batch() -> None:
+    pool = parsed_nodepool("default", limits={"nodes": "2"})
+    env = _env(Cluster(pools=[pool], usage={"default": {"nodes": 2000}}))
+    one = make_pod("a", cpu="1")
+
+    res = scheduler.solve(
+        scheduler.SchedulingInput(pods=[one], nodepools=[pool], instance_types={"default": fake_catalog(4)})
+    )
+    plans = [res.new_nodeclaims[0], res.new_nodeclaims[0]]
+    # usage 2 nodes == limit 2: the first create is allowed (not exceeded), the second would make it 3
+    created, failures = await env.prov.create_nodeclaims(plans, {"default": pool})
+    assert len(created) == 1
+    assert len(failures) == 1
+    assert "nodes resource usage of 3 exceeds limit of 2" in failures[0][1]
+
+
+async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
+    leaving_pod = dataclasses.replace(make_pod("db", cpu="2"), node_name="old")
+    daemon = dataclasses.replace(make_pod("ds", cpu="1"), node_name="old", owner_kind="DaemonSet")
+    old = StateNode(
+        "old",
+        labels={labels.LABEL_NODEPOOL: "default"},
+        allocatable={labels.RESOURCE_CPU: 8000, labels.RESOURCE_MEMORY: 16 * quantity.GI, labels.RESOURCE_PODS: 10_000},
+        pods=[leaving_pod, daemon],
+        nodepool="default",
+        marked_for_deletion=True,
+    )
+    env = _env(Cluster(pools=[parsed_nodepool("default")], nodes=[old]))
+    outcome = await env.prov.provision()
+    assert len(outcome.created) == 1
+    assert outcome.created[0].pods == ("default/db",)  # not onto the leaving node, and not the DaemonSet pod
+    assert outcome.nominated == {}
+
+
+async def test_create_failure_reported_on_pods() -> None:
+    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]))
+    env.client.fail_creates = 1
+    outcome = await env.prov.provision()
+    assert outcome.created == ()
+    assert outcome.failed["default/web"].startswith("creating nodeclaim, 500 InternalError")
+    assert env.counters.failed == ["default"]
+
+
+async def test_not_ready_pool_is_not_used() -> None:
+    ready = parsed_nodepool("ready")
+    broken = parsed_nodepool("broken")
+    not_ready = meta.Condition("Ready", "False", reason="NodeClassNotReady")
+    broken = dataclasses.replace(  # the heavier pool would win if it were considered
+        broken, weight=100, status=dataclasses.replace(broken.status, conditions=(not_ready,))
+    )
+    env = _env(Cluster(pools=[broken, ready], pending=[make_pod("web")]))
+    outcome = await env.prov.provision()
+    assert [c.nodepool for c in outcome.created] == ["ready"]
+
+
+async def test_reconcile_batches_triggers_then_waits_for_sync() -> None:
+    cluster = Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")], is_synced=False)
+    env = _env(cluster)
+    task = asyncio.ensure_future(env.prov.reconcile())
+    await env.clock.settle()
+    env.prov.trigger("uid-web")
+    await env.clock.run_for(1.0)  # the idle window closes; the state is not synced yet
+    assert not task.done()
+    await env.clock.run_for(3.0)
+    assert not task.done()
+    cluster.is_synced = True
+    await env.clock.run_for(1.0)
+    outcome = await task
+    assert outcome is not None
+    assert len(outcome.created) == 1
+
+
+async def test_reconcile_rescans_pending_pods_without_triggers() -> None:
+    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]))
+    task = asyncio.ensure_future(env.prov.reconcile())
+    await env.clock.run_for(1.0)
+    outcome = await task
+    assert outcome is not None
+    assert len(outcome.created) == 1
+    # within the rescan interval a turn with no trigger forms no batch
+    task = asyncio.ensure_future(env.prov.reconcile())
+    await env.clock.run_for(1.0)
+    assert await task is None
+
+
+async def test_nothing_pending_means_nothing_done() -> None:
+    env = _env(Cluster(pools=[parsed_nodepool("default")]))
+    assert await env.prov.provision() == provisioner.Outcome()
+    assert env.recorder.events == []
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()  # never leave the worker thread blocked
+
+
+async def test_solve_past_deadline_is_flagged_and_still_used(gate: threading.Event) -> None:
+    def slow_solve(inp: scheduler.SchedulingInput) -> results.Results:
+        assert gate.wait(timeout=10), "test never released the solver"
+        return scheduler.solve(inp)
+
+    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]), solver=slow_solve)
+    task = asyncio.ensure_future(env.prov.provision())
+    await env.clock.run_for(provisioner.SOLVE_TIMEOUT)
+    assert not task.done()  # the worker thread cannot be interrupted: we wait for it
+    gate.set()
+    outcome = await asyncio.wait_for(task, timeout=10)
+    assert outcome.solve_timed_out
+    assert len(outcome.created) == 1
