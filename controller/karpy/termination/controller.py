@@ -1,0 +1,285 @@
+"""The Node finalizer (`karpenter.sh/termination`): cordon, drain, wait for volumes, terminate, release (§2.10).
+
+A thin async shell around `drain`. Every step re-reads the Node, its NodeClaim, its pods and the cloud, so a
+restart at any point resumes where the API says the node is. Pods leave only through the Eviction API (a 429 from
+a PodDisruptionBudget is retried with per-pod backoff, never bypassed); a pod is deleted directly only once the
+NodeClaim's terminationGracePeriod forces it. Progress is published as the NodeClaim's Drained, VolumesDetached and
+InstanceTerminating conditions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from karpy.api import errors as api_errors
+from karpy.api import labels, nodeclaim, parse
+from karpy.api import status as status_api
+from karpy.cloudprovider import errors as cloud_errors
+from karpy.kube import client as kube
+from karpy.kube import resources
+from karpy.nodeclaim import conditions, lifecycle
+from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.termination import drain
+
+log = logging.getLogger(__name__)
+
+MIN_DRAIN_TIME: Final = 5.0
+"""Seconds between the start of a drain and Drained=True, even for an empty node (upstream MinDrainTime)."""
+DRAIN_POLL: Final = 1.0
+INSTANCE_TERMINATION_POLL: Final = 5.0
+
+Deps = nodeclaim_controller.Deps
+Result = nodeclaim_controller.Result
+DONE = nodeclaim_controller.DONE
+
+
+@dataclasses.dataclass(slots=True)
+class Counters:
+    """Monotonic counters for the metrics endpoint (the operator exports them)."""
+
+    evictions: int = 0
+    evictions_blocked: int = 0
+    evictions_failed: int = 0
+    pods_deleted: int = 0
+    nodes_terminated: int = 0
+
+
+@dataclasses.dataclass(slots=True)
+class _Retry:
+    failures: int = 0
+    not_before: float = 0.0
+
+
+class TerminationController:
+    """Reconciles one terminating Node per call. In memory only: eviction backoff (safe to lose) and counters."""
+
+    def __init__(self, deps: Deps, *, backoff: drain.Backoff | None = None) -> None:
+        self._deps = deps
+        self._backoff = backoff or drain.Backoff()
+        self._retries: dict[str, dict[str, _Retry]] = {}
+        self.counters = Counters()
+
+    async def reconcile(self, node_name: str) -> Result:
+        try:
+            return await self._reconcile(node_name)
+        except kube.NotFound:
+            return DONE
+        except kube.Conflict:
+            return Result(DRAIN_POLL)
+
+    async def _reconcile(self, node_name: str) -> Result:
+        client, cloud = self._deps.client, self._deps.cloud
+        node = await client.get(resources.NODES, node_name)
+        if node is None:
+            self._retries.pop(node_name, None)
+            return DONE
+        md = node.get("metadata") or {}
+        if not md.get("deletionTimestamp") or labels.FINALIZER_TERMINATION not in (md.get("finalizers") or ()):
+            return DONE
+        provider_id = str((node.get("spec") or {}).get("providerID", ""))
+        claim = await self._claim_for(node, provider_id)
+        if claim is not None and claim.metadata.deletion_timestamp is None:
+            await client.delete(resources.NODECLAIMS, claim.name)  # Node deletion deletes its NodeClaim too
+
+        # The instance may already be gone (a kubelet that still posts Ready means it is not): release at once.
+        if not lifecycle.node_ready(node):
+            try:
+                await cloud.get(provider_id)
+            except cloud_errors.NodeClaimNotFound:
+                return await self._release(node_name, node)
+        target = claim
+        if target is None:
+            # Nobody else will terminate this instance (its NodeClaim was removed by hand): use the cloud's view.
+            log.error("no nodeclaim for terminating node; terminating its instance", extra={"node": node_name})
+            try:
+                target = await cloud.get(provider_id)
+            except cloud_errors.NodeClaimNotFound:
+                return await self._release(node_name, node)
+
+        termination_time = lifecycle.termination_time(claim) if claim is not None else None
+        patch = drain.disrupted_patch(node)
+        if patch is not None:
+            await client.patch(resources.NODES, node_name, patch)
+            log.info("tainted node", extra={"node": node_name, "taint": f"{drain.DISRUPTED_TAINT.key}:NoSchedule"})
+
+        now = self._deps.clock.now()
+        raw_pods, _ = await client.list(resources.PODS, field_selector=f"spec.nodeName={node_name}")
+        pods = [drain.from_manifest(p) for p in raw_pods]
+        plan = drain.plan(pods, now=now, termination_time=termination_time)
+        await self._delete_expiring(plan.delete, termination_time, now)
+        await self._evict(node_name, plan.evict, now)
+        if not plan.drained or not self._min_drain_elapsed(claim, now):
+            if claim is not None:
+                claim = await self._set(claim, nodeclaim.DRAINED, conditions.UNKNOWN, "Draining", "Draining")
+            if not plan.drained:
+                self._deps.recorder.record(
+                    node,
+                    "Warning",
+                    "FailedDraining",
+                    f"Failed to drain node, {len(plan.waiting)} pods are waiting to be evicted",
+                )
+            return Result(DRAIN_POLL)
+        if claim is not None:
+            claim = await self._set(claim, nodeclaim.DRAINED, conditions.TRUE)
+
+        blocking = await self._blocking_attachments(node_name, pods, now)
+        tgp_elapsed = termination_time is not None and now >= termination_time
+        if blocking and not tgp_elapsed:
+            if claim is not None:
+                await self._set(
+                    claim,
+                    nodeclaim.VOLUMES_DETACHED,
+                    conditions.UNKNOWN,
+                    "AwaitingVolumeDetachment",
+                    "AwaitingVolumeDetachment",
+                )
+            self._deps.recorder.record(
+                node,
+                "Normal",
+                "AwaitingVolumeDetachment",
+                f"Awaiting deletion of bound volumeattachments ({', '.join(blocking)})",
+            )
+            return Result(DRAIN_POLL)
+        if claim is not None:
+            if blocking:
+                reason = "TerminationGracePeriodElapsed"
+                claim = await self._set(claim, nodeclaim.VOLUMES_DETACHED, conditions.FALSE, reason, reason)
+            else:
+                claim = await self._set(claim, nodeclaim.VOLUMES_DETACHED, conditions.TRUE)
+
+        try:
+            await cloud.delete(target)
+        except cloud_errors.NodeClaimNotFound:
+            return await self._release(node_name, node)
+        if claim is not None:
+            await self._set(claim, nodeclaim.INSTANCE_TERMINATING, conditions.TRUE)
+        return Result(INSTANCE_TERMINATION_POLL)
+
+    # --- steps --------------------------------------------------------------------------------------------------
+
+    async def _delete_expiring(
+        self, pods: tuple[drain.DrainPod, ...], termination_time: float | None, now: float
+    ) -> None:
+        if termination_time is None:
+            return
+        grace = drain.delete_grace_seconds(termination_time, now)
+        for pod in pods:
+            await self._deps.client.delete(
+                resources.PODS, pod.name, namespace=pod.namespace, grace_period_seconds=grace
+            )
+            self.counters.pods_deleted += 1
+            self._deps.recorder.record(
+                _pod_ref(pod),
+                "Warning",
+                "Disrupted",
+                f"Deleting the pod to accommodate the terminationTime of its node, grace period {grace}s",
+            )
+            log.info("deleting pod", extra={"pod": pod.key, "delete.gracePeriodSeconds": grace})
+
+    async def _evict(self, node_name: str, pods: tuple[drain.DrainPod, ...], now: float) -> None:
+        retries = self._retries.setdefault(node_name, {})
+        for pod in pods:
+            retry = retries.setdefault(pod.key, _Retry())
+            if now < retry.not_before:
+                continue
+            outcome = await self._deps.client.evict(pod.namespace, pod.name)
+            if outcome in (kube.EvictionOutcome.EVICTED, kube.EvictionOutcome.NOT_FOUND):
+                retries.pop(pod.key, None)
+                if outcome is kube.EvictionOutcome.EVICTED:
+                    self.counters.evictions += 1
+                    self._deps.recorder.record(_pod_ref(pod), "Normal", "Evicted", "Evicted pod")
+                    log.info("evicted pod", extra={"pod": pod.key})
+                continue
+            retry.failures += 1
+            retry.not_before = now + self._backoff.delay(retry.failures)
+            if outcome is kube.EvictionOutcome.BLOCKED:
+                self.counters.evictions_blocked += 1
+            else:
+                self.counters.evictions_failed += 1
+                self._deps.recorder.record(
+                    _pod_ref(pod), "Warning", "FailedEviction", "Eviction failed (the pod may match several PDBs)"
+                )
+
+    def _min_drain_elapsed(self, claim: nodeclaim.NodeClaim | None, now: float) -> bool:
+        if claim is None:
+            return True
+        drained = claim.condition(nodeclaim.DRAINED)
+        if drained is not None and drained.is_true:
+            return True
+        if drained is None or drained.status != conditions.UNKNOWN or drained.reason != "Draining":
+            return False  # the drain starts now: its start time is persisted as the condition's transition time
+        start = drained.last_transition_time
+        return start is not None and now - start >= MIN_DRAIN_TIME
+
+    async def _blocking_attachments(self, node_name: str, pods: list[drain.DrainPod], now: float) -> list[str]:
+        attachments, _ = await self._deps.client.list(resources.VOLUMEATTACHMENTS)
+        on_node = [a for a in attachments if (a.get("spec") or {}).get("nodeName") == node_name]
+        if not on_node:
+            return []
+        ignored: set[str] = set()
+        for pod in pods:
+            if drain.drainable(pod, now):
+                continue
+            for claim_name in pod.pvc_names:
+                pvc = await self._deps.client.get(resources.PVCS, claim_name, namespace=pod.namespace)
+                volume = ((pvc or {}).get("spec") or {}).get("volumeName")
+                if volume:
+                    ignored.add(str(volume))
+        return drain.blocking_attachments(on_node, node_name=node_name, ignored_volumes=frozenset(ignored))
+
+    async def _release(self, node_name: str, node: Mapping[str, Any]) -> Result:
+        md = node.get("metadata") or {}
+        rest = [f for f in md.get("finalizers") or () if f != labels.FINALIZER_TERMINATION]
+        patch: dict[str, Any] = {"metadata": {"finalizers": rest}}
+        if md.get("resourceVersion"):
+            patch["metadata"]["resourceVersion"] = md["resourceVersion"]
+        await self._deps.client.patch(resources.NODES, node_name, patch)
+        self._retries.pop(node_name, None)
+        self.counters.nodes_terminated += 1
+        log.info("deleted node", extra={"node": node_name})
+        return DONE
+
+    # --- plumbing -----------------------------------------------------------------------------------------------
+
+    async def _claim_for(self, node: Mapping[str, Any], provider_id: str) -> nodeclaim.NodeClaim | None:
+        owners = (node.get("metadata") or {}).get("ownerReferences") or ()
+        for owner in owners:
+            if owner.get("kind") == "NodeClaim" and owner.get("apiVersion", "").startswith(f"{labels.GROUP}/"):
+                raw = await self._deps.client.get(resources.NODECLAIMS, str(owner.get("name", "")))
+                if raw is not None:
+                    return _parse(raw)
+        if not provider_id:
+            return None
+        claims, _ = await self._deps.client.list(resources.NODECLAIMS)
+        found = [c for c in claims if (c.get("status") or {}).get("providerID") == provider_id]
+        return _parse(found[0]) if len(found) == 1 else None
+
+    async def _set(
+        self, claim: nodeclaim.NodeClaim, type_: str, status: str, reason: str = "", message: str = ""
+    ) -> nodeclaim.NodeClaim:
+        now = self._deps.clock.now()
+        updated = lifecycle.with_condition(claim, type_, status, now=now, reason=reason, message=message)
+        if updated.status != claim.status:
+            await self._deps.client.patch(
+                resources.NODECLAIMS, claim.name, {"status": status_api.to_status(updated)}, subresource="status"
+            )
+        return updated
+
+
+def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
+    try:
+        return parse.nodeclaim(raw)
+    except api_errors.ValidationError as error:
+        log.error("ignoring invalid nodeclaim: %s", error)
+        return None
+
+
+def _pod_ref(pod: drain.DrainPod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+    }
