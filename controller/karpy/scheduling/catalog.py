@@ -136,7 +136,7 @@ class PoolCatalog:
         return out
 
     @staticmethod
-    def _offer_key(reqs: requirements.Requirements) -> tuple[requirements.Requirement | None, ...]:
+    def offer_key(reqs: requirements.Requirements) -> tuple[requirements.Requirement | None, ...]:
         return (*tuple(reqs.get(k) for k in _OFFERING_KEYS), reqs.get(labels.LABEL_CAPACITY_RESERVATION_ID))
 
     def _offers_ok(self, cache_key: tuple[requirements.Requirement | None, ...]) -> BoolArray:
@@ -151,7 +151,7 @@ class PoolCatalog:
 
     def offerings(self, reqs: requirements.Requirements) -> tuple[BoolArray, FloatArray]:
         """(types with an available offering compatible with reqs, cheapest such offering's price or inf)."""
-        cache_key = self._offer_key(reqs)
+        cache_key = self.offer_key(reqs)
         cached = self._offer_cache.get(cache_key)
         if cached is not None:
             return cached
@@ -165,7 +165,7 @@ class PoolCatalog:
 
     def cheapest_offering(self, type_index: int, reqs: requirements.Requirements) -> types.Offering | None:
         """The first (in catalog order) of the cheapest available offerings of a type compatible with reqs."""
-        ok = self._offers_ok(self._offer_key(reqs))
+        ok = self._offers_ok(self.offer_key(reqs))
         ids = np.flatnonzero(ok & (self.off_type == type_index))
         if not len(ids):
             return None

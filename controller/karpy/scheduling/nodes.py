@@ -9,6 +9,7 @@ tighten and fill up and anti-affinity counts only grow, so such refusals let the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,8 +68,14 @@ class Fit:
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    reason: str
+    """Why a slot refused. `why` may be a callable: most refusals are never shown, so the text is built on demand."""
+
+    why: str | Callable[[], str]
     permanent: bool
+
+    @property
+    def reason(self) -> str:
+        return self.why if isinstance(self.why, str) else self.why()
 
 
 def _per_type_counts(free: catalog.IntArray, request: catalog.IntArray) -> catalog.IntArray:
@@ -118,11 +125,11 @@ def _topology_cap(slot: Slot, ctx: RunContext, selecting: list[topology.Group]) 
 def evaluate(
     slot: Slot, ctx: RunContext, topo: topology.Topology, *, limit: int, min_values_policy: str
 ) -> Fit | Refusal:
-    why = taints.untolerated(slot.taints, ctx.tolerations)
+    why = taints.untolerated(slot.taints, ctx.tolerations) if slot.taints else None
     if why:
         return Refusal(why, True)
     allow = requirements.ALLOW_UNDEFINED_WELL_KNOWN if slot.is_claim else frozenset()
-    why = slot.requirements.compatible(ctx.node_reqs, allow_undefined=allow)
+    why = slot.requirements.compatible(ctx.node_reqs, allow_undefined=allow) if ctx.node_reqs else None
     if why:
         return Refusal(f"incompatible requirements, {why}", True)
     base = slot.requirements.intersect(ctx.node_reqs)
@@ -131,24 +138,26 @@ def evaluate(
             return Refusal(f"host port {port.port}/{port.protocol} is in use", True)
     last: Refusal = Refusal("no volume topology alternative is compatible", True)
     for alternative in ctx.volume_alternatives:
-        why = base.compatible(alternative, allow_undefined=allow)
+        why = base.compatible(alternative, allow_undefined=allow) if alternative else None
         if why:
             last = Refusal(f"incompatible volume requirements, {why}", True)
             continue
         merged = base.intersect(alternative)
-        topo_reqs = topo.requirements_for(ctx.pod, ctx.constraints, strict=ctx.strict, node_reqs=merged)
-        if isinstance(topo_reqs, str):
-            last = Refusal(topo_reqs, ctx.anti_only)
-            continue
-        why = merged.compatible(topo_reqs, allow_undefined=allow)
-        if why:
-            last = Refusal(f"incompatible topology requirements, {why}", ctx.anti_only)
-            continue
-        merged = merged.intersect(topo_reqs)
+        if ctx.constraints:
+            topo_reqs = topo.requirements_for(ctx.pod, ctx.constraints, strict=ctx.strict, node_reqs=merged)
+            if isinstance(topo_reqs, topology.Group):
+                last = Refusal(topo_reqs.unsatisfiable, ctx.anti_only)
+                continue
+            if any(merged.get(k) != r for k, r in topo_reqs.items()):  # skip the merge when nothing narrows
+                why = merged.compatible(topo_reqs, allow_undefined=allow)
+                if why:
+                    last = Refusal(f"incompatible topology requirements, {why}", ctx.anti_only)
+                    continue
+                merged = merged.intersect(topo_reqs)
         fit = _fit(slot, ctx, topo, merged, limit=limit, min_values_policy=min_values_policy)
         if isinstance(fit, Fit):
             return fit
-        last = Refusal(fit.reason, fit.permanent and (ctx.anti_only or not ctx.constraints))
+        last = Refusal(fit.why, fit.permanent and (ctx.anti_only or not ctx.constraints))
     return last
 
 
@@ -173,13 +182,22 @@ def _fit(
         return Fit(min(count, limit), merged, None, None)
     pool = slot.pool
     assert slot.options is not None
-    mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
-    per_type = np.where(mask, _per_type_counts(pool.usable - slot.used, ctx.request), 0)
+    if merged is slot.requirements and slot.placed:
+        mask = slot.options  # committed options already satisfy the slot's own requirements and offerings
+    else:
+        mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
+    ids = np.flatnonzero(mask)
+    per_type = np.zeros(len(mask), dtype=np.int64)
+    if len(ids):
+        per_type[ids] = _per_type_counts(pool.usable[ids] - slot.used, ctx.request)
     best = int(per_type.max()) if per_type.size else 0
     if best < 1:
+        used = slot.used + ctx.request
         return Refusal(
-            f"no instance type satisfied resources {resources.describe(pool.index.to_map(slot.used + ctx.request))}"
-            f" and requirements {merged}",
+            lambda: (
+                f"no instance type satisfied resources {resources.describe(pool.index.to_map(used))}"
+                f" and requirements {merged}"
+            ),
             True,
         )
     count = min(best, limit)

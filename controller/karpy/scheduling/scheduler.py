@@ -228,8 +228,11 @@ class _Solver:
             return False
         return True
 
-    def _candidates(self, run: _Run, ctx: nodes.RunContext, state: tuple[object, ...]) -> catalog.IntArray:
-        """Slot ids worth a full check, in order. The reference path checks every slot."""
+    def _candidates(
+        self, run: _Run, ctx: nodes.RunContext, state: tuple[object, ...], *, domains: bool = True
+    ) -> catalog.IntArray:
+        """Slot ids worth a full check, in order (`domains=False`: skip the domain filter, which is the only part
+        that can readmit a slot later). The reference path checks every slot."""
         n = self.table.n
         dead = run.dead.get(state)
         if dead is None or len(dead) < n:
@@ -241,7 +244,7 @@ class _Solver:
             return np.arange(n)
         mask = self.table.fitting(ctx.request) & ~dead[:n]
         selecting = self.topology.selecting(ctx.pod)
-        for g in ctx.constraints:
+        for g in ctx.constraints if domains else ():
             allowed = self.table.allowed(g, self_selecting=g in selecting, pod_domains=self._pod_domains(ctx, g))
             if allowed is not None:
                 mask &= allowed
@@ -270,8 +273,8 @@ class _Solver:
             return ctx
         state = view.state()
         bulk = limit > 1 and self._bulk_safe(ctx)
-        limit = limit if bulk else 1
-        dead = run.dead.get(state)
+        if limit > 1 and not bulk:
+            return self._one_by_one(run, ctx, state, limit)
         placed = 0
         for slot_id in self._candidates(run, ctx, state).tolist():
             fit = nodes.evaluate(
@@ -285,14 +288,64 @@ class _Solver:
                 placed += self._commit(slot_id, fit, run.pods[placed:], ctx)
                 if placed == limit:
                     return placed
-            elif fit.permanent:
-                dead = run.dead[state]
-                dead[slot_id] = True
+            else:
+                self.table.tighten(slot_id)  # it passed the headroom filter yet refused: sharpen the bound
+                if fit.permanent:
+                    self._kill(run, state, slot_id)
         while placed < limit:
             got = self._new_claims(ctx, limit - placed, run.pods[placed:], bulk=bulk)
             if isinstance(got, str):
                 return placed if placed else got
             placed += got
+        return placed
+
+    @staticmethod
+    def _kill(run: _Run, state: tuple[object, ...], slot_id: int) -> None:
+        """Remember that `slot_id` refuses this run at this step for good."""
+        dead = run.dead[state]
+        if slot_id >= len(dead):
+            dead = run.dead[state] = np.concatenate([dead, np.zeros(slot_id + 1, dtype=np.bool_)])
+        dead[slot_id] = True
+
+    def _one_by_one(self, run: _Run, ctx: nodes.RunContext, state: tuple[object, ...], limit: int) -> int | str:
+        """Place the run's pods one at a time, exactly as separate `_try` calls would, computing the resource
+        pre-filter once: headroom only falls and permanent refusals stay, so only the domain filter (which moves
+        as counts change) is re-applied per pod. Stops early when the topology gains a group (new constraints)."""
+        cand = self._candidates(run, ctx, state, domains=False)
+        live = np.ones(len(cand), dtype=np.bool_)
+        selecting = self.topology.selecting(ctx.pod)
+        groups = len(self.topology.groups)
+        placed = 0
+        while placed < limit and len(self.topology.groups) == groups:
+            mask = live.copy()
+            for g in ctx.constraints:
+                allowed = self.table.allowed(
+                    g, self_selecting=g in selecting, pod_domains=self._pod_domains(ctx, g), among=cand
+                )
+                if allowed is not None:
+                    mask &= allowed
+            done = False
+            for pos in np.flatnonzero(mask).tolist():
+                slot_id = int(cand[pos])
+                fit = nodes.evaluate(
+                    self.slots[slot_id], ctx, self.topology, limit=1, min_values_policy=self.inp.min_values_policy
+                )
+                if isinstance(fit, nodes.Fit):
+                    placed += self._commit(slot_id, fit, run.pods[placed:], ctx)
+                    done = True
+                    break
+                self.table.tighten(slot_id)
+                if fit.permanent:
+                    self._kill(run, state, slot_id)
+                    live[pos] = False
+            if done:
+                continue
+            got = self._new_claims(ctx, 1, run.pods[placed:], bulk=False)
+            if isinstance(got, str):
+                return placed if placed else got
+            placed += got
+            cand = np.append(cand, self.table.n - 1)
+            live = np.append(live, True)
         return placed
 
     def _new_claims(self, ctx: nodes.RunContext, limit: int, run_pods: list[pods.Pod], *, bulk: bool) -> int | str:
@@ -373,6 +426,8 @@ class _Solver:
         if any(g.key.topology_key != host for g in self.topology.selecting(pod) if not g.key.inverse):
             return False
         if ctx.node_reqs.get(host) is not None or any(a.get(host) is not None for a in ctx.volume_alternatives):
+            return False
+        if host in self.pools[0].label_keys or any(host in p.label_keys for p in self.pools):
             return False
         return fit.count >= 1
 
@@ -456,18 +511,37 @@ class _Solver:
         for slot in self.slots:
             if slot.pool is None and slot.placed:
                 out.existing_nodes[slot.name] = list(slot.placed)
+        offers: dict[_OfferKey, _Offer] = {}
         for slot in self.claims:
-            out.new_nodeclaims.append(_plan(slot, self.index))
+            out.new_nodeclaims.append(_plan(slot, self.index, offers))
         out.cost_per_hour = sum(c.cheapest.price for c in out.new_nodeclaims if c.cheapest is not None)
         if self.inp.compute_lower_bound and self.claims:
             out.lower_bound_per_hour = bound.lower_bound(self.claims, self.index)
         return out
 
 
-def _plan(slot: nodes.Slot, index: catalog.ResourceIndex) -> results.PlannedNodeClaim:
+@dataclass(frozen=True, slots=True)
+class _Offer:
+    """The parts of a planned claim that depend only on its pool, options and offering requirements."""
+
+    options: tuple[types.InstanceType, ...]
+    cheapest: results.CheapestOffering | None
+    daemon: catalog.IntArray
+
+
+_OfferKey = tuple[str, bytes, tuple[requirements.Requirement | None, ...]]
+
+
+def _offer(slot: nodes.Slot, index: catalog.ResourceIndex, cache: dict[_OfferKey, _Offer]) -> _Offer:
+    """Options sorted by (cheapest compatible offering, name), that offering, and the smallest daemon overhead;
+    shared between claims with equal inputs (clones of a hostname-spread run share one tuple of options)."""
     pool = slot.pool
     assert pool is not None
     assert slot.options is not None
+    key = (pool.name, slot.options.tobytes(), catalog.PoolCatalog.offer_key(slot.requirements))
+    found = cache.get(key)
+    if found is not None:
+        return found
     _, prices = pool.offerings(slot.requirements)
     candidates = np.flatnonzero(slot.options & np.isfinite(prices))
     ids = candidates[np.lexsort((pool.name_rank[candidates], prices[candidates]))].tolist()
@@ -477,13 +551,20 @@ def _plan(slot: nodes.Slot, index: catalog.ResourceIndex) -> results.PlannedNode
         if offer is not None:
             cheapest = results.CheapestOffering(pool.types[ids[0]].name, offer.zone, offer.capacity_type, offer.price)
     daemon = pool.daemon[ids].min(axis=0) if ids else np.zeros(len(index.names), np.int64)
+    found = cache[key] = _Offer(tuple(pool.types[i] for i in ids), cheapest, daemon)
+    return found
+
+
+def _plan(slot: nodes.Slot, index: catalog.ResourceIndex, cache: dict[_OfferKey, _Offer]) -> results.PlannedNodeClaim:
+    assert slot.pool is not None
+    offer = _offer(slot, index, cache)
     return results.PlannedNodeClaim(
-        nodepool=pool.name,
+        nodepool=slot.pool.name,
         requirements=slot.requirements,
-        instance_type_options=tuple(pool.types[i] for i in ids),
+        instance_type_options=offer.options,
         pods=tuple(slot.placed),
-        requests=index.to_map(slot.used + daemon),
-        cheapest=cheapest,
+        requests=index.to_map(slot.used + offer.daemon),
+        cheapest=offer.cheapest,
         min_values_relaxed=slot.min_values_relaxed,
         hostname=slot.name,
     )

@@ -65,11 +65,13 @@ class SlotTable:
                 col.codes = np.concatenate([col.codes, np.full(grow, -1, dtype=np.int64)])
         self.slots.append(slot)
         self.n += 1
+        self.tighten(i)
         self.refresh(i)
         return i
 
-    def refresh(self, i: int) -> None:
-        """Re-read slot `i` after it changed (pods placed, options or requirements narrowed)."""
+    def tighten(self, i: int) -> None:
+        """Recompute slot `i`'s headroom bound from its current options. Between calls the bound may be stale,
+        which is safe: options only shrink, so an older maximum is still an upper bound."""
         slot = self.slots[i]
         if slot.pool is None:
             assert slot.alloc is not None
@@ -78,6 +80,10 @@ class SlotTable:
             assert slot.options is not None
             usable = slot.pool.usable[slot.options]
             self.cap[i] = usable.max(axis=0) if len(usable) else -1
+
+    def refresh(self, i: int) -> None:
+        """Re-read slot `i`'s usage and pinned domains after pods were placed on it."""
+        slot = self.slots[i]
         self.used[i] = slot.used
         for key, col in self._keys.items():
             col.codes[i] = self._pinned(slot, key, col)
@@ -123,14 +129,14 @@ class SlotTable:
         out: catalog.BoolArray = np.all(free >= request[need], axis=1)
         return out
 
-    def allowed(
+    def domain_filter(
         self,
         g: topology.Group,
         *,
         self_selecting: bool,
         pod_domains: requirements.Requirement,
-    ) -> catalog.BoolArray | None:
-        """Slots not excluded by group `g` through the domain they are pinned to; None when `g` excludes none."""
+    ) -> tuple[catalog.IntArray, catalog.BoolArray] | None:
+        """(pinned-domain code per slot, allowed per code) for group `g`; None when `g` excludes no slot."""
         col = self._key(g.key.topology_key)
         counts = self._group_counts(g, col)
         kind = g.key.kind
@@ -146,6 +152,21 @@ class SlotTable:
                 ok = np.zeros(len(counts), dtype=np.bool_)
         else:
             ok = counts == 0
-        codes = col.codes[: self.n]
-        out: catalog.BoolArray = np.where(codes < 0, True, ok[codes])
+        return col.codes, ok
+
+    def allowed(
+        self,
+        g: topology.Group,
+        *,
+        self_selecting: bool,
+        pod_domains: requirements.Requirement,
+        among: catalog.IntArray | None = None,
+    ) -> catalog.BoolArray | None:
+        """Slots (all, or the ids in `among`) not excluded by group `g` through the domain they are pinned to."""
+        found = self.domain_filter(g, self_selecting=self_selecting, pod_domains=pod_domains)
+        if found is None:
+            return None
+        codes, ok = found
+        picked = codes[: self.n] if among is None else codes[among]
+        out: catalog.BoolArray = np.where(picked < 0, True, ok[picked])
         return out

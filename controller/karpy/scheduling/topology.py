@@ -140,6 +140,9 @@ class Group:
         allowed = [d for d in self._candidates(node_domains) if self.counts.get(d, 0) == 0 and pod_domains.has(d)]
         return requirements.Requirement.in_(key, allowed)
 
+    def unsatisfiable(self) -> str:
+        return f"unsatisfiable {self.describe()}"
+
     def describe(self) -> str:
         k = self.key
         text = f"{k.kind.value} on {k.topology_key}"
@@ -185,6 +188,8 @@ class Topology:
         self.placements: list[BoundPod] = []
         self._selecting: dict[tuple[object, ...], tuple[int, list[Group]]] = {}
         self._exists: dict[str, requirements.Requirement] = {}
+        # id(pod) -> (pod, group count, groups): the pod is kept so its id cannot be reused while cached
+        self._selecting_pod: dict[int, tuple[pods.Pod, int, list[Group]]] = {}
         for b in bound:
             self.record(b.pod, b.node_requirements, b.node_taints, b.count)
 
@@ -232,6 +237,14 @@ class Topology:
 
     def selecting(self, pod: pods.Pod) -> list[Group]:
         """Groups whose selector matches `pod` (cached per namespace + labels)."""
+        by_pod = self._selecting_pod.get(id(pod))
+        if by_pod is not None and by_pod[0] is pod and by_pod[1] == len(self.groups):
+            return by_pod[2]
+        found = self._selecting_labels(pod)
+        self._selecting_pod[id(pod)] = (pod, len(self.groups), found)
+        return found
+
+    def _selecting_labels(self, pod: pods.Pod) -> list[Group]:
         cache_key = (pod.namespace, tuple(sorted(pod.labels.items())))
         cached = self._selecting.get(cache_key)
         if cached is not None and cached[0] == len(self.groups):
@@ -251,7 +264,8 @@ class Topology:
         *,
         strict: requirements.Requirements,
         node_reqs: requirements.Requirements,
-    ) -> requirements.Requirements | str:
+    ) -> requirements.Requirements | Group:
+        """The domains each constraint allows on a node with `node_reqs`, or the first group allowing none."""
         out = []
         selecting = self.selecting(pod)
         for g in constraints:
@@ -262,7 +276,7 @@ class Topology:
                 pod, pod_domains=pod_domains, node_domains=node_domains, self_selecting=g in selecting
             )
             if not domains.has_values():
-                return f"unsatisfiable {g.describe()}"
+                return g
             out.append(domains)
         return requirements.Requirements(out)
 
