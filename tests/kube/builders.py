@@ -89,3 +89,19 @@ def nodeclaim(name: str, *, pool: str = "default", **status: Any) -> dict[str, A
     if status:
         manifest["status"] = copy.deepcopy(status)
     return manifest
+
+
+def ec2nodeclass(name: str = "default", **spec: Any) -> dict[str, Any]:
+    manifest: dict[str, Any] = {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": "KarpenterNodeRole-demo",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+        },
+    }
+    manifest["spec"].update(copy.deepcopy(spec))
+    return manifest

@@ -1,0 +1,343 @@
+"""`Cluster`: the in-memory model of the cluster the reconcilers decide on, fed event by event by the informers.
+
+Every `apply` costs O(1) in the size of the cluster (dict updates of the changed object and its indexes), so
+thousands of pods churning stay cheap; the read views build fresh snapshots (new lists and frozen values) and never
+hand out the live containers. Raw objects (Nodes, PDBs) are shared, not copied: treat them as read-only.
+
+Objects that do not parse are kept out of the views and recorded with their error (`nodepool_errors()` ...), so
+one bad NodePool never stops the others. `synced()` gates decisions until every expected informer has listed.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
+
+from karpy import clock as clock_module
+from karpy.api import ec2nodeclass as ec2nodeclass_api
+from karpy.api import errors, labels, parse
+from karpy.api import nodeclaim as nodeclaim_api
+from karpy.api import nodepool as nodepool_api
+from karpy.kube import client, resources
+from karpy.scheduling import pods as pods_api
+from karpy.scheduling import volumes
+from karpy.state import facts, statenode
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+NODES_RESOURCE = "nodes"
+"""The pseudo-resource counting a NodePool's nodes in `nodepool_usage` (milli-units, like NodePool limits)."""
+_NOMINATION_SWEEP = 1024
+"""Nominations kept before expired ones are swept (they are otherwise dropped lazily when read)."""
+
+
+class _Parsed(dict[str, T], Generic[T]):
+    """Valid objects by key, plus the error strings of the ones that did not parse."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: dict[str, str] = {}
+
+
+class Cluster:
+    def __init__(self, *, clock: clock_module.Clock, expected: Iterable[resources.Resource] = ()) -> None:
+        self.clock = clock
+        self.seq = 0
+        """Bumped by every change of the model (apply, mark/unmark for deletion): memo key for consolidation."""
+        self._expected: set[resources.Resource] = set(expected)
+        self._listed: set[resources.Resource] = set()
+        self._nodepools: _Parsed[nodepool_api.NodePool] = _Parsed()
+        self._nodeclasses: _Parsed[ec2nodeclass_api.EC2NodeClass] = _Parsed()
+        self._nodeclaims: _Parsed[nodeclaim_api.NodeClaim] = _Parsed()
+        self._pods: _Parsed[pods_api.Pod] = _Parsed()
+        self._daemonsets: _Parsed[pods_api.Pod] = _Parsed()
+        self._nodes: dict[str, Mapping[str, Any]] = {}
+        self._raw: dict[resources.Resource, dict[str, Mapping[str, Any]]] = collections.defaultdict(dict)
+        self._pvcs: dict[str, volumes.PersistentVolumeClaim] = {}
+        self._pvs: dict[str, volumes.PersistentVolume] = {}
+        self._storage_classes: dict[str, volumes.StorageClass] = {}
+        # indexes, maintained per event
+        self._pod_facts: dict[str, facts.PodFacts] = {}
+        self._pods_by_node: dict[str, dict[str, pods_api.Pod]] = collections.defaultdict(dict)
+        self._provisionable: dict[str, None] = {}
+        self._node_by_provider: dict[str, str] = {}
+        self._claim_by_provider: dict[str, str] = {}
+        self._claim_by_node_name: dict[str, str] = {}
+        self._usage: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        # controller-side annotations of nodes (by node or NodeClaim name)
+        self._nominated: dict[str, float] = {}
+        self._marked: set[str] = set()
+        self._appliers: Mapping[resources.Resource, Callable[[str, Mapping[str, Any] | None], None]] = {
+            resources.NODEPOOLS: self._apply_nodepool,
+            resources.EC2NODECLASSES: self._apply_nodeclass,
+            resources.NODECLAIMS: self._apply_nodeclaim,
+            resources.NODES: self._apply_node,
+            resources.PODS: self._apply_pod,
+            resources.DAEMONSETS: self._apply_daemonset,
+            resources.PVCS: self._apply_pvc,
+            resources.PVS: self._apply_pv,
+            resources.STORAGECLASSES: self._apply_storage_class,
+        }
+
+    # -- feeding ------------------------------------------------------------------------------------------------
+
+    def expect(self, *informed: resources.Resource) -> None:
+        """Declare resources whose first LIST `synced()` waits for (informers call it before listing)."""
+        self._expected.update(informed)
+
+    def mark_listed(self, res: resources.Resource) -> None:
+        self._expected.add(res)
+        self._listed.add(res)
+
+    def synced(self) -> bool:
+        """True once every expected informer completed its first LIST (False before any was expected)."""
+        return bool(self._expected) and self._expected <= self._listed
+
+    def apply(self, res: resources.Resource, event: client.WatchEvent) -> None:
+        obj = event.object
+        key = facts.key(obj)
+        if not key:
+            log.warning("ignoring a %s event for an object without a name", res)
+            return
+        current = None if event.type == client.DELETED else obj
+        raw = self._raw[res]
+        if current is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = current
+        applier = self._appliers.get(res)
+        if applier is not None:
+            applier(key, current)
+        self.seq += 1
+
+    def _parse_into(self, store: _Parsed[T], key: str, obj: Mapping[str, Any] | None, parser: Callable[..., T]) -> None:
+        store.pop(key, None)
+        store.errors.pop(key, None)
+        if obj is None:
+            return
+        try:
+            store[key] = parser(obj)
+        except errors.ValidationError as error:
+            store.errors[key] = str(error)
+            log.warning("ignoring %s: %s", key, error)
+
+    def _apply_nodepool(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._parse_into(self._nodepools, key, obj, parse.nodepool)
+
+    def _apply_nodeclass(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._parse_into(self._nodeclasses, key, obj, parse.ec2nodeclass)
+
+    def _apply_nodeclaim(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        old = self._nodeclaims.get(key)
+        if old is not None:
+            self._index_claim(key, old, remove=True)
+        self._parse_into(self._nodeclaims, key, obj, parse.nodeclaim)
+        new = self._nodeclaims.get(key)
+        if new is not None:
+            self._index_claim(key, new, remove=False)
+
+    def _index_claim(self, key: str, claim: nodeclaim_api.NodeClaim, *, remove: bool) -> None:
+        pairs = (
+            (self._claim_by_provider, claim.status.provider_id),
+            (self._claim_by_node_name, claim.status.node_name),
+        )
+        for index, value in pairs:
+            if not value:
+                continue
+            if remove:
+                if index.get(value) == key:
+                    del index[value]
+            else:
+                index[value] = key
+        pool = claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")
+        if pool:
+            usage = self._usage[pool]
+            sign = -1 if remove else 1
+            for name, amount in claim.status.capacity.items():
+                usage[name] += sign * amount
+            usage[NODES_RESOURCE] += sign * 1000
+
+    def _apply_node(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        old = self._nodes.pop(key, None)
+        if old is not None and self._node_by_provider.get(facts.node_provider_id(old)) == key:
+            del self._node_by_provider[facts.node_provider_id(old)]
+        if obj is not None:
+            self._nodes[key] = obj
+            if provider_id := facts.node_provider_id(obj):
+                self._node_by_provider[provider_id] = key
+
+    def _apply_pod(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        old_facts = self._pod_facts.pop(key, None)
+        if old_facts is not None and old_facts.node_name:
+            bound = self._pods_by_node.get(old_facts.node_name)
+            if bound is not None:
+                bound.pop(key, None)
+                if not bound:
+                    del self._pods_by_node[old_facts.node_name]
+        self._provisionable.pop(key, None)
+        self._parse_into(self._pods, key, obj, pods_api.from_manifest)
+        pod = self._pods.get(key)
+        if obj is None or pod is None:
+            return
+        pod_facts = facts.pod_facts(obj)
+        self._pod_facts[key] = pod_facts
+        if pod_facts.node_name and not pod_facts.terminal:
+            self._pods_by_node[pod_facts.node_name][key] = pod
+        if pod_facts.provisionable:
+            self._provisionable[key] = None
+
+    def _apply_daemonset(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._parse_into(self._daemonsets, key, obj, lambda ds: pods_api.from_manifest(facts.daemonset_pod(ds)))
+
+    def _apply_pvc(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._pvcs.pop(key, None)
+        if obj is not None:
+            self._pvcs[key] = volumes.pvc_from_manifest(obj)
+
+    def _apply_pv(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._pvs.pop(key, None)
+        if obj is not None:
+            try:
+                self._pvs[key] = volumes.pv_from_manifest(obj)
+            except errors.ValidationError as error:
+                log.warning("ignoring persistent volume %s: %s", key, error)
+
+    def _apply_storage_class(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._storage_classes.pop(key, None)
+        if obj is not None:
+            try:
+                self._storage_classes[key] = volumes.storage_class_from_manifest(obj)
+            except errors.ValidationError as error:
+                log.warning("ignoring storage class %s: %s", key, error)
+
+    # -- controller-side marks ----------------------------------------------------------------------------------
+
+    def nominate(self, node_name: str, until: float) -> None:
+        """Keep `node_name` (a Node or NodeClaim name) out of disruption until `until` (epoch seconds)."""
+        self._nominated[node_name] = max(until, self._nominated.get(node_name, 0.0))
+        if len(self._nominated) > _NOMINATION_SWEEP:
+            now = self.clock.now()
+            self._nominated = {name: when for name, when in self._nominated.items() if when > now}
+
+    def is_nominated(self, node_name: str) -> bool:
+        until = self._nominated.get(node_name)
+        if until is None:
+            return False
+        if until <= self.clock.now():
+            del self._nominated[node_name]  # expired: forget it
+            return False
+        return True
+
+    def mark_for_deletion(self, *names: str) -> None:
+        self._marked.update(names)
+        self.seq += 1
+
+    def unmark_for_deletion(self, *names: str) -> None:
+        self._marked.difference_update(names)
+        self.seq += 1
+
+    def changed_since(self, seq: int) -> bool:
+        return self.seq != seq
+
+    # -- views --------------------------------------------------------------------------------------------------
+
+    def nodepools(self) -> list[nodepool_api.NodePool]:
+        """Valid NodePools not being deleted, by name."""
+        pools = (p for p in self._nodepools.values() if p.metadata.deletion_timestamp is None)
+        return sorted(pools, key=lambda p: p.metadata.name)
+
+    def nodepool(self, name: str) -> nodepool_api.NodePool | None:
+        return self._nodepools.get(name)
+
+    def nodepool_errors(self) -> dict[str, str]:
+        return dict(self._nodepools.errors)
+
+    def nodeclasses(self) -> dict[str, ec2nodeclass_api.EC2NodeClass]:
+        return dict(self._nodeclasses)
+
+    def nodeclass_errors(self) -> dict[str, str]:
+        return dict(self._nodeclasses.errors)
+
+    def nodeclaims(self) -> list[nodeclaim_api.NodeClaim]:
+        return sorted(self._nodeclaims.values(), key=lambda c: c.metadata.name)
+
+    def nodeclaim(self, name: str) -> nodeclaim_api.NodeClaim | None:
+        return self._nodeclaims.get(name)
+
+    def nodeclaim_errors(self) -> dict[str, str]:
+        return dict(self._nodeclaims.errors)
+
+    def node(self, name: str) -> Mapping[str, Any] | None:
+        return self._nodes.get(name)
+
+    def pod_errors(self) -> dict[str, str]:
+        return dict(self._pods.errors)
+
+    def pods(self) -> list[pods_api.Pod]:
+        return list(self._pods.values())
+
+    def pending_pods(self) -> list[pods_api.Pod]:
+        """Provisionable pods (module `facts`), oldest first."""
+        pending = [self._pods[key] for key in self._provisionable]
+        return sorted(pending, key=lambda p: (p.creation_timestamp, p.namespace, p.name))
+
+    def pods_on(self, node_name: str) -> list[pods_api.Pod]:
+        """Non-terminal pods bound to `node_name`."""
+        return list(self._pods_by_node.get(node_name, {}).values())
+
+    def daemonsets(self) -> list[pods_api.Pod]:
+        """The pod each DaemonSet would run on a new node (its template, owned by the DaemonSet)."""
+        return list(self._daemonsets.values())
+
+    def pdbs(self) -> list[dict[str, Any]]:
+        return [dict(obj) for obj in self._raw[resources.PDBS].values()]
+
+    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]:
+        """Raw objects of any informed resource (e.g. VolumeAttachments), read-only."""
+        return list(self._raw[res].values())
+
+    def volumes(self) -> volumes.VolumeCatalog:
+        return volumes.VolumeCatalog(dict(self._pvcs), dict(self._pvs), dict(self._storage_classes))
+
+    def nodepool_usage(self, name: str) -> dict[str, int]:
+        """Σ capacity of the pool's NodeClaims, and `nodes` = their count × 1000 (NodePool limits are milli)."""
+        return {resource: amount for resource, amount in self._usage.get(name, {}).items() if amount}
+
+    def state_nodes(self) -> list[statenode.StateNode]:
+        """Every NodeClaim joined with its Node (by providerID, else status.nodeName), then unclaimed Nodes."""
+        now = self.clock.now()
+        joined: set[str] = set()
+        out: list[statenode.StateNode] = []
+        for claim_key, claim in self._nodeclaims.items():
+            node_key = self._node_by_provider.get(claim.status.provider_id, "") if claim.status.provider_id else ""
+            if not node_key and claim.status.node_name in self._nodes:
+                node_key = claim.status.node_name
+            node = self._nodes.get(node_key) if node_key else None
+            if node is not None:
+                joined.add(node_key)
+            out.append(self._state_node(claim, node, node_key or claim_key, claim_key, now))
+        for node_key, node in self._nodes.items():
+            if node_key not in joined:
+                out.append(self._state_node(None, node, node_key, "", now))
+        return sorted(out, key=lambda n: n.name)
+
+    def _state_node(
+        self,
+        claim: nodeclaim_api.NodeClaim | None,
+        node: Mapping[str, Any] | None,
+        name: str,
+        claim_name: str,
+        now: float,
+    ) -> statenode.StateNode:
+        names = {name, claim_name} - {""}
+        nominated = max((self._nominated.get(n, 0.0) for n in names), default=0.0)
+        pods = tuple(self._pods_by_node.get(name, {}).values()) if node is not None else ()
+        return statenode.build(
+            claim=claim,
+            node=node,
+            pods=pods,
+            marked=bool(names & self._marked),
+            nominated_until=nominated if nominated > now else 0.0,
+        )

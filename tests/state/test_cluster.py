@@ -1,0 +1,220 @@
+"""The cluster model's views: parsing and error isolation, pending pods, joins, usage, nominations, marks, seq."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.kube import builders
+from tests.state.conftest import add, delete, modify
+
+from karpy import clock
+from karpy.kube import resources
+from karpy.state import cluster
+
+R = resources
+
+
+def _claim(
+    name: str,
+    *,
+    pool: str = "default",
+    provider_id: str = "",
+    node_name: str = "",
+    capacity: dict[str, str] | None = None,
+    initialized: bool = False,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if provider_id:
+        status["providerID"] = provider_id
+    if node_name:
+        status["nodeName"] = node_name
+    if capacity:
+        status["capacity"] = capacity
+        status["allocatable"] = capacity
+    if initialized:
+        status["conditions"] = [
+            {
+                "type": "Initialized",
+                "status": "True",
+                "reason": "Initialized",
+                "message": "",
+                "lastTransitionTime": "2024-01-01T00:00:00Z",
+            }
+        ]
+    return builders.nodeclaim(name, pool=pool, **status)
+
+
+def test_one_invalid_nodepool_does_not_hide_the_others(state: cluster.Cluster) -> None:
+    add(state, R.NODEPOOLS, builders.nodepool("good"), builders.nodepool("bad", weight=1000))
+    assert [p.metadata.name for p in state.nodepools()] == ["good"]
+    errors = state.nodepool_errors()
+    assert list(errors) == ["bad"]
+    assert "spec.weight" in errors["bad"]
+    fixed = builders.nodepool("bad", weight=10)
+    modify(state, R.NODEPOOLS, fixed)
+    assert [p.metadata.name for p in state.nodepools()] == ["bad", "good"]
+    assert state.nodepool_errors() == {}
+    delete(state, R.NODEPOOLS, fixed)
+    assert [p.metadata.name for p in state.nodepools()] == ["good"]
+
+
+def test_deleting_nodepools_are_left_out(state: cluster.Cluster) -> None:
+    deleting = builders.nodepool("old")
+    deleting["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    add(state, R.NODEPOOLS, deleting, builders.nodepool("new"))
+    assert [p.metadata.name for p in state.nodepools()] == ["new"]
+
+
+def test_nodeclasses_and_their_errors(state: cluster.Cluster) -> None:
+    add(state, R.EC2NODECLASSES, builders.ec2nodeclass("default"), builders.ec2nodeclass("broken", role=""))
+    assert list(state.nodeclasses()) == ["default"]
+    assert list(state.nodeclass_errors()) == ["broken"]
+
+
+def test_pending_pods_follow_binding_and_bad_pods_are_recorded(state: cluster.Cluster) -> None:
+    pending = builders.unschedulable(builders.pod("a"))
+    add(state, R.PODS, pending, builders.unschedulable(builders.pod("b", namespace="other")))
+    bad = builders.pod("bad")
+    bad["spec"]["containers"] = "nope"
+    add(state, R.PODS, bad)
+    assert sorted(p.key for p in state.pending_pods()) == ["default/a", "other/b"]
+    assert list(state.pod_errors()) == ["default/bad"]
+    bound = copy.deepcopy(pending)
+    bound["spec"]["nodeName"] = "n1"
+    bound["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    modify(state, R.PODS, bound)
+    assert [p.key for p in state.pending_pods()] == ["other/b"]
+    assert [p.key for p in state.pods_on("n1")] == ["default/a"]
+    done = copy.deepcopy(bound)
+    done["status"]["phase"] = "Succeeded"
+    modify(state, R.PODS, done)
+    assert state.pods_on("n1") == []  # terminal pods hold no capacity
+    delete(state, R.PODS, done)
+    assert [p.key for p in state.pods()] == ["other/b"]
+
+
+def test_pods_move_between_nodes_in_the_index(state: cluster.Cluster) -> None:
+    add(state, R.PODS, builders.pod("a", node="n1"), builders.pod("b", node="n1"))
+    modify(state, R.PODS, builders.pod("a", node="n2"))
+    assert [p.name for p in state.pods_on("n1")] == ["b"]
+    assert [p.name for p in state.pods_on("n2")] == ["a"]
+
+
+def test_node_and_nodeclaim_join_by_provider_id_then_node_name(state: cluster.Cluster) -> None:
+    add(
+        state,
+        R.NODECLAIMS,
+        _claim("by-pid", provider_id="aws:///z/i-1", capacity={"cpu": "2"}, initialized=True),
+        _claim("by-name", node_name="ip-2"),
+        _claim("in-flight", provider_id="aws:///z/i-3", capacity={"cpu": "8"}),
+    )
+    add(
+        state,
+        R.NODES,
+        builders.node("ip-1", provider_id="aws:///z/i-1", labels={"karpenter.sh/nodepool": "default"}),
+        builders.node("ip-2"),
+        builders.node("unmanaged", provider_id="aws:///z/i-9"),
+    )
+    add(state, R.PODS, builders.pod("web", node="ip-1"))
+    nodes = {n.name: n for n in state.state_nodes()}
+    assert sorted(nodes) == ["in-flight", "ip-1", "ip-2", "unmanaged"]
+    assert (nodes["ip-1"].nodeclaim_name, nodes["ip-1"].initialized, nodes["ip-1"].managed) == ("by-pid", True, True)
+    assert nodes["ip-1"].allocatable["cpu"] == 4000  # initialized: the Node's own report wins
+    assert [p.name for p in nodes["ip-1"].pods] == ["web"]
+    assert nodes["ip-2"].nodeclaim_name == "by-name"
+    assert nodes["in-flight"].node is None
+    assert nodes["in-flight"].allocatable == {"cpu": 8000}  # not registered: the NodeClaim's view
+    assert (nodes["in-flight"].nodepool, nodes["in-flight"].managed) == ("default", True)
+    assert nodes["unmanaged"].nodeclaim is None
+    assert (nodes["unmanaged"].managed, nodes["unmanaged"].initialized) == (False, True)
+
+
+def test_a_node_replaced_under_the_same_provider_id_rejoins(state: cluster.Cluster) -> None:
+    add(state, R.NODECLAIMS, _claim("c", provider_id="aws:///z/i-1"))
+    node = builders.node("ip-1", provider_id="aws:///z/i-1")
+    add(state, R.NODES, node)
+    delete(state, R.NODES, node)
+    assert [(n.name, n.node) for n in state.state_nodes()] == [("c", None)]
+    add(state, R.NODES, node)
+    assert [n.node_name for n in state.state_nodes()] == ["ip-1"]
+
+
+def test_nodepool_usage_sums_capacity_and_counts_nodes(state: cluster.Cluster) -> None:
+    a = _claim("a", capacity={"cpu": "2", "memory": "4Gi"})
+    b = _claim("b", capacity={"cpu": "4"})
+    add(state, R.NODECLAIMS, a, b, _claim("x", pool="other", capacity={"cpu": "1"}))
+    assert state.nodepool_usage("default") == {"cpu": 6000, "memory": 4 * 1024**3 * 1000, "nodes": 2000}
+    modify(state, R.NODECLAIMS, _claim("b", capacity={"cpu": "8"}))
+    assert state.nodepool_usage("default")["cpu"] == 10000
+    delete(state, R.NODECLAIMS, a)
+    assert state.nodepool_usage("default") == {"cpu": 8000, "nodes": 1000}
+    assert state.nodepool_usage("missing") == {}
+
+
+def test_nominations_expire_with_the_clock(state: cluster.Cluster, manual: clock.ManualClock) -> None:
+    add(state, R.NODES, builders.node("n1"))
+    state.nominate("n1", manual.now() + 20)
+    assert state.is_nominated("n1")
+    (node,) = state.state_nodes()
+    assert node.nominated(manual.now())
+    manual.advance(19)
+    assert state.is_nominated("n1")
+    manual.advance(1)
+    assert not state.is_nominated("n1")
+    assert state.state_nodes()[0].nominated_until == 0.0
+
+
+def test_marks_for_deletion_and_seq(state: cluster.Cluster) -> None:
+    add(state, R.NODECLAIMS, _claim("c", provider_id="aws:///z/i-1"))
+    add(state, R.NODES, builders.node("ip-1", provider_id="aws:///z/i-1"))
+    seq = state.seq
+    assert not state.changed_since(seq)
+    state.mark_for_deletion("c")  # by NodeClaim name: the joined state node is marked
+    assert state.changed_since(seq)
+    assert state.state_nodes()[0].marked_for_deletion
+    state.unmark_for_deletion("c")
+    state.mark_for_deletion("ip-1")  # or by Node name
+    assert state.state_nodes()[0].marked_for_deletion
+    seq = state.seq
+    add(state, R.PODS, builders.pod("p"))
+    assert state.changed_since(seq)
+
+
+def test_views_are_snapshots(state: cluster.Cluster) -> None:
+    add(state, R.NODEPOOLS, builders.nodepool("a"))
+    add(state, R.PODS, builders.unschedulable(builders.pod("p")))
+    state.nodepools().clear()
+    state.pending_pods().clear()
+    state.nodepool_errors()["x"] = "y"
+    assert len(state.nodepools()) == 1
+    assert len(state.pending_pods()) == 1
+    assert state.nodepool_errors() == {}
+
+
+def test_synced_waits_for_every_expected_informer(manual: clock.ManualClock) -> None:
+    state = cluster.Cluster(clock=manual, expected=(R.NODES, R.PODS))
+    assert not state.synced()
+    state.mark_listed(R.NODES)
+    assert not state.synced()
+    state.mark_listed(R.PODS)
+    assert state.synced()
+    assert not cluster.Cluster(clock=manual).synced()  # nothing expected, nothing listed: not synced
+
+
+def test_volumes_and_daemonsets_and_pdbs(state: cluster.Cluster) -> None:
+    add(state, R.PVCS, {"metadata": {"name": "data", "namespace": "db"}, "spec": {"storageClassName": "gp3"}})
+    add(state, R.STORAGECLASSES, {"metadata": {"name": "gp3"}, "volumeBindingMode": "WaitForFirstConsumer"})
+    catalog = state.volumes()
+    assert catalog.pvcs["db/data"].storage_class_name == "gp3"
+    assert catalog.storage_classes["gp3"].binding_mode == "WaitForFirstConsumer"
+    ds = {
+        "metadata": {"name": "logs", "namespace": "kube-system", "uid": "u"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}},
+    }
+    add(state, R.DAEMONSETS, ds)
+    assert [p.name for p in state.daemonsets()] == ["logs"]
+    add(state, R.PDBS, builders.pdb("web", {"app": "web"}, minAvailable=1))
+    assert [p["metadata"]["name"] for p in state.pdbs()] == ["web"]
+    add(state, R.VOLUMEATTACHMENTS, {"metadata": {"name": "va-1"}, "spec": {"nodeName": "n1"}})
+    assert [v["metadata"]["name"] for v in state.objects(R.VOLUMEATTACHMENTS)] == ["va-1"]
