@@ -67,7 +67,8 @@ def undominated(
     compat: catalog.BoolArray, capacity: catalog.FloatArray, price: catalog.FloatArray
 ) -> catalog.BoolArray:
     """Columns no other column beats: usable by a superset of the classes and at least as much of every resource
-    per dollar (ties keep the lowest index). `compat` is classes × columns, `capacity` columns × resources."""
+    per dollar (among equals the dearest, then the lowest index, is kept).
+    `compat` is classes × columns, `capacity` columns × resources."""
     n = len(price)
     keep = np.ones(n, dtype=np.bool_)
     if n <= 1:
@@ -83,8 +84,12 @@ def undominated(
     superset = (c.T @ (1 - c)) == 0  # [k, k']: every class usable on k is usable on k'
     beats = per_dollar & superset
     mutual = beats & beats.T
-    index = np.arange(n)
-    dominated_by = (beats & ~mutual) | (mutual & (index[None, :] < index[:, None]))
+    # Among equals keep the dearest (largest) column, then the lowest index: larger nodes round better when the
+    # repack turns the LP into whole nodes.
+    rank = np.lexsort((-np.arange(n), price))  # ascending price, then descending index
+    order = np.empty(n, dtype=np.int64)
+    order[rank] = np.arange(n)  # higher order wins a tie
+    dominated_by = (beats & ~mutual) | (mutual & (order[None, :] > order[:, None]))
     np.fill_diagonal(dominated_by, False)
     keep &= ~dominated_by.any(axis=1)
     return keep

@@ -126,7 +126,7 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     cand = _candidate_types(pool, group.requirements)
     if cand is None:
         return None
-    patterns = _pack(req, counts, cand)
+    patterns = _best_packing(pool, group.requirements, req, counts, cand)
     if patterns is None:
         return None
     slots = _build_slots(group, patterns, req, [sorted(by_shape[k], key=lambda p: p.key) for k in keys], first_name)
@@ -138,6 +138,38 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     if new_cost >= original_cost * (1 - _MIN_SAVING):
         return None
     return slots
+
+
+_GRANULARITY = (1, 4, 16)  # node sizes tried, in multiples of the group's largest pod per resource
+
+
+def _best_packing(
+    pool: catalog.PoolCatalog,
+    reqs: requirements.Requirements,
+    req: catalog.IntArray,
+    counts: catalog.IntArray,
+    cand: _Types,
+) -> list[tuple[catalog.IntArray, int]] | None:
+    """The cheapest of the packings over types at least 1, 4 and 16 largest pods big: the LP favours small types
+    (e.g. for pods-per-dollar) whose whole nodes round badly when pods are a large share of them."""
+    price = pool.offerings(reqs)[1]
+    base = pool.mask(reqs) & pool.offerings(reqs)[0]
+    largest = req.max(axis=0)
+    best: tuple[float, list[tuple[catalog.IntArray, int]]] | None = None
+    for g in _GRANULARITY:
+        big = (cand.usable >= g * largest[None, :]).all(axis=1)
+        if not (big & cand.anchor).any():
+            break
+        patterns = _pack(req, counts, _Types(cand.ids, cand.usable, cand.price, cand.anchor & big))
+        if patterns is None:
+            continue
+        cost = 0.0
+        for pattern, reps in patterns:
+            options = base & (pool.usable >= (pattern @ req)[None, :]).all(axis=1)
+            cost += reps * (float(price[options].min()) if options.any() else float("inf"))
+        if best is None or cost < best[0]:
+            best = (cost, patterns)
+    return best[1] if best is not None else None
 
 
 def _claim_price(pool: catalog.PoolCatalog, slot: nodes.Slot) -> float:

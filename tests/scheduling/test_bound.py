@@ -1,0 +1,115 @@
+"""The LP lower bound: optima known by hand, and never above the cost of a feasible plan (Hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.scheduling import conftest as c
+
+from karpy.api import labels, meta
+from karpy.cloudprovider import types
+from karpy.scheduling import bound
+
+
+def _lp(demand: list[list[float]], compat: list[list[bool]], capacity: list[list[float]], price: list[float]) -> float:
+    got = bound.solve_lp(
+        np.array(demand, dtype=np.float64),
+        np.array(compat, dtype=np.bool_),
+        np.array(capacity, dtype=np.float64),
+        np.array(price, dtype=np.float64),
+    )
+    assert got is not None
+    return got.cost
+
+
+def test_one_resource_two_types_buys_the_cheaper_per_unit() -> None:
+    # 10 units of demand; type A: 4 units for $1 (0.25/unit), type B: 10 units for $3 (0.3/unit) -> 2.5 A = $2.5.
+    assert _lp([[10.0]], [[True, True]], [[4.0], [10.0]], [1.0, 3.0]) == pytest.approx(2.5)
+
+
+def test_two_resources_mix_a_cpu_rich_and_a_memory_rich_type() -> None:
+    # Two pod classes: CPU-heavy (8 cpu, 2 mem in total) and memory-heavy (2 cpu, 8 mem).
+    # C: 4 cpu / 1 mem for $1, M: 1 cpu / 4 mem for $1. Buying 2 C + 2 M covers (10, 10) exactly: $4.
+    # Either type alone needs 10/... e.g. C alone needs 10 mem / 1 -> 10 nodes: the LP must mix.
+    cost = _lp([[8.0, 2.0], [2.0, 8.0]], [[True, True], [True, True]], [[4.0, 1.0], [1.0, 4.0]], [1.0, 1.0])
+    assert cost == pytest.approx(4.0)
+
+
+def test_a_class_may_only_use_its_compatible_types() -> None:
+    # The cheap type is off limits for the only class: the bound pays the dear one.
+    assert _lp([[4.0]], [[False, True]], [[4.0], [4.0]], [1.0, 5.0]) == pytest.approx(5.0)
+
+
+def test_dominated_columns_are_dropped_but_ties_keep_one() -> None:
+    compat = np.ones((1, 5), dtype=np.bool_)
+    capacity = np.array([[4.0, 8.0], [8.0, 16.0], [8.0, 16.0], [1.0, 100.0], [16.0, 32.0]])
+    price = np.array([1.0, 1.5, 1.5, 1.0, 3.0])
+    keep = bound.undominated(compat, capacity, price)
+    # 1, 2 and 4 give more of both per dollar than 0 and tie with each other (the dearest, 4, is kept: larger nodes
+    # round better); 3 is memory-rich and beaten by none.
+    assert keep.tolist() == [False, False, False, True, True]
+    # Equal columns at equal prices: the lowest index stays.
+    assert bound.undominated(np.ones((1, 2), np.bool_), capacity[[1, 2]], price[[1, 2]]).tolist() == [True, False]
+
+
+def test_a_class_without_any_usable_type_has_no_solution() -> None:
+    got = bound.solve_lp(np.array([[1.0]]), np.array([[False]]), np.array([[4.0]]), np.array([1.0]))
+    assert got is None
+
+
+def test_bound_of_a_solve_with_known_optimum() -> None:
+    # 10 pods × 1 cpu on the fake catalog (price 0.3 per cpu step, 110 pods each): fake-it-9 has 10 cpu, so the
+    # fractional optimum is exactly one fake-it-9 node.
+    res = c.solve(c.make_pods(10, memory="1Gi"))
+    assert res.lower_bound_per_hour == pytest.approx(0.3 * 10)
+    assert res.cost_per_hour == pytest.approx(res.lower_bound_per_hour)
+
+
+def test_bound_respects_offering_requirements() -> None:
+    # Spot is 30% cheaper in the helper catalog; an on-demand-only pool must be bounded at on-demand prices.
+    its = [
+        c.make_instance_type(
+            "big", cpu=8, memory_gib=32, capacity_types=(labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND)
+        )
+    ]
+    od = c.make_nodepool(
+        requirements=[
+            meta.NodeSelectorRequirement(
+                labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, (labels.CAPACITY_TYPE_ON_DEMAND,)
+            )
+        ]
+    )
+    res = c.solve(c.make_pods(4, cpu="2", memory="1Gi"), pools=[od], catalog=its)
+    on_demand = 0.1 * 8 + 0.1 * 32
+    assert res.lower_bound_per_hour == pytest.approx(on_demand)  # exactly one node's worth of cpu
+    assert res.cost_per_hour == pytest.approx(on_demand)
+
+
+workload = st.lists(
+    st.tuples(st.sampled_from(("100m", "250m", "1", "1500m", "3")), st.sampled_from(("100Mi", "1Gi", "4Gi", "9Gi"))),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload, st.sampled_from(("fake", "mixed")))
+def test_bound_never_exceeds_the_plan_cost(shapes: list[tuple[str, str]], kind: str) -> None:
+    ps = [c.make_pod(f"p-{i}", cpu=cpu, memory=mem, created=float(i)) for i, (cpu, mem) in enumerate(shapes)]
+    its = c.fake_catalog(16) if kind == "fake" else _mixed_catalog()
+    res = c.solve(ps, catalog=its)
+    assert not res.unschedulable
+    assert res.lower_bound_per_hour > 0
+    assert res.lower_bound_per_hour <= res.cost_per_hour * (1 + 1e-9)
+
+
+def _mixed_catalog() -> list[types.InstanceType]:
+    """CPU-rich, memory-rich and balanced families at different prices per unit, so the LP mixes types."""
+    out = []
+    for size in (1, 2, 4, 8, 16):
+        out.append(c.make_instance_type(f"c-{size}", cpu=2 * size, memory_gib=2 * size, price=0.08 * size))
+        out.append(c.make_instance_type(f"r-{size}", cpu=size, memory_gib=8 * size, price=0.1 * size))
+        out.append(c.make_instance_type(f"m-{size}", cpu=2 * size, memory_gib=8 * size, price=0.15 * size))
+    return out

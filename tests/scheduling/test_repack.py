@@ -1,0 +1,201 @@
+"""The cost post-pass: never costlier, every pod once, constraints kept, and near the LP bound on the generic mix."""
+
+from __future__ import annotations
+
+import collections
+import random
+from collections.abc import Sequence
+from typing import Any
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.scheduling import conftest as c
+
+from karpy.api import labels, meta, quantity
+from karpy.cloudprovider import types
+from karpy.cloudprovider.fake import generator
+from karpy.scheduling import pods, repack, requirements, results, scheduler
+
+CPUS = ("100m", "250m", "500m", "1", "1500m")
+MEMORIES = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
+
+
+def _generic(count: int, *, seed: int = 7) -> list[pods.Pod]:
+    """The benchmark's unconstrained mix (bench/scheduling.py `generic`), seeded."""
+    rng = random.Random(seed)
+    return [
+        c.make_pod(f"g-{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMORIES), labels_={"my-label": rng.choice("abc")})
+        for i in range(count)
+    ]
+
+
+def _solve(inp: scheduler.SchedulingInput, *, post_pass: bool = True) -> results.Results:
+    if post_pass:
+        return scheduler.solve(inp)
+    with mock.patch.object(repack, "repack", lambda claims, *, topo: list(claims)):
+        return scheduler.solve(inp)
+
+
+def _input(ps: Sequence[pods.Pod], its: Sequence[types.InstanceType], **kwargs: Any) -> scheduler.SchedulingInput:
+    pool = kwargs.pop("pool", None) or c.make_nodepool()
+    return scheduler.SchedulingInput(pods=ps, nodepools=[pool], instance_types={pool.name: its}, **kwargs)
+
+
+def _check_plan(res: results.Results, ps: Sequence[pods.Pod], its: Sequence[types.InstanceType]) -> None:
+    """Every pod exactly once; each claim's cheapest type is among its options, fits its pods and the daemon
+    overhead it reports, and every pod is compatible with the claim's requirements and that type's labels."""
+    placed = [p.key for cl in res.new_nodeclaims for p in cl.pods]
+    placed += [p.key for ps_ in res.existing_nodes.values() for p in ps_]
+    assert collections.Counter(placed) == collections.Counter(p.key for p in ps if p.key not in res.unschedulable)
+    by_name = {t.name: t for t in its}
+    for cl in res.new_nodeclaims:
+        assert cl.cheapest is not None
+        chosen = by_name[cl.cheapest.instance_type]
+        assert chosen in cl.instance_type_options
+        for name, amount in cl.requests.items():
+            assert amount <= chosen.allocatable.get(name, 0), (cl.hostname, name)
+        pod_sum: dict[str, int] = collections.Counter()
+        for p in cl.pods:
+            pod_sum.update(p.requests)
+        for name, amount in pod_sum.items():
+            assert amount <= cl.requests[name]
+        node_labels = {**chosen.labels, labels.LABEL_ZONE: cl.cheapest.zone}
+        node_labels[labels.LABEL_CAPACITY_TYPE] = cl.cheapest.capacity_type
+        allow = requirements.ALLOW_UNDEFINED_WELL_KNOWN
+        for p in cl.pods:
+            assert cl.requirements.compatible(p.node_requirements(), allow_undefined=allow) is None
+            assert p.node_requirements().admits({**node_labels, **cl.requirements.single_labels()})
+
+
+def test_generic_mix_reaches_the_lp_bound_on_the_fake_catalog() -> None:
+    ps = _generic(2000)
+    its = generator.instance_types(400)
+    before = _solve(_input(ps, its), post_pass=False)
+    res = _solve(_input(ps, its))
+    _check_plan(res, ps, its)
+    assert not res.unschedulable
+    assert res.lower_bound_per_hour > 0
+    assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
+    assert res.cost_per_hour < before.cost_per_hour  # first-fit-decreasing alone is well above the bound here
+
+
+def test_small_types_are_packed_with_mixed_shapes() -> None:
+    # Proportional types only. A cpu-heavy pod (1.5 cpu) and a memory-heavy pod (6Gi) each fill an m-1 (2 cpu,
+    # 8Gi) in one dimension alone, but one of each fits too (1.75 cpu, 6.5Gi): mixing shapes needs 40 m-1 at most
+    # ($4.0), where packing each shape apart needs more than that in every dimension it binds.
+    its = [c.make_instance_type(f"m-{s}", cpu=2 * s, memory_gib=8 * s, price=0.1 * s) for s in (1, 2, 4, 8)]
+    ps = c.make_pods(40, prefix="cpu", cpu="1500m", memory="512Mi")
+    ps += c.make_pods(40, prefix="mem", cpu="250m", memory="6Gi")
+    res = _solve(_input(ps, its))
+    _check_plan(res, ps, its)
+    assert res.cost_per_hour <= 4.0 + 1e-9
+    assert res.cost_per_hour >= res.lower_bound_per_hour - 1e-9
+    assert res.cost_per_hour <= _solve(_input(ps, its), post_pass=False).cost_per_hour + 1e-9
+
+
+def test_limits_are_not_exceeded_by_the_repack() -> None:
+    its = generator.instance_types(64)
+    limit = 200 * quantity.MILLI
+    pool = c.make_nodepool(limits={labels.RESOURCE_CPU: limit})
+    ps = _generic(300)
+    res = _solve(_input(ps, its, pool=pool))
+    before = _solve(_input(ps, its, pool=pool), post_pass=False)
+    charged = sum(max(t.capacity[labels.RESOURCE_CPU] for t in cl.instance_type_options) for cl in res.new_nodeclaims)
+    charged_before = sum(
+        max(t.capacity[labels.RESOURCE_CPU] for t in cl.instance_type_options) for cl in before.new_nodeclaims
+    )
+    assert charged <= max(limit, charged_before)
+    assert res.cost_per_hour <= before.cost_per_hour
+    _check_plan(res, ps, its)
+
+
+def test_min_values_keep_enough_options_on_every_claim() -> None:
+    its = generator.instance_types(64)
+    pool = c.make_nodepool(
+        requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, meta.Operator.EXISTS, (), min_values=5)]
+    )
+    ps = _generic(400)
+    res = _solve(_input(ps, its, pool=pool))
+    assert not res.unschedulable
+    assert all(len(cl.instance_type_options) >= 5 for cl in res.new_nodeclaims)
+    assert res.cost_per_hour <= _solve(_input(ps, its, pool=pool), post_pass=False).cost_per_hour
+    _check_plan(res, ps, its)
+
+
+def test_daemon_overhead_is_kept_free_on_every_claim() -> None:
+    its = generator.instance_types(32)
+    daemon = c.make_pod("ds", cpu="500m", memory="1Gi")
+    ps = _generic(300)
+    res = _solve(_input(ps, its, daemonsets=[daemon]))
+    _check_plan(res, ps, its)  # requests include the daemon overhead and fit the chosen type
+    for cl in res.new_nodeclaims:
+        pod_cpu = sum(p.requests[labels.RESOURCE_CPU] for p in cl.pods)
+        assert cl.requests[labels.RESOURCE_CPU] == pod_cpu + 500
+
+
+def test_zone_pinned_and_tainted_requirements_survive() -> None:
+    its = generator.instance_types(32)
+    taint = meta.Taint("dedicated", "NoSchedule", "x")
+    pool = c.make_nodepool(taints=[taint])
+    toleration = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+    zone_a = {"nodeSelector": {labels.LABEL_ZONE: "test-zone-1"}, **toleration}
+    ps = c.make_pods(30, prefix="a", cpu="1500m", memory="256Mi", spec=zone_a)
+    ps += c.make_pods(30, prefix="b", cpu="250m", memory="4Gi", spec=toleration)
+    res = _solve(_input(ps, its, pool=pool))
+    _check_plan(res, ps, its)
+    for cl in res.new_nodeclaims:
+        if any(p.name.startswith("a-") for p in cl.pods):
+            zone = cl.requirements.get(labels.LABEL_ZONE)
+            assert zone is not None
+            assert zone.values() == frozenset({"test-zone-1"})
+
+
+KINDS = ("generic", "generic", "host-anti", "zone-spread", "host-port")
+
+
+def _spec(kind: str, app: str) -> dict[str, Any]:
+    sel = {"matchLabels": {"app": app}}
+    if kind == "host-anti":
+        term = {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": sel}
+        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    if kind == "zone-spread":
+        return {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": labels.LABEL_ZONE, "labelSelector": sel}]}
+    if kind == "host-port":
+        return {"containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}, "ports": [{"hostPort": 80}]}]}
+    return {}
+
+
+workload = st.lists(
+    st.tuples(
+        st.sampled_from(KINDS),
+        st.sampled_from(("100m", "500m", "1500m")),
+        st.sampled_from(("256Mi", "2Gi", "6Gi")),
+        st.integers(1, 12),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload, st.booleans())
+def test_repack_never_costs_more_and_keeps_every_pod(groups: list[tuple[str, str, str, int]], shared_app: bool) -> None:
+    ps: list[pods.Pod] = []
+    for g, (kind, cpu, mem, count) in enumerate(groups):
+        app = "shared" if shared_app else f"app{g}"
+        ps += c.make_pods(count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=_spec(kind, app))
+    its = c.fake_catalog(12)
+    inp = _input(ps, its)
+    res = _solve(inp)
+    before = _solve(inp, post_pass=False)
+    assert res.cost_per_hour <= before.cost_per_hour + 1e-9
+    assert res.unschedulable.keys() == before.unschedulable.keys()
+    _check_plan(res, ps, its)
+    # Hostname anti-affinity still holds: a claim with an anti-affine pod holds no other pod of its app.
+    anti = {p.key for p in ps if p.affinity or p.anti_affinity}
+    for cl in res.new_nodeclaims:
+        for p in cl.pods:
+            if p.key in anti:
+                assert sum(1 for q in cl.pods if q.labels.get("app") == p.labels["app"]) == 1
+        assert sum(1 for p in cl.pods if p.host_ports) <= 1
