@@ -218,3 +218,11 @@ def test_volumes_and_daemonsets_and_pdbs(state: cluster.Cluster) -> None:
     assert [p["metadata"]["name"] for p in state.pdbs()] == ["web"]
     add(state, R.VOLUMEATTACHMENTS, {"metadata": {"name": "va-1"}, "spec": {"nodeName": "n1"}})
     assert [v["metadata"]["name"] for v in state.objects(R.VOLUMEATTACHMENTS)] == ["va-1"]
+
+
+def test_pending_pods_are_oldest_first(state: cluster.Cluster) -> None:
+    for name, created in (("young", "2024-01-02T00:00:00Z"), ("old", "2024-01-01T00:00:00Z")):
+        pod = builders.unschedulable(builders.pod(name))
+        pod["metadata"]["creationTimestamp"] = created
+        add(state, R.PODS, pod)
+    assert [p.name for p in state.pending_pods()] == ["old", "young"]

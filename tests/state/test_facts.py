@@ -94,3 +94,12 @@ def test_daemonset_pod_is_the_template_owned_by_the_daemonset() -> None:
     pod = pods.from_manifest(facts.daemonset_pod(ds))
     assert (pod.namespace, pod.name, pod.is_daemon, dict(pod.labels)) == ("kube-system", "logs", True, {"app": "logs"})
     assert pod.requests["cpu"] == 100
+
+
+def test_pods_get_their_rfc3339_creation_time_as_epoch_seconds() -> None:
+    obj = builders.pod("p")
+    obj["metadata"]["creationTimestamp"] = "2023-11-14T22:13:20Z"
+    assert pods.from_manifest(facts.with_epoch_creation(obj)).creation_timestamp == 1_700_000_000.0
+    assert obj["metadata"]["creationTimestamp"] == "2023-11-14T22:13:20Z"  # the input is left alone
+    obj["metadata"]["creationTimestamp"] = "yesterday"
+    assert facts.with_epoch_creation(obj) is obj

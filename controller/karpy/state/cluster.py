@@ -177,7 +177,7 @@ class Cluster:
                 if not bound:
                     del self._pods_by_node[old_facts.node_name]
         self._provisionable.pop(key, None)
-        self._parse_into(self._pods, key, obj, pods_api.from_manifest)
+        self._parse_into(self._pods, key, obj, lambda pod: pods_api.from_manifest(facts.with_epoch_creation(pod)))
         pod = self._pods.get(key)
         if obj is None or pod is None:
             return

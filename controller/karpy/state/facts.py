@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.api import meta, quantity
+from karpy.api import decoding, meta, quantity
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -72,6 +72,20 @@ def pod_facts(obj: Mapping[str, Any]) -> PodFacts:
         and not deleting
     )
     return PodFacts(node_name=node_name, terminal=terminal, deleting=deleting, provisionable=provisionable)
+
+
+def with_epoch_creation(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod with an RFC 3339 creationTimestamp turned into epoch seconds, which `scheduling.pods` reads
+    (its queue order breaks ties by age); shallow copies only, the input is not touched."""
+    meta_ = metadata(obj)
+    created = meta_.get("creationTimestamp")
+    if not isinstance(created, str):
+        return obj
+    try:
+        epoch = decoding.timestamp(created)
+    except ValueError:
+        return obj
+    return {**obj, "metadata": {**meta_, "creationTimestamp": epoch}}
 
 
 def resource_list(value: Any) -> dict[str, int]:
