@@ -1,0 +1,174 @@
+"""The interruption loop (aws: pkg/controllers/interruption/controller.go): long-poll the queue, handle up to 10
+messages at once, act on each (events, unavailable offerings, NodeClaim deletion), delete the message once handled.
+
+A message whose handling failed (the API server refused the delete, say) stays in the queue and comes back after
+its visibility timeout. Unparseable messages are dropped by the queue client; this loop only counts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from karpy import events
+from karpy.api import labels, nodeclaim, nodepool
+from karpy.clock import Clock
+from karpy.interruption import handler, messages, queue
+from karpy.kube import client, resources
+
+log = logging.getLogger(__name__)
+
+MAX_CONCURRENT_MESSAGES = 10
+"""Messages handled in parallel (upstream parses and handles one receive batch, ≤ 10, concurrently)."""
+ERROR_BACKOFF = 5.0
+"""Seconds to wait after the queue itself failed (throttling, network) before polling again."""
+# Aliases: `Deps.queue` below shadows the module name inside the class body.
+QueueClient = queue.QueueClient
+OfferingMarker = queue.OfferingMarker
+
+SYNC_POLL = 1.0
+"""Seconds between checks while waiting for the cluster state's first LISTs (instances → NodeClaims needs it)."""
+
+
+class ClusterView(Protocol):
+    """The part of `karpy.state.cluster.Cluster` this loop reads."""
+
+    def synced(self) -> bool: ...
+    def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
+    def nodepools(self) -> list[nodepool.NodePool]: ...
+
+
+def _ignore(*_: Any) -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Metrics:
+    """Hooks the operator binds to Prometheus metrics; no-ops by default."""
+
+    received: Callable[[str], None] = _ignore
+    """Called with the message kind for every message received (counter)."""
+    deleted: Callable[[str], None] = _ignore
+    """Called with the message kind for every message deleted after handling (counter)."""
+    unparseable: Callable[[int], None] = _ignore
+    """Called with how many messages were dropped as unparseable since the last poll (counter increment)."""
+    action: Callable[[str, str], None] = _ignore
+    """Called with (action, message kind) for every NodeClaim acted on: CordonAndDrain or NoAction (counter)."""
+    failed: Callable[[str], None] = _ignore
+    """Called with the message kind when handling failed and the message was left for a retry (counter)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deps:
+    client: client.KubeClient
+    cluster: ClusterView
+    queue: QueueClient
+    clock: Clock
+    recorder: events.Recorder
+    offerings: OfferingMarker | None = None  # the provider's unavailable-offerings cache, when it has one
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Handled:
+    message: messages.Message
+    decisions: tuple[handler.Decision, ...]
+    deleted_from_queue: bool
+
+
+class InterruptionController:
+    def __init__(self, deps: Deps) -> None:
+        self._deps = deps
+        self._unparseable_seen = 0
+
+    async def run(self) -> None:
+        """Poll forever; cancel the task to stop."""
+        await self._wait_synced()
+        while True:
+            try:
+                await self.poll()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failing queue must not kill the loop; the next poll retries
+                log.exception("polling the interruption queue failed; retrying in %gs", ERROR_BACKOFF)
+                await self._deps.clock.sleep(ERROR_BACKOFF)
+
+    async def poll(self) -> list[Handled]:
+        """One long poll and the handling of what it returned."""
+        deps = self._deps
+        received = await deps.queue.receive()
+        self._count_unparseable()
+        if not received:
+            return []
+        for r in received:
+            deps.metrics.received(r.message.kind.value)
+        targets = handler.index_by_instance(deps.cluster.nodeclaims())
+        annotations = {p.name: dict(p.metadata.annotations) for p in deps.cluster.nodepools()}
+        limit = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
+
+        async def bounded(r: messages.Received) -> Handled:
+            async with limit:
+                return await self.handle(r, targets=targets, pool_annotations=annotations)
+
+        return list(await asyncio.gather(*(bounded(r) for r in received)))
+
+    async def handle(
+        self,
+        received: messages.Received,
+        *,
+        targets: dict[str, handler.Target],
+        pool_annotations: dict[str, dict[str, str]],
+    ) -> Handled:
+        deps = self._deps
+        message = received.message
+        decisions = tuple(handler.decide(message, targets, pool_annotations=pool_annotations))
+        try:
+            for decision in decisions:
+                await self._act(message, decision)
+        except (client.KubeError, OSError, TimeoutError) as exc:
+            log.error("handling %s message %s failed, leaving it for a retry: %s", message.kind, message.event_id, exc)
+            deps.metrics.failed(message.kind.value)
+            return Handled(message, decisions, deleted_from_queue=False)
+        await deps.queue.delete(received)
+        deps.metrics.deleted(message.kind.value)
+        return Handled(message, decisions, deleted_from_queue=True)
+
+    async def _act(self, message: messages.Message, decision: handler.Decision) -> None:
+        deps = self._deps
+        target = decision.target
+        if decision.unavailable is not None and deps.offerings is not None:
+            u = decision.unavailable
+            deps.offerings.mark(u.instance_type, u.zone, u.capacity_type)
+        for notice in decision.notices:
+            self._record(target, notice)
+        action = messages.Action.CORDON_AND_DRAIN if decision.delete else messages.Action.NO_ACTION
+        deps.metrics.action(action.value, message.kind.value)
+        if decision.delete:
+            log.info(
+                "initiating delete from interruption message messageKind=%s nodeclaim=%s node=%s",
+                message.kind,
+                target.nodeclaim,
+                target.node,
+            )
+            await deps.client.delete(resources.NODECLAIMS, target.nodeclaim)
+
+    def _record(self, target: handler.Target, notice: handler.Notice) -> None:
+        claim_md = {"name": target.nodeclaim, **({"uid": target.uid} if target.uid else {})}
+        claim_ref = {"apiVersion": f"{labels.GROUP}/{labels.VERSION}", "kind": "NodeClaim", "metadata": claim_md}
+        self._deps.recorder.record(claim_ref, notice.type, notice.reason, notice.message.format(kind="NodeClaim"))
+        if target.node:
+            node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": target.node}}
+            self._deps.recorder.record(node_ref, notice.type, notice.reason, notice.message.format(kind="Node"))
+
+    def _count_unparseable(self) -> None:
+        total = self._deps.queue.unparseable
+        if total > self._unparseable_seen:
+            self._deps.metrics.unparseable(total - self._unparseable_seen)
+        self._unparseable_seen = total
+
+    async def _wait_synced(self) -> None:
+        while not self._deps.cluster.synced():
+            await self._deps.clock.sleep(SYNC_POLL)

@@ -1,0 +1,300 @@
+"""The interruption loop with an in-memory queue, the memory KubeClient and virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.provisioning.builders import MemoryClient, parsed_nodepool
+
+from karpy import events
+from karpy.api import labels, meta, nodeclaim, nodepool
+from karpy.clock import ManualClock
+from karpy.interruption import controller, messages
+from karpy.kube import client, resources
+
+K = messages.Kind
+
+
+class Queue:
+    """A `QueueClient`: hands out what tests put in, 10 at a time; an empty receive long-polls on the clock."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
+        self.waiting: list[messages.Received] = []
+        self.deleted: list[str] = []
+        self.unparseable = 0
+        self.fail_receives = 0
+        self._handles = 0
+
+    def put(self, kind: messages.Kind, *instances: str) -> messages.Received:
+        self._handles += 1
+        item = messages.Received(messages.Message(kind, instances, event_id=f"e{self._handles}"), f"rh-{self._handles}")
+        self.waiting.append(item)
+        return item
+
+    async def receive(self, *, wait_seconds: int = 20) -> list[messages.Received]:
+        if self.fail_receives:
+            self.fail_receives -= 1
+            raise OSError("connection reset")
+        if not self.waiting:
+            await self.clock.sleep(wait_seconds)
+            return []
+        batch, self.waiting = self.waiting[:10], self.waiting[10:]
+        return batch
+
+    async def delete(self, received: messages.Received) -> None:
+        self.deleted.append(received.receipt_handle)
+
+
+@dataclass
+class Marker:
+    marked: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def mark(self, instance_type: str, zone: str, capacity_type: str) -> None:
+        self.marked.append((instance_type, zone, capacity_type))
+
+
+@dataclass
+class Cluster:
+    claims: list[nodeclaim.NodeClaim] = field(default_factory=list)
+    pools: list[nodepool.NodePool] = field(default_factory=list)
+    is_synced: bool = True
+
+    def synced(self) -> bool:
+        return self.is_synced
+
+    def nodeclaims(self) -> list[nodeclaim.NodeClaim]:
+        return list(self.claims)
+
+    def nodepools(self) -> list[nodepool.NodePool]:
+        return list(self.pools)
+
+
+@dataclass
+class Counts:
+    calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+
+    def metrics(self) -> controller.Metrics:
+        def hook(name: str) -> Any:
+            return lambda *args: self.calls.append((name, args))
+
+        return controller.Metrics(
+            received=hook("received"),
+            deleted=hook("deleted"),
+            unparseable=hook("unparseable"),
+            action=hook("action"),
+            failed=hook("failed"),
+        )
+
+    def of(self, name: str) -> list[tuple[Any, ...]]:
+        return [args for n, args in self.calls if n == name]
+
+
+def _claim(name: str, instance: str, *, node: str = "", pool: str = "default") -> nodeclaim.NodeClaim:
+    return nodeclaim.NodeClaim(
+        metadata=meta.ObjectMeta(
+            name=name,
+            uid=f"uid-{name}",
+            labels={
+                labels.LABEL_NODEPOOL: pool,
+                labels.LABEL_INSTANCE_TYPE: "c5.xlarge",
+                labels.LABEL_ZONE: "us-east-1b",
+                labels.LABEL_CAPACITY_TYPE: "spot",
+            },
+        ),
+        spec=nodeclaim.NodeClaimSpec(node_class_ref=meta.NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default")),
+        status=nodeclaim.NodeClaimStatus(node_name=node, provider_id=f"aws:///us-east-1b/{instance}"),
+    )
+
+
+@dataclass
+class Env:
+    clock: ManualClock
+    queue: Queue
+    kube: MemoryClient
+    recorder: events.MemoryRecorder
+    marker: Marker
+    counts: Counts
+    cluster: Cluster
+    ctl: controller.InterruptionController
+
+
+async def _env(*claims: nodeclaim.NodeClaim, pools: list[nodepool.NodePool] | None = None) -> Env:
+    clock = ManualClock(0.0)
+    queue, kube, recorder, marker, counts = Queue(clock), MemoryClient(), events.MemoryRecorder(), Marker(), Counts()
+    for c in claims:
+        await kube.create(resources.NODECLAIMS, {"metadata": {"name": c.name}, "spec": {}})
+    cluster = Cluster(list(claims), pools or [parsed_nodepool("default")])
+    deps = controller.Deps(
+        client=kube,
+        cluster=cluster,
+        queue=queue,
+        clock=clock,
+        recorder=recorder,
+        offerings=marker,
+        metrics=counts.metrics(),
+    )
+    return Env(clock, queue, kube, recorder, marker, counts, cluster, controller.InterruptionController(deps))
+
+
+def _names(kube: MemoryClient) -> set[str]:
+    return {o["metadata"]["name"] for o in kube.of(resources.NODECLAIMS)}
+
+
+async def test_spot_interruption_drains_marks_and_deletes_the_message() -> None:
+    env = await _env(_claim("a", "i-a", node="ip-1"), _claim("b", "i-b", node="ip-2"))
+    item = env.queue.put(K.SPOT_INTERRUPTION, "i-a")
+    (handled,) = await env.ctl.poll()
+    assert handled.deleted_from_queue
+    assert _names(env.kube) == {"b"}
+    assert env.marker.marked == [("c5.xlarge", "us-east-1b", "spot")]
+    assert env.queue.deleted == [item.receipt_handle]
+    assert [(e.kind, e.name, e.reason) for e in env.recorder.events] == [
+        ("NodeClaim", "a", "SpotInterrupted"),
+        ("Node", "ip-1", "SpotInterrupted"),
+        ("NodeClaim", "a", "TerminatingOnInterruption"),
+        ("Node", "ip-1", "TerminatingOnInterruption"),
+    ]
+    assert env.recorder.events[2].message == "Interruption triggered termination for the NodeClaim"
+    assert env.recorder.events[0].uid == "uid-a"
+    assert env.counts.of("received") == [("SpotInterruption",)]
+    assert env.counts.of("action") == [("CordonAndDrain", "SpotInterruption")]
+    assert env.counts.of("deleted") == [("SpotInterruption",)]
+
+
+async def test_rebalance_is_an_event_unless_the_pool_opts_in() -> None:
+    replace = parsed_nodepool("replace", annotations_={labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"})
+    env = await _env(
+        _claim("a", "i-a", node="ip-1"),
+        _claim("r", "i-r", node="ip-2", pool="replace"),
+        pools=[parsed_nodepool("default"), replace],
+    )
+    env.queue.put(K.REBALANCE_RECOMMENDATION, "i-a")
+    env.queue.put(K.REBALANCE_RECOMMENDATION, "i-r")
+    handled = await env.ctl.poll()
+    assert all(h.deleted_from_queue for h in handled)
+    assert _names(env.kube) == {"a"}  # only the opted-in pool's NodeClaim was replaced
+    assert env.recorder.reasons("a") == ["SpotRebalanceRecommendation"]
+    assert env.recorder.reasons("r") == ["SpotRebalanceRecommendation", "TerminatingOnInterruption"]
+    assert sorted(env.counts.of("action")) == [
+        ("CordonAndDrain", "RebalanceRecommendation"),
+        ("NoAction", "RebalanceRecommendation"),
+    ]
+    assert env.marker.marked == []
+
+
+async def test_unknown_instance_message_is_deleted_without_action() -> None:
+    env = await _env(_claim("a", "i-a"))
+    env.queue.put(K.INSTANCE_TERMINATED, "i-somebody-else")
+    (handled,) = await env.ctl.poll()
+    assert handled.decisions == ()
+    assert handled.deleted_from_queue
+    assert _names(env.kube) == {"a"}
+    assert env.recorder.events == []
+
+
+class RefusingClient(MemoryClient):
+    async def delete(
+        self, res: resources.Resource, name: str, *, namespace: str = "", grace_period_seconds: int | None = None
+    ) -> bool:
+        raise client.KubeError(503, "ServiceUnavailable", "etcd leader changed")
+
+
+async def test_failed_action_leaves_the_message_for_a_retry() -> None:
+    env = await _env(_claim("a", "i-a"))
+    refusing = RefusingClient()
+    ctl = controller.InterruptionController(
+        controller.Deps(
+            client=refusing,
+            cluster=env.cluster,
+            queue=env.queue,
+            clock=env.clock,
+            recorder=env.recorder,
+            metrics=env.counts.metrics(),
+        )
+    )
+    env.queue.put(K.INSTANCE_STOPPED, "i-a")
+    (handled,) = await ctl.poll()
+    assert not handled.deleted_from_queue
+    assert env.queue.deleted == []
+    assert env.counts.of("failed") == [("InstanceStopped",)]
+
+
+async def test_unparseable_messages_are_counted_once() -> None:
+    env = await _env()
+    env.queue.unparseable = 2
+    env.queue.put(K.NO_OP, "i-x")
+    await env.ctl.poll()
+    env.queue.unparseable = 3
+    env.queue.put(K.NO_OP, "i-x")
+    await env.ctl.poll()
+    env.queue.put(K.NO_OP, "i-x")
+    await env.ctl.poll()
+    assert env.counts.of("unparseable") == [(2,), (1,)]
+
+
+class SlowClient(MemoryClient):
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+        self.peak = 0
+        self.release = asyncio.Event()
+
+    async def delete(
+        self, res: resources.Resource, name: str, *, namespace: str = "", grace_period_seconds: int | None = None
+    ) -> bool:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        await self.release.wait()
+        self.active -= 1
+        return await super().delete(res, name)
+
+
+async def test_at_most_ten_messages_in_flight() -> None:
+    claims = [_claim(f"c{i}", f"i-{i}") for i in range(12)]
+    env = await _env(*claims)
+    slow = SlowClient()
+    for c in claims:
+        await slow.create(resources.NODECLAIMS, {"metadata": {"name": c.name}, "spec": {}})
+    ctl = controller.InterruptionController(
+        controller.Deps(client=slow, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder)
+    )
+    for i in range(12):
+        env.queue.put(K.SPOT_INTERRUPTION, f"i-{i}")
+    env.queue.receive = _all_at_once(env.queue.waiting)  # type: ignore[method-assign]  # one batch of 12
+    task = asyncio.ensure_future(ctl.poll())
+    await env.clock.settle()
+    assert slow.peak == controller.MAX_CONCURRENT_MESSAGES
+    slow.release.set()
+    handled = await task
+    assert len(handled) == 12
+    assert _names(slow) == set()
+
+
+def _all_at_once(items: list[messages.Received]) -> Any:
+    async def receive(*, wait_seconds: int = 20) -> list[messages.Received]:
+        return list(items)
+
+    return receive
+
+
+async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
+    env = await _env(_claim("a", "i-a"))
+    env.cluster.is_synced = False
+    env.queue.fail_receives = 1
+    env.queue.put(K.SPOT_INTERRUPTION, "i-a")
+    task = asyncio.ensure_future(env.ctl.run())
+    try:
+        await env.clock.run_for(3.0)
+        assert _names(env.kube) == {"a"}  # not synced: not polled yet
+        env.cluster.is_synced = True
+        await env.clock.run_for(1.0)  # synced: the first receive fails, the loop backs off
+        assert _names(env.kube) == {"a"}
+        await env.clock.run_for(controller.ERROR_BACKOFF)
+        assert _names(env.kube) == set()
+        assert env.queue.deleted == ["rh-1"]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,122 @@
+"""Interruption decisions per message kind (reference §2.11 table), instance → NodeClaim matching, rebalance opt-in."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy.api import labels, meta, nodeclaim
+from karpy.interruption import handler, messages
+
+K = messages.Kind
+R = handler.Reason
+
+
+def _claim(
+    name: str, instance: str, *, node: str = "", pool: str = "default", deleting: bool = False
+) -> nodeclaim.NodeClaim:
+    return nodeclaim.NodeClaim(
+        metadata=meta.ObjectMeta(
+            name=name,
+            uid=f"uid-{name}",
+            labels={
+                labels.LABEL_NODEPOOL: pool,
+                labels.LABEL_INSTANCE_TYPE: "m5.large",
+                labels.LABEL_ZONE: "us-east-1a",
+                labels.LABEL_CAPACITY_TYPE: "spot",
+            },
+            deletion_timestamp=1.0 if deleting else None,
+        ),
+        spec=nodeclaim.NodeClaimSpec(node_class_ref=meta.NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default")),
+        status=nodeclaim.NodeClaimStatus(
+            node_name=node, provider_id=f"aws:///us-east-1a/{instance}" if instance else ""
+        ),
+    )
+
+
+CLAIMS = [
+    _claim("a", "i-a", node="ip-10-0-0-1"),
+    _claim("b", "i-b"),  # launched, no node yet
+    _claim("gone", "i-gone", node="ip-10-0-0-9", deleting=True),
+    _claim("optin", "i-optin", node="ip-10-0-0-2", pool="replace"),
+    _claim("unlaunched", ""),
+]
+TARGETS = handler.index_by_instance(CLAIMS)
+POOLS = {"replace": {labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"}, "default": {}}
+
+
+@pytest.mark.parametrize(
+    ("provider_id", "expected"),
+    [
+        ("aws:///us-east-1a/i-0123456789abcdef0", "i-0123456789abcdef0"),
+        ("fake://zone-a/i-00000001", "i-00000001"),
+        ("aws:///us-east-1a/i-1/", "i-1"),
+        ("", ""),
+        ("i-no-scheme", ""),
+    ],
+)
+def test_instance_id(provider_id: str, expected: str) -> None:
+    assert handler.instance_id(provider_id) == expected
+
+
+def test_index_skips_unlaunched_claims() -> None:
+    assert set(TARGETS) == {"i-a", "i-b", "i-gone", "i-optin"}
+    assert TARGETS["i-a"] == handler.Target(
+        "a", "uid-a", "ip-10-0-0-1", "default", "m5.large", "us-east-1a", "spot", deleting=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "instance", "reasons", "delete", "marks"),
+    [
+        (K.SPOT_INTERRUPTION, "i-a", [R.SPOT_INTERRUPTED, R.TERMINATING_ON_INTERRUPTION], True, True),
+        (K.SCHEDULED_CHANGE, "i-a", [R.INSTANCE_UNHEALTHY, R.TERMINATING_ON_INTERRUPTION], True, False),
+        (K.INSTANCE_STOPPED, "i-a", [R.INSTANCE_STOPPING, R.TERMINATING_ON_INTERRUPTION], True, False),
+        (K.INSTANCE_TERMINATED, "i-b", [R.INSTANCE_TERMINATING, R.TERMINATING_ON_INTERRUPTION], True, False),
+        (
+            K.CAPACITY_RESERVATION_INTERRUPTION,
+            "i-a",
+            [R.CAPACITY_RESERVATION_INTERRUPTED, R.TERMINATING_ON_INTERRUPTION],
+            True,
+            False,
+        ),
+        (K.REBALANCE_RECOMMENDATION, "i-a", [R.REBALANCE_RECOMMENDATION], False, False),  # event only
+        (
+            K.REBALANCE_RECOMMENDATION,
+            "i-optin",
+            [R.REBALANCE_RECOMMENDATION, R.TERMINATING_ON_INTERRUPTION],
+            True,
+            False,
+        ),
+        (K.SPOT_INTERRUPTION, "i-gone", [R.SPOT_INTERRUPTED], False, True),  # already deleting: not again
+    ],
+)
+def test_decide(kind: messages.Kind, instance: str, reasons: list[handler.Reason], delete: bool, marks: bool) -> None:
+    (decision,) = handler.decide(messages.Message(kind, (instance,)), TARGETS, pool_annotations=POOLS)
+    assert decision.target == TARGETS[instance]
+    assert [n.reason for n in decision.notices] == reasons
+    assert decision.delete is delete
+    expected = handler.UnavailableOffering("m5.large", "us-east-1a", "spot") if marks else None
+    assert decision.unavailable == expected
+
+
+def test_unknown_instances_and_no_ops_decide_nothing() -> None:
+    assert handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-not-ours",)), TARGETS) == []
+    assert handler.decide(messages.Message(K.NO_OP, ("i-a",)), TARGETS) == []
+
+
+def test_health_event_covers_every_affected_instance() -> None:
+    got = handler.decide(messages.Message(K.SCHEDULED_CHANGE, ("i-a", "i-b", "i-x")), TARGETS)
+    assert [d.target.nodeclaim for d in got] == ["a", "b"]
+    assert all(d.delete for d in got)
+
+
+@pytest.mark.parametrize(
+    ("value", "replaces"),
+    [("true", True), ("True", True), (" true ", True), ("false", False), ("yes", False), ("", False)],
+)
+def test_replace_on_rebalance_annotation(value: str, replaces: bool) -> None:
+    assert handler.replaces_on_rebalance({labels.ANNOTATION_REPLACE_ON_REBALANCE: value}) is replaces
+
+
+def test_event_message_names_the_object_kind() -> None:
+    assert handler.TERMINATING.message.format(kind="Node") == "Interruption triggered termination for the Node"
