@@ -1,0 +1,129 @@
+"""End to end on the kmock-based API emulator through the real RestClient: a NodeClaim launches and registers,
+then its Node is deleted while a PodDisruptionBudget (minAvailable 2) protects its two pods. Evictions are refused
+(HTTP 429) until replacements are Ready elsewhere, one at a time; the budget is never broken, nothing is deleted
+around it, and both finalizers are released with no instance left."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import fakekube
+
+from karpy import clock as clock_mod
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import config, resources, rest
+from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.sim.kube import runner, server
+from karpy.termination import controller
+
+CLAIM = "default-e2e01"
+NODE = "ip-10-0-0-9"
+
+
+@pytest.fixture
+def clock() -> clock_mod.ManualClock:
+    return clock_mod.ManualClock(b.T0)
+
+
+@pytest.fixture
+def kube(clock: clock_mod.ManualClock) -> Iterator[runner.KubeAPIRunner]:
+    with runner.KubeAPIRunner(server.FakeKubeAPI(seed=3, clock=clock.now)) as served:
+        yield served
+
+
+@pytest.fixture
+async def api(kube: runner.KubeAPIRunner, clock: clock_mod.ManualClock) -> AsyncIterator[rest.RestClient]:
+    # The limiter would sleep on the virtual clock; give it room enough never to wait.
+    async with rest.RestClient(config.Config(server=kube.url), clock=clock, qps=1e6, burst=10**6) as client:
+        yield client
+
+
+async def _ready_pod(api: rest.RestClient, name: str, node: str) -> None:
+    body = b.pod_dict(name, node=node, pod_labels={"app": "web"})
+    status = body.pop("status")
+    for key in ("uid", "creationTimestamp", "ownerReferences"):
+        body["metadata"].pop(key)
+    await api.create(resources.PODS, body)
+    await api.patch(resources.PODS, name, {"status": status}, namespace="default", subresource="status")
+
+
+async def _healthy_web(api: rest.RestClient) -> int:
+    pods, _ = await api.list(resources.PODS, namespace="default", label_selector="app=web")
+    return sum(1 for p in pods if not p["metadata"].get("deletionTimestamp"))
+
+
+async def test_drain_respects_a_pdb_end_to_end(
+    api: rest.RestClient, kube: runner.KubeAPIRunner, clock: clock_mod.ManualClock
+) -> None:
+    cloud = fake_provider.FakeCloudProvider()
+    recorder = fakekube.Recorder()
+    deps = nodeclaim_controller.Deps(client=api, cloud=cloud, clock=clock, recorder=recorder)
+    claims = nodeclaim_controller.NodeClaimController(deps)
+    terminator = controller.TerminationController(deps)
+
+    body = b.claim_dict(CLAIM)
+    body["metadata"] = {"name": CLAIM, "labels": body["metadata"]["labels"]}
+    await api.create(resources.NODECLAIMS, body)
+    await claims.reconcile(CLAIM)
+    claim = await api.get(resources.NODECLAIMS, CLAIM)
+    assert claim is not None
+    node_body: dict[str, Any] = b.node_dict(NODE, provider_id=claim["status"]["providerID"])
+    node_status = node_body.pop("status")
+    node_body["metadata"] = {"name": NODE}
+    await api.create(resources.NODES, node_body)
+    await api.patch(resources.NODES, NODE, {"status": node_status}, subresource="status")
+    await claims.reconcile(CLAIM)
+    claim = await api.get(resources.NODECLAIMS, CLAIM)
+    assert claim is not None
+    assert claim["status"]["nodeName"] == NODE
+    assert any(c["type"] == "Initialized" and c["status"] == "True" for c in claim["status"]["conditions"])
+
+    await api.create(
+        resources.PDBS,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    for name in ("web-1", "web-2"):
+        await _ready_pod(api, name, NODE)
+    assert await api.delete(resources.NODES, NODE)
+
+    async def run(seconds: float) -> None:
+        end = clock.now() + seconds
+        while clock.now() < end and await api.get(resources.NODES, NODE) is not None:
+            result = await terminator.reconcile(NODE)
+            assert await _healthy_web(api) >= 2
+            clock.advance(result.requeue_after if result.requeue_after is not None else 1.0)
+
+    await run(5)
+    refused = [e for e in kube.api.evictions if not e.allowed]
+    assert refused
+    assert {e.code for e in refused} == {429}
+    assert terminator.counters.evictions == 0
+    node = await api.get(resources.NODES, NODE)
+    assert node is not None
+    assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in node["spec"]["taints"]
+
+    await _ready_pod(api, "web-3", "other-node")  # a replacement becomes Ready: one eviction fits the budget
+    await run(5)
+    assert terminator.counters.evictions == 1
+
+    await _ready_pod(api, "web-4", "other-node")
+    await run(30)
+    assert await api.get(resources.NODES, NODE) is None
+    assert terminator.counters.evictions == 2
+    assert terminator.counters.pods_deleted == 0
+    assert len([e for e in kube.api.evictions if e.allowed]) == 2
+    assert cloud.instances == {}
+
+    for _ in range(10):  # the NodeClaim finalizer finishes once Node and instance are gone
+        if await api.get(resources.NODECLAIMS, CLAIM) is None:
+            break
+        await claims.reconcile(CLAIM)
+    assert await api.get(resources.NODECLAIMS, CLAIM) is None
