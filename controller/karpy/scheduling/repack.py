@@ -140,7 +140,7 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     return slots
 
 
-_GRANULARITY = (1, 4, 16)  # node sizes tried, in multiples of the group's largest pod per resource
+_GRANULARITY = (0, 4, 16)  # node-size floors tried, in multiples of the group's largest pod per resource (0: none)
 
 
 def _best_packing(
@@ -150,8 +150,8 @@ def _best_packing(
     counts: catalog.IntArray,
     cand: _Types,
 ) -> list[tuple[catalog.IntArray, int]] | None:
-    """The cheapest of the packings over types at least 1, 4 and 16 largest pods big: the LP favours small types
-    (e.g. for pods-per-dollar) whose whole nodes round badly when pods are a large share of them."""
+    """The cheapest of the packings over all types and over types at least 4 and 16 largest pods big: the LP
+    favours small types (e.g. for pods per dollar) whose whole nodes round badly when pods are a large share."""
     price = pool.offerings(reqs)[1]
     base = pool.mask(reqs) & pool.offerings(reqs)[0]
     largest = req.max(axis=0)
