@@ -1,0 +1,275 @@
+"""Which nodes may be disrupted, and what disrupting them costs (pure; core: disruption/types.go `NewCandidate`,
+state/statenode.go `ValidateNodeDisruptable`/`ValidatePodsDisruptable`, utils/disruption `EvictionCost`).
+
+A candidate is managed (NodeClaim + Node + nodepool label), Initialized, not marked for deletion or deleting, not
+nominated, not already queued, its Node is not annotated do-not-disrupt, and its instance type is known. Its pods
+block it when one has an active do-not-disrupt annotation or a PodDisruptionBudget currently forbids evicting it
+(or it matches more than one PDB) — except for the *eventual* class (drift) when the NodeClaim has a
+terminationGracePeriod, which bounds how long such pods can hold the node.
+
+Costs (v1.14): EvictionCost(pod) = clamp(1 + deletion-cost/2^27 + priority/2^25, −10, 10); DisruptionCost =
+Σ EvictionCost × lifetime remaining; RescheduleDisruptionCost = 1 + Σ max(0, EvictionCost of reschedulable pods);
+SavingsRatio = price / RescheduleDisruptionCost (sorted descending); IsEmpty ⇔ RescheduleDisruptionCost ≤ 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from karpy.api import labels, meta, nodeclaim, nodepool
+from karpy.cloudprovider import types
+from karpy.scheduling import pods, requirements
+from karpy.state import facts, statenode
+
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+class DisruptionClass(enum.StrEnum):
+    GRACEFUL = "graceful"  # consolidation and emptiness: every blocker blocks
+    EVENTUAL = "eventual"  # drift: pod blockers are ignored when the claim has a terminationGracePeriod
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """What disruption reads from a pod manifest beyond the scheduling view."""
+
+    key: str
+    namespace: str
+    labels: Mapping[str, str]
+    do_not_disrupt: bool
+    priority: int
+    deletion_cost: float
+    reschedulable: bool  # not DaemonSet/mirror-owned, not terminal, not terminating
+
+
+def pod_info(obj: Mapping[str, Any]) -> PodInfo:
+    md, spec, status = facts.metadata(obj), obj.get("spec") or {}, obj.get("status") or {}
+    annotations = md.get("annotations") or {}
+    owners = [o for o in md.get("ownerReferences") or () if isinstance(o, Mapping) and o.get("controller")]
+    daemon_or_node = any(o.get("kind") in ("DaemonSet", "Node") for o in owners) or (
+        facts.MIRROR_ANNOTATION in annotations
+    )
+    terminal = status.get("phase") in facts.TERMINAL_PHASES
+    terminating = bool(md.get("deletionTimestamp"))
+    try:
+        deletion_cost = float(annotations.get(POD_DELETION_COST, 0) or 0)
+    except ValueError:
+        deletion_cost = 0.0
+    priority = spec.get("priority")
+    return PodInfo(
+        key=facts.key(obj),
+        namespace=str(md.get("namespace") or ""),
+        labels=dict(md.get("labels") or {}),
+        do_not_disrupt=annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT) == "true" and not terminal and not terminating,
+        priority=priority if isinstance(priority, int) else 0,
+        deletion_cost=deletion_cost,
+        reschedulable=not daemon_or_node and not terminal and not terminating,
+    )
+
+
+def eviction_cost(pod: PodInfo) -> float:
+    cost = 1.0 + pod.deletion_cost / 2**27 + pod.priority / 2**25
+    return min(10.0, max(-10.0, cost))
+
+
+def lifetime_remaining(claim: nodeclaim.NodeClaim, now: float) -> float:
+    """Fraction of expireAfter left (1 when the claim never expires)."""
+    expire_after, created = claim.spec.expire_after, claim.metadata.creation_timestamp
+    if expire_after is None or expire_after <= 0 or created is None:
+        return 1.0
+    return min(1.0, max(0.0, (expire_after - (now - created)) / expire_after))
+
+
+def disruption_cost(pod_infos: Iterable[PodInfo], lifetime: float) -> float:
+    return sum(eviction_cost(p) for p in pod_infos) * lifetime
+
+
+def reschedule_disruption_cost(pod_infos: Iterable[PodInfo]) -> float:
+    return 1.0 + sum(max(0.0, eviction_cost(p)) for p in pod_infos if p.reschedulable)
+
+
+# --- PodDisruptionBudgets -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PDB:
+    key: str
+    namespace: str
+    selector: requirements.Requirements
+    disruptions_allowed: int
+
+
+def pdb_from_manifest(obj: Mapping[str, Any]) -> PDB | None:
+    """None when the selector is unusable (a nil selector selects nothing in policy/v1)."""
+    md, spec = facts.metadata(obj), obj.get("spec") or {}
+    selector = spec.get("selector")
+    if not isinstance(selector, Mapping):
+        return None
+    reqs = [requirements.Requirement.in_(str(k), (str(v),)) for k, v in (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or ():
+        if not isinstance(expr, Mapping) or expr.get("operator") not in _SELECTOR_OPERATORS:
+            return None
+        values = [str(v) for v in expr.get("values") or ()]
+        reqs.append(requirements.Requirement.new(str(expr.get("key", "")), str(expr["operator"]), values=values))
+    allowed = (obj.get("status") or {}).get("disruptionsAllowed", 0)
+    return PDB(
+        key=facts.key(obj),
+        namespace=str(md.get("namespace") or ""),
+        selector=requirements.Requirements(reqs),
+        disruptions_allowed=allowed if isinstance(allowed, int) else 0,
+    )
+
+
+def eviction_blocker(pod: PodInfo, pdbs: Sequence[PDB]) -> str | None:
+    """Why a PDB would refuse evicting `pod` now (None when eviction is allowed)."""
+    matching = [p for p in pdbs if p.namespace == pod.namespace and p.selector.admits(pod.labels)]
+    if len(matching) > 1:
+        return f"pod {pod.key} matches multiple PDBs ({', '.join(p.key for p in matching)})"
+    if matching and matching[0].disruptions_allowed <= 0:
+        return f"pdb {matching[0].key} prevents pod evictions"
+    return None
+
+
+# --- candidates -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    node: statenode.StateNode
+    claim: nodeclaim.NodeClaim
+    pool: nodepool.NodePool
+    instance_type: types.InstanceType
+    capacity_type: str
+    zone: str
+    price: float
+    pod_infos: tuple[PodInfo, ...]
+    reschedulable_pods: tuple[pods.Pod, ...]  # scheduling views of the pods that must move, unbound
+    disruption_cost: float
+    reschedule_cost: float
+
+    @property
+    def name(self) -> str:
+        """The NodeClaim's name (what disruption deletes)."""
+        return self.claim.metadata.name
+
+    @property
+    def node_name(self) -> str:
+        return self.node.node_name
+
+    @property
+    def is_empty(self) -> bool:
+        return self.reschedule_cost <= 1.0
+
+    @property
+    def savings_ratio(self) -> float:
+        return self.price / self.reschedule_cost
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    node: str
+    reason: str
+
+
+def node_blocker(node: statenode.StateNode, *, now: float, queued: frozenset[str]) -> str | None:
+    """Node-level rules; None when the node may be considered."""
+    if not node.managed or node.nodeclaim is None or node.node is None:
+        return "node is not managed by karpy"
+    if not node.initialized:
+        return "node is not initialized"
+    if node.marked_for_deletion or node.deleting:
+        return "node is being deleted"
+    if node.nominated(now):
+        return "node is nominated for pending pods"
+    if node.nodeclaim_name in queued:
+        return "node is already being disrupted"
+    node_annotations = facts.metadata(node.node).get("annotations") or {}
+    if node_annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT) == "true":
+        return f"node has annotation {labels.ANNOTATION_DO_NOT_DISRUPT}"
+    return None
+
+
+def pods_blocker(pod_infos: Sequence[PodInfo], pdbs: Sequence[PDB]) -> str | None:
+    for pod in pod_infos:
+        if pod.do_not_disrupt:
+            return f"pod {pod.key} has annotation {labels.ANNOTATION_DO_NOT_DISRUPT}"
+    for pod in pod_infos:
+        if pod.reschedulable and (why := eviction_blocker(pod, pdbs)):
+            return why
+    return None
+
+
+def find_offering(instance_type: types.InstanceType, node_labels: Mapping[str, str]) -> types.Offering | None:
+    zone, capacity_type = node_labels.get(labels.LABEL_ZONE), node_labels.get(labels.LABEL_CAPACITY_TYPE)
+    matching = [o for o in instance_type.offerings if o.zone == zone and o.capacity_type == capacity_type]
+    return min(matching, key=lambda o: o.price) if matching else None
+
+
+def new_candidate(
+    node: statenode.StateNode,
+    *,
+    pools: Mapping[str, nodepool.NodePool],
+    instance_types: Mapping[str, Sequence[types.InstanceType]],
+    raw_pods: Mapping[str, Mapping[str, Any]],
+    pdbs: Sequence[PDB],
+    disruption_class: DisruptionClass,
+    now: float,
+    queued: frozenset[str] = frozenset(),
+) -> Candidate | Rejection:
+    """A candidate, or why `node` is not one. `raw_pods` maps "ns/name" to pod manifests."""
+    if why := node_blocker(node, now=now, queued=queued):
+        return Rejection(node.name, why)
+    assert node.nodeclaim is not None
+    pool = pools.get(node.nodepool)
+    if pool is None:
+        return Rejection(node.name, f"nodepool {node.nodepool!r} not found")
+    type_name = node.labels.get(labels.LABEL_INSTANCE_TYPE, "")
+    instance_type = next((t for t in instance_types.get(pool.name, ()) if t.name == type_name), None)
+    if instance_type is None:
+        return Rejection(node.name, f"instance type {type_name!r} not found")
+    offering = find_offering(instance_type, node.labels)
+    if offering is None:
+        return Rejection(node.name, "no offering matches the node's zone and capacity type")
+    infos = tuple(pod_info(raw_pods[p.key]) if p.key in raw_pods else _bare_info(p) for p in node.pods)
+    tolerate_pods = disruption_class is DisruptionClass.EVENTUAL and (
+        node.nodeclaim.spec.termination_grace_period is not None
+    )
+    if not tolerate_pods and (why := pods_blocker(infos, pdbs)):
+        return Rejection(node.name, why)
+    movable = {i.key for i in infos if i.reschedulable}
+    return Candidate(
+        node=node,
+        claim=node.nodeclaim,
+        pool=pool,
+        instance_type=instance_type,
+        capacity_type=offering.capacity_type,
+        zone=offering.zone,
+        price=offering.price,
+        pod_infos=infos,
+        reschedulable_pods=tuple(_unbound(p) for p in node.pods if p.key in movable),
+        disruption_cost=disruption_cost(infos, lifetime_remaining(node.nodeclaim, now)),
+        reschedule_cost=reschedule_disruption_cost(infos),
+    )
+
+
+def by_savings(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """v1.14 order: highest SavingsRatio first; ties by disruption cost, then name, for a stable order."""
+    return sorted(candidates, key=lambda c: (-c.savings_ratio, c.disruption_cost, c.name))
+
+
+def condition_since(claim: nodeclaim.NodeClaim, type_: str) -> float:
+    found: meta.Condition | None = claim.condition(type_)
+    return found.last_transition_time or 0.0 if found is not None else 0.0
+
+
+def _bare_info(pod: pods.Pod) -> PodInfo:
+    return PodInfo(pod.key, pod.namespace, pod.labels, False, 0, 0.0, not pod.is_daemon)
+
+
+def _unbound(pod: pods.Pod) -> pods.Pod:
+    return dataclasses.replace(pod, node_name="")

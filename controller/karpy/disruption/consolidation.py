@@ -1,0 +1,198 @@
+"""Consolidation decisions shared by the methods (pure; core: disruption/consolidation.go).
+
+`compute` turns a simulation of removing some candidates into a command or the reason there is none: all pods must
+fit; no new NodeClaim ⇒ delete; one ⇒ replace, only with instance types whose *worst* compatible offering is cheaper
+than the candidates together, and constrained to spot when it could be spot or on-demand (an ICE must not turn
+into a pricier on-demand node). Spot candidates are only deleted unless spot-to-spot consolidation is enabled,
+which then requires 15 cheaper spot types for single-node moves and launches only the 15 cheapest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from karpy.api import labels, nodeclaim, nodepool
+from karpy.cloudprovider import types
+from karpy.disruption import candidates as candidates_mod
+from karpy.disruption import simulation
+from karpy.scheduling import requirements, results
+
+MIN_SPOT_TO_SPOT_TYPES = 15
+"""Cheaper spot types a single-node spot-to-spot replacement needs (and the most it may launch from)."""
+BALANCED_K = 2
+"""Balanced policy: a move is worth it when its savings share is at least 1/K of its disruption share."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    method: str
+    reason: nodepool.DisruptionReason
+    candidates: tuple[candidates_mod.Candidate, ...]
+    replacements: tuple[results.PlannedNodeClaim, ...] = ()
+
+    @property
+    def decision(self) -> str:
+        return "replace" if self.replacements else "delete"
+
+    @property
+    def savings(self) -> float:
+        """$/hour saved: the candidates' prices minus the replacements' cheapest launch prices."""
+        return sum(c.price for c in self.candidates) - sum(cheapest_price(r) or 0.0 for r in self.replacements)
+
+
+def compatible_offerings(instance_type: types.InstanceType, reqs: requirements.Requirements) -> list[types.Offering]:
+    zone, capacity_type = reqs.get(labels.LABEL_ZONE), reqs.get(labels.LABEL_CAPACITY_TYPE)
+    return [
+        o
+        for o in instance_type.offerings
+        if o.available
+        and (zone is None or zone.has(o.zone))
+        and (capacity_type is None or capacity_type.has(o.capacity_type))
+    ]
+
+
+def cheapest_price(plan: results.PlannedNodeClaim) -> float | None:
+    prices = [o.price for t in plan.instance_type_options for o in compatible_offerings(t, plan.requirements)]
+    return min(prices) if prices else None
+
+
+def filter_by_price(
+    options: Iterable[types.InstanceType], reqs: requirements.Requirements, price: float
+) -> tuple[types.InstanceType, ...]:
+    """Types whose most expensive compatible offering is still cheaper than `price` (upstream filterByPrice)."""
+    out = []
+    for it in options:
+        offered = compatible_offerings(it, reqs)
+        if offered and max(o.price for o in offered) < price:
+            out.append(it)
+    return tuple(out)
+
+
+def filter_out_same_instance_type(
+    plan: results.PlannedNodeClaim, chosen: Sequence[candidates_mod.Candidate]
+) -> tuple[types.InstanceType, ...]:
+    """Multi-node: the replacement must be cheaper than the cheapest candidate of any type it shares with them, so
+    N nodes are not "consolidated" into one of their own kind at the same price."""
+    existing: dict[str, float] = {}
+    for c in chosen:
+        existing[c.instance_type.name] = min(existing.get(c.instance_type.name, float("inf")), c.price)
+    ceiling = min((existing[t.name] for t in plan.instance_type_options if t.name in existing), default=float("inf"))
+    return filter_by_price(plan.instance_type_options, plan.requirements, ceiling)
+
+
+def _min_values_met(plan: results.PlannedNodeClaim, options: Sequence[types.InstanceType]) -> bool:
+    req = plan.requirements.get(labels.LABEL_INSTANCE_TYPE)
+    return req is None or req.min_values is None or len(options) >= req.min_values
+
+
+def _with_options(
+    plan: results.PlannedNodeClaim, options: Sequence[types.InstanceType], *, spot_only: bool = False
+) -> results.PlannedNodeClaim:
+    reqs = plan.requirements
+    if spot_only:
+        reqs = reqs.add(requirements.Requirement.in_(labels.LABEL_CAPACITY_TYPE, [labels.CAPACITY_TYPE_SPOT]))
+    return dataclasses.replace(plan, instance_type_options=tuple(options), requirements=reqs)
+
+
+def _spot_to_spot(plan: results.PlannedNodeClaim, total: float, *, single: bool) -> results.PlannedNodeClaim | str:
+    spot_plan = _with_options(plan, plan.instance_type_options, spot_only=True)
+    options = sorted(
+        filter_by_price(spot_plan.instance_type_options, spot_plan.requirements, total),
+        key=lambda t: min(o.price for o in compatible_offerings(t, spot_plan.requirements)),
+    )
+    if not options:
+        return "can't replace spot node with a cheaper spot node"
+    if single:
+        if len(options) < MIN_SPOT_TO_SPOT_TYPES:
+            return f"spot-to-spot needs {MIN_SPOT_TO_SPOT_TYPES} cheaper instance types, found {len(options)}"
+        options = options[: max(MIN_SPOT_TO_SPOT_TYPES, _min_values_needed(plan))]
+    if not _min_values_met(plan, options):
+        return "minValues requirement is not met by the cheaper spot instance types"
+    return _with_options(plan, options, spot_only=True)
+
+
+def _min_values_needed(plan: results.PlannedNodeClaim) -> int:
+    req = plan.requirements.get(labels.LABEL_INSTANCE_TYPE)
+    return req.min_values if req is not None and req.min_values is not None else 0
+
+
+def compute(
+    chosen: Sequence[candidates_mod.Candidate],
+    simulate: Callable[[Sequence[candidates_mod.Candidate]], simulation.Simulation],
+    *,
+    method: str,
+    spot_to_spot: bool = False,
+    single: bool = True,
+) -> Command | str:
+    """A delete/replace command for removing `chosen` together, or why that does not pay off or fit."""
+    sim = simulate(chosen)
+    if not sim.all_scheduled:
+        key, why = next(iter(sorted(sim.unschedulable.items())))
+        return f"not all pods would schedule, {key} => {why}"
+    reason = nodepool.DisruptionReason.UNDERUTILIZED
+    if not sim.replacements:
+        return Command(method, reason, tuple(chosen))
+    if len(sim.replacements) > 1:
+        return f"can't remove without creating {len(sim.replacements)} candidates"
+    plan = sim.replacements[0]
+    total = sum(c.price for c in chosen)
+    ct_req = plan.requirements.get(labels.LABEL_CAPACITY_TYPE)
+    could_be_spot = ct_req is None or ct_req.has(labels.CAPACITY_TYPE_SPOT)
+    if all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in chosen) and could_be_spot:
+        if not spot_to_spot:
+            return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+        spot = _spot_to_spot(plan, total, single=single)
+        return spot if isinstance(spot, str) else Command(method, reason, tuple(chosen), (spot,))
+    options = filter_by_price(plan.instance_type_options, plan.requirements, total)
+    if not options:
+        return "can't replace with a cheaper node"
+    if not _min_values_met(plan, options):
+        return "minValues requirement is not met by the cheaper instance types"
+    either = ct_req is None or (ct_req.has(labels.CAPACITY_TYPE_SPOT) and ct_req.has(labels.CAPACITY_TYPE_ON_DEMAND))
+    offered = (o for t in options for o in compatible_offerings(t, plan.requirements))
+    spot_offered = any(o.capacity_type == labels.CAPACITY_TYPE_SPOT for o in offered)
+    return Command(method, reason, tuple(chosen), (_with_options(plan, options, spot_only=either and spot_offered),))
+
+
+def balanced_ok(
+    *, savings: float, disruption: float, pool_cost: float, pool_disruption: float, k: int = BALANCED_K
+) -> bool:
+    """(savings / pool cost) / (disruption / pool disruption) ≥ 1/K (core: disruption/balanced.go)."""
+    if savings <= 0 or pool_cost <= 0:
+        return False
+    if disruption <= 0 or pool_disruption <= 0:
+        return True
+    return (savings / pool_cost) / (disruption / pool_disruption) >= 1.0 / k
+
+
+def balanced_allows(command: Command, pool_members: Sequence[candidates_mod.Candidate]) -> bool:
+    """Every Balanced pool touched by `command` must approve its share of the move (savings split by price)."""
+    total_price = sum(c.price for c in command.candidates) or 1.0
+    for pool_name in {c.pool.name for c in command.candidates}:
+        moved = [c for c in command.candidates if c.pool.name == pool_name]
+        if moved[0].pool.disruption.consolidation_policy != nodepool.ConsolidationPolicy.BALANCED:
+            continue
+        members = [c for c in pool_members if c.pool.name == pool_name]
+        share = sum(c.price for c in moved) / total_price
+        if not balanced_ok(
+            savings=command.savings * share,
+            disruption=sum(c.reschedule_cost for c in moved),
+            pool_cost=sum(c.price for c in members),
+            pool_disruption=sum(c.reschedule_cost for c in members),
+        ):
+            return False
+    return True
+
+
+def eligible(candidate: candidates_mod.Candidate) -> str | None:
+    """Why consolidation skips `candidate` (None when it may be consolidated)."""
+    policy = candidate.pool.disruption.consolidation_policy
+    if candidate.pool.disruption.consolidate_after is None:
+        return "NodePool consolidateAfter is Never"
+    if policy == nodepool.ConsolidationPolicy.WHEN_EMPTY:
+        return f"NodePool {candidate.pool.name} has consolidation policy WhenEmpty"
+    if not candidate.claim.is_true(nodeclaim.CONSOLIDATABLE):
+        return "node is not consolidatable yet"
+    return None

@@ -1,0 +1,67 @@
+"""Scheduling simulations for disruption (pure; core: disruption/helpers.go `SimulateScheduling`).
+
+The candidates' reschedulable pods, every pending pod and the pods of nodes already leaving are scheduled against
+all other nodes (candidates and leaving nodes are removed from the cluster view). Only the new NodeClaims that
+would hold a candidate's pod count as replacements: pending pods get their nodes from the provisioner anyway.
+A candidate pod that cannot be placed anywhere makes the disruption impossible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from karpy.api import nodepool
+from karpy.cloudprovider import types
+from karpy.disruption import candidates as candidates_mod
+from karpy.provisioning import snapshot as provisioning_snapshot
+from karpy.scheduling import pods, results, scheduler, volumes
+from karpy.state import statenode
+
+Solver = Callable[[scheduler.SchedulingInput], results.Results]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The cluster as one disruption pass sees it."""
+
+    pools: Sequence[nodepool.NodePool]
+    instance_types: Mapping[str, Sequence[types.InstanceType]]
+    nodes: Sequence[statenode.StateNode]
+    pending: Sequence[pods.Pod] = ()
+    daemonsets: Sequence[pods.Pod] = ()
+    volumes: volumes.VolumeCatalog = field(default_factory=volumes.VolumeCatalog)
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    replacements: tuple[results.PlannedNodeClaim, ...]
+    unschedulable: Mapping[str, str]  # candidate pod key -> why it fits nowhere
+
+    @property
+    def all_scheduled(self) -> bool:
+        return not self.unschedulable
+
+
+def simulate(
+    snap: Snapshot, chosen: Sequence[candidates_mod.Candidate], *, solver: Solver = scheduler.solve
+) -> Simulation:
+    leaving = {c.node.name for c in chosen}
+    others = [n for n in snap.nodes if n.name not in leaving]
+    moving = [p for c in chosen for p in c.reschedulable_pods]
+    moving_keys = {p.key for p in moving}
+    pool_list, _ = provisioning_snapshot.schedulable_pools(snap.pools)
+    inp = scheduler.SchedulingInput(
+        pods=provisioning_snapshot.merge_pods(moving, snap.pending, provisioning_snapshot.reschedulable_pods(others)),
+        nodepools=pool_list,
+        instance_types=snap.instance_types,
+        existing_nodes=provisioning_snapshot.existing_nodes(others),
+        daemonsets=snap.daemonsets,
+        volumes=snap.volumes,
+        compute_lower_bound=False,
+    )
+    out = solver(inp)
+    return Simulation(
+        replacements=tuple(c for c in out.new_nodeclaims if any(p.key in moving_keys for p in c.pods)),
+        unschedulable={k: why for k, why in out.unschedulable.items() if k in moving_keys},
+    )
