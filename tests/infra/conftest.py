@@ -105,6 +105,11 @@ class Mocks(pulumi.runtime.Mocks):
         elif args.typ == "aws:sqs/queue:Queue":
             state["arn"] = f"arn:{self.partition}:sqs:{REGION}:{ACCOUNT}:{name}"
             state["url"] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+        elif args.typ == "aws:eks/cluster:Cluster":
+            state["arn"] = f"arn:{self.partition}:eks:{REGION}:{ACCOUNT}:cluster/{name}"
+            state["endpoint"] = f"https://{name}.gr7.{REGION}.eks.amazonaws.com"
+            state["certificateAuthority"] = {"data": "Q0E="}
+            state["vpcConfig"] = {**args.inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-cluster"}
         elif args.typ.startswith("aws:") and "arn" not in args.inputs:
             state["arn"] = f"arn:{self.partition}:{service}:{REGION}:{ACCOUNT}:{name}"
         elif args.typ == "kubernetes:helm.sh/v3:Release":
@@ -118,6 +123,8 @@ class Mocks(pulumi.runtime.Mocks):
             return {"name": REGION, "region": REGION, "id": REGION}
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/ci", "userId": "ci", "id": ACCOUNT}
+        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            return {"names": [f"{REGION}a", f"{REGION}b", f"{REGION}c"], "id": REGION}
         raise NotImplementedError(f"unexpected invoke {args.token}")
 
 
@@ -171,13 +178,20 @@ Run = Callable[..., Deployment]
 
 
 @pytest.fixture
-def pulumi_run() -> Run:
+def pulumi_run() -> Iterator[Run]:
     """Run a program under Pulumi's mocks (set here, never at import) and return what it declared."""
 
-    def run(program: Callable[[], Mapping[str, Any]], *, partition: str = "aws") -> Deployment:
+    def run(
+        program: Callable[[], Mapping[str, Any]],
+        *,
+        partition: str = "aws",
+        config: Mapping[str, str] | None = None,
+        project: str = "karpy",
+    ) -> Deployment:
+        pulumi.runtime.set_all_config(dict(config or {}))
         mocks = Mocks(partition)
         monitor = RecordingMonitor(mocks)
-        pulumi.runtime.set_mocks(mocks, project="karpy", stack="test", preview=False, monitor=monitor)
+        pulumi.runtime.set_mocks(mocks, project=project, stack="test", preview=False, monitor=monitor)
         resolved: dict[str, Any] = {}
 
         @pulumi.runtime.test  # type: ignore[untyped-decorator]
@@ -190,4 +204,5 @@ def pulumi_run() -> Run:
         body()
         return Deployment(list(monitor.recorded), resolved)
 
-    return run
+    yield run
+    pulumi.runtime.set_all_config({})
