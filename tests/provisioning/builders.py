@@ -43,7 +43,7 @@ class StateNode:
     taints: tuple[meta.Taint, ...] = ()
     allocatable: Mapping[str, int] = field(default_factory=dict)
     pods: Sequence[pods.Pod] = ()
-    nodepool: str | None = None
+    nodepool: str = ""
     initialized: bool = True
     marked_for_deletion: bool = False
     deleting: bool = False
@@ -87,19 +87,6 @@ class Cluster:
 
     def nominate(self, node_name: str, until: float) -> None:
         self.nominations[node_name] = until
-
-
-@dataclass
-class Recorder:
-    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # (object key, type, reason, message)
-
-    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        md = obj.get("metadata") or {}
-        key = f"{md.get('namespace', '')}/{md.get('name', '')}".lstrip("/")
-        self.events.append((key, type_, reason, message))
-
-    def reasons(self, key: str) -> list[str]:
-        return [reason for k, _, reason, _ in self.events if k == key]
 
 
 class MemoryClient:

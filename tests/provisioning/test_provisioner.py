@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from tests.provisioning.builders import Cluster, MemoryClient, Recorder, StateNode, parsed_nodepool
+from tests.provisioning.builders import Cluster, MemoryClient, StateNode, parsed_nodepool
 from tests.scheduling.conftest import fake_catalog, make_pod
 
+from karpy import events
 from karpy.api import labels, meta, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake
@@ -40,14 +41,14 @@ class Counters:
 class Env:
     cluster: Cluster
     client: MemoryClient
-    recorder: Recorder
+    recorder: events.MemoryRecorder
     clock: ManualClock
     counters: Counters
     prov: provisioner.Provisioner
 
 
 def _env(cluster: Cluster, **deps: object) -> Env:
-    client, recorder, clock, counters = MemoryClient(), Recorder(), ManualClock(0.0), Counters()
+    client, recorder, clock, counters = MemoryClient(), events.MemoryRecorder(), ManualClock(0.0), Counters()
     d = provisioner.Deps(
         client=client,
         cluster=cluster,
@@ -79,8 +80,10 @@ async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
     assert [c.name for c in outcome.created] == [claim["metadata"]["name"]]
     assert set(outcome.created[0].pods) == {p.key for p in pods_}
     for p in pods_:
-        assert env.recorder.reasons(p.key) == ["Nominated"]
-    assert any(f"nodeclaim/{claim['metadata']['name']}" in e[3] for e in env.recorder.events)
+        assert env.recorder.reasons(p.name) == ["Nominated"]
+    assert {e.message for e in env.recorder.events} == {
+        f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}"
+    }
     assert env.counters.created == ["default"]
     assert len(env.counters.durations) == 1
     assert env.counters.unschedulable == [0]
@@ -101,7 +104,9 @@ async def test_pods_fitting_an_existing_node_nominate_it() -> None:
     assert env.client.of(resources.NODECLAIMS) == []
     assert outcome.nominated == {"node-a": (pod.key,)}
     assert env.cluster.nominations == {"node-a": 120.0}  # now + max(2 × 10 s, 10 s)
-    assert env.recorder.events == [("default/web", "Normal", "Nominated", "Pod should schedule on: node/node-a")]
+    assert env.recorder.events == [
+        events.Recorded("Pod", "default", "web", pod.uid, "Normal", "Nominated", "Pod should schedule on: node/node-a")
+    ]
 
 
 async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
@@ -110,11 +115,10 @@ async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
     env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[small, huge]))
     outcome = await env.prov.provision()
     assert set(outcome.failed) == {huge.key}
-    ((_, type_, reason, message),) = [e for e in env.recorder.events if e[0] == huge.key]
-    assert (type_, reason) == ("Warning", "FailedScheduling")
-    assert message.startswith("Failed to schedule pod, ")
-    assert outcome.failed[huge.key] in message  # the scheduler's own reason
-    assert env.recorder.reasons(small.key) == ["Nominated"]
+    (event,) = [e for e in env.recorder.events if e.name == huge.name]
+    assert (event.type, event.reason) == ("Warning", "FailedScheduling")
+    assert event.message == f"Failed to schedule pod, {outcome.failed[huge.key]}"  # the scheduler's own reason
+    assert env.recorder.reasons(small.name) == ["Nominated"]
     assert env.counters.unschedulable == [1]
 
 
@@ -125,7 +129,7 @@ async def test_limits_rechecked_before_create() -> None:
     outcome = await env.prov.provision()
     assert env.client.of(resources.NODECLAIMS) == []
     assert "limits exceeded" in outcome.failed["default/web"]
-    assert env.recorder.reasons("default/web") == ["FailedScheduling"]
+    assert env.recorder.reasons("web") == ["FailedScheduling"]
     assert env.counters.failed == ["default"]
 
 

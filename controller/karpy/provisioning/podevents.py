@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from karpy import events
 from karpy.scheduling import pods
 
-NORMAL = "Normal"
-WARNING = "Warning"
+NORMAL = events.EventType.NORMAL.value
+WARNING = events.EventType.WARNING.value
 REASON_NOMINATED = "Nominated"
 REASON_FAILED_SCHEDULING = "FailedScheduling"
 

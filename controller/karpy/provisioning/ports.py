@@ -1,14 +1,14 @@
-"""What the provisioner needs from its collaborators, as structural protocols.
+"""What the provisioner reads from the cluster state, as structural protocols.
 
 `ClusterView` and `StateNodeView` are the subset of `karpy.state.cluster.Cluster` / `StateNode` the provisioner
-reads (the real classes satisfy them without naming them); `Recorder` is `karpy.events.Recorder`'s call shape.
-Keeping them here lets tests drive the loop with small in-memory stand-ins and keeps the import graph one-way.
+reads (the real classes satisfy them without naming them), so tests can drive the loop with small in-memory
+stand-ins as well as with the real model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from karpy.api import ec2nodeclass, meta, nodepool
 from karpy.scheduling import pods, volumes
@@ -26,7 +26,7 @@ class StateNodeView(Protocol):
     @property
     def pods(self) -> Sequence[pods.Pod]: ...
     @property
-    def nodepool(self) -> str | None: ...
+    def nodepool(self) -> str: ...
     @property
     def initialized(self) -> bool: ...
     @property
@@ -45,7 +45,3 @@ class ClusterView(Protocol):
     def volumes(self) -> volumes.VolumeCatalog: ...
     def nodepool_usage(self, name: str) -> dict[str, int]: ...
     def nominate(self, node_name: str, until: float) -> None: ...
-
-
-class Recorder(Protocol):
-    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None: ...

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from karpy import events
 from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
@@ -69,7 +70,7 @@ class Deps:
     cluster: ports.ClusterView
     cloud: types.CloudProvider
     clock: Clock
-    recorder: ports.Recorder
+    recorder: events.Recorder
     settings: Settings = dataclasses.field(default_factory=Settings)
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve

@@ -32,7 +32,7 @@ def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler
             taints=tuple(n.taints),
             allocatable=dict(n.allocatable),
             pods=tuple(n.pods),
-            nodepool=n.nodepool,
+            nodepool=n.nodepool or None,  # "" = not managed by a NodePool
             initialized=n.initialized,
         )
         for n in state_nodes

@@ -1,0 +1,120 @@
+"""The provisioner on the real cluster-state model (fed the way informers feed it) and through the dry-run client."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import pytest
+from tests.kube import builders
+from tests.provisioning.builders import MemoryClient
+from tests.scheduling.conftest import fake_catalog
+
+from karpy import events
+from karpy.clock import ManualClock
+from karpy.cloudprovider.fake import provider as fake
+from karpy.kube import client, dryrun, resources
+from karpy.provisioning import provisioner
+from karpy.state import cluster
+
+R = resources
+
+
+def _state(clock: ManualClock) -> cluster.Cluster:
+    state = cluster.Cluster(clock=clock)
+    for res in (R.NODEPOOLS, R.NODECLAIMS, R.NODES, R.PODS):
+        state.mark_listed(res)
+    state.apply(R.NODEPOOLS, client.WatchEvent(client.ADDED, builders.nodepool("default")))
+    for i in range(4):
+        pod = builders.unschedulable(builders.pod(f"web-{i}"))
+        pod["metadata"]["uid"] = f"uid-web-{i}"
+        state.apply(R.PODS, client.WatchEvent(client.ADDED, pod))
+    return state
+
+
+def _launched(created: dict[str, Any]) -> dict[str, Any]:
+    """What the NodeClaim looks like once the lifecycle controller launched it: allocatable and resolved labels."""
+    claim = copy.deepcopy(created)
+    claim["metadata"]["labels"].update({"node.kubernetes.io/instance-type": "fake-it-7", "kubernetes.io/arch": "amd64"})
+    claim["status"] = {
+        "providerID": "fake://test-zone-1a/i-00000001",
+        "capacity": {"cpu": "8", "memory": "16Gi", "pods": "80"},
+        "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "80"},
+    }
+    return claim
+
+
+async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
+    clock = ManualClock(1_700_000_000.0)
+    state = _state(clock)
+    kube, recorder = MemoryClient(), events.MemoryRecorder()
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=kube, cluster=state, cloud=fake.FakeCloudProvider(fake_catalog(8)), clock=clock, recorder=recorder
+        )
+    )
+    first = await prov.provision()
+    assert len(first.created) == 1
+    (created,) = kube.of(R.NODECLAIMS)
+    assert set(first.created[0].pods) == {f"default/web-{i}" for i in range(4)}
+
+    # The informer sees the claim launched; the pods are still pending: the next batch nominates the in-flight
+    # claim instead of launching a second one.
+    state.apply(R.NODECLAIMS, client.WatchEvent(client.ADDED, _launched(created)))
+    second = await prov.provision()
+    assert second.created == ()
+    name = created["metadata"]["name"]
+    assert second.nominated == {name: tuple(f"default/web-{i}" for i in range(4))}
+    assert state.is_nominated(name)
+    assert len(kube.of(R.NODECLAIMS)) == 1
+
+
+async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
+    clock = ManualClock(1_700_000_000.0)
+    state = cluster.Cluster(clock=clock)
+    for res in (R.NODEPOOLS, R.NODECLAIMS, R.NODES, R.PODS):
+        state.mark_listed(res)
+    state.apply(R.NODEPOOLS, client.WatchEvent(client.ADDED, builders.nodepool("default")))
+    node = builders.node("old", labels={"karpenter.sh/nodepool": "default"})
+    state.apply(R.NODES, client.WatchEvent(client.ADDED, node))
+    bound = builders.ready(builders.pod("db", node="old"))
+    state.apply(R.PODS, client.WatchEvent(client.ADDED, bound))
+    kube = MemoryClient()
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=kube,
+            cluster=state,
+            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            clock=clock,
+            recorder=events.MemoryRecorder(),
+        )
+    )
+    assert (await prov.provision()).created == ()  # nothing pending, nothing leaving
+    state.mark_for_deletion("old")
+    outcome = await prov.provision()
+    assert [c.pods for c in outcome.created] == [("default/db",)]
+
+
+async def test_dry_run_creates_nothing_but_says_what_it_would_do(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock(1_700_000_000.0)
+    state = _state(clock)
+    inner = MemoryClient()
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=dryrun.DryRunClient(inner),
+            cluster=state,
+            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            clock=clock,
+            recorder=events.MemoryRecorder(),
+        )
+    )
+    with caplog.at_level(logging.INFO):
+        outcome = await prov.provision()
+    assert inner.of(R.NODECLAIMS) == []
+    assert [c.name for c in outcome.created] == ["default-"]  # no server to complete generateName
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("dry run: would create nodeclaims.karpenter.sh/default-") for m in messages), messages
+    assert any(m.startswith("found provisionable pod(s)") for m in messages)
+    assert any(m.startswith("computed new nodeclaim(s) to fit pod(s) nodeclaims=1 pods=4") for m in messages)
+    assert any(m.startswith("created nodeclaim nodepool=default") for m in messages)
