@@ -111,11 +111,22 @@ async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
     env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
     env.cloud.allowed_creates = 0
     ctl = env.claims()
-    await ctl.reconcile(NAME)
+    attempts: list[float] = []
+    create = env.cloud.create
+
+    async def recording_create(claim: Any) -> Any:
+        attempts.append(env.clock.now())
+        return await create(claim)
+
+    env.cloud.create = recording_create  # type: ignore[method-assign]
+    result = await ctl.reconcile(NAME)
     assert _condition(env, "Launched") == ("False", "InternalError")
+    assert result.requeue_after == controller.LAUNCH_RETRY_MIN
+    env.clock.advance(result.requeue_after)
     took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
-    assert 295 <= took <= 300 + controller.POLL  # retried every 5 s, deleted once Launched stayed False for 5 min
-    assert len(env.cloud.create_calls) >= 50
+    assert took == 299  # deleted once Launched stayed False for 5 min (from the first failure)
+    # Retries back off: after 0, 1, 2, 4, 8, 16, 32, 64 s, then every minute until the timeout.
+    assert [round(t - b.T0) for t in attempts] == [0, 1, 2, 4, 8, 16, 32, 64, 124, 184, 244]  # none at 300
 
 
 async def test_registration_timeout_deletes_claim_and_terminates_instance() -> None:

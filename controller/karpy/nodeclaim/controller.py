@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 POLL: Final = 5.0
 """Seconds between checks while waiting on something the controller is not told about (node registration)."""
 FINALIZE_POLL: Final = 1.0
+LAUNCH_RETRY_MIN: Final = 1.0
+LAUNCH_RETRY_MAX: Final = 60.0
+"""Bounds of the retry delay after a failed launch (upstream's per-item backoff: 1 s doubling to 1 min)."""
 INSTANCE_TERMINATION_POLL: Final = 5.0
 GC_FAST_INTERVAL: Final = 10.0
 GC_FAST_RUNS: Final = 20
@@ -151,6 +154,8 @@ class NodeClaimController:
                 ),
             )
         claim = await self._write_status(claim, lifecycle.initial_conditions(claim, now=now))
+        if not claim.is_true(nodeclaim.LAUNCHED) and lifecycle.liveness(claim, now) is not None:
+            return await self._timed_out(claim, lifecycle.LivenessReason.LAUNCH_TIMEOUT)  # no launch at the deadline
 
         launched = await self._launch(claim)
         if launched is None:
@@ -164,17 +169,24 @@ class NodeClaimController:
         now = self._deps.clock.now()
         reason = lifecycle.liveness(claim, now)
         if reason is not None:
-            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
-            log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
-            return DONE
+            return await self._timed_out(claim, reason)
         deadline = lifecycle.liveness_deadline(claim)
         waiting = None if claim.is_true(nodeclaim.INITIALIZED) else POLL
+        failed = claim.condition(nodeclaim.LAUNCHED)
+        if failed is not None and failed.status == conditions.FALSE and failed.last_transition_time is not None:
+            # Launch errors back off (the elapsed failure time, 1 s to 1 min) instead of hammering the cloud API.
+            waiting = min(LAUNCH_RETRY_MAX, max(LAUNCH_RETRY_MIN, now - failed.last_transition_time))
         expiry = expiration.expires_at(claim)
         return _min_requeue(
             waiting,
             None if deadline is None else deadline[0] - now,
             None if expiry is None else expiry - now,
         )
+
+    async def _timed_out(self, claim: nodeclaim.NodeClaim, reason: lifecycle.LivenessReason) -> Result:
+        await self._deps.client.delete(resources.NODECLAIMS, claim.name)
+        log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
+        return DONE
 
     async def _launch(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim | None:
         if claim.status.provider_id:
