@@ -121,7 +121,7 @@ def test_force_covers_every_tier_and_do_not_disrupt_but_not_terminating_pods() -
 
 def test_blocking_attachments() -> None:
     def va(name: str, node: str, pv: str | None) -> dict[str, Any]:
-        source = {"persistentVolumeName": pv} if pv else {"inlineVolumeSpec": {}}
+        source: dict[str, Any] = {"persistentVolumeName": pv} if pv else {"inlineVolumeSpec": {}}
         return {"metadata": {"name": name}, "spec": {"nodeName": node, "source": source}}
 
     attachments = [va("a", "n1", "pv-a"), va("b", "n1", "pv-b"), va("c", "n2", "pv-c"), va("d", "n1", None)]

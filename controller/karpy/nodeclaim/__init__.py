@@ -1,4 +1,9 @@
 """NodeClaim lifecycle: launch, registration, initialization, liveness timeouts, garbage collection, expiry.
 
+Pure decisions live in `conditions` (status-condition bookkeeping), `lifecycle` (launch / registration /
+initialization / liveness / termination-grace-period steps), `expiration` and `garbagecollection`; `controller` is
+the thin async reconciler (plus the NodeClaim finalizer and the GC loop) that re-derives everything from the API
+server and the cloud on each call, so it is safe to re-run after a crash at any point.
+
 Depends on the `CloudProvider` protocol, `state` and `kube`; no kopf, no AWS or HTTP details.
 """
