@@ -16,6 +16,8 @@ alone: that is where cost_ratio (cost / LP lower bound) is held to <= 1.05.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import importlib
 import json
 import random
 import resource
@@ -94,8 +96,11 @@ def make_pod_manifests(count: int, *, mix: str, seed: int = 42) -> list[dict[str
     return out
 
 
-def run_one(*, catalog: str, pods: int, mix: str) -> dict[str, Any]:
-    """One measured solve, in this process. Imports happen here so the parent stays light."""
+def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: str = "") -> dict[str, Any]:
+    """One measured solve, in this process. Imports happen here so the parent stays light.
+
+    `warm` imports the LP solver (scipy, imported lazily by the lower bound) before the timer starts, so the row
+    measures solving rather than a one-off module import. `profile` writes cProfile stats of the solve there."""
     from karpy.api import meta, nodepool
     from karpy.cloudprovider import catalog as aws_catalog
     from karpy.cloudprovider.fake import generator
@@ -113,8 +118,17 @@ def run_one(*, catalog: str, pods: int, mix: str) -> dict[str, Any]:
     pending = [pod_model.from_manifest(m) for m in manifests]
     del manifests
     inp = scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
+    if warm:
+        importlib.import_module("scipy.optimize")
+        importlib.import_module("scipy.sparse")
+    profiler = cProfile.Profile() if profile else None
     start = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
     results = scheduler.solve(inp)
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
     seconds = time.perf_counter() - start
     placed = sum(len(claim.pods) for claim in results.new_nodeclaims)
     return {
@@ -143,18 +157,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated pod counts")
     parser.add_argument("--catalogs", default=",".join(CATALOGS), help="fake and/or aws")
     parser.add_argument("--mixes", default=",".join(MIXES), help="diverse (upstream's fifths) and/or generic")
+    parser.add_argument("--cold", action="store_true", help="do not import the LP solver before timing")
+    parser.add_argument("--profile", default="", help="child runs write cProfile stats to PREFIX-<mix>-<catalog>-<n>")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # child mode: a single run
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     catalogs = [c for c in args.catalogs.split(",") if c]
     mixes = [m for m in args.mixes.split(",") if m]
     if args.one:
-        print(json.dumps(run_one(catalog=catalogs[0], pods=sizes[0], mix=mixes[0])))
+        row = run_one(catalog=catalogs[0], pods=sizes[0], mix=mixes[0], warm=not args.cold, profile=args.profile)
+        print(json.dumps(row))
         return 0
     for mix in mixes:
         for catalog in catalogs:
             for size in sizes:
                 child = [sys.executable, __file__, "--one", "--catalogs", catalog, "--sizes", str(size)]
+                if args.cold:
+                    child.append("--cold")
+                if args.profile:
+                    child += ["--profile", f"{args.profile}-{mix}-{catalog}-{size}"]
                 done = subprocess.run([*child, "--mixes", mix], capture_output=True, text=True, check=False)
                 if done.returncode != 0:
                     print(done.stderr, file=sys.stderr)

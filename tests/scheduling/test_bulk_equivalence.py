@@ -1,4 +1,10 @@
-"""Bulk (run) placement must equal the pod-by-pod reference on random workloads."""
+"""Bulk (run) placement must equal the pod-by-pod reference on random workloads.
+
+The reference (`pod_by_pod=True`) places one pod per run and checks every slot in full (no pre-filter); the fast
+path pre-filters slots, places bulk-safe runs several pods per slot, clones hostname-only claims, and walks
+non-bulk-safe runs (zonal spread, self-affinity still choosing its zone) one pod at a time over a pre-filter
+computed once. Equality is exact: the same claims in the same order, with the same pods, options and offering.
+"""
 
 from __future__ import annotations
 
@@ -8,38 +14,78 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.scheduling import conftest as c
 
-from karpy.api import labels
+from karpy.api import labels, quantity
 from karpy.scheduling import scheduler
 
-KINDS = ("generic", "zone-spread", "host-spread", "zone-affinity", "host-anti")
+KINDS = (
+    "generic",
+    "zone-spread",
+    "zone-spread-2",
+    "zone-spread-anyway",
+    "host-spread",
+    "host-spread-1",
+    "zone-affinity",
+    "zone-affinity-other",
+    "host-anti",
+    "zone-anti",
+)
+
+
+def _spread(key: str, sel: dict[str, Any], *, skew: int = 1, when: str = "DoNotSchedule") -> dict[str, Any]:
+    return {
+        "topologySpreadConstraints": [
+            {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when, "labelSelector": sel}
+        ]
+    }
+
+
+def _term(kind: str, key: str, sel: dict[str, Any]) -> dict[str, Any]:
+    term = {"topologyKey": key, "labelSelector": sel}
+    return {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
 
 
 def _spec(kind: str, app: str) -> dict[str, Any]:
     sel = {"matchLabels": {"app": app}}
-    if kind == "zone-spread":
-        return {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": labels.LABEL_ZONE, "labelSelector": sel}]}
-    if kind == "host-spread":
-        return {
-            "topologySpreadConstraints": [{"maxSkew": 2, "topologyKey": labels.LABEL_HOSTNAME, "labelSelector": sel}]
-        }
-    if kind == "zone-affinity":
-        term = {"topologyKey": labels.LABEL_ZONE, "labelSelector": sel}
-        return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-    if kind == "host-anti":
-        term = {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": sel}
-        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-    return {}
+    return {
+        "generic": {},
+        "zone-spread": _spread(labels.LABEL_ZONE, sel),
+        "zone-spread-2": _spread(labels.LABEL_ZONE, sel, skew=2),
+        "zone-spread-anyway": _spread(labels.LABEL_ZONE, sel, when="ScheduleAnyway"),
+        "host-spread": _spread(labels.LABEL_HOSTNAME, sel, skew=2),
+        "host-spread-1": _spread(labels.LABEL_HOSTNAME, sel),
+        "zone-affinity": _term("podAffinity", labels.LABEL_ZONE, sel),
+        # affinity to the first group's pods (not to itself): anchored once that group has landed
+        "zone-affinity-other": _term("podAffinity", labels.LABEL_ZONE, {"matchLabels": {"app": "app0"}}),
+        "host-anti": _term("podAntiAffinity", labels.LABEL_HOSTNAME, sel),
+        "zone-anti": _term("podAntiAffinity", labels.LABEL_ZONE, sel),
+    }[kind]
+
+
+def _uneven_catalog() -> list[Any]:
+    """Types whose offerings cover different zones, so a claim's zone choice changes which types remain."""
+    zones = c.ZONES
+    return [
+        c.make_instance_type(
+            f"uneven-{i}",
+            cpu=2 * (i + 1),
+            memory_gib=4 * (i + 1),
+            pods_=8 * (i + 1),
+            zones=zones[: 1 + i % 3] if i % 2 else zones[i % 3 :],
+        )
+        for i in range(8)
+    ]
 
 
 workload = st.lists(
     st.tuples(
         st.sampled_from(KINDS),
-        st.sampled_from(("250m", "1", "1500m")),
-        st.sampled_from(("256Mi", "2Gi")),
-        st.integers(1, 8),
+        st.sampled_from(("250m", "1", "1500m", "3")),
+        st.sampled_from(("256Mi", "2Gi", "6Gi")),
+        st.integers(1, 10),
+        st.booleans(),  # share the label of the previous group (one selector then spans two shapes)
     ),
     min_size=1,
-    max_size=5,
+    max_size=6,
 )
 
 
@@ -50,23 +96,55 @@ def _shape(res: Any) -> tuple[Any, ...]:
             tuple(sorted(p.key for p in cl.pods)),
             cl.cheapest,
             tuple(t.name for t in cl.instance_type_options),
+            cl.requirements,
         )
         for cl in res.new_nodeclaims
     )
     existing = tuple(sorted((k, tuple(sorted(p.key for p in v))) for k, v in res.existing_nodes.items()))
-    return claims, existing, tuple(sorted(res.unschedulable))
+    return claims, existing, tuple(sorted(res.unschedulable.items()))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(workload, st.sampled_from((None, 24_000)))
-def test_bulk_equals_pod_by_pod(groups: list[tuple[str, str, str, int]], cpu_limit: int | None) -> None:
+def _existing_node() -> scheduler.ExistingNode:
+    return scheduler.ExistingNode(
+        "node-a",
+        {labels.LABEL_ZONE: c.ZONES[1], labels.LABEL_NODEPOOL: "default"},
+        (),
+        {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 20_000},
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    workload,
+    st.sampled_from((None, 24_000)),
+    st.sampled_from((None, 6_000)),
+    st.booleans(),
+    st.booleans(),
+)
+def test_bulk_equals_pod_by_pod(
+    groups: list[tuple[str, str, str, int, bool]],
+    cpu_limit: int | None,
+    nodes_limit: int | None,
+    uneven: bool,
+    with_node: bool,
+) -> None:
     all_pods = []
-    for g, (kind, cpu, mem, count) in enumerate(groups):
-        app = f"app{g}"
+    app = "app0"
+    for g, (kind, cpu, mem, count, share) in enumerate(groups):
+        app = app if share and g else f"app{g}"
         all_pods += c.make_pods(count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=_spec(kind, app))
-    pool = c.make_nodepool(limits={labels.RESOURCE_CPU: cpu_limit} if cpu_limit else None)
+    limits = {}
+    if cpu_limit:
+        limits[labels.RESOURCE_CPU] = cpu_limit
+    if nodes_limit:
+        limits[labels.RESOURCE_NODES] = nodes_limit
+    pool = c.make_nodepool(limits=limits or None)
     inp = scheduler.SchedulingInput(
-        pods=all_pods, nodepools=[pool], instance_types={"default": c.fake_catalog(12)}, compute_lower_bound=False
+        pods=all_pods,
+        nodepools=[pool],
+        instance_types={"default": _uneven_catalog() if uneven else c.fake_catalog(12)},
+        existing_nodes=[_existing_node()] if with_node else (),
+        compute_lower_bound=False,
     )
     bulk = scheduler.solve(inp)
     reference = scheduler.solve(inp, pod_by_pod=True)
