@@ -79,6 +79,7 @@ class EmulatedCluster:
         self._client: rest.RestClient | None = None
         self._saved_env: dict[str, str | None] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._werkzeug_level = logging.NOTSET
         self.aws_endpoint_url = ""
         self.kubeconfig = pathlib.Path()
         self.seeded: emulator.Seeded | None = None
@@ -162,6 +163,9 @@ class EmulatedCluster:
             self._workdir = pathlib.Path(self._tempdir.name)
         from moto.server import ThreadedMotoServer  # lazily: the controller image does not ship moto
 
+        # werkzeug logs every request moto serves at INFO; quiet while the cluster runs, restored by _stop.
+        self._werkzeug_level = logging.getLogger("werkzeug").level
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         await asyncio.to_thread(self._moto.start)
         host, port = self._moto.get_host_and_port()
@@ -225,6 +229,7 @@ class EmulatedCluster:
             await asyncio.to_thread(self._moto.stop)
             self._moto = None
         self._restore_env()
+        logging.getLogger("werkzeug").setLevel(self._werkzeug_level)
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None

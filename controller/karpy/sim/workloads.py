@@ -160,6 +160,12 @@ class WorkloadController:
         replicasets, _ = await self._kube.list(REPLICASETS)
         pods, _ = await self._kube.list(resources.PODS)
         await self._replicasets(replicasets, pods, report)
+        replicasets, _ = await self._kube.list(REPLICASETS)  # with the statuses just written
+        for deployment in deployments:
+            uid = _meta(deployment).get("uid")
+            if not _meta(deployment).get("deletionTimestamp"):
+                owned = [rs for rs in replicasets if controller_uid(rs, "Deployment") == uid]
+                await self._status(DEPLOYMENTS, deployment, owned)
         return report
 
     async def _deployments(
@@ -191,7 +197,6 @@ class WorkloadController:
                         REPLICASETS, str(_meta(rs)["name"]), {"spec": {"replicas": target}}, namespace=_ns(rs)
                     )
                     report.replicasets.append(f"{_key(rs)}={target}")
-            await self._status(DEPLOYMENTS, deployment, owned)
 
     async def _replicasets(
         self, replicasets: list[dict[str, Any]], pods: list[dict[str, Any]], report: WorkloadReport
