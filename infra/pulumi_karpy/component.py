@@ -40,7 +40,7 @@ class Karpenter(pulumi.ComponentResource):
     release_status: pulumi.Output[str | None]
 
     def __init__(self, name: str, args: args_.KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        problems = args_.validate(args)
+        problems = args_.validate(args) + _auto_name_problems(name, args)
         chart_root = charts.charts_dir(args.helm.charts_dir)
         problems += charts.chart_problems(chart_root)
         if problems:
@@ -387,6 +387,24 @@ class Karpenter(pulumi.ComponentResource):
             spec=defaults.nodepool_spec(pool),
             opts=pulumi.ResourceOptions.merge(after_release, pulumi.ResourceOptions(depends_on=[nodeclass])),
         )
+
+
+# Pulumi auto-naming appends "-" and 7 random characters to the resource name.
+_AUTO_NAME_SUFFIX = 8
+
+
+def _auto_name_problems(name: str, args: args_.KarpenterArgs) -> list[str]:
+    """Auto-named IAM roles (64) and queues (80) must fit their limits; say which explicit name to set instead."""
+    checks = [
+        (f"{name}-controller", args.controller_role.name, 64, "controller_role.name"),
+        (f"{name}-node", args.node_role.name if args.node_role.create else "", 64, "node_role.name"),
+        (f"{name}-queue", args.queue.name if args.queue.enabled else "", 80, "queue.name"),
+    ]
+    return [
+        f"component name {name!r} is too long for an auto-named {resource!r} ({limit} characters); set {field}"
+        for resource, explicit, limit, field in checks
+        if explicit is None and len(resource) + _AUTO_NAME_SUFFIX > limit
+    ]
 
 
 def _kebab(camel: str) -> str:

@@ -493,6 +493,33 @@ def test_bad_arguments_fail_before_any_resource(
     assert message in str(caught.value)
 
 
+def test_long_component_names_need_explicit_resource_names(pulumi_run: Run) -> None:
+    long_name = "platform-team-" + "x" * 40
+
+    def program() -> Mapping[str, Any]:
+        component.Karpenter(long_name, args_.KarpenterArgs(cluster_name="demo"))
+        return {}
+
+    with pytest.raises(ValueError, match="too long for an auto-named") as caught:
+        pulumi_run(program)
+    assert "set controller_role.name" in str(caught.value)
+    assert "set node_role.name" in str(caught.value)
+    assert "queue.name" not in str(caught.value)  # 80 characters are enough for the queue
+
+    def explicit() -> Mapping[str, Any]:
+        karpenter = component.Karpenter(
+            long_name,
+            args_.KarpenterArgs(
+                cluster_name="demo",
+                controller_role=args_.ControllerRoleArgs(name="demo-karpy-controller"),
+                node_role=args_.NodeRoleArgs(name="demo-karpy-node"),
+            ),
+        )
+        return {"role": karpenter.controller_role_name}
+
+    assert pulumi_run(explicit).outputs["role"] == "demo-karpy-controller"
+
+
 def test_bad_arguments_declare_nothing(pulumi_run: Run) -> None:
     declared: list[str] = []
 
