@@ -1,0 +1,11 @@
+"""Fixtures of the interruption tests: the AWS emulator fixtures (moto server on 127.0.0.1, seeded account with the
+interruption queue and its EventBridge rules) are shared with the AWS provider tests."""
+
+from __future__ import annotations
+
+from tests.cloudprovider.aws import conftest as aws_fixtures
+
+moto_url = aws_fixtures.moto_url
+aws_env = aws_fixtures.aws_env
+seeded = aws_fixtures.seeded
+aws = aws_fixtures.aws
