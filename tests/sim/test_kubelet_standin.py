@@ -128,7 +128,7 @@ async def test_node_follows_the_instance(
     assert await api.get(resources.PODS, "web", namespace="default") is None
 
 
-async def test_register_delay_and_foreign_nodes(emulated: cluster.EmulatedCluster) -> None:
+async def test_foreign_nodes_are_left_alone(emulated: cluster.EmulatedCluster) -> None:
     api = emulated.client
     foreign = {
         "apiVersion": "v1",
