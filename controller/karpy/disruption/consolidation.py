@@ -143,9 +143,14 @@ def compute(
     if all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in chosen) and could_be_spot:
         if not spot_to_spot:
             return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+        if not single:
+            plan = dataclasses.replace(plan, instance_type_options=filter_out_same_instance_type(plan, chosen))
         spot = _spot_to_spot(plan, total, single=single)
         return spot if isinstance(spot, str) else Command(method, reason, tuple(chosen), (spot,))
     options = filter_by_price(plan.instance_type_options, plan.requirements, total)
+    if not single:
+        kept = {t.name for t in filter_out_same_instance_type(plan, chosen)}
+        options = tuple(t for t in options if t.name in kept)
     if not options:
         return "can't replace with a cheaper node"
     if not _min_values_met(plan, options):

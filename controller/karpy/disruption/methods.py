@@ -8,7 +8,6 @@ skip until the cluster changes (upstream `markConsolidated`).
 from __future__ import annotations
 
 import collections
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -154,12 +153,6 @@ class MultiNodeConsolidation:
         cmd = consolidation.compute(prefix, ctx.simulate, method=self.name, spot_to_spot=ctx.spot_to_spot, single=False)
         if isinstance(cmd, str):
             return None
-        if cmd.replacements:
-            options = consolidation.filter_out_same_instance_type(cmd.replacements[0], prefix)
-            if not options:
-                return None
-            plan = dataclasses.replace(cmd.replacements[0], instance_type_options=options)
-            cmd = Command(cmd.method, cmd.reason, cmd.candidates, (plan,))
         return cmd if consolidation.balanced_allows(cmd, members) else None
 
 

@@ -1,0 +1,189 @@
+"""The disruption loop (core: disruption/controller.go): a singleton that, every 10 s while idle and only once the
+cluster state is synced, strips stale disruption marks, builds candidates, asks the methods in order for a command,
+validates it, and hands it to the orchestration queue — or, in dry-run mode, only logs what it would do.
+Expiration is not here (it is forceful and unbudgeted: the NodeClaim lifecycle controller owns it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from karpy import clock as clock_mod
+from karpy import events
+from karpy.api import nodepool
+from karpy.cloudprovider import types
+from karpy.disruption import budgets, candidates, consolidation, methods, orchestration, simulation, validation
+from karpy.kube import client as kube
+from karpy.kube import resources
+from karpy.scheduling import pods, results, scheduler, volumes
+from karpy.state import facts, statenode
+
+log = logging.getLogger(__name__)
+
+POLL = 10.0
+"""Seconds between passes when the last one found nothing to do (upstream pollingPeriod)."""
+QUEUE_POLL = 1.0
+"""Seconds between checks of queued commands' replacements."""
+
+
+def _ignore(*_: Any) -> None:
+    return None
+
+
+class ClusterView(Protocol):
+    seq: int
+
+    def synced(self) -> bool: ...
+    def nodepools(self) -> list[nodepool.NodePool]: ...
+    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
+    def state_nodes(self) -> list[statenode.StateNode]: ...
+    def pending_pods(self) -> list[pods.Pod]: ...
+    def daemonsets(self) -> list[pods.Pod]: ...
+    def volumes(self) -> volumes.VolumeCatalog: ...
+    def pdbs(self) -> list[dict[str, Any]]: ...
+    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
+    def mark_for_deletion(self, *names: str) -> None: ...
+    def unmark_for_deletion(self, *names: str) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    dry_run: bool = False
+    """Log decisions ("disrupting nodeclaim(s)") without tainting, launching or deleting anything."""
+    spot_to_spot: bool = False
+    """Feature gate SpotToSpotConsolidation (alpha upstream, off): let consolidation replace spot with spot."""
+    poll: float = POLL
+    validation_delay: float = validation.VALIDATION_DELAY
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Metrics:
+    """Hooks the operator binds to Prometheus; no-ops by default."""
+
+    decision: Callable[[str, str, str], None] = _ignore
+    """(method, reason, decision "delete"|"replace") for every command acted on (or logged in dry-run)."""
+    eligible_nodes: Callable[[str, int], None] = _ignore
+    """(disruption class, number of candidates) every pass (gauge)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deps:
+    client: kube.KubeClient
+    cluster: ClusterView
+    cloud: types.CloudProvider
+    clock: clock_mod.Clock
+    recorder: events.Recorder
+    settings: Settings = dataclasses.field(default_factory=Settings)
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
+
+
+def describe(command: consolidation.Command) -> dict[str, Any]:
+    """The structured fields of the "disrupting nodeclaim(s)" log line."""
+    return {
+        "method": command.method,
+        "reason": str(command.reason),
+        "decision": command.decision,
+        "nodeclaims": [c.name for c in command.candidates],
+        "replacements": [
+            sorted(t.name for t in r.instance_type_options)[:5] + (["..."] if len(r.instance_type_options) > 5 else [])
+            for r in command.replacements
+        ],
+        "savings": round(command.savings, 4),
+    }
+
+
+class DisruptionController:
+    def __init__(self, deps: Deps, *, method_list: Sequence[methods.Method] | None = None) -> None:
+        self._deps = deps
+        self.methods = list(method_list) if method_list is not None else methods.default_methods()
+        self.queue = orchestration.Queue(
+            client=deps.client, cluster=deps.cluster, clock=deps.clock, recorder=deps.recorder
+        )
+
+    async def run(self) -> None:
+        """Disrupt and progress the queue forever; cancel to stop."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._run_queue())
+            while True:
+                if await self.reconcile() is None:
+                    await self._deps.clock.sleep(self._deps.settings.poll)
+
+    async def _run_queue(self) -> None:
+        while True:
+            await self.queue.reconcile()
+            await self._deps.clock.sleep(QUEUE_POLL)
+
+    async def reconcile(self) -> consolidation.Command | None:
+        """One pass: the command acted on (or, in dry-run, that would have been), else None."""
+        deps = self._deps
+        if not deps.cluster.synced():
+            return None
+        if not deps.settings.dry_run:
+            await self.queue.strip_stale(deps.cluster.state_nodes())
+        ctx = await self.context()
+        command = next((c for m in self.methods if (c := m.compute(ctx)) is not None), None)
+        if command is None:
+            return None
+        why = await validation.validate_later(
+            command, clock=deps.clock, rebuild=self.context, delay=deps.settings.validation_delay
+        )
+        if why is not None:
+            log.info("abandoning disruption command: %s", why, extra=describe(command))
+            return None
+        log.info("disrupting nodeclaim(s)%s", " (dry run)" if deps.settings.dry_run else "", extra=describe(command))
+        deps.metrics.decision(command.method, str(command.reason), command.decision)
+        if not deps.settings.dry_run:
+            await self.queue.start(command)
+        return command
+
+    async def context(self) -> methods.Context:
+        """A fresh snapshot of candidates, budgets and a simulation function."""
+        deps = self._deps
+        now = deps.clock.now()
+        pools = deps.cluster.nodepools()
+        instance_types = {p.name: list(await deps.cloud.instance_types(p)) for p in pools}
+        nodes = deps.cluster.state_nodes()
+        raw_pods = {facts.key(o): o for o in deps.cluster.objects(resources.PODS)}
+        pdbs = [p for p in (candidates.pdb_from_manifest(o) for o in deps.cluster.pdbs()) if p is not None]
+        build = functools.partial(
+            candidates.new_candidate,
+            pools={p.name: p for p in pools},
+            instance_types=instance_types,
+            raw_pods=raw_pods,
+            pdbs=pdbs,
+            now=now,
+            queued=self.queue.names(),
+        )
+        found: dict[candidates.DisruptionClass, list[candidates.Candidate]] = {}
+        for kind in candidates.DisruptionClass:
+            built = (build(n, disruption_class=kind) for n in nodes)
+            found[kind] = [c for c in built if isinstance(c, candidates.Candidate)]
+            deps.metrics.eligible_nodes(str(kind), len(found[kind]))
+        snap = simulation.Snapshot(
+            pools=pools,
+            instance_types=instance_types,
+            nodes=nodes,
+            pending=deps.cluster.pending_pods(),
+            daemonsets=deps.cluster.daemonsets(),
+            volumes=deps.cluster.volumes(),
+        )
+        return methods.Context(
+            clock=deps.clock,
+            seq=deps.cluster.seq,
+            graceful=found[candidates.DisruptionClass.GRACEFUL],
+            eventual=found[candidates.DisruptionClass.EVENTUAL],
+            budgets={r: budgets.budget_mapping(pools, nodes, r, now=now) for r in nodepool.DisruptionReason},
+            simulate=functools.partial(simulation.simulate, snap, solver=deps.solver),
+            spot_to_spot=deps.settings.spot_to_spot,
+            unconsolidatable=self._unconsolidatable,
+        )
+
+    def _unconsolidatable(self, candidate: candidates.Candidate, reason: str) -> None:
+        if candidate.node.node is not None:
+            self._deps.recorder.record(candidate.node.node, "Normal", "Unconsolidatable", reason)

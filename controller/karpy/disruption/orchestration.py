@@ -1,0 +1,208 @@
+"""The orchestration queue (core: disruption/orchestration/queue.go): replace first, then delete.
+
+`start`: taint each candidate Node `karpenter.sh/disrupted:NoSchedule` and set its NodeClaim's DisruptionReason
+condition; create the replacement NodeClaims; only then mark the candidates for deletion in the cluster model (so
+the provisioner does not launch for their pods a second time). `reconcile`: once every replacement is Initialized,
+delete the candidate NodeClaims (termination drains them); if a replacement vanished (e.g. ICE) or the retry window
+— clamp(80 ms × queued commands, 10 min, 1 h) — ran out, undo: un-taint, clear the condition, unmark, drop.
+`strip_stale`: after a restart the queue is empty, so disrupted taints and DisruptionReason conditions on nodes
+that are neither queued nor being deleted are leftovers of a command that never finished; upstream removes them
+first in every loop, and so does the controller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from karpy import clock as clock_mod
+from karpy import events
+from karpy.api import labels, meta, nodeclaim, nodepool, parse, status
+from karpy.disruption import consolidation
+from karpy.kube import client as kube
+from karpy.kube import resources
+from karpy.nodeclaim import conditions
+from karpy.provisioning import nodeclaims
+from karpy.state import facts, statenode
+
+log = logging.getLogger(__name__)
+
+RETRY_PER_COMMAND = 0.08
+MIN_RETRY_WINDOW = 600.0
+MAX_RETRY_WINDOW = 3600.0
+DISRUPTED_TAINT = meta.Taint(labels.TAINT_DISRUPTED_KEY, labels.EFFECT_NO_SCHEDULE)
+
+
+def retry_window(commands: int) -> float:
+    return min(MAX_RETRY_WINDOW, max(MIN_RETRY_WINDOW, RETRY_PER_COMMAND * commands))
+
+
+class ClusterMarks(Protocol):
+    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
+    def mark_for_deletion(self, *names: str) -> None: ...
+    def unmark_for_deletion(self, *names: str) -> None: ...
+
+
+def _raw_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [dict(t) for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, Mapping)]
+
+
+def taints_patch(node: Mapping[str, Any], *, disrupted: bool) -> dict[str, Any] | None:
+    """A merge patch adding or removing the disrupted taint (None when already as wanted). The list is replaced
+    whole, so the patch carries the resourceVersion it was computed from."""
+    current = _raw_taints(node)
+    has = any(t.get("key") == labels.TAINT_DISRUPTED_KEY for t in current)
+    if has == disrupted:
+        return None
+    if disrupted:
+        wanted = [*current, {"key": DISRUPTED_TAINT.key, "effect": DISRUPTED_TAINT.effect}]
+    else:
+        wanted = [t for t in current if t.get("key") != labels.TAINT_DISRUPTED_KEY]
+    rv = facts.metadata(node).get("resourceVersion")
+    md = {"resourceVersion": rv} if rv else {}
+    return {"metadata": md, "spec": {"taints": wanted}}
+
+
+def reason_conditions(
+    claim: nodeclaim.NodeClaim, reason: nodepool.DisruptionReason | None, *, now: float
+) -> tuple[meta.Condition, ...]:
+    if reason is None:
+        return tuple(c for c in claim.status.conditions if c.type != nodeclaim.DISRUPTION_REASON)
+    return conditions.set_condition(
+        claim.status.conditions, nodeclaim.DISRUPTION_REASON, conditions.TRUE, now=now, reason=str(reason)
+    )
+
+
+@dataclasses.dataclass(slots=True)
+class Item:
+    command: consolidation.Command
+    replacements: list[str]
+    deadline: float
+
+
+def _initialized(raw: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(c, Mapping) and c.get("type") == nodeclaim.INITIALIZED and c.get("status") == "True"
+        for c in (raw.get("status") or {}).get("conditions") or ()
+    )
+
+
+class Queue:
+    def __init__(
+        self, *, client: kube.KubeClient, cluster: ClusterMarks, clock: clock_mod.Clock, recorder: events.Recorder
+    ) -> None:
+        self._client = client
+        self._cluster = cluster
+        self._clock = clock
+        self._recorder = recorder
+        self.items: list[Item] = []
+
+    def names(self) -> frozenset[str]:
+        """NodeClaim names of every queued candidate."""
+        return frozenset(c.name for item in self.items for c in item.command.candidates)
+
+    async def start(self, command: consolidation.Command) -> None:
+        for c in command.candidates:
+            await self._mark(c.node_name, c.name, command.reason)
+        created: list[str] = []
+        try:
+            for plan in command.replacements:
+                pool = self._cluster.nodepool(plan.nodepool)
+                if pool is None:
+                    raise LookupError(f"nodepool {plan.nodepool} is gone")
+                body = await self._client.create(resources.NODECLAIMS, nodeclaims.build_nodeclaim(plan, pool))
+                created.append(str(body["metadata"]["name"]))
+        except (kube.KubeError, LookupError) as error:
+            log.warning("launching replacements failed, abandoning the command: %s", error)
+            await self._unmark(command)
+            raise
+        self._cluster.mark_for_deletion(*_names(command))
+        window = retry_window(len(self.items) + 1)
+        self.items.append(Item(command, created, self._clock.now() + window))
+
+    async def reconcile(self) -> None:
+        """Advance every queued command once."""
+        for item in list(self.items):
+            outcome = await self._progress(item)
+            if outcome is not None:
+                self.items.remove(item)
+
+    async def _progress(self, item: Item) -> str | None:
+        ready = True
+        for name in item.replacements:
+            raw = await self._client.get(resources.NODECLAIMS, name)
+            if raw is None or facts.metadata(raw).get("deletionTimestamp"):
+                return await self._fail(item, f"replacement nodeclaim {name} was deleted")
+            ready = ready and _initialized(raw)
+        if ready:
+            for c in item.command.candidates:
+                await self._client.delete(resources.NODECLAIMS, c.name)
+                message = f"Disrupting node via {item.command.reason}"
+                self._recorder.record(_claim_ref(c.name), "Normal", "DisruptionTerminating", message)
+                if c.node.node is not None:
+                    self._recorder.record(c.node.node, "Normal", "DisruptionTerminating", message)
+            log.info("deleted disrupted nodeclaim(s)", extra={"nodeclaims": [c.name for c in item.command.candidates]})
+            return "done"
+        if self._clock.now() >= item.deadline:
+            return await self._fail(item, "timed out waiting for replacements to initialize")
+        return None
+
+    async def _fail(self, item: Item, why: str) -> str:
+        log.warning("disruption command failed: %s", why, extra={"replacements": item.replacements})
+        await self._unmark(item.command)
+        self._cluster.unmark_for_deletion(*_names(item.command))
+        return why
+
+    async def _mark(self, node_name: str, claim_name: str, reason: nodepool.DisruptionReason | None) -> None:
+        if node_name:
+            node = await self._client.get(resources.NODES, node_name)
+            patch = taints_patch(node, disrupted=reason is not None) if node is not None else None
+            if patch is not None:
+                await self._client.patch(resources.NODES, node_name, patch)
+        raw = await self._client.get(resources.NODECLAIMS, claim_name)
+        if raw is None:
+            return
+        claim = parse.nodeclaim(raw)
+        wanted = reason_conditions(claim, reason, now=self._clock.now())
+        if wanted != claim.status.conditions:
+            body = {"status": {"conditions": status.conditions(wanted)}}
+            await self._client.patch(resources.NODECLAIMS, claim_name, body, subresource="status")
+
+    async def _unmark(self, command: consolidation.Command) -> None:
+        for c in command.candidates:
+            try:
+                await self._mark(c.node_name, c.name, None)
+            except kube.NotFound:
+                continue
+
+    async def strip_stale(self, nodes: Iterable[statenode.StateNode]) -> int:
+        """Remove leftover disruption marks from nodes not queued and not being deleted; returns how many."""
+        queued = self.names()
+        stripped = 0
+        for n in nodes:
+            if n.nodeclaim_name in queued or n.deleting or n.marked_for_deletion:
+                continue
+            tainted = any(t.key == labels.TAINT_DISRUPTED_KEY for t in _node_taints(n))
+            conditioned = n.nodeclaim is not None and n.nodeclaim.condition(nodeclaim.DISRUPTION_REASON) is not None
+            if tainted or conditioned:
+                await self._mark(n.node_name, n.nodeclaim_name, None)
+                stripped += 1
+        return stripped
+
+
+def _node_taints(n: statenode.StateNode) -> Sequence[meta.Taint]:
+    return facts.node_taints(n.node) if n.node is not None else ()
+
+
+def _names(command: consolidation.Command) -> list[str]:
+    return [name for c in command.candidates for name in (c.name, c.node_name) if name]
+
+
+def _claim_ref(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
+        "kind": "NodeClaim",
+        "metadata": {"name": name},
+    }

@@ -1,0 +1,73 @@
+"""Churn protection (core: disruption/validation.go): a command is re-checked against a fresh snapshot before it acts.
+
+Emptiness and consolidation wait `VALIDATION_DELAY` on the clock first, so pods that were about to land on the
+candidates get the chance to. The command stands only if every candidate is still a candidate (not nominated, no
+new blocker), the budgets still allow it, empty nodes are still empty, and a consolidation re-simulated now has the
+same shape: delete stays delete, and a replacement's instance types are among the ones first chosen.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Awaitable, Callable
+
+from karpy import clock as clock_mod
+from karpy.api import nodepool
+from karpy.disruption import consolidation, methods
+
+VALIDATION_DELAY = 15.0
+"""Seconds between deciding and re-checking a consolidation (upstream commandValidationDelay)."""
+
+Reason = nodepool.DisruptionReason
+
+
+def needs_delay(command: consolidation.Command) -> bool:
+    return command.reason in (Reason.EMPTY, Reason.UNDERUTILIZED)
+
+
+def validate(command: consolidation.Command, fresh: methods.Context) -> str | None:
+    """None when `command` still holds in `fresh`, else why not."""
+    pool = fresh.eventual if command.reason == Reason.DRIFTED else fresh.graceful
+    by_name = {c.name: c for c in pool}
+    current = []
+    for old in command.candidates:
+        now = by_name.get(old.name)
+        if now is None:
+            return f"{old.name} is no longer a disruption candidate"
+        current.append(now)
+    budget = fresh.budgets.get(command.reason, {})
+    per_pool = collections.Counter(c.pool.name for c in current)
+    for pool_name, count in per_pool.items():
+        if budget.get(pool_name, 0) < count:
+            return f"the disruption budget of nodepool {pool_name} no longer allows {count} node(s)"
+    if command.reason == Reason.EMPTY:
+        busy = [c.name for c in current if not c.is_empty]
+        return f"{', '.join(busy)} no longer empty" if busy else None
+    if command.reason != Reason.UNDERUTILIZED:
+        return None
+    again = consolidation.compute(
+        current, fresh.simulate, method=command.method, spot_to_spot=fresh.spot_to_spot, single=len(current) == 1
+    )
+    if isinstance(again, str):
+        return f"consolidation no longer possible: {again}"
+    if again.decision != command.decision:
+        return f"consolidation would now {again.decision} instead of {command.decision}"
+    if command.replacements:
+        before = {t.name for t in command.replacements[0].instance_type_options}
+        after = {t.name for t in again.replacements[0].instance_type_options}
+        if not after <= before:
+            return "the replacement would now need different instance types"
+    return None
+
+
+async def validate_later(
+    command: consolidation.Command,
+    *,
+    clock: clock_mod.Clock,
+    rebuild: Callable[[], Awaitable[methods.Context]],
+    delay: float = VALIDATION_DELAY,
+) -> str | None:
+    """Wait `delay` (only for the methods that need it), take a fresh context, and validate."""
+    if needs_delay(command):
+        await clock.sleep(delay)
+    return validate(command, await rebuild())

@@ -1,0 +1,263 @@
+"""An in-memory cluster for disruption scenarios: objects live in `FakeKube`, `sync()` feeds them to a real
+`karpy.state.Cluster` (as the informers would), the fake cloud provider prices the instance types."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tests.nodeclaim import fakekube
+
+from karpy import clock as clock_mod
+from karpy.api import decoding, hashing, labels, parse, quantity
+from karpy.cloudprovider import types
+from karpy.cloudprovider.fake import generator, provider
+from karpy.disruption import consolidation
+from karpy.disruption import controller as disruption_controller
+from karpy.kube import client, resources
+from karpy.state import cluster as cluster_mod
+from karpy.state import facts
+
+T0 = 1_700_000_000.0
+ZONE = "test-zone-1"
+SYNCED = (resources.NODEPOOLS, resources.NODECLAIMS, resources.NODES, resources.PODS, resources.PDBS)
+
+
+def ts(epoch: float) -> str:
+    return decoding.format_timestamp(epoch)
+
+
+def instance_type(name: str, cpu: int, od: float, spot: float | None = None) -> types.InstanceType:
+    offerings = [types.Offering(zone=ZONE, capacity_type=labels.CAPACITY_TYPE_ON_DEMAND, price=od)]
+    if spot is not None:
+        offerings.append(types.Offering(zone=ZONE, capacity_type=labels.CAPACITY_TYPE_SPOT, price=spot))
+    return generator.new_instance_type(
+        name,
+        {labels.RESOURCE_CPU: cpu * 1000, labels.RESOURCE_MEMORY: 4 * cpu * quantity.GI, labels.RESOURCE_PODS: 110_000},
+        offerings=offerings,
+    )
+
+
+CATALOG = (
+    instance_type("c2", 2, 0.10, 0.04),
+    instance_type("c4", 4, 0.20, 0.08),
+    instance_type("c8", 8, 0.40, 0.16),
+)
+
+
+def cond(type_: str, at: float = T0, reason: str = "") -> dict[str, str]:
+    return {"type": type_, "status": "True", "reason": reason or type_, "message": "", "lastTransitionTime": ts(at)}
+
+
+class Kube(fakekube.FakeKube):
+    """FakeKube plus generateName, which replacement NodeClaims use."""
+
+    def __init__(self, clock: clock_mod.Clock) -> None:
+        super().__init__(clock)
+        self._generated = itertools.count(1)
+
+    async def create(self, res: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+        md = dict(body["metadata"])
+        if not md.get("name"):
+            md["name"] = f"{md['generateName']}{next(self._generated):05d}"
+        return await super().create(res, {**body, "metadata": md})
+
+
+class World:
+    def __init__(self, catalog: Sequence[types.InstanceType] = CATALOG) -> None:
+        self.clock = clock_mod.ManualClock(T0 + 3600)
+        self.kube = Kube(self.clock)
+        self.cluster = cluster_mod.Cluster(clock=self.clock)
+        self.cloud = provider.FakeCloudProvider(list(catalog))
+        self.recorder = fakekube.Recorder()
+        self.catalog = {t.name: t for t in catalog}
+
+    # --- objects ------------------------------------------------------------------------------------------------
+
+    def pool(
+        self,
+        name: str = "default",
+        *,
+        policy: str = "WhenEmptyOrUnderutilized",
+        after: str = "0s",
+        budgets: Sequence[Mapping[str, Any]] = ({"nodes": "100%"},),
+        capacity_types: Sequence[str] = ("on-demand",),
+    ) -> dict[str, Any]:
+        body = {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": name, "uid": f"uid-{name}"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
+                        "requirements": [
+                            {"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)}
+                        ],
+                    }
+                },
+                "disruption": {"consolidationPolicy": policy, "consolidateAfter": after, "budgets": list(budgets)},
+            },
+        }
+        return self.kube.put(resources.NODEPOOLS, body)
+
+    def node(
+        self,
+        name: str,
+        *,
+        pool: str = "default",
+        itype: str = "c4",
+        capacity_type: str = "on-demand",
+        conditions: Sequence[str] = ("Consolidatable",),
+        node_annotations: Mapping[str, str] | None = None,
+        tgp: str | None = None,
+        ready: bool = True,
+    ) -> None:
+        it = self.catalog[itype]
+        node_labels = {
+            labels.LABEL_NODEPOOL: pool,
+            labels.LABEL_INSTANCE_TYPE: itype,
+            labels.LABEL_ZONE: ZONE,
+            labels.LABEL_CAPACITY_TYPE: capacity_type,
+            labels.LABEL_INITIALIZED: "true",
+            labels.LABEL_HOSTNAME: name,
+        }
+        pool_obj = parse.nodepool(self.kube.obj(resources.NODEPOOLS, pool) or {})
+        resources_ = {k: quantity.format_resource(k, v) for k, v in it.capacity.items()}
+        alloc = {k: quantity.format_resource(k, v) for k, v in it.allocatable.items()}
+        spec: dict[str, Any] = {
+            "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [{"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": [capacity_type]}],
+        }
+        if tgp is not None:
+            spec["terminationGracePeriod"] = tgp
+        provider_id = f"fake://{ZONE}/{name}"
+        self.kube.put(
+            resources.NODECLAIMS,
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodeClaim",
+                "metadata": {
+                    "name": name,
+                    "creationTimestamp": ts(T0),
+                    "labels": node_labels,
+                    "annotations": {
+                        labels.ANNOTATION_NODEPOOL_HASH: hashing.nodepool_hash(pool_obj),
+                        labels.ANNOTATION_NODEPOOL_HASH_VERSION: labels.NODEPOOL_HASH_VERSION,
+                    },
+                    "finalizers": [labels.FINALIZER_TERMINATION],
+                },
+                "spec": spec,
+                "status": {
+                    "providerID": provider_id,
+                    "nodeName": name,
+                    "capacity": resources_,
+                    "allocatable": alloc,
+                    "conditions": [cond(c) for c in ("Launched", "Registered", "Initialized", *conditions)],
+                },
+            },
+        )
+        self.kube.put(
+            resources.NODES,
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": node_labels, "annotations": dict(node_annotations or {})},
+                "spec": {"providerID": provider_id},
+                "status": {
+                    "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                    "capacity": resources_,
+                    "allocatable": alloc,
+                },
+            },
+        )
+
+    def pod(
+        self,
+        name: str,
+        node: str,
+        *,
+        cpu: str = "1",
+        annotations: Mapping[str, str] | None = None,
+        pod_labels: Mapping[str, str] | None = None,
+        priority: int | None = None,
+    ) -> None:
+        spec: dict[str, Any] = {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+        }
+        if priority is not None:
+            spec["priority"] = priority
+        self.kube.put(
+            resources.PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "labels": dict(pod_labels or {}),
+                    "annotations": dict(annotations or {}),
+                    "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": "rs", "controller": True}],
+                },
+                "spec": spec,
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+            },
+        )
+
+    def pdb(self, name: str, match: Mapping[str, str], *, allowed: int) -> None:
+        self.kube.put(
+            resources.PDBS,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"selector": {"matchLabels": dict(match)}},
+                "status": {"disruptionsAllowed": allowed},
+            },
+        )
+
+    # --- state --------------------------------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Replay the store into the cluster model like a relist (ADDED/MODIFIED for present, DELETED for gone)."""
+        for res in SYNCED:
+            present = {facts.key(o): o for o in self.kube.all(res)}
+            for old in self.cluster.objects(res):
+                if facts.key(old) not in present:
+                    self.cluster.apply(res, client.WatchEvent("DELETED", old))
+            for obj in present.values():
+                self.cluster.apply(res, client.WatchEvent("MODIFIED", obj))
+            self.cluster.mark_listed(res)
+
+    def controller(self, **settings: Any) -> disruption_controller.DisruptionController:
+        deps = disruption_controller.Deps(
+            client=self.kube,
+            cluster=self.cluster,
+            cloud=self.cloud,
+            clock=self.clock,
+            recorder=self.recorder,
+            settings=disruption_controller.Settings(**settings),
+        )
+        return disruption_controller.DisruptionController(deps)
+
+    async def reconcile(self, ctrl: disruption_controller.DisruptionController) -> consolidation.Command | None:
+        """One pass, stepping virtual time through the validation delay."""
+        self.sync()
+        task = asyncio.create_task(ctrl.reconcile())
+        await self.clock.run_for(16)
+        return await task
+
+    def taints(self, node: str) -> list[str]:
+        obj = self.kube.obj(resources.NODES, node) or {}
+        return [t["key"] for t in (obj.get("spec") or {}).get("taints") or ()]
+
+    def claim_conditions(self, name: str) -> list[str]:
+        obj = self.kube.obj(resources.NODECLAIMS, name) or {}
+        return [c["type"] for c in (obj.get("status") or {}).get("conditions") or ()]
+
+    def deleting(self, name: str) -> bool:
+        obj = self.kube.obj(resources.NODECLAIMS, name)
+        return obj is None or bool(obj["metadata"].get("deletionTimestamp"))
