@@ -56,7 +56,7 @@ def test_pulumi_yaml_points_at_a_python_program(directory: str) -> None:
 
 def test_root_program_installs_karpy_from_stack_config(pulumi_run: Run) -> None:
     deployment = pulumi_run(
-        main_of("program"),
+        main_of("infra/program"),
         config={"karpy:clusterName": "prod", "karpy:defaultNodePool": "true", "aws:region": "us-west-2"},
     )
     names = types_named(deployment)
@@ -72,7 +72,7 @@ def test_root_program_installs_karpy_from_stack_config(pulumi_run: Run) -> None:
 
 def test_root_program_irsa_without_queue(pulumi_run: Run) -> None:
     deployment = pulumi_run(
-        main_of("program"),
+        main_of("infra/program"),
         config={
             "karpy:clusterName": "prod",
             "karpy:identityMode": "irsa",
@@ -88,7 +88,7 @@ def test_root_program_irsa_without_queue(pulumi_run: Run) -> None:
 
 def test_root_program_requires_the_cluster_name(pulumi_run: Run) -> None:
     with pytest.raises(Exception, match="clusterName"):
-        pulumi_run(main_of("program"), config={})
+        pulumi_run(main_of("infra/program"), config={})
 
 
 def test_new_cluster_example(pulumi_run: Run) -> None:
