@@ -1,0 +1,145 @@
+"""Table tests for the pure layers: budget math, eviction/disruption costs and ordering, PDB blockers, conditions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.disruption import world as world_mod
+
+from karpy.api import labels, nodepool, parse
+from karpy.disruption import budgets, candidates, conditions
+from karpy.kube import resources
+
+Reason = nodepool.DisruptionReason
+
+
+def _pod(**md: Any) -> dict[str, Any]:
+    spec = md.pop("spec", {})
+    return {"metadata": {"name": "p", "namespace": "default", **md}, "spec": spec, "status": {"phase": "Running"}}
+
+
+@pytest.mark.parametrize(
+    ("annotations", "priority", "expected"),
+    [
+        ({}, None, 1.0),
+        ({candidates.POD_DELETION_COST: str(2**27)}, None, 2.0),
+        ({}, 2**25, 2.0),
+        ({}, 2**30, 10.0),  # clamped high
+        ({candidates.POD_DELETION_COST: str(-(2**31))}, None, -10.0),  # clamped low
+    ],
+)
+def test_eviction_cost(annotations: dict[str, str], priority: int | None, expected: float) -> None:
+    spec = {} if priority is None else {"priority": priority}
+    assert candidates.eviction_cost(candidates.pod_info(_pod(annotations=annotations, spec=spec))) == expected
+
+
+@pytest.mark.parametrize(
+    ("pod", "do_not_disrupt", "reschedulable"),
+    [
+        (_pod(annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}), True, True),
+        (_pod(annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "false"}), False, True),
+        (
+            _pod(annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}, deletionTimestamp="2024-01-01T00:00:00Z"),
+            False,
+            False,
+        ),
+        (_pod(ownerReferences=[{"kind": "DaemonSet", "controller": True}]), False, False),
+        (_pod(annotations={"kubernetes.io/config.mirror": "x"}), False, False),
+    ],
+)
+def test_pod_info_do_not_disrupt_forms(pod: dict[str, Any], do_not_disrupt: bool, reschedulable: bool) -> None:
+    info = candidates.pod_info(pod)
+    assert (info.do_not_disrupt, info.reschedulable) == (do_not_disrupt, reschedulable)
+
+
+def test_reschedule_cost_and_emptiness_ignore_daemons_and_negative_costs() -> None:
+    daemon = candidates.pod_info(_pod(ownerReferences=[{"kind": "DaemonSet", "controller": True}]))
+    cheap = candidates.pod_info(_pod(annotations={candidates.POD_DELETION_COST: str(-(2**30))}))
+    assert candidates.reschedule_disruption_cost([daemon]) == 1.0  # only daemons: empty
+    assert candidates.reschedule_disruption_cost([cheap]) == 1.0  # negative costs count as 0
+    assert candidates.reschedule_disruption_cost([candidates.pod_info(_pod())]) == 2.0
+
+
+@pytest.mark.parametrize(
+    ("pdbs", "blocked"),
+    [
+        ([], False),
+        ([{"sel": {"app": "a"}, "allowed": 1}], False),
+        ([{"sel": {"app": "a"}, "allowed": 0}], True),
+        ([{"sel": {"app": "b"}, "allowed": 0}], False),
+        ([{"sel": {"app": "a"}, "allowed": 1}, {"sel": {}, "allowed": 5}], True),  # two PDBs match
+    ],
+)
+def test_pdb_blockers(pdbs: list[dict[str, Any]], blocked: bool) -> None:
+    parsed = [
+        candidates.pdb_from_manifest(
+            {
+                "metadata": {"name": f"pdb{i}", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": p["sel"]}},
+                "status": {"disruptionsAllowed": p["allowed"]},
+            }
+        )
+        for i, p in enumerate(pdbs)
+    ]
+    info = candidates.pod_info(_pod(labels={"app": "a"}))
+    assert (candidates.eviction_blocker(info, [p for p in parsed if p is not None]) is not None) == blocked
+
+
+def _world_nodes(w: world_mod.World) -> list[Any]:
+    w.sync()
+    return w.cluster.state_nodes()
+
+
+@pytest.mark.parametrize(
+    ("budget", "nodes", "not_ready", "expected"),
+    [
+        ({"nodes": "10%"}, 10, 0, 1),
+        ({"nodes": "10%"}, 11, 0, 2),  # percentages round up
+        ({"nodes": "50%"}, 4, 1, 1),  # a NotReady node uses up budget
+        ({"nodes": "0"}, 3, 0, 0),
+        ({"nodes": "1", "reasons": ["Drifted"]}, 3, 0, 2**31 - 1),  # not for Empty
+        ({"nodes": "0", "schedule": "0 0 1 1 *", "duration": "1h"}, 3, 0, 2**31 - 1),  # inactive schedule
+    ],
+)
+def test_budget_mapping(budget: dict[str, Any], nodes: int, not_ready: int, expected: int) -> None:
+    w = world_mod.World()
+    w.pool(budgets=[budget])
+    for i in range(nodes):
+        w.node(f"n{i}", ready=i >= not_ready)
+    pools = [parse.nodepool(w.kube.obj(resources.NODEPOOLS, "default") or {})]
+    got = budgets.budget_mapping(pools, _world_nodes(w), Reason.EMPTY, now=w.clock.now())
+    assert got == {"default": expected}
+
+
+def test_consolidatable_waits_for_consolidate_after() -> None:
+    w = world_mod.World()
+    w.pool(after="10m")
+    w.node("n0", conditions=())
+    w.sync()
+    claim = w.cluster.nodeclaim("n0")
+    assert claim is not None
+    pool = w.cluster.nodepools()[0]
+    initialized_at = world_mod.T0
+    early = conditions.consolidatable(claim, pool, now=initialized_at + 60)
+    assert not early.ready
+    assert early.wait == 540
+    assert conditions.consolidatable(claim, pool, now=initialized_at + 600).ready
+
+
+def test_drift_by_hash_and_requirements() -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("n0")
+    w.sync()
+    claim, pool = w.cluster.nodeclaim("n0"), w.cluster.nodepools()[0]
+    assert claim is not None
+    assert conditions.static_drift(claim, pool) is None
+    w.pool(capacity_types=("spot",))  # requirements changed: not hashed, compared against labels
+    w.sync()
+    assert conditions.static_drift(claim, w.cluster.nodepools()[0]) == conditions.CoreDriftReason.REQUIREMENTS_DRIFTED
+    body = w.kube.obj(resources.NODEPOOLS, "default") or {}
+    body["spec"]["template"]["spec"]["requirements"][0]["values"] = ["on-demand"]
+    body["spec"]["template"]["spec"]["expireAfter"] = "24h"  # template field: hashed
+    w.sync()
+    assert conditions.static_drift(claim, w.cluster.nodepools()[0]) == conditions.CoreDriftReason.NODEPOOL_DRIFTED
