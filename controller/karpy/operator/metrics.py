@@ -1,0 +1,251 @@
+"""Prometheus metrics with upstream Karpenter's names, on a registry of our own (never the process-global one).
+
+Counters and histograms are fed by hooks the reconcilers call (`provisioner_hooks`, `interruption_hooks`, ...).
+Gauges describing the cluster (nodes, NodePool usage/limits, pods, cost per NodePool) are computed at scrape time
+from the state cache by `StateCollector`, so they can never drift from what the controller decides on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Final, Protocol
+
+import prometheus_client
+from prometheus_client import core as prom_core
+from prometheus_client import registry as prom_registry
+
+from karpy.api import labels, nodepool
+from karpy.interruption import controller as interruption_controller
+from karpy.provisioning import provisioner
+from karpy.scheduling import pods as pods_api
+from karpy.state import statenode
+
+NAMESPACE: Final = "karpenter"
+MILLI_PER_UNIT: Final = 1000
+SCHEDULING_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+PriceLookup = Callable[[str, str, str], float | None]
+"""$/h of (instance type, zone, capacity type), None when unknown."""
+
+
+class ClusterSource(Protocol):
+    def synced(self) -> bool: ...
+    def state_nodes(self) -> list[statenode.StateNode]: ...
+    def nodepools(self) -> list[nodepool.NodePool]: ...
+    def nodepool_usage(self, name: str) -> dict[str, int]: ...
+    def pending_pods(self) -> list[pods_api.Pod]: ...
+
+
+def node_price(node: statenode.StateNode, price: PriceLookup) -> float | None:
+    """The $/h the node's offering costs, from its instance-type, zone and capacity-type labels."""
+    node_labels = node.labels
+    instance_type = node_labels.get(labels.LABEL_INSTANCE_TYPE, "")
+    zone = node_labels.get(labels.LABEL_ZONE, "")
+    capacity_type = node_labels.get(labels.LABEL_CAPACITY_TYPE, "")
+    if not (instance_type and zone and capacity_type):
+        return None
+    return price(instance_type, zone, capacity_type)
+
+
+def nodepool_costs(nodes: Iterable[statenode.StateNode], price: PriceLookup) -> dict[str, float]:
+    """$/h per NodePool: Σ offering prices of its nodes (launched or registered); unpriced nodes count 0 (pure)."""
+    costs: dict[str, float] = {}
+    for node in nodes:
+        if not node.nodepool:
+            continue
+        costs[node.nodepool] = costs.get(node.nodepool, 0.0) + (node_price(node, price) or 0.0)
+    return costs
+
+
+def _resource_value(milli: int) -> float:
+    """Milli-units as the plain number Prometheus shows (cores, bytes, counts)."""
+    return milli / MILLI_PER_UNIT
+
+
+class StateCollector(prometheus_client.registry.Collector):
+    """Gauges read from the state cache at scrape time."""
+
+    def __init__(self, cluster: ClusterSource, *, price: PriceLookup) -> None:
+        self._cluster = cluster
+        self._price = price
+
+    def collect(self) -> Iterator[prom_core.Metric]:
+        synced = self._cluster.synced()
+        yield prom_core.GaugeMetricFamily(
+            f"{NAMESPACE}_cluster_state_synced", "1 when the cluster state cache has listed everything", synced
+        )
+        nodes = self._cluster.state_nodes()
+        yield prom_core.GaugeMetricFamily(
+            f"{NAMESPACE}_cluster_state_node_count", "Nodes (and in-flight NodeClaims) in the state cache", len(nodes)
+        )
+        yield from self._nodes(nodes)
+        yield from self._nodepools()
+        yield from self._pods(nodes)
+        cost = prom_core.GaugeMetricFamily(
+            "karpy_nodepool_cost_per_hour", "On-demand/spot $/h of the nodes of each NodePool", labels=["nodepool"]
+        )
+        for pool, dollars in sorted(nodepool_costs(nodes, self._price).items()):
+            cost.add_metric([pool], dollars)
+        yield cost
+
+    def _nodes(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prom_core.Metric]:
+        names = ["node_name", "nodepool", "resource_type"]
+        allocatable = prom_core.GaugeMetricFamily(
+            f"{NAMESPACE}_nodes_allocatable", "Node allocatable by resource", labels=names
+        )
+        requests = prom_core.GaugeMetricFamily(
+            f"{NAMESPACE}_nodes_total_pod_requests", "Sum of the requests of the pods bound to the node", labels=names
+        )
+        for node in nodes:
+            if node.node is None:
+                continue
+            for resource, milli in sorted(node.allocatable.items()):
+                allocatable.add_metric([node.name, node.nodepool, resource], _resource_value(milli))
+            totals: dict[str, int] = {}
+            for pod in node.pods:
+                for resource, milli in pod.requests.items():
+                    totals[resource] = totals.get(resource, 0) + milli
+            for resource, milli in sorted(totals.items()):
+                requests.add_metric([node.name, node.nodepool, resource], _resource_value(milli))
+        yield allocatable
+        yield requests
+
+    def _nodepools(self) -> Iterator[prom_core.Metric]:
+        names = ["nodepool", "resource_type"]
+        usage = prom_core.GaugeMetricFamily(
+            f"{NAMESPACE}_nodepools_usage", "Resources used by a NodePool", labels=names
+        )
+        limit = prom_core.GaugeMetricFamily(f"{NAMESPACE}_nodepools_limit", "Limits of a NodePool", labels=names)
+        for pool in self._cluster.nodepools():
+            for resource, milli in sorted(self._cluster.nodepool_usage(pool.name).items()):
+                usage.add_metric([pool.name, resource], _resource_value(milli))
+            for resource, milli in sorted(pool.limits.items()):
+                limit.add_metric([pool.name, resource], _resource_value(milli))
+        yield usage
+        yield limit
+
+    def _pods(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prom_core.Metric]:
+        state = prom_core.GaugeMetricFamily(
+            f"{NAMESPACE}_pods_state",
+            "Pods the controller knows of: 1 per pod with its node, NodePool and phase",
+            labels=["name", "namespace", "node", "nodepool", "phase"],
+        )
+        for pod in self._cluster.pending_pods():
+            state.add_metric([pod.name, pod.namespace, "", "", "Pending"], 1)
+        for node in nodes:
+            for pod in node.pods:
+                state.add_metric([pod.name, pod.namespace, node.name, node.nodepool, "Bound"], 1)
+        yield state
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Instruments:
+    nodeclaims_created: prometheus_client.Counter
+    nodeclaims_terminated: prometheus_client.Counter
+    scheduling_duration: prometheus_client.Histogram
+    unschedulable_pods: prometheus_client.Gauge
+    disruption_decisions: prometheus_client.Counter
+    interruption_received: prometheus_client.Counter
+    interruption_deleted: prometheus_client.Counter
+    interruption_actions: prometheus_client.Counter
+    leader: prometheus_client.Gauge
+
+
+class Metrics:
+    """The controller's registry and the hooks that feed it."""
+
+    def __init__(self) -> None:
+        self.registry = prom_registry.CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.instruments = _Instruments(
+            nodeclaims_created=prometheus_client.Counter(
+                f"{NAMESPACE}_nodeclaims_created", "NodeClaims created", ["nodepool", "reason"], registry=r
+            ),
+            nodeclaims_terminated=prometheus_client.Counter(
+                f"{NAMESPACE}_nodeclaims_terminated", "NodeClaims terminated", ["nodepool", "reason"], registry=r
+            ),
+            scheduling_duration=prometheus_client.Histogram(
+                f"{NAMESPACE}_provisioner_scheduling_duration_seconds",
+                "Duration of one scheduling simulation",
+                buckets=SCHEDULING_BUCKETS,
+                registry=r,
+            ),
+            unschedulable_pods=prometheus_client.Gauge(
+                f"{NAMESPACE}_provisioner_scheduling_unschedulable_pods_count",
+                "Pods the last provisioning pass could not place",
+                registry=r,
+            ),
+            disruption_decisions=prometheus_client.Counter(
+                f"{NAMESPACE}_voluntary_disruption_decisions",
+                "Disruption decisions taken",
+                ["decision", "reason", "consolidation_type"],
+                registry=r,
+            ),
+            interruption_received=prometheus_client.Counter(
+                f"{NAMESPACE}_interruption_received_messages",
+                "Interruption messages received",
+                ["message_type"],
+                registry=r,
+            ),
+            interruption_deleted=prometheus_client.Counter(
+                f"{NAMESPACE}_interruption_deleted_messages", "Interruption messages deleted", registry=r
+            ),
+            interruption_actions=prometheus_client.Counter(
+                f"{NAMESPACE}_interruption_actions_performed",
+                "Actions taken on interruption messages",
+                ["action_type", "message_type"],
+                registry=r,
+            ),
+            leader=prometheus_client.Gauge("karpy_leader", "1 while this replica holds the leader Lease", registry=r),
+        )
+
+    def watch_state(self, cluster: ClusterSource, *, price: PriceLookup) -> None:
+        self.registry.register(StateCollector(cluster, price=price))
+
+    def exposition(self) -> bytes:
+        return prometheus_client.generate_latest(self.registry)
+
+    # --- hooks --------------------------------------------------------------------------------------------------
+
+    def nodeclaim_created(self, nodepool_name: str, reason: str = "provisioning") -> None:
+        self.instruments.nodeclaims_created.labels(nodepool=nodepool_name, reason=reason).inc()
+
+    def nodeclaim_terminated(self, nodepool_name: str, reason: str = "") -> None:
+        self.instruments.nodeclaims_terminated.labels(nodepool=nodepool_name, reason=reason).inc()
+
+    def disruption_decision(self, decision: str, reason: str, consolidation_type: str = "") -> None:
+        self.instruments.disruption_decisions.labels(
+            decision=decision, reason=reason, consolidation_type=consolidation_type
+        ).inc()
+
+    def provisioner_hooks(self) -> provisioner.Metrics:
+        i = self.instruments
+        return provisioner.Metrics(
+            scheduling_duration=i.scheduling_duration.observe,
+            nodeclaim_created=self.nodeclaim_created,
+            pods_unschedulable=i.unschedulable_pods.set,
+        )
+
+    def interruption_hooks(self) -> interruption_controller.Metrics:
+        i = self.instruments
+        return interruption_controller.Metrics(
+            received=lambda kind: i.interruption_received.labels(message_type=kind).inc(),
+            deleted=lambda _kind: i.interruption_deleted.inc(),
+            action=lambda action, kind: i.interruption_actions.labels(action_type=action, message_type=kind).inc(),
+        )
+
+    def set_leader(self, leading: bool) -> None:
+        self.instruments.leader.set(1 if leading else 0)
+
+
+def prices_from(catalog: Mapping[str, Sequence[tuple[str, str, float]]]) -> PriceLookup:
+    """A lookup over {instance type: [(zone, capacity type, $/h), ...]} (the wiring refreshes it from the provider)."""
+
+    def price(instance_type: str, zone: str, capacity_type: str) -> float | None:
+        for z, ct, dollars in catalog.get(instance_type, ()):
+            if z == zone and ct == capacity_type:
+                return dollars
+        return None
+
+    return price

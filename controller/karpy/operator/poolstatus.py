@@ -1,0 +1,169 @@
+"""What the NodePool and EC2NodeClass status controllers write (pure; upstream nodepool/readiness, validation,
+counter and hash controllers, aws nodeclass hash controller).
+
+NodePool conditions: ValidationSucceeded (False with the parser's problems for an object the CRD schema let through,
+e.g. stored under an older CRD), NodeClassReady (its EC2NodeClass exists and is Ready), and the root Ready (all of
+them True). Status also carries the pool's usage (`resources`, `nodes`). Hash annotations mark which template the
+pool's NodeClaims were built from (drift). Everything here returns patches; the async shell only applies them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from karpy.api import decoding, ec2nodeclass, hashing, labels, meta, nodepool, quantity, status
+from karpy.nodeclaim import conditions as cond
+
+VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
+NODECLASS_READY: Final = "NodeClassReady"
+READY: Final = "Ready"
+NODES: Final = "nodes"
+"""The pseudo-resource the state cache counts nodes under (milli-units, like NodePool limits)."""
+
+
+class Reason(enum.StrEnum):
+    VALIDATION_FAILED = "NodePoolValidationFailed"
+    NODECLASS_NOT_FOUND = "NodeClassNotFound"
+    NODECLASS_NOT_READY = "NodeClassNotReady"
+    UNHEALTHY_DEPENDENTS = "UnhealthyDependents"
+
+
+def observed_conditions(raw: Mapping[str, Any]) -> tuple[meta.Condition, ...]:
+    """The conditions currently stored on a raw object (tolerant: an invalid object still has a status)."""
+    items = (raw.get("status") or {}).get("conditions") or []
+    try:
+        return decoding.conditions([c for c in items if isinstance(c, Mapping)])
+    except (ValueError, TypeError, KeyError):
+        return ()
+
+
+def nodeclass_condition(
+    pool: nodepool.NodePool | None, nodeclasses: Mapping[str, ec2nodeclass.EC2NodeClass]
+) -> tuple[str, str, str]:
+    """(status, reason, message) of NodeClassReady."""
+    if pool is None:
+        return cond.UNKNOWN, "AwaitingReconciliation", "the NodePool does not validate"
+    ref = pool.template.node_class_ref
+    nc = nodeclasses.get(ref.name)
+    if nc is None:
+        return cond.FALSE, Reason.NODECLASS_NOT_FOUND, f"{ref.kind or 'EC2NodeClass'} {ref.name!r} not found"
+    ready = meta.condition(nc.status.conditions, ec2nodeclass.READY)
+    if ready is None:
+        return cond.UNKNOWN, "AwaitingReconciliation", f"EC2NodeClass {ref.name!r} has no Ready condition yet"
+    if not ready.is_true:
+        return cond.FALSE, Reason.NODECLASS_NOT_READY, ready.message or f"EC2NodeClass {ref.name!r} is not ready"
+    return cond.TRUE, NODECLASS_READY, ""
+
+
+def nodepool_conditions(
+    previous: tuple[meta.Condition, ...],
+    *,
+    pool: nodepool.NodePool | None,
+    validation_error: str,
+    nodeclasses: Mapping[str, ec2nodeclass.EC2NodeClass],
+    now: float,
+) -> tuple[meta.Condition, ...]:
+    out = previous
+    if validation_error:
+        out = cond.set_condition(
+            out, VALIDATION_SUCCEEDED, cond.FALSE, now=now, reason=Reason.VALIDATION_FAILED, message=validation_error
+        )
+    else:
+        out = cond.set_condition(out, VALIDATION_SUCCEEDED, cond.TRUE, now=now)
+    nc_status, nc_reason, nc_message = nodeclass_condition(pool, nodeclasses)
+    out = cond.set_condition(out, NODECLASS_READY, nc_status, now=now, reason=nc_reason, message=nc_message)
+    unhealthy = [c.type for c in out if c.type in (VALIDATION_SUCCEEDED, NODECLASS_READY) and not c.is_true]
+    if unhealthy:
+        message = "; ".join(f"{t}={meta.condition(out, t).status}" for t in unhealthy)  # type: ignore[union-attr]
+        out = cond.set_condition(out, READY, cond.FALSE, now=now, reason=Reason.UNHEALTHY_DEPENDENTS, message=message)
+    else:
+        out = cond.set_condition(out, READY, cond.TRUE, now=now)
+    return out
+
+
+def nodepool_status_patch(
+    raw: Mapping[str, Any],
+    *,
+    pool: nodepool.NodePool | None,
+    validation_error: str,
+    nodeclasses: Mapping[str, ec2nodeclass.EC2NodeClass],
+    usage: Mapping[str, int],
+    now: float,
+) -> dict[str, Any] | None:
+    """The status-subresource merge patch for one NodePool, or None when nothing would change."""
+    conditions = nodepool_conditions(
+        observed_conditions(raw), pool=pool, validation_error=validation_error, nodeclasses=nodeclasses, now=now
+    )
+    body: dict[str, Any] = {
+        "conditions": status.conditions(conditions),
+        "resources": {k: quantity.format_resource(k, v) for k, v in sorted(usage.items()) if k != NODES},
+        "nodes": usage.get(NODES, 0) // 1000,
+    }
+    if pool is not None:
+        nc = nodeclasses.get(pool.template.node_class_ref.name)
+        if nc is not None and nc.metadata.generation:
+            body["nodeClassObservedGeneration"] = nc.metadata.generation
+    current = raw.get("status") or {}
+    if all(_same(current.get(key), value) for key, value in body.items()):
+        return None
+    return {"status": body}
+
+
+def _same(current: Any, wanted: Any) -> bool:
+    if isinstance(wanted, list) and isinstance(current, list):  # conditions: the fields we set, in any order
+        return sorted(_cond_key(c) for c in current if isinstance(c, Mapping)) == sorted(map(_cond_key, wanted))
+    return bool(current == wanted)
+
+
+def _cond_key(c: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+    return (
+        str(c.get("type")),
+        str(c.get("status")),
+        str(c.get("reason") or ""),
+        str(c.get("message") or ""),
+        str(c.get("lastTransitionTime") or ""),
+    )
+
+
+def nodepool_hash_patch(pool: nodepool.NodePool) -> dict[str, Any] | None:
+    """The annotations that record the pool's template hash (upstream nodepool hash controller), or None."""
+    wanted = {
+        labels.ANNOTATION_NODEPOOL_HASH: hashing.nodepool_hash(pool),
+        labels.ANNOTATION_NODEPOOL_HASH_VERSION: labels.NODEPOOL_HASH_VERSION,
+    }
+    have = pool.metadata.annotations
+    if all(have.get(k) == v for k, v in wanted.items()):
+        return None
+    return {"metadata": {"annotations": wanted}}
+
+
+def nodeclass_hash_patch(nc: ec2nodeclass.EC2NodeClass) -> dict[str, Any] | None:
+    wanted = {
+        labels.ANNOTATION_EC2NODECLASS_HASH: hashing.ec2nodeclass_hash(nc),
+        labels.ANNOTATION_EC2NODECLASS_HASH_VERSION: labels.EC2NODECLASS_HASH_VERSION,
+    }
+    have = nc.metadata.annotations
+    if all(have.get(k) == v for k, v in wanted.items()):
+        return None
+    return {"metadata": {"annotations": wanted}}
+
+
+def finalizers_patch(raw: Mapping[str, Any], *, add: str = "", remove: str = "") -> list[dict[str, Any]] | None:
+    """A JSON patch adding/removing one finalizer, guarded by the resourceVersion; None when already so."""
+    meta_ = raw.get("metadata") or {}
+    current: Sequence[str] = list(meta_.get("finalizers") or [])
+    wanted = [f for f in current if f != remove]
+    if add and add not in wanted:
+        wanted.append(add)
+    if wanted == list(current):
+        return None
+    version = str(meta_.get("resourceVersion") or "")
+    guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+    return [*guard, {"op": "add", "path": "/metadata/finalizers", "value": wanted}]
+
+
+def nodeclass_in_use(name: str, pools: Sequence[nodepool.NodePool]) -> list[str]:
+    """NodePools still referring to the EC2NodeClass (it waits for them before cleaning up, as upstream)."""
+    return sorted(p.name for p in pools if p.template.node_class_ref.name == name)
