@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from karpy.api import crds
+
 REPO = Path(__file__).resolve().parents[2]
 HELM = REPO / ".tools" / "bin" / "helm"
 CHART = REPO / "charts" / "karpy"
@@ -82,14 +84,15 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @pytest.fixture(scope="session")
 def crd_schemas() -> Schemas:
-    """(apiVersion, kind) -> openAPIV3Schema for every served version of every CRD in charts/karpy-crd/templates."""
+    """(apiVersion, kind) -> openAPIV3Schema for every served version of every CRD karpy ships.
+
+    Taken from the single source (`karpy.api.crds`); test_crd_chart_renders_the_crds proves the chart renders
+    exactly these, so validating against them is validating against what the chart installs.
+    """
     found: Schemas = {}
-    for path in sorted((CRD_CHART / "templates").glob("*.yaml")):
-        for crd in yaml.load_all(path.read_text(), Loader=LOADER):
-            if not crd or crd.get("kind") != "CustomResourceDefinition":
-                continue
-            for version in crd["spec"]["versions"]:
-                if version.get("served", True):
-                    api_version = f"{crd['spec']['group']}/{version['name']}"
-                    found[(api_version, crd["spec"]["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+    for crd in crds.build_crds():
+        for version in crd["spec"]["versions"]:
+            if version.get("served", True):
+                api_version = f"{crd['spec']['group']}/{version['name']}"
+                found[(api_version, crd["spec"]["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
     return found

@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
+from karpy.api import crds as api_crds
 from pulumi_karpy import args as args_
 from pulumi_karpy import charts, component, discovery, documents, policy
 
@@ -392,21 +393,20 @@ def test_default_nodepool_and_nodeclass(pulumi_run: Run) -> None:
     assert any(d.endswith("EC2NodeClass::karpy-default-nodeclass") for d in nodepool.dependencies)
     assert nodepool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "default"
     schemas = crd_schemas()
-    if schemas:  # the generated CRDs accept what the component declares
-        for resource in (nodeclass, nodepool):
-            manifest = {**resource.inputs}
-            manifest.pop("__defaults", None)
-            jsonschema.validate(manifest, schemas[(manifest["apiVersion"], manifest["kind"])])
+    assert schemas, "karpy.api.crds builds no CRDs"
+    for resource in (nodeclass, nodepool):  # the shipped CRDs accept what the component declares
+        manifest = {**resource.inputs}
+        manifest.pop("__defaults", None)
+        jsonschema.validate(manifest, schemas[(manifest["apiVersion"], manifest["kind"])])
 
 
 def crd_schemas() -> dict[tuple[str, str], Any]:
+    """The schemas of the CRDs karpy ships, from their single source (the CRD chart renders exactly these)."""
     found = {}
-    for path in (Path(__file__).resolve().parents[2] / "charts" / "karpy-crd" / "templates").glob("*.yaml"):
-        for crd in yaml.load_all(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-            if crd and crd.get("kind") == "CustomResourceDefinition":
-                for version in crd["spec"]["versions"]:
-                    key = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
-                    found[key] = version["schema"]["openAPIV3Schema"]
+    for crd in api_crds.build_crds():
+        for version in crd["spec"]["versions"]:
+            key = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
+            found[key] = version["schema"]["openAPIV3Schema"]
     return found
 
 
