@@ -36,6 +36,9 @@ class Slot:
     placed: list[pods.Pod] = field(default_factory=list)
     host_ports: list[pods.HostPort] = field(default_factory=list)
     min_values_relaxed: bool = False
+    # (options it was computed for, per-resource minimum of usable allocatable over them): when a request fits
+    # under the minimum every option takes one more pod, so a one-pod fit needs no per-type counting
+    floor: tuple[catalog.BoolArray, catalog.IntArray] | None = None
 
     @property
     def is_claim(self) -> bool:
@@ -85,6 +88,15 @@ def _per_type_counts(free: catalog.IntArray, request: catalog.IntArray) -> catal
         return np.full(free.shape[0], _BIG, dtype=np.int64)
     counts = np.where(free[:, need] >= 0, free[:, need] // request[need], -1)
     return np.asarray(counts.min(axis=1), dtype=np.int64)
+
+
+def _fits_every_option(slot: Slot, request: catalog.IntArray) -> bool:
+    assert slot.pool is not None
+    assert slot.options is not None
+    if slot.floor is None or slot.floor[0] is not slot.options:
+        usable = slot.pool.usable[slot.options]
+        slot.floor = (slot.options, usable.min(axis=0) if len(usable) else np.full(len(request), -1, np.int64))
+    return bool(np.all(slot.floor[1] - slot.used >= request))
 
 
 def _min_values_ok(pool: catalog.PoolCatalog, mask: catalog.BoolArray, reqs: requirements.Requirements) -> bool:
@@ -184,6 +196,8 @@ def _fit(
     assert slot.options is not None
     if merged is slot.requirements and slot.placed:
         mask = slot.options  # committed options already satisfy the slot's own requirements and offerings
+        if limit == 1 and not merged.has_min_values() and _fits_every_option(slot, ctx.request):
+            return Fit(1, merged, slot.options, slot.options)
     else:
         mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
     ids = np.flatnonzero(mask)

@@ -390,10 +390,10 @@ class _Solver:
             options=options,
         )
 
-    def _register(self, slot: nodes.Slot) -> int:
+    def _register(self, slot: nodes.Slot, *, like: int | None = None) -> int:
         self.slots.append(slot)
         self.claims.append(slot)
-        return self.table.add(slot)
+        return self.table.add(slot, like=like)
 
     def _new_claim(
         self, pool: catalog.PoolCatalog, ctx: nodes.RunContext, limit: int, run_pods: list[pods.Pod], *, bulk: bool
@@ -444,6 +444,7 @@ class _Solver:
         the last partial claim (different options) goes through the normal path."""
         assert fit.first_options is not None
         placed = 0
+        first = self.table.n - 1  # the claim being copied: same options, so the same headroom bound
         base = fit.requirements.without(labels.LABEL_HOSTNAME)
         while limit - placed >= fit.count:
             now = self._limit_options(pool)
@@ -451,7 +452,7 @@ class _Solver:
                 break
             self._charge(pool, fit.first_options)
             slot = self._claim_slot(pool, options)
-            slot_id = self._register(slot)
+            slot_id = self._register(slot, like=first)
             reqs = base.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (slot.name,)))
             clone = nodes.Fit(fit.count, reqs, fit.options, fit.first_options, fit.min_values_relaxed)
             placed += self._commit(slot_id, clone, run_pods[placed:], ctx)

@@ -51,11 +51,13 @@ class SlotTable:
         self.cap: catalog.IntArray = np.zeros((_INITIAL_ROWS, n_resources), dtype=np.int64)
         self.used: catalog.IntArray = np.zeros((_INITIAL_ROWS, n_resources), dtype=np.int64)
         self.slots: list[nodes.Slot] = []
+        self._seen: list[requirements.Requirements | None] = []  # requirements the domain codes were read from
         self._keys: dict[str, _KeyColumn] = {}
         self._groups: dict[topology.GroupKey, _GroupColumn] = {}
 
     # --- maintenance ----------------------------------------------------------------------------------------
-    def add(self, slot: nodes.Slot) -> int:
+    def add(self, slot: nodes.Slot, *, like: int | None = None) -> int:
+        """Append a slot; `like` names a slot with the same options whose headroom bound can be copied."""
         i = self.n
         if i == len(self.cap):
             grow = len(self.cap)
@@ -64,8 +66,12 @@ class SlotTable:
             for col in self._keys.values():
                 col.codes = np.concatenate([col.codes, np.full(grow, -1, dtype=np.int64)])
         self.slots.append(slot)
+        self._seen.append(None)
         self.n += 1
-        self.tighten(i)
+        if like is None:
+            self.tighten(i)
+        else:
+            self.cap[i] = self.cap[like]
         self.refresh(i)
         return i
 
@@ -85,6 +91,9 @@ class SlotTable:
         """Re-read slot `i`'s usage and pinned domains after pods were placed on it."""
         slot = self.slots[i]
         self.used[i] = slot.used
+        if self._seen[i] is slot.requirements:
+            return
+        self._seen[i] = slot.requirements
         for key, col in self._keys.items():
             col.codes[i] = self._pinned(slot, key, col)
 
