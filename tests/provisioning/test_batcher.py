@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from karpy.clock import ManualClock
 from karpy.provisioning import batcher
@@ -110,3 +112,59 @@ async def test_cancelled_wait_leaves_no_sleepers() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert clock.sleepers == 0
+
+
+def _model(triggers: list[tuple[float, str]]) -> float | None:
+    """Reference: when the window closes for triggers at (time, uid), wait() starting at 0; None = gave up."""
+    if not triggers or triggers[0][0] >= SETTINGS.first_wait:  # at the deadline: too late, as below
+        return None
+    opened = triggers[0][0]
+    seen, last = {triggers[0][1]}, opened
+    for when, uid in triggers[1:]:
+        if when >= batcher.closes_at(opened, last, settings=SETTINGS):
+            break
+        if uid not in seen:
+            seen.add(uid)
+            last = when
+    return batcher.closes_at(opened, last, settings=SETTINGS)
+
+
+# Trigger times on a 0.125 s grid: first one within 1.5 s, then strictly increasing gaps of up to 1.5 s, so windows
+# that close by idle, by max duration, and never-opening waits all occur. A trigger landing exactly on a deadline
+# counts as too late in both the model (`when >= closes_at`) and the scenario (the clock wakes the due sleeper
+# before the test triggers).
+_times = st.tuples(st.integers(0, 12), st.lists(st.integers(1, 12), max_size=25)).map(
+    lambda first_gaps: [0.125 * sum((first_gaps[0], *first_gaps[1][:i])) for i in range(len(first_gaps[1]) + 1)]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(times=_times, uids=st.lists(st.sampled_from("abc"), min_size=26, max_size=26))
+def test_window_matches_reference_model(times: list[float], uids: list[str]) -> None:
+    triggers = list(zip(times, uids, strict=False))
+
+    async def scenario() -> float | None:
+        clock = ManualClock(0.0)
+        b = batcher.Batcher(clock)
+
+        async def closed_at() -> float | None:
+            return clock.now() if await b.wait() else None
+
+        task = asyncio.ensure_future(closed_at())
+        await clock.settle()
+        for when, uid in triggers:
+            if task.done():
+                break
+            await clock.run_for(when - clock.now())
+            if not task.done():
+                b.trigger(uid)
+        while not task.done():
+            await clock.run_for(0.125)
+        return task.result()
+
+    got = asyncio.run(scenario())
+    expected = _model(triggers)
+    if expected is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(expected)

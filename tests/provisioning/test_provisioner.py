@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -13,8 +13,9 @@ from tests.provisioning.builders import Cluster, MemoryClient, StateNode, parsed
 from tests.scheduling.conftest import fake_catalog, make_pod
 
 from karpy import events
-from karpy.api import labels, meta, quantity
+from karpy.api import labels, meta, nodepool, quantity
 from karpy.clock import ManualClock
+from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake
 from karpy.kube import resources
 from karpy.provisioning import provisioner
@@ -47,12 +48,12 @@ class Env:
     prov: provisioner.Provisioner
 
 
-def _env(cluster: Cluster, **deps: object) -> Env:
+def _env(cluster: Cluster, *, cloud: types.CloudProvider | None = None, **deps: object) -> Env:
     client, recorder, clock, counters = MemoryClient(), events.MemoryRecorder(), ManualClock(0.0), Counters()
     d = provisioner.Deps(
         client=client,
         cluster=cluster,
-        cloud=fake.FakeCloudProvider(fake_catalog(8)),
+        cloud=cloud or fake.FakeCloudProvider(fake_catalog(8)),
         clock=clock,
         recorder=recorder,
         metrics=counters.metrics(),
@@ -244,3 +245,34 @@ async def test_solve_past_deadline_is_flagged_and_still_used(gate: threading.Eve
     outcome = await asyncio.wait_for(task, timeout=10)
     assert outcome.solve_timed_out
     assert len(outcome.created) == 1
+
+
+class BrokenCloud(fake.FakeCloudProvider):
+    def __init__(self) -> None:
+        super().__init__(fake_catalog(4))
+        self.failures = 1
+
+    async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("provider outage")
+        return await super().instance_types(pool)
+
+
+async def test_run_survives_a_failed_pass() -> None:
+    cloud = BrokenCloud()
+    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]), cloud=cloud)
+    task = asyncio.ensure_future(env.prov.run())
+    try:
+        await env.clock.run_for(1.0)  # first batch: the provider fails, the loop backs off
+        assert env.client.of(resources.NODECLAIMS) == []
+        await env.clock.run_for(provisioner.ERROR_BACKOFF + provisioner.PENDING_RESCAN + 1.0)
+        # the second pass solves in a worker thread, which runs in real time: wait for it, boundedly
+        for _ in range(500):
+            if env.client.of(resources.NODECLAIMS):
+                break
+            await asyncio.sleep(0.01)
+        assert len(env.client.of(resources.NODECLAIMS)) == 1
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -30,6 +30,8 @@ PENDING_RESCAN = 10.0
 """Seconds between re-triggers for pods that are still pending (upstream requeues provisionable pods every 10 s)."""
 SYNC_POLL = 1.0
 """Seconds between checks while waiting for the cluster state to finish its first LISTs."""
+ERROR_BACKOFF = 5.0
+"""Seconds to wait after a provisioning pass failed unexpectedly before the next one."""
 MAX_PARALLEL_CREATES = 32
 """NodeClaim creations in flight at once (bounded so a burst of hundreds does not flood the API server)."""
 
@@ -104,9 +106,16 @@ class Provisioner:
         self.batcher.trigger(uid)
 
     async def run(self) -> None:
-        """Provision forever; cancel the task to stop."""
+        """Provision forever; cancel the task to stop. A failed pass is logged and the next one starts after
+        ERROR_BACKOFF seconds (pods still pending are re-triggered by the rescan)."""
         while True:
-            await self.reconcile()
+            try:
+                await self.reconcile()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one bad pass (API or provider outage) must not end provisioning
+                log.exception("provisioning pass failed; retrying in %gs", ERROR_BACKOFF)
+                await self._deps.clock.sleep(ERROR_BACKOFF)
 
     async def reconcile(self) -> Outcome | None:
         """One loop turn: None when no batch formed, else the outcome of provisioning it."""
