@@ -124,10 +124,11 @@ class _Solver:
             )
             self.slots.append(slot)
             self.table.add(slot)
-            if n.nodepool in self.remaining:
-                for k in self.remaining[n.nodepool]:
-                    cap = labels.RESOURCE_NODES if k == labels.RESOURCE_NODES else k
-                    self.remaining[n.nodepool][k] -= 1000 if cap == labels.RESOURCE_NODES else n.allocatable.get(k, 0)
+            owner = n.nodepool or n.labels.get(labels.LABEL_NODEPOOL)  # the label is what upstream reads
+            if owner in self.remaining:
+                left = self.remaining[owner]
+                for k in left:
+                    left[k] -= 1000 if k == labels.RESOURCE_NODES else n.allocatable.get(k, 0)
         sources = [self._pool_source(c) for c in self.pools]
         sources += [
             topology.DomainSource(

@@ -1,0 +1,145 @@
+"""Volume topology scenarios (core: scheduling/volumetopology.go) beyond a bound PV's zone and Immediate classes."""
+
+from __future__ import annotations
+
+import pytest
+from tests.scheduling import conftest as c
+
+from karpy.api import errors, labels
+from karpy.scheduling import pods, requirements, volumes
+
+WAIT = volumes.BINDING_WAIT
+
+
+def _pod(name: str, *claims: str) -> pods.Pod:
+    vols = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": cl}} for i, cl in enumerate(claims)]
+    return c.make_pod(name, spec={"volumes": vols})
+
+
+def _zones(*zones: str) -> requirements.Requirements:
+    return requirements.Requirements([requirements.Requirement.in_(labels.LABEL_ZONE, zones)])
+
+
+def test_wait_for_first_consumer_class_limits_zones_by_allowed_topologies() -> None:
+    sc = volumes.StorageClass("regional", WAIT, (_zones("test-zone-1c"),))
+    pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name="regional")
+    pod = _pod("p", "data")
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
+    (claim,) = c.expect_provisioned(res, 1)
+    assert c.zone_of(claim) == "test-zone-1c"
+
+
+def test_pvc_without_class_uses_the_default_class() -> None:
+    default = volumes.StorageClass("gp3", WAIT, (_zones("test-zone-1b"),), default=True)
+    other = volumes.StorageClass("other", WAIT, (_zones("test-zone-1a"),))
+    pvc = volumes.PersistentVolumeClaim("default", "data")
+    res = c.solve([_pod("p", "data")], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[default, other]))
+    (claim,) = c.expect_provisioned(res, 1)
+    assert c.zone_of(claim) == "test-zone-1b"
+
+
+def test_pvc_without_class_and_no_default_class_is_unconstrained() -> None:
+    pvc = volumes.PersistentVolumeClaim("default", "data")
+    pod = _pod("p", "data")
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc]))
+    c.expect_scheduled(res, pod)
+
+
+@pytest.mark.parametrize(
+    ("catalog", "reason"),
+    [
+        (volumes.VolumeCatalog(), "persistentvolumeclaim default/data not found"),
+        (
+            volumes.VolumeCatalog.build([volumes.PersistentVolumeClaim("default", "data", volume_name="pv-x")]),
+            "persistentvolume pv-x bound to default/data not found",
+        ),
+        (
+            volumes.VolumeCatalog.build([volumes.PersistentVolumeClaim("default", "data", storage_class_name="gone")]),
+            "storageclass gone of persistentvolumeclaim default/data not found",
+        ),
+    ],
+    ids=["missing-pvc", "missing-pv", "missing-class"],
+)
+def test_missing_volume_objects_are_named_in_the_reason(catalog: volumes.VolumeCatalog, reason: str) -> None:
+    pod = _pod("p", "data")
+    res = c.solve([pod], volumes=catalog)
+    assert res.unschedulable[pod.key] == reason
+
+
+def test_two_volumes_in_different_zones_have_no_common_topology() -> None:
+    pvs = [
+        volumes.PersistentVolume("pv-a", (_zones("test-zone-1a"),)),
+        volumes.PersistentVolume("pv-b", (_zones("test-zone-1b"),)),
+    ]
+    pvcs = [
+        volumes.PersistentVolumeClaim("default", "a", volume_name="pv-a"),
+        volumes.PersistentVolumeClaim("default", "b", volume_name="pv-b"),
+    ]
+    pod = _pod("p", "a", "b")
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
+    assert res.unschedulable[pod.key] == "volumes of default/p have no common topology"
+
+
+def test_ored_pv_terms_intersect_with_the_other_volume() -> None:
+    # pv-a may be in 1a or 1b (two ORed terms), pv-b only in 1b: the pod must land in 1b.
+    pvs = [
+        volumes.PersistentVolume("pv-a", (_zones("test-zone-1a"), _zones("test-zone-1b"))),
+        volumes.PersistentVolume("pv-b", (_zones("test-zone-1b", "test-zone-1c"),)),
+    ]
+    pvcs = [
+        volumes.PersistentVolumeClaim("default", "a", volume_name="pv-a"),
+        volumes.PersistentVolumeClaim("default", "b", volume_name="pv-b"),
+    ]
+    res = c.solve([_pod("p", "a", "b")], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
+    (claim,) = c.expect_provisioned(res, 1)
+    assert c.zone_of(claim) == "test-zone-1b"
+
+
+def test_volume_zone_conflicting_with_node_selector_is_refused() -> None:
+    pv = volumes.PersistentVolume("pv-1", (_zones("test-zone-1a"),))
+    pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv-1")
+    pod = c.make_pod(
+        "p",
+        spec={
+            "nodeSelector": {labels.LABEL_ZONE: "test-zone-1b"},
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+        },
+    )
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    assert "incompatible volume requirements" in res.unschedulable[pod.key]
+
+
+def test_pods_sharing_a_zonal_volume_share_its_zone() -> None:
+    pv = volumes.PersistentVolume("pv-1", (_zones("test-zone-1c"),))
+    pvc = volumes.PersistentVolumeClaim("default", "shared", volume_name="pv-1")
+    ps = [_pod(f"p-{i}", "shared") for i in range(4)]
+    res = c.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    c.expect_scheduled(res, *ps)
+    assert {c.zone_of(cl) for cl in res.new_nodeclaims} == {"test-zone-1c"}
+
+
+def test_generic_ephemeral_volume_names_its_claim_after_the_pod() -> None:
+    pod = c.make_pod("web", spec={"volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]})
+    assert pod.pvc_names == ("web-scratch",)
+
+
+def test_storage_class_manifest_parses_binding_mode_topologies_and_default() -> None:
+    sc = volumes.storage_class_from_manifest(
+        {
+            "metadata": {"name": "gp3", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "volumeBindingMode": WAIT,
+            "allowedTopologies": [
+                {"matchLabelExpressions": [{"key": labels.LABEL_ZONE, "values": ["test-zone-1a", "test-zone-1b"]}]}
+            ],
+        }
+    )
+    assert sc == volumes.StorageClass("gp3", WAIT, (_zones("test-zone-1a", "test-zone-1b"),), default=True)
+
+
+def test_bad_pv_affinity_names_the_field() -> None:
+    bad = {
+        "metadata": {"name": "pv"},
+        "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k"}]}]}}},
+    }
+    with pytest.raises(errors.ValidationError, match=r"nodeSelectorTerms\[0\]\.matchExpressions\[0\]"):
+        volumes.pv_from_manifest(bad)
