@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.kube import builders
 
-from karpy.kube import client, dryrun, resources, rest
+from karpy.kube import client, dryrun, patches, resources, rest
 
 NS = builders.NS
 
@@ -23,7 +23,7 @@ NS = builders.NS
     ],
 )
 def test_merge_patch_follows_rfc_7386(target: Any, patch: Any, expected: Any) -> None:
-    assert dryrun.merge_patch(target, patch) == expected
+    assert patches.merge_patch(target, patch) == expected
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_merge_patch_follows_rfc_7386(target: Any, patch: Any, expected: Any) ->
 )
 def test_json_patch_follows_rfc_6902(ops: list[dict[str, Any]], expected: Any) -> None:
     target = {"m": {"k": "v"}, "l": [1, 2]}
-    assert dryrun.json_patch(target, ops) == expected
+    assert patches.json_patch(target, ops) == expected
     assert target == {"m": {"k": "v"}, "l": [1, 2]}  # the input is not touched
 
 
@@ -55,7 +55,7 @@ def test_json_patch_follows_rfc_6902(ops: list[dict[str, Any]], expected: Any) -
 )
 def test_json_patch_that_does_not_apply_names_the_op(ops: list[dict[str, Any]]) -> None:
     with pytest.raises(ValueError, match=r"patch\[0\]"):
-        dryrun.json_patch({"m": {"k": "v"}, "l": [1, 2]}, ops)
+        patches.json_patch({"m": {"k": "v"}, "l": [1, 2]}, ops)
 
 
 async def test_writes_are_logged_and_not_sent(api: rest.RestClient, caplog: pytest.LogCaptureFixture) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import decoding
-from karpy.kube import client, resources
+from karpy.kube import client, patches, resources
 
 
 class Crash(Exception):
@@ -32,18 +32,6 @@ class Write:
 
 
 Key = tuple[str, str, str]
-
-
-def _merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = _merge(out.get(key), value)
-    return out
 
 
 def _field(obj: Mapping[str, Any], path: str) -> str:
@@ -152,7 +140,7 @@ class FakeKube:
             body.pop("status", None)
         if "metadata" in body:
             body["metadata"] = {k: v for k, v in body["metadata"].items() if k != "resourceVersion"}
-        updated = _merge(current, body)
+        updated = patches.merge_patch(current, body)
         updated["metadata"]["resourceVersion"] = str(next(self._rv))
         md = updated["metadata"]
         if md.get("deletionTimestamp") and not md.get("finalizers"):

@@ -12,80 +12,9 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from karpy.kube import client, resources
+from karpy.kube import client, patches, resources
 
 log = logging.getLogger(__name__)
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: mappings merge recursively, null removes, anything else replaces."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise ValueError(f"JSON pointer {path!r} must start with '/'")
-    return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
-
-
-def _container(doc: Any, parts: list[str]) -> Any:
-    for part in parts:
-        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
-    return doc
-
-
-def json_patch(target: Any, ops: Sequence[Mapping[str, Any]]) -> Any:
-    """RFC 6902 add/remove/replace/test/copy/move on a copy of `target`; raises ValueError on a failed op."""
-    doc = copy.deepcopy(target)
-    for i, op in enumerate(ops):
-        try:
-            doc = _apply(doc, op)
-        except (KeyError, IndexError, TypeError, ValueError) as error:
-            raise ValueError(f"patch[{i}] ({op.get('op')} {op.get('path')}): {error}") from error
-    return doc
-
-
-def _apply(doc: Any, op: Mapping[str, Any]) -> Any:
-    kind, parts = op["op"], _pointer(str(op["path"]))
-    if kind == "test":
-        if _container(doc, parts) != op.get("value"):
-            raise ValueError("test failed")
-        return doc
-    if kind in ("copy", "move"):
-        source = _pointer(str(op["from"]))
-        value = copy.deepcopy(_container(doc, source))
-        if kind == "move":
-            doc = _apply(doc, {"op": "remove", "path": op["from"]})
-        return _apply(doc, {"op": "add", "path": op["path"], "value": value})
-    if not parts:
-        return None if kind == "remove" else copy.deepcopy(op.get("value"))
-    parent, last = _container(doc, parts[:-1]), parts[-1]
-    if kind == "remove":
-        del parent[int(last) if isinstance(parent, list) else last]
-    elif kind == "replace":
-        if isinstance(parent, list):
-            parent[int(last)] = copy.deepcopy(op["value"])
-        else:
-            _ = parent[last]  # must exist
-            parent[last] = copy.deepcopy(op["value"])
-    elif kind == "add":
-        if isinstance(parent, list):
-            parent.insert(len(parent) if last == "-" else int(last), copy.deepcopy(op["value"]))
-        else:
-            parent[last] = copy.deepcopy(op["value"])
-    else:
-        raise ValueError(f"unknown op {kind!r}")
-    return doc
 
 
 def _where(res: resources.Resource, name: str, namespace: str) -> str:
@@ -137,7 +66,11 @@ class DryRunClient:
         if current is None:
             raise client.NotFound(404, "NotFound", f'{res} "{name}" not found')
         try:
-            result = merge_patch(current, patch) if isinstance(patch, Mapping) else json_patch(current, patch)
+            result = (
+                patches.merge_patch(current, patch)
+                if isinstance(patch, Mapping)
+                else patches.json_patch(current, patch)
+            )
         except ValueError as error:
             raise client.Invalid(422, "Invalid", f"the patch for {where} does not apply: {error}") from error
         return result if isinstance(result, dict) else current

@@ -10,141 +10,15 @@ replaced, as upstream does for lists without a patch strategy.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from karpy.kube import patches as json_patches
 
-class PatchError(ValueError):
-    pass
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge recursively, `null` deletes, anything else replaces."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def json_patch(document: Any, operations: Any) -> Any:
-    if not isinstance(operations, list):
-        raise PatchError("a JSON patch must be a list of operations")
-    result = copy.deepcopy(document)
-    for index, operation in enumerate(operations):
-        if not isinstance(operation, Mapping) or "op" not in operation or "path" not in operation:
-            raise PatchError(f"operation {index}: needs 'op' and 'path'")
-        result = _apply_operation(result, operation)
-    return result
-
-
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise PatchError(f"invalid JSON pointer {path!r}")
-    return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
-
-
-def _parent(document: Any, parts: Sequence[str], path: str) -> Any:
-    current = document
-    for part in parts[:-1]:
-        current = _child(current, part, path)
-    return current
-
-
-def _child(container: Any, part: str, path: str) -> Any:
-    if isinstance(container, dict):
-        if part not in container:
-            raise PatchError(f"path {path!r}: member {part!r} not found")
-        return container[part]
-    if isinstance(container, list):
-        return container[_index(container, part, path, allow_end=False)]
-    raise PatchError(f"path {path!r}: cannot descend into a {type(container).__name__}")
-
-
-def _index(container: list[Any], part: str, path: str, *, allow_end: bool) -> int:
-    if allow_end and part == "-":
-        return len(container)
-    if not part.isdigit():
-        raise PatchError(f"path {path!r}: {part!r} is not an array index")
-    index = int(part)
-    if index > len(container) or (index == len(container) and not allow_end):
-        raise PatchError(f"path {path!r}: index {index} out of range")
-    return index
-
-
-def _get(document: Any, path: str) -> Any:
-    current = document
-    for part in _pointer(path):
-        current = _child(current, part, path)
-    return current
-
-
-def _remove(document: Any, path: str) -> tuple[Any, Any]:
-    parts = _pointer(path)
-    if not parts:
-        raise PatchError("cannot remove the whole document")
-    parent = _parent(document, parts, path)
-    value = _child(parent, parts[-1], path)
-    if isinstance(parent, dict):
-        del parent[parts[-1]]
-    else:
-        del parent[int(parts[-1])]
-    return document, value
-
-
-def _add(document: Any, path: str, value: Any, *, replace: bool) -> Any:
-    parts = _pointer(path)
-    if not parts:
-        return copy.deepcopy(value)
-    parent = _parent(document, parts, path)
-    key = parts[-1]
-    if isinstance(parent, dict):
-        if replace and key not in parent:
-            raise PatchError(f"path {path!r}: member {key!r} not found")
-        parent[key] = copy.deepcopy(value)
-    elif isinstance(parent, list):
-        index = _index(parent, key, path, allow_end=not replace)
-        if replace:
-            parent[index] = copy.deepcopy(value)
-        else:
-            parent.insert(index, copy.deepcopy(value))
-    else:
-        raise PatchError(f"path {path!r}: parent is a {type(parent).__name__}")
-    return document
-
-
-def _apply_operation(document: Any, operation: Mapping[str, Any]) -> Any:
-    op, path = operation["op"], operation["path"]
-    match op:
-        case "add" | "replace":
-            if "value" not in operation:
-                raise PatchError(f"{op} {path!r}: needs 'value'")
-            return _add(document, path, operation["value"], replace=op == "replace")
-        case "remove":
-            return _remove(document, path)[0]
-        case "move":
-            document, value = _remove(document, operation.get("from", ""))
-            return _add(document, path, value, replace=False)
-        case "copy":
-            return _add(document, path, _get(document, operation.get("from", "")), replace=False)
-        case "test":
-            try:
-                actual = _get(document, path)
-            except PatchError:
-                actual = None  # absent compares as null, the way Kopf's `test resourceVersion=None` expects
-                if operation.get("value") is not None:
-                    raise
-            if actual != operation.get("value"):
-                raise PatchError(f"test failed: {path!r} is {actual!r}, not {operation.get('value')!r}")
-            return document
-        case _:
-            raise PatchError(f"unsupported operation {op!r}")
+# The generic formats live in karpy.kube.patches (shared with the dry-run client); the emulator adds strategic merge.
+PatchError = json_patches.PatchError
+merge_patch = json_patches.merge_patch
+json_patch = json_patches.json_patch
 
 
 # Lists merged by key under strategic merge patch; the path is the chain of field names (list items add no part).
