@@ -1,11 +1,13 @@
 """`karpy` command line. Wiring only: argument parsing, exit codes and printing; the work lives in the packages.
 
-Exit codes: 0 success (a plan with unschedulable pods is still a success), 2 invalid input or usage.
+Exit codes: 0 success (a plan with unschedulable pods is still a success), 2 invalid input or usage (for `run`:
+invalid settings).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -33,6 +35,14 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run(_: argparse.Namespace) -> int:
+    # Loaded by name: the operator imports kopf, and the CLI module must stay kopf-free (import-linter contract;
+    # `karpy simulate` and `--help` should not pay for it either).
+    operator_main = importlib.import_module("karpy.operator.main")
+    code: int = operator_main.main()
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karpy", description="Karpenter-compatible node autoscaler for EKS")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -52,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--zones", default="", help="comma-separated zones to use (default: all in the region)")
     simulate.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
     simulate.set_defaults(handler=_simulate)
+    run = commands.add_parser(
+        "run",
+        help="run the controller (settings from the environment, upstream Karpenter's variable names)",
+        description="Run the controller against the cluster of $KUBECONFIG (or in-cluster). Settings come from "
+        "environment variables such as CLUSTER_NAME, INTERRUPTION_QUEUE, BATCH_MAX_DURATION, LOG_LEVEL; invalid "
+        "settings exit with status 2 and a message naming each bad variable.",
+    )
+    run.set_defaults(handler=_run)
     return parser
 
 

@@ -8,7 +8,7 @@ from the state cache by `StateCollector`, so they can never drift from what the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, Protocol
 
 import prometheus_client
@@ -16,6 +16,7 @@ from prometheus_client import core as prom_core
 from prometheus_client import registry as prom_registry
 
 from karpy.api import labels, nodepool
+from karpy.cloudprovider import types
 from karpy.interruption import controller as interruption_controller
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as pods_api
@@ -157,6 +158,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = prom_registry.CollectorRegistry(auto_describe=True)
+        self.prices = PriceBook()
         r = self.registry
         self.instruments = _Instruments(
             nodeclaims_created=prometheus_client.Counter(
@@ -200,8 +202,8 @@ class Metrics:
             leader=prometheus_client.Gauge("karpy_leader", "1 while this replica holds the leader Lease", registry=r),
         )
 
-    def watch_state(self, cluster: ClusterSource, *, price: PriceLookup) -> None:
-        self.registry.register(StateCollector(cluster, price=price))
+    def watch_state(self, cluster: ClusterSource) -> None:
+        self.registry.register(StateCollector(cluster, price=self.prices.price))
 
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
@@ -239,13 +241,16 @@ class Metrics:
         self.instruments.leader.set(1 if leading else 0)
 
 
-def prices_from(catalog: Mapping[str, Sequence[tuple[str, str, float]]]) -> PriceLookup:
-    """A lookup over {instance type: [(zone, capacity type, $/h), ...]} (the wiring refreshes it from the provider)."""
+class PriceBook:
+    """Offering prices by (instance type, zone, capacity type), refreshed from the provider's instance types."""
 
-    def price(instance_type: str, zone: str, capacity_type: str) -> float | None:
-        for z, ct, dollars in catalog.get(instance_type, ()):
-            if z == zone and ct == capacity_type:
-                return dollars
-        return None
+    def __init__(self) -> None:
+        self._prices: dict[tuple[str, str, str], float] = {}
 
-    return price
+    def update(self, instance_types: Iterable[types.InstanceType]) -> None:
+        for it in instance_types:
+            for offering in it.offerings:
+                self._prices[(it.name, offering.zone, offering.capacity_type)] = offering.price
+
+    def price(self, instance_type: str, zone: str, capacity_type: str) -> float | None:
+        return self._prices.get((instance_type, zone, capacity_type))

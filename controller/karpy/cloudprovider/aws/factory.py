@@ -1,0 +1,37 @@
+"""Build everything the controller needs from AWS in one call: the provider, the interruption queue, the ICE cache.
+
+The operator loads this module by name at start-up (`karpy.operator.wiring.AWS_FACTORY`) rather than importing it,
+so the operator's import graph stays free of boto3 (import-linter contract) while the image still ships both.
+boto3 reads `AWS_ENDPOINT_URL` itself, so the same code runs against moto.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from karpy.api import ec2nodeclass
+from karpy.cloudprovider.aws import cache, clients, interruption, provider
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    provider: provider.AWSCloudProvider
+    queue: interruption.InterruptionQueue | None
+    """None when INTERRUPTION_QUEUE is empty (interruption handling disabled)."""
+    offerings: cache.UnavailableOfferings
+
+
+def build(
+    *,
+    settings: provider.Settings,
+    interruption_queue: str,
+    clock: Callable[[], float],
+    nodeclass_lookup: Callable[[str], ec2nodeclass.EC2NodeClass | None],
+) -> Built:
+    aws = clients.build_clients(region=settings.region)
+    cloud = provider.AWSCloudProvider(
+        provider.Dependencies(aws=aws, clock=clock, settings=settings, nodeclass_lookup=nodeclass_lookup)
+    )
+    queue = interruption.InterruptionQueue(aws=aws, queue_name=interruption_queue) if interruption_queue else None
+    return Built(provider=cloud, queue=queue, offerings=cloud.unavailable)

@@ -1,0 +1,135 @@
+"""The NodePool status/hash controller and the EC2NodeClass status/finalizer controller: thin async shells that
+read the object from the API server, compute patches with `poolstatus` (pure) and apply them.
+
+No reconciler package owns these two (they are small and mostly status bookkeeping); they depend only on the
+KubeClient, the state cache and the node-class part of the cloud provider.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+from karpy import clock as clock_module
+from karpy.api import ec2nodeclass, errors, labels, parse, status
+from karpy.cloudprovider import errors as cloud_errors
+from karpy.kube import client, resources
+from karpy.operator import poolstatus
+from karpy.state import cluster as cluster_module
+
+log = logging.getLogger(__name__)
+
+NODEPOOL_RESYNC: Final = 60.0
+"""Seconds between status refreshes of a NodePool with no event (usage also moves with its NodeClaims)."""
+NODECLASS_RESYNC: Final = 300.0
+"""Seconds between re-resolutions of an EC2NodeClass (subnets, AMIs, ... change outside Kubernetes)."""
+NODECLASS_ERROR_RETRY: Final = 30.0
+NODECLASS_IN_USE_POLL: Final = 10.0
+
+
+class NodeClassReconciler(Protocol):
+    """The node-class half of a cloud provider (AWSCloudProvider has it; a fake can)."""
+
+    async def reconcile_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> ec2nodeclass.EC2NodeClassStatus: ...
+
+    async def finalize_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> None: ...
+
+
+class NodePoolController:
+    def __init__(self, kube: client.KubeClient, cluster: cluster_module.Cluster, *, clock: clock_module.Clock) -> None:
+        self._kube = kube
+        self._cluster = cluster
+        self._clock = clock
+
+    async def reconcile(self, name: str) -> float | None:
+        raw = await self._kube.get(resources.NODEPOOLS, name)
+        if raw is None:
+            return None
+        try:
+            pool, error = parse.nodepool(raw), ""
+        except errors.ValidationError as invalid:
+            pool, error = None, _problems(invalid)
+            log.error("nodepool failed validation", extra={"nodepool": name, "error": error})
+        if pool is not None and pool.metadata.deletion_timestamp is None:
+            annotations = poolstatus.nodepool_hash_patch(pool)
+            if annotations is not None:
+                raw = await self._kube.patch(resources.NODEPOOLS, name, annotations)
+        patch = poolstatus.nodepool_status_patch(
+            raw,
+            pool=pool,
+            validation_error=error,
+            nodeclasses=self._cluster.nodeclasses(),
+            usage=self._cluster.nodepool_usage(name),
+            now=self._clock.now(),
+        )
+        if patch is not None:
+            await self._kube.patch(resources.NODEPOOLS, name, patch, subresource="status")
+        return NODEPOOL_RESYNC
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeClassDeps:
+    kube: client.KubeClient
+    cluster: cluster_module.Cluster
+    cloud: NodeClassReconciler
+    clock: clock_module.Clock
+
+
+class NodeClassController:
+    def __init__(self, deps: NodeClassDeps) -> None:
+        self._deps = deps
+
+    async def reconcile(self, name: str) -> float | None:
+        kube = self._deps.kube
+        raw = await kube.get(resources.EC2NODECLASSES, name)
+        if raw is None:
+            return None
+        try:
+            nc = parse.ec2nodeclass(raw)
+        except errors.ValidationError as invalid:
+            log.error("ec2nodeclass failed validation", extra={"ec2nodeclass": name, "error": _problems(invalid)})
+            return None
+        if nc.metadata.deletion_timestamp is not None:
+            return await self._finalize(raw, nc)
+        add = poolstatus.finalizers_patch(raw, add=labels.FINALIZER_AWS_TERMINATION)
+        if add is not None:
+            raw = await kube.patch(resources.EC2NODECLASSES, name, add)
+        annotations = poolstatus.nodeclass_hash_patch(nc)
+        if annotations is not None:
+            await kube.patch(resources.EC2NODECLASSES, name, annotations)
+        try:
+            resolved = await self._deps.cloud.reconcile_nodeclass(nc)
+        except cloud_errors.CloudProviderError as error:
+            log.warning("resolving ec2nodeclass failed: %s", error, extra={"ec2nodeclass": name})
+            return NODECLASS_ERROR_RETRY
+        body = status.to_status(dataclasses.replace(nc, status=resolved))
+        if body != _status_of(raw):
+            await kube.patch(resources.EC2NODECLASSES, name, {"status": body}, subresource="status")
+        return NODECLASS_RESYNC
+
+    async def _finalize(self, raw: Mapping[str, Any], nc: ec2nodeclass.EC2NodeClass) -> float | None:
+        if labels.FINALIZER_AWS_TERMINATION not in nc.metadata.finalizers:
+            return None
+        using = sorted(c.name for c in self._deps.cluster.nodeclaims() if c.spec.node_class_ref.name == nc.name)
+        if using:  # upstream waits for every NodeClaim of the class before cleaning up its launch templates
+            log.info("waiting on nodeclaims to terminate", extra={"ec2nodeclass": nc.name, "nodeclaims": using[:10]})
+            return NODECLASS_IN_USE_POLL
+        try:
+            await self._deps.cloud.finalize_nodeclass(nc)
+        except cloud_errors.CloudProviderError as error:
+            log.warning("finalizing ec2nodeclass failed: %s", error, extra={"ec2nodeclass": nc.name})
+            return NODECLASS_ERROR_RETRY
+        remove = poolstatus.finalizers_patch(raw, remove=labels.FINALIZER_AWS_TERMINATION)
+        if remove is not None:
+            await self._deps.kube.patch(resources.EC2NODECLASSES, nc.name, remove)
+        return None
+
+
+def _problems(invalid: errors.ValidationError) -> str:
+    return "; ".join(f"{p.path}: {p.message}" for p in invalid.problems) or str(invalid)
+
+
+def _status_of(raw: Mapping[str, Any]) -> Any:
+    return raw.get("status") or {}

@@ -1,0 +1,237 @@
+"""Build the controller's object graph from settings: kube client → state cache → cloud provider → recorder →
+reconcilers, metrics and leader election. Construction only; `app` runs what this builds.
+
+The cloud side comes from a `CloudFactory`, so tests inject a fake provider and need no moto. The default factory
+loads `karpy.cloudprovider.aws.factory` by name at start-up: importing it here would make the operator's import
+graph depend on boto3, which the layering contract forbids (only `karpy.cloudprovider.aws` may reach boto3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from karpy import clock as clock_module
+from karpy import events
+from karpy.cloudprovider import types
+from karpy.disruption import controller as disruption_controller
+from karpy.interruption import controller as interruption_controller
+from karpy.interruption import queue as interruption_queue
+from karpy.kube import client, config, dryrun, rest
+from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.operator import leader, metrics, statuscontrollers, workqueue
+from karpy.operator import settings as settings_module
+from karpy.provisioning import batcher, provisioner, snapshot
+from karpy.state import cluster as cluster_module
+from karpy.termination import controller as termination_controller
+
+AWS_FACTORY: Final = "karpy.cloudprovider.aws.factory"
+"""Module with `build(settings=, interruption_queue=, clock=, nodeclass_lookup=)` returning the AWS parts."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CloudParts:
+    provider: types.CloudProvider
+    nodeclasses: statuscontrollers.NodeClassReconciler | None = None
+    """EC2NodeClass status/finalizer support; None disables that controller."""
+    queue: interruption_queue.QueueClient | None = None
+    """The interruption queue; None when INTERRUPTION_QUEUE is empty."""
+    offerings: interruption_queue.OfferingMarker | None = None
+
+
+CloudFactory = Callable[[settings_module.Settings, cluster_module.Cluster, clock_module.Clock], CloudParts]
+
+
+def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
+    """The production factory: AWSCloudProvider (boto3 honours AWS_ENDPOINT_URL) and the SQS interruption queue."""
+
+    def build(
+        settings: settings_module.Settings, cluster: cluster_module.Cluster, clock: clock_module.Clock
+    ) -> CloudParts:
+        factory: Any = importlib.import_module(AWS_FACTORY)
+        provider_module: Any = importlib.import_module("karpy.cloudprovider.aws.provider")
+        region = settings.aws.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
+        aws_settings = provider_module.Settings(
+            cluster_name=settings.cluster.name,
+            region=region,
+            cluster_endpoint=settings.cluster.endpoint,
+            isolated_vpc=settings.aws.isolated_vpc,
+            vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
+            reserved_enis=settings.aws.reserved_enis,
+        )
+        built = factory.build(
+            settings=aws_settings,
+            interruption_queue=settings.aws.interruption_queue,
+            clock=clock.now,
+            nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
+        )
+        return CloudParts(built.provider, built.provider, built.queue, built.offerings)
+
+    return build
+
+
+def kube_config(environ: Mapping[str, str]) -> config.Config:
+    """In-cluster when the service-account environment is there, else $KUBECONFIG (or ~/.kube/config)."""
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return config.in_cluster(environ)
+    path = environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    return config.load_kubeconfig(path.split(os.pathsep)[0])
+
+
+@dataclasses.dataclass(slots=True)
+class Controller:
+    """Everything `app.run` starts. `queues` hold per-object work fed by Kopf's event handlers."""
+
+    settings: settings_module.Settings
+    kube: client.KubeClient
+    cluster: cluster_module.Cluster
+    cloud: CloudParts
+    recorder: events.KubeRecorder
+    metrics: metrics.Metrics
+    elector: leader.LeaderElector | leader.AlwaysLeader
+    clock: clock_module.Clock
+    nodeclaims: nodeclaim_controller.NodeClaimController
+    termination: termination_controller.TerminationController
+    provisioner: provisioner.Provisioner
+    disruption: disruption_controller.DisruptionController
+    interruption: interruption_controller.InterruptionController | None
+    nodepools: statuscontrollers.NodePoolController
+    nodeclasses: statuscontrollers.NodeClassController | None
+    queues: dict[str, workqueue.WorkQueue] = dataclasses.field(default_factory=dict)
+
+    def queue(self, name: str) -> workqueue.WorkQueue:
+        return self.queues[name]
+
+
+NODECLAIMS: Final = "nodeclaims"
+NODES: Final = "nodes"
+NODEPOOLS: Final = "nodepools"
+NODECLASSES: Final = "ec2nodeclasses"
+
+
+def _reconcile_result(
+    reconcile: Callable[[str], Any],
+) -> workqueue.Reconcile:
+    async def run(key: str) -> float | None:
+        result = await reconcile(key)
+        return result.requeue_after if isinstance(result, nodeclaim_controller.Result) else result
+
+    return run
+
+
+def build(
+    settings: settings_module.Settings,
+    *,
+    kube: client.KubeClient,
+    clock: clock_module.Clock,
+    cloud_factory: CloudFactory,
+    identity: str,
+    namespace: str = "",
+) -> Controller:
+    """The object graph; nothing runs yet. `kube` is wrapped in a DryRunClient when DRY_RUN is set."""
+    writer: client.KubeClient = dryrun.DryRunClient(kube) if settings.runtime.dry_run else kube
+    cluster = cluster_module.Cluster(clock=clock)
+    cloud = cloud_factory(settings, cluster, clock)
+    recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
+    registry = metrics.Metrics()
+    elector: leader.LeaderElector | leader.AlwaysLeader
+    if settings.leader_election.disabled:
+        elector = leader.AlwaysLeader()
+    else:
+        elector = leader.LeaderElector(
+            kube,  # the Lease is written even in dry-run: two dry-run replicas must not both act
+            name=settings.leader_election.name,
+            namespace=settings.leader_election.namespace or namespace or "default",
+            clock=clock,
+            identity=identity,
+        )
+    deps = nodeclaim_controller.Deps(client=writer, cloud=cloud.provider, clock=clock, recorder=recorder)
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=writer,
+            cluster=cluster,
+            cloud=cloud.provider,
+            clock=clock,
+            recorder=recorder,
+            settings=provisioner.Settings(
+                window=batcher.WindowSettings(
+                    idle=settings.batch.idle_duration, max_duration=settings.batch.max_duration
+                ),
+                scheduling=snapshot.SchedulingOptions(
+                    preference_policy=str(settings.scheduling.preference_policy),
+                    min_values_policy=str(settings.scheduling.min_values_policy),
+                ),
+            ),
+            metrics=registry.provisioner_hooks(),
+        )
+    )
+    disruption = disruption_controller.DisruptionController(
+        disruption_controller.Deps(
+            client=writer,
+            cluster=cluster,
+            cloud=cloud.provider,
+            clock=clock,
+            recorder=recorder,
+            settings=disruption_controller.Settings(
+                dry_run=settings.runtime.dry_run, spot_to_spot=settings.feature_gates.spot_to_spot_consolidation
+            ),
+            metrics=disruption_controller.Metrics(decision=registry.disruption_decision),
+        )
+    )
+    interruption = None
+    if cloud.queue is not None:
+        interruption = interruption_controller.InterruptionController(
+            interruption_controller.Deps(
+                client=writer,
+                cluster=cluster,
+                queue=cloud.queue,
+                clock=clock,
+                recorder=recorder,
+                offerings=cloud.offerings,
+                metrics=registry.interruption_hooks(),
+            )
+        )
+    nodeclasses = None
+    if cloud.nodeclasses is not None:
+        nodeclasses = statuscontrollers.NodeClassController(
+            statuscontrollers.NodeClassDeps(kube=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock)
+        )
+    controller = Controller(
+        settings=settings,
+        kube=writer,
+        cluster=cluster,
+        cloud=cloud,
+        recorder=recorder,
+        metrics=registry,
+        elector=elector,
+        clock=clock,
+        nodeclaims=nodeclaim_controller.NodeClaimController(deps),
+        termination=termination_controller.TerminationController(deps),
+        provisioner=prov,
+        disruption=disruption,
+        interruption=interruption,
+        nodepools=statuscontrollers.NodePoolController(writer, cluster, clock=clock),
+        nodeclasses=nodeclasses,
+    )
+    controller.queues = {
+        NODECLAIMS: workqueue.WorkQueue(
+            NODECLAIMS, _reconcile_result(controller.nodeclaims.reconcile), clock=clock, workers=16
+        ),
+        NODES: workqueue.WorkQueue(NODES, _reconcile_result(controller.termination.reconcile), clock=clock, workers=16),
+        NODEPOOLS: workqueue.WorkQueue(NODEPOOLS, controller.nodepools.reconcile, clock=clock, workers=2),
+    }
+    if nodeclasses is not None:
+        controller.queues[NODECLASSES] = workqueue.WorkQueue(NODECLASSES, nodeclasses.reconcile, clock=clock, workers=2)
+    registry.watch_state(cluster)
+    return controller
+
+
+def rest_client(
+    settings: settings_module.Settings, cfg: config.Config, *, clock: clock_module.Clock
+) -> rest.RestClient:
+    return rest.RestClient(
+        cfg, clock=clock, qps=settings.runtime.kube_client_qps, burst=settings.runtime.kube_client_burst
+    )

@@ -1,0 +1,99 @@
+"""A keyed work queue, as controller-runtime's: a key is reconciled by one worker at a time, re-adding a key that is
+queued is a no-op, a key re-added while it is being reconciled runs once more afterwards, and `requeue_after` comes
+back through `add(key, after=...)` on the injected clock. Kopf's event handlers only `add`; the leader's workers
+drain it. No decisions here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from karpy import clock as clock_module
+
+log = logging.getLogger(__name__)
+
+Reconcile = Callable[[str], Awaitable[float | None]]
+"""Reconcile one key; return seconds after which to run it again, or None."""
+ERROR_BACKOFF = 5.0
+
+
+class WorkQueue:
+    def __init__(self, name: str, reconcile: Reconcile, *, clock: clock_module.Clock, workers: int = 4) -> None:
+        self.name = name
+        self._reconcile = reconcile
+        self._clock = clock
+        self._workers = workers
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._active: set[str] = set()
+        self._dirty: set[str] = set()
+        self._timers: dict[str, asyncio.Task[None]] = {}
+        self.reconciled = 0
+        """Reconciles completed (for tests and debugging)."""
+
+    def add(self, key: str, *, after: float = 0.0) -> None:
+        if after > 0:
+            if key not in self._timers:
+                self._timers[key] = asyncio.get_running_loop().create_task(self._later(key, after))
+            return
+        if key in self._active:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._queue.put_nowait(key)
+
+    def __len__(self) -> int:
+        return len(self._queued)
+
+    async def _later(self, key: str, after: float) -> None:
+        try:
+            await self._clock.sleep(after)
+        finally:
+            self._timers.pop(key, None)
+        self.add(key)
+
+    async def run(self) -> None:
+        """Drain with `workers` workers until cancelled; pending timers are cancelled with it."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                for i in range(self._workers):
+                    group.create_task(self._work(), name=f"{self.name} worker {i}")
+        finally:
+            for timer in list(self._timers.values()):
+                timer.cancel()
+            for timer in list(self._timers.values()):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await timer
+            self._timers.clear()
+
+    async def _work(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            self._active.add(key)
+            again: float | None
+            try:
+                again = await self._reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one broken object must not stop the others: log and retry later
+                log.exception("reconciling %s %s failed; retrying in %gs", self.name, key, ERROR_BACKOFF)
+                again = ERROR_BACKOFF
+            finally:
+                self._active.discard(key)
+            self.reconciled += 1
+            if key in self._dirty:
+                self._dirty.discard(key)
+                self.add(key)
+            elif again is not None:
+                self.add(key, after=again)
+
+    def clear(self) -> None:
+        """Forget everything queued (leadership lost: the next leader re-lists anyway)."""
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._queued.clear()
+        self._dirty.clear()

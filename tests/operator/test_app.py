@@ -1,0 +1,318 @@
+"""The running controller on the emulated API server with the fake cloud provider (no moto): Kopf routes events to
+the work queues, the NodePool and EC2NodeClass controllers write status, leader election gates the loops, and the
+HTTP endpoints answer. Each test runs `app.run` in its own loop task and stops it through the stop flag."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+import aiohttp
+import pytest
+from tests.sim import builders
+
+from karpy import clock
+from karpy.api import ec2nodeclass, labels, meta
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import config, dryrun, resources, rest
+from karpy.operator import app, leader, settings, wiring
+from karpy.sim.kube import runner, server, status, validation
+from karpy.state import cluster as cluster_module
+
+LEGACY = "test.karpy.dev/stored-under-an-older-crd"
+NODECLASS = {
+    "apiVersion": "karpenter.k8s.aws/v1",
+    "kind": "EC2NodeClass",
+    "metadata": {"name": "default"},
+    "spec": {
+        "role": "KarpenterNodeRole-test",
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+    },
+}
+
+
+class FakeNodeClasses:
+    """The node-class half of a provider: every class resolves Ready (what AWSCloudProvider does on moto)."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+        self.finalized: list[str] = []
+
+    async def reconcile_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> ec2nodeclass.EC2NodeClassStatus:
+        ready = meta.Condition("Ready", "True", "Ready", "", self._now())
+        return ec2nodeclass.EC2NodeClassStatus(instance_profile=f"profile-{nc.name}", conditions=(ready,))
+
+    async def finalize_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> None:
+        self.finalized.append(nc.name)
+
+
+def legacy_admission() -> dict[str, validation.Validator]:
+    """Admission as the real server, except for objects marked as stored under an older, laxer CRD."""
+    validators = validation.karpenter()
+    strict = validators[validation.NODEPOOLS]
+
+    def nodepools(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Sequence[status.Cause]:
+        if LEGACY in ((obj.get("metadata") or {}).get("annotations") or {}):
+            return []
+        return strict(obj, old)
+
+    validators[validation.NODEPOOLS] = nodepools
+    return validators
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[runner.KubeAPIRunner]:
+    async with runner.KubeAPIRunner(server.FakeKubeAPI(seed=5, validators=legacy_admission())) as served:
+        yield served
+
+
+@pytest.fixture
+async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
+    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as c:
+        yield c
+
+
+@dataclasses.dataclass
+class Running:
+    ctrl: wiring.Controller
+    nodeclasses: FakeNodeClasses
+    metrics_port: int = 0
+    health_port: int = 0
+
+
+def make_settings(**env: str) -> settings.Settings:
+    return settings.Settings.from_env({"CLUSTER_NAME": "test", "BATCH_IDLE_DURATION": "100ms", **env})
+
+
+@contextlib.asynccontextmanager
+async def running(
+    kube: runner.KubeAPIRunner, s: settings.Settings, *, identity: str = "karpy-0_test"
+) -> AsyncIterator[Running]:
+    cfg = config.Config(server=kube.url)
+    wall = clock.SystemClock()
+    nodeclasses = FakeNodeClasses(wall.now)
+
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
+        return wiring.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses)
+
+    async with rest.RestClient(cfg, clock=wall) as kube_client:
+        ctrl = wiring.build(s, kube=kube_client, clock=wall, cloud_factory=cloud, identity=identity, namespace="karpy")
+        state = Running(ctrl, nodeclasses)
+        bound = asyncio.Event()
+
+        def on_bound(metrics_port: int, health_port: int) -> None:
+            state.metrics_port, state.health_port = metrics_port, health_port
+            bound.set()
+
+        stop = asyncio.Event()
+        task = asyncio.create_task(
+            app.run(
+                ctrl,
+                connection=app.connection_info(cfg),
+                stop=stop,
+                endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
+                on_bound=on_bound,
+            )
+        )
+        try:
+            await asyncio.wait_for(bound.wait(), 10)
+            yield state
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 20)
+
+
+async def eventually(check: Callable[[], Any], *, seconds: float = 15.0) -> Any:
+    """Poll an async or sync check until it returns something truthy (bounded)."""
+    for _ in range(int(seconds / 0.05)):
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return result
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not true within {seconds} s: {check.__doc__ or check}")
+
+
+def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any]:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if c.get("type") == type_:
+            return dict(c)
+    return {}
+
+
+async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
+    kube: runner.KubeAPIRunner, api: rest.RestClient
+) -> None:
+    async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run:
+        await api.create(resources.EC2NODECLASSES, NODECLASS)
+        await api.create(resources.NODEPOOLS, builders.nodepool("good"))
+        invalid = builders.nodepool("legacy", weight=500)  # the CRD allows 1..100
+        invalid["metadata"]["annotations"] = {LEGACY: "true"}
+        await api.create(resources.NODEPOOLS, invalid)
+
+        async def good_ready() -> Mapping[str, Any] | None:
+            """the valid NodePool is Ready with its hash annotations"""
+            pool = await api.get(resources.NODEPOOLS, "good")
+            return pool if condition(pool, "Ready").get("status") == "True" else None
+
+        good = await eventually(good_ready)
+        assert condition(good, "ValidationSucceeded")["status"] == "True"
+        assert condition(good, "NodeClassReady")["status"] == "True"
+        annotations = good["metadata"]["annotations"]
+        assert annotations[labels.ANNOTATION_NODEPOOL_HASH_VERSION] == labels.NODEPOOL_HASH_VERSION
+        assert annotations[labels.ANNOTATION_NODEPOOL_HASH]
+        assert good["status"]["nodes"] == 0
+
+        async def legacy_reported() -> Mapping[str, Any] | None:
+            """the invalid NodePool has ValidationSucceeded=False"""
+            pool = await api.get(resources.NODEPOOLS, "legacy")
+            return pool if condition(pool, "ValidationSucceeded").get("status") == "False" else None
+
+        legacy = await eventually(legacy_reported)
+        validation_failed = condition(legacy, "ValidationSucceeded")
+        assert validation_failed["reason"] == "NodePoolValidationFailed"
+        assert "weight" in validation_failed["message"]
+        assert condition(legacy, "Ready")["status"] == "False"
+        assert labels.ANNOTATION_NODEPOOL_HASH not in (legacy["metadata"].get("annotations") or {})
+        # the EC2NodeClass got our finalizer, its hash and the provider's status
+        nc = await api.get(resources.EC2NODECLASSES, "default")
+        assert nc is not None
+        assert labels.FINALIZER_AWS_TERMINATION in nc["metadata"]["finalizers"]
+        assert nc["status"]["instanceProfile"] == "profile-default"
+        assert labels.ANNOTATION_EC2NODECLASS_HASH in nc["metadata"]["annotations"]
+        # deleting the class runs finalize_nodeclass and releases the finalizer (no NodeClaim uses it)
+        await api.delete(resources.EC2NODECLASSES, "default")
+
+        async def nodeclass_gone() -> bool:
+            """the EC2NodeClass finalizer was released"""
+            return await api.get(resources.EC2NODECLASSES, "default") is None
+
+        await eventually(nodeclass_gone)
+        assert run.nodeclasses.finalized == ["default"]
+        # the pool follows: NodeClassReady=False once its class is gone
+        await eventually(lambda: _nodeclass_not_found(api))
+
+
+async def _nodeclass_not_found(api: rest.RestClient) -> bool:
+    """NodeClassReady turned False with NodeClassNotFound"""
+    return condition(await api.get(resources.NODEPOOLS, "good"), "NodeClassReady").get("reason") == "NodeClassNotFound"
+
+
+async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
+    async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run, aiohttp.ClientSession() as http:
+        base_health = f"http://127.0.0.1:{run.health_port}"
+        async with http.get(f"{base_health}/healthz") as response:
+            assert response.status == 200
+
+        async def ready() -> bool:
+            """/readyz is 200 once the informers synced"""
+            async with http.get(f"{base_health}/readyz") as response:
+                return response.status == 200
+
+        await eventually(ready)
+        await api.create(resources.NODEPOOLS, builders.nodepool("limited", limits={"cpu": "100"}))
+
+        async def scraped() -> str:
+            """the NodePool's limit shows on /metrics"""
+            async with http.get(f"http://127.0.0.1:{run.metrics_port}/metrics") as response:
+                text = await response.text()
+            return text if 'karpenter_nodepools_limit{nodepool="limited",resource_type="cpu"} 100.0' in text else ""
+
+        text = await eventually(scraped)
+        assert "karpenter_cluster_state_synced 1.0" in text
+        assert "karpy_leader 1.0" in text
+        assert "# TYPE karpenter_provisioner_scheduling_duration_seconds histogram" in text
+
+
+async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner) -> None:
+    async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run, aiohttp.ClientSession() as http:
+        run.ctrl.cluster.expect(resources.Resource("example.com", "v1", "never", "Never", False))  # never listed
+        async with http.get(f"http://127.0.0.1:{run.health_port}/readyz") as response:
+            assert response.status == 503
+            assert "[-]informers failed" in await response.text()
+
+
+async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
+    # Another replica holds a live Lease: this one must keep its state warm but write nothing.
+    holder = leader.LeaderElector(
+        api, name="karpy-leader-election", namespace="karpy", clock=clock.SystemClock(), identity="other_replica"
+    )
+    assert await holder.try_acquire_or_renew()
+    async with running(kube, make_settings()) as run:
+        await api.create(resources.NODEPOOLS, builders.nodepool("waiting"))
+        await eventually(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.nodepool("waiting") is not None)
+        await asyncio.sleep(0.5)  # bounded: give a wrongly running controller time to write
+        pool = await api.get(resources.NODEPOOLS, "waiting")
+        assert pool is not None
+        assert "status" not in pool or not condition(pool, "Ready")
+        assert not run.ctrl.elector.is_leader()
+        assert run.ctrl.queues[wiring.NODEPOOLS].reconciled == 0
+        # the holder releases; this replica takes over and reconciles what it inherited
+        await holder.release()
+
+        async def reconciled() -> bool:
+            """the new leader wrote the NodePool status"""
+            return condition(await api.get(resources.NODEPOOLS, "waiting"), "Ready").get("status") == "False"
+
+        await eventually(reconciled)
+        assert run.ctrl.elector.is_leader()
+
+
+def test_bad_settings_exit_2_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    from karpy.operator import main
+
+    assert main.main({"CLUSTER_NAME": "test", "BATCH_MAX_DURATION": "soon"}) == main.EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "BATCH_MAX_DURATION" in err
+    assert "Traceback" not in err
+
+
+class StubQueue:
+    """An interruption queue that never has messages."""
+
+    unparseable = 0
+
+    async def receive(self, *, wait_seconds: int = 20) -> list[Any]:
+        return []
+
+    async def delete(self, received: Any) -> None:
+        return None
+
+
+async def test_wiring_follows_the_settings() -> None:
+    s = make_settings(DRY_RUN="true", DISABLE_LEADER_ELECTION="true", BATCH_MAX_DURATION="3s")
+    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
+        return wiring.CloudParts(provider=fake_provider.FakeCloudProvider(), queue=StubQueue())
+
+    ctrl = wiring.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
+    assert isinstance(ctrl.kube, dryrun.DryRunClient)  # every write of every reconciler is only logged
+    assert isinstance(ctrl.elector, leader.AlwaysLeader)
+    assert ctrl.interruption is not None  # a queue was configured
+    assert ctrl.nodeclasses is None  # the fake has no node-class half: that controller is off
+    assert set(app.singletons(ctrl)) == {
+        "queue nodeclaims", "queue nodes", "queue nodepools", "provisioner", "pending pods", "disruption",
+        "garbage collection", "prices", "interruption",
+    }  # fmt: skip
+    assert ctrl.provisioner.batcher._settings.max_duration == 3.0
+
+
+async def test_wiring_without_queue_or_dry_run_uses_the_client_and_elects() -> None:
+    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
+        return wiring.CloudParts(provider=fake_provider.FakeCloudProvider())
+
+    s = make_settings(LEADER_ELECTION_NAME="karpenter-leader-election")
+    ctrl = wiring.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x", namespace="ns")
+    assert ctrl.kube is inner
+    assert ctrl.interruption is None
+    assert isinstance(ctrl.elector, leader.LeaderElector)
+    assert (ctrl.elector.name, ctrl.elector.namespace) == ("karpenter-leader-election", "ns")
