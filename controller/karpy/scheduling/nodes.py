@@ -226,7 +226,10 @@ def _fit(
             relaxed = True
         else:
             count = good
-    return Fit(count, merged, per_type >= count, per_type >= 1, relaxed)
+    options = per_type >= count
+    if mask is slot.options and np.array_equal(options, mask):
+        options = slot.options  # unchanged: keep the object so per-slot caches keyed on it stay valid
+    return Fit(count, merged, options, per_type >= 1, relaxed)
 
 
 def node_slot(

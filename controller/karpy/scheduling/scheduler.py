@@ -37,6 +37,8 @@ from karpy.scheduling import (
     volumes,
 )
 
+_CHUNK = 256  # candidates masked at a time when placing pods one by one
+
 # Aliases: the public dataclasses below have fields named `pods` and `volumes`, which shadow the modules.
 Pod = pods.Pod
 VolumeCatalog = volumes.VolumeCatalog
@@ -311,34 +313,44 @@ class _Solver:
     def _one_by_one(self, run: _Run, ctx: nodes.RunContext, state: tuple[object, ...], limit: int) -> int | str:
         """Place the run's pods one at a time, exactly as separate `_try` calls would, computing the resource
         pre-filter once: headroom only falls and permanent refusals stay, so only the domain filter (which moves
-        as counts change) is re-applied per pod. Stops early when the topology gains a group (new constraints)."""
+        as counts change) is re-applied per pod, chunk by chunk from the first live candidate (the first fit is
+        usually near the front). Stops early when the topology gains a group (new constraints)."""
         cand = self._candidates(run, ctx, state, domains=False)
         live = np.ones(len(cand), dtype=np.bool_)
+        first = 0  # candidates before this position are out for the rest of the run
         selecting = self.topology.selecting(ctx.pod)
         groups = len(self.topology.groups)
         placed = 0
         while placed < limit and len(self.topology.groups) == groups:
-            mask = live.copy()
-            for g in ctx.constraints:
-                allowed = self.table.allowed(
-                    g, self_selecting=g in selecting, pod_domains=self._pod_domains(ctx, g), among=cand
-                )
-                if allowed is not None:
-                    mask &= allowed
+            while first < len(cand) and not live[first]:
+                first += 1
             done = False
-            for pos in np.flatnonzero(mask).tolist():
-                slot_id = int(cand[pos])
-                fit = nodes.evaluate(
-                    self.slots[slot_id], ctx, self.topology, limit=1, min_values_policy=self.inp.min_values_policy
-                )
-                if isinstance(fit, nodes.Fit):
-                    placed += self._commit(slot_id, fit, run.pods[placed:], ctx)
-                    done = True
+            for start in range(first, len(cand), _CHUNK):
+                stop = min(start + _CHUNK, len(cand))
+                mask = live[start:stop].copy()
+                for g in ctx.constraints:
+                    allowed = self.table.allowed(
+                        g, self_selecting=g in selecting, pod_domains=self._pod_domains(ctx, g), among=cand[start:stop]
+                    )
+                    if allowed is not None:
+                        mask &= allowed
+                for pos in (np.flatnonzero(mask) + start).tolist():
+                    slot_id = int(cand[pos])
+                    fit = nodes.evaluate(
+                        self.slots[slot_id], ctx, self.topology, limit=1, min_values_policy=self.inp.min_values_policy
+                    )
+                    if isinstance(fit, nodes.Fit):
+                        placed += self._commit(slot_id, fit, run.pods[placed:], ctx)
+                        done = True
+                        break
+                    self.table.tighten(slot_id)
+                    if fit.permanent:
+                        self._kill(run, state, slot_id)
+                        live[pos] = False
+                    elif not self.table.fits(slot_id, ctx.request):
+                        live[pos] = False  # headroom only falls: it cannot take this run's pods any more
+                if done:
                     break
-                self.table.tighten(slot_id)
-                if fit.permanent:
-                    self._kill(run, state, slot_id)
-                    live[pos] = False
             if done:
                 continue
             got = self._new_claims(ctx, 1, run.pods[placed:], bulk=False)
@@ -447,9 +459,13 @@ class _Solver:
         placed = 0
         first = self.table.n - 1  # the claim being copied: same options, so the same headroom bound
         base = fit.requirements.without(labels.LABEL_HOSTNAME)
+        limited = any(k != labels.RESOURCE_NODES for k in self.remaining[pool.name])
         while limit - placed >= fit.count:
-            now = self._limit_options(pool)
-            if isinstance(now, str) or not np.array_equal(now, options):
+            if limited:
+                now = self._limit_options(pool)
+                if isinstance(now, str) or not np.array_equal(now, options):
+                    break
+            elif self.remaining[pool.name].get(labels.RESOURCE_NODES, 1000) < 1000:
                 break
             self._charge(pool, fit.first_options)
             slot = self._claim_slot(pool, options)

@@ -138,6 +138,11 @@ class SlotTable:
         out: catalog.BoolArray = np.all(free >= request[need], axis=1)
         return out
 
+    def fits(self, i: int, request: catalog.IntArray) -> bool:
+        """Does slot `i`'s headroom admit `request`?"""
+        need = request > 0
+        return bool(np.all(self.cap[i, need] - self.used[i, need] >= request[need]))
+
     def domain_filter(
         self,
         g: topology.Group,
