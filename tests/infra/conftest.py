@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gc
 import importlib
@@ -179,7 +180,17 @@ Run = Callable[..., Deployment]
 
 @pytest.fixture
 def pulumi_run() -> Iterator[Run]:
-    """Run a program under Pulumi's mocks (set here, never at import) and return what it declared."""
+    """Run a program under Pulumi's mocks (set here, never at import) and return what it declared.
+
+    `pulumi.runtime.test` drives its work with `asyncio.get_event_loop()`, which raises once an earlier asyncio test
+    (pytest-asyncio) has unset the main thread's loop; such a test run gets a fresh loop set for the thread. It is
+    not closed here: Pulumi keeps callbacks scheduled on it past the end of a program.
+    """
+    policy_ = asyncio.get_event_loop_policy()
+    try:
+        policy_.get_event_loop()
+    except RuntimeError:
+        policy_.set_event_loop(policy_.new_event_loop())
 
     def run(
         program: Callable[[], Mapping[str, Any]],
