@@ -109,7 +109,7 @@ async def running(
             state.metrics_port, state.health_port = metrics_port, health_port
             bound.set()
 
-        stop = asyncio.Event()
+        stop, kopf_ready = asyncio.Event(), asyncio.Event()
         task = asyncio.create_task(
             app.run(
                 ctrl,
@@ -117,10 +117,12 @@ async def running(
                 stop=stop,
                 endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
                 on_bound=on_bound,
+                ready=kopf_ready,
             )
         )
         try:
             await asyncio.wait_for(bound.wait(), 10)
+            await asyncio.wait_for(kopf_ready.wait(), 10)  # stopping Kopf mid-login makes it retry for seconds
             yield state
         finally:
             stop.set()
@@ -230,8 +232,11 @@ async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, a
         assert "# TYPE karpenter_provisioner_scheduling_duration_seconds histogram" in text
 
 
-async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner) -> None:
+async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
     async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run, aiohttp.ClientSession() as http:
+        # Kopf's watches are up once a handler routed an event (stopping it mid-discovery costs seconds of retries)
+        await api.create(resources.NODEPOOLS, builders.nodepool("any"))
+        await eventually(lambda: run.ctrl.queues[wiring.NODEPOOLS].reconciled)
         run.ctrl.cluster.expect(resources.Resource("example.com", "v1", "never", "Never", False))  # never listed
         async with http.get(f"http://127.0.0.1:{run.health_port}/readyz") as response:
             assert response.status == 503

@@ -241,13 +241,16 @@ async def run(
             ),
             name="kopf",
         )
+        stopping = asyncio.create_task(stop.wait(), name="stop flag")
         try:
-            await asyncio.wait([operator, *background], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([operator, stopping, *background], return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.set()  # Kopf must stop through its flag: a cancelled Kopf schedules a SIGKILL
-            for task in background:
+            # Our loops stop at once: Kopf otherwise waits 5 s for tasks it did not start ("hung" tasks).
+            for task in [*background, stopping]:
                 task.cancel()
             results = await asyncio.gather(*background, return_exceptions=True)
+            await asyncio.gather(stopping, return_exceptions=True)
             with contextlib.suppress(asyncio.CancelledError):
                 await operator
             with contextlib.suppress(Exception):
