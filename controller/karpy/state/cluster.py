@@ -27,6 +27,8 @@ from karpy.state import facts, statenode
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Listener = Callable[[resources.Resource, Mapping[str, Any] | None, Mapping[str, Any] | None], None]
+"""Told (resource, object before, object after) of every applied change; None when absent. Must be cheap."""
 NODES_RESOURCE = "nodes"
 """The pseudo-resource counting a NodePool's nodes in `nodepool_usage` (milli-units, like NodePool limits)."""
 _NOMINATION_SWEEP = 1024
@@ -69,6 +71,7 @@ class Cluster:
         # controller-side annotations of nodes (by node or NodeClaim name)
         self._nominated: dict[str, float] = {}
         self._marked: set[str] = set()
+        self._listeners: list[Listener] = []
         self._appliers: Mapping[resources.Resource, Callable[[str, Mapping[str, Any] | None], None]] = {
             resources.NODEPOOLS: self._apply_nodepool,
             resources.EC2NODECLASSES: self._apply_nodeclass,
@@ -91,6 +94,10 @@ class Cluster:
         self._expected.add(res)
         self._listed.add(res)
 
+    def add_listener(self, listener: Listener) -> None:
+        """Call `listener` after every `apply` (e.g. the pod events that move a NodeClaim's lastPodEventTime)."""
+        self._listeners.append(listener)
+
     def synced(self) -> bool:
         """True once every expected informer completed its first LIST (False before any was expected)."""
         return bool(self._expected) and self._expected <= self._listed
@@ -103,14 +110,15 @@ class Cluster:
             return
         current = None if event.type == client.DELETED else obj
         raw = self._raw[res]
-        if current is None:
-            raw.pop(key, None)
-        else:
+        before = raw.pop(key, None) if current is None else raw.get(key)
+        if current is not None:
             raw[key] = current
         applier = self._appliers.get(res)
         if applier is not None:
             applier(key, current)
         self.seq += 1
+        for listener in self._listeners:
+            listener(res, before, current)
 
     def _parse_into(self, store: _Parsed[T], key: str, obj: Mapping[str, Any] | None, parser: Callable[..., T]) -> None:
         store.pop(key, None)
