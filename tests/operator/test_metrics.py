@@ -1,0 +1,135 @@
+"""Metrics: cost per NodePool from offering prices, state gauges at scrape time, hooks, the HTTP servers."""
+
+from __future__ import annotations
+
+import aiohttp
+import prometheus_client.parser
+import pytest
+
+from karpy.api import labels
+from karpy.cloudprovider import types
+from karpy.operator import metrics, servers
+from karpy.state import statenode
+
+PRICES = {("m5.large", "us-east-1a", "on-demand"): 0.096, ("m5.large", "us-east-1a", "spot"): 0.035}
+
+
+def node(name: str, pool: str, instance_type: str = "m5.large", capacity: str = "on-demand") -> statenode.StateNode:
+    node_labels = {
+        labels.LABEL_NODEPOOL: pool,
+        labels.LABEL_INSTANCE_TYPE: instance_type,
+        labels.LABEL_ZONE: "us-east-1a",
+        labels.LABEL_CAPACITY_TYPE: capacity,
+    }
+    return statenode.StateNode(
+        name=name, nodeclaim=None, node={"metadata": {"name": name, "labels": node_labels}}, labels=node_labels,
+        taints=(), allocatable={"cpu": 2000}, capacity={"cpu": 2000}, nodepool=pool, managed=bool(pool),
+    )  # fmt: skip
+
+
+def lookup(instance_type: str, zone: str, capacity_type: str) -> float | None:
+    return PRICES.get((instance_type, zone, capacity_type))
+
+
+def test_nodepool_costs_sum_offering_prices_per_pool() -> None:
+    nodes = [node("a", "web"), node("b", "web", capacity="spot"), node("c", "batch"), node("u", "")]
+    costs = metrics.nodepool_costs(nodes, lookup)
+    assert costs == {"web": pytest.approx(0.096 + 0.035), "batch": pytest.approx(0.096)}  # unmanaged node ignored
+
+
+def test_unpriced_nodes_count_zero_but_keep_their_pool() -> None:
+    assert metrics.nodepool_costs([node("a", "web", instance_type="x9.huge")], lookup) == {"web": 0.0}
+
+
+def test_price_book_reads_offerings() -> None:
+    book = metrics.PriceBook()
+    offering = types.Offering(zone="us-east-1b", capacity_type="spot", price=0.5)
+    book.update([types.InstanceType(name="c5.xlarge", labels={}, capacity={}, offerings=(offering,))])
+    assert book.price("c5.xlarge", "us-east-1b", "spot") == 0.5
+    assert book.price("c5.xlarge", "us-east-1b", "on-demand") is None
+
+
+class Source:
+    def __init__(self, nodes: list[statenode.StateNode]) -> None:
+        self.nodes = nodes
+
+    def synced(self) -> bool:
+        return True
+
+    def state_nodes(self) -> list[statenode.StateNode]:
+        return self.nodes
+
+    def nodepools(self) -> list[object]:
+        return []
+
+    def nodepool_usage(self, name: str) -> dict[str, int]:
+        return {}
+
+    def pending_pods(self) -> list[object]:
+        return []
+
+
+def samples(m: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode()):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
+    m = metrics.Metrics()
+    m.watch_state(Source([node("a", "web"), node("b", "web", capacity="spot")]))  # type: ignore[arg-type]
+    m.prices.update(
+        [
+            types.InstanceType(
+                name="m5.large",
+                labels={},
+                capacity={},
+                offerings=tuple(types.Offering(zone=z, capacity_type=c, price=p) for (_, z, c), p in PRICES.items()),
+            )
+        ]
+    )
+    m.nodeclaim_created("web")
+    m.disruption_decision("delete", "Empty")
+    hooks = m.interruption_hooks()
+    hooks.received("SpotInterruption")
+    hooks.deleted("SpotInterruption")
+    m.provisioner_hooks().scheduling_duration(0.2)
+    got = samples(m)
+    assert got[("karpenter_nodeclaims_created_total", (("nodepool", "web"), ("reason", "provisioning")))] == 1
+    key = (("consolidation_type", ""), ("decision", "delete"), ("reason", "Empty"))
+    assert got[("karpenter_voluntary_disruption_decisions_total", key)] == 1
+    assert got[("karpenter_interruption_received_messages_total", (("message_type", "SpotInterruption"),))] == 1
+    assert got[("karpenter_interruption_deleted_messages_total", ())] == 1
+    assert got[("karpenter_provisioner_scheduling_duration_seconds_count", ())] == 1
+    assert (
+        got[("karpenter_nodes_allocatable", (("node_name", "a"), ("nodepool", "web"), ("resource_type", "cpu")))] == 2
+    )
+    assert got[("karpy_nodepool_cost_per_hour", (("nodepool", "web"),))] == pytest.approx(0.096 + 0.035)
+    # a fresh Metrics shares nothing with the first (no process-global registry)
+    assert ("karpenter_nodeclaims_created_total", (("nodepool", "web"), ("reason", "provisioning"))) not in samples(
+        metrics.Metrics()
+    )
+
+
+async def test_servers_answer_on_random_local_ports() -> None:
+    ok = {"always": lambda: True}
+    broken = {"informers": lambda: False, "boom": lambda: 1 / 0 == 0}
+    async with (
+        servers.serving(servers.metrics_app(lambda: b"x_total 1\n"), host="127.0.0.1", port=0) as mport,
+        servers.serving(servers.health_app(ok), host="127.0.0.1", port=0) as ok_port,
+        servers.serving(servers.health_app(broken), host="127.0.0.1", port=0) as bad_port,
+        aiohttp.ClientSession() as http,
+    ):
+        async with http.get(f"http://127.0.0.1:{mport}/metrics") as r:
+            assert (r.status, await r.text()) == (200, "x_total 1\n")
+        async with http.get(f"http://127.0.0.1:{ok_port}/readyz") as r:
+            assert r.status == 200
+        async with http.get(f"http://127.0.0.1:{bad_port}/readyz") as r:
+            body = await r.text()
+            assert r.status == 503
+            assert "[-]informers failed" in body
+            assert "[-]boom failed" in body
+        async with http.get(f"http://127.0.0.1:{bad_port}/healthz") as r:
+            assert r.status == 200  # liveness is not readiness
