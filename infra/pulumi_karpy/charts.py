@@ -1,10 +1,9 @@
 """Where the bundled charts live, and the Helm values the component owns.
 
 Chart location (the choice, documented): the charts are the repository's `charts/karpy` and `charts/karpy-crd`,
-versioned with this package. They are found, in order, at `HelmArgs.charts_dir`, at `$KARPY_CHARTS_DIR`, or at
-`<repo>/charts` next to this package (a source checkout or an editable install, which is how the root program and
-the examples run). They are not copied into the wheel: setuptools package-data here ships `*.yaml`/`*.json` only,
-and a chart also needs `_helpers.tpl`; a wheel user points `charts_dir` at an unpacked release of the charts.
+versioned with this package and shipped inside it: `pulumi_karpy/charts` links to the repository's `charts/` in a
+checkout and is a copy in the wheel (package-data in pyproject.toml). They are found, in order, at
+`HelmArgs.charts_dir`, at `$KARPY_CHARTS_DIR`, or at `pulumi_karpy/charts`.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ def charts_dir(explicit: str | None) -> Path:
     from_env = os.environ.get("KARPY_CHARTS_DIR")
     if from_env:
         return Path(from_env)
-    return Path(__file__).resolve().parents[2] / "charts"
+    return Path(__file__).resolve().parent / "charts"
 
 
 def chart_problems(directory: Path) -> list[str]:

@@ -89,3 +89,19 @@ def test_dockerfile_runs_karpy_run_as_non_root() -> None:
     assert chart["podSecurityContext"]["runAsUser"] == 65532
     entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert entry_points["karpy"] == "karpy.cli:main"
+
+
+def test_the_wheel_ships_every_chart_file() -> None:
+    """pulumi_karpy/charts links to charts/, and package-data globs cover every chart file (so a wheel user needs no
+    checkout: the component finds its own version of the charts next to itself)."""
+    package = REPO / "infra" / "pulumi_karpy"
+    assert (package / "charts").resolve() == (REPO / "charts").resolve()
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "pulumi_karpy"
+    ]
+    shipped = {p for pattern in patterns for p in package.glob(pattern) if p.is_file()}
+    chart_files = {
+        package / "charts" / p.relative_to(REPO / "charts") for p in (REPO / "charts").rglob("*") if p.is_file()
+    }
+    assert chart_files
+    assert chart_files <= shipped, sorted(str(p) for p in chart_files - shipped)
