@@ -321,3 +321,40 @@ async def test_wiring_without_queue_or_dry_run_uses_the_client_and_elects() -> N
     assert ctrl.interruption is None
     assert isinstance(ctrl.elector, leader.LeaderElector)
     assert (ctrl.elector.name, ctrl.elector.namespace) == ("karpenter-leader-election", "ns")
+
+
+def pending_pod(name: str, cpu: str) -> dict[str, Any]:
+    pod = builders.pod(name)
+    pod["metadata"]["namespace"] = "default"
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu, "memory": "256Mi"}}
+    return pod
+
+
+UNSCHEDULABLE = {
+    "status": {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/0 nodes"}],
+    }
+}
+
+
+async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
+    """The singleton provisioner and the NodeClaim queue run under the app: pod → NodeClaim → launched."""
+    async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run:
+        await api.create(resources.EC2NODECLASSES, NODECLASS)
+        await api.create(resources.NODEPOOLS, builders.nodepool("default"))
+        await api.create(resources.PODS, pending_pod("web-1", "1500m"))
+        await api.patch(resources.PODS, "web-1", UNSCHEDULABLE, namespace="default", subresource="status")
+
+        async def launched() -> list[dict[str, Any]]:
+            """a NodeClaim for the pod exists and the fake provider launched it"""
+            claims, _ = await api.list(resources.NODECLAIMS)
+            return [c for c in claims if condition(c, "Launched").get("status") == "True"]
+
+        claims = await eventually(launched, seconds=20)
+        assert len(claims) == 1
+        claim = claims[0]
+        assert claim["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
+        assert labels.FINALIZER_TERMINATION in claim["metadata"]["finalizers"]
+        assert claim["status"]["providerID"]
+        assert len(run.ctrl.cloud.provider.create_calls) == 1  # type: ignore[attr-defined]
