@@ -250,23 +250,34 @@ async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.
     )
     assert await holder.try_acquire_or_renew()
     async with running(kube, make_settings()) as run:
+        await api.create(resources.EC2NODECLASSES, NODECLASS)
         await api.create(resources.NODEPOOLS, builders.nodepool("waiting"))
-        await eventually(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.nodepool("waiting") is not None)
-        await asyncio.sleep(0.5)  # bounded: give a wrongly running controller time to write
+        await api.create(resources.PODS, pending_pod("web-1", "1"))
+        await api.patch(resources.PODS, "web-1", UNSCHEDULABLE, namespace="default", subresource="status")
+        await eventually(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.pending_pods())
+        await asyncio.sleep(1.5)  # bounded: longer than a batch window, for a wrongly running provisioner to act
         pool = await api.get(resources.NODEPOOLS, "waiting")
         assert pool is not None
         assert "status" not in pool or not condition(pool, "Ready")
         assert not run.ctrl.elector.is_leader()
         assert run.ctrl.queues[wiring.NODEPOOLS].reconciled == 0
+        assert (await api.list(resources.NODECLAIMS))[0] == []  # the follower's provisioner does not run
+        assert "status" not in ((await api.get(resources.EC2NODECLASSES, "default")) or {})
         # the holder releases; this replica takes over and reconciles what it inherited
         await holder.release()
 
         async def reconciled() -> bool:
-            """the new leader wrote the NodePool status"""
-            return condition(await api.get(resources.NODEPOOLS, "waiting"), "Ready").get("status") == "False"
+            """the new leader resolved the EC2NodeClass and wrote the NodePool status"""
+            return condition(await api.get(resources.NODEPOOLS, "waiting"), "Ready").get("status") == "True"
 
         await eventually(reconciled)
         assert run.ctrl.elector.is_leader()
+
+        async def provisioned() -> bool:
+            """the new leader's provisioner created a NodeClaim for the pending pod"""
+            return bool((await api.list(resources.NODECLAIMS))[0])
+
+        await eventually(provisioned)
 
 
 def test_bad_settings_exit_2_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
