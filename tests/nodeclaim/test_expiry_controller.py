@@ -1,0 +1,180 @@
+"""The expiration reconciler on the in-memory API + real `state.Cluster`, virtual time: deletes at creation +
+expireAfter and not a second earlier, never for Never, once per claim, and only logs through a DryRunClient."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import fakekube
+
+from karpy import clock as clock_mod
+from karpy.api import labels
+from karpy.kube import client, dryrun, resources
+from karpy.nodeclaim import expiry_controller
+from karpy.state import cluster as cluster_mod
+
+DAY = 24 * 3600.0
+
+
+class Env:
+    def __init__(self, *, dry_run: bool = False) -> None:
+        self.clock = clock_mod.ManualClock(b.T0)
+        self.kube = fakekube.FakeKube(self.clock)
+        self.cluster = cluster_mod.Cluster(clock=self.clock)
+        self.recorder = fakekube.Recorder()
+        self.disrupted: list[tuple[str, str, str]] = []
+        writer: client.KubeClient = dryrun.DryRunClient(self.kube) if dry_run else self.kube
+        self.ctrl = expiry_controller.ExpiryController(
+            expiry_controller.Deps(
+                client=writer,
+                cluster=self.cluster,
+                clock=self.clock,
+                recorder=self.recorder,
+                metrics=expiry_controller.Metrics(disrupted=lambda *a: self.disrupted.append(a)),
+            )
+        )
+
+    def claim(self, name: str, *, expire_after: str = "24h", node: str = "") -> None:
+        status: dict[str, Any] = {"nodeName": node} if node else {}
+        extra = {labels.LABEL_CAPACITY_TYPE: "spot"}
+        self.kube.put(
+            resources.NODECLAIMS,
+            b.claim_dict(
+                name,
+                created=self.clock.now(),
+                expire_after=expire_after,
+                status=status,
+                finalizers=[labels.FINALIZER_TERMINATION],
+                extra_labels=extra,
+            ),
+        )
+        if node:
+            self.kube.put(resources.NODES, b.node_dict(node))
+        self.sync()
+
+    def sync(self) -> None:
+        """Feed the store to the cluster model as the informers would (fresh objects, deletions included)."""
+        for res in (resources.NODECLAIMS, resources.NODES):
+            present = {o["metadata"]["name"]: o for o in self.kube.all(res)}
+            for old in self.cluster.objects(res):
+                if old["metadata"]["name"] not in present:
+                    self.cluster.apply(res, client.WatchEvent(client.DELETED, old))
+            for obj in present.values():
+                self.cluster.apply(res, client.WatchEvent(client.MODIFIED, obj))
+            self.cluster.mark_listed(res)
+
+    def deleting(self, name: str) -> bool:
+        obj = self.kube.obj(resources.NODECLAIMS, name)
+        return obj is None or bool(obj["metadata"].get("deletionTimestamp"))
+
+    def deletes(self) -> list[str]:
+        return [w.name for w in self.kube.writes if w.verb == "delete"]
+
+
+@contextlib.asynccontextmanager
+async def running(env: Env) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(env.ctrl.run())
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_not_expired_requeues_at_the_expiry_time() -> None:
+    env = Env()
+    env.claim("a")
+    env.clock.advance(3600)
+    assert await env.ctrl.reconcile("a") == DAY - 3600
+    assert not env.deletes()
+
+
+async def test_expired_claim_is_deleted_with_log_event_and_metric(caplog: pytest.LogCaptureFixture) -> None:
+    env = Env()
+    env.claim("a", node="ip-1")
+    env.clock.advance(DAY)
+    with caplog.at_level(logging.INFO, logger=expiry_controller.__name__):
+        assert await env.ctrl.reconcile("a") is None
+    assert env.deleting("a")
+    records = [r for r in caplog.records if r.getMessage() == "disrupting nodeclaim(s)"]
+    assert len(records) == 1
+    assert records[0].__dict__["reason"] == "Expired"
+    assert records[0].__dict__["nodeclaims"] == ["a"]
+    assert env.recorder.events == [
+        ("NodeClaim", "a", "Normal", "DisruptionTerminating", "Disrupting node via Expired"),
+        ("Node", "ip-1", "Normal", "DisruptionTerminating", "Disrupting node via Expired"),
+    ]
+    assert env.disrupted == [("Expired", "default", "spot")]
+
+
+async def test_expire_after_never_is_never_deleted() -> None:
+    env = Env()
+    env.claim("a", expire_after="Never")
+    env.clock.advance(10 * 365 * DAY)
+    assert await env.ctrl.reconcile("a") is None
+    assert not env.deletes()
+
+
+async def test_a_deleting_or_missing_claim_is_left_alone() -> None:
+    env = Env()
+    env.claim("a")
+    env.clock.advance(DAY)
+    assert await env.ctrl.reconcile("a") is None
+    assert await env.ctrl.reconcile("a") is None  # already deleting: no second delete, event or metric
+    assert await env.ctrl.reconcile("missing") is None
+    assert env.deletes() == ["a"]
+    assert len(env.recorder.events) == 1
+    assert len(env.disrupted) == 1
+
+
+async def test_run_deletes_each_claim_at_its_expiry_and_not_before() -> None:
+    env = Env()
+    env.claim("short", expire_after="1h")
+    env.claim("long", expire_after="2h")
+    env.claim("never", expire_after="Never")
+    async with running(env):
+        await env.clock.run_for(3600 - 1)
+        assert not env.deletes()
+        await env.clock.run_for(1)
+        assert env.deletes() == ["short"]
+        assert env.clock.now() == b.T0 + 3600
+        env.sync()
+        await env.clock.run_for(3600 - 2)
+        assert env.deletes() == ["short"]
+        await env.clock.run_for(2)
+        assert env.deletes() == ["short", "long"]
+        env.sync()
+        await env.clock.run_for(600)  # nothing left to expire: "never" stays
+    assert env.deletes() == ["short", "long"]
+
+
+async def test_run_picks_up_claims_created_later() -> None:
+    env = Env()
+    env.claim("first", expire_after="24h")
+    async with running(env):
+        await env.clock.run_for(60)
+        env.claim("late", expire_after="5m")  # created at T0+60, expires at T0+360
+        await env.clock.run_for(300 - 1)
+        assert not env.deletes()
+        await env.clock.run_for(expiry_controller.POLL + 1)  # a new claim is noticed within one poll
+    assert env.deletes() == ["late"]
+
+
+async def test_dry_run_deletes_nothing_and_logs_once(caplog: pytest.LogCaptureFixture) -> None:
+    env = Env(dry_run=True)
+    env.claim("a", expire_after="1h")
+    with caplog.at_level(logging.INFO):
+        async with running(env):
+            await env.clock.run_for(3600 + 10 * expiry_controller.POLL)
+    assert not env.deleting("a")
+    assert not [w for w in env.kube.writes if w.verb == "delete"]
+    decisions = [r for r in caplog.records if r.getMessage() == "disrupting nodeclaim(s)"]
+    assert len(decisions) == 1  # not repeated every pass while the claim stays unchanged
+    assert any("would delete" in r.getMessage() for r in caplog.records)
