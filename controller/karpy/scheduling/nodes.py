@@ -67,6 +67,7 @@ class Fit:
     options: catalog.BoolArray | None  # options after all `count` pods
     first_options: catalog.BoolArray | None  # options after the first pod (limits are charged on these)
     min_values_relaxed: bool = False
+    floor: catalog.IntArray | None = None  # per-resource minimum of usable over `options`, when computed
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +95,7 @@ def _fits_every_option(slot: Slot, request: catalog.IntArray) -> bool:
     assert slot.pool is not None
     assert slot.options is not None
     if slot.floor is None or slot.floor[0] is not slot.options:
-        usable = slot.pool.usable[slot.options]
-        slot.floor = (slot.options, usable.min(axis=0) if len(usable) else np.full(len(request), -1, np.int64))
+        return False  # not known for these options yet: the per-type path computes it alongside the counts
     return bool(np.all(slot.floor[1] - slot.used >= request))
 
 
@@ -202,8 +202,16 @@ def _fit(
         mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
     ids = np.flatnonzero(mask)
     per_type = np.zeros(len(mask), dtype=np.int64)
+    usable = pool.usable[ids]
     if len(ids):
-        per_type[ids] = _per_type_counts(pool.usable[ids] - slot.used, ctx.request)
+        if mask is slot.options and (slot.floor is None or slot.floor[0] is not mask):
+            slot.floor = (mask, usable.min(axis=0))
+        free = usable - slot.used
+        if limit == 1:  # only "does one more fit" matters: a comparison instead of a division
+            need = ctx.request > 0
+            per_type[ids] = np.all(free[:, need] >= ctx.request[need], axis=1)
+        else:
+            per_type[ids] = _per_type_counts(free, ctx.request)
     best = int(per_type.max()) if per_type.size else 0
     if best < 1:
         used = slot.used + ctx.request
@@ -228,8 +236,10 @@ def _fit(
             count = good
     options = per_type >= count
     if mask is slot.options and np.array_equal(options, mask):
-        options = slot.options  # unchanged: keep the object so per-slot caches keyed on it stay valid
-    return Fit(count, merged, options, per_type >= 1, relaxed)
+        return Fit(count, merged, slot.options, per_type >= 1, relaxed)  # unchanged: keep the object (caches)
+    kept = per_type[ids] >= count
+    floor = usable[kept].min(axis=0) if kept.any() else None
+    return Fit(count, merged, options, per_type >= 1, relaxed, floor)
 
 
 def node_slot(

@@ -22,8 +22,9 @@ cloud provider fills in); keys both define must intersect.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
+from typing import Any
 
 from karpy.api import labels, meta
 
@@ -267,6 +268,22 @@ class Requirements(Mapping[str, Requirement]):
 
     def __len__(self) -> int:
         return len(self._reqs)
+
+    # The Mapping mixins go through __getitem__/KeyError; these are on every scheduling check, so use the dict's.
+    def __contains__(self, key: object) -> bool:
+        return key in self._reqs
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._reqs.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._reqs.keys()
+
+    def items(self) -> ItemsView[str, Requirement]:
+        return self._reqs.items()
+
+    def values(self) -> ValuesView[Requirement]:
+        return self._reqs.values()
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -261,6 +261,8 @@ class _Solver:
         slot.requirements = fit.requirements
         if fit.options is not None:
             slot.options = fit.options
+            if fit.floor is not None:
+                slot.floor = (fit.options, fit.floor)
         slot.placed.extend(placed)
         slot.host_ports.extend(p for pod in placed for p in pod.host_ports)
         slot.min_values_relaxed |= fit.min_values_relaxed
@@ -471,7 +473,7 @@ class _Solver:
             slot = self._claim_slot(pool, options)
             slot_id = self._register(slot, like=first)
             reqs = base.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (slot.name,)))
-            clone = nodes.Fit(fit.count, reqs, fit.options, fit.first_options, fit.min_values_relaxed)
+            clone = nodes.Fit(fit.count, reqs, fit.options, fit.first_options, fit.min_values_relaxed, fit.floor)
             placed += self._commit(slot_id, clone, run_pods[placed:], ctx)
         return placed
 
