@@ -9,7 +9,6 @@ graph depend on boto3, which the layering contract forbids (only `karpy.cloudpro
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -27,9 +26,6 @@ from karpy.operator import settings as settings_module
 from karpy.provisioning import batcher, provisioner, snapshot
 from karpy.state import cluster as cluster_module
 from karpy.termination import controller as termination_controller
-
-AWS_FACTORY: Final = "karpy.cloudprovider.aws.factory"
-"""Module with `build(settings=, interruption_queue=, clock=, nodeclass_lookup=)` returning the AWS parts."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,8 +47,10 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
     def build(
         settings: settings_module.Settings, cluster: cluster_module.Cluster, clock: clock_module.Clock
     ) -> CloudParts:
-        factory: Any = importlib.import_module(AWS_FACTORY)
-        provider_module: Any = importlib.import_module("karpy.cloudprovider.aws.provider")
+        # Imported here, not at module level: tests and `karpy run` with another provider never load boto3.
+        from karpy.cloudprovider.aws import factory
+        from karpy.cloudprovider.aws import provider as provider_module
+
         region = settings.aws.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
         aws_settings = provider_module.Settings(
             cluster_name=settings.cluster.name,

@@ -1,8 +1,7 @@
 """Build everything the controller needs from AWS in one call: the provider, the interruption queue, the ICE cache.
 
-The operator loads this module by name at start-up (`karpy.operator.wiring.AWS_FACTORY`) rather than importing it,
-so the operator's import graph stays free of boto3 (import-linter contract) while the image still ships both.
-boto3 reads `AWS_ENDPOINT_URL` itself, so the same code runs against moto.
+The operator's wiring imports this module when it starts with the AWS provider. boto3 reads `AWS_ENDPOINT_URL`
+itself, so the same code runs against moto.
 """
 
 from __future__ import annotations
