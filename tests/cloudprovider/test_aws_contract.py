@@ -50,11 +50,3 @@ class TestAWSContract(contract.CloudProviderContract):
             make_claim=make_claim,
             unknown_provider_id="aws:///us-east-1a/i-0123456789abcdef0",
         )
-
-    @pytest.mark.xfail(
-        reason="moto ignores the launch template's security groups (it attaches a default group), so a fresh "
-        "instance shows SecurityGroupDrift; drift logic itself is table-tested in aws/test_drift.py",
-        strict=True,
-    )
-    async def test_is_drifted_is_none_by_default(self, harness: contract.Harness) -> None:
-        await super().test_is_drifted_is_none_by_default(harness)

@@ -70,6 +70,7 @@ def seeded(aws_env: str) -> emulator.Seeded:
 def aws(aws_env: str) -> clients.Clients:
     built = clients.build_clients(region=REGION, max_attempts=3)
     emulator.install_fast_catalog(built.ec2, region=REGION)
+    emulator.install_launch_template_security_groups(built.ec2)
     return built
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from typing import Any
 
+import pytest
 from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy.api import ec2nodeclass, quantity
@@ -32,6 +34,7 @@ def test_data_carries_every_input() -> None:
         "HttpProtocolIpv6": "disabled",
         "HttpPutResponseHopLimit": 1,
         "HttpTokens": "required",
+        "InstanceMetadataTags": "disabled",
     }
     # AL2023 default root volume: 20 GiB gp3, encrypted
     assert data["BlockDeviceMappings"] == [
@@ -76,3 +79,169 @@ def test_name_is_a_hash_of_the_content() -> None:
 def test_bottlerocket_default_has_os_and_data_volumes() -> None:
     devices = launchtemplate.block_devices_for(make_nodeclass(alias="bottlerocket@latest"))
     assert [d.device_name for d in devices] == ["/dev/xvda", "/dev/xvdb"]
+
+
+_NIC = ec2nodeclass.NetworkInterface
+_EFA_ONLY = ec2nodeclass.NetworkInterfaceType.EFA_ONLY
+_ENA = ec2nodeclass.NetworkInterfaceType.INTERFACE
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        # Nothing interface-specific: the groups sit on the instance, no interface is pre-configured.
+        ({}, None),
+        ({"ip_prefix_count": 2}, [{"DeviceIndex": 0, "Ipv4PrefixCount": 2, "Groups": ["sg-1", "sg-2"]}]),
+        (
+            {"associate_public_ip_address": True, "ip_prefix_count": 0},
+            [{"DeviceIndex": 0, "AssociatePublicIpAddress": True, "Ipv4PrefixCount": 0, "Groups": ["sg-1", "sg-2"]}],
+        ),
+        # Explicit interfaces, given out of order: sorted by (card, device); public IP/prefixes on the primary only.
+        (
+            {
+                "associate_public_ip_address": False,
+                "ip_prefix_count": 1,
+                "network_interfaces": (_NIC(1, 0, _EFA_ONLY), _NIC(0, 1, _EFA_ONLY), _NIC(0, 0, _ENA)),
+            },
+            [
+                {
+                    "NetworkCardIndex": 0,
+                    "DeviceIndex": 0,
+                    "InterfaceType": "interface",
+                    "Groups": ["sg-1", "sg-2"],
+                    "AssociatePublicIpAddress": False,
+                    "Ipv4PrefixCount": 1,
+                },
+                {"NetworkCardIndex": 0, "DeviceIndex": 1, "InterfaceType": "efa-only", "Groups": ["sg-1", "sg-2"]},
+                {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only", "Groups": ["sg-1", "sg-2"]},
+            ],
+        ),
+        # Pods asked for EFA: one EFA interface per card; cards after the first at device 1 (upstream's priority).
+        (
+            {"efa_count": 3},
+            [
+                {"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "efa", "Groups": ["sg-1", "sg-2"]},
+                {"NetworkCardIndex": 1, "DeviceIndex": 1, "InterfaceType": "efa", "Groups": ["sg-1", "sg-2"]},
+                {"NetworkCardIndex": 2, "DeviceIndex": 1, "InterfaceType": "efa", "Groups": ["sg-1", "sg-2"]},
+            ],
+        ),
+    ],
+)
+def test_network_interfaces(changes: dict[str, Any], expected: list[dict[str, Any]] | None) -> None:
+    spec = dataclasses.replace(SPEC, **changes)
+    assert launchtemplate.network_interfaces(spec) == expected
+    data = launchtemplate.build_launch_template_data(spec)
+    # EC2 refuses groups on both the instance and its interfaces: exactly one of the two carries them.
+    if expected is None:
+        assert data["SecurityGroupIds"] == ["sg-1", "sg-2"]
+        assert "NetworkInterfaces" not in data
+    else:
+        assert "SecurityGroupIds" not in data
+        assert data["NetworkInterfaces"] == expected
+
+
+def test_monitoring_metadata_and_placement() -> None:
+    spec = dataclasses.replace(
+        SPEC,
+        detailed_monitoring=True,
+        metadata_options=ec2nodeclass.MetadataOptions(
+            http_endpoint="disabled",
+            http_protocol_ipv6="enabled",
+            http_put_response_hop_limit=3,
+            http_tokens="optional",
+        ),
+        placement_group_id="pg-0123",
+    )
+    data = launchtemplate.build_launch_template_data(spec)
+    assert data["Monitoring"] == {"Enabled": True}
+    assert data["MetadataOptions"] == {
+        "HttpEndpoint": "disabled",
+        "HttpProtocolIpv6": "enabled",
+        "HttpPutResponseHopLimit": 3,
+        "HttpTokens": "optional",
+        "InstanceMetadataTags": "disabled",
+    }
+    assert data["Placement"] == {"GroupId": "pg-0123"}
+    assert "Placement" not in launchtemplate.build_launch_template_data(SPEC)
+
+
+def test_every_ebs_field_reaches_the_mapping_and_zero_iops_throughput_mean_baseline() -> None:
+    full = ec2nodeclass.BlockDevice(
+        delete_on_termination=False,
+        encrypted=True,
+        iops=6000,
+        kms_key_id="arn:aws:kms:us-east-1:123456789012:key/k",
+        snapshot_id="snap-1",
+        throughput=250,
+        volume_initialization_rate=200,
+        volume_size=quantity.parse("100Gi"),
+        volume_type="gp3",
+    )
+    baseline = ec2nodeclass.BlockDevice(iops=0, throughput=0, volume_type="gp3")
+    devices = (
+        ec2nodeclass.BlockDeviceMapping(device_name="/dev/xvda", root_volume=True, ebs=full),
+        ec2nodeclass.BlockDeviceMapping(device_name="/dev/xvdb", ebs=baseline),
+    )
+    data = launchtemplate.build_launch_template_data(dataclasses.replace(SPEC, block_device_mappings=devices))
+    assert data["BlockDeviceMappings"] == [
+        {
+            "DeviceName": "/dev/xvda",
+            "Ebs": {
+                "DeleteOnTermination": False,
+                "Encrypted": True,
+                "Iops": 6000,
+                "KmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k",
+                "SnapshotId": "snap-1",
+                "Throughput": 250,
+                "VolumeInitializationRate": 200,
+                "VolumeSize": 100,
+                "VolumeType": "gp3",
+            },
+        },
+        {"DeviceName": "/dev/xvdb", "Ebs": {"VolumeType": "gp3"}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("alias", "ami_family", "expected"),
+    [
+        ("al2023@latest", None, [("/dev/xvda", 20)]),
+        ("al2@latest", None, [("/dev/xvda", 20)]),
+        ("bottlerocket@latest", None, [("/dev/xvda", 4), ("/dev/xvdb", 20)]),
+        ("windows2022@latest", None, [("/dev/sda1", 50)]),
+        # Custom AMIs bring their own mappings: none is sent (EC2 rejects an empty list, so the key is absent).
+        ("al2023@latest", ec2nodeclass.AMIFamily.CUSTOM, []),
+    ],
+)
+def test_default_block_devices_per_family(
+    alias: str, ami_family: ec2nodeclass.AMIFamily | None, expected: list[tuple[str, int]]
+) -> None:
+    nc = make_nodeclass(alias=alias)
+    nc = dataclasses.replace(nc, spec=dataclasses.replace(nc.spec, ami_family=ami_family))
+    devices = launchtemplate.block_devices_for(nc)
+    data = launchtemplate.build_launch_template_data(dataclasses.replace(SPEC, block_device_mappings=devices))
+    got = [(m["DeviceName"], m["Ebs"]["VolumeSize"]) for m in data.get("BlockDeviceMappings", [])]
+    assert got == expected
+    assert all(
+        m["Ebs"]["Encrypted"] is True and m["Ebs"]["VolumeType"] == "gp3" for m in data.get("BlockDeviceMappings", [])
+    )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"detailed_monitoring": True},
+        {"associate_public_ip_address": True},
+        {"ip_prefix_count": 1},
+        {"network_interfaces": (_NIC(0, 0, _ENA),)},
+        {"efa_count": 1},
+        {"placement_group_id": "pg-1"},
+        {"metadata_options": ec2nodeclass.MetadataOptions(http_put_response_hop_limit=2)},
+        {"block_device_mappings": ()},
+        {"instance_profile": "other"},
+    ],
+)
+def test_each_launch_field_changes_the_content_hash(changes: dict[str, Any]) -> None:
+    assert launchtemplate.launch_template_name(
+        dataclasses.replace(SPEC, **changes)
+    ) != launchtemplate.launch_template_name(SPEC)

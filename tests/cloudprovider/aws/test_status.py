@@ -8,7 +8,7 @@ import pytest
 from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy.api import ec2nodeclass, meta
-from karpy.cloudprovider.aws import fleet, status
+from karpy.cloudprovider.aws import fleet, placement, status
 
 FULL = status.Resolution(
     subnets=(fleet.Subnet("subnet-1", "us-east-1a", "use1-az1", 100),),
@@ -83,3 +83,27 @@ def test_is_ready_requires_the_current_generation() -> None:
     assert not status.is_ready(make_nodeclass(generation=2, status=computed))
     assert not status.is_ready(make_nodeclass())
     _ = meta  # builders' meta used by make_nodeclass
+
+
+def test_placement_group_condition_only_while_selected() -> None:
+    assert "PlacementGroupReady" not in _conds(status.compute_status(make_nodeclass(), FULL, now=1.0))
+    nc = make_nodeclass()
+    nc = dataclasses.replace(
+        nc,
+        spec=dataclasses.replace(nc.spec, placement_group_selector=ec2nodeclass.PlacementGroupSelector(name="pg")),
+    )
+    missing = _conds(status.compute_status(nc, FULL, now=1.0))
+    assert missing["PlacementGroupReady"] == ("False", "no placement group matched name pg")
+    assert missing["Ready"] == ("False", "not ready: PlacementGroupReady")
+    group = placement.PlacementGroup(id="pg-1", name="pg", strategy="cluster", state="available")
+    found = _conds(status.compute_status(nc, dataclasses.replace(FULL, placement_group=group), now=1.0))
+    assert found["PlacementGroupReady"][0] == "True"
+    assert found["Ready"][0] == "True"
+
+
+def test_capacity_reservations_reach_the_status() -> None:
+    cr = ec2nodeclass.CapacityReservationStatus(
+        id="cr-1", availability_zone="us-east-1a", instance_type="m5.large", owner_id="123456789012"
+    )
+    out = status.compute_status(make_nodeclass(), dataclasses.replace(FULL, capacity_reservations=(cr,)), now=1.0)
+    assert out.capacity_reservations == (cr,)

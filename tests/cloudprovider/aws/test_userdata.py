@@ -122,3 +122,28 @@ def test_windows_registers_with_unregistered_taint() -> None:
     assert text.startswith("<powershell>")
     assert text.endswith("</powershell>")
     assert "--register-with-taints=karpenter.sh/unregistered=:NoExecute,dedicated=gpu:NoSchedule" in text
+
+
+def test_raid0_asks_each_family_to_build_the_instance_store_array() -> None:
+    raid = dataclasses.replace(BASE, instance_store_policy="RAID0")
+    # AL2023: nodeadm's local-storage strategy.
+    (_, body), *_ = _parts(userdata.render(ec2nodeclass.AMIFamily.AL2023, raid))
+    assert yaml.safe_load(body)["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+    (_, plain), *_ = _parts(userdata.render(ec2nodeclass.AMIFamily.AL2023, BASE))
+    assert "instance" not in yaml.safe_load(plain)["spec"]
+    # AL2: bootstrap.sh's --local-disks flag, outside the kubelet arguments.
+    script = _parts(userdata.render(ec2nodeclass.AMIFamily.AL2, raid))[-1][1]
+    assert script.rstrip().endswith("--local-disks raid0")
+    assert "--local-disks" not in _parts(userdata.render(ec2nodeclass.AMIFamily.AL2, BASE))[-1][1]
+    # Bottlerocket: an essential bootstrap command running the ephemeral-storage API on every boot.
+    settings = tomllib.loads(userdata.render(ec2nodeclass.AMIFamily.BOTTLEROCKET, raid))["settings"]
+    command = settings["bootstrap-commands"]["000-mount-instance-storage"]
+    assert command["commands"][0] == ["apiclient", "ephemeral-storage", "init"]
+    assert command["commands"][1][:4] == ["apiclient", "ephemeral-storage", "bind", "--dirs"]
+    assert set(command["commands"][1][4:]) == {"/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"}
+    assert command["essential"] is True
+    assert command["mode"] == "always"
+    assert (
+        "bootstrap-commands"
+        not in tomllib.loads(userdata.render(ec2nodeclass.AMIFamily.BOTTLEROCKET, BASE))["settings"]
+    )

@@ -193,6 +193,67 @@ def install_fast_catalog(ec2_client: Any, *, region: str) -> None:
         )
 
 
+_FLEET_REQUEST = "karpy-emulated-create-fleet-request"
+
+
+def primary_security_groups(template_data: Mapping[str, Any]) -> list[str]:
+    """The groups EC2 gives an instance launched from this launch template data: the instance-level
+    `SecurityGroupIds`, else the primary interface's (card 0, device 0) `Groups`."""
+    if template_data.get("SecurityGroupIds"):
+        return [str(g) for g in template_data["SecurityGroupIds"]]
+    for nic in template_data.get("NetworkInterfaces") or ():
+        if int(nic.get("DeviceIndex", 0)) == 0 and int(nic.get("NetworkCardIndex", 0)) == 0:
+            return [str(g) for g in nic.get("Groups") or ()]
+    return []
+
+
+def install_launch_template_security_groups(ec2_client: Any) -> None:
+    """Make CreateFleet on moto give instances their launch template's security groups, as EC2 does.
+
+    moto's CreateFleet ignores the template's groups and attaches the VPC's `default` group, so a fresh instance
+    would look security-group drifted. Opt-in `provide-client-params` + `after-call` hooks on `ec2_client` remember
+    the request, read each used template's latest version and apply its groups to the launched instances with
+    ModifyInstanceAttribute(Groups). The follow-up calls go through a separate plain client, so hooks a test put on
+    `ec2_client` (fault injection, call capture) see only the product's own calls.
+    """
+    helper: list[Any] = []
+
+    def plain_client() -> Any:
+        if not helper:
+            helper.append(
+                _session(ec2_client.meta.region_name).client("ec2", endpoint_url=ec2_client.meta.endpoint_url)
+            )
+        return helper[0]
+
+    def remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context[_FLEET_REQUEST] = params
+
+    def apply_groups(parsed: Mapping[str, Any], context: Mapping[str, Any], **_: Any) -> None:
+        request: Mapping[str, Any] = context.get(_FLEET_REQUEST) or {}
+        configs: list[Mapping[str, Any]] = list(request.get("LaunchTemplateConfigs") or [])
+        only = configs[0]["LaunchTemplateSpecification"] if len(configs) == 1 else None
+        groups_by_template: dict[str, list[str]] = {}
+        for launched in parsed.get("Instances") or ():
+            spec = only or (launched.get("LaunchTemplateAndOverrides") or {}).get("LaunchTemplateSpecification") or {}
+            name = str(spec.get("LaunchTemplateName") or "")
+            if not name:
+                continue
+            if name not in groups_by_template:
+                versions = plain_client().describe_launch_template_versions(
+                    LaunchTemplateName=name, Versions=[str(spec.get("Version") or "$Latest")]
+                )["LaunchTemplateVersions"]
+                data = versions[0].get("LaunchTemplateData") or {} if versions else {}
+                groups_by_template[name] = primary_security_groups(data)
+            groups = groups_by_template[name]
+            for instance_id in launched.get("InstanceIds") or () if groups else ():
+                plain_client().modify_instance_attribute(InstanceId=instance_id, Groups=groups)
+
+    ec2_client.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", remember, unique_id="karpy-emulated-fleet-request"
+    )
+    ec2_client.meta.events.register("after-call.ec2.CreateFleet", apply_groups, unique_id="karpy-emulated-fleet-sgs")
+
+
 # --- Reading emulated instances back (for karpy.sim's kubelet stand-in) ------------------------------------------
 # Added for the local emulation: the kubelet stand-in must see instances, but only this package may import boto3.
 

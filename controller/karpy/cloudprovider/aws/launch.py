@@ -16,7 +16,7 @@ from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, nodeclaim
 from karpy.cloudprovider import errors, types
-from karpy.cloudprovider.aws import cache, clients, fleet, launchtemplate, nodeclass, templates, userdata
+from karpy.cloudprovider.aws import cache, clients, fleet, launchtemplate, nodeclass, placement, templates, userdata
 from karpy.cloudprovider.aws import errors as aws_errors
 from karpy.scheduling import requirements
 
@@ -129,13 +129,16 @@ class Launcher:
     ) -> dict[str, tuple[str, list[fleet.Candidate]]]:
         """launch template name → (image, candidates) grouped by (AMI, pod capacity) as upstream does."""
         cluster = await self._resolver.cluster()
-        groups: dict[tuple[str, int], list[fleet.Candidate]] = {}
+        group_id = await self._placement_group_id(nc)
+        wants_efa = claim.spec.resources.get(labels.RESOURCE_EFA, 0) > 0
+        groups: dict[tuple[str, int, int], list[fleet.Candidate]] = {}
         for c in chosen:
             pods = c.instance_type.capacity.get(labels.RESOURCE_PODS, 0) // 1000
-            groups.setdefault((image_for(c.instance_type, nc.status.amis), pods), []).append(c)
+            efa = c.instance_type.capacity.get(labels.RESOURCE_EFA, 0) // 1000 if wants_efa else 0
+            groups.setdefault((image_for(c.instance_type, nc.status.amis), pods, efa), []).append(c)
         kubelet = nc.spec.kubelet
         out: dict[str, tuple[str, list[fleet.Candidate]]] = {}
-        for (image_id, pods), members in groups.items():
+        for (image_id, pods, efa), members in groups.items():
             options = userdata.BootstrapOptions(
                 cluster_name=cluster.name,
                 cluster_endpoint=cluster.endpoint,
@@ -146,6 +149,7 @@ class Launcher:
                 kubelet=kubelet,
                 max_pods=pods or None,
                 user_data=nc.spec.user_data,
+                instance_store_policy=nc.spec.instance_store_policy,
             )
             try:
                 text = userdata.render(nc.resolved_ami_family, options)
@@ -161,6 +165,10 @@ class Launcher:
                 tags=tags,
                 detailed_monitoring=nc.spec.detailed_monitoring,
                 associate_public_ip_address=nc.spec.associate_public_ip_address,
+                ip_prefix_count=nc.spec.ip_prefix_count,
+                network_interfaces=nc.spec.network_interfaces,
+                efa_count=efa,
+                placement_group_id=group_id,
             )
             try:
                 name = await self._templates.ensure(spec)
@@ -168,6 +176,20 @@ class Launcher:
                 raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.LAUNCH_TEMPLATE) from exc
             out[name] = (image_id, members)
         return out
+
+    async def _placement_group_id(self, nc: ec2nodeclass.EC2NodeClass) -> str:
+        """The selected group's id ("" when none is selected); a selected but unusable group fails the launch."""
+        selector = nc.spec.placement_group_selector
+        if selector is None:
+            return ""
+        try:
+            group = await self._resolver.placement_group(nc)
+        except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+            raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.LAUNCH_TEMPLATE) from exc
+        problem = placement.readiness(selector, group)
+        if problem or group is None:
+            raise errors.CreateError(errors.CreateErrorReason.NODE_CLASS, problem)
+        return group.id
 
     async def launch(
         self,

@@ -50,6 +50,10 @@ class LaunchTemplateSpec:
     tags: Mapping[str, str]
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
+    ip_prefix_count: int | None = None
+    network_interfaces: tuple[ec2nodeclass.NetworkInterface, ...] = ()
+    efa_count: int = 0  # EFA interfaces the claim's instance types get (pods asked for vpc.amazonaws.com/efa)
+    placement_group_id: str = ""
 
 
 def block_devices_for(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[ec2nodeclass.BlockDeviceMapping, ...]:
@@ -66,8 +70,6 @@ def _ebs(device: ec2nodeclass.BlockDevice) -> dict[str, Any]:
     for key, value in (
         ("DeleteOnTermination", device.delete_on_termination),
         ("Encrypted", device.encrypted),
-        ("Iops", device.iops),
-        ("Throughput", device.throughput),
         ("VolumeType", device.volume_type),
         ("KmsKeyId", device.kms_key_id),
         ("SnapshotId", device.snapshot_id),
@@ -75,10 +77,61 @@ def _ebs(device: ec2nodeclass.BlockDevice) -> dict[str, Any]:
     ):
         if value is not None and value != "":
             out[key] = value
+    # Zero IOPS/throughput means "the volume type's baseline": EC2 rejects an explicit 0 (upstream EmptyableToPtr).
+    for key, amount in (("Iops", device.iops), ("Throughput", device.throughput)):
+        if amount:
+            out[key] = amount
     if device.volume_size is not None:
         # EBS sizes are whole GiB; round up so a request is never silently shrunk.
         out["VolumeSize"] = -(-device.volume_size // quantity.GI)
     return out
+
+
+def _interface_type(kind: ec2nodeclass.NetworkInterfaceType) -> str:
+    return "efa-only" if kind is ec2nodeclass.NetworkInterfaceType.EFA_ONLY else "interface"
+
+
+def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
+    """The LT's interfaces, or None when the groups can sit on the instance (nothing interface-specific asked).
+
+    Every interface carries the security groups; the public-IP choice and the prefix count go on the primary one
+    (card 0, device 0), since EC2 refuses a public IP with several pre-configured interfaces otherwise. EFA
+    interfaces follow upstream: one per network card, card 0 at device 0 and the others at device 1 so the primary
+    card keeps precedence (aws: launchtemplate.go generateNetworkInterfaces).
+    """
+    groups = list(spec.security_group_ids)
+    primary_extras: dict[str, Any] = {}
+    if spec.associate_public_ip_address is not None:
+        primary_extras["AssociatePublicIpAddress"] = spec.associate_public_ip_address
+    if spec.ip_prefix_count is not None:
+        primary_extras["Ipv4PrefixCount"] = spec.ip_prefix_count
+    if spec.network_interfaces:
+        out = []
+        for nic in sorted(spec.network_interfaces, key=lambda n: (n.network_card_index, n.device_index)):
+            entry: dict[str, Any] = {
+                "NetworkCardIndex": nic.network_card_index,
+                "DeviceIndex": nic.device_index,
+                "InterfaceType": _interface_type(nic.interface_type),
+                "Groups": groups,
+            }
+            if (nic.network_card_index, nic.device_index) == (0, 0):
+                entry.update(primary_extras)
+            out.append(entry)
+        return out
+    if spec.efa_count:
+        return [
+            {
+                "NetworkCardIndex": card,
+                "DeviceIndex": 0 if card == 0 else 1,
+                "InterfaceType": "efa",
+                "Groups": groups,
+                **(primary_extras if card == 0 else {}),
+            }
+            for card in range(spec.efa_count)
+        ]
+    if not primary_extras:
+        return None
+    return [{"DeviceIndex": 0, **primary_extras, "Groups": groups}]
 
 
 def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:
@@ -93,23 +146,23 @@ def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:
             "HttpProtocolIpv6": meta_opts.http_protocol_ipv6,
             "HttpPutResponseHopLimit": meta_opts.http_put_response_hop_limit,
             "HttpTokens": meta_opts.http_tokens,
+            # Fixed like upstream: an account default of "enabled" would expose tag keys with "/" that IMDS
+            # cannot serve, failing the launch.
+            "InstanceMetadataTags": "disabled",
         },
         "Monitoring": {"Enabled": spec.detailed_monitoring},
-        "BlockDeviceMappings": [
-            {"DeviceName": m.device_name, **({"Ebs": _ebs(m.ebs)} if m.ebs else {})} for m in spec.block_device_mappings
-        ],
     }
-    if spec.associate_public_ip_address is None:
+    if spec.block_device_mappings:  # EC2 rejects an empty list
+        data["BlockDeviceMappings"] = [
+            {"DeviceName": m.device_name, **({"Ebs": _ebs(m.ebs)} if m.ebs else {})} for m in spec.block_device_mappings
+        ]
+    interfaces = network_interfaces(spec)
+    if interfaces is None:
         data["SecurityGroupIds"] = list(spec.security_group_ids)
     else:
-        # A public-IP choice must be made on the interface, which then carries the groups.
-        data["NetworkInterfaces"] = [
-            {
-                "DeviceIndex": 0,
-                "AssociatePublicIpAddress": spec.associate_public_ip_address,
-                "Groups": list(spec.security_group_ids),
-            }
-        ]
+        data["NetworkInterfaces"] = interfaces  # the groups are on the interfaces then
+    if spec.placement_group_id:
+        data["Placement"] = {"GroupId": spec.placement_group_id}
     return data
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, meta
-from karpy.cloudprovider.aws import amis, cache, clients, errors, fleet, selectors, status
+from karpy.cloudprovider.aws import amis, cache, clients, errors, fleet, placement, reservations, selectors, status
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,10 @@ class NodeClassResolver:
         self._cluster: cache.TTLCache[str, ClusterInfo] = cache.TTLCache(cache.INSTANCE_PROFILE_TTL, clock=clock)
         self._ssm: cache.TTLCache[str, str] = cache.TTLCache(cache.SSM_TTL, clock=clock)
         self._subnets: cache.TTLCache[str, tuple[fleet.Subnet, ...]] = cache.TTLCache(cache.DEFAULT_TTL, clock=clock)
+        # A 1-tuple, so that "no such group" is cached too.
+        self._placement: cache.TTLCache[str, tuple[placement.PlacementGroup | None]] = cache.TTLCache(
+            cache.DEFAULT_TTL, clock=clock
+        )
 
     async def cluster(self) -> ClusterInfo:
         cached = self._cluster.get("cluster")
@@ -110,6 +114,43 @@ class NodeClassResolver:
                 Filters=selectors.security_group_filters(term),
             )
         return tuple(selectors.security_groups_from_describe(found))
+
+    # --- placement group and capacity reservations ----------------------------------------------------------
+
+    async def placement_group(
+        self, nodeclass: ec2nodeclass.EC2NodeClass, *, fresh: bool = False
+    ) -> placement.PlacementGroup | None:
+        """The selected placement group (None when the node class selects none or EC2 knows no such group)."""
+        selector = nodeclass.spec.placement_group_selector
+        if selector is None:
+            return None
+        key = repr(selector)
+        cached = None if fresh else self._placement.get(key)
+        if cached is not None:
+            return cached[0]
+        try:
+            answer = await clients.call(self._aws.ec2, "describe_placement_groups", **placement.query(selector))
+            described = list(answer.get("PlacementGroups") or ())
+        except botocore_exceptions.ClientError as exc:
+            if errors.error_code(exc) not in ("InvalidPlacementGroup.Unknown", "InvalidGroup.NotFound"):
+                raise
+            described = []
+        found = placement.from_describe(described)
+        self._placement.set(key, (found,))
+        return found
+
+    async def capacity_reservations(
+        self, nodeclass: ec2nodeclass.EC2NodeClass
+    ) -> tuple[ec2nodeclass.CapacityReservationStatus, ...]:
+        found: list[Mapping[str, Any]] = []
+        for term in nodeclass.spec.capacity_reservation_selector_terms:
+            found += await clients.paginate(
+                self._aws.ec2,
+                "describe_capacity_reservations",
+                "CapacityReservations",
+                **reservations.query(term),
+            )
+        return reservations.from_describe(found, now=self._clock())
 
     # --- AMIs -----------------------------------------------------------------------------------------------
 
@@ -232,7 +273,21 @@ class NodeClassResolver:
             profile = await self.instance_profile(nodeclass)
         except _AWS_ERRORS as exc:
             profile_error = f"instance profile: {errors.error_code(exc)}: {exc}"
+        group, group_error = None, ""
+        try:
+            group = await self.placement_group(nodeclass, fresh=True)
+        except _AWS_ERRORS as exc:
+            group_error = f"resolving the placement group failed: {errors.error_code(exc)}"
+        found_reservations: tuple[ec2nodeclass.CapacityReservationStatus, ...] = ()
+        try:
+            found_reservations = await self.capacity_reservations(nodeclass)
+        except _AWS_ERRORS as exc:
+            # Reservations only add offerings; failing to list them must not stop launches elsewhere.
+            log.warning("resolving capacity reservations of %s failed: %s", nodeclass.name, errors.error_code(exc))
         return status.Resolution(
+            placement_group=group,
+            placement_group_error=group_error,
+            capacity_reservations=found_reservations,
             subnets=subnets,
             security_groups=groups,
             amis=found_amis,

@@ -13,7 +13,7 @@ from karpy.api import ec2nodeclass
 from karpy.cloudprovider.aws import fleet
 
 
-def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
+def tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
     out = []
     for key, value in sorted(tags.items()):
         if value == "*":
@@ -24,24 +24,27 @@ def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
 
 
 def subnet_filters(term: ec2nodeclass.SubnetSelectorTerm) -> list[dict[str, Any]]:
-    filters = _tag_filters(term.tags)
+    filters = tag_filters(term.tags)
     if term.id:
         filters.append({"Name": "subnet-id", "Values": [term.id]})
     return filters
 
 
 def security_group_filters(term: ec2nodeclass.SecurityGroupSelectorTerm) -> list[dict[str, Any]]:
-    filters = _tag_filters(term.tags)
+    filters = tag_filters(term.tags)
     if term.id:
         filters.append({"Name": "group-id", "Values": [term.id]})
     if term.name:
         filters.append({"Name": "group-name", "Values": [term.name]})
+    if term.vpc_id:
+        # Group names are unique per VPC only: the VPC pins a name (or tag) match to one group.
+        filters.append({"Name": "vpc-id", "Values": [term.vpc_id]})
     return filters
 
 
 def image_query(term: ec2nodeclass.AMISelectorTerm) -> dict[str, Any]:
     """DescribeImages arguments for a non-alias, non-SSM term."""
-    filters = _tag_filters(term.tags)
+    filters = tag_filters(term.tags)
     if term.id:
         filters.append({"Name": "image-id", "Values": [term.id]})
     if term.name:

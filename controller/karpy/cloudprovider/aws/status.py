@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from karpy.api import ec2nodeclass, meta
-from karpy.cloudprovider.aws import fleet, selectors
+from karpy.cloudprovider.aws import fleet, placement, selectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,9 @@ class Resolution:
     ami_error: str = ""
     instance_profile_error: str = ""
     validation_problems: tuple[str, ...] = ()
+    placement_group: placement.PlacementGroup | None = None
+    placement_group_error: str = ""
+    capacity_reservations: tuple[ec2nodeclass.CapacityReservationStatus, ...] = ()
 
 
 _CHILDREN = (
@@ -82,6 +85,11 @@ def compute_status(
             "; ".join(found.validation_problems),
         ),
     ]
+    selector = spec.placement_group_selector
+    if selector is not None:
+        # Present only while a placement group is selected, like upstream's condition.
+        problem = found.placement_group_error or placement.readiness(selector, found.placement_group)
+        verdicts.append(_condition(ec2nodeclass.PLACEMENT_GROUP_READY, not problem, "PlacementGroupNotReady", problem))
     not_ready = [type_ for type_, ok, _, _ in verdicts if not ok]
     verdicts.append(
         _condition(
@@ -102,6 +110,7 @@ def compute_status(
         amis=found.amis,
         instance_profile=found.instance_profile,
         conditions=conditions,
+        capacity_reservations=found.capacity_reservations,
     )
 
 

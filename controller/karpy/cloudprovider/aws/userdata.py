@@ -41,6 +41,10 @@ class BootstrapOptions:
     kubelet: ec2nodeclass.KubeletConfiguration | None = None
     max_pods: int | None = None
     user_data: str | None = None
+    instance_store_policy: str = ""  # "RAID0": the instance-store disks become the node's ephemeral storage
+
+
+RAID0 = "RAID0"
 
 
 UNREGISTERED_TAINT = meta.Taint(key=labels.TAINT_UNREGISTERED_KEY, effect=labels.EFFECT_NO_EXECUTE)
@@ -122,11 +126,11 @@ def _node_config(options: BootstrapOptions) -> dict[str, Any]:
     kubelet_part: dict[str, Any] = {"config": config}
     if options.labels:
         kubelet_part["flags"] = [f"--node-labels={_labels_flag(options.labels)}"]
-    return {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {"cluster": cluster, "kubelet": kubelet_part},
-    }
+    spec: dict[str, Any] = {"cluster": cluster, "kubelet": kubelet_part}
+    if options.instance_store_policy == RAID0:
+        # nodeadm assembles the instance-store NVMe disks into one RAID0 array mounted for containerd/kubelet.
+        spec["instance"] = {"localStorage": {"strategy": RAID0}}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
 
 
 def _al2023(options: BootstrapOptions) -> str:
@@ -203,6 +207,8 @@ def _al2(options: BootstrapOptions) -> str:
     if options.max_pods is not None:
         args.append("--use-max-pods false")
     args.append(f"--kubelet-extra-args {_quote(' '.join(extra))}")
+    if options.instance_store_policy == RAID0:
+        args.append("--local-disks raid0")
     script = "\n".join(
         [
             "#!/bin/bash -xe",
@@ -247,6 +253,25 @@ def _bottlerocket(options: BootstrapOptions) -> str:
         existing = node_taints.setdefault(taint.key, [])
         if entry not in existing:
             existing.append(entry)
+    if options.instance_store_policy == RAID0:
+        # Bottlerocket's own ephemeral-storage API builds the array and binds the runtime directories onto it.
+        commands = settings["settings"].setdefault("bootstrap-commands", {})
+        commands["000-mount-instance-storage"] = {
+            "commands": [
+                ["apiclient", "ephemeral-storage", "init"],
+                [
+                    "apiclient",
+                    "ephemeral-storage",
+                    "bind",
+                    "--dirs",
+                    "/var/lib/containerd",
+                    "/var/lib/kubelet",
+                    "/var/log/pods",
+                ],
+            ],
+            "essential": True,
+            "mode": "always",
+        }
     return dump_toml(settings)
 
 

@@ -1,0 +1,128 @@
+"""The newer EC2NodeClass fields reach EC2: resolution (placement group, capacity reservations, SG vpcID) and the
+launch template a launch really creates on moto (network interface, monitoring, metadata, placement, RAID0).
+
+moto has no placement groups or capacity reservations: those two describe calls are answered by `before-call`
+hooks on the provider's EC2 client (recording what was asked), everything else is moto.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+from botocore import awsrequest
+from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests.cloudprovider.aws.conftest import CLUSTER, REGION, NodeClasses
+
+from karpy.api import ec2nodeclass, labels, meta
+from karpy.cloudprovider.aws import emulator, instances, provider
+
+_OK = awsrequest.AWSResponse("http://127.0.0.1/", 200, {}, None)
+_GROUP = {"GroupId": "pg-0a1", "GroupName": "training", "Strategy": "cluster", "State": "available"}
+_RESERVATION = {
+    "CapacityReservationId": "cr-0b2",
+    "AvailabilityZone": "us-east-1a",
+    "InstanceType": "m5.large",
+    "OwnerId": emulator.ACCOUNT_ID,
+    "InstanceMatchCriteria": "targeted",
+    "State": "active",
+    "EndDate": datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC),
+}
+
+
+def _answer(client: Any, operation: str, body: dict[str, Any], asked: list[dict[str, Any]]) -> None:
+    client.meta.events.register(
+        f"provide-client-params.ec2.{operation}", lambda params, **_: asked.append(dict(params))
+    )
+    client.meta.events.register(f"before-call.ec2.{operation}", lambda **_: (_OK, body))
+
+
+async def test_new_fields_resolve_and_reach_the_launch_template(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+) -> None:
+    aws_provider = make_provider()
+    ec2_client = aws_provider._deps.aws.ec2
+    asked_groups: list[dict[str, Any]] = []
+    asked_reservations: list[dict[str, Any]] = []
+    _answer(ec2_client, "DescribePlacementGroups", {"PlacementGroups": [_GROUP]}, asked_groups)
+    _answer(ec2_client, "DescribeCapacityReservations", {"CapacityReservations": [_RESERVATION]}, asked_reservations)
+    base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
+    spec = dataclasses.replace(
+        base.spec,
+        security_group_selector_terms=(
+            ec2nodeclass.SecurityGroupSelectorTerm(name=f"{CLUSTER}-nodes", vpc_id=seeded.vpc_id),
+        ),
+        placement_group_selector=ec2nodeclass.PlacementGroupSelector(name="training"),
+        capacity_reservation_selector_terms=(ec2nodeclass.CapacityReservationSelectorTerm(id="cr-0b2"),),
+        detailed_monitoring=True,
+        associate_public_ip_address=False,
+        ip_prefix_count=1,
+        instance_store_policy="RAID0",
+        metadata_options=ec2nodeclass.MetadataOptions(http_put_response_hop_limit=2),
+    )
+    nc = dataclasses.replace(base, spec=spec)
+    nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
+    nodeclasses.items[nc.name] = nc
+
+    conditions = {c.type: c.status for c in nc.status.conditions}
+    assert conditions["PlacementGroupReady"] == "True"
+    assert conditions["Ready"] == "True"
+    assert [g.id for g in nc.status.security_groups] == list(seeded.security_group_ids)
+    assert asked_groups == [{"GroupNames": ["training"]}]
+    assert asked_reservations[0]["CapacityReservationIds"] == ["cr-0b2"]
+    assert [(c.id, c.instance_type, c.instance_match_criteria) for c in nc.status.capacity_reservations] == [
+        ("cr-0b2", "m5.large", "targeted")
+    ]
+
+    claim = make_nodeclaim(
+        requirements=(
+            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
+            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+        )
+    )
+    created = await aws_provider.create(claim)
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    (template,) = ec2.describe_launch_templates(
+        Filters=[{"Name": f"tag:{labels.TAG_EC2NODECLASS}", "Values": [nc.name]}]
+    )["LaunchTemplates"]
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Latest"])[
+        "LaunchTemplateVersions"
+    ][0]["LaunchTemplateData"]
+    assert data["Placement"] == {"GroupId": "pg-0a1"}
+    assert data["Monitoring"] == {"Enabled": True}
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    assert "SecurityGroupIds" not in data
+    (nic,) = data["NetworkInterfaces"]
+    assert nic["DeviceIndex"] == 0
+    assert nic["AssociatePublicIpAddress"] is False
+    assert nic["Ipv4PrefixCount"] == 1
+    assert nic["Groups"] == list(seeded.security_group_ids)
+    assert "strategy: RAID0" in base64.b64decode(data["UserData"]).decode()
+
+    # The emulated EC2 gives the instance its template's interface groups, so it is not drifted.
+    instance_id = instances.parse_provider_id(created.status.provider_id)
+    instance = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    assert [g["GroupId"] for g in instance["SecurityGroups"]] == list(seeded.security_group_ids)
+    assert await aws_provider.is_drifted(created) is None
+
+
+async def test_missing_placement_group_keeps_the_node_class_not_ready(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider]
+) -> None:
+    aws_provider = make_provider()
+    asked: list[dict[str, Any]] = []
+    _answer(aws_provider._deps.aws.ec2, "DescribePlacementGroups", {"PlacementGroups": []}, asked)
+    base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
+    nc = dataclasses.replace(
+        base,
+        spec=dataclasses.replace(base.spec, placement_group_selector=ec2nodeclass.PlacementGroupSelector(id="pg-9")),
+    )
+    conditions = {c.type: (c.status, c.message) for c in (await aws_provider.reconcile_nodeclass(nc)).conditions}
+    assert conditions["PlacementGroupReady"] == ("False", "no placement group matched id pg-9")
+    assert conditions["Ready"] == ("False", "not ready: PlacementGroupReady")
+    assert asked == [{"GroupIds": ["pg-9"]}]

@@ -1,0 +1,122 @@
+"""Placement group and capacity reservation selection (pure builders and parsers, table tests)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from karpy.api import ec2nodeclass
+from karpy.cloudprovider.aws import placement, reservations, selectors
+
+_UTC = datetime.UTC
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        (ec2nodeclass.PlacementGroupSelector(name="training"), {"GroupNames": ["training"]}),
+        (ec2nodeclass.PlacementGroupSelector(id="pg-0abc"), {"GroupIds": ["pg-0abc"]}),
+    ],
+)
+def test_placement_group_query(selector: ec2nodeclass.PlacementGroupSelector, expected: dict[str, object]) -> None:
+    assert placement.query(selector) == expected
+
+
+_GROUP = {
+    "GroupId": "pg-1",
+    "GroupName": "training",
+    "Strategy": "partition",
+    "State": "available",
+    "PartitionCount": 3,
+}
+
+
+@pytest.mark.parametrize(
+    ("described", "message"),
+    [
+        ([_GROUP], ""),
+        ([], "no placement group matched name training"),
+        ([{**_GROUP, "State": "pending"}], "placement group training is pending, not available"),
+        ([{**_GROUP, "State": "deleting"}], "placement group training is deleting, not available"),
+    ],
+)
+def test_placement_group_readiness(described: list[dict[str, object]], message: str) -> None:
+    found = placement.from_describe(described)
+    assert placement.readiness(ec2nodeclass.PlacementGroupSelector(name="training"), found) == message
+    if described:
+        assert found == placement.PlacementGroup(
+            id="pg-1", name="training", strategy="partition", state=str(described[0]["State"]), partition_count=3
+        )
+
+
+def test_security_group_vpc_narrows_the_match() -> None:
+    term = ec2nodeclass.SecurityGroupSelectorTerm(name="nodes", vpc_id="vpc-9")
+    assert selectors.security_group_filters(term) == [
+        {"Name": "group-name", "Values": ["nodes"]},
+        {"Name": "vpc-id", "Values": ["vpc-9"]},
+    ]
+    assert selectors.security_group_filters(ec2nodeclass.SecurityGroupSelectorTerm(name="nodes")) == [
+        {"Name": "group-name", "Values": ["nodes"]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("term", "expected"),
+    [
+        (ec2nodeclass.CapacityReservationSelectorTerm(id="cr-1"), {"Filters": [], "CapacityReservationIds": ["cr-1"]}),
+        (
+            ec2nodeclass.CapacityReservationSelectorTerm(
+                tags={"team": "ml", "any": "*"}, owner_id="123456789012", instance_match_criteria="targeted"
+            ),
+            {
+                "Filters": [
+                    {"Name": "tag-key", "Values": ["any"]},
+                    {"Name": "tag:team", "Values": ["ml"]},
+                    {"Name": "owner-id", "Values": ["123456789012"]},
+                    {"Name": "instance-match-criteria", "Values": ["targeted"]},
+                ]
+            },
+        ),
+    ],
+)
+def test_capacity_reservation_query(
+    term: ec2nodeclass.CapacityReservationSelectorTerm, expected: dict[str, object]
+) -> None:
+    assert reservations.query(term) == expected
+
+
+def _cr(cr_id: str, **extra: object) -> dict[str, object]:
+    return {
+        "CapacityReservationId": cr_id,
+        "AvailabilityZone": "us-east-1a",
+        "InstanceType": "p5.48xlarge",
+        "OwnerId": "123456789012",
+        "InstanceMatchCriteria": "targeted",
+        "State": "active",
+        **extra,
+    }
+
+
+def test_capacity_reservations_keep_usable_ones_once_in_id_order() -> None:
+    now = datetime.datetime(2026, 1, 1, tzinfo=_UTC).timestamp()
+    end = datetime.datetime(2026, 1, 2, tzinfo=_UTC)
+    described = [
+        _cr("cr-2", ReservationType="capacity-block", EndDate=end),
+        _cr("cr-1"),
+        _cr("cr-1"),  # matched by two terms
+        _cr("cr-3", State="expired"),
+        _cr("cr-4", EndDate=datetime.datetime(2025, 12, 31, tzinfo=_UTC)),  # already over
+        _cr("cr-5", State="cancelled"),
+    ]
+    found = reservations.from_describe(described, now=now)
+    assert [c.id for c in found] == ["cr-1", "cr-2"]
+    assert found[0] == ec2nodeclass.CapacityReservationStatus(
+        id="cr-1",
+        availability_zone="us-east-1a",
+        instance_type="p5.48xlarge",
+        owner_id="123456789012",
+        instance_match_criteria="targeted",
+    )
+    assert found[1].reservation_type == "capacity-block"
+    assert found[1].end_time == end.timestamp()
