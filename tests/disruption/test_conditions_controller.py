@@ -12,12 +12,19 @@ from typing import Any
 
 import pytest
 from tests.disruption import world as world_mod
+from tests.kube import builders as kube_builders
 
+from karpy import clock as clock_mod
 from karpy.api import decoding, labels, parse
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.disruption import conditions, nodeclaims
-from karpy.kube import resources
+from karpy.kube import config as kube_config
+from karpy.kube import dryrun, resources, rest
+from karpy.sim.kube import runner, server
+from karpy.state import cluster as cluster_mod
+from karpy.state import informer
 
 T0 = world_mod.T0
 NOW = 1_700_010_000.0
@@ -458,3 +465,94 @@ def test_observe_ignores_other_resources_and_keeps_the_latest_time() -> None:
     env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT))
     env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT - 100))  # an older bind does not move it back
     assert env.ctrl.pending_pod_event("n0") == BOUND_AT
+
+
+# --- on the emulated API server --------------------------------------------------------------------------------------
+
+
+async def _eventually(check: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached in time")
+
+
+async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informers() -> None:
+    """RestClient + informers + the kmock-based API server: guarded status writes are accepted, the bind seen by the
+    informer dates lastPodEventTime, a no-op pass writes nothing, and dry-run writes nothing."""
+    manual = clock_mod.ManualClock(NOW)
+    async with (
+        runner.KubeAPIRunner(server.FakeKubeAPI(seed=5, clock=manual.now)) as served,
+        rest.RestClient(kube_config.Config(server=served.url, token="t"), clock=clock_mod.SystemClock()) as api,
+    ):
+        pool = kube_builders.nodepool(
+            template={
+                "spec": {
+                    "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [{"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}],
+                }
+            },
+            disruption={"consolidateAfter": "2m"},
+        )
+        await api.create(resources.NODEPOOLS, pool)
+        claim = kube_builders.nodeclaim("default-x")
+        claim["metadata"]["labels"].update(
+            {labels.LABEL_CAPACITY_TYPE: "on-demand", labels.LABEL_INSTANCE_TYPE: "c4", labels.LABEL_ZONE: "z"}
+        )
+        await api.create(resources.NODECLAIMS, claim)
+        launched = [world_mod.cond(t, at=NOW - 3600) for t in ("Launched", "Registered", "Initialized")]
+        status = {"status": {"providerID": "fake://z/i-1", "nodeName": "n1", "conditions": launched}}
+        await api.patch(resources.NODECLAIMS, "default-x", status, subresource="status")
+        await api.create(resources.NODES, kube_builders.node("n1", provider_id="fake://z/i-1"))
+        await api.create(resources.PODS, kube_builders.pod("web"))
+
+        state = cluster_mod.Cluster(clock=manual)
+        cloud = fake_provider.FakeCloudProvider(list(world_mod.CATALOG))
+        ctrl = nodeclaims.NodeClaimConditionsController(
+            nodeclaims.Deps(client=api, cluster=state, cloud=cloud, clock=manual)
+        )
+        state.add_listener(ctrl.observe)
+        informed = (resources.NODEPOOLS, resources.NODECLAIMS, resources.NODES, resources.PODS)
+        task = asyncio.create_task(informer.run_informers(api, state, informed))
+        try:
+            await _eventually(state.synced)
+            await _eventually(lambda: state.nodeclaim("default-x") is not None)
+            await ctrl.reconcile("default-x")
+            got = await api.get(resources.NODECLAIMS, "default-x")
+            assert got is not None
+            assert {c["type"] for c in got["status"]["conditions"]} >= {"Consolidatable"}
+
+            manual.advance(30)
+            await api.bind(kube_builders.NS, "web", "n1")  # PodScheduled=True at the emulator's (virtual) now
+            await _eventually(lambda: ctrl.pending_pod_event("n1") == NOW + 30)
+            assert await ctrl.reconcile("default-x") == pytest.approx(120)
+            got = await api.get(resources.NODECLAIMS, "default-x")
+            assert got is not None
+            assert got["status"]["lastPodEventTime"] == ts(NOW + 30)
+            assert "Consolidatable" not in {c["type"] for c in got["status"]["conditions"]}
+            assert got["status"]["providerID"] == "fake://z/i-1"  # the rest of status survives the write
+
+            manual.advance(120)
+            cloud.drifted = types.DriftReason.AMI
+            await ctrl.reconcile("default-x")
+            got = await api.get(resources.NODECLAIMS, "default-x")
+            assert got is not None
+            by_type = {c["type"]: c for c in got["status"]["conditions"]}
+            assert by_type["Consolidatable"]["status"] == "True"
+            assert by_type["Drifted"]["reason"] == "AMIDrift"
+
+            version = got["metadata"]["resourceVersion"]
+            await ctrl.reconcile("default-x")  # nothing changed: no write
+            cloud.drifted = None
+            dry = nodeclaims.NodeClaimConditionsController(
+                nodeclaims.Deps(client=dryrun.DryRunClient(api), cluster=state, cloud=cloud, clock=manual)
+            )
+            await dry.reconcile("default-x")  # would clear Drifted, but only logs it
+            got = await api.get(resources.NODECLAIMS, "default-x")
+            assert got is not None
+            assert got["metadata"]["resourceVersion"] == version
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

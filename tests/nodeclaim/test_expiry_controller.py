@@ -96,6 +96,17 @@ async def test_not_expired_requeues_at_the_expiry_time() -> None:
     assert not env.deletes()
 
 
+async def test_deleted_in_the_second_it_expires_and_not_one_before() -> None:
+    env = Env()
+    env.claim("a", expire_after="1h")
+    env.clock.advance(3600 - 1)
+    assert await env.ctrl.reconcile("a") == 1
+    assert not env.deletes()
+    env.clock.advance(1)
+    assert await env.ctrl.reconcile("a") is None
+    assert env.deletes() == ["a"]
+
+
 async def test_expired_claim_is_deleted_with_log_event_and_metric(caplog: pytest.LogCaptureFixture) -> None:
     env = Env()
     env.claim("a", node="ip-1")
