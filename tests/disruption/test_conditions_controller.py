@@ -174,8 +174,15 @@ class Env:
     def __init__(self, *, after: str = "10m") -> None:
         self.w = world_mod.World()
         self.w.pool(after=after)
+        self.drifted: list[tuple[str, str]] = []
         self.ctrl = nodeclaims.NodeClaimConditionsController(
-            nodeclaims.Deps(client=self.w.kube, cluster=self.w.cluster, cloud=self.w.cloud, clock=self.w.clock)
+            nodeclaims.Deps(
+                client=self.w.kube,
+                cluster=self.w.cluster,
+                cloud=self.w.cloud,
+                clock=self.w.clock,
+                metrics=nodeclaims.Metrics(drifted=lambda *a: self.drifted.append(a)),
+            )
         )
         self.w.cluster.add_listener(self.ctrl.observe)
 
@@ -312,6 +319,8 @@ async def test_provider_drift_is_written_and_cleared() -> None:
     env.w.cloud.drifted = types.DriftReason.AMI
     assert await env.reconcile() == conditions.DRIFT_REQUEUE
     assert env.drift_reason() == "AMIDrift"
+    await env.reconcile()
+    assert env.drifted == [("AMIDrift", "default")]  # counted when it became drifted, not on every pass
     env.w.cloud.drifted = None
     await env.reconcile()
     assert env.condition("Drifted") is None
@@ -556,3 +565,29 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def test_a_pod_event_seen_during_the_write_stays_pending() -> None:
+    env = Env(after="1h")
+    env.node(initialized_at=env.now - 7200)
+    env.ctrl.observe(resources.PODS, None, pod(scheduled=env.now - 20))
+    real_patch = env.w.kube.patch
+
+    async def patch_while_a_pod_binds(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        env.ctrl.observe(resources.PODS, None, pod(scheduled=env.now - 10))  # arrives while we write
+        return await real_patch(*args, **kwargs)
+
+    env.w.kube.patch = patch_while_a_pod_binds  # type: ignore[method-assign]
+    await env.ctrl.reconcile("n0")
+    assert env.claim_obj()["status"]["lastPodEventTime"] == ts(env.now - 20)
+    assert env.ctrl.pending_pod_event("n0") == env.now - 10  # not settled by the older write
+
+
+def test_pod_events_of_nodes_without_a_claim_are_dropped() -> None:
+    env = Env()
+    env.node("n0")
+    env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT, node="n0"))
+    env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT, node="someone-elses"))
+    assert env.ctrl.route_pod_events(env.w.cluster.nodeclaims()) == {"n0"}
+    assert env.ctrl.pending_pod_event("someone-elses") is None
+    assert env.ctrl.pending_pod_event("n0") == BOUND_AT

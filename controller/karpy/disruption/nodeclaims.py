@@ -14,10 +14,11 @@ change writes at once and carries the pending time with it, so Consolidatable ne
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
@@ -37,6 +38,12 @@ CONFLICT_RETRY: Final = 1.0
 ERROR_BACKOFF: Final = 10.0
 POD_EVENT_SPACING: Final = 10.0
 """Minimum seconds between two writes of one claim that only move lastPodEventTime."""
+CONCURRENCY: Final = 10
+"""Claims reconciled at once by `run` (upstream: MaxConcurrentReconciles 10)."""
+
+
+def _ignore(*_: Any) -> None:
+    return None
 
 
 class ClusterView(Protocol):
@@ -46,11 +53,20 @@ class ClusterView(Protocol):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Metrics:
+    """Hooks the operator binds to Prometheus; no-ops by default."""
+
+    drifted: Callable[[str, str], None] = _ignore
+    """(drift reason, nodepool) each time a claim becomes Drifted (karpenter_nodeclaims_drifted_total)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
     client: kube.KubeClient
     cluster: ClusterView
     cloud: types.CloudProvider
     clock: clock_mod.Clock
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
 
 
 @dataclasses.dataclass(slots=True)
@@ -81,6 +97,19 @@ class NodeClaimConditionsController:
     def pending_pod_event(self, node_name: str) -> float | None:
         return self._pod_events.get(node_name) if node_name else None
 
+    def route_pod_events(self, claims: Iterable[nodeclaim.NodeClaim]) -> set[str]:
+        """Names of the claims whose node has a pending pod event; events of other nodes are dropped (not a claim's
+        node: upstream ignores those pods too). `run` calls it every pass; a work-queue wiring should as well."""
+        by_node = {c.status.node_name: c.name for c in claims if c.status.node_name}
+        owners: set[str] = set()
+        for node_name in list(self._pod_events):
+            owner = by_node.get(node_name)
+            if owner is None:
+                del self._pod_events[node_name]
+            else:
+                owners.add(owner)
+        return owners
+
     # --- reconcile ----------------------------------------------------------------------------------------------
 
     async def reconcile(self, name: str) -> float | None:
@@ -105,8 +134,7 @@ class NodeClaimConditionsController:
             return None  # not ours, or its pool is gone: nothing to compare against (upstream leaves it alone)
         now = deps.clock.now()
         memory = self._memory.setdefault(name, _Memory())
-        pending = self.pending_pod_event(claim.status.node_name)
-        last_event = _latest(claim.status.last_pod_event_time, pending)
+        last_event = _latest(claim.status.last_pod_event_time, self.pending_pod_event(claim.status.node_name))
         updated = dataclasses.replace(claim, status=dataclasses.replace(claim.status, last_pod_event_time=last_event))
         drift = await self._drift(updated, pool, memory, now=now)
         new_conditions = conditions.with_disruption_conditions(updated, pool, now=now, provider_drift=drift)
@@ -124,9 +152,13 @@ class NodeClaimConditionsController:
             if conditions_changed or spacing <= 0:
                 await self._write(claim, updated)
                 memory.written = now
-                if pending is not None and pending <= (last_event or -math.inf):
-                    self._pod_events.pop(claim.status.node_name, None)
+                # Only what was written is settled: an event observed while we awaited stays pending.
+                latest = self._pod_events.get(claim.status.node_name)
+                if latest is not None and last_event is not None and latest <= last_event:
+                    del self._pod_events[claim.status.node_name]
                 _log_changes(claim, updated)
+                if updated.is_true(nodeclaim.DRIFTED) and not claim.is_true(nodeclaim.DRIFTED):
+                    deps.metrics.drifted(drift or "", pool.metadata.name)
             else:
                 waits.append(spacing)
         return min(waits)
@@ -191,29 +223,34 @@ class NodeClaimConditionsController:
             seen.pop(gone, None)
             due.pop(gone, None)
             self.forget(gone)
-        by_node = {c.status.node_name: c.name for c in claims.values() if c.status.node_name}
-        for node_name in list(self._pod_events):
-            owner = by_node.get(node_name)
-            if owner is None:
-                del self._pod_events[node_name]  # not a claim's node (upstream ignores those pods too)
-            else:
-                due[owner] = min(due.get(owner, now), now)
+        for owner in self.route_pod_events(claims.values()):
+            due[owner] = min(due.get(owner, now), now)
         for name, claim in claims.items():
             pool = deps.cluster.nodepool(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
             signature = (claim.metadata.resource_version, pool.metadata.resource_version if pool else "")
             if seen.get(name) != signature:
                 seen[name] = signature
                 due[name] = now
-        for name in sorted(n for n, when in due.items() if when <= now):
-            try:
-                after = await self.reconcile(name)
-            except (kube.KubeError, cloud_errors.CloudProviderError) as error:
-                log.warning("reconciling nodeclaim disruption conditions failed: %s", error, extra={"nodeclaim": name})
-                after = ERROR_BACKOFF
+        ready = sorted(n for n, when in due.items() if when <= now)
+        limit = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(name: str) -> None:
+            async with limit:
+                try:
+                    after = await self.reconcile(name)
+                except (kube.KubeError, cloud_errors.CloudProviderError) as error:
+                    log.warning(
+                        "reconciling nodeclaim disruption conditions failed: %s", error, extra={"nodeclaim": name}
+                    )
+                    after = ERROR_BACKOFF
             if after is None:
                 due.pop(name, None)
             else:
                 due[name] = now + after
+
+        async with asyncio.TaskGroup() as group:
+            for name in ready:
+                group.create_task(one(name))
 
 
 def _latest(*times: float | None) -> float | None:
