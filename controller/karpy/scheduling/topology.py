@@ -280,7 +280,8 @@ class Topology:
             out.append(domains)
         return requirements.Requirements(out)
 
-    def _count(self, g: Group, b: BoundPod) -> None:
+    def _count(self, g: Group, b: BoundPod, *, selected: bool = False) -> None:
+        """Count `b` in `g` if it belongs there (`selected`: the caller already knows `g` selects the pod)."""
         dom = b.node_requirements.get(g.key.topology_key)
         values = dom.values() if dom is not None else None
         if not values:
@@ -289,7 +290,7 @@ class Topology:
             if any(affinity_key(t, Kind.ANTI_AFFINITY, inverse=True) == g.key for t in b.pod.anti_affinity):
                 g.record(values, b.count)
             return
-        if not g.selects(b.pod, self.namespace_labels):
+        if not selected and not g.selects(b.pod, self.namespace_labels):
             return
         if g.key.kind is Kind.SPREAD and not g.node_counts(b.node_requirements, b.node_taints):
             return
@@ -305,7 +306,7 @@ class Topology:
             self.group(affinity_key(t, Kind.ANTI_AFFINITY, inverse=True))
         for g in self.selecting(pod):
             if not g.key.inverse:
-                self._count(g, placed)
+                self._count(g, placed, selected=True)
         for t in pod.anti_affinity:
             self._count(self.groups[affinity_key(t, Kind.ANTI_AFFINITY, inverse=True)], placed)
         self.placements.append(placed)
