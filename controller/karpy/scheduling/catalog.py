@@ -8,6 +8,7 @@ requirement set's compatibility with every type is the AND of per-key masks, eac
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -110,6 +111,26 @@ class PoolCatalog:
                 continue
             total += np.outer(self.mask(reqs), self.index.vector(d.requests))
         return total
+
+    def domains(self) -> dict[str, frozenset[str]]:
+        """Topology domains the pool can really produce: labels of its (requirement-filtered) instance types,
+        labels of available offerings compatible with every offering requirement of the pool (a zone reachable only
+        through a spot offering is no domain of an on-demand pool), and the pool's own values for keys neither
+        defines (custom labels)."""
+        found: dict[str, set[str]] = collections.defaultdict(set)
+        for lab in self.off_labels:
+            if all((req := self.requirements.get(k)) is None or req.has(v) for k, v in lab.items()):
+                for k, v in lab.items():
+                    found[k].add(v)
+        for t in self.types:
+            for k, v in t.labels.items():
+                found[k].add(v)
+        provided = set(found) | {k for lab in self.off_labels for k in lab} | set(self.label_keys)
+        for k, req in self.requirements.items():
+            values = req.values()
+            if values is not None and k not in provided:
+                found[k] |= values
+        return {k: frozenset(v) for k, v in found.items()}
 
     # --- masks ----------------------------------------------------------------------------------------------
     def _key_mask(self, req: requirements.Requirement) -> BoolArray:

@@ -1,13 +1,19 @@
 """`solve`: place pending pods on existing nodes, in-flight claims and new NodeClaims (reference §2.2).
 
 Queue: pods sorted by (cpu desc, memory desc, signature, creation, uid); pods with equal signatures form a *run*.
-A run is placed in bulk: each candidate node answers how many of the run fit at once (vectorised over instance
-types), which equals placing them one by one because (a) candidates are tried in a fixed order — existing nodes
-(initialized first, then by name), then claims of this solve in creation order (upstream sorts in-flight claims by
-pod count; fixed order is what makes bulk placement exact and packs tighter), then one new claim per pool in weight
-order — and (b) bulk counts above one are only used when every topology constraint of the run is keyed on
-hostname (placing on one node cannot make an earlier node acceptable). Otherwise the run advances one pod at a
-time, still skipping nodes that refused it permanently. `pod_by_pod=True` is the reference path (runs of one).
+Slots are tried in a fixed order — existing nodes (initialized first, then by name), then claims of this solve in
+creation order (upstream sorts in-flight claims by pod count; a fixed order is what makes bulk placement exact),
+then one new claim per pool in weight order. `pod_by_pod=True` is the reference: runs of one, every slot checked.
+
+The fast path gives the same placements, in the same order:
+* a `slots.SlotTable` pre-filter drops slots that certainly refuse (headroom below the request, or pinned to a
+  domain a constraint excludes) before any full check;
+* *bulk-safe* runs (every constraint keyed on hostname, an anti-affinity, or an affinity already anchored) place
+  several pods per slot in one pass, because placing on one slot cannot make an earlier slot acceptable; when the
+  run's pods only ever touch hostname domains, the claims it opens are identical but for the hostname and are
+  cloned;
+* other runs (zonal spread, a self-affinity choosing its first domain) go one pod at a time over a resource
+  pre-filter computed once per run, re-applying only the domain filter per pod.
 Relaxed placements (a preference dropped) place one pod; the next pod starts strict again, as upstream does.
 """
 
@@ -25,6 +31,7 @@ from karpy.scheduling import (
     bound,
     catalog,
     nodes,
+    plans,
     pods,
     preferences,
     repack,
@@ -155,23 +162,7 @@ class _Solver:
 
     @staticmethod
     def _pool_source(c: catalog.PoolCatalog) -> topology.DomainSource:
-        """Domains the pool can really produce: labels of its (requirement-filtered) instance types, labels of
-        available offerings compatible with every offering requirement of the pool (a zone reachable only through
-        a spot offering is no domain of an on-demand pool), and the pool's own values for keys neither define."""
-        domains: dict[str, set[str]] = collections.defaultdict(set)
-        for o in c.offers:
-            offer_labels = o.labels()
-            if all((req := c.requirements.get(k)) is None or req.has(v) for k, v in offer_labels.items()):
-                for k, v in offer_labels.items():
-                    domains[k].add(v)
-        for t in c.types:
-            for k, v in t.labels.items():
-                domains[k].add(v)
-        provided = set(domains) | {k for o in c.offers for k in o.labels()} | set(c.label_keys)
-        for k, req in c.requirements.items():
-            if req.values() is not None and k not in provided:
-                domains[k] |= req.values() or set()
-        return topology.DomainSource(c.requirements, c.taints, {k: frozenset(v) for k, v in domains.items()})
+        return topology.DomainSource(c.requirements, c.taints, c.domains())
 
     # --- context ----------------------------------------------------------------------------------------------
     def _context(self, run: _Run, view: preferences.View) -> nodes.RunContext | str:
@@ -531,63 +522,13 @@ class _Solver:
         for slot in self.slots:
             if slot.pool is None and slot.placed:
                 out.existing_nodes[slot.name] = list(slot.placed)
-        offers: dict[_OfferKey, _Offer] = {}
+        offers: plans.OfferCache = {}
         for slot in self.claims:
-            out.new_nodeclaims.append(_plan(slot, self.index, offers))
+            out.new_nodeclaims.append(plans.plan(slot, self.index, offers))
         out.cost_per_hour = sum(c.cheapest.price for c in out.new_nodeclaims if c.cheapest is not None)
         if self.inp.compute_lower_bound and self.claims:
             out.lower_bound_per_hour = bound.lower_bound(self.claims, self.index)
         return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Offer:
-    """The parts of a planned claim that depend only on its pool, options and offering requirements."""
-
-    options: tuple[types.InstanceType, ...]
-    cheapest: results.CheapestOffering | None
-    daemon: catalog.IntArray
-
-
-_OfferKey = tuple[str, bytes, tuple[requirements.Requirement | None, ...]]
-
-
-def _offer(slot: nodes.Slot, index: catalog.ResourceIndex, cache: dict[_OfferKey, _Offer]) -> _Offer:
-    """Options sorted by (cheapest compatible offering, name), that offering, and the smallest daemon overhead;
-    shared between claims with equal inputs (clones of a hostname-spread run share one tuple of options)."""
-    pool = slot.pool
-    assert pool is not None
-    assert slot.options is not None
-    key = (pool.name, slot.options.tobytes(), catalog.PoolCatalog.offer_key(slot.requirements))
-    found = cache.get(key)
-    if found is not None:
-        return found
-    _, prices = pool.offerings(slot.requirements)
-    candidates = np.flatnonzero(slot.options & np.isfinite(prices))
-    ids = candidates[np.lexsort((pool.name_rank[candidates], prices[candidates]))].tolist()
-    cheapest = None
-    if ids:
-        offer = pool.cheapest_offering(int(ids[0]), slot.requirements)
-        if offer is not None:
-            cheapest = results.CheapestOffering(pool.types[ids[0]].name, offer.zone, offer.capacity_type, offer.price)
-    daemon = pool.daemon[ids].min(axis=0) if ids else np.zeros(len(index.names), np.int64)
-    found = cache[key] = _Offer(tuple(pool.types[i] for i in ids), cheapest, daemon)
-    return found
-
-
-def _plan(slot: nodes.Slot, index: catalog.ResourceIndex, cache: dict[_OfferKey, _Offer]) -> results.PlannedNodeClaim:
-    assert slot.pool is not None
-    offer = _offer(slot, index, cache)
-    return results.PlannedNodeClaim(
-        nodepool=slot.pool.name,
-        requirements=slot.requirements,
-        instance_type_options=offer.options,
-        pods=tuple(slot.placed),
-        requests=index.to_map(slot.used + offer.daemon),
-        cheapest=offer.cheapest,
-        min_values_relaxed=slot.min_values_relaxed,
-        hostname=slot.name,
-    )
 
 
 def solve(inp: SchedulingInput, *, pod_by_pod: bool = False) -> results.Results:
