@@ -1,4 +1,10 @@
-"""Fixtures for the AWS provider: one in-process moto server per session on 127.0.0.1, reset before every test."""
+"""Fixtures for the AWS provider: one in-process moto server per session on 127.0.0.1.
+
+Seeding the account takes ~40 calls, so it happens once per test module (after a full moto reset); before every
+other test of that module the account is brought back to its seeded state by deleting what tests create: live
+instances of the cluster, launch templates, instance profiles, and messages on the interruption queue. Tests that
+change seeded resources themselves must restore them.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import socket
 import urllib.request
 from collections.abc import Callable, Iterator
 
+import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 from tests.cloudprovider.aws.builders import make_nodeclass
@@ -47,28 +54,82 @@ def moto_url() -> Iterator[str]:
         server.stop()
 
 
+_BOTO_SESSION: pytest.StashKey[boto3.session.Session] = pytest.StashKey()
+
+
+def boto_session(config: pytest.Config) -> boto3.session.Session:
+    """One boto3 session per run: clients built from it share the parsed service models (0.5 s a set otherwise).
+
+    Kept in the run's stash rather than a fixture so that the conftests re-exporting these fixtures
+    (tests/interruption) need no new names."""
+    if _BOTO_SESSION not in config.stash:
+        config.stash[_BOTO_SESSION] = boto3.session.Session(region_name=REGION)
+    return config.stash[_BOTO_SESSION]
+
+
 @pytest.fixture
 def aws_env(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    # The in-process moto reads this per call: lets the per-test restore purge the queue more than once a minute.
+    monkeypatch.setenv("MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR", "false")
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
         monkeypatch.delenv(name, raising=False)
-    request = urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 200
     return moto_url
 
 
-@pytest.fixture
-def seeded(aws_env: str) -> emulator.Seeded:
-    return emulator.seed(region=REGION, cluster_name=CLUSTER)
+def _reset(moto_url: str) -> None:
+    request = urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+def _restore_seeded_state(session: boto3.session.Session, account: emulator.Seeded) -> None:
+    """Delete what tests create, so the account is as `emulator.seed` left it (terminated instances stay, as in
+    EC2, but no query of the provider sees them)."""
+    ec2, iam, sqs = (session.client(name, region_name=account.region) for name in ("ec2", "iam", "sqs"))
+    live = [
+        i["InstanceId"]
+        for r in ec2.describe_instances(
+            Filters=[{"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
+        )["Reservations"]
+        for i in r["Instances"]
+    ]
+    if live:
+        ec2.terminate_instances(InstanceIds=live)
+    for template in ec2.describe_launch_templates()["LaunchTemplates"]:
+        ec2.delete_launch_template(LaunchTemplateId=template["LaunchTemplateId"])
+    for profile in iam.list_instance_profiles()["InstanceProfiles"]:
+        for role in profile["Roles"]:
+            iam.remove_role_from_instance_profile(
+                InstanceProfileName=profile["InstanceProfileName"], RoleName=role["RoleName"]
+            )
+        iam.delete_instance_profile(InstanceProfileName=profile["InstanceProfileName"])
+    sqs.purge_queue(QueueUrl=account.queue_url)
+
+
+_SEEDED: pytest.StashKey[tuple[str, emulator.Seeded]] = pytest.StashKey()
 
 
 @pytest.fixture
-def aws(aws_env: str) -> clients.Clients:
-    built = clients.build_clients(region=REGION, max_attempts=3)
+def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
+    """The seeded account: seeded afresh for the first test of a module, restored for the others."""
+    module = request.node.nodeid.split("::", 1)[0]
+    cached = request.config.stash.get(_SEEDED, None)
+    if cached is not None and cached[0] == module:
+        _restore_seeded_state(boto_session(request.config), cached[1])
+        return cached[1]
+    _reset(aws_env)
+    account = emulator.seed(region=REGION, cluster_name=CLUSTER)
+    request.config.stash[_SEEDED] = (module, account)
+    return account
+
+
+@pytest.fixture
+def aws(aws_env: str, request: pytest.FixtureRequest) -> clients.Clients:
+    built = clients.build_clients(region=REGION, max_attempts=3, session=boto_session(request.config))
     emulator.install_fast_catalog(built.ec2, region=REGION)
     emulator.install_launch_template_security_groups(built.ec2)
     return built
