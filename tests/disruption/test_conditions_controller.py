@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.disruption import world as world_mod
 from tests.kube import builders as kube_builders
 
@@ -591,3 +593,73 @@ def test_pod_events_of_nodes_without_a_claim_are_dropped() -> None:
     assert env.ctrl.route_pod_events(env.w.cluster.nodeclaims()) == {"n0"}
     assert env.ctrl.pending_pod_event("someone-elses") is None
     assert env.ctrl.pending_pod_event("n0") == BOUND_AT
+
+
+# --- law: the written conditions follow a reference model ---------------------------------------------------------
+
+_AFTER = 120.0
+_ops = st.lists(
+    st.one_of(
+        # steps around the 10 s write spacing and the 120 s consolidateAfter, so runs cross both often
+        st.tuples(st.just("advance"), st.sampled_from([1, 9, 60, 130])),
+        st.tuples(st.just("bind"), st.integers(min_value=0, max_value=1)),
+        st.tuples(st.just("finish"), st.integers(min_value=0, max_value=1)),
+        st.tuples(st.just("drift"), st.sampled_from([None, types.DriftReason.AMI, types.DriftReason.SUBNET])),
+        st.tuples(st.just("reconcile"), st.just(0)),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_ops)
+def test_written_conditions_follow_the_reference_model(ops: list[tuple[str, Any]]) -> None:
+    """After every reconcile: Consolidatable iff consolidateAfter passed since the latest pod event (or the
+    Initialized transition); Drifted carries the provider's current reason; status.lastPodEventTime never runs ahead
+    of the model and lags it only inside the write spacing; an immediate second reconcile writes nothing."""
+
+    async def scenario() -> None:
+        env = Env(after="2m")
+        env.node(initialized_at=env.now)
+        latest = env.now  # what Consolidatable counts from: the Initialized transition, then the latest pod event
+        pod_event: float | None = None  # the model's status.lastPodEventTime
+        bound: set[int] = set()
+        last_write: float | None = None
+        for op, arg in ops:
+            if op == "advance":
+                env.w.clock.advance(arg)
+            elif op == "bind" and arg not in bound:
+                bound.add(arg)
+                env.w.pod(f"p{arg}", "n0")
+                env.update_pod(
+                    f"p{arg}",
+                    lambda p: p["status"]["conditions"].append(
+                        {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(env.now)}
+                    ),
+                )
+                latest = pod_event = env.now
+            elif op == "finish" and arg in bound:
+                bound.discard(arg)
+                env.update_pod(f"p{arg}", lambda p: p["status"].update(phase="Succeeded"))
+                latest = pod_event = env.now
+            elif op == "drift":
+                env.w.cloud.drifted = arg
+            env.w.sync()  # a watch delivers each change at once
+            if op != "reconcile":
+                continue
+            writes = env.status_writes()
+            await env.ctrl.reconcile("n0")
+            if env.status_writes() > writes:
+                last_write = env.now
+            assert (env.condition("Consolidatable") is not None) == (env.now - latest >= _AFTER)
+            assert env.drift_reason() == (str(env.w.cloud.drifted) if env.w.cloud.drifted else None)
+            written = env.claim_obj()["status"].get("lastPodEventTime")
+            if written != (ts(pod_event) if pod_event is not None else None):  # lagging: only inside the spacing
+                assert last_write is not None
+                assert env.now - last_write < nodeclaims.POD_EVENT_SPACING
+            env.w.sync()
+            writes = env.status_writes()
+            await env.ctrl.reconcile("n0")
+            assert env.status_writes() == writes
+
+    asyncio.run(scenario())
