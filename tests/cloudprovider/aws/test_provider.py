@@ -206,24 +206,24 @@ async def test_throttling_is_retried_by_botocore_then_succeeds(ready: Ready) -> 
     assert created.status.provider_id
 
 
-async def test_drift_on_ami_and_subnet_changes(ready: Ready, nodeclasses: NodeClasses) -> None:
+async def test_drift_on_ami_subnet_and_security_group_changes(ready: Ready, nodeclasses: NodeClasses) -> None:
     aws_provider, nc = ready
     created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
     instance = _instance(instances.parse_provider_id(created.status.provider_id))
-    # moto ignores the launch template's security groups, so align the status with what it applied.
-    groups = tuple(ec2nodeclass.SecurityGroupStatus(g["GroupId"]) for g in instance["SecurityGroups"])
-    nodeclasses.items[nc.name] = dataclasses.replace(nc, status=dataclasses.replace(nc.status, security_groups=groups))
+    # The emulator applies the launch template's groups, as EC2 does: a fresh instance is not drifted.
+    assert [g["GroupId"] for g in instance["SecurityGroups"]] == [g.id for g in nc.status.security_groups]
     assert await aws_provider.is_drifted(created) is None
-    new_ami = dataclasses.replace(
-        nc.status, amis=(ec2nodeclass.AMIStatus("ami-00000000000000000"),), security_groups=groups
-    )
+    new_ami = dataclasses.replace(nc.status, amis=(ec2nodeclass.AMIStatus("ami-00000000000000000"),))
     nodeclasses.items[nc.name] = dataclasses.replace(nc, status=new_ami)
     assert await aws_provider.is_drifted(created) == types.DriftReason.AMI
     other_subnets = tuple(s for s in nc.status.subnets if s.id != instance["SubnetId"])
-    nodeclasses.items[nc.name] = dataclasses.replace(
-        nc, status=dataclasses.replace(nc.status, subnets=other_subnets, security_groups=groups)
-    )
+    nodeclasses.items[nc.name] = dataclasses.replace(nc, status=dataclasses.replace(nc.status, subnets=other_subnets))
     assert await aws_provider.is_drifted(created) == types.DriftReason.SUBNET
+    more_groups = (*nc.status.security_groups, ec2nodeclass.SecurityGroupStatus("sg-0000000000000000e"))
+    nodeclasses.items[nc.name] = dataclasses.replace(
+        nc, status=dataclasses.replace(nc.status, security_groups=more_groups)
+    )
+    assert await aws_provider.is_drifted(created) == types.DriftReason.SECURITY_GROUP
 
 
 async def test_finalizing_a_node_class_deletes_its_launch_templates_and_instance_profile(ready: Ready) -> None:
