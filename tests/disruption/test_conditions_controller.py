@@ -663,3 +663,16 @@ def test_written_conditions_follow_the_reference_model(ops: list[tuple[str, Any]
             assert env.status_writes() == writes
 
     asyncio.run(scenario())
+
+
+async def test_removing_the_last_condition_is_persisted() -> None:
+    env = Env(after="Never")
+    env.w.node("n0", conditions=())
+    obj = env.claim_obj()
+    obj["status"]["conditions"] = [world_mod.cond("Consolidatable")]  # nothing else: the list must become empty
+    env.w.sync()
+    await env.reconcile()
+    assert env.claim_obj()["status"]["conditions"] == []
+    writes = env.status_writes()
+    await env.reconcile()
+    assert env.status_writes() == writes

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
+from karpy.api import decoding, labels, nodeclaim, nodepool, parse, status
 from karpy.api import errors as api_errors
-from karpy.api import labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.disruption import conditions
@@ -193,10 +193,11 @@ class NodeClaimConditionsController:
         return str(reason) if reason else None
 
     async def _write(self, before: nodeclaim.NodeClaim, after: nodeclaim.NodeClaim) -> None:
-        patch = {
-            "metadata": {"resourceVersion": before.metadata.resource_version},
-            "status": status.to_status(after),
-        }
+        """Only the fields this controller owns; the list is sent whole (even empty: a merge patch replaces lists)."""
+        owned: dict[str, Any] = {"conditions": status.conditions(after.status.conditions)}
+        if after.status.last_pod_event_time is not None:
+            owned["lastPodEventTime"] = decoding.format_timestamp(after.status.last_pod_event_time)
+        patch = {"metadata": {"resourceVersion": before.metadata.resource_version}, "status": owned}
         await self._deps.client.patch(resources.NODECLAIMS, after.name, patch, subresource="status")
 
     def forget(self, name: str) -> None:
