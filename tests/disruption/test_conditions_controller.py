@@ -445,7 +445,7 @@ async def test_deleting_missing_or_poolless_claims_are_left_alone() -> None:
     assert env.status_writes() == 0
 
 
-async def test_run_marks_consolidatable_on_time_and_follows_pool_changes() -> None:
+async def test_run_marks_consolidatable_on_time_and_follows_pool_changes_and_pod_events() -> None:
     env = Env(after="10m")
     env.node(initialized_at=env.now)
     for res in world_mod.SYNCED:
@@ -463,6 +463,18 @@ async def test_run_marks_consolidatable_on_time_and_follows_pool_changes() -> No
         env.w.sync()
         await env.w.clock.run_for(2)  # a pool change is picked up on the next pass, not after 5 min
         assert env.drift_reason() == "NodePoolDrifted"
+        bound_at = env.now
+        env.w.pod("web", "n0")
+        env.update_pod(
+            "web",
+            lambda p: p["status"]["conditions"].append(
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(bound_at)}
+            ),
+        )
+        env.w.sync()  # the listener hears the bind; the next pass writes it
+        await env.w.clock.run_for(2)
+        assert env.claim_obj()["status"]["lastPodEventTime"] == ts(bound_at)
+        assert env.condition("Consolidatable") is None
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
