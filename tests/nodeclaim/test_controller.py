@@ -79,8 +79,8 @@ async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> N
     result = await ctl.reconcile(NAME)
     assert _condition(env, "Initialized") == ("True", "Initialized")
     assert env.kube.obj(resources.NODES, "ip-10-0-0-1")["metadata"]["labels"][labels.LABEL_INITIALIZED] == "true"  # type: ignore[index]
-    # Initialized: only the expiry (720h) remains to wake for.
-    assert result.requeue_after == pytest.approx(720 * 3600 - (env.clock.now() - b.T0))
+    # Initialized: nothing left to wake for (expiry is the expiry controller's).
+    assert result.requeue_after is None
     messages = [r.getMessage() for r in caplog.records]
     assert messages == ["launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"]
 
@@ -136,21 +136,6 @@ async def test_registration_timeout_deletes_claim_and_terminates_instance() -> N
     took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     assert 900 <= took <= 900 + controller.POLL
     assert env.cloud.instances == {}  # finalizer terminated the instance before letting go
-
-
-async def test_expired_claim_is_deleted() -> None:
-    env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME, expire_after="10m"))
-    ctl = env.claims()
-    await ctl.reconcile(NAME)
-    _add_node(env, ready=True)
-    await ctl.reconcile(NAME)
-    env.clock.advance(600)
-    await ctl.reconcile(NAME)
-    raw = env.claim_obj(NAME)
-    assert raw is not None
-    assert raw["metadata"]["deletionTimestamp"]  # type: ignore[index]
-    assert "Expired" in env.recorder.reasons()
 
 
 async def test_termination_timestamp_annotation_on_deletion() -> None:

@@ -1,4 +1,5 @@
-"""NodeClaim lifecycle: launch, registration, initialization, liveness timeouts, garbage collection, expiry.
+"""NodeClaim lifecycle: launch, registration, initialization, liveness timeouts, garbage collection, and expiry (in
+`expiry_controller`, the one place that expires claims).
 
 Pure decisions live in `conditions` (status-condition bookkeeping), `lifecycle` (launch / registration /
 initialization / liveness / termination-grace-period steps), `expiration` and `garbagecollection`; `controller` is

@@ -1,5 +1,6 @@
-"""The NodeClaim lifecycle reconciler: launch → register → initialize → liveness, expiry, the NodeClaim finalizer,
-and garbage collection. A thin async shell around `lifecycle`, `expiration` and `garbagecollection`.
+"""The NodeClaim lifecycle reconciler: launch → register → initialize → liveness, the NodeClaim finalizer, and
+garbage collection. A thin async shell around `lifecycle` and `garbagecollection` (expiry has its own reconciler,
+`expiry_controller`, so one place decides and records it).
 
 Crash safety comes from re-deriving everything on each call from the API server and the cloud, never from memory:
 * the finalizer is on the claim before `cloud.create` runs (a claim that launched can never vanish silently);
@@ -26,7 +27,7 @@ from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube
 from karpy.kube import resources
-from karpy.nodeclaim import conditions, expiration, garbagecollection, lifecycle
+from karpy.nodeclaim import conditions, garbagecollection, lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -135,11 +136,6 @@ class NodeClaimController:
 
     async def _reconcile_live(self, claim: nodeclaim.NodeClaim) -> Result:
         now = self._deps.clock.now()
-        if expiration.expired(claim, now):
-            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
-            self._deps.recorder.record(_ref(claim), "Normal", "Expired", "NodeClaim reached its expireAfter")
-            log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": "expired"})
-            return DONE
         if labels.FINALIZER_TERMINATION not in claim.metadata.finalizers:
             # Before launching: a claim without the finalizer could be deleted and leak its instance.
             await self._deps.client.patch(
@@ -176,12 +172,7 @@ class NodeClaimController:
         if failed is not None and failed.status == conditions.FALSE and failed.last_transition_time is not None:
             # Launch errors back off (the elapsed failure time, 1 s to 1 min) instead of hammering the cloud API.
             waiting = min(LAUNCH_RETRY_MAX, max(LAUNCH_RETRY_MIN, now - failed.last_transition_time))
-        expiry = expiration.expires_at(claim)
-        return _min_requeue(
-            waiting,
-            None if deadline is None else deadline[0] - now,
-            None if expiry is None else expiry - now,
-        )
+        return _min_requeue(waiting, None if deadline is None else deadline[0] - now)
 
     async def _timed_out(self, claim: nodeclaim.NodeClaim, reason: lifecycle.LivenessReason) -> Result:
         await self._deps.client.delete(resources.NODECLAIMS, claim.name)
