@@ -190,6 +190,7 @@ class Topology:
         self._exists: dict[str, requirements.Requirement] = {}
         # id(pod) -> (pod, group count, groups): the pod is kept so its id cannot be reused while cached
         self._selecting_pod: dict[int, tuple[pods.Pod, int, list[Group]]] = {}
+        self._inverse_pod: dict[int, tuple[pods.Pod, list[Group]]] = {}  # same, for owned inverse groups
         for b in bound:
             self.record(b.pod, b.node_requirements, b.node_taints, b.count)
 
@@ -302,11 +303,22 @@ class Topology:
     ) -> None:
         """`count` pods like `pod` were placed on a node with these requirements: update every group."""
         placed = BoundPod(pod, node_reqs, node_taints, count)
-        for t in pod.anti_affinity:  # required anti-affinity keeps later pods away (inverse)
-            self.group(affinity_key(t, Kind.ANTI_AFFINITY, inverse=True))
+        owned = self._inverse(pod)  # required anti-affinity keeps later pods away (inverse groups)
         for g in self.selecting(pod):
             if not g.key.inverse:
                 self._count(g, placed, selected=True)
-        for t in pod.anti_affinity:
-            self._count(self.groups[affinity_key(t, Kind.ANTI_AFFINITY, inverse=True)], placed)
+        for g in owned:
+            dom = node_reqs.get(g.key.topology_key)
+            values = dom.values() if dom is not None else None
+            if values:
+                g.record(values, count)
         self.placements.append(placed)
+
+    def _inverse(self, pod: pods.Pod) -> list[Group]:
+        """The inverse anti-affinity groups `pod` owns (created on first use), cached per pod object."""
+        cached = self._inverse_pod.get(id(pod))
+        if cached is not None and cached[0] is pod:
+            return cached[1]
+        found = [self.group(affinity_key(t, Kind.ANTI_AFFINITY, inverse=True)) for t in pod.anti_affinity]
+        self._inverse_pod[id(pod)] = (pod, found)
+        return found
