@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,7 +11,7 @@ from tests.scheduling import conftest as c
 
 from karpy.api import labels, meta
 from karpy.cloudprovider import types
-from karpy.scheduling import bound
+from karpy.scheduling import bound, patterns
 
 
 def _lp(demand: list[list[float]], compat: list[list[bool]], capacity: list[list[float]], price: list[float]) -> float:
@@ -113,3 +114,85 @@ def _mixed_catalog() -> list[types.InstanceType]:
         out.append(c.make_instance_type(f"r-{size}", cpu=size, memory_gib=8 * size, price=0.1 * size))
         out.append(c.make_instance_type(f"m-{size}", cpu=2 * size, memory_gib=8 * size, price=0.15 * size))
     return out
+
+
+def test_pattern_bound_counts_whole_pods_per_node() -> None:
+    # Two 6-cpu pods and a 10-cpu type at $1: the per-resource LP buys 1.2 nodes, but no node holds both pods, so
+    # every plan buys two; the pattern LP (the type holds at most one pod: a small column) proves $2.
+    req = np.array([[6000]], dtype=np.int64)
+    got = patterns.solve(req, np.array([2]), np.ones((1, 1), np.bool_), np.array([[10000]]), np.array([1.0]))
+    assert got is not None
+    assert got.bound == pytest.approx(2.0)
+    assert _lp([[12000.0]], [[True]], [[10000.0]], [1.0]) == pytest.approx(1.2)
+
+
+def test_pattern_bound_mixes_shapes_on_small_nodes() -> None:
+    # Pods of 3 and 2 cpu (and 1 pod slot each) on a 5-cpu, 2-pod type at $1: one of each fills a node exactly, so
+    # 4 + 4 pods need exactly 4 nodes; a 3-cpu type at $0.5 taking one 3-cpu pod does no better ($0.5 per 3-cpu pod
+    # vs $1 per pair); the per-resource LP would buy the cheap type's cpu for the 2-cpu pods as well ($3.33).
+    req = np.array([[3000, 1000], [2000, 1000]], dtype=np.int64)
+    cap = np.array([[5000, 2000], [3000, 2000]], dtype=np.int64)
+    got = patterns.solve(req, np.array([4, 4]), np.ones((2, 2), np.bool_), cap, np.array([1.0, 0.5]))
+    assert got is not None
+    assert got.bound == pytest.approx(4.0)
+    weak = _lp([[12000.0, 4000.0], [8000.0, 4000.0]], [[True, True], [True, True]], cap.tolist(), [1.0, 0.5])
+    assert weak < 4.0 - 0.5
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6), st.integers(1, 4)), min_size=1, max_size=4),
+    st.lists(
+        st.tuples(st.integers(4, 12), st.integers(4, 12), st.integers(1, 5), st.integers(1, 9)), min_size=1, max_size=3
+    ),
+)
+def test_pattern_bound_never_exceeds_the_integer_optimum(
+    shapes: list[tuple[int, int, int]], kinds: list[tuple[int, int, int, int]]
+) -> None:
+    # Brute force over whole nodes: the cheapest multiset of nodes (each holding a feasible pattern) covering all pods.
+    req = np.array([[c, m] for c, m, _ in shapes], dtype=np.int64)
+    counts = np.array([n for _, _, n in shapes], dtype=np.int64)
+    cap = np.array([[c, m] for c, m, _, _ in kinds], dtype=np.int64)
+    slots = [p for _, _, p, _ in kinds]
+    price = np.array([float(x) for *_, x in kinds])
+    req3 = np.concatenate([req, np.ones((len(shapes), 1), np.int64)], axis=1)
+    cap3 = np.concatenate([cap, np.array(slots, np.int64)[:, None]], axis=1)
+    compat = np.ones((len(shapes), len(kinds)), np.bool_)
+    got = patterns.solve(req3, counts, compat, cap3, price)
+    fits_some = bool(np.all(np.any(np.all(req3[:, None, :] <= cap3[None, :, :], axis=2), axis=1)))
+    if not fits_some:
+        assert got is None
+        return
+    assert got is not None
+    optimum = _integer_optimum(req3, counts, cap3, price)
+    assert got.bound <= optimum * (1 + 1e-9)
+    assert got.cost >= got.bound - 1e-9
+
+
+def _integer_optimum(
+    req: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    cap: npt.NDArray[np.int64],
+    price: npt.NDArray[np.float64],
+) -> float:
+    """Cheapest cover by whole nodes: memoised search over the remaining counts (a node takes a maximal-or-not
+    pattern of the remaining pods; every feasible pattern is tried)."""
+    import functools
+    import itertools
+
+    @functools.cache
+    def best(left: tuple[int, ...]) -> float:
+        if not any(left):
+            return 0.0
+        out = float("inf")
+        first = next(i for i, n in enumerate(left) if n)  # the first remaining class goes on this node
+        for k in range(len(price)):
+            for take in itertools.product(*(range(n + 1) for n in left)):
+                if take[first] == 0:
+                    continue
+                if ((np.array(take) @ req) <= cap[k]).all():
+                    rest = tuple(n - t for n, t in zip(left, take, strict=True))
+                    out = min(out, float(price[k]) + best(rest))
+        return out
+
+    return best(tuple(int(n) for n in counts))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.scheduling import conftest as c
 
 from karpy.api import labels, meta, quantity
+from karpy.cloudprovider import catalog as aws_catalog
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
 from karpy.scheduling import pods, repack, requirements, results, scheduler
@@ -78,6 +79,18 @@ def test_generic_mix_reaches_the_lp_bound_on_the_fake_catalog() -> None:
     assert res.lower_bound_per_hour > 0
     assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
     assert res.cost_per_hour < before.cost_per_hour  # first-fit-decreasing alone is well above the bound here
+
+
+def test_generic_mix_reaches_the_bound_on_the_aws_catalog() -> None:
+    # The real catalog's cheapest capacity is small spot types holding a handful of pods each (t4g/t3a micro..medium),
+    # where the per-resource LP is unreachable: the bound is the pattern LP's, and the repack rounds its patterns.
+    ps = _generic(400)
+    its = aws_catalog.load("us-east-1")
+    res = _solve(_input(ps, its))
+    _check_plan(res, ps, its)
+    assert not res.unschedulable
+    assert res.lower_bound_per_hour > 0
+    assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
 
 
 def test_small_types_are_packed_with_mixed_shapes() -> None:

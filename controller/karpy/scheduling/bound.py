@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from karpy.api import labels
-from karpy.scheduling import catalog, requirements
+from karpy.scheduling import catalog, patterns, requirements
 
 if TYPE_CHECKING:
     from karpy.scheduling import nodes
@@ -63,36 +63,7 @@ class Solution:
     share: catalog.FloatArray
 
 
-def undominated(
-    compat: catalog.BoolArray, capacity: catalog.FloatArray, price: catalog.FloatArray
-) -> catalog.BoolArray:
-    """Columns no other column beats: usable by a superset of the classes and at least as much of every resource
-    per dollar (among equals the dearest, then the lowest index, is kept).
-    `compat` is classes × columns, `capacity` columns × resources."""
-    n = len(price)
-    keep = np.ones(n, dtype=np.bool_)
-    if n <= 1:
-        return keep
-    # per_dollar[k, k'] holds when k' gives at least as much of every resource per dollar as k.
-    per_dollar = np.ones((n, n), dtype=np.bool_)
-    for r in range(capacity.shape[1]):
-        col = capacity[:, r]
-        lhs = price[None, :] * col[:, None]  # p_k' · U_k
-        rhs = price[:, None] * col[None, :]  # p_k · U_k'
-        per_dollar &= lhs <= rhs * (1 + _RELATIVE_TOLERANCE)
-    c = compat.astype(np.float32)
-    superset = (c.T @ (1 - c)) == 0  # [k, k']: every class usable on k is usable on k'
-    beats = per_dollar & superset
-    mutual = beats & beats.T
-    # Among equals keep the dearest (largest) column, then the lowest index: larger nodes round better when the
-    # repack turns the LP into whole nodes.
-    rank = np.lexsort((-np.arange(n), price))  # ascending price, then descending index
-    order = np.empty(n, dtype=np.int64)
-    order[rank] = np.arange(n)  # higher order wins a tie
-    dominated_by = (beats & ~mutual) | (mutual & (order[None, :] > order[:, None]))
-    np.fill_diagonal(dominated_by, False)
-    keep &= ~dominated_by.any(axis=1)
-    return keep
+undominated = patterns.undominated  # per-dollar dominance of columns; lives with the pattern LP
 
 
 def solve_lp(
@@ -168,13 +139,18 @@ def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> f
     if not counts:
         return 0.0
     classes = list(counts)
-    demand = np.array([np.array(c.vector, dtype=np.float64) * counts[c] for c in classes])
     blocks = [_pool_columns(pool, classes) for pool in pools.values()]
     compat = np.concatenate([b[0] for b in blocks], axis=1)
     capacity = np.concatenate([b[1] for b in blocks], axis=0)
     price = np.concatenate([b[2] for b in blocks])
-    solution = solve_lp(demand, compat, capacity, price)
-    return solution.cost if solution is not None else 0.0
+    solution = patterns.solve(
+        np.array([c.vector for c in classes], dtype=np.int64).reshape(len(classes), -1),
+        np.array([counts[c] for c in classes], dtype=np.int64),
+        compat,
+        capacity.astype(np.int64),
+        price,
+    )
+    return solution.bound if solution is not None else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from karpy.api import labels
-from karpy.scheduling import bound, catalog, nodes, pods, requirements, topology
+from karpy.scheduling import bound, catalog, nodes, patterns, pods, requirements, topology
 
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims
 
@@ -110,15 +110,20 @@ class _TiedPods:
 
 def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     pool = group.pool
-    original_cost = sum(_claim_price(pool, c) for c in group.claims)
+    prices = _Prices(pool)
+    original_cost = sum(prices(c) for c in group.claims)
     # Shapes: distinct request vectors, with their pods in key order (deterministic hand-out).
     by_shape: dict[bytes, list[pods.Pod]] = collections.defaultdict(list)
     vec_of: dict[bytes, catalog.IntArray] = {}
+    seen: dict[tuple[tuple[str, int], ...], bytes] = {}
     for slot in group.claims:
         for p in slot.placed:
-            v = pool.index.vector(p.requests)
-            b = v.tobytes()
-            vec_of.setdefault(b, v)
+            items = tuple(p.requests.items())
+            b = seen.get(items)
+            if b is None:
+                v = pool.index.vector(p.requests)
+                b = seen[items] = v.tobytes()
+                vec_of.setdefault(b, v)
             by_shape[b].append(p)
     keys = sorted(by_shape)
     req = np.array([vec_of[k] for k in keys], dtype=np.int64)
@@ -126,56 +131,38 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     cand = _candidate_types(pool, group.requirements)
     if cand is None:
         return None
-    patterns = _best_packing(pool, group.requirements, req, counts, cand)
-    if patterns is None:
+    packing = _pack(req, counts, cand)
+    if packing is None:
         return None
-    slots = _build_slots(group, patterns, req, [sorted(by_shape[k], key=lambda p: p.key) for k in keys], first_name)
+    slots = _build_slots(group, packing, req, [sorted(by_shape[k], key=lambda p: p.key) for k in keys], first_name)
     if slots is None:
         return None
     if pool.pool.limits and not _fit_limits(group, slots):
         return None
-    new_cost = sum(_claim_price(pool, s) for s in slots)
+    new_cost = sum(prices(s) for s in slots)
     if new_cost >= original_cost * (1 - _MIN_SAVING):
         return None
     return slots
 
 
-_GRANULARITY = (0, 4, 16)  # node-size floors tried, in multiples of the group's largest pod per resource (0: none)
+_ROUNDS = 3  # pattern LPs solved on what is left before the last one's fractions are rounded up
 
 
-def _best_packing(
-    pool: catalog.PoolCatalog,
-    reqs: requirements.Requirements,
-    req: catalog.IntArray,
-    counts: catalog.IntArray,
-    cand: _Types,
-) -> list[tuple[catalog.IntArray, int]] | None:
-    """The cheapest of the packings over all types and over types at least 4 and 16 largest pods big: the LP
-    favours small types (e.g. for pods per dollar) whose whole nodes round badly when pods are a large share."""
-    price = pool.offerings(reqs)[1]
-    base = pool.mask(reqs) & pool.offerings(reqs)[0]
-    largest = req.max(axis=0)
-    best: tuple[float, list[tuple[catalog.IntArray, int]]] | None = None
-    for g in _GRANULARITY:
-        big = (cand.usable >= g * largest[None, :]).all(axis=1)
-        if not (big & cand.anchor).any():
-            break
-        patterns = _pack(req, counts, _Types(cand.ids, cand.usable, cand.price, cand.anchor & big))
-        if patterns is None:
-            continue
-        cost = 0.0
-        for pattern, reps in patterns:
-            options = base & (pool.usable >= (pattern @ req)[None, :]).all(axis=1)
-            cost += reps * (float(price[options].min()) if options.any() else float("inf"))
-        if best is None or cost < best[0]:
-            best = (cost, patterns)
-    return best[1] if best is not None else None
+class _Prices:
+    """A claim's price (its cheapest option's cheapest compatible offering), shared by claims with equal inputs."""
 
+    def __init__(self, pool: catalog.PoolCatalog) -> None:
+        self.pool = pool
+        self._known: dict[tuple[bytes, tuple[requirements.Requirement | None, ...]], float] = {}
 
-def _claim_price(pool: catalog.PoolCatalog, slot: nodes.Slot) -> float:
-    assert slot.options is not None
-    prices = pool.offerings(slot.requirements)[1][slot.options]
-    return float(prices.min()) if prices.size else float("inf")
+    def __call__(self, slot: nodes.Slot) -> float:
+        assert slot.options is not None
+        key = (slot.options.tobytes(), catalog.PoolCatalog.offer_key(slot.requirements))
+        found = self._known.get(key)
+        if found is None:
+            prices = self.pool.offerings(slot.requirements)[1][slot.options]
+            found = self._known[key] = float(prices.min()) if prices.size else float("inf")
+        return found
 
 
 def _candidate_types(pool: catalog.PoolCatalog, reqs: requirements.Requirements) -> _Types | None:
@@ -213,44 +200,81 @@ def min_values_ok(pool: catalog.PoolCatalog, type_ids: catalog.IntArray, reqs: r
 
 # --- packing ----------------------------------------------------------------------------------------------------
 def _pack(req: catalog.IntArray, counts: catalog.IntArray, cand: _Types) -> list[tuple[catalog.IntArray, int]] | None:
-    """Patterns (pods per shape on one node) with repeat counts, covering `counts` exactly; None if impossible."""
+    """Patterns (pods per shape on one node) with repeat counts, covering `counts` exactly; None if impossible.
+
+    The pattern LP's whole copies first (and, for large types, whole nodes filled with the pods it gave them), then
+    its fractional patterns rounded up one at a time, trimmed to what is still unplaced; the rest (from large types'
+    fractions) by the LP-guided greedy fill."""
     fits = (req[:, None, :] <= cand.usable[None, :, :]).all(axis=2) & cand.anchor[None, :]  # shapes × types
     if not fits.any(axis=1).all():
         return None
     out: list[tuple[catalog.IntArray, int]] = []
-    solution = _lp(req, counts, fits, cand)
-    if solution is None:
-        return None
     left = counts.copy()
-    assigned = np.floor(solution.share * counts[:, None] + 1e-9).astype(np.int64)
-    for t in np.argsort(-solution.nodes, kind="stable"):
-        if solution.nodes[t] < 1 - 1e-9:
-            break
-        mine = assigned[:, t].copy()
-        left -= mine
-        mine = _fill_type(req, mine, cand.usable[t], out)
-        left += mine
+    solution: patterns.Solution | None = None
+    for attempt in range(_ROUNDS):
+        solution = patterns.solve(req, left, fits, cand.usable, cand.price, seed=solution, prove=False)
+        if solution is None:
+            return None
+        whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
+        before = left.copy()
+        for p in np.argsort(-solution.pattern_nodes, kind="stable"):
+            left = _take(solution.patterns[p], int(whole[p]), left, out)
+        share = np.minimum(np.floor(solution.pods + 1e-9).astype(np.int64), left[:, None])
+        for t in np.argsort(-solution.nodes, kind="stable"):  # large types: whole nodes of the pods the LP gave them
+            if solution.nodes[t] < 1 - 1e-9:
+                break
+            mine = np.minimum(share[:, t], left)
+            left -= mine
+            left += _fill_type(req, mine, cand.usable[t], out)
+        if not left.any():
+            return out
+        if attempt < _ROUNDS - 1 and (left != before).any():
+            continue  # solve again for what is left
+        # Fractional patterns rounded up, largest fraction first, each trimmed to the pods still unplaced.
+        fraction = solution.pattern_nodes - whole
+        for p in np.argsort(-fraction, kind="stable"):
+            if fraction[p] <= 1e-9 or not left.any():
+                break
+            trimmed = np.minimum(solution.patterns[p], left)
+            if trimmed.any():
+                out.append((trimmed, 1))
+                left = left - trimmed
+        break
     while left.any():
         demand = left @ req
         present = left > 0
-        whole = cand.anchor & (cand.usable >= demand[None, :]).all(axis=1) & fits[present].all(axis=0)
-        if whole.any():
+        whole_fit = cand.anchor & (cand.usable >= demand[None, :]).all(axis=1) & fits[present].all(axis=0)
+        if whole_fit.any():
             out.append((left.copy(), 1))
             break
-        solution = _lp(req, left, fits, cand)
-        if solution is None:
+        solution_lp = _lp(req, left, fits, cand)
+        if solution_lp is None:
             return None
-        t = int(np.argmax(solution.nodes))
+        t = int(np.argmax(solution_lp.nodes))
         movable = np.where(fits[:, t], left, 0)
         pattern = _fill_node(
             req, movable, cand.usable[t], share=1.0 / max(1.0, _node_equivalents(req, movable, cand.usable[t]))
         )
         if not pattern.any():
             return None
-        reps = _repeats(movable, pattern, limit=max(1, int(solution.nodes[t])))
+        reps = _repeats(movable, pattern, limit=max(1, int(solution_lp.nodes[t])))
         out.append((pattern, reps))
         left -= pattern * reps
     return out
+
+
+def _take(
+    pattern: catalog.IntArray, copies: int, left: catalog.IntArray, out: list[tuple[catalog.IntArray, int]]
+) -> catalog.IntArray:
+    """Append up to `copies` nodes of `pattern` while the pods are still unplaced; return what is left."""
+    used = pattern > 0
+    if copies <= 0 or not used.any():
+        return left
+    reps = min(copies, int((left[used] // pattern[used]).min()))
+    if reps:
+        out.append((pattern.copy(), reps))
+        left = left - pattern * reps
+    return left
 
 
 def _lp(
@@ -330,6 +354,7 @@ def _build_slots(
     pool = group.pool
     base = pool.mask(group.requirements) & pool.offerings(group.requirements)[0]
     names = [c.name for c in group.claims]
+    reused = [c.requirements for c in group.claims]  # already pinned to their own hostnames
     cursor = [0] * len(shape_pods)
     out: list[nodes.Slot] = []
     for pattern, reps in patterns:
@@ -339,20 +364,21 @@ def _build_slots(
             return None
         if group.requirements.has_min_values() and not min_values_ok(pool, np.flatnonzero(options), group.requirements):
             return None
+        takes = [(int(s), int(pattern[s])) for s in np.flatnonzero(pattern)]
         for _ in range(reps):
             if len(out) < len(names):
-                name = names[len(out)]
+                name, reqs = names[len(out)], reused[len(out)]
             else:
                 name = f"hostname-placeholder-{first_name + len(out) - len(names):04d}"
+                reqs = group.requirements.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (name,)))
             placed: list[pods.Pod] = []
-            for s in np.flatnonzero(pattern):
-                n = int(pattern[s])
+            for s, n in takes:
                 placed.extend(shape_pods[s][cursor[s] : cursor[s] + n])
                 cursor[s] += n
             out.append(
                 nodes.Slot(
                     name,
-                    group.requirements.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (name,))),
+                    reqs,
                     pool.taints,
                     used.copy(),
                     pool=pool,
