@@ -5,6 +5,11 @@ alternatives → topology → instance types (requirements, fit of requests + da
 compatible with the requirements, minValues) → host ports. It answers how many of a run of identical pods fit at
 once (`limit` caps it; 1 for the pod-by-pod path) and whether a refusal is *permanent* for the run: claims only
 tighten and fill up and anti-affinity counts only grow, so such refusals let the solver skip the node afterwards.
+
+Fast paths that give the same answer as the full check: when nothing narrows a claim's requirements the merge keeps
+the same `Requirements` object and the committed options are reused without re-masking; a one-pod fit below every
+option's per-resource minimum (`Slot.floor`) needs no per-type counting; otherwise a one-pod fit compares instead of
+dividing.
 """
 
 from __future__ import annotations
@@ -57,7 +62,6 @@ class RunContext:
     constraints: list[topology.Group]
     request: catalog.IntArray
     anti_only: bool  # every constraint is anti-affinity: topology refusals are permanent
-    hostname_only: bool  # every constraint is keyed on hostname: bulk placement equals pod-by-pod
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,7 +196,6 @@ class _Solver:
             constraints=constraints,
             request=self.index.vector(pod.requests),
             anti_only=all(g.key.kind is topology.Kind.ANTI_AFFINITY for g in constraints),
-            hostname_only=all(g.key.topology_key == labels.LABEL_HOSTNAME for g in constraints),
         )
 
     def _pod_domains(self, ctx: nodes.RunContext, g: topology.Group) -> requirements.Requirement:
