@@ -75,16 +75,26 @@ def _deleting_with_finalizer(body: Mapping[str, Any], finalizer: str) -> bool:
     return bool(meta.get("deletionTimestamp")) and finalizer in (meta.get("finalizers") or ())
 
 
+def claim_for_node(ctrl: wiring.Controller, node: Mapping[str, Any]) -> str:
+    """The NodeClaim a Node belongs to (by providerID, else by status.nodeName), "" if none."""
+    provider_id = str((node.get("spec") or {}).get("providerID") or "")
+    name = str((node.get("metadata") or {}).get("name") or "")
+    for claim in ctrl.cluster.nodeclaims():
+        if (provider_id and claim.status.provider_id == provider_id) or (name and claim.status.node_name == name):
+            return claim.name
+    return ""
+
+
 def kopf_registry(ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
     """Handlers that route watch events to the work queues (wiring only)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
+    async def login(**_: Any) -> kopf.ConnectionInfo:
         return connection
 
     @kopf.on.event(labels.GROUP, labels.VERSION, "nodeclaims", registry=registry)
-    def nodeclaim_event(name: str, type: str, body: Mapping[str, Any], **_: Any) -> None:
+    async def nodeclaim_event(name: str, type: str, body: Mapping[str, Any], **_: Any) -> None:
         if type != "DELETED":
             ctrl.queue(wiring.NODECLAIMS).add(name)
         pool = ((body.get("metadata") or {}).get("labels") or {}).get(labels.LABEL_NODEPOOL)
@@ -92,19 +102,23 @@ def kopf_registry(ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo) -
             ctrl.queue(wiring.NODEPOOLS).add(pool)
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
-    def node_event(name: str, type: str, body: Mapping[str, Any], **_: Any) -> None:
+    async def node_event(name: str, type: str, body: Mapping[str, Any], **_: Any) -> None:
         if type != "DELETED" and _deleting_with_finalizer(body, labels.FINALIZER_TERMINATION):
             ctrl.queue(wiring.NODES).add(name)
+        # Registration, Ready and startup taints move the NodeClaim's lifecycle: reconcile it now, not at its poll.
+        claim = claim_for_node(ctrl, body)
+        if claim:
+            ctrl.queue(wiring.NODECLAIMS).add(claim)
 
     @kopf.on.event(labels.GROUP, labels.VERSION, "nodepools", registry=registry)
-    def nodepool_event(name: str, type: str, **_: Any) -> None:
+    async def nodepool_event(name: str, type: str, **_: Any) -> None:
         if type != "DELETED":
             ctrl.queue(wiring.NODEPOOLS).add(name)
 
     if wiring.NODECLASSES in ctrl.queues:
 
         @kopf.on.event(labels.AWS_GROUP, labels.VERSION, "ec2nodeclasses", registry=registry)
-        def nodeclass_event(name: str, type: str, **_: Any) -> None:
+        async def nodeclass_event(name: str, type: str, **_: Any) -> None:
             if type != "DELETED":
                 ctrl.queue(wiring.NODECLASSES).add(name)
             for pool in ctrl.cluster.nodepools():  # NodeClassReady follows the class

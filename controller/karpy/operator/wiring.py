@@ -21,7 +21,7 @@ from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, config, dryrun, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.operator import leader, metrics, statuscontrollers, workqueue
+from karpy.operator import leader, metrics, statuscontrollers, views, workqueue
 from karpy.operator import settings as settings_module
 from karpy.provisioning import batcher, provisioner, snapshot
 from karpy.state import cluster as cluster_module
@@ -150,7 +150,7 @@ def build(
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=writer,
-            cluster=cluster,
+            cluster=views.ProvisioningView(cluster),
             cloud=cloud.provider,
             clock=clock,
             recorder=recorder,
