@@ -173,3 +173,36 @@ def test_user_tags_cannot_override_the_tags_the_iam_policy_keys_on() -> None:
     )
     assert tags["eks:eks-cluster-name"] == "demo"
     assert tags["kubernetes.io/cluster/demo"] == "owned"
+
+
+def _reserved(zone: str, reservation: str, price: float = 1e-8) -> types.Offering:
+    return types.Offering(
+        zone=zone, capacity_type=labels.CAPACITY_TYPE_RESERVED, price=price, reservation_id=reservation
+    )
+
+
+def test_offerings_split_by_reservation_in_first_seen_order() -> None:
+    od = types.Offering(zone="us-east-1a", capacity_type=OD, price=0.1)
+    a, b, a2 = _reserved("us-east-1a", "cr-a"), _reserved("us-east-1b", "cr-b"), _reserved("us-east-1c", "cr-a")
+    assert fleet.by_reservation([a, od, b, a2]) == {"cr-a": (a, a2), "": (od,), "cr-b": (b,)}
+
+
+def test_ordinary_reservations_win_over_capacity_blocks_in_one_fleet() -> None:
+    it = make_instance_type("p5.48xlarge")
+    block, ordinary = _reserved("us-east-1a", "cr-block"), _reserved("us-east-1b", "cr-odcr")
+    mixed = [fleet.Candidate(it, (block, ordinary))]
+    assert fleet.one_reservation_kind(mixed, blocks=frozenset({"cr-block"})) == (
+        [fleet.Candidate(it, (ordinary,))],
+        False,
+    )
+    only_blocks = [fleet.Candidate(it, (block,))]
+    assert fleet.one_reservation_kind(only_blocks, blocks=frozenset({"cr-block"})) == (only_blocks, True)
+
+
+def test_capacity_blocks_are_bought_as_capacity_block() -> None:
+    reserved = labels.CAPACITY_TYPE_RESERVED
+    request = fleet.build_create_fleet_request([LT], capacity_type=reserved, tags=TAGS, capacity_block=True)
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "capacity-block"
+    # the flag means nothing outside reserved capacity
+    request = fleet.build_create_fleet_request([LT], capacity_type=OD, tags=TAGS, capacity_block=True)
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"

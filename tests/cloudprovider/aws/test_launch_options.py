@@ -126,3 +126,43 @@ async def test_missing_placement_group_keeps_the_node_class_not_ready(
     assert conditions["PlacementGroupReady"] == ("False", "no placement group matched id pg-9")
     assert conditions["Ready"] == ("False", "not ready: PlacementGroupReady")
     assert asked == [{"GroupIds": ["pg-9"]}]
+
+
+async def test_reserved_capacity_is_launched_into_its_reservation(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+) -> None:
+    aws_provider = make_provider()
+    ec2_client = aws_provider._deps.aws.ec2
+    _answer(ec2_client, "DescribeCapacityReservations", {"CapacityReservations": [_RESERVATION]}, [])
+    fleets: list[dict[str, Any]] = []
+    ec2_client.meta.events.register("provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params))
+    base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
+    nc = dataclasses.replace(
+        base,
+        spec=dataclasses.replace(
+            base.spec,
+            capacity_reservation_selector_terms=(ec2nodeclass.CapacityReservationSelectorTerm(id="cr-0b2"),),
+        ),
+    )
+    nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
+    nodeclasses.items[nc.name] = nc
+    # The claim admits every capacity type: the reservation is preferred as it is already paid for.
+    claim = make_nodeclaim(requirements=(req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "c5.large"),))
+    created = await aws_provider.create(claim)
+
+    assert created.metadata.labels[labels.LABEL_CAPACITY_TYPE] == "reserved"
+    assert created.metadata.labels[labels.LABEL_CAPACITY_RESERVATION_ID] == "cr-0b2"
+    assert created.metadata.labels[labels.LABEL_ZONE] == "us-east-1a"
+    assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "m5.large"
+    (request,) = fleets
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
+    (config,) = request["LaunchTemplateConfigs"]
+    assert [(o["InstanceType"], o["AvailabilityZone"]) for o in config["Overrides"]] == [("m5.large", "us-east-1a")]
+    ec2 = boto3.client("ec2", region_name=REGION)
+    data = ec2.describe_launch_template_versions(
+        LaunchTemplateName=config["LaunchTemplateSpecification"]["LaunchTemplateName"], Versions=["$Latest"]
+    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-0b2"},
+    }

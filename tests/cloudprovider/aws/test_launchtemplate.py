@@ -245,3 +245,21 @@ def test_each_launch_field_changes_the_content_hash(changes: dict[str, Any]) -> 
     assert launchtemplate.launch_template_name(
         dataclasses.replace(SPEC, **changes)
     ) != launchtemplate.launch_template_name(SPEC)
+
+
+@pytest.mark.parametrize(
+    ("block", "market"),
+    [(False, None), (True, {"MarketType": "capacity-block"})],
+)
+def test_reserved_template_targets_its_reservation_only(block: bool, market: dict[str, str] | None) -> None:
+    spec = dataclasses.replace(SPEC, capacity_reservation_id="cr-1", capacity_block=block)
+    data = launchtemplate.build_launch_template_data(spec)
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-1"},
+    }
+    assert data.get("InstanceMarketOptions") == market
+    assert launchtemplate.launch_template_name(spec) != launchtemplate.launch_template_name(SPEC)
+    plain = launchtemplate.build_launch_template_data(SPEC)
+    assert "CapacityReservationSpecification" not in plain
+    assert "InstanceMarketOptions" not in plain

@@ -7,7 +7,7 @@ import datetime
 import pytest
 
 from karpy.api import ec2nodeclass
-from karpy.cloudprovider.aws import placement, reservations, selectors
+from karpy.cloudprovider.aws import cache, instancetypes, placement, reservations, selectors
 
 _UTC = datetime.UTC
 
@@ -120,3 +120,36 @@ def test_capacity_reservations_keep_usable_ones_once_in_id_order() -> None:
     )
     assert found[1].reservation_type == "capacity-block"
     assert found[1].end_time == end.timestamp()
+
+
+def test_reserved_offerings_one_per_reservation_of_the_type_in_the_node_class_zones() -> None:
+    def cr(cr_id: str, zone: str, instance_type: str = "m5.large") -> ec2nodeclass.CapacityReservationStatus:
+        return ec2nodeclass.CapacityReservationStatus(
+            id=cr_id, availability_zone=zone, instance_type=instance_type, owner_id="123456789012"
+        )
+
+    found = (
+        cr("cr-1", "us-east-1a"),
+        cr("cr-2", "us-east-1b"),
+        cr("cr-3", "us-east-1a", "c5.large"),
+        cr("cr-4", "us-east-1f"),  # a zone without a node class subnet
+    )
+    unavailable = cache.UnavailableOfferings(clock=lambda: 0.0)
+    unavailable.mark("m5.large", "us-east-1b", "cr-2")  # that reservation refused a launch
+    zones = (("us-east-1a", "use1-az1"), ("us-east-1b", "use1-az2"))
+    offers = instancetypes.reserved_offerings(
+        "m5.large", reservations=found, zones=zones, od_price=0.1, unavailable=unavailable
+    )
+    assert [(o.reservation_id, o.zone, o.zone_id, o.available) for o in offers] == [
+        ("cr-1", "us-east-1a", "use1-az1", True),
+        ("cr-2", "us-east-1b", "use1-az2", False),
+    ]
+    assert all(o.capacity_type == "reserved" and 0 < o.price < 0.1 / 1000 for o in offers)
+    assert offers[0].labels()["karpenter.k8s.aws/capacity-reservation-id"] == "cr-1"
+    # unpriced types cannot be ranked, reserved or not
+    assert (
+        instancetypes.reserved_offerings(
+            "m5.large", reservations=found, zones=zones, od_price=None, unavailable=unavailable
+        )
+        == []
+    )

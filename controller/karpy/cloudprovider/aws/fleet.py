@@ -20,6 +20,7 @@ MAX_INSTANCE_TYPES = 60
 INSTANCE_TYPE_FLEXIBILITY_THRESHOLD = 5
 SPOT_ALLOCATION_STRATEGY = "price-capacity-optimized"
 ON_DEMAND_ALLOCATION_STRATEGY = "lowest-price"
+CAPACITY_BLOCK_TARGET = "capacity-block"
 
 _EXOTIC_RESOURCES = (
     labels.RESOURCE_NVIDIA_GPU,
@@ -135,6 +136,27 @@ def truncate(cands: Sequence[Candidate], *, capacity_type: str, limit: int = MAX
     return usable[:limit]
 
 
+def by_reservation(offerings: Iterable[types.Offering]) -> dict[str, tuple[types.Offering, ...]]:
+    """Offerings grouped by reservation id ("" for the non-reserved ones), in first-seen order."""
+    out: dict[str, list[types.Offering]] = {}
+    for offering in offerings:
+        out.setdefault(offering.reservation_id, []).append(offering)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def one_reservation_kind(cands: Sequence[Candidate], *, blocks: frozenset[str]) -> tuple[list[Candidate], bool]:
+    """A fleet buys either capacity blocks or ordinary reservations: ordinary ones are kept when both are present
+    (upstream's CapacityBlockFilter). Returns the candidates and whether they are capacity blocks."""
+    ordinary = [
+        Candidate(c.instance_type, kept)
+        for c in cands
+        if (kept := tuple(o for o in c.offerings if o.reservation_id not in blocks))
+    ]
+    if ordinary:
+        return ordinary, False
+    return list(cands), bool(cands)
+
+
 def zonal_subnets(subnets: Iterable[Subnet], *, unavailable: frozenset[str] = frozenset()) -> dict[str, Subnet]:
     """Per zone, the subnet with the most free addresses; subnets known to be full only if nothing else."""
     best: dict[str, Subnet] = {}
@@ -203,9 +225,15 @@ def build_create_fleet_request(
     capacity_type: str,
     tags: Mapping[str, str],
     context: str = "",
+    capacity_block: bool = False,
 ) -> dict[str, Any]:
-    """The CreateFleet input: instant, one instance, one config per launch template with its overrides."""
+    """The CreateFleet input: instant, one instance, one config per launch template with its overrides.
+
+    Reserved capacity is bought as on-demand (the templates target the reservations), capacity blocks as
+    `capacity-block`."""
     target = labels.CAPACITY_TYPE_SPOT if capacity_type == labels.CAPACITY_TYPE_SPOT else "on-demand"
+    if capacity_type == labels.CAPACITY_TYPE_RESERVED and capacity_block:
+        target = CAPACITY_BLOCK_TARGET
     request: dict[str, Any] = {
         "Type": "instant",
         "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": target},

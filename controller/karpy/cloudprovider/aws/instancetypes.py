@@ -60,6 +60,39 @@ def offerings_for(
     return out
 
 
+# Reserved capacity is already paid for: priced a ten-millionth of on-demand so it always ranks first, while
+# reservations of different types keep their on-demand order among themselves.
+RESERVED_PRICE_FACTOR = 1e-7
+
+
+def reserved_offerings(
+    name: str,
+    *,
+    reservations: Sequence[ec2nodeclass.CapacityReservationStatus],
+    zones: Sequence[tuple[str, str]],
+    od_price: float | None,
+    unavailable: cache.UnavailableOfferings,
+) -> list[types.Offering]:
+    """One `reserved` offering per resolved reservation of this type in one of the node class's zones."""
+    zone_ids = dict(zones)
+    out = []
+    for cr in reservations:
+        if cr.instance_type != name or cr.availability_zone not in zone_ids or od_price is None:
+            continue
+        out.append(
+            types.Offering(
+                zone=cr.availability_zone,
+                capacity_type=labels.CAPACITY_TYPE_RESERVED,
+                price=od_price * RESERVED_PRICE_FACTOR,
+                # A reservation that refused a launch sits in the ICE cache under its own id.
+                available=not unavailable.is_unavailable(name, cr.availability_zone, cr.id),
+                zone_id=zone_ids[cr.availability_zone],
+                reservation_id=cr.id,
+            )
+        )
+    return out
+
+
 def build_catalog(
     shapes: Sequence[Mapping[str, Any]],
     *,
@@ -81,6 +114,13 @@ def build_catalog(
         name = str(info["InstanceType"])
         offerings = offerings_for(
             name, zones=zones, offered_zones=offered.get(name, frozenset()), prices=prices, unavailable=unavailable
+        )
+        offerings += reserved_offerings(
+            name,
+            reservations=nodeclass.status.capacity_reservations,
+            zones=zones,
+            od_price=prices.on_demand_price(name),
+            unavailable=unavailable,
         )
         if not offerings:
             continue  # not offered in any of the node class's zones (or unpriced): nothing to launch
@@ -116,6 +156,7 @@ def nodeclass_key(nodeclass: ec2nodeclass.EC2NodeClass) -> str:
         repr(spec.block_device_mappings),
         spec.instance_store_policy,
         repr(sorted((s.zone, s.zone_id) for s in nodeclass.status.subnets)),
+        repr(sorted(nodeclass.status.capacity_reservations, key=lambda cr: cr.id)),
     )
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 

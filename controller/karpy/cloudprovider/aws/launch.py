@@ -16,7 +16,17 @@ from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, nodeclaim
 from karpy.cloudprovider import errors, types
-from karpy.cloudprovider.aws import cache, clients, fleet, launchtemplate, nodeclass, placement, templates, userdata
+from karpy.cloudprovider.aws import (
+    cache,
+    clients,
+    fleet,
+    launchtemplate,
+    nodeclass,
+    placement,
+    reservations,
+    templates,
+    userdata,
+)
 from karpy.cloudprovider.aws import errors as aws_errors
 from karpy.scheduling import requirements
 
@@ -32,6 +42,7 @@ class Launched:
     zone: str
     capacity_type: str
     image_id: str
+    reservation_id: str = ""
 
 
 def claim_requirements(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> requirements.Requirements:
@@ -131,14 +142,18 @@ class Launcher:
         cluster = await self._resolver.cluster()
         group_id = await self._placement_group_id(nc)
         wants_efa = claim.spec.resources.get(labels.RESOURCE_EFA, 0) > 0
-        groups: dict[tuple[str, int, int], list[fleet.Candidate]] = {}
+        groups: dict[tuple[str, int, int, str], list[fleet.Candidate]] = {}
         for c in chosen:
             pods = c.instance_type.capacity.get(labels.RESOURCE_PODS, 0) // 1000
             efa = c.instance_type.capacity.get(labels.RESOURCE_EFA, 0) // 1000 if wants_efa else 0
-            groups.setdefault((image_for(c.instance_type, nc.status.amis), pods, efa), []).append(c)
+            # A reserved launch targets one reservation per template: split the offerings by reservation.
+            for reservation_id, offerings in fleet.by_reservation(c.offerings).items():
+                key = (image_for(c.instance_type, nc.status.amis), pods, efa, reservation_id)
+                groups.setdefault(key, []).append(fleet.Candidate(c.instance_type, offerings))
+        reservation_types = {cr.id: cr.reservation_type for cr in nc.status.capacity_reservations}
         kubelet = nc.spec.kubelet
         out: dict[str, tuple[str, list[fleet.Candidate]]] = {}
-        for (image_id, pods, efa), members in groups.items():
+        for (image_id, pods, efa, reservation_id), members in groups.items():
             options = userdata.BootstrapOptions(
                 cluster_name=cluster.name,
                 cluster_endpoint=cluster.endpoint,
@@ -169,6 +184,8 @@ class Launcher:
                 network_interfaces=nc.spec.network_interfaces,
                 efa_count=efa,
                 placement_group_id=group_id,
+                capacity_reservation_id=reservation_id,
+                capacity_block=reservation_types.get(reservation_id) == reservations.CAPACITY_BLOCK,
             )
             try:
                 name = await self._templates.ensure(spec)
@@ -210,6 +227,16 @@ class Launcher:
         current = instance_types
         for _ in range(MAX_LAUNCH_ATTEMPTS):
             capacity_type, chosen = self.choose(claim, nc, current)
+            capacity_block = False
+            if capacity_type == labels.CAPACITY_TYPE_RESERVED:
+                chosen, capacity_block = fleet.one_reservation_kind(
+                    chosen,
+                    blocks=frozenset(
+                        cr.id
+                        for cr in nc.status.capacity_reservations
+                        if cr.reservation_type == reservations.CAPACITY_BLOCK
+                    ),
+                )
             subnets = fleet.zonal_subnets(
                 await self._resolver.subnets(nc), unavailable=self._unavailable.unavailable_subnets()
             )
@@ -223,7 +250,7 @@ class Launcher:
                     f"no subnet in the zones of the compatible offerings for {claim.name}"
                 )
             request = fleet.build_create_fleet_request(
-                configs, capacity_type=capacity_type, tags=tags, context=nc.spec.context
+                configs, capacity_type=capacity_type, tags=tags, context=nc.spec.context, capacity_block=capacity_block
             )
             try:
                 response = await clients.call(self._aws.ec2, "create_fleet", **request)
@@ -236,7 +263,7 @@ class Launcher:
             launched = self._launched(response, capacity_type, chosen, by_template)
             if launched is not None:
                 return launched
-            self._record_errors(response, capacity_type, claim)
+            self._record_errors(response, capacity_type, claim, by_template)
             current = await refresh()
         raise errors.InsufficientCapacity(f"all offerings for {claim.name} refused capacity")
 
@@ -257,25 +284,38 @@ class Launcher:
             )
             name = str(group.get("InstanceType") or override.get("InstanceType", ""))
             it = next(c.instance_type for c in chosen if c.instance_type.name == name)
-            image = by_template.get(template, ("", []))[0] or str(override.get("ImageId", ""))
+            image_id, members = by_template.get(template, ("", []))
             return Launched(
                 instance_id=str(ids[0]),
                 instance_type=it,
                 zone=str(override.get("AvailabilityZone", "")),
                 capacity_type=capacity_type,
-                image_id=image,
+                image_id=image_id or str(override.get("ImageId", "")),
+                reservation_id=next((o.reservation_id for m in members for o in m.offerings), ""),
             )
         return None
 
-    def _record_errors(self, response: Mapping[str, Any], capacity_type: str, claim: nodeclaim.NodeClaim) -> None:
+    def _record_errors(
+        self,
+        response: Mapping[str, Any],
+        capacity_type: str,
+        claim: nodeclaim.NodeClaim,
+        by_template: Mapping[str, tuple[str, list[fleet.Candidate]]],
+    ) -> None:
         fatal: list[str] = []
         for err in response.get("Errors") or ():
             code = str(err.get("ErrorCode", ""))
             override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
             kind = aws_errors.classify_code(code)
             if kind is aws_errors.Kind.INSUFFICIENT_CAPACITY:
+                unavailable_as = capacity_type
+                if capacity_type == labels.CAPACITY_TYPE_RESERVED:
+                    # A full reservation is marked under its own id: other reservations of the type stay usable.
+                    spec = (err.get("LaunchTemplateAndOverrides") or {}).get("LaunchTemplateSpecification") or {}
+                    members = by_template.get(str(spec.get("LaunchTemplateName", "")), ("", []))[1]
+                    unavailable_as = next((o.reservation_id for m in members for o in m.offerings), capacity_type)
                 self._unavailable.mark(
-                    str(override.get("InstanceType", "")), str(override.get("AvailabilityZone", "")), capacity_type
+                    str(override.get("InstanceType", "")), str(override.get("AvailabilityZone", "")), unavailable_as
                 )
             elif kind is aws_errors.Kind.SUBNET_FULL:
                 self._unavailable.mark_subnet(str(override.get("SubnetId", "")))
@@ -301,7 +341,9 @@ def launched_claim(
         (
             o
             for o in launched.instance_type.offerings
-            if o.zone == launched.zone and o.capacity_type == launched.capacity_type
+            if o.zone == launched.zone
+            and o.capacity_type == launched.capacity_type
+            and o.reservation_id == launched.reservation_id
         ),
         None,
     )

@@ -54,6 +54,8 @@ class LaunchTemplateSpec:
     network_interfaces: tuple[ec2nodeclass.NetworkInterface, ...] = ()
     efa_count: int = 0  # EFA interfaces the claim's instance types get (pods asked for vpc.amazonaws.com/efa)
     placement_group_id: str = ""
+    capacity_reservation_id: str = ""  # set: the template launches into this reservation only
+    capacity_block: bool = False  # the reservation is a capacity block (bought with its own market type)
 
 
 def block_devices_for(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[ec2nodeclass.BlockDeviceMapping, ...]:
@@ -163,6 +165,13 @@ def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:
         data["NetworkInterfaces"] = interfaces  # the groups are on the interfaces then
     if spec.placement_group_id:
         data["Placement"] = {"GroupId": spec.placement_group_id}
+    if spec.capacity_reservation_id:
+        data["CapacityReservationSpecification"] = {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": spec.capacity_reservation_id},
+        }
+        if spec.capacity_block:
+            data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
     return data
 
 
