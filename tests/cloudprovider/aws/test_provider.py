@@ -265,3 +265,27 @@ async def test_unmatched_selectors_make_the_node_class_not_ready_with_a_message(
         == "no subnets matched selector terms [{tags: {'karpenter.sh/discovery': 'someone-else'}}]"
     )
     assert conds["Ready"].status == "False"
+
+
+async def test_a_restarted_provider_reuses_the_clusters_launch_templates(
+    ready: Ready, make_provider: Callable[..., provider.AWSCloudProvider], clock: Clock
+) -> None:
+    first, _ = ready
+    await first.create(make_nodeclaim(requirements=SMALL))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    existing = sorted(t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"])
+    restarted = make_provider()
+    calls: list[tuple[str, dict[str, Any]]] = []
+    restarted._deps.aws.ec2.meta.events.register(
+        "provide-client-params.ec2.*", lambda params, model, **_: calls.append((model.name, dict(params)))
+    )
+    await restarted.create(make_nodeclaim(name="default-second", requirements=SMALL))
+    # One tag-filtered listing at start-up, then no per-name describe and no create: the templates were reused.
+    lt_calls = [(name, params) for name, params in calls if "LaunchTemplate" in name]
+    assert [name for name, _ in lt_calls] == ["DescribeLaunchTemplates"]
+    assert lt_calls[0][1]["Filters"] == [{"Name": "tag:eks:eks-cluster-name", "Values": [CLUSTER]}]
+    assert sorted(t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]) == existing
+    # Hydrated templates expire like created ones: unused for a minute, they are deleted.
+    clock.step(61)
+    await restarted.launch_templates.evict_expired()
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []

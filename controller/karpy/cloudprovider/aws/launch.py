@@ -177,7 +177,8 @@ class Launcher:
                 instance_profile=nc.status.instance_profile,
                 block_device_mappings=launchtemplate.block_devices_for(nc),
                 metadata_options=nc.spec.metadata_options,
-                tags=tags,
+                # Not the claim's own tag: templates are shared by every claim with the same content.
+                tags={k: v for k, v in tags.items() if k != labels.TAG_NODECLAIM},
                 detailed_monitoring=nc.spec.detailed_monitoring,
                 associate_public_ip_address=nc.spec.associate_public_ip_address,
                 ip_prefix_count=nc.spec.ip_prefix_count,

@@ -1,4 +1,8 @@
-"""Launch templates in EC2, cached by content-hash name; deleted when evicted and when their node class goes."""
+"""Launch templates in EC2, cached by content-hash name; deleted when evicted and when their node class goes.
+
+The cache starts from the templates this cluster already has (upstream's hydrateCache): a restarted controller
+reuses them without a describe per name, and the ones nobody uses any more expire and are deleted.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +21,33 @@ class LaunchTemplates:
         self._aws = aws
         self._cluster_name = cluster_name
         self._cache: cache.TTLCache[str, str] = cache.TTLCache(ttl, clock=clock)
+        self._hydrated = False
+
+    async def hydrate(self) -> int:
+        """Cache every template tagged with this cluster; returns how many. A failure is logged, not raised:
+        the cache then fills one describe at a time, as without hydration."""
+        self._hydrated = True
+        try:
+            found = await clients.paginate(
+                self._aws.ec2,
+                "describe_launch_templates",
+                "LaunchTemplates",
+                Filters=[{"Name": f"tag:{labels.TAG_EKS_CLUSTER_NAME}", "Values": [self._cluster_name]}],
+                MaxResults=200,
+            )
+        except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+            log.error("unable to hydrate the launch template cache: %s", exc)
+            return 0
+        for template in found:
+            name = str(template["LaunchTemplateName"])
+            self._cache.set(name, name)
+        log.debug("hydrated launch template cache with %d templates", len(found))
+        return len(found)
 
     async def ensure(self, spec: launchtemplate.LaunchTemplateSpec) -> str:
         """The template's name, creating it unless it exists; expired cache entries are cleaned up first."""
+        if not self._hydrated:
+            await self.hydrate()
         await self.evict_expired()
         name = launchtemplate.launch_template_name(spec)
         if self._cache.get(name) is not None:
