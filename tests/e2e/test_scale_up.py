@@ -1,0 +1,73 @@
+"""Scale-up end to end: pending pods with zonal spread, a zone selector and hostname anti-affinity get NodeClaims from
+the controller, instances in moto, Nodes from the kubelet stand-in, and are bound by the scheduler stand-in with
+every constraint honoured; scaled to zero, emptiness removes every node and terminates every instance."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from tests.e2e import support
+
+from karpy.api import labels
+from karpy.sim import cluster, controlplane, workloads
+
+ZONE_SPREAD = {
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": labels.LABEL_ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "spread"}},
+        }
+    ]
+}
+ONE_PER_HOST = {
+    "affinity": {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": {"matchLabels": {"app": "lonely"}}}
+            ]
+        }
+    }
+}
+
+
+@pytest.mark.slow
+async def test_constrained_workloads_scale_up_then_empty_nodes_go(
+    emulated: cluster.EmulatedCluster, controller: controlplane.ControlPlane
+) -> None:
+    zones = await support.zones(emulated)
+    assert len(zones) == 3
+    api = emulated.client
+    await support.apply_defaults(emulated)
+    # A zonal workload (as a volume in one zone would make it; the kube-scheduler stand-in does not read volumes).
+    pinned = {"nodeSelector": {labels.LABEL_ZONE: zones[1]}}
+    for body in (
+        support.deployment("spread", 6, spec_extra=ZONE_SPREAD),
+        support.deployment("lonely", 3, cpu="500m", spec_extra=ONE_PER_HOST),
+        support.deployment("stateful", 1, spec_extra=pinned),
+    ):
+        await api.create(workloads.DEPLOYMENTS, body)
+
+    spread = await support.eventually(lambda: support.all_bound(emulated, "spread", 6), within=60, what="spread")
+    lonely = await support.eventually(lambda: support.all_bound(emulated, "lonely", 3), within=30, what="lonely")
+    (stateful,) = await support.eventually(
+        lambda: support.all_bound(emulated, "stateful", 1), within=30, what="stateful"
+    )
+    by_name = {n["metadata"]["name"]: n for n in await support.nodes(emulated)}
+    per_zone = collections.Counter(support.node_zone(by_name, p) for p in spread)
+    assert set(per_zone) == set(zones)
+    assert max(per_zone.values()) - min(per_zone.values()) <= 1
+    assert len({p["spec"]["nodeName"] for p in lonely}) == 3
+    assert support.node_zone(by_name, stateful) == zones[1]
+    # every NodeClaim went through the whole lifecycle and names its instance
+    for claim in await support.claims(emulated):
+        conditions = {c["type"]: c["status"] for c in claim["status"]["conditions"]}
+        assert conditions["Launched"] == conditions["Registered"] == conditions["Initialized"] == "True"
+        assert claim["status"]["providerID"].startswith("aws:///")
+    assert len(await support.running_instances(emulated)) == len(by_name)
+
+    for name in ("spread", "lonely", "stateful"):
+        await support.scale(emulated, name, 0)
+    await support.eventually(lambda: support.nothing_left(emulated), within=60, what="every node removed")
