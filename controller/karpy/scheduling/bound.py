@@ -1,6 +1,12 @@
-"""A fractional lower bound on the hourly cost of the new capacity a solve planned, and the LP behind it.
+"""A lower bound on the hourly cost of the new capacity a solve planned, and the per-resource LP behind it.
 
-Formulation (LP relaxation; HiGHS through scipy.optimize.linprog, imported lazily — `warm()` imports it ahead):
+`lower_bound` solves the pattern LP of `patterns` over the classes and columns below: small columns (nodes holding
+a handful of pods) count whole pods per node, which the per-resource LP here cannot (on the real AWS catalog its
+optimum is ~6% under any integral plan); large columns keep the per-resource form. `solve_lp` remains the
+per-resource LP the repack uses to steer its greedy fill.
+
+Per-resource formulation (LP relaxation; HiGHS through scipy.optimize.linprog, imported lazily — `warm()`
+imports it ahead):
 
 * A *class* c is a set of n_c pods with the same request vector r_c (cpu, memory, pods, extended resources) on
   claims with the same requirements (hostname excluded). Splitting classes by request vector is what makes the
@@ -125,17 +131,24 @@ def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> f
     """The LP optimum over the pods placed on `claims` (0.0 when there is nothing to bound)."""
     counts: dict[_ClassKey, int] = collections.defaultdict(int)
     pools: dict[str, catalog.PoolCatalog] = {}
-    vectors: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}
+    vectors: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}  # requests (as listed) -> vector
+    per_group: dict[tuple[str, requirements.Requirements], dict[tuple[int, ...], int]] = {}
     for slot in claims:
         assert slot.pool is not None
         pools[slot.pool.name] = slot.pool
-        reqs = slot.requirements.without(labels.LABEL_HOSTNAME)
+        group = (slot.pool.name, slot.requirements.without(labels.LABEL_HOSTNAME))
+        on_group = per_group.get(group)
+        if on_group is None:
+            on_group = per_group[group] = collections.defaultdict(int)
         for pod in slot.placed:
-            key = tuple(sorted(pod.requests.items()))
+            key = tuple(pod.requests.items())
             vec = vectors.get(key)
             if vec is None:
                 vec = vectors[key] = tuple(int(v) for v in index.vector(pod.requests))
-            counts[_ClassKey(slot.pool.name, reqs, vec)] += 1
+            on_group[vec] += 1
+    for (pool_name, reqs), on_group in per_group.items():
+        for vec, n in on_group.items():
+            counts[_ClassKey(pool_name, reqs, vec)] += n
     if not counts:
         return 0.0
     classes = list(counts)

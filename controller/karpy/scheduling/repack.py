@@ -8,21 +8,23 @@ minValues — and whose pods are not tied to their particular claim: no host por
 such a pod between claims of one group changes no topology count: every other key's domains are identical there.
 
 For each group (pods counted per request vector, so the work scales with distinct shapes, not pods):
-1. solve the LP of `bound` over the group's compatible instance types (allocatable minus daemon overhead);
-2. for each type the LP buys, fill nodes of that type with the pods the LP gave it: each node takes a proportional
-   slice of every shape, topped up one pod at a time with the pod that best matches the free resource vector
-   (dot product), and the node's pattern is repeated while it fits what is left;
-3. what is left (less than a node per type) is packed by the cheapest type that takes all of it, or else one more
-   node of the LP's main type for the leftovers, until nothing remains;
+1. solve the pattern LP of `patterns` over the group's compatible instance types (allocatable minus daemon
+   overhead): small types are bought as whole patterns (pods per shape on one node), large ones per resource;
+2. take every pattern's whole copies, and fill whole nodes of each large type with the pods the LP gave it;
+3. solve again for what is left (seeded with the patterns found), up to `_ROUNDS` times; then round the last
+   solution's fractional patterns up (each trimmed to the pods still unplaced); anything still left (from large
+   types' fractions) goes to the cheapest type that takes all of it, or an LP-guided greedy fill;
 4. each claim's options are the compatible types that fit it (its cost is the cheapest one).
 The result replaces the group only if it is cheaper, keeps minValues for every claim and uses no more of any
 NodePool limit (summed over claims, each charged its largest option as the solver charges) than the original.
-Deterministic: pods are handed out per shape in key order, so the bulk and pod-by-pod paths give the same plan.
+Deterministic: pods are handed out per shape in (namespace, name) order, so the bulk and pod-by-pod paths give
+the same plan.
 """
 
 from __future__ import annotations
 
 import collections
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +33,7 @@ import numpy as np
 from karpy.api import labels
 from karpy.scheduling import bound, catalog, nodes, patterns, pods, requirements, topology
 
+_POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims
 
 
@@ -91,6 +94,10 @@ class _TiedPods:
     def __call__(self, pod: pods.Pod) -> bool:
         if pod.host_ports:
             return True
+        if not self.host_groups and not (
+            pod.spread or pod.affinity or pod.anti_affinity or pod.preferred_affinity or pod.preferred_anti_affinity
+        ):
+            return False
         terms = [
             *(s.topology_key for s in pod.spread),
             *(t.topology_key for t in (*pod.affinity, *pod.anti_affinity)),
@@ -110,7 +117,7 @@ class _TiedPods:
 
 def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     pool = group.pool
-    prices = _Prices(pool)
+    prices = _Prices(pool, group.requirements)
     original_cost = sum(prices(c) for c in group.claims)
     # Shapes: distinct request vectors, with their pods in key order (deterministic hand-out).
     by_shape: dict[bytes, list[pods.Pod]] = collections.defaultdict(list)
@@ -134,7 +141,7 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     packing = _pack(req, counts, cand)
     if packing is None:
         return None
-    slots = _build_slots(group, packing, req, [sorted(by_shape[k], key=lambda p: p.key) for k in keys], first_name)
+    slots = _build_slots(group, packing, req, [sorted(by_shape[k], key=_POD_ORDER) for k in keys], first_name)
     if slots is None:
         return None
     if pool.pool.limits and not _fit_limits(group, slots):
@@ -149,18 +156,19 @@ _ROUNDS = 3  # pattern LPs solved on what is left before the last one's fraction
 
 
 class _Prices:
-    """A claim's price (its cheapest option's cheapest compatible offering), shared by claims with equal inputs."""
+    """The price of a group's claim (its cheapest option's cheapest compatible offering): the group's claims share
+    every offering requirement, so it depends on the options alone."""
 
-    def __init__(self, pool: catalog.PoolCatalog) -> None:
-        self.pool = pool
-        self._known: dict[tuple[bytes, tuple[requirements.Requirement | None, ...]], float] = {}
+    def __init__(self, pool: catalog.PoolCatalog, reqs: requirements.Requirements) -> None:
+        self.prices = pool.offerings(reqs)[1]
+        self._known: dict[bytes, float] = {}
 
     def __call__(self, slot: nodes.Slot) -> float:
         assert slot.options is not None
-        key = (slot.options.tobytes(), catalog.PoolCatalog.offer_key(slot.requirements))
+        key = slot.options.tobytes()
         found = self._known.get(key)
         if found is None:
-            prices = self.pool.offerings(slot.requirements)[1][slot.options]
+            prices = self.prices[slot.options]
             found = self._known[key] = float(prices.min()) if prices.size else float("inf")
         return found
 
@@ -370,7 +378,11 @@ def _build_slots(
                 name, reqs = names[len(out)], reused[len(out)]
             else:
                 name = f"hostname-placeholder-{first_name + len(out) - len(names):04d}"
-                reqs = group.requirements.add(requirements.Requirement.in_(labels.LABEL_HOSTNAME, (name,)))
+                # The canonical In form, built directly: Requirement.new's parsing costs more than the rest of a
+                # claim, and the repack may create tens of thousands.
+                reqs = group.requirements.add(
+                    requirements.Requirement(labels.LABEL_HOSTNAME, False, frozenset((name,)))
+                )
             placed: list[pods.Pod] = []
             for s, n in takes:
                 placed.extend(shape_pods[s][cursor[s] : cursor[s] + n])
