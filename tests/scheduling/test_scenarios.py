@@ -36,7 +36,7 @@ def test_zonal_spread_is_3_3_3() -> None:
     ps = c.make_pods(9, labels_={"app": "web"}, spec=spread)
     res = c.solve(ps)
     c.expect_scheduled(res, *ps)
-    per_zone = collections.Counter()
+    per_zone: collections.Counter[str | None] = collections.Counter()
     for claim in res.new_nodeclaims:
         per_zone[c.zone_of(claim)] += len(claim.pods)
     assert sorted(per_zone.values()) == [3, 3, 3]

@@ -24,10 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar, overload
 
 from karpy.api import labels, meta
 
+_T = TypeVar("_T")
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 _MAX_SHOWN_VALUES = 5
 
@@ -273,7 +274,13 @@ class Requirements(Mapping[str, Requirement]):
     def __contains__(self, key: object) -> bool:
         return key in self._reqs
 
-    def get(self, key: str, default: Any = None) -> Any:
+    @overload
+    def get(self, key: str, /) -> Requirement | None: ...
+
+    @overload
+    def get(self, key: str, /, default: Requirement | _T) -> Requirement | _T: ...
+
+    def get(self, key: str, /, default: object = None) -> object:
         return self._reqs.get(key, default)
 
     def keys(self) -> KeysView[str]:
