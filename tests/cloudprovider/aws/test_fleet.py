@@ -206,3 +206,24 @@ def test_capacity_blocks_are_bought_as_capacity_block() -> None:
     # the flag means nothing outside reserved capacity
     request = fleet.build_create_fleet_request([LT], capacity_type=OD, tags=TAGS, capacity_block=True)
     assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
+
+
+@pytest.mark.parametrize(
+    ("inflight", "expected"),
+    [
+        ({}, "subnet-2"),
+        ({"subnet-2": 100}, "subnet-2"),  # 100 left > 10
+        ({"subnet-2": 195}, "subnet-1"),  # 5 left < 10: the launches in flight would crowd it
+        ({"subnet-2": 195, "subnet-1": 8}, "subnet-2"),  # 5 left > 2 left
+    ],
+)
+def test_zonal_subnet_counts_addresses_claimed_by_launches_in_flight(inflight: dict[str, int], expected: str) -> None:
+    subnets = [fleet.Subnet("subnet-1", "z1", available_ips=10), fleet.Subnet("subnet-2", "z1", available_ips=200)]
+    assert fleet.zonal_subnets(subnets, inflight=inflight)["z1"].id == expected
+
+
+def test_predicted_addresses_are_the_fewest_pods_any_candidate_runs() -> None:
+    small = make_instance_type("t3.small", extra_capacity={labels.RESOURCE_PODS: 11_000})
+    large = make_instance_type("m5.large", extra_capacity={labels.RESOURCE_PODS: 29_000})
+    assert fleet.predicted_ips(_cands(large, small)) == 11
+    assert fleet.predicted_ips([]) == 0

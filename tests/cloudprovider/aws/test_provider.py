@@ -289,3 +289,48 @@ async def test_a_restarted_provider_reuses_the_clusters_launch_templates(
     clock.step(61)
     await restarted.launch_templates.evict_expired()
     assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+
+
+async def test_launches_in_flight_spread_over_a_zones_subnets(
+    ready: Ready, seeded: emulator.Seeded, nodeclasses: NodeClasses
+) -> None:
+    aws_provider, nc = ready
+    ec2 = boto3.client("ec2", region_name=REGION)
+    # Two equal new subnets in a zone no other test uses: the larger id wins the tie for the first launch.
+    discovery = [{"ResourceType": "subnet", "Tags": [{"Key": emulator.DISCOVERY_TAG, "Value": CLUSTER}]}]
+    created_subnets = [
+        ec2.create_subnet(
+            VpcId=seeded.vpc_id, CidrBlock=cidr, AvailabilityZone="us-east-1d", TagSpecifications=discovery
+        )["Subnet"]
+        for cidr in ("10.0.200.0/24", "10.0.201.0/24")
+    ]
+    ids = sorted(s["SubnetId"] for s in created_subnets)
+    try:
+        assert len({s["AvailableIpAddressCount"] for s in created_subnets}) == 1
+        nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
+        nodeclasses.items[nc.name] = nc
+        in_zone_d = (
+            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
+            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+            req(labels.LABEL_ZONE, meta.Operator.IN, "us-east-1d"),
+        )
+        subnets_used = []
+        for name in ("default-one", "default-two"):
+            created = await aws_provider.create(make_nodeclaim(name=name, requirements=in_zone_d))
+            subnets_used.append(_instance(instances.parse_provider_id(created.status.provider_id))["SubnetId"])
+        # m5.large runs 29 pods: the first launch's claim on its subnet sends the second to the other one.
+        assert subnets_used == [ids[1], ids[0]]
+        # Both claims stand until the subnets are described again, which then reports the real counts.
+        assert aws_provider.resolver.inflight_ips() == {ids[1]: 29, ids[0]: 29}
+        await aws_provider.resolver.subnets(nc, fresh=True)
+        assert aws_provider.resolver.inflight_ips() == {}
+    finally:
+        live = [
+            i["InstanceId"]
+            for r in ec2.describe_instances(Filters=[{"Name": "subnet-id", "Values": ids}])["Reservations"]
+            for i in r["Instances"]
+        ]
+        if live:
+            ec2.terminate_instances(InstanceIds=live)
+        for subnet_id in ids:
+            ec2.delete_subnet(SubnetId=subnet_id)

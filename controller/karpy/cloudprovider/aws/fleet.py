@@ -157,15 +157,33 @@ def one_reservation_kind(cands: Sequence[Candidate], *, blocks: frozenset[str]) 
     return list(cands), bool(cands)
 
 
-def zonal_subnets(subnets: Iterable[Subnet], *, unavailable: frozenset[str] = frozenset()) -> dict[str, Subnet]:
-    """Per zone, the subnet with the most free addresses; subnets known to be full only if nothing else."""
+def zonal_subnets(
+    subnets: Iterable[Subnet],
+    *,
+    unavailable: frozenset[str] = frozenset(),
+    inflight: Mapping[str, int] | None = None,
+) -> dict[str, Subnet]:
+    """Per zone, the subnet with the most free addresses once the ones claimed by launches in flight are taken
+    off; subnets known to be full only if nothing else."""
+
+    claimed = inflight or {}
+
+    def rank(subnet: Subnet) -> tuple[bool, int, str]:
+        return (subnet.id not in unavailable, subnet.available_ips - claimed.get(subnet.id, 0), subnet.id)
+
     best: dict[str, Subnet] = {}
     for subnet in subnets:
         current = best.get(subnet.zone)
-        key = (subnet.id not in unavailable, subnet.available_ips, subnet.id)
-        if current is None or key > (current.id not in unavailable, current.available_ips, current.id):
+        if current is None or rank(subnet) > rank(current):
             best[subnet.zone] = subnet
     return best
+
+
+def predicted_ips(cands: Sequence[Candidate]) -> int:
+    """Addresses one launch is expected to take from its subnet: the fewest pods any candidate type can run (each
+    pod gets a VPC address), as upstream predicts before it knows which type EC2 picks."""
+    pods = [c.instance_type.capacity.get(labels.RESOURCE_PODS, 0) // 1000 for c in cands]
+    return min(pods, default=0)
 
 
 def overrides(

@@ -43,6 +43,7 @@ class Launched:
     capacity_type: str
     image_id: str
     reservation_id: str = ""
+    subnet_id: str = ""
 
 
 def claim_requirements(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> requirements.Requirements:
@@ -239,7 +240,9 @@ class Launcher:
                     ),
                 )
             subnets = fleet.zonal_subnets(
-                await self._resolver.subnets(nc), unavailable=self._unavailable.unavailable_subnets()
+                await self._resolver.subnets(nc),
+                unavailable=self._unavailable.unavailable_subnets(),
+                inflight=self._resolver.inflight_ips(),
             )
             by_template = await self._templates_for(claim, nc, chosen, tags=tags)
             configs = [
@@ -253,15 +256,22 @@ class Launcher:
             request = fleet.build_create_fleet_request(
                 configs, capacity_type=capacity_type, tags=tags, context=nc.spec.context, capacity_block=capacity_block
             )
+            # Claim the addresses this launch may take in every subnet it offers EC2, so concurrent launches spread
+            # out before the subnets are described again; the subnets it did not use get them back below.
+            offered_subnets = {o.subnet_id for c in configs for o in c.overrides}
+            predicted = fleet.predicted_ips(chosen)
+            self._resolver.reserve_ips(offered_subnets, predicted)
             try:
                 response = await clients.call(self._aws.ec2, "create_fleet", **request)
             except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+                self._resolver.release_ips(offered_subnets, predicted)
                 if aws_errors.classify(exc) is aws_errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
                     for name in by_template:
                         self._templates.invalidate(name)
                     continue
                 raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
             launched = self._launched(response, capacity_type, chosen, by_template)
+            self._resolver.release_ips(offered_subnets - {launched.subnet_id if launched else ""}, predicted)
             if launched is not None:
                 return launched
             self._record_errors(response, capacity_type, claim, by_template)
@@ -293,6 +303,7 @@ class Launcher:
                 capacity_type=capacity_type,
                 image_id=image_id or str(override.get("ImageId", "")),
                 reservation_id=next((o.reservation_id for m in members for o in m.offerings), ""),
+                subnet_id=str(override.get("SubnetId", "")),
             )
         return None
 

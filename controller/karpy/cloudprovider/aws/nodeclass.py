@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,8 @@ class NodeClassResolver:
         self._cluster: cache.TTLCache[str, ClusterInfo] = cache.TTLCache(cache.INSTANCE_PROFILE_TTL, clock=clock)
         self._ssm: cache.TTLCache[str, str] = cache.TTLCache(cache.SSM_TTL, clock=clock)
         self._subnets: cache.TTLCache[str, tuple[fleet.Subnet, ...]] = cache.TTLCache(cache.DEFAULT_TTL, clock=clock)
+        # Addresses claimed per subnet by launches since it was last described (aws: subnet provider inflightIPs).
+        self._inflight: dict[str, int] = {}
         # A 1-tuple, so that "no such group" is cached too.
         self._placement: cache.TTLCache[str, tuple[placement.PlacementGroup | None]] = cache.TTLCache(
             cache.DEFAULT_TTL, clock=clock
@@ -100,7 +102,24 @@ class NodeClassResolver:
                 )
             cached = tuple(selectors.subnets_from_describe(found))
             self._subnets.set(key, cached)
+            for subnet in cached:  # fresh counts already include what earlier launches took
+                self._inflight.pop(subnet.id, None)
         return cached
+
+    def inflight_ips(self) -> dict[str, int]:
+        return dict(self._inflight)
+
+    def reserve_ips(self, subnet_ids: Iterable[str], count: int) -> None:
+        for subnet_id in subnet_ids:
+            self._inflight[subnet_id] = self._inflight.get(subnet_id, 0) + count
+
+    def release_ips(self, subnet_ids: Iterable[str], count: int) -> None:
+        for subnet_id in subnet_ids:
+            left = self._inflight.get(subnet_id, 0) - count
+            if left > 0:
+                self._inflight[subnet_id] = left
+            else:
+                self._inflight.pop(subnet_id, None)
 
     async def security_groups(
         self, nodeclass: ec2nodeclass.EC2NodeClass
