@@ -52,6 +52,9 @@ _OFFERING_KEYS = (
     labels.LABEL_CAPACITY_RESERVATION_ID,
 )
 _RELATIVE_TOLERANCE = 1e-9
+# Beyond this many classes (topology splits claims into many requirement sets) the pattern LP's rounds cost seconds;
+# the per-resource LP bounds those solves instead (they are far above either bound anyway).
+PATTERN_CLASSES = 64
 
 
 def warm() -> None:
@@ -156,13 +159,12 @@ def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> f
     compat = np.concatenate([b[0] for b in blocks], axis=1)
     capacity = np.concatenate([b[1] for b in blocks], axis=0)
     price = np.concatenate([b[2] for b in blocks])
-    solution = patterns.solve(
-        np.array([c.vector for c in classes], dtype=np.int64).reshape(len(classes), -1),
-        np.array([counts[c] for c in classes], dtype=np.int64),
-        compat,
-        capacity.astype(np.int64),
-        price,
-    )
+    vectors_of = np.array([c.vector for c in classes], dtype=np.int64).reshape(len(classes), -1)
+    sizes = np.array([counts[c] for c in classes], dtype=np.int64)
+    if len(classes) > PATTERN_CLASSES:
+        weak = solve_lp((vectors_of * sizes[:, None]).astype(np.float64), compat, capacity, price)
+        return weak.cost if weak is not None else 0.0
+    solution = patterns.solve(vectors_of, sizes, compat, capacity.astype(np.int64), price)
     return solution.bound if solution is not None else 0.0
 
 
@@ -181,6 +183,7 @@ def _pool_columns(
     offer_ok = np.zeros((len(classes), n_off), dtype=np.bool_)
     type_ok = np.zeros((len(classes), len(pool.types)), dtype=np.bool_)
     usable = np.maximum(pool.usable, 0)
+    by_requirement: dict[requirements.Requirement, catalog.BoolArray] = {}  # many classes share requirements
     for ci, cls in enumerate(classes):
         if cls.pool != pool.name:
             continue
@@ -188,9 +191,12 @@ def _pool_columns(
         for key in _OFFERING_KEYS:  # which offerings the class may buy: zone, capacity type, reservation
             req = cls.requirements.get(key)
             if req is not None:
-                ok &= np.array(
-                    [req.has(lab[key]) if key in lab else req.absent for lab in pool.off_labels], dtype=np.bool_
-                )
+                allowed = by_requirement.get(req)
+                if allowed is None:
+                    allowed = by_requirement[req] = np.array(
+                        [req.has(lab[key]) if key in lab else req.absent for lab in pool.off_labels], dtype=np.bool_
+                    )
+                ok &= allowed
         offer_ok[ci] = ok
         fits = (usable >= np.array(cls.vector, dtype=np.int64)[None, :]).all(axis=1)
         type_ok[ci] = pool.mask(cls.requirements) & fits

@@ -184,7 +184,15 @@ def undominated(
         distinct: catalog.BoolArray = out & (rows[:, None] != cols[None, :])
         return distinct
 
-    leaders = [np.argsort(-per_unit[:, r], kind="stable")[:_LEADERS] for r in range(capacity.shape[1])]
+    # Likely winners: the best per dollar in each resource among the columns of each compatibility pattern (a
+    # column is only beaten by one usable by a superset of its classes).
+    _, kind = np.unique(compat.T, axis=0, return_inverse=True)
+    kind = kind.ravel()
+    leaders = []
+    for r in range(capacity.shape[1]):
+        ranked = np.lexsort((-per_unit[:, r], kind))  # by pattern, best first within each
+        first = np.searchsorted(kind[ranked], kind[ranked], side="left")
+        leaders.append(ranked[np.arange(n) - first < _LEADERS // 4])
     return _maximal(n, beats, leaders)
 
 
