@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass
 
@@ -58,3 +60,36 @@ def test_drift_reason(
 def test_unresolved_status_is_never_drift() -> None:
     facts = drift.InstanceFacts("ami-any", "subnet-any", frozenset({"sg-any"}))
     assert drift.drift_reason(make_nodeclaim(), make_nodeclass(), facts) is None
+
+
+@pytest.mark.parametrize(
+    ("claim_reservation", "resolved", "expected"),
+    [
+        ("", (), None),  # not a reserved node
+        ("cr-1", ("cr-1", "cr-2"), None),
+        ("cr-1", ("cr-2",), types.DriftReason.CAPACITY_RESERVATION),  # expired or no longer selected
+        ("cr-1", (), types.DriftReason.CAPACITY_RESERVATION),
+    ],
+)
+def test_capacity_reservation_drift(
+    claim_reservation: str, resolved: tuple[str, ...], expected: types.DriftReason | None
+) -> None:
+    claim = make_nodeclaim()
+    if claim_reservation:
+        claim = dataclasses.replace(
+            claim,
+            metadata=dataclasses.replace(
+                claim.metadata,
+                labels={**claim.metadata.labels, labels.LABEL_CAPACITY_RESERVATION_ID: claim_reservation},
+            ),
+        )
+    status = dataclasses.replace(
+        STATUS,
+        capacity_reservations=tuple(
+            ec2nodeclass.CapacityReservationStatus(
+                id=cr, availability_zone="z1", instance_type="m5.large", owner_id="123456789012"
+            )
+            for cr in resolved
+        ),
+    )
+    assert drift.drift_reason(claim, make_nodeclass(status=status), GOOD) == expected

@@ -1,7 +1,7 @@
 """Provider-side drift: does a running instance still match its EC2NodeClass? Pure (aws: pkg/cloudprovider/drift.go).
 
-Checked in upstream's order: node class hash, AMI, subnet, security groups. An empty resolved status (the node
-class not reconciled yet) is never reported as drift.
+Checked in upstream's order: node class hash, AMI, subnet, security groups, capacity reservation. An empty
+resolved status (the node class not reconciled yet) is never reported as drift.
 """
 
 from __future__ import annotations
@@ -49,4 +49,8 @@ def drift_reason(
         return types.DriftReason.SUBNET
     if status.security_groups and instance.security_group_ids != {g.id for g in status.security_groups}:
         return types.DriftReason.SECURITY_GROUP
+    reservation = claim.metadata.labels.get(labels.LABEL_CAPACITY_RESERVATION_ID, "")
+    if reservation and reservation not in {cr.id for cr in status.capacity_reservations}:
+        # The reservation expired or no longer matches the selector terms: the node runs outside of it.
+        return types.DriftReason.CAPACITY_RESERVATION
     return None
