@@ -59,6 +59,11 @@ async def test_writes_carry_the_policy_tags(
             specs = params["TagSpecifications"]
             kinds = {"CreateFleet": ["instance", "volume", "fleet"], "CreateLaunchTemplate": ["launch-template"]}[name]
             assert [s["ResourceType"] for s in specs] == kinds
+            if name == "CreateLaunchTemplate":
+                # the network interfaces CreateFleet makes are tagged through the template
+                data_specs = params["LaunchTemplateData"]["TagSpecifications"]
+                assert [s["ResourceType"] for s in data_specs] == ["network-interface"]
+                specs = [*specs, *data_specs]
             for spec in specs:
                 tags = _tags(spec["Tags"])
                 assert REQUIRED.items() <= tags.items(), (name, tags)

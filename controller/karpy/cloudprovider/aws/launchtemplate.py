@@ -153,6 +153,9 @@ def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:
             "InstanceMetadataTags": "disabled",
         },
         "Monitoring": {"Enabled": spec.detailed_monitoring},
+        # CreateFleet tags instances, volumes and the fleet; the interfaces it creates get theirs from here, and
+        # the controller policy's request-tag conditions cover network interfaces too.
+        "TagSpecifications": [{"ResourceType": "network-interface", "Tags": fleet.tag_list(spec.tags)}],
     }
     if spec.block_device_mappings:  # EC2 rejects an empty list
         data["BlockDeviceMappings"] = [
