@@ -14,8 +14,9 @@ the node's capacity (a bounded knapsack, solved by dynamic programming on a grid
 
 Validity of the bound for ANY duals y ≥ 0: let θ ≥ 1 bound y·a/price over every feasible pattern of every small
 column (the knapsack DP runs on weights rounded *down* to the grid and a capacity rounded down, a relaxation, so
-its optimum is an upper bound); the large columns' dual constraints hold by LP optimality. Then y/θ (with the large
-columns' duals scaled alike) is feasible for the dual of the full LP, so n·y/θ bounds every integral plan.
+its optimum is an upper bound) and over the large columns' dual constraints, checked on the solver's duals (LP
+optimality meets them only up to the solver's tolerance; see `_large_theta`). Then y/θ (with the large columns'
+duals scaled alike) is feasible for the dual of the full LP, so n·y/θ bounds every integral plan.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ _MAX_ROUNDS = 40
 _IMPROVES = 1e-7  # relative reduced cost a new pattern must beat
 _RELATIVE_TOLERANCE = 1e-9
 _LEADERS = 32  # per resource: columns tried as dominators of all before the all-pairs check
-_LP_SAFETY = 1e-7  # relative: solver tolerance on the duals' feasibility for the large columns
+_FLOAT_SAFETY = 1e-9  # relative: rounding in the bound's own arithmetic (the duals are made feasible exactly)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,15 +119,16 @@ def solve(
         price[small_ids],
         cells=_FINE_CELLS if prove else _GRID_CELLS,
     )
+    req_s, cap_s = req / scale, capacity / scale
     for _ in range(_MAX_ROUNDS):
-        res = _master(pats, pat_col, price, large_ids, pairs_c, pairs_k, req / scale, capacity / scale, demand)
+        res = _master(pats, pat_col, price, large_ids, pairs_c, pairs_k, req_s, cap_s, demand)
         if res is None:
             return None
-        y = np.maximum(res[0], 0.0)
-        found = pricer.greedy(y)  # fast; the knapsack DP proves (or refines) the bound when it finds nothing
+        found = pricer.greedy(res.duals)  # fast; the knapsack DP proves (or refines) the bound when it finds nothing
         if not found:
-            theta, found = pricer.exact(y)
-            best = max(best, float(demand @ y) / theta * (1 - _LP_SAFETY))
+            theta, found = pricer.exact(res.duals)
+            theta = max(theta, _large_theta(res, req_s, cap_s[large_ids], price[large_ids], pairs_c, pairs_k))
+            best = max(best, float(demand @ res.duals) / theta * (1 - _FLOAT_SAFETY))
             if not found:
                 break
         for i, pattern in found:
@@ -134,15 +136,15 @@ def solve(
             pat_col.append(int(small_ids[i]))
     else:
         assert res is not None
-        y = np.maximum(res[0], 0.0)
-        theta, _ = pricer.exact(y)
-        best = max(best, float(demand @ y) / theta * (1 - _LP_SAFETY))
+        theta, _ = pricer.exact(res.duals)
+        theta = max(theta, _large_theta(res, req_s, cap_s[large_ids], price[large_ids], pairs_c, pairs_k))
+        best = max(best, float(demand @ res.duals) / theta * (1 - _FLOAT_SAFETY))
     assert res is not None
-    _, cost, copies, large_nodes, large_pods = res
+    cost, copies = res.cost, res.copies
     pods = np.zeros((n_cls, n_col))
-    pods[pairs_c, large_ids[pairs_k]] = large_pods
+    pods[pairs_c, large_ids[pairs_k]] = res.large_pods
     nodes = np.zeros(n_col)
-    nodes[large_ids] = large_nodes
+    nodes[large_ids] = res.large_nodes
     return Solution(
         min(best, cost),
         cost,
@@ -279,8 +281,8 @@ def _master(
     req: catalog.FloatArray,
     cap: catalog.FloatArray,
     demand: catalog.FloatArray,
-) -> tuple[catalog.FloatArray, float, catalog.FloatArray, catalog.FloatArray, catalog.FloatArray] | None:
-    """Solve the master LP; (class duals, optimum, pattern copies, large nodes, large pods per pair)."""
+) -> _Master | None:
+    """Solve the master LP."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
 
@@ -318,9 +320,52 @@ def _master(
     )
     if res.status != 0:
         return None
-    duals = -np.asarray(res.ineqlin.marginals[:n_cls], dtype=np.float64)
+    marginals = -np.asarray(res.ineqlin.marginals, dtype=np.float64)
     v = np.asarray(res.x, dtype=np.float64)
-    return duals, float(res.fun), v[:n_p], v[n_p : n_p + n_l], v[n_p + n_l :]
+    return _Master(
+        np.maximum(marginals[:n_cls], 0.0),
+        np.maximum(marginals[n_cls:], 0.0).reshape(n_l, n_u),
+        float(res.fun),
+        v[:n_p],
+        v[n_p : n_p + n_l],
+        v[n_p + n_l :],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Master:
+    """A master LP optimum: class duals, large columns' capacity duals (columns × resources, scaled units), the
+    optimum, pattern copies, large nodes and large pods per (class, column) pair."""
+
+    duals: catalog.FloatArray
+    capacity_duals: catalog.FloatArray
+    cost: float
+    copies: catalog.FloatArray
+    large_nodes: catalog.FloatArray
+    large_pods: catalog.FloatArray
+
+
+def _large_theta(
+    master: _Master,
+    req: catalog.FloatArray,
+    cap: catalog.FloatArray,
+    price: catalog.FloatArray,
+    pairs_c: catalog.IntArray,
+    pairs_k: catalog.IntArray,
+) -> float:
+    """θ ≥ 1 such that (y, μ)/θ satisfies the large columns' dual constraints exactly (`cap`, `price`: the large
+    columns'; `req`, `cap` scaled as in the master): the solver meets them only up to its tolerance. Each column's μ
+    is first scaled up until it covers every class's dual (y_c ≤ Σ_r r_{c,r}·μ_{k,r}), then compared to its price."""
+    if not len(price):
+        return 1.0
+    mu = master.capacity_duals
+    supply = (req[pairs_c] * mu[pairs_k]).sum(axis=1)
+    need = master.duals[pairs_c]
+    ratio = np.where(supply > 0, need / np.where(supply > 0, supply, 1.0), np.where(need > 0, np.inf, 0.0))
+    stretch = np.ones(len(price))
+    np.maximum.at(stretch, pairs_k, ratio)
+    theta = stretch * (cap * mu).sum(axis=1) / price
+    return float(max(1.0, theta.max()))
 
 
 class _Pricer:
