@@ -48,7 +48,7 @@ DEMO_CONTROLLER = controlplane.Options(batch_idle=1.0, batch_max=3.0, disruption
 class Options:
     steps: tuple[int, ...] = (8, 40, 5, 0)
     boot_delay: float = 3.0
-    consolidate_after: str = "15s"
+    consolidate_after: str = "10s"
     step_timeout: float = 90.0
     deadline: float = 178.0
     """Seconds the whole demo may take, start-up included."""
@@ -165,17 +165,28 @@ def claim_row(claim: Mapping[str, Any], prices: Mapping[tuple[str, str, str], fl
     )
 
 
+def _consolidatable(claim: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Consolidatable" and c.get("status") == "True"
+        for c in (claim.get("status") or {}).get("conditions") or ()
+    )
+
+
 class _LogTail(logging.Handler):
     """Keeps the controller's last interesting log lines for the live view."""
 
     def __init__(self, size: int = 8) -> None:
         super().__init__(level=logging.INFO)
         self.lines: collections.deque[str] = collections.deque(maxlen=size)
+        self.last_decision = 0.0
+        """time.monotonic() of the last "disrupting nodeclaim(s)"."""
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message.split(" (")[0] not in INTERESTING_LOGS:
             return
+        if message.startswith("disrupting"):
+            self.last_decision = time.monotonic()
         fields = " ".join(
             f"{k}={_short(getattr(record, k))}" for k in LOG_FIELDS if getattr(record, k, None) not in (None, "")
         )
@@ -298,9 +309,10 @@ class Demo:
         start = time.monotonic()
         limit = min(opts.step_timeout, opts.deadline - self.elapsed())
         claims_at_start = None
-        quiet_needed = 2 * opts.controller.disruption_poll + opts.controller.validation_delay + 2.0
-        last_change = time.monotonic()
-        last_claims: frozenset[str] = frozenset()
+        # Consolidation is done once every claim is Consolidatable (consolidateAfter passed) and a whole disruption
+        # pass (poll + validation) went by after that without a decision.
+        quiet_needed = opts.controller.disruption_poll + opts.controller.validation_delay + 1.0
+        consolidatable_since: float | None = None
         snap = await self.snapshot(emulated)
         while True:
             await self.refresh_prices(cp)
@@ -308,12 +320,19 @@ class Demo:
             names = frozenset(c["metadata"]["name"] for c in snap.claims)
             if claims_at_start is None:
                 claims_at_start = names
-            if names != last_claims:
-                last_claims, last_change = names, time.monotonic()
+            now = time.monotonic()
+            if not all(_consolidatable(c) for c in snap.claims):
+                consolidatable_since = None
+            elif consolidatable_since is None:
+                consolidatable_since = now
+            quiet = (
+                consolidatable_since is not None
+                and now - max(consolidatable_since, self.tail.last_decision) >= quiet_needed
+            )
             frame = self.frame(label, snap)
             self.show(frame)
             if self._settled(snap, replicas=replicas, previous=previous, removed=bool(claims_at_start - names),
-                             quiet=time.monotonic() - last_change >= quiet_needed):  # fmt: skip
+                             quiet=quiet):  # fmt: skip
                 return view.StepReport(replicas, time.monotonic() - start, len(snap.nodes), frame.cost_per_hour, True)
             if time.monotonic() - start > limit:
                 self.out.write(

@@ -1,0 +1,132 @@
+"""End-to-end benchmark of the controller on the emulated cluster (not a test).
+
+Provisioning (wall clock, boot delay 0): 1000 pending pods in upstream's perf-suite mix (500 × 0.9 CPU / 3.1 Gi and
+500 × 3.5 CPU / 28 Gi, two Deployments) against one NodePool. `nodeclaims_created_s` runs from the moment the batch
+window closed (the provisioner's pass starts) until every NodeClaim of that pass was created; `pods_bound_s` from
+the same moment until all 1000 pods are bound. `controller_rss_mb` is how much the process RSS grew from just
+before the controller started to the end of provisioning (moto and the emulated API server share the process, so
+the process total is reported apart as `process_rss_mb`).
+
+Consolidation (virtual time): after the 1000 pods run, 300 of the small ones... the Deployments are scaled to 1000 →
+700 pods (250 small + 450 large) and virtual time runs until the node count stops moving; `consolidation_virtual_s`
+is the virtual time that took, `consolidation_node_ratio` the nodes left ÷ the nodes a fresh solve of the 700 pods
+buys, `consolidation_cost_ratio` their $/h ÷ the LP lower bound of that solve.
+
+    .venv/bin/python bench/e2e.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from karpy.kube import resources
+from karpy.sim import cluster, controlplane, demo, workloads
+
+SMALL = ("small", "900m", "3174Mi")  # 0.9 CPU / 3.1 Gi
+LARGE = ("large", "3500m", "28Gi")
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _deployment(name: str, cpu: str, memory: str, replicas: int) -> dict[str, Any]:
+    body = demo.inflate_manifest(replicas)
+    body["metadata"]["name"] = name
+    body["spec"]["selector"] = {"matchLabels": {"app": name}}
+    template = body["spec"]["template"]
+    template["metadata"]["labels"] = {"app": name}
+    template["spec"]["containers"][0]["resources"]["requests"] = {"cpu": cpu, "memory": memory}
+    return body
+
+
+def _pool() -> dict[str, Any]:
+    body = demo.nodepool_manifest(consolidate_after="30s")
+    body["spec"]["limits"] = {"cpu": "100000"}
+    return body
+
+
+async def _until(check: Callable[[], Awaitable[bool]], *, within: float, what: str, step: float = 0.2) -> float:
+    start = time.monotonic()
+    while not await check():
+        if time.monotonic() - start > within:
+            raise TimeoutError(f"{what}: not done after {within:.0f}s")
+        await asyncio.sleep(step)
+    return time.monotonic() - start
+
+
+async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
+    options = cluster.ClusterOptions(cluster_name="karpy-bench", boot_delay=0.0, interval=0.5)
+    async with cluster.EmulatedCluster(options) as emulated:
+        assert emulated.seeded is not None
+        api = emulated.client
+        await api.create(
+            resources.EC2NODECLASSES,
+            demo.nodeclass_manifest(role=emulated.seeded.node_role, discovery=emulated.cluster_name),
+        )
+        await api.create(resources.NODEPOOLS, _pool())
+        rss_before = _rss_mb()
+        plane = controlplane.ControlPlane(emulated, controlplane.Options(interruption=False))
+        passes: list[tuple[float, float, int]] = []
+        original = plane.ctrl.provisioner.provision
+
+        async def timed_provision() -> Any:
+            start = time.monotonic()
+            outcome = await original()
+            passes.append((start, time.monotonic(), len(outcome.created)))
+            return outcome
+
+        plane.ctrl.provisioner.provision = timed_provision  # type: ignore[method-assign]
+        async with plane:
+            for name, cpu, memory in (SMALL, LARGE):
+                await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
+
+            async def all_bound() -> bool:
+                pods, _ = await api.list(resources.PODS, namespace="default")
+                return len(pods) == replicas and all(p["spec"].get("nodeName") for p in pods)
+
+            await _until(all_bound, within=within, what="all pods bound", step=0.5)
+            bound_at = time.monotonic()
+            rss_after = _rss_mb()
+            first = next(p for p in passes if p[2] > 0)
+            claims, _ = await api.list(resources.NODECLAIMS)
+            return {
+                "pods": replicas,
+                "nodeclaims": len(claims),
+                "provisioning_passes": len(passes),
+                "nodeclaims_created_s": round(first[1] - first[0], 2),
+                "nodeclaims_in_first_pass": first[2],
+                "pods_bound_s": round(bound_at - first[0], 2),
+                "controller_rss_mb": round(rss_after - rss_before, 1),
+                "process_rss_mb": round(rss_after, 1),
+            }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--within", type=float, default=600.0, help="seconds before giving up on a phase")
+    args = parser.parse_args(argv)
+    result = asyncio.run(provisioning(args.pods, within=args.within))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>28}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
