@@ -161,15 +161,22 @@ class _Prices:
 
     def __init__(self, pool: catalog.PoolCatalog, reqs: requirements.Requirements) -> None:
         self.prices = pool.offerings(reqs)[1]
+        # by the mask's identity first (a pattern's claims share one mask; the entry keeps it alive), then content
+        self._by_id: dict[int, tuple[catalog.BoolArray, float]] = {}
         self._known: dict[bytes, float] = {}
 
     def __call__(self, slot: nodes.Slot) -> float:
-        assert slot.options is not None
-        key = slot.options.tobytes()
+        options = slot.options
+        assert options is not None
+        same = self._by_id.get(id(options))
+        if same is not None:
+            return same[1]
+        key = options.tobytes()
         found = self._known.get(key)
         if found is None:
-            prices = self.prices[slot.options]
+            prices = self.prices[options]
             found = self._known[key] = float(prices.min()) if prices.size else float("inf")
+        self._by_id[id(options)] = (options, found)
         return found
 
 
