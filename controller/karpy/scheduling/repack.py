@@ -217,44 +217,19 @@ def min_values_ok(pool: catalog.PoolCatalog, type_ids: catalog.IntArray, reqs: r
 def _pack(req: catalog.IntArray, counts: catalog.IntArray, cand: _Types) -> list[tuple[catalog.IntArray, int]] | None:
     """Patterns (pods per shape on one node) with repeat counts, covering `counts` exactly; None if impossible.
 
-    The pattern LP's whole copies first (and, for large types, whole nodes filled with the pods it gave them), then
-    its fractional patterns rounded up one at a time, trimmed to what is still unplaced; the rest (from large types'
-    fractions) by the LP-guided greedy fill."""
+    Up to `bound.PATTERN_CLASSES` shapes the pattern LP's rounding (`_round_patterns`) places nearly everything;
+    beyond, its rounds would cost seconds, so the per-resource LP's shares fill whole nodes of each type it buys.
+    What is left goes to the cheapest type that takes all of it, or else to an LP-guided greedy fill."""
     fits = (req[:, None, :] <= cand.usable[None, :, :]).all(axis=2) & cand.anchor[None, :]  # shapes × types
     if not fits.any(axis=1).all():
         return None
     out: list[tuple[catalog.IntArray, int]] = []
-    left = counts.copy()
-    solution: patterns.Solution | None = None
-    for attempt in range(_ROUNDS):
-        solution = patterns.solve(req, left, fits, cand.usable, cand.price, seed=solution, prove=False)
-        if solution is None:
-            return None
-        whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
-        before = left.copy()
-        for p in np.argsort(-solution.pattern_nodes, kind="stable"):
-            left = _take(solution.patterns[p], int(whole[p]), left, out)
-        share = np.minimum(np.floor(solution.pods + 1e-9).astype(np.int64), left[:, None])
-        for t in np.argsort(-solution.nodes, kind="stable"):  # large types: whole nodes of the pods the LP gave them
-            if solution.nodes[t] < 1 - 1e-9:
-                break
-            mine = np.minimum(share[:, t], left)
-            left -= mine
-            left += _fill_type(req, mine, cand.usable[t], out)
-        if not left.any():
-            return out
-        if attempt < _ROUNDS - 1 and (left != before).any():
-            continue  # solve again for what is left
-        # Fractional patterns rounded up, largest fraction first, each trimmed to the pods still unplaced.
-        fraction = solution.pattern_nodes - whole
-        for p in np.argsort(-fraction, kind="stable"):
-            if fraction[p] <= 1e-9 or not left.any():
-                break
-            trimmed = np.minimum(solution.patterns[p], left)
-            if trimmed.any():
-                out.append((trimmed, 1))
-                left = left - trimmed
-        break
+    if len(req) <= bound.PATTERN_CLASSES:
+        left = _round_patterns(req, counts, fits, cand, out)
+    else:
+        left = _fill_lp_shares(req, counts, fits, cand, out)
+    if left is None:
+        return None
     while left.any():
         demand = left @ req
         present = left > 0
@@ -276,6 +251,72 @@ def _pack(req: catalog.IntArray, counts: catalog.IntArray, cand: _Types) -> list
         out.append((pattern, reps))
         left -= pattern * reps
     return out
+
+
+def _round_patterns(
+    req: catalog.IntArray,
+    counts: catalog.IntArray,
+    fits: catalog.BoolArray,
+    cand: _Types,
+    out: list[tuple[catalog.IntArray, int]],
+) -> catalog.IntArray | None:
+    """Append the pattern LP's whole copies (and, for large types, whole nodes filled with the pods it gave them),
+    solving again for what is left up to `_ROUNDS` times, then the last solution's fractional patterns rounded up
+    one at a time, largest fraction first, each trimmed to the pods still unplaced. Returns what is left."""
+    left = counts.copy()
+    solution: patterns.Solution | None = None
+    for attempt in range(_ROUNDS):
+        solution = patterns.solve(req, left, fits, cand.usable, cand.price, seed=solution, prove=False)
+        if solution is None:
+            return None
+        whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
+        before = left.copy()
+        for p in np.argsort(-solution.pattern_nodes, kind="stable"):
+            left = _take(solution.patterns[p], int(whole[p]), left, out)
+        share = np.minimum(np.floor(solution.pods + 1e-9).astype(np.int64), left[:, None])
+        for t in np.argsort(-solution.nodes, kind="stable"):
+            if solution.nodes[t] < 1 - 1e-9:
+                break
+            mine = np.minimum(share[:, t], left)
+            left -= mine
+            left += _fill_type(req, mine, cand.usable[t], out)
+        if not left.any():
+            return left
+        if attempt < _ROUNDS - 1 and (left != before).any():
+            continue  # solve again for what is left
+        fraction = solution.pattern_nodes - whole
+        for p in np.argsort(-fraction, kind="stable"):
+            if fraction[p] <= 1e-9 or not left.any():
+                break
+            trimmed = np.minimum(solution.patterns[p], left)
+            if trimmed.any():
+                out.append((trimmed, 1))
+                left = left - trimmed
+        break
+    return left
+
+
+def _fill_lp_shares(
+    req: catalog.IntArray,
+    counts: catalog.IntArray,
+    fits: catalog.BoolArray,
+    cand: _Types,
+    out: list[tuple[catalog.IntArray, int]],
+) -> catalog.IntArray | None:
+    """Append whole nodes of each type the per-resource LP buys, filled with the pods it gave that type; return
+    what is left."""
+    solution = _lp(req, counts, fits, cand)
+    if solution is None:
+        return None
+    left = counts.copy()
+    assigned = np.floor(solution.share * counts[:, None] + 1e-9).astype(np.int64)
+    for t in np.argsort(-solution.nodes, kind="stable"):
+        if solution.nodes[t] < 1 - 1e-9:
+            break
+        mine = np.minimum(assigned[:, t], left)
+        left -= mine
+        left += _fill_type(req, mine, cand.usable[t], out)
+    return left
 
 
 def _take(
