@@ -107,6 +107,19 @@ def test_small_types_are_packed_with_mixed_shapes() -> None:
     assert res.cost_per_hour <= _solve(_input(ps, its), post_pass=False).cost_per_hour + 1e-9
 
 
+def test_many_shapes_take_the_per_resource_path_and_stay_valid() -> None:
+    # More distinct request shapes than the pattern LP takes (bound.PATTERN_CLASSES): the repack fills the
+    # per-resource LP's shares instead; the plan must still place every pod once, fit, and never cost more.
+    its = c.fake_catalog(16)
+    ps = [c.make_pod(f"s-{i}", cpu=f"{100 + 10 * (i % 70)}m", memory=f"{128 + 32 * (i % 70)}Mi") for i in range(280)]
+    assert len({(p.requests[labels.RESOURCE_CPU], p.requests[labels.RESOURCE_MEMORY]) for p in ps}) > 64
+    res = _solve(_input(ps, its))
+    _check_plan(res, ps, its)
+    assert not res.unschedulable
+    assert res.cost_per_hour <= _solve(_input(ps, its), post_pass=False).cost_per_hour + 1e-9
+    assert res.lower_bound_per_hour <= res.cost_per_hour * (1 + 1e-9)
+
+
 def test_limits_are_not_exceeded_by_the_repack() -> None:
     its = generator.instance_types(64)
     limit = 200 * quantity.MILLI

@@ -9,7 +9,9 @@ such a pod between claims of one group changes no topology count: every other ke
 
 For each group (pods counted per request vector, so the work scales with distinct shapes, not pods):
 1. solve the pattern LP of `patterns` over the group's compatible instance types (allocatable minus daemon
-   overhead): small types are bought as whole patterns (pods per shape on one node), large ones per resource;
+   overhead): small types are bought as whole patterns (pods per shape on one node), large ones per resource
+   (a group with more than `bound.PATTERN_CLASSES` shapes, where its rounds would cost seconds, instead fills
+   whole nodes of each type the per-resource LP buys with the pods it gave that type, then goes to step 3's end);
 2. take every pattern's whole copies, and fill whole nodes of each large type with the pods the LP gave it;
 3. solve again for what is left (seeded with the patterns found), up to `_ROUNDS` times; then round the last
    solution's fractional patterns up (each trimmed to the pods still unplaced); anything still left (from large
