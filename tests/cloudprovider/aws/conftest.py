@@ -1,9 +1,9 @@
 """Fixtures for the AWS provider: one in-process moto server per session on 127.0.0.1.
 
-Seeding the account takes ~40 calls, so it happens once per test module (after a full moto reset); before every
-other test of that module the account is brought back to its seeded state by deleting what tests create: live
-instances of the cluster, launch templates, instance profiles, and messages on the interruption queue. Tests that
-change seeded resources themselves must restore them.
+Seeding the account takes ~40 calls, so it happens once per server (after a full moto reset); before every later
+test the account is brought back to its seeded state by deleting what tests create: live instances, launch
+templates, instance profiles, and messages on the interruption queue. Tests that add or change other resources
+(subnets, images, ...) must remove or restore them themselves.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ from karpy.cloudprovider.aws import clients, emulator, provider
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
+# Enough variety for every behaviour under test (burstable, general, compute, memory, arm64, GPU, metal) at a
+# tenth of the ~1,400 shapes a provider would otherwise convert and price in every test; the whole catalog is
+# covered by tests/cloudprovider/test_catalog.py.
+CATALOG_FAMILIES = frozenset({"t3", "t4g", "m5", "m6g", "m6i", "c5", "c6g", "r5", "g4dn", "p3"})
 
 
 class Clock:
@@ -115,22 +119,21 @@ _SEEDED: pytest.StashKey[tuple[str, emulator.Seeded]] = pytest.StashKey()
 
 @pytest.fixture
 def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
-    """The seeded account: seeded afresh for the first test of a module, restored for the others."""
-    module = request.node.nodeid.split("::", 1)[0]
+    """The seeded account: seeded once per moto server (after a reset), restored before every later test."""
     cached = request.config.stash.get(_SEEDED, None)
-    if cached is not None and cached[0] == module:
+    if cached is not None and cached[0] == aws_env:
         _restore_seeded_state(boto_session(request.config), cached[1])
         return cached[1]
     _reset(aws_env)
     account = emulator.seed(region=REGION, cluster_name=CLUSTER)
-    request.config.stash[_SEEDED] = (module, account)
+    request.config.stash[_SEEDED] = (aws_env, account)
     return account
 
 
 @pytest.fixture
 def aws(aws_env: str, request: pytest.FixtureRequest) -> clients.Clients:
     built = clients.build_clients(region=REGION, max_attempts=3, session=boto_session(request.config))
-    emulator.install_fast_catalog(built.ec2, region=REGION)
+    emulator.install_fast_catalog(built.ec2, region=REGION, families=CATALOG_FAMILIES)
     emulator.install_launch_template_security_groups(built.ec2)
     return built
 

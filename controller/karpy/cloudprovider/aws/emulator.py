@@ -150,12 +150,13 @@ def put_event(*, region: str, source: str, detail_type: str, detail: Mapping[str
     events.put_events(Entries=[{"Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}])
 
 
-def install_fast_catalog(ec2_client: Any, *, region: str) -> None:
+def install_fast_catalog(ec2_client: Any, *, region: str, families: frozenset[str] | None = None) -> None:
     """Answer the three read-only catalog calls from moto's in-process data instead of its HTTP server.
 
     moto serialises its ~1,400 shapes and the spot history over HTTP in ~20 s on a small machine; the data is the
     same either way, so tests and the demo register these `before-call` hooks on the provider's EC2 client. Spot
-    prices (moto has only a 0.00001 placeholder) are the bundled catalog's estimate.
+    prices (moto has only a 0.00001 placeholder) are the bundled catalog's estimate. `families` (e.g. "m5") keeps
+    only those families' types, for tests that do not need all ~1,400 shapes priced and converted per provider.
     """
     from botocore import awsrequest
     from moto.ec2.models import instance_types as moto_types
@@ -163,10 +164,15 @@ def install_fast_catalog(ec2_client: Any, *, region: str) -> None:
     from karpy.cloudprovider import catalog
 
     ok = awsrequest.AWSResponse("http://127.0.0.1/", 200, {}, None)
-    shapes = list(moto_types.INSTANCE_TYPES.values())
+
+    def wanted(name: object) -> bool:
+        return families is None or str(name).split(".", 1)[0] in families
+
+    shapes = [shape for name, shape in moto_types.INSTANCE_TYPES.items() if wanted(name)]
     offerings = [
         {"InstanceType": o["InstanceType"], "Location": o["Location"], "LocationType": "availability-zone"}
         for o in moto_types.INSTANCE_TYPE_OFFERINGS["availability-zone"].get(region, ())
+        if wanted(o["InstanceType"])
     ]
     stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     spot = []
