@@ -86,6 +86,8 @@ def nodeclaim_from_instance(
             labels.LABEL_CAPACITY_TYPE: capacity_type_of(instance),
         }
     )
+    if instance.get("CapacityReservationId"):
+        node_labels[labels.LABEL_CAPACITY_RESERVATION_ID] = str(instance["CapacityReservationId"])
     for tag in (labels.TAG_NODEPOOL, labels.TAG_EC2NODECLASS):
         if tag in tags:
             node_labels[tag] = tags[tag]
