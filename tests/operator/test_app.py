@@ -314,7 +314,7 @@ async def test_wiring_follows_the_settings() -> None:
     assert ctrl.interruption is not None  # a queue was configured
     assert ctrl.nodeclasses is None  # the fake has no node-class half: that controller is off
     assert set(app.singletons(ctrl)) == {
-        "queue nodeclaims", "queue nodes", "queue nodepools", "provisioner", "pending pods", "disruption",
+        "queue nodeclaims", "queue nodes", "queue nodepools", "provisioner", "disruption",
         "garbage collection", "prices", "interruption",
     }  # fmt: skip
     assert ctrl.provisioner.batcher._settings.max_duration == 3.0
@@ -369,3 +369,40 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
         assert labels.FINALIZER_TERMINATION in claim["metadata"]["finalizers"]
         assert claim["status"]["providerID"]
         assert len(run.ctrl.cloud.provider.create_calls) == 1  # type: ignore[attr-defined]
+
+        # Deleting it: the NodeClaim finalizer terminates the instance, releases, and the leader counts it.
+        async def labelled() -> Mapping[str, str]:
+            """the launch labelled the NodeClaim with its zone and capacity type (written after its status)"""
+            current = await api.get(resources.NODECLAIMS, claim["metadata"]["name"])
+            found = dict(((current or {}).get("metadata") or {}).get("labels") or {})
+            return found if labels.LABEL_ZONE in found and labels.LABEL_CAPACITY_TYPE in found else {}
+
+        claim_labels = await eventually(labelled)
+        await api.delete(resources.NODECLAIMS, claim["metadata"]["name"])
+
+        async def gone() -> bool:
+            """the NodeClaim's finalizer was released"""
+            return await api.get(resources.NODECLAIMS, claim["metadata"]["name"]) is None
+
+        await eventually(gone, seconds=20)
+
+        async def replaced() -> list[dict[str, Any]]:
+            """the still-pending pod got a new NodeClaim (its deletion triggered the provisioner)"""
+            return (await api.list(resources.NODECLAIMS))[0]
+
+        (replacement,) = await eventually(replaced)
+        assert replacement["metadata"]["name"] != claim["metadata"]["name"]
+        async with aiohttp.ClientSession() as http:
+
+            async def scraped() -> str:
+                """/metrics counts the terminated NodeClaim"""
+                async with http.get(f"http://127.0.0.1:{run.metrics_port}/metrics") as response:
+                    text = await response.text()
+                return text if "karpenter_nodeclaims_terminated_total{" in text else ""
+
+            text = await eventually(scraped)
+        ct, zone = claim_labels[labels.LABEL_CAPACITY_TYPE], claim_labels[labels.LABEL_ZONE]
+        assert (
+            f'karpenter_nodeclaims_terminated_total{{capacity_type="{ct}",nodepool="default",zone="{zone}"}} 1.0'
+            in text
+        )

@@ -232,10 +232,15 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             assert id(parts.nodeclasses) == id(parts.provider)  # one AWS provider serves the NodeClass controller too
 
             async with aiohttp.ClientSession() as http:
-                url = f"http://127.0.0.1:{ports['metrics']}/metrics"
-                async with http.get(url) as response:
-                    text = await response.text()
-            assert 'karpenter_nodeclaims_created_total{nodepool="default"' in text
+
+                async def scraped() -> str:
+                    """/metrics counts the registered node (the informer saw Registered turn True)"""
+                    async with http.get(f"http://127.0.0.1:{ports['metrics']}/metrics") as response:
+                        text = await response.text()
+                    return text if 'karpenter_nodes_created_total{nodepool="default"} 1.0' in text else ""
+
+                text = await test_app.eventually(scraped, seconds=10)
+            assert 'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0' in text
         finally:
             stop.set()
             await asyncio.wait_for(task, 30)

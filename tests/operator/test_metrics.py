@@ -133,3 +133,35 @@ async def test_servers_answer_on_random_local_ports() -> None:
             assert "[-]boom failed" in body
         async with http.get(f"http://127.0.0.1:{bad_port}/healthz") as r:
             assert r.status == 200  # liveness is not readiness
+
+
+def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> None:
+    m = metrics.Metrics()
+    m.nodeclaim_terminated("web", "spot", "us-east-1a")
+    m.node_created("web")
+    m.node_created("web")
+    m.node_terminated("web")
+    disruption = m.disruption_hooks()
+    # the disruption controller calls (method, reason, decision); upstream labels are decision/reason/type
+    disruption.decision("multi-node-consolidation", "Underutilized", "replace")
+    disruption.decision("emptiness", "Empty", "delete")
+    disruption.decision("drift", "Drifted", "replace")
+    disruption.eligible_nodes("graceful", 4)
+    disruption.eligible_nodes("graceful", 3)  # a gauge: the last pass wins
+    interruption = m.interruption_hooks()
+    interruption.failed("SpotInterruption")
+    interruption.unparseable(2)
+    interruption.unparseable(1)
+    got = samples(m)
+    terminated = (("capacity_type", "spot"), ("nodepool", "web"), ("zone", "us-east-1a"))
+    assert got[("karpenter_nodeclaims_terminated_total", terminated)] == 1
+    assert got[("karpenter_nodes_created_total", (("nodepool", "web"),))] == 2
+    assert got[("karpenter_nodes_terminated_total", (("nodepool", "web"),))] == 1
+    decisions = "karpenter_voluntary_disruption_decisions_total"
+    assert got[(decisions, (("consolidation_type", "multi"), ("decision", "replace"), ("reason", "underutilized")))]
+    assert got[(decisions, (("consolidation_type", "empty"), ("decision", "delete"), ("reason", "empty")))] == 1
+    assert got[(decisions, (("consolidation_type", ""), ("decision", "replace"), ("reason", "drifted")))] == 1
+    eligible = ("karpenter_voluntary_disruption_eligible_nodes", (("disruption_class", "graceful"),))
+    assert got[eligible] == 3
+    assert got[("karpy_interruption_failed_messages_total", (("message_type", "SpotInterruption"),))] == 1
+    assert got[("karpy_interruption_unparseable_messages_total", ())] == 3

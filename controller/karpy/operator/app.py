@@ -4,7 +4,9 @@ Kopf watches NodeClaims, Nodes, NodePools and EC2NodeClasses and its handlers on
 (`@kopf.on.event`, so Kopf writes nothing on the objects: no progress annotations on Nodes, and Karpenter's own
 finalizers `karpenter.sh/termination` / `karpenter.k8s.aws/termination` are managed by the reconcilers, never by
 Kopf). The queues' workers and the singleton loops (provisioner, disruption, interruption, garbage collection)
-run only while this replica holds the leader Lease; followers keep their informers and Kopf watches warm.
+run only while this replica holds the leader Lease; followers keep their informers and Kopf watches warm. A leader
+that loses the Lease stops everything and `run` raises LeadershipLost: `karpy run` exits (code 1) and is restarted
+as a follower, as upstream does. The provisioner is triggered by the state cache's watch events (`observers`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ log = logging.getLogger(__name__)
 
 KOPF_PREFIX: Final = "karpy.dev"
 """Annotation prefix for anything Kopf would persist (it persists nothing with event handlers only)."""
-PENDING_POLL: Final = 0.5
-"""Seconds between checks of the state cache for newly provisionable pods (each triggers the batcher)."""
 PRICE_REFRESH: Final = 300.0
 SYNC_POLL: Final = 0.5
 
@@ -147,17 +147,6 @@ def resync(ctrl: wiring.Controller) -> None:
             ctrl.queue(wiring.NODECLASSES).add(str(nc["metadata"]["name"]))
 
 
-async def trigger_pending(ctrl: wiring.Controller) -> None:
-    """Trigger the provisioner's batch window for provisionable pods as soon as the state cache sees them."""
-    seq = -1
-    while True:
-        if ctrl.cluster.synced() and ctrl.cluster.changed_since(seq):
-            seq = ctrl.cluster.seq
-            for pod in ctrl.cluster.pending_pods():
-                ctrl.provisioner.trigger(pod.uid or pod.key)
-        await ctrl.clock.sleep(PENDING_POLL)
-
-
 async def refresh_prices(ctrl: wiring.Controller) -> None:
     """Keep the cost gauges' price book current from the provider's instance types of each NodePool."""
     while True:
@@ -175,7 +164,6 @@ def singletons(ctrl: wiring.Controller) -> dict[str, Callable[[], Coroutine[Any,
         f"queue {name}": queue.run for name, queue in ctrl.queues.items()
     }
     loops["provisioner"] = ctrl.provisioner.run
-    loops["pending pods"] = lambda: trigger_pending(ctrl)
     loops["disruption"] = ctrl.disruption.run
     loops["garbage collection"] = ctrl.nodeclaims.run_garbage_collection
     loops["prices"] = lambda: refresh_prices(ctrl)
@@ -184,29 +172,38 @@ def singletons(ctrl: wiring.Controller) -> dict[str, Callable[[], Coroutine[Any,
     return loops
 
 
+class LeadershipLost(Exception):
+    """This replica led and lost the Lease: `karpy run` exits so that it restarts as a fresh follower."""
+
+
 async def lead(ctrl: wiring.Controller) -> None:
-    """Forever: wait for leadership, run the singleton loops while it lasts, stop them when it is lost."""
-    while True:
-        await ctrl.elector.elected.wait()
-        ctrl.metrics.set_leader(True)
-        log.info("became leader; starting controllers", extra={"identity": ctrl.elector.identity})
-        tasks = [asyncio.create_task(loop(), name=name) for name, loop in singletons(ctrl).items()]
-        deposed = asyncio.create_task(ctrl.elector.deposed.wait())
-        try:
-            await _wait_synced(ctrl)
-            resync(ctrl)
-            done, _ = await asyncio.wait([*tasks, deposed], return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task is not deposed and not task.cancelled() and task.exception() is not None:
-                    raise RuntimeError(f"controller loop {task.get_name()!r} failed") from task.exception()
-            log.info("lost leadership; stopping controllers")
-        finally:
-            for task in [*tasks, deposed]:
-                task.cancel()
-            await asyncio.gather(*tasks, deposed, return_exceptions=True)
-            for queue in ctrl.queues.values():
-                queue.clear()
-            ctrl.metrics.set_leader(False)
+    """Wait for leadership and run the singleton loops; raise LeadershipLost when the Lease is lost.
+
+    Like upstream (controller-runtime exits on lost leadership), a deposed leader does not step down in place: its
+    memory (batch window, nominations, the disruption orchestration queue, eviction backoff, in-flight calls that
+    may still land) was built for a leadership it no longer has, and a fresh process is the one state that is
+    certainly clean. The Deployment restarts the container, which campaigns again as a follower."""
+    await ctrl.elector.elected.wait()
+    ctrl.metrics.set_leader(True)
+    log.info("became leader; starting controllers", extra={"identity": ctrl.elector.identity})
+    tasks = [asyncio.create_task(loop(), name=name) for name, loop in singletons(ctrl).items()]
+    deposed = asyncio.create_task(ctrl.elector.deposed.wait())
+    try:
+        await _wait_synced(ctrl)
+        resync(ctrl)
+        done, _ = await asyncio.wait([*tasks, deposed], return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is not deposed and not task.cancelled() and task.exception() is not None:
+                raise RuntimeError(f"controller loop {task.get_name()!r} failed") from task.exception()
+        log.error("leader election lost; stopping controllers", extra={"identity": ctrl.elector.identity})
+        raise LeadershipLost(f"{ctrl.elector.identity} lost the leader Lease")
+    finally:
+        for task in [*tasks, deposed]:
+            task.cancel()
+        await asyncio.gather(*tasks, deposed, return_exceptions=True)
+        for queue in ctrl.queues.values():
+            queue.clear()
+        ctrl.metrics.set_leader(False)
 
 
 def readiness(ctrl: wiring.Controller) -> dict[str, servers.Check]:
@@ -225,7 +222,9 @@ async def run(
     ready: asyncio.Event | None = None,
     on_bound: Callable[[int, int], Awaitable[None] | None] | None = None,
 ) -> None:
-    """Run until `stop` is set (or SIGTERM reaches Kopf); then stop everything and release the Lease."""
+    """Run until `stop` is set (or SIGTERM reaches Kopf); then stop everything and release the Lease.
+
+    Raises LeadershipLost (after the same orderly stop) when this replica led and lost the Lease."""
     async with (
         servers.serving(
             servers.metrics_app(ctrl.metrics.exposition), host=endpoints.host, port=endpoints.metrics_port
@@ -270,6 +269,8 @@ async def run(
             with contextlib.suppress(Exception):
                 await ctrl.recorder.flush()
         for task, result in zip(background, results, strict=True):
+            if isinstance(result, LeadershipLost):
+                raise result
             if isinstance(result, Exception):
                 raise RuntimeError(f"{task.get_name()} failed") from result
 

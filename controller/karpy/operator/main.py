@@ -1,6 +1,7 @@
 """`karpy run`: settings from the environment → validate → JSON logs → build → run until SIGTERM.
 
-Exit codes: 0 after a clean stop, 2 on bad settings or an unusable kubeconfig (the message names the variable).
+Exit codes: 0 after a clean stop, 1 when the leader lost its Lease (restart as a follower), 2 on bad settings or an
+unusable kubeconfig (the message names the variable).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ log = logging.getLogger("karpy")
 
 EXIT_OK: Final = 0
 EXIT_INVALID: Final = 2
+EXIT_LEADERSHIP_LOST: Final = 1
+"""The leader lost its Lease: exit so the Deployment restarts the container as a follower (as upstream does)."""
 
 
 def load(environ: Mapping[str, str]) -> settings_module.Settings | str:
@@ -73,5 +76,9 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     except (config.ConfigError, OSError) as error:
         print(f"karpy run: cannot reach the Kubernetes API: {error}", file=sys.stderr)
         return EXIT_INVALID
-    asyncio.run(serve(loaded, cfg, environ=env))
+    try:
+        asyncio.run(serve(loaded, cfg, environ=env))
+    except app.LeadershipLost as lost:
+        log.error("exiting: %s", lost)
+        return EXIT_LEADERSHIP_LOST
     return EXIT_OK

@@ -17,6 +17,7 @@ from prometheus_client import registry as prom_registry
 
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
+from karpy.disruption import controller as disruption_controller
 from karpy.interruption import controller as interruption_controller
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as pods_api
@@ -25,6 +26,13 @@ from karpy.state import statenode
 NAMESPACE: Final = "karpenter"
 MILLI_PER_UNIT: Final = 1000
 SCHEDULING_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+CONSOLIDATION_TYPES: Final = {
+    "emptiness": "empty",
+    "multi-node-consolidation": "multi",
+    "single-node-consolidation": "single",
+}
+"""consolidation_type of a disruption method (upstream `ConsolidationType()`; drift has none)."""
 
 PriceLookup = Callable[[str, str, str], float | None]
 """$/h of (instance type, zone, capacity type), None when unknown."""
@@ -144,12 +152,17 @@ class StateCollector(prometheus_client.registry.Collector):
 class _Instruments:
     nodeclaims_created: prometheus_client.Counter
     nodeclaims_terminated: prometheus_client.Counter
+    nodes_created: prometheus_client.Counter
+    nodes_terminated: prometheus_client.Counter
     scheduling_duration: prometheus_client.Histogram
     unschedulable_pods: prometheus_client.Gauge
     disruption_decisions: prometheus_client.Counter
+    disruption_eligible_nodes: prometheus_client.Gauge
     interruption_received: prometheus_client.Counter
     interruption_deleted: prometheus_client.Counter
     interruption_actions: prometheus_client.Counter
+    interruption_failed: prometheus_client.Counter
+    interruption_unparseable: prometheus_client.Counter
     leader: prometheus_client.Gauge
 
 
@@ -165,7 +178,16 @@ class Metrics:
                 f"{NAMESPACE}_nodeclaims_created", "NodeClaims created", ["nodepool", "reason"], registry=r
             ),
             nodeclaims_terminated=prometheus_client.Counter(
-                f"{NAMESPACE}_nodeclaims_terminated", "NodeClaims terminated", ["nodepool", "reason"], registry=r
+                f"{NAMESPACE}_nodeclaims_terminated",
+                "NodeClaims terminated (finalizer released after the instance was terminated)",
+                ["nodepool", "capacity_type", "zone"],
+                registry=r,
+            ),
+            nodes_created=prometheus_client.Counter(
+                f"{NAMESPACE}_nodes_created", "Nodes registered for a NodeClaim", ["nodepool"], registry=r
+            ),
+            nodes_terminated=prometheus_client.Counter(
+                f"{NAMESPACE}_nodes_terminated", "Nodes drained and terminated", ["nodepool"], registry=r
             ),
             scheduling_duration=prometheus_client.Histogram(
                 f"{NAMESPACE}_provisioner_scheduling_duration_seconds",
@@ -184,6 +206,12 @@ class Metrics:
                 ["decision", "reason", "consolidation_type"],
                 registry=r,
             ),
+            disruption_eligible_nodes=prometheus_client.Gauge(
+                f"{NAMESPACE}_voluntary_disruption_eligible_nodes",
+                "Nodes that are disruption candidates in the last pass, by disruption class (graceful/eventual)",
+                ["disruption_class"],
+                registry=r,
+            ),
             interruption_received=prometheus_client.Counter(
                 f"{NAMESPACE}_interruption_received_messages",
                 "Interruption messages received",
@@ -197,6 +225,17 @@ class Metrics:
                 f"{NAMESPACE}_interruption_actions_performed",
                 "Actions taken on interruption messages",
                 ["action_type", "message_type"],
+                registry=r,
+            ),
+            interruption_failed=prometheus_client.Counter(
+                "karpy_interruption_failed_messages",
+                "Interruption messages whose handling failed (left on the queue for a retry)",
+                ["message_type"],
+                registry=r,
+            ),
+            interruption_unparseable=prometheus_client.Counter(
+                "karpy_interruption_unparseable_messages",
+                "Interruption messages dropped because they could not be parsed",
                 registry=r,
             ),
             leader=prometheus_client.Gauge("karpy_leader", "1 while this replica holds the leader Lease", registry=r),
@@ -213,13 +252,30 @@ class Metrics:
     def nodeclaim_created(self, nodepool_name: str, reason: str = "provisioning") -> None:
         self.instruments.nodeclaims_created.labels(nodepool=nodepool_name, reason=reason).inc()
 
-    def nodeclaim_terminated(self, nodepool_name: str, reason: str = "") -> None:
-        self.instruments.nodeclaims_terminated.labels(nodepool=nodepool_name, reason=reason).inc()
+    def nodeclaim_terminated(self, nodepool_name: str, capacity_type: str = "", zone: str = "") -> None:
+        self.instruments.nodeclaims_terminated.labels(
+            nodepool=nodepool_name, capacity_type=capacity_type, zone=zone
+        ).inc()
+
+    def node_created(self, nodepool_name: str) -> None:
+        self.instruments.nodes_created.labels(nodepool=nodepool_name).inc()
+
+    def node_terminated(self, nodepool_name: str) -> None:
+        self.instruments.nodes_terminated.labels(nodepool=nodepool_name).inc()
 
     def disruption_decision(self, decision: str, reason: str, consolidation_type: str = "") -> None:
         self.instruments.disruption_decisions.labels(
             decision=decision, reason=reason, consolidation_type=consolidation_type
         ).inc()
+
+    def disruption_hooks(self) -> disruption_controller.Metrics:
+        def decision(method: str, reason: str, decision: str) -> None:
+            self.disruption_decision(decision, reason.lower(), CONSOLIDATION_TYPES.get(method, ""))
+
+        def eligible(disruption_class: str, count: int) -> None:
+            self.instruments.disruption_eligible_nodes.labels(disruption_class=disruption_class).set(count)
+
+        return disruption_controller.Metrics(decision=decision, eligible_nodes=eligible)
 
     def provisioner_hooks(self) -> provisioner.Metrics:
         i = self.instruments
@@ -235,6 +291,8 @@ class Metrics:
             received=lambda kind: i.interruption_received.labels(message_type=kind).inc(),
             deleted=lambda _kind: i.interruption_deleted.inc(),
             action=lambda action, kind: i.interruption_actions.labels(action_type=action, message_type=kind).inc(),
+            failed=lambda kind: i.interruption_failed.labels(message_type=kind).inc(),
+            unparseable=i.interruption_unparseable.inc,
         )
 
     def set_leader(self, leading: bool) -> None:

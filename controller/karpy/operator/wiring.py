@@ -21,7 +21,7 @@ from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, config, dryrun, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.operator import leader, metrics, statuscontrollers, views, workqueue
+from karpy.operator import leader, metrics, observers, statuscontrollers, views, workqueue
 from karpy.operator import settings as settings_module
 from karpy.provisioning import batcher, provisioner, snapshot
 from karpy.state import cluster as cluster_module
@@ -176,7 +176,7 @@ def build(
             settings=disruption_controller.Settings(
                 dry_run=settings.runtime.dry_run, spot_to_spot=settings.feature_gates.spot_to_spot_consolidation
             ),
-            metrics=disruption_controller.Metrics(decision=registry.disruption_decision),
+            metrics=registry.disruption_hooks(),
         )
     )
     interruption = None
@@ -207,7 +207,9 @@ def build(
         elector=elector,
         clock=clock,
         nodeclaims=nodeclaim_controller.NodeClaimController(deps),
-        termination=termination_controller.TerminationController(deps),
+        termination=termination_controller.TerminationController(
+            deps, metrics=termination_controller.Metrics(node_terminated=registry.node_terminated)
+        ),
         provisioner=prov,
         disruption=disruption,
         interruption=interruption,
@@ -224,6 +226,18 @@ def build(
     if nodeclasses is not None:
         controller.queues[NODECLASSES] = workqueue.WorkQueue(NODECLASSES, nodeclasses.reconcile, clock=clock, workers=2)
     registry.watch_state(cluster)
+    cluster.add_listener(
+        observers.Observer(
+            observers.Hooks(
+                trigger=prov.trigger,
+                nodeclaim_terminated=lambda gone: registry.nodeclaim_terminated(
+                    gone.nodepool, gone.capacity_type, gone.zone
+                ),
+                node_created=registry.node_created,
+                leading=elector.is_leader,
+            )
+        )
+    )
     return controller
 
 

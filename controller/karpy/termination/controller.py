@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy.api import errors as api_errors
@@ -47,6 +47,18 @@ class Counters:
     nodes_terminated: int = 0
 
 
+def _ignore(*_: Any) -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Metrics:
+    """Hooks the operator binds to Prometheus; no-ops by default."""
+
+    node_terminated: Callable[[str], None] = _ignore
+    """Called with the Node's NodePool ("" if unmanaged) when its finalizer is released (nodes_terminated)."""
+
+
 @dataclasses.dataclass(slots=True)
 class _Retry:
     failures: int = 0
@@ -56,9 +68,10 @@ class _Retry:
 class TerminationController:
     """Reconciles one terminating Node per call. In memory only: eviction backoff (safe to lose) and counters."""
 
-    def __init__(self, deps: Deps, *, backoff: drain.Backoff | None = None) -> None:
+    def __init__(self, deps: Deps, *, backoff: drain.Backoff | None = None, metrics: Metrics | None = None) -> None:
         self._deps = deps
         self._backoff = backoff or drain.Backoff()
+        self._metrics = metrics or Metrics()
         self._retries: dict[str, dict[str, _Retry]] = {}
         self.counters = Counters()
 
@@ -239,6 +252,7 @@ class TerminationController:
         await self._deps.client.patch(resources.NODES, node_name, patch)
         self._retries.pop(node_name, None)
         self.counters.nodes_terminated += 1
+        self._metrics.node_terminated(str((md.get("labels") or {}).get(labels.LABEL_NODEPOOL) or ""))
         log.info("deleted node", extra={"node": node_name})
         return DONE
 

@@ -1,0 +1,124 @@
+"""Reactions to the state cache's watch events (a `state.Cluster` listener): provisioning triggers and lifecycle
+metrics. The decisions are pure functions of (resource, old, new); `Observer` applies them.
+
+Triggers (upstream: the pod controller triggers on provisionable pods, the node / NodeClaim controllers on a
+starting deletion or the disrupted taint, so replacements launch while the old node drains instead of at the
+provisioner's 10 s rescan):
+* a pod that is provisionable after the event;
+* a NodeClaim or Node whose deletion just started;
+* a Node that just got the `karpenter.sh/disrupted` taint.
+
+Metrics, counted only by the leader (each replica sees every event; one must count):
+* `karpenter_nodes_created_total{nodepool}` when a NodeClaim turns Registered (upstream counts at registration);
+* `karpenter_nodeclaims_terminated_total{nodepool,capacity_type,zone}` when a NodeClaim object is gone: its
+  `karpenter.sh/termination` finalizer is released only after its instance is terminated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from karpy.api import labels
+from karpy.api import nodeclaim as nodeclaim_api
+from karpy.kube import resources
+from karpy.state import facts
+
+Obj = Mapping[str, Any] | None
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def _deleting(obj: Obj) -> bool:
+    return obj is not None and bool(_meta(obj).get("deletionTimestamp"))
+
+
+def _disrupted(node: Obj) -> bool:
+    taints = ((node or {}).get("spec") or {}).get("taints") or ()
+    return any(t.get("key") == labels.TAINT_DISRUPTED_KEY for t in taints if isinstance(t, Mapping))
+
+
+def _condition_true(claim: Obj, type_: str) -> bool:
+    for c in ((claim or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(c, Mapping) and c.get("type") == type_:
+            return c.get("status") == "True"
+    return False
+
+
+def provisioning_trigger(res: resources.Resource, old: Obj, new: Obj) -> str | None:
+    """The key to trigger the provisioner's batch window with, or None (pure)."""
+    if new is None:
+        return None
+    name = str(_meta(new).get("name") or "")
+    if res == resources.PODS:
+        if facts.pod_facts(new).provisionable:
+            return str(_meta(new).get("uid") or facts.key(new))
+        return None
+    if res == resources.NODECLAIMS and _deleting(new) and not _deleting(old):
+        return f"nodeclaim/{name}"
+    if res == resources.NODES and (
+        (_deleting(new) and not _deleting(old)) or (_disrupted(new) and not _disrupted(old))
+    ):
+        return f"node/{name}"
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeClaimGone:
+    nodepool: str
+    capacity_type: str
+    zone: str
+
+
+def nodeclaim_gone(res: resources.Resource, old: Obj, new: Obj) -> NodeClaimGone | None:
+    """A NodeClaim object disappeared (its termination finished), with the labels the metric carries (pure)."""
+    if res != resources.NODECLAIMS or old is None or new is not None:
+        return None
+    claim_labels = _meta(old).get("labels") or {}
+    return NodeClaimGone(
+        nodepool=str(claim_labels.get(labels.LABEL_NODEPOOL, "")),
+        capacity_type=str(claim_labels.get(labels.LABEL_CAPACITY_TYPE, "")),
+        zone=str(claim_labels.get(labels.LABEL_ZONE, "")),
+    )
+
+
+def node_registered(res: resources.Resource, old: Obj, new: Obj) -> str | None:
+    """The NodePool of a NodeClaim that just turned Registered (its Node joined), else None (pure)."""
+    if res != resources.NODECLAIMS or new is None:
+        return None
+    if _condition_true(new, nodeclaim_api.REGISTERED) and not _condition_true(old, nodeclaim_api.REGISTERED):
+        return str((_meta(new).get("labels") or {}).get(labels.LABEL_NODEPOOL, ""))
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hooks:
+    trigger: Callable[[str], None]
+    """The provisioner's `trigger`."""
+    nodeclaim_terminated: Callable[[NodeClaimGone], None]
+    node_created: Callable[[str], None]
+    leading: Callable[[], bool]
+
+
+class Observer:
+    """A `state.Cluster` listener: `cluster.add_listener(Observer(hooks))`."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+
+    def __call__(self, res: resources.Resource, old: Obj, new: Obj) -> None:
+        hooks = self._hooks
+        if not hooks.leading():
+            return  # a follower's provisioner does not run and its counts would double the leader's
+        key = provisioning_trigger(res, old, new)
+        if key is not None:
+            hooks.trigger(key)
+        gone = nodeclaim_gone(res, old, new)
+        if gone is not None:
+            hooks.nodeclaim_terminated(gone)
+        pool = node_registered(res, old, new)
+        if pool is not None:
+            hooks.node_created(pool)

@@ -1,0 +1,90 @@
+"""Losing the Lease ends `app.run` with LeadershipLost (after an orderly stop), and `karpy run` exits 1 so the
+Deployment restarts it as a follower — upstream's behaviour. Emulated API server, fake provider, wall clock."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from karpy import clock
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import config, resources, rest
+from karpy.operator import app, leader, main, settings, wiring
+from karpy.operator import logging as operator_logging
+from karpy.sim.kube import runner
+from karpy.state import cluster as cluster_module
+
+LEASE = "karpy-leader-election"
+FAST = 0.1
+"""Seconds between election rounds here (upstream: renew every 5 s, retry every 2 s)."""
+
+
+def fake_cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
+    return wiring.CloudParts(provider=fake_provider.FakeCloudProvider())
+
+
+async def test_a_deposed_leader_stops_its_loops_and_run_raises(
+    kube: runner.KubeAPIRunner, api: rest.RestClient
+) -> None:
+    s = settings.Settings.from_env({"CLUSTER_NAME": "test"})
+    cfg = config.Config(server=kube.url)
+    wall = clock.SystemClock()
+    async with rest.RestClient(cfg, clock=wall) as kube_client:
+        ctrl = wiring.build(s, kube=kube_client, clock=wall, cloud_factory=fake_cloud, identity="me", namespace="karpy")
+        ctrl.elector = leader.LeaderElector(
+            kube_client, name=LEASE, namespace="karpy", clock=wall, identity="me", renew_period=FAST, retry_period=FAST
+        )
+        stop, ready = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(
+            app.run(
+                ctrl,
+                connection=app.connection_info(cfg),
+                stop=stop,
+                endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
+                ready=ready,
+            )
+        )
+        try:
+            await asyncio.wait_for(ready.wait(), 10)
+            await asyncio.wait_for(ctrl.elector.elected.wait(), 10)
+            loops = await _leader_loops(names=set(app.singletons(ctrl)))
+            # Another replica takes the Lease over (as after a long pause of ours: our renewals stopped landing).
+            lease = await api.get(resources.LEASES, LEASE, namespace="karpy")
+            assert lease is not None
+            taken: dict[str, Any] = {"spec": {"holderIdentity": "other_replica", "leaseTransitions": 1}}
+            await api.patch(resources.LEASES, LEASE, taken, namespace="karpy")
+            with pytest.raises(app.LeadershipLost, match="me lost the leader Lease"):
+                await asyncio.wait_for(task, 15)
+        finally:
+            stop.set()
+            if not task.done():
+                await asyncio.wait_for(task, 20)
+    assert all(t.done() for t in loops)  # every leader loop ended with it
+    assert not ctrl.elector.is_leader()
+    assert ctrl.metrics.instruments.leader._value.get() == 0
+    lease = await api.get(resources.LEASES, LEASE, namespace="karpy")
+    assert lease is not None
+    assert lease["spec"]["holderIdentity"] == "other_replica"  # the deposed replica did not write it back
+
+
+async def _leader_loops(*, names: set[str]) -> list[asyncio.Task[Any]]:
+    """The running tasks of the leader's singleton loops (bounded wait until all started)."""
+    for _ in range(100):
+        tasks = [t for t in asyncio.all_tasks() if t.get_name() in names]
+        if len(tasks) == len(names):
+            return tasks
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"leader loops did not start: {names}")
+
+
+def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def deposed(*_: Any, **__: Any) -> None:
+        raise app.LeadershipLost("karpy-0 lost the leader Lease")
+
+    # Only the exit-code mapping is under test: no real server, and no rewiring of the test run's root logger.
+    monkeypatch.setattr(main, "serve", deposed)
+    monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
+    monkeypatch.setattr(wiring, "kube_config", lambda _: config.Config(server="http://127.0.0.1:1"))
+    assert main.main({"CLUSTER_NAME": "test"}) == main.EXIT_LEADERSHIP_LOST == 1
