@@ -13,7 +13,7 @@ For each group (pods counted per request vector, so the work scales with distinc
    (a group with more than `bound.PATTERN_CLASSES` shapes, where its rounds would cost seconds, instead fills
    whole nodes of each type the per-resource LP buys with the pods it gave that type, then goes to step 3's end);
 2. take every pattern's whole copies, and fill whole nodes of each large type with the pods the LP gave it;
-3. solve again for what is left (seeded with the patterns found), up to `_ROUNDS` times; then round the last
+3. solve again for what is left (seeded with the patterns found), a few times (`packing`); then round the last
    solution's fractional patterns up (each trimmed to the pods still unplaced); anything still left (from large
    types' fractions) goes to the cheapest type that takes all of it, or an LP-guided greedy fill;
 4. each claim's options are the compatible types that fit it (its cost is the cheapest one).
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from karpy.api import labels
-from karpy.scheduling import bound, catalog, nodes, patterns, pods, requirements, topology
+from karpy.scheduling import catalog, nodes, packing, pods, requirements, topology
 
 _POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims
@@ -44,16 +44,6 @@ class _Group:
     pool: catalog.PoolCatalog
     requirements: requirements.Requirements  # hostname excluded
     claims: list[nodes.Slot]
-
-
-@dataclass(frozen=True, slots=True)
-class _Types:
-    """The group's candidate instance types (indices into the pool's types) and what the packer reads of them."""
-
-    ids: catalog.IntArray
-    usable: catalog.IntArray  # allocatable minus daemon overhead, types × resources
-    price: catalog.FloatArray
-    anchor: catalog.BoolArray  # types a node may be filled up to while keeping minValues
 
 
 def repack(claims: Sequence[nodes.Slot], *, topo: topology.Topology) -> list[nodes.Slot]:
@@ -140,10 +130,10 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     cand = _candidate_types(pool, group.requirements)
     if cand is None:
         return None
-    packing = _pack(req, counts, cand)
-    if packing is None:
+    plan = packing.pack(req, counts, cand)
+    if plan is None:
         return None
-    slots = _build_slots(group, packing, req, [sorted(by_shape[k], key=_POD_ORDER) for k in keys], first_name)
+    slots = _build_slots(group, plan, req, [sorted(by_shape[k], key=_POD_ORDER) for k in keys], first_name)
     if slots is None:
         return None
     if pool.pool.limits and not _fit_limits(group, slots):
@@ -152,9 +142,6 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     if new_cost >= original_cost * (1 - _MIN_SAVING):
         return None
     return slots
-
-
-_ROUNDS = 3  # pattern LPs solved on what is left before the last one's fractions are rounded up
 
 
 class _Prices:
@@ -182,7 +169,7 @@ class _Prices:
         return found
 
 
-def _candidate_types(pool: catalog.PoolCatalog, reqs: requirements.Requirements) -> _Types | None:
+def _candidate_types(pool: catalog.PoolCatalog, reqs: requirements.Requirements) -> packing.Types | None:
     ok, price = pool.offerings(reqs)
     ids = np.flatnonzero(pool.mask(reqs) & ok)
     if not len(ids):
@@ -195,7 +182,7 @@ def _candidate_types(pool: catalog.PoolCatalog, reqs: requirements.Requirements)
         anchor = np.array([min_values_ok(pool, ids[covers[t]], reqs) for t in range(len(ids))], dtype=np.bool_)
         if not anchor.any():
             return None
-    return _Types(ids, usable, price[ids].astype(np.float64), anchor)
+    return packing.Types(ids, usable, price[ids].astype(np.float64), anchor)
 
 
 def min_values_ok(pool: catalog.PoolCatalog, type_ids: catalog.IntArray, reqs: requirements.Requirements) -> bool:
@@ -213,192 +200,6 @@ def min_values_ok(pool: catalog.PoolCatalog, type_ids: catalog.IntArray, reqs: r
         if len(distinct) < r.min_values:
             return False
     return True
-
-
-# --- packing ----------------------------------------------------------------------------------------------------
-def _pack(req: catalog.IntArray, counts: catalog.IntArray, cand: _Types) -> list[tuple[catalog.IntArray, int]] | None:
-    """Patterns (pods per shape on one node) with repeat counts, covering `counts` exactly; None if impossible.
-
-    Up to `bound.PATTERN_CLASSES` shapes the pattern LP's rounding (`_round_patterns`) places nearly everything;
-    beyond, its rounds would cost seconds, so the per-resource LP's shares fill whole nodes of each type it buys.
-    What is left goes to the cheapest type that takes all of it, or else to an LP-guided greedy fill."""
-    fits = (req[:, None, :] <= cand.usable[None, :, :]).all(axis=2) & cand.anchor[None, :]  # shapes × types
-    if not fits.any(axis=1).all():
-        return None
-    out: list[tuple[catalog.IntArray, int]] = []
-    if len(req) <= bound.PATTERN_CLASSES:
-        left = _round_patterns(req, counts, fits, cand, out)
-    else:
-        left = _fill_lp_shares(req, counts, fits, cand, out)
-    if left is None:
-        return None
-    while left.any():
-        demand = left @ req
-        present = left > 0
-        whole_fit = cand.anchor & (cand.usable >= demand[None, :]).all(axis=1) & fits[present].all(axis=0)
-        if whole_fit.any():
-            out.append((left.copy(), 1))
-            break
-        solution_lp = _lp(req, left, fits, cand)
-        if solution_lp is None:
-            return None
-        t = int(np.argmax(solution_lp.nodes))
-        movable = np.where(fits[:, t], left, 0)
-        pattern = _fill_node(
-            req, movable, cand.usable[t], share=1.0 / max(1.0, _node_equivalents(req, movable, cand.usable[t]))
-        )
-        if not pattern.any():
-            return None
-        reps = _repeats(movable, pattern, limit=max(1, int(solution_lp.nodes[t])))
-        out.append((pattern, reps))
-        left -= pattern * reps
-    return out
-
-
-def _round_patterns(
-    req: catalog.IntArray,
-    counts: catalog.IntArray,
-    fits: catalog.BoolArray,
-    cand: _Types,
-    out: list[tuple[catalog.IntArray, int]],
-) -> catalog.IntArray | None:
-    """Append the pattern LP's whole copies (and, for large types, whole nodes filled with the pods it gave them),
-    solving again for what is left up to `_ROUNDS` times, then the last solution's fractional patterns rounded up
-    one at a time, largest fraction first, each trimmed to the pods still unplaced. Returns what is left."""
-    left = counts.copy()
-    solution: patterns.Solution | None = None
-    for attempt in range(_ROUNDS):
-        solution = patterns.solve(req, left, fits, cand.usable, cand.price, seed=solution, prove=False)
-        if solution is None:
-            return None
-        whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
-        before = left.copy()
-        for p in np.argsort(-solution.pattern_nodes, kind="stable"):
-            left = _take(solution.patterns[p], int(whole[p]), left, out)
-        share = np.minimum(np.floor(solution.pods + 1e-9).astype(np.int64), left[:, None])
-        for t in np.argsort(-solution.nodes, kind="stable"):
-            if solution.nodes[t] < 1 - 1e-9:
-                break
-            mine = np.minimum(share[:, t], left)
-            left -= mine
-            left += _fill_type(req, mine, cand.usable[t], out)
-        if not left.any():
-            return left
-        if attempt < _ROUNDS - 1 and (left != before).any():
-            continue  # solve again for what is left
-        fraction = solution.pattern_nodes - whole
-        for p in np.argsort(-fraction, kind="stable"):
-            if fraction[p] <= 1e-9 or not left.any():
-                break
-            trimmed = np.minimum(solution.patterns[p], left)
-            if trimmed.any():
-                out.append((trimmed, 1))
-                left = left - trimmed
-        break
-    return left
-
-
-def _fill_lp_shares(
-    req: catalog.IntArray,
-    counts: catalog.IntArray,
-    fits: catalog.BoolArray,
-    cand: _Types,
-    out: list[tuple[catalog.IntArray, int]],
-) -> catalog.IntArray | None:
-    """Append whole nodes of each type the per-resource LP buys, filled with the pods it gave that type; return
-    what is left."""
-    solution = _lp(req, counts, fits, cand)
-    if solution is None:
-        return None
-    left = counts.copy()
-    assigned = np.floor(solution.share * counts[:, None] + 1e-9).astype(np.int64)
-    for t in np.argsort(-solution.nodes, kind="stable"):
-        if solution.nodes[t] < 1 - 1e-9:
-            break
-        mine = np.minimum(assigned[:, t], left)
-        left -= mine
-        left += _fill_type(req, mine, cand.usable[t], out)
-    return left
-
-
-def _take(
-    pattern: catalog.IntArray, copies: int, left: catalog.IntArray, out: list[tuple[catalog.IntArray, int]]
-) -> catalog.IntArray:
-    """Append up to `copies` nodes of `pattern` while the pods are still unplaced; return what is left."""
-    used = pattern > 0
-    if copies <= 0 or not used.any():
-        return left
-    reps = min(copies, int((left[used] // pattern[used]).min()))
-    if reps:
-        out.append((pattern.copy(), reps))
-        left = left - pattern * reps
-    return left
-
-
-def _lp(
-    req: catalog.IntArray, counts: catalog.IntArray, fits: catalog.BoolArray, cand: _Types
-) -> bound.Solution | None:
-    demand = (req * counts[:, None]).astype(np.float64)
-    present = counts > 0
-    full = np.zeros((len(counts), len(cand.price)))
-    got = bound.solve_lp(demand[present], fits[present], cand.usable.astype(np.float64), cand.price)
-    if got is None:
-        return None
-    full[present] = got.share
-    return bound.Solution(got.cost, got.nodes, full)
-
-
-def _fill_type(
-    req: catalog.IntArray, mine: catalog.IntArray, cap: catalog.IntArray, out: list[tuple[catalog.IntArray, int]]
-) -> catalog.IntArray:
-    """Fill whole nodes of capacity `cap` from `mine` while at least one node's worth remains; return the rest."""
-    while mine.any():
-        equivalents = _node_equivalents(req, mine, cap)
-        if equivalents < 1:
-            break
-        pattern = _fill_node(req, mine, cap, share=1.0 / equivalents)
-        if not pattern.any():
-            break
-        reps = _repeats(mine, pattern, limit=max(1, int(equivalents)))
-        out.append((pattern, reps))
-        mine = mine - pattern * reps
-    return mine
-
-
-def _node_equivalents(req: catalog.IntArray, counts: catalog.IntArray, cap: catalog.IntArray) -> float:
-    demand = (counts @ req).astype(np.float64)
-    need = demand > 0
-    if np.any(need & (cap <= 0)):
-        return float("inf")
-    return float((demand[need] / cap[need]).max()) if need.any() else 0.0
-
-
-def _repeats(counts: catalog.IntArray, pattern: catalog.IntArray, *, limit: int) -> int:
-    used = pattern > 0
-    return int(min(limit, int((counts[used] // pattern[used]).min())))
-
-
-def _fill_node(
-    req: catalog.IntArray, counts: catalog.IntArray, cap: catalog.IntArray, *, share: float
-) -> catalog.IntArray:
-    """One node's pods per shape: a `share` slice of every shape, then the best-aligned pod that fits, one at a time."""
-    take: catalog.IntArray = np.floor(counts * min(share, 1.0)).astype(np.int64)
-    free = cap - take @ req
-    if (free < 0).any():
-        take = np.zeros_like(counts)
-        free = cap.copy()
-    left = counts - take
-    weight = np.where(cap > 0, 1.0 / np.maximum(cap, 1), 0.0)
-    norm = req * weight  # shapes × resources, in fractions of the node
-    while True:
-        ok = (left > 0) & (req <= free[None, :]).all(axis=1)
-        if not ok.any():
-            return take
-        score = np.where(ok, norm @ (free * weight), -np.inf)
-        s = int(np.argmax(score))
-        take[s] += 1
-        left[s] -= 1
-        free = free - req[s]
 
 
 # --- claims -----------------------------------------------------------------------------------------------------
