@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 import re
 
 import pytest
@@ -155,3 +156,16 @@ def test_settings_helm_names_are_the_env_var_names(var: settings.EnvVar) -> None
     camel = var.helm.removeprefix("settings.")
     assert camel.lower() == var.env.replace("_", "").lower()
     assert re.fullmatch(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*", var.env)
+
+
+def test_default_lease_name_is_the_charts_for_release_karpy_and_not_upstreams() -> None:
+    """The chart names the Lease `<fullname>-leader-election`; fullname is the release name when it contains the
+    chart name, so `helm install karpy` and a plain `karpy run` campaign on the same Lease — never upstream's."""
+    chart = pathlib.Path(__file__).parents[2] / "charts" / "karpy"
+    chart_name = re.search(r"^name:\s*(\S+)", (chart / "Chart.yaml").read_text(), re.MULTILINE)
+    assert chart_name is not None
+    deployment = (chart / "templates" / "deployment.yaml").read_text()
+    assert 'printf "%s-leader-election" (include "karpy.fullname" .)' in deployment
+    default = settings.Settings.from_env(BASE).leader_election.name
+    assert default == f"{chart_name.group(1)}-leader-election" == "karpy-leader-election"
+    assert default != "karpenter-leader-election"

@@ -118,7 +118,12 @@ class RuntimeSettings:
 @dataclass(frozen=True, slots=True)
 class LeaderElectionSettings:
     name: str = "karpy-leader-election"
-    """LEADER_ELECTION_NAME, the Lease name; default karpy-leader-election. Replicas sharing it elect one leader."""
+    """LEADER_ELECTION_NAME, the Lease name; default karpy-leader-election. Replicas sharing it elect one leader.
+
+    Deliberately not upstream's `karpenter-leader-election`: while a cluster migrates, upstream Karpenter and karpy
+    may run in the same namespace, and a shared Lease would let one product's replica hold off (or stand in for)
+    the other's, leaving one of them silently idle. The chart sets `<fullname>-leader-election`, which is this
+    default for the release name "karpy" (charts/karpy/templates/deployment.yaml)."""
     namespace: str = ""
     """LEADER_ELECTION_NAMESPACE; default "" = the pod's namespace (the chart passes it via the downward API)."""
     disabled: bool = False
