@@ -166,3 +166,42 @@ async def test_reserved_capacity_is_launched_into_its_reservation(
         "CapacityReservationPreference": "capacity-reservations-only",
         "CapacityReservationTarget": {"CapacityReservationId": "cr-0b2"},
     }
+
+
+async def test_pods_asking_for_efa_get_efa_interfaces(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+) -> None:
+    aws_provider = make_provider()
+    fleets: list[dict[str, Any]] = []
+    aws_provider._deps.aws.ec2.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params)
+    )
+    nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
+    nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
+    nodeclasses.items[nc.name] = nc
+    claim = make_nodeclaim(
+        requirements=(
+            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "g4dn.8xlarge"),
+            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+        ),
+        resources={labels.RESOURCE_EFA: 1000},
+    )
+    created = await aws_provider.create(claim)
+    assert created.status.capacity[labels.RESOURCE_EFA] == 1000  # g4dn.8xlarge: one EFA interface
+    ec2 = boto3.client("ec2", region_name=REGION)
+    (config,) = fleets[0]["LaunchTemplateConfigs"]
+    data = ec2.describe_launch_template_versions(
+        LaunchTemplateName=config["LaunchTemplateSpecification"]["LaunchTemplateName"], Versions=["$Latest"]
+    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert data["NetworkInterfaces"] == [
+        {
+            "NetworkCardIndex": 0,
+            "DeviceIndex": 0,
+            "InterfaceType": "efa",
+            "Groups": list(seeded.security_group_ids),
+        }
+    ]
+    # The emulated EC2 gives the instance the interface's groups.
+    instance_id = instances.parse_provider_id(created.status.provider_id)
+    instance = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    assert [g["GroupId"] for g in instance["SecurityGroups"]] == list(seeded.security_group_ids)

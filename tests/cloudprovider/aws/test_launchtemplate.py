@@ -125,6 +125,20 @@ _ENA = ec2nodeclass.NetworkInterfaceType.INTERFACE
                 {"NetworkCardIndex": 2, "DeviceIndex": 1, "InterfaceType": "efa", "Groups": ["sg-1", "sg-2"]},
             ],
         ),
+        # ... each with the prefix count (and public-IP choice), as upstream.
+        (
+            {"efa_count": 2, "ip_prefix_count": 4},
+            [
+                {
+                    "NetworkCardIndex": card,
+                    "DeviceIndex": device,
+                    "InterfaceType": "efa",
+                    "Groups": ["sg-1", "sg-2"],
+                    "Ipv4PrefixCount": 4,
+                }
+                for card, device in ((0, 0), (1, 1))
+            ],
+        ),
     ],
 )
 def test_network_interfaces(changes: dict[str, Any], expected: list[dict[str, Any]] | None) -> None:

@@ -96,10 +96,10 @@ def _interface_type(kind: ec2nodeclass.NetworkInterfaceType) -> str:
 def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
     """The LT's interfaces, or None when the groups can sit on the instance (nothing interface-specific asked).
 
-    Every interface carries the security groups; the public-IP choice and the prefix count go on the primary one
-    (card 0, device 0), since EC2 refuses a public IP with several pre-configured interfaces otherwise. EFA
-    interfaces follow upstream: one per network card, card 0 at device 0 and the others at device 1 so the primary
-    card keeps precedence (aws: launchtemplate.go generateNetworkInterfaces).
+    Every interface carries the security groups. EFA interfaces follow upstream: one per network card, card 0 at
+    device 0 and the others at device 1 so the primary card keeps precedence, each with the public-IP choice and
+    prefix count (aws: launchtemplate.go generateNetworkInterfaces). Explicit `spec.networkInterfaces` put those two
+    on the primary interface (card 0, device 0) only, where EC2 accepts them.
     """
     groups = list(spec.security_group_ids)
     primary_extras: dict[str, Any] = {}
@@ -127,7 +127,9 @@ def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
                 "DeviceIndex": 0 if card == 0 else 1,
                 "InterfaceType": "efa",
                 "Groups": groups,
-                **(primary_extras if card == 0 else {}),
+                # Upstream repeats these on every EFA interface; EC2 refuses a public IP on several interfaces,
+                # which upstream leaves to the user's configuration.
+                **primary_extras,
             }
             for card in range(spec.efa_count)
         ]
