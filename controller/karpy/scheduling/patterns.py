@@ -76,7 +76,8 @@ def solve(
     req, capacity = req[:, used], capacity[:, used]
     most = _most_items(req, counts, fit_one, capacity)  # classes × columns: pods of c one node of k holds at most
     alive = fit_one.any(axis=0)
-    small = alive & (_items_cap(req, fit_one, capacity) <= SMALL_ITEMS)
+    # A column is small when one node holds few pods: few by its capacity, or because the group has few pods.
+    small = alive & (np.minimum(_items_cap(req, fit_one, capacity), most.sum(axis=0)) <= SMALL_ITEMS)
     large = alive & ~small
     small_ids = np.flatnonzero(small)
     small_ids = small_ids[_undominated_whole(fit_one[:, small_ids], capacity[small_ids], price[small_ids])]
