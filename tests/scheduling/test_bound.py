@@ -68,6 +68,14 @@ def test_bound_of_a_solve_with_known_optimum() -> None:
     assert res.cost_per_hour == pytest.approx(res.lower_bound_per_hour)
 
 
+def test_bound_of_one_pod_is_its_cheapest_node() -> None:
+    # One 500m pod on the fake catalog: every node holds at most one pod of this solve, so the bound counts whole
+    # nodes — the cheapest type that fits it (fake-it-0, $0.3) — where the per-resource LP would buy half of one.
+    res = c.solve([c.make_pod("one", cpu="500m", memory="1Gi")])
+    assert res.lower_bound_per_hour == pytest.approx(0.3)
+    assert res.cost_per_hour == pytest.approx(0.3)
+
+
 def test_bound_respects_offering_requirements() -> None:
     # Spot is 30% cheaper in the helper catalog; an on-demand-only pool must be bounded at on-demand prices.
     its = [
