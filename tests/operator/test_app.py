@@ -315,7 +315,7 @@ async def test_wiring_follows_the_settings() -> None:
     assert ctrl.nodeclasses is None  # the fake has no node-class half: that controller is off
     assert set(app.singletons(ctrl)) == {
         "queue nodeclaims", "queue nodes", "queue nodepools", "provisioner", "disruption",
-        "garbage collection", "prices", "interruption",
+        "garbage collection", "prices", "interruption", "nodeclaim conditions", "expiration",
     }  # fmt: skip
     assert ctrl.provisioner.batcher._settings.max_duration == 3.0
 
@@ -406,3 +406,40 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
             f'karpenter_nodeclaims_terminated_total{{capacity_type="{ct}",nodepool="default",zone="{zone}"}} 1.0'
             in text
         )
+
+
+async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
+    """The expiration and NodeClaim-conditions loops run under `karpy run` too."""
+    async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run:
+        assert run.ctrl.expiry is not None
+        assert run.ctrl.nodeclaim_conditions is not None
+        await api.create(resources.EC2NODECLASSES, NODECLASS)
+        pool = builders.nodepool("default")
+        pool["spec"]["template"]["spec"]["expireAfter"] = "2s"
+        await api.create(resources.NODEPOOLS, pool)
+        await api.create(resources.PODS, pending_pod("web-1", "1"))
+        await api.patch(resources.PODS, "web-1", UNSCHEDULABLE, namespace="default", subresource="status")
+
+        async def first() -> str:
+            """a NodeClaim was created for the pending pod"""
+            claims, _ = await api.list(resources.NODECLAIMS)
+            return str(claims[0]["metadata"]["name"]) if claims else ""
+
+        name = await eventually(first)
+
+        async def expired() -> bool:
+            """the first NodeClaim expired: it is being deleted (the expiry loop sees new claims within 10 s)"""
+            current = await api.get(resources.NODECLAIMS, name)
+            return current is None or bool(current["metadata"].get("deletionTimestamp"))
+
+        await eventually(expired, seconds=30)
+        async with aiohttp.ClientSession() as http:
+
+            async def scraped() -> str:
+                """/metrics counts the expiry as a disruption"""
+                async with http.get(f"http://127.0.0.1:{run.metrics_port}/metrics") as response:
+                    text = await response.text()
+                return text if 'karpenter_nodeclaims_disrupted_total{capacity_type="' in text else ""
+
+            text = await eventually(scraped)
+        assert 'nodepool="default",reason="expired"} ' in text

@@ -165,3 +165,13 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
     assert got[eligible] == 3
     assert got[("karpy_interruption_failed_messages_total", (("message_type", "SpotInterruption"),))] == 1
     assert got[("karpy_interruption_unparseable_messages_total", ())] == 3
+
+
+def test_drift_and_expiry_hooks() -> None:
+    m = metrics.Metrics()
+    m.drift_hooks().drifted("NodePoolDrifted", "web")
+    m.expiry_hooks().disrupted("Expired", "web", "spot")
+    got = samples(m)
+    assert got[("karpenter_nodeclaims_drifted_total", (("nodepool", "web"), ("type", "NodePoolDrifted")))] == 1
+    disrupted = (("capacity_type", "spot"), ("nodepool", "web"), ("reason", "expired"))
+    assert got[("karpenter_nodeclaims_disrupted_total", disrupted)] == 1

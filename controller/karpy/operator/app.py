@@ -169,6 +169,10 @@ def singletons(ctrl: wiring.Controller) -> dict[str, Callable[[], Coroutine[Any,
     loops["prices"] = lambda: refresh_prices(ctrl)
     if ctrl.interruption is not None:
         loops["interruption"] = ctrl.interruption.run
+    if ctrl.nodeclaim_conditions is not None:
+        loops["nodeclaim conditions"] = ctrl.nodeclaim_conditions.run
+    if ctrl.expiry is not None:
+        loops["expiration"] = ctrl.expiry.run
     return loops
 
 

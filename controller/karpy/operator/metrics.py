@@ -18,7 +18,9 @@ from prometheus_client import registry as prom_registry
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
+from karpy.disruption import nodeclaims as disruption_nodeclaims
 from karpy.interruption import controller as interruption_controller
+from karpy.nodeclaim import expiry_controller
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as pods_api
 from karpy.state import statenode
@@ -152,6 +154,8 @@ class StateCollector(prometheus_client.registry.Collector):
 class _Instruments:
     nodeclaims_created: prometheus_client.Counter
     nodeclaims_terminated: prometheus_client.Counter
+    nodeclaims_disrupted: prometheus_client.Counter
+    nodeclaims_drifted: prometheus_client.Counter
     nodes_created: prometheus_client.Counter
     nodes_terminated: prometheus_client.Counter
     scheduling_duration: prometheus_client.Histogram
@@ -182,6 +186,15 @@ class Metrics:
                 "NodeClaims terminated (finalizer released after the instance was terminated)",
                 ["nodepool", "capacity_type", "zone"],
                 registry=r,
+            ),
+            nodeclaims_disrupted=prometheus_client.Counter(
+                f"{NAMESPACE}_nodeclaims_disrupted",
+                "NodeClaims disrupted (here: expired)",
+                ["reason", "nodepool", "capacity_type"],
+                registry=r,
+            ),
+            nodeclaims_drifted=prometheus_client.Counter(
+                f"{NAMESPACE}_nodeclaims_drifted", "NodeClaims found drifted", ["type", "nodepool"], registry=r
             ),
             nodes_created=prometheus_client.Counter(
                 f"{NAMESPACE}_nodes_created", "Nodes registered for a NodeClaim", ["nodepool"], registry=r
@@ -267,6 +280,20 @@ class Metrics:
         self.instruments.disruption_decisions.labels(
             decision=decision, reason=reason, consolidation_type=consolidation_type
         ).inc()
+
+    def drift_hooks(self) -> disruption_nodeclaims.Metrics:
+        drifted = self.instruments.nodeclaims_drifted
+        return disruption_nodeclaims.Metrics(
+            drifted=lambda reason, pool: drifted.labels(type=reason, nodepool=pool).inc()
+        )
+
+    def expiry_hooks(self) -> expiry_controller.Metrics:
+        disrupted = self.instruments.nodeclaims_disrupted
+
+        def expired(reason: str, pool: str, capacity_type: str) -> None:
+            disrupted.labels(reason=reason.lower(), nodepool=pool, capacity_type=capacity_type).inc()
+
+        return expiry_controller.Metrics(disrupted=expired)
 
     def disruption_hooks(self) -> disruption_controller.Metrics:
         def decision(method: str, reason: str, decision: str) -> None:

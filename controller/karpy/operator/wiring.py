@@ -17,10 +17,12 @@ from karpy import clock as clock_module
 from karpy import events
 from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
+from karpy.disruption import nodeclaims as disruption_nodeclaims
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, config, dryrun, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.nodeclaim import expiry_controller
 from karpy.operator import leader, metrics, observers, statuscontrollers, views, workqueue
 from karpy.operator import settings as settings_module
 from karpy.provisioning import batcher, provisioner, snapshot
@@ -98,6 +100,10 @@ class Controller:
     interruption: interruption_controller.InterruptionController | None
     nodepools: statuscontrollers.NodePoolController
     nodeclasses: statuscontrollers.NodeClassController | None
+    nodeclaim_conditions: disruption_nodeclaims.NodeClaimConditionsController | None = None
+    """Consolidatable / Drifted conditions (fed pod events by a Cluster listener); None in hand-built graphs."""
+    expiry: expiry_controller.ExpiryController | None = None
+    """Deletes NodeClaims at creation + expireAfter."""
     queues: dict[str, workqueue.WorkQueue] = dataclasses.field(default_factory=dict)
 
     def queue(self, name: str) -> workqueue.WorkQueue:
@@ -192,6 +198,17 @@ def build(
                 metrics=registry.interruption_hooks(),
             )
         )
+    nodeclaim_conditions = disruption_nodeclaims.NodeClaimConditionsController(
+        disruption_nodeclaims.Deps(
+            client=writer, cluster=cluster, cloud=cloud.provider, clock=clock, metrics=registry.drift_hooks()
+        )
+    )
+    cluster.add_listener(nodeclaim_conditions.observe)
+    expiry = expiry_controller.ExpiryController(
+        expiry_controller.Deps(
+            client=writer, cluster=cluster, clock=clock, recorder=recorder, metrics=registry.expiry_hooks()
+        )
+    )
     nodeclasses = None
     if cloud.nodeclasses is not None:
         nodeclasses = statuscontrollers.NodeClassController(
@@ -215,6 +232,8 @@ def build(
         interruption=interruption,
         nodepools=statuscontrollers.NodePoolController(writer, cluster, clock=clock),
         nodeclasses=nodeclasses,
+        nodeclaim_conditions=nodeclaim_conditions,
+        expiry=expiry,
     )
     controller.queues = {
         NODECLAIMS: workqueue.WorkQueue(
