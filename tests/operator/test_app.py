@@ -380,18 +380,20 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
         claim_labels = await eventually(labelled)
         await api.delete(resources.NODECLAIMS, claim["metadata"]["name"])
 
+        async def replaced() -> list[dict[str, Any]]:
+            """the still-pending pod got a new NodeClaim at once: the deletion triggered the provisioner (without
+            the trigger the provisioner's 10 s rescan would find the pod only later)"""
+            claims, _ = await api.list(resources.NODECLAIMS)
+            return [c for c in claims if c["metadata"]["name"] != claim["metadata"]["name"]]
+
+        (replacement,) = await eventually(replaced, seconds=4)
+        assert replacement["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
+
         async def gone() -> bool:
             """the NodeClaim's finalizer was released"""
             return await api.get(resources.NODECLAIMS, claim["metadata"]["name"]) is None
 
         await eventually(gone, seconds=20)
-
-        async def replaced() -> list[dict[str, Any]]:
-            """the still-pending pod got a new NodeClaim (its deletion triggered the provisioner)"""
-            return (await api.list(resources.NODECLAIMS))[0]
-
-        (replacement,) = await eventually(replaced)
-        assert replacement["metadata"]["name"] != claim["metadata"]["name"]
         async with aiohttp.ClientSession() as http:
 
             async def scraped() -> str:
