@@ -24,7 +24,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 SIZES = (1, 100, 1000, 5000, 20000, 100000)
@@ -82,18 +82,26 @@ def _hostname_self_anti_affinity(rng: random.Random, i: int) -> dict[str, Any]:
     return _pod(rng, i, {"app": "nginx"}, {"affinity": affinity})
 
 
-def make_pod_manifests(count: int, *, mix: str, seed: int = 42) -> list[dict[str, Any]]:
-    """The benchmark's pods as Kubernetes manifests (deterministic for a seed)."""
+def iter_pod_manifests(count: int, *, mix: str, seed: int = 42) -> Iterator[dict[str, Any]]:
+    """The benchmark's pods as Kubernetes manifests, one at a time (deterministic for a seed)."""
     rng = random.Random(seed)
     if mix == "generic":
-        return [_generic(rng, i) for i in range(count)]
+        yield from (_generic(rng, i) for i in range(count))
+        return
     kinds = (_generic, _spread(ZONE), _spread(HOSTNAME), _zonal_self_affinity, _hostname_self_anti_affinity)
     per_kind = count // len(kinds)
-    out: list[dict[str, Any]] = []
+    index = 0
     for kind in kinds:
-        out.extend(kind(rng, len(out) + j) for j in range(per_kind))
-    out.extend(_generic(rng, len(out) + j) for j in range(count - len(out)))  # the remainder, as upstream does
-    return out
+        for _ in range(per_kind):
+            yield kind(rng, index)
+            index += 1
+    for i in range(index, count):  # the remainder, as upstream does
+        yield _generic(rng, i)
+
+
+def make_pod_manifests(count: int, *, mix: str, seed: int = 42) -> list[dict[str, Any]]:
+    """The benchmark's pods as Kubernetes manifests (deterministic for a seed)."""
+    return list(iter_pod_manifests(count, mix=mix, seed=seed))
 
 
 def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: str = "") -> dict[str, Any]:
@@ -114,9 +122,9 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
         ),
     )
     types = generator.instance_types(400) if catalog == "fake" else aws_catalog.load("us-east-1")
-    manifests = make_pod_manifests(pods, mix=mix)
-    pending = [pod_model.from_manifest(m) for m in manifests]
-    del manifests
+    # Parsed as generated (never all manifests alive at once) and through one interner, as a controller parsing a
+    # watch stream would: pods stamped from one template share their labels, requests and constraints.
+    pending = pod_model.from_manifests(iter_pod_manifests(pods, mix=mix))
     inp = scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
     if warm:
         importlib.import_module("scipy.optimize")

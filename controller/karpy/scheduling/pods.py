@@ -8,9 +8,9 @@ which is what lets the scheduler place them in bulk.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from karpy.api import errors, meta, quantity
 from karpy.scheduling import requirements, resources, taints
@@ -21,6 +21,7 @@ POLICY_HONOR = "Honor"
 POLICY_IGNORE = "Ignore"
 LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
 _SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+_H = TypeVar("_H", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +127,29 @@ class Pod:
         if self.required_node_terms and term < len(self.required_node_terms):
             base = base.intersect(self.required_node_terms[term])
         return base
+
+
+class Interner:
+    """Shares equal immutable parts between pods parsed in one batch.
+
+    Pods stamped from one template carry identical label maps, requests and constraints; sharing one copy of each
+    keeps 100k pending pods at a few hundred distinct sub-objects instead of 100k of each. Maps are shared only
+    when equal in the same order (iteration order stays each pod's own), and nothing mutates a parsed pod."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, Hashable], Any] = {}
+
+    def value(self, kind: str, obj: _H) -> _H:
+        shared: _H = self._seen.setdefault((kind, obj), obj)
+        return shared
+
+    def mapping(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        if not obj:
+            return obj
+        shared: dict[str, Any] = self._seen.setdefault((kind, tuple(obj.items())), obj)
+        return shared
 
 
 # --- parsing --------------------------------------------------------------------------------------------------
@@ -248,8 +272,16 @@ def _merge_label_keys(
     return selector.add(*extra)
 
 
-def from_manifest(obj: Mapping[str, Any]) -> Pod:
-    """Parse a v1 Pod dict. Raises `errors.ValidationError` listing every bad field with its path."""
+def from_manifests(objs: Iterable[Mapping[str, Any]]) -> list[Pod]:
+    """Parse many v1 Pod dicts, sharing their equal parts (see `Interner`); consumes `objs` lazily."""
+    interner = Interner()
+    return [from_manifest(obj, interner=interner) for obj in objs]
+
+
+def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -> Pod:
+    """Parse a v1 Pod dict. Raises `errors.ValidationError` listing every bad field with its path.
+
+    With an `interner`, parts equal to those of pods parsed before through it are shared rather than copied."""
     p = _Parser()
     md = p.mapping(obj.get("metadata"), "metadata")
     spec = p.mapping(obj.get("spec"), "spec")
@@ -375,8 +407,26 @@ def from_manifest(obj: Mapping[str, Any]) -> Pod:
         elif vm.get("ephemeral"):
             pvcs.append(f"{name}-{vm.get('name', '')}")  # generic ephemeral volume: PVC <pod>-<volume>
 
+    node_selector = p.string_map(spec.get("nodeSelector"), "spec.nodeSelector")
     if p.problems:
         raise errors.ValidationError("Pod", f"{namespace}/{name}", p.problems)
+    parts: dict[str, Any] = {
+        "required_node_terms": tuple(required_terms),
+        "preferred_node_terms": tuple(sorted(preferred_terms, key=lambda w: -w.weight)),
+        "tolerations": tuple(tolerations),
+        "spread": tuple(spread),
+        "affinity": tuple(affinity),
+        "preferred_affinity": tuple(sorted(preferred_affinity, key=lambda w: -w.weight)),
+        "anti_affinity": tuple(anti),
+        "preferred_anti_affinity": tuple(sorted(preferred_anti, key=lambda w: -w.weight)),
+        "host_ports": tuple(host_ports),
+        "pvc_names": tuple(pvcs),
+    }
+    if interner is not None:
+        pod_labels = interner.mapping("labels", pod_labels)
+        requests = interner.mapping("requests", requests)
+        node_selector = interner.mapping("node_selector", node_selector)
+        parts = {kind: interner.value(kind, part) if part else () for kind, part in parts.items()}
     return Pod(
         namespace=namespace,
         name=str(name),
@@ -385,17 +435,8 @@ def from_manifest(obj: Mapping[str, Any]) -> Pod:
         creation_timestamp=creation,
         requests=requests,
         node_name=str(spec.get("nodeName") or ""),
-        node_selector=p.string_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-        required_node_terms=tuple(required_terms),
-        preferred_node_terms=tuple(sorted(preferred_terms, key=lambda w: -w.weight)),
-        tolerations=tuple(tolerations),
-        spread=tuple(spread),
-        affinity=tuple(affinity),
-        preferred_affinity=tuple(sorted(preferred_affinity, key=lambda w: -w.weight)),
-        anti_affinity=tuple(anti),
-        preferred_anti_affinity=tuple(sorted(preferred_anti, key=lambda w: -w.weight)),
-        host_ports=tuple(host_ports),
-        pvc_names=tuple(pvcs),
+        node_selector=node_selector,
         owner_kind=owner_kind,
         unsupported=unsupported,
+        **parts,
     )
