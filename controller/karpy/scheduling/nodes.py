@@ -100,7 +100,7 @@ def _fits_every_option(slot: Slot, request: catalog.IntArray) -> bool:
     assert slot.options is not None
     if slot.floor is None or slot.floor[0] is not slot.options:
         return False  # not known for these options yet: the per-type path computes it alongside the counts
-    return bool(np.all(slot.floor[1] - slot.used >= request))
+    return bool((slot.floor[1] - slot.used >= request).all())
 
 
 def _min_values_ok(pool: catalog.PoolCatalog, mask: catalog.BoolArray, reqs: requirements.Requirements) -> bool:
@@ -204,7 +204,7 @@ def _fit(
             return Fit(1, merged, slot.options, slot.options)
     else:
         mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
-    ids = np.flatnonzero(mask)
+    ids = mask.nonzero()[0]
     per_type = np.zeros(len(mask), dtype=np.int64)
     usable = pool.usable[ids]
     if len(ids):
@@ -213,7 +213,7 @@ def _fit(
         free = usable - slot.used
         if limit == 1:  # only "does one more fit" matters: a comparison instead of a division
             need = ctx.request > 0
-            per_type[ids] = np.all(free[:, need] >= ctx.request[need], axis=1)
+            per_type[ids] = (free[:, need] >= ctx.request[need]).all(axis=1)
         else:
             per_type[ids] = _per_type_counts(free, ctx.request)
     best = int(per_type.max()) if per_type.size else 0
@@ -239,7 +239,7 @@ def _fit(
         else:
             count = good
     options = per_type >= count
-    if mask is slot.options and np.array_equal(options, mask):
+    if mask is slot.options and bool((options == mask).all()):
         return Fit(count, merged, slot.options, per_type >= 1, relaxed)  # unchanged: keep the object (caches)
     kept = per_type[ids] >= count
     floor = usable[kept].min(axis=0) if kept.any() else None
