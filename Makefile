@@ -38,7 +38,7 @@ test: tools lint
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
-	$(VENV)/bin/karpy simulate -f examples/manifests
+	$(VENV)/bin/karpy demo
 
 bench: $(STAMP)
 	$(PY) bench/scheduling.py --json

@@ -48,7 +48,7 @@ DEMO_CONTROLLER = controlplane.Options(batch_idle=1.0, batch_max=3.0, disruption
 class Options:
     steps: tuple[int, ...] = (8, 40, 5, 0)
     boot_delay: float = 3.0
-    consolidate_after: str = "10s"
+    consolidate_after: str = "15s"
     step_timeout: float = 90.0
     deadline: float = 178.0
     """Seconds the whole demo may take, start-up included."""
