@@ -93,6 +93,19 @@ def test_generic_mix_reaches_the_bound_on_the_aws_catalog() -> None:
     assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
 
 
+def test_a_small_generic_group_reaches_the_bound_on_the_aws_catalog() -> None:
+    # 100 pods: the pattern LP still gives part of them to a fraction of one large node, and rounding that fraction
+    # up to a whole node (or the cheapest type taking all its pods) is a large share of so small a plan's cost. The
+    # leftover's re-plan with whole patterns only brings the plan back within 5% of the bound.
+    ps = _generic(100, seed=42)
+    its = aws_catalog.load("us-east-1")
+    res = _solve(_input(ps, its))
+    _check_plan(res, ps, its)
+    assert not res.unschedulable
+    assert res.lower_bound_per_hour > 0
+    assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
+
+
 def test_small_types_are_packed_with_mixed_shapes() -> None:
     # Proportional types only. A cpu-heavy pod (1.5 cpu) and a memory-heavy pod (6Gi) each fill an m-1 (2 cpu,
     # 8Gi) in one dimension alone, but one of each fits too (1.75 cpu, 6.5Gi): mixing shapes needs 40 m-1 at most

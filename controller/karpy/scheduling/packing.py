@@ -14,6 +14,11 @@ import numpy as np
 from karpy.scheduling import bound, catalog, patterns
 
 _ROUNDS = 3  # pattern LPs solved on what is left before the last one's fractions are rounded up
+# Groups of at most this many pods also re-plan what the rounding left over (the pods of the large types' fractional
+# nodes) with whole patterns only: there one badly filled node is a large share of the cost, and the LPs are small.
+REPLAN_PODS = 400
+_REPLAN_WORTH = 0.02  # re-plan only a leftover plan dearer than its per-resource LP bound by more than this
+_REPLAN_ROUNDS = 12  # pattern LPs the re-plan may solve (each places at least one node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +36,17 @@ def pack(req: catalog.IntArray, counts: catalog.IntArray, cand: Types) -> list[t
 
     Up to `bound.PATTERN_CLASSES` shapes the pattern LP's rounding (`_round_patterns`) places nearly everything;
     beyond, its rounds would cost seconds, so the per-resource LP's shares fill whole nodes of each type it buys.
-    What is left goes to the cheapest type that takes all of it, or else to an LP-guided greedy fill."""
+    What is left goes to the cheapest type that takes all of it, or else to an LP-guided greedy fill. In a group of
+    at most `REPLAN_PODS` pods (and pattern LP path) whose leftover plan is well above its LP bound, `_replan` plans
+    those pods again with whole patterns only, and its plan is kept when cheaper."""
     fits = (req[:, None, :] <= cand.usable[None, :, :]).all(axis=2) & cand.anchor[None, :]  # shapes × types
     if not fits.any(axis=1).all():
         return None
     out: list[tuple[catalog.IntArray, int]] = []
+    tail = None  # where the rounded part of the plan (fractions rounded up, and what is left) begins
     if len(req) <= bound.PATTERN_CLASSES:
-        left = _round_patterns(req, counts, fits, cand, out)
+        rounding = _round_patterns(req, counts, fits, cand, out)
+        left, tail = (None, None) if rounding is None else rounding
     else:
         left = _fill_lp_shares(req, counts, fits, cand, out)
     if left is None:
@@ -62,6 +71,14 @@ def pack(req: catalog.IntArray, counts: catalog.IntArray, cand: Types) -> list[t
         reps = _repeats(movable, pattern, limit=max(1, int(solution_lp.nodes[t])))
         out.append((pattern, reps))
         left -= pattern * reps
+    if tail is not None and tail < len(out) and int(counts.sum()) <= REPLAN_PODS:
+        tail_pods = sum((p * r for p, r in out[tail:]), np.zeros_like(counts))
+        rest_cost = _cost(req, fits, cand, out[tail:])
+        relaxed = _lp(req, tail_pods, fits, cand)  # a lower bound on any plan for those pods
+        if relaxed is not None and rest_cost > relaxed.cost * (1 + _REPLAN_WORTH):
+            better = _replan(req, tail_pods, fits, cand, below=rest_cost)
+            if better is not None and _cost(req, fits, cand, better) < rest_cost * (1 - 1e-9):
+                out[tail:] = better
     return out
 
 
@@ -71,10 +88,11 @@ def _round_patterns(
     fits: catalog.BoolArray,
     cand: Types,
     out: list[tuple[catalog.IntArray, int]],
-) -> catalog.IntArray | None:
+) -> tuple[catalog.IntArray, int] | None:
     """Append the pattern LP's whole copies (and, for large types, whole nodes filled with the pods it gave them),
     solving again for what is left up to `_ROUNDS` times, then the last solution's fractional patterns rounded up
-    one at a time, largest fraction first, each trimmed to the pods still unplaced. Returns what is left."""
+    one at a time, largest fraction first, each trimmed to the pods still unplaced. Returns what is left and where
+    in `out` the rounded-up fractions begin."""
     left = counts.copy()
     solution: patterns.Solution | None = None
     for attempt in range(_ROUNDS):
@@ -93,9 +111,10 @@ def _round_patterns(
             left -= mine
             left += _fill_type(req, mine, cand.usable[t], out)
         if not left.any():
-            return left
+            return left, len(out)
         if attempt < _ROUNDS - 1 and (left != before).any():
             continue  # solve again for what is left
+        rounded = len(out)
         fraction = solution.pattern_nodes - whole
         for p in np.argsort(-fraction, kind="stable"):
             if fraction[p] <= 1e-9 or not left.any():
@@ -104,8 +123,66 @@ def _round_patterns(
             if trimmed.any():
                 out.append((trimmed, 1))
                 left = left - trimmed
-        break
-    return left
+        return left, rounded
+    return left, len(out)
+
+
+def _replan(
+    req: catalog.IntArray, counts: catalog.IntArray, fits: catalog.BoolArray, cand: Types, *, below: float
+) -> list[tuple[catalog.IntArray, int]] | None:
+    """Another plan for the pods `counts` (what the rounding left over) from pattern LPs in which every type is
+    bought as whole patterns, so there are no fractional large nodes to round: each round takes its solution's
+    whole copies (or, when there are none, its largest fraction rounded up, trimmed to the pods left) and solves
+    again for the rest. Only types cheaper than `below` (the current plan's cost: a cheaper plan buys none dearer).
+    None when that fails within `_REPLAN_ROUNDS`."""
+    cheap = fits & (cand.price < below)[None, :]
+    out: list[tuple[catalog.IntArray, int]] = []
+    left = counts.copy()
+    solution: patterns.Solution | None = None
+    for _ in range(_REPLAN_ROUNDS):
+        solution = patterns.solve(
+            req, left, cheap, cand.usable, cand.price, prove=False, small_items=int(left.sum()), seed=solution
+        )
+        if solution is None:
+            return None
+        whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
+        before = left.copy()
+        for p in np.argsort(-solution.pattern_nodes, kind="stable"):
+            left = _take(solution.patterns[p], int(whole[p]), left, out)
+        if (left == before).all():
+            p = int(np.argmax(solution.pattern_nodes - whole))
+            trimmed = np.minimum(solution.patterns[p], left)
+            if not trimmed.any():
+                return None
+            out.append((trimmed, 1))
+            left = left - trimmed
+        if not left.any():
+            return out
+    return None
+
+
+def _pattern_prices(
+    req: catalog.IntArray, fits: catalog.BoolArray, cand: Types, pats: catalog.IntArray
+) -> catalog.FloatArray:
+    """Per pattern: the price of the cheapest type (a minValues anchor) that every one of its shapes fits and that
+    holds all of its pods; inf when none does."""
+    used = pats @ req  # patterns × resources
+    holds = (cand.usable[None, :, :] >= used[:, None, :]).all(axis=2)  # patterns × types
+    shapes_fit = ((pats > 0).astype(np.int64) @ (~fits).astype(np.int64)) == 0
+    ok = holds & shapes_fit & cand.anchor[None, :]
+    out: catalog.FloatArray = np.where(ok, cand.price[None, :], np.inf).min(axis=1)
+    return out
+
+
+def _cost(
+    req: catalog.IntArray, fits: catalog.BoolArray, cand: Types, plan: list[tuple[catalog.IntArray, int]]
+) -> float:
+    """A plan's $/h, each node at the cheapest type that holds its pattern (inf when none does)."""
+    if not plan:
+        return 0.0
+    pats = np.array([p for p, _ in plan], dtype=np.int64)
+    reps = np.array([r for _, r in plan], dtype=np.float64)
+    return float(_pattern_prices(req, fits, cand, pats) @ reps)
 
 
 def _fill_lp_shares(

@@ -60,11 +60,14 @@ def solve(
     *,
     seed: Solution | None = None,
     prove: bool = True,
+    small_items: int = SMALL_ITEMS,
 ) -> Solution | None:
     """`req` classes × resources (one pod), `counts` pods per class, `compat` classes × columns, `capacity` columns ×
     resources (usable, ≥ 0), `price` per column. None when some class fits no column. `seed`: an earlier solution
     over the same classes and columns whose patterns start the master (trimmed to `counts`). `prove=False` skips
-    the fine knapsack grid: the patterns are as good for packing, but `bound` is weaker."""
+    the fine knapsack grid: the patterns are as good for packing, but `bound` is weaker. `small_items`: columns
+    holding at most this many pods of the group are bought as whole patterns (all of them when it is the group's
+    pod count: slower, but every pattern is one a real node can hold)."""
     n_cls, n_col = compat.shape
     fit_one = compat & (req[:, None, :] <= capacity[None, :, :]).all(axis=2)
     if n_cls == 0:
@@ -77,7 +80,7 @@ def solve(
     most = _most_items(req, counts, fit_one, capacity)  # classes × columns: pods of c one node of k holds at most
     alive = fit_one.any(axis=0)
     # A column is small when one node holds few pods: few by its capacity, or because the group has few pods.
-    small = alive & (np.minimum(_items_cap(req, fit_one, capacity), most.sum(axis=0)) <= SMALL_ITEMS)
+    small = alive & (np.minimum(_items_cap(req, fit_one, capacity), most.sum(axis=0)) <= small_items)
     large = alive & ~small
     small_ids = np.flatnonzero(small)
     small_ids = small_ids[_undominated_whole(fit_one[:, small_ids], capacity[small_ids], price[small_ids])]
@@ -116,7 +119,7 @@ def solve(
         capacity[small_ids],
         price[small_ids],
         cells=pricing.FINE_CELLS if prove else pricing.GRID_CELLS,
-        max_items=SMALL_ITEMS,
+        max_items=small_items,
     )
     req_s, cap_s = req / scale, capacity / scale
     for _ in range(_MAX_ROUNDS):
