@@ -15,7 +15,9 @@ For each group (pods counted per request vector, so the work scales with distinc
 2. take every pattern's whole copies, and fill whole nodes of each large type with the pods the LP gave it;
 3. solve again for what is left (seeded with the patterns found), a few times (`packing`); then round the last
    solution's fractional patterns up (each trimmed to the pods still unplaced); anything still left (from large
-   types' fractions) goes to the cheapest type that takes all of it, or an LP-guided greedy fill;
+   types' fractions) goes to the cheapest type that takes all of it, or an LP-guided greedy fill; in a group of at
+   most `packing.REPLAN_PODS` pods, that rounded part is planned again with whole patterns only (every type bought
+   as whole patterns, iterated rounding) when it is well above its LP bound, and kept if cheaper;
 4. each claim's options are the compatible types that fit it (its cost is the cheapest one).
 The result replaces the group only if it is cheaper, keeps minValues for every claim and uses no more of any
 NodePool limit (summed over claims, each charged its largest option as the solver charges) than the original.
