@@ -23,7 +23,6 @@ from karpy import clock as clock_module
 from karpy.api import labels
 from karpy.cloudprovider.aws import clients, emulator, interruption, provider
 from karpy.disruption import controller as disruption_controller
-from karpy.disruption import nodeclaims as disruption_nodeclaims
 from karpy.interruption import messages
 from karpy.kube import client, config, resources, rest
 from karpy.operator import settings as settings_module
@@ -130,16 +129,6 @@ class ControlPlane:
             )
         )
         ctrl.cluster.add_listener(self._on_event)
-        # Consolidatable/Drifted conditions: `karpy run` wires this controller next; built here until it does.
-        self.conditions: disruption_nodeclaims.NodeClaimConditionsController = getattr(
-            ctrl, "conditions", None
-        ) or disruption_nodeclaims.NodeClaimConditionsController(
-            disruption_nodeclaims.Deps(
-                client=ctrl.kube, cluster=ctrl.cluster, cloud=ctrl.cloud.provider, clock=self.clock
-            )
-        )
-        if getattr(ctrl, "conditions", None) is None:
-            ctrl.cluster.add_listener(self.conditions.observe)
         self._claim_by_provider: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
         self.leading = False
@@ -259,8 +248,10 @@ class ControlPlane:
                 group.create_task(ctrl.nodeclaims.run_garbage_collection(), name="garbage collection")
                 if ctrl.interruption is not None:
                     group.create_task(ctrl.interruption.run(), name="interruption")
-                if getattr(ctrl, "conditions", None) is None:
-                    group.create_task(self.conditions.run(), name="nodeclaim conditions")
+                if ctrl.nodeclaim_conditions is not None:
+                    group.create_task(ctrl.nodeclaim_conditions.run(), name="nodeclaim conditions")
+                if ctrl.expiry is not None:
+                    group.create_task(ctrl.expiry.run(), name="expiration")
                 while not ctrl.cluster.synced():
                     await self.clock.sleep(0.2)
                 self._enqueue_everything()
