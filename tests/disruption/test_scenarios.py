@@ -78,6 +78,20 @@ async def test_consolidation_deletes_a_node_whose_pods_fit_elsewhere() -> None:
     assert cmd.savings == 0.20
 
 
+async def test_consolidation_does_not_delete_a_node_whose_pods_would_take_a_pending_pods_room() -> None:
+    # pa (2 CPU) fits in b's free room, but so does the pending pp (1.5 CPU), not both: deleting a would leave pp
+    # needing a new node, so "nothing new is needed" is false and a plain delete must not be decided.
+    w = world_mod.World()
+    w.pool()
+    w.node("a")
+    w.node("b")
+    w.pod("pa", "a", cpu="2")
+    w.pod("pb", "b", cpu="1500m")
+    w.pending_pod("pp", cpu="1500m")
+    cmd = await w.reconcile(w.controller())
+    assert cmd is None or cmd.decision != "delete"
+
+
 async def test_multi_node_consolidation_merges_two_nodes_into_one_cheaper() -> None:
     w = world_mod.World()
     w.pool()

@@ -207,6 +207,26 @@ class World:
             },
         )
 
+    def pending_pod(self, name: str, *, cpu: str = "1") -> None:
+        """A pod the kube-scheduler found no room for (provisionable), owned by a ReplicaSet."""
+        self.kube.put(
+            resources.PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": "rs", "controller": True}],
+                },
+                "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]},
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+                },
+            },
+        )
+
     def pdb(self, name: str, match: Mapping[str, str], *, allowed: int) -> None:
         self.kube.put(
             resources.PDBS,

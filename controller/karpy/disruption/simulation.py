@@ -1,8 +1,10 @@
 """Scheduling simulations for disruption (pure; core: disruption/helpers.go `SimulateScheduling`).
 
 The candidates' reschedulable pods, every pending pod and the pods of nodes already leaving are scheduled against
-all other nodes (candidates and leaving nodes are removed from the cluster view). Only the new NodeClaims that
-would hold a candidate's pod count as replacements: pending pods get their nodes from the provisioner anyway.
+all other nodes (candidates and leaving nodes are removed from the cluster view). Every new NodeClaim the solve
+needs counts as a replacement, including ones that only hold pending pods: the candidates' pods may take capacity
+(an in-flight claim, room on a node) that pending pods were going to use, so "nothing new is needed" must hold for
+all of them before a node is deleted -- as upstream, which blocks consolidation while pods wait for new capacity.
 A candidate pod that cannot be placed anywhere makes the disruption impossible.
 """
 
@@ -62,6 +64,6 @@ def simulate(
     )
     out = solver(inp)
     return Simulation(
-        replacements=tuple(c for c in out.new_nodeclaims if any(p.key in moving_keys for p in c.pods)),
+        replacements=tuple(out.new_nodeclaims),
         unschedulable={k: why for k, why in out.unschedulable.items() if k in moving_keys},
     )
