@@ -7,11 +7,9 @@ invalid settings).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -45,9 +43,9 @@ def _run(_: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    # Loaded by name: the demo drives the AWS provider (boto3) against moto, and the CLI module must stay
-    # boto3-free (import-linter contract); the demo needs the dev extra (moto) anyway.
-    demo: Any = importlib.import_module("karpy.sim.demo")
+    # Imported here: the demo needs the emulation (moto, kmock: the dev extra), which `karpy run` must not load.
+    from karpy.sim import demo
+
     live = {"auto": None, "always": True, "never": False}[args.live]
     code: int = demo.main(demo.Options(live=live))
     return code

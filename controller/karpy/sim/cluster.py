@@ -166,6 +166,8 @@ class EmulatedCluster:
         # werkzeug logs every request moto serves at INFO; quiet while the cluster runs, restored by _stop.
         self._werkzeug_level = logging.getLogger("werkzeug").level
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        # moto's CreateFleet ignores a launch template's security groups; EC2 applies them (else every node drifts).
+        emulator.install_launch_template_security_groups()
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         await asyncio.to_thread(self._moto.start)
         host, port = self._moto.get_host_and_port()

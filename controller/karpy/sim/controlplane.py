@@ -28,7 +28,7 @@ from karpy.kube import client, config, resources, rest
 from karpy.operator import settings as settings_module
 from karpy.operator import wiring
 from karpy.sim import cluster as emulated_cluster
-from karpy.sim import hooks, motofixes
+from karpy.sim import hooks
 from karpy.state import cluster as state_cluster
 from karpy.state import informer
 
@@ -95,7 +95,6 @@ class ControlPlane:
         *,
         hook: hooks.Hook = hooks.no_hook,
     ) -> None:
-        motofixes.install()
         self.options = opts = options or Options()
         self.emulated = emulated
         self.clock = emulated.clock
@@ -125,7 +124,7 @@ class ControlPlane:
                 settings=disruption_controller.Settings(
                     poll=opts.disruption_poll, validation_delay=opts.validation_delay
                 ),
-                metrics=disruption_controller.Metrics(decision=ctrl.metrics.disruption_decision),
+                metrics=ctrl.metrics.disruption_hooks(),
             )
         )
         ctrl.cluster.add_listener(self._on_event)

@@ -134,7 +134,7 @@ def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
 def aws(aws_env: str, request: pytest.FixtureRequest) -> clients.Clients:
     built = clients.build_clients(region=REGION, max_attempts=3, session=boto_session(request.config))
     emulator.install_fast_catalog(built.ec2, region=REGION, families=CATALOG_FAMILIES)
-    emulator.install_launch_template_security_groups(built.ec2)
+    emulator.install_launch_template_security_groups()
     return built
 
 

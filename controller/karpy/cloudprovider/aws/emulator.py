@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -199,7 +200,7 @@ def install_fast_catalog(ec2_client: Any, *, region: str, families: frozenset[st
         )
 
 
-_FLEET_REQUEST = "karpy-emulated-create-fleet-request"
+_FLEET_GROUPS_PATCHED = "_karpy_fleet_groups_patched"  # marker attribute on moto's FleetsBackend
 
 
 def primary_security_groups(template_data: Mapping[str, Any]) -> list[str]:
@@ -213,51 +214,44 @@ def primary_security_groups(template_data: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def install_launch_template_security_groups(ec2_client: Any) -> None:
-    """Make CreateFleet on moto give instances their launch template's security groups, as EC2 does.
+def install_launch_template_security_groups() -> None:
+    """Make moto's CreateFleet give instances their launch template's security groups, as EC2 does. Idempotent.
 
-    moto's CreateFleet ignores the template's groups and attaches the VPC's `default` group, so a fresh instance
-    would look security-group drifted. Opt-in `provide-client-params` + `after-call` hooks on `ec2_client` remember
-    the request, read each used template's latest version and apply its groups to the launched instances with
-    ModifyInstanceAttribute(Groups). The follow-up calls go through a separate plain client, so hooks a test put on
-    `ec2_client` (fault injection, call capture) see only the product's own calls.
+    moto builds each fleet instance from the template's `GroupSet` only, so an instance launched from a template
+    with `SecurityGroupIds` (or groups on its primary network interface) gets the VPC's `default` group and would
+    look security-group drifted. This patches moto's fleet backend (moto runs in-process here), so every client --
+    the tests' and the controller's own -- sees EC2's behaviour, and hooks a test puts on its clients see only the
+    product's calls.
     """
-    helper: list[Any] = []
+    from moto.ec2.models import fleets
 
-    def plain_client() -> Any:
-        if not helper:
-            helper.append(
-                _session(ec2_client.meta.region_name).client("ec2", endpoint_url=ec2_client.meta.endpoint_url)
-            )
-        return helper[0]
+    backend_class: Any = fleets.FleetsBackend
+    if getattr(backend_class, _FLEET_GROUPS_PATCHED, False):
+        return
+    original = backend_class.create_fleet
 
-    def remember(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-        context[_FLEET_REQUEST] = params
+    def template_groups(backend: Any, spec: Mapping[str, Any] | None) -> list[str]:
+        if not spec or not spec.get("LaunchTemplateId"):
+            return []
+        template = backend.get_launch_template(spec["LaunchTemplateId"])
+        version = spec.get("Version")
+        if version in (None, "$Latest", "$Default"):
+            version = template.latest_version_number if version == "$Latest" else template.default_version_number
+        return primary_security_groups(template.get_version(version).data)
 
-    def apply_groups(parsed: Mapping[str, Any], context: Mapping[str, Any], **_: Any) -> None:
-        request: Mapping[str, Any] = context.get(_FLEET_REQUEST) or {}
-        configs: list[Mapping[str, Any]] = list(request.get("LaunchTemplateConfigs") or [])
-        only = configs[0]["LaunchTemplateSpecification"] if len(configs) == 1 else None
-        groups_by_template: dict[str, list[str]] = {}
-        for launched in parsed.get("Instances") or ():
-            spec = only or (launched.get("LaunchTemplateAndOverrides") or {}).get("LaunchTemplateSpecification") or {}
-            name = str(spec.get("LaunchTemplateName") or "")
-            if not name:
-                continue
-            if name not in groups_by_template:
-                versions = plain_client().describe_launch_template_versions(
-                    LaunchTemplateName=name, Versions=[str(spec.get("Version") or "$Latest")]
-                )["LaunchTemplateVersions"]
-                data = versions[0].get("LaunchTemplateData") or {} if versions else {}
-                groups_by_template[name] = primary_security_groups(data)
-            groups = groups_by_template[name]
-            for instance_id in launched.get("InstanceIds") or () if groups else ():
-                plain_client().modify_instance_attribute(InstanceId=instance_id, Groups=groups)
+    @functools.wraps(original)
+    def create_fleet(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fleet = original(self, *args, **kwargs)
+        launched = [(i["instance"], i.get("launch_spec")) for i in fleet.on_demand_instances]
+        launched.extend((r.instance, getattr(r, "launch_spec", None)) for r in fleet.spot_requests)
+        for instance, launch_spec in launched:
+            groups = template_groups(self, getattr(launch_spec, "launch_template_spec", None))
+            if groups and sorted(g.id for g in instance.security_groups) != sorted(groups):
+                self.modify_instance_security_groups(instance.id, groups)
+        return fleet
 
-    ec2_client.meta.events.register(
-        "provide-client-params.ec2.CreateFleet", remember, unique_id="karpy-emulated-fleet-request"
-    )
-    ec2_client.meta.events.register("after-call.ec2.CreateFleet", apply_groups, unique_id="karpy-emulated-fleet-sgs")
+    backend_class.create_fleet = create_fleet
+    setattr(backend_class, _FLEET_GROUPS_PATCHED, True)
 
 
 # --- Reading emulated instances back (for karpy.sim's kubelet stand-in) ------------------------------------------
