@@ -190,7 +190,11 @@ def undominated(
 
     # Likely winners: the best per dollar in each resource among the columns of each compatibility pattern (a
     # column is only beaten by one usable by a superset of its classes).
-    _, kind = np.unique(compat.T, axis=0, return_inverse=True)
+    # Columns grouped by their class set: each column's membership bit-packed into one opaque byte string, which
+    # np.unique sorts far faster than the boolean rows themselves (same groups; only their numbering differs, and
+    # the leaders below do not depend on it).
+    packed = np.ascontiguousarray(np.packbits(compat, axis=0).T)
+    _, kind = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_inverse=True)
     kind = kind.ravel()
     leaders = []
     for r in range(capacity.shape[1]):
