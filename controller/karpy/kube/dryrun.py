@@ -9,10 +9,10 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.kube import client, patches, resources
+from karpy.kube import client, patches, resources, wrapping
 
 log = logging.getLogger(__name__)
 
@@ -21,29 +21,12 @@ def _where(res: resources.Resource, name: str, namespace: str) -> str:
     return f"{res}/{namespace}/{name}" if namespace else f"{res}/{name}"
 
 
-class DryRunClient:
+class DryRunClient(wrapping.ReadThrough):
     """Wraps a `KubeClient`: reads pass through, writes are logged and answered locally."""
 
     def __init__(self, inner: client.KubeClient, *, logger: logging.Logger = log) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._log = logger
-
-    async def get(self, res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, Any] | None:
-        return await self.inner.get(res, name, namespace=namespace)
-
-    async def list(
-        self, res: resources.Resource, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
-    ) -> tuple[list[dict[str, Any]], str]:
-        return await self.inner.list(
-            res, namespace=namespace, label_selector=label_selector, field_selector=field_selector
-        )
-
-    def watch(
-        self, res: resources.Resource, *, resource_version: str, namespace: str = "", timeout_seconds: int = 300
-    ) -> AsyncIterator[client.WatchEvent]:
-        return self.inner.watch(
-            res, resource_version=resource_version, namespace=namespace, timeout_seconds=timeout_seconds
-        )
 
     async def create(self, res: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]:
         meta = body.get("metadata") or {}

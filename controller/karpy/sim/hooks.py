@@ -9,12 +9,12 @@ and parks the caller so the operation never happens (before) or its result is ne
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from karpy.api import nodeclaim, nodepool
 from karpy.cloudprovider import types
-from karpy.kube import client, resources
+from karpy.kube import client, resources, wrapping
 
 Hook = Callable[[str], Awaitable[None]]
 
@@ -45,11 +45,11 @@ class KillAt:
         await asyncio.Event().wait()  # never returns: the cancellation reaches us here
 
 
-class HookedClient:
+class HookedClient(wrapping.ReadThrough):
     """A KubeClient whose writes pass checkpoints "before|after <verb> <plural>[/<subresource>]"."""
 
     def __init__(self, inner: client.KubeClient, hook: Hook) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._hook = hook
 
     async def _around(self, label: str, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -58,25 +58,8 @@ class HookedClient:
         await self._hook(f"after {label}")
         return out
 
-    async def get(self, res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, Any] | None:
-        return await self._inner.get(res, name, namespace=namespace)
-
-    async def list(
-        self, res: resources.Resource, *, namespace: str = "", label_selector: str = "", field_selector: str = ""
-    ) -> tuple[list[dict[str, Any]], str]:
-        return await self._inner.list(
-            res, namespace=namespace, label_selector=label_selector, field_selector=field_selector
-        )
-
-    def watch(
-        self, res: resources.Resource, *, resource_version: str, namespace: str = "", timeout_seconds: int = 300
-    ) -> AsyncIterator[client.WatchEvent]:
-        return self._inner.watch(
-            res, resource_version=resource_version, namespace=namespace, timeout_seconds=timeout_seconds
-        )
-
     async def create(self, res: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = await self._around(f"create {res.plural}", lambda: self._inner.create(res, body))
+        out: dict[str, Any] = await self._around(f"create {res.plural}", lambda: self.inner.create(res, body))
         return out
 
     async def patch(
@@ -90,7 +73,7 @@ class HookedClient:
     ) -> dict[str, Any]:
         label = f"patch {res.plural}" + (f"/{subresource}" if subresource else "")
         out: dict[str, Any] = await self._around(
-            label, lambda: self._inner.patch(res, name, patch, namespace=namespace, subresource=subresource)
+            label, lambda: self.inner.patch(res, name, patch, namespace=namespace, subresource=subresource)
         )
         return out
 
@@ -99,16 +82,16 @@ class HookedClient:
     ) -> bool:
         out: bool = await self._around(
             f"delete {res.plural}",
-            lambda: self._inner.delete(res, name, namespace=namespace, grace_period_seconds=grace_period_seconds),
+            lambda: self.inner.delete(res, name, namespace=namespace, grace_period_seconds=grace_period_seconds),
         )
         return out
 
     async def evict(self, namespace: str, name: str) -> client.EvictionOutcome:
-        out: client.EvictionOutcome = await self._around("evict pods", lambda: self._inner.evict(namespace, name))
+        out: client.EvictionOutcome = await self._around("evict pods", lambda: self.inner.evict(namespace, name))
         return out
 
     async def bind(self, namespace: str, name: str, node: str) -> None:
-        await self._around("bind pods", lambda: self._inner.bind(namespace, name, node))
+        await self._around("bind pods", lambda: self.inner.bind(namespace, name, node))
 
 
 class HookedCloud:
