@@ -51,6 +51,17 @@ class Method(Protocol):
     def compute(self, ctx: Context) -> Command | None: ...
 
 
+def _within_budget(candidates: Sequence[Candidate], budgets: Mapping[str, int]) -> list[Candidate]:
+    """The candidates, in order, that their pool's remaining budget still allows (each one taken uses one)."""
+    left = dict(budgets)
+    chosen = []
+    for c in candidates:
+        if left.get(c.pool.name, 0) > 0:
+            left[c.pool.name] -= 1
+            chosen.append(c)
+    return chosen
+
+
 def _consolidatable(c: Candidate) -> bool:
     return c.pool.disruption.consolidate_after is not None and c.claim.is_true(nodeclaim.CONSOLIDATABLE)
 
@@ -67,12 +78,8 @@ class Emptiness:
     def compute(self, ctx: Context) -> Command | None:
         if self._nothing_at == ctx.seq:
             return None
-        budget = dict(ctx.budgets.get(self.reason, {}))
-        chosen = []
-        for c in candidates_mod.by_savings(ctx.graceful):
-            if c.is_empty and _consolidatable(c) and budget.get(c.pool.name, 0) > 0:
-                budget[c.pool.name] -= 1
-                chosen.append(c)
+        empty = [c for c in candidates_mod.by_savings(ctx.graceful) if c.is_empty and _consolidatable(c)]
+        chosen = _within_budget(empty, ctx.budgets.get(self.reason, {}))
         if not chosen:
             self._nothing_at = ctx.seq
             return None
@@ -127,12 +134,7 @@ class MultiNodeConsolidation:
     def compute(self, ctx: Context) -> Command | None:
         if self._nothing_at == ctx.seq:
             return None
-        budget = dict(ctx.budgets.get(self.reason, {}))
-        pool = []
-        for c in _underutilized(ctx):
-            if budget.get(c.pool.name, 0) > 0:
-                budget[c.pool.name] -= 1
-                pool.append(c)
+        pool = _within_budget(_underutilized(ctx), ctx.budgets.get(self.reason, {}))
         best: Command | None = None
         if len(pool) >= 2:
             start = ctx.clock.now()
