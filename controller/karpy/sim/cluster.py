@@ -181,7 +181,9 @@ class EmulatedCluster:
             k8s_version=opts.k8s_version,
             zones=opts.zones,
         )
-        self._kube = runner.KubeAPIRunner(server.FakeKubeAPI(seed=opts.seed, clock=self.clock.now))
+        self._kube = runner.KubeAPIRunner(
+            server.FakeKubeAPI(seed=opts.seed, clock=self.clock.now, request_history=2000, object_history=20)
+        )
         await asyncio.to_thread(self._kube.start)
         self.kubeconfig = self._kube.write_kubeconfig(self._workdir / "kubeconfig")
         # The stand-ins' client limits its rate on the wall clock: a virtual clock would park it until time moves.

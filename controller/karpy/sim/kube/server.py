@@ -58,6 +58,9 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     _rng: random.Random = attrs.field(factory=random.Random, init=False)
     _evictions: list[pods.Eviction] = attrs.field(factory=list, init=False)
     _custom_groups: frozenset[str] = attrs.field(factory=resources.custom_groups, init=False)
+    _object_reaction: Any = attrs.field(default=None, init=False)
+    _version_reaction: Any = attrs.field(default=None, init=False)
+    _own_reactions: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -72,8 +75,10 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         )
         resources.declare(self.resources)
         # One step above kmock's object fallbacks (which it shadows), below every reaction a test declares.
-        (self.fallback**1)[self._is_object_request] << self._serve_object
-        (self.fallback**1)[self._is_version_discovery] << self._serve_version  # also with a trailing slash
+        self._object_reaction = (self.fallback**1)[self._is_object_request] << self._serve_object
+        # also with a trailing slash
+        self._version_reaction = (self.fallback**1)[self._is_version_discovery] << self._serve_version
+        self._own_reactions = len(self._payloads)
 
     # -- public, for tests and the other stand-ins ------------------------------------------------------------
 
@@ -100,6 +105,13 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.
         try:
+            if len(self._payloads) == self._own_reactions:
+                # No reaction declared by a test: route straight to ours. kmock's router tests `request in
+                # reaction` by re-filtering every request served so far, which grows quadratically with traffic.
+                if self._is_object_request(request):
+                    return await self._object_reaction(request)  # type: ignore[no-any-return]
+                if self._is_version_discovery(request):
+                    return await self._version_reaction(request)  # type: ignore[no-any-return]
             return await kmock.RawHandler._handle(self, request)
         finally:
             self._forget_old_requests()
