@@ -1,4 +1,4 @@
-"""`EmulatedCluster`: AWS (moto server) + a Kubernetes API server + kubelet, kube-scheduler and workload stand-ins.
+"""`EmulatedCluster`: AWS (moto server) + a Kubernetes API server + kubelet, kube-scheduler, workload and PDB stand-ins.
 
     async with cluster.EmulatedCluster(cluster.ClusterOptions(cluster_name="demo")) as emulated:
         ...  # point the controller at emulated.kubeconfig and emulated.aws_env
@@ -33,7 +33,7 @@ from karpy import clock as clock_module
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import emulator
 from karpy.kube import config, rest
-from karpy.sim import kubelet, scheduler, workloads
+from karpy.sim import kubelet, pdbs, scheduler, workloads
 from karpy.sim.kube import runner, server
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class EmulatedCluster:
         self.kubelet: kubelet.Kubelet | None = None
         self.scheduler: scheduler.KubeScheduler | None = None
         self.workloads: workloads.WorkloadController | None = None
+        self.pdbs: pdbs.DisruptionController | None = None
 
     # -- what the controller needs -------------------------------------------------------------------------------
 
@@ -208,11 +209,13 @@ class EmulatedCluster:
             self._client, clock=self.clock, settings=scheduler.SchedulerSettings(interval=opts.interval)
         )
         self.workloads = workloads.WorkloadController(self._client, clock=self.clock, interval=opts.interval)
+        self.pdbs = pdbs.DisruptionController(self._client, clock=self.clock, interval=opts.interval)
         if not opts.virtual_time:
             for name, loop in (
                 ("kubelet", self.kubelet.run),
                 ("kube-scheduler", self.scheduler.run),
                 ("workloads", self.workloads.run),
+                ("disruption-controller", self.pdbs.run),
             ):
                 self._tasks.append(asyncio.create_task(loop(), name=f"emulated-{name}"))
 
@@ -258,13 +261,14 @@ class EmulatedCluster:
 
     async def step(self) -> None:
         """One pass of each stand-in in causal order: workloads make pods, the kubelet makes nodes, the scheduler
-        binds, and the kubelet starts what was bound."""
-        if self.kubelet is None or self.scheduler is None or self.workloads is None:
+        binds, the kubelet starts what was bound, and the disruption controller counts the healthy pods."""
+        if self.kubelet is None or self.scheduler is None or self.workloads is None or self.pdbs is None:
             raise RuntimeError("the emulated cluster is not running")
         await self.workloads.sync()
         await self.kubelet.sync()
         await self.scheduler.sync()
         await self.kubelet.sync()
+        await self.pdbs.sync()
 
     async def run_for(self, seconds: float) -> None:
         """Virtual time: advance `seconds` in `interval` steps, one `step()` after each. Wall-clock time: sleep."""
