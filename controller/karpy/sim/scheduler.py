@@ -2,7 +2,10 @@
 
 Placement reuses `karpy.scheduling.scheduler.solve` with the cluster's nodes as existing nodes and no NodePools,
 so taints/tolerations, node selectors and affinity, topology spread, pod (anti-)affinity, host ports and resources
-are judged by the same code the controller simulates with. Like kube-scheduler it considers only Ready,
+are judged by the same code the controller simulates with; so are volumes (module `sim.volumes`: PV node affinity,
+WaitForFirstConsumer classes' allowed topologies), and a pod placed with unbound claims gets its volumes provisioned
+in the node's zone before it is bound, as kube-scheduler's VolumeBinding PreBind and the CSI provisioner do. Like
+kube-scheduler it considers only Ready,
 schedulable (not cordoned), not-deleting nodes; PreferNoSchedule taints are soft (ignored here). A pod that fits
 nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller); the
 condition is written only when it changes, so an idle cluster sees no writes.
@@ -23,6 +26,8 @@ from karpy.kube import client, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import resources as scheduling_resources
 from karpy.scheduling import scheduler
+from karpy.scheduling import volumes as scheduling_volumes
+from karpy.sim import volumes
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +97,15 @@ def plan(
     pending: Sequence[scheduling_pods.Pod],
     nodes: Iterable[Mapping[str, Any]],
     bound: Mapping[str, Sequence[scheduling_pods.Pod]],
+    *,
+    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given schedulable nodes."""
+    catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
     existing = [
         scheduler.ExistingNode(
             name=str(n["metadata"]["name"]),
-            labels=dict((n.get("metadata") or {}).get("labels") or {}),
+            labels=volumes.node_labels((n.get("metadata") or {}).get("labels") or {}),
             taints=hard_taints(n),
             allocatable=allocatable(n),
             pods=tuple(bound.get(str(n["metadata"]["name"]), ())),
@@ -107,29 +115,49 @@ def plan(
     if not pending:
         return {}, {}
     result = scheduler.solve(
-        scheduler.SchedulingInput(pods=pending, nodepools=(), instance_types={}, existing_nodes=existing),
+        scheduler.SchedulingInput(
+            pods=pending, nodepools=(), instance_types={}, existing_nodes=existing, volumes=catalog
+        ),
     )
     placements = {p.key: node for node, placed in result.existing_nodes.items() for p in placed}
-    reasons = {p.key: explain(p, existing, solver_reason=result.unschedulable.get(p.key, "")) for p in pending}
+    reasons = {
+        p.key: explain(p, existing, solver_reason=result.unschedulable.get(p.key, ""), volume_catalog=catalog)
+        for p in pending
+        if p.key not in placements
+    }
     return placements, {key: why for key, why in reasons.items() if key not in placements}
 
 
-def explain(pod: scheduling_pods.Pod, nodes: Sequence[scheduler.ExistingNode], *, solver_reason: str = "") -> str:
+def explain(
+    pod: scheduling_pods.Pod,
+    nodes: Sequence[scheduler.ExistingNode],
+    *,
+    solver_reason: str = "",
+    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
+) -> str:
     """kube-scheduler's FailedScheduling summary: `0/N nodes are available: <count> <reason>, ...`.
 
-    Each node is charged with its first failing filter (taints, then node selector/affinity, then resources); nodes
-    that pass all three failed on something subtler (spread, pod affinity, ports), which the solver names.
+    Each node is charged with its first failing filter (taints, then node selector/affinity, then resources, then
+    volumes); nodes that pass all of them failed on something subtler (spread, pod affinity, ports), which the solver
+    names. A volume that cannot be resolved at all (PreFilter: missing claim, unbound Immediate claim) is the reason
+    for every node, as kube-scheduler reports it.
     """
+    catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
+    if not nodes:
+        return "0/0 nodes are available: no nodes are ready and schedulable"
+    unresolved = scheduling_volumes.alternatives(pod, catalog) if pod.pvc_names else ()
+    if isinstance(unresolved, str):
+        return f"0/{len(nodes)} nodes are available: {unresolved}."
     counts: collections.Counter[str] = collections.Counter()
     for n in nodes:
-        counts[_first_failure(pod, n) or solver_reason or "node(s) did not fit"] += 1
-    if not counts:
-        return "0/0 nodes are available: no nodes are ready and schedulable"
+        counts[_first_failure(pod, n, catalog) or solver_reason or "node(s) did not fit"] += 1
     summary = ", ".join(f"{count} {why}" for why, count in sorted(counts.items()))
     return f"0/{len(nodes)} nodes are available: {summary}."
 
 
-def _first_failure(pod: scheduling_pods.Pod, n: scheduler.ExistingNode) -> str:
+def _first_failure(
+    pod: scheduling_pods.Pod, n: scheduler.ExistingNode, catalog: scheduling_volumes.VolumeCatalog
+) -> str:
     missing = [t for t in n.taints if not any(tol.tolerates(t) for tol in pod.tolerations)]
     if missing:
         t = missing[0]
@@ -146,7 +174,7 @@ def _first_failure(pod: scheduling_pods.Pod, n: scheduler.ExistingNode) -> str:
     short = scheduling_resources.exceeded(pod.requests, scheduling_resources.subtract(n.allocatable, used))
     if short:
         return ", ".join(f"Insufficient {name}" for name in sorted(short))
-    return ""
+    return volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
 
 
 def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dict[str, Any] | None:
@@ -214,9 +242,32 @@ class KubeScheduler:
                 continue
             pending.append(parsed)
             by_key[parsed.key] = raw
-        placements, reasons = plan(pending, schedulable, bound)
+        # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
+        snap = await volumes.read(self._kube) if any(p.pvc_names for p in pending) else volumes.Snapshot()
+        placements, reasons = plan(pending, schedulable, bound, volume_catalog=snap.catalog)
+        pods_by_key = {p.key: p for p in pending}
+        labels_by_node = {
+            str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in schedulable
+        }
+        provisioned: set[str] = set()  # claims given a volume this pass
         for key, node in placements.items():
             namespace, name = key.split("/", 1)
+            claims = volumes.unbound_claims(pods_by_key[key], snap)
+            if claims:
+                claim_keys = {pod_key(c) for c in claims}
+                if claim_keys & provisioned:  # a claim shared with a pod placed before: its volume now has a zone
+                    continue
+                provisioned |= claim_keys
+                node_labels = volumes.node_labels(labels_by_node[node])
+                try:
+                    ready = await volumes.provision(self._kube, claims, snap, node=node, node_labels=node_labels)
+                except (client.Conflict, client.NotFound) as error:
+                    log.info("kube-scheduler stand-in: volumes of %s not bound: %s", key, error)
+                    continue
+                if not ready:
+                    why = f"0/{len(schedulable)} nodes are available: {len(schedulable)} {volumes.BIND_CONFLICT}."
+                    await self._mark(by_key[key], why, now, report)
+                    continue
             try:
                 await self._kube.bind(namespace, name, node)
             except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
