@@ -1,0 +1,153 @@
+"""Volume-zone workloads end to end: pods whose volumes pin a zone get a NodeClaim in that zone from the controller,
+and the kube-scheduler stand-in binds them there, provisioning the volumes that wait for their first consumer.
+
+* `db-0` mounts a claim already bound to an EBS volume in zone X (what a StatefulSet pod finds after a scale to zero
+  or a node replacement): the controller must launch in X, where the PV's node affinity lets the pod run.
+* `cache-0`, `cache-1` each mount an unbound claim of a WaitForFirstConsumer class whose allowedTopologies allow only
+  zone Y: the controller must launch in Y; on binding, the stand-in (acting as the CSI provisioner and the PV
+  controller) creates each claim's PV in Y and binds both ways.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from tests.e2e import support
+
+from karpy.api import labels
+from karpy.kube import resources
+from karpy.sim import cluster, controlplane
+from karpy.sim import volumes as sim_volumes
+
+CPU = "1"
+
+
+def storage_class(name: str, *, zones: list[str] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": sim_volumes.PROVISIONER_EBS,
+        "parameters": {"type": "gp3"},
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    if zones:
+        body["allowedTopologies"] = [{"matchLabelExpressions": [{"key": labels.LABEL_ZONE, "values": zones}]}]
+    return body
+
+
+def claim(name: str, *, storage_class_name: str, volume: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": storage_class_name,
+        "resources": {"requests": {"storage": "10Gi"}},
+    }
+    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
+    if volume:
+        spec["volumeName"] = volume
+        metadata["annotations"] = {sim_volumes.ANN_BIND_COMPLETED: "yes"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
+
+
+def zonal_volume(name: str, *, zone: str, claim_name: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": labels.LABEL_ZONE, "operator": "In", "values": [zone]}]}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "10Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "gp3",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "csi": {"driver": sim_volumes.PROVISIONER_EBS, "volumeHandle": "vol-0123456789abcdef0"},
+            "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": claim_name},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+
+
+def pod(name: str, claim_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "volume-zone"}},
+        "spec": {
+            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": CPU}}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}],
+        },
+    }
+
+
+def claim_zones(nodeclaim: dict[str, Any]) -> list[str]:
+    """The zones a NodeClaim's requirements allow (what the controller asked the cloud provider for)."""
+    return sorted(
+        value
+        for r in nodeclaim["spec"]["requirements"]
+        if r["key"] == labels.LABEL_ZONE and r["operator"] == "In"
+        for value in r["values"]
+    )
+
+
+async def volume_zone(emulated: cluster.EmulatedCluster, claim_name: str) -> str:
+    pvc = await emulated.client.get(resources.PVCS, claim_name, namespace="default")
+    assert pvc is not None
+    assert pvc["status"]["phase"] == "Bound"
+    pv = await emulated.client.get(resources.PVS, pvc["spec"]["volumeName"])
+    assert pv is not None
+    assert pv["status"]["phase"] == "Bound"
+    assert (pv["spec"]["claimRef"]["name"], pv["spec"]["claimRef"]["uid"]) == (claim_name, pvc["metadata"]["uid"])
+    (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    (expression,) = term["matchExpressions"]
+    assert expression["key"] == labels.LABEL_ZONE
+    (zone,) = expression["values"]
+    return str(zone)
+
+
+@pytest.mark.slow
+async def test_volume_zones_steer_nodeclaims_and_binding(
+    emulated: cluster.EmulatedCluster, controller: controlplane.ControlPlane
+) -> None:
+    started = time.monotonic()
+    zones = await support.zones(emulated)
+    assert len(zones) == 3
+    zone_x, zone_y = zones[0], zones[2]
+    api = emulated.client
+    await support.apply_defaults(emulated)
+    await api.create(resources.STORAGECLASSES, storage_class("gp3"))
+    await api.create(resources.STORAGECLASSES, storage_class("gp3-y", zones=[zone_y]))
+    await api.create(resources.PVS, zonal_volume("pv-db-0", zone=zone_x, claim_name="data-db-0"))
+    await api.create(resources.PVCS, claim("data-db-0", storage_class_name="gp3", volume="pv-db-0"))
+    await api.patch(
+        resources.PVCS, "data-db-0", {"status": {"phase": "Bound"}}, namespace="default", subresource="status"
+    )
+    await api.patch(resources.PVS, "pv-db-0", {"status": {"phase": "Bound"}}, subresource="status")
+    for name in ("cache-0", "cache-1"):
+        await api.create(resources.PVCS, claim(f"data-{name}", storage_class_name="gp3-y"))
+    for name in ("db-0", "cache-0", "cache-1"):
+        await api.create(resources.PODS, pod(name, f"data-{name}"))
+
+    bound = await support.eventually(
+        lambda: support.all_bound(emulated, "volume-zone", 3), within=45, what="the volume-zone pods bound"
+    )
+
+    by_name = {n["metadata"]["name"]: n for n in await support.nodes(emulated)}
+    pods = {p["metadata"]["name"]: p for p in bound}
+    assert support.node_zone(by_name, pods["db-0"]) == zone_x
+    assert support.node_zone(by_name, pods["cache-0"]) == support.node_zone(by_name, pods["cache-1"]) == zone_y
+    # The controller chose those zones (not the cheapest-zone lottery): each NodeClaim asked for exactly its zone.
+    claim_of_node = {c["status"].get("nodeName"): c for c in await support.claims(emulated)}
+    assert claim_zones(claim_of_node[pods["db-0"]["spec"]["nodeName"]]) == [zone_x]
+    for name in ("cache-0", "cache-1"):
+        assert claim_zones(claim_of_node[pods[name]["spec"]["nodeName"]]) == [zone_y]
+    # The waiting claims got volumes in the zone their pods landed in; the pre-bound one kept its volume.
+    assert await volume_zone(emulated, "data-cache-0") == zone_y
+    assert await volume_zone(emulated, "data-cache-1") == zone_y
+    db_claim = await api.get(resources.PVCS, "data-db-0", namespace="default")
+    assert db_claim is not None
+    assert db_claim["spec"]["volumeName"] == "pv-db-0"
+    assert len((await api.list(resources.PVS))[0]) == 3  # one pre-existing, two provisioned
+    assert time.monotonic() - started < 60
