@@ -175,3 +175,25 @@ async def test_pods_sharing_an_unbound_claim_end_up_in_its_zone(api: rest.RestCl
     zone = await _pv_zone_of_claim(api, "shared")
     assert {*first.bound.values(), *second.bound.values()} == {f"node-{zone}"}
     assert len((await api.list(resources.PVS))[0]) == 1
+
+
+async def test_an_unbound_claim_with_no_class_to_provision_from_waits(api: rest.RestClient) -> None:
+    await _create(api, vb.pvc("static", storage_class_name=None), pod("app", ["static"]))  # no default class
+    report = await _sync(api)
+    assert report.bound == {}
+    assert report.unschedulable == {"default/app": f"0/2 nodes are available: 2 {sim_volumes.BIND_CONFLICT}."}
+    assert (await api.list(resources.PVS))[0] == []
+
+
+async def test_a_volume_left_by_an_interrupted_pass_is_bound_and_its_zone_respected(api: rest.RestClient) -> None:
+    await _create(api, vb.storage_class(), vb.pvc("data"))
+    uid = (await _get(api, resources.PVCS, "data", "default"))["metadata"]["uid"]
+    await _create(api, vb.pv(f"pvc-{uid}", zone="zone-c"))  # provisioned for an earlier choice, never bound
+    await _create(api, pod("app", ["data"]))
+
+    first = await _sync(api)
+    assert first.bound == {}  # zone-c has no node: binding the pod now would strand it
+    assert await _pv_zone_of_claim(api, "data") == "zone-c"  # but the claim took the volume, as the PV controller does
+    second = await _sync(api)
+    assert second.unschedulable == {"default/app": f"0/2 nodes are available: 2 {sim_volumes.NODE_AFFINITY_CONFLICT}."}
+    assert len((await api.list(resources.PVS))[0]) == 1

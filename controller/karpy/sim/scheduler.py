@@ -253,21 +253,18 @@ class KubeScheduler:
         for key, node in placements.items():
             namespace, name = key.split("/", 1)
             claims = volumes.unbound_claims(pods_by_key[key], snap)
-            if claims:
-                claim_keys = {pod_key(c) for c in claims}
-                if claim_keys & provisioned:  # a claim shared with a pod placed before: its volume now has a zone
-                    continue
-                provisioned |= claim_keys
-                node_labels = volumes.node_labels(labels_by_node[node])
-                try:
-                    ready = await volumes.provision(self._kube, claims, snap, node=node, node_labels=node_labels)
-                except (client.Conflict, client.NotFound) as error:
-                    log.info("kube-scheduler stand-in: volumes of %s not bound: %s", key, error)
-                    continue
-                if not ready:
-                    why = f"0/{len(schedulable)} nodes are available: {len(schedulable)} {volumes.BIND_CONFLICT}."
-                    await self._mark(by_key[key], why, now, report)
-                    continue
+            if claims and not await self._prebind(
+                by_key[key],
+                claims,
+                snap,
+                node=node,
+                node_labels=labels_by_node[node],
+                provisioned=provisioned,
+                nodes=len(schedulable),
+                report=report,
+                now=now,
+            ):
+                continue
             try:
                 await self._kube.bind(namespace, name, node)
             except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
@@ -277,6 +274,35 @@ class KubeScheduler:
         for key, message in reasons.items():
             await self._mark(by_key[key], message, now, report)
         return report
+
+    async def _prebind(
+        self,
+        raw: Mapping[str, Any],
+        claims: Sequence[Mapping[str, Any]],
+        snap: volumes.Snapshot,
+        *,
+        node: str,
+        node_labels: Mapping[str, str],
+        provisioned: set[str],
+        nodes: int,
+        report: ScheduleReport,
+        now: float,
+    ) -> bool:
+        """VolumeBinding's PreBind: give the pod's waiting claims volumes usable from `node`; True when it may bind."""
+        claim_keys = {pod_key(c) for c in claims}
+        if claim_keys & provisioned:  # shared with a pod placed earlier in this pass: wait for that volume's zone
+            return False
+        provisioned |= claim_keys
+        try:
+            ready = await volumes.provision(
+                self._kube, claims, snap, node=node, node_labels=volumes.node_labels(node_labels)
+            )
+        except (client.Conflict, client.NotFound) as error:  # a claim changed or went meanwhile: next pass
+            log.info("kube-scheduler stand-in: volumes of %s not bound: %s", pod_key(raw), error)
+            return False
+        if not ready:
+            await self._mark(raw, f"0/{nodes} nodes are available: {nodes} {volumes.BIND_CONFLICT}.", now, report)
+        return ready
 
     async def _mark(self, raw: Mapping[str, Any], message: str, now: float, report: ScheduleReport) -> None:
         key = pod_key(raw)
