@@ -25,16 +25,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from karpy.kube import resources
-from karpy.sim import cluster, controlplane, demo, workloads
+from karpy.sim import cluster, controlplane, demo, remote, workloads
 
 SMALL = ("small", "900m", "3174Mi")  # 0.9 CPU / 3.1 Gi
 LARGE = ("large", "3500m", "28Gi")
 
 
-def _rss_mb() -> float:
+def _rss_mb(field: str = "VmRSS") -> float:
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -66,15 +66,13 @@ async def _until(check: Callable[[], Awaitable[bool]], *, within: float, what: s
 
 async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
     options = cluster.ClusterOptions(cluster_name="karpy-bench", boot_delay=0.0, interval=0.5)
-    async with cluster.EmulatedCluster(options) as emulated:
-        assert emulated.seeded is not None
+    async with remote.RemoteCluster(options) as emulated:
         api = emulated.client
         await api.create(
             resources.EC2NODECLASSES,
-            demo.nodeclass_manifest(role=emulated.seeded.node_role, discovery=emulated.cluster_name),
+            demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name),
         )
         await api.create(resources.NODEPOOLS, _pool())
-        rss_before = _rss_mb()
         plane = controlplane.ControlPlane(emulated, controlplane.Options(interruption=False))
         passes: list[tuple[float, float, int]] = []
         original = plane.ctrl.provisioner.provision
@@ -96,11 +94,11 @@ async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
 
             error = None
             try:
-                await _until(all_bound, within=within, what="all pods bound", step=0.5)
+                await _until(all_bound, within=within, what="all pods bound", step=1.0)
             except TimeoutError as exc:
                 error = str(exc)
             bound_at = time.monotonic()
-            rss_after = _rss_mb()
+            rss_peak = _rss_mb("VmHWM")
             first = next((p for p in passes if p[2] > 0), None)
             claims, _ = await api.list(resources.NODECLAIMS)
             pods, _ = await api.list(resources.PODS, namespace="default")
@@ -112,8 +110,7 @@ async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
                 "nodeclaims_created_s": round(first[1] - first[0], 2) if first else None,
                 "nodeclaims_in_first_pass": first[2] if first else 0,
                 "pods_bound_s": round(bound_at - first[0], 2) if first and error is None else None,
-                "controller_rss_mb": round(rss_after - rss_before, 1),
-                "process_rss_mb": round(rss_after, 1),
+                "controller_rss_mb": round(rss_peak, 1),
                 "consolidation_virtual_s": None,
                 "consolidation_node_ratio": None,
                 "error": error,

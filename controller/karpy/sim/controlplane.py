@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from karpy import clock as clock_module
 from karpy.api import labels
@@ -85,12 +85,35 @@ def provisionable(pod: Mapping[str, Any]) -> bool:
     )
 
 
+class Target(Protocol):
+    """What the controller is pointed at: an `EmulatedCluster`, or a `remote.RemoteCluster` in another process
+    (boto3 finds the emulated AWS through the `AWS_*` variables both set in `os.environ`)."""
+
+    @property
+    def clock(self) -> clock_module.Clock: ...
+
+    @property
+    def options(self) -> emulated_cluster.ClusterOptions: ...
+
+    @property
+    def cluster_name(self) -> str: ...
+
+    @property
+    def region(self) -> str: ...
+
+    @property
+    def api_url(self) -> str: ...
+
+    @property
+    def queue_name(self) -> str: ...
+
+
 class ControlPlane:
     """`async with ControlPlane(emulated) as cp:` runs the controller until the block ends (or `stop()`)."""
 
     def __init__(
         self,
-        emulated: emulated_cluster.EmulatedCluster,
+        emulated: Target,
         options: Options | None = None,
         *,
         hook: hooks.Hook = hooks.no_hook,

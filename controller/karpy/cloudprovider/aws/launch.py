@@ -33,6 +33,35 @@ from karpy.scheduling import requirements
 log = logging.getLogger(__name__)
 
 MAX_LAUNCH_ATTEMPTS = 4
+OFFERING_KEYS = frozenset(
+    {labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE, labels.LABEL_ZONE_ID, labels.LABEL_CAPACITY_RESERVATION_ID}
+)
+"""The labels an offering (not its instance type) gives a node."""
+
+
+class _Admission:
+    """`reqs.admits` of a node from one type and one of its offerings, split in two: the requirements on the
+    type's labels are checked once per type and those on the offering's labels once per distinct offering label set
+    (zone × capacity type × reservation). One launch otherwise builds and checks a label dict for each of ~5,000
+    (type, offering) pairs. Types carry none of `OFFERING_KEYS`, so the split decides exactly as the whole does."""
+
+    def __init__(self, reqs: requirements.Requirements, extra: Mapping[str, str]) -> None:
+        self._type_reqs = requirements.Requirements(r for k, r in reqs.items() if k not in OFFERING_KEYS)
+        self._offering_reqs = requirements.Requirements(r for k, r in reqs.items() if k in OFFERING_KEYS)
+        self._extra = extra
+        self._offerings: dict[tuple[str, str, str, str], bool] = {}
+
+    def type_ok(self, it: types.InstanceType) -> bool:
+        type_labels = {k: v for k, v in it.labels.items() if k not in OFFERING_KEYS}
+        type_labels.update(self._extra)
+        return self._type_reqs.admits(type_labels)
+
+    def offering_ok(self, o: types.Offering) -> bool:
+        key = (o.zone, o.capacity_type, o.zone_id, o.reservation_id)
+        known = self._offerings.get(key)
+        if known is None:
+            known = self._offerings[key] = self._offering_reqs.admits(o.labels())
+        return known
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,22 +131,15 @@ class Launcher:
             labels.LABEL_EC2NODECLASS: nc.name,
         }
         min_values = reqs.has_min_values()
+        admission = _Admission(reqs, extra)
         cands = fleet.candidates(
             instance_types,
-            type_compatible=lambda it: any(
-                reqs.admits({**it.labels, **o.labels(), **extra}) for o in it.offerings if o.available
+            type_compatible=lambda it: (
+                admission.type_ok(it) and any(admission.offering_ok(o) for o in it.offerings if o.available)
             ),
-            offering_compatible=lambda o: True,
+            offering_compatible=admission.offering_ok,
             requests=claim.spec.resources,
         )
-        # Keep only offerings whose zone/capacity type the claim admits together with the type's labels.
-        cands = [
-            fleet.Candidate(
-                c.instance_type,
-                tuple(o for o in c.offerings if reqs.admits({**c.instance_type.labels, **o.labels(), **extra})),
-            )
-            for c in cands
-        ]
         cands = [c for c in cands if c.offerings and image_for(c.instance_type, nc.status.amis)]
         cands = fleet.filter_exotic(cands, has_min_values=min_values)
         cands = fleet.filter_spot_offerings(cands, has_min_values=min_values)
