@@ -130,6 +130,33 @@ async def test_unchanged_verdicts_write_nothing_and_new_capacity_binds(api: rest
     assert (await _pod(api, "big"))["spec"]["nodeName"] == "roomy"
 
 
+async def test_a_changed_message_waits_for_the_refresh_interval(api: rest.RestClient) -> None:
+    await api.create(resources.PODS, pod("big", cpu="3"))
+    now = clock.ManualClock(NOW)
+    kube_scheduler = scheduler.KubeScheduler(api, clock=now, settings=scheduler.SchedulerSettings(message_refresh=10))
+    await kube_scheduler.sync()
+    assert _scheduled(await _pod(api, "big"))["message"].startswith("0/0 nodes")
+    await api.create(resources.NODES, node("small", cpu="1"))  # the verdict's message changes ...
+    await now.run_for(5)
+    await kube_scheduler.sync()
+    assert _scheduled(await _pod(api, "big"))["message"].startswith("0/0 nodes")  # ... but not before the refresh
+    await now.run_for(5)
+    report = await kube_scheduler.sync()
+    assert _scheduled(await _pod(api, "big"))["message"] == report.unschedulable["default/big"]
+    assert report.unschedulable["default/big"].startswith("0/1 nodes are available: 1 Insufficient cpu")
+
+
+async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestClient) -> None:
+    await api.create(resources.NODES, node("wide", cpu="64"))
+    for i in range(40):
+        await api.create(resources.PODS, pod(f"p{i}", cpu="1"))
+    settings = scheduler.SchedulerSettings(bind_concurrency=7)
+    report = await scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW), settings=settings).sync()
+    assert report.bound == {f"default/p{i}": "wide" for i in range(40)}
+    pods, _ = await api.list(resources.PODS, namespace="default")
+    assert {p["spec"].get("nodeName") for p in pods} == {"wide"}
+
+
 async def test_resources_of_bound_pods_count(api: rest.RestClient) -> None:
     await api.create(resources.NODES, node("n1", cpu="1"))
     await api.create(resources.PODS, pod("resident", cpu="800m", nodeName="n1"))

@@ -8,15 +8,17 @@ in the node's zone before it is bound, as kube-scheduler's VolumeBinding PreBind
 kube-scheduler it considers only Ready,
 schedulable (not cordoned), not-deleting nodes; PreferNoSchedule taints are soft (ignored here). A pod that fits
 nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller); the
-condition is written only when it changes, so an idle cluster sees no writes.
+condition is written only when it changes, and a changed message of a pod already marked at most every
+`message_refresh` seconds, so an idle cluster sees no writes and a growing one no write storm.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import datetime
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,12 @@ class SchedulerSettings:
     """Seconds between scheduling passes."""
     scheduler_name: str = DEFAULT_SCHEDULER
     """Pods naming another scheduler are left alone, as kube-scheduler does."""
+    message_refresh: float = 10.0
+    """Seconds before the message of a pod this stand-in already marked Unschedulable is rewritten: kube-scheduler
+    retries an unschedulable pod with a backoff capped at 10 s, so a growing cluster does not rewrite every pending
+    pod's message on every pass (1,000 pending pods otherwise cost 1,000 writes per node added)."""
+    bind_concurrency: int = 16
+    """Bindings in flight at once (kube-scheduler binds in goroutines of their own)."""
 
 
 @dataclass(slots=True)
@@ -99,8 +107,10 @@ def plan(
     bound: Mapping[str, Sequence[scheduling_pods.Pod]],
     *,
     volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
+    explain_keys: Container[str] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given schedulable nodes."""
+    """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given schedulable nodes; the
+    reasons only for `explain_keys` when given (explaining charges every pod to every node)."""
     catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
     existing = [
         scheduler.ExistingNode(
@@ -123,7 +133,7 @@ def plan(
     reasons = {
         p.key: explain(p, existing, solver_reason=result.unschedulable.get(p.key, ""), volume_catalog=catalog)
         for p in pending
-        if p.key not in placements
+        if p.key not in placements and (explain_keys is None or p.key in explain_keys)
     }
     return placements, {key: why for key, why in reasons.items() if key not in placements}
 
@@ -177,6 +187,15 @@ def _first_failure(
     return volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
 
 
+def is_marked_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """PodScheduled=False with reason Unschedulable (whatever the message)."""
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == UNSCHEDULABLE
+        for c in conditions
+    )
+
+
 def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dict[str, Any] | None:
     """The status merge patch setting PodScheduled=False/Unschedulable; None when the pod already says so."""
     conditions = list((pod.get("status") or {}).get("conditions") or ())
@@ -208,6 +227,8 @@ class KubeScheduler:
         self._kube = kube
         self._clock = clock
         self._settings = settings or SchedulerSettings()
+        self._marked_at: dict[str, float] = {}  # pod key -> when this stand-in last wrote its Unschedulable message
+        self._parsed: dict[str, tuple[str, scheduling_pods.Pod]] = {}  # uid -> (resourceVersion, parsed pod)
 
     async def run(self) -> None:
         while True:
@@ -226,10 +247,11 @@ class KubeScheduler:
         nodes, _ = await self._kube.list(resources.NODES)
         schedulable = [n for n in nodes if is_schedulable_node(n)]
         bound: dict[str, list[scheduling_pods.Pod]] = {}
+        self._forget(raw_pods)
         for raw in raw_pods:
             node = (raw.get("spec") or {}).get("nodeName")
             if node and (raw.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES:
-                parsed = _parse(raw)
+                parsed = self._parse_cached(raw)
                 if parsed is not None:
                     bound.setdefault(str(node), []).append(parsed)
         pending: list[scheduling_pods.Pod] = []
@@ -244,14 +266,15 @@ class KubeScheduler:
             by_key[parsed.key] = raw
         # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
         snap = await volumes.read(self._kube) if any(p.pvc_names for p in pending) else volumes.Snapshot()
-        placements, reasons = plan(pending, schedulable, bound, volume_catalog=snap.catalog)
+        due = {key for key, raw in by_key.items() if self._mark_due(key, raw, now)}
+        placements, reasons = plan(pending, schedulable, bound, volume_catalog=snap.catalog, explain_keys=due)
         pods_by_key = {p.key: p for p in pending}
         labels_by_node = {
             str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in schedulable
         }
         provisioned: set[str] = set()  # claims given a volume this pass
+        plain: list[tuple[str, str]] = []
         for key, node in placements.items():
-            namespace, name = key.split("/", 1)
             claims = volumes.unbound_claims(pods_by_key[key], snap)
             if claims and not await self._prebind(
                 by_key[key],
@@ -265,15 +288,56 @@ class KubeScheduler:
                 now=now,
             ):
                 continue
-            try:
-                await self._kube.bind(namespace, name, node)
-            except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
-                log.info("kube-scheduler stand-in: binding %s to %s skipped: %s", key, node, error)
-                continue
-            report.bound[key] = node
+            plain.append((key, node))
+        await self._bind_all(plain, report)
         for key, message in reasons.items():
             await self._mark(by_key[key], message, now, report)
         return report
+
+    async def _bind_all(self, placements: Sequence[tuple[str, str]], report: ScheduleReport) -> None:
+        """Bind in batches of `bind_concurrency`, in placement order."""
+        step = max(1, self._settings.bind_concurrency)
+        for start in range(0, len(placements), step):
+            batch = placements[start : start + step]
+            done = await asyncio.gather(*(self._bind(key, node) for key, node in batch))
+            report.bound.update((key, node) for (key, node), ok in zip(batch, done, strict=True) if ok)
+
+    async def _bind(self, key: str, node: str) -> bool:
+        namespace, name = key.split("/", 1)
+        try:
+            await self._kube.bind(namespace, name, node)
+        except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
+            log.info("kube-scheduler stand-in: binding %s to %s skipped: %s", key, node, error)
+            return False
+        self._marked_at.pop(key, None)
+        return True
+
+    def _mark_due(self, key: str, raw: Mapping[str, Any], now: float) -> bool:
+        """Whether this pass may write the pod's Unschedulable condition (see `message_refresh`)."""
+        if not is_marked_unschedulable(raw):
+            return True
+        last = self._marked_at.get(key)
+        return last is None or now - last >= self._settings.message_refresh
+
+    def _parse_cached(self, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+        """Bound pods are parsed once per resourceVersion, not once per pass."""
+        md = raw.get("metadata") or {}
+        uid, version = str(md.get("uid") or ""), str(md.get("resourceVersion") or "")
+        cached = self._parsed.get(uid)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        parsed = _parse(raw)
+        if parsed is not None and uid:
+            self._parsed[uid] = (version, parsed)
+        return parsed
+
+    def _forget(self, raw_pods: Sequence[Mapping[str, Any]]) -> None:
+        uids = {str((p.get("metadata") or {}).get("uid") or "") for p in raw_pods}
+        keys = {pod_key(p) for p in raw_pods}
+        for uid in [u for u in self._parsed if u not in uids]:
+            del self._parsed[uid]
+        for key in [k for k in self._marked_at if k not in keys]:
+            del self._marked_at[key]
 
     async def _prebind(
         self,
@@ -315,6 +379,8 @@ class KubeScheduler:
             await self._kube.patch(resources.PODS, name, patch, namespace=namespace, subresource="status")
         except client.NotFound:
             report.unschedulable.pop(key, None)
+        else:
+            self._marked_at[key] = now
 
 
 def _parse(raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
