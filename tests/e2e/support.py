@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -133,3 +134,91 @@ async def zones(emulated: cluster.EmulatedCluster) -> list[str]:
         return sorted(s["AvailabilityZone"] for s in subnets)
 
     return await asyncio.to_thread(describe)
+
+
+# -- disruption: AMIs, conditions, and watching the cluster while it runs ------------------------------------------
+
+
+async def register_image(emulated: cluster.EmulatedCluster, name: str) -> str:
+    """A new amd64 image in moto (what a newer EKS-optimized release would be); its id."""
+
+    def register() -> str:
+        ec2 = boto3.client("ec2", region_name=emulated.region)
+        image = ec2.register_image(
+            Name=name, Architecture="x86_64", RootDeviceName="/dev/xvda", VirtualizationType="hvm"
+        )
+        return str(image["ImageId"])
+
+    return await asyncio.to_thread(register)
+
+
+async def instance_images(emulated: cluster.EmulatedCluster) -> dict[str, str]:
+    """Running cluster instance id -> the image it was launched from."""
+
+    def describe() -> dict[str, str]:
+        ec2 = boto3.client("ec2", region_name=emulated.region)
+        pages = ec2.get_paginator("describe_instances").paginate(
+            Filters=[
+                {"Name": f"tag:{labels.TAG_CLUSTER_PREFIX}{emulated.cluster_name}", "Values": ["owned"]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+            ]
+        )
+        return {i["InstanceId"]: i["ImageId"] for page in pages for r in page["Reservations"] for i in r["Instances"]}
+
+    return await asyncio.to_thread(describe)
+
+
+def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c.get("type") == type_), None)
+
+
+def is_true(obj: Mapping[str, Any], type_: str) -> bool:
+    found = condition(obj, type_)
+    return found is not None and found.get("status") == "True"
+
+
+def instance_id(claim: Mapping[str, Any]) -> str:
+    return str((claim.get("status") or {}).get("providerID") or "").rsplit("/", 1)[-1]
+
+
+def disrupting(claims: Sequence[Mapping[str, Any]], node_list: Sequence[Mapping[str, Any]]) -> list[str]:
+    """NodeClaims the disruption budget counts as being disrupted: deleting, or their Node tainted
+    `karpenter.sh/disrupted`, and their instance not yet terminating (upstream stops counting a node once its
+    instance is terminating: `BuildDisruptionBudgetMapping`)."""
+    tainted = {
+        str((n.get("spec") or {}).get("providerID") or "")
+        for n in node_list
+        if any(t.get("key") == labels.TAINT_DISRUPTED_KEY for t in (n.get("spec") or {}).get("taints") or ())
+    }
+    return sorted(
+        c["metadata"]["name"]
+        for c in claims
+        if (c["metadata"].get("deletionTimestamp") or (c.get("status") or {}).get("providerID") in tainted)
+        and not is_true(c, "InstanceTerminating")
+    )
+
+
+class Sampler:
+    """`async with Sampler(probe, every=0.2) as s:` calls `probe` every `every` seconds while the block runs and
+    keeps what it returned in `s.samples` (the cluster seen through time, for "at no moment" assertions)."""
+
+    def __init__(self, probe: Callable[[], Awaitable[T]], *, every: float = 0.2) -> None:
+        self._probe = probe
+        self._every = every
+        self._task: asyncio.Task[None] | None = None
+        self.samples: list[Any] = []
+
+    async def _run(self) -> None:
+        while True:
+            self.samples.append(await self._probe())
+            await asyncio.sleep(self._every)
+
+    async def __aenter__(self) -> Sampler:
+        self._task = asyncio.create_task(self._run(), name="e2e sampler")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task  # a failed probe raises here
