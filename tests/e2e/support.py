@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import boto3
 
 from karpy.api import labels
+from karpy.cloudprovider import catalog
 from karpy.kube import resources
 from karpy.sim import cluster, controlplane, demo, workloads
 
@@ -222,3 +223,13 @@ class Sampler:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task  # a failed probe raises here
+
+
+def instance_type_of(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"]["labels"][labels.LABEL_INSTANCE_TYPE])
+
+
+def on_demand_price(emulated: cluster.EmulatedCluster, instance_type: str) -> float:
+    """The list price the AWS provider ranks the type by (the bundled catalog's, as the emulated provider's)."""
+    found = next(t for t in catalog.load(emulated.region) if t.name == instance_type)
+    return min(o.price for o in found.offerings if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND)
