@@ -14,14 +14,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.scheduling import conftest as c
 
-from karpy.api import labels, quantity
-from karpy.scheduling import scheduler
+from karpy.api import labels, meta, quantity
+from karpy.scheduling import nodes, scheduler
 
 KINDS = (
     "generic",
     "zone-spread",
     "zone-spread-2",
     "zone-spread-anyway",
+    "zone-spread-other",
+    "zone-spread-min-domains",
+    "zone-spread-two-zones",
+    "zone-spread-ignore-affinity",
+    "capacity-spread",
     "host-spread",
     "host-spread-1",
     "zone-affinity",
@@ -31,11 +36,21 @@ KINDS = (
 )
 
 
-def _spread(key: str, sel: dict[str, Any], *, skew: int = 1, when: str = "DoNotSchedule") -> dict[str, Any]:
+def _spread(
+    key: str, sel: dict[str, Any], *, skew: int = 1, when: str = "DoNotSchedule", **extra: Any
+) -> dict[str, Any]:
     return {
         "topologySpreadConstraints": [
-            {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when, "labelSelector": sel}
+            {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when, "labelSelector": sel, **extra}
         ]
+    }
+
+
+def _two_zones() -> dict[str, Any]:
+    """Node affinity to two of the three zones: the spread counts only those (Honor) or all three (Ignore)."""
+    term = {"matchExpressions": [{"key": labels.LABEL_ZONE, "operator": "In", "values": list(c.ZONES[:2])}]}
+    return {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
     }
 
 
@@ -51,6 +66,12 @@ def _spec(kind: str, app: str) -> dict[str, Any]:
         "zone-spread": _spread(labels.LABEL_ZONE, sel),
         "zone-spread-2": _spread(labels.LABEL_ZONE, sel, skew=2),
         "zone-spread-anyway": _spread(labels.LABEL_ZONE, sel, when="ScheduleAnyway"),
+        # counts the first group's pods, not its own (unless it shares their label)
+        "zone-spread-other": _spread(labels.LABEL_ZONE, {"matchLabels": {"app": "app0"}}),
+        "zone-spread-min-domains": _spread(labels.LABEL_ZONE, sel, minDomains=4),
+        "zone-spread-two-zones": {**_spread(labels.LABEL_ZONE, sel), **_two_zones()},
+        "zone-spread-ignore-affinity": {**_spread(labels.LABEL_ZONE, sel, nodeAffinityPolicy="Ignore"), **_two_zones()},
+        "capacity-spread": _spread(labels.LABEL_CAPACITY_TYPE, sel),
         "host-spread": _spread(labels.LABEL_HOSTNAME, sel, skew=2),
         "host-spread-1": _spread(labels.LABEL_HOSTNAME, sel),
         "zone-affinity": _term("podAffinity", labels.LABEL_ZONE, sel),
@@ -71,6 +92,10 @@ def _uneven_catalog() -> list[Any]:
             memory_gib=4 * (i + 1),
             pods_=8 * (i + 1),
             zones=zones[: 1 + i % 3] if i % 2 else zones[i % 3 :],
+            # some types also sold as spot, so a capacity-type spread has two domains with different types
+            capacity_types=(labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_SPOT)
+            if i % 3
+            else (labels.CAPACITY_TYPE_ON_DEMAND,),
         )
         for i in range(8)
     ]
@@ -97,6 +122,7 @@ def _shape(res: Any) -> tuple[Any, ...]:
             cl.cheapest,
             tuple(t.name for t in cl.instance_type_options),
             cl.requirements,
+            cl.min_values_relaxed,
         )
         for cl in res.new_nodeclaims
     )
@@ -120,6 +146,7 @@ def _existing_node() -> scheduler.ExistingNode:
     st.sampled_from((None, 6_000)),
     st.booleans(),
     st.booleans(),
+    st.sampled_from((None, nodes.MIN_VALUES_STRICT, nodes.MIN_VALUES_BEST_EFFORT)),
 )
 def test_bulk_equals_pod_by_pod(
     groups: list[tuple[str, str, str, int, bool]],
@@ -127,6 +154,7 @@ def test_bulk_equals_pod_by_pod(
     nodes_limit: int | None,
     uneven: bool,
     with_node: bool,
+    min_values: str | None,
 ) -> None:
     all_pods = []
     app = "app0"
@@ -138,13 +166,16 @@ def test_bulk_equals_pod_by_pod(
         limits[labels.RESOURCE_CPU] = cpu_limit
     if nodes_limit:
         limits[labels.RESOURCE_NODES] = nodes_limit
-    pool = c.make_nodepool(limits=limits or None)
+    # minValues: a claim keeps at least 3 instance types, so it fills up before its largest type would
+    flexible = (meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, meta.Operator.EXISTS, (), 3),)
+    pool = c.make_nodepool(limits=limits or None, requirements=flexible if min_values else ())
     inp = scheduler.SchedulingInput(
         pods=all_pods,
         nodepools=[pool],
         instance_types={"default": _uneven_catalog() if uneven else c.fake_catalog(12)},
         existing_nodes=[_existing_node()] if with_node else (),
         compute_lower_bound=False,
+        min_values_policy=min_values or nodes.MIN_VALUES_STRICT,
     )
     bulk = scheduler.solve(inp)
     reference = scheduler.solve(inp, pod_by_pod=True)

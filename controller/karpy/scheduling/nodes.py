@@ -229,15 +229,15 @@ def _fit(
     count = min(best, limit)
     relaxed = False
     if merged.has_min_values() and not _min_values_ok(pool, per_type >= count, merged):
-        # The largest count that keeps enough distinct options (fewer pods leave more types).
-        candidates = sorted({int(v) for v in per_type if 1 <= v <= count}, reverse=True)
-        good = next((c for c in candidates if _min_values_ok(pool, per_type >= c, merged)), 0)
-        if good == 0:
-            if min_values_policy != MIN_VALUES_BEST_EFFORT:
-                return Refusal(f"minValues requirement is not met for requirements {merged}", True)
+        if min_values_policy == MIN_VALUES_BEST_EFFORT:
+            # One pod at a time, every pod from the one that breaks minValues on lands relaxed: all `count` land.
             relaxed = True
         else:
-            count = good
+            # The largest count that keeps enough distinct options (fewer pods leave more types).
+            candidates = sorted({int(v) for v in per_type if 1 <= v <= count}, reverse=True)
+            count = next((c for c in candidates if _min_values_ok(pool, per_type >= c, merged)), 0)
+            if count == 0:
+                return Refusal(f"minValues requirement is not met for requirements {merged}", True)
     options = per_type >= count
     if mask is slot.options and bool((options == mask).all()):
         return Fit(count, merged, slot.options, per_type >= 1, relaxed)  # unchanged: keep the object (caches)

@@ -128,6 +128,12 @@ class SlotTable:
         return gc.counts
 
     # --- queries --------------------------------------------------------------------------------------------
+    def pinned(self, key: str, among: catalog.IntArray) -> tuple[catalog.IntArray, list[str]]:
+        """(code of the one `key` domain each slot id in `among` is pinned to, -1 for several or none; the domain
+        of each code)."""
+        col = self._key(key)
+        return col.codes[among], list(col.ids)  # codes are handed out in insertion order
+
     def fitting(self, request: catalog.IntArray) -> catalog.BoolArray:
         """Slots whose headroom admits `request` (a necessary condition of any fit)."""
         need = np.flatnonzero(request > 0)
