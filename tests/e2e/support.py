@@ -233,3 +233,21 @@ def on_demand_price(emulated: cluster.EmulatedCluster, instance_type: str) -> fl
     """The list price the AWS provider ranks the type by (the bundled catalog's, as the emulated provider's)."""
     found = next(t for t in catalog.load(emulated.region) if t.name == instance_type)
     return min(o.price for o in found.offerings if o.capacity_type == labels.CAPACITY_TYPE_ON_DEMAND)
+
+
+async def hold(emulated: cluster.EmulatedCluster, seconds: float) -> list[tuple[frozenset[str], tuple[str, ...]]]:
+    """Watch the cluster for `seconds`: (NodeClaim names, disrupting NodeClaims) every 0.2 s."""
+
+    async def probe() -> tuple[frozenset[str], tuple[str, ...]]:
+        found, node_list = await claims(emulated), await nodes(emulated)
+        return frozenset(c["metadata"]["name"] for c in found), tuple(disrupting(found, node_list))
+
+    async with Sampler(probe) as sampler:
+        await asyncio.sleep(seconds)
+    return list(sampler.samples)
+
+
+async def select_image(emulated: cluster.EmulatedCluster, image_id: str) -> None:
+    """Point the default EC2NodeClass at one image (selector terms are not hashed: only AMI drift follows)."""
+    body = {"spec": {"amiFamily": "AL2023", "amiSelectorTerms": [{"id": image_id}]}}
+    await emulated.client.patch(resources.EC2NODECLASSES, "default", body)

@@ -10,7 +10,6 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.kube import resources
 from karpy.sim import cluster, controlplane, workloads
 
 ONE_PER_HOST = {
@@ -59,11 +58,7 @@ async def test_ami_change_drifts_every_node_within_the_budget(
         return bound if bound and len(claims) == 3 and not names & old_claims and on_new else None
 
     async with support.Sampler(probe) as sampler:
-        await emulated.client.patch(
-            resources.EC2NODECLASSES,
-            "default",
-            {"spec": {"amiFamily": "AL2023", "amiSelectorTerms": [{"id": new_image}]}},
-        )
+        await support.select_image(emulated, new_image)
         await support.eventually(all_on_the_new_image, within=60, what="every node replaced on the new image")
 
     assert drifted.keys() >= old_claims
