@@ -55,6 +55,66 @@ def test_dominated_columns_are_dropped_but_ties_keep_one() -> None:
     assert bound.undominated(np.ones((1, 2), np.bool_), capacity[[1, 2]], price[[1, 2]]).tolist() == [True, False]
 
 
+def _reference_undominated(
+    compat: npt.NDArray[np.bool_], capacity: npt.NDArray[np.float64], price: npt.NDArray[np.float64]
+) -> npt.NDArray[np.bool_]:
+    """The dominance filter as first written: every pair compared densely (same tolerance, tie-break and leaders)."""
+    n = len(price)
+    rank = np.lexsort((-np.arange(n), price))
+    order = np.empty(n, dtype=np.int64)
+    order[rank] = np.arange(n)
+    per_unit = capacity / np.maximum(price, 1e-300)[:, None]
+    grow = 1 + 1e-9
+
+    def superset(inner: npt.NDArray[np.bool_], outer: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        return np.asarray(~(inner[:, :, None] & ~outer[:, None, :]).any(axis=0))
+
+    def beaten(rows: npt.NDArray[np.int64], cols: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        ok = np.ones((len(rows), len(cols)), dtype=np.bool_)
+        back = np.ones_like(ok)
+        for r in range(capacity.shape[1]):
+            lhs = price[cols][None, :] * capacity[rows, r][:, None]
+            rhs = price[rows][:, None] * capacity[cols, r][None, :]
+            ok &= lhs <= rhs * grow
+            back &= rhs <= lhs * grow
+        ok &= superset(compat[:, rows], compat[:, cols])
+        back &= superset(compat[:, cols], compat[:, rows]).T
+        mutual = ok & back
+        out = (ok & ~mutual) | (mutual & (order[cols][None, :] > order[rows][:, None]))
+        return np.asarray((out & (rows[:, None] != cols[None, :])).any(axis=1))
+
+    kinds = {tuple(col): i for i, col in enumerate(sorted({tuple(col) for col in compat.T.tolist()}))}
+    kind = np.array([kinds[tuple(col)] for col in compat.T.tolist()], dtype=np.int64)
+    alive = np.arange(n)
+    if n > 4 * patterns._LEADERS:
+        leaders = []
+        for r in range(capacity.shape[1]):
+            ranked = np.lexsort((-per_unit[:, r], kind))
+            first = np.searchsorted(kind[ranked], kind[ranked], side="left")
+            leaders.append(ranked[np.arange(n) - first < patterns._LEADERS // 4])
+        alive = np.flatnonzero(~beaten(alive, np.unique(np.concatenate(leaders))))
+    keep = np.zeros(n, dtype=np.bool_)
+    keep[alive[~beaten(alive, alive)]] = True
+    return keep
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 6),  # classes
+    st.integers(1, 300),  # columns (above 4 × _LEADERS the leaders pass runs first)
+    st.integers(1, 3),  # resources
+    st.integers(0, 2**32 - 1),
+)
+def test_undominated_equals_the_dense_pairwise_filter(n_cls: int, n_col: int, n_res: int, seed: int) -> None:
+    # Small integer capacities and few prices: many exact ties (both ways) and shared class sets.
+    rng = np.random.default_rng(seed)
+    compat = rng.random((n_cls, n_col)) < 0.7
+    capacity = rng.integers(1, 5, size=(n_col, n_res)).astype(np.float64)
+    price = rng.choice(np.array([0.5, 1.0, 1.5, 2.0]), size=n_col)
+    expected = _reference_undominated(compat, capacity, price)
+    assert patterns.undominated(compat, capacity, price).tolist() == expected.tolist()
+
+
 def test_a_class_without_any_usable_type_has_no_solution() -> None:
     got = bound.solve_lp(np.array([[1.0]]), np.array([[False]]), np.array([[4.0]]), np.array([1.0]))
     assert got is None

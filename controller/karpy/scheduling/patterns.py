@@ -165,43 +165,68 @@ def undominated(
     per dollar (among equals the dearest, then the lowest index, is kept).
     `compat` is classes × columns, `capacity` columns × resources."""
     n = len(price)
+    if n == 0:
+        return np.zeros(0, dtype=np.bool_)
     # Among equals keep the dearest (largest) column, then the lowest index: larger nodes round better when the
     # repack turns the LP into whole nodes.
     rank = np.lexsort((-np.arange(n), price))  # ascending price, then descending index
     order = np.empty(n, dtype=np.int64)
     order[rank] = np.arange(n)  # higher order wins a tie
     per_unit = capacity / np.maximum(price, 1e-300)[:, None]
-
-    def beats(rows: catalog.IntArray, cols: catalog.IntArray) -> catalog.BoolArray:
-        """[i, j]: column cols[j] dominates column rows[i]."""
-        ok = np.ones((len(rows), len(cols)), dtype=np.bool_)
-        back = np.ones_like(ok)
-        for r in range(capacity.shape[1]):
-            lhs = price[cols][None, :] * capacity[rows, r][:, None]  # p_k' · U_k
-            rhs = price[rows][:, None] * capacity[cols, r][None, :]  # p_k · U_k'
-            ok &= lhs <= rhs * (1 + _RELATIVE_TOLERANCE)
-            back &= rhs <= lhs * (1 + _RELATIVE_TOLERANCE)
-        ok &= _superset(compat[:, rows], compat[:, cols])
-        back &= _superset(compat[:, cols], compat[:, rows]).T
-        mutual = ok & back
-        out: catalog.BoolArray = (ok & ~mutual) | (mutual & (order[cols][None, :] > order[rows][:, None]))
-        distinct: catalog.BoolArray = out & (rows[:, None] != cols[None, :])
-        return distinct
-
-    # Likely winners: the best per dollar in each resource among the columns of each compatibility pattern (a
-    # column is only beaten by one usable by a superset of its classes).
-    # Columns grouped by their class set: each column's membership bit-packed into one opaque byte string, which
-    # np.unique sorts far faster than the boolean rows themselves (same groups; only their numbering differs, and
-    # the leaders below do not depend on it).
+    # Columns grouped by their class set (*kind*): each column's membership bit-packed into one opaque byte string,
+    # which np.unique sorts far faster than the boolean rows themselves.
     packed = np.ascontiguousarray(np.packbits(compat, axis=0).T)
     _, kind = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_inverse=True)
     kind = kind.ravel()
+    n_kinds = int(kind.max()) + 1
+    example = np.zeros(n_kinds, dtype=np.int64)
+    example[kind] = np.arange(n)
+    inside = _superset(compat[:, example], compat[:, example])  # [a, b]: kind a's classes are all in kind b
+    grow = 1 + _RELATIVE_TOLERANCE
+
+    def beaten(rows: catalog.IntArray, cols: catalog.IntArray) -> catalog.BoolArray:
+        """Per row: does some column of `cols` dominate it? A column can only be dominated by one whose kind
+        holds all of its classes, and only one of the same kind can tie it both ways (kinds are distinct class
+        sets), so each kind of rows is compared with the columns of its superset kinds only, and the tie-break
+        is needed within its own kind only."""
+        out = np.zeros(len(rows), dtype=np.bool_)
+        col_kind = kind[cols]
+        by_kind = np.argsort(col_kind, kind="stable")
+        bounds = np.searchsorted(col_kind[by_kind], np.arange(n_kinds + 1))
+        row_kind = kind[rows]
+        for a in np.unique(row_kind).tolist():
+            at = np.flatnonzero(row_kind == a)
+            r = rows[at]
+            pick = np.concatenate([by_kind[bounds[k] : bounds[k + 1]] for k in np.flatnonzero(inside[a]).tolist()])
+            c = cols[pick]
+            fwd = np.ones((len(r), len(c)), dtype=np.bool_)
+            for res in range(capacity.shape[1]):
+                # p_k' · U_k <= p_k · U_k' (1 + tol): column c gives at least as much of res per dollar
+                fwd &= (
+                    price[c][None, :] * capacity[r, res][:, None]
+                    <= price[r][:, None] * capacity[c, res][None, :] * grow
+                )
+            same = col_kind[pick] == a
+            cs = c[same]
+            tie = fwd[:, same]
+            for res in range(capacity.shape[1]):
+                tie &= (
+                    price[r][:, None] * capacity[cs, res][None, :]
+                    <= price[cs][None, :] * capacity[r, res][:, None] * grow
+                )
+            wins = (fwd[:, same] & ~tie) | (tie & (order[cs][None, :] > order[r][:, None]))
+            wins &= r[:, None] != cs[None, :]
+            out[at] = fwd[:, ~same].any(axis=1) | wins.any(axis=1)
+        return out
+
+    # Likely winners: the best per dollar in each resource among the columns of each kind (a column is only beaten
+    # by one usable by a superset of its classes).
     leaders = []
     for r in range(capacity.shape[1]):
-        ranked = np.lexsort((-per_unit[:, r], kind))  # by pattern, best first within each
+        ranked = np.lexsort((-per_unit[:, r], kind))  # by kind, best first within each
         first = np.searchsorted(kind[ranked], kind[ranked], side="left")
         leaders.append(ranked[np.arange(n) - first < _LEADERS // 4])
-    return _maximal(n, beats, leaders)
+    return _maximal(n, beaten, leaders)
 
 
 def _superset(inner: catalog.BoolArray, outer: catalog.BoolArray) -> catalog.BoolArray:
@@ -219,19 +244,20 @@ def _superset(inner: catalog.BoolArray, outer: catalog.BoolArray) -> catalog.Boo
 
 def _maximal(
     n: int,
-    beats: Callable[[catalog.IntArray, catalog.IntArray], catalog.BoolArray],
+    beaten: Callable[[catalog.IntArray, catalog.IntArray], catalog.BoolArray],
     leaders: list[catalog.IntArray],
 ) -> catalog.BoolArray:
-    """Columns no other column beats (`beats` is a strict order). The likely winners (`leaders`) are tried against
-    every column first, so the all-pairs check only runs on the few that survive them."""
+    """Columns no other column beats (`beaten(rows, cols)`: per row, does a column of `cols` beat it; a strict
+    order). The likely winners (`leaders`) are tried against every column first, so the all-pairs check only runs
+    on the few that survive them."""
     keep = np.zeros(n, dtype=np.bool_)
     if n == 0:
         return keep
     alive = np.arange(n)
     if n > 4 * _LEADERS:
         chosen = np.unique(np.concatenate(leaders))
-        alive = np.flatnonzero(~beats(alive, chosen).any(axis=1))
-    keep[alive[~beats(alive, alive).any(axis=1)]] = True
+        alive = np.flatnonzero(~beaten(alive, chosen))
+    keep[alive[~beaten(alive, alive)]] = True
     return keep
 
 
@@ -270,7 +296,7 @@ def _undominated_whole(
         back &= _superset(fit[:, cols], fit[:, rows]).T
         mutual = ok & back
         out: catalog.BoolArray = (ok & ~mutual) | (mutual & (cols[None, :] < rows[:, None]))
-        distinct: catalog.BoolArray = out & (rows[:, None] != cols[None, :])
+        distinct: catalog.BoolArray = (out & (rows[:, None] != cols[None, :])).any(axis=1)
         return distinct
 
     cheap = np.argsort(price, kind="stable")[:_LEADERS]
