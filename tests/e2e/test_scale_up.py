@@ -41,7 +41,7 @@ async def test_constrained_workloads_scale_up_then_empty_nodes_go(
     assert len(zones) == 3
     api = emulated.client
     await support.apply_defaults(emulated)
-    # A zonal workload (as a volume in one zone would make it; the kube-scheduler stand-in does not read volumes).
+    # A zonal workload through a zone selector (volume topology has its own end-to-end test: test_volume_zone.py).
     pinned = {"nodeSelector": {labels.LABEL_ZONE: zones[1]}}
     for body in (
         support.deployment("spread", 6, spec_extra=ZONE_SPREAD),
