@@ -14,6 +14,7 @@ from karpy.api import labels
 from karpy.cloudprovider import catalog
 from karpy.kube import resources
 from karpy.sim import cluster, controlplane, demo, workloads
+from karpy.sim.kube import disruption as kube_disruption
 
 T = TypeVar("T")
 CLUSTER = "karpy-e2e"
@@ -251,3 +252,48 @@ async def select_image(emulated: cluster.EmulatedCluster, image_id: str) -> None
     """Point the default EC2NodeClass at one image (selector terms are not hashed: only AMI drift follows)."""
     body = {"spec": {"amiFamily": "AL2023", "amiSelectorTerms": [{"id": image_id}]}}
     await emulated.client.patch(resources.EC2NODECLASSES, "default", body)
+
+
+class HealthyPods:
+    """`async with HealthyPods(emulated, "app") as h:` follows every change of the app's pods through a watch and
+    records, after each one, how many are healthy as the disruption controller counts them (Ready, not deleting):
+    `h.series` is the count at every state the API server went through, not a sample of it."""
+
+    def __init__(self, emulated: cluster.EmulatedCluster, app: str) -> None:
+        self._emulated = emulated
+        self._app = app
+        self._healthy: dict[str, bool] = {}
+        self._task: asyncio.Task[None] | None = None
+        self.series: list[int] = []
+
+    def _observe(self, pod: Mapping[str, Any], *, deleted: bool = False) -> bool:
+        meta = pod.get("metadata") or {}
+        if (meta.get("labels") or {}).get("app") != self._app:
+            return False
+        name = str(meta.get("name"))
+        if deleted:
+            self._healthy.pop(name, None)
+        else:
+            self._healthy[name] = kube_disruption.is_healthy(pod)
+        return True
+
+    async def _follow(self, since: str) -> None:
+        while True:
+            async for event in self._emulated.client.watch(resources.PODS, resource_version=since, namespace="default"):
+                since = str(event.object["metadata"].get("resourceVersion") or since)
+                if self._observe(event.object, deleted=event.type == "DELETED"):
+                    self.series.append(sum(self._healthy.values()))
+
+    async def __aenter__(self) -> HealthyPods:
+        pods, since = await self._emulated.client.list(resources.PODS, namespace="default")
+        for pod in pods:
+            self._observe(pod)
+        self.series.append(sum(self._healthy.values()))
+        self._task = asyncio.create_task(self._follow(since), name="e2e pod watch")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task  # a failed watch raises here
