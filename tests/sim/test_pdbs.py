@@ -106,6 +106,17 @@ def test_condition_keeps_its_transition_time_until_its_status_changes() -> None:
     assert exhausted["conditions"][0]["lastTransitionTime"] == "2023-11-14T22:14:20Z"
 
 
+def test_an_invalid_budget_fails_safe() -> None:
+    pdb = builders.pdb("web", {"app": "web"}, maxUnavailable="lots")
+    pdb["metadata"]["generation"] = 2
+    pdb["status"] = {"expectedPods": 4, "currentHealthy": 4, "desiredHealthy": 3, "disruptionsAllowed": 1}
+    status = pdbs.status_for(pdb, _web(4), pdbs.scale_from(_owners(4)), now=NOW)
+    assert (status["expectedPods"], status["currentHealthy"], status["disruptionsAllowed"]) == (4, 4, 0)
+    (condition,) = status["conditions"]
+    assert (condition["status"], condition["reason"]) == ("False", "SyncFailed")
+    assert "lots" in condition["message"]
+
+
 def test_a_new_generation_is_a_change() -> None:
     pdb = builders.pdb("web", {"app": "web"}, maxUnavailable=1)
     scale = pdbs.scale_from(_owners(4))

@@ -29,6 +29,7 @@ STATEFULSETS = resources.Resource("apps", "v1", "statefulsets", "StatefulSet", T
 DISRUPTION_ALLOWED = "DisruptionAllowed"
 SUFFICIENT_PODS = "SufficientPods"
 INSUFFICIENT_PODS = "InsufficientPods"
+SYNC_FAILED = "SyncFailed"
 _SCALED: Mapping[str, resources.Resource] = {
     "ReplicaSet": workloads.REPLICASETS,
     "Deployment": workloads.DEPLOYMENTS,
@@ -76,30 +77,43 @@ def status_for(
     """The status the disruption controller writes for `pdb` given all pods of its namespace (pure).
 
     The condition keeps its lastTransitionTime while its status stays the same, as `meta.SetStatusCondition` does.
+    A budget that cannot be computed (an invalid int-or-percent) fails safe as upstream's `failSafe`: no disruption
+    allowed, reason `SyncFailed`, the other counts as they were.
     """
-    budget = disruption.budget(pdb, pods, scale)
     generation = int(_meta(pdb).get("generation") or 0)
+    try:
+        budget = disruption.budget(pdb, pods, scale)
+    except ValueError as error:
+        current = pdb.get("status") or {}
+        counts = {key: current.get(key, 0) for key in _COUNTS} | {"disruptionsAllowed": 0}
+        return counts | {"conditions": [_allowed_condition(pdb, generation, SYNC_FAILED, str(error), now=now)]}
     allowed = budget.disruptions_allowed
-    previous = _condition(pdb)
-    status = "True" if allowed > 0 else "False"
-    since = (previous or {}).get("lastTransitionTime")
-    if previous is None or previous.get("status") != status or not since:
-        since = decoding.format_timestamp(now)
-    condition = {
-        "type": DISRUPTION_ALLOWED,
-        "status": status,
-        "reason": SUFFICIENT_PODS if allowed > 0 else INSUFFICIENT_PODS,
-        "message": "",
-        "observedGeneration": generation,
-        "lastTransitionTime": since,
-    }
+    reason = SUFFICIENT_PODS if allowed > 0 else INSUFFICIENT_PODS
     return {
         "observedGeneration": generation,
         "expectedPods": budget.expected_pods,
         "currentHealthy": budget.current_healthy,
         "desiredHealthy": budget.desired_healthy,
         "disruptionsAllowed": allowed,
-        "conditions": [condition],
+        "conditions": [_allowed_condition(pdb, generation, reason, "", now=now)],
+    }
+
+
+def _allowed_condition(
+    pdb: Mapping[str, Any], generation: int, reason: str, message: str, *, now: float
+) -> dict[str, Any]:
+    status = "True" if reason == SUFFICIENT_PODS else "False"
+    previous = _condition(pdb)
+    since = (previous or {}).get("lastTransitionTime")
+    if previous is None or previous.get("status") != status or not since:
+        since = decoding.format_timestamp(now)
+    return {
+        "type": DISRUPTION_ALLOWED,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
     }
 
 
