@@ -95,6 +95,22 @@ def _per_type_counts(free: catalog.IntArray, request: catalog.IntArray) -> catal
     return np.asarray(counts.min(axis=1), dtype=np.int64)
 
 
+def _option_counts(
+    usable: catalog.IntArray, ids: catalog.IntArray, used: catalog.IntArray, request: catalog.IntArray, *, one: bool
+) -> catalog.IntArray:
+    """How many requests fit into each option `ids` (rows of `usable`) after `used`; with `one`, only whether one
+    does (1 or 0: a comparison instead of a division). Column by column over the requested resources only (most
+    of the index's resources are extended ones a pod rarely asks for), as `_per_type_counts` would answer."""
+    out: catalog.IntArray | None = None
+    for r in np.flatnonzero(request > 0).tolist():
+        free = usable[ids, r] - used[r]
+        col = (free >= request[r]).astype(np.int64) if one else np.where(free >= 0, free // request[r], -1)
+        out = col if out is None else np.minimum(out, col)
+    if out is None:
+        return np.full(len(ids), 1 if one else _BIG, dtype=np.int64)
+    return out
+
+
 def _fits_every_option(slot: Slot, request: catalog.IntArray) -> bool:
     assert slot.pool is not None
     assert slot.options is not None
@@ -206,16 +222,10 @@ def _fit(
         mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
     ids = mask.nonzero()[0]
     per_type = np.zeros(len(mask), dtype=np.int64)
-    usable = pool.usable[ids]
     if len(ids):
         if mask is slot.options and (slot.floor is None or slot.floor[0] is not mask):
-            slot.floor = (mask, usable.min(axis=0))
-        free = usable - slot.used
-        if limit == 1:  # only "does one more fit" matters: a comparison instead of a division
-            need = ctx.request > 0
-            per_type[ids] = (free[:, need] >= ctx.request[need]).all(axis=1)
-        else:
-            per_type[ids] = _per_type_counts(free, ctx.request)
+            slot.floor = (mask, pool.usable[ids].min(axis=0))
+        per_type[ids] = _option_counts(pool.usable, ids, slot.used, ctx.request, one=limit == 1)
     best = int(per_type.max()) if per_type.size else 0
     if best < 1:
         used = slot.used + ctx.request
@@ -241,8 +251,8 @@ def _fit(
     options = per_type >= count
     if mask is slot.options and bool((options == mask).all()):
         return Fit(count, merged, slot.options, per_type >= 1, relaxed)  # unchanged: keep the object (caches)
-    kept = per_type[ids] >= count
-    floor = usable[kept].min(axis=0) if kept.any() else None
+    kept = ids[per_type[ids] >= count]
+    floor = pool.usable[kept].min(axis=0) if len(kept) else None
     return Fit(count, merged, options, per_type >= 1, relaxed, floor)
 
 
