@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass
 
-from karpy.api import ec2nodeclass, labels
+from karpy.api import ec2nodeclass, hashing, labels
 from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import drift
 
@@ -93,3 +93,25 @@ def test_capacity_reservation_drift(
         ),
     )
     assert drift.drift_reason(claim, make_nodeclass(status=status), GOOD) == expected
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"connection_tracking": ec2nodeclass.ConnectionTracking(tcp_established_timeout=600)},
+        {"cpu_options": ec2nodeclass.CPUOptions(nested_virtualization="enabled")},
+        {"enclave_options": ec2nodeclass.EnclaveOptions(enabled=True)},
+    ],
+)
+def test_launch_options_drift_existing_nodes(changes: dict[str, object]) -> None:
+    """They are fixed at launch (EC2 cannot change them on a running instance): changing one must drift the nodes
+    launched before, through the EC2NodeClass hash the claim was stamped with."""
+    before = make_nodeclass()
+    after = dataclasses.replace(before, spec=dataclasses.replace(before.spec, **changes))
+    stamped = {H: hashing.ec2nodeclass_hash(before), V: labels.EC2NODECLASS_HASH_VERSION}
+    claim = make_nodeclaim(annotations=stamped)
+    now = {H: hashing.ec2nodeclass_hash(after), V: labels.EC2NODECLASS_HASH_VERSION}
+    assert now[H] != stamped[H]
+    nodeclass = make_nodeclass(annotations=now, status=STATUS)
+    nodeclass = dataclasses.replace(nodeclass, spec=after.spec)
+    assert drift.drift_reason(claim, nodeclass, GOOD) is types.DriftReason.NODE_CLASS

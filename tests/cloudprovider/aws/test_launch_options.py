@@ -205,3 +205,44 @@ async def test_pods_asking_for_efa_get_efa_interfaces(
     instance_id = instances.parse_provider_id(created.status.provider_id)
     instance = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
     assert [g["GroupId"] for g in instance["SecurityGroups"]] == list(seeded.security_group_ids)
+
+
+async def test_tracking_cpu_and_enclave_options_reach_the_launched_template(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+) -> None:
+    aws_provider = make_provider()
+    fleets: list[dict[str, Any]] = []
+    aws_provider._deps.aws.ec2.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params)
+    )
+    base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
+    spec = dataclasses.replace(
+        base.spec,
+        connection_tracking=ec2nodeclass.ConnectionTracking(tcp_established_timeout=7200, udp_timeout=30),
+        cpu_options=ec2nodeclass.CPUOptions(nested_virtualization="enabled"),
+        enclave_options=ec2nodeclass.EnclaveOptions(enabled=True),
+    )
+    nc = dataclasses.replace(base, spec=spec)
+    nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
+    nodeclasses.items[nc.name] = nc
+    claim = make_nodeclaim(
+        requirements=(
+            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
+            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+        )
+    )
+    created = await aws_provider.create(claim)
+    assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "m5.large"
+    (config,) = fleets[0]["LaunchTemplateConfigs"]
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    data = ec2.describe_launch_template_versions(
+        LaunchTemplateName=config["LaunchTemplateSpecification"]["LaunchTemplateName"], Versions=["$Latest"]
+    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    (nic,) = data["NetworkInterfaces"]
+    assert nic["DeviceIndex"] == 0
+    assert nic["Groups"] == list(seeded.security_group_ids)
+    assert nic["ConnectionTrackingSpecification"] == {"TcpEstablishedTimeout": 7200, "UdpTimeout": 30}
+    assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
+    assert data["EnclaveOptions"] == {"Enabled": True}
+    assert "SecurityGroupIds" not in data

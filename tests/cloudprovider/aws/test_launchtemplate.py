@@ -7,9 +7,9 @@ import dataclasses
 from typing import Any
 
 import pytest
-from tests.cloudprovider.aws.builders import make_nodeclass
+from tests.cloudprovider.aws.builders import make_instance_type, make_nodeclass
 
-from karpy.api import ec2nodeclass, quantity
+from karpy.api import ec2nodeclass, labels, quantity
 from karpy.cloudprovider.aws import launchtemplate
 
 SPEC = launchtemplate.LaunchTemplateSpec(
@@ -253,6 +253,9 @@ def test_default_block_devices_per_family(
         {"metadata_options": ec2nodeclass.MetadataOptions(http_put_response_hop_limit=2)},
         {"block_device_mappings": ()},
         {"instance_profile": "other"},
+        {"connection_tracking": ec2nodeclass.ConnectionTracking(udp_timeout=30)},
+        {"cpu_options": ec2nodeclass.CPUOptions("enabled")},
+        {"enclave_options": ec2nodeclass.EnclaveOptions(enabled=True)},
     ],
 )
 def test_each_launch_field_changes_the_content_hash(changes: dict[str, Any]) -> None:
@@ -277,3 +280,110 @@ def test_reserved_template_targets_its_reservation_only(block: bool, market: dic
     plain = launchtemplate.build_launch_template_data(SPEC)
     assert "CapacityReservationSpecification" not in plain
     assert "InstanceMarketOptions" not in plain
+
+
+_TRACKING = ec2nodeclass.ConnectionTracking(tcp_established_timeout=3600, udp_stream_timeout=90, udp_timeout=45)
+_TRACKED = {"TcpEstablishedTimeout": 3600, "UdpStreamTimeout": 90, "UdpTimeout": 45}
+_GROUPS = ["sg-1", "sg-2"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        # No timeout set: nothing to send, the groups stay on the instance.
+        ({"connection_tracking": ec2nodeclass.ConnectionTracking()}, None),
+        # Asked alone: the primary interface becomes explicit to carry them (and the groups move onto it).
+        (
+            {"connection_tracking": _TRACKING},
+            [{"DeviceIndex": 0, "Groups": _GROUPS, "ConnectionTrackingSpecification": _TRACKED}],
+        ),
+        # Only the timeouts given are sent: EC2 keeps its own default for the others.
+        (
+            {"connection_tracking": ec2nodeclass.ConnectionTracking(udp_timeout=60), "ip_prefix_count": 2},
+            [
+                {
+                    "DeviceIndex": 0,
+                    "Ipv4PrefixCount": 2,
+                    "Groups": _GROUPS,
+                    "ConnectionTrackingSpecification": {"UdpTimeout": 60},
+                }
+            ],
+        ),
+        # Explicit interfaces: every IP-carrying interface is tracked, efa-only ones (no IP stack) are not.
+        (
+            {"connection_tracking": _TRACKING, "network_interfaces": (_NIC(0, 0, _ENA), _NIC(1, 0, _EFA_ONLY))},
+            [
+                {
+                    "NetworkCardIndex": 0,
+                    "DeviceIndex": 0,
+                    "InterfaceType": "interface",
+                    "Groups": _GROUPS,
+                    "ConnectionTrackingSpecification": _TRACKED,
+                },
+                {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only", "Groups": _GROUPS},
+            ],
+        ),
+        # EFA interfaces (ENA + EFA) carry IP traffic: each one is tracked.
+        (
+            {"connection_tracking": _TRACKING, "efa_count": 2},
+            [
+                {
+                    "NetworkCardIndex": card,
+                    "DeviceIndex": device,
+                    "InterfaceType": "efa",
+                    "Groups": _GROUPS,
+                    "ConnectionTrackingSpecification": _TRACKED,
+                }
+                for card, device in ((0, 0), (1, 1))
+            ],
+        ),
+    ],
+)
+def test_connection_tracking_on_the_interfaces(changes: dict[str, Any], expected: list[dict[str, Any]] | None) -> None:
+    spec = dataclasses.replace(SPEC, **changes)
+    assert launchtemplate.network_interfaces(spec) == expected
+    data = launchtemplate.build_launch_template_data(spec)
+    assert ("SecurityGroupIds" in data) is (expected is None)
+
+
+@pytest.mark.parametrize(
+    ("changes", "cpu", "enclave"),
+    [
+        ({}, None, None),
+        # Present but empty: nothing asked, nothing sent.
+        ({"cpu_options": ec2nodeclass.CPUOptions(), "enclave_options": ec2nodeclass.EnclaveOptions()}, None, None),
+        ({"cpu_options": ec2nodeclass.CPUOptions("enabled")}, {"NestedVirtualization": "enabled"}, None),
+        ({"cpu_options": ec2nodeclass.CPUOptions("disabled")}, {"NestedVirtualization": "disabled"}, None),
+        ({"enclave_options": ec2nodeclass.EnclaveOptions(enabled=True)}, None, {"Enabled": True}),
+        # An explicit false is the user's choice (it overrides nothing, but it is what they wrote).
+        ({"enclave_options": ec2nodeclass.EnclaveOptions(enabled=False)}, None, {"Enabled": False}),
+    ],
+)
+def test_cpu_and_enclave_options(
+    changes: dict[str, Any], cpu: dict[str, str] | None, enclave: dict[str, bool] | None
+) -> None:
+    data = launchtemplate.build_launch_template_data(dataclasses.replace(SPEC, **changes))
+    assert data.get("CpuOptions") == cpu
+    assert data.get("EnclaveOptions") == enclave
+    # Instance-level options: the groups stay where they were.
+    assert data["SecurityGroupIds"] == _GROUPS
+
+
+@pytest.mark.parametrize(
+    ("tracking", "hypervisor", "expected"),
+    [
+        (None, "xen", True),
+        (ec2nodeclass.ConnectionTracking(), "xen", True),  # nothing set: nothing a Xen type would refuse
+        (ec2nodeclass.ConnectionTracking(udp_timeout=30), "xen", False),
+        (ec2nodeclass.ConnectionTracking(udp_timeout=30), "nitro", True),
+        (ec2nodeclass.ConnectionTracking(udp_timeout=30), "", True),  # bare metal runs on Nitro too
+    ],
+)
+def test_a_tracked_class_launches_no_xen_type(
+    tracking: ec2nodeclass.ConnectionTracking | None, hypervisor: str, expected: bool
+) -> None:
+    nc = make_nodeclass()
+    nc = dataclasses.replace(nc, spec=dataclasses.replace(nc.spec, connection_tracking=tracking))
+    it = make_instance_type("m4.large")
+    it = dataclasses.replace(it, labels={**it.labels, labels.LABEL_INSTANCE_HYPERVISOR: hypervisor})
+    assert launchtemplate.launchable(nc, it) is expected

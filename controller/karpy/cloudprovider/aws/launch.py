@@ -141,6 +141,7 @@ class Launcher:
             requests=claim.spec.resources,
         )
         cands = [c for c in cands if c.offerings and image_for(c.instance_type, nc.status.amis)]
+        cands = [c for c in cands if launchtemplate.launchable(nc, c.instance_type)]
         cands = fleet.filter_exotic(cands, has_min_values=min_values)
         cands = fleet.filter_spot_offerings(cands, has_min_values=min_values)
         capacity_type = fleet.choose_capacity_type(cands)
@@ -210,6 +211,9 @@ class Launcher:
                 placement_group_id=group_id,
                 capacity_reservation_id=reservation_id,
                 capacity_block=reservation_types.get(reservation_id) == reservations.CAPACITY_BLOCK,
+                connection_tracking=nc.spec.connection_tracking,
+                cpu_options=nc.spec.cpu_options,
+                enclave_options=nc.spec.enclave_options,
             )
             try:
                 name = await self._templates.ensure(spec)

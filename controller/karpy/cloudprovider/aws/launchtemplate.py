@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.api import ec2nodeclass, quantity
+from karpy.api import ec2nodeclass, labels, quantity
+from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import fleet
 
 NAME_PREFIX = "karpenter.k8s.aws/"
@@ -56,6 +57,9 @@ class LaunchTemplateSpec:
     placement_group_id: str = ""
     capacity_reservation_id: str = ""  # set: the template launches into this reservation only
     capacity_block: bool = False  # the reservation is a capacity block (bought with its own market type)
+    connection_tracking: ec2nodeclass.ConnectionTracking | None = None
+    cpu_options: ec2nodeclass.CPUOptions | None = None
+    enclave_options: ec2nodeclass.EnclaveOptions | None = None
 
 
 def block_devices_for(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[ec2nodeclass.BlockDeviceMapping, ...]:
@@ -89,6 +93,48 @@ def _ebs(device: ec2nodeclass.BlockDevice) -> dict[str, Any]:
     return out
 
 
+def connection_tracking(tracking: ec2nodeclass.ConnectionTracking | None) -> dict[str, int] | None:
+    """ConnectionTrackingSpecification for an interface; None when no timeout is set (EC2 keeps its defaults)."""
+    if tracking is None:
+        return None
+    out = {
+        key: value
+        for key, value in (
+            ("TcpEstablishedTimeout", tracking.tcp_established_timeout),
+            ("UdpStreamTimeout", tracking.udp_stream_timeout),
+            ("UdpTimeout", tracking.udp_timeout),
+        )
+        if value is not None
+    }
+    return out or None
+
+
+def cpu_options(options: ec2nodeclass.CPUOptions | None) -> dict[str, str] | None:
+    """CpuOptions, or None when nothing is asked (an empty object would still be a field EC2 validates)."""
+    if options is None or not options.nested_virtualization:
+        return None
+    return {"NestedVirtualization": options.nested_virtualization}
+
+
+def enclave_options(options: ec2nodeclass.EnclaveOptions | None) -> dict[str, bool] | None:
+    if options is None or options.enabled is None:
+        return None
+    return {"Enabled": options.enabled}
+
+
+XEN = "xen"
+"""The one hypervisor label of pre-Nitro types (Nitro types say "nitro"; bare-metal Nitro types say "")."""
+
+
+def launchable(nodeclass: ec2nodeclass.EC2NodeClass, instance_type: types.InstanceType) -> bool:
+    """False when the class asks for what the type cannot do at launch: connection-tracking timeouts exist on
+    Nitro interfaces only, and EC2 refuses the whole request for a Xen type ("does not support configurable
+    connection tracking"), so upstream drops those types for such a class."""
+    if connection_tracking(nodeclass.spec.connection_tracking) is None:
+        return True
+    return instance_type.labels.get(labels.LABEL_INSTANCE_HYPERVISOR) != XEN
+
+
 def _interface_type(kind: ec2nodeclass.NetworkInterfaceType) -> str:
     return "efa-only" if kind is ec2nodeclass.NetworkInterfaceType.EFA_ONLY else "interface"
 
@@ -99,9 +145,13 @@ def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
     Every interface carries the security groups. EFA interfaces follow upstream: one per network card, card 0 at
     device 0 and the others at device 1 so the primary card keeps precedence, each with the public-IP choice and
     prefix count (aws: launchtemplate.go generateNetworkInterfaces). Explicit `spec.networkInterfaces` put those two
-    on the primary interface (card 0, device 0) only, where EC2 accepts them.
+    on the primary interface (card 0, device 0) only, where EC2 accepts them. Connection-tracking timeouts go on
+    every interface that carries IP traffic (all but `efa-only`), as upstream applies them to each ENI it creates;
+    asked alone, they make the primary interface explicit.
     """
     groups = list(spec.security_group_ids)
+    tracking = connection_tracking(spec.connection_tracking)
+    tracked: dict[str, Any] = {} if tracking is None else {"ConnectionTrackingSpecification": tracking}
     primary_extras: dict[str, Any] = {}
     if spec.associate_public_ip_address is not None:
         primary_extras["AssociatePublicIpAddress"] = spec.associate_public_ip_address
@@ -118,6 +168,8 @@ def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
             }
             if (nic.network_card_index, nic.device_index) == (0, 0):
                 entry.update(primary_extras)
+            if nic.interface_type is not ec2nodeclass.NetworkInterfaceType.EFA_ONLY:
+                entry.update(tracked)
             out.append(entry)
         return out
     if spec.efa_count:
@@ -130,12 +182,13 @@ def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
                 # Upstream repeats these on every EFA interface; EC2 refuses a public IP on several interfaces,
                 # which upstream leaves to the user's configuration.
                 **primary_extras,
+                **tracked,
             }
             for card in range(spec.efa_count)
         ]
-    if not primary_extras:
+    if not primary_extras and not tracked:
         return None
-    return [{"DeviceIndex": 0, **primary_extras, "Groups": groups}]
+    return [{"DeviceIndex": 0, **primary_extras, "Groups": groups, **tracked}]
 
 
 def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:
@@ -177,6 +230,12 @@ def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:
         }
         if spec.capacity_block:
             data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+    for key, value in (
+        ("CpuOptions", cpu_options(spec.cpu_options)),
+        ("EnclaveOptions", enclave_options(spec.enclave_options)),
+    ):
+        if value is not None:
+            data[key] = value
     return data
 
 
