@@ -39,6 +39,8 @@ PROVIDER_ID_PREFIX = "aws:///"
 GONE_STATES = frozenset({"shutting-down", "terminated"})
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 READY_POD_CONDITIONS = ("Initialized", "ContainersReady", "Ready", "PodScheduled")
+REGISTER_CONCURRENCY = 16
+"""Nodes registering at once (each reads its user data from EC2 and creates its Node)."""
 
 
 class InstanceSource(Protocol):
@@ -259,9 +261,12 @@ class Kubelet:
         by_provider = {str((n.get("spec") or {}).get("providerID") or ""): n for n in nodes}
         now = self._clock.now()
         self._forget(set(live))
-        for pid, instance in live.items():
-            if instance.state == "running" and pid not in by_provider:
-                created = await self._register(instance, now)
+        joining = [i for pid, i in live.items() if i.state == "running" and pid not in by_provider]
+        for start in range(0, len(joining), REGISTER_CONCURRENCY):  # kubelets boot side by side, not in turn
+            batch = joining[start : start + REGISTER_CONCURRENCY]
+            for instance, created in zip(
+                batch, await asyncio.gather(*(self._register(i, now) for i in batch)), strict=True
+            ):
                 if created is not None:
                     nodes.append(created)
                     report.registered.append(node_name(instance))
