@@ -25,6 +25,7 @@ from karpy.scheduling import catalog, pods, requirements, resources, taints, top
 MIN_VALUES_STRICT = "Strict"
 MIN_VALUES_BEST_EFFORT = "BestEffort"
 _BIG = np.iinfo(np.int64).max // 4
+_BASE = 3  # cpu, memory, pods lead every resource index (catalog.ResourceIndex): the floor covers those
 
 
 @dataclass(slots=True)
@@ -111,12 +112,22 @@ def _option_counts(
     return out
 
 
+def _floor(usable: catalog.IntArray, ids: catalog.IntArray) -> catalog.IntArray:
+    """Per base resource (cpu, memory, pods: the index's first columns), the least usable over the options `ids`.
+    Column by column: numpy's int64 min along axis 0 of a wide gather is several times slower."""
+    return np.array([usable[:, r][ids].min() for r in range(_BASE)], dtype=np.int64)
+
+
 def _fits_every_option(slot: Slot, request: catalog.IntArray) -> bool:
+    """Does one more pod fit every option? Answers from the floor, for requests of base resources only (the full
+    check reads requested columns only, so a floor of those columns decides it exactly)."""
     assert slot.pool is not None
     assert slot.options is not None
     if slot.floor is None or slot.floor[0] is not slot.options:
         return False  # not known for these options yet: the per-type path computes it alongside the counts
-    return bool((slot.floor[1] - slot.used >= request).all())
+    if request[_BASE:].any():
+        return False
+    return bool((slot.floor[1] - slot.used[:_BASE] >= request[:_BASE]).all())
 
 
 def _min_values_ok(pool: catalog.PoolCatalog, mask: catalog.BoolArray, reqs: requirements.Requirements) -> bool:
@@ -221,12 +232,13 @@ def _fit(
     else:
         mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
     ids = mask.nonzero()[0]
-    per_type = np.zeros(len(mask), dtype=np.int64)
     if len(ids):
         if mask is slot.options and (slot.floor is None or slot.floor[0] is not mask):
-            slot.floor = (mask, pool.usable[ids].min(axis=0))
-        per_type[ids] = _option_counts(pool.usable, ids, slot.used, ctx.request, one=limit == 1)
-    best = int(per_type.max()) if per_type.size else 0
+            slot.floor = (mask, _floor(pool.usable, ids))
+        counts = _option_counts(pool.usable, ids, slot.used, ctx.request, one=limit == 1)  # per option in `ids`
+        best = int(counts.max())
+    else:
+        counts, best = np.zeros(0, dtype=np.int64), 0
     if best < 1:
         used = slot.used + ctx.request
         return Refusal(
@@ -238,22 +250,28 @@ def _fit(
         )
     count = min(best, limit)
     relaxed = False
-    if merged.has_min_values() and not _min_values_ok(pool, per_type >= count, merged):
-        if min_values_policy == MIN_VALUES_BEST_EFFORT:
-            # One pod at a time, every pod from the one that breaks minValues on lands relaxed: all `count` land.
-            relaxed = True
-        else:
-            # The largest count that keeps enough distinct options (fewer pods leave more types).
-            candidates = sorted({int(v) for v in per_type if 1 <= v <= count}, reverse=True)
-            count = next((c for c in candidates if _min_values_ok(pool, per_type >= c, merged)), 0)
-            if count == 0:
-                return Refusal(f"minValues requirement is not met for requirements {merged}", True)
-    options = per_type >= count
-    if mask is slot.options and bool((options == mask).all()):
-        return Fit(count, merged, slot.options, per_type >= 1, relaxed)  # unchanged: keep the object (caches)
-    kept = ids[per_type[ids] >= count]
-    floor = pool.usable[kept].min(axis=0) if len(kept) else None
-    return Fit(count, merged, options, per_type >= 1, relaxed, floor)
+    if merged.has_min_values():
+        per_type = np.zeros(len(mask), dtype=np.int64)
+        per_type[ids] = counts
+        if not _min_values_ok(pool, per_type >= count, merged):
+            if min_values_policy == MIN_VALUES_BEST_EFFORT:
+                # One pod at a time, every pod from the one that breaks minValues on lands relaxed: all land.
+                relaxed = True
+            else:
+                # The largest count that keeps enough distinct options (fewer pods leave more types).
+                candidates = sorted({int(v) for v in counts if 1 <= v <= count}, reverse=True)
+                count = next((c for c in candidates if _min_values_ok(pool, per_type >= c, merged)), 0)
+                if count == 0:
+                    return Refusal(f"minValues requirement is not met for requirements {merged}", True)
+    keep = counts >= count
+    if mask is slot.options and bool(keep.all()):
+        return Fit(count, merged, slot.options, slot.options, relaxed)  # unchanged: keep the object (caches)
+    kept = ids[keep]
+    options = np.zeros(len(mask), dtype=np.bool_)
+    options[kept] = True
+    first = np.zeros(len(mask), dtype=np.bool_)
+    first[ids[counts >= 1]] = True
+    return Fit(count, merged, options, first, relaxed, _floor(pool.usable, kept) if len(kept) else None)
 
 
 def node_slot(
