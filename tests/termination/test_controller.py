@@ -11,6 +11,7 @@ from tests.nodeclaim import fakekube, harness
 
 from karpy.api import labels, parse
 from karpy.kube import client, resources
+from karpy.state import cluster as state_cluster
 from karpy.termination import controller, drain
 
 CLAIM = "default-abc12"
@@ -295,3 +296,55 @@ async def test_failed_eviction_backs_off_and_is_reported() -> None:
     assert attempts[-1] == 5
     assert term.counters.evictions_failed == 5
     assert "FailedEviction" in env.recorder.reasons()
+
+
+async def _spy_lists(env: harness.Env, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    listed: list[str] = []
+    original = env.kube.list
+
+    async def spy(res: resources.Resource, **kwargs: Any) -> Any:
+        listed.append(res.plural)
+        return await original(res, **kwargs)
+
+    monkeypatch.setattr(env.kube, "list", spy)
+    return listed
+
+
+def _index_of(env: harness.Env, *claims: dict[str, Any]) -> state_cluster.Cluster:
+    index = state_cluster.Cluster(clock=env.clock)
+    for raw in claims:
+        index.apply(resources.NODECLAIMS, client.WatchEvent(client.ADDED, raw))
+    return index
+
+
+async def test_a_node_without_owner_reference_finds_its_claim_through_the_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = harness.make_env()
+    await _registered(env)
+    node = env.kube.obj(resources.NODES, NODE)
+    assert node is not None
+    node["metadata"].pop("ownerReferences", None)  # e.g. a Node that joined before its claim synced it
+    claim = env.claim_obj(CLAIM)
+    assert claim is not None
+    listed = await _spy_lists(env, monkeypatch)
+    await _delete_node(env)
+    await controller.TerminationController(env.deps, claims=_index_of(env, claim)).reconcile(NODE)
+    assert _condition(env, "Drained") == ("Unknown", "Draining")  # the claim was found and is being reported on
+    assert "nodeclaims" not in listed  # one GET by name, not a LIST of every NodeClaim
+
+
+async def test_an_ambiguous_provider_id_finds_no_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = harness.make_env()
+    await _registered(env)
+    node = env.kube.obj(resources.NODES, NODE)
+    assert node is not None
+    node["metadata"].pop("ownerReferences", None)
+    claim = env.claim_obj(CLAIM)
+    assert claim is not None
+    twin = {**claim, "metadata": {**claim["metadata"], "name": "twin", "uid": "twin-uid"}}
+    listed = await _spy_lists(env, monkeypatch)
+    await _delete_node(env)
+    await controller.TerminationController(env.deps, claims=_index_of(env, claim, twin)).reconcile(NODE)
+    assert _condition(env, "Drained") is None  # two claims name the instance: neither is reported on (as a LIST)
+    assert "nodeclaims" not in listed

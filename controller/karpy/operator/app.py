@@ -75,14 +75,9 @@ def _deleting_with_finalizer(body: Mapping[str, Any], finalizer: str) -> bool:
     return bool(meta.get("deletionTimestamp")) and finalizer in (meta.get("finalizers") or ())
 
 
-def claim_for_node(ctrl: wiring.Controller, node: Mapping[str, Any]) -> str:
-    """The NodeClaim a Node belongs to (by providerID, else by status.nodeName), "" if none."""
-    provider_id = str((node.get("spec") or {}).get("providerID") or "")
-    name = str((node.get("metadata") or {}).get("name") or "")
-    for claim in ctrl.cluster.nodeclaims():
-        if (provider_id and claim.status.provider_id == provider_id) or (name and claim.status.node_name == name):
-            return claim.name
-    return ""
+def claims_for_node(ctrl: wiring.Controller, node: Mapping[str, Any]) -> list[str]:
+    """The NodeClaims a Node belongs to (by providerID, else by status.nodeName) from the state cache's index."""
+    return [claim.name for claim in ctrl.cluster.nodeclaims_for_node(node)]
 
 
 def kopf_registry(ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
@@ -106,8 +101,7 @@ def kopf_registry(ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo) -
         if type != "DELETED" and _deleting_with_finalizer(body, labels.FINALIZER_TERMINATION):
             ctrl.queue(wiring.NODES).add(name)
         # Registration, Ready and startup taints move the NodeClaim's lifecycle: reconcile it now, not at its poll.
-        claim = claim_for_node(ctrl, body)
-        if claim:
+        for claim in claims_for_node(ctrl, body):
             ctrl.queue(wiring.NODECLAIMS).add(claim)
 
     @kopf.on.event(labels.GROUP, labels.VERSION, "nodepools", registry=registry)

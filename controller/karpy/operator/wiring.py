@@ -225,7 +225,7 @@ def build(
         clock=clock,
         nodeclaims=nodeclaim_controller.NodeClaimController(deps),
         termination=termination_controller.TerminationController(
-            deps, metrics=termination_controller.Metrics(node_terminated=registry.node_terminated)
+            deps, metrics=termination_controller.Metrics(node_terminated=registry.node_terminated), claims=cluster
         ),
         provisioner=prov,
         disruption=disruption,

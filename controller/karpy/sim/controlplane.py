@@ -154,7 +154,6 @@ class ControlPlane:
             )
         )
         ctrl.cluster.add_listener(self._on_event)
-        self._claim_by_provider: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
         self.leading = False
 
@@ -311,12 +310,6 @@ class ControlPlane:
         meta = obj.get("metadata") or {}
         queues = ctrl.queues
         if res == resources.NODECLAIMS:
-            provider_id = str((obj.get("status") or {}).get("providerID") or "")
-            if provider_id:
-                if current is None:
-                    self._claim_by_provider.pop(provider_id, None)
-                else:
-                    self._claim_by_provider[provider_id] = name
             if current is not None:
                 queues[wiring.NODECLAIMS].add(name)
             pool = (meta.get("labels") or {}).get(labels.LABEL_NODEPOOL)
@@ -324,9 +317,8 @@ class ControlPlane:
                 queues[wiring.NODEPOOLS].add(str(pool))
         elif res == resources.NODES:
             # A Node's changes (registration, Ready, startup taints) move its NodeClaim's lifecycle.
-            claim = self._claim_by_provider.get(str((obj.get("spec") or {}).get("providerID") or ""))
-            if claim:
-                queues[wiring.NODECLAIMS].add(claim)
+            for claim in ctrl.cluster.nodeclaims_for_node(obj):
+                queues[wiring.NODECLAIMS].add(claim.name)
             if current is not None and meta.get("deletionTimestamp"):
                 queues[wiring.NODES].add(name)
         elif res == resources.PODS:

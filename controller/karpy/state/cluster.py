@@ -65,8 +65,10 @@ class Cluster:
         self._pods_by_node: dict[str, dict[str, pods_api.Pod]] = collections.defaultdict(dict)
         self._provisionable: dict[str, None] = {}
         self._node_by_provider: dict[str, str] = {}
-        self._claim_by_provider: dict[str, str] = {}
-        self._claim_by_node_name: dict[str, str] = {}
+        # Several claims may name one id (a claim recreated around a live instance, an adopted instance): every
+        # one of them is kept, so deleting one never hides the others. Inner dicts are insertion-ordered sets.
+        self._claims_by_provider: dict[str, dict[str, None]] = {}
+        self._claims_by_node_name: dict[str, dict[str, None]] = {}
         self._usage: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         # controller-side annotations of nodes (by node or NodeClaim name)
         self._nominated: dict[str, float] = {}
@@ -148,17 +150,20 @@ class Cluster:
 
     def _index_claim(self, key: str, claim: nodeclaim_api.NodeClaim, *, remove: bool) -> None:
         pairs = (
-            (self._claim_by_provider, claim.status.provider_id),
-            (self._claim_by_node_name, claim.status.node_name),
+            (self._claims_by_provider, claim.status.provider_id),
+            (self._claims_by_node_name, claim.status.node_name),
         )
         for index, value in pairs:
             if not value:
                 continue
             if remove:
-                if index.get(value) == key:
-                    del index[value]
+                keys = index.get(value)
+                if keys is not None:
+                    keys.pop(key, None)
+                    if not keys:
+                        del index[value]
             else:
-                index[value] = key
+                index.setdefault(value, {})[key] = None
         pool = claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")
         if pool:
             usage = self._usage[pool]
@@ -276,6 +281,23 @@ class Cluster:
 
     def nodeclaim_errors(self) -> dict[str, str]:
         return dict(self._nodeclaims.errors)
+
+    def nodeclaims_for_provider_id(self, provider_id: str) -> list[nodeclaim_api.NodeClaim]:
+        """The NodeClaims whose status.providerID is `provider_id`, by name (O(1) index; usually zero or one)."""
+        return self._claims_in(self._claims_by_provider, provider_id)
+
+    def nodeclaims_for_node(self, node: Mapping[str, Any]) -> list[nodeclaim_api.NodeClaim]:
+        """The NodeClaims a Node belongs to: by spec.providerID, else (no claim names that id) by status.nodeName."""
+        by_provider = self._claims_in(self._claims_by_provider, facts.node_provider_id(node))
+        if by_provider:
+            return by_provider
+        return self._claims_in(self._claims_by_node_name, facts.key(node))
+
+    def _claims_in(self, index: Mapping[str, Mapping[str, None]], value: str) -> list[nodeclaim_api.NodeClaim]:
+        if not value:
+            return []
+        keys = sorted(index.get(value, ()))
+        return [self._nodeclaims[k] for k in keys if k in self._nodeclaims]
 
     def node(self, name: str) -> Mapping[str, Any] | None:
         return self._nodes.get(name)

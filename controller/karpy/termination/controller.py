@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from karpy.api import errors as api_errors
 from karpy.api import labels, nodeclaim, parse
@@ -59,6 +59,12 @@ class Metrics:
     """Called with the Node's NodePool ("" if unmanaged) when its finalizer is released (nodes_terminated)."""
 
 
+class ClaimIndex(Protocol):
+    """The part of `karpy.state.cluster.Cluster` that finds a Node's NodeClaim without listing every claim."""
+
+    def nodeclaims_for_provider_id(self, provider_id: str) -> list[nodeclaim.NodeClaim]: ...
+
+
 @dataclasses.dataclass(slots=True)
 class _Retry:
     failures: int = 0
@@ -68,8 +74,18 @@ class _Retry:
 class TerminationController:
     """Reconciles one terminating Node per call. In memory only: eviction backoff (safe to lose) and counters."""
 
-    def __init__(self, deps: Deps, *, backoff: drain.Backoff | None = None, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        deps: Deps,
+        *,
+        backoff: drain.Backoff | None = None,
+        metrics: Metrics | None = None,
+        claims: ClaimIndex | None = None,
+    ) -> None:
+        """`claims`: the state cache's providerID index; without it a Node with no owner reference costs a LIST of
+        every NodeClaim."""
         self._deps = deps
+        self._claims = claims
         self._backoff = backoff or drain.Backoff()
         self._metrics = metrics or Metrics()
         self._retries: dict[str, dict[str, _Retry]] = {}
@@ -267,6 +283,15 @@ class TerminationController:
                     return _parse(raw)
         if not provider_id:
             return None
+        if self._claims is not None:
+            # The index names the claim; the claim itself is read fresh, as the owner-reference path does.
+            names = [c.name for c in self._claims.nodeclaims_for_provider_id(provider_id)]
+            if len(names) != 1:
+                return None
+            raw = await self._deps.client.get(resources.NODECLAIMS, names[0])
+            if raw is None or (raw.get("status") or {}).get("providerID") != provider_id:
+                return None
+            return _parse(raw)
         claims, _ = await self._deps.client.list(resources.NODECLAIMS)
         found = [c for c in claims if (c.get("status") or {}).get("providerID") == provider_id]
         return _parse(found[0]) if len(found) == 1 else None

@@ -1,0 +1,38 @@
+"""Node events reach their NodeClaim through the state cache's providerID index, not a scan of every claim."""
+
+from __future__ import annotations
+
+from tests.kube import builders
+
+from karpy import clock
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import client, config, resources, rest
+from karpy.operator import app, settings, wiring
+from karpy.state import cluster as cluster_module
+
+
+def _controller() -> wiring.Controller:
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
+        return wiring.CloudParts(provider=fake_provider.FakeCloudProvider())
+
+    s = settings.Settings.from_env({"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true"})
+    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+    return wiring.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
+
+
+def _apply(ctrl: wiring.Controller, res: resources.Resource, kind: str, obj: dict[str, object]) -> None:
+    ctrl.cluster.apply(res, client.WatchEvent(kind, obj))
+
+
+async def test_node_events_find_their_claims_through_the_index() -> None:
+    ctrl = _controller()
+    launched = builders.nodeclaim("launched", providerID="aws:///z/i-1")
+    _apply(ctrl, resources.NODECLAIMS, client.ADDED, launched)
+    _apply(ctrl, resources.NODECLAIMS, client.ADDED, builders.nodeclaim("named", nodeName="ip-2"))
+    assert app.claims_for_node(ctrl, builders.node("ip-1", provider_id="aws:///z/i-1")) == ["launched"]
+    assert app.claims_for_node(ctrl, builders.node("ip-2")) == ["named"]
+    assert app.claims_for_node(ctrl, builders.node("stranger", provider_id="aws:///z/i-9")) == []
+    _apply(ctrl, resources.NODECLAIMS, client.DELETED, launched)
+    assert app.claims_for_node(ctrl, builders.node("ip-1", provider_id="aws:///z/i-1")) == []
+    # The Node finalizer looks a claim up through the same index.
+    assert ctrl.termination._claims is ctrl.cluster
