@@ -168,6 +168,13 @@ def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> f
     return solution.bound if solution is not None else 0.0
 
 
+def _codes(values: list[str | None]) -> tuple[list[str | None], catalog.IntArray]:
+    """(distinct values, index of each value among them)."""
+    distinct: dict[str | None, int] = {}
+    codes = np.array([distinct.setdefault(v, len(distinct)) for v in values], dtype=np.int64)
+    return list(distinct), codes
+
+
 @dataclass(frozen=True, slots=True)
 class _ClassKey:
     pool: str
@@ -184,6 +191,8 @@ def _pool_columns(
     type_ok = np.zeros((len(classes), len(pool.types)), dtype=np.bool_)
     usable = np.maximum(pool.usable, 0)
     by_requirement: dict[requirements.Requirement, catalog.BoolArray] = {}  # many classes share requirements
+    coded: dict[str, tuple[list[str | None], catalog.IntArray]] = {}  # key -> (distinct values, code per offering)
+    fitting: dict[tuple[int, ...], catalog.BoolArray] = {}  # request vector -> types one such pod fits
     for ci, cls in enumerate(classes):
         if cls.pool != pool.name:
             continue
@@ -193,20 +202,30 @@ def _pool_columns(
             if req is not None:
                 allowed = by_requirement.get(req)
                 if allowed is None:
-                    allowed = by_requirement[req] = np.array(
-                        [req.has(lab[key]) if key in lab else req.absent for lab in pool.off_labels], dtype=np.bool_
-                    )
+                    if key not in coded:
+                        coded[key] = _codes([lab.get(key) for lab in pool.off_labels])
+                    values, codes = coded[key]
+                    verdict = np.array([req.absent if v is None else req.has(v) for v in values], dtype=np.bool_)
+                    allowed = by_requirement[req] = verdict[codes]
                 ok &= allowed
         offer_ok[ci] = ok
-        fits = (usable >= np.array(cls.vector, dtype=np.int64)[None, :]).all(axis=1)
+        fits = fitting.get(cls.vector)
+        if fits is None:  # classes differ by requirements far more often than by request shape
+            fits = fitting[cls.vector] = (usable >= np.array(cls.vector, dtype=np.int64)[None, :]).all(axis=1)
         type_ok[ci] = pool.mask(cls.requirements) & fits
-    # Offerings of one type that the same classes may buy collapse into one column at the cheapest price.
-    best: dict[tuple[int, bytes], int] = {}
-    for o in range(n_off):
-        pattern = (int(pool.off_type[o]), offer_ok[:, o].tobytes())
-        if pattern not in best or pool.off_price[o] < pool.off_price[best[pattern]]:
-            best[pattern] = o
-    chosen = np.array(sorted(best.values()), dtype=np.int64)
+    # Offerings of one type that the same classes may buy collapse into one column at the cheapest price (the
+    # first such offering on a tie): group by (type, classes allowed) as one opaque byte string per offering.
+    if n_off:
+        packed = np.packbits(offer_ok, axis=0).T
+        keys = np.ascontiguousarray(np.concatenate([pool.off_type[:, None].view(np.uint8), packed], axis=1))
+        _, group = np.unique(keys.view(np.dtype((np.void, keys.shape[1]))).ravel(), return_inverse=True)
+        group = group.ravel()
+        ranked = np.lexsort((np.arange(n_off), pool.off_price, group))  # by group, cheapest then first
+        leads = np.ones(n_off, dtype=np.bool_)
+        leads[1:] = group[ranked][1:] != group[ranked][:-1]
+        chosen = np.sort(ranked[leads])
+    else:
+        chosen = np.zeros(0, dtype=np.int64)
     types = pool.off_type[chosen] if len(chosen) else np.zeros(0, np.int64)
     compat = offer_ok[:, chosen] & type_ok[:, types]
     return compat, usable[types].astype(np.float64).reshape(len(chosen), -1), pool.off_price[chosen]

@@ -102,13 +102,22 @@ def _option_counts(
     """How many requests fit into each option `ids` (rows of `usable`) after `used`; with `one`, only whether one
     does (1 or 0: a comparison instead of a division). Column by column over the requested resources only (most
     of the index's resources are extended ones a pod rarely asks for), as `_per_type_counts` would answer."""
-    out: catalog.IntArray | None = None
-    for r in np.flatnonzero(request > 0).tolist():
-        free = usable[ids, r] - used[r]
-        col = (free >= request[r]).astype(np.int64) if one else np.where(free >= 0, free // request[r], -1)
-        out = col if out is None else np.minimum(out, col)
-    if out is None:
+    need = np.flatnonzero(request > 0).tolist()
+    if not need:
         return np.full(len(ids), 1 if one else _BIG, dtype=np.int64)
+    if one:
+        fits: catalog.BoolArray | None = None
+        for r in need:
+            ok = usable[:, r][ids] >= used[r] + request[r]
+            fits = ok if fits is None else fits & ok
+        assert fits is not None
+        return fits.astype(np.int64)
+    out: catalog.IntArray | None = None
+    for r in need:
+        free = usable[:, r][ids] - used[r]
+        col = np.where(free >= 0, free // request[r], -1)
+        out = col if out is None else np.minimum(out, col)
+    assert out is not None
     return out
 
 
