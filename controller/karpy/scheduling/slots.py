@@ -136,12 +136,10 @@ class SlotTable:
 
     def fitting(self, request: catalog.IntArray) -> catalog.BoolArray:
         """Slots whose headroom admits `request` (a necessary condition of any fit)."""
-        need = np.flatnonzero(request > 0)
         n = self.n
-        if not len(need):
-            return np.ones(n, dtype=np.bool_)
-        free = self.cap[:n, need] - self.used[:n, need]
-        out: catalog.BoolArray = np.all(free >= request[need], axis=1)
+        out: catalog.BoolArray = np.ones(n, dtype=np.bool_)
+        for r in np.flatnonzero(request > 0).tolist():  # column by column: no gathered copy of the columns
+            out &= self.cap[:n, r] - self.used[:n, r] >= request[r]
         return out
 
     def fits(self, i: int, request: catalog.IntArray) -> bool:
