@@ -1,14 +1,26 @@
 """End-to-end benchmark of the controller on the emulated cluster (not a test).
 
-Provisioning (wall clock, boot delay 0): 1000 pending pods in upstream's perf-suite mix (500 × 0.9 CPU / 3.1 Gi and
-500 × 3.5 CPU / 28 Gi, two Deployments) against one NodePool. `nodeclaims_created_s` runs from the moment the batch
-window closed (the provisioner's pass starts) until every NodeClaim of that pass was created; `pods_bound_s` from
-the same moment until all 1000 pods are bound. `controller_rss_mb` is how much the process RSS grew from just
-before the controller started to the end of provisioning (moto and the emulated API server share the process, so
-the process total is reported apart as `process_rss_mb`).
+The emulation (moto, the API server, kubelet / kube-scheduler / workload stand-ins) runs in a child process
+(`sim.remote.RemoteCluster`); this process runs only the controller (`sim.controlplane.ControlPlane`, upstream's
+timings: 1 s / 10 s batches, 10 s disruption poll, 15 s validation) and the measuring loop, as in a real cluster
+where the controller is a pod of its own. The controller fetches its catalog from moto over HTTP, as in production,
+and is given time to cache it before the pods come (`catalog_warmup_s`, not counted).
 
-Consolidation (1000 → 700 pods in virtual time) is NOT measured yet: `consolidation_virtual_s` and
-`consolidation_node_ratio` are printed as null until the virtual-time phase is written.
+NodePool: on-demand r5.8xlarge only (one type, so that a node-count lower bound is well defined), consolidation
+WhenEmptyOrUnderutilized after 15 s, default budget (10% of nodes).
+
+Provisioning (boot delay 0): 1000 pending pods in upstream's perf-suite mix (500 × 0.9 CPU / 3.1 Gi and 500 × 3.5 CPU
+/ 28 Gi, two Deployments). `nodeclaims_created_s` runs from the start of the first provisioning pass that created
+NodeClaims (its batch window just closed) until that pass created them all; `pods_bound_s` from the same moment
+until all pods are bound; `all_launched_s` / `all_registered_s` / `all_initialized_s` until every NodeClaim had
+that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this process.
+
+Consolidation: both Deployments scaled to 35% of the pods (1000 → 700), then the controller's clock runs until the
+node count is within 5% of the lower bound with every pod bound and nothing disrupting. The lower bound is the
+node count of the pattern-LP cost bound of `karpy.scheduling` (`lower_bound_per_hour` of an offline solve of the
+remaining pods on the same pool, divided by the type's price, rounded up). `consolidation_virtual_s` is the time
+that took on the controller's clock, which in this bench is the wall clock (a real-time run: the emulation's own
+latency counts against it); `consolidation_node_ratio` is nodes ÷ lower bound at that moment (or at the deadline).
 
     .venv/bin/python bench/e2e.py --json
 """
@@ -19,14 +31,25 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import resource
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from karpy.api import labels, parse
+from karpy.cloudprovider import catalog
 from karpy.kube import resources
+from karpy.scheduling import workloads as scheduling_workloads
 from karpy.sim import cluster, controlplane, demo, remote, workloads
+from karpy.simulate import manifests, plan
+
+INSTANCE_TYPE = "r5.8xlarge"
+CONSOLIDATE_AFTER = "15s"
+KEPT = 0.7
+"""Share of the pods left after the scale-down (1000 → 700)."""
+WITHIN_BOUND = 1.05
 
 SMALL = ("small", "900m", "3174Mi")  # 0.9 CPU / 3.1 Gi
 LARGE = ("large", "3500m", "28Gi")
@@ -51,9 +74,26 @@ def _deployment(name: str, cpu: str, memory: str, replicas: int) -> dict[str, An
 
 
 def _pool() -> dict[str, Any]:
-    body = demo.nodepool_manifest(consolidate_after="30s")
+    body = demo.nodepool_manifest(consolidate_after=CONSOLIDATE_AFTER)
     body["spec"]["limits"] = {"cpu": "100000"}
+    body["spec"]["template"]["spec"]["requirements"].append(
+        {"key": labels.LABEL_INSTANCE_TYPE, "operator": "In", "values": [INSTANCE_TYPE]}
+    )
     return body
+
+
+def node_lower_bound(pool: Mapping[str, Any], nodeclass: Mapping[str, Any], deployments: list[dict[str, Any]]) -> int:
+    """Nodes of `INSTANCE_TYPE` that the pods of `deployments` need at least (see the module docstring)."""
+    offline = manifests.Cluster(
+        nodepools=[parse.nodepool(pool)],
+        nodeclasses={str(nodeclass["metadata"]["name"]): parse.ec2nodeclass(nodeclass)},
+        pending=[pod for body in deployments for pod in scheduling_workloads.expand(body)],
+    )
+    results = plan.run(offline, plan.Options())
+    price = catalog.on_demand_price(INSTANCE_TYPE)
+    if price is None or results.lower_bound_per_hour <= 0:
+        raise RuntimeError(f"no lower bound for {INSTANCE_TYPE}: price {price}, bound {results.lower_bound_per_hour}")
+    return math.ceil(round(results.lower_bound_per_hour / price, 6))
 
 
 async def _until(check: Callable[[], Awaitable[bool]], *, within: float, what: str, step: float = 0.2) -> float:
@@ -96,14 +136,12 @@ async def _warm_up(plane: controlplane.ControlPlane, *, within: float) -> float:
     return await _until(catalog_cached, within=within, what="controller catalog", step=0.5)
 
 
-async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
+async def benchmark(replicas: int, *, within: float, consolidation_within: float) -> dict[str, Any]:
     options = cluster.ClusterOptions(cluster_name="karpy-bench", boot_delay=0.0, interval=0.5)
     async with remote.RemoteCluster(options) as emulated:
         api = emulated.client
-        await api.create(
-            resources.EC2NODECLASSES,
-            demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name),
-        )
+        nodeclass = demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name)
+        await api.create(resources.EC2NODECLASSES, nodeclass)
         await api.create(resources.NODEPOOLS, _pool())
         plane = controlplane.ControlPlane(emulated, controlplane.Options(interruption=False, fast_catalog=False))
         passes: list[tuple[float, float, int]] = []
@@ -122,14 +160,9 @@ async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
             sampler = asyncio.create_task(_milestones(plane, reached))
             for name, cpu, memory in (SMALL, LARGE):
                 await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
-
-            async def all_bound() -> bool:
-                pods, _ = await api.list(resources.PODS, namespace="default")
-                return len(pods) == replicas and all(p["spec"].get("nodeName") for p in pods)
-
             error = None
             try:
-                await _until(all_bound, within=within, what="all pods bound", step=1.0)
+                await _until(lambda: _settled(api, replicas), within=within, what="all pods bound", step=1.0)
             except TimeoutError as exc:
                 error = str(exc)
             bound_at = time.monotonic()
@@ -139,11 +172,9 @@ async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
             rss_peak = _rss_mb("VmHWM")
             first = next((p for p in passes if p[2] > 0), None)
             claims, _ = await api.list(resources.NODECLAIMS)
-            pods, _ = await api.list(resources.PODS, namespace="default")
-            return {
+            out: dict[str, Any] = {
                 "pods": replicas,
                 "catalog_warmup_s": round(warmup, 1),
-                "pods_bound": sum(1 for p in pods if p["spec"].get("nodeName")),
                 "nodeclaims": len(claims),
                 "provisioning_passes": len(passes),
                 "nodeclaims_created_s": round(first[1] - first[0], 2) if first else None,
@@ -158,15 +189,69 @@ async def provisioning(replicas: int, *, within: float) -> dict[str, Any]:
                 "consolidation_node_ratio": None,
                 "error": error,
             }
+            if error is None:
+                out.update(await consolidation(api, replicas, nodeclass=nodeclass, within=consolidation_within))
+            return out
+
+
+async def consolidation(api: Any, replicas: int, *, nodeclass: Mapping[str, Any], within: float) -> dict[str, Any]:
+    """Scale 1000 → 700 pods and time the way down to the lower bound (see the module docstring)."""
+    nodes_before = len(await _live_nodes(api))
+    kept = round(replicas * KEPT) // 2
+    scaled = [_deployment(name, cpu, memory, kept) for name, cpu, memory in (SMALL, LARGE)]
+    bound = node_lower_bound(_pool(), nodeclass, scaled)
+    start = time.monotonic()
+    for body in scaled:
+        await api.patch(
+            workloads.DEPLOYMENTS, body["metadata"]["name"], {"spec": {"replicas": kept}}, namespace="default"
+        )
+    nodes = nodes_before
+    timeline: list[tuple[float, int]] = []  # (seconds since the scale-down, live nodes) at every change
+    reached_at = None
+    while time.monotonic() - start < within:
+        await asyncio.sleep(2.0)
+        nodes = len(await _live_nodes(api))
+        if not timeline or timeline[-1][1] != nodes:
+            timeline.append((round(time.monotonic() - start, 1), nodes))
+        if nodes <= WITHIN_BOUND * bound and await _settled(api, 2 * kept):
+            reached_at = time.monotonic()
+            break
+    return {
+        "consolidation_pods": 2 * kept,
+        "nodes_before_consolidation": nodes_before,
+        "nodes_after_consolidation": nodes,
+        "node_lower_bound": bound,
+        "consolidation_virtual_s": round(reached_at - start, 1) if reached_at is not None else None,
+        "consolidation_node_ratio": round(nodes / bound, 3),
+        "consolidation_timeline": timeline,
+    }
+
+
+async def _live_nodes(api: Any) -> list[dict[str, Any]]:
+    items, _ = await api.list(resources.NODES)
+    return [n for n in items if not n["metadata"].get("deletionTimestamp")]
+
+
+async def _settled(api: Any, replicas: int) -> bool:
+    """Exactly `replicas` live pods, all bound, and no NodeClaim being deleted."""
+    pods, _ = await api.list(resources.PODS, namespace="default")
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    if len(live) != replicas or not all(p["spec"].get("nodeName") for p in live):
+        return False
+    claims, _ = await api.list(resources.NODECLAIMS)
+    return not any(c["metadata"].get("deletionTimestamp") for c in claims)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--pods", type=int, default=1000)
-    parser.add_argument("--within", type=float, default=600.0, help="seconds before giving up on a phase")
+    parser.add_argument("--within", type=float, default=600.0, help="seconds before giving up on provisioning")
+    parser.add_argument(
+        "--consolidation-within", type=float, default=1200.0, help="seconds before giving up on consolidation"
+    )
     args = parser.parse_args(argv)
-    result = asyncio.run(provisioning(args.pods, within=args.within))
+    result = asyncio.run(benchmark(args.pods, within=args.within, consolidation_within=args.consolidation_within))
     if args.json:
         print(json.dumps(result))
     else:
