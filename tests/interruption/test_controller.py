@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -298,3 +299,39 @@ async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_failed_status_check_sets_the_termination_time_to_now_then_deletes() -> None:
+    already = _claim("b", "i-b")
+    already = dataclasses.replace(
+        already,
+        metadata=dataclasses.replace(
+            already.metadata, annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "2030-01-01T00:00:00Z"}
+        ),
+    )
+    env = await _env(_claim("a", "i-a", node="ip-1"), already)
+    env.clock.advance(90.0)
+    writes: list[tuple[str, str, Any]] = []
+    patch, delete = env.kube.patch, env.kube.delete
+
+    async def spy_patch(res: resources.Resource, name: str, body: Any, **kwargs: Any) -> Any:
+        writes.append(("patch", name, body))
+        return await patch(res, name, body, **kwargs)
+
+    async def spy_delete(res: resources.Resource, name: str, **kwargs: Any) -> bool:
+        writes.append(("delete", name, None))
+        return await delete(res, name, **kwargs)
+
+    env.kube.patch, env.kube.delete = spy_patch, spy_delete  # type: ignore[method-assign]
+    env.queue.put(K.SYSTEM_STATUS, "i-a")
+    env.queue.put(K.INSTANCE_STATUS, "i-b")
+    await env.ctl.poll()
+    stamp = {"metadata": {"annotations": {labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "1970-01-01T00:01:30Z"}}}
+    # Annotated first (the Node finalizer then skips the graceful drain), deleted second; a claim whose
+    # termination time is already set keeps it.
+    assert writes == [("patch", "a", stamp), ("delete", "a", None), ("delete", "b", None)]
+    assert ("NodeClaim", "a", "InstanceUnhealthy") in [(e.kind, e.name, e.reason) for e in env.recorder.events]
+    assert env.counts.of("action") == [
+        ("ForcefulTermination", "SystemStatus"),
+        ("ForcefulTermination", "InstanceStatus"),
+    ]

@@ -62,7 +62,10 @@ def real_aws(emulated: cluster.EmulatedCluster, built: list[wiring.CloudParts]) 
         assert isinstance(parts.provider, aws_provider.AWSCloudProvider)
         emulator.install_fast_catalog(parts.provider._deps.aws.ec2, region=emulated.region)
         assert parts.queue is not None  # INTERRUPTION_QUEUE was set
-        parts = wiring.CloudParts(parts.provider, parts.nodeclasses, ShortPollQueue(parts.queue), parts.offerings)
+        assert parts.instance_status is not None  # DescribeInstanceStatus needs no queue: always a source
+        parts = wiring.CloudParts(
+            parts.provider, parts.nodeclasses, ShortPollQueue(parts.queue), parts.offerings, parts.instance_status
+        )
         built.append(parts)
         return parts
 
@@ -176,6 +179,8 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
         try:
             await asyncio.wait_for(ready.wait(), 10)
             assert ctrl.interruption is not None  # the factory's SQS queue is wired to the interruption controller
+            assert ctrl.instance_status is not None  # and its instance-status poller to a second such loop
+            assert "instance status" in app.singletons(ctrl)  # run by the leader only, with the other loops
             await api.create(resources.EC2NODECLASSES, nodeclass(seeded.node_role))
             await api.create(resources.NODEPOOLS, NODEPOOL)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from karpy import events
-from karpy.api import labels, nodeclaim, nodepool
+from karpy.api import decoding, labels, nodeclaim, nodepool
 from karpy.clock import Clock
 from karpy.interruption import handler, messages, queue
 from karpy.kube import client, resources
@@ -144,7 +144,15 @@ class InterruptionController:
             deps.offerings.mark(u.instance_type, u.zone, u.capacity_type)
         for notice in decision.notices:
             self._record(target, notice)
-        action = messages.Action.CORDON_AND_DRAIN if decision.delete else messages.Action.NO_ACTION
+        if decision.terminate_now:
+            # Upstream's ForcefulTermination: the termination controller treats the claim's grace period as over.
+            now = decoding.format_timestamp(deps.clock.now())
+            key = labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
+            await deps.client.patch(resources.NODECLAIMS, target.nodeclaim, {"metadata": {"annotations": {key: now}}})
+        action = messages.Action.NO_ACTION
+        if decision.delete:
+            forceful = message.action is messages.Action.FORCEFUL_TERMINATION
+            action = messages.Action.FORCEFUL_TERMINATION if forceful else messages.Action.CORDON_AND_DRAIN
         deps.metrics.action(action.value, message.kind.value)
         if decision.delete:
             log.info(

@@ -10,6 +10,7 @@
 | capacity reservation interruption     | CapacityReservationInterrupted  | delete                                  |
 | rebalance recommendation              | SpotRebalanceRecommendation     | none, unless the NodePool is annotated  |
 |                                       |                                 | karpy.dev/replace-on-rebalance: "true"  |
+| instance / system status check failed | InstanceUnhealthy               | forceful: termination time = now, delete |
 
 "Delete" is cordon-and-drain: deleting the NodeClaim starts graceful termination, and the provisioner pre-spins a
 replacement for the pods of the leaving node. A NodeClaim already being deleted is not deleted again. Instances
@@ -65,6 +66,11 @@ _NOTICES: Mapping[messages.Kind, Notice] = {
         WARNING, Reason.CAPACITY_RESERVATION_INTERRUPTED, "Capacity reservation interruption warning was triggered"
     ),
 }
+_NOTICES = {
+    **_NOTICES,
+    messages.Kind.INSTANCE_STATUS: _NOTICES[messages.Kind.SCHEDULED_CHANGE],
+    messages.Kind.SYSTEM_STATUS: _NOTICES[messages.Kind.SCHEDULED_CHANGE],
+}
 
 TERMINATING = Notice(WARNING, Reason.TERMINATING_ON_INTERRUPTION, "Interruption triggered termination for the {kind}")
 """Recorded when the handler deletes a NodeClaim; `{kind}` is NodeClaim or Node, as upstream words it."""
@@ -82,6 +88,7 @@ class Target:
     zone: str = ""
     capacity_type: str = ""
     deleting: bool = False
+    termination_time_set: bool = False  # karpenter.sh/nodeclaim-termination-timestamp is already there
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,7 @@ class Decision:
     notices: tuple[Notice, ...]  # events, in order
     delete: bool  # cordon and drain by deleting the NodeClaim
     unavailable: UnavailableOffering | None = None
+    terminate_now: bool = False  # forceful: set the termination time to now first (even on a deleting claim)
 
 
 def instance_id(provider_id: str) -> str:
@@ -115,6 +123,7 @@ def target_of(claim: nodeclaim.NodeClaim) -> Target:
         zone=lab.get(labels.LABEL_ZONE, ""),
         capacity_type=lab.get(labels.LABEL_CAPACITY_TYPE, ""),
         deleting=claim.metadata.deletion_timestamp is not None,
+        termination_time_set=labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP in claim.metadata.annotations,
     )
 
 
@@ -149,7 +158,7 @@ def decide(
         target = targets.get(iid)
         if target is None:
             continue
-        drain = message.action is messages.Action.CORDON_AND_DRAIN or (
+        drain = message.action in (messages.Action.CORDON_AND_DRAIN, messages.Action.FORCEFUL_TERMINATION) or (
             message.kind is messages.Kind.REBALANCE_RECOMMENDATION
             and replaces_on_rebalance(pool_annotations.get(target.nodepool, {}))
         )
@@ -158,5 +167,6 @@ def decide(
         if message.marks_offering_unavailable and target.instance_type and target.zone:
             unavailable = UnavailableOffering(target.instance_type, target.zone, labels.CAPACITY_TYPE_SPOT)
         notices = (notice, TERMINATING) if delete else (notice,)
-        out.append(Decision(target, notices, delete, unavailable))
+        terminate_now = message.action is messages.Action.FORCEFUL_TERMINATION and not target.termination_time_set
+        out.append(Decision(target, notices, delete, unavailable, terminate_now))
     return out

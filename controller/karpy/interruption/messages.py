@@ -19,6 +19,10 @@ class Kind(enum.StrEnum):
     INSTANCE_TERMINATED = "InstanceTerminated"
     SCHEDULED_CHANGE = "ScheduledChange"
     CAPACITY_RESERVATION_INTERRUPTION = "CapacityReservationInterruption"
+    INSTANCE_STATUS = "InstanceStatus"
+    """DescribeInstanceStatus: the instance status check failed (no queue; aws: interruption/instancestatus)."""
+    SYSTEM_STATUS = "SystemStatus"
+    """DescribeInstanceStatus: the system status check failed (the host under the instance)."""
     NO_OP = "NoOp"
 
 
@@ -26,6 +30,9 @@ class Action(enum.StrEnum):
     """What the interruption controller does for a kind."""
 
     CORDON_AND_DRAIN = "CordonAndDrain"
+    FORCEFUL_TERMINATION = "ForcefulTermination"
+    """The instance is already broken: its NodeClaim's termination time is set to now before it is deleted, so
+    the drain does not wait on PDBs or volume detachment that a dead node cannot honour."""
     NO_ACTION = "NoAction"
 
 
@@ -38,6 +45,8 @@ _ACTIONS: dict[Kind, Action] = {
     Kind.INSTANCE_TERMINATED: Action.CORDON_AND_DRAIN,
     Kind.SCHEDULED_CHANGE: Action.CORDON_AND_DRAIN,
     Kind.CAPACITY_RESERVATION_INTERRUPTION: Action.CORDON_AND_DRAIN,
+    Kind.INSTANCE_STATUS: Action.FORCEFUL_TERMINATION,
+    Kind.SYSTEM_STATUS: Action.FORCEFUL_TERMINATION,
     Kind.NO_OP: Action.NO_ACTION,
 }
 

@@ -163,6 +163,8 @@ def singletons(ctrl: wiring.Controller) -> dict[str, Callable[[], Coroutine[Any,
     loops["prices"] = lambda: refresh_prices(ctrl)
     if ctrl.interruption is not None:
         loops["interruption"] = ctrl.interruption.run
+    if ctrl.instance_status is not None:
+        loops["instance status"] = ctrl.instance_status.run
     if ctrl.nodeclaim_conditions is not None:
         loops["nodeclaim conditions"] = ctrl.nodeclaim_conditions.run
     if ctrl.expiry is not None:

@@ -38,6 +38,8 @@ class CloudParts:
     queue: interruption_queue.QueueClient | None = None
     """The interruption queue; None when INTERRUPTION_QUEUE is empty."""
     offerings: interruption_queue.OfferingMarker | None = None
+    instance_status: interruption_queue.QueueClient | None = None
+    """Instance health (DescribeInstanceStatus) as an interruption source; None when the cloud has none."""
 
 
 CloudFactory = Callable[[settings_module.Settings, cluster_module.Cluster, clock_module.Clock], CloudParts]
@@ -67,8 +69,9 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             interruption_queue=settings.aws.interruption_queue,
             clock=clock.now,
             nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
+            sleep=clock.sleep,
         )
-        return CloudParts(built.provider, built.provider, built.queue, built.offerings)
+        return CloudParts(built.provider, built.provider, built.queue, built.offerings, built.instance_status)
 
     return build
 
@@ -104,6 +107,8 @@ class Controller:
     """Consolidatable / Drifted conditions (fed pod events by a Cluster listener); None in hand-built graphs."""
     expiry: expiry_controller.ExpiryController | None = None
     """Deletes NodeClaims at creation + expireAfter."""
+    instance_status: interruption_controller.InterruptionController | None = None
+    """The interruption loop over instance health (impaired checks, scheduled events); None without a source."""
     queues: dict[str, workqueue.WorkQueue] = dataclasses.field(default_factory=dict)
 
     def queue(self, name: str) -> workqueue.WorkQueue:
@@ -185,19 +190,25 @@ def build(
             metrics=registry.disruption_hooks(),
         )
     )
-    interruption = None
-    if cloud.queue is not None:
-        interruption = interruption_controller.InterruptionController(
+
+    def interruption_loop(
+        source: interruption_queue.QueueClient | None,
+    ) -> interruption_controller.InterruptionController | None:
+        if source is None:
+            return None
+        return interruption_controller.InterruptionController(
             interruption_controller.Deps(
                 client=writer,
                 cluster=cluster,
-                queue=cloud.queue,
+                queue=source,
                 clock=clock,
                 recorder=recorder,
                 offerings=cloud.offerings,
                 metrics=registry.interruption_hooks(),
             )
         )
+
+    interruption = interruption_loop(cloud.queue)
     nodeclaim_conditions = disruption_nodeclaims.NodeClaimConditionsController(
         disruption_nodeclaims.Deps(
             client=writer, cluster=cluster, cloud=cloud.provider, clock=clock, metrics=registry.drift_hooks()
@@ -234,6 +245,7 @@ def build(
         nodeclasses=nodeclasses,
         nodeclaim_conditions=nodeclaim_conditions,
         expiry=expiry,
+        instance_status=interruption_loop(cloud.instance_status),
     )
     controller.queues = {
         NODECLAIMS: workqueue.WorkQueue(

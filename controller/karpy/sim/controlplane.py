@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from karpy import clock as clock_module
 from karpy.api import labels
-from karpy.cloudprovider.aws import clients, emulator, interruption, provider
+from karpy.cloudprovider.aws import clients, emulator, instancestatus, interruption, provider
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import messages
 from karpy.kube import client, config, resources, rest
@@ -201,6 +201,7 @@ class ControlPlane:
             nodeclasses=self.provider,
             queue=queue,
             offerings=self.provider.unavailable,
+            instance_status=instancestatus.InstanceStatusPoller(aws=aws, clock=clock.now, sleep=clock.sleep),
         )
 
     @property
@@ -273,6 +274,8 @@ class ControlPlane:
                 group.create_task(ctrl.nodeclaims.run_garbage_collection(), name="garbage collection")
                 if ctrl.interruption is not None:
                     group.create_task(ctrl.interruption.run(), name="interruption")
+                if ctrl.instance_status is not None:
+                    group.create_task(ctrl.instance_status.run(), name="instance status")
                 if ctrl.nodeclaim_conditions is not None:
                     group.create_task(ctrl.nodeclaim_conditions.run(), name="nodeclaim conditions")
                 if ctrl.expiry is not None:

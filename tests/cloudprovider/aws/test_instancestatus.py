@@ -8,15 +8,23 @@ from typing import Any
 import boto3
 import pytest
 from botocore import stub
+from moto.ec2.models import instances as moto_instances
 from tests.cloudprovider.aws.builders import make_nodeclaim
 from tests.cloudprovider.aws.conftest import Clock
+from tests.provisioning.builders import MemoryClient
 
-from karpy.cloudprovider.aws import clients, instancestatus
+from karpy import events
+from karpy.api import decoding, labels
+from karpy.clock import ManualClock
+from karpy.cloudprovider.aws import clients, instances, instancestatus
+from karpy.interruption import controller as interruption_controller
 from karpy.interruption import messages, queue
+from karpy.kube import resources
 
 F = instancestatus.Finding
 K = instancestatus.FindingKind
 _NOT_BEFORE = datetime.datetime(2026, 3, 1, tzinfo=datetime.UTC)
+_MINUTE = datetime.timedelta(minutes=1)
 _OK = {"Status": "ok", "Details": [{"Name": "reachability", "Status": "passed"}]}
 
 
@@ -37,6 +45,20 @@ def _event(code: str, description: str = "scheduled") -> dict[str, Any]:
             [F(K.INSTANCE_STATUS, "i-1", "reachability")],
         ),
         (_entry(SystemStatus={"Status": "impaired"}), [F(K.SYSTEM_STATUS, "i-1", "impaired")]),
+        # The earliest ImpairedSince of the failed checks is when the finding started.
+        (
+            _entry(
+                SystemStatus={
+                    "Status": "impaired",
+                    "Details": [
+                        {"Name": "reachability", "Status": "failed", "ImpairedSince": _NOT_BEFORE},
+                        {"Name": "other", "Status": "failed", "ImpairedSince": _NOT_BEFORE - _MINUTE},
+                        {"Name": "fine", "Status": "passed", "ImpairedSince": _NOT_BEFORE - 9 * _MINUTE},
+                    ],
+                }
+            ),
+            [F(K.SYSTEM_STATUS, "i-1", "reachability,other", event_time=(_NOT_BEFORE - _MINUTE).timestamp())],
+        ),
         (
             _entry(Events=[_event("instance-retirement"), _event("system-reboot", "[Completed] done")]),
             [F(K.EVENT_STATUS, "i-1", "instance-retirement", event_time=_NOT_BEFORE.timestamp())],
@@ -49,15 +71,34 @@ def test_parse(entry: dict[str, Any], expected: list[instancestatus.Finding]) ->
     assert instancestatus.parse([entry]) == expected
 
 
-def test_scheduled_events_are_scheduled_changes_and_impaired_has_no_message_yet() -> None:
-    event = F(K.EVENT_STATUS, "i-1", "system-maintenance", event_time=5.0)
-    message = instancestatus.to_message(event)
-    assert message is not None
-    assert message.kind is messages.Kind.SCHEDULED_CHANGE
-    assert message.instance_ids == ("i-1",)
-    assert message.detail == "system-maintenance"
-    assert message.action is messages.Action.CORDON_AND_DRAIN
-    assert instancestatus.to_message(F(K.SYSTEM_STATUS, "i-1", "impaired")) is None
+def test_scheduled_events_drain_and_impaired_checks_terminate_forcefully() -> None:
+    event = instancestatus.to_message(F(K.EVENT_STATUS, "i-1", "system-maintenance", event_time=5.0))
+    assert event.kind is messages.Kind.SCHEDULED_CHANGE
+    assert event.instance_ids == ("i-1",)
+    assert event.detail == "system-maintenance"
+    assert event.action is messages.Action.CORDON_AND_DRAIN
+    for kind, expected in (
+        (K.SYSTEM_STATUS, messages.Kind.SYSTEM_STATUS),
+        (K.INSTANCE_STATUS, messages.Kind.INSTANCE_STATUS),
+    ):
+        impaired = instancestatus.to_message(F(kind, "i-1", "reachability", event_time=5.0))
+        assert (impaired.kind, impaired.instance_ids) == (expected, ("i-1",))
+        assert impaired.action is messages.Action.FORCEFUL_TERMINATION
+        # One id per (instance, check) while it lasts, whatever its details: the poller's dedup key.
+        assert impaired.event_id == instancestatus.to_message(F(kind, "i-1", "other", event_time=9.0)).event_id
+
+
+@pytest.mark.parametrize(
+    ("finding", "age", "expected"),
+    [
+        (F(K.INSTANCE_STATUS, "i-1", "x", event_time=1000.0), instancestatus.UNHEALTHY_THRESHOLD - 1, False),
+        (F(K.INSTANCE_STATUS, "i-1", "x", event_time=1000.0), instancestatus.UNHEALTHY_THRESHOLD, True),
+        (F(K.SYSTEM_STATUS, "i-1", "x", event_time=None), 0.0, True),  # no ImpairedSince: long impaired
+        (F(K.EVENT_STATUS, "i-1", "instance-stop", event_time=1000.0), -3600.0, True),  # events: at once
+    ],
+)
+def test_impaired_checks_wait_for_the_threshold(finding: instancestatus.Finding, age: float, expected: bool) -> None:
+    assert instancestatus.due(finding, 1000.0 + age) is expected
 
 
 class _Poll:
@@ -96,8 +137,11 @@ async def test_poller_reports_once_per_minute_and_remembers_handled_findings() -
     impaired = _entry("i-2", SystemStatus={"Status": "impaired"})
     with poll.stubber:
         poll.answer(retiring, impaired)
-        (first,) = await client.receive()
-        assert first.message.instance_ids == ("i-1",)
+        first = await client.receive()
+        assert [(r.message.kind, r.message.instance_ids) for r in first] == [
+            (messages.Kind.SCHEDULED_CHANGE, ("i-1",)),
+            (messages.Kind.SYSTEM_STATUS, ("i-2",)),
+        ]
         assert poll.poller.impaired == 1
         # Within the minute: waits (at most wait_seconds) and polls nothing.
         poll.clock.step(10)
@@ -105,14 +149,15 @@ async def test_poller_reports_once_per_minute_and_remembers_handled_findings() -
         assert poll.slept == [20]
         # Not handled: reported again at the next poll, like an undeleted SQS message.
         poll.answer(retiring, impaired)
-        (again,) = await client.receive(wait_seconds=60)  # sleeps only until the poll is due
+        again = await client.receive(wait_seconds=60)  # sleeps only until the poll is due
         assert again == first
         assert poll.slept == [20, 30]
         assert poll.poller.impaired == 1  # the same impaired instance is counted once while it lasts
-        await client.delete(again)
+        for received in again:
+            await client.delete(received)
         # Handled and still shown: not repeated.
         poll.clock.step(60)
-        poll.answer(retiring)
+        poll.answer(retiring, impaired)
         assert await client.receive() == []
         # Gone, then back: reported anew.
         poll.clock.step(60)
@@ -123,6 +168,31 @@ async def test_poller_reports_once_per_minute_and_remembers_handled_findings() -
         assert [r.message.detail for r in await client.receive()] == ["instance-retirement"]
         poll.stubber.assert_no_pending_responses()
     assert client.unparseable == 0
+
+
+async def test_a_freshly_impaired_check_is_reported_once_it_lasted_two_minutes() -> None:
+    poll = _Poll()
+    since = datetime.datetime.fromtimestamp(poll.clock(), tz=datetime.UTC)
+    impaired = _entry(
+        "i-3",
+        InstanceStatus={
+            "Status": "impaired",
+            "Details": [{"Name": "reachability", "Status": "failed", "ImpairedSince": since}],
+        },
+    )
+    with poll.stubber:
+        poll.answer(impaired)
+        assert await poll.poller.receive() == []  # impaired just now: may be a blip
+        assert poll.poller.impaired == 0
+        poll.clock.step(60)
+        poll.answer(impaired)
+        assert await poll.poller.receive() == []
+        poll.clock.step(60)
+        poll.answer(impaired)
+        (received,) = await poll.poller.receive()
+        assert received.message.kind is messages.Kind.INSTANCE_STATUS
+        assert received.message.event_time == since.timestamp()
+        poll.stubber.assert_no_pending_responses()
 
 
 async def test_poller_on_the_emulator_sees_healthy_instances_only(ready: Any) -> None:
@@ -138,3 +208,85 @@ async def test_poller_on_the_emulator_sees_healthy_instances_only(ready: Any) ->
     assert statuses  # the launched instance is running and was looked at
     assert instancestatus.parse(statuses) == []
     assert poller.impaired == 0
+
+
+class _Claims:
+    """The interruption loop's ClusterView over fixed claims."""
+
+    def __init__(self, *claims: Any) -> None:
+        self.claims = list(claims)
+
+    def synced(self) -> bool:
+        return True
+
+    def nodeclaims(self) -> list[Any]:
+        return list(self.claims)
+
+    def nodepools(self) -> list[Any]:
+        return []
+
+
+async def test_impaired_and_retiring_instances_on_the_emulator_are_acted_on(
+    ready: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto reports every running instance healthy and has no scheduled events: both are injected into its
+    in-process EC2 model (the response is still moto's own DescribeInstanceStatus serialization)."""
+    aws_provider, _ = ready
+    broken = await aws_provider.create(make_nodeclaim(name="broken"))
+    retiring = await aws_provider.create(make_nodeclaim(name="retiring"))
+    healthy = await aws_provider.create(make_nodeclaim(name="healthy"))
+    broken_id, retiring_id = (instances.parse_provider_id(c.status.provider_id) for c in (broken, retiring))
+    clock = Clock()
+    long_ago = datetime.datetime.fromtimestamp(clock() - 600, tz=datetime.UTC)
+    healthy_status = moto_instances.Instance.system_status
+
+    def system_status(self: Any) -> dict[str, Any]:
+        if self.id == broken_id:
+            failed = {"Name": "reachability", "Status": "failed", "ImpairedSince": long_ago}
+            return {"Status": "impaired", "Details": [failed]}
+        return dict(healthy_status.fget(self))
+
+    def scheduled_events(self: Any) -> list[dict[str, Any]]:
+        if self.id == retiring_id:
+            return [{"Code": "instance-retirement", "Description": "scheduled", "NotBefore": _NOT_BEFORE}]
+        return []
+
+    monkeypatch.setattr(moto_instances.Instance, "system_status", property(system_status))
+    monkeypatch.setattr(moto_instances.Instance, "events", property(scheduled_events), raising=False)
+
+    kube = MemoryClient()
+    for claim in (broken, retiring, healthy):
+        await kube.create(resources.NODECLAIMS, {"metadata": {"name": claim.name}, "spec": {}})
+    patched: list[tuple[str, Any]] = []
+    patch = kube.patch
+
+    async def spy_patch(res: resources.Resource, name: str, body: Any, **kwargs: Any) -> Any:
+        patched.append((name, body))
+        return await patch(res, name, body, **kwargs)
+
+    kube.patch = spy_patch  # type: ignore[method-assign]
+    manual = ManualClock(clock())
+    poller = instancestatus.InstanceStatusPoller(aws=aws_provider._deps.aws, clock=manual.now, sleep=manual.sleep)
+    loop = interruption_controller.InterruptionController(
+        interruption_controller.Deps(
+            client=kube,
+            cluster=_Claims(broken, retiring, healthy),
+            queue=poller,
+            clock=manual,
+            recorder=events.MemoryRecorder(),
+        )
+    )
+    handled = await loop.poll()
+    assert sorted((h.message.kind.value, h.message.instance_ids) for h in handled) == [
+        ("ScheduledChange", (retiring_id,)),
+        ("SystemStatus", (broken_id,)),
+    ]
+    assert all(h.deleted_from_queue for h in handled)
+    stamp = decoding.format_timestamp(manual.now())
+    assert patched == [
+        ("broken", {"metadata": {"annotations": {labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: stamp}}})
+    ]
+    assert sorted(o["metadata"]["name"] for o in kube.of(resources.NODECLAIMS)) == ["healthy"]
+    # Handled findings that EC2 still shows are not acted on again at the next poll.
+    manual.advance(instancestatus.POLL_INTERVAL)
+    assert await loop.poll() == []

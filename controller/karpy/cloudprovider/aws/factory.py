@@ -6,11 +6,12 @@ itself, so the same code runs against moto.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from karpy.api import ec2nodeclass
-from karpy.cloudprovider.aws import cache, clients, interruption, provider
+from karpy.cloudprovider.aws import cache, clients, instancestatus, interruption, provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,8 @@ class Built:
     queue: interruption.InterruptionQueue | None
     """None when INTERRUPTION_QUEUE is empty (interruption handling disabled)."""
     offerings: cache.UnavailableOfferings
+    instance_status: instancestatus.InstanceStatusPoller
+    """DescribeInstanceStatus as a second interruption source (needs no queue)."""
 
 
 def build(
@@ -27,10 +30,12 @@ def build(
     interruption_queue: str,
     clock: Callable[[], float],
     nodeclass_lookup: Callable[[str], ec2nodeclass.EC2NodeClass | None],
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> Built:
     aws = clients.build_clients(region=settings.region)
     cloud = provider.AWSCloudProvider(
         provider.Dependencies(aws=aws, clock=clock, settings=settings, nodeclass_lookup=nodeclass_lookup)
     )
     queue = interruption.InterruptionQueue(aws=aws, queue_name=interruption_queue) if interruption_queue else None
-    return Built(provider=cloud, queue=queue, offerings=cloud.unavailable)
+    poller = instancestatus.InstanceStatusPoller(aws=aws, clock=clock, sleep=sleep)
+    return Built(provider=cloud, queue=queue, offerings=cloud.unavailable, instance_status=poller)

@@ -1,12 +1,12 @@
 """The queue-less interruption source: poll DescribeInstanceStatus once a minute and report what it shows.
 
 Three kinds of finding, as upstream (aws: pkg/providers/instancestatus, controllers/interruption):
-`InstanceStatus` / `SystemStatus` impaired (upstream terminates those forcefully) and `EventStatus`, a scheduled
-event (reboot, retirement, maintenance, stop) that is neither completed nor canceled. `parse` is pure;
-`InstanceStatusPoller` offers the interruption reconciler's `QueueClient` shape (the operator does not wire it
-yet). Scheduled events become
-`ScheduledChange` messages (cordon and drain, the same action upstream takes); the domain has no forceful
-kind yet, so impaired instances are logged and counted in `impaired`, not turned into messages.
+`InstanceStatus` / `SystemStatus` impaired for at least `UNHEALTHY_THRESHOLD` (a check that flaps for a moment is
+not acted on) and `EventStatus`, a scheduled event (reboot, retirement, maintenance, stop) that is neither
+completed nor canceled, acted on at once. `parse` is pure; `InstanceStatusPoller` offers the interruption
+reconciler's `QueueClient` shape, and the operator runs a second interruption loop on it (leader only). Impaired
+checks become `InstanceStatus` / `SystemStatus` messages (forceful termination: the instance is already broken);
+scheduled events become `ScheduledChange` messages (cordon and drain), the action upstream takes for both.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from karpy.interruption import messages
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL = 60.0
+UNHEALTHY_THRESHOLD = 120.0
+"""Seconds a status check must have been impaired before its instance is acted on (upstream UnhealthyThreshold)."""
 IMPAIRED = "impaired"
 _FINISHED_EVENT_PREFIXES = ("[Completed]", "[Canceled]")
 
@@ -40,7 +42,7 @@ class Finding:
     kind: FindingKind
     instance_id: str
     detail: str  # the event code, or which checks failed
-    event_time: float | None = None  # a scheduled event's NotBefore, epoch seconds
+    event_time: float | None = None  # a scheduled event's NotBefore, or when a check became impaired; epoch s
 
 
 def _failed_checks(status: Mapping[str, Any] | None) -> str:
@@ -53,6 +55,16 @@ def _epoch(value: object) -> float | None:
     return value.timestamp() if isinstance(value, datetime.datetime) else None
 
 
+def _impaired_since(status: Mapping[str, Any]) -> float | None:
+    """The earliest ImpairedSince of the failed checks; None when EC2 gives none (then it counts as long ago)."""
+    times = [
+        t
+        for d in status.get("Details") or ()
+        if d.get("Status") not in (None, "passed") and (t := _epoch(d.get("ImpairedSince"))) is not None
+    ]
+    return min(times, default=None)
+
+
 def parse(statuses: Iterable[Mapping[str, Any]]) -> list[Finding]:
     """DescribeInstanceStatus entries → findings, in the order given (an instance may have several)."""
     out = []
@@ -63,7 +75,7 @@ def parse(statuses: Iterable[Mapping[str, Any]]) -> list[Finding]:
         for kind, key in ((FindingKind.INSTANCE_STATUS, "InstanceStatus"), (FindingKind.SYSTEM_STATUS, "SystemStatus")):
             status = entry.get(key) or {}
             if status.get("Status") == IMPAIRED:
-                out.append(Finding(kind, instance_id, _failed_checks(status)))
+                out.append(Finding(kind, instance_id, _failed_checks(status), event_time=_impaired_since(status)))
         for event in entry.get("Events") or ():
             if str(event.get("Description") or "").startswith(_FINISHED_EVENT_PREFIXES):
                 continue
@@ -78,8 +90,14 @@ def parse(statuses: Iterable[Mapping[str, Any]]) -> list[Finding]:
     return out
 
 
-def to_message(finding: Finding) -> messages.Message | None:
-    """The domain message for a finding, None for the kinds the domain cannot express yet (impaired)."""
+_IMPAIRED_KINDS = {
+    FindingKind.INSTANCE_STATUS: messages.Kind.INSTANCE_STATUS,
+    FindingKind.SYSTEM_STATUS: messages.Kind.SYSTEM_STATUS,
+}
+
+
+def to_message(finding: Finding) -> messages.Message:
+    """The domain message for a finding; its event id is stable while the finding lasts (dedup key)."""
     if finding.kind is FindingKind.EVENT_STATUS:
         return messages.Message(
             messages.Kind.SCHEDULED_CHANGE,
@@ -88,7 +106,20 @@ def to_message(finding: Finding) -> messages.Message | None:
             event_time=finding.event_time,
             detail=finding.detail,
         )
-    return None
+    return messages.Message(
+        _IMPAIRED_KINDS[finding.kind],
+        (finding.instance_id,),
+        event_id=f"{finding.instance_id}/{finding.kind.value}",
+        event_time=finding.event_time,
+        detail=finding.detail,
+    )
+
+
+def due(finding: Finding, now: float) -> bool:
+    """Scheduled events are acted on at once; an impaired check once it has lasted UNHEALTHY_THRESHOLD."""
+    if finding.kind is FindingKind.EVENT_STATUS or finding.event_time is None:
+        return True
+    return now - finding.event_time >= UNHEALTHY_THRESHOLD
 
 
 class InstanceStatusPoller:
@@ -114,7 +145,7 @@ class InstanceStatusPoller:
         self._handled: set[str] = set()  # event ids of handled messages whose finding is still present
         self._logged: frozenset[Finding] = frozenset()
         self.unparseable = 0
-        self.impaired = 0  # impaired-status findings seen (logged; no domain message for them yet)
+        self.impaired = 0  # impaired-status findings reported (each counted once while it lasts)
 
     async def receive(self, *, wait_seconds: int = 20) -> list[messages.Received]:
         if self._last_poll is not None:
@@ -123,24 +154,22 @@ class InstanceStatusPoller:
                 await self._sleep(min(wait, float(wait_seconds)))
                 if self._clock() < self._last_poll + self._interval:
                     return []
-        self._last_poll = self._clock()
+        now = self._last_poll = self._clock()
         statuses = await clients.paginate(
             self._aws.ec2, "describe_instance_status", "InstanceStatuses", IncludeAllInstances=False
         )
-        findings = parse(statuses)
+        findings = [f for f in parse(statuses) if due(f, now)]
         out: list[messages.Received] = []
         current: set[str] = set()
         for finding in findings:
             message = to_message(finding)
-            if message is None:
-                if finding not in self._logged:
-                    self.impaired += 1
-                    log.warning("instance %s: %s %s", finding.instance_id, finding.kind.value, finding.detail)
-                continue
+            if finding.kind is not FindingKind.EVENT_STATUS and finding not in self._logged:
+                self.impaired += 1
+                log.warning("instance %s: %s %s", finding.instance_id, finding.kind.value, finding.detail)
             current.add(message.event_id)
             if message.event_id not in self._handled:
                 out.append(messages.Received(message, receipt_handle=message.event_id))
-        self._logged = frozenset(f for f in findings if to_message(f) is None)
+        self._logged = frozenset(f for f in findings if f.kind is not FindingKind.EVENT_STATUS)
         self._handled &= current
         return out
 
