@@ -180,3 +180,39 @@ def test_bulk_equals_pod_by_pod(
     bulk = scheduler.solve(inp)
     reference = scheduler.solve(inp, pod_by_pod=True)
     assert _shape(bulk) == _shape(reference)
+
+
+def test_zonal_spread_on_pinned_nodes_needs_no_check_per_pod(monkeypatch: Any) -> None:
+    # Three roomy nodes, one per zone: 90 zone-spread pods land 30/30/30 (maxSkew 1) as the reference places them,
+    # while the walk checks each node about twice (its room, then the commit) instead of once per pod.
+    existing = [
+        scheduler.ExistingNode(
+            f"node-{zone}",
+            {labels.LABEL_ZONE: zone, labels.LABEL_NODEPOOL: "default"},
+            (),
+            {labels.RESOURCE_CPU: 64_000, labels.RESOURCE_MEMORY: 256 * quantity.GI, labels.RESOURCE_PODS: 200_000},
+        )
+        for zone in c.ZONES
+    ]
+    spread = _spec("zone-spread", "web")
+    inp = scheduler.SchedulingInput(
+        pods=c.make_pods(90, cpu="250m", memory="256Mi", labels_={"app": "web"}, spec=spread),
+        nodepools=[c.make_nodepool()],
+        instance_types={"default": c.fake_catalog(4)},
+        existing_nodes=existing,
+        compute_lower_bound=False,
+    )
+    reference = scheduler.solve(inp, pod_by_pod=True)
+    checks = 0
+    evaluate = nodes.evaluate
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal checks
+        checks += 1
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(nodes, "evaluate", counting)
+    bulk = scheduler.solve(inp)
+    assert _shape(bulk) == _shape(reference)
+    assert sorted(len(v) for v in bulk.existing_nodes.values()) == [30, 30, 30]
+    assert checks <= 2 * len(existing)

@@ -97,7 +97,7 @@ def _per_type_counts(free: catalog.IntArray, request: catalog.IntArray) -> catal
 
 
 def _option_counts(
-    usable: catalog.IntArray, ids: catalog.IntArray, used: catalog.IntArray, request: catalog.IntArray, *, one: bool
+    usable: catalog.IntArray, ids: catalog.IntArray, *, used: catalog.IntArray, request: catalog.IntArray, one: bool
 ) -> catalog.IntArray:
     """How many requests fit into each option `ids` (rows of `usable`) after `used`; with `one`, only whether one
     does (1 or 0: a comparison instead of a division). Column by column over the requested resources only (most
@@ -244,7 +244,7 @@ def _fit(
     if len(ids):
         if mask is slot.options and (slot.floor is None or slot.floor[0] is not mask):
             slot.floor = (mask, _floor(pool.usable, ids))
-        counts = _option_counts(pool.usable, ids, slot.used, ctx.request, one=limit == 1)  # per option in `ids`
+        counts = _option_counts(pool.usable, ids, used=slot.used, request=ctx.request, one=limit == 1)
         best = int(counts.max())
     else:
         counts, best = np.zeros(0, dtype=np.int64), 0

@@ -7,14 +7,23 @@ the reference placements). No I/O."""
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from karpy.api import labels
-from karpy.scheduling import board, catalog, claiming, nodes, pods, preferences, requirements, topology, volumes
+from karpy.scheduling import (
+    board,
+    catalog,
+    claiming,
+    nodes,
+    pods,
+    preferences,
+    requirements,
+    spreading,
+    topology,
+    volumes,
+)
 
 _CHUNK = 256  # candidates masked at a time when placing pods one by one
 
@@ -36,9 +45,18 @@ def place(b: board.Board, run: Run, *, view: preferences.View, limit: int) -> in
     state = view.state()
     bulk = limit > 1 and _bulk_safe(b, ctx)
     if limit > 1 and not bulk:
-        group = _domain_spread(ctx)
+        group = spreading.walkable(ctx)
         if group is not None:
-            return _SpreadWalk(b, run, ctx=ctx, state=state, group=group, limit=limit).run()
+            return spreading.Walk(
+                b,
+                ctx=ctx,
+                group=group,
+                run_pods=run.pods,
+                candidates=_candidates(b, run, ctx=ctx, state=state, domains=False),
+                pod_domains=_pod_domains(b, ctx, group),
+                limit=limit,
+                kill=lambda slot_id: _kill(run, state, slot_id=slot_id),
+            ).run()
         return _one_by_one(b, run, ctx=ctx, state=state, limit=limit)
     placed = 0
     for slot_id in _candidates(b, run, ctx=ctx, state=state).tolist():
@@ -207,200 +225,3 @@ def _one_by_one(b: board.Board, run: Run, *, ctx: nodes.RunContext, state: tuple
         cand = np.append(cand, b.table.n - 1)
         live = np.append(live, True)
     return placed
-
-
-# --- spread over a domain key -----------------------------------------------------------------------------------
-def _domain_spread(ctx: nodes.RunContext) -> topology.Group | None:
-    """The run's only constraint when it is a topology spread over a key other than hostname (zone, capacity
-    type) and nothing else ties placements together (no host ports; no anti-affinity, whose inverse groups would
-    appear as pods land): such runs go through `_SpreadWalk`. None otherwise."""
-    if len(ctx.constraints) != 1 or ctx.pod.host_ports or ctx.pod.anti_affinity:
-        return None
-    g = ctx.constraints[0]
-    if g.key.kind is not topology.Kind.SPREAD or g.key.inverse or g.key.topology_key == labels.LABEL_HOSTNAME:
-        return None
-    return g
-
-
-class _SpreadWalk:
-    """Places a spread run pod by pod, exactly as `_one_by_one` would, without a full check and commit per pod.
-
-    Why it is exact: a slot *pinned* to one domain d of the spread key takes the next pod iff d is allowed now
-    (`count(d) + self - min <= maxSkew`, as `Group.next_domains` decides for a node whose only candidate is d) and
-    the pod fits the slot otherwise, which does not depend on the counts: topology then adds nothing to the
-    slot's requirements. That *static* check (`nodes.evaluate` without the constraint) answers once how many of
-    the run's pods the slot can take (its room; filling a node one pod at a time or several at once ends in the
-    same state), so while pods only land on pinned slots the walk just tracks counts and rooms and defers the
-    commits; a slot whose static check refuses never takes a pod of this run. Slots that still allow several
-    domains choose one from the counts, so before one is checked (or a claim is opened) the deferred pods are
-    committed and the full check runs as in `_one_by_one`. Each pod goes to the lowest slot id that accepts it."""
-
-    def __init__(
-        self,
-        b: board.Board,
-        run: Run,
-        *,
-        ctx: nodes.RunContext,
-        state: tuple[object, ...],
-        group: topology.Group,
-        limit: int,
-    ) -> None:
-        self.b, self.run_, self.ctx, self.state, self.group, self.limit = b, run, ctx, state, group, limit
-        self.static = dataclasses.replace(ctx, constraints=[])  # the check minus the spread constraint
-        self.key = group.key.topology_key
-        self.pod_domains = _pod_domains(b, ctx, group)
-        self.selected = group in b.topology.selecting(ctx.pod)  # the run's own pods count in the group
-        eligible = sorted(d for d in group.universe if self.pod_domains.has(d))  # as Group.min_count
-        min_domains = group.key.min_domains
-        self.eligible = [] if min_domains is not None and len(eligible) < min_domains else eligible
-        self.placed = 0
-        self.queues: dict[str, list[int]] = {}  # domain -> slot ids pinned to it, ascending
-        self.heads: dict[str, int] = {}  # domain -> position of the first entry not yet known to refuse
-        self.gone: set[int] = set()  # pinned slots that take no more pods of the run
-        self.open: list[int] = []  # slots not pinned to one domain, ascending (full check, as `_one_by_one`)
-        self.room: dict[int, int] = {}  # pinned slots known to accept: pods of the run they still take
-        self.domain: dict[int, str] = {}
-        self.counted: dict[int, bool] = {}  # does a pod landing there count in the group (Topology._count)?
-        self.pending: dict[int, list[pods.Pod]] = {}  # deferred commits per slot, in pod order
-        self.delta: dict[str, int] = {}  # deferred count increments per domain
-        cand = _candidates(b, run, ctx=ctx, state=state, domains=False)
-        codes, names = b.table.pinned(self.key, cand)
-        self.open = cand[codes < 0].tolist()
-        for code in np.unique(codes[codes >= 0]).tolist():
-            self.queues[names[code]] = cand[codes == code].tolist()
-            self.heads[names[code]] = 0
-
-    def run(self) -> int | str:
-        groups = len(self.b.topology.groups)
-        while self.placed < self.limit:
-            best = self._best_pinned()
-            landed = self._try_open(before=best)
-            if landed:
-                if len(self.b.topology.groups) != groups:
-                    break
-                continue
-            if best is not None:
-                self._assign(best)
-                continue
-            self._flush()
-            got = claiming.open_claims(self.b, self.ctx, limit=1, run_pods=self.run_.pods[self.placed :], bulk=False)
-            if isinstance(got, str):
-                return self.placed if self.placed else got
-            self.placed += got
-            self._adopt(self.b.table.n - 1)
-            if len(self.b.topology.groups) != groups:
-                break
-        self._flush()
-        return self.placed
-
-    # --- domains --------------------------------------------------------------------------------------------
-    def _count(self, domain: str) -> int:
-        return self.group.counts.get(domain, 0) + self.delta.get(domain, 0)
-
-    def _allowed(self) -> list[str]:
-        """Domains the next pod may land in (Group.next_domains on a node pinned to the domain)."""
-        low = min(self._count(d) for d in self.eligible) if self.eligible else 0
-        top = self.group.key.max_skew + low - (1 if self.selected else 0)
-        return [d for d in self.queues if self._count(d) <= top and self.pod_domains.has(d)]
-
-    # --- slots ----------------------------------------------------------------------------------------------
-    def _enter(self, slot_id: int, domain: str | None) -> None:
-        if domain is None:
-            bisect.insort(self.open, slot_id)
-            return
-        queue = self.queues.setdefault(domain, [])
-        at = bisect.bisect_left(queue, slot_id)
-        queue.insert(at, slot_id)
-        self.heads[domain] = min(self.heads.get(domain, at), at)
-
-    def _adopt(self, slot_id: int) -> None:
-        """A slot that just took a pod through the full check: it joins its (now single) domain's queue."""
-        codes, names = self.b.table.pinned(self.key, np.array([slot_id]))
-        self._enter(slot_id, names[int(codes[0])] if codes[0] >= 0 else None)
-
-    def _head(self, domain: str) -> int | None:
-        """The lowest slot pinned to `domain` that takes the next pod (checked statically on first sight)."""
-        queue = self.queues[domain]
-        i = self.heads[domain]
-        while i < len(queue):
-            slot_id = queue[i]
-            if slot_id in self.room:
-                break
-            if slot_id not in self.gone:
-                fit = nodes.evaluate(
-                    self.b.slots[slot_id],
-                    self.static,
-                    self.b.topology,
-                    limit=self.limit - self.placed,
-                    min_values_policy=self.b.min_values_policy,
-                )
-                if isinstance(fit, nodes.Fit):
-                    self._know(slot_id, domain, fit)
-                    break
-                self.b.table.tighten(slot_id)
-                self.gone.add(slot_id)
-            i += 1
-        self.heads[domain] = i
-        return queue[i] if i < len(queue) else None
-
-    def _know(self, slot_id: int, domain: str, fit: nodes.Fit) -> None:
-        self.room[slot_id] = fit.count
-        self.domain[slot_id] = domain
-        slot = self.b.slots[slot_id]
-        self.counted[slot_id] = self.selected and self.group.node_counts(fit.requirements, slot.taints)
-
-    def _best_pinned(self) -> int | None:
-        best = None
-        for domain in self._allowed():
-            slot_id = self._head(domain)
-            if slot_id is not None and (best is None or slot_id < best):
-                best = slot_id
-        return best
-
-    def _assign(self, slot_id: int) -> None:
-        """The next pod lands on a pinned slot known to accept it: deferred."""
-        self.pending.setdefault(slot_id, []).append(self.run_.pods[self.placed])
-        self.placed += 1
-        domain = self.domain[slot_id]
-        if self.counted[slot_id]:
-            self.delta[domain] = self.delta.get(domain, 0) + 1
-        self.room[slot_id] -= 1
-        if self.room[slot_id] == 0:
-            del self.room[slot_id]
-            self.gone.add(slot_id)
-
-    def _try_open(self, *, before: int | None) -> bool:
-        """Full checks of unpinned slots below `before`, in order (deferred pods committed first); True when
-        one took the next pod."""
-        for slot_id in list(self.open):
-            if before is not None and slot_id > before:
-                break
-            self._flush()
-            b = self.b
-            fit = nodes.evaluate(b.slots[slot_id], self.ctx, b.topology, limit=1, min_values_policy=b.min_values_policy)
-            if isinstance(fit, nodes.Fit):
-                self.placed += b.commit(slot_id, fit, run_pods=self.run_.pods[self.placed :], ctx=self.ctx)
-                self.open.remove(slot_id)
-                self._adopt(slot_id)
-                return True
-            b.table.tighten(slot_id)
-            if fit.permanent:
-                _kill(self.run_, self.state, slot_id=slot_id)
-                self.open.remove(slot_id)
-            elif not b.table.fits(slot_id, self.ctx.request):
-                self.open.remove(slot_id)
-        return False
-
-    def _flush(self) -> None:
-        """Commit the deferred pods, slot by slot (one commit of n pods leaves a slot as n commits of one)."""
-        b = self.b
-        for slot_id in sorted(self.pending):
-            landing = self.pending[slot_id]
-            fit = nodes.evaluate(
-                b.slots[slot_id], self.static, b.topology, limit=len(landing), min_values_policy=b.min_values_policy
-            )
-            assert isinstance(fit, nodes.Fit), "a known room must still hold"
-            assert fit.count == len(landing), "a known room must still hold"
-            b.commit(slot_id, fit, run_pods=landing, ctx=self.ctx)
-        self.pending.clear()
-        self.delta.clear()
