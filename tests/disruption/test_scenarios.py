@@ -6,7 +6,7 @@ import asyncio
 
 from tests.disruption import world as world_mod
 
-from karpy.api import labels, nodepool
+from karpy.api import labels, nodepool, quantity
 from karpy.kube import resources
 
 Reason = nodepool.DisruptionReason
@@ -58,6 +58,31 @@ async def test_drifted_node_is_replaced_respecting_a_budget_of_one() -> None:
     assert w.deleting("a")
     assert not w.deleting("b")
     assert "DisruptionTerminating" in w.recorder.reasons()
+
+
+async def test_no_second_decision_while_a_replacement_is_still_launching() -> None:
+    w = world_mod.World()
+    w.pool(budgets=[{"nodes": "100%"}])
+    w.node("a", conditions=("Drifted",))
+    w.node("b", conditions=("Drifted",))
+    w.pod("p1", "a", cpu="3")
+    w.pod("p2", "b", cpu="3")
+    ctrl = w.controller()
+    first = await w.reconcile(ctrl)
+    assert first is not None
+    assert len(first.replacements) == 1
+    # The replacement has no providerID yet: it holds no capacity, so a simulation now would buy "a"'s pods a
+    # second node beside it (upstream's Synced() is false while a launch is in flight).
+    assert await w.reconcile(ctrl) is None
+    (replacement,) = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] not in ("a", "b")]
+    c4 = w.catalog["c4"]
+    amounts = {k: quantity.format_resource(k, v) for k, v in c4.allocatable.items()}
+    replacement["status"] = {"providerID": "fake:///test-zone-1/i-new", "capacity": amounts, "allocatable": amounts}
+    second = await w.reconcile(ctrl)
+    assert second is not None
+    assert [c.name for c in second.candidates] == ["b"]
+    assert len(second.replacements) == 1  # only "b"'s pods: "a"'s are counted on the launched replacement
+    assert len([o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] not in ("a", "b")]) == 2
 
 
 async def test_consolidation_deletes_a_node_whose_pods_fit_elsewhere() -> None:

@@ -60,6 +60,7 @@ class Cluster:
     classes: dict[str, ec2nodeclass.EC2NodeClass] = field(default_factory=dict)
     is_synced: bool = True
     nominations: dict[str, float] = field(default_factory=dict)
+    recorded: list[tuple[resources.Resource, dict[str, Any]]] = field(default_factory=list)
 
     def synced(self) -> bool:
         return self.is_synced
@@ -87,6 +88,9 @@ class Cluster:
 
     def nominate(self, node_name: str, until: float) -> None:
         self.nominations[node_name] = until
+
+    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None:
+        self.recorded.append((res, dict(obj)))
 
 
 class MemoryClient:

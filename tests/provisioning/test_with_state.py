@@ -58,6 +58,9 @@ async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
     assert len(first.created) == 1
     (created,) = kube.of(R.NODECLAIMS)
     assert set(first.created[0].pods) == {f"default/web-{i}" for i in range(4)}
+    # Known to the state before its watch event arrives, as in flight: the next decisions wait for its launch.
+    assert [c.metadata.name for c in state.nodeclaims()] == [created["metadata"]["name"]]
+    assert not state.launches_resolved()
 
     # The informer sees the claim launched; the pods are still pending: the next batch nominates the in-flight
     # claim instead of launching a second one.

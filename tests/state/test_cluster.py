@@ -226,3 +226,20 @@ def test_pending_pods_are_oldest_first(state: cluster.Cluster) -> None:
         pod["metadata"]["creationTimestamp"] = created
         add(state, R.PODS, pod)
     assert [p.name for p in state.pending_pods()] == ["old", "young"]
+
+
+def test_a_created_claim_is_in_flight_until_its_launch_resolves(state: cluster.Cluster) -> None:
+    assert state.launches_resolved()
+    state.record_created(R.NODECLAIMS, _claim("new"))  # the create response, before any watch event
+    assert [c.metadata.name for c in state.nodeclaims()] == ["new"]
+    assert not state.launches_resolved()  # provisioning and disruption wait: it holds no capacity yet
+    modify(state, R.NODECLAIMS, _claim("new", provider_id="aws:///z/i-1", capacity={"cpu": "2"}))
+    assert state.launches_resolved()
+
+
+def test_a_late_creation_response_never_replaces_what_the_watch_delivered(state: cluster.Cluster) -> None:
+    add(state, R.NODECLAIMS, _claim("raced", provider_id="aws:///z/i-1", capacity={"cpu": "2"}))
+    state.record_created(R.NODECLAIMS, _claim("raced"))  # older: no providerID yet
+    (claim,) = state.nodeclaims()
+    assert claim.status.provider_id == "aws:///z/i-1"
+    assert state.launches_resolved()

@@ -43,6 +43,7 @@ class ClusterMarks(Protocol):
     def nodepool(self, name: str) -> nodepool.NodePool | None: ...
     def mark_for_deletion(self, *names: str) -> None: ...
     def unmark_for_deletion(self, *names: str) -> None: ...
+    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None: ...
 
 
 def _raw_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -113,6 +114,7 @@ class Queue:
                 if pool is None:
                     raise LookupError(f"nodepool {plan.nodepool} is gone")
                 body = await self._client.create(resources.NODECLAIMS, nodeclaims.build_nodeclaim(plan, pool))
+                self._cluster.record_created(resources.NODECLAIMS, body)  # in flight before its watch event arrives
                 created.append(str(body["metadata"]["name"]))
         except (kube.KubeError, LookupError) as error:
             log.warning("launching replacements failed, abandoning the command: %s", error)

@@ -9,17 +9,14 @@ launch, so the stricter gate is applied here, to the provisioner only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from karpy.api import ec2nodeclass, nodepool
+from karpy.kube import resources
 from karpy.provisioning import ports
 from karpy.scheduling import pods, volumes
 from karpy.state import cluster as cluster_module
-
-
-def launches_resolved(cluster: cluster_module.Cluster) -> bool:
-    """Every NodeClaim (not being deleted) has its providerID: no launch is in flight."""
-    return all(c.status.provider_id or c.metadata.deletion_timestamp is not None for c in cluster.nodeclaims())
 
 
 class ProvisioningView:
@@ -29,7 +26,7 @@ class ProvisioningView:
         self._cluster = cluster
 
     def synced(self) -> bool:
-        return self._cluster.synced() and launches_resolved(self._cluster)
+        return self._cluster.synced() and self._cluster.launches_resolved()
 
     def nodepools(self) -> list[nodepool.NodePool]:
         return self._cluster.nodepools()
@@ -54,3 +51,6 @@ class ProvisioningView:
 
     def nominate(self, node_name: str, until: float) -> None:
         self._cluster.nominate(node_name, until)
+
+    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None:
+        self._cluster.record_created(res, obj)

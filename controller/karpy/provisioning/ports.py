@@ -8,9 +8,10 @@ stand-ins as well as with the real model.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from karpy.api import ec2nodeclass, meta, nodepool
+from karpy.kube import resources
 from karpy.scheduling import pods, volumes
 
 
@@ -45,3 +46,4 @@ class ClusterView(Protocol):
     def volumes(self) -> volumes.VolumeCatalog: ...
     def nodepool_usage(self, name: str) -> dict[str, int]: ...
     def nominate(self, node_name: str, until: float) -> None: ...
+    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None: ...

@@ -187,6 +187,7 @@ class Provisioner:
                     deps.metrics.nodeclaim_create_failed(pool.name)
                     failures.append((plan, f"creating nodeclaim, {exc}"))
                     return
+            deps.cluster.record_created(resources.NODECLAIMS, made)  # in-flight before its watch event arrives
             meta_ = made.get("metadata") or {}
             name = str(meta_.get("name") or meta_.get("generateName") or f"{pool.name}-")
             log.info(

@@ -104,6 +104,20 @@ class Cluster:
         """True once every expected informer completed its first LIST (False before any was expected)."""
         return bool(self._expected) and self._expected <= self._listed
 
+    def launches_resolved(self) -> bool:
+        """Every NodeClaim not being deleted has its providerID: no launch is in flight. Upstream's Synced() requires
+        this too: an unlaunched claim holds no capacity in a scheduling simulation, so a provisioning or disruption
+        decision taken then would buy a second node for the pods the first one is coming up for."""
+        return all(c.status.provider_id or c.metadata.deletion_timestamp is not None for c in self.nodeclaims())
+
+    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None:
+        """An object this controller just created, known before its watch event arrives (upstream's provisioner
+        puts a created NodeClaim into cluster state the same way). Ignored when the watch delivered it already, so
+        a newer version is never replaced by the creation response."""
+        key = facts.key(obj)
+        if key and key not in self._raw[res]:
+            self.apply(res, client.WatchEvent(client.ADDED, obj))
+
     def apply(self, res: resources.Resource, event: client.WatchEvent) -> None:
         obj = event.object
         key = facts.key(obj)
