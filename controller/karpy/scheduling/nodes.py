@@ -63,6 +63,10 @@ class RunContext:
     constraints: list[topology.Group]
     request: catalog.IntArray
     anti_only: bool  # every constraint is anti-affinity: topology refusals are permanent
+    # Fits on committed options already computed for this run: (id of the options, usage, pod limit) -> (the
+    # options, so the id stays theirs, and the fit). Claims cloned from one another share their options object and
+    # usage, so the run checks each such state once. Shared with contexts `dataclasses.replace` derives.
+    fits: dict[tuple[int, bytes, int], tuple[catalog.BoolArray, Fit]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,10 +238,21 @@ def _fit(
         return Fit(min(count, limit), merged, None, None)
     pool = slot.pool
     assert slot.options is not None
+    memo_key = None
     if merged is slot.requirements and slot.placed:
         mask = slot.options  # committed options already satisfy the slot's own requirements and offerings
-        if limit == 1 and not merged.has_min_values() and _fits_every_option(slot, ctx.request):
-            return Fit(1, merged, slot.options, slot.options)
+        if not merged.has_min_values():
+            if limit == 1 and _fits_every_option(slot, ctx.request):
+                return Fit(1, merged, slot.options, slot.options)
+            # The outcome depends only on the options, the usage and the limit (minValues, which reads the
+            # requirements, aside): a slot in the same state as one already checked gets the same fit.
+            memo_key = (id(mask), slot.used.tobytes(), limit)
+            seen = ctx.fits.get(memo_key)
+            if seen is not None:
+                known = seen[1]
+                return Fit(
+                    known.count, merged, known.options, known.first_options, known.min_values_relaxed, known.floor
+                )
     else:
         mask = slot.options & pool.mask(merged) & pool.offerings(merged)[0]
     ids = mask.nonzero()[0]
@@ -274,13 +289,17 @@ def _fit(
                     return Refusal(f"minValues requirement is not met for requirements {merged}", True)
     keep = counts >= count
     if mask is slot.options and bool(keep.all()):
-        return Fit(count, merged, slot.options, slot.options, relaxed)  # unchanged: keep the object (caches)
-    kept = ids[keep]
-    options = np.zeros(len(mask), dtype=np.bool_)
-    options[kept] = True
-    first = np.zeros(len(mask), dtype=np.bool_)
-    first[ids[counts >= 1]] = True
-    return Fit(count, merged, options, first, relaxed, _floor(pool.usable, kept) if len(kept) else None)
+        fit = Fit(count, merged, slot.options, slot.options, relaxed)  # unchanged: keep the object (caches)
+    else:
+        kept = ids[keep]
+        options = np.zeros(len(mask), dtype=np.bool_)
+        options[kept] = True
+        first = np.zeros(len(mask), dtype=np.bool_)
+        first[ids[counts >= 1]] = True
+        fit = Fit(count, merged, options, first, relaxed, _floor(pool.usable, kept) if len(kept) else None)
+    if memo_key is not None:
+        ctx.fits[memo_key] = (mask, fit)
+    return fit
 
 
 def node_slot(
