@@ -1,9 +1,11 @@
 """Bulk (run) placement must equal the pod-by-pod reference on random workloads.
 
 The reference (`pod_by_pod=True`) places one pod per run and checks every slot in full (no pre-filter); the fast
-path pre-filters slots, places bulk-safe runs several pods per slot, clones hostname-only claims, and walks
-non-bulk-safe runs (zonal spread, self-affinity still choosing its zone) one pod at a time over a pre-filter
-computed once. Equality is exact: the same claims in the same order, with the same pods, options and offering.
+path pre-filters slots, places bulk-safe runs several pods per slot, clones hostname-only claims, reuses a run's
+fit for slots in the same state, walks spread runs over zone or capacity type from counts and per-slot room
+(`spreading.Walk`), and places the other non-bulk-safe runs (self-affinity still choosing its zone) one pod at a
+time over a pre-filter computed once. Equality is exact: the same claims in the same order, with the same pods,
+options, offering, requirements and minValues relaxation.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ tighten and fill up and anti-affinity counts only grow, so such refusals let the
 
 Fast paths that give the same answer as the full check: when nothing narrows a claim's requirements the merge keeps
 the same `Requirements` object and the committed options are reused without re-masking; a one-pod fit below every
-option's per-resource minimum (`Slot.floor`) needs no per-type counting; otherwise a one-pod fit compares instead of
-dividing.
+option's per-resource minimum (`Slot.floor`, kept for cpu, memory and pods) needs no per-type counting; otherwise a
+one-pod fit compares instead of dividing, over the requested resources only; and a run remembers its fits on
+committed options (`RunContext.fits`), so claims cloned from one another are checked once per state.
 """
 
 from __future__ import annotations

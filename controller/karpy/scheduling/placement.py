@@ -1,9 +1,10 @@
 """Placing a run (pods with equal signatures) on a `board.Board` at one relaxation step: existing slots first, in
 order, through the `slots.SlotTable` pre-filter, then new claims (`claiming`).
 
-*Bulk-safe* runs place several pods per slot in one pass; other runs go one pod at a time over a resource
-pre-filter computed once per run, re-applying only the domain filter per pod (see `scheduler` for why both give
-the reference placements). No I/O."""
+*Bulk-safe* runs place several pods per slot in one pass; a run whose only constraint is a spread over zone or
+capacity type goes through `spreading.Walk` (pod by pod from counts and per-slot room); other runs go one pod at a
+time over a resource pre-filter computed once per run, re-applying only the domain filter per pod (see `scheduler`
+for why all give the reference placements). No I/O."""
 
 from __future__ import annotations
 

@@ -12,7 +12,10 @@ The fast path gives the same placements, in the same order:
   several pods per slot in one pass, because placing on one slot cannot make an earlier slot acceptable; when the
   run's pods only ever touch hostname domains, the claims it opens are identical but for the hostname and are
   cloned;
-* other runs (zonal spread, a self-affinity choosing its first domain) go one pod at a time over a resource
+* a run whose only constraint is a spread over zone or capacity type goes pod by pod without a full check per
+  pod (`spreading.Walk`: a slot pinned to one domain takes the next pod iff its domain is allowed by the counts
+  and the pod fits it, which does not depend on the counts);
+* other runs (a self-affinity choosing its first domain, mixed constraints) go one pod at a time over a resource
   pre-filter computed once per run, re-applying only the domain filter per pod.
 Relaxed placements (a preference dropped) place one pod; the next pod starts strict again, as upstream does.
 
