@@ -7,7 +7,7 @@ import collections
 from tests.scheduling import conftest as c
 
 from karpy.api import labels, meta, quantity
-from karpy.scheduling import pods, volumes
+from karpy.scheduling import pods, scheduler, volumes
 
 Op = meta.Operator
 
@@ -230,3 +230,27 @@ def test_bad_manifest_names_the_field() -> None:
         pods.from_manifest(
             {"metadata": {"name": "x"}, "spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}}
         )
+
+
+def test_a_deadline_stops_the_solve_between_runs_and_keeps_what_it_placed() -> None:
+    big = c.make_pods(3, prefix="big", cpu="4")  # one run (same shape), placed first: larger requests go first
+    small = c.make_pods(5, prefix="small", cpu="1")  # a second run
+    checks = 0
+
+    def after_the_first_run() -> bool:
+        nonlocal checks
+        checks += 1
+        return checks > 1
+
+    res = c.solve([*small, *big], deadline=after_the_first_run)
+    assert res.timed_out
+    c.expect_scheduled(res, *big)
+    assert {p.key: res.unschedulable.get(p.key) for p in small} == {p.key: scheduler.TIMED_OUT for p in small}
+    assert res.lower_bound_per_hour == 0.0  # no time for the bound either
+
+
+def test_no_deadline_means_no_time_out() -> None:
+    ps = c.make_pods(4)
+    res = c.solve(ps, deadline=lambda: False)
+    assert not res.timed_out
+    c.expect_scheduled(res, *ps)

@@ -6,7 +6,6 @@ module only sequences them and does the I/O.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -273,30 +272,22 @@ class Provisioner:
         return out
 
     async def _solve(self, inp: scheduler.SchedulingInput) -> tuple[results.Results, bool]:
-        """Run the CPU-bound solve in a worker thread. A thread cannot be interrupted, so past the deadline we log
-        and keep waiting for the full result (upstream would use the partial one), never starting a second solve
-        beside it."""
+        """Run the CPU-bound solve in a worker thread with upstream's deadline: past `solve_timeout` the solve stops
+        between runs of pods and its partial plan is used, as upstream uses Solve()'s results on a deadline."""
         deps = self._deps
         start = deps.clock.now()
-        work = asyncio.ensure_future(asyncio.to_thread(deps.solver, inp))
-        timer = asyncio.ensure_future(deps.clock.sleep(deps.settings.solve_timeout))
-        try:
-            done, _ = await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not timer.done():
-                timer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await timer
-        timed_out = work not in done
-        if timed_out:
+        timeout = deps.settings.solve_timeout
+        bounded = dataclasses.replace(inp, deadline=lambda: deps.clock.now() - start >= timeout)
+        plan = await asyncio.to_thread(deps.solver, bounded)
+        if plan.timed_out:
             log.error(
-                "scheduling simulation exceeded %gs for %d pod(s); waiting for it to finish",
-                deps.settings.solve_timeout,
+                "scheduling simulation exceeded %gs; %d of %d pod(s) left for the next pass",
+                timeout,
+                sum(1 for why in plan.unschedulable.values() if why == scheduler.TIMED_OUT),
                 len(inp.pods),
             )
-        plan = await work
         deps.metrics.scheduling_duration(deps.clock.now() - start)
-        return plan, timed_out
+        return plan, plan.timed_out
 
     async def _wait_synced(self) -> None:
         while not self._deps.cluster.synced():

@@ -68,6 +68,8 @@ class Results:
     unschedulable: dict[str, str] = field(default_factory=dict)  # "ns/name" -> reason
     cost_per_hour: float = 0.0
     lower_bound_per_hour: float = 0.0
+    timed_out: bool = False
+    """The input's deadline passed mid-solve: pods not reached are unschedulable with `TIMED_OUT`, no repack ran."""
 
     def placements(self) -> dict[str, str]:
         """pod key -> where it goes ("node/<name>" or "claim/<index>"), handy for comparisons and tests."""

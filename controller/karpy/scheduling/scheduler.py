@@ -26,7 +26,7 @@ and how pods land on a slot; `placement` a run's trip over existing slots; `clai
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +80,13 @@ class SchedulingInput:
     preference_policy: str = preferences.POLICY_RESPECT
     min_values_policy: str = nodes.MIN_VALUES_STRICT
     compute_lower_bound: bool = True
+    deadline: Callable[[], bool] | None = None
+    """True once the caller's time is up (upstream's Solve() context deadline). Checked between runs of pods: the
+    solve then stops and returns what it placed so far, the rest unschedulable with `TIMED_OUT`. No I/O here: the
+    caller reads its own clock."""
+
+
+TIMED_OUT = "scheduling simulation timed out"
 
 
 class _Solver(board.Board):
@@ -162,7 +169,13 @@ class _Solver(board.Board):
     # --- loop -------------------------------------------------------------------------------------------------
     def solve(self) -> results.Results:
         queue = collections.deque(self._runs())
+        expired = self.inp.deadline or (lambda: False)
         while queue:
+            if expired():
+                self.result.timed_out = True
+                for late in queue:
+                    self.result.unschedulable.update((p.key, TIMED_OUT) for p in late.pods)
+                break
             run = queue.popleft()
             if run.failed_at == self.placements:
                 for p in run.pods:
@@ -187,7 +200,8 @@ class _Solver(board.Board):
                     run.failed_at, run.reason = self.placements, reason
                     queue.append(run)
                     break
-        self.claims = repack.repack(self.claims, topo=self.topology)  # cost post-pass (same for both paths)
+        if not self.result.timed_out:  # the cost post-pass is worth its time only when there is time
+            self.claims = repack.repack(self.claims, topo=self.topology)  # same for both paths
         return self._results()
 
     def _runs(self) -> list[placement.Run]:
@@ -218,7 +232,7 @@ class _Solver(board.Board):
         for slot in self.claims:
             out.new_nodeclaims.append(plans.plan(slot, self.index, offers))
         out.cost_per_hour = sum(c.cheapest.price for c in out.new_nodeclaims if c.cheapest is not None)
-        if self.inp.compute_lower_bound and self.claims:
+        if self.inp.compute_lower_bound and self.claims and not out.timed_out:
             out.lower_bound_per_hour = bound.lower_bound(self.claims, self.index)
         return out
 
