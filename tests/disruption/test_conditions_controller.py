@@ -22,8 +22,8 @@ from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.disruption import conditions, nodeclaims
+from karpy.kube import client, dryrun, resources, rest
 from karpy.kube import config as kube_config
-from karpy.kube import dryrun, resources, rest
 from karpy.sim.kube import runner, server
 from karpy.state import cluster as cluster_mod
 from karpy.state import informer
@@ -475,6 +475,33 @@ async def test_run_marks_consolidatable_on_time_and_follows_pool_changes_and_pod
         await env.w.clock.run_for(2)
         assert env.claim_obj()["status"]["lastPodEventTime"] == ts(bound_at)
         assert env.condition("Consolidatable") is None
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_requeue() -> None:
+    env = Env()
+    env.node()
+    nodeclass = kube_builders.ec2nodeclass("default")
+    nodeclass["metadata"]["resourceVersion"] = "1"
+    env.w.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.ADDED, nodeclass))
+    for res in world_mod.SYNCED:
+        env.w.cluster.mark_listed(res)
+    task = asyncio.create_task(env.ctrl.run())
+    try:
+        await env.w.clock.run_for(2)
+        assert env.condition("Drifted") is None
+        env.w.cloud.drifted = types.DriftReason.AMI  # e.g. the class's status found a newer image
+        await env.w.clock.run_for(2)
+        assert env.condition("Drifted") is None  # nothing changed that the loop watches: next look at the requeue
+        changed = copy.deepcopy(nodeclass)
+        changed["metadata"]["resourceVersion"] = "2"
+        changed["status"] = {"amis": [{"id": "ami-newer", "name": "newer", "requirements": []}]}
+        env.w.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.MODIFIED, changed))
+        await env.w.clock.run_for(2)
+        assert env.drift_reason() == "AMIDrift"  # on the next pass, not 5 min later
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
-from karpy.api import decoding, labels, nodeclaim, nodepool, parse, status
+from karpy.api import decoding, ec2nodeclass, labels, nodeclaim, nodepool, parse, status
 from karpy.api import errors as api_errors
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
@@ -50,6 +50,7 @@ class ClusterView(Protocol):
     def synced(self) -> bool: ...
     def nodepool(self, name: str) -> nodepool.NodePool | None: ...
     def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
+    def nodeclasses(self) -> dict[str, ec2nodeclass.EC2NodeClass]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -206,17 +207,18 @@ class NodeClaimConditionsController:
     # --- loop ---------------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Forever: reconcile every claim when it is new or changed, its pool changed, a pod event arrived for its
+        """Forever: reconcile every claim when it is new or changed, its pool or its pool's node class changed (a
+        newer AMI in the class's status drifts the claim now, not at the 5-min requeue), a pod event arrived for its
         node, or its requeue time came. Cancel to stop."""
         due: dict[str, float] = {}
-        seen: dict[str, tuple[str, str]] = {}
+        seen: dict[str, tuple[str, str, str]] = {}
         deps = self._deps
         while True:
             if deps.cluster.synced():
                 await self._pass(due, seen)
             await deps.clock.sleep(POLL)
 
-    async def _pass(self, due: dict[str, float], seen: dict[str, tuple[str, str]]) -> None:
+    async def _pass(self, due: dict[str, float], seen: dict[str, tuple[str, str, str]]) -> None:
         deps = self._deps
         now = deps.clock.now()
         claims = {c.name: c for c in deps.cluster.nodeclaims()}
@@ -226,9 +228,15 @@ class NodeClaimConditionsController:
             self.forget(gone)
         for owner in self.route_pod_events(claims.values()):
             due[owner] = min(due.get(owner, now), now)
+        classes = deps.cluster.nodeclasses()
         for name, claim in claims.items():
             pool = deps.cluster.nodepool(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
-            signature = (claim.metadata.resource_version, pool.metadata.resource_version if pool else "")
+            nc = classes.get(pool.template.node_class_ref.name) if pool else None
+            signature = (
+                claim.metadata.resource_version,
+                pool.metadata.resource_version if pool else "",
+                nc.metadata.resource_version if nc else "",
+            )
             if seen.get(name) != signature:
                 seen[name] = signature
                 due[name] = now
