@@ -45,6 +45,41 @@ AWS_ENV_KEYS = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"
 AWS_ENV_CLEARED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
 
 
+def aws_environment(endpoint_url: str, region: str) -> dict[str, str]:
+    """The environment an AWS SDK needs to talk to the emulator at `endpoint_url`."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": region,
+        "AWS_REGION": region,
+    }
+
+
+class AWSEnvironment:
+    """Points this process's AWS SDKs at an emulator (`apply`) and puts back what was there before (`restore`).
+
+    A profile, session token or config file of the user's would otherwise take precedence over the variables."""
+
+    def __init__(self) -> None:
+        self._saved: dict[str, str | None] = {}
+
+    def apply(self, env: Mapping[str, str]) -> None:
+        for key in (*AWS_ENV_KEYS, *AWS_ENV_CLEARED):
+            self._saved.setdefault(key, os.environ.get(key))
+        for key in AWS_ENV_CLEARED:
+            os.environ.pop(key, None)
+        os.environ.update(env)
+
+    def restore(self) -> None:
+        for key, value in self._saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved.clear()
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterOptions:
     cluster_name: str = "karpy-demo"
@@ -77,7 +112,7 @@ class EmulatedCluster:
         self._moto: ThreadedMotoServer | None = None
         self._kube: runner.KubeAPIRunner | None = None
         self._client: rest.RestClient | None = None
-        self._saved_env: dict[str, str | None] = {}
+        self._environment = AWSEnvironment()
         self._tasks: list[asyncio.Task[None]] = []
         self._werkzeug_level = logging.NOTSET
         self.aws_endpoint_url = ""
@@ -115,13 +150,7 @@ class EmulatedCluster:
     @property
     def aws_env(self) -> Mapping[str, str]:
         """The environment an AWS SDK needs to talk to the emulator."""
-        return {
-            "AWS_ENDPOINT_URL": self.aws_endpoint_url,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": self.region,
-            "AWS_REGION": self.region,
-        }
+        return aws_environment(self.aws_endpoint_url, self.region)
 
     @property
     def api(self) -> server.FakeKubeAPI:
@@ -173,7 +202,7 @@ class EmulatedCluster:
         await asyncio.to_thread(self._moto.start)
         host, port = self._moto.get_host_and_port()
         self.aws_endpoint_url = f"http://{host}:{port}"
-        self._export_env()
+        self._environment.apply(self.aws_env)
         await asyncio.to_thread(_reset_moto, self.aws_endpoint_url)
         self.seeded = await asyncio.to_thread(
             emulator.seed,
@@ -235,27 +264,12 @@ class EmulatedCluster:
         if self._moto is not None:
             await asyncio.to_thread(self._moto.stop)
             self._moto = None
-        self._restore_env()
+        self._environment.restore()
         logging.getLogger("werkzeug").setLevel(self._werkzeug_level)
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None
             self._workdir = None
-
-    def _export_env(self) -> None:
-        for key in (*AWS_ENV_KEYS, *AWS_ENV_CLEARED):
-            self._saved_env.setdefault(key, os.environ.get(key))
-        for key in AWS_ENV_CLEARED:
-            os.environ.pop(key, None)
-        os.environ.update(self.aws_env)
-
-    def _restore_env(self) -> None:
-        for key, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._saved_env.clear()
 
     # -- driving -------------------------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from karpy.api import labels, quantity
 from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import emulator
 from karpy.kube import client, resources
-from karpy.sim import bootstrap
+from karpy.sim import bootstrap, loop
 
 log = logging.getLogger(__name__)
 
@@ -244,12 +244,7 @@ class Kubelet:
         self._boots: dict[str, bootstrap.Bootstrap | None] = {}  # None: unreadable user data (never joins)
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except (client.KubeError, OSError) as error:  # the API server or moto restarting: try again later
-                log.warning("kubelet stand-in: reconciliation failed: %s", error)
-            await self._clock.sleep(self._settings.interval)
+        await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kubelet")
 
     async def sync(self) -> SyncReport:
         report = SyncReport()

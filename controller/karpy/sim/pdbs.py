@@ -20,7 +20,7 @@ from typing import Any
 from karpy import clock as clock_module
 from karpy.api import decoding
 from karpy.kube import client, resources
-from karpy.sim import workloads
+from karpy.sim import loop, workloads
 from karpy.sim.kube import disruption
 
 log = logging.getLogger(__name__)
@@ -141,12 +141,7 @@ class DisruptionController:
         self._interval = interval
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except (client.KubeError, OSError) as error:
-                log.warning("disruption controller stand-in: pass failed: %s", error)
-            await self._clock.sleep(self._interval)
+        await loop.every(self._interval, self.sync, clock=self._clock, name="disruption controller")
 
     async def sync(self) -> PDBReport:
         report = PDBReport()

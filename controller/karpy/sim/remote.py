@@ -71,7 +71,7 @@ class RemoteCluster:
         self._process: asyncio.subprocess.Process | None = None
         self._endpoints: Endpoints | None = None
         self._client: rest.RestClient | None = None
-        self._saved_env: dict[str, str | None] = {}
+        self._environment = cluster.AWSEnvironment()
 
     @property
     def endpoints(self) -> Endpoints:
@@ -97,13 +97,7 @@ class RemoteCluster:
 
     @property
     def aws_env(self) -> Mapping[str, str]:
-        return {
-            "AWS_ENDPOINT_URL": self.endpoints.aws_endpoint_url,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": self.region,
-            "AWS_REGION": self.region,
-        }
+        return cluster.aws_environment(self.endpoints.aws_endpoint_url, self.region)
 
     @property
     def client(self) -> rest.RestClient:
@@ -139,9 +133,7 @@ class RemoteCluster:
             code = await asyncio.wait_for(self._process.wait(), timeout=STOP_TIMEOUT)
             raise RuntimeError(f"the emulated cluster process exited with {code} before it was ready")
         self._endpoints = Endpoints(**json.loads(line))
-        for key, value in self.aws_env.items():
-            self._saved_env.setdefault(key, os.environ.get(key))
-            os.environ[key] = value
+        self._environment.apply(self.aws_env)
         self._client = rest.RestClient(
             config.Config(server=self.api_url), clock=clock_module.SystemClock(), qps=1000.0, burst=2000
         )
@@ -159,12 +151,7 @@ class RemoteCluster:
             except TimeoutError:
                 process.kill()
                 await process.wait()
-        for key, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._saved_env.clear()
+        self._environment.restore()
 
 
 # --- the child ---------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import resources as scheduling_resources
 from karpy.scheduling import scheduler
 from karpy.scheduling import volumes as scheduling_volumes
-from karpy.sim import volumes
+from karpy.sim import loop, volumes
 
 log = logging.getLogger(__name__)
 
@@ -231,12 +231,7 @@ class KubeScheduler:
         self._parsed: dict[str, tuple[str, scheduling_pods.Pod]] = {}  # uid -> (resourceVersion, parsed pod)
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except (client.KubeError, OSError) as error:
-                log.warning("kube-scheduler stand-in: pass failed: %s", error)
-            await self._clock.sleep(self._settings.interval)
+        await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kube-scheduler")
 
     async def sync(self) -> ScheduleReport:
         report = ScheduleReport()

@@ -19,6 +19,7 @@ from typing import Any
 
 from karpy import clock as clock_module
 from karpy.kube import client, resources
+from karpy.sim import loop
 
 log = logging.getLogger(__name__)
 
@@ -145,12 +146,7 @@ class WorkloadController:
         self._interval = interval
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except (client.KubeError, OSError) as error:
-                log.warning("workload controller stand-in: pass failed: %s", error)
-            await self._clock.sleep(self._interval)
+        await loop.every(self._interval, self.sync, clock=self._clock, name="workload controller")
 
     async def sync(self) -> WorkloadReport:
         report = WorkloadReport()
