@@ -97,10 +97,13 @@ async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.Res
     assert set(report.unschedulable) == {"default/gpu-intolerant", "default/huge"}
     assert "default/other-scheduler" not in report.bound
     assert "default/other-scheduler" not in report.unschedulable
-    # gpu refuses for its taint, plain and soft lack the selector's label; the NotReady/cordoned nodes do not count.
+    # gpu refuses for its taint, plain and soft lack the selector's label; the NotReady and cordoned nodes refuse
+    # for the taints the node lifecycle controller gives them, as in kube-scheduler's own message.
     assert report.unschedulable["default/gpu-intolerant"] == (
-        "0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector,"
-        " 1 node(s) had untolerated taint {dedicated: gpu}."  # reasons sorted by text, as kube-scheduler does
+        "0/5 nodes are available: 2 node(s) didn't match Pod's node affinity/selector,"
+        " 1 node(s) had untolerated taint {dedicated: gpu},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/not-ready},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/unschedulable}."  # reasons sorted by text
     )
     for name, node_name in (("on-gpu", "gpu"), ("on-soft", "soft")):
         stored = await _pod(api, name)
@@ -111,7 +114,9 @@ async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.Res
     condition = _scheduled(huge)
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
     assert condition["message"] == (
-        "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."
+        "0/5 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/not-ready},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/unschedulable}."
     )
 
 
@@ -155,6 +160,26 @@ async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestCl
     assert report.bound == {f"default/p{i}": "wide" for i in range(40)}
     pods, _ = await api.list(resources.PODS, namespace="default")
     assert {p["spec"].get("nodeName") for p in pods} == {"wide"}
+
+
+async def test_a_not_ready_node_still_counts_as_a_spread_domain(api: rest.RestClient) -> None:
+    zone = "topology.kubernetes.io/zone"
+    await api.create(resources.NODES, node("up", cpu="8", node_labels={zone: "a"}))
+    await api.create(resources.NODES, node("booting", cpu="8", ready=False, node_labels={zone: "b"}))
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": zone,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "spread"}},
+    }
+    for i in range(4):
+        body = pod(f"spread-{i}", topologySpreadConstraints=[spread])
+        body["metadata"]["labels"] = {"app": "spread"}
+        await api.create(resources.PODS, body)
+    report = await scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
+    # Zone b is a domain with no pods (nodeTaintsPolicy Ignore): zone a may hold one pod, not all four.
+    assert list(report.bound.values()) == ["up"]
+    assert len(report.unschedulable) == 3
 
 
 async def test_resources_of_bound_pods_count(api: rest.RestClient) -> None:

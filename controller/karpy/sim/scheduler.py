@@ -4,9 +4,12 @@ Placement reuses `karpy.scheduling.scheduler.solve` with the cluster's nodes as 
 so taints/tolerations, node selectors and affinity, topology spread, pod (anti-)affinity, host ports and resources
 are judged by the same code the controller simulates with; so are volumes (module `sim.volumes`: PV node affinity,
 WaitForFirstConsumer classes' allowed topologies), and a pod placed with unbound claims gets its volumes provisioned
-in the node's zone before it is bound, as kube-scheduler's VolumeBinding PreBind and the CSI provisioner do. Like
-kube-scheduler it considers only Ready,
-schedulable (not cordoned), not-deleting nodes; PreferNoSchedule taints are soft (ignored here). A pod that fits
+in the node's zone before it is bound, as kube-scheduler's VolumeBinding PreBind and the CSI provisioner do. Nodes
+being deleted are left out. NotReady and cordoned nodes carry the NoSchedule taints the node lifecycle controller
+gives them (`node.kubernetes.io/not-ready`, `node.kubernetes.io/unschedulable`): no pod without a toleration lands
+there, yet they still count as topology-spread domains (nodeTaintsPolicy defaults to Ignore), so a zonal spread does
+not pile into the zones whose nodes happened to be Ready first. PreferNoSchedule taints are soft (ignored here). A
+pod that fits
 nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller); the
 condition is written only when it changes, and a changed message of a pod already marked at most every
 `message_refresh` seconds, so an idle cluster sees no writes and a growing one no write storm.
@@ -36,6 +39,8 @@ log = logging.getLogger(__name__)
 DEFAULT_SCHEDULER = "default-scheduler"
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 UNSCHEDULABLE = "Unschedulable"
+NOT_READY_TAINT = meta.Taint(key="node.kubernetes.io/not-ready", effect=labels.EFFECT_NO_SCHEDULE, value="")
+UNSCHEDULABLE_TAINT = meta.Taint(key="node.kubernetes.io/unschedulable", effect=labels.EFFECT_NO_SCHEDULE, value="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,21 +83,29 @@ def is_pending(pod: Mapping[str, Any], *, scheduler_name: str = DEFAULT_SCHEDULE
     )
 
 
-def is_schedulable_node(node: Mapping[str, Any]) -> bool:
-    """Ready, not cordoned, not being deleted."""
+def is_deleting(node: Mapping[str, Any]) -> bool:
+    return bool((node.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def lifecycle_taints(node: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
+    """The NoSchedule taints the node lifecycle controller keeps on a NotReady or a cordoned node."""
     conditions = (node.get("status") or {}).get("conditions") or ()
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    deleting = bool((node.get("metadata") or {}).get("deletionTimestamp"))
-    return ready and not deleting and not (node.get("spec") or {}).get("unschedulable")
+    out = [] if ready else [NOT_READY_TAINT]
+    if (node.get("spec") or {}).get("unschedulable"):
+        out.append(UNSCHEDULABLE_TAINT)
+    return tuple(out)
 
 
 def hard_taints(node: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
-    """NoSchedule and NoExecute taints (PreferNoSchedule only scores nodes in kube-scheduler)."""
+    """NoSchedule and NoExecute taints (PreferNoSchedule only scores nodes in kube-scheduler), with the lifecycle
+    taints of a NotReady or cordoned node added when the node object does not carry them yet."""
     out = []
     for raw in (node.get("spec") or {}).get("taints") or ():
         effect = str(raw.get("effect") or "")
         if effect != labels.EFFECT_PREFER_NO_SCHEDULE:
             out.append(meta.Taint(key=str(raw.get("key") or ""), effect=effect, value=str(raw.get("value") or "")))
+    out.extend(t for t in lifecycle_taints(node) if not any((o.key, o.effect) == (t.key, t.effect) for o in out))
     return tuple(out)
 
 
@@ -109,7 +122,7 @@ def plan(
     volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
     explain_keys: Container[str] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given schedulable nodes; the
+    """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given nodes; the
     reasons only for `explain_keys` when given (explaining charges every pod to every node)."""
     catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
     existing = [
@@ -240,7 +253,7 @@ class KubeScheduler:
         if not waiting:
             return report
         nodes, _ = await self._kube.list(resources.NODES)
-        schedulable = [n for n in nodes if is_schedulable_node(n)]
+        considered = [n for n in nodes if not is_deleting(n)]
         bound: dict[str, list[scheduling_pods.Pod]] = {}
         self._forget(raw_pods)
         for raw in raw_pods:
@@ -262,11 +275,9 @@ class KubeScheduler:
         # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
         snap = await volumes.read(self._kube) if any(p.pvc_names for p in pending) else volumes.Snapshot()
         due = {key for key, raw in by_key.items() if self._mark_due(key, raw, now)}
-        placements, reasons = plan(pending, schedulable, bound, volume_catalog=snap.catalog, explain_keys=due)
+        placements, reasons = plan(pending, considered, bound, volume_catalog=snap.catalog, explain_keys=due)
         pods_by_key = {p.key: p for p in pending}
-        labels_by_node = {
-            str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in schedulable
-        }
+        labels_by_node = {str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in considered}
         provisioned: set[str] = set()  # claims given a volume this pass
         plain: list[tuple[str, str]] = []
         for key, node in placements.items():
@@ -278,7 +289,7 @@ class KubeScheduler:
                 node=node,
                 node_labels=labels_by_node[node],
                 provisioned=provisioned,
-                nodes=len(schedulable),
+                nodes=len(considered),
                 report=report,
                 now=now,
             ):
