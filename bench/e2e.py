@@ -64,13 +64,7 @@ def _rss_mb(field: str = "VmRSS") -> float:
 
 
 def _deployment(name: str, cpu: str, memory: str, replicas: int) -> dict[str, Any]:
-    body = demo.inflate_manifest(replicas)
-    body["metadata"]["name"] = name
-    body["spec"]["selector"] = {"matchLabels": {"app": name}}
-    template = body["spec"]["template"]
-    template["metadata"]["labels"] = {"app": name}
-    template["spec"]["containers"][0]["resources"]["requests"] = {"cpu": cpu, "memory": memory}
-    return body
+    return demo.inflate_manifest(replicas, name=name, requests={"cpu": cpu, "memory": memory})
 
 
 def _pool() -> dict[str, Any]:

@@ -69,13 +69,8 @@ async def apply_defaults(emulated: cluster.EmulatedCluster, *pools: dict[str, An
 def deployment(
     name: str, replicas: int, *, cpu: str = "1", spec_extra: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    body = demo.inflate_manifest(replicas)
-    body["metadata"]["name"] = name
-    body["spec"]["selector"] = {"matchLabels": {"app": name}}
-    template = body["spec"]["template"]
-    template["metadata"]["labels"] = {"app": name}
-    template["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
-    template["spec"].update(spec_extra or {})
+    body = demo.inflate_manifest(replicas, name=name, requests={"cpu": cpu})
+    body["spec"]["template"]["spec"].update(spec_extra or {})
     return body
 
 

@@ -99,21 +99,25 @@ def nodepool_manifest(*, consolidate_after: str) -> dict[str, Any]:
     }
 
 
-def inflate_manifest(replicas: int = 0) -> dict[str, Any]:
+def inflate_manifest(
+    replicas: int = 0, *, name: str = "inflate", requests: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The `inflate` Deployment (pause image, 1 CPU); `name` also names its selector and pod label, `requests`
+    replaces the container's requests (the tests and the e2e benchmark build their workloads from it)."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "inflate", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "replicas": replicas,
-            "selector": {"matchLabels": {"app": "inflate"}},
+            "selector": {"matchLabels": {"app": name}},
             "template": {
-                "metadata": {"labels": {"app": "inflate"}},
+                "metadata": {"labels": {"app": name}},
                 "spec": {
                     "terminationGracePeriodSeconds": 0,
                     "containers": [
                         {"name": "inflate", "image": "public.ecr.aws/eks-distro/kubernetes/pause:3.7",
-                         "resources": {"requests": {"cpu": "1"}}}
+                         "resources": {"requests": dict(requests) if requests is not None else {"cpu": "1"}}}
                     ],
                 },
             },
