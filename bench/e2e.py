@@ -130,7 +130,9 @@ async def _warm_up(plane: controlplane.ControlPlane, *, within: float) -> float:
     return await _until(catalog_cached, within=within, what="controller catalog", step=0.5)
 
 
-async def benchmark(replicas: int, *, within: float, consolidation_within: float) -> dict[str, Any]:
+async def benchmark(
+    replicas: int, *, within: float, consolidation_within: float, skip_consolidation: bool = False
+) -> dict[str, Any]:
     options = cluster.ClusterOptions(cluster_name="karpy-bench", boot_delay=0.0, interval=0.5)
     async with remote.RemoteCluster(options) as emulated:
         api = emulated.client
@@ -179,11 +181,10 @@ async def benchmark(replicas: int, *, within: float, consolidation_within: float
                     for name in MILESTONES
                 },
                 "controller_rss_mb": round(rss_peak, 1),
-                "consolidation_virtual_s": None,
-                "consolidation_node_ratio": None,
+                **({} if skip_consolidation else {"consolidation_virtual_s": None, "consolidation_node_ratio": None}),
                 "error": error,
             }
-            if error is None:
+            if error is None and not skip_consolidation:
                 out.update(await consolidation(api, replicas, nodeclass=nodeclass, within=consolidation_within))
             return out
 
@@ -244,8 +245,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--consolidation-within", type=float, default=1200.0, help="seconds before giving up on consolidation"
     )
+    parser.add_argument("--skip-consolidation", action="store_true", help="stop after provisioning")
     args = parser.parse_args(argv)
-    result = asyncio.run(benchmark(args.pods, within=args.within, consolidation_within=args.consolidation_within))
+    result = asyncio.run(
+        benchmark(
+            args.pods,
+            within=args.within,
+            consolidation_within=args.consolidation_within,
+            skip_consolidation=args.skip_consolidation,
+        )
+    )
     if args.json:
         print(json.dumps(result))
     else:
