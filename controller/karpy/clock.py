@@ -7,6 +7,7 @@ the test advances time, in deadline order, so a 15-minute timeout takes microsec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
@@ -24,6 +25,30 @@ class Clock(Protocol):
         ...
 
     async def sleep(self, seconds: float) -> None: ...
+
+
+class Activity(Protocol):
+    """Work in flight that a self-driving virtual clock (`karpy.autojump`) must wait for before moving time on.
+
+    I/O layers report through it: `busy()` spans a request or a worker-thread call, `touch()` marks that something
+    arrived (a watch event) and may still be processed."""
+
+    def busy(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def touch(self) -> None: ...
+
+
+class _Untracked:
+    """The `Activity` of every clock but a self-driving one: nothing to report to."""
+
+    def busy(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def touch(self) -> None:
+        return None
+
+
+UNTRACKED: Activity = _Untracked()
 
 
 class SystemClock:

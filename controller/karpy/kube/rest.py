@@ -8,6 +8,7 @@ response, so no connection or task outlives its consumer (wrap in `contextlib.ac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -45,9 +46,11 @@ class RestClient:
         qps: float = 200.0,
         burst: int = 300,
         page_size: int = LIST_PAGE_SIZE,
+        activity: clock_module.Activity = clock_module.UNTRACKED,
     ) -> None:
         self.config = cfg
         self._clock = clock
+        self._activity = activity
         self._limiter = ratelimit.TokenBucket(qps, burst, clock=clock)
         self._page_size = page_size
         self._session: aiohttp.ClientSession | None = None
@@ -119,17 +122,19 @@ class RestClient:
         content_type: str = "application/json",
     ) -> tuple[int, Any]:
         """(HTTP status, decoded JSON body or text); raises nothing for HTTP errors (callers map them)."""
-        await self._limiter.acquire()
-        session = self._ensure_session()
-        data = None if body is None else json.dumps(body)
-        headers = await self._headers(content_type if data is not None else "")
-        async with session.request(method, path, params=params, data=data, headers=headers) as response:
-            text = await response.text()
-            try:
-                payload: Any = json.loads(text) if text else None
-            except json.JSONDecodeError:
-                payload = text
-            return response.status, payload
+        with self._activity.busy():
+            await self._limiter.acquire()
+            session = self._ensure_session()
+            data = None if body is None else json.dumps(body)
+            headers = await self._headers(content_type if data is not None else "")
+            async with session.request(method, path, params=params, data=data, headers=headers) as response:
+                text = await response.text()
+                status = response.status
+        try:
+            payload: Any = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            payload = text
+        return status, payload
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         status, payload = await self._request(method, path, **kwargs)
@@ -170,24 +175,30 @@ class RestClient:
     async def watch(
         self, res: resources.Resource, *, resource_version: str, namespace: str = "", timeout_seconds: int = 300
     ) -> AsyncIterator[client.WatchEvent]:
-        await self._limiter.acquire()
-        session = self._ensure_session()
         params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
         if resource_version:
             params["resourceVersion"] = resource_version
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=REQUEST_TIMEOUT, sock_read=timeout_seconds + WATCH_READ_MARGIN
         )
-        headers = await self._headers()
-        async with session.get(res.path(namespace=namespace), params=params, headers=headers, timeout=timeout) as resp:
-            if resp.status >= 400:
-                text = await resp.text()
-                try:
-                    payload: Any = json.loads(text)
-                except json.JSONDecodeError:
-                    payload = text
-                raise client.error_from_status(resp.status, payload)
+        async with contextlib.AsyncExitStack() as stack:
+            # Opening the stream is a request in flight; once open, only the events that arrive are activity.
+            with self._activity.busy():
+                await self._limiter.acquire()
+                session = self._ensure_session()
+                headers = await self._headers()
+                resp = await stack.enter_async_context(
+                    session.get(res.path(namespace=namespace), params=params, headers=headers, timeout=timeout)
+                )
+                if resp.status >= 400:
+                    text = await resp.text()
+                    try:
+                        payload: Any = json.loads(text)
+                    except json.JSONDecodeError:
+                        payload = text
+                    raise client.error_from_status(resp.status, payload)
             async for line in _lines(resp.content):
+                self._activity.touch()
                 event = _decode_event(line)
                 if event is not None:
                     yield event

@@ -12,7 +12,9 @@ Time: with `virtual_time=False` the stand-ins loop on the wall clock every `inte
 `virtual_time=True` the clock is a `ManualClock` shared with the API server's timestamps; nothing runs in the
 background and `run_for(seconds)` moves time forward one `interval` at a time, running one pass of each stand-in
 after each step (controller tasks sleeping on the same clock wake at their deadlines), so a long scenario takes
-as long as its work, not its virtual duration.
+as long as its work, not its virtual duration. With `autojump=True` the clock is an `autojump.AutojumpClock`: the
+stand-ins loop as on the wall clock, and time jumps to the next deadline whenever nothing is in flight (a
+`ControlPlane` on this cluster shares the clock and reports its requests to it).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from karpy import clock as clock_module
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import emulator
 from karpy.kube import config, rest
-from karpy.sim import kubelet, pdbs, scheduler, workloads
+from karpy.sim import autojump, kubelet, pdbs, scheduler, workloads
 from karpy.sim.kube import runner, server
 
 if TYPE_CHECKING:
@@ -93,6 +95,8 @@ class ClusterOptions:
     interval: float = 1.0
     """Seconds between passes of each stand-in (and the step of `run_for` in virtual time)."""
     virtual_time: bool = False
+    autojump: bool = False
+    """Virtual time that drives itself (see the module docstring); implies `virtual_time`."""
     start_time: float = 1_700_000_000.0
     """Where virtual time starts."""
     seed: int | None = 7
@@ -102,11 +106,14 @@ class ClusterOptions:
 class EmulatedCluster:
     def __init__(self, options: ClusterOptions | None = None, *, workdir: pathlib.Path | None = None) -> None:
         self.options = options or ClusterOptions()
-        self.clock: clock_module.Clock = (
-            clock_module.ManualClock(self.options.start_time)
-            if self.options.virtual_time
-            else clock_module.SystemClock()
-        )
+        self.clock: clock_module.Clock
+        if self.options.autojump:
+            self.clock = autojump.AutojumpClock(self.options.start_time)
+        elif self.options.virtual_time:
+            self.clock = clock_module.ManualClock(self.options.start_time)
+        else:
+            self.clock = clock_module.SystemClock()
+        self._driving = contextlib.AsyncExitStack()
         self._workdir = workdir
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self._moto: ThreadedMotoServer | None = None
@@ -146,6 +153,11 @@ class EmulatedCluster:
     @property
     def queue_url(self) -> str:
         return self._seeded().queue_url
+
+    @property
+    def node_role(self) -> str:
+        """The seeded node role, for EC2NodeClasses' `spec.role`."""
+        return self._seeded().node_role
 
     @property
     def aws_env(self) -> Mapping[str, str]:
@@ -188,6 +200,9 @@ class EmulatedCluster:
 
     async def _start(self) -> None:
         opts = self.options
+        if isinstance(self.clock, autojump.AutojumpClock):
+            # First, so that the worker-thread calls below already run on the tracked executor.
+            await self._driving.enter_async_context(self.clock.driving())
         if self._workdir is None:
             self._tempdir = tempfile.TemporaryDirectory(prefix="karpy-emulated-")
             self._workdir = pathlib.Path(self._tempdir.name)
@@ -218,7 +233,11 @@ class EmulatedCluster:
         self.kubeconfig = self._kube.write_kubeconfig(self._workdir / "kubeconfig")
         # The stand-ins' client limits its rate on the wall clock: a virtual clock would park it until time moves.
         self._client = rest.RestClient(
-            config.Config(server=self._kube.url), clock=clock_module.SystemClock(), qps=1000.0, burst=2000
+            config.Config(server=self._kube.url),
+            clock=clock_module.SystemClock(),
+            qps=1000.0,
+            burst=2000,
+            activity=autojump.activity_of(self.clock),
         )
         types = await asyncio.to_thread(catalog.load, opts.region)
         self.kubelet = kubelet.Kubelet(
@@ -239,7 +258,7 @@ class EmulatedCluster:
         )
         self.workloads = workloads.WorkloadController(self._client, clock=self.clock, interval=opts.interval)
         self.pdbs = pdbs.DisruptionController(self._client, clock=self.clock, interval=opts.interval)
-        if not opts.virtual_time:
+        if opts.autojump or not opts.virtual_time:
             for name, loop in (
                 ("kubelet", self.kubelet.run),
                 ("kube-scheduler", self.scheduler.run),
@@ -270,6 +289,7 @@ class EmulatedCluster:
             self._tempdir.cleanup()
             self._tempdir = None
             self._workdir = None
+        await self._driving.aclose()
 
     # -- driving -------------------------------------------------------------------------------------------------
 
@@ -285,9 +305,10 @@ class EmulatedCluster:
         await self.pdbs.sync()
 
     async def run_for(self, seconds: float) -> None:
-        """Virtual time: advance `seconds` in `interval` steps, one `step()` after each. Wall-clock time: sleep."""
-        if not isinstance(self.clock, clock_module.ManualClock):
-            await asyncio.sleep(seconds)
+        """Manual virtual time: advance `seconds` in `interval` steps, one `step()` after each. Wall-clock or autojump
+        time: sleep on the cluster's clock while the stand-ins run."""
+        if not isinstance(self.clock, clock_module.ManualClock) or isinstance(self.clock, autojump.AutojumpClock):
+            await self.clock.sleep(seconds)
             return
         remaining = seconds
         while remaining > 0:

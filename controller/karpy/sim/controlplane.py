@@ -27,8 +27,8 @@ from karpy.interruption import messages
 from karpy.kube import client, config, resources, rest
 from karpy.operator import settings as settings_module
 from karpy.operator import wiring
+from karpy.sim import autojump, hooks
 from karpy.sim import cluster as emulated_cluster
-from karpy.sim import hooks
 from karpy.state import cluster as state_cluster
 from karpy.state import informer
 
@@ -127,7 +127,11 @@ class ControlPlane:
         self._hook = hook
         # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves.
         self._rest = rest.RestClient(
-            config.Config(server=emulated.api_url), clock=clock_module.SystemClock(), qps=opts.qps, burst=opts.burst
+            config.Config(server=emulated.api_url),
+            clock=clock_module.SystemClock(),
+            qps=opts.qps,
+            burst=opts.burst,
+            activity=autojump.activity_of(self.clock),
         )
         self.provider: provider.AWSCloudProvider | None = None
         self.ctrl = wiring.build(

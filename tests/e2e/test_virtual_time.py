@@ -1,0 +1,54 @@
+"""The controller and the emulation on one self-driving virtual clock (`ClusterOptions(autojump=True)`), with
+upstream's own timings (1 s / 10 s batches, 10 s disruption poll, 15 s validation, consolidateAfter 30 s):
+every wait is honoured on the virtual clock and costs no real time, so a scenario whose timers add up to more
+than the real-time bound of its wait can only pass if time jumps."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from tests.e2e import support
+
+from karpy.sim import autojump, cluster, controlplane, workloads
+
+BOOT_DELAY = 5.0
+CONSOLIDATE_AFTER = 30.0
+UPSTREAM = controlplane.Options(interruption=False)
+"""Upstream's timings (the SQS long poll is off: a blocking wait would hold virtual time still)."""
+
+
+@pytest.fixture
+async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
+    options = cluster.ClusterOptions(
+        cluster_name=support.CLUSTER, boot_delay=BOOT_DELAY, interval=1.0, autojump=True, start_time=time.time()
+    )
+    async with cluster.EmulatedCluster(options) as running:
+        yield running
+
+
+@pytest.mark.slow
+async def test_an_empty_node_goes_after_consolidate_after_and_validation_in_virtual_time(
+    virtual: cluster.EmulatedCluster,
+) -> None:
+    clock = virtual.clock
+    assert isinstance(clock, autojump.AutojumpClock)
+    async with controlplane.ControlPlane(virtual, UPSTREAM):
+        await support.apply_defaults(
+            virtual, support.pool(consolidate_after=f"{CONSOLIDATE_AFTER:g}s", policy="WhenEmpty")
+        )
+        start = clock.now()
+        await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("inflate", 2))
+        await support.eventually(lambda: support.all_bound(virtual, "inflate", 2), within=30, what="pods bound")
+        # Bound no sooner than the batch's idle second plus the node's boot delay, both on the virtual clock.
+        assert clock.now() - start >= BOOT_DELAY + UPSTREAM.batch_idle
+
+        await support.scale(virtual, "inflate", 0)
+        emptied = clock.now()
+        # 30 s consolidateAfter + up to 10 s poll + 15 s validation: 45–55 virtual s, more than the real bound.
+        await support.eventually(lambda: support.nothing_left(virtual), within=40, what="the empty node removed")
+        took = clock.now() - emptied
+    assert CONSOLIDATE_AFTER + UPSTREAM.validation_delay <= took
+    assert took <= CONSOLIDATE_AFTER + UPSTREAM.disruption_poll + UPSTREAM.validation_delay + 15.0
+    assert clock.jumps > 0
