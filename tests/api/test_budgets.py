@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.api import builders
+from tests import builders
 
 from karpy.api import budgets, cron, nodepool, parse
 
@@ -150,7 +150,7 @@ def test_never_firing_schedule_is_active_like_upstream() -> None:
 
 
 def _pool(*budget_list: nodepool.Budget) -> nodepool.NodePool:
-    base = parse.nodepool(builders.nodepool_manifest())
+    base = parse.nodepool(builders.nodepool())
     return dataclasses.replace(base, disruption=dataclasses.replace(base.disruption, budgets=budget_list))
 
 
@@ -197,7 +197,7 @@ def test_allowed_disruptions(
 
 
 def test_allowed_disruptions_on_a_parsed_pool() -> None:
-    manifest = builders.nodepool_manifest(
+    manifest = builders.nodepool(
         disruption={
             "consolidateAfter": "0s",
             "budgets": [

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.api import builders
+from tests import builders
+from tests.api import builders as api_builders
 
 from karpy.api import errors, hashing, manifest, meta, nodepool, parse
 
@@ -20,7 +21,7 @@ EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[2] / "examples" / "n
 
 def test_round_trip_on_every_example_and_nodeclaim() -> None:
     objects: list[Any] = [parse.any(d) for p in EXAMPLES for d in yaml.safe_load_all(p.read_text()) if d]
-    claim = builders.nodeclaim_manifest(
+    claim = api_builders.nodeclaim_manifest(
         resources={"requests": {"cpu": "1500m", "memory": "2Gi"}},
         taints=[{"key": "a", "effect": "NoSchedule", "value": "b"}],
         terminationGracePeriod="1h",
@@ -31,7 +32,7 @@ def test_round_trip_on_every_example_and_nodeclaim() -> None:
 
 
 def _pool(**template: Any) -> nodepool.NodePool:
-    base = parse.nodepool(builders.nodepool_manifest())
+    base = parse.nodepool(builders.nodepool())
     return dataclasses.replace(base, template=dataclasses.replace(base.template, **template))
 
 
@@ -59,15 +60,15 @@ def test_nodepool_hash_is_order_independent() -> None:
 
 
 def test_ec2nodeclass_hash_ignores_selectors_but_not_launch_fields() -> None:
-    base = parse.ec2nodeclass(builders.ec2nodeclass_manifest())
+    base = parse.ec2nodeclass(builders.ec2nodeclass())
     reference = hashing.ec2nodeclass_hash(base)
-    other_subnets = builders.ec2nodeclass_manifest(subnetSelectorTerms=[{"id": "subnet-123"}])
+    other_subnets = builders.ec2nodeclass(subnetSelectorTerms=[{"id": "subnet-123"}])
     assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(other_subnets)) == reference
     # amiFamily resolved from the alias: writing it explicitly is no drift
-    explicit = builders.ec2nodeclass_manifest(amiFamily="AL2023")
+    explicit = builders.ec2nodeclass(amiFamily="AL2023")
     assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(explicit)) == reference
-    assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(builders.ec2nodeclass_manifest(userData="x"))) != reference
-    tagged = builders.ec2nodeclass_manifest(tags={"team": "a"})
+    assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(builders.ec2nodeclass(userData="x"))) != reference
+    tagged = builders.ec2nodeclass(tags={"team": "a"})
     assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(tagged)) != reference
 
 
@@ -124,9 +125,9 @@ def test_random_values_only_raise_validation_error(obj: Any) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.sampled_from(
-        [builders.nodepool_manifest(), builders.nodeclaim_manifest(), builders.ec2nodeclass_manifest()]
-    ).flatmap(_mutations)
+    st.sampled_from([builders.nodepool(), api_builders.nodeclaim_manifest(), builders.ec2nodeclass()]).flatmap(
+        _mutations
+    )
 )
 def test_mutated_manifests_only_raise_validation_error(obj: dict[str, Any]) -> None:
     _only_validation_errors(obj)

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 import pytest
-from tests.api import builders
+from tests import builders
 
 from karpy.api import ec2nodeclass, errors, manifest, meta, parse, quantity
 
@@ -20,7 +20,7 @@ def problems_of(obj: dict[str, Any]) -> list[str]:
 
 def ec2(**spec: Any) -> dict[str, Any]:
     """The minimal valid class with `spec` fields replaced; a value of None removes the field."""
-    obj = builders.ec2nodeclass_manifest()
+    obj = builders.ec2nodeclass()
     for key, value in spec.items():
         if value is None:
             obj["spec"].pop(key, None)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.api import builders
+from tests import builders
+from tests.api import builders as api_builders
 
 from karpy.api import errors, meta, nodeclaim, parse, quantity
 
@@ -20,7 +21,7 @@ def problems_of(obj: dict[str, Any]) -> list[str]:
 
 
 def test_every_field_is_read() -> None:
-    obj = builders.nodeclaim_manifest(
+    obj = api_builders.nodeclaim_manifest(
         taints=[{"key": "example.com/gpu", "effect": "NoSchedule", "value": "true"}],
         startupTaints=[{"key": "example.com/init", "effect": "NoExecute"}],
         resources={"requests": {"cpu": "1500m", "memory": "2Gi", "pods": "3"}},
@@ -72,7 +73,7 @@ def test_every_field_is_read() -> None:
 
 
 def test_defaults() -> None:
-    claim = parse.nodeclaim(builders.nodeclaim_manifest())
+    claim = parse.nodeclaim(api_builders.nodeclaim_manifest())
     assert claim.spec.expire_after == 720 * 3600
     assert claim.spec.termination_grace_period is None
     assert claim.spec.resources == {}
@@ -118,7 +119,7 @@ def test_defaults() -> None:
     ],
 )
 def test_rules(spec: dict[str, Any], expected: str) -> None:
-    obj = builders.nodeclaim_manifest()
+    obj = api_builders.nodeclaim_manifest()
     for key, value in spec.items():
         if value is None:
             obj["spec"].pop(key)
@@ -130,10 +131,10 @@ def test_rules(spec: dict[str, Any], expected: str) -> None:
 
 
 def test_nodepool_label_is_allowed_in_nodeclaim_requirements_only() -> None:
-    claim = parse.nodeclaim(builders.nodeclaim_manifest())
+    claim = parse.nodeclaim(api_builders.nodeclaim_manifest())
     assert claim.spec.requirements[0].key == "karpenter.sh/nodepool"
-    pool = builders.with_template_spec(
-        builders.nodepool_manifest(), requirements=[{"key": "karpenter.sh/nodepool", "operator": "Exists"}]
+    pool = api_builders.with_template_spec(
+        builders.nodepool(), requirements=[{"key": "karpenter.sh/nodepool", "operator": "Exists"}]
     )
     with pytest.raises(errors.ValidationError) as info:
         parse.nodepool(pool)
@@ -143,7 +144,7 @@ def test_nodepool_label_is_allowed_in_nodeclaim_requirements_only() -> None:
 
 
 def test_nodepool_status_and_replicas_are_read() -> None:
-    obj = builders.nodepool_manifest(replicas=3, limits={"nodes": "5"})
+    obj = builders.nodepool(replicas=3, limits={"nodes": "5"})
     obj["status"] = {
         "resources": {"cpu": "8", "memory": "32Gi", "nodes": "3"},
         "nodes": 3,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.api import builders
+from tests import builders
+from tests.api import builders as api_builders
 
 from karpy.api import errors, meta, nodepool, parse, quantity
 
@@ -17,7 +18,7 @@ def problems_of(manifest: dict[str, Any]) -> list[str]:
 
 
 def test_defaults_are_upstreams() -> None:
-    pool = parse.nodepool(builders.nodepool_manifest())
+    pool = parse.nodepool(builders.nodepool())
     assert pool.name == "default"
     assert pool.template.expire_after == 720 * 3600
     assert pool.template.termination_grace_period is None
@@ -31,7 +32,7 @@ def test_defaults_are_upstreams() -> None:
 
 
 def test_every_field_is_read() -> None:
-    manifest = builders.nodepool_manifest(
+    manifest = builders.nodepool(
         disruption={
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": "1h30m",
@@ -44,7 +45,7 @@ def test_every_field_is_read() -> None:
         weight=50,
     )
     manifest["spec"]["template"]["metadata"] = {"labels": {"team": "a"}, "annotations": {"example.com/x": "y"}}
-    manifest = builders.with_template_spec(
+    manifest = api_builders.with_template_spec(
         manifest,
         requirements=[
             {
@@ -92,7 +93,7 @@ def test_every_field_is_read() -> None:
 
 def test_consolidate_after_never_and_balanced_policy() -> None:
     pool = parse.nodepool(
-        builders.nodepool_manifest(disruption={"consolidateAfter": "Never", "consolidationPolicy": "Balanced"})
+        builders.nodepool(disruption={"consolidateAfter": "Never", "consolidationPolicy": "Balanced"})
     )
     assert pool.disruption.consolidate_after is None
     assert pool.disruption.consolidation_policy is nodepool.ConsolidationPolicy.BALANCED
@@ -101,8 +102,8 @@ def test_consolidate_after_never_and_balanced_policy() -> None:
 
 
 def test_unsupported_operator_is_named_with_its_path() -> None:
-    manifest = builders.with_template_spec(
-        builders.nodepool_manifest(),
+    manifest = api_builders.with_template_spec(
+        builders.nodepool(),
         requirements=[
             {"key": "a.example.com/x", "operator": "In", "values": ["a"]},
             {"key": "b.example.com/x", "operator": "Exists"},
@@ -132,7 +133,7 @@ def test_unsupported_operator_is_named_with_its_path() -> None:
     ],
 )
 def test_requirement_cel_rules_fail(requirement: dict[str, Any], message: str) -> None:
-    manifest = builders.with_template_spec(builders.nodepool_manifest(), requirements=[requirement])
+    manifest = api_builders.with_template_spec(builders.nodepool(), requirements=[requirement])
     [problem] = problems_of(manifest)
     assert problem.startswith("spec.template.spec.requirements: ")
     assert message in problem
@@ -150,7 +151,7 @@ def test_requirement_cel_rules_fail(requirement: dict[str, Any], message: str) -
     ],
 )
 def test_requirement_cel_rules_pass(requirement: dict[str, Any]) -> None:
-    manifest = builders.with_template_spec(builders.nodepool_manifest(), requirements=[requirement])
+    manifest = api_builders.with_template_spec(builders.nodepool(), requirements=[requirement])
     assert parse.nodepool(manifest).template.requirements[0].key == "a.io/x"
 
 
@@ -166,9 +167,7 @@ def test_requirement_cel_rules_pass(requirement: dict[str, Any]) -> None:
     ],
 )
 def test_restricted_requirement_keys(key: str, message: str) -> None:
-    manifest = builders.with_template_spec(
-        builders.nodepool_manifest(), requirements=[{"key": key, "operator": "Exists"}]
-    )
+    manifest = api_builders.with_template_spec(builders.nodepool(), requirements=[{"key": key, "operator": "Exists"}])
     problems = problems_of(manifest)
     assert f"spec.template.spec.requirements[0].key: {message}" in problems
 
@@ -188,9 +187,7 @@ def test_restricted_requirement_keys(key: str, message: str) -> None:
     ],
 )
 def test_allowed_requirement_keys(key: str) -> None:
-    manifest = builders.with_template_spec(
-        builders.nodepool_manifest(), requirements=[{"key": key, "operator": "Exists"}]
-    )
+    manifest = api_builders.with_template_spec(builders.nodepool(), requirements=[{"key": key, "operator": "Exists"}])
     assert parse.nodepool(manifest).template.requirements[0].key == key
 
 
@@ -206,7 +203,7 @@ def test_allowed_requirement_keys(key: str) -> None:
     ],
 )
 def test_template_label_restrictions(label: str, message: str | None) -> None:
-    manifest = builders.nodepool_manifest()
+    manifest = builders.nodepool()
     manifest["spec"]["template"]["metadata"] = {"labels": {label: "x"}}
     if message is None:
         assert parse.nodepool(manifest).template.labels == {label: "x"}
@@ -215,17 +212,17 @@ def test_template_label_restrictions(label: str, message: str | None) -> None:
 
 
 def test_budget_schedule_and_duration_come_together() -> None:
-    ok = builders.nodepool_manifest(
+    ok = builders.nodepool(
         disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "1", "schedule": "@daily", "duration": "10m"}]}
     )
     assert parse.nodepool(ok).disruption.budgets[0].duration == 600
-    bad = builders.nodepool_manifest(disruption={"consolidateAfter": "0s", "budgets": [{"schedule": "@daily"}]})
+    bad = builders.nodepool(disruption={"consolidateAfter": "0s", "budgets": [{"schedule": "@daily"}]})
     assert problems_of(bad) == ["spec.disruption.budgets: 'schedule' must be set with 'duration'"]
 
 
 @pytest.mark.parametrize("schedule", ["61 * * * *", "* 24 * * *", "* * * * * *", "* * 0 * *", "* * * foo *"])
 def test_budget_cron_is_checked(schedule: str) -> None:
-    manifest = builders.nodepool_manifest(
+    manifest = builders.nodepool(
         disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "1", "schedule": schedule, "duration": "1h"}]}
     )
     [problem] = problems_of(manifest)
@@ -233,7 +230,7 @@ def test_budget_cron_is_checked(schedule: str) -> None:
 
 
 def test_every_problem_is_reported_at_once_with_paths() -> None:
-    manifest = builders.nodepool_manifest(
+    manifest = builders.nodepool(
         weight=101,
         limits={"cpu": "lots"},
         disruption={
@@ -242,7 +239,7 @@ def test_every_problem_is_reported_at_once_with_paths() -> None:
             "budgets": [{"nodes": "200%"}],
         },
     )
-    manifest = builders.with_template_spec(
+    manifest = api_builders.with_template_spec(
         manifest,
         nodeClassRef={"group": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass"},
         expireAfter="30d",
@@ -263,30 +260,30 @@ def test_every_problem_is_reported_at_once_with_paths() -> None:
 
 
 def test_static_nodepool_rules() -> None:
-    assert parse.nodepool(builders.nodepool_manifest(replicas=3, limits={"nodes": 5})).replicas == 3
-    assert problems_of(builders.nodepool_manifest(replicas=3, limits={"cpu": 5})) == [
+    assert parse.nodepool(builders.nodepool(replicas=3, limits={"nodes": 5})).replicas == 3
+    assert problems_of(builders.nodepool(replicas=3, limits={"cpu": 5})) == [
         "spec: only 'limits.nodes' is supported on static NodePools"
     ]
-    assert problems_of(builders.nodepool_manifest(replicas=3, weight=5)) == [
+    assert problems_of(builders.nodepool(replicas=3, weight=5)) == [
         "spec: 'weight' is not supported on static NodePools"
     ]
 
 
 def test_missing_template_and_wrong_kind() -> None:
-    manifest = builders.nodepool_manifest()
+    manifest = builders.nodepool()
     del manifest["spec"]["template"]
     manifest["kind"] = "Provisioner"
     assert problems_of(manifest) == ["kind: must be 'NodePool', got 'Provisioner'", "spec.template: Required value"]
 
 
 def test_unknown_fields_are_refused() -> None:
-    manifest = builders.nodepool_manifest(ttlSecondsAfterEmpty=30)
+    manifest = builders.nodepool(ttlSecondsAfterEmpty=30)
     assert problems_of(manifest) == ["spec.ttlSecondsAfterEmpty: unknown field"]
 
 
 def test_duplicate_taints_are_refused() -> None:
-    manifest = builders.with_template_spec(
-        builders.nodepool_manifest(),
+    manifest = api_builders.with_template_spec(
+        builders.nodepool(),
         taints=[{"key": "a", "effect": "NoSchedule"}],
         startupTaints=[{"key": "a", "effect": "NoSchedule", "value": "x"}],
     )

@@ -12,7 +12,8 @@ import celpy
 import jsonschema
 import pytest
 from celpy import celtypes
-from tests.api import builders
+from tests import builders
+from tests.api import builders as api_builders
 
 from karpy.api import crds, errors, parse, validator
 from karpy.api.schema import ec2nodeclass as ec2_schema
@@ -87,11 +88,11 @@ def parser_verdict(manifest: dict[str, Any]) -> bool:
 
 
 def _np_req(*reqs: dict[str, Any]) -> dict[str, Any]:
-    return builders.with_template_spec(builders.nodepool_manifest(), requirements=list(reqs))
+    return api_builders.with_template_spec(builders.nodepool(), requirements=list(reqs))
 
 
 def _ec2(**spec: Any) -> dict[str, Any]:
-    manifest = builders.ec2nodeclass_manifest()
+    manifest = builders.ec2nodeclass()
     for key, value in spec.items():
         if value is None:
             manifest["spec"].pop(key, None)
@@ -101,12 +102,12 @@ def _ec2(**spec: Any) -> dict[str, Any]:
 
 
 def _nodeclaim_without_name_check() -> dict[str, Any]:
-    manifest = builders.nodeclaim_manifest(resources={"requests": {"cpu": "1500m", "pods": 3}})
+    manifest = api_builders.nodeclaim_manifest(resources={"requests": {"cpu": "1500m", "pods": 3}})
     return manifest
 
 
 CASES: list[tuple[str, dict[str, Any]]] = [
-    ("np minimal", builders.nodepool_manifest()),
+    ("np minimal", builders.nodepool()),
     ("np In empty", _np_req({"key": "a.io/b", "operator": "In", "values": []})),
     ("np Gt word", _np_req({"key": "a.io/b", "operator": "Gt", "values": ["ten"]})),
     ("np Gte ok", _np_req({"key": "a.io/b", "operator": "Gte", "values": ["10"]})),
@@ -117,33 +118,29 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("np aws key ok", _np_req({"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["64"]})),
     ("np aws key bad", _np_req({"key": "karpenter.k8s.aws/whatever", "operator": "Exists"})),
     ("np hostname", _np_req({"key": "kubernetes.io/hostname", "operator": "Exists"})),
-    ("np weight 0", builders.nodepool_manifest(weight=0)),
-    ("np weight 100", builders.nodepool_manifest(weight=100)),
+    ("np weight 0", builders.nodepool(weight=0)),
+    ("np weight 100", builders.nodepool(weight=100)),
     (
         "np budget 101%",
-        builders.nodepool_manifest(disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "101%"}]}),
+        builders.nodepool(disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "101%"}]}),
     ),
     (
         "np schedule without duration",
-        builders.nodepool_manifest(
-            disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "1", "schedule": "@daily"}]}
-        ),
+        builders.nodepool(disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "1", "schedule": "@daily"}]}),
     ),
-    ("np consolidateAfter Never", builders.nodepool_manifest(disruption={"consolidateAfter": "Never"})),
-    ("np consolidateAfter days", builders.nodepool_manifest(disruption={"consolidateAfter": "1d"})),
-    ("np static cpu limit", builders.nodepool_manifest(replicas=2, limits={"cpu": "4"})),
-    ("np static nodes limit", builders.nodepool_manifest(replicas=2, limits={"nodes": "4"})),
-    ("np unknown field", builders.nodepool_manifest(surprise=True)),
+    ("np consolidateAfter Never", builders.nodepool(disruption={"consolidateAfter": "Never"})),
+    ("np consolidateAfter days", builders.nodepool(disruption={"consolidateAfter": "1d"})),
+    ("np static cpu limit", builders.nodepool(replicas=2, limits={"cpu": "4"})),
+    ("np static nodes limit", builders.nodepool(replicas=2, limits={"nodes": "4"})),
+    ("np unknown field", builders.nodepool(surprise=True)),
     (
         "np nodeClassRef group slash",
-        builders.with_template_spec(
-            builders.nodepool_manifest(), nodeClassRef={"group": "a/b", "kind": "K", "name": "n"}
-        ),
+        api_builders.with_template_spec(builders.nodepool(), nodeClassRef={"group": "a/b", "kind": "K", "name": "n"}),
     ),
-    ("nc minimal", builders.nodeclaim_manifest()),
+    ("nc minimal", api_builders.nodeclaim_manifest()),
     ("nc requests", _nodeclaim_without_name_check()),
-    ("nc nodepool key allowed", builders.nodeclaim_manifest()),
-    ("nc bad taint effect", builders.nodeclaim_manifest(taints=[{"key": "a", "effect": "Never"}])),
+    ("nc nodepool key allowed", api_builders.nodeclaim_manifest()),
+    ("nc bad taint effect", api_builders.nodeclaim_manifest(taints=[{"key": "a", "effect": "Never"}])),
     ("ec2 minimal", _ec2()),
     ("ec2 role and profile", _ec2(instanceProfile="p")),
     ("ec2 neither role nor profile", _ec2(role=None)),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from tests.api import builders
+from tests import builders
+from tests.api import builders as api_builders
 from tests.api.test_parse_ec2nodeclass import FULL_SPEC, FULL_STATUS, ec2
 from tests.api.test_parse_nodeclaim import CONDITION
 
@@ -29,7 +30,7 @@ def test_ec2nodeclass_status_round_trips() -> None:
 
 
 def test_nodeclaim_and_nodepool_status_round_trip() -> None:
-    claim_obj = builders.nodeclaim_manifest()
+    claim_obj = api_builders.nodeclaim_manifest()
     claim_obj["status"] = {
         "nodeName": "n1",
         "providerID": "aws:///us-west-2a/i-1",
@@ -41,7 +42,7 @@ def test_nodeclaim_and_nodepool_status_round_trip() -> None:
     }
     claim = parse.nodeclaim(claim_obj)
     assert parse.nodeclaim({**manifest.to_manifest(claim), "status": status.to_status(claim)}) == claim
-    pool_obj = builders.nodepool_manifest()
+    pool_obj = builders.nodepool()
     pool_obj["status"] = {"resources": {"cpu": "8"}, "nodes": 2, "nodeClassObservedGeneration": 3}
     pool = parse.nodepool(pool_obj)
     assert status.to_status(pool) == {"resources": {"cpu": "8"}, "nodes": 2, "nodeClassObservedGeneration": 3}

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests import builders
 from tests.disruption import world as world_mod
-from tests.kube import builders as kube_builders
 
 from karpy import clock as clock_mod
 from karpy.api import decoding, labels, parse
@@ -484,7 +484,7 @@ async def test_run_marks_consolidatable_on_time_and_follows_pool_changes_and_pod
 async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_requeue() -> None:
     env = Env()
     env.node()
-    nodeclass = kube_builders.ec2nodeclass("default")
+    nodeclass = builders.ec2nodeclass("default")
     nodeclass["metadata"]["resourceVersion"] = "1"
     env.w.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.ADDED, nodeclass))
     for res in world_mod.SYNCED:
@@ -536,7 +536,7 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
         runner.KubeAPIRunner(server.FakeKubeAPI(seed=5, clock=manual.now)) as served,
         rest.RestClient(kube_config.Config(server=served.url, token="t"), clock=clock_mod.SystemClock()) as api,
     ):
-        pool = kube_builders.nodepool(
+        pool = builders.nodepool(
             template={
                 "spec": {
                     "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
@@ -546,7 +546,7 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
             disruption={"consolidateAfter": "2m"},
         )
         await api.create(resources.NODEPOOLS, pool)
-        claim = kube_builders.nodeclaim("default-x")
+        claim = builders.nodeclaim("default-x")
         claim["metadata"]["labels"].update(
             {labels.LABEL_CAPACITY_TYPE: "on-demand", labels.LABEL_INSTANCE_TYPE: "c4", labels.LABEL_ZONE: "z"}
         )
@@ -554,8 +554,8 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
         launched = [world_mod.cond(t, at=NOW - 3600) for t in ("Launched", "Registered", "Initialized")]
         status = {"status": {"providerID": "fake://z/i-1", "nodeName": "n1", "conditions": launched}}
         await api.patch(resources.NODECLAIMS, "default-x", status, subresource="status")
-        await api.create(resources.NODES, kube_builders.node("n1", provider_id="fake://z/i-1"))
-        await api.create(resources.PODS, kube_builders.pod("web"))
+        await api.create(resources.NODES, builders.node("n1", provider_id="fake://z/i-1"))
+        await api.create(resources.PODS, builders.pod("web"))
 
         state = cluster_mod.Cluster(clock=manual)
         cloud = fake_provider.FakeCloudProvider(list(world_mod.CATALOG))
@@ -574,7 +574,7 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
             assert {c["type"] for c in got["status"]["conditions"]} >= {"Consolidatable"}
 
             manual.advance(30)
-            await api.bind(kube_builders.NS, "web", "n1")  # PodScheduled=True at the emulator's (virtual) now
+            await api.bind(builders.NS, "web", "n1")  # PodScheduled=True at the emulator's (virtual) now
             await _eventually(lambda: ctrl.pending_pod_event("n1") == NOW + 30)
             assert await ctrl.reconcile("default-x") == pytest.approx(120)
             got = await api.get(resources.NODECLAIMS, "default-x")

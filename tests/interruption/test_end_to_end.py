@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.cloudprovider.aws.conftest import REGION
-from tests.kube import builders
 
 from karpy import clock, events
 from karpy.cloudprovider.aws import cache, clients, emulator, interruption

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 import pytest
-from tests.kube import builders
+from tests import builders
 
 from karpy.kube import client, dryrun, patches, resources, rest
 

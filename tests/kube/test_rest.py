@@ -7,7 +7,7 @@ import pathlib
 from collections.abc import AsyncIterator
 
 import pytest
-from tests.kube import builders
+from tests import builders
 
 from karpy import clock
 from karpy.kube import client, config, resources, rest

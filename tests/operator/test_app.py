@@ -12,7 +12,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests.sim import builders
+from tests import builders
+from tests.operator import support
 
 from karpy import clock
 from karpy.api import ec2nodeclass, labels, meta
@@ -23,17 +24,10 @@ from karpy.sim.kube import runner, server, status, validation
 from karpy.state import cluster as cluster_module
 
 LEGACY = "test.karpy.dev/stored-under-an-older-crd"
-NODECLASS = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "default"},
-    "spec": {
-        "role": "KarpenterNodeRole-test",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
-    },
-}
+_DISCOVERY = [{"tags": {"karpenter.sh/discovery": "test"}}]
+NODECLASS = builders.ec2nodeclass(
+    role="KarpenterNodeRole-test", subnetSelectorTerms=_DISCOVERY, securityGroupSelectorTerms=_DISCOVERY
+)
 
 
 class FakeNodeClasses:
@@ -129,25 +123,6 @@ async def running(
             await asyncio.wait_for(task, 20)
 
 
-async def eventually(check: Callable[[], Any], *, seconds: float = 15.0) -> Any:
-    """Poll an async or sync check until it returns something truthy (bounded)."""
-    for _ in range(int(seconds / 0.05)):
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not true within {seconds} s: {check.__doc__ or check}")
-
-
-def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any]:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if c.get("type") == type_:
-            return dict(c)
-    return {}
-
-
 async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
     kube: runner.KubeAPIRunner, api: rest.RestClient
 ) -> None:
@@ -161,11 +136,11 @@ async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
         async def good_ready() -> Mapping[str, Any] | None:
             """the valid NodePool is Ready with its hash annotations"""
             pool = await api.get(resources.NODEPOOLS, "good")
-            return pool if condition(pool, "Ready").get("status") == "True" else None
+            return pool if support.condition(pool, "Ready").get("status") == "True" else None
 
-        good = await eventually(good_ready)
-        assert condition(good, "ValidationSucceeded")["status"] == "True"
-        assert condition(good, "NodeClassReady")["status"] == "True"
+        good = await support.eventually(good_ready)
+        assert support.condition(good, "ValidationSucceeded")["status"] == "True"
+        assert support.condition(good, "NodeClassReady")["status"] == "True"
         annotations = good["metadata"]["annotations"]
         assert annotations[labels.ANNOTATION_NODEPOOL_HASH_VERSION] == labels.NODEPOOL_HASH_VERSION
         assert annotations[labels.ANNOTATION_NODEPOOL_HASH]
@@ -174,13 +149,13 @@ async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
         async def legacy_reported() -> Mapping[str, Any] | None:
             """the invalid NodePool has ValidationSucceeded=False"""
             pool = await api.get(resources.NODEPOOLS, "legacy")
-            return pool if condition(pool, "ValidationSucceeded").get("status") == "False" else None
+            return pool if support.condition(pool, "ValidationSucceeded").get("status") == "False" else None
 
-        legacy = await eventually(legacy_reported)
-        validation_failed = condition(legacy, "ValidationSucceeded")
+        legacy = await support.eventually(legacy_reported)
+        validation_failed = support.condition(legacy, "ValidationSucceeded")
         assert validation_failed["reason"] == "NodePoolValidationFailed"
         assert "weight" in validation_failed["message"]
-        assert condition(legacy, "Ready")["status"] == "False"
+        assert support.condition(legacy, "Ready")["status"] == "False"
         assert labels.ANNOTATION_NODEPOOL_HASH not in (legacy["metadata"].get("annotations") or {})
         # the EC2NodeClass got our finalizer, its hash and the provider's status
         nc = await api.get(resources.EC2NODECLASSES, "default")
@@ -195,15 +170,18 @@ async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
             """the EC2NodeClass finalizer was released"""
             return await api.get(resources.EC2NODECLASSES, "default") is None
 
-        await eventually(nodeclass_gone)
+        await support.eventually(nodeclass_gone)
         assert run.nodeclasses.finalized == ["default"]
         # the pool follows: NodeClassReady=False once its class is gone
-        await eventually(lambda: _nodeclass_not_found(api))
+        await support.eventually(lambda: _nodeclass_not_found(api))
 
 
 async def _nodeclass_not_found(api: rest.RestClient) -> bool:
     """NodeClassReady turned False with NodeClassNotFound"""
-    return condition(await api.get(resources.NODEPOOLS, "good"), "NodeClassReady").get("reason") == "NodeClassNotFound"
+    return (
+        support.condition(await api.get(resources.NODEPOOLS, "good"), "NodeClassReady").get("reason")
+        == "NodeClassNotFound"
+    )
 
 
 async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
@@ -217,7 +195,7 @@ async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, a
             async with http.get(f"{base_health}/readyz") as response:
                 return response.status == 200
 
-        await eventually(ready)
+        await support.eventually(ready)
         await api.create(resources.NODEPOOLS, builders.nodepool("limited", limits={"cpu": "100"}))
 
         async def scraped() -> str:
@@ -226,7 +204,7 @@ async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, a
                 text = await response.text()
             return text if 'karpenter_nodepools_limit{nodepool="limited",resource_type="cpu"} 100.0' in text else ""
 
-        text = await eventually(scraped)
+        text = await support.eventually(scraped)
         assert "karpenter_cluster_state_synced 1.0" in text
         assert "karpy_leader 1.0" in text
         assert "# TYPE karpenter_provisioner_scheduling_duration_seconds histogram" in text
@@ -236,7 +214,7 @@ async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner, api: r
     async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run, aiohttp.ClientSession() as http:
         # Kopf's watches are up once a handler routed an event (stopping it mid-discovery costs seconds of retries)
         await api.create(resources.NODEPOOLS, builders.nodepool("any"))
-        await eventually(lambda: run.ctrl.queues[wiring.NODEPOOLS].reconciled)
+        await support.eventually(lambda: run.ctrl.queues[wiring.NODEPOOLS].reconciled)
         run.ctrl.cluster.expect(resources.Resource("example.com", "v1", "never", "Never", False))  # never listed
         async with http.get(f"http://127.0.0.1:{run.health_port}/readyz") as response:
             assert response.status == 503
@@ -254,11 +232,11 @@ async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.
         await api.create(resources.NODEPOOLS, builders.nodepool("waiting"))
         await api.create(resources.PODS, pending_pod("web-1", "1"))
         await api.patch(resources.PODS, "web-1", UNSCHEDULABLE, namespace="default", subresource="status")
-        await eventually(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.pending_pods())
+        await support.eventually(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.pending_pods())
         await asyncio.sleep(1.5)  # bounded: longer than a batch window, for a wrongly running provisioner to act
         pool = await api.get(resources.NODEPOOLS, "waiting")
         assert pool is not None
-        assert "status" not in pool or not condition(pool, "Ready")
+        assert "status" not in pool or not support.condition(pool, "Ready")
         assert not run.ctrl.elector.is_leader()
         assert run.ctrl.queues[wiring.NODEPOOLS].reconciled == 0
         assert (await api.list(resources.NODECLAIMS))[0] == []  # the follower's provisioner does not run
@@ -268,16 +246,16 @@ async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.
 
         async def reconciled() -> bool:
             """the new leader resolved the EC2NodeClass and wrote the NodePool status"""
-            return condition(await api.get(resources.NODEPOOLS, "waiting"), "Ready").get("status") == "True"
+            return support.condition(await api.get(resources.NODEPOOLS, "waiting"), "Ready").get("status") == "True"
 
-        await eventually(reconciled)
+        await support.eventually(reconciled)
         assert run.ctrl.elector.is_leader()
 
         async def provisioned() -> bool:
             """the new leader's provisioner created a NodeClaim for the pending pod"""
             return bool((await api.list(resources.NODECLAIMS))[0])
 
-        await eventually(provisioned)
+        await support.eventually(provisioned)
 
 
 def test_bad_settings_exit_2_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
@@ -335,10 +313,7 @@ async def test_wiring_without_queue_or_dry_run_uses_the_client_and_elects() -> N
 
 
 def pending_pod(name: str, cpu: str) -> dict[str, Any]:
-    pod = builders.pod(name)
-    pod["metadata"]["namespace"] = "default"
-    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu, "memory": "256Mi"}}
-    return pod
+    return builders.pod(name, cpu=cpu, memory="256Mi")
 
 
 UNSCHEDULABLE = {
@@ -360,9 +335,9 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
         async def launched() -> list[dict[str, Any]]:
             """a NodeClaim for the pod exists and the fake provider launched it"""
             claims, _ = await api.list(resources.NODECLAIMS)
-            return [c for c in claims if condition(c, "Launched").get("status") == "True"]
+            return [c for c in claims if support.condition(c, "Launched").get("status") == "True"]
 
-        claims = await eventually(launched, seconds=20)
+        claims = await support.eventually(launched, seconds=20)
         assert len(claims) == 1
         claim = claims[0]
         assert claim["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
@@ -377,7 +352,7 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
             found = dict(((current or {}).get("metadata") or {}).get("labels") or {})
             return found if labels.LABEL_ZONE in found and labels.LABEL_CAPACITY_TYPE in found else {}
 
-        claim_labels = await eventually(labelled)
+        claim_labels = await support.eventually(labelled)
         await api.delete(resources.NODECLAIMS, claim["metadata"]["name"])
 
         async def replaced() -> list[dict[str, Any]]:
@@ -386,14 +361,14 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
             claims, _ = await api.list(resources.NODECLAIMS)
             return [c for c in claims if c["metadata"]["name"] != claim["metadata"]["name"]]
 
-        (replacement,) = await eventually(replaced, seconds=4)
+        (replacement,) = await support.eventually(replaced, seconds=4)
         assert replacement["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
 
         async def gone() -> bool:
             """the NodeClaim's finalizer was released"""
             return await api.get(resources.NODECLAIMS, claim["metadata"]["name"]) is None
 
-        await eventually(gone, seconds=20)
+        await support.eventually(gone, seconds=20)
         async with aiohttp.ClientSession() as http:
 
             async def scraped() -> str:
@@ -402,7 +377,7 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
                     text = await response.text()
                 return text if "karpenter_nodeclaims_terminated_total{" in text else ""
 
-            text = await eventually(scraped)
+            text = await support.eventually(scraped)
         ct, zone = claim_labels[labels.LABEL_CAPACITY_TYPE], claim_labels[labels.LABEL_ZONE]
         assert (
             f'karpenter_nodeclaims_terminated_total{{capacity_type="{ct}",nodepool="default",zone="{zone}"}} 1.0'
@@ -427,14 +402,14 @@ async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRu
             claims, _ = await api.list(resources.NODECLAIMS)
             return str(claims[0]["metadata"]["name"]) if claims else ""
 
-        name = await eventually(first)
+        name = await support.eventually(first)
 
         async def expired() -> bool:
             """the first NodeClaim expired: it is being deleted (the expiry loop sees new claims within 10 s)"""
             current = await api.get(resources.NODECLAIMS, name)
             return current is None or bool(current["metadata"].get("deletionTimestamp"))
 
-        await eventually(expired, seconds=30)
+        await support.eventually(expired, seconds=30)
         async with aiohttp.ClientSession() as http:
 
             async def scraped() -> str:
@@ -443,5 +418,5 @@ async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRu
                     text = await response.text()
                 return text if 'karpenter_nodeclaims_disrupted_total{capacity_type="' in text else ""
 
-            text = await eventually(scraped)
+            text = await support.eventually(scraped)
         assert 'nodepool="default",reason="expired"} ' in text

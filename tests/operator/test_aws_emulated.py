@@ -17,7 +17,8 @@ from typing import Any
 import aiohttp
 import boto3
 import pytest
-from tests.operator import test_app
+from tests import builders
+from tests.operator import support
 
 from karpy import clock
 from karpy.api import labels
@@ -88,17 +89,7 @@ async def emulated() -> AsyncIterator[cluster.EmulatedCluster]:
 
 def nodeclass(role: str) -> dict[str, Any]:
     selector = [{"tags": {emulator.DISCOVERY_TAG: CLUSTER}}]
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": "default"},
-        "spec": {
-            "role": role,
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": selector,
-            "securityGroupSelectorTerms": selector,
-        },
-    }
+    return builders.ec2nodeclass(role=role, subnetSelectorTerms=selector, securityGroupSelectorTerms=selector)
 
 
 NODEPOOL = {
@@ -187,9 +178,9 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             async def nodeclass_ready() -> Mapping[str, Any] | None:
                 """the EC2NodeClass is Ready with what AWS resolved"""
                 nc = await api.get(resources.EC2NODECLASSES, "default")
-                return nc if test_app.condition(nc, "Ready").get("status") == "True" else None
+                return nc if support.condition(nc, "Ready").get("status") == "True" else None
 
-            nc = await test_app.eventually(nodeclass_ready, seconds=30)
+            nc = await support.eventually(nodeclass_ready, seconds=30)
             found = nc["status"]
             assert {s["id"] for s in found["subnets"]} == set(seeded.subnet_ids)
             assert {g["id"] for g in found["securityGroups"]} == set(seeded.security_group_ids)
@@ -205,17 +196,17 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                 pod = await api.get(resources.PODS, "web-1", namespace="default")
                 return pod if (pod or {}).get("spec", {}).get("nodeName") else None
 
-            pod = await test_app.eventually(bound, seconds=60)
+            pod = await support.eventually(bound, seconds=60)
 
             async def initialized() -> Mapping[str, Any] | None:
                 """the NodeClaim is Initialized (its Node Ready, the unregistered taint gone)"""
                 claims, _ = await api.list(resources.NODECLAIMS)
                 assert len(claims) == 1  # one pod, one node: no duplicate launch while the first was in flight
-                return claims[0] if test_app.condition(claims[0], "Initialized").get("status") == "True" else None
+                return claims[0] if support.condition(claims[0], "Initialized").get("status") == "True" else None
 
-            claim = await test_app.eventually(initialized, seconds=20)
+            claim = await support.eventually(initialized, seconds=20)
             for condition in ("Launched", "Registered"):
-                assert test_app.condition(claim, condition).get("status") == "True", condition
+                assert support.condition(claim, condition).get("status") == "True", condition
             node = await api.get(resources.NODES, pod["spec"]["nodeName"])
             assert node is not None
             assert node["spec"]["providerID"] == claim["status"]["providerID"]
@@ -244,7 +235,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                         text = await response.text()
                     return text if 'karpenter_nodes_created_total{nodepool="default"} 1.0' in text else ""
 
-                text = await test_app.eventually(scraped, seconds=10)
+                text = await support.eventually(scraped, seconds=10)
             assert 'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0' in text
         finally:
             stop.set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.kube import builders
+from tests import builders
 
 from karpy import clock
 from karpy.cloudprovider.fake import provider as fake_provider

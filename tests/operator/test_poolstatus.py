@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from tests.sim import builders
+from tests import builders
 
 from karpy.api import ec2nodeclass, hashing, labels, meta, parse
 from karpy.operator import poolstatus

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from tests.kube import builders
+from tests import builders
 from tests.provisioning.builders import MemoryClient
 from tests.scheduling.conftest import fake_catalog
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from tests.sim import builders
+from tests import builders
 
 from karpy.sim.kube import runner, server
 
@@ -23,14 +23,15 @@ def _refusal(error: pytest.ExceptionInfo[kubernetes.client.ApiException]) -> dic
 
 
 def test_create_stamps_metadata_and_answers_201(core: kubernetes.client.CoreV1Api) -> None:
-    _, code, _ = core.create_namespaced_pod_with_http_info(NS, builders.pod("p1"))
+    # the bodies name no namespace: the server stamps the one of the request path
+    _, code, _ = core.create_namespaced_pod_with_http_info(NS, builders.pod("p1", namespace=None))
     assert code == 201
     first = core.read_namespaced_pod("p1", NS)
     assert first.metadata.uid
     assert first.metadata.namespace == NS
     assert first.metadata.creation_timestamp.timestamp() == 1_700_000_000.0  # the injected clock
     assert first.status.phase == "Pending"  # the API server resets a new pod's status
-    second = core.create_namespaced_pod(NS, builders.pod("p2"))
+    second = core.create_namespaced_pod(NS, builders.pod("p2", namespace=None))
     assert int(second.metadata.resource_version) > int(first.metadata.resource_version)
     assert second.metadata.uid != first.metadata.uid
 
@@ -62,7 +63,7 @@ def test_list_filters_by_label_and_field_selectors(core: kubernetes.client.CoreV
     core.create_namespaced_pod(NS, builders.pod("a1", labels={"app": "a", "tier": "web"}))
     core.create_namespaced_pod(NS, builders.pod("a2", labels={"app": "a"}, node="n1"))
     core.create_namespaced_pod(NS, builders.pod("b1", labels={"app": "b"}, node="n1"))
-    core.create_namespaced_pod("other", builders.pod("c1", labels={"app": "a"}))
+    core.create_namespaced_pod("other", builders.pod("c1", labels={"app": "a"}, namespace=None))
 
     def names(**selectors: str) -> list[str]:
         return [p.metadata.name for p in core.list_namespaced_pod(NS, **selectors).items]

@@ -6,18 +6,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from tests.sim import builders
+from tests import builders
 
 from karpy.sim.kube import disruption
 
 
 def _pods(ready: int, unready: int = 0, deleting: int = 0) -> list[dict[str, Any]]:
-    pods = [builders.pod(f"r{i}", labels={"app": "web"}, ready=True) for i in range(ready)]
+    pods = [builders.ready(builders.pod(f"r{i}", labels={"app": "web"})) for i in range(ready)]
     pods += [builders.pod(f"u{i}", labels={"app": "web"}) for i in range(unready)]
     for pod in pods[len(pods) - unready :]:
         pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
     for i in range(deleting):
-        pod = builders.pod(f"d{i}", labels={"app": "web"}, ready=True)
+        pod = builders.ready(builders.pod(f"d{i}", labels={"app": "web"}))
         pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         pods.append(pod)
     return pods

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import kopf.testing
 import kubernetes
 import pytest
-from tests.sim import builders
+from tests import builders
 
 from karpy.sim.kube import runner
 

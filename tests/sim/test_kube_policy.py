@@ -8,7 +8,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from tests.sim import builders
+from tests import builders
 
 from karpy.sim.kube import disruption, runner, server, status, validation
 

@@ -7,7 +7,7 @@ import threading
 
 import kubernetes
 import pytest
-from tests.sim import builders
+from tests import builders
 
 from karpy.sim.kube import runner, server
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
-from tests.sim import builders
+from tests import builders
 
 from karpy import clock
 from karpy.kube import client, config, resources, rest
@@ -19,8 +19,10 @@ NOW_STAMP = "2023-11-14T22:13:20Z"
 
 
 def _owned(name: str, kind: str, owner: str, *, ready: bool = True, deleting: bool = False) -> dict[str, Any]:
-    pod = builders.pod(name, labels={"app": "web"}, ready=ready)
-    pod["metadata"].update(namespace="default", ownerReferences=[{"kind": kind, "name": owner, "controller": True}])
+    pod = builders.pod(name, labels={"app": "web"})
+    if ready:
+        pod = builders.ready(pod)
+    pod["metadata"]["ownerReferences"] = [{"kind": kind, "name": owner, "controller": True}]
     if deleting:
         pod["metadata"]["deletionTimestamp"] = NOW_STAMP
     return pod
@@ -69,7 +71,7 @@ def test_scale_follows_controllers_to_the_deployment() -> None:
         ({"minAvailable": 3}, _web(4), 4, (4, 4, 3, 1)),  # an integer minAvailable counts the selected pods
         ({"minAvailable": "50%"}, _web(4), 6, (6, 4, 3, 1)),  # a percentage counts the desired replicas
         ({"maxUnavailable": "50%"}, _web(4), 4, (4, 4, 2, 2)),
-        ({"maxUnavailable": 1}, [builders.pod(f"b{i}", labels={"app": "web"}, ready=True) for i in range(3)], 3,
+        ({"maxUnavailable": 1}, [builders.ready(builders.pod(f"b{i}", labels={"app": "web"})) for i in range(3)], 3,
          (3, 3, 3, 0)),  # bare pods under maxUnavailable: fail safe
         ({"minAvailable": 1}, [], 0, (0, 0, 1, 0)),
     ],
@@ -175,7 +177,6 @@ async def test_status_follows_the_pods_and_is_written_only_on_change(api: rest.R
         builders.pdb("web", {"app": "web"}, maxUnavailable=1),
         builders.pdb("other", {"app": "x"}, minAvailable=1),
     ):
-        pdb["metadata"]["namespace"] = "default"
         await api.create(resources.PDBS, pdb)
     await replicas.sync()
 

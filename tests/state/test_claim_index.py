@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.kube import builders
+from tests import builders
 from tests.state.conftest import add, delete, modify
 
 from karpy.kube import resources
@@ -16,7 +16,7 @@ I2 = "aws:///us-east-1b/i-2"
 
 
 def _claim(name: str, *, provider_id: str = "", node_name: str = "") -> dict[str, Any]:
-    status = {k: v for k, v in (("providerID", provider_id), ("nodeName", node_name)) if v}
+    status: dict[str, Any] = {k: v for k, v in (("providerID", provider_id), ("nodeName", node_name)) if v}
     return builders.nodeclaim(name, **status)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.kube import builders
+from tests import builders
 from tests.state.conftest import add, delete, modify
 
 from karpy import clock

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.kube import builders
+from tests import builders
 
 from karpy.api import meta
 from karpy.scheduling import pods

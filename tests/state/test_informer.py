@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from tests.kube import builders
+from tests import builders
 
 from karpy import clock
 from karpy.kube import client, config, resources, rest
