@@ -1,7 +1,12 @@
-"""The controller and the emulation on one self-driving virtual clock (`ClusterOptions(autojump=True)`), with
-upstream's own timings (1 s / 10 s batches, 10 s disruption poll, 15 s validation, consolidateAfter 30 s):
-every wait is honoured on the virtual clock and costs no real time, so a scenario whose timers add up to more
-than the real-time bound of its wait can only pass if time jumps."""
+"""Long scenarios on one self-driving virtual clock shared by the controller and the emulation
+(`ClusterOptions(autojump=True)`), with upstream's own timings (1 s / 10 s batches, 10 s disruption poll, 15 s
+validation): every wait is honoured on the virtual clock and costs no real time, so a scenario whose timers add
+up to more than the real-time bound of its wait can only pass if time jumps.
+
+* emptiness: an emptied node goes after consolidateAfter (30 s) and the validation, not before;
+* expiration: a NodeClaim older than its pool's expireAfter (10 min) is deleted (forcefully, without a budget),
+  its node drained, its instance terminated, and its pods land on a replacement.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,12 @@ from collections.abc import AsyncIterator
 import pytest
 from tests.e2e import support
 
+from karpy.api import decoding
 from karpy.sim import autojump, cluster, controlplane, workloads
 
 BOOT_DELAY = 5.0
 CONSOLIDATE_AFTER = 30.0
+EXPIRE_AFTER = 600.0
 UPSTREAM = controlplane.Options(interruption=False)
 """Upstream's timings (the SQS long poll is off: a blocking wait would hold virtual time still)."""
 
@@ -52,3 +59,30 @@ async def test_an_empty_node_goes_after_consolidate_after_and_validation_in_virt
     assert CONSOLIDATE_AFTER + UPSTREAM.validation_delay <= took
     assert took <= CONSOLIDATE_AFTER + UPSTREAM.disruption_poll + UPSTREAM.validation_delay + 15.0
     assert clock.jumps > 0
+
+
+@pytest.mark.slow
+async def test_a_node_expires_after_ten_virtual_minutes_and_is_replaced(virtual: cluster.EmulatedCluster) -> None:
+    clock = virtual.clock
+    async with controlplane.ControlPlane(virtual, UPSTREAM):
+        await support.apply_defaults(
+            virtual, support.pool(expire_after=f"{EXPIRE_AFTER:g}s", consolidate_after="Never")
+        )
+        await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("aging", 2))
+        await support.eventually(lambda: support.all_bound(virtual, "aging", 2), within=30, what="aging bound")
+        (first,) = await support.claims(virtual)
+        born = first["metadata"]["creationTimestamp"]
+
+        async def replaced() -> bool:
+            names = {c["metadata"]["name"] for c in await support.claims(virtual)}
+            return (
+                bool(names)
+                and first["metadata"]["name"] not in names
+                and bool(await support.all_bound(virtual, "aging", 2))
+            )
+
+        # Ten minutes of virtual time in well under a minute of real time.
+        await support.eventually(replaced, within=60, what="the expired NodeClaim replaced")
+        age = clock.now() - decoding.timestamp(born)
+    assert EXPIRE_AFTER <= age <= EXPIRE_AFTER + 60.0
+    assert support.instance_id(first) not in await support.running_instances(virtual)
