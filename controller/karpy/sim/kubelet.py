@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 READY_POD_CONDITIONS = ("Initialized", "ContainersReady", "Ready", "PodScheduled")
 REGISTER_CONCURRENCY = 16
 """Nodes registering at once (each reads its user data from EC2 and creates its Node)."""
+CONCURRENCY = 16
+"""Status writes in flight at once (nodes turning Ready, pods starting): every node's kubelet writes its own."""
 
 
 class InstanceSource(Protocol):
@@ -266,6 +269,7 @@ class Kubelet:
                     nodes.append(created)
                     report.registered.append(node_name(instance))
         survivors = []
+        booted: list[dict[str, Any]] = []
         for node in nodes:
             meta = node.get("metadata") or {}
             name = str(meta.get("name"))
@@ -277,11 +281,16 @@ class Kubelet:
                 continue
             survivors.append(node)
             if managed and not is_ready(node) and self._boot_done(node, now):
-                await self._kube.patch(resources.NODES, name, ready_status_patch(node, now), subresource="status")
-                node.setdefault("status", {})["conditions"] = ready_status_patch(node, now)["status"]["conditions"]
-                report.became_ready.append(name)
+                booted.append(node)
+        await loop.gather_limited([functools.partial(self._turn_ready, n, now) for n in booted], limit=CONCURRENCY)
+        report.became_ready.extend(str(n["metadata"]["name"]) for n in booted)
         await self._pods(pods, {str(n["metadata"]["name"]): n for n in nodes}, survivors, now, report)
         return report
+
+    async def _turn_ready(self, node: dict[str, Any], now: float) -> None:
+        patch = ready_status_patch(node, now)
+        await self._kube.patch(resources.NODES, str(node["metadata"]["name"]), patch, subresource="status")
+        node.setdefault("status", {})["conditions"] = patch["status"]["conditions"]
 
     async def _pods(
         self,
@@ -296,6 +305,7 @@ class Kubelet:
             for n in survivors
             if MANAGED_ANNOTATION in (n["metadata"].get("annotations") or {}) and is_ready(n)
         }
+        starting: list[tuple[dict[str, Any], Mapping[str, Any]]] = []
         for pod in pods:
             meta = pod.get("metadata") or {}
             bound_to = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -309,14 +319,24 @@ class Kubelet:
             node = ready_nodes.get(bound_to)
             phase = (pod.get("status") or {}).get("phase")
             if node is not None and phase not in TERMINAL_POD_PHASES and not pod_running(pod):
-                patch = running_status_patch(pod, node, now)
-                try:
-                    await self._kube.patch(
-                        resources.PODS, str(meta["name"]), patch, namespace=str(meta["namespace"]), subresource="status"
-                    )
-                except client.NotFound:
-                    continue
-                report.pods_started.append(key)
+                starting.append((pod, node))
+        # The pods of different nodes start side by side (a kubelet each), not one round trip after the other.
+        started = await loop.gather_limited(
+            [functools.partial(self._start, pod, node, now) for pod, node in starting], limit=CONCURRENCY
+        )
+        report.pods_started.extend(key for key in started if key is not None)
+
+    async def _start(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> str | None:
+        """Mark the pod Running; its "namespace/name", or None when it is gone."""
+        meta = pod.get("metadata") or {}
+        patch = running_status_patch(pod, node, now)
+        try:
+            await self._kube.patch(
+                resources.PODS, str(meta["name"]), patch, namespace=str(meta["namespace"]), subresource="status"
+            )
+        except client.NotFound:
+            return None
+        return f"{meta.get('namespace')}/{meta.get('name')}"
 
     def _boot_done(self, node: Mapping[str, Any], now: float) -> bool:
         raw = ((node.get("metadata") or {}).get("annotations") or {}).get(REGISTERED_AT_ANNOTATION)

@@ -1,15 +1,18 @@
-"""The stand-ins' main loop: one pass every interval on the injected clock, until cancelled."""
+"""The stand-ins' main loop (one pass every interval on the injected clock, until cancelled) and their bounded
+concurrency for the writes of one pass."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import NoReturn
+from collections.abc import Awaitable, Callable, Iterable
+from typing import NoReturn, TypeVar
 
 from karpy import clock as clock_module
 from karpy.kube import client
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 async def every(
@@ -23,3 +26,21 @@ async def every(
         except (client.KubeError, OSError) as error:
             log.warning("%s stand-in: pass failed: %s", name, error)
         await clock.sleep(interval)
+
+
+async def gather_limited(calls: Iterable[Callable[[], Awaitable[T]]], *, limit: int) -> list[T]:
+    """Run every call with at most `limit` in flight (requests of independent components — kubelets of several
+    nodes, kube-scheduler's binding goroutines — overlap instead of queueing one round trip behind the other);
+    results in the order of `calls`. The first failure cancels the calls still running and is raised as is."""
+    gate = asyncio.Semaphore(max(1, limit))
+
+    async def one(call: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await call()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(call)) for call in calls]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    return [task.result() for task in tasks]

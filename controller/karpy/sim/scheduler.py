@@ -17,9 +17,9 @@ condition is written only when it changes, and a changed message of a pod alread
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import datetime
+import functools
 import logging
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +54,8 @@ class SchedulerSettings:
     retries an unschedulable pod with a backoff capped at 10 s, so a growing cluster does not rewrite every pending
     pod's message on every pass (1,000 pending pods otherwise cost 1,000 writes per node added)."""
     bind_concurrency: int = 16
-    """Bindings in flight at once (kube-scheduler binds in goroutines of their own)."""
+    """Bindings (and Unschedulable condition writes) in flight at once: kube-scheduler binds in goroutines of its
+    own, and one pod's status write does not wait for another's."""
 
 
 @dataclass(slots=True)
@@ -296,17 +297,31 @@ class KubeScheduler:
                 continue
             plain.append((key, node))
         await self._bind_all(plain, report)
-        for key, message in reasons.items():
-            await self._mark(by_key[key], message, now, report)
+        await self._mark_all([(by_key[key], message) for key, message in reasons.items()], now, report)
         return report
 
     async def _bind_all(self, placements: Sequence[tuple[str, str]], report: ScheduleReport) -> None:
-        """Bind in batches of `bind_concurrency`, in placement order."""
-        step = max(1, self._settings.bind_concurrency)
-        for start in range(0, len(placements), step):
-            batch = placements[start : start + step]
-            done = await asyncio.gather(*(self._bind(key, node) for key, node in batch))
-            report.bound.update((key, node) for (key, node), ok in zip(batch, done, strict=True) if ok)
+        """Bind with `bind_concurrency` bindings in flight, started in placement order."""
+        done = await loop.gather_limited(
+            [functools.partial(self._bind, key, node) for key, node in placements],
+            limit=self._settings.bind_concurrency,
+        )
+        report.bound.update((key, node) for (key, node), ok in zip(placements, done, strict=True) if ok)
+
+    async def _mark_all(
+        self, marks: Sequence[tuple[Mapping[str, Any], str]], now: float, report: ScheduleReport
+    ) -> None:
+        """Write the Unschedulable conditions due, `bind_concurrency` at a time (each pod's failure handling is
+        independent of the others'); the report lists them in the order given."""
+        for raw, message in marks:
+            report.unschedulable[pod_key(raw)] = message
+        written = await loop.gather_limited(
+            [functools.partial(self._write_mark, raw, message, now) for raw, message in marks],
+            limit=self._settings.bind_concurrency,
+        )
+        for (raw, _), ok in zip(marks, written, strict=True):
+            if not ok:
+                report.unschedulable.pop(pod_key(raw), None)
 
     async def _bind(self, key: str, node: str) -> bool:
         namespace, name = key.split("/", 1)
@@ -375,18 +390,21 @@ class KubeScheduler:
         return ready
 
     async def _mark(self, raw: Mapping[str, Any], message: str, now: float, report: ScheduleReport) -> None:
+        await self._mark_all([(raw, message)], now, report)
+
+    async def _write_mark(self, raw: Mapping[str, Any], message: str, now: float) -> bool:
+        """Set the pod's Unschedulable condition unless it already says `message`; False when the pod is gone."""
         key = pod_key(raw)
-        report.unschedulable[key] = message
         patch = unschedulable_patch(raw, message, now)
         if patch is None:
-            return
+            return True
         namespace, name = key.split("/", 1)
         try:
             await self._kube.patch(resources.PODS, name, patch, namespace=namespace, subresource="status")
         except client.NotFound:
-            report.unschedulable.pop(key, None)
-        else:
-            self._marked_at[key] = now
+            return False
+        self._marked_at[key] = now
+        return True
 
 
 def _parse(raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:

@@ -246,17 +246,23 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
 
     # -- reads --------------------------------------------------------------------------------------------------
 
-    def _fetch(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
-        obj = self._db.live(self._key(request, kind))
-        if obj is None:
+    def _fetch(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        encoded = self._db.encoded(self._key(request, kind))
+        if encoded is None:
             raise status.not_found(kind.plural, kind.group, str(request.name))
-        return obj
+        return encoded
 
-    def _list(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
+    def _list(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        """The list as JSON, assembled from each item's stored encoding."""
         assert request.resource is not None
         watch = self._filter(request)
-        items = [obj for obj in self._db.live_objects(request.resource, request.namespace) if watch.matches(obj)]
-        items.sort(key=lambda obj: (objects.metadata(obj).get("namespace", ""), objects.metadata(obj).get("name", "")))
+        matching = [
+            (key, obj) for key, obj in self._db.live_items(request.resource, request.namespace) if watch.matches(obj)
+        ]
+        matching.sort(
+            key=lambda item: (objects.metadata(item[1]).get("namespace", ""), objects.metadata(item[1]).get("name", ""))
+        )
+        items = [key for key, _ in matching]
         meta: dict[str, Any] = {"resourceVersion": str(self._db.resource_version)}
         start = int(request.params.get("continue") or 0)
         limit = int(request.params.get("limit") or 0)
@@ -265,11 +271,13 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         if limit and len(items) > limit:
             items = items[:limit]
             meta["continue"] = str(start + limit)
-        return {"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta, "items": items}
+        head = watching.encode({"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta})
+        body = b", ".join(self._db.encoded_live(key) for key in items)
+        return head[:-1] + b', "items": [' + body + b"]}"
 
     # -- writes -------------------------------------------------------------------------------------------------
 
-    async def _create(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
+    async def _create(self, request: kmock.Request, kind: objects.Kind) -> bytes:
         assert request.resource is not None
         body = self._body(request)
         meta = objects.metadata(body)
@@ -301,11 +309,11 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             obj = self._default(kind, obj)
             self._validate(kind, obj, None)
             if "dryRun" in request.params:
-                return obj
+                return watching.encode(obj)
             await self._db.add(key, obj)
-        return obj
+        return self._db.encoded_as(key, obj)
 
-    async def _patch(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
+    async def _patch(self, request: kmock.Request, kind: objects.Kind) -> bytes:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         patch_type = _PATCH_TYPES.get(content_type)
         if patch_type is None or (patch_type == "strategic" and kind.custom):
@@ -331,7 +339,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 self._check_version(kind, old, objects.metadata(self._body(request)).get("resourceVersion"))
             return await self._write(request, kind, key, old, new)
 
-    async def _replace(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
+    async def _replace(self, request: kmock.Request, kind: objects.Kind) -> bytes:
         body = self._body(request)
         if objects.metadata(body).get("name") not in (None, request.name):
             raise status.bad_request("the name of the object does not match the name on the URL")
@@ -353,17 +361,18 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
 
     async def _write(
         self, request: kmock.Request, kind: objects.Kind, key: Key, old: dict[str, Any], new: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """Store an update computed under the lock; deletes the object when its last finalizer went away."""
+    ) -> bytes:
+        """Store an update computed under the lock (deletes the object when its last finalizer went away); the
+        object after it as JSON."""
         scope = objects.Scope.STATUS if request.subresource == "status" else objects.Scope.MAIN
         result = objects.updated(old, new, kind, scope=scope, resource_version=self._db.resource_version + 1)
         if result is None:
-            return old
+            return self._db.encoded_live(key)
         result = self._default(kind, result)
         self._validate(kind, result, old)
         if "dryRun" in request.params:
-            return result
-        return await self._db.update(key, old, result)
+            return watching.encode(result)
+        return self._db.encoded_as(key, await self._db.update(key, old, result))
 
     async def _delete(self, request: kmock.Request, kind: objects.Kind) -> Any:
         options = request.data if isinstance(request.data, dict) else {}

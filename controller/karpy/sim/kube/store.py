@@ -3,6 +3,10 @@
 A global resourceVersion counter, per-resource change history for watches resuming from a version (410 Expired
 once compacted), deletion through finalizers, and the watch streams themselves. Callers hold `lock` around reads
 that lead to writes; `watch` takes it itself to snapshot and subscribe atomically.
+
+Every stored version is encoded as JSON once, when it is written (`encoded`): lists, reads and every watcher's
+event reuse those bytes instead of serialising the same object again per reader. Stored versions are never changed
+in place (every write stores a new dict), which is what makes that cache valid.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import copy
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import kmock
@@ -41,6 +45,7 @@ class Store:
         self.resource_version = 1  # etcd starts an empty cluster at revision 1
         self._changes: dict[kmock.resource, collections.deque[watching.Change]] = {}
         self._compacted: dict[kmock.resource, int] = {}
+        self._encoded: dict[Key, tuple[object, Any, bytes]] = {}  # key -> (kmock version, its dict, JSON)
         self._closing = False
 
     # -- reads --------------------------------------------------------------------------------------------------
@@ -53,9 +58,40 @@ class Store:
         return None if stored.deleted else stored.last.raw
 
     def live_objects(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[dict[str, Any]]:
-        for (res, ns, _), stored in self.objects.items():
-            if res == resource and not stored.deleted and (namespace is None or ns == namespace):
-                yield stored.last.raw
+        for _, obj in self.live_items(resource, namespace):
+            yield obj
+
+    def live_items(
+        self, resource: kmock.resource, namespace: str | None = None
+    ) -> Iterator[tuple[Key, dict[str, Any]]]:
+        """(key, stored object) of the live objects of `resource` (in `namespace` when given)."""
+        for key, stored in self.objects.items():
+            if key[0] == resource and not stored.deleted and (namespace is None or key[1] == namespace):
+                yield key, stored.last.raw
+
+    def encoded(self, key: Key) -> bytes | None:
+        """The live object at `key` as JSON (encoded once per stored version), or None when absent."""
+        if key not in self.objects or self.objects[key].deleted:
+            return None
+        return self.encoded_live(key)
+
+    def encoded_live(self, key: Key) -> bytes:
+        """`encoded` of a key known to be live (e.g. from `live_items`)."""
+        version = self.objects[key].last
+        cached = self._encoded.get(key)
+        if cached is not None and cached[0] is version:
+            return cached[2]
+        raw = version.raw
+        data = watching.encode(raw)
+        self._encoded[key] = (version, raw, data)
+        return data
+
+    def encoded_as(self, key: Key, obj: Mapping[str, Any]) -> bytes:
+        """`obj` as JSON: the cached bytes when it is the object last stored at `key`, else encoded now."""
+        cached = self._encoded.get(key)
+        if cached is not None and cached[1] is obj and not self.objects[key].deleted:
+            return cached[2]
+        return watching.encode(obj)
 
     # -- writes (under the lock) --------------------------------------------------------------------------------
 
@@ -66,20 +102,22 @@ class Store:
     async def add(self, key: Key, obj: dict[str, Any]) -> None:
         """Store a created object whose resourceVersion is `next_version()`."""
         self.next_version()
-        self._put(key, obj)
-        await self._publish(key[0], watching.Change(watching.EventType.ADDED, self.resource_version, obj))
+        encoded = self._put(key, obj)
+        await self._publish(
+            key[0], watching.Change(watching.EventType.ADDED, self.resource_version, obj, None, encoded)
+        )
 
     async def update(self, key: Key, old: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         """Store `result` (stamped with the next version); deletes it when its last finalizer went away."""
         self.next_version()
-        self._put(key, result)
+        encoded = self._put(key, result)
         meta = objects.metadata(result)
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            self.objects[key].delete()
-            await self._publish(key[0], watching.Change(watching.EventType.DELETED, self.resource_version, result))
+            self._gone(key)
+            change = watching.Change(watching.EventType.DELETED, self.resource_version, result, None, encoded)
         else:
-            change = watching.Change(watching.EventType.MODIFIED, self.resource_version, result, old)
-            await self._publish(key[0], change)
+            change = watching.Change(watching.EventType.MODIFIED, self.resource_version, result, old, encoded)
+        await self._publish(key[0], change)
         return result
 
     async def delete(self, key: Key, old: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -94,19 +132,28 @@ class Store:
             return await self.update(key, old, marked), False
         final = copy.deepcopy(old)
         final["metadata"]["resourceVersion"] = str(self.next_version())
-        self._put(key, final)
-        self.objects[key].delete()
-        await self._publish(key[0], watching.Change(watching.EventType.DELETED, self.resource_version, final))
+        encoded = self._put(key, final)
+        self._gone(key)
+        change = watching.Change(watching.EventType.DELETED, self.resource_version, final, None, encoded)
+        await self._publish(key[0], change)
         return final, True
 
-    def _put(self, key: Key, obj: dict[str, Any]) -> None:
+    def _put(self, key: Key, obj: dict[str, Any]) -> bytes:
+        """Store `obj` as the latest version at `key`; returns its JSON (kept for the readers of that version)."""
         if key not in self.objects:
             self.objects[key] = obj
-            return
-        history = self.objects[key].history
-        history.append(obj)
-        if self._object_history is not None and len(history) > self._object_history:
-            del history[: len(history) - self._object_history]
+        else:
+            history = self.objects[key].history
+            history.append(obj)
+            if self._object_history is not None and len(history) > self._object_history:
+                del history[: len(history) - self._object_history]
+        encoded = watching.encode(obj)
+        self._encoded[key] = (self.objects[key].last, obj, encoded)
+        return encoded
+
+    def _gone(self, key: Key) -> None:
+        self.objects[key].delete()
+        self._encoded.pop(key, None)
 
     async def _publish(self, resource: kmock.resource, change: watching.Change) -> None:
         changes = self._changes.setdefault(resource, collections.deque(maxlen=self._watch_history))
@@ -132,7 +179,7 @@ class Store:
         since: str | None,
         initial_events: bool,
         lifetime: float | None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[bytes]:
         yield b""  # sends the headers now: a watch on a quiet resource must still start
         if self._closing:
             return
@@ -141,17 +188,18 @@ class Store:
             mark = await bus.mark()
             backlog = self._backlog(resource, kind, watch, since=since, initial_events=initial_events)
         try:
-            for event in backlog:
-                yield event
-            if backlog and backlog[-1]["type"] == watching.EventType.ERROR:
+            if isinstance(backlog, dict):  # an ERROR event ends the stream
+                yield watching.encode(backlog) + b"\n"
                 return
+            for line in backlog:
+                yield line
             async with asyncio.timeout(lifetime):  # ?timeoutSeconds=
                 async for change in bus.stream(since=mark):
                     if change is None:
                         return
-                    visible = watching.translate(change, watch)
-                    if visible is not None:
-                        yield visible
+                    type_ = watching.visible(change, watch)
+                    if type_ is not None:
+                        yield watching.frame(type_, change.encoded)
         except TimeoutError:
             return
         finally:
@@ -165,15 +213,17 @@ class Store:
         *,
         since: str | None,
         initial_events: bool,
-    ) -> list[dict[str, Any]]:
+    ) -> list[bytes] | dict[str, Any]:
+        """The lines a new watch starts with, or the ERROR event it gets instead (410 Expired)."""
         if since is None or initial_events:
-            current = [obj for obj in self.live_objects(resource, watch.namespace) if watch.matches(obj)]
-            events = [watching.event(watching.EventType.ADDED, obj) for obj in current]
+            current = [key for key, obj in self.live_items(resource, watch.namespace) if watch.matches(obj)]
+            lines = [watching.frame(watching.EventType.ADDED, self.encoded_live(key)) for key in current]
             if initial_events:
-                events.append(watching.initial_events_end(self.resource_version, kind.api_version, kind.kind))
-            return events
+                bookmark = watching.initial_events_end(self.resource_version, kind.api_version, kind.kind)
+                lines.append(watching.encode(bookmark) + b"\n")
+            return lines
         if int(since) < self._compacted.get(resource, 0):
-            return [watching.expired(since)]
+            return watching.expired(since)
         changes = self._changes.get(resource, ())
-        replayed = (watching.translate(c, watch) for c in changes if c.resource_version > int(since))
-        return [event for event in replayed if event is not None]
+        replayed = ((watching.visible(c, watch), c) for c in changes if c.resource_version > int(since))
+        return [watching.frame(type_, c.encoded) for type_, c in replayed if type_ is not None]

@@ -1,12 +1,14 @@
 """Watch events as the API server streams them to a filtered watch (pure parts).
 
 An object that starts matching a watch's selectors arrives as ADDED, one that stops matching as DELETED, the way
-the real API server's watch cache filters them.
+the real API server's watch cache filters them. Streams are sent as `frame`s around the object's JSON, which the
+store encodes once per write however many watchers see it (as the real watch cache does).
 """
 
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,8 @@ class Change:
     resource_version: int
     obj: Mapping[str, Any]
     old: Mapping[str, Any] | None = None
+    encoded: bytes = b""
+    """`obj` as JSON (see `encode`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +58,28 @@ def event(type_: EventType, obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": str(type_), "object": obj}
 
 
-def translate(change: Change, watch: Filter) -> dict[str, Any] | None:
-    """The event `watch` sees for `change`, or None when the change is invisible to it."""
+def encode(obj: Any) -> bytes:
+    """JSON as the server sends it (`json.dumps` defaults, as aiohttp's and kmock's responses)."""
+    return json.dumps(obj).encode()
+
+
+def frame(type_: EventType, encoded: bytes) -> bytes:
+    """One line of a watch stream: the event of type `type_` around an object already `encode`d."""
+    return b'{"type": "' + type_.value.encode() + b'", "object": ' + encoded + b"}\n"
+
+
+def visible(change: Change, watch: Filter) -> EventType | None:
+    """The type of the event `watch` sees for `change`, or None when the change is invisible to it."""
     now = watch.matches(change.obj)
     if change.type is not EventType.MODIFIED:
-        return event(change.type, change.obj) if now else None
+        return change.type if now else None
     before = change.old is not None and watch.matches(change.old)
     if now and before:
-        return event(EventType.MODIFIED, change.obj)
+        return EventType.MODIFIED
     if now:
-        return event(EventType.ADDED, change.obj)
+        return EventType.ADDED
     if before:
-        return event(EventType.DELETED, change.obj)
+        return EventType.DELETED
     return None
 
 
