@@ -276,3 +276,24 @@ def test_a_reaction_declared_by_a_test_intercepts_without_storing(
     assert custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"] == []
     created = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", builders.nodeclaim("nc-1"))
     assert created["metadata"]["name"] == "nc-1"  # the reaction was for one request only
+
+
+def test_reads_follow_every_new_version_even_one_a_test_stores_through_kmock(
+    kube: runner.KubeAPIRunner, core: kubernetes.client.CoreV1Api
+) -> None:
+    """Each stored version is encoded once and reused: a later version, however it was stored, is what reads see."""
+    core.create_namespaced_pod(NS, builders.pod("p1"))
+    assert not core.list_namespaced_pod(NS).items[0].metadata.labels  # encoded and cached
+    core.patch_namespaced_pod("p1", NS, {"metadata": {"labels": {"step": "patched"}}})
+    assert core.read_namespaced_pod("p1", NS).metadata.labels == {"step": "patched"}
+    assert core.list_namespaced_pod(NS).items[0].metadata.labels == {"step": "patched"}
+    stored = kube.api.live("v1/pods", NS, "p1")
+    assert stored is not None
+    stored["metadata"]["labels"] = {"step": "stored by kmock"}
+
+    async def store_directly() -> None:
+        kube.api.objects["v1/pods", NS, "p1"] = stored
+
+    kube.call(store_directly)
+    assert core.read_namespaced_pod("p1", NS).metadata.labels == {"step": "stored by kmock"}
+    assert core.list_namespaced_pod(NS).items[0].metadata.labels == {"step": "stored by kmock"}
