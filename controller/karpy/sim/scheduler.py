@@ -267,7 +267,7 @@ class KubeScheduler:
         by_key: dict[str, Mapping[str, Any]] = {}
         now = self._clock.now()
         for raw in waiting:
-            parsed = _parse(raw)
+            parsed = self._parse_cached(raw)
             if parsed is None:
                 await self._mark(raw, "the pod cannot be parsed for scheduling", now, report)
                 continue
@@ -341,7 +341,7 @@ class KubeScheduler:
         return last is None or now - last >= self._settings.message_refresh
 
     def _parse_cached(self, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
-        """Bound pods are parsed once per resourceVersion, not once per pass."""
+        """Pods are parsed once per resourceVersion, not once per pass."""
         md = raw.get("metadata") or {}
         uid, version = str(md.get("uid") or ""), str(md.get("resourceVersion") or "")
         cached = self._parsed.get(uid)

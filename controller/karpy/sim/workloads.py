@@ -218,7 +218,7 @@ class WorkloadController:
                 created = await self._kube.create(resources.PODS, pod_for(rs))
                 live.append(created)
                 report.created.append(_key(created))
-            for surplus in deletion_order(live)[: max(0, len(live) - wanted)]:
+            for surplus in deletion_order(live)[: len(live) - wanted] if len(live) > wanted else ():
                 await self._delete(resources.PODS, surplus, report.deleted)
                 live = [p for p in live if p is not surplus]
             await self._status(REPLICASETS, rs, live)

@@ -61,6 +61,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     _object_reaction: Any = attrs.field(default=None, init=False)
     _version_reaction: Any = attrs.field(default=None, init=False)
     _own_reactions: int = attrs.field(default=0, init=False)
+    _kinds: dict[kmock.resource, tuple[objects.Kind, frozenset[str]]] = attrs.field(factory=dict, init=False)
+    _kinds_declared: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -109,7 +111,11 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 # No reaction declared by a test: route straight to ours. kmock's router tests `request in
                 # reaction` by re-filtering every request served so far, which grows quadratically with traffic.
                 if self._is_object_request(request):
-                    return await self._object_reaction(request)  # type: ignore[no-any-return]
+                    # What the reaction does, without kmock's per-request introspection of the callback: note the
+                    # request for kmock's spy, then render our answer.
+                    self._object_reaction._requests.append(request)
+                    response = await self._serve_object(request)
+                    return await response(request)
                 if self._is_version_discovery(request):
                     return await self._version_reaction(request)  # type: ignore[no-any-return]
             return await kmock.RawHandler._handle(self, request)
@@ -194,21 +200,29 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         resource = request.resource
         assert resource is not None  # see _is_object_request
         assert resource.plural is not None
-        if resource not in self.resources:
+        if self._kinds_declared != len(self.resources):  # a resource was declared or dropped: look them up again
+            self._kinds.clear()
+            self._kinds_declared = len(self.resources)
+        known = self._kinds.get(resource)
+        if known is None:
+            if resource not in self.resources:  # kmock's lookup is slow (a runtime protocol check): once per kind
+                raise status.resource_not_found(request.url.path)
+            info = self.resources[resource]
+            group, version = resource.group or "", resource.version or ""
+            kind = objects.Kind(
+                plural=resource.plural,
+                group=group,
+                api_version=f"{group}/{version}" if group else version,
+                kind=info.kind or resource.plural.capitalize(),
+                namespaced=bool(info.namespaced),
+                status_subresource="status" in info.subresources,
+                custom=group in self._custom_groups,
+            )
+            known = self._kinds[resource] = (kind, frozenset(info.subresources))
+        kind, subresources = known
+        if request.subresource is not None and request.subresource not in subresources:
             raise status.resource_not_found(request.url.path)
-        info = self.resources[resource]
-        group, version = resource.group or "", resource.version or ""
-        if request.subresource not in (None, *info.subresources):
-            raise status.resource_not_found(request.url.path)
-        return objects.Kind(
-            plural=resource.plural,
-            group=group,
-            api_version=f"{group}/{version}" if group else version,
-            kind=info.kind or resource.plural.capitalize(),
-            namespaced=bool(info.namespaced),
-            status_subresource="status" in info.subresources,
-            custom=group in self._custom_groups,
-        )
+        return kind
 
     @staticmethod
     def _body(request: kmock.Request) -> dict[str, Any]:
@@ -256,13 +270,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         """The list as JSON, assembled from each item's stored encoding."""
         assert request.resource is not None
         watch = self._filter(request)
-        matching = [
-            (key, obj) for key, obj in self._db.live_items(request.resource, request.namespace) if watch.matches(obj)
-        ]
-        matching.sort(
-            key=lambda item: (objects.metadata(item[1]).get("namespace", ""), objects.metadata(item[1]).get("name", ""))
-        )
-        items = [key for key, _ in matching]
+        matching = [key for key, obj in self._db.live_items(request.resource, request.namespace) if watch.matches(obj)]
+        items = sorted(matching, key=lambda key: (key[1] or "", key[2]))  # by namespace, then name
         meta: dict[str, Any] = {"resourceVersion": str(self._db.resource_version)}
         start = int(request.params.get("continue") or 0)
         limit = int(request.params.get("limit") or 0)
