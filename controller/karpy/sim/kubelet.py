@@ -41,8 +41,12 @@ GONE_STATES = frozenset({"shutting-down", "terminated"})
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 READY_POD_CONDITIONS = ("Initialized", "ContainersReady", "Ready", "PodScheduled")
 REGISTER_CONCURRENCY = 16
+BOUND_PODS = "spec.nodeName!="
+"""The field selector of the pods bound to a node."""
 """Nodes registering at once (each reads its user data from EC2 and creates its Node)."""
 CONCURRENCY = 16
+BOUND_PODS = "spec.nodeName!="
+"""The field selector of the pods bound to a node."""
 """Status writes in flight at once (nodes turning Ready, pods starting): every node's kubelet writes its own."""
 
 
@@ -252,7 +256,9 @@ class Kubelet:
     async def sync(self) -> SyncReport:
         report = SyncReport()
         # Pods before nodes: a pod listed as bound to a node that the later node list lacks is really orphaned.
-        pods, _ = await self._kube.list(resources.PODS)
+        # Only pods bound to some node, as each real kubelet watches only its own node's (`spec.nodeName=<node>`):
+        # the pending ones are none of a kubelet's business, and listing them every pass costs the most.
+        pods, _ = await self._kube.list(resources.PODS, field_selector=BOUND_PODS)
         instances = await asyncio.to_thread(self._source.cluster_instances, self._settings.cluster_name)
         nodes, _ = await self._kube.list(resources.NODES)
         live = {provider_id(i): i for i in instances if i.state not in GONE_STATES}
