@@ -4,7 +4,6 @@ x-kubernetes-validations rule give the same verdict as the parser, on valid and 
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,17 +18,9 @@ from karpy.api import crds, errors, parse, validator
 from karpy.api.schema import ec2nodeclass as ec2_schema
 from karpy.api.schema import nodeclaim as nodeclaim_schema
 from karpy.api.schema import nodepool as nodepool_schema
+from karpy.sim.kube import transitions
 
 CEL = celpy.Environment()
-
-
-def _find(text: Any, pattern: Any) -> celtypes.StringType:
-    match = re.search(str(pattern), str(text))
-    return celtypes.StringType(match.group(0) if match else "")
-
-
-def _split(text: Any, sep: Any) -> celtypes.ListType:
-    return celtypes.ListType([celtypes.StringType(p) for p in str(text).split(str(sep))])
 
 
 def to_json_schema(node: Any) -> Any:
@@ -49,7 +40,7 @@ def cel_failures(value: Any, schema: dict[str, Any], path: str = "") -> Iterator
     for rule in schema.get("x-kubernetes-validations", ()):
         if "oldSelf" in rule["rule"]:
             continue  # transition rules need the old object: skipped on purpose
-        program = CEL.program(CEL.compile(rule["rule"]), functions={"find": _find, "split": _split})
+        program = CEL.program(CEL.compile(rule["rule"]), functions=dict(transitions.FUNCTIONS))
         try:
             verdict = program.evaluate({"self": celpy.json_to_cel(value)})
         except celpy.CELEvalError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -19,13 +20,15 @@ DURATION_OR_NEVER_PATTERN: Final = r"^(([0-9]+(s|m|h))+|Never)$"
 DURATION_PATTERN: Final = r"^([0-9]+(s|m|h))+$"
 
 Predicate = Callable[[Any], bool]
+_OLD_SELF: Final = re.compile(r"\boldSelf\b")
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One `x-kubernetes-validations` entry: upstream's CEL `rule` and `message`, and the Python `check` that
     implements it on the (defaulted, schema-valid) value at the same schema node. `check` is None for transition
-    rules (those reading `oldSelf`): the API server enforces them on update; a parser of one object cannot."""
+    rules (those reading `oldSelf`): the API server enforces them on update; a parser of one object cannot (the
+    emulated API server evaluates their CEL text, `karpy.sim.kube.transitions`)."""
 
     rule: str
     message: str
@@ -33,7 +36,8 @@ class Rule:
 
     @property
     def is_transition(self) -> bool:
-        return self.check is None
+        """Whether the API server treats the rule as a transition rule: its expression reads `oldSelf`."""
+        return _OLD_SELF.search(self.rule) is not None
 
     def render(self) -> dict[str, str]:
         return {"message": self.message, "rule": self.rule}

@@ -3,7 +3,9 @@
 A `Defaulter` fills in the CRD schema's defaults, as the API server does before it stores an object. A `Validator`
 sees the object a create/update would store (and the stored one on update) and returns the causes of a 422. The
 defaults call `karpy.api.parse` and `karpy.api.schema`, the project's single source of truth for the CRD schemas
-and CEL rules; NodeClaim adds the CRD's `self == oldSelf` rule on `spec`.
+and CEL rules. `karpy.api.parse` enforces the schema and every CEL rule it pairs with a Python predicate;
+`transitions` evaluates the rules that read `oldSelf` (NodeClaim's `spec` immutability, NodePool's immutable
+`nodeClassRef.group`/`kind`, ...) on update.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from karpy.api import errors, labels, parse, validator
 from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodepool
-from karpy.sim.kube import status
+from karpy.sim.kube import status, transitions
 
 Validator = Callable[[Mapping[str, Any], Mapping[str, Any] | None], Sequence[status.Cause]]
 Defaulter = Callable[[Mapping[str, Any]], dict[str, Any]]
@@ -22,7 +24,6 @@ Parser = Callable[[Mapping[str, Any]], object]
 NODEPOOLS = f"{labels.GROUP}/{labels.VERSION}/nodepools"
 NODECLAIMS = f"{labels.GROUP}/{labels.VERSION}/nodeclaims"
 EC2NODECLASSES = f"{labels.AWS_GROUP}/{labels.VERSION}/ec2nodeclasses"
-SPEC_IMMUTABLE = "spec is immutable"  # the message of the NodeClaim CRD's CEL rule
 
 
 def from_parser(parser: Parser) -> Validator:
@@ -38,14 +39,11 @@ def from_parser(parser: Parser) -> Validator:
     return validate
 
 
-def with_immutable_spec(validator: Validator) -> Validator:
-    """Adds the CEL rule `self == oldSelf` on `spec` (checked on update only, as CEL transition rules are)."""
+def all_of(*validators: Validator) -> Validator:
+    """A validator that reports the causes of every one of `validators`, in order."""
 
     def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Sequence[status.Cause]:
-        causes = list(validator(obj, old))
-        if old is not None and obj.get("spec") != old.get("spec"):
-            causes.append(status.Cause("spec", SPEC_IMMUTABLE))
-        return causes
+        return [cause for each in validators for cause in each(obj, old)]
 
     return validate
 
@@ -53,9 +51,9 @@ def with_immutable_spec(validator: Validator) -> Validator:
 def karpenter() -> dict[str, Validator]:
     """The validators of the three karpenter resources, keyed `group/version/plural`."""
     return {
-        NODEPOOLS: from_parser(parse.nodepool),
-        NODECLAIMS: with_immutable_spec(from_parser(parse.nodeclaim)),
-        EC2NODECLASSES: from_parser(parse.ec2nodeclass),
+        NODEPOOLS: all_of(from_parser(parse.nodepool), transitions.checker(nodepool.schema())),
+        NODECLAIMS: all_of(from_parser(parse.nodeclaim), transitions.checker(nodeclaim.schema())),
+        EC2NODECLASSES: all_of(from_parser(parse.ec2nodeclass), transitions.checker(ec2nodeclass.schema())),
     }
 
 
