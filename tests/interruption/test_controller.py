@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from tests.provisioning.builders import MemoryClient, parsed_nodepool
 
 from karpy import events
@@ -87,6 +89,7 @@ class Counts:
             unparseable=hook("unparseable"),
             action=hook("action"),
             failed=hook("failed"),
+            disrupted=hook("disrupted"),
         )
 
     def of(self, name: str) -> list[tuple[Any, ...]]:
@@ -163,6 +166,32 @@ async def test_spot_interruption_drains_marks_and_deletes_the_message() -> None:
     assert env.counts.of("received") == [("SpotInterruption",)]
     assert env.counts.of("action") == [("CordonAndDrain", "SpotInterruption")]
     assert env.counts.of("deleted") == [("SpotInterruption",)]
+    assert env.counts.of("disrupted") == [("SpotInterruption", "default", "spot")]
+
+
+async def test_delete_is_logged_with_upstream_message_and_fields(caplog: pytest.LogCaptureFixture) -> None:
+    env = await _env(_claim("a", "i-a", node="ip-1"))
+    env.queue.put(K.SCHEDULED_CHANGE, "i-a")
+    with caplog.at_level(logging.INFO, logger=controller.__name__):
+        await env.ctl.poll()
+    (record,) = [r for r in caplog.records if r.getMessage() == "initiating delete from interruption message"]
+    assert (record.messageKind, record.action, record.nodeclaim, record.node) == (
+        "ScheduledChange",
+        "CordonAndDrain",
+        "a",
+        "ip-1",
+    )
+
+
+async def test_a_claim_already_gone_is_neither_logged_nor_counted(caplog: pytest.LogCaptureFixture) -> None:
+    env = await _env(_claim("a", "i-a"))
+    await env.kube.delete(resources.NODECLAIMS, "a")  # deleted by someone else after the cache was read
+    env.queue.put(K.SPOT_INTERRUPTION, "i-a")
+    with caplog.at_level(logging.INFO, logger=controller.__name__):
+        (handled,) = await env.ctl.poll()
+    assert handled.deleted_from_queue
+    assert env.counts.of("disrupted") == []
+    assert "initiating delete from interruption message" not in [r.getMessage() for r in caplog.records]
 
 
 async def test_rebalance_is_an_event_unless_the_pool_opts_in() -> None:
@@ -335,3 +364,4 @@ async def test_a_failed_status_check_sets_the_termination_time_to_now_then_delet
         ("ForcefulTermination", "SystemStatus"),
         ("ForcefulTermination", "InstanceStatus"),
     ]
+    assert env.counts.of("disrupted") == [("SystemStatus", "default", "spot"), ("InstanceStatus", "default", "spot")]

@@ -20,10 +20,15 @@ class Env:
     cloud: fake_provider.FakeCloudProvider
     clock: clock_mod.ManualClock
     recorder: fakekube.Recorder
+    disrupted: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    """(reason, nodepool, capacity type) of every claim the controller deleted as a disruption."""
 
     @property
     def deps(self) -> controller.Deps:
-        return controller.Deps(client=self.kube, cloud=self.cloud, clock=self.clock, recorder=self.recorder)
+        metrics = controller.Metrics(disrupted=lambda *labels: self.disrupted.append(labels))
+        return controller.Deps(
+            client=self.kube, cloud=self.cloud, clock=self.clock, recorder=self.recorder, metrics=metrics
+        )
 
     def claims(self) -> controller.NodeClaimController:
         """A fresh controller: nothing carried over in memory, as after a restart."""

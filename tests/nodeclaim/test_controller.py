@@ -91,19 +91,20 @@ async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> N
 
 
 @pytest.mark.parametrize(
-    ("error", "reason"),
+    ("error", "reason", "label"),
     [
-        (cloud_errors.InsufficientCapacity("no capacity"), "InsufficientCapacityError"),
-        (cloud_errors.NodeClassNotReady("no AMI"), "NodeClassNotReady"),
+        (cloud_errors.InsufficientCapacity("no capacity"), "InsufficientCapacityError", "insufficient_capacity"),
+        (cloud_errors.NodeClassNotReady("no AMI"), "NodeClassNotReady", "nodeclass_not_ready"),
     ],
 )
-async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception, reason: str) -> None:
+async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception, reason: str, label: str) -> None:
     env = harness.make_env()
     env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
     env.cloud.next_error = error
     await harness.drive(lambda: env.claims().reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     assert env.recorder.events[0][:4] == ("NodeClaim", NAME, "Warning", reason)
     assert env.cloud.instances == {}
+    assert env.disrupted == [(label, "default", "")]  # upstream's reason label; no capacity type before launch
 
 
 async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
@@ -125,6 +126,7 @@ async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
     env.clock.advance(result.requeue_after)
     took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     assert took == 299  # deleted once Launched stayed False for 5 min (from the first failure)
+    assert env.disrupted == [("launch_timeout", "default", "")]
     # Retries back off: after 0, 1, 2, 4, 8, 16, 32, 64 s, then every minute until the timeout.
     assert [round(t - b.T0) for t in attempts] == [0, 1, 2, 4, 8, 16, 32, 64, 124, 184, 244]  # none at 300
 
@@ -136,6 +138,7 @@ async def test_registration_timeout_deletes_claim_and_terminates_instance() -> N
     took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     assert 900 <= took <= 900 + controller.POLL
     assert env.cloud.instances == {}  # finalizer terminated the instance before letting go
+    assert env.disrupted == [("registration_timeout", "default", "on-demand")]
 
 
 async def test_termination_timestamp_annotation_on_deletion() -> None:

@@ -100,7 +100,7 @@ def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
     assert got[("karpenter_nodeclaims_created_total", (("nodepool", "web"), ("reason", "provisioning")))] == 1
     key = (("consolidation_type", ""), ("decision", "delete"), ("reason", "Empty"))
     assert got[("karpenter_voluntary_disruption_decisions_total", key)] == 1
-    assert got[("karpenter_interruption_received_messages_total", (("message_type", "SpotInterruption"),))] == 1
+    assert got[("karpenter_interruption_received_messages_total", (("message_type", "spot_interrupted"),))] == 1
     assert got[("karpenter_interruption_deleted_messages_total", ())] == 1
     assert got[("karpenter_provisioner_scheduling_duration_seconds_count", ())] == 1
     assert (
@@ -163,7 +163,7 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
     assert got[(decisions, (("consolidation_type", ""), ("decision", "replace"), ("reason", "drifted")))] == 1
     eligible = ("karpenter_voluntary_disruption_eligible_nodes", (("disruption_class", "graceful"),))
     assert got[eligible] == 3
-    assert got[("karpy_interruption_failed_messages_total", (("message_type", "SpotInterruption"),))] == 1
+    assert got[("karpy_interruption_failed_messages_total", (("message_type", "spot_interrupted"),))] == 1
     assert got[("karpy_interruption_unparseable_messages_total", ())] == 3
 
 
@@ -175,3 +175,81 @@ def test_drift_and_expiry_hooks() -> None:
     assert got[("karpenter_nodeclaims_drifted_total", (("nodepool", "web"), ("type", "NodePoolDrifted")))] == 1
     disrupted = (("capacity_type", "spot"), ("nodepool", "web"), ("reason", "expired"))
     assert got[("karpenter_nodeclaims_disrupted_total", disrupted)] == 1
+
+
+DISRUPTED = "karpenter_nodeclaims_disrupted_total"
+CREATED = "karpenter_nodeclaims_created_total"
+
+
+def disrupted(reason: str, pool: str = "web", capacity_type: str = "spot") -> tuple[str, tuple[tuple[str, str], ...]]:
+    return (DISRUPTED, (("capacity_type", capacity_type), ("nodepool", pool), ("reason", reason)))
+
+
+@pytest.mark.parametrize(
+    ("reason", "label"),
+    [
+        ("Empty", "empty"),
+        ("Drifted", "drifted"),
+        ("Underutilized", "underutilized"),
+        ("Expired", "expired"),
+        ("InsufficientCapacity", "insufficient_capacity"),
+        ("launch_timeout", "launch_timeout"),  # already an upstream label value: unchanged
+    ],
+)
+def test_disruption_reasons_become_upstream_snake_case_labels(reason: str, label: str) -> None:
+    m = metrics.Metrics()
+    m.nodeclaim_disrupted(reason, "web", "spot")
+    assert samples(m)[disrupted(label)] == 1
+
+
+def test_replacements_count_as_created_under_the_disruption_reason() -> None:
+    m = metrics.Metrics()
+    m.replacement_created("web", "Underutilized")
+    m.nodeclaim_created("web")
+    got = samples(m)
+    assert got[(CREATED, (("nodepool", "web"), ("reason", "underutilized")))] == 1
+    assert got[(CREATED, (("nodepool", "web"), ("reason", "provisioning")))] == 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "label"),
+    [
+        ("SpotInterruption", "spot_interrupted"),
+        ("ScheduledChange", "scheduled_change"),
+        ("InstanceStopped", "instance_stopped"),
+        ("InstanceTerminated", "instance_terminated"),
+        ("RebalanceRecommendation", "rebalance_recommendation"),
+        ("CapacityReservationInterruption", "capacity_reservation_interruption"),
+        ("SystemStatus", "system_status"),
+    ],
+)
+def test_interruption_deletions_count_as_disrupted_with_upstream_kind(kind: str, label: str) -> None:
+    m = metrics.Metrics()
+    hooks = m.interruption_hooks()
+    hooks.disrupted(kind, "web", "spot")
+    hooks.action("CordonAndDrain", kind)
+    got = samples(m)
+    assert got[disrupted(label)] == 1
+    actions = (("action_type", "CordonAndDrain"), ("message_type", label))
+    assert got[("karpenter_interruption_actions_performed_total", actions)] == 1
+
+
+def test_every_reconciler_hook_that_deletes_a_claim_feeds_the_disrupted_counter() -> None:
+    m = metrics.Metrics()
+    m.expiry_hooks().disrupted("Expired", "web", "spot")
+    m.nodeclaim_hooks().disrupted("registration_timeout", "web", "spot")
+    m.interruption_hooks().disrupted("InstanceStopped", "web", "spot")
+    got = samples(m)
+    assert [got[disrupted(r)] for r in ("expired", "registration_timeout", "instance_stopped")] == [1, 1, 1]
+
+
+def test_failed_creates_are_wired_into_the_provisioner_hooks() -> None:
+    m = metrics.Metrics()
+    hooks = m.provisioner_hooks()
+    hooks.nodeclaim_create_failed("web", "limits_exceeded")
+    hooks.nodeclaim_create_failed("web", "limits_exceeded")
+    hooks.nodeclaim_create_failed("web", "api_error")
+    got = samples(m)
+    failed = "karpy_nodeclaims_create_failed_total"
+    assert got[(failed, (("nodepool", "web"), ("reason", "limits_exceeded")))] == 2
+    assert got[(failed, (("nodepool", "web"), ("reason", "api_error")))] == 1

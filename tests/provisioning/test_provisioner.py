@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from karpy.scheduling import results, scheduler
 @dataclass
 class Counters:
     created: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
     durations: list[float] = field(default_factory=list)
     unschedulable: list[int] = field(default_factory=list)
 
@@ -33,7 +34,7 @@ class Counters:
         return provisioner.Metrics(
             scheduling_duration=self.durations.append,
             nodeclaim_created=self.created.append,
-            nodeclaim_create_failed=self.failed.append,
+            nodeclaim_create_failed=lambda pool, reason: self.failed.append((pool, reason)),
             pods_unschedulable=self.unschedulable.append,
         )
 
@@ -110,6 +111,44 @@ async def test_pods_fitting_an_existing_node_nominate_it() -> None:
     ]
 
 
+def _logged(caplog: pytest.LogCaptureFixture, message: str) -> logging.LogRecord:
+    """The one record whose message is exactly `message` (upstream's text, the variable parts in fields)."""
+    (record,) = [r for r in caplog.records if r.getMessage() == message]
+    return record
+
+
+async def test_upstream_log_lines_carry_their_values_as_fields(caplog: pytest.LogCaptureFixture) -> None:
+    pods_ = [make_pod(f"web-{i}", cpu="1") for i in range(7)]
+    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=pods_))
+    with caplog.at_level(logging.INFO, logger=provisioner.__name__):
+        outcome = await env.prov.provision()
+    found = _logged(caplog, "found provisionable pod(s)")
+    assert found.pods == "default/web-0, default/web-1, default/web-2, default/web-3, default/web-4 and 2 other(s)"
+    assert found.duration >= 0
+    computed = _logged(caplog, "computed new nodeclaim(s) to fit pod(s)")
+    assert (computed.nodeclaims, computed.pods) == (1, 7)
+    created = _logged(caplog, "created nodeclaim")
+    assert (created.nodeclaim, created.nodepool) == (outcome.created[0].name, "default")
+    assert quantity.parse(created.requests[labels.RESOURCE_CPU]) >= 7000
+    assert getattr(created, "instance-types").startswith("fake-it-")
+
+
+async def test_unready_node_line_and_no_found_line_without_new_capacity(caplog: pytest.LogCaptureFixture) -> None:
+    node = StateNode(
+        "node-a",
+        labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_ARCH: "amd64", labels.LABEL_OS: "linux"},
+        allocatable={labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 10_000},
+        nodepool="default",
+    )
+    env = _env(Cluster(pools=[parsed_nodepool("default")], nodes=[node], pending=[make_pod("web", cpu="1")]))
+    with caplog.at_level(logging.INFO, logger=provisioner.__name__):
+        await env.prov.provision()
+    fits = _logged(caplog, "computed unready node(s) will fit pod(s)")
+    assert (fits.nodes, fits.pods) == (1, 1)
+    # upstream says "found provisionable pod(s)" only for batches that buy capacity
+    assert [r for r in caplog.records if r.getMessage() == "found provisionable pod(s)"] == []
+
+
 async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
     small = make_pod("small", cpu="1")
     huge = make_pod("huge", cpu="500")
@@ -131,7 +170,7 @@ async def test_limits_rechecked_before_create() -> None:
     assert env.client.of(resources.NODECLAIMS) == []
     assert "limits exceeded" in outcome.failed["default/web"]
     assert env.recorder.reasons("web") == ["FailedScheduling"]
-    assert env.counters.failed == ["default"]
+    assert env.counters.failed == [("default", provisioner.LIMITS_EXCEEDED)]
 
 
 async def test_limits_count_claims_created_earlier_in_the_batch() -> None:
@@ -174,7 +213,7 @@ async def test_create_failure_reported_on_pods() -> None:
     outcome = await env.prov.provision()
     assert outcome.created == ()
     assert outcome.failed["default/web"].startswith("creating nodeclaim, 500 InternalError")
-    assert env.counters.failed == ["default"]
+    assert env.counters.failed == [("default", provisioner.API_ERROR)]
 
 
 async def test_not_ready_pool_is_not_used() -> None:

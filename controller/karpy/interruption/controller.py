@@ -59,6 +59,9 @@ class Metrics:
     """Called with (action, message kind) for every NodeClaim acted on: CordonAndDrain or NoAction (counter)."""
     failed: Callable[[str], None] = _ignore
     """Called with the message kind when handling failed and the message was left for a retry (counter)."""
+    disrupted: Callable[[str, str, str], None] = _ignore
+    """Called with (message kind, nodepool, capacity type) for every NodeClaim whose deletion a message started
+    (karpenter_nodeclaims_disrupted_total, whose reason upstream is the message kind)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,7 +96,7 @@ class InterruptionController:
             except asyncio.CancelledError:
                 raise
             except Exception:  # a failing queue must not kill the loop; the next poll retries
-                log.exception("polling the interruption queue failed; retrying in %gs", ERROR_BACKOFF)
+                log.exception("polling the interruption queue failed", extra={"retry-after": ERROR_BACKOFF})
                 await self._deps.clock.sleep(ERROR_BACKOFF)
 
     async def poll(self) -> list[Handled]:
@@ -129,7 +132,10 @@ class InterruptionController:
             for decision in decisions:
                 await self._act(message, decision)
         except (client.KubeError, OSError, TimeoutError) as exc:
-            log.error("handling %s message %s failed, leaving it for a retry: %s", message.kind, message.event_id, exc)
+            log.error(
+                "handling interruption message failed, leaving it for a retry",
+                extra={"messageKind": message.kind.value, "event-id": message.event_id, "error": str(exc)},
+            )
             deps.metrics.failed(message.kind.value)
             return Handled(message, decisions, deleted_from_queue=False)
         await deps.queue.delete(received)
@@ -154,14 +160,18 @@ class InterruptionController:
             forceful = message.action is messages.Action.FORCEFUL_TERMINATION
             action = messages.Action.FORCEFUL_TERMINATION if forceful else messages.Action.CORDON_AND_DRAIN
         deps.metrics.action(action.value, message.kind.value)
-        if decision.delete:
+        if decision.delete and await deps.client.delete(resources.NODECLAIMS, target.nodeclaim):
+            # Logged and counted once the delete was accepted, as upstream does (not for a claim already gone).
             log.info(
-                "initiating delete from interruption message messageKind=%s nodeclaim=%s node=%s",
-                message.kind,
-                target.nodeclaim,
-                target.node,
+                "initiating delete from interruption message",
+                extra={
+                    "messageKind": message.kind.value,
+                    "action": action.value,
+                    "nodeclaim": target.nodeclaim,
+                    "node": target.node,
+                },
             )
-            await deps.client.delete(resources.NODECLAIMS, target.nodeclaim)
+            deps.metrics.disrupted(message.kind.value, target.nodepool, target.capacity_type)
 
     def _record(self, target: handler.Target, notice: handler.Notice) -> None:
         claim_md = {"name": target.nodeclaim, **({"uid": target.uid} if target.uid else {})}

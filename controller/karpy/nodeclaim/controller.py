@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy import clock as clock_mod
@@ -41,6 +41,22 @@ INSTANCE_TERMINATION_POLL: Final = 5.0
 GC_FAST_INTERVAL: Final = 10.0
 GC_FAST_RUNS: Final = 20
 """Instance GC runs every 10 s for its first 20 runs, then every 2 min (aws garbagecollection controller)."""
+INSUFFICIENT_CAPACITY: Final = "insufficient_capacity"
+NODECLASS_NOT_READY: Final = "nodeclass_not_ready"
+"""Upstream's reason labels for a claim deleted because its launch failed (core: lifecycle/launch.go)."""
+
+
+def _ignore(*_: Any) -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Metrics:
+    """Hooks the operator binds to Prometheus; no-ops by default."""
+
+    disrupted: Callable[[str, str, str], None] = _ignore
+    """(reason, nodepool, capacity type) per claim this controller deleted: insufficient_capacity,
+    nodeclass_not_ready, launch_timeout, registration_timeout (karpenter_nodeclaims_disrupted_total)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,6 +65,7 @@ class Deps:
     cloud: types.CloudProvider
     clock: clock_mod.Clock
     recorder: events.Recorder
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -175,9 +192,16 @@ class NodeClaimController:
         return _min_requeue(waiting, None if deadline is None else deadline[0] - now)
 
     async def _timed_out(self, claim: nodeclaim.NodeClaim, reason: lifecycle.LivenessReason) -> Result:
-        await self._deps.client.delete(resources.NODECLAIMS, claim.name)
-        log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
+        if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
+            log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
+            self._disrupted(claim, reason.value)
         return DONE
+
+    def _disrupted(self, claim: nodeclaim.NodeClaim, reason: str) -> None:
+        claim_labels = claim.metadata.labels
+        self._deps.metrics.disrupted(
+            reason, claim_labels.get(labels.LABEL_NODEPOOL, ""), claim_labels.get(labels.LABEL_CAPACITY_TYPE, "")
+        )
 
     async def _launch(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim | None:
         if claim.status.provider_id:
@@ -187,14 +211,12 @@ class NodeClaimController:
         try:
             resolved = await self._deps.cloud.create(claim)
         except (cloud_errors.InsufficientCapacity, cloud_errors.NodeClassNotReady) as error:
-            reason = (
-                "InsufficientCapacityError"
-                if isinstance(error, cloud_errors.InsufficientCapacity)
-                else "NodeClassNotReady"
-            )
+            ice = isinstance(error, cloud_errors.InsufficientCapacity)
+            reason = "InsufficientCapacityError" if ice else "NodeClassNotReady"
             self._deps.recorder.record(_ref(claim), "Warning", reason, f"NodeClaim {claim.name} event: {error}")
-            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
-            log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": reason})
+            if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
+                log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": reason})
+                self._disrupted(claim, INSUFFICIENT_CAPACITY if ice else NODECLASS_NOT_READY)
             return None
         except cloud_errors.CreateError as error:
             failed = lifecycle.launch_failed(claim, error.reason.value, error.message, now=self._deps.clock.now())

@@ -8,7 +8,8 @@ from the state cache by `StateCollector`, so they can never drift from what the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Protocol
 
 import prometheus_client
@@ -20,6 +21,8 @@ from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import nodeclaims as disruption_nodeclaims
 from karpy.interruption import controller as interruption_controller
+from karpy.interruption import messages
+from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import expiry_controller
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as pods_api
@@ -35,6 +38,34 @@ CONSOLIDATION_TYPES: Final = {
     "single-node-consolidation": "single",
 }
 """consolidation_type of a disruption method (upstream `ConsolidationType()`; drift has none)."""
+
+PROVISIONING_REASON: Final = "provisioning"
+"""reason of `karpenter_nodeclaims_created_total` for claims the provisioner creates for pending pods."""
+
+INTERRUPTION_KINDS: Final[Mapping[str, str]] = {
+    messages.Kind.SPOT_INTERRUPTION: "spot_interrupted",
+    messages.Kind.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
+    messages.Kind.SCHEDULED_CHANGE: "scheduled_change",
+    messages.Kind.INSTANCE_STOPPED: "instance_stopped",
+    messages.Kind.INSTANCE_TERMINATED: "instance_terminated",
+    messages.Kind.NO_OP: "no_op",
+}
+"""Upstream's label value for a message kind (aws: interruption/messages/types.go `Kind`), used as message_type
+and as the reason of `karpenter_nodeclaims_disrupted_total`. Kinds missing here (capacity reservation, status
+checks) are snake-cased, the form every upstream kind has."""
+
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_case(text: str) -> str:
+    """`Underutilized` → `underutilized`, `InsufficientCapacity` → `insufficient_capacity` (upstream
+    `pretty.ToSnakeCase`, which turns disruption reasons into reason label values)."""
+    return _WORD_START.sub("_", text).lower()
+
+
+def interruption_kind(kind: str) -> str:
+    return INTERRUPTION_KINDS.get(kind) or snake_case(kind)
+
 
 PriceLookup = Callable[[str, str, str], float | None]
 """$/h of (instance type, zone, capacity type), None when unknown."""
@@ -153,6 +184,7 @@ class StateCollector(prometheus_client.registry.Collector):
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Instruments:
     nodeclaims_created: prometheus_client.Counter
+    nodeclaims_create_failed: prometheus_client.Counter
     nodeclaims_terminated: prometheus_client.Counter
     nodeclaims_disrupted: prometheus_client.Counter
     nodeclaims_drifted: prometheus_client.Counter
@@ -181,6 +213,12 @@ class Metrics:
             nodeclaims_created=prometheus_client.Counter(
                 f"{NAMESPACE}_nodeclaims_created", "NodeClaims created", ["nodepool", "reason"], registry=r
             ),
+            nodeclaims_create_failed=prometheus_client.Counter(
+                "karpy_nodeclaims_create_failed",
+                "NodeClaims the provisioner could not create: refused by NodePool limits or by the API server",
+                ["nodepool", "reason"],
+                registry=r,
+            ),
             nodeclaims_terminated=prometheus_client.Counter(
                 f"{NAMESPACE}_nodeclaims_terminated",
                 "NodeClaims terminated (finalizer released after the instance was terminated)",
@@ -189,7 +227,7 @@ class Metrics:
             ),
             nodeclaims_disrupted=prometheus_client.Counter(
                 f"{NAMESPACE}_nodeclaims_disrupted",
-                "NodeClaims disrupted (here: expired)",
+                "NodeClaims deleted by a disruption (expiration, interruption, launch failure, timeout, ...)",
                 ["reason", "nodepool", "capacity_type"],
                 registry=r,
             ),
@@ -262,8 +300,23 @@ class Metrics:
 
     # --- hooks --------------------------------------------------------------------------------------------------
 
-    def nodeclaim_created(self, nodepool_name: str, reason: str = "provisioning") -> None:
+    def nodeclaim_created(self, nodepool_name: str, reason: str = PROVISIONING_REASON) -> None:
         self.instruments.nodeclaims_created.labels(nodepool=nodepool_name, reason=reason).inc()
+
+    def nodeclaim_create_failed(self, nodepool_name: str, reason: str) -> None:
+        self.instruments.nodeclaims_create_failed.labels(nodepool=nodepool_name, reason=reason).inc()
+
+    def nodeclaim_disrupted(self, reason: str, nodepool_name: str, capacity_type: str) -> None:
+        """One NodeClaim deleted for `reason` (a disruption reason such as Drifted or Expired, or an upstream
+        label value already), counted under upstream's snake_case label value."""
+        self.instruments.nodeclaims_disrupted.labels(
+            reason=snake_case(reason), nodepool=nodepool_name, capacity_type=capacity_type
+        ).inc()
+
+    def replacement_created(self, nodepool_name: str, reason: str) -> None:
+        """A replacement NodeClaim launched by the disruption queue, counted like upstream under the lowercased
+        disruption reason (empty, drifted, underutilized)."""
+        self.nodeclaim_created(nodepool_name, snake_case(reason))
 
     def nodeclaim_terminated(self, nodepool_name: str, capacity_type: str = "", zone: str = "") -> None:
         self.instruments.nodeclaims_terminated.labels(
@@ -288,12 +341,10 @@ class Metrics:
         )
 
     def expiry_hooks(self) -> expiry_controller.Metrics:
-        disrupted = self.instruments.nodeclaims_disrupted
+        return expiry_controller.Metrics(disrupted=self.nodeclaim_disrupted)
 
-        def expired(reason: str, pool: str, capacity_type: str) -> None:
-            disrupted.labels(reason=reason.lower(), nodepool=pool, capacity_type=capacity_type).inc()
-
-        return expiry_controller.Metrics(disrupted=expired)
+    def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
+        return nodeclaim_controller.Metrics(disrupted=self.nodeclaim_disrupted)
 
     def disruption_hooks(self) -> disruption_controller.Metrics:
         def decision(method: str, reason: str, decision: str) -> None:
@@ -309,17 +360,23 @@ class Metrics:
         return provisioner.Metrics(
             scheduling_duration=i.scheduling_duration.observe,
             nodeclaim_created=self.nodeclaim_created,
+            nodeclaim_create_failed=self.nodeclaim_create_failed,
             pods_unschedulable=i.unschedulable_pods.set,
         )
 
     def interruption_hooks(self) -> interruption_controller.Metrics:
         i = self.instruments
         return interruption_controller.Metrics(
-            received=lambda kind: i.interruption_received.labels(message_type=kind).inc(),
+            received=lambda kind: i.interruption_received.labels(message_type=interruption_kind(kind)).inc(),
             deleted=lambda _kind: i.interruption_deleted.inc(),
-            action=lambda action, kind: i.interruption_actions.labels(action_type=action, message_type=kind).inc(),
-            failed=lambda kind: i.interruption_failed.labels(message_type=kind).inc(),
+            action=lambda action, kind: i.interruption_actions.labels(
+                action_type=action, message_type=interruption_kind(kind)
+            ).inc(),
+            failed=lambda kind: i.interruption_failed.labels(message_type=interruption_kind(kind)).inc(),
             unparseable=i.interruption_unparseable.inc,
+            disrupted=lambda kind, pool, capacity_type: self.nodeclaim_disrupted(
+                interruption_kind(kind), pool, capacity_type
+            ),
         )
 
     def set_leader(self, leading: bool) -> None:

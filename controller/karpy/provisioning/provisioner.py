@@ -33,6 +33,11 @@ ERROR_BACKOFF = 5.0
 """Seconds to wait after a provisioning pass failed unexpectedly before the next one."""
 MAX_PARALLEL_CREATES = 32
 """NodeClaim creations in flight at once (bounded so a burst of hundreds does not flood the API server)."""
+LOGGED_NAMES = 5
+"""Names a log field lists before "and N other(s)" (upstream pretty.Slice(..., 5))."""
+LIMITS_EXCEEDED = "limits_exceeded"
+API_ERROR = "api_error"
+"""Why a NodeClaim could not be created (the reason of the create-failed hook)."""
 
 
 def nomination_window(batch_max_duration: float) -> float:
@@ -51,8 +56,8 @@ class Metrics:
     """Seconds one Solve took (histogram)."""
     nodeclaim_created: Callable[[str], None] = _ignore
     """Called with the NodePool name for every NodeClaim created (counter)."""
-    nodeclaim_create_failed: Callable[[str], None] = _ignore
-    """Called with the NodePool name when a create was refused (limits) or failed (counter)."""
+    nodeclaim_create_failed: Callable[[str, str], None] = _ignore
+    """Called with (NodePool name, LIMITS_EXCEEDED or API_ERROR) when a create was refused or failed (counter)."""
     pods_unschedulable: Callable[[int], None] = _ignore
     """How many pods the last batch could not place (gauge)."""
 
@@ -113,7 +118,7 @@ class Provisioner:
             except asyncio.CancelledError:
                 raise
             except Exception:  # one bad pass (API or provider outage) must not end provisioning
-                log.exception("provisioning pass failed; retrying in %gs", ERROR_BACKOFF)
+                log.exception("provisioning pass failed", extra={"retry-after": ERROR_BACKOFF})
                 await self._deps.clock.sleep(ERROR_BACKOFF)
 
     async def reconcile(self) -> Outcome | None:
@@ -132,10 +137,9 @@ class Provisioner:
         pending = snapshot.merge_pods(cluster.pending_pods(), snapshot.reschedulable_pods(state_nodes))
         if not pending:
             return Outcome()
-        log.info("found provisionable pod(s) pods=%s", ", ".join(p.key for p in pending[:10]) + _more(pending, 10))
         pools, skipped = snapshot.schedulable_pools(cluster.nodepools())
         for name, why in skipped.items():
-            log.debug("ignoring nodepool %s: %s", name, why)
+            log.debug("ignoring nodepool", extra={"nodepool": name, "reason": why})
         catalog = await self._instance_types(pools)
         pools = [p for p in pools if p.name in catalog]
         inp = snapshot.scheduling_input(
@@ -147,19 +151,9 @@ class Provisioner:
             volume_catalog=cluster.volumes(),
             options=deps.settings.scheduling,
         )
+        started = deps.clock.now()
         plan, timed_out = await self._solve(inp)
-        if plan.new_nodeclaims:
-            log.info(
-                "computed new nodeclaim(s) to fit pod(s) nodeclaims=%d pods=%d",
-                len(plan.new_nodeclaims),
-                sum(len(c.pods) for c in plan.new_nodeclaims),
-            )
-        if plan.existing_nodes:
-            log.info(
-                "computed %d unready node(s) will fit %d pod(s)",
-                len(plan.existing_nodes),
-                sum(len(ps) for ps in plan.existing_nodes.values()),
-            )
+        _log_plan(plan, pending, duration=deps.clock.now() - started)
         created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in pools})
         nominated = self._nominate(plan.existing_nodes)
         failed = self._report_failures(pending, plan.unschedulable, create_failures)
@@ -182,19 +176,21 @@ class Provisioner:
                 try:
                     made = await deps.client.create(resources.NODECLAIMS, self._manifest(plan, pool))
                 except (client.KubeError, OSError, TimeoutError) as exc:  # API refusal or transport failure
-                    log.error("creating nodeclaim for nodepool %s failed: %s", pool.name, exc)
-                    deps.metrics.nodeclaim_create_failed(pool.name)
+                    log.error("creating nodeclaim failed", extra={"nodepool": pool.name, "error": str(exc)})
+                    deps.metrics.nodeclaim_create_failed(pool.name, API_ERROR)
                     failures.append((plan, f"creating nodeclaim, {exc}"))
                     return
             deps.cluster.record_created(resources.NODECLAIMS, made)  # in-flight before its watch event arrives
             meta_ = made.get("metadata") or {}
             name = str(meta_.get("name") or meta_.get("generateName") or f"{pool.name}-")
             log.info(
-                "created nodeclaim nodepool=%s nodeclaim=%s requests=%s instance-types=%s",
-                pool.name,
-                name,
-                dict(plan.requests),
-                _instance_types_summary(plan),
+                "created nodeclaim",
+                extra={
+                    "nodeclaim": name,
+                    "nodepool": pool.name,
+                    "requests": dict(plan.requests),
+                    "instance-types": _instance_types_summary(plan),
+                },
             )
             deps.metrics.nodeclaim_created(pool.name)
             created.append(Created(name, pool.name, tuple(p.key for p in plan.pods)))
@@ -212,8 +208,8 @@ class Provisioner:
                 pool.limits, deps.cluster.nodepool_usage(pool.name), created_in_batch=admitted.get(pool.name, ())
             )
             if why is not None:
-                log.error("creating nodeclaim for nodepool %s refused: %s", pool.name, why)
-                deps.metrics.nodeclaim_create_failed(pool.name)
+                log.error("creating nodeclaim refused by nodepool limits", extra={"nodepool": pool.name, "reason": why})
+                deps.metrics.nodeclaim_create_failed(pool.name, LIMITS_EXCEEDED)
                 failures.append((plan, f"nodepool {pool.name} limits exceeded: {why}"))
                 continue
             admitted.setdefault(pool.name, []).append(plan)
@@ -257,7 +253,7 @@ class Provisioner:
             if key in by_key:
                 self._record(podevents.failed_scheduling(by_key[key], why))
         if failed:
-            log.warning("could not schedule %d pod(s): %s", len(failed), _first_reasons(failed))
+            log.warning("could not schedule pod(s)", extra={"pods": len(failed), "reasons": _first_reasons(failed)})
         return failed
 
     async def _instance_types(self, pools: Sequence[nodepool.NodePool]) -> dict[str, Sequence[types.InstanceType]]:
@@ -265,10 +261,10 @@ class Provisioner:
         for pool in pools:
             try:
                 out[pool.name] = await self._deps.cloud.instance_types(pool)
-            except errors.NodeClassNotReady as exc:
-                log.warning("skipping nodepool %s: node class not ready (%s)", pool.name, exc)
+            except errors.NodeClassNotReady as exc:  # expected while a new EC2NodeClass resolves
+                log.warning(_UNRESOLVED, extra={"nodepool": pool.name, "error": str(exc)})
             except errors.CloudProviderError as exc:
-                log.error("skipping nodepool %s: listing instance types failed: %s", pool.name, exc)
+                log.error(_UNRESOLVED, extra={"nodepool": pool.name, "error": str(exc)})
         return out
 
     async def _solve(self, inp: scheduler.SchedulingInput) -> tuple[results.Results, bool]:
@@ -280,11 +276,10 @@ class Provisioner:
         bounded = dataclasses.replace(inp, deadline=lambda: deps.clock.now() - start >= timeout)
         plan = await asyncio.to_thread(deps.solver, bounded)
         if plan.timed_out:
+            left = sum(1 for why in plan.unschedulable.values() if why == scheduler.TIMED_OUT)
             log.error(
-                "scheduling simulation exceeded %gs; %d of %d pod(s) left for the next pass",
-                timeout,
-                sum(1 for why in plan.unschedulable.values() if why == scheduler.TIMED_OUT),
-                len(inp.pods),
+                "scheduling simulation timed out; pods left for the next pass",
+                extra={"timeout": timeout, "pods-left": left, "pods": len(inp.pods)},
             )
         deps.metrics.scheduling_duration(deps.clock.now() - start)
         return plan, plan.timed_out
@@ -311,13 +306,41 @@ class Provisioner:
         self._deps.recorder.record(event.involved_object(), event.type, event.reason, event.message)
 
 
+_UNRESOLVED = "skipping, unable to resolve instance types"
+
+
+def _log_plan(plan: results.Results, pending: Sequence[pods.Pod], *, duration: float) -> None:
+    """Upstream's lines for a solved batch (core: provisioner.go Schedule, scheduling/results.go Record): only
+    batches that buy capacity say "found provisionable pod(s)", so pods that stay unschedulable do not repeat it
+    every rescan."""
+    if plan.new_nodeclaims:
+        log.info(
+            "found provisionable pod(s)",
+            extra={"pods": _names([p.key for p in pending]), "duration": round(duration, 3)},
+        )
+        log.info(
+            "computed new nodeclaim(s) to fit pod(s)",
+            extra={"nodeclaims": len(plan.new_nodeclaims), "pods": sum(len(c.pods) for c in plan.new_nodeclaims)},
+        )
+    filled = [placed for placed in plan.existing_nodes.values() if placed]
+    if filled:
+        log.info(
+            "computed unready node(s) will fit pod(s)",
+            extra={"nodes": len(filled), "pods": sum(len(placed) for placed in filled)},
+        )
+
+
 def _more(items: Sequence[object], shown: int) -> str:
     return f" and {len(items) - shown} other(s)" if len(items) > shown else ""
 
 
-def _instance_types_summary(plan: results.PlannedNodeClaim, shown: int = 5) -> str:
-    names = [t.name for t in plan.instance_type_options[: results.MAX_INSTANCE_TYPES]]
+def _names(names: Sequence[str], shown: int = LOGGED_NAMES) -> str:
+    """`a, b, c, d, e and 3 other(s)`: upstream's pretty.Slice form of a long list in a log field."""
     return ", ".join(names[:shown]) + _more(names, shown)
+
+
+def _instance_types_summary(plan: results.PlannedNodeClaim) -> str:
+    return _names([t.name for t in plan.instance_type_options[: results.MAX_INSTANCE_TYPES]])
 
 
 def _first_reasons(failed: Mapping[str, str], shown: int = 3) -> str:
