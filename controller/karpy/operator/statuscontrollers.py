@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 
 NODEPOOL_RESYNC: Final = 60.0
 """Seconds between status refreshes of a NodePool with no event (usage also moves with its NodeClaims)."""
-NODECLASS_RESYNC: Final = 300.0
-"""Seconds between re-resolutions of an EC2NodeClass (subnets, AMIs, ... change outside Kubernetes)."""
+NODECLASS_RESYNC: Final = 60.0
+"""Seconds between re-resolutions of an EC2NodeClass (subnets, AMIs, ... change outside Kubernetes): upstream's
+1-minute refresh. The AWS resolver caches each lookup for the same minute, so a refresh is one describe round per
+selector, and a reconcile triggered in between (by the class's own writes) describes nothing."""
 NODECLASS_ERROR_RETRY: Final = 30.0
 NODECLASS_IN_USE_POLL: Final = 10.0
 

@@ -14,7 +14,7 @@ from tests.cloudprovider.aws.conftest import CLUSTER, REGION, Clock, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import errors, types
-from karpy.cloudprovider.aws import clients, emulator, instances, provider
+from karpy.cloudprovider.aws import cache, clients, emulator, instances, provider
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
 SMALL = (
@@ -292,7 +292,7 @@ async def test_a_restarted_provider_reuses_the_clusters_launch_templates(
 
 
 async def test_launches_in_flight_spread_over_a_zones_subnets(
-    ready: Ready, seeded: emulator.Seeded, nodeclasses: NodeClasses
+    ready: Ready, seeded: emulator.Seeded, nodeclasses: NodeClasses, clock: Clock
 ) -> None:
     aws_provider, nc = ready
     ec2 = boto3.client("ec2", region_name=REGION)
@@ -307,6 +307,7 @@ async def test_launches_in_flight_spread_over_a_zones_subnets(
     ids = sorted(s["SubnetId"] for s in created_subnets)
     try:
         assert len({s["AvailableIpAddressCount"] for s in created_subnets}) == 1
+        clock.step(cache.DEFAULT_TTL)  # the next status refresh, a minute on, sees the new subnets
         nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
         nodeclasses.items[nc.name] = nc
         in_zone_d = (
@@ -334,3 +335,20 @@ async def test_launches_in_flight_spread_over_a_zones_subnets(
             ec2.terminate_instances(InstanceIds=live)
         for subnet_id in ids:
             ec2.delete_subnet(SubnetId=subnet_id)
+
+
+async def test_a_status_refresh_within_the_minute_calls_aws_once(ready: Ready, clock: Clock) -> None:
+    aws_provider, nc = ready
+    calls: list[str] = []
+    for service in ("ec2", "iam", "ssm", "eks"):
+        getattr(aws_provider._deps.aws, service).meta.events.register(
+            f"before-call.{service}", lambda model, **_: calls.append(model.name)
+        )
+    # A reconcile the class's own status write triggers, or another class with the same selectors: all cached.
+    again = await aws_provider.reconcile_nodeclass(nc)
+    assert calls == []
+    assert again.subnets == nc.status.subnets
+    # The next periodic refresh, a minute on, describes afresh (the instance profile keeps its 15-minute TTL).
+    clock.step(cache.DEFAULT_TTL)
+    await aws_provider.reconcile_nodeclass(nc)
+    assert sorted(calls) == ["DescribeImages", "DescribeSecurityGroups", "DescribeSubnets"]

@@ -19,6 +19,8 @@ from karpy.cloudprovider.aws import amis, cache, clients, errors, fleet, placeme
 log = logging.getLogger(__name__)
 
 _AWS_ERRORS = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
+_Candidate = tuple[Mapping[str, Any], tuple[meta.NodeSelectorRequirement, ...]]
+"""A described image and the requirements it serves."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,19 @@ class NodeClassResolver:
         self._placement: cache.TTLCache[str, tuple[placement.PlacementGroup | None]] = cache.TTLCache(
             cache.DEFAULT_TTL, clock=clock
         )
+        # Keyed by selector with upstream's TTLs (1 min; instance profiles 15 min). The status refresh runs once a
+        # minute, so each periodic refresh still describes afresh; what the caches absorb is the reconcile that a
+        # class's own status write triggers, and classes that share selectors.
+        self._groups: cache.TTLCache[str, tuple[ec2nodeclass.SecurityGroupStatus, ...]] = cache.TTLCache(
+            cache.DEFAULT_TTL, clock=clock
+        )
+        self._images: cache.TTLCache[str, tuple[_Candidate, ...]] = cache.TTLCache(cache.DEFAULT_TTL, clock=clock)
+        self._reservations: cache.TTLCache[str, tuple[Mapping[str, Any], ...]] = cache.TTLCache(
+            cache.DEFAULT_TTL, clock=clock
+        )
+        self._profiles: cache.TTLCache[tuple[str, str, str], str] = cache.TTLCache(
+            cache.INSTANCE_PROFILE_TTL, clock=clock
+        )
 
     async def cluster(self) -> ClusterInfo:
         cached = self._cluster.get("cluster")
@@ -95,16 +110,24 @@ class NodeClassResolver:
         key = repr(nodeclass.spec.subnet_selector_terms)
         cached = None if fresh else self._subnets.get(key)
         if cached is None:
-            found: list[Mapping[str, Any]] = []
-            for term in nodeclass.spec.subnet_selector_terms:
-                found += await clients.paginate(
-                    self._aws.ec2, "describe_subnets", "Subnets", Filters=selectors.subnet_filters(term)
-                )
+            terms = nodeclass.spec.subnet_selector_terms
+            found = await self._describe(
+                "describe_subnets", "Subnets", [{"Filters": selectors.subnet_filters(t)} for t in terms]
+            )
             cached = tuple(selectors.subnets_from_describe(found))
             self._subnets.set(key, cached)
             for subnet in cached:  # fresh counts already include what earlier launches took
                 self._inflight.pop(subnet.id, None)
         return cached
+
+    async def _describe(
+        self, operation: str, result_key: str, queries: Iterable[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any]]:
+        """One paginated EC2 describe per selector term (terms are ORed), the results concatenated."""
+        found: list[Mapping[str, Any]] = []
+        for query in queries:
+            found += await clients.paginate(self._aws.ec2, operation, result_key, **query)
+        return found
 
     def inflight_ips(self) -> dict[str, int]:
         return dict(self._inflight)
@@ -124,27 +147,26 @@ class NodeClassResolver:
     async def security_groups(
         self, nodeclass: ec2nodeclass.EC2NodeClass
     ) -> tuple[ec2nodeclass.SecurityGroupStatus, ...]:
-        found: list[Mapping[str, Any]] = []
-        for term in nodeclass.spec.security_group_selector_terms:
-            found += await clients.paginate(
-                self._aws.ec2,
-                "describe_security_groups",
-                "SecurityGroups",
-                Filters=selectors.security_group_filters(term),
-            )
-        return tuple(selectors.security_groups_from_describe(found))
+        key = repr(nodeclass.spec.security_group_selector_terms)
+        cached = self._groups.get(key)
+        if cached is None:
+            queries = [
+                {"Filters": selectors.security_group_filters(t)} for t in nodeclass.spec.security_group_selector_terms
+            ]
+            found = await self._describe("describe_security_groups", "SecurityGroups", queries)
+            cached = tuple(selectors.security_groups_from_describe(found))
+            self._groups.set(key, cached)
+        return cached
 
     # --- placement group and capacity reservations ----------------------------------------------------------
 
-    async def placement_group(
-        self, nodeclass: ec2nodeclass.EC2NodeClass, *, fresh: bool = False
-    ) -> placement.PlacementGroup | None:
+    async def placement_group(self, nodeclass: ec2nodeclass.EC2NodeClass) -> placement.PlacementGroup | None:
         """The selected placement group (None when the node class selects none or EC2 knows no such group)."""
         selector = nodeclass.spec.placement_group_selector
         if selector is None:
             return None
         key = repr(selector)
-        cached = None if fresh else self._placement.get(key)
+        cached = self._placement.get(key)
         if cached is not None:
             return cached[0]
         try:
@@ -161,14 +183,12 @@ class NodeClassResolver:
     async def capacity_reservations(
         self, nodeclass: ec2nodeclass.EC2NodeClass
     ) -> tuple[ec2nodeclass.CapacityReservationStatus, ...]:
-        found: list[Mapping[str, Any]] = []
-        for term in nodeclass.spec.capacity_reservation_selector_terms:
-            found += await clients.paginate(
-                self._aws.ec2,
-                "describe_capacity_reservations",
-                "CapacityReservations",
-                **reservations.query(term),
-            )
+        key = repr(nodeclass.spec.capacity_reservation_selector_terms)
+        found = self._reservations.get(key)
+        if found is None:
+            queries = [reservations.query(t) for t in nodeclass.spec.capacity_reservation_selector_terms]
+            found = tuple(await self._describe("describe_capacity_reservations", "CapacityReservations", queries))
+            self._reservations.set(key, found)
         return reservations.from_describe(found, now=self._clock())
 
     # --- AMIs -----------------------------------------------------------------------------------------------
@@ -188,7 +208,15 @@ class NodeClassResolver:
 
     async def amis(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[ec2nodeclass.AMIStatus, ...]:
         """Newest image per requirement set across all terms; raises `amis.AliasError` on a bad alias."""
-        candidates: list[tuple[Mapping[str, Any], tuple[meta.NodeSelectorRequirement, ...]]] = []
+        key = repr(nodeclass.spec.ami_selector_terms)
+        candidates = self._images.get(key)
+        if candidates is None:
+            candidates = await self._image_candidates(nodeclass)
+            self._images.set(key, candidates)
+        return amis.newest_per_requirements(candidates, now=self._clock())
+
+    async def _image_candidates(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[_Candidate, ...]:
+        candidates: list[_Candidate] = []
         for term in nodeclass.spec.ami_selector_terms:
             if term.alias:
                 version = (await self.cluster()).version
@@ -210,12 +238,20 @@ class NodeClassResolver:
                     self._aws.ec2, "describe_images", "Images", **selectors.image_query(term)
                 )
                 candidates += [(img, amis.image_requirements(img)) for img in images]
-        return amis.newest_per_requirements(candidates, now=self._clock())
+        return tuple(candidates)
 
     # --- instance profile -----------------------------------------------------------------------------------
 
     async def instance_profile(self, nodeclass: ec2nodeclass.EC2NodeClass) -> str:
         """The profile to launch with: the given one (checked to exist), or one created for `spec.role`."""
+        key = _profile_key(nodeclass)
+        cached = self._profiles.get(key)
+        if cached is None:
+            cached = await self._ensure_instance_profile(nodeclass)
+            self._profiles.set(key, cached)
+        return cached
+
+    async def _ensure_instance_profile(self, nodeclass: ec2nodeclass.EC2NodeClass) -> str:
         spec = nodeclass.spec
         if spec.instance_profile:
             await clients.call(self._aws.iam, "get_instance_profile", InstanceProfileName=spec.instance_profile)
@@ -254,6 +290,7 @@ class NodeClassResolver:
 
     async def delete_instance_profile(self, nodeclass: ec2nodeclass.EC2NodeClass) -> None:
         """Remove the profile created for `spec.role` (never a user-given one); absent is fine."""
+        self._profiles.delete(_profile_key(nodeclass))  # a class re-created under this name creates it again
         if nodeclass.spec.instance_profile:
             return
         name = instance_profile_name(cluster_name=self._cluster_name, region=self._region, nodeclass=nodeclass.name)
@@ -277,7 +314,7 @@ class NodeClassResolver:
 
     async def resolve(self, nodeclass: ec2nodeclass.EC2NodeClass) -> status.Resolution:
         """Look everything up; a failed lookup becomes a message on its condition, not an exception."""
-        subnets = await self.subnets(nodeclass, fresh=True)
+        subnets = await self.subnets(nodeclass)
         groups = await self.security_groups(nodeclass)
         ami_error = ""
         found_amis: tuple[ec2nodeclass.AMIStatus, ...] = ()
@@ -294,7 +331,7 @@ class NodeClassResolver:
             profile_error = f"instance profile: {errors.error_code(exc)}: {exc}"
         group, group_error = None, ""
         try:
-            group = await self.placement_group(nodeclass, fresh=True)
+            group = await self.placement_group(nodeclass)
         except _AWS_ERRORS as exc:
             group_error = f"resolving the placement group failed: {errors.error_code(exc)}"
         found_reservations: tuple[ec2nodeclass.CapacityReservationStatus, ...] = ()
@@ -315,6 +352,10 @@ class NodeClassResolver:
             instance_profile_error=profile_error,
             validation_problems=validation_problems(nodeclass),
         )
+
+
+def _profile_key(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, str, str]:
+    return (nodeclass.name, nodeclass.spec.instance_profile or "", nodeclass.spec.role or "")
 
 
 def validation_problems(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, ...]:
