@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 
+import pytest
 from tests.scheduling import conftest as c
 
 from karpy.api import labels, meta, quantity
@@ -193,6 +195,29 @@ def test_existing_node_is_used_before_new_claims() -> None:
     res = c.solve(ps, existing_nodes=[node])
     assert set(res.existing_nodes) == {"node-a"}
     c.expect_provisioned(res, 0)
+
+
+@pytest.mark.parametrize("pod_by_pod", [False, True])
+@pytest.mark.parametrize("settling", [False, True])
+def test_a_node_inside_consolidate_after_refuses_only_pods_moved_off_candidates(
+    settling: bool, pod_by_pod: bool
+) -> None:
+    node = scheduler.ExistingNode(
+        "node-a",
+        {labels.LABEL_ZONE: "test-zone-1a", labels.LABEL_NODEPOOL: "default"},
+        (),
+        {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 110_000},
+        under_consolidate_after=settling,
+    )
+    pending = c.make_pods(2, prefix="pending")
+    moved = [dataclasses.replace(p, from_candidate=True) for p in c.make_pods(2, prefix="moved")]
+    pool = c.make_nodepool()
+    inp = scheduler.SchedulingInput(
+        pods=[*moved, *pending], nodepools=[pool], instance_types={pool.name: c.fake_catalog(20)}, existing_nodes=[node]
+    )
+    placed = scheduler.solve(inp, pod_by_pod=pod_by_pod).placements()
+    assert {placed[p.key] for p in pending} == {"node/node-a"}  # pending pods need a home either way
+    assert {placed[p.key].startswith("claim/") for p in moved} == {settling}
 
 
 def test_node_selector_on_unknown_custom_label_names_the_label() -> None:

@@ -1,6 +1,7 @@
 """Candidate nodes of a solve — existing nodes and NodeClaims being planned — and the `CanAdd` check.
 
-`evaluate` follows upstream NodeClaim.CanAdd / ExistingNode.CanAdd in order: taints → requirements → volume
+`evaluate` follows upstream NodeClaim.CanAdd / ExistingNode.CanAdd in order (after upstream's addToExistingNode
+skip: a node inside its consolidateAfter window refuses pods a consolidation moves): taints → requirements → volume
 alternatives → topology → instance types (requirements, fit of requests + daemon overhead, an available offering
 compatible with the requirements, minValues) → host ports. It answers how many of a run of identical pods fit at
 once (`limit` caps it; 1 for the pod-by-pod path) and whether a refusal is *permanent* for the run: claims only
@@ -43,6 +44,7 @@ class Slot:
     placed: list[pods.Pod] = field(default_factory=list)
     host_ports: list[pods.HostPort] = field(default_factory=list)
     min_values_relaxed: bool = False
+    under_consolidate_after: bool = False  # an existing node that refuses pods moved off consolidation candidates
     # (options it was computed for, per-resource minimum of usable allocatable over them): when a request fits
     # under the minimum every option takes one more pod, so a one-pod fit needs no per-type counting
     floor: tuple[catalog.BoolArray, catalog.IntArray] | None = None
@@ -182,6 +184,8 @@ def _topology_cap(slot: Slot, ctx: RunContext, selecting: list[topology.Group]) 
 def evaluate(
     slot: Slot, ctx: RunContext, topo: topology.Topology, *, limit: int, min_values_policy: str
 ) -> Fit | Refusal:
+    if slot.under_consolidate_after and ctx.pod.from_candidate:
+        return Refusal("node is inside its consolidateAfter window", True)
     why = taints.untolerated(slot.taints, ctx.tolerations) if slot.taints else None
     if why:
         return Refusal(why, True)
@@ -311,6 +315,7 @@ def node_slot(
     alloc: catalog.IntArray,
     used: catalog.IntArray,
     bound: list[pods.Pod],
+    under_consolidate_after: bool = False,
 ) -> Slot:
     node_labels.setdefault(labels.LABEL_HOSTNAME, name)
     ports = [p for pod in bound for p in pod.host_ports]
@@ -321,4 +326,5 @@ def node_slot(
         used,
         alloc=alloc,
         host_ports=ports,
+        under_consolidate_after=under_consolidate_after,
     )

@@ -92,6 +92,9 @@ class Pod:
     pvc_names: tuple[str, ...] = ()
     owner_kind: str = ""
     unsupported: str = ""  # why the scheduler must refuse this pod (e.g. matchFields), empty when fine
+    from_candidate: bool = False
+    """A running pod a consolidation simulation moves off a candidate node: it may not go onto a node still inside
+    its consolidateAfter window (`ExistingNode.under_consolidate_after`); pending pods may."""
 
     @property
     def key(self) -> str:
@@ -119,6 +122,7 @@ class Pod:
             self.host_ports,
             self.pvc_names if self.pvc_names else (),
             self.unsupported,
+            self.from_candidate,
         )
 
     def node_requirements(self, *, term: int = 0) -> requirements.Requirements:

@@ -65,6 +65,9 @@ class ExistingNode:
     nodepool: str | None = None
     initialized: bool = True
     marked_for_deletion: bool = False
+    under_consolidate_after: bool = False
+    """Inside its NodePool's consolidateAfter window, in a consolidation simulation: pods moved off the candidates
+    (`Pod.from_candidate`) are not packed here (upstream v1.14); pending pods may be."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +160,7 @@ class _Solver(board.Board):
                     alloc=self.index.vector(n.allocatable),
                     used=used,
                     bound=on_node[n.name],
+                    under_consolidate_after=n.under_consolidate_after,
                 )
             )
             owner = n.nodepool or n.labels.get(labels.LABEL_NODEPOOL)  # the label is what upstream reads
