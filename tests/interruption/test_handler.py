@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from karpy.api import labels, meta, nodeclaim
-from karpy.interruption import handler, messages
+from karpy.api import ec2nodeclass, labels, meta, nodeclaim
+from karpy.cloudprovider.aws import cache, instancetypes
+from karpy.interruption import handler, messages, queue
 
 K = messages.Kind
 R = handler.Reason
 
 
 def _claim(
-    name: str, instance: str, *, node: str = "", pool: str = "default", deleting: bool = False
+    name: str,
+    instance: str,
+    *,
+    node: str = "",
+    pool: str = "default",
+    deleting: bool = False,
+    reservation: str = "",
 ) -> nodeclaim.NodeClaim:
+    capacity = {labels.LABEL_CAPACITY_TYPE: "spot"}
+    if reservation:
+        capacity = {labels.LABEL_CAPACITY_TYPE: "reserved", labels.LABEL_CAPACITY_RESERVATION_ID: reservation}
     return nodeclaim.NodeClaim(
         metadata=meta.ObjectMeta(
             name=name,
@@ -22,7 +32,7 @@ def _claim(
                 labels.LABEL_NODEPOOL: pool,
                 labels.LABEL_INSTANCE_TYPE: "m5.large",
                 labels.LABEL_ZONE: "us-east-1a",
-                labels.LABEL_CAPACITY_TYPE: "spot",
+                **capacity,
             },
             deletion_timestamp=1.0 if deleting else None,
         ),
@@ -39,6 +49,7 @@ CLAIMS = [
     _claim("gone", "i-gone", node="ip-10-0-0-9", deleting=True),
     _claim("optin", "i-optin", node="ip-10-0-0-2", pool="replace"),
     _claim("unlaunched", ""),
+    _claim("reserved", "i-r", node="ip-10-0-0-3", reservation="cr-0a"),
 ]
 TARGETS = handler.index_by_instance(CLAIMS)
 POOLS = {"replace": {labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"}, "default": {}}
@@ -59,7 +70,7 @@ def test_instance_id(provider_id: str, expected: str) -> None:
 
 
 def test_index_skips_unlaunched_claims() -> None:
-    assert set(TARGETS) == {"i-a", "i-b", "i-gone", "i-optin"}
+    assert set(TARGETS) == {"i-a", "i-b", "i-gone", "i-optin", "i-r"}
     assert TARGETS["i-a"] == handler.Target(
         "a", "uid-a", "ip-10-0-0-1", "default", "m5.large", "us-east-1a", "spot", deleting=False
     )
@@ -72,7 +83,7 @@ def test_index_skips_unlaunched_claims() -> None:
         (K.SCHEDULED_CHANGE, "i-a", [R.INSTANCE_UNHEALTHY, R.TERMINATING_ON_INTERRUPTION], True, False),
         (K.INSTANCE_STOPPED, "i-a", [R.INSTANCE_STOPPING, R.TERMINATING_ON_INTERRUPTION], True, False),
         (K.INSTANCE_TERMINATED, "i-b", [R.INSTANCE_TERMINATING, R.TERMINATING_ON_INTERRUPTION], True, False),
-        (
+        (  # no reservation label: nothing to mark
             K.CAPACITY_RESERVATION_INTERRUPTION,
             "i-a",
             [R.CAPACITY_RESERVATION_INTERRUPTED, R.TERMINATING_ON_INTERRUPTION],
@@ -120,3 +131,28 @@ def test_replace_on_rebalance_annotation(value: str, replaces: bool) -> None:
 
 def test_event_message_names_the_object_kind() -> None:
     assert handler.TERMINATING.message.format(kind="Node") == "Interruption triggered termination for the Node"
+
+
+def test_capacity_reservation_interruption_drains_and_marks_the_reservation_unavailable() -> None:
+    (decision,) = handler.decide(messages.Message(K.CAPACITY_RESERVATION_INTERRUPTION, ("i-r",)), TARGETS)
+    assert TARGETS["i-r"].reservation_id == "cr-0a"
+    assert decision.delete
+    assert [n.reason for n in decision.notices] == [R.CAPACITY_RESERVATION_INTERRUPTED, R.TERMINATING_ON_INTERRUPTION]
+    # The pool is the reservation itself: another reservation of the type stays usable.
+    assert decision.unavailable == handler.UnavailableOffering("m5.large", "us-east-1a", "cr-0a")
+
+    # What the interruption loop does with it, on the AWS provider's unavailable-offerings cache.
+    ice = cache.UnavailableOfferings(clock=lambda: 0.0)
+    marker: queue.OfferingMarker = ice
+    marker.mark(decision.unavailable.instance_type, decision.unavailable.zone, decision.unavailable.capacity_type)
+    reservations = tuple(
+        ec2nodeclass.CapacityReservationStatus(
+            id=cr, availability_zone="us-east-1a", instance_type="m5.large", owner_id="123456789012"
+        )
+        for cr in ("cr-0a", "cr-0b")
+    )
+    offers = instancetypes.reserved_offerings(
+        "m5.large", reservations=reservations, zones=(("us-east-1a", "use1-az1"),), od_price=0.1, unavailable=ice
+    )
+    assert [(o.reservation_id, o.available) for o in offers] == [("cr-0a", False), ("cr-0b", True)]
+    assert not ice.is_unavailable("m5.large", "us-east-1a", labels.CAPACITY_TYPE_ON_DEMAND)

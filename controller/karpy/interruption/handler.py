@@ -7,7 +7,7 @@
 | scheduled change (AWS Health)         | InstanceUnhealthy               | delete                                  |
 | state change stopping / stopped       | InstanceStopping                | delete                                  |
 | state change shutting-down/terminated | InstanceTerminating             | delete                                  |
-| capacity reservation interruption     | CapacityReservationInterrupted  | delete                                  |
+| capacity reservation interruption     | CapacityReservationInterrupted  | delete; mark the reservation unavail.   |
 | rebalance recommendation              | SpotRebalanceRecommendation     | none, unless the NodePool is annotated  |
 |                                       |                                 | karpy.dev/replace-on-rebalance: "true"  |
 | instance / system status check failed | InstanceUnhealthy               | forceful: termination time = now, delete |
@@ -89,10 +89,15 @@ class Target:
     capacity_type: str = ""
     deleting: bool = False
     termination_time_set: bool = False  # karpenter.sh/nodeclaim-termination-timestamp is already there
+    reservation_id: str = ""  # karpenter.k8s.aws/capacity-reservation-id: the reservation it was launched into
 
 
 @dataclass(frozen=True, slots=True)
 class UnavailableOffering:
+    """A key of the provider's unavailable-offerings cache (`queue.OfferingMarker.mark`). `capacity_type` is the
+    capacity pool: spot or on-demand, or for reserved capacity the reservation's id, since one reservation running
+    dry leaves the type's other reservations and its on-demand capacity usable."""
+
     instance_type: str
     zone: str
     capacity_type: str
@@ -124,6 +129,7 @@ def target_of(claim: nodeclaim.NodeClaim) -> Target:
         capacity_type=lab.get(labels.LABEL_CAPACITY_TYPE, ""),
         deleting=claim.metadata.deletion_timestamp is not None,
         termination_time_set=labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP in claim.metadata.annotations,
+        reservation_id=lab.get(labels.LABEL_CAPACITY_RESERVATION_ID, ""),
     )
 
 
@@ -163,10 +169,19 @@ def decide(
             and replaces_on_rebalance(pool_annotations.get(target.nodepool, {}))
         )
         delete = drain and not target.deleting
-        unavailable = None
-        if message.marks_offering_unavailable and target.instance_type and target.zone:
-            unavailable = UnavailableOffering(target.instance_type, target.zone, labels.CAPACITY_TYPE_SPOT)
+        unavailable = _unavailable(message, target) if message.marks_offering_unavailable else None
         notices = (notice, TERMINATING) if delete else (notice,)
         terminate_now = message.action is messages.Action.FORCEFUL_TERMINATION and not target.termination_time_set
         out.append(Decision(target, notices, delete, unavailable, terminate_now))
     return out
+
+
+def _unavailable(message: messages.Message, target: Target) -> UnavailableOffering | None:
+    """The capacity pool the interrupted instance came from, when its labels name it."""
+    if not (target.instance_type and target.zone):
+        return None
+    if message.kind is messages.Kind.CAPACITY_RESERVATION_INTERRUPTION:
+        if not target.reservation_id:
+            return None
+        return UnavailableOffering(target.instance_type, target.zone, target.reservation_id)
+    return UnavailableOffering(target.instance_type, target.zone, labels.CAPACITY_TYPE_SPOT)

@@ -71,8 +71,10 @@ class Message:
 
     @property
     def marks_offering_unavailable(self) -> bool:
-        """Spot interruptions mean the pool is short: upstream marks (type, zone, spot) unavailable for 3 min."""
-        return self.kind is Kind.SPOT_INTERRUPTION
+        """The capacity behind the instance is short, so new launches must avoid it for a while: a spot
+        interruption marks (type, zone, spot) unavailable for 3 min, a capacity reservation interruption marks the
+        reservation (aws: interruption handler `markUnavailableOfferings`)."""
+        return self.kind in (Kind.SPOT_INTERRUPTION, Kind.CAPACITY_RESERVATION_INTERRUPTION)
 
 
 @dataclass(frozen=True, slots=True)

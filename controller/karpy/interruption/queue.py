@@ -30,5 +30,7 @@ class QueueClient(Protocol):
 
 class OfferingMarker(Protocol):
     def mark(self, instance_type: str, zone: str, capacity_type: str) -> None:
-        """Stop offering (instance type, zone, capacity type) for a while (upstream: 3 min ICE cache)."""
+        """Stop offering (instance type, zone, capacity pool) for a while (upstream: 3 min ICE cache). The pool is
+        the capacity type (spot, on-demand), or a capacity reservation's id for reserved capacity: each
+        reservation is its own pool."""
         ...

@@ -69,6 +69,8 @@ class UnavailableOfferings:
         self.seq = 0
 
     def mark(self, instance_type: str, zone: str, capacity_type: str) -> None:
+        """`capacity_type` is the pool: spot or on-demand, or the id of a capacity reservation (reserved offerings
+        are looked up under their reservation's id, so one reservation running dry leaves the others usable)."""
         self._offerings.set((instance_type, zone, capacity_type), True)
         self.seq += 1
 
