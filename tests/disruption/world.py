@@ -52,13 +52,18 @@ def cond(type_: str, at: float = T0, reason: str = "") -> dict[str, str]:
 
 
 class Kube(fakekube.FakeKube):
-    """FakeKube plus generateName, which replacement NodeClaims use."""
+    """FakeKube plus generateName, which replacement NodeClaims use, and `fail_next_create` (raised once by the
+    next create, e.g. an API server refusing a replacement)."""
 
     def __init__(self, clock: clock_mod.Clock) -> None:
         super().__init__(clock)
         self._generated = itertools.count(1)
+        self.fail_next_create: Exception | None = None
 
     async def create(self, res: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+        if self.fail_next_create is not None:
+            error, self.fail_next_create = self.fail_next_create, None
+            raise error
         md = dict(body["metadata"])
         if not md.get("name"):
             md["name"] = f"{md['generateName']}{next(self._generated):05d}"

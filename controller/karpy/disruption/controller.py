@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import clock as clock_mod
@@ -29,6 +29,10 @@ POLL = 10.0
 """Seconds between passes when the last one found nothing to do (upstream pollingPeriod)."""
 QUEUE_POLL = 1.0
 """Seconds between checks of queued commands' replacements."""
+ERROR_BACKOFF_START = 1.0
+"""Seconds before retrying a failed pass; doubles with each consecutive failure."""
+ERROR_BACKOFF_MAX = 60.0
+"""Longest wait between failed passes: an outage is retried at least once a minute."""
 
 
 def _ignore(*_: Any) -> None:
@@ -111,15 +115,32 @@ class DisruptionController:
     async def run(self) -> None:
         """Disrupt and progress the queue forever; cancel to stop."""
         async with asyncio.TaskGroup() as group:
-            group.create_task(self._run_queue())
-            while True:
-                if await self.reconcile() is None:
-                    await self._deps.clock.sleep(self._deps.settings.poll)
+            group.create_task(self._keep_running("disruption queue pass", self._queue_pass))
+            await self._keep_running("disruption pass", self._disruption_pass)
 
-    async def _run_queue(self) -> None:
+    async def _disruption_pass(self) -> None:
+        if await self.reconcile() is None:
+            await self._deps.clock.sleep(self._deps.settings.poll)
+
+    async def _queue_pass(self) -> None:
+        await self.queue.reconcile()
+        await self._deps.clock.sleep(QUEUE_POLL)
+
+    async def _keep_running(self, what: str, step: Callable[[], Awaitable[None]]) -> None:
+        """Run `step` forever. A failed step (API server or cloud provider outage, a refused write) must not end
+        the controller: it is logged and retried after an exponential backoff, reset by the next success."""
+        delay = ERROR_BACKOFF_START
         while True:
-            await self.queue.reconcile()
-            await self._deps.clock.sleep(QUEUE_POLL)
+            try:
+                await step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s failed; retrying in %gs", what, delay)
+                await self._deps.clock.sleep(delay)
+                delay = min(ERROR_BACKOFF_MAX, delay * 2)
+            else:
+                delay = ERROR_BACKOFF_START
 
     async def reconcile(self) -> consolidation.Command | None:
         """One pass: the command acted on (or, in dry-run, that would have been), else None."""

@@ -1,0 +1,113 @@
+"""The disruption loop keeps serving through failed passes: logged, backed off on the virtual clock, retried."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+
+import pytest
+from tests.disruption import world as world_mod
+
+from karpy import clock as clock_mod
+from karpy.api import labels, nodepool
+from karpy.cloudprovider import errors, types
+from karpy.cloudprovider.fake import provider
+from karpy.disruption import controller as disruption_controller
+from karpy.kube import client, resources
+
+
+class FlakyCloud(provider.FakeCloudProvider):
+    """`instance_types` fails on the calls `fails` picks (counted from 0) and remembers when each call came."""
+
+    def __init__(self, clock: clock_mod.ManualClock, fails: Callable[[int], bool]) -> None:
+        super().__init__(list(world_mod.CATALOG))
+        self._clock, self._fails = clock, fails
+        self.calls: list[float] = []
+
+    async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
+        self.calls.append(self._clock.now())
+        if self._fails(len(self.calls) - 1):
+            raise errors.CloudProviderError("pricing API unavailable")
+        return await super().instance_types(pool)
+
+
+@contextlib.asynccontextmanager
+async def running(ctrl: disruption_controller.DisruptionController) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(ctrl.run())
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == disruption_controller.__name__ and r.levelno == logging.ERROR]
+
+
+async def test_a_cloud_provider_error_is_logged_and_the_next_pass_acts(caplog: pytest.LogCaptureFixture) -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("n0")  # empty: Emptiness deletes it once a pass gets through
+    w.cloud = FlakyCloud(w.clock, lambda call: call == 0)
+    ctrl = w.controller()
+    w.sync()
+    async with running(ctrl) as task:
+        await w.clock.run_for(0.5)
+        (failure,) = _failures(caplog)
+        assert failure.exc_info is not None
+        assert isinstance(failure.exc_info[1], errors.CloudProviderError)
+        assert not task.done()
+        await w.clock.run_for(20)  # 1 s backoff, then a pass: 15 s validation, then the queue deletes
+        assert w.deleting("n0")
+        assert not task.done()
+
+
+async def test_a_refused_replacement_is_logged_and_the_command_is_decided_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("big", itype="c8")
+    w.pod("p", "big", cpu="1")
+    w.kube.fail_next_create = client.KubeError(500, "InternalError", "etcdserver: request timed out")
+    ctrl = w.controller()
+    w.sync()
+    async with running(ctrl) as task:
+        await w.clock.run_for(16)  # validation, then the create fails and the command is undone
+        (failure,) = _failures(caplog)
+        assert failure.exc_info is not None
+        assert isinstance(failure.exc_info[1], client.KubeError)
+        assert labels.TAINT_DISRUPTED_KEY not in w.taints("big")
+        await w.clock.run_for(20)
+        assert not task.done()
+    replacements = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] != "big"]
+    assert len(replacements) == 1
+    assert labels.TAINT_DISRUPTED_KEY in w.taints("big")
+
+
+@pytest.mark.parametrize(
+    ("failing_calls", "offsets"),
+    [
+        # 1 s, 2 s, 4 s after consecutive failures; a success resets it (then the 10 s poll, and 1 s again)
+        ({0, 1, 2, 4}, [0, 1, 3, 7, 17, 18]),
+        # doubling stops at a minute
+        (None, [0, 1, 3, 7, 15, 31, 63, 123, 183]),
+    ],
+)
+async def test_failed_passes_back_off_exponentially_to_a_minute(
+    failing_calls: set[int] | None, offsets: list[float], caplog: pytest.LogCaptureFixture
+) -> None:
+    w = world_mod.World()
+    w.pool()  # no nodes: every pass that gets through finds nothing and polls again in 10 s
+    start = w.clock.now()
+    cloud = FlakyCloud(w.clock, lambda call: failing_calls is None or call in failing_calls)
+    w.cloud = cloud
+    ctrl = w.controller()
+    w.sync()
+    async with running(ctrl):
+        await w.clock.run_for(offsets[-1] + 0.5)
+    assert [t - start for t in cloud.calls] == offsets
