@@ -263,3 +263,15 @@ async def test_stale_marks_are_stripped_after_a_restart() -> None:
     await w.reconcile(ctrl)
     assert labels.TAINT_DISRUPTED_KEY not in w.taints("n0")
     assert "DisruptionReason" not in w.claim_conditions("n0")
+
+
+async def test_unconsolidatable_is_published_on_the_node_and_the_nodeclaim() -> None:
+    w = world_mod.World()
+    w.pool(capacity_types=("spot",))
+    w.node("s", itype="c8", capacity_type="spot")
+    w.pod("p", "s", cpu="1")
+    assert await w.reconcile(w.controller()) is None
+    about = {(kind, name) for kind, name, _, reason, message in w.recorder.events if reason == "Unconsolidatable"}
+    assert about == {("Node", "s"), ("NodeClaim", "s")}
+    messages = {message for *_, reason, message in w.recorder.events if reason == "Unconsolidatable"}
+    assert len(messages) == 1  # the same reason on both

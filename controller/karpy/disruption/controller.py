@@ -209,5 +209,8 @@ class DisruptionController:
         )
 
     def _unconsolidatable(self, candidate: candidates.Candidate, reason: str) -> None:
+        """Tell both objects, as upstream does: users look at `kubectl describe` of either the Node or the NodeClaim."""
+        recorder = self._deps.recorder
         if candidate.node.node is not None:
-            self._deps.recorder.record(candidate.node.node, "Normal", "Unconsolidatable", reason)
+            recorder.record(candidate.node.node, "Normal", "Unconsolidatable", reason)
+        recorder.record(orchestration.claim_ref(candidate.claim), "Normal", "Unconsolidatable", reason)

@@ -142,7 +142,7 @@ class Queue:
             for c in item.command.candidates:
                 await self._client.delete(resources.NODECLAIMS, c.name)
                 message = f"Disrupting node via {item.command.reason}"
-                self._recorder.record(_claim_ref(c.name), "Normal", "DisruptionTerminating", message)
+                self._recorder.record(claim_ref(c.claim), "Normal", "DisruptionTerminating", message)
                 if c.node.node is not None:
                     self._recorder.record(c.node.node, "Normal", "DisruptionTerminating", message)
             log.info("deleted disrupted nodeclaim(s)", extra={"nodeclaims": [c.name for c in item.command.candidates]})
@@ -202,9 +202,10 @@ def _names(command: consolidation.Command) -> list[str]:
     return [name for c in command.candidates for name in (c.name, c.node_name) if name]
 
 
-def _claim_ref(name: str) -> dict[str, Any]:
+def claim_ref(claim: nodeclaim.NodeClaim) -> dict[str, Any]:
+    """The NodeClaim as the event recorder takes an object (events name their object by kind, name and uid)."""
     return {
         "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
         "kind": "NodeClaim",
-        "metadata": {"name": name},
+        "metadata": {"name": claim.metadata.name, "uid": claim.metadata.uid},
     }
