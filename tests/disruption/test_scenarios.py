@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from tests.disruption import world as world_mod
 
 from karpy.api import labels, nodepool, quantity
 from karpy.kube import resources
+from karpy.scheduling import results, scheduler
 
 Reason = nodepool.DisruptionReason
 
@@ -275,3 +277,49 @@ async def test_unconsolidatable_is_published_on_the_node_and_the_nodeclaim() -> 
     assert about == {("Node", "s"), ("NodeClaim", "s")}
     messages = {message for *_, reason, message in w.recorder.events if reason == "Unconsolidatable"}
     assert len(messages) == 1  # the same reason on both
+
+
+PREFER_APART = {
+    "podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"app": "x"}},
+                    "topologyKey": labels.LABEL_HOSTNAME,
+                },
+            }
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("settings", "policies", "decision"),
+    [
+        # Respect: pa keeps away from pb's node while a new (cheaper) node can take it: replace
+        ({}, ("Respect", "Strict"), "replace"),
+        # Ignore, as the provisioner would with PREFERENCE_POLICY=Ignore: pa simply moves next to pb
+        ({"preference_policy": "Ignore", "min_values_policy": "BestEffort"}, ("Ignore", "BestEffort"), "delete"),
+    ],
+)
+async def test_simulations_schedule_with_the_provisioners_policies(
+    settings: dict[str, str], policies: tuple[str, str], decision: str
+) -> None:
+    seen: set[tuple[str, str]] = set()
+
+    def solver(inp: scheduler.SchedulingInput) -> results.Results:
+        seen.add((inp.preference_policy, inp.min_values_policy))
+        return scheduler.solve(inp)
+
+    w = world_mod.World()
+    w.pool()
+    w.node("a")
+    w.node("b")
+    w.pod("pa", "a", cpu="1", pod_labels={"app": "x"}, affinity=PREFER_APART)
+    w.pod("pb", "b", cpu="1", pod_labels={"app": "x"})
+    cmd = await w.reconcile(w.controller(solver=solver, **settings))
+    assert seen == {policies}
+    assert cmd is not None
+    assert [c.name for c in cmd.candidates] == ["a"]
+    assert cmd.decision == decision

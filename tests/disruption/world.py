@@ -14,9 +14,10 @@ from karpy import clock as clock_mod
 from karpy.api import decoding, hashing, labels, parse, quantity
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator, provider
-from karpy.disruption import consolidation
+from karpy.disruption import consolidation, simulation
 from karpy.disruption import controller as disruption_controller
 from karpy.kube import client, resources
+from karpy.scheduling import scheduler
 from karpy.state import cluster as cluster_mod
 from karpy.state import facts
 
@@ -188,6 +189,7 @@ class World:
         annotations: Mapping[str, str] | None = None,
         pod_labels: Mapping[str, str] | None = None,
         priority: int | None = None,
+        affinity: Mapping[str, Any] | None = None,
     ) -> None:
         spec: dict[str, Any] = {
             "nodeName": node,
@@ -195,6 +197,8 @@ class World:
         }
         if priority is not None:
             spec["priority"] = priority
+        if affinity is not None:
+            spec["affinity"] = dict(affinity)
         self.kube.put(
             resources.PODS,
             {
@@ -257,7 +261,9 @@ class World:
                 self.cluster.apply(res, client.WatchEvent("MODIFIED", obj))
             self.cluster.mark_listed(res)
 
-    def controller(self, **settings: Any) -> disruption_controller.DisruptionController:
+    def controller(
+        self, *, solver: simulation.Solver = scheduler.solve, **settings: Any
+    ) -> disruption_controller.DisruptionController:
         deps = disruption_controller.Deps(
             client=self.kube,
             cluster=self.cluster,
@@ -265,6 +271,7 @@ class World:
             clock=self.clock,
             recorder=self.recorder,
             settings=disruption_controller.Settings(**settings),
+            solver=solver,
         )
         return disruption_controller.DisruptionController(deps)
 

@@ -20,7 +20,8 @@ from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, orchestration, simulation, validation
 from karpy.kube import client as kube
 from karpy.kube import resources
-from karpy.scheduling import pods, results, scheduler, volumes
+from karpy.provisioning import snapshot as provisioning_snapshot
+from karpy.scheduling import nodes, pods, preferences, results, scheduler, volumes
 from karpy.state import facts, statenode
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,11 @@ class Settings:
     """Feature gate SpotToSpotConsolidation (alpha upstream, off): let consolidation replace spot with spot."""
     poll: float = POLL
     validation_delay: float = validation.VALIDATION_DELAY
+    preference_policy: str = preferences.POLICY_RESPECT
+    """PREFERENCE_POLICY, Respect|Ignore, default Respect: simulations must relax preferences exactly as the
+    provisioner will when it launches the replacement, or a decision rests on a placement that never happens."""
+    min_values_policy: str = nodes.MIN_VALUES_STRICT
+    """MIN_VALUES_POLICY, Strict|BestEffort, default Strict: as the provisioner's, for the same reason."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -172,7 +178,7 @@ class DisruptionController:
         now = deps.clock.now()
         pools = deps.cluster.nodepools()
         instance_types = {p.name: list(await deps.cloud.instance_types(p)) for p in pools}
-        nodes = deps.cluster.state_nodes()
+        state_nodes = deps.cluster.state_nodes()
         raw_pods = {facts.key(o): o for o in deps.cluster.objects(resources.PODS)}
         pdbs = [p for p in (candidates.pdb_from_manifest(o) for o in deps.cluster.pdbs()) if p is not None]
         build = functools.partial(
@@ -186,24 +192,27 @@ class DisruptionController:
         )
         found: dict[candidates.DisruptionClass, list[candidates.Candidate]] = {}
         for kind in candidates.DisruptionClass:
-            built = (build(n, disruption_class=kind) for n in nodes)
+            built = (build(n, disruption_class=kind) for n in state_nodes)
             found[kind] = [c for c in built if isinstance(c, candidates.Candidate)]
             deps.metrics.eligible_nodes(str(kind), len(found[kind]))
         snap = simulation.Snapshot(
             pools=pools,
             instance_types=instance_types,
-            nodes=nodes,
+            nodes=state_nodes,
             pending=deps.cluster.pending_pods(),
             daemonsets=deps.cluster.daemonsets(),
             volumes=deps.cluster.volumes(),
+        )
+        options = provisioning_snapshot.SchedulingOptions(
+            preference_policy=deps.settings.preference_policy, min_values_policy=deps.settings.min_values_policy
         )
         return methods.Context(
             clock=deps.clock,
             seq=deps.cluster.seq,
             graceful=found[candidates.DisruptionClass.GRACEFUL],
             eventual=found[candidates.DisruptionClass.EVENTUAL],
-            budgets={r: budgets.budget_mapping(pools, nodes, r, now=now) for r in nodepool.DisruptionReason},
-            simulate=functools.partial(simulation.simulate, snap, solver=deps.solver),
+            budgets={r: budgets.budget_mapping(pools, state_nodes, r, now=now) for r in nodepool.DisruptionReason},
+            simulate=functools.partial(simulation.simulate, snap, solver=deps.solver, options=options),
             spot_to_spot=deps.settings.spot_to_spot,
             unconsolidatable=self._unconsolidatable,
         )

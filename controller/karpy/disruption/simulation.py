@@ -1,7 +1,8 @@
 """Scheduling simulations for disruption (pure; core: disruption/helpers.go `SimulateScheduling`).
 
 The candidates' reschedulable pods, every pending pod and the pods of nodes already leaving are scheduled against
-all other nodes (candidates and leaving nodes are removed from the cluster view). Every new NodeClaim the solve
+all other nodes (candidates and leaving nodes are removed from the cluster view), with the provisioner's preference
+and minValues policies, so a decision holds when the provisioner launches for it. Every new NodeClaim the solve
 needs counts as a replacement, including ones that only hold pending pods: the candidates' pods may take capacity
 (an in-flight claim, room on a node) that pending pods were going to use, so "nothing new is needed" must hold for
 all of them before a node is deleted -- as upstream, which blocks consolidation while pods wait for new capacity.
@@ -21,6 +22,8 @@ from karpy.scheduling import pods, results, scheduler, volumes
 from karpy.state import statenode
 
 Solver = Callable[[scheduler.SchedulingInput], results.Results]
+DEFAULT_OPTIONS = provisioning_snapshot.SchedulingOptions()
+"""The provisioner's default preference and minValues policies (Respect, Strict)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,21 +49,25 @@ class Simulation:
 
 
 def simulate(
-    snap: Snapshot, chosen: Sequence[candidates_mod.Candidate], *, solver: Solver = scheduler.solve
+    snap: Snapshot,
+    chosen: Sequence[candidates_mod.Candidate],
+    *,
+    solver: Solver = scheduler.solve,
+    options: provisioning_snapshot.SchedulingOptions = DEFAULT_OPTIONS,
 ) -> Simulation:
     leaving = {c.node.name for c in chosen}
     others = [n for n in snap.nodes if n.name not in leaving]
     moving = [p for c in chosen for p in c.reschedulable_pods]
     moving_keys = {p.key for p in moving}
     pool_list, _ = provisioning_snapshot.schedulable_pools(snap.pools)
-    inp = scheduler.SchedulingInput(
-        pods=provisioning_snapshot.merge_pods(moving, snap.pending, provisioning_snapshot.reschedulable_pods(others)),
-        nodepools=pool_list,
+    inp = provisioning_snapshot.scheduling_input(
+        provisioning_snapshot.merge_pods(moving, snap.pending, provisioning_snapshot.reschedulable_pods(others)),
+        pool_list,
         instance_types=snap.instance_types,
-        existing_nodes=provisioning_snapshot.existing_nodes(others),
+        existing=provisioning_snapshot.existing_nodes(others),
         daemonsets=snap.daemonsets,
-        volumes=snap.volumes,
-        compute_lower_bound=False,
+        volume_catalog=snap.volumes,
+        options=options,
     )
     out = solver(inp)
     return Simulation(
