@@ -323,3 +323,41 @@ async def test_simulations_schedule_with_the_provisioners_policies(
     assert cmd is not None
     assert [c.name for c in cmd.candidates] == ["a"]
     assert cmd.decision == decision
+
+
+async def test_candidates_pods_stay_off_a_node_inside_its_consolidate_after_window() -> None:
+    w = world_mod.World()
+    w.pool(after="10m")
+    w.node("a", itype="c2")
+    w.node("b", itype="c2", conditions=(), last_pod_event=w.clock.now() - 60)  # a pod landed a minute ago
+    w.pod("pa", "a", cpu="500m")
+    w.pod("pb", "b", cpu="500m")
+    ctrl = w.controller()
+    # pa would fit on b, but b is still settling: a would need a new c2, which is no cheaper than a
+    assert await w.reconcile(ctrl) is None
+    assert not w.kube.writes
+    # b's window ends; the conditions controller marks it Consolidatable (a cluster change: methods look again)
+    w.clock.advance(600)
+    claim = w.kube.objects[("nodeclaims", "", "b")]
+    claim["status"]["conditions"].append(world_mod.cond("Consolidatable", at=w.clock.now()))
+    cmd = await w.reconcile(ctrl)
+    assert cmd is not None
+    assert cmd.decision == "delete"
+    assert [c.name for c in cmd.candidates] == ["a"]
+
+
+async def test_pending_pods_and_drift_may_still_use_a_settling_node() -> None:
+    w = world_mod.World()
+    w.pool(after="10m")
+    w.node("a", itype="c2")
+    w.node("b", itype="c2", conditions=(), last_pod_event=w.clock.now() - 60)
+    w.pod("pa", "a", cpu="500m")
+    w.pending_pod("pp", cpu="500m")
+    ctrl = w.controller()
+    w.sync()
+    ctx = await ctrl.context()
+    (a,) = [c for c in ctx.graceful if c.name == "a"]
+    consolidating = ctx.simulate([a])
+    (replacement,) = consolidating.replacements
+    assert [p.name for p in replacement.pods] == ["pa"]  # pp went to b, pa could not
+    assert ctx.simulate([a], consolidation=False).replacements == ()  # drift: both fit on b

@@ -120,6 +120,7 @@ class World:
         node_annotations: Mapping[str, str] | None = None,
         tgp: str | None = None,
         ready: bool = True,
+        last_pod_event: float | None = None,
     ) -> None:
         it = self.catalog[itype]
         node_labels = {
@@ -140,6 +141,7 @@ class World:
         if tgp is not None:
             spec["terminationGracePeriod"] = tgp
         provider_id = f"fake://{ZONE}/{name}"
+        status_extra = {} if last_pod_event is None else {"lastPodEventTime": ts(last_pod_event)}
         self.kube.put(
             resources.NODECLAIMS,
             {
@@ -162,6 +164,7 @@ class World:
                     "capacity": resources_,
                     "allocatable": alloc,
                     "conditions": [cond(c) for c in ("Launched", "Registered", "Initialized", *conditions)],
+                    **status_extra,
                 },
             },
         )

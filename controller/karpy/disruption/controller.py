@@ -202,6 +202,7 @@ class DisruptionController:
             pending=deps.cluster.pending_pods(),
             daemonsets=deps.cluster.daemonsets(),
             volumes=deps.cluster.volumes(),
+            settling=simulation.settling_nodes(state_nodes, pools, now=now),
         )
         options = provisioning_snapshot.SchedulingOptions(
             preference_policy=deps.settings.preference_policy, min_values_policy=deps.settings.min_values_policy

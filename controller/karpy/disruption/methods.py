@@ -37,7 +37,7 @@ class Context:
     graceful: Sequence[Candidate]  # candidates for emptiness and consolidation
     eventual: Sequence[Candidate]  # candidates for drift (pod blockers tolerated under a terminationGracePeriod)
     budgets: Mapping[Reason, Mapping[str, int]]
-    simulate: Callable[[Sequence[Candidate]], simulation.Simulation]
+    simulate: simulation.Simulate
     spot_to_spot: bool = False
     unconsolidatable: Callable[[Candidate, str], None] = field(default=_ignore)
 
@@ -101,7 +101,7 @@ class Drift:
                 continue
             if c.is_empty:
                 return Command(self.name, self.reason, (c,))
-            sim = ctx.simulate([c])
+            sim = ctx.simulate([c], consolidation=False)  # consolidateAfter bounds consolidation, not drift
             if not sim.all_scheduled:
                 key, why = next(iter(sorted(sim.unschedulable.items())))
                 ctx.unconsolidatable(c, f"drift replacement: not all pods would schedule, {key} => {why}")

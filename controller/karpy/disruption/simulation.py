@@ -7,16 +7,24 @@ needs counts as a replacement, including ones that only hold pending pods: the c
 (an in-flight claim, room on a node) that pending pods were going to use, so "nothing new is needed" must hold for
 all of them before a node is deleted -- as upstream, which blocks consolidation while pods wait for new capacity.
 A candidate pod that cannot be placed anywhere makes the disruption impossible.
+
+A consolidation simulation (not drift's) also keeps the candidates' pods off nodes still inside their NodePool's
+consolidateAfter window (`Snapshot.settling`): pods just moved there, or a node just launched, would otherwise be
+packed again at once, and the window exists to let a node settle (upstream v1.14 IsConsolidationSimulation). Pending
+pods and the pods of leaving nodes may still go there: they need a home either way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from karpy.api import nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import candidates as candidates_mod
+from karpy.disruption import conditions
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import pods, results, scheduler, volumes
 from karpy.state import statenode
@@ -36,6 +44,8 @@ class Snapshot:
     pending: Sequence[pods.Pod] = ()
     daemonsets: Sequence[pods.Pod] = ()
     volumes: volumes.VolumeCatalog = field(default_factory=volumes.VolumeCatalog)
+    settling: frozenset[str] = frozenset()
+    """Names of the nodes still inside their NodePool's consolidateAfter window (`settling_nodes`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +58,34 @@ class Simulation:
         return not self.unschedulable
 
 
+class Simulate(Protocol):
+    """`simulate` bound to one snapshot: what removing `chosen` would take."""
+
+    def __call__(self, chosen: Sequence[candidates_mod.Candidate], /, *, consolidation: bool = True) -> Simulation: ...
+
+
+def settling_nodes(
+    nodes: Sequence[statenode.StateNode], pools: Sequence[nodepool.NodePool], *, now: float
+) -> frozenset[str]:
+    """Nodes whose pods changed (or that initialized) less than their pool's consolidateAfter ago. Never and 0
+    leave no window; an uninitialized claim has no time to count from, so it is not settling (upstream
+    IsUnderConsolidateAfter)."""
+    by_name = {p.name: p for p in pools}
+    out = set()
+    for n in nodes:
+        pool = by_name.get(n.nodepool)
+        if pool is None or n.nodeclaim is None:
+            continue
+        if conditions.consolidatable(n.nodeclaim, pool, now=now).wait is not None:
+            out.add(n.name)
+    return frozenset(out)
+
+
 def simulate(
     snap: Snapshot,
     chosen: Sequence[candidates_mod.Candidate],
     *,
+    consolidation: bool = True,
     solver: Solver = scheduler.solve,
     options: provisioning_snapshot.SchedulingOptions = DEFAULT_OPTIONS,
 ) -> Simulation:
@@ -59,12 +93,16 @@ def simulate(
     others = [n for n in snap.nodes if n.name not in leaving]
     moving = [p for c in chosen for p in c.reschedulable_pods]
     moving_keys = {p.key for p in moving}
+    existing = provisioning_snapshot.existing_nodes(others)
+    if consolidation:
+        moving = [dataclasses.replace(p, from_candidate=True) for p in moving]
+        existing = [dataclasses.replace(n, under_consolidate_after=n.name in snap.settling) for n in existing]
     pool_list, _ = provisioning_snapshot.schedulable_pools(snap.pools)
     inp = provisioning_snapshot.scheduling_input(
         provisioning_snapshot.merge_pods(moving, snap.pending, provisioning_snapshot.reschedulable_pods(others)),
         pool_list,
         instance_types=snap.instance_types,
-        existing=provisioning_snapshot.existing_nodes(others),
+        existing=existing,
         daemonsets=snap.daemonsets,
         volume_catalog=snap.volumes,
         options=options,
