@@ -14,12 +14,12 @@ from karpy import clock as clock_mod
 from karpy.api import decoding, hashing, labels, parse, quantity
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator, provider
-from karpy.disruption import consolidation, simulation
+from karpy.disruption import candidates, consolidation, simulation
 from karpy.disruption import controller as disruption_controller
 from karpy.kube import client, resources
 from karpy.scheduling import scheduler
 from karpy.state import cluster as cluster_mod
-from karpy.state import facts
+from karpy.state import facts, statenode
 
 T0 = 1_700_000_000.0
 ZONE = "test-zone-1"
@@ -46,10 +46,87 @@ CATALOG = (
     instance_type("c4", 4, 0.20, 0.08),
     instance_type("c8", 8, 0.40, 0.16),
 )
+CATALOG_BY_NAME = {t.name: t for t in CATALOG}
 
 
 def cond(type_: str, at: float = T0, reason: str = "") -> dict[str, str]:
     return {"type": type_, "status": "True", "reason": reason or type_, "message": "", "lastTransitionTime": ts(at)}
+
+
+def pool_manifest(
+    name: str = "default",
+    *,
+    policy: str = "WhenEmptyOrUnderutilized",
+    after: str = "0s",
+    budgets: Sequence[Mapping[str, Any]] = ({"nodes": "100%"},),
+    capacity_types: Sequence[str] = ("on-demand",),
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [
+                        {"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)}
+                    ],
+                }
+            },
+            "disruption": {"consolidationPolicy": policy, "consolidateAfter": after, "budgets": list(budgets)},
+        },
+    }
+
+
+def candidate(
+    name: str,
+    *,
+    pool: str = "default",
+    policy: str = "WhenEmptyOrUnderutilized",
+    price: float = 0.20,
+    reschedule_cost: float = 2.0,
+    itype: str = "c4",
+    capacity_type: str = labels.CAPACITY_TYPE_ON_DEMAND,
+) -> candidates.Candidate:
+    """A consolidatable candidate built directly, for the pure method and policy tests (no cluster behind it)."""
+    claim = parse.nodeclaim(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": name, "uid": f"uid-{name}", "labels": {labels.LABEL_NODEPOOL: pool}},
+            "spec": {
+                "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
+                "requirements": [],
+            },
+            "status": {"conditions": [cond(c) for c in ("Launched", "Registered", "Initialized", "Consolidatable")]},
+        }
+    )
+    node = statenode.StateNode(
+        name=name,
+        nodeclaim=claim,
+        node=None,
+        labels={},
+        taints=(),
+        allocatable={},
+        capacity={},
+        nodepool=pool,
+        initialized=True,
+        managed=True,
+    )
+    return candidates.Candidate(
+        node=node,
+        claim=claim,
+        pool=parse.nodepool(pool_manifest(pool, policy=policy)),
+        instance_type=CATALOG_BY_NAME[itype],
+        capacity_type=capacity_type,
+        zone=ZONE,
+        price=price,
+        pod_infos=(),
+        reschedulable_pods=(),
+        disruption_cost=reschedule_cost - 1.0,
+        reschedule_cost=reschedule_cost,
+    )
 
 
 class Kube(fakekube.FakeKube):
@@ -82,32 +159,9 @@ class World:
 
     # --- objects ------------------------------------------------------------------------------------------------
 
-    def pool(
-        self,
-        name: str = "default",
-        *,
-        policy: str = "WhenEmptyOrUnderutilized",
-        after: str = "0s",
-        budgets: Sequence[Mapping[str, Any]] = ({"nodes": "100%"},),
-        capacity_types: Sequence[str] = ("on-demand",),
-    ) -> dict[str, Any]:
-        body = {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": name, "uid": f"uid-{name}"},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
-                        "requirements": [
-                            {"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)}
-                        ],
-                    }
-                },
-                "disruption": {"consolidationPolicy": policy, "consolidateAfter": after, "budgets": list(budgets)},
-            },
-        }
-        return self.kube.put(resources.NODEPOOLS, body)
+    def pool(self, name: str = "default", **spec: Any) -> dict[str, Any]:
+        """Store a NodePool; `spec` as `pool_manifest` takes it."""
+        return self.kube.put(resources.NODEPOOLS, pool_manifest(name, **spec))
 
     def node(
         self,

@@ -1,8 +1,9 @@
 """Consolidation decisions shared by the methods (pure; core: disruption/consolidation.go).
 
 `compute` turns a simulation of removing some candidates into a command or the reason there is none: all pods must
-fit; no new NodeClaim ⇒ delete; one ⇒ replace, only with instance types whose *worst* compatible offering is cheaper
-than the candidates together, and constrained to spot when it could be spot or on-demand (an ICE must not turn
+fit; no new NodeClaim ⇒ delete; one ⇒ replace, only with instance types whose *worst launch price* (the dearest
+compatible offering of the capacity type a launch would take: reserved, else spot, else on-demand) is cheaper than
+the candidates together, and constrained to spot when it could be spot or on-demand (an ICE must not turn
 into a pricier on-demand node). Spot candidates are only deleted unless spot-to-spot consolidation is enabled,
 which then requires 15 cheaper spot types for single-node moves and launches only the 15 cheapest.
 """
@@ -10,6 +11,7 @@ which then requires 15 cheaper spot types for single-node moves and launches onl
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +25,9 @@ MIN_SPOT_TO_SPOT_TYPES = 15
 """Cheaper spot types a single-node spot-to-spot replacement needs (and the most it may launch from)."""
 BALANCED_K = 2
 """Balanced policy: a move is worth it when its savings share is at least 1/K of its disruption share."""
+LAUNCH_PRECEDENCE = (labels.CAPACITY_TYPE_RESERVED, labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND)
+"""The capacity type a launch takes when several are allowed and offered: the first of these (upstream
+getCapacityType)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,16 +63,25 @@ def cheapest_price(plan: results.PlannedNodeClaim) -> float | None:
     return min(prices) if prices else None
 
 
+def worst_launch_price(instance_type: types.InstanceType, reqs: requirements.Requirements) -> float:
+    """The most expensive compatible offering of the first capacity type, in launch precedence, that has one (inf
+    when none; upstream Offerings.WorstLaunchPrice). A launch takes reserved capacity when it can, else spot, else
+    on-demand, so only that capacity type's prices bound what the replacement can cost: the on-demand price of a
+    type that may launch as spot must not veto an on-demand → spot replacement."""
+    offered = compatible_offerings(instance_type, reqs)
+    for capacity_type in LAUNCH_PRECEDENCE:
+        prices = [o.price for o in offered if o.capacity_type == capacity_type]
+        if prices:
+            return max(prices)
+    return math.inf
+
+
 def filter_by_price(
     options: Iterable[types.InstanceType], reqs: requirements.Requirements, price: float
 ) -> tuple[types.InstanceType, ...]:
-    """Types whose most expensive compatible offering is still cheaper than `price` (upstream filterByPrice)."""
-    out = []
-    for it in options:
-        offered = compatible_offerings(it, reqs)
-        if offered and max(o.price for o in offered) < price:
-            out.append(it)
-    return tuple(out)
+    """Types whose worst launch price is still cheaper than `price` (upstream
+    RemoveInstanceTypeOptionsByPriceAndMinValues; minValues is checked by the callers)."""
+    return tuple(it for it in options if worst_launch_price(it, reqs) < price)
 
 
 def filter_out_same_instance_type(
