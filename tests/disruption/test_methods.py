@@ -1,4 +1,5 @@
-"""Table tests for the pure consolidation rules: replacement pricing (worst launch price)."""
+"""Table tests for the pure consolidation rules: replacement pricing (worst launch price), the Balanced policy,
+single-node consolidation's round-robin over pools, and the multi/single-node timeouts on a manual clock."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections.abc import Sequence
 import pytest
 from tests.disruption import world as world_mod
 
+from karpy import clock as clock_mod
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
-from karpy.disruption import candidates, consolidation, simulation
+from karpy.disruption import candidates, consolidation, methods, simulation
 from karpy.scheduling import requirements, results
 
 Reason = nodepool.DisruptionReason
@@ -105,3 +107,157 @@ def test_on_demand_candidate_replacement(
     ct = got.replacements[0].requirements.get(labels.LABEL_CAPACITY_TYPE)
     assert ct is not None
     assert (ct.values() == frozenset({SPOT})) == pinned_spot
+
+
+# --- Balanced -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("savings", "disruption", "pool_cost", "pool_disruption", "ok"),
+    [
+        (0.5, 1.0, 1.0, 1.0, True),  # (0.5/1) / (1/1) = 0.5 = 1/K: on the line is enough
+        (0.49, 1.0, 1.0, 1.0, False),
+        (0.1, 1.0, 1.0, 10.0, True),  # a small share of the pool's disruption buys a small saving
+        (0.1, 5.0, 1.0, 10.0, False),
+        (0.0, 1.0, 1.0, 1.0, False),  # saves nothing
+        (-0.1, 1.0, 1.0, 1.0, False),
+        (0.1, 1.0, 0.0, 1.0, False),  # a pool that costs nothing cannot save
+        (0.1, 0.0, 1.0, 1.0, True),  # moves nothing that costs disruption
+        (0.1, 1.0, 1.0, 0.0, True),
+    ],
+)
+def test_balanced_ok(savings: float, disruption: float, pool_cost: float, pool_disruption: float, ok: bool) -> None:
+    got = consolidation.balanced_ok(
+        savings=savings, disruption=disruption, pool_cost=pool_cost, pool_disruption=pool_disruption
+    )
+    assert got is ok
+
+
+@pytest.mark.parametrize(
+    ("policy", "moved_cost", "allowed"),
+    [
+        # the pool costs 1.0 $/h and 4.0 disruption; deleting a 0.25 $/h node saves a quarter of its cost
+        ("Balanced", 2.0, True),  # (0.25/1) / (2/4) = 0.5 ≥ 1/2
+        ("Balanced", 3.0, False),  # (0.25/1) / (3/4) = 0.33
+        ("WhenEmptyOrUnderutilized", 3.0, True),  # other policies do not weigh disruption
+    ],
+)
+def test_balanced_allows_one_pool(policy: str, moved_cost: float, allowed: bool) -> None:
+    moved = candidate("moved", policy=policy, price=0.25, reschedule_cost=moved_cost)
+    rest = candidate("rest", policy=policy, price=0.75, reschedule_cost=4.0 - moved_cost)
+    command = consolidation.Command("single-node-consolidation", Reason.UNDERUTILIZED, (moved,))
+    assert consolidation.balanced_allows(command, [moved, rest]) is allowed
+
+
+def test_balanced_allows_asks_every_balanced_pool_for_its_share_of_the_savings() -> None:
+    # Two pools of 1.0 $/h and 4.0 disruption each; a command deletes 0.2 $/h from each (savings 0.4, split by
+    # price: 0.2 each). Pool "a" moves 1.0 disruption, (0.2/1)/(1/4) = 0.8: fine; pool "b" moves 3.0, 0.27: refused.
+    a_moved = candidate("a1", pool="a", policy="Balanced", price=0.2, reschedule_cost=1.0)
+    a_rest = candidate("a2", pool="a", policy="Balanced", price=0.8, reschedule_cost=3.0)
+    b_moved = candidate("b1", pool="b", policy="Balanced", price=0.2, reschedule_cost=3.0)
+    b_rest = candidate("b2", pool="b", policy="Balanced", price=0.8, reschedule_cost=1.0)
+    members = [a_moved, a_rest, b_moved, b_rest]
+    both = consolidation.Command("multi-node-consolidation", Reason.UNDERUTILIZED, (a_moved, b_moved))
+    only_a = consolidation.Command("multi-node-consolidation", Reason.UNDERUTILIZED, (a_moved,))
+    assert not consolidation.balanced_allows(both, members)
+    assert consolidation.balanced_allows(only_a, members)
+
+
+# --- single-node order ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ordered", "first", "expected"),
+    [
+        (["a1", "a2", "b1", "b2", "c1"], [], ["a1", "b1", "c1", "a2", "b2"]),
+        (["b1", "a1", "a2", "b2"], [], ["b1", "a1", "b2", "a2"]),  # pools take turns in first-sight order
+        (["a1", "a2", "b1", "b2", "c1"], ["c"], ["c1", "a1", "b1", "a2", "b2"]),
+        (["a1", "a2", "b1", "c1", "c2"], ["c", "b"], ["c1", "b1", "a1", "c2", "a2"]),
+        (["a1", "a2"], ["gone"], ["a1", "a2"]),  # a pool with no candidates left is skipped
+        ([], ["c"], []),
+    ],
+)
+def test_interleave(ordered: list[str], first: list[str], expected: list[str]) -> None:
+    cands = [candidate(name, pool=name[0]) for name in ordered]
+    assert [c.name for c in methods.interleave(cands, first=first)] == expected
+
+
+class _SlowSimulation:
+    """Every simulation takes `cost` virtual seconds and ends as `outcome`; remembers whom it was asked about."""
+
+    def __init__(self, clock: clock_mod.ManualClock, *, cost: float, fits: bool) -> None:
+        self.clock, self.cost, self.fits = clock, cost, fits
+        self.asked: list[list[str]] = []
+
+    def __call__(
+        self, chosen: Sequence[candidates.Candidate], /, *, consolidation: bool = True
+    ) -> simulation.Simulation:
+        self.asked.append([c.name for c in chosen])
+        self.clock.advance(self.cost)
+        unschedulable = {} if self.fits else {"default/p": "no room"}
+        return simulation.Simulation(replacements=(), unschedulable=unschedulable)
+
+
+def _context(
+    clock: clock_mod.ManualClock, cands: Sequence[candidates.Candidate], simulate: simulation.Simulate, *, seq: int = 1
+) -> methods.Context:
+    budgets = {Reason.UNDERUTILIZED: {c.pool.name: 100 for c in cands}}
+    return methods.Context(clock=clock, seq=seq, graceful=cands, eventual=(), budgets=budgets, simulate=simulate)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "cost", "first", "second"),
+    [
+        # 200 s after a1 and b1: past the 180 s timeout before c1. Pool c, never reached, leads the next pass; a
+        # and b, which were reached, keep their turns after it.
+        (["a1", "b1", "c1", "a2"], 100.0, ["a1", "b1"], ["c1", "a1"]),
+        # cut off before b2, but every pool was reached: the next pass keeps the usual order
+        (["a1", "b1", "a2", "b2"], 70.0, ["a1", "b1", "a2"], ["a1", "b1", "a2"]),
+    ],
+)
+def test_single_node_gives_up_after_three_minutes_and_leads_with_the_pools_it_never_reached(
+    nodes: list[str], cost: float, first: list[str], second: list[str]
+) -> None:
+    clock = clock_mod.ManualClock()
+    cands = [candidate(n, pool=n[0], price=1.0 - i / 10) for i, n in enumerate(nodes)]  # most savings first
+    sim = _SlowSimulation(clock, cost=cost, fits=False)
+    method = methods.SingleNodeConsolidation()
+    assert method.compute(_context(clock, cands, sim)) is None
+    assert sim.asked == [[n] for n in first]
+    sim.asked.clear()  # same cluster state, but a pass that timed out is not memoized as "nothing to do"
+    assert method.compute(_context(clock, cands, sim)) is None
+    assert sim.asked == [[n] for n in second]
+
+
+def test_single_node_completes_below_the_timeout_and_then_memoizes() -> None:
+    clock = clock_mod.ManualClock()
+    cands = [candidate("a1", pool="a"), candidate("b1", pool="b")]
+    sim = _SlowSimulation(clock, cost=89.0, fits=False)
+    method = methods.SingleNodeConsolidation()
+    assert method.compute(_context(clock, cands, sim)) is None
+    assert sim.asked == [["a1"], ["b1"]]
+    assert method.compute(_context(clock, cands, sim)) is None  # same seq: nothing changed, nothing to redo
+    assert len(sim.asked) == 2
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected_sizes", "command_size"),
+    [
+        # 6 candidates: binary search over prefixes of 2..6 nodes; every simulation fits (a delete), so it grows
+        (1.0, [4, 5, 6], 6),
+        (25.0, [4, 5, 6], 6),  # the last step starts at 50 s, before the 60 s timeout
+        (40.0, [4, 5], 5),  # 80 s after the second step: stop there with its command
+        (61.0, [4], 4),  # the first step alone passed the timeout
+    ],
+)
+def test_multi_node_binary_search_stops_at_one_minute_with_its_last_good_command(
+    cost: float, expected_sizes: list[int], command_size: int
+) -> None:
+    clock = clock_mod.ManualClock()
+    cands = [candidate(f"n{i}", price=1.0 - i / 10) for i in range(6)]
+    sim = _SlowSimulation(clock, cost=cost, fits=True)
+    command = methods.MultiNodeConsolidation().compute(_context(clock, cands, sim))
+    assert [len(a) for a in sim.asked] == expected_sizes
+    assert command is not None
+    assert len(command.candidates) == command_size
+    assert command.decision == "delete"

@@ -176,7 +176,10 @@ class SingleNodeConsolidation:
         start = ctx.clock.now()
         for i, c in enumerate(order):
             if ctx.clock.now() - start >= SINGLE_NODE_TIMEOUT:
-                self._unseen_pools = list(dict.fromkeys(x.pool.name for x in order[i:]))
+                # Only pools none of whose nodes were tried lead next time (upstream PreviouslyUnseenNodePools):
+                # a pool tried in this pass keeps its place in the round-robin.
+                tried = {x.pool.name for x in order[:i]}
+                self._unseen_pools = [p for p in dict.fromkeys(x.pool.name for x in order[i:]) if p not in tried]
                 return None
             if budget.get(c.pool.name, 0) <= 0:
                 continue
