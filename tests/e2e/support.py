@@ -6,13 +6,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import boto3
 
 from karpy.api import labels
 from karpy.cloudprovider import catalog
-from karpy.kube import resources
+from karpy.kube import client, resources
 from karpy.sim import cluster, controlplane, demo, workloads
 from karpy.sim.kube import disruption as kube_disruption
 
@@ -249,16 +249,51 @@ async def select_image(emulated: cluster.EmulatedCluster, image_id: str) -> None
     await emulated.client.patch(resources.EC2NODECLASSES, "default", body)
 
 
-class HealthyPods:
+class Following:
+    """A watch kept open for the length of an `async with` block: `listed` sees the objects there at the start,
+    `seen` every event after that (a base for "at every state the API server went through" assertions)."""
+
+    def __init__(self, emulated: cluster.EmulatedCluster, res: resources.Resource, *, namespace: str = "") -> None:
+        self._emulated = emulated
+        self._res = res
+        self._namespace = namespace
+        self._task: asyncio.Task[None] | None = None
+
+    def listed(self, items: Sequence[Mapping[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def seen(self, event: client.WatchEvent) -> None:
+        raise NotImplementedError
+
+    async def _follow(self, since: str) -> None:
+        api = self._emulated.client
+        while True:
+            async for event in api.watch(self._res, resource_version=since, namespace=self._namespace):
+                since = str(event.object["metadata"].get("resourceVersion") or since)
+                self.seen(event)
+
+    async def __aenter__(self) -> Self:
+        items, since = await self._emulated.client.list(self._res, namespace=self._namespace)
+        self.listed(items)
+        self._task = asyncio.create_task(self._follow(since), name=f"e2e {self._res.plural} watch")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task  # a failed watch raises here
+
+
+class HealthyPods(Following):
     """`async with HealthyPods(emulated, "app") as h:` follows every change of the app's pods through a watch and
     records, after each one, how many are healthy as the disruption controller counts them (Ready, not deleting):
     `h.series` is the count at every state the API server went through, not a sample of it."""
 
     def __init__(self, emulated: cluster.EmulatedCluster, app: str) -> None:
-        self._emulated = emulated
+        super().__init__(emulated, resources.PODS, namespace="default")
         self._app = app
         self._healthy: dict[str, bool] = {}
-        self._task: asyncio.Task[None] | None = None
         self.series: list[int] = []
 
     def _observe(self, pod: Mapping[str, Any], *, deleted: bool = False) -> bool:
@@ -272,23 +307,27 @@ class HealthyPods:
             self._healthy[name] = kube_disruption.is_healthy(pod)
         return True
 
-    async def _follow(self, since: str) -> None:
-        while True:
-            async for event in self._emulated.client.watch(resources.PODS, resource_version=since, namespace="default"):
-                since = str(event.object["metadata"].get("resourceVersion") or since)
-                if self._observe(event.object, deleted=event.type == "DELETED"):
-                    self.series.append(sum(self._healthy.values()))
-
-    async def __aenter__(self) -> HealthyPods:
-        pods, since = await self._emulated.client.list(resources.PODS, namespace="default")
-        for pod in pods:
+    def listed(self, items: Sequence[Mapping[str, Any]]) -> None:
+        for pod in items:
             self._observe(pod)
         self.series.append(sum(self._healthy.values()))
-        self._task = asyncio.create_task(self._follow(since), name="e2e pod watch")
-        return self
 
-    async def __aexit__(self, *_: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task  # a failed watch raises here
+    def seen(self, event: client.WatchEvent) -> None:
+        if self._observe(event.object, deleted=event.type == client.DELETED):
+            self.series.append(sum(self._healthy.values()))
+
+
+class NamesSeen(Following):
+    """`async with NamesSeen(emulated, resources.NODECLAIMS) as seen:` keeps the name of every object of a resource
+    that existed at any moment in `seen.names`, even one created and removed between two polls (a duplicate
+    NodeClaim that emptiness would quietly remove)."""
+
+    def __init__(self, emulated: cluster.EmulatedCluster, res: resources.Resource) -> None:
+        super().__init__(emulated, res)
+        self.names: set[str] = set()
+
+    def listed(self, items: Sequence[Mapping[str, Any]]) -> None:
+        self.names.update(str(o["metadata"]["name"]) for o in items)
+
+    def seen(self, event: client.WatchEvent) -> None:
+        self.names.add(str(event.object["metadata"]["name"]))

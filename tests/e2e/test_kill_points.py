@@ -14,6 +14,7 @@ import asyncio
 import pytest
 from tests.e2e import support
 
+from karpy.kube import resources
 from karpy.sim import cluster, controlplane, hooks, workloads
 
 CYCLES = (
@@ -40,13 +41,13 @@ async def _killed_at(emulated: cluster.EmulatedCluster, point: str) -> None:
         await plane.stop()
 
 
-async def _one_claim_per_pod(emulated: cluster.EmulatedCluster) -> bool:
+async def _one_claim_per_pod(emulated: cluster.EmulatedCluster, seen: support.NamesSeen) -> bool:
+    assert len(seen.names) <= 1, f"duplicate NodeClaim: {sorted(seen.names)}"
     bound = await support.all_bound(emulated, "victim", 1)
     claims = await support.claims(emulated)
     instances = await support.running_instances(emulated)
     if not bound or len(claims) != 1 or claims[0]["metadata"].get("deletionTimestamp"):
         return False
-    assert len(claims) <= 1, "duplicate NodeClaim"
     return len(instances) == 1  # a leaked instance from the killed launch is garbage collected
 
 
@@ -57,12 +58,14 @@ async def test_killed_during_launch_and_termination_recovers(
 ) -> None:
     await support.apply_defaults(emulated)
     await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("victim", 0))
-    await support.scale(emulated, "victim", 1)
-    await _killed_at(emulated, launch_point)
-    async with controlplane.ControlPlane(emulated, support.FAST):
-        await support.eventually(
-            lambda: _one_claim_per_pod(emulated), within=75, what=f"one claim per pod after {launch_point!r}"
-        )
+    async with support.NamesSeen(emulated, resources.NODECLAIMS) as seen:  # every NodeClaim that ever existed
+        await support.scale(emulated, "victim", 1)
+        await _killed_at(emulated, launch_point)
+        async with controlplane.ControlPlane(emulated, support.FAST):
+            await support.eventually(
+                lambda: _one_claim_per_pod(emulated, seen), within=75, what=f"one claim per pod after {launch_point!r}"
+            )
+    assert len(seen.names) == 1, f"one pod, one NodeClaim ever: {sorted(seen.names)}"
     await support.scale(emulated, "victim", 0)
     await _killed_at(emulated, termination_point)
     async with controlplane.ControlPlane(emulated, support.FAST):

@@ -5,6 +5,8 @@ every constraint honoured; scaled to zero, emptiness removes every node and term
 from __future__ import annotations
 
 import collections
+import dataclasses
+from collections.abc import AsyncIterator
 
 import pytest
 from tests.e2e import support
@@ -31,6 +33,13 @@ ONE_PER_HOST = {
         }
     }
 }
+
+
+@pytest.fixture
+async def controller(emulated: cluster.EmulatedCluster) -> AsyncIterator[controlplane.ControlPlane]:
+    """`karpy run`'s whole path: `app.run` with Kopf's watches routing events, metrics and health servers."""
+    async with controlplane.ControlPlane(emulated, dataclasses.replace(support.FAST, kopf=True)) as running:
+        yield running
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from karpy import clock
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import config, dryrun, resources, rest
-from karpy.operator import app, leader, settings, wiring
+from karpy.operator import app, leader, loops, settings, wiring
 from karpy.sim.kube import runner, server, status, validation
 from karpy.state import cluster as cluster_module
 
@@ -291,7 +291,7 @@ async def test_wiring_follows_the_settings() -> None:
     assert isinstance(ctrl.elector, leader.AlwaysLeader)
     assert ctrl.interruption is not None  # a queue was configured
     assert ctrl.nodeclasses is None  # the fake has no node-class half: that controller is off
-    assert set(app.singletons(ctrl)) == {
+    assert set(loops.singletons(ctrl)) == {
         "queue nodeclaims", "queue nodes", "queue nodepools", "provisioner", "disruption",
         "garbage collection", "prices", "interruption", "nodeclaim conditions", "expiration",
     }  # fmt: skip

@@ -26,7 +26,7 @@ from karpy.cloudprovider.aws import emulator
 from karpy.cloudprovider.aws import provider as aws_provider
 from karpy.interruption import messages
 from karpy.kube import config, resources, rest
-from karpy.operator import app, settings, wiring
+from karpy.operator import app, loops, settings, wiring
 from karpy.sim import cluster
 from karpy.state import cluster as cluster_module
 
@@ -171,7 +171,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             await asyncio.wait_for(ready.wait(), 10)
             assert ctrl.interruption is not None  # the factory's SQS queue is wired to the interruption controller
             assert ctrl.instance_status is not None  # and its instance-status poller to a second such loop
-            assert "instance status" in app.singletons(ctrl)  # run by the leader only, with the other loops
+            assert "instance status" in loops.singletons(ctrl)  # run by the leader only, with the other loops
             await api.create(resources.EC2NODECLASSES, nodeclass(seeded.node_role))
             await api.create(resources.NODEPOOLS, NODEPOOL)
 

@@ -11,7 +11,7 @@ import pytest
 from karpy import clock
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import config, resources, rest
-from karpy.operator import app, leader, main, settings, wiring
+from karpy.operator import app, leader, loops, main, settings, wiring
 from karpy.operator import logging as operator_logging
 from karpy.sim.kube import runner
 from karpy.state import cluster as cluster_module
@@ -49,19 +49,19 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
         try:
             await asyncio.wait_for(ready.wait(), 10)
             await asyncio.wait_for(ctrl.elector.elected.wait(), 10)
-            loops = await _leader_loops(names=set(app.singletons(ctrl)))
+            leader_tasks = await _leader_loops(names=set(loops.singletons(ctrl)))
             # Another replica takes the Lease over (as after a long pause of ours: our renewals stopped landing).
             lease = await api.get(resources.LEASES, LEASE, namespace="karpy")
             assert lease is not None
             taken: dict[str, Any] = {"spec": {"holderIdentity": "other_replica", "leaseTransitions": 1}}
             await api.patch(resources.LEASES, LEASE, taken, namespace="karpy")
-            with pytest.raises(app.LeadershipLost, match="me lost the leader Lease"):
+            with pytest.raises(loops.LeadershipLost, match="me lost the leader Lease"):
                 await asyncio.wait_for(task, 15)
         finally:
             stop.set()
             if not task.done():
                 await asyncio.wait_for(task, 20)
-    assert all(t.done() for t in loops)  # every leader loop ended with it
+    assert all(t.done() for t in leader_tasks)  # every leader loop ended with it
     assert not ctrl.elector.is_leader()
     assert ctrl.metrics.instruments.leader._value.get() == 0
     lease = await api.get(resources.LEASES, LEASE, namespace="karpy")
@@ -81,7 +81,7 @@ async def _leader_loops(*, names: set[str]) -> list[asyncio.Task[Any]]:
 
 def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
     async def deposed(*_: Any, **__: Any) -> None:
-        raise app.LeadershipLost("karpy-0 lost the leader Lease")
+        raise loops.LeadershipLost("karpy-0 lost the leader Lease")
 
     # Only the exit-code mapping is under test: no real server, and no rewiring of the test run's root logger.
     monkeypatch.setattr(main, "serve", deposed)

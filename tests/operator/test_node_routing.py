@@ -10,7 +10,7 @@ from tests import builders
 from karpy import clock
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, config, resources, rest
-from karpy.operator import app, settings, wiring
+from karpy.operator import loops, settings, wiring
 from karpy.state import cluster as cluster_module
 
 
@@ -44,11 +44,11 @@ async def test_node_events_find_their_claims_through_the_index() -> None:
     launched = builders.nodeclaim("launched", providerID="aws:///z/i-1")
     _apply(ctrl, resources.NODECLAIMS, client.ADDED, launched)
     _apply(ctrl, resources.NODECLAIMS, client.ADDED, builders.nodeclaim("named", nodeName="ip-2"))
-    assert app.claims_for_node(ctrl, builders.node("ip-1", provider_id="aws:///z/i-1")) == ["launched"]
-    assert app.claims_for_node(ctrl, builders.node("ip-2")) == ["named"]
-    assert app.claims_for_node(ctrl, builders.node("stranger", provider_id="aws:///z/i-9")) == []
+    assert loops.claims_for_node(ctrl, builders.node("ip-1", provider_id="aws:///z/i-1")) == ["launched"]
+    assert loops.claims_for_node(ctrl, builders.node("ip-2")) == ["named"]
+    assert loops.claims_for_node(ctrl, builders.node("stranger", provider_id="aws:///z/i-9")) == []
     _apply(ctrl, resources.NODECLAIMS, client.DELETED, launched)
-    assert app.claims_for_node(ctrl, builders.node("ip-1", provider_id="aws:///z/i-1")) == []
+    assert loops.claims_for_node(ctrl, builders.node("ip-1", provider_id="aws:///z/i-1")) == []
     # The Node finalizer looks a claim up through the same index.
     assert ctrl.termination._claims is ctrl.cluster
 
@@ -60,7 +60,7 @@ def test_an_instance_status_source_runs_as_a_leader_loop_of_its_own() -> None:
     assert ctrl.instance_status._deps.queue is source
     assert ctrl.instance_status._deps.cluster is ctrl.cluster  # instances map to claims through the state cache
     assert ctrl.interruption is None  # no SQS queue configured: the health poll does not need one
-    assert "instance status" in app.singletons(ctrl)  # started by `lead`, i.e. only while holding the Lease
+    assert "instance status" in loops.singletons(ctrl)  # started by `lead`, i.e. only while holding the Lease
     bare = _controller()
     assert bare.instance_status is None
-    assert "instance status" not in app.singletons(bare)
+    assert "instance status" not in loops.singletons(bare)

@@ -7,6 +7,7 @@ Kopf). The queues' workers and the singleton loops (provisioner, disruption, int
 run only while this replica holds the leader Lease; followers keep their informers and Kopf watches warm. A leader
 that loses the Lease stops everything and `run` raises LeadershipLost: `karpy run` exits (code 1) and is restarted
 as a follower, as upstream does. The provisioner is triggered by the state cache's watch events (`observers`).
+What the handlers queue and what the leader runs live in `loops`, shared with the in-process emulation.
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ import contextlib
 import dataclasses
 import logging
 import pathlib
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import kopf
 
 from karpy import clock as clock_module
-from karpy.api import labels
-from karpy.kube import config, resources
-from karpy.operator import servers, wiring
+from karpy.kube import client, config, resources
+from karpy.operator import loops, servers, wiring
 from karpy.operator import settings as settings_module
 from karpy.state import informer
 
@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 
 KOPF_PREFIX: Final = "karpy.dev"
 """Annotation prefix for anything Kopf would persist (it persists nothing with event handlers only)."""
-PRICE_REFRESH: Final = 300.0
-SYNC_POLL: Final = 0.5
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,140 +68,25 @@ def connection_info(cfg: config.Config) -> kopf.ConnectionInfo:
     )
 
 
-def _deleting_with_finalizer(body: Mapping[str, Any], finalizer: str) -> bool:
-    meta = body.get("metadata") or {}
-    return bool(meta.get("deletionTimestamp")) and finalizer in (meta.get("finalizers") or ())
-
-
-def claims_for_node(ctrl: wiring.Controller, node: Mapping[str, Any]) -> list[str]:
-    """The NodeClaims a Node belongs to (by providerID, else by status.nodeName) from the state cache's index."""
-    return [claim.name for claim in ctrl.cluster.nodeclaims_for_node(node)]
-
-
 def kopf_registry(ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
-    """Handlers that route watch events to the work queues (wiring only)."""
+    """Handlers that hand watch events to `loops.route` (wiring only)."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
     async def login(**_: Any) -> kopf.ConnectionInfo:
         return connection
 
-    @kopf.on.event(labels.GROUP, labels.VERSION, "nodeclaims", registry=registry)
-    async def nodeclaim_event(name: str, type: str, body: Mapping[str, Any], **_: Any) -> None:
-        if type != "DELETED":
-            ctrl.queue(wiring.NODECLAIMS).add(name)
-        pool = ((body.get("metadata") or {}).get("labels") or {}).get(labels.LABEL_NODEPOOL)
-        if pool:
-            ctrl.queue(wiring.NODEPOOLS).add(pool)
+    def handler(res: resources.Resource) -> Callable[..., Awaitable[None]]:
+        async def on_event(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
+            loops.route(ctrl, res, type or client.ADDED, body)
 
-    @kopf.on.event("", "v1", "nodes", registry=registry)
-    async def node_event(name: str, type: str, body: Mapping[str, Any], **_: Any) -> None:
-        if type != "DELETED" and _deleting_with_finalizer(body, labels.FINALIZER_TERMINATION):
-            ctrl.queue(wiring.NODES).add(name)
-        # Registration, Ready and startup taints move the NodeClaim's lifecycle: reconcile it now, not at its poll.
-        for claim in claims_for_node(ctrl, body):
-            ctrl.queue(wiring.NODECLAIMS).add(claim)
+        return on_event
 
-    @kopf.on.event(labels.GROUP, labels.VERSION, "nodepools", registry=registry)
-    async def nodepool_event(name: str, type: str, **_: Any) -> None:
-        if type != "DELETED":
-            ctrl.queue(wiring.NODEPOOLS).add(name)
-
-    if wiring.NODECLASSES in ctrl.queues:
-
-        @kopf.on.event(labels.AWS_GROUP, labels.VERSION, "ec2nodeclasses", registry=registry)
-        async def nodeclass_event(name: str, type: str, **_: Any) -> None:
-            if type != "DELETED":
-                ctrl.queue(wiring.NODECLASSES).add(name)
-            for pool in ctrl.cluster.nodepools():  # NodeClassReady follows the class
-                if pool.template.node_class_ref.name == name:
-                    ctrl.queue(wiring.NODEPOOLS).add(pool.name)
-
+    for res in loops.ROUTED:
+        if res == resources.EC2NODECLASSES and wiring.NODECLASSES not in ctrl.queues:
+            continue
+        kopf.on.event(res.group, res.version, res.plural, registry=registry, id=res.plural)(handler(res))
     return registry
-
-
-async def _wait_synced(ctrl: wiring.Controller) -> None:
-    while not ctrl.cluster.synced():
-        await ctrl.clock.sleep(SYNC_POLL)
-
-
-def resync(ctrl: wiring.Controller) -> None:
-    """Queue every known object: a new leader must not wait for the next change to reconcile what it inherited."""
-    for name in [c.name for c in ctrl.cluster.nodeclaims()] + list(ctrl.cluster.nodeclaim_errors()):
-        ctrl.queue(wiring.NODECLAIMS).add(name)
-    for node in ctrl.cluster.objects(resources.NODES):
-        if _deleting_with_finalizer(node, labels.FINALIZER_TERMINATION):
-            ctrl.queue(wiring.NODES).add(str(node["metadata"]["name"]))
-    for pool in ctrl.cluster.objects(resources.NODEPOOLS):
-        ctrl.queue(wiring.NODEPOOLS).add(str(pool["metadata"]["name"]))
-    if wiring.NODECLASSES in ctrl.queues:
-        for nc in ctrl.cluster.objects(resources.EC2NODECLASSES):
-            ctrl.queue(wiring.NODECLASSES).add(str(nc["metadata"]["name"]))
-
-
-async def refresh_prices(ctrl: wiring.Controller) -> None:
-    """Keep the cost gauges' price book current from the provider's instance types of each NodePool."""
-    while True:
-        for pool in ctrl.cluster.nodepools():
-            try:
-                ctrl.metrics.prices.update(await ctrl.cloud.provider.instance_types(pool))
-            except Exception as error:  # prices are for metrics only: never let them stop the controller
-                log.debug("price refresh for nodepool %s failed: %s", pool.name, error)
-        await ctrl.clock.sleep(PRICE_REFRESH)
-
-
-def singletons(ctrl: wiring.Controller) -> dict[str, Callable[[], Coroutine[Any, Any, None]]]:
-    """The loops only the leader runs, by name."""
-    loops: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {
-        f"queue {name}": queue.run for name, queue in ctrl.queues.items()
-    }
-    loops["provisioner"] = ctrl.provisioner.run
-    loops["disruption"] = ctrl.disruption.run
-    loops["garbage collection"] = ctrl.nodeclaims.run_garbage_collection
-    loops["prices"] = lambda: refresh_prices(ctrl)
-    if ctrl.interruption is not None:
-        loops["interruption"] = ctrl.interruption.run
-    if ctrl.instance_status is not None:
-        loops["instance status"] = ctrl.instance_status.run
-    if ctrl.nodeclaim_conditions is not None:
-        loops["nodeclaim conditions"] = ctrl.nodeclaim_conditions.run
-    if ctrl.expiry is not None:
-        loops["expiration"] = ctrl.expiry.run
-    return loops
-
-
-class LeadershipLost(Exception):
-    """This replica led and lost the Lease: `karpy run` exits so that it restarts as a fresh follower."""
-
-
-async def lead(ctrl: wiring.Controller) -> None:
-    """Wait for leadership and run the singleton loops; raise LeadershipLost when the Lease is lost.
-
-    Like upstream (controller-runtime exits on lost leadership), a deposed leader does not step down in place: its
-    memory (batch window, nominations, the disruption orchestration queue, eviction backoff, in-flight calls that
-    may still land) was built for a leadership it no longer has, and a fresh process is the one state that is
-    certainly clean. The Deployment restarts the container, which campaigns again as a follower."""
-    await ctrl.elector.elected.wait()
-    ctrl.metrics.set_leader(True)
-    log.info("became leader; starting controllers", extra={"identity": ctrl.elector.identity})
-    tasks = [asyncio.create_task(loop(), name=name) for name, loop in singletons(ctrl).items()]
-    deposed = asyncio.create_task(ctrl.elector.deposed.wait())
-    try:
-        await _wait_synced(ctrl)
-        resync(ctrl)
-        done, _ = await asyncio.wait([*tasks, deposed], return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            if task is not deposed and not task.cancelled() and task.exception() is not None:
-                raise RuntimeError(f"controller loop {task.get_name()!r} failed") from task.exception()
-        log.error("leader election lost; stopping controllers", extra={"identity": ctrl.elector.identity})
-        raise LeadershipLost(f"{ctrl.elector.identity} lost the leader Lease")
-    finally:
-        for task in [*tasks, deposed]:
-            task.cancel()
-        await asyncio.gather(*tasks, deposed, return_exceptions=True)
-        for queue in ctrl.queues.values():
-            queue.clear()
-        ctrl.metrics.set_leader(False)
 
 
 def readiness(ctrl: wiring.Controller) -> dict[str, servers.Check]:
@@ -224,7 +107,7 @@ async def run(
 ) -> None:
     """Run until `stop` is set (or SIGTERM reaches Kopf); then stop everything and release the Lease.
 
-    Raises LeadershipLost (after the same orderly stop) when this replica led and lost the Lease."""
+    Raises loops.LeadershipLost (after the same orderly stop) when this replica led and lost the Lease."""
     async with (
         servers.serving(
             servers.metrics_app(ctrl.metrics.exposition), host=endpoints.host, port=endpoints.metrics_port
@@ -241,7 +124,7 @@ async def run(
             asyncio.create_task(informer.run_informers(ctrl.kube, ctrl.cluster), name="informers"),
             asyncio.create_task(ctrl.elector.run(), name="leader election"),
             asyncio.create_task(ctrl.recorder.run(), name="event recorder"),
-            asyncio.create_task(lead(ctrl), name="leader loops"),
+            asyncio.create_task(loops.lead(ctrl), name="leader loops"),
         ]
         operator = asyncio.create_task(
             kopf.operator(
@@ -269,7 +152,7 @@ async def run(
             with contextlib.suppress(Exception):
                 await ctrl.recorder.flush()
         for task, result in zip(background, results, strict=True):
-            if isinstance(result, LeadershipLost):
+            if isinstance(result, loops.LeadershipLost):
                 raise result
             if isinstance(result, Exception):
                 raise RuntimeError(f"{task.get_name()} failed") from result

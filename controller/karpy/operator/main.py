@@ -16,7 +16,7 @@ from typing import Final
 from karpy import clock as clock_module
 from karpy.api import errors
 from karpy.kube import config
-from karpy.operator import app, leader, wiring
+from karpy.operator import app, leader, loops, wiring
 from karpy.operator import logging as logs
 from karpy.operator import settings as settings_module
 
@@ -78,7 +78,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         return EXIT_INVALID
     try:
         asyncio.run(serve(loaded, cfg, environ=env))
-    except app.LeadershipLost as lost:
+    except loops.LeadershipLost as lost:
         log.error("exiting: %s", lost)
         return EXIT_LEADERSHIP_LOST
     return EXIT_OK

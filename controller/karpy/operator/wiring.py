@@ -18,6 +18,7 @@ from karpy import events
 from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import nodeclaims as disruption_nodeclaims
+from karpy.disruption import validation as disruption_validation
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, config, dryrun, rest
@@ -40,6 +41,17 @@ class CloudParts:
     offerings: interruption_queue.OfferingMarker | None = None
     instance_status: interruption_queue.QueueClient | None = None
     """Instance health (DescribeInstanceStatus) as an interruption source; None when the cloud has none."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Timings:
+    """Loop timings that upstream hard-codes (no setting, no env var): `karpy run` always uses the defaults; the
+    emulation's demo and wall-clock tests shorten them so that a scenario takes seconds, not minutes."""
+
+    disruption_poll: float = disruption_controller.POLL
+    """Seconds between disruption passes that found nothing to do (upstream 10 s)."""
+    validation_delay: float = disruption_validation.VALIDATION_DELAY
+    """Seconds a consolidation command waits before it is validated again (upstream 15 s)."""
 
 
 CloudFactory = Callable[[settings_module.Settings, cluster_module.Cluster, clock_module.Clock], CloudParts]
@@ -139,6 +151,7 @@ def build(
     cloud_factory: CloudFactory,
     identity: str,
     namespace: str = "",
+    timings: Timings = Timings(),
 ) -> Controller:
     """The object graph; nothing runs yet. `kube` is wrapped in a DryRunClient when DRY_RUN is set."""
     writer: client.KubeClient = dryrun.DryRunClient(kube) if settings.runtime.dry_run else kube
@@ -157,7 +170,9 @@ def build(
             clock=clock,
             identity=identity,
         )
-    deps = nodeclaim_controller.Deps(client=writer, cloud=cloud.provider, clock=clock, recorder=recorder)
+    deps = nodeclaim_controller.Deps(
+        client=writer, cloud=cloud.provider, clock=clock, recorder=recorder, metrics=registry.nodeclaim_hooks()
+    )
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=writer,
@@ -185,7 +200,12 @@ def build(
             clock=clock,
             recorder=recorder,
             settings=disruption_controller.Settings(
-                dry_run=settings.runtime.dry_run, spot_to_spot=settings.feature_gates.spot_to_spot_consolidation
+                dry_run=settings.runtime.dry_run,
+                spot_to_spot=settings.feature_gates.spot_to_spot_consolidation,
+                preference_policy=str(settings.scheduling.preference_policy),
+                min_values_policy=str(settings.scheduling.min_values_policy),
+                poll=timings.disruption_poll,
+                validation_delay=timings.validation_delay,
             ),
             metrics=registry.disruption_hooks(),
         )

@@ -1,10 +1,11 @@
 """`ControlPlane`: the karpy controller run in-process against an `EmulatedCluster`, for the demo, e2e tests and bench.
 
-It is the real controller, built the way the operator builds it: the AWS provider on boto3 (pointed at moto by
-the cluster's `AWS_ENDPOINT_URL`), a RestClient on the emulator's API server, the informer-fed `state.Cluster`, the
-provisioner, the NodeClaim lifecycle, termination, disruption and interruption reconcilers and the NodePool /
-EC2NodeClass status controllers, each per-object reconciler drained by a keyed `WorkQueue` that watch events fill
-(what Kopf's handlers do in `karpy run`). Optional Lease leader election gates everything but the informers.
+It is the real controller: the object graph `karpy run` builds (`operator.wiring.build`: the AWS provider on boto3
+pointed at moto by the cluster's `AWS_ENDPOINT_URL`, a RestClient on the emulator's API server, the informer-fed
+`state.Cluster`, every reconciler and status controller), run by the operator's own `loops.lead` (the leader's
+loops, resync, LeadershipLost), with watch events routed by `loops.route` as Kopf's handlers route them. With
+`Options(kopf=True)` it runs `app.run` itself, Kopf included. Optional Lease leader election gates everything but
+the informers.
 
 Every write and cloud call passes a checkpoint (`hooks`), so a test can kill the controller at an exact step and
 start a fresh one with fresh state against the same cluster.
@@ -15,18 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from karpy import clock as clock_module
-from karpy.api import labels
 from karpy.cloudprovider.aws import clients, emulator, instancestatus, interruption, provider
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import messages
 from karpy.kube import client, config, resources, rest
+from karpy.operator import loops, wiring
 from karpy.operator import settings as settings_module
-from karpy.operator import wiring
 from karpy.sim import autojump, hooks
 from karpy.sim import cluster as emulated_cluster
 from karpy.state import cluster as state_cluster
@@ -52,6 +53,9 @@ class Options:
     fast_catalog: bool = True
     """Answer the catalog calls from moto's data in this process (moto serialises ~1,400 shapes over HTTP in ~20 s).
     Off for measuring the controller: importing moto's EC2 data costs the process ~120 MB no real controller has."""
+    kopf: bool = False
+    """Run `karpy.operator.app.run` itself (Kopf's watches, metrics and health servers) instead of its loops with the
+    state cache routing events: the whole `karpy run` path, at the cost of Kopf's own watch streams."""
 
 
 class _ShortPollQueue:
@@ -69,23 +73,6 @@ class _ShortPollQueue:
 
     async def delete(self, received: messages.Received) -> None:
         await self._inner.delete(received)
-
-
-def provisionable(pod: Mapping[str, Any]) -> bool:
-    """Pending and marked Unschedulable by the scheduler, not terminal, not deleting, not a DaemonSet's."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    if spec.get("nodeName") or meta.get("deletionTimestamp") or status.get("nominatedNodeName"):
-        return False
-    if status.get("phase") in ("Succeeded", "Failed"):
-        return False
-    if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or ()):
-        return False
-    return any(
-        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-        for c in status.get("conditions") or ()
-    )
 
 
 class Target(Protocol):
@@ -112,7 +99,10 @@ class Target(Protocol):
 
 
 class ControlPlane:
-    """`async with ControlPlane(emulated) as cp:` runs the controller until the block ends (or `stop()`)."""
+    """`async with ControlPlane(emulated) as cp:` runs the controller until the block ends (or `stop()`).
+
+    A replica that loses the Lease raises `loops.LeadershipLost` as `karpy run` does; here the "Deployment" restarts
+    it at once as a fresh follower: a new object graph (`ctrl`), the same identity and API connection."""
 
     def __init__(
         self,
@@ -125,6 +115,7 @@ class ControlPlane:
         self.emulated = emulated
         self.clock = emulated.clock
         self._hook = hook
+        self._dead = False
         # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves.
         self._rest = rest.RestClient(
             config.Config(server=emulated.api_url),
@@ -134,32 +125,32 @@ class ControlPlane:
             activity=autojump.activity_of(self.clock),
         )
         self.provider: provider.AWSCloudProvider | None = None
-        self.ctrl = wiring.build(
+        self.restarts = 0
+        """How many times the replica lost the Lease and came back as a follower."""
+        self.ctrl = self._build()
+        self._task: asyncio.Task[None] | None = None
+
+    def _build(self) -> wiring.Controller:
+        """The object graph `karpy run` builds (`wiring.build`), with the checkpoints around every side effect."""
+        opts = self.options
+        ctrl = wiring.build(
             self.settings(),
-            kube=hooks.HookedClient(self._rest, hook),
+            kube=hooks.HookedClient(self._rest, self._checkpoint),
             clock=self.clock,
             cloud_factory=self._cloud,
             identity=opts.identity,
             namespace="default",
+            timings=wiring.Timings(disruption_poll=opts.disruption_poll, validation_delay=opts.validation_delay),
         )
-        ctrl = self.ctrl
-        # The demo and tests shorten the disruption loop's poll and validation delay (upstream: 10 s and 15 s).
-        ctrl.disruption = disruption_controller.DisruptionController(
-            disruption_controller.Deps(
-                client=ctrl.kube,
-                cluster=ctrl.cluster,
-                cloud=ctrl.cloud.provider,
-                clock=self.clock,
-                recorder=ctrl.recorder,
-                settings=disruption_controller.Settings(
-                    poll=opts.disruption_poll, validation_delay=opts.validation_delay
-                ),
-                metrics=ctrl.metrics.disruption_hooks(),
-            )
-        )
-        ctrl.cluster.add_listener(self._on_event)
-        self._task: asyncio.Task[None] | None = None
-        self.leading = False
+        if not opts.kopf:  # Kopf's watches route the events in `karpy run`; here the state cache's listener does
+            ctrl.cluster.add_listener(functools.partial(_route, ctrl))
+        return ctrl
+
+    async def _checkpoint(self, point: str) -> None:
+        """Every write and cloud call passes here: a killed replica reaches nothing any more (see `kill`)."""
+        if self._dead:
+            raise client.KubeError(503, "ServiceUnavailable", f"{self.options.identity} is dead ({point})")
+        await self._hook(point)
 
     def settings(self) -> settings_module.Settings:
         opts, emulated = self.options, self.emulated
@@ -201,7 +192,7 @@ class ControlPlane:
         if settings.aws.interruption_queue:
             queue = _ShortPollQueue(interruption.InterruptionQueue(aws=aws, queue_name=settings.aws.interruption_queue))
         return wiring.CloudParts(
-            provider=hooks.HookedCloud(self.provider, self._hook),
+            provider=hooks.HookedCloud(self.provider, self._checkpoint),
             nodeclasses=self.provider,
             queue=queue,
             offerings=self.provider.unavailable,
@@ -215,6 +206,11 @@ class ControlPlane:
     @property
     def client(self) -> client.KubeClient:
         return self.ctrl.kube
+
+    @property
+    def leading(self) -> bool:
+        """Running and holding the Lease (always, without leader election)."""
+        return self._task is not None and not self._task.done() and self.ctrl.elector.is_leader()
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -234,7 +230,7 @@ class ControlPlane:
         return self._task
 
     async def stop(self) -> None:
-        """Cancel everything and close the client (idempotent; also the way to 'kill' it from outside)."""
+        """Cancel everything and close the client (idempotent): a clean stop, which gives the Lease up."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -244,102 +240,68 @@ class ControlPlane:
             self._task = None
         await self._rest.close()
 
+    async def kill(self) -> None:
+        """Die as a crashed process does: from now on no write or cloud call leaves this replica, so it cannot give
+        its Lease up either; the others take over only once the Lease expires."""
+        self._dead = True
+        await self.stop()
+
     async def _run(self) -> None:
-        ctrl = self.ctrl
-        async with asyncio.TaskGroup() as group:
-            group.create_task(informer.run_informers(ctrl.kube, ctrl.cluster), name="informers")
-            group.create_task(ctrl.elector.run(), name="leader election")
-            group.create_task(ctrl.recorder.run(), name="event recorder")
-            while True:
-                await ctrl.elector.elected.wait()
-                lead = asyncio.create_task(self._lead(), name="leading")
-                deposed = asyncio.create_task(ctrl.elector.deposed.wait())
-                try:
-                    await asyncio.wait([lead, deposed], return_when=asyncio.FIRST_COMPLETED)
-                    if lead.done():
-                        lead.result()  # a failed loop ends the controller, as in `karpy run`
-                finally:
-                    for task in (lead, deposed):
-                        task.cancel()
-                    await asyncio.gather(lead, deposed, return_exceptions=True)
-                    for queue in ctrl.queues.values():
-                        queue.clear()
+        while True:
+            try:
+                await self._incarnation()
+                return
+            except loops.LeadershipLost as lost:
+                log.info("restarting as a follower: %s", lost)
+                self.restarts += 1
+                self.ctrl = self._build()
 
-    async def _lead(self) -> None:
-        """The leader's loops (as `karpy.operator.app.singletons`), then one reconcile of everything inherited."""
+    async def _incarnation(self) -> None:
+        """One life of the process: what `karpy.operator.app.run` runs, until it ends (LeadershipLost) or is
+        cancelled. With `Options.kopf` it *is* `app.run` (Kopf's watches route the events, metrics and health
+        servers on ephemeral ports); without, the same informers, elector, recorder and `loops.lead`, with the state
+        cache's listener routing the events (no Kopf watch streams to set up and tear down)."""
         ctrl = self.ctrl
-        self.leading = True
-        try:
-            async with asyncio.TaskGroup() as group:
-                for name, queue in ctrl.queues.items():
-                    group.create_task(queue.run(), name=f"queue {name}")
-                group.create_task(ctrl.provisioner.run(), name="provisioner")
-                group.create_task(ctrl.disruption.run(), name="disruption")
-                group.create_task(ctrl.nodeclaims.run_garbage_collection(), name="garbage collection")
-                if ctrl.interruption is not None:
-                    group.create_task(ctrl.interruption.run(), name="interruption")
-                if ctrl.instance_status is not None:
-                    group.create_task(ctrl.instance_status.run(), name="instance status")
-                if ctrl.nodeclaim_conditions is not None:
-                    group.create_task(ctrl.nodeclaim_conditions.run(), name="nodeclaim conditions")
-                if ctrl.expiry is not None:
-                    group.create_task(ctrl.expiry.run(), name="expiration")
-                while not ctrl.cluster.synced():
-                    await self.clock.sleep(0.2)
-                self._enqueue_everything()
-        finally:
-            self.leading = False
+        if self.options.kopf:
+            # Imported here: Kopf is the operator's dependency; the emulation needs it only in this mode.
+            from karpy.operator import app
 
-    def _enqueue_everything(self) -> None:
-        """After a (re)start or a new leadership: every object gets one reconcile, as `karpy run` resyncs."""
-        ctrl = self.ctrl
-        for claim in ctrl.cluster.objects(resources.NODECLAIMS):
-            ctrl.queue(wiring.NODECLAIMS).add(_name(claim))
-        for node in ctrl.cluster.objects(resources.NODES):
-            if (node.get("metadata") or {}).get("deletionTimestamp"):
-                ctrl.queue(wiring.NODES).add(_name(node))
-        for pool in ctrl.cluster.objects(resources.NODEPOOLS):
-            ctrl.queue(wiring.NODEPOOLS).add(_name(pool))
-        if wiring.NODECLASSES in ctrl.queues:
-            for nc in ctrl.cluster.objects(resources.EC2NODECLASSES):
-                ctrl.queue(wiring.NODECLASSES).add(_name(nc))
-
-    # -- events → queues (what Kopf's handlers do in `karpy run`) ---------------------------------------------
-
-    def _on_event(
-        self, res: resources.Resource, before: Mapping[str, Any] | None, current: Mapping[str, Any] | None
-    ) -> None:
-        ctrl = self.ctrl
-        obj = current if current is not None else before
-        if obj is None:
+            await app.run(
+                ctrl,
+                connection=app.connection_info(config.Config(server=self.emulated.api_url)),
+                stop=asyncio.Event(),
+                endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
+            )
             return
-        name = _name(obj)
-        meta = obj.get("metadata") or {}
-        queues = ctrl.queues
-        if res == resources.NODECLAIMS:
-            if current is not None:
-                queues[wiring.NODECLAIMS].add(name)
-            pool = (meta.get("labels") or {}).get(labels.LABEL_NODEPOOL)
-            if pool:
-                queues[wiring.NODEPOOLS].add(str(pool))
-        elif res == resources.NODES:
-            # A Node's changes (registration, Ready, startup taints) move its NodeClaim's lifecycle.
-            for claim in ctrl.cluster.nodeclaims_for_node(obj):
-                queues[wiring.NODECLAIMS].add(claim.name)
-            if current is not None and meta.get("deletionTimestamp"):
-                queues[wiring.NODES].add(name)
-        elif res == resources.PODS:
-            if current is not None and provisionable(current):
-                ctrl.provisioner.trigger(str(meta.get("uid") or name))
-        elif res == resources.NODEPOOLS:
-            if current is not None:
-                queues[wiring.NODEPOOLS].add(name)
-        elif res == resources.EC2NODECLASSES and wiring.NODECLASSES in queues:
-            if current is not None:
-                queues[wiring.NODECLASSES].add(name)
-            for pool in ctrl.cluster.objects(resources.NODEPOOLS):
-                queues[wiring.NODEPOOLS].add(_name(pool))
+        background = [
+            asyncio.create_task(informer.run_informers(ctrl.kube, ctrl.cluster), name="informers"),
+            asyncio.create_task(ctrl.elector.run(), name="leader election"),
+            asyncio.create_task(ctrl.recorder.run(), name="event recorder"),
+        ]
+        leading = asyncio.create_task(loops.lead(ctrl), name="leader loops")
+        try:
+            await asyncio.wait([leading, *background], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in [leading, *background]:
+                task.cancel()
+            results = await asyncio.gather(leading, *background, return_exceptions=True)
+        for task, result in zip([leading, *background], results, strict=True):
+            if isinstance(result, loops.LeadershipLost):
+                raise result
+            if isinstance(result, Exception):
+                raise RuntimeError(f"{task.get_name()} failed") from result
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+def _route(
+    ctrl: wiring.Controller,
+    res: resources.Resource,
+    before: Mapping[str, Any] | None,
+    current: Mapping[str, Any] | None,
+) -> None:
+    """A state-cache change as the watch event Kopf would hand to `loops.route`."""
+    if res not in loops.ROUTED:
+        return
+    if current is not None:
+        loops.route(ctrl, res, client.MODIFIED, current)
+    elif before is not None:
+        loops.route(ctrl, res, client.DELETED, before)
