@@ -29,6 +29,8 @@ class CreateErrorReason(enum.StrEnum):
     INVALID_REQUEST = "InvalidRequest"
     NODE_CLASS = "NodeClassResolutionFailed"
     INTERNAL = "InternalError"
+    DRY_RUN = "DryRun"
+    """DRY_RUN is set: the launch was logged, not made."""
 
 
 class CreateError(CloudProviderError):

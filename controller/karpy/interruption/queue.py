@@ -8,9 +8,12 @@ tests pass in-memory ones. Nothing here imports AWS code.
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 from karpy.interruption import messages
+
+log = logging.getLogger(__name__)
 
 
 class QueueClient(Protocol):
@@ -34,3 +37,27 @@ class OfferingMarker(Protocol):
         the capacity type (spot, on-demand), or a capacity reservation's id for reserved capacity: each
         reservation is its own pool."""
         ...
+
+
+class DryRunQueue:
+    """DRY_RUN: messages are received and acted on as far as a dry run acts (logged decisions), but never deleted,
+    so the autoscaler that really handles them (upstream Karpenter during a migration) still gets every one once
+    the visibility timeout lapses."""
+
+    def __init__(self, inner: QueueClient, *, logger: logging.Logger = log) -> None:
+        self._inner = inner
+        self._log = logger
+
+    @property
+    def unparseable(self) -> int:
+        return self._inner.unparseable
+
+    async def receive(self, *, wait_seconds: int = 20) -> list[messages.Received]:
+        return await self._inner.receive(wait_seconds=wait_seconds)
+
+    async def delete(self, received: messages.Received) -> None:
+        message = received.message
+        self._log.info(
+            "dry run: would delete the interruption message",
+            extra={"messageKind": str(message.kind), "instances": list(message.instance_ids)},
+        )

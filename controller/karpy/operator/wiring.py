@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from karpy import clock as clock_module
 from karpy import events
+from karpy.cloudprovider import dryrun as cloud_dryrun
 from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import nodeclaims as disruption_nodeclaims
@@ -52,6 +53,17 @@ class Timings:
     """Seconds between disruption passes that found nothing to do (upstream 10 s)."""
     validation_delay: float = disruption_validation.VALIDATION_DELAY
     """Seconds a consolidation command waits before it is validated again (upstream 15 s)."""
+
+
+def dry_run_cloud(parts: CloudParts) -> CloudParts:
+    """DRY_RUN on the cloud side: no launch, termination, node-class cleanup or queue deletion, only logs."""
+    return CloudParts(
+        provider=cloud_dryrun.DryRunCloud(parts.provider),
+        nodeclasses=cloud_dryrun.DryRunNodeClasses(parts.nodeclasses) if parts.nodeclasses is not None else None,
+        queue=interruption_queue.DryRunQueue(parts.queue) if parts.queue is not None else None,
+        offerings=parts.offerings,
+        instance_status=parts.instance_status,
+    )
 
 
 CloudFactory = Callable[[settings_module.Settings, cluster_module.Cluster, clock_module.Clock], CloudParts]
@@ -153,10 +165,13 @@ def build(
     namespace: str = "",
     timings: Timings = Timings(),
 ) -> Controller:
-    """The object graph; nothing runs yet. `kube` is wrapped in a DryRunClient when DRY_RUN is set."""
+    """The object graph; nothing runs yet. With DRY_RUN, `kube` is wrapped in a DryRunClient and the cloud parts
+    in their dry-run wrappers (`dry_run_cloud`)."""
     writer: client.KubeClient = dryrun.DryRunClient(kube) if settings.runtime.dry_run else kube
     cluster = cluster_module.Cluster(clock=clock)
     cloud = cloud_factory(settings, cluster, clock)
+    if settings.runtime.dry_run:
+        cloud = dry_run_cloud(cloud)
     recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
     registry = metrics.Metrics()
     elector: leader.LeaderElector | leader.AlwaysLeader
