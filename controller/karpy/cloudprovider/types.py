@@ -87,6 +87,7 @@ class DriftReason(enum.StrEnum):
     SUBNET = "SubnetDrift"
     SECURITY_GROUP = "SecurityGroupDrift"
     CAPACITY_RESERVATION = "CapacityReservationDrift"
+    PLACEMENT_GROUP = "PlacementGroupDrift"
 
 
 class CloudProvider(Protocol):

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass
 
-from karpy.api import ec2nodeclass, hashing, labels
+from karpy.api import ec2nodeclass, hashing, labels, nodeclaim
 from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import drift
 
@@ -57,6 +57,16 @@ def test_drift_reason(
     assert drift.drift_reason(claim, nodeclass, instance) == expected
 
 
+def _labelled(key: str, value: str) -> nodeclaim.NodeClaim:
+    """A launched claim, with label `key` when `value` is not empty."""
+    claim = make_nodeclaim()
+    if not value:
+        return claim
+    return dataclasses.replace(
+        claim, metadata=dataclasses.replace(claim.metadata, labels={**claim.metadata.labels, key: value})
+    )
+
+
 def test_unresolved_status_is_never_drift() -> None:
     facts = drift.InstanceFacts("ami-any", "subnet-any", frozenset({"sg-any"}))
     assert drift.drift_reason(make_nodeclaim(), make_nodeclass(), facts) is None
@@ -74,15 +84,7 @@ def test_unresolved_status_is_never_drift() -> None:
 def test_capacity_reservation_drift(
     claim_reservation: str, resolved: tuple[str, ...], expected: types.DriftReason | None
 ) -> None:
-    claim = make_nodeclaim()
-    if claim_reservation:
-        claim = dataclasses.replace(
-            claim,
-            metadata=dataclasses.replace(
-                claim.metadata,
-                labels={**claim.metadata.labels, labels.LABEL_CAPACITY_RESERVATION_ID: claim_reservation},
-            ),
-        )
+    claim = _labelled(labels.LABEL_CAPACITY_RESERVATION_ID, claim_reservation)
     status = dataclasses.replace(
         STATUS,
         capacity_reservations=tuple(
@@ -115,3 +117,25 @@ def test_launch_options_drift_existing_nodes(changes: dict[str, object]) -> None
     nodeclass = make_nodeclass(annotations=now, status=STATUS)
     nodeclass = dataclasses.replace(nodeclass, spec=after.spec)
     assert drift.drift_reason(claim, nodeclass, GOOD) is types.DriftReason.NODE_CLASS
+
+
+@pytest.mark.parametrize(
+    ("label", "instance_group", "wanted", "expected"),
+    [
+        ("", "", "", None),  # no group then, none now
+        ("pg-1", "", "pg-1", None),
+        ("pg-1", "", "pg-2", types.DriftReason.PLACEMENT_GROUP),  # the class now selects another group
+        ("pg-1", "", "", types.DriftReason.PLACEMENT_GROUP),  # the class no longer selects one
+        ("", "", "pg-1", types.DriftReason.PLACEMENT_GROUP),  # the class now selects one
+        ("", "pg-1", "pg-1", None),  # launched before claims were labelled: EC2's Placement.GroupId tells
+        ("pg-1", "", None, None),  # the selected group cannot be resolved now: never drift on it
+        ("", "", None, None),
+    ],
+)
+def test_placement_group_drift(
+    label: str, instance_group: str, wanted: str | None, expected: types.DriftReason | None
+) -> None:
+    claim = _labelled(labels.LABEL_PLACEMENT_GROUP_ID, label)
+    instance = dataclasses.replace(GOOD, placement_group_id=instance_group)
+    nodeclass = make_nodeclass(status=STATUS)
+    assert drift.drift_reason(claim, nodeclass, instance, placement_group_id=wanted) == expected

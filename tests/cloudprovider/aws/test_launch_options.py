@@ -19,6 +19,7 @@ from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
 from tests.cloudprovider.aws.conftest import CLUSTER, REGION, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
+from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import emulator, instances, provider
 
 _OK = awsrequest.AWSResponse("http://127.0.0.1/", 200, {}, None)
@@ -246,3 +247,48 @@ async def test_tracking_cpu_and_enclave_options_reach_the_launched_template(
     assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
     assert data["EnclaveOptions"] == {"Enabled": True}
     assert "SecurityGroupIds" not in data
+
+
+async def test_placement_group_drift(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+) -> None:
+    aws_provider = make_provider()
+    ec2_client = aws_provider._deps.aws.ec2
+    groups = {"training": _GROUP, "inference": {**_GROUP, "GroupId": "pg-0c3", "GroupName": "inference"}}
+    asked: list[dict[str, Any]] = []
+    ec2_client.meta.events.register(
+        "provide-client-params.ec2.DescribePlacementGroups", lambda params, **_: asked.append(dict(params))
+    )
+    ec2_client.meta.events.register(
+        "before-call.ec2.DescribePlacementGroups",
+        lambda **_: (_OK, {"PlacementGroups": [groups[asked[-1]["GroupNames"][0]]]}),
+    )
+    base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
+
+    def selecting(group: str | None) -> ec2nodeclass.EC2NodeClass:
+        selector = ec2nodeclass.PlacementGroupSelector(name=group) if group else None
+        return dataclasses.replace(base, spec=dataclasses.replace(base.spec, placement_group_selector=selector))
+
+    nc = selecting("training")
+    nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
+    nodeclasses.items[nc.name] = nc
+    m5 = (
+        req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
+        req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+    )
+    in_group = await aws_provider.create(make_nodeclaim(name="in-group", requirements=m5))
+    assert in_group.metadata.labels[labels.LABEL_PLACEMENT_GROUP_ID] == "pg-0a1"
+    assert await aws_provider.is_drifted(in_group) is None
+
+    nodeclasses.items[nc.name] = dataclasses.replace(selecting("inference"), status=nc.status)
+    assert await aws_provider.is_drifted(in_group) is types.DriftReason.PLACEMENT_GROUP
+
+    nodeclasses.items[nc.name] = dataclasses.replace(selecting(None), status=nc.status)
+    assert await aws_provider.is_drifted(in_group) is types.DriftReason.PLACEMENT_GROUP
+    outside = await aws_provider.create(make_nodeclaim(name="outside", requirements=m5))
+    assert labels.LABEL_PLACEMENT_GROUP_ID not in outside.metadata.labels
+    assert await aws_provider.is_drifted(outside) is None
+
+    nodeclasses.items[nc.name] = nc  # the class selects a group again
+    assert await aws_provider.is_drifted(outside) is types.DriftReason.PLACEMENT_GROUP
+    assert await aws_provider.is_drifted(in_group) is None

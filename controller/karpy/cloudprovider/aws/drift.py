@@ -1,7 +1,7 @@
 """Provider-side drift: does a running instance still match its EC2NodeClass? Pure (aws: pkg/cloudprovider/drift.go).
 
-Checked in upstream's order: node class hash, AMI, subnet, security groups, capacity reservation. An empty
-resolved status (the node class not reconciled yet) is never reported as drift.
+Checked in upstream's order: node class hash, AMI, subnet, security groups, capacity reservation, placement group.
+An empty resolved status (the node class not reconciled yet) is never reported as drift.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ class InstanceFacts:
     image_id: str
     subnet_id: str
     security_group_ids: frozenset[str]
+    placement_group_id: str = ""
+    """`Placement.GroupId` ("" outside a group): what a claim launched before karpy labelled it is compared by."""
 
 
 def hash_drifted(claim: nodeclaim.NodeClaim, nodeclass: ec2nodeclass.EC2NodeClass) -> bool:
@@ -39,7 +41,12 @@ def drift_reason(
     claim: nodeclaim.NodeClaim,
     nodeclass: ec2nodeclass.EC2NodeClass,
     instance: InstanceFacts,
+    *,
+    placement_group_id: str | None = "",
 ) -> types.DriftReason | None:
+    """`placement_group_id` is the group the class launches into today: "" for none, None when the class selects a
+    group that cannot be resolved now (a deleted group cannot hold instances, and a NotReady class could not launch
+    a replacement: never drift on it)."""
     if hash_drifted(claim, nodeclass):
         return types.DriftReason.NODE_CLASS
     status = nodeclass.status
@@ -53,4 +60,9 @@ def drift_reason(
     if reservation and reservation not in {cr.id for cr in status.capacity_reservations}:
         # The reservation expired or no longer matches the selector terms: the node runs outside of it.
         return types.DriftReason.CAPACITY_RESERVATION
+    if placement_group_id is not None:
+        # aws: isPlacementGroupDrifted: a selector added, removed or pointed at another group.
+        launched_into = claim.metadata.labels.get(labels.LABEL_PLACEMENT_GROUP_ID) or instance.placement_group_id
+        if launched_into != placement_group_id:
+            return types.DriftReason.PLACEMENT_GROUP
     return None

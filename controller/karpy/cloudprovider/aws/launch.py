@@ -73,6 +73,7 @@ class Launched:
     image_id: str
     reservation_id: str = ""
     subnet_id: str = ""
+    placement_group_id: str = ""  # the group the launch template placed it in ("" for none)
 
 
 def claim_requirements(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> requirements.Requirements:
@@ -161,10 +162,10 @@ class Launcher:
         chosen: Sequence[fleet.Candidate],
         *,
         tags: Mapping[str, str],
+        group_id: str,
     ) -> dict[str, tuple[str, list[fleet.Candidate]]]:
         """launch template name → (image, candidates) grouped by (AMI, pod capacity) as upstream does."""
         cluster = await self._resolver.cluster()
-        group_id = await self._placement_group_id(nc)
         wants_efa = claim.spec.resources.get(labels.RESOURCE_EFA, 0) > 0
         groups: dict[tuple[str, int, int, str], list[fleet.Candidate]] = {}
         for c in chosen:
@@ -270,7 +271,8 @@ class Launcher:
                 unavailable=self._unavailable.unavailable_subnets(),
                 inflight=self._resolver.inflight_ips(),
             )
-            by_template = await self._templates_for(claim, nc, chosen, tags=tags)
+            group_id = await self._placement_group_id(nc)
+            by_template = await self._templates_for(claim, nc, chosen, tags=tags, group_id=group_id)
             configs = [
                 fleet.LaunchTemplateOverrides(name, fleet.overrides(members, subnets_by_zone=subnets))
                 for name, (_, members) in by_template.items()
@@ -299,7 +301,7 @@ class Launcher:
             launched = self._launched(response, capacity_type, chosen, by_template)
             self._resolver.release_ips(offered_subnets - {launched.subnet_id if launched else ""}, predicted)
             if launched is not None:
-                return launched
+                return dataclasses.replace(launched, placement_group_id=group_id)
             self._record_errors(response, capacity_type, claim, by_template)
             current = await refresh()
         raise errors.InsufficientCapacity(f"all offerings for {claim.name} refused capacity")
@@ -390,6 +392,8 @@ def launched_claim(
         if offering
         else {labels.LABEL_ZONE: launched.zone, labels.LABEL_CAPACITY_TYPE: launched.capacity_type}
     )
+    if launched.placement_group_id:  # what placement-group drift compares with the class's group later
+        node_labels[labels.LABEL_PLACEMENT_GROUP_ID] = launched.placement_group_id
     annotations = dict(claim.metadata.annotations)
     for key in (labels.ANNOTATION_EC2NODECLASS_HASH, labels.ANNOTATION_EC2NODECLASS_HASH_VERSION):
         if key in nc.metadata.annotations:

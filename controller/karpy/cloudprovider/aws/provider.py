@@ -212,8 +212,20 @@ class AWSCloudProvider:
             image_id=str(instance.get("ImageId", "")),
             subnet_id=str(instance.get("SubnetId", "")),
             security_group_ids=instances.security_group_ids(instance),
+            placement_group_id=str((instance.get("Placement") or {}).get("GroupId") or ""),
         )
-        return drift.drift_reason(claim, nc, facts)
+        return drift.drift_reason(claim, nc, facts, placement_group_id=await self._placement_group_id(nc))
+
+    async def _placement_group_id(self, nc: ec2nodeclass.EC2NodeClass) -> str | None:
+        """The id of the group `nc` launches into today ("" for none), None when it cannot be told now."""
+        if nc.spec.placement_group_selector is None:
+            return ""
+        try:
+            group = await self.resolver.placement_group(nc)
+        except _AWS_ERRORS as exc:
+            log.warning("resolving the placement group of %s for drift failed: %s", nc.name, exc)
+            return None
+        return group.id if group is not None else None
 
     async def tag_registered(self, claim: nodeclaim.NodeClaim, *, node_name: str) -> None:
         """After registration: tag `Name` and `karpenter.sh/nodeclaim` (the only keys the policy allows then)."""
