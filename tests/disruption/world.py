@@ -319,7 +319,11 @@ class World:
             self.cluster.mark_listed(res)
 
     def controller(
-        self, *, solver: simulation.Solver = scheduler.solve, **settings: Any
+        self,
+        *,
+        solver: simulation.Solver = scheduler.solve,
+        metrics: disruption_controller.Metrics | None = None,
+        **settings: Any,
     ) -> disruption_controller.DisruptionController:
         deps = disruption_controller.Deps(
             client=self.kube,
@@ -328,6 +332,7 @@ class World:
             clock=self.clock,
             recorder=self.recorder,
             settings=disruption_controller.Settings(**settings),
+            metrics=metrics or disruption_controller.Metrics(),
             solver=solver,
         )
         return disruption_controller.DisruptionController(deps)

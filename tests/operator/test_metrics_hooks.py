@@ -4,6 +4,7 @@ that stops being wired (or called) fails here, not only in a scrape on a live cl
 from __future__ import annotations
 
 import prometheus_client.parser
+from tests.disruption import world as world_mod
 from tests.nodeclaim import builders as claim_builders
 from tests.nodeclaim import harness
 from tests.provisioning.builders import Cluster, MemoryClient, parsed_nodepool
@@ -20,6 +21,7 @@ from karpy.provisioning import provisioner
 
 CREATED = "karpenter_nodeclaims_created_total"
 CREATE_FAILED = "karpy_nodeclaims_create_failed_total"
+DISRUPTED = "karpenter_nodeclaims_disrupted_total"
 
 
 def counter(m: metrics.Metrics, name: str, **label_values: str) -> float:
@@ -72,3 +74,32 @@ async def test_a_claim_deleted_for_insufficient_capacity_counts_as_disrupted() -
     assert deleted is None or deleted["metadata"].get("deletionTimestamp")
     labels = {"reason": "insufficient_capacity", "nodepool": "web", "capacity_type": ""}  # not launched: no type
     assert counter(m, "karpenter_nodeclaims_disrupted_total", **labels) == 1
+
+
+def _total(m: metrics.Metrics, name: str, **label_values: str) -> float:
+    """The sum over every series of `name` whose labels include `label_values`."""
+    return sum(
+        float(s.value)
+        for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode())
+        for s in family.samples
+        if s.name == name and label_values.items() <= s.labels.items()
+    )
+
+
+async def test_disruption_counts_its_replacements_and_the_nodeclaims_it_deletes() -> None:
+    m = metrics.Metrics()
+    w = world_mod.World()
+    w.pool()
+    w.node("a", conditions=("Drifted",))
+    w.pod("p1", "a", cpu="3")
+    ctrl = w.controller(metrics=m.disruption_hooks())
+    assert await w.reconcile(ctrl) is not None
+    assert counter(m, CREATED, nodepool="default", reason="drifted") == 1
+    assert _total(m, DISRUPTED, reason="drifted") == 0  # not before its replacement is ready
+    (replacement,) = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] != "a"]
+    w.kube.objects[("nodeclaims", "", replacement["metadata"]["name"])]["status"] = {
+        "conditions": [world_mod.cond("Initialized")]
+    }
+    await ctrl.queue.reconcile()
+    assert w.deleting("a")
+    assert _total(m, DISRUPTED, reason="drifted", nodepool="default") == 1

@@ -81,6 +81,10 @@ class Metrics:
     """(method, reason, decision "delete"|"replace") for every command acted on (or logged in dry-run)."""
     eligible_nodes: Callable[[str, int], None] = _ignore
     """(disruption class, number of candidates) every pass (gauge)."""
+    replacement_created: Callable[[str, str], None] = _ignore
+    """(nodepool, disruption reason) for every replacement NodeClaim the queue creates."""
+    disrupted: Callable[[str, str, str], None] = _ignore
+    """(disruption reason, nodepool, capacity type) for every candidate NodeClaim the queue deletes."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,7 +119,12 @@ class DisruptionController:
         self._deps = deps
         self.methods = list(method_list) if method_list is not None else methods.default_methods()
         self.queue = orchestration.Queue(
-            client=deps.client, cluster=deps.cluster, clock=deps.clock, recorder=deps.recorder
+            client=deps.client,
+            cluster=deps.cluster,
+            clock=deps.clock,
+            recorder=deps.recorder,
+            replacement_created=deps.metrics.replacement_created,
+            disrupted=deps.metrics.disrupted,
         )
 
     async def run(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import clock as clock_mod
@@ -33,6 +33,10 @@ RETRY_PER_COMMAND = 0.08
 MIN_RETRY_WINDOW = 600.0
 MAX_RETRY_WINDOW = 3600.0
 DISRUPTED_TAINT = meta.Taint(labels.TAINT_DISRUPTED_KEY, labels.EFFECT_NO_SCHEDULE)
+
+
+def _ignore(*_: object) -> None:
+    return None
 
 
 def retry_window(commands: int) -> float:
@@ -92,12 +96,23 @@ def _initialized(raw: Mapping[str, Any]) -> bool:
 
 class Queue:
     def __init__(
-        self, *, client: kube.KubeClient, cluster: ClusterMarks, clock: clock_mod.Clock, recorder: events.Recorder
+        self,
+        *,
+        client: kube.KubeClient,
+        cluster: ClusterMarks,
+        clock: clock_mod.Clock,
+        recorder: events.Recorder,
+        replacement_created: Callable[[str, str], None] = _ignore,
+        disrupted: Callable[[str, str, str], None] = _ignore,
     ) -> None:
         self._client = client
         self._cluster = cluster
         self._clock = clock
         self._recorder = recorder
+        self._replacement_created = replacement_created
+        """(nodepool, disruption reason) for each replacement NodeClaim created."""
+        self._disrupted = disrupted
+        """(disruption reason, nodepool, capacity type) for each candidate NodeClaim deleted."""
         self.items: list[Item] = []
 
     def names(self) -> frozenset[str]:
@@ -116,6 +131,7 @@ class Queue:
                 body = await self._client.create(resources.NODECLAIMS, nodeclaims.build_nodeclaim(plan, pool))
                 self._cluster.record_created(resources.NODECLAIMS, body)  # in flight before its watch event arrives
                 created.append(str(body["metadata"]["name"]))
+                self._replacement_created(plan.nodepool, str(command.reason))
         except (kube.KubeError, LookupError) as error:
             log.warning("launching replacements failed, abandoning the command: %s", error)
             await self._unmark(command)
@@ -140,7 +156,8 @@ class Queue:
             ready = ready and _initialized(raw)
         if ready:
             for c in item.command.candidates:
-                await self._client.delete(resources.NODECLAIMS, c.name)
+                if await self._client.delete(resources.NODECLAIMS, c.name):  # upstream counts at this delete
+                    self._disrupted(str(item.command.reason), c.pool.name, c.capacity_type)
                 message = f"Disrupting node via {item.command.reason}"
                 self._recorder.record(claim_ref(c.claim), "Normal", "DisruptionTerminating", message)
                 if c.node.node is not None:

@@ -353,7 +353,12 @@ class Metrics:
         def eligible(disruption_class: str, count: int) -> None:
             self.instruments.disruption_eligible_nodes.labels(disruption_class=disruption_class).set(count)
 
-        return disruption_controller.Metrics(decision=decision, eligible_nodes=eligible)
+        return disruption_controller.Metrics(
+            decision=decision,
+            eligible_nodes=eligible,
+            replacement_created=self.replacement_created,
+            disrupted=self.nodeclaim_disrupted,
+        )
 
     def provisioner_hooks(self) -> provisioner.Metrics:
         i = self.instruments
