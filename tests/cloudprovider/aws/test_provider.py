@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +16,7 @@ from tests.cloudprovider.aws.conftest import CLUSTER, REGION, Clock, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import errors, types
-from karpy.cloudprovider.aws import cache, clients, emulator, instances, provider
+from karpy.cloudprovider.aws import cache, clients, emulator, instances, provider, templates
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
 SMALL = (
@@ -352,3 +354,59 @@ async def test_a_status_refresh_within_the_minute_calls_aws_once(ready: Ready, c
     clock.step(cache.DEFAULT_TTL)
     await aws_provider.reconcile_nodeclass(nc)
     assert sorted(calls) == ["DescribeImages", "DescribeSecurityGroups", "DescribeSubnets"]
+
+
+async def test_the_janitor_deletes_templates_no_launch_used_for_a_minute(ready: Ready, clock: Clock) -> None:
+    aws_provider, _ = ready
+    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 2
+    swept = asyncio.Event()
+    naps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        """The injected clock's sleep: the first nap moves time on; the second one waits to be cancelled."""
+        naps.append(seconds)
+        if len(naps) == 1:
+            clock.step(seconds)
+            return
+        swept.set()
+        await asyncio.Event().wait()
+
+    janitor = asyncio.create_task(aws_provider.launch_templates.run_janitor(sleep=sleep))
+    try:
+        await asyncio.wait_for(swept.wait(), timeout=30)
+    finally:
+        janitor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await janitor
+    # No launch since: both templates outlived the 1-minute TTL and were deleted without one.
+    assert naps == [templates.JANITOR_INTERVAL, templates.JANITOR_INTERVAL]
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+
+
+async def test_a_template_ec2_refused_to_delete_is_retried_by_the_next_sweep(ready: Ready, clock: Clock) -> None:
+    aws_provider, _ = ready
+    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    asked: list[str] = []
+
+    def refuse_the_first(**_: Any) -> Any:
+        if len(asked) > 1:
+            return None
+        error = {"Error": {"Code": "UnauthorizedOperation", "Message": "denied"}, "ResponseMetadata": {}}
+        return awsrequest.AWSResponse("http://127.0.0.1/", 403, {}, None), error
+
+    events = aws_provider._deps.aws.ec2.meta.events
+    events.register(
+        "provide-client-params.ec2.DeleteLaunchTemplate", lambda params, **_: asked.append(params["LaunchTemplateName"])
+    )
+    events.register("before-call.ec2.DeleteLaunchTemplate", refuse_the_first)
+    clock.step(cache.DEFAULT_TTL)
+    deleted = await aws_provider.launch_templates.evict_expired()
+    refused = asked[:1]
+    assert deleted == asked[1:]
+    assert [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]] == refused
+    clock.step(cache.DEFAULT_TTL)
+    assert await aws_provider.launch_templates.evict_expired() == refused
+    assert ec2.describe_launch_templates()["LaunchTemplates"] == []

@@ -7,8 +7,10 @@ itself, so the same code runs against moto.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from karpy.api import ec2nodeclass
 from karpy.cloudprovider.aws import cache, clients, instancestatus, interruption, provider
@@ -22,6 +24,8 @@ class Built:
     offerings: cache.UnavailableOfferings
     instance_status: instancestatus.InstanceStatusPoller
     """DescribeInstanceStatus as a second interruption source (needs no queue)."""
+    janitor: Callable[[], Coroutine[Any, Any, None]]
+    """The loop that deletes launch templates unused for a minute; the leader runs it (it deletes in EC2)."""
 
 
 def build(
@@ -38,4 +42,5 @@ def build(
     )
     queue = interruption.InterruptionQueue(aws=aws, queue_name=interruption_queue) if interruption_queue else None
     poller = instancestatus.InstanceStatusPoller(aws=aws, clock=clock, sleep=sleep)
-    return Built(provider=cloud, queue=queue, offerings=cloud.unavailable, instance_status=poller)
+    janitor = functools.partial(cloud.launch_templates.run_janitor, sleep=sleep)
+    return Built(provider=cloud, queue=queue, offerings=cloud.unavailable, instance_status=poller, janitor=janitor)

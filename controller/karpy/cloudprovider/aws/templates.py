@@ -1,12 +1,15 @@
 """Launch templates in EC2, cached by content-hash name; deleted when evicted and when their node class goes.
 
 The cache starts from the templates this cluster already has (upstream's hydrateCache): a restarted controller
-reuses them without a describe per name, and the ones nobody uses any more expire and are deleted.
+reuses them without a describe per name, and the ones nobody uses any more expire and are deleted, by the next
+launch or by `run_janitor` (upstream's cache janitor), whichever comes first.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 from botocore import exceptions as botocore_exceptions
 
@@ -14,6 +17,9 @@ from karpy.api import labels
 from karpy.cloudprovider.aws import cache, clients, errors, launchtemplate
 
 log = logging.getLogger(__name__)
+
+JANITOR_INTERVAL: Final = 60.0
+"""Seconds between sweeps for expired templates (upstream's go-cache cleanup interval, 1 min)."""
 
 
 class LaunchTemplates:
@@ -70,10 +76,31 @@ class LaunchTemplates:
     def invalidate(self, name: str) -> None:
         self._cache.delete(name)
 
-    async def evict_expired(self) -> None:
-        """Delete templates whose cache entry expired (upstream's cachedEvictedFunc); gone already is fine."""
+    async def evict_expired(self) -> list[str]:
+        """Delete templates whose cache entry expired (upstream's cachedEvictedFunc); gone already is fine. Returns
+        the names deleted. A delete EC2 refuses is logged and the name cached again, so the next sweep retries it
+        instead of leaving the template behind (and a launch never fails over an old template)."""
+        deleted = []
         for name, _ in self._cache.expire():
-            await self._delete(name)
+            try:
+                await self._delete(name)
+            except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+                log.warning("deleting launch template %s failed, retrying on the next sweep: %s", name, exc)
+                self._cache.set(name, name)
+            else:
+                deleted.append(name)
+        return deleted
+
+    async def run_janitor(
+        self, *, sleep: Callable[[float], Awaitable[None]], interval: float = JANITOR_INTERVAL
+    ) -> None:
+        """Forever (cancel to stop): every `interval`, delete the templates unused for a TTL, so they do not outlive
+        the last launch that needed them. `sleep` is the injected clock's."""
+        while True:
+            await sleep(interval)
+            deleted = await self.evict_expired()
+            if deleted:
+                log.debug("deleted %d expired launch templates", len(deleted))
 
     async def _delete(self, name: str) -> None:
         try:
