@@ -10,6 +10,7 @@ thread behind.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -64,9 +65,7 @@ def real_aws(emulated: cluster.EmulatedCluster, built: list[wiring.CloudParts]) 
         emulator.install_fast_catalog(parts.provider._deps.aws.ec2, region=emulated.region)
         assert parts.queue is not None  # INTERRUPTION_QUEUE was set
         assert parts.instance_status is not None  # DescribeInstanceStatus needs no queue: always a source
-        parts = wiring.CloudParts(
-            parts.provider, parts.nodeclasses, ShortPollQueue(parts.queue), parts.offerings, parts.instance_status
-        )
+        parts = dataclasses.replace(parts, queue=ShortPollQueue(parts.queue))
         built.append(parts)
         return parts
 
@@ -172,6 +171,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             assert ctrl.interruption is not None  # the factory's SQS queue is wired to the interruption controller
             assert ctrl.instance_status is not None  # and its instance-status poller to a second such loop
             assert "instance status" in loops.singletons(ctrl)  # run by the leader only, with the other loops
+            assert "launch template janitor" in loops.singletons(ctrl)  # as is the launch-template sweep
             await api.create(resources.EC2NODECLASSES, nodeclass(seeded.node_role))
             await api.create(resources.NODEPOOLS, NODEPOOL)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final
 
 from karpy import clock as clock_module
@@ -42,6 +42,8 @@ class CloudParts:
     offerings: interruption_queue.OfferingMarker | None = None
     instance_status: interruption_queue.QueueClient | None = None
     """Instance health (DescribeInstanceStatus) as an interruption source; None when the cloud has none."""
+    janitor: Callable[[], Coroutine[Any, Any, None]] | None = None
+    """Deletes launch templates unused for a minute (upstream: on cache eviction); leader only, never in a dry run."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,7 +97,9 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
             sleep=clock.sleep,
         )
-        return CloudParts(built.provider, built.provider, built.queue, built.offerings, built.instance_status)
+        return CloudParts(
+            built.provider, built.provider, built.queue, built.offerings, built.instance_status, built.janitor
+        )
 
     return build
 

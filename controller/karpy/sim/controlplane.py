@@ -197,6 +197,7 @@ class ControlPlane:
             queue=queue,
             offerings=self.provider.unavailable,
             instance_status=instancestatus.InstanceStatusPoller(aws=aws, clock=clock.now, sleep=clock.sleep),
+            janitor=functools.partial(self.provider.launch_templates.run_janitor, sleep=clock.sleep),
         )
 
     @property
