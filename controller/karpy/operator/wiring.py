@@ -89,6 +89,7 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             isolated_vpc=settings.aws.isolated_vpc,
             vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
             reserved_enis=settings.aws.reserved_enis,
+            dry_run=settings.runtime.dry_run,
         )
         built = factory.build(
             settings=aws_settings,

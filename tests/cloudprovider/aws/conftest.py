@@ -162,12 +162,16 @@ def nodeclasses() -> NodeClasses:
 def make_provider(
     aws: clients.Clients, clock: Clock, nodeclasses: NodeClasses
 ) -> Callable[..., provider.AWSCloudProvider]:
-    def build(*, isolated_vpc: bool = True, aws_clients: clients.Clients | None = None) -> provider.AWSCloudProvider:
+    def build(
+        *, isolated_vpc: bool = True, aws_clients: clients.Clients | None = None, dry_run: bool = False
+    ) -> provider.AWSCloudProvider:
         return provider.AWSCloudProvider(
             provider.Dependencies(
                 aws=aws_clients or aws,
                 clock=clock,
-                settings=provider.Settings(cluster_name=CLUSTER, region=REGION, isolated_vpc=isolated_vpc),
+                settings=provider.Settings(
+                    cluster_name=CLUSTER, region=REGION, isolated_vpc=isolated_vpc, dry_run=dry_run
+                ),
                 nodeclass_lookup=nodeclasses.lookup,
             )
         )

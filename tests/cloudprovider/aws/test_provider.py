@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import boto3
 import pytest
 from botocore import awsrequest
-from tests.cloudprovider.aws.builders import make_nodeclaim, req
+from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
 from tests.cloudprovider.aws.conftest import CLUSTER, REGION, Clock, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
@@ -256,8 +257,6 @@ async def test_launch_template_deleted_when_its_cache_entry_expires(ready: Ready
 async def test_unmatched_selectors_make_the_node_class_not_ready_with_a_message(
     seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider]
 ) -> None:
-    from tests.cloudprovider.aws.builders import make_nodeclass
-
     nc = make_nodeclass(discovery="someone-else", role=seeded.node_role)
     resolved = await make_provider().reconcile_nodeclass(nc)
     conds = {c.type: c for c in resolved.conditions}
@@ -410,3 +409,20 @@ async def test_a_template_ec2_refused_to_delete_is_retried_by_the_next_sweep(rea
     clock.step(cache.DEFAULT_TTL)
     assert await aws_provider.launch_templates.evict_expired() == refused
     assert ec2.describe_launch_templates()["LaunchTemplates"] == []
+
+
+async def test_a_dry_run_resolves_a_node_class_without_creating_its_instance_profile(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], caplog: pytest.LogCaptureFixture
+) -> None:
+    iam = boto3.client("iam", region_name=REGION)
+    before = {p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]}
+    nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
+    with caplog.at_level(logging.INFO):
+        resolved = await make_provider(dry_run=True).reconcile_nodeclass(nc)
+    assert resolved.subnets  # everything a decision reads is resolved
+    assert resolved.instance_profile  # under the name it would have
+    assert {p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]} == before
+    assert "dry run: would create instance profile" in caplog.messages
+    real = await make_provider().reconcile_nodeclass(nc)  # and for real, the same name is created
+    assert real.instance_profile == resolved.instance_profile
+    iam.get_instance_profile(InstanceProfileName=real.instance_profile)

@@ -60,6 +60,7 @@ class NodeClassResolver:
         region: str,
         cluster_endpoint: str = "",
         k8s_version: str = "",
+        dry_run: bool = False,
     ) -> None:
         self._aws = aws
         self._clock = clock
@@ -67,6 +68,7 @@ class NodeClassResolver:
         self._region = region
         self._endpoint = cluster_endpoint
         self._k8s_version = k8s_version
+        self._dry_run = dry_run
         self._cluster: cache.TTLCache[str, ClusterInfo] = cache.TTLCache(cache.INSTANCE_PROFILE_TTL, clock=clock)
         self._ssm: cache.TTLCache[str, str] = cache.TTLCache(cache.SSM_TTL, clock=clock)
         self._subnets: cache.TTLCache[str, tuple[fleet.Subnet, ...]] = cache.TTLCache(cache.DEFAULT_TTL, clock=clock)
@@ -258,6 +260,7 @@ class NodeClassResolver:
             return spec.instance_profile
         name = instance_profile_name(cluster_name=self._cluster_name, region=self._region, nodeclass=nodeclass.name)
         tags = instance_profile_tags(cluster_name=self._cluster_name, region=self._region, nodeclass=nodeclass.name)
+        created = False
         try:
             profile = (await clients.call(self._aws.iam, "get_instance_profile", InstanceProfileName=name))[
                 "InstanceProfile"
@@ -265,6 +268,9 @@ class NodeClassResolver:
         except botocore_exceptions.ClientError as exc:
             if not errors.is_not_found(exc):
                 raise
+            if self._dry_run:
+                log.info("dry run: would create instance profile", extra={"instance-profile": name, "role": spec.role})
+                return name
             profile = (
                 await clients.call(
                     self._aws.iam,
@@ -273,13 +279,18 @@ class NodeClassResolver:
                     Tags=fleet.tag_list(tags),
                 )
             )["InstanceProfile"]
-        else:
-            if not tags.items() <= clients.tags_of(profile).items():
-                await clients.call(
-                    self._aws.iam, "tag_instance_profile", InstanceProfileName=name, Tags=fleet.tag_list(tags)
-                )
+            created = True
+        tagged = created or tags.items() <= clients.tags_of(profile).items()
         roles = [r["RoleName"] for r in profile.get("Roles") or ()]
         role = spec.role.rsplit("/", 1)[-1]
+        if self._dry_run:
+            if roles != [role] or not tagged:
+                log.info("dry run: would update instance profile", extra={"instance-profile": name, "role": role})
+            return name
+        if not tagged:
+            await clients.call(
+                self._aws.iam, "tag_instance_profile", InstanceProfileName=name, Tags=fleet.tag_list(tags)
+            )
         if roles != [role]:
             for old in roles:
                 await clients.call(

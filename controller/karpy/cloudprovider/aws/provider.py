@@ -48,6 +48,8 @@ class Settings:
     """Fraction of memory the hypervisor keeps (default 0.075)."""
     reserved_enis: int = 0
     """ENIs kept back from pod networking when computing ENI-limited max pods."""
+    dry_run: bool = False
+    """DRY_RUN: resolve node classes without creating or changing the instance profile a class asks for by role."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,7 @@ class AWSCloudProvider:
             region=s.region,
             cluster_endpoint=s.cluster_endpoint,
             k8s_version=s.k8s_version,
+            dry_run=s.dry_run,
         )
         self.launch_templates = templates.LaunchTemplates(aws=deps.aws, clock=deps.clock, cluster_name=s.cluster_name)
         self._launcher = launch.Launcher(
