@@ -11,10 +11,12 @@ NodePool of upstream's performance suite (core:test/suites/performance/suite_tes
 after 30 s, a budget of 100% of nodes.
 
 Provisioning (boot delay 0): 1000 pending pods in upstream's perf-suite mix (500 × 0.9 CPU / 3.1 Gi and 500 × 3.5 CPU
-/ 28 Gi, two Deployments). `nodeclaims_created_s` runs from the start of the first provisioning pass that created
-NodeClaims (its batch window just closed) until that pass created them all; `last_nodeclaim_created_s` from the same
-moment until the last NodeClaim of any later pass (pods the Deployment stand-in created after that window closed)
-was created; `pods_bound_s` from the same moment
+/ 28 Gi, two Deployments). `nodeclaims_created_s` is, over every provisioning pass that created NodeClaims, the
+longest time from the pass's start (its batch window just closed) until it had created them all
+(`nodeclaims_created_first_pass_s`: the first such pass alone). The first pass places every pod; a later pass can
+buy a few more: by then the kube-scheduler stand-in has bound pods where it chose (kube-scheduler does not follow
+karpy's plan), and the pods still pending are simulated afresh against the room that is left. `last_nodeclaim_created_s` runs from the start of the
+first pass until the last NodeClaim of any pass was created; `pods_bound_s` from the same moment
 until all pods are bound; `all_launched_s` / `all_registered_s` / `all_initialized_s` until every NodeClaim had
 that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this process.
 
@@ -203,8 +205,10 @@ async def benchmark(
                 "catalog_warmup_s": round(warmup, 1),
                 "nodeclaims": len(claims),
                 "provisioning_passes": len(passes),
-                "nodeclaims_created_s": round(first[1] - first[0], 2) if first else None,
+                "nodeclaims_created_s": max((round(p[1] - p[0], 2) for p in passes if p[2] > 0), default=None),
+                "nodeclaims_created_first_pass_s": round(first[1] - first[0], 2) if first else None,
                 "nodeclaims_in_first_pass": first[2] if first else 0,
+                "passes_creating_nodeclaims": sum(1 for p in passes if p[2] > 0),
                 "last_nodeclaim_created_s": round(last[1] - first[0], 2) if first and last else None,
                 "pods_bound_s": round(bound_at - first[0], 2) if first and error is None else None,
                 **{
