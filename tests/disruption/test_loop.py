@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
+from tests import tasks
 from tests.disruption import world as world_mod
 
 from karpy import clock as clock_mod
@@ -33,17 +32,6 @@ class FlakyCloud(provider.FakeCloudProvider):
         return await super().instance_types(pool)
 
 
-@contextlib.asynccontextmanager
-async def running(ctrl: disruption_controller.DisruptionController) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(ctrl.run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
 def _failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == disruption_controller.__name__ and r.levelno == logging.ERROR]
 
@@ -55,7 +43,7 @@ async def test_a_cloud_provider_error_is_logged_and_the_next_pass_acts(caplog: p
     w.cloud = FlakyCloud(w.clock, lambda call: call == 0)
     ctrl = w.controller()
     w.sync()
-    async with running(ctrl) as task:
+    async with tasks.running(ctrl.run) as task:
         await w.clock.run_for(0.5)
         (failure,) = _failures(caplog)
         assert failure.exc_info is not None
@@ -76,7 +64,7 @@ async def test_a_refused_replacement_is_logged_and_the_command_is_decided_again(
     w.kube.fail_next_create = client.KubeError(500, "InternalError", "etcdserver: request timed out")
     ctrl = w.controller()
     w.sync()
-    async with running(ctrl) as task:
+    async with tasks.running(ctrl.run) as task:
         await w.clock.run_for(16)  # validation, then the create fails and the command is undone
         (failure,) = _failures(caplog)
         assert failure.exc_info is not None
@@ -108,6 +96,6 @@ async def test_failed_passes_back_off_exponentially_to_a_minute(
     w.cloud = cloud
     ctrl = w.controller()
     w.sync()
-    async with running(ctrl):
+    async with tasks.running(ctrl.run):
         await w.clock.run_for(offsets[-1] + 0.5)
     assert [t - start for t in cloud.calls] == offsets

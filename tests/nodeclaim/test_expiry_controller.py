@@ -3,13 +3,11 @@ expireAfter and not a second earlier, never for Never, once per claim, and only 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests import tasks
 from tests.nodeclaim import builders as b
 from tests.nodeclaim import fakekube
 
@@ -77,17 +75,6 @@ class Env:
         return [w.name for w in self.kube.writes if w.verb == "delete"]
 
 
-@contextlib.asynccontextmanager
-async def running(env: Env) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(env.ctrl.run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
 async def test_not_expired_requeues_at_the_expiry_time() -> None:
     env = Env()
     env.claim("a")
@@ -150,7 +137,7 @@ async def test_run_deletes_each_claim_at_its_expiry_and_not_before() -> None:
     env.claim("short", expire_after="1h")
     env.claim("long", expire_after="2h")
     env.claim("never", expire_after="Never")
-    async with running(env):
+    async with tasks.running(env.ctrl.run):
         await env.clock.run_for(3600 - 1)
         assert not env.deletes()
         await env.clock.run_for(1)
@@ -169,7 +156,7 @@ async def test_run_deletes_each_claim_at_its_expiry_and_not_before() -> None:
 async def test_run_picks_up_claims_created_later() -> None:
     env = Env()
     env.claim("first", expire_after="24h")
-    async with running(env):
+    async with tasks.running(env.ctrl.run):
         await env.clock.run_for(60)
         env.claim("late", expire_after="5m")  # created at T0+60, expires at T0+360
         await env.clock.run_for(300 - 1)
@@ -182,7 +169,7 @@ async def test_dry_run_deletes_nothing_and_logs_once(caplog: pytest.LogCaptureFi
     env = Env(dry_run=True)
     env.claim("a", expire_after="1h")
     with caplog.at_level(logging.INFO):
-        async with running(env):
+        async with tasks.running(env.ctrl.run):
             await env.clock.run_for(3600 + 10 * expiry_controller.POLL)
     assert not env.deleting("a")
     assert not [w for w in env.kube.writes if w.verb == "delete"]

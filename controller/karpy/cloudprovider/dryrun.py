@@ -10,25 +10,20 @@ while a cluster migrates) must never launch for those claims nor terminate those
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Protocol
 
-from karpy.api import ec2nodeclass, nodeclaim, nodepool
-from karpy.cloudprovider import errors, types
+from karpy.api import ec2nodeclass, nodeclaim
+from karpy.cloudprovider import errors, types, wrapping
 
 log = logging.getLogger(__name__)
 
 
-class DryRunCloud:
+class DryRunCloud(wrapping.ReadThrough):
     """A `CloudProvider` that reads through to `inner` and only logs what it would launch or terminate."""
 
     def __init__(self, inner: types.CloudProvider, *, logger: logging.Logger = log) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._log = logger
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
 
     async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         self._log.info("dry run: would launch an instance", extra={"nodeclaim": claim.name})
@@ -39,18 +34,6 @@ class DryRunCloud:
             "dry run: would terminate the instance",
             extra={"nodeclaim": claim.name, "providerID": claim.status.provider_id},
         )
-
-    async def get(self, provider_id: str) -> nodeclaim.NodeClaim:
-        return await self._inner.get(provider_id)
-
-    async def list(self) -> Sequence[nodeclaim.NodeClaim]:
-        return await self._inner.list()
-
-    async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
-        return await self._inner.instance_types(pool)
-
-    async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
-        return await self._inner.is_drifted(claim)
 
 
 class NodeClassReconciler(Protocol):

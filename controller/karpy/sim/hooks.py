@@ -12,8 +12,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from karpy.api import nodeclaim, nodepool
+from karpy.api import nodeclaim
 from karpy.cloudprovider import types
+from karpy.cloudprovider import wrapping as cloud_wrapping
 from karpy.kube import client, resources, wrapping
 
 Hook = Callable[[str], Awaitable[None]]
@@ -94,36 +95,20 @@ class HookedClient(wrapping.ReadThrough):
         await self._around("bind pods", lambda: self.inner.bind(namespace, name, node))
 
 
-class HookedCloud:
+class HookedCloud(cloud_wrapping.ReadThrough):
     """A CloudProvider whose create/delete pass checkpoints "before|after cloud.create" and "... cloud.delete"."""
 
     def __init__(self, inner: types.CloudProvider, hook: Hook) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._hook = hook
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
 
     async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         await self._hook("before cloud.create")
-        out = await self._inner.create(claim)
+        out = await self.inner.create(claim)
         await self._hook("after cloud.create")
         return out
 
     async def delete(self, claim: nodeclaim.NodeClaim) -> None:
         await self._hook("before cloud.delete")
-        await self._inner.delete(claim)
+        await self.inner.delete(claim)
         await self._hook("after cloud.delete")
-
-    async def get(self, provider_id: str) -> nodeclaim.NodeClaim:
-        return await self._inner.get(provider_id)
-
-    async def list(self) -> Sequence[nodeclaim.NodeClaim]:
-        return await self._inner.list()
-
-    async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
-        return await self._inner.instance_types(pool)
-
-    async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
-        return await self._inner.is_drifted(claim)
