@@ -15,10 +15,11 @@ Provisioning (boot delay 0): 1000 pending pods in upstream's perf-suite mix (500
 longest time from the pass's start (its batch window just closed) until it had created them all
 (`nodeclaims_created_first_pass_s`: the first such pass alone). The first pass places every pod; a later pass can
 buy a few more: by then the kube-scheduler stand-in has bound pods where it chose (kube-scheduler does not follow
-karpy's plan), and the pods still pending are simulated afresh against the room that is left. `last_nodeclaim_created_s` runs from the start of the
-first pass until the last NodeClaim of any pass was created; `pods_bound_s` from the same moment
-until all pods are bound; `all_launched_s` / `all_registered_s` / `all_initialized_s` until every NodeClaim had
-that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this process.
+karpy's plan), and the pods still pending are simulated afresh against the room that is left.
+`last_nodeclaim_created_s` runs from the start of the first pass until the last NodeClaim of any pass was created;
+`pods_bound_s` from the same moment until all pods are bound; `all_launched_s` / `all_registered_s` /
+`all_initialized_s` until every NodeClaim had that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this
+process.
 
 Consolidation runs on virtual time, in this process: a fresh emulation and controller share an
 `autojump.AutojumpClock` (time jumps to the next timer whenever no request or worker-thread call is in flight, so
