@@ -10,11 +10,11 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from karpy import backoff, events
 from karpy import clock as clock_mod
-from karpy import events
 from karpy.api import nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, orchestration, simulation, validation
@@ -128,10 +128,14 @@ class DisruptionController:
         )
 
     async def run(self) -> None:
-        """Disrupt and progress the queue forever; cancel to stop."""
+        """Disrupt and progress the queue forever; cancel to stop. A failed pass (API server or cloud provider
+        outage, a refused write) must not end the controller: it is retried after an exponential backoff."""
+        retry = functools.partial(
+            backoff.forever, clock=self._deps.clock, log=log, delay=ERROR_BACKOFF_START, max_delay=ERROR_BACKOFF_MAX
+        )
         async with asyncio.TaskGroup() as group:
-            group.create_task(self._keep_running("disruption queue pass", self._queue_pass))
-            await self._keep_running("disruption pass", self._disruption_pass)
+            group.create_task(retry(self._queue_pass, what="disruption queue pass"))
+            await retry(self._disruption_pass, what="disruption pass")
 
     async def _disruption_pass(self) -> None:
         if await self.reconcile() is None:
@@ -140,22 +144,6 @@ class DisruptionController:
     async def _queue_pass(self) -> None:
         await self.queue.reconcile()
         await self._deps.clock.sleep(QUEUE_POLL)
-
-    async def _keep_running(self, what: str, step: Callable[[], Awaitable[None]]) -> None:
-        """Run `step` forever. A failed step (API server or cloud provider outage, a refused write) must not end
-        the controller: it is logged and retried after an exponential backoff, reset by the next success."""
-        delay = ERROR_BACKOFF_START
-        while True:
-            try:
-                await step()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s failed; retrying in %gs", what, delay)
-                await self._deps.clock.sleep(delay)
-                delay = min(ERROR_BACKOFF_MAX, delay * 2)
-            else:
-                delay = ERROR_BACKOFF_START
 
     async def reconcile(self) -> consolidation.Command | None:
         """One pass: the command acted on (or, in dry-run, that would have been), else None."""

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from karpy import events
+from karpy import backoff, events
 from karpy.api import decoding, labels, nodeclaim, nodepool
 from karpy.clock import Clock
 from karpy.interruption import handler, messages, queue
@@ -90,14 +90,9 @@ class InterruptionController:
     async def run(self) -> None:
         """Poll forever; cancel the task to stop."""
         await self._wait_synced()
-        while True:
-            try:
-                await self.poll()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a failing queue must not kill the loop; the next poll retries
-                log.exception("polling the interruption queue failed", extra={"retry-after": ERROR_BACKOFF})
-                await self._deps.clock.sleep(ERROR_BACKOFF)
+        await backoff.forever(
+            self.poll, clock=self._deps.clock, log=log, what="polling the interruption queue", delay=ERROR_BACKOFF
+        )
 
     async def poll(self) -> list[Handled]:
         """One long poll and the handling of what it returned."""

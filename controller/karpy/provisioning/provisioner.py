@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from karpy import events
+from karpy import backoff, events
 from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
@@ -112,14 +112,9 @@ class Provisioner:
     async def run(self) -> None:
         """Provision forever; cancel the task to stop. A failed pass is logged and the next one starts after
         ERROR_BACKOFF seconds (pods still pending are re-triggered by the rescan)."""
-        while True:
-            try:
-                await self.reconcile()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # one bad pass (API or provider outage) must not end provisioning
-                log.exception("provisioning pass failed", extra={"retry-after": ERROR_BACKOFF})
-                await self._deps.clock.sleep(ERROR_BACKOFF)
+        await backoff.forever(
+            self.reconcile, clock=self._deps.clock, log=log, what="provisioning pass", delay=ERROR_BACKOFF
+        )
 
     async def reconcile(self) -> Outcome | None:
         """One loop turn: None when no batch formed, else the outcome of provisioning it."""
