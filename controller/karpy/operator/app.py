@@ -120,12 +120,7 @@ async def run(
             bound = on_bound(metrics_port, health_port)
             if bound is not None:
                 await bound
-        background = [
-            asyncio.create_task(informer.run_informers(ctrl.kube, ctrl.cluster), name="informers"),
-            asyncio.create_task(ctrl.elector.run(), name="leader election"),
-            asyncio.create_task(ctrl.recorder.run(), name="event recorder"),
-            asyncio.create_task(loops.lead(ctrl), name="leader loops"),
-        ]
+        background = loops.start(ctrl)
         operator = asyncio.create_task(
             kopf.operator(
                 registry=kopf_registry(ctrl, connection=connection),
@@ -143,19 +138,14 @@ async def run(
         finally:
             stop.set()  # Kopf must stop through its flag: a cancelled Kopf schedules a SIGKILL
             # Our loops stop at once: Kopf otherwise waits 5 s for tasks it did not start ("hung" tasks).
-            for task in [*background, stopping]:
-                task.cancel()
-            results = await asyncio.gather(*background, return_exceptions=True)
+            stopping.cancel()
+            results = await loops.cancel(background)
             await asyncio.gather(stopping, return_exceptions=True)
             with contextlib.suppress(asyncio.CancelledError):
                 await operator
             with contextlib.suppress(Exception):
                 await ctrl.recorder.flush()
-        for task, result in zip(background, results, strict=True):
-            if isinstance(result, loops.LeadershipLost):
-                raise result
-            if isinstance(result, Exception):
-                raise RuntimeError(f"{task.get_name()} failed") from result
+        loops.raise_ending(background, results)
 
 
 def endpoints_from(settings: settings_module.Settings) -> Endpoints:

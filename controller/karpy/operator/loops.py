@@ -22,6 +22,7 @@ from typing import Any, Final
 from karpy.api import labels
 from karpy.kube import client, resources
 from karpy.operator import wiring
+from karpy.state import informer
 
 log = logging.getLogger(__name__)
 
@@ -155,3 +156,31 @@ async def lead(ctrl: wiring.Controller) -> None:
         for queue in ctrl.queues.values():
             queue.clear()
         ctrl.metrics.set_leader(False)
+
+
+def start(ctrl: wiring.Controller) -> list[asyncio.Task[None]]:
+    """What every replica runs for its whole life: the informers, the elector, the event recorder, and `lead`, which
+    waits for the Lease before it starts the leader's loops."""
+    return [
+        asyncio.create_task(informer.run_informers(ctrl.kube, ctrl.cluster), name="informers"),
+        asyncio.create_task(ctrl.elector.run(), name="leader election"),
+        asyncio.create_task(ctrl.recorder.run(), name="event recorder"),
+        asyncio.create_task(lead(ctrl), name="leader loops"),
+    ]
+
+
+async def cancel(tasks: list[asyncio.Task[None]]) -> list[BaseException | None]:
+    """Cancel `tasks` and wait for them; what each ended with (None, its exception or a CancelledError)."""
+    for task in tasks:
+        task.cancel()
+    return await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def raise_ending(tasks: list[asyncio.Task[None]], results: list[BaseException | None]) -> None:
+    """After `cancel`: raise LeadershipLost when `lead` ended with it, else a RuntimeError naming the first task that
+    failed; nothing when every task was only cancelled."""
+    for task, result in zip(tasks, results, strict=True):
+        if isinstance(result, LeadershipLost):
+            raise result
+        if isinstance(result, Exception):
+            raise RuntimeError(f"{task.get_name()} failed") from result

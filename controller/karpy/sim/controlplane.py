@@ -31,7 +31,6 @@ from karpy.operator import settings as settings_module
 from karpy.sim import autojump, hooks
 from karpy.sim import cluster as emulated_cluster
 from karpy.state import cluster as state_cluster
-from karpy.state import informer
 
 log = logging.getLogger(__name__)
 
@@ -274,23 +273,12 @@ class ControlPlane:
                 endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
             )
             return
-        background = [
-            asyncio.create_task(informer.run_informers(ctrl.kube, ctrl.cluster), name="informers"),
-            asyncio.create_task(ctrl.elector.run(), name="leader election"),
-            asyncio.create_task(ctrl.recorder.run(), name="event recorder"),
-        ]
-        leading = asyncio.create_task(loops.lead(ctrl), name="leader loops")
+        background = loops.start(ctrl)
         try:
-            await asyncio.wait([leading, *background], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(background, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in [leading, *background]:
-                task.cancel()
-            results = await asyncio.gather(leading, *background, return_exceptions=True)
-        for task, result in zip([leading, *background], results, strict=True):
-            if isinstance(result, loops.LeadershipLost):
-                raise result
-            if isinstance(result, Exception):
-                raise RuntimeError(f"{task.get_name()} failed") from result
+            results = await loops.cancel(background)
+        loops.raise_ending(background, results)
 
 
 def _route(
