@@ -200,6 +200,24 @@ async def test_validation_rejects_when_a_pod_lands_during_the_delay() -> None:
     assert labels.TAINT_DISRUPTED_KEY not in w.taints("n0")
 
 
+async def test_an_empty_node_is_deleted_once_its_nomination_runs_out_with_nothing_else_happening() -> None:
+    """Emptiness remembers "nothing to do" per cluster state; a nomination running out is a change of that state,
+    or a quiet cluster would keep a node it no longer needs until some unrelated watch event came."""
+    w = world_mod.World()
+    w.pool()
+    w.node("n0")
+    w.cluster.nominate("n0", w.clock.now() + 20)  # the provisioner counted on it for pods that went away since
+    ctrl = w.controller()
+    assert await w.reconcile(ctrl) is None
+    await w.clock.run_for(20)
+    task = asyncio.create_task(ctrl.reconcile())  # no watch event in between (no sync): only time passed
+    await w.clock.run_for(16)  # through the validation delay
+    cmd = await task
+    assert cmd is not None
+    assert cmd.reason == Reason.EMPTY
+    assert [c.name for c in cmd.candidates] == ["n0"]
+
+
 async def test_dry_run_decides_but_writes_nothing() -> None:
     w = world_mod.World()
     w.pool()

@@ -160,9 +160,14 @@ def test_nominations_expire_with_the_clock(state: cluster.Cluster, manual: clock
     assert node.nominated(manual.now())
     manual.advance(19)
     assert state.is_nominated("n1")
+    seq = state.seq
     manual.advance(1)
+    assert state.changed_since(seq)  # only time passed, yet n1 is a disruption candidate again: memos must not hold
     assert not state.is_nominated("n1")
     assert state.state_nodes()[0].nominated_until == 0.0
+    seq = state.seq
+    state.nominate("n1", manual.now() + 20)
+    assert state.changed_since(seq)
 
 
 def test_marks_for_deletion_and_seq(state: cluster.Cluster) -> None:

@@ -41,7 +41,10 @@ def _ignore(*_: Any) -> None:
 
 
 class ClusterView(Protocol):
-    seq: int
+    @property
+    def seq(self) -> int:
+        """Moves with every change of the cluster state as of now (the methods' "nothing to do" memo key)."""
+        ...
 
     def synced(self) -> bool: ...
     def launches_resolved(self) -> bool: ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -31,8 +32,6 @@ Listener = Callable[[resources.Resource, Mapping[str, Any] | None, Mapping[str, 
 """Told (resource, object before, object after) of every applied change; None when absent. Must be cheap."""
 NODES_RESOURCE = "nodes"
 """The pseudo-resource counting a NodePool's nodes in `nodepool_usage` (milli-units, like NodePool limits)."""
-_NOMINATION_SWEEP = 1024
-"""Nominations kept before expired ones are swept (they are otherwise dropped lazily when read)."""
 
 
 class _Parsed(dict[str, T], Generic[T]):
@@ -46,8 +45,7 @@ class _Parsed(dict[str, T], Generic[T]):
 class Cluster:
     def __init__(self, *, clock: clock_module.Clock, expected: Iterable[resources.Resource] = ()) -> None:
         self.clock = clock
-        self.seq = 0
-        """Bumped by every change of the model (apply, mark/unmark for deletion): memo key for consolidation."""
+        self._seq = 0
         self._expected: set[resources.Resource] = set(expected)
         self._listed: set[resources.Resource] = set()
         self._nodepools: _Parsed[nodepool_api.NodePool] = _Parsed()
@@ -72,6 +70,7 @@ class Cluster:
         self._usage: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         # controller-side annotations of nodes (by node or NodeClaim name)
         self._nominated: dict[str, float] = {}
+        self._next_expiry = math.inf  # the earliest `until` in _nominated (or earlier): nothing expires before it
         self._marked: set[str] = set()
         self._listeners: list[Listener] = []
         self._appliers: Mapping[resources.Resource, Callable[[str, Mapping[str, Any] | None], None]] = {
@@ -132,7 +131,7 @@ class Cluster:
         applier = self._appliers.get(res)
         if applier is not None:
             applier(key, current)
-        self.seq += 1
+        self._seq += 1
         for listener in self._listeners:
             listener(res, before, current)
 
@@ -241,29 +240,43 @@ class Cluster:
 
     # -- controller-side marks ----------------------------------------------------------------------------------
 
+    @property
+    def seq(self) -> int:
+        """Moves with every change of the model as of now: a watch event applied, a mark for deletion set or
+        cleared, a nomination set or run out. The disruption methods remember "nothing to do" per `seq`, so a node
+        whose nomination merely ran out, with no event since, must move it too or it would stay out of their reach
+        until some unrelated event came."""
+        self._forget_expired_nominations()
+        return self._seq
+
     def nominate(self, node_name: str, until: float) -> None:
         """Keep `node_name` (a Node or NodeClaim name) out of disruption until `until` (epoch seconds)."""
+        self._forget_expired_nominations()
         self._nominated[node_name] = max(until, self._nominated.get(node_name, 0.0))
-        if len(self._nominated) > _NOMINATION_SWEEP:
-            now = self.clock.now()
-            self._nominated = {name: when for name, when in self._nominated.items() if when > now}
+        self._next_expiry = min(self._next_expiry, until)
+        self._seq += 1
 
     def is_nominated(self, node_name: str) -> bool:
-        until = self._nominated.get(node_name)
-        if until is None:
-            return False
-        if until <= self.clock.now():
-            del self._nominated[node_name]  # expired: forget it
-            return False
-        return True
+        self._forget_expired_nominations()
+        return node_name in self._nominated
+
+    def _forget_expired_nominations(self) -> None:
+        now = self.clock.now()
+        if now < self._next_expiry:
+            return
+        live = {name: until for name, until in self._nominated.items() if until > now}
+        if len(live) != len(self._nominated):
+            self._seq += 1
+        self._nominated = live
+        self._next_expiry = min(live.values(), default=math.inf)
 
     def mark_for_deletion(self, *names: str) -> None:
         self._marked.update(names)
-        self.seq += 1
+        self._seq += 1
 
     def unmark_for_deletion(self, *names: str) -> None:
         self._marked.difference_update(names)
-        self.seq += 1
+        self._seq += 1
 
     def changed_since(self, seq: int) -> bool:
         return self.seq != seq
