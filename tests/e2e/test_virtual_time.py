@@ -18,10 +18,12 @@ from tests.e2e import support
 
 from karpy.api import decoding
 from karpy.sim import autojump, cluster, controlplane, workloads
+from karpy.termination import controller as termination
 
 BOOT_DELAY = 5.0
 CONSOLIDATE_AFTER = 30.0
 EXPIRE_AFTER = 600.0
+STAND_IN_SLACK = 10.0
 UPSTREAM = controlplane.Options(interruption=False)
 """Upstream's timings (the SQS long poll is off: a blocking wait would hold virtual time still)."""
 
@@ -53,11 +55,14 @@ async def test_an_empty_node_goes_after_consolidate_after_and_validation_in_virt
 
         await support.scale(virtual, "inflate", 0)
         emptied = clock.now()
-        # 30 s consolidateAfter + up to 10 s poll + 15 s validation: 45–55 virtual s, more than the real bound.
+        # 30 s consolidateAfter, up to 10 s to the next poll, 15 s validation, then termination: at least the 5 s
+        # minimum drain and up to one 5 s instance poll. 56–70 virtual s in all, more than the real-time bound.
         await support.eventually(lambda: support.nothing_left(virtual), within=40, what="the empty node removed")
         took = clock.now() - emptied
-    assert CONSOLIDATE_AFTER + UPSTREAM.validation_delay <= took
-    assert took <= CONSOLIDATE_AFTER + UPSTREAM.disruption_poll + UPSTREAM.validation_delay + 15.0
+    assert CONSOLIDATE_AFTER + UPSTREAM.validation_delay + termination.MIN_DRAIN_TIME <= took
+    timers = UPSTREAM.disruption_poll + UPSTREAM.validation_delay + termination.MIN_DRAIN_TIME
+    # Slack for the stand-ins' 1 s ticks (the pods' deletion, the instance's shutdown) and this wait's own polls.
+    assert took <= CONSOLIDATE_AFTER + timers + termination.INSTANCE_TERMINATION_POLL + STAND_IN_SLACK
     assert clock.jumps > 0
 
 

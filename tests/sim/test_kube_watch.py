@@ -90,16 +90,20 @@ def test_stopping_the_runner_ends_open_watches(kube: runner.KubeAPIRunner, kubec
     """A watch open at shutdown must not hold the server (or the test) up: stop() is bounded and returns."""
     with kubernetes.config.new_client_from_config(str(kubeconfig)) as client:
         core = kubernetes.client.CoreV1Api(client)
+        seen = threading.Event()
         ended = threading.Event()
 
         def consume() -> None:
             for _ in kubernetes.watch.Watch().stream(core.list_namespaced_pod, NS, timeout_seconds=30):
-                pass
+                seen.set()
             ended.set()
 
         consumer = threading.Thread(target=consume, daemon=True)
         consumer.start()
         core.create_namespaced_pod(NS, builders.pod("p1"))
+        # Stop only once the watch is open and has delivered: stopping before the consumer's request reaches the
+        # server would test a refused connection, not an open watch (and fail the thread).
+        assert seen.wait(10)
         kube.stop()
         consumer.join(10)
         assert ended.is_set()
