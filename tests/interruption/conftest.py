@@ -3,7 +3,7 @@ interruption queue and its EventBridge rules) are shared with the AWS provider t
 
 from __future__ import annotations
 
-from tests.cloudprovider.aws import conftest as aws_fixtures
+from tests.cloudprovider.aws import moto_fixtures as aws_fixtures
 
 moto_url = aws_fixtures.moto_url
 aws_env = aws_fixtures.aws_env

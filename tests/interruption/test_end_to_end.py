@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.cloudprovider.aws.conftest import REGION
+from tests.cloudprovider.aws.moto_fixtures import REGION
 
 from karpy import clock, events
 from karpy.cloudprovider.aws import cache, clients, emulator, interruption

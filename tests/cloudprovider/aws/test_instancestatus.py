@@ -10,7 +10,7 @@ import pytest
 from botocore import stub
 from moto.ec2.models import instances as moto_instances
 from tests.cloudprovider.aws.builders import make_nodeclaim
-from tests.cloudprovider.aws.conftest import Clock
+from tests.cloudprovider.aws.moto_fixtures import Clock
 from tests.provisioning.builders import MemoryClient
 
 from karpy import events

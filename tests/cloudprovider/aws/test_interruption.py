@@ -7,7 +7,7 @@ from typing import Any
 
 import boto3
 import pytest
-from tests.cloudprovider.aws.conftest import REGION
+from tests.cloudprovider.aws.moto_fixtures import REGION
 
 from karpy.cloudprovider.aws import clients, emulator, interruption
 from karpy.interruption import messages

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from botocore import awsrequest
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
-from tests.cloudprovider.aws.conftest import CLUSTER, REGION, NodeClasses
+from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import types

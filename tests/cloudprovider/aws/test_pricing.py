@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore import stub
-from tests.cloudprovider.aws.conftest import Clock
+from tests.cloudprovider.aws.moto_fixtures import Clock
 
 from karpy.cloudprovider.aws import clients, pricing
 

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore import awsrequest
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
-from tests.cloudprovider.aws.conftest import CLUSTER, REGION, Clock, NodeClasses
+from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import errors, types

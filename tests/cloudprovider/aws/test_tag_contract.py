@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
-from tests.cloudprovider.aws.conftest import CLUSTER, REGION, NodeClasses
+from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
 from karpy.api import labels, meta
 from karpy.cloudprovider.aws import emulator, provider

@@ -1,4 +1,4 @@
-"""The shared cloud-provider contract, run against AWSCloudProvider on the moto server (fixtures from aws/conftest)."""
+"""The shared cloud-provider contract, run against AWSCloudProvider on the moto server (fixtures from moto_fixtures)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pytest
 from tests.cloudprovider import contract
 from tests.cloudprovider.aws.builders import make_nodeclass
-from tests.cloudprovider.aws.conftest import (  # noqa: F401  (fixtures, found by pytest through this import)
-    NodeClasses,
-    aws,
-    aws_env,
-    clock,
-    make_provider,
-    moto_url,
-    nodeclasses,
-    seeded,
-)
+from tests.cloudprovider.aws.moto_fixtures import NodeClasses
 
 from karpy.api import meta, nodeclaim
 from karpy.cloudprovider.aws import emulator, provider
@@ -28,9 +19,9 @@ class TestAWSContract(contract.CloudProviderContract):
     @pytest.fixture
     async def harness(
         self,
-        seeded: emulator.Seeded,  # noqa: F811
-        make_provider: Callable[..., provider.AWSCloudProvider],  # noqa: F811
-        nodeclasses: NodeClasses,  # noqa: F811
+        seeded: emulator.Seeded,
+        make_provider: Callable[..., provider.AWSCloudProvider],
+        nodeclasses: NodeClasses,
     ) -> contract.Harness:
         aws_provider = make_provider()
         nc = make_nodeclass(role=seeded.node_role, discovery=seeded.cluster_name)
