@@ -210,9 +210,22 @@ async def test_an_empty_node_is_deleted_once_its_nomination_runs_out_with_nothin
     ctrl = w.controller()
     assert await w.reconcile(ctrl) is None
     await w.clock.run_for(20)
-    task = asyncio.create_task(ctrl.reconcile())  # no watch event in between (no sync): only time passed
-    await w.clock.run_for(16)  # through the validation delay
-    cmd = await task
+    cmd = await w.reconcile(ctrl, sync=False)  # no watch event in between: only time passed
+    assert cmd is not None
+    assert cmd.reason == Reason.EMPTY
+    assert [c.name for c in cmd.candidates] == ["n0"]
+
+
+async def test_an_empty_node_goes_once_a_blocking_budget_window_closes_with_nothing_else_happening() -> None:
+    """A budget's schedule window closing is no watch event; upstream's five-minute forced revalidation is what ends
+    the "nothing to do" memo. The world's clock starts at 23:13:20 UTC, inside the window 23:13–23:23."""
+    w = world_mod.World()
+    w.pool(budgets=[{"nodes": "0", "schedule": "13 23 * * *", "duration": "10m"}, {"nodes": "100%"}])
+    w.node("n0")
+    ctrl = w.controller()
+    assert await w.reconcile(ctrl) is None  # budget of zero: nothing may go
+    await w.clock.run_for(10 * 60 - 20 - 16 + 1)  # just past 23:23:00, the window's end
+    cmd = await w.reconcile(ctrl, sync=False)  # no watch event in between: only time passed
     assert cmd is not None
     assert cmd.reason == Reason.EMPTY
     assert [c.name for c in cmd.candidates] == ["n0"]

@@ -337,9 +337,13 @@ class World:
         )
         return disruption_controller.DisruptionController(deps)
 
-    async def reconcile(self, ctrl: disruption_controller.DisruptionController) -> consolidation.Command | None:
-        """One pass, stepping virtual time through the validation delay."""
-        self.sync()
+    async def reconcile(
+        self, ctrl: disruption_controller.DisruptionController, *, sync: bool = True
+    ) -> consolidation.Command | None:
+        """One pass, stepping virtual time through the validation delay. `sync=False` applies no watch events first,
+        for passes that must see only time passing."""
+        if sync:
+            self.sync()
         task = asyncio.create_task(ctrl.reconcile())
         await self.clock.run_for(16)
         return await task

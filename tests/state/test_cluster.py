@@ -248,3 +248,19 @@ def test_a_late_creation_response_never_replaces_what_the_watch_delivered(state:
     (claim,) = state.nodeclaims()
     assert claim.status.provider_id == "aws:///z/i-1"
     assert state.launches_resolved()
+
+
+def test_an_unchanged_seq_moves_after_five_minutes(state: cluster.Cluster, manual: clock.ManualClock) -> None:
+    """Upstream's forced revalidation: "nothing to do" memos keyed on seq cannot hold past five quiet minutes."""
+    seq = state.seq
+    manual.advance(cluster.FORCED_REVALIDATION - 1)
+    assert not state.changed_since(seq)
+    manual.advance(1)
+    assert state.changed_since(seq)
+    moved = state.seq
+    manual.advance(cluster.FORCED_REVALIDATION - 1)
+    assert not state.changed_since(moved)  # the period restarts when seq moves, forced or not
+    state.mark_for_deletion("n1")
+    marked = state.seq
+    manual.advance(cluster.FORCED_REVALIDATION - 1)
+    assert not state.changed_since(marked)

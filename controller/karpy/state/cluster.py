@@ -31,6 +31,10 @@ T = TypeVar("T")
 Listener = Callable[[resources.Resource, Mapping[str, Any] | None, Mapping[str, Any] | None], None]
 """Told (resource, object before, object after) of every applied change; None when absent. Must be cheap."""
 NODES_RESOURCE = "nodes"
+FORCED_REVALIDATION = 300.0
+"""Seconds after which an unchanged `seq` moves anyway (upstream `ConsolidationState`'s five minutes): a memo of
+"nothing to do" must not outlive changes no event reports, such as an offering's capacity error running out or a
+disruption budget's schedule window opening."""
 """The pseudo-resource counting a NodePool's nodes in `nodepool_usage` (milli-units, like NodePool limits)."""
 
 
@@ -46,6 +50,8 @@ class Cluster:
     def __init__(self, *, clock: clock_module.Clock, expected: Iterable[resources.Resource] = ()) -> None:
         self.clock = clock
         self._seq = 0
+        self._seq_seen = (0, clock.now())
+        """`seq` as last read, and when it first read so: the start of its forced-revalidation period."""
         self._expected: set[resources.Resource] = set(expected)
         self._listed: set[resources.Resource] = set()
         self._nodepools: _Parsed[nodepool_api.NodePool] = _Parsed()
@@ -245,8 +251,15 @@ class Cluster:
         """Moves with every change of the model as of now: a watch event applied, a mark for deletion set or
         cleared, a nomination set or run out. The disruption methods remember "nothing to do" per `seq`, so a node
         whose nomination merely ran out, with no event since, must move it too or it would stay out of their reach
-        until some unrelated event came."""
+        until some unrelated event came. For the same reason it moves when it has stood still for
+        `FORCED_REVALIDATION` seconds."""
         self._forget_expired_nominations()
+        now = self.clock.now()
+        seen, since = self._seq_seen
+        if self._seq == seen and now - since >= FORCED_REVALIDATION:
+            self._seq += 1
+        if self._seq != seen:
+            self._seq_seen = (self._seq, now)
         return self._seq
 
     def nominate(self, node_name: str, until: float) -> None:
