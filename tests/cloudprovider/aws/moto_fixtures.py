@@ -126,6 +126,13 @@ def _restore_seeded_state(session: boto3.session.Session, account: emulator.Seed
     sqs.purge_queue(QueueUrl=account.queue_url)
 
 
+def _still_seeded(session: boto3.session.Session, account: emulator.Seeded) -> bool:
+    """Whether the account survived since it was seeded: an emulated cluster (tests/e2e, tests/sim) resets moto's
+    process-global backends for its own in-process server, and a reset takes every service at once."""
+    ec2 = session.client("ec2", region_name=account.region)
+    return bool(ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [account.vpc_id]}])["Vpcs"])
+
+
 _SEEDED: pytest.StashKey[tuple[str, emulator.Seeded]] = pytest.StashKey()
 
 
@@ -133,8 +140,9 @@ _SEEDED: pytest.StashKey[tuple[str, emulator.Seeded]] = pytest.StashKey()
 def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
     """The seeded account: seeded once per moto server (after a reset), restored before every later test."""
     cached = request.config.stash.get(_SEEDED, None)
-    if cached is not None and cached[0] == aws_env:
-        _restore_seeded_state(boto_session(request.config), cached[1])
+    session = boto_session(request.config)
+    if cached is not None and cached[0] == aws_env and _still_seeded(session, cached[1]):
+        _restore_seeded_state(session, cached[1])
         return cached[1]
     _reset(aws_env)
     account = emulator.seed(region=REGION, cluster_name=CLUSTER)
