@@ -24,6 +24,7 @@ class Offering:
     zone_id: str = ""
     reservation_id: str = ""
     reservation_capacity: int = 0
+    """Instances the reservation can still take, as far as this process knows (0: unknown or none)."""
 
     def labels(self) -> dict[str, str]:
         out = {labels.LABEL_ZONE: self.zone, labels.LABEL_CAPACITY_TYPE: self.capacity_type}

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from botocore import awsrequest
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
-from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
+from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import types
@@ -129,14 +129,10 @@ async def test_missing_placement_group_keeps_the_node_class_not_ready(
     assert asked == [{"GroupIds": ["pg-9"]}]
 
 
-async def test_reserved_capacity_is_launched_into_its_reservation(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
-) -> None:
-    aws_provider = make_provider()
-    ec2_client = aws_provider._deps.aws.ec2
-    _answer(ec2_client, "DescribeCapacityReservations", {"CapacityReservations": [_RESERVATION]}, [])
-    fleets: list[dict[str, Any]] = []
-    ec2_client.meta.events.register("provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params))
+async def _reserving_nodeclass(
+    aws_provider: provider.AWSCloudProvider, seeded: emulator.Seeded, nodeclasses: NodeClasses
+) -> ec2nodeclass.EC2NodeClass:
+    """The default node class selecting reservation cr-0b2, reconciled (which describes the reservation)."""
     base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
     nc = dataclasses.replace(
         base,
@@ -147,9 +143,23 @@ async def test_reserved_capacity_is_launched_into_its_reservation(
     )
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
     nodeclasses.items[nc.name] = nc
-    # The claim admits every capacity type: the reservation is preferred as it is already paid for.
-    claim = make_nodeclaim(requirements=(req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "c5.large"),))
-    created = await aws_provider.create(claim)
+    return nc
+
+
+# The claims admit every capacity type: the reservation is preferred as it is already paid for.
+_M5_OR_C5 = (req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "c5.large"),)
+
+
+async def test_reserved_capacity_is_launched_into_its_reservation(
+    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+) -> None:
+    aws_provider = make_provider()
+    ec2_client = aws_provider._deps.aws.ec2
+    _answer(ec2_client, "DescribeCapacityReservations", {"CapacityReservations": [_RESERVATION]}, [])
+    fleets: list[dict[str, Any]] = []
+    ec2_client.meta.events.register("provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params))
+    await _reserving_nodeclass(aws_provider, seeded, nodeclasses)
+    created = await aws_provider.create(make_nodeclaim(requirements=_M5_OR_C5))
 
     assert created.metadata.labels[labels.LABEL_CAPACITY_TYPE] == "reserved"
     assert created.metadata.labels[labels.LABEL_CAPACITY_RESERVATION_ID] == "cr-0b2"
@@ -167,6 +177,52 @@ async def test_reserved_capacity_is_launched_into_its_reservation(
         "CapacityReservationPreference": "capacity-reservations-only",
         "CapacityReservationTarget": {"CapacityReservationId": "cr-0b2"},
     }
+
+
+async def test_a_reservation_takes_only_as_many_instances_as_ec2_says_it_has_left(
+    seeded: emulator.Seeded,
+    make_provider: Callable[..., provider.AWSCloudProvider],
+    nodeclasses: NodeClasses,
+    clock: Clock,
+) -> None:
+    """Upstream's capacity-reservation availability: `AvailableInstanceCount` at each describe, one fewer per launch
+    into the reservation, one more per termination of one of its instances."""
+    aws_provider = make_provider()
+    ec2_client = aws_provider._deps.aws.ec2
+    answer = {"CapacityReservations": [{**_RESERVATION, "AvailableInstanceCount": 1}]}
+    ec2_client.meta.events.register("before-call.ec2.DescribeCapacityReservations", lambda **_: (_OK, answer))
+    refused: list[dict[str, Any]] = []
+    ec2_client.meta.events.register(
+        "after-call.ec2.CreateFleet", lambda parsed, **_: refused.extend(parsed.get("Errors") or ())
+    )
+    in_reservation: set[str] = set()
+
+    def tag_reserved_instances(parsed: dict[str, Any], **_: Any) -> None:
+        # moto does not report an instance's reservation; EC2 does, and termination hands the slot back.
+        for r in parsed.get("Reservations") or ():
+            for i in r.get("Instances") or ():
+                if i["InstanceId"] in in_reservation:
+                    i["CapacityReservationId"] = "cr-0b2"
+
+    ec2_client.meta.events.register("after-call.ec2.DescribeInstances", tag_reserved_instances)
+    nc = await _reserving_nodeclass(aws_provider, seeded, nodeclasses)
+
+    async def capacity_type_of_a_launch(name: str) -> str:
+        created = await aws_provider.create(make_nodeclaim(name, requirements=_M5_OR_C5))
+        if created.metadata.labels[labels.LABEL_CAPACITY_TYPE] == labels.CAPACITY_TYPE_RESERVED:
+            in_reservation.add(created.status.provider_id.rsplit("/", 1)[-1])
+        return created.metadata.labels[labels.LABEL_CAPACITY_TYPE]
+
+    assert await capacity_type_of_a_launch("default-1") == "reserved"
+    first = (await aws_provider.list())[0]
+    assert await capacity_type_of_a_launch("default-2") == "spot"  # none left: not even tried, spot is next
+    await aws_provider.delete(first)
+    assert await capacity_type_of_a_launch("default-3") == "reserved"  # the terminated instance's slot
+    answer["CapacityReservations"][0]["AvailableInstanceCount"] = 2
+    clock.step(61)  # past the describe's minute: the next status refresh asks EC2 again
+    await aws_provider.reconcile_nodeclass(nc)
+    assert await capacity_type_of_a_launch("default-4") == "reserved"
+    assert refused == []
 
 
 async def test_pods_asking_for_efa_get_efa_interfaces(

@@ -153,3 +153,37 @@ def test_reserved_offerings_one_per_reservation_of_the_type_in_the_node_class_zo
         )
         == []
     )
+
+
+def test_a_marked_reservation_stays_unavailable_until_a_describe_says_it_has_room_again() -> None:
+    """Upstream `MarkUnavailable`: no 3-minute expiry, the next `AvailableInstanceCount` decides. Unknown
+    reservations (no describe yet) are offered; the count is the offering's `reservation_capacity`."""
+    now = [0.0]
+    unavailable = cache.UnavailableOfferings(clock=lambda: now[0])
+    assert not unavailable.is_unavailable("m5.large", "us-east-1a", "cr-1")
+    assert unavailable.reservation_left("cr-1") is None
+    unavailable.sync_reservations(reservations.available_counts([{"CapacityReservationId": "cr-1"}]))
+    assert unavailable.reservation_left("cr-1") is None  # an answer without a count tells nothing
+    unavailable.sync_reservations(
+        reservations.available_counts([{"CapacityReservationId": "cr-1", "AvailableInstanceCount": 3}])
+    )
+    seq = unavailable.seq
+    unavailable.mark("m5.large", "us-east-1a", "cr-1")  # interrupted, or refused a launch
+    assert unavailable.seq != seq
+    now[0] += 10 * cache.UNAVAILABLE_OFFERINGS_TTL
+    unavailable.expire()
+    assert unavailable.is_unavailable("m5.large", "us-east-1a", "cr-1")
+    assert unavailable.is_unavailable("c5.large", "us-east-1b", "cr-1")  # the reservation, whatever is asked
+    unavailable.reservation_launched("cr-1")  # never below zero
+    assert unavailable.reservation_left("cr-1") == 0
+    unavailable.sync_reservations({"cr-1": 2})
+    assert not unavailable.is_unavailable("m5.large", "us-east-1a", "cr-1")
+    found = (
+        ec2nodeclass.CapacityReservationStatus(
+            id="cr-1", availability_zone="us-east-1a", instance_type="m5.large", owner_id="123456789012"
+        ),
+    )
+    (offer,) = instancetypes.reserved_offerings(
+        "m5.large", reservations=found, zones=(("us-east-1a", "use1-az1"),), od_price=0.1, unavailable=unavailable
+    )
+    assert (offer.available, offer.reservation_capacity) == (True, 2)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, TypeVar
+
+from karpy.api import labels
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -16,6 +18,8 @@ INSTANCE_TYPES_TTL = 300.0
 INSTANCE_PROFILE_TTL = 900.0
 SSM_TTL = 24 * 3600.0
 PRICING_REFRESH = 12 * 3600.0
+_POOLS = frozenset({labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_RESERVED})
+"""Capacity types as ICE-cache keys; any other key is a capacity reservation's id."""
 
 
 class TTLCache(Generic[K, V]):
@@ -58,7 +62,9 @@ class TTLCache(Generic[K, V]):
 
 
 class UnavailableOfferings:
-    """(instance type, zone, capacity type) offerings and subnets recently refused for capacity; 3 min TTL.
+    """(instance type, zone, capacity type) offerings and subnets recently refused for capacity; 3 min TTL. And
+    how many instances each capacity reservation can still take (upstream's capacity-reservation availability
+    cache): EC2's `AvailableInstanceCount` at the last describe, less what this process launched into it since.
 
     `seq` changes on every mark so derived caches (instance types with availability) know to rebuild.
     """
@@ -66,19 +72,53 @@ class UnavailableOfferings:
     def __init__(self, *, clock: Clock, ttl: float = UNAVAILABLE_OFFERINGS_TTL) -> None:
         self._offerings: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl, clock=clock)
         self._subnets: TTLCache[str, bool] = TTLCache(ttl, clock=clock)
+        self._reservations: dict[str, int] = {}
         self.seq = 0
 
     def mark(self, instance_type: str, zone: str, capacity_type: str) -> None:
-        """`capacity_type` is the pool: spot or on-demand, or the id of a capacity reservation (reserved offerings
-        are looked up under their reservation's id, so one reservation running dry leaves the others usable)."""
-        self._offerings.set((instance_type, zone, capacity_type), True)
+        """`capacity_type` is the pool: spot, on-demand or reserved, or the id of a capacity reservation. A
+        reservation that refused a launch or was interrupted takes no more instances until the next describe says
+        otherwise (upstream `MarkUnavailable`); one reservation running dry leaves the others usable."""
+        if capacity_type not in _POOLS:
+            self._reservations[capacity_type] = 0
+        else:
+            self._offerings.set((instance_type, zone, capacity_type), True)
         self.seq += 1
+
+    def sync_reservations(self, available: Mapping[str, int]) -> None:
+        """Fresh `AvailableInstanceCount`s by reservation id from DescribeCapacityReservations: they replace what
+        launches and marks made of the earlier ones."""
+        if any(self._reservations.get(rid) != count for rid, count in available.items()):
+            self.seq += 1
+        self._reservations.update(available)
+
+    def reservation_launched(self, reservation_id: str) -> None:
+        """One instance launched into the reservation: one fewer left until the next describe."""
+        left = self._reservations.get(reservation_id)
+        if left:
+            self._reservations[reservation_id] = left - 1
+            self.seq += 1
+
+    def reservation_released(self, reservation_id: str) -> None:
+        """One of the reservation's instances terminated. Counted at once although EC2 frees the slot only once the
+        instance is gone: overestimating costs one refused launch, underestimating idles paid-for capacity."""
+        left = self._reservations.get(reservation_id)
+        if left is not None:
+            self._reservations[reservation_id] = left + 1
+            self.seq += 1
+
+    def reservation_left(self, reservation_id: str) -> int | None:
+        """Instances the reservation can still take; None before any describe reported it (then it is offered,
+        and EC2 is the judge)."""
+        return self._reservations.get(reservation_id)
 
     def mark_subnet(self, subnet_id: str) -> None:
         self._subnets.set(subnet_id, True)
         self.seq += 1
 
     def is_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> bool:
+        if capacity_type not in _POOLS and self._reservations.get(capacity_type) == 0:
+            return True
         return self._offerings.get((instance_type, zone, capacity_type)) is not None
 
     def unavailable_subnets(self) -> frozenset[str]:

@@ -84,10 +84,11 @@ def reserved_offerings(
                 zone=cr.availability_zone,
                 capacity_type=labels.CAPACITY_TYPE_RESERVED,
                 price=od_price * RESERVED_PRICE_FACTOR,
-                # A reservation that refused a launch sits in the ICE cache under its own id.
+                # Looked up under the reservation's own id: unavailable once it has no instances left.
                 available=not unavailable.is_unavailable(name, cr.availability_zone, cr.id),
                 zone_id=zone_ids[cr.availability_zone],
                 reservation_id=cr.id,
+                reservation_capacity=unavailable.reservation_left(cr.id) or 0,
             )
         )
     return out

@@ -301,6 +301,8 @@ class Launcher:
             launched = self._launched(response, capacity_type, chosen, by_template)
             self._resolver.release_ips(offered_subnets - {launched.subnet_id if launched else ""}, predicted)
             if launched is not None:
+                if launched.reservation_id:
+                    self._unavailable.reservation_launched(launched.reservation_id)
                 return dataclasses.replace(launched, placement_group_id=group_id)
             self._record_errors(response, capacity_type, claim, by_template)
             current = await refresh()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,8 +61,11 @@ class NodeClassResolver:
         cluster_endpoint: str = "",
         k8s_version: str = "",
         dry_run: bool = False,
+        reservation_counts: Callable[[Mapping[str, int]], None] = lambda _: None,
     ) -> None:
         self._aws = aws
+        self._reservation_counts = reservation_counts
+        """Told each fresh describe's `AvailableInstanceCount`s (the provider's reservation availability)."""
         self._clock = clock
         self._cluster_name = cluster_name
         self._region = region
@@ -191,6 +194,7 @@ class NodeClassResolver:
             queries = [reservations.query(t) for t in nodeclass.spec.capacity_reservation_selector_terms]
             found = tuple(await self._describe("describe_capacity_reservations", "CapacityReservations", queries))
             self._reservations.set(key, found)
+            self._reservation_counts(reservations.available_counts(found))
         return reservations.from_describe(found, now=self._clock())
 
     # --- AMIs -----------------------------------------------------------------------------------------------

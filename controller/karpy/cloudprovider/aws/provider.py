@@ -93,6 +93,7 @@ class AWSCloudProvider:
             cluster_endpoint=s.cluster_endpoint,
             k8s_version=s.k8s_version,
             dry_run=s.dry_run,
+            reservation_counts=self.unavailable.sync_reservations,
         )
         self.launch_templates = templates.LaunchTemplates(aws=deps.aws, clock=deps.clock, cluster_name=s.cluster_name)
         self._launcher = launch.Launcher(
@@ -205,6 +206,8 @@ class AWSCloudProvider:
             await clients.call(self._deps.aws.ec2, "terminate_instances", InstanceIds=[instance["InstanceId"]])
         except _AWS_ERRORS as exc:
             raise aws_errors.to_domain(exc, operation=f"terminating {instance['InstanceId']}") from exc
+        if reservation_id := instance.get("CapacityReservationId"):
+            self.unavailable.reservation_released(str(reservation_id))
 
     async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
         nc = self._nodeclass(claim.spec.node_class_ref.name)

@@ -59,3 +59,12 @@ def from_describe(
             end_time=end,
         )
     return tuple(seen[k] for k in sorted(seen))
+
+
+def available_counts(described: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """`AvailableInstanceCount` by reservation id, for the reservations whose answer carries one."""
+    return {
+        str(cr["CapacityReservationId"]): count
+        for cr in described
+        if isinstance(count := cr.get("AvailableInstanceCount"), int)
+    }
