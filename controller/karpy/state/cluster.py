@@ -31,11 +31,11 @@ T = TypeVar("T")
 Listener = Callable[[resources.Resource, Mapping[str, Any] | None, Mapping[str, Any] | None], None]
 """Told (resource, object before, object after) of every applied change; None when absent. Must be cheap."""
 NODES_RESOURCE = "nodes"
+"""The pseudo-resource counting a NodePool's nodes in `nodepool_usage` (milli-units, like NodePool limits)."""
 FORCED_REVALIDATION = 300.0
 """Seconds after which an unchanged `seq` moves anyway (upstream `ConsolidationState`'s five minutes): a memo of
 "nothing to do" must not outlive changes no event reports, such as an offering's capacity error running out or a
 disruption budget's schedule window opening."""
-"""The pseudo-resource counting a NodePool's nodes in `nodepool_usage` (milli-units, like NodePool limits)."""
 
 
 class _Parsed(dict[str, T], Generic[T]):
