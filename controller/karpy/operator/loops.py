@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final
 
 from karpy.api import labels
@@ -150,9 +150,7 @@ async def lead(ctrl: wiring.Controller) -> None:
         log.error("leader election lost; stopping controllers", extra={"identity": ctrl.elector.identity})
         raise LeadershipLost(f"{ctrl.elector.identity} lost the leader Lease")
     finally:
-        for task in [*tasks, deposed]:
-            task.cancel()
-        await asyncio.gather(*tasks, deposed, return_exceptions=True)
+        await cancel([*tasks, deposed])
         for queue in ctrl.queues.values():
             queue.clear()
         ctrl.metrics.set_leader(False)
@@ -169,14 +167,14 @@ def start(ctrl: wiring.Controller) -> list[asyncio.Task[None]]:
     ]
 
 
-async def cancel(tasks: list[asyncio.Task[None]]) -> list[BaseException | None]:
-    """Cancel `tasks` and wait for them; what each ended with (None, its exception or a CancelledError)."""
+async def cancel(tasks: Sequence[asyncio.Task[Any]]) -> list[Any]:
+    """Cancel `tasks` and wait for them; what each ended with (its result, its exception or a CancelledError)."""
     for task in tasks:
         task.cancel()
     return await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def raise_ending(tasks: list[asyncio.Task[None]], results: list[BaseException | None]) -> None:
+def raise_ending(tasks: Sequence[asyncio.Task[None]], results: Sequence[BaseException | None]) -> None:
     """After `cancel`: raise LeadershipLost when `lead` ended with it, else a RuntimeError naming the first task that
     failed; nothing when every task was only cancelled."""
     for task, result in zip(tasks, results, strict=True):
