@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests import builders
+from tests import builders, tasks
 from tests.disruption import world as world_mod
 
 from karpy import clock as clock_mod
@@ -450,8 +450,7 @@ async def test_run_marks_consolidatable_on_time_and_follows_pool_changes_and_pod
     env.node(initialized_at=env.now)
     for res in world_mod.SYNCED:
         env.w.cluster.mark_listed(res)
-    task = asyncio.create_task(env.ctrl.run())
-    try:
+    async with tasks.running(env.ctrl.run):
         await env.w.clock.run_for(599)
         assert env.condition("Consolidatable") is None
         await env.w.clock.run_for(2)
@@ -475,10 +474,6 @@ async def test_run_marks_consolidatable_on_time_and_follows_pool_changes_and_pod
         await env.w.clock.run_for(2)
         assert env.claim_obj()["status"]["lastPodEventTime"] == ts(bound_at)
         assert env.condition("Consolidatable") is None
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_requeue() -> None:
@@ -489,8 +484,7 @@ async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_re
     env.w.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.ADDED, nodeclass))
     for res in world_mod.SYNCED:
         env.w.cluster.mark_listed(res)
-    task = asyncio.create_task(env.ctrl.run())
-    try:
+    async with tasks.running(env.ctrl.run):
         await env.w.clock.run_for(2)
         assert env.condition("Drifted") is None
         env.w.cloud.drifted = types.DriftReason.AMI  # e.g. the class's status found a newer image
@@ -502,10 +496,6 @@ async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_re
         env.w.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.MODIFIED, changed))
         await env.w.clock.run_for(2)
         assert env.drift_reason() == "AMIDrift"  # on the next pass, not 5 min later
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def test_observe_ignores_other_resources_and_keeps_the_latest_time() -> None:

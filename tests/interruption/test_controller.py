@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from tests import tasks
 from tests.provisioning.builders import MemoryClient, parsed_nodepool
 
 from karpy import events
@@ -315,8 +316,7 @@ async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
     env.cluster.is_synced = False
     env.queue.fail_receives = 1
     env.queue.put(K.SPOT_INTERRUPTION, "i-a")
-    task = asyncio.ensure_future(env.ctl.run())
-    try:
+    async with tasks.running(env.ctl.run):
         await env.clock.run_for(3.0)
         assert _names(env.kube) == {"a"}  # not synced: not polled yet
         env.cluster.is_synced = True
@@ -325,9 +325,6 @@ async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
         await env.clock.run_for(controller.ERROR_BACKOFF)
         assert _names(env.kube) == set()
         assert env.queue.deleted == ["rh-1"]
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_a_failed_status_check_sets_the_termination_time_to_now_then_deletes() -> None:

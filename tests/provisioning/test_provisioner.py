@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pytest
+from tests import tasks
 from tests.provisioning.builders import Cluster, MemoryClient, StateNode, parsed_nodepool
 from tests.scheduling.conftest import fake_catalog, make_pod
 
@@ -300,8 +301,7 @@ class BrokenCloud(fake.FakeCloudProvider):
 async def test_run_survives_a_failed_pass() -> None:
     cloud = BrokenCloud()
     env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]), cloud=cloud)
-    task = asyncio.ensure_future(env.prov.run())
-    try:
+    async with tasks.running(env.prov.run):
         await env.clock.run_for(1.0)  # first batch: the provider fails, the loop backs off
         assert env.client.of(resources.NODECLAIMS) == []
         await env.clock.run_for(provisioner.ERROR_BACKOFF + provisioner.PENDING_RESCAN + 1.0)
@@ -311,6 +311,3 @@ async def test_run_survives_a_failed_pass() -> None:
                 break
             await asyncio.sleep(0.01)
         assert len(env.client.of(resources.NODECLAIMS)) == 1
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
