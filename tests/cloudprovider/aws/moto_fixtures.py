@@ -15,6 +15,7 @@ from __future__ import annotations
 import socket
 import urllib.request
 from collections.abc import Callable
+from typing import Any
 
 import boto3
 import pytest
@@ -102,10 +103,10 @@ def _reset(moto_url: str) -> None:
         assert response.status == 200
 
 
-def _restore_seeded_state(session: boto3.session.Session, account: emulator.Seeded) -> None:
+def _restore_seeded_state(session: boto3.session.Session, ec2: Any, account: emulator.Seeded) -> None:
     """Delete what tests create, so the account is as `emulator.seed` left it (terminated instances stay, as in
     EC2, but no query of the provider sees them)."""
-    ec2, iam, sqs = (session.client(name, region_name=account.region) for name in ("ec2", "iam", "sqs"))
+    iam, sqs = (session.client(name, region_name=account.region) for name in ("iam", "sqs"))
     live = [
         i["InstanceId"]
         for r in ec2.describe_instances(
@@ -126,27 +127,29 @@ def _restore_seeded_state(session: boto3.session.Session, account: emulator.Seed
     sqs.purge_queue(QueueUrl=account.queue_url)
 
 
-def _still_seeded(session: boto3.session.Session, account: emulator.Seeded) -> bool:
+def _still_seeded(ec2: Any, account: emulator.Seeded) -> bool:
     """Whether the account survived since it was seeded: an emulated cluster (tests/e2e, tests/sim) resets moto's
     process-global backends for its own in-process server, and a reset takes every service at once."""
-    ec2 = session.client("ec2", region_name=account.region)
     return bool(ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [account.vpc_id]}])["Vpcs"])
 
 
-_SEEDED: pytest.StashKey[tuple[str, emulator.Seeded]] = pytest.StashKey()
+_SEEDED: pytest.StashKey[emulator.Seeded] = pytest.StashKey()
 
 
 @pytest.fixture
 def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
-    """The seeded account: seeded once per moto server (after a reset), restored before every later test."""
+    """The seeded account: seeded on the run's server once (again after an emulated cluster reset it), restored
+    before every later test."""
     cached = request.config.stash.get(_SEEDED, None)
-    session = boto_session(request.config)
-    if cached is not None and cached[0] == aws_env and _still_seeded(session, cached[1]):
-        _restore_seeded_state(session, cached[1])
-        return cached[1]
+    if cached is not None:
+        session = boto_session(request.config)
+        ec2 = session.client("ec2", region_name=cached.region)
+        if _still_seeded(ec2, cached):
+            _restore_seeded_state(session, ec2, cached)
+            return cached
     _reset(aws_env)
     account = emulator.seed(region=REGION, cluster_name=CLUSTER)
-    request.config.stash[_SEEDED] = (aws_env, account)
+    request.config.stash[_SEEDED] = account
     return account
 
 
