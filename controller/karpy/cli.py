@@ -11,6 +11,8 @@ import json
 import sys
 from collections.abc import Sequence
 
+import karpy
+
 EXIT_OK = 0
 EXIT_INVALID = 2
 
@@ -53,6 +55,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karpy", description="Karpenter-compatible node autoscaler for EKS")
+    # The image's entry point is this command; `--version` is how a deployment checks what it runs.
+    parser.add_argument("--version", action="version", version=f"karpy {karpy.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     simulate = commands.add_parser(
         "simulate",

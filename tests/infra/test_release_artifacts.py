@@ -1,8 +1,7 @@
-"""One version for the stack, and the controller image's Dockerfile checked statically (no docker engine here)."""
+"""One version for the stack, and the charts shipped inside the component's wheel."""
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 
@@ -33,62 +32,6 @@ def test_one_version_for_the_whole_stack() -> None:
     versions["chart image tag"] = values["image"]["tag"] or versions["karpy appVersion"]
     assert set(versions.values()) == {package}, versions
     assert values["image"]["repository"] == args_.DEFAULT_IMAGE_REPOSITORY
-
-
-DOCKERFILE = (REPO / "Dockerfile").read_text()
-
-
-def instructions() -> list[tuple[str, str]]:
-    joined = re.sub(r"\\\n", " ", DOCKERFILE)
-    return [
-        (line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line.strip() else "")
-        for line in joined.splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-
-
-def test_dockerfile_is_multi_stage_on_python_311_slim() -> None:
-    stages = [value for op, value in instructions() if op == "FROM"]
-    assert len(stages) == 2
-    assert "ARG PYTHON_IMAGE=python:3.11-slim" in DOCKERFILE
-    assert stages[-1].endswith("AS runtime")
-    assert any("--from=builder" in value for op, value in instructions() if op == "COPY")
-
-
-def test_dockerfile_installs_the_locked_controller_extra_only() -> None:
-    syncs = [value for op, value in instructions() if op == "RUN" and "uv sync" in value]
-    assert syncs
-    for command in syncs:
-        assert "--frozen" in command
-        assert "--extra controller" in command
-        assert "--extra infra" not in command
-        assert "--extra dev" not in command
-
-
-def test_dockerfile_copies_only_existing_paths() -> None:
-    for op, value in instructions():
-        if op != "COPY" or "--from=" in value:
-            continue
-        sources = [part for part in value.split() if not part.startswith("--")][:-1]
-        for source in sources:
-            assert (REPO / source).exists(), source
-        ignored = (REPO / ".dockerignore").read_text().split()
-        for source in sources:
-            assert source.rstrip("/") not in ignored, f"{source} is copied but .dockerignore excludes it"
-
-
-def test_dockerfile_runs_karpy_run_as_non_root() -> None:
-    ops = instructions()
-    users = [value for op, value in ops if op == "USER"]
-    assert users == ["65532:65532"]
-    user_index = ops.index(("USER", "65532:65532"))
-    assert all(op != "RUN" for op, _ in ops[user_index:]), "nothing runs as root after USER"
-    assert ("ENTRYPOINT", '["karpy"]') in ops
-    assert ("CMD", '["run"]') in ops
-    chart = yaml.safe_load((REPO / "charts" / "karpy" / "values.yaml").read_text())
-    assert chart["podSecurityContext"]["runAsUser"] == 65532
-    entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert entry_points["karpy"] == "karpy.cli:main"
 
 
 def test_the_wheel_ships_every_chart_file() -> None:
