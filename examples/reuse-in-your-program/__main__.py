@@ -13,7 +13,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from pulumi_karpy import args, component, documents
+from pulumi_karpy import args, component
 
 
 def main() -> dict[str, Any]:
@@ -32,7 +32,7 @@ def main() -> dict[str, Any]:
         "autoscaling",
         args.KarpenterArgs(
             cluster_name=cluster_name,
-            identity_mode=documents.IdentityMode.IRSA,
+            identity_mode=args.IdentityMode.IRSA,
             oidc_provider_arn=config.require("oidcProviderArn"),
             oidc_issuer_url=config.require("oidcIssuerUrl"),
             namespace="karpy",

@@ -16,15 +16,15 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from pulumi_karpy import args, component, documents
+from pulumi_karpy import args, component
 
 
 def main() -> dict[str, Any]:
     config = pulumi.Config("karpy")
-    mode = documents.IdentityMode(config.get("identityMode") or "pod_identity")
+    mode = args.IdentityMode(config.get("identityMode") or "pod_identity")
     karpenter_args = args.KarpenterArgs(
         cluster_name=config.require("clusterName"),
-        cluster_endpoint=config.get("clusterEndpoint") or None,
+        cluster_endpoint=config.get("clusterEndpoint") or None,  # type: ignore[typeddict-item]
         identity_mode=mode,
         oidc_provider_arn=config.get("oidcProviderArn") or None,
         oidc_issuer_url=config.get("oidcIssuerUrl") or None,

@@ -1,27 +1,32 @@
-"""Typed, documented arguments of the `Karpenter` component, and their validation.
+"""The `Karpenter` component's arguments: typed, documented dictionaries any Pulumi language can fill in.
 
-Grouped like terraform-aws-eks `modules/karpenter` v21 (controller role, node role, access, queue, Helm), plus the
-identity mode that module dropped (IRSA, needed on Fargate). `validate` runs before any resource is declared and
-reports every problem at once, each naming the argument path.
+They are `TypedDict`s with resolvable annotations (no `from __future__ import annotations` here) because Pulumi's
+component analyzer (`pulumi.provider.experimental.analyzer`) infers the multi-language schema from them, attribute
+docstrings included, and the component provider hands the component plain dictionaries. Python callers build them
+the same way: `KarpenterArgs(cluster_name="demo", queue=QueueArgs(enabled=False))`. Defaults and validation live in
+`pulumi_karpy.spec`. Grouped like terraform-aws-eks `modules/karpenter` v21, plus the IRSA identity mode that module
+dropped (needed on Fargate) and the controller image.
 """
 
-from __future__ import annotations
-
 import enum
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
 import karpy
-from pulumi_karpy import documents, policy
 
 VERSION: str = karpy.__version__
 """One version for the stack: package = chart version = appVersion = default image tag = default chart version."""
 
-DEFAULT_IMAGE_REPOSITORY = "ghcr.io/karpy-dev/karpy"
+
+class IdentityMode(enum.StrEnum):
+    """How the controller's pods get AWS credentials."""
+
+    IRSA = "irsa"
+    """IAM roles for service accounts: an OIDC trust; needed on Fargate, where Pod Identity is not supported."""
+    POD_IDENTITY = "pod_identity"
+    """EKS Pod Identity: a `pods.eks.amazonaws.com` trust plus an association (needs the eks-pod-identity-agent)."""
 
 
 class AccessMode(enum.StrEnum):
@@ -35,193 +40,168 @@ class AccessMode(enum.StrEnum):
     """Nothing: the role already has access (e.g. the managed node group's role is reused)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ControllerRoleArgs:
+class ControllerRoleArgs(TypedDict):
     """The controller's IAM role and its six upstream managed policies."""
 
-    name: str | None = None
-    """Explicit role name (≤ 64 chars); None = Pulumi auto-naming from the component name."""
-    path: str = "/"
-    permissions_boundary_arn: pulumi.Input[str] | None = None
-    extra_statements: Sequence[Mapping[str, Any]] = ()
-    """Appended as one more managed policy (`<name>-controller-extra`); validated before anything is declared."""
-    extra_policy_arns: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    name: NotRequired[str]
+    """Explicit role name (at most 64 characters); unset = Pulumi auto-naming from the component name."""
+    path: NotRequired[str]
+    """IAM path of the role and its policies; default "/"."""
+    permissions_boundary_arn: NotRequired[pulumi.Input[str]]
+    """Permissions boundary policy ARN for the role; unset = none."""
+    extra_statements: NotRequired[Sequence[Mapping[str, Any]]]
+    """IAM statements appended as one more managed policy (`<name>-controller-extra`); validated up front."""
+    extra_policy_arns: NotRequired[Mapping[str, pulumi.Input[str]]]
     """More managed policies to attach, keyed by a stable short name (the resource name suffix)."""
-    ssm_parameter_arns: Sequence[str] = ()
-    """Narrow ssm:GetParameter to these ARNs; empty = upstream's `parameter/aws/service/*` in the region."""
+    ssm_parameter_arns: NotRequired[Sequence[str]]
+    """Narrow ssm:GetParameter to these ARNs; unset = upstream's `parameter/aws/service/*` in the region."""
 
 
-@dataclass(frozen=True, slots=True)
-class NodeRoleArgs:
+class NodeRoleArgs(TypedDict):
     """The role Karpenter passes to the instances it launches."""
 
-    create: bool = True
-    """False = reuse `existing_arn` (e.g. the managed node group's role); then set access.mode=none."""
-    existing_arn: pulumi.Input[str] | None = None
-    name: str | None = None
-    """Explicit name (≤ 64 chars, predictable for `EC2NodeClass.spec.role`); None = auto-naming."""
-    path: str = "/"
-    permissions_boundary_arn: pulumi.Input[str] | None = None
-    extra_policy_arns: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
-    ipv6: bool = False
-    """IPv6 cluster: attach the CNI's IPv6 policy (created) instead of AmazonEKS_CNI_Policy."""
-    create_instance_profile: bool = False
-    """Karpenter ≥ 0.32 creates its own profiles from `spec.role`; set True for `spec.instanceProfile` users."""
+    create: NotRequired[bool]
+    """Default true. False = reuse `existing_arn` (e.g. the managed node group's role); then set access.mode=none."""
+    existing_arn: NotRequired[pulumi.Input[str]]
+    """ARN of the role to reuse when `create` is false."""
+    name: NotRequired[str]
+    """Explicit name (at most 64 characters, predictable for `EC2NodeClass.spec.role`); unset = auto-naming."""
+    path: NotRequired[str]
+    """IAM path of the role; default "/"."""
+    permissions_boundary_arn: NotRequired[pulumi.Input[str]]
+    """Permissions boundary policy ARN for the role; unset = none."""
+    extra_policy_arns: NotRequired[Mapping[str, pulumi.Input[str]]]
+    """More managed policies for the nodes, keyed by a stable short name (the resource name suffix)."""
+    ipv6: NotRequired[bool]
+    """IPv6 cluster: attach the CNI's IPv6 policy (created) instead of AmazonEKS_CNI_Policy. Default false."""
+    create_instance_profile: NotRequired[bool]
+    """Default false: Karpenter creates its own profiles from `spec.role`; true for `spec.instanceProfile` users."""
 
 
-@dataclass(frozen=True, slots=True)
-class AccessArgs:
-    mode: AccessMode = AccessMode.ACCESS_ENTRY
-    access_entry_type: str = "EC2_LINUX"
-    """EC2_LINUX or EC2_WINDOWS (STANDARD would be rejected for the node groups; upstream #7558)."""
-    aws_auth_map_roles: Sequence[Mapping[str, Any]] = ()
-    """AWS_AUTH mode only: the cluster's existing mapRoles entries. A ConfigMap key is replaced as a whole by a
+class AccessArgs(TypedDict):
+    """How the nodes' role gets into the cluster."""
+
+    mode: NotRequired[AccessMode]
+    """access_entry (default), aws_auth (CONFIG_MAP clusters) or none."""
+    access_entry_type: NotRequired[str]
+    """EC2_LINUX (default) or EC2_WINDOWS (STANDARD is rejected for node roles; upstream #7558)."""
+    aws_auth_map_roles: NotRequired[Sequence[Mapping[str, Any]]]
+    """aws_auth mode only: the cluster's existing mapRoles entries. A ConfigMap key is replaced as a whole by a
     patch, so the component writes these followed by the node role's entry."""
 
 
-@dataclass(frozen=True, slots=True)
-class QueueArgs:
-    enabled: bool = True
-    """The SQS interruption queue and its five EventBridge rules (on by default, as upstream recommends)."""
-    name: str | None = None
-    """Explicit queue name (≤ 80 chars); None = auto-naming."""
-    kms_master_key_id: pulumi.Input[str] | None = None
-    """A customer-managed key whose key policy lets events.amazonaws.com use it; None = SSE-SQS.
-    (EventBridge cannot deliver to a queue encrypted with the AWS-managed key: upstream #7209.)"""
-    kms_data_key_reuse_period_seconds: int | None = None
-    rule_name_prefix: str = "karpy-"
+class QueueArgs(TypedDict):
+    """The SQS interruption queue and the EventBridge rules that feed it."""
+
+    enabled: NotRequired[bool]
+    """The queue and its five rules; default true, as upstream recommends."""
+    name: NotRequired[str]
+    """Explicit queue name (at most 80 characters); unset = auto-naming, so two stacks never collide."""
+    kms_master_key_id: NotRequired[pulumi.Input[str]]
+    """A customer-managed KMS key (ID or ARN) whose key policy lets events.amazonaws.com use it; the controller is
+    granted kms:Decrypt on it. Unset = SSE-SQS. (EventBridge cannot deliver to a queue encrypted with the
+    AWS-managed key: upstream #7209.)"""
+    kms_data_key_reuse_period_seconds: NotRequired[int]
+    """How long SQS reuses a data key before calling KMS again (60-86400 s); only with kms_master_key_id."""
+    rule_name_prefix: NotRequired[str]
+    """Prefix of the rules' generated names (`<prefix><Rule>-<unique suffix>`); default "karpy-"."""
+    policy_statements: NotRequired[Sequence[Mapping[str, Any]]]
+    """More statements for the queue policy (e.g. another account's EventBridge bus); each needs Effect, Action
+    and Principal, and its Resource defaults to the queue."""
 
 
-@dataclass(frozen=True, slots=True)
-class HelmArgs:
-    replicas: int = 2
-    """Controller replicas; 2 with leader election (one active), as upstream."""
-    resources: Mapping[str, Any] = field(
-        default_factory=lambda: {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
-    )
-    log_level: str = "info"
-    values: Mapping[str, Any] = field(default_factory=dict)
-    """Extra chart values, deep-merged *under* the values the component owns (cluster, queue, service account)."""
-    image_repository: str = DEFAULT_IMAGE_REPOSITORY
-    image_tag: str = VERSION
-    chart_version: str = VERSION
-    """Must equal the bundled charts' version (checked): the charts travel with this package."""
-    charts_dir: str | None = None
-    """Directory holding `karpy` and `karpy-crd`; None = KARPY_CHARTS_DIR, else the repository's `charts/`."""
-    release_name: str = "karpy"
-    create_namespace: bool = False
-    timeout_seconds: int = 300
+class HelmArgs(TypedDict):
+    """The controller's Helm release (the CRD release uses the same namespace and timeout)."""
+
+    replicas: NotRequired[int]
+    """Controller replicas; default 2 with leader election (one active), as upstream."""
+    resources: NotRequired[Mapping[str, Any]]
+    """Controller container resources; default 1 CPU / 1Gi with requests = limits, upstream's recommendation."""
+    log_level: NotRequired[str]
+    """debug, info (default), warning or error."""
+    values: NotRequired[Mapping[str, Any]]
+    """More chart values (upstream's keys), deep-merged under the values the component owns (cluster, queue,
+    service account, image)."""
+    chart_version: NotRequired[str]
+    """Must equal the bundled charts' version (checked; the default): the charts travel with this package."""
+    charts_dir: NotRequired[str]
+    """Directory holding `karpy` and `karpy-crd`; unset = KARPY_CHARTS_DIR, else the charts inside the package."""
+    release_name: NotRequired[str]
+    """Helm release name of the controller (the CRD release is `<name>-crd`); default "karpy"."""
+    create_namespace: NotRequired[bool]
+    """Create the namespace with the CRD release; default false (kube-system exists)."""
+    timeout_seconds: NotRequired[int]
+    """How long Helm waits for the release to become ready; default 300."""
 
 
-@dataclass(frozen=True, slots=True)
-class DefaultNodePoolArgs:
-    """An EC2NodeClass and NodePool to start from (upstream getting-started defaults)."""
+class ImageArgs(TypedDict):
+    """The controller image: built from this package's Dockerfile into an ECR repository the stack owns, or given."""
 
-    name: str = "default"
-    discovery_tag_key: str = "karpenter.sh/discovery"
-    discovery_tag_value: str | None = None
-    """Subnets and security groups tagged `<key>=<value>` are selected; None = the cluster name."""
-    ami_alias: str = "al2023@latest"
-    capacity_types: Sequence[str] = ("on-demand", "spot")
-    instance_categories: Sequence[str] = ("c", "m", "r")
-    cpu_limit: str = "1000"
-    consolidate_after: str = "1m"
+    reference: NotRequired[pulumi.Input[str]]
+    """Use this image (`repo@sha256:...` or `repo:tag`) and build nothing; unset = build and push (the default)."""
+    context: NotRequired[str]
+    """Build context holding the Dockerfile; unset = the source tree this package was installed from."""
+    platforms: NotRequired[Sequence[str]]
+    """Platforms to build; default linux/amd64 and linux/arm64, so Graviton and x86 nodes both run it."""
+    repository_name: NotRequired[str]
+    """Explicit ECR repository name; unset = auto-naming from the component name."""
 
 
-@dataclass(frozen=True, slots=True)
-class KarpenterArgs:
-    """Everything the component needs; only `cluster_name` is required (and OIDC inputs for IRSA)."""
+class DefaultNodePoolArgs(TypedDict):
+    """An EC2NodeClass and NodePool to start from (upstream getting-started defaults), owned by the stack."""
+
+    name: NotRequired[str]
+    """Name of both objects; default "default"."""
+    discovery_tag_key: NotRequired[str]
+    """Tag key selecting subnets and security groups; default karpenter.sh/discovery."""
+    discovery_tag_value: NotRequired[str]
+    """Tag value selecting subnets and security groups; unset = the cluster name."""
+    ami_alias: NotRequired[str]
+    """EC2NodeClass amiSelectorTerms alias; default al2023@latest."""
+    capacity_types: NotRequired[Sequence[str]]
+    """karpenter.sh/capacity-type values; default on-demand and spot."""
+    instance_categories: NotRequired[Sequence[str]]
+    """karpenter.k8s.aws/instance-category values; default c, m and r."""
+    cpu_limit: NotRequired[str]
+    """NodePool limits.cpu; default "1000"."""
+    consolidate_after: NotRequired[str]
+    """NodePool disruption.consolidateAfter; default "1m"."""
+
+
+class KarpenterArgs(TypedDict):
+    """Everything the component needs; only `cluster_name` is required (and the OIDC inputs for IRSA)."""
 
     cluster_name: pulumi.Input[str]
-    cluster_endpoint: pulumi.Input[str] | None = None
-    """API server URL for node user data; None = the controller discovers it (eks:DescribeCluster)."""
-    identity_mode: documents.IdentityMode = documents.IdentityMode.POD_IDENTITY
-    oidc_provider_arn: pulumi.Input[str] | None = None
+    """Name of the existing EKS cluster."""
+    cluster_endpoint: NotRequired[pulumi.Input[str]]
+    """API server URL for node user data; unset = the controller discovers it (eks:DescribeCluster)."""
+    identity_mode: NotRequired[IdentityMode]
+    """pod_identity (default) or irsa."""
+    oidc_provider_arn: NotRequired[pulumi.Input[str]]
     """IRSA: the cluster's IAM OIDC provider ARN."""
-    oidc_issuer_url: pulumi.Input[str] | None = None
+    oidc_issuer_url: NotRequired[pulumi.Input[str]]
     """IRSA: the cluster's issuer URL (`https://oidc.eks.<region>.amazonaws.com/id/...`)."""
-    namespace: str = "kube-system"
-    service_account: str = "karpy"
-    controller_role: ControllerRoleArgs = ControllerRoleArgs()
-    node_role: NodeRoleArgs = NodeRoleArgs()
-    access: AccessArgs = AccessArgs()
-    queue: QueueArgs = QueueArgs()
-    helm: HelmArgs = HelmArgs()
-    default_node_pool: DefaultNodePoolArgs | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
+    create_pod_identity_agent: NotRequired[bool]
+    """pod_identity: also install the eks-pod-identity-agent add-on (default false: most clusters have it, and
+    creating an add-on that exists fails). Without the agent the controller gets no credentials."""
+    namespace: NotRequired[str]
+    """Namespace of both releases; default kube-system."""
+    service_account: NotRequired[str]
+    """The controller's ServiceAccount (the Pod Identity association / IRSA trust names it); default karpy."""
+    controller_role: NotRequired[ControllerRoleArgs]
+    """The controller's IAM role."""
+    node_role: NotRequired[NodeRoleArgs]
+    """The nodes' IAM role."""
+    access: NotRequired[AccessArgs]
+    """How the nodes' role gets into the cluster."""
+    queue: NotRequired[QueueArgs]
+    """The interruption queue and rules."""
+    helm: NotRequired[HelmArgs]
+    """The Helm releases."""
+    image: NotRequired[ImageArgs]
+    """The controller image."""
+    default_node_pool: NotRequired[DefaultNodePoolArgs]
+    """Declare a default EC2NodeClass and NodePool in the stack; unset = none. Being stack resources that depend on
+    the release, they are deleted first on `pulumi destroy`, while the controller still runs to drain their nodes."""
+    tags: NotRequired[Mapping[str, str]]
     """Tags on every AWS resource the component creates."""
-
-
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
-
-
-def validate(args: KarpenterArgs) -> list[str]:
-    """Every problem with the argument combination, each prefixed by its path. Empty = fine."""
-    problems: list[str] = []
-    if isinstance(args.cluster_name, str) and not _CLUSTER_NAME.match(args.cluster_name):
-        problems.append(f"cluster_name: {args.cluster_name!r} is not an EKS cluster name (1-100 letters/digits/-/_)")
-    if isinstance(args.cluster_endpoint, str) and not args.cluster_endpoint.startswith("https://"):
-        problems.append(f"cluster_endpoint: {args.cluster_endpoint!r} is not an https:// URL")
-    mode = args.identity_mode
-    if mode not in set(documents.IdentityMode):
-        problems.append(f"identity_mode: {mode!r} is not one of {', '.join(documents.IdentityMode)}")
-    if mode == documents.IdentityMode.IRSA:
-        if args.oidc_provider_arn is None:
-            problems.append("identity_mode 'irsa' needs oidc_provider_arn")
-        if args.oidc_issuer_url is None:
-            problems.append("identity_mode 'irsa' needs oidc_issuer_url")
-    elif args.oidc_provider_arn is not None or args.oidc_issuer_url is not None:
-        problems.append("oidc_provider_arn/oidc_issuer_url are only used with identity_mode 'irsa'")
-    for label, value in (("namespace", args.namespace), ("service_account", args.service_account)):
-        if not _K8S_NAME.match(value) or len(value) > 63:
-            problems.append(f"{label}: {value!r} is not a Kubernetes name")
-    problems += _validate_roles(args)
-    problems += _validate_queue_and_helm(args)
-    return problems
-
-
-def _validate_roles(args: KarpenterArgs) -> list[str]:
-    problems = policy.validate_extra_statements(args.controller_role.extra_statements)
-    for label, name in (("controller_role.name", args.controller_role.name), ("node_role.name", args.node_role.name)):
-        if name is not None and not re.match(r"^[\w+=,.@-]{1,64}$", name):
-            problems.append(f"{label}: {name!r} is not an IAM role name (1-64 of letters, digits, +=,.@_-)")
-    for label, path in (("controller_role.path", args.controller_role.path), ("node_role.path", args.node_role.path)):
-        if not re.match(r"^/([\w+=,.@-]+/)*$", path):
-            problems.append(f"{label}: {path!r} must start and end with '/'")
-    node = args.node_role
-    if node.create and node.existing_arn is not None:
-        problems.append("node_role: existing_arn is set but create=True; set create=False to reuse a role")
-    if not node.create and node.existing_arn is None:
-        problems.append("node_role: create=False needs existing_arn")
-    if not node.create and (node.extra_policy_arns or node.ipv6):
-        problems.append("node_role: extra_policy_arns/ipv6 only apply to a role the component creates")
-    if args.access.access_entry_type not in ("EC2_LINUX", "EC2_WINDOWS"):
-        problems.append(f"access.access_entry_type: {args.access.access_entry_type!r} must be EC2_LINUX or EC2_WINDOWS")
-    if args.access.aws_auth_map_roles and args.access.mode != AccessMode.AWS_AUTH:
-        problems.append("access.aws_auth_map_roles is only used with access.mode 'aws_auth'")
-    return problems
-
-
-def _validate_queue_and_helm(args: KarpenterArgs) -> list[str]:
-    problems = []
-    queue = args.queue
-    if queue.name is not None and not re.match(r"^[A-Za-z0-9_-]{1,80}$", queue.name):
-        problems.append(f"queue.name: {queue.name!r} is not an SQS queue name (1-80 of letters, digits, - and _)")
-    if queue.kms_data_key_reuse_period_seconds is not None and queue.kms_master_key_id is None:
-        problems.append("queue.kms_data_key_reuse_period_seconds needs queue.kms_master_key_id")
-    if not queue.enabled and (queue.name is not None or queue.kms_master_key_id is not None):
-        problems.append("queue: name/kms_master_key_id are set but the queue is disabled")
-    helm = args.helm
-    if helm.replicas < 1:
-        problems.append(f"helm.replicas: {helm.replicas} must be >= 1")
-    if helm.log_level not in ("debug", "info", "warning", "error"):
-        problems.append(f"helm.log_level: {helm.log_level!r} is not one of debug, info, warning, error")
-    if helm.chart_version != VERSION:
-        problems.append(f"helm.chart_version: {helm.chart_version!r} differs from the bundled charts ({VERSION})")
-    if not _K8S_NAME.match(helm.release_name):
-        problems.append(f"helm.release_name: {helm.release_name!r} is not a Helm release name")
-    pool = args.default_node_pool
-    if pool is not None and not _K8S_NAME.match(pool.name):
-        problems.append(f"default_node_pool.name: {pool.name!r} is not a Kubernetes name")
-    return problems

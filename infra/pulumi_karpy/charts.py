@@ -28,6 +28,12 @@ def charts_dir(explicit: str | None) -> Path:
     return Path(__file__).resolve().parent / "charts"
 
 
+def chart_path(directory: Path, chart: str) -> str:
+    """The chart's path relative to the working directory (the Pulumi project), not absolute: the release stores
+    it, and an absolute path would show a diff from every other checkout."""
+    return os.path.relpath(directory / chart)
+
+
 def chart_problems(directory: Path) -> list[str]:
     """Problems locating both charts (checked before any resource is declared)."""
     return [
@@ -59,8 +65,7 @@ def owned_values(
     replicas: int,
     resources: Mapping[str, Any],
     log_level: str,
-    image_repository: str,
-    image_tag: str,
+    image: object,
 ) -> dict[str, Any]:
     """The values the component wires from its resources (plain values or pulumi Outputs)."""
     settings: dict[str, Any] = {"clusterName": cluster_name}
@@ -76,6 +81,6 @@ def owned_values(
         "serviceAccount": service_account_values,
         "replicas": replicas,
         "logLevel": log_level,
-        "image": {"repository": image_repository, "tag": image_tag},
+        "image": image,
         "controller": {"resources": dict(resources)},
     }

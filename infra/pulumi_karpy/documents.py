@@ -5,11 +5,10 @@ No pulumi import: plain strings in, plain dicts out, so the tests can assert on 
 
 from __future__ import annotations
 
-import enum
-import hashlib
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from pulumi_karpy import policy
 
@@ -21,21 +20,14 @@ EVENT_TARGET_ID: Final = "KarpenterInterruptionQueueTarget"
 POD_IDENTITY_PRINCIPAL: Final = "pods.eks.amazonaws.com"
 
 
-class IdentityMode(enum.StrEnum):
-    """How the controller's pods get AWS credentials."""
-
-    IRSA = "irsa"
-    """IAM roles for service accounts: an OIDC trust; needed on Fargate, where Pod Identity is not supported."""
-    POD_IDENTITY = "pod_identity"
-    """EKS Pod Identity: a `pods.eks.amazonaws.com` trust plus an association (needs the eks-pod-identity-agent)."""
-
-
 @dataclass(frozen=True, slots=True)
 class EventRuleSpec:
     """One EventBridge rule feeding the interruption queue."""
 
     key: str
-    """Stable short name, used in the Pulumi resource name and the rule name (`<prefix><key>-<cluster>`)."""
+    """Stable short name, used in the Pulumi resource name (`<component>-rule-<key>`)."""
+    name: str
+    """Short name in the generated rule name (`<prefix><name>-<unique suffix>`), terraform-aws-eks' rule names."""
     source: str
     detail_type: str
 
@@ -44,32 +36,27 @@ class EventRuleSpec:
 
 
 EVENT_RULES: Final[tuple[EventRuleSpec, ...]] = (
-    EventRuleSpec("scheduled-change", "aws.health", "AWS Health Event"),
-    EventRuleSpec("spot-interruption", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
-    EventRuleSpec("rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"),
-    EventRuleSpec("state-change", "aws.ec2", "EC2 Instance State-change Notification"),
+    EventRuleSpec("scheduled-change", "HealthEvent", "aws.health", "AWS Health Event"),
+    EventRuleSpec("spot-interruption", "SpotInterrupt", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    EventRuleSpec("rebalance", "InstanceRebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    EventRuleSpec("state-change", "InstanceStateChange", "aws.ec2", "EC2 Instance State-change Notification"),
     EventRuleSpec(
-        "capacity-reservation-interruption", "aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"
+        "capacity-reservation-interruption",
+        "CRInterruption",
+        "aws.ec2",
+        "EC2 Capacity Reservation Instance Interruption Warning",
     ),
 )
 
-EVENT_RULE_NAME_LIMIT: Final = 64
+
+def event_rule_name_prefix(spec: EventRuleSpec, prefix: str) -> str:
+    """`karpy-SpotInterrupt-`: AWS appends a unique suffix, so two stacks on one cluster never collide."""
+    return f"{prefix}{spec.name}-"
 
 
-def event_rule_name(spec: EventRuleSpec, cluster_name: str, *, prefix: str = "karpy-") -> str:
-    """`karpy-spot-interruption-<cluster>`: unique per cluster, within EventBridge's 64 characters.
-
-    Long cluster names are shortened with a stable hash suffix so two long names still differ.
-    """
-    name = f"{prefix}{spec.key}-{cluster_name}"
-    if len(name) <= EVENT_RULE_NAME_LIMIT:
-        return name
-    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:8]
-    return f"{name[: EVENT_RULE_NAME_LIMIT - 9]}-{digest}"
-
-
-def queue_policy(queue_arn: str) -> policy.Document:
-    """EventBridge (and SQS itself) may send; nobody may use the queue without TLS."""
+def queue_policy(queue_arn: str, extra_statements: Sequence[Mapping[str, Any]] = ()) -> policy.Document:
+    """EventBridge (and SQS itself) may send; nobody may use the queue without TLS; then the caller's statements,
+    whose Resource defaults to the queue."""
     return {
         "Version": "2012-10-17",
         "Id": "EC2InterruptionPolicy",
@@ -89,6 +76,7 @@ def queue_policy(queue_arn: str) -> policy.Document:
                 "Resource": queue_arn,
                 "Condition": {"Bool": {"aws:SecureTransport": "false"}},
             },
+            *({"Resource": queue_arn, **statement} for statement in extra_statements),
         ],
     }
 

@@ -61,6 +61,8 @@ class PolicyContext:
     """None when the interruption queue is disabled: the Interruption policy is then omitted."""
     ssm_parameter_arns: tuple[str, ...] = ()
     """Narrows ssm:GetParameter; empty = upstream's `arn:<p>:ssm:<r>::parameter/aws/service/*`."""
+    queue_kms_key_arn: str | None = None
+    """The customer-managed key encrypting the queue, if any: receiving a message decrypts it with this key."""
 
     def problems(self) -> list[str]:
         found = []
@@ -268,8 +270,28 @@ def interruption_statements(ctx: PolicyContext) -> list[Statement]:
             "Effect": "Allow",
             "Resource": ctx.queue_arn,
             "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
-        }
+        },
+        # SQS decrypts a KMS-encrypted message for the receiver with the receiver's own kms:Decrypt permission;
+        # without it ReceiveMessage fails with KMS.AccessDeniedException. Not in upstream's policy, whose queue uses
+        # SSE-SQS (terraform-aws-eks leaves this to the user too).
+        *(
+            [
+                {
+                    "Sid": "AllowInterruptionQueueDecryption",
+                    "Effect": "Allow",
+                    "Resource": ctx.queue_kms_key_arn,
+                    "Action": "kms:Decrypt",
+                }
+            ]
+            if ctx.queue_kms_key_arn
+            else []
+        ),
     ]
+
+
+def kms_key_arn(key_id: str, *, partition: str, region: str, account_id: str) -> str:
+    """A queue's `kms_master_key_id` (a key ID or ARN) as the key ARN an IAM statement names."""
+    return key_id if key_id.startswith("arn:") else f"arn:{partition}:kms:{region}:{account_id}:key/{key_id}"
 
 
 REGIONAL_READ_ACTIONS: Final = (
@@ -354,19 +376,46 @@ def minified_size(doc: Mapping[str, Any]) -> int:
     return len(json.dumps(doc, separators=(",", ":")))
 
 
+def validate_queue_statements(statements: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Problems with user-supplied queue policy statements (a resource policy: Principal required)."""
+    return _statement_problems(
+        statements,
+        path="queue.policy_statements",
+        allowed={"Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction", "Resource", "Condition"},
+        needs=(("Action", "NotAction"), ("Principal", "NotPrincipal")),
+    )
+
+
 def validate_extra_statements(statements: Sequence[Mapping[str, Any]]) -> list[str]:
     """Problems with user-supplied statements, each naming `extra_statements[i].<field>`."""
+    return _statement_problems(
+        statements,
+        path="controller_role.extra_statements",
+        allowed={"Sid", "Effect", "Action", "NotAction", "Resource", "NotResource", "Condition"},
+        needs=(("Action", "NotAction"), ("Resource", "NotResource")),
+        unknown_hint=" (Principal does not belong in an identity policy)",
+    )
+
+
+def _statement_problems(
+    statements: Sequence[Mapping[str, Any]],
+    *,
+    path: str,
+    allowed: set[str],
+    needs: Sequence[tuple[str, str]],
+    unknown_hint: str = "",
+) -> list[str]:
     problems = []
-    allowed = {"Sid", "Effect", "Action", "NotAction", "Resource", "NotResource", "Condition"}
     for index, statement in enumerate(statements):
-        path = f"controller_role.extra_statements[{index}]"
+        where = f"{path}[{index}]"
         unknown = sorted(set(statement) - allowed)
         if unknown:
-            problems.append(f"{path}: unknown keys {unknown} (Principal does not belong in an identity policy)")
+            problems.append(f"{where}: unknown keys {unknown}{unknown_hint}")
         if statement.get("Effect") not in ("Allow", "Deny"):
-            problems.append(f"{path}.Effect: must be 'Allow' or 'Deny'")
-        if "Action" not in statement and "NotAction" not in statement:
-            problems.append(f"{path}: needs Action or NotAction")
-        if "Resource" not in statement and "NotResource" not in statement:
-            problems.append(f"{path}: needs Resource or NotResource")
+            problems.append(f"{where}.Effect: must be 'Allow' or 'Deny'")
+        problems += [
+            f"{where}: needs {one} or {other}"
+            for one, other in needs
+            if one not in statement and other not in statement
+        ]
     return problems

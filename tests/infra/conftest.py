@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import hashlib
 import importlib
 import importlib.resources
+import json
 import sys
 import types
 import warnings
@@ -111,6 +113,20 @@ class Mocks(pulumi.runtime.Mocks):
             state["endpoint"] = f"https://{name}.gr7.{REGION}.eks.amazonaws.com"
             state["certificateAuthority"] = {"data": "Q0E="}
             state["vpcConfig"] = {**args.inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-cluster"}
+        elif args.typ == "aws:ecr/repository:Repository":
+            state["registryId"] = ACCOUNT
+            state["repositoryUrl"] = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{name}"
+            state["arn"] = f"arn:{self.partition}:ecr:{REGION}:{ACCOUNT}:repository/{name}"
+        elif args.typ == "aws:cloudwatch/eventRule:EventRule" and "namePrefix" in args.inputs:
+            state["name"] = f"{args.inputs['namePrefix']}20260101000000000000000001"
+            state["arn"] = f"arn:{self.partition}:events:{REGION}:{ACCOUNT}:rule/{state['name']}"
+        elif args.typ == "docker-build:index:Image":
+            # A digest derived from the inputs, as a build of the same context would give the same one.
+            digest = (
+                "sha256:" + hashlib.sha256(json.dumps(args.inputs, sort_keys=True, default=str).encode()).hexdigest()
+            )
+            state["digest"] = digest
+            state["ref"] = f"{args.inputs['tags'][0].rsplit(':', 1)[0]}@{digest}"
         elif args.typ.startswith("aws:") and "arn" not in args.inputs:
             state["arn"] = f"arn:{self.partition}:{service}:{REGION}:{ACCOUNT}:{name}"
         elif args.typ == "kubernetes:helm.sh/v3:Release":
@@ -124,6 +140,8 @@ class Mocks(pulumi.runtime.Mocks):
             return {"name": REGION, "region": REGION, "id": REGION}
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/ci", "userId": "ci", "id": ACCOUNT}
+        if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+            return {"userName": "AWS", "password": "token", "proxyEndpoint": "https://ecr", "id": REGION}
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             return {"names": [f"{REGION}a", f"{REGION}b", f"{REGION}c"], "id": REGION}
         raise NotImplementedError(f"unexpected invoke {args.token}")

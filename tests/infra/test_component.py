@@ -16,7 +16,8 @@ import yaml
 
 from karpy.api import crds as api_crds
 from pulumi_karpy import args as args_
-from pulumi_karpy import charts, component, discovery, documents, policy
+from pulumi_karpy import charts, component, discovery, documents, identity, policy
+from pulumi_karpy import spec as spec_
 
 from .conftest import ACCOUNT, REGION, Deployment, Run
 
@@ -55,6 +56,8 @@ def deploy(run: Run, karpenter_args: args_.KarpenterArgs, *, partition: str = "a
             "namespace": karpenter.namespace,
             "service_account": karpenter.service_account,
             "release_status": karpenter.release_status,
+            "image_ref": karpenter.image_ref,
+            "image_repository_url": karpenter.image_repository_url,
         }
 
     return run(program, partition=partition)
@@ -90,6 +93,8 @@ def expected_children(*, queue: bool = True, pod_identity: bool = True) -> list[
         ("aws:eks/accessEntry:AccessEntry", "karpy-node-access"),
         ("kubernetes:helm.sh/v3:Release", "karpy-crd"),
         ("kubernetes:helm.sh/v3:Release", "karpy-controller"),
+        ("aws:ecr/repository:Repository", "karpy-image"),
+        ("docker-build:index:Image", "karpy-image"),
     ]
     if pod_identity:
         found.append(("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpy-pod-identity"))
@@ -114,6 +119,9 @@ def test_every_child_is_parented_and_uses_the_callers_providers(pulumi_run: Run)
         if resource.type.startswith("pulumi:providers:") or resource.type == "karpy:index:Karpenter":
             continue
         assert resource.parent.endswith(COMPONENT_URN_SUFFIX), resource.name
+        if resource.type.startswith("docker-build:"):
+            assert resource.provider == ""  # the default docker-build provider: it needs no configuration
+            continue
         expected_provider = (
             "pulumi:providers:kubernetes::k8s"
             if resource.type.startswith("kubernetes:")
@@ -131,7 +139,11 @@ def test_outputs(pulumi_run: Run) -> None:
     assert outputs["instance_profile_name"] is None
     assert outputs["queue_arn"] == f"arn:aws:sqs:{REGION}:{ACCOUNT}:{outputs['queue_name']}"
     assert outputs["queue_url"].endswith(f"/{ACCOUNT}/{outputs['queue_name']}")
-    assert sorted(outputs["rule_names"]) == sorted(f"karpy-{k}-demo" for k in RULE_KEYS)
+    assert sorted(name.rsplit("-", 1)[0] for name in outputs["rule_names"]) == sorted(
+        f"karpy-{spec.name}" for spec in documents.EVENT_RULES
+    )
+    assert outputs["image_repository_url"] == f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/karpy-image-1234567"
+    assert outputs["image_ref"].startswith(outputs["image_repository_url"] + "@sha256:")
     assert outputs["namespace"] == "kube-system"
     assert outputs["service_account"] == "karpy"
     assert outputs["release_status"] == "deployed"
@@ -144,7 +156,7 @@ def test_controller_policies_are_the_pure_builders_output(pulumi_run: Run) -> No
         policy.PolicyContext("aws", REGION, ACCOUNT, "demo", node_role_arn, deployment.outputs["queue_arn"])
     )
     for group, doc in expected.items():
-        slug = component._kebab(group.value)
+        slug = identity._kebab(group.value)
         declared = deployment.get(POLICY, f"karpy-controller-{slug}")
         assert json.loads(declared.inputs["policy"]) == doc
         assert "1.14" in declared.inputs["description"]
@@ -181,7 +193,7 @@ def test_irsa_trust_and_service_account_annotation(pulumi_run: Run) -> None:
         pulumi_run,
         args_.KarpenterArgs(
             cluster_name="demo",
-            identity_mode=documents.IdentityMode.IRSA,
+            identity_mode=args_.IdentityMode.IRSA,
             oidc_provider_arn=OIDC_ARN,
             oidc_issuer_url=OIDC_URL,
         ),
@@ -219,7 +231,8 @@ def test_queue_and_rules(pulumi_run: Run) -> None:
         pattern = json.loads(rule["eventPattern"])
         assert pattern == {"source": [spec.source], "detail-type": [spec.detail_type]}
         detail_types.add(spec.detail_type)
-        assert rule["name"] == f"karpy-{spec.key}-demo"
+        assert rule["namePrefix"] == f"karpy-{spec.name}-"
+        assert "name" not in rule or rule["name"].startswith(rule["namePrefix"])
         assert rule["tags"] == {"team": "platform", "ClusterName": "demo"}
         target = targets[f"karpy-rule-{spec.key}"]
         assert target["arn"] == deployment.outputs["queue_arn"]
@@ -272,6 +285,8 @@ def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
     crd, controller = releases["karpy-crd"], releases["karpy-controller"]
     assert crd.inputs["chart"].endswith("charts/karpy-crd")
     assert controller.inputs["chart"].endswith("charts/karpy")
+    assert not Path(controller.inputs["chart"]).is_absolute()  # another checkout shows no diff
+    assert (crd.inputs["version"], controller.inputs["version"]) == (args_.VERSION, args_.VERSION)
     assert yaml.safe_load((Path(controller.inputs["chart"]) / "Chart.yaml").read_text())["version"] == args_.VERSION
     assert controller.inputs["skipCrds"] is True
     assert "skipCrds" not in crd.inputs
@@ -287,7 +302,10 @@ def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
     assert values["nodeSelector"] == {"a": "b"}
     assert values["replicas"] == 3
     assert values["logLevel"] == "debug"
-    assert values["image"] == {"repository": args_.DEFAULT_IMAGE_REPOSITORY, "tag": args_.VERSION}
+    assert values["image"] == {
+        "repository": deployment.outputs["image_repository_url"],
+        "digest": deployment.outputs["image_ref"].split("@")[1],
+    }
     assert values["controller"]["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
 
 
@@ -437,7 +455,7 @@ def test_discovery_tags(pulumi_run: Run) -> None:
     ("karpenter_args", "message"),
     [
         (
-            args_.KarpenterArgs(cluster_name="demo", identity_mode=documents.IdentityMode.IRSA),
+            args_.KarpenterArgs(cluster_name="demo", identity_mode=args_.IdentityMode.IRSA),
             "identity_mode 'irsa' needs oidc_provider_arn",
         ),
         (args_.KarpenterArgs(cluster_name="demo", oidc_provider_arn=OIDC_ARN), "only used with identity_mode 'irsa'"),
@@ -536,9 +554,11 @@ def test_bad_arguments_declare_nothing(pulumi_run: Run) -> None:
 
 
 def test_every_problem_is_reported_at_once() -> None:
-    problems = args_.validate(
-        args_.KarpenterArgs(
-            cluster_name="demo", identity_mode=documents.IdentityMode.IRSA, helm=args_.HelmArgs(log_level="loud")
+    problems = spec_.validate(
+        spec_.resolve(
+            args_.KarpenterArgs(
+                cluster_name="demo", identity_mode=args_.IdentityMode.IRSA, helm=args_.HelmArgs(log_level="loud")
+            )
         )
     )
     assert problems == [

@@ -9,7 +9,7 @@ import yaml
 
 import karpy
 import pulumi_karpy
-from pulumi_karpy import args as args_
+from pulumi_karpy import spec as spec_
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,8 +20,7 @@ def test_one_version_for_the_whole_stack() -> None:
         "pyproject": package,
         "karpy.__version__": karpy.__version__,
         "pulumi_karpy.VERSION": pulumi_karpy.VERSION,
-        "component default image tag": args_.HelmArgs().image_tag,
-        "component default chart version": args_.HelmArgs().chart_version,
+        "component default chart version": spec_.Helm().chart_version,
     }
     for chart in ("karpy", "karpy-crd"):
         meta = yaml.safe_load((REPO / "charts" / chart / "Chart.yaml").read_text())
@@ -31,7 +30,6 @@ def test_one_version_for_the_whole_stack() -> None:
     # an empty tag means appVersion (charts/karpy/templates/_helpers.tpl "karpy.image")
     versions["chart image tag"] = values["image"]["tag"] or versions["karpy appVersion"]
     assert set(versions.values()) == {package}, versions
-    assert values["image"]["repository"] == args_.DEFAULT_IMAGE_REPOSITORY
 
 
 def test_the_wheel_ships_every_chart_file() -> None:
