@@ -35,7 +35,7 @@ from karpy import clock as clock_module
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import emulator
 from karpy.kube import config, rest
-from karpy.sim import autojump, kubelet, pdbs, scheduler, workloads
+from karpy.sim import autojump, garbage, kubelet, pdbs, scheduler, workloads
 from karpy.sim.kube import runner, server
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ class EmulatedCluster:
         self.scheduler: scheduler.KubeScheduler | None = None
         self.workloads: workloads.WorkloadController | None = None
         self.pdbs: pdbs.DisruptionController | None = None
+        self.garbage: garbage.GarbageCollector | None = None
 
     # -- what the controller needs -------------------------------------------------------------------------------
 
@@ -258,12 +259,14 @@ class EmulatedCluster:
         )
         self.workloads = workloads.WorkloadController(self._client, clock=self.clock, interval=opts.interval)
         self.pdbs = pdbs.DisruptionController(self._client, clock=self.clock, interval=opts.interval)
+        self.garbage = garbage.GarbageCollector(self._client, clock=self.clock, interval=opts.interval)
         if opts.autojump or not opts.virtual_time:
             for name, loop in (
                 ("kubelet", self.kubelet.run),
                 ("kube-scheduler", self.scheduler.run),
                 ("workloads", self.workloads.run),
                 ("disruption-controller", self.pdbs.run),
+                ("garbage-collector", self.garbage.run),
             ):
                 self._tasks.append(asyncio.create_task(loop(), name=f"emulated-{name}"))
 
@@ -294,10 +297,18 @@ class EmulatedCluster:
     # -- driving -------------------------------------------------------------------------------------------------
 
     async def step(self) -> None:
-        """One pass of each stand-in in causal order: workloads make pods, the kubelet makes nodes, the scheduler
-        binds, the kubelet starts what was bound, and the disruption controller counts the healthy pods."""
-        if self.kubelet is None or self.scheduler is None or self.workloads is None or self.pdbs is None:
+        """One pass of each stand-in in causal order: the garbage collector deletes what lost its owner, workloads
+        make pods, the kubelet makes nodes, the scheduler binds, the kubelet starts what was bound, and the disruption
+        controller counts the healthy pods."""
+        if (
+            self.kubelet is None
+            or self.scheduler is None
+            or self.workloads is None
+            or self.pdbs is None
+            or self.garbage is None
+        ):
             raise RuntimeError("the emulated cluster is not running")
+        await self.garbage.sync()
         await self.workloads.sync()
         await self.kubelet.sync()
         await self.scheduler.sync()

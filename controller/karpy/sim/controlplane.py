@@ -34,6 +34,10 @@ from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
+CONTROLLER_USER = "system:serviceaccount:default:karpy"
+"""The controller's bearer token: the emulated API server records each request under it (`sim.kube.audit`), so a
+test can tell the controller's requests from the stand-ins' and check them against the chart's RBAC."""
+
 QUEUE_WAIT_SECONDS = 1
 """SQS long-poll of the emulated queue: short, so that stopping never waits on a blocked boto3 thread."""
 
@@ -117,7 +121,7 @@ class ControlPlane:
         self._dead = False
         # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves.
         self._rest = rest.RestClient(
-            config.Config(server=emulated.api_url),
+            config.Config(server=emulated.api_url, token=CONTROLLER_USER),
             clock=clock_module.SystemClock(),
             qps=opts.qps,
             burst=opts.burst,
@@ -268,7 +272,7 @@ class ControlPlane:
 
             await app.run(
                 ctrl,
-                connection=app.connection_info(config.Config(server=self.emulated.api_url)),
+                connection=app.connection_info(config.Config(server=self.emulated.api_url, token=CONTROLLER_USER)),
                 stop=asyncio.Event(),
                 endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
             )

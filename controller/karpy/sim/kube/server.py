@@ -20,7 +20,7 @@ import attrs
 import kmock
 from kmock._internal import rendering  # kmock 0.8 leaves Response out of __all__
 
-from karpy.sim.kube import objects, patches, pods, resources, selectors, status, store, validation, watching
+from karpy.sim.kube import audit, objects, patches, pods, resources, selectors, status, store, validation, watching
 
 _JSON = {"Content-Type": "application/json"}
 _PATCH_TYPES = {
@@ -29,6 +29,7 @@ _PATCH_TYPES = {
     "application/strategic-merge-patch+json": "strategic",
 }
 Key = store.Key
+FOREGROUND_DELETION = "foregroundDeletion"
 
 
 def _ok(payload: Any, code: int = 200) -> rendering.Response:
@@ -53,6 +54,9 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     """Versions kept per object in `api.objects[...].history` (None: all, as kmock does); bound it for long runs."""
     request_history: int | None = None
     """Requests kept for kmock's request spy (None: all, as kmock does); bound it for long runs."""
+
+    accesses: audit.Log = attrs.field(factory=audit.Log, init=False)
+    """Every distinct (user, verb, resource, namespace, name) requested, for RBAC checks (see `audit`)."""
 
     _db: store.Store = attrs.field(init=False)
     _rng: random.Random = attrs.field(factory=random.Random, init=False)
@@ -157,10 +161,28 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         return request.resource is not None and request.resource.plural is not None
 
     async def _serve_object(self, request: kmock.Request) -> rendering.Response:
+        self._audit(request)
         try:
             return await self._route(request)
         except status.ApiError as error:
             return rendering.Response(status=error.code, payload=error.body(), headers=_JSON)
+
+    def _audit(self, request: kmock.Request) -> None:
+        resource = request.resource
+        assert resource is not None  # see _is_object_request
+        plural = str(resource.plural)
+        self.accesses.record(
+            audit.Access(
+                user=audit.user(request.headers),
+                verb=audit.verb(
+                    request.method, named=request.name is not None, watch=request.action == kmock.action.WATCH
+                ),
+                group=resource.group or "",
+                resource=f"{plural}/{request.subresource}" if request.subresource else plural,
+                namespace=request.namespace or "",
+                name=request.name or "",
+            )
+        )
 
     async def _route(self, request: kmock.Request) -> rendering.Response:
         kind = self._kind(request)
@@ -386,12 +408,21 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     async def _delete(self, request: kmock.Request, kind: objects.Kind) -> Any:
         options = request.data if isinstance(request.data, dict) else {}
         preconditions = options.get("preconditions") or {}
+        policy = options.get("propagationPolicy") or request.params.get("propagationPolicy")
         async with self._lock:
             key = self._key(request, kind)
             old = self._db.live(key)
             if old is None:
                 raise status.not_found(kind.plural, kind.group, key[2])
             meta = objects.metadata(old)
+            if policy == "Foreground" and FOREGROUND_DELETION not in (meta.get("finalizers") or ()):
+                # The API server holds the owner until the garbage collector has deleted the dependents that
+                # block it (sim.garbage), as apiserver's BeforeDelete does with this finalizer.
+                held = copy.deepcopy(old)
+                held["metadata"]["finalizers"] = [*(meta.get("finalizers") or ()), FOREGROUND_DELETION]
+                held["metadata"]["resourceVersion"] = str(self._db.resource_version + 1)
+                old = await self._db.update(key, old, held)
+                meta = objects.metadata(old)
             for field, precondition in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
                 expected = preconditions.get(precondition)
                 if expected and expected != meta.get(field):
