@@ -34,6 +34,10 @@ helm upgrade --install karpy charts/karpy --namespace kube-system --skip-crds \\
   --set settings.clusterName=my-cluster --set settings.interruptionQueue=my-queue
 ```
 
+The values are upstream Karpenter's chart keys (v1.14) with the same meaning, so a values file written for upstream
+works unchanged; karpy's additions are marked "(karpy)" and `values.schema.json` refuses unknown keys. Defaults
+merge with what you set (affinity included: karpy never runs on a node it manages, whatever the affinity says).
+
 Every `settings.*` value becomes the controller environment variable of the same name in SNAKE_CASE
 (`settings.batchMaxDuration` → `BATCH_MAX_DURATION`); `karpy.operator.settings.ENV_VARS` is the table. The
 Pulumi component `pulumi_karpy.Karpenter` installs both charts with the IAM role, queue and rules wired in.

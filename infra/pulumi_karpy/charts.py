@@ -81,6 +81,5 @@ def owned_values(
         "serviceAccount": service_account_values,
         "replicas": replicas,
         "logLevel": log_level,
-        "image": image,
-        "controller": {"resources": dict(resources)},
+        "controller": {"image": image, "resources": dict(resources)},
     }

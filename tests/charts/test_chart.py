@@ -16,6 +16,7 @@ from karpy.api import crds as api_crds
 from karpy.api import errors
 from karpy.operator import settings
 
+from . import upstream
 from .conftest import CHART, CRD_CHART, REPO, Helm, Render, Schemas, by_kind, one
 
 K8S_VERSION = "1.32.0"
@@ -34,9 +35,9 @@ VALUE_SETS: dict[str, dict[str, str]] = {
         "replicas": "1",
         "settings.disableLeaderElection": "true",
         "nodeSelector.eks\\.amazonaws\\.com/nodegroup": "system",
-        "topologySpread.enabled": "false",
+        "json:topologySpreadConstraints": "[]",
         "podDisruptionBudget.enabled": "false",
-        "image.digest": "sha256:" + "a" * 64,
+        "controller.image.digest": "sha256:" + "a" * 64,
     },
     "tuned": {
         "settings.batchMaxDuration": "30s",
@@ -59,8 +60,11 @@ def env_of(docs: list[dict[str, Any]]) -> dict[str, str]:
     for item in container["env"]:
         if "value" in item:
             env[item["name"]] = item["value"]
-        elif item["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace":
+        elif "fieldRef" in item["valueFrom"]:
+            assert item["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
             env[item["name"]] = "karpy"
+        else:  # resourceFieldRef: the container's own requests/limits
+            env[item["name"]] = "0"
     return env
 
 
@@ -155,18 +159,21 @@ def test_options_render(render: Render) -> None:
     assert monitor["spec"]["endpoints"][0]["port"] == "http-metrics"
     pinned = render(VALUE_SETS["pinned-single-replica"])
     pod = one(pinned, "Deployment")["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system"}
+    assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system", "kubernetes.io/os": "linux"}
     assert "topologySpreadConstraints" not in pod
     assert by_kind(pinned, "PodDisruptionBudget") == []
-    assert pod["containers"][0]["image"] == "ghcr.io/karpy-dev/karpy@sha256:" + "a" * 64
+    assert pod["containers"][0]["image"] == "ghcr.io/karpy-dev/karpy:0.1.0@sha256:" + "a" * 64
     custom = one(render(VALUE_SETS["tuned"]), "Deployment")["spec"]["template"]["spec"]["affinity"]
-    assert custom == {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [{"key": "role", "operator": "Exists"}]}]
-            }
+    # the user's term replaces the default list, and still keeps karpy off its own nodes
+    assert custom["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {
+            "matchExpressions": [
+                {"key": "role", "operator": "Exists"},
+                {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
+            ]
         }
-    }
+    ]
+    assert "podAntiAffinity" in custom  # the rest of the default affinity is merged, not replaced
 
 
 # ---- RBAC: least privilege ------------------------------------------------------------------------------------
@@ -243,15 +250,17 @@ def settings_leaves(values: dict[str, Any]) -> set[str]:
 
 
 def test_every_chart_setting_reaches_a_controller_setting(render: Render) -> None:
+    """Each setting is karpy's (settings.ENV_VARS) or upstream's (rendered as upstream does: test_parity.py)."""
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     table = {var.helm: var for var in settings.ENV_VARS if var.helm is not None}
-    assert settings_leaves(values) <= set(table), settings_leaves(values) - set(table)
+    known = set(table) | set(upstream.SETTING_ENV)
+    assert settings_leaves(values) <= known, settings_leaves(values) - known
     env = env_of(render())
     for helm_path, var in table.items():
         assert var.env in env or (helm_path == "settings.awsRegion" and not values["settings"]["awsRegion"]), var
     assert {var.env for var in settings.ENV_VARS if var.helm is None} <= set(env)
-    # and every env var the chart sets is one the controller reads
-    read = {var.env for var in settings.ENV_VARS}
+    # and every env var the chart sets is one the controller reads, or one upstream's chart sets
+    read = {var.env for var in settings.ENV_VARS} | set(upstream.SETTING_ENV.values()) | upstream.FIXED_ENV
     assert set(env) <= read, set(env) - read
 
 

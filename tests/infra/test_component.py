@@ -302,7 +302,7 @@ def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
     assert values["nodeSelector"] == {"a": "b"}
     assert values["replicas"] == 3
     assert values["logLevel"] == "debug"
-    assert values["image"] == {
+    assert values["controller"]["image"] == {
         "repository": deployment.outputs["image_repository_url"],
         "digest": deployment.outputs["image_ref"].split("@")[1],
     }

@@ -132,7 +132,7 @@ def test_by_default_the_stack_builds_and_pushes_the_image_and_pins_its_digest(pu
     (registry,) = registries["value"]
     assert (registry["address"], registry["username"]) == (url, "AWS")
     digest = deployment.outputs["image_ref"].split("@")[1]
-    assert controller_values(deployment)["image"] == {"repository": url, "digest": digest}
+    assert controller_values(deployment)["controller"]["image"] == {"repository": url, "digest": digest}
 
 
 def test_an_image_reference_builds_nothing(pulumi_run: Run) -> None:
@@ -144,7 +144,7 @@ def test_an_image_reference_builds_nothing(pulumi_run: Run) -> None:
     assert deployment.of_type("aws:ecr/repository:Repository") == []
     assert deployment.outputs["image_ref"] == reference
     assert deployment.outputs["image_repository_url"] is None
-    assert controller_values(deployment)["image"] == {
+    assert controller_values(deployment)["controller"]["image"] == {
         "repository": "registry.example.com/karpy",
         "tag": "0.1.0",
         "digest": "sha256:" + "b" * 64,

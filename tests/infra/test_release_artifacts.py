@@ -28,7 +28,7 @@ def test_one_version_for_the_whole_stack() -> None:
         versions[f"{chart} appVersion"] = meta["appVersion"]
     values = yaml.safe_load((REPO / "charts" / "karpy" / "values.yaml").read_text())
     # an empty tag means appVersion (charts/karpy/templates/_helpers.tpl "karpy.image")
-    versions["chart image tag"] = values["image"]["tag"] or versions["karpy appVersion"]
+    versions["chart image tag"] = values["controller"]["image"]["tag"] or versions["karpy appVersion"]
     assert set(versions.values()) == {package}, versions
 
 

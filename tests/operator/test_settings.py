@@ -165,7 +165,9 @@ def test_default_lease_name_is_the_charts_for_release_karpy_and_not_upstreams() 
     chart_name = re.search(r"^name:\s*(\S+)", (chart / "Chart.yaml").read_text(), re.MULTILINE)
     assert chart_name is not None
     deployment = (chart / "templates" / "deployment.yaml").read_text()
-    assert 'printf "%s-leader-election" (include "karpy.fullname" .)' in deployment
+    helpers = (chart / "templates" / "_helpers.tpl").read_text()
+    assert 'value: {{ include "karpy.leaderElectionName" . | quote }}' in deployment
+    assert 'printf "%s-leader-election" (include "karpy.fullname" .)' in helpers
     default = settings.Settings.from_env(BASE).leader_election.name
     assert default == f"{chart_name.group(1)}-leader-election" == "karpy-leader-election"
     assert default != "karpenter-leader-election"

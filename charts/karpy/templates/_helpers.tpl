@@ -44,20 +44,96 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
-{{/* The image reference: digest wins over tag; the tag defaults to appVersion (one version for the stack). */}}
+{{/* The image reference, as upstream's chart spells it: repository:tag, pinned with @digest when one is given. The
+tag defaults to appVersion (one version for the stack). */}}
 {{- define "karpy.image" -}}
-{{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
-{{- else -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $image := .Values.controller.image -}}
+{{- $reference := printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) -}}
+{{- if $image.digest -}}
+{{- $reference = printf "%s@%s" $reference $image.digest -}}
 {{- end -}}
+{{- $reference -}}
 {{- end -}}
 
-{{/* featureGates map -> "NodeRepair=false,ReservedCapacity=true,..." (upstream's FEATURE_GATES format). */}}
+{{/* Pod (anti-)affinity terms without a labelSelector select the controller's own pods (upstream's patch). */}}
+{{- define "karpy.podAffinityTerms" -}}
+{{- $selector := dict "matchLabels" (include "karpy.selectorLabels" .root | fromYaml) -}}
+{{- $patched := dict -}}
+{{- range $key, $terms := .affinity -}}
+{{- $out := list -}}
+{{- range $term := $terms -}}
+{{- $term = deepCopy $term -}}
+{{- $target := ternary $term.podAffinityTerm $term (eq $key "preferredDuringSchedulingIgnoredDuringExecution") -}}
+{{- if not (hasKey $target "labelSelector") -}}
+{{- $_ := set $target "labelSelector" $selector -}}
+{{- end -}}
+{{- $out = append $out $term -}}
+{{- end -}}
+{{- $_ := set $patched $key $out -}}
+{{- end -}}
+{{- toYaml $patched -}}
+{{- end -}}
+
+{{/* The user's affinity (Helm has merged it with the defaults key by key) with two guarantees: every required node
+selector term keeps karpy off the nodes it manages (`karpenter.sh/nodepool DoesNotExist`, unless the term names that
+key itself), and pod affinity terms select the controller's pods when they name no labelSelector. */}}
+{{- define "karpy.affinity" -}}
+{{- $affinity := deepCopy (.Values.affinity | default dict) -}}
+{{- $node := $affinity.nodeAffinity | default dict -}}
+{{- $required := $node.requiredDuringSchedulingIgnoredDuringExecution | default dict -}}
+{{- $terms := list -}}
+{{- range $term := ($required.nodeSelectorTerms | default (list dict)) -}}
+{{- $expressions := $term.matchExpressions | default list -}}
+{{- $named := false -}}
+{{- range $expression := $expressions -}}
+{{- if eq $expression.key "karpenter.sh/nodepool" -}}{{- $named = true -}}{{- end -}}
+{{- end -}}
+{{- if not $named -}}
+{{- $expressions = append $expressions (dict "key" "karpenter.sh/nodepool" "operator" "DoesNotExist") -}}
+{{- end -}}
+{{- $terms = append $terms (merge (dict "matchExpressions" $expressions) (deepCopy $term)) -}}
+{{- end -}}
+{{- $_ := set $required "nodeSelectorTerms" $terms -}}
+{{- $_ := set $node "requiredDuringSchedulingIgnoredDuringExecution" $required -}}
+{{- $_ := set $affinity "nodeAffinity" $node -}}
+{{- range $key := list "podAffinity" "podAntiAffinity" -}}
+{{- with get $affinity $key -}}
+{{- $_ := set $affinity $key (include "karpy.podAffinityTerms" (dict "root" $ "affinity" .) | fromYaml) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $affinity -}}
+{{- end -}}
+
+{{/* Topology spread constraints without a labelSelector select the controller's pods (upstream's patch). */}}
+{{- define "karpy.topologySpreadConstraints" -}}
+{{- $selector := dict "matchLabels" (include "karpy.selectorLabels" . | fromYaml) -}}
+{{- $out := list -}}
+{{- range $constraint := .Values.topologySpreadConstraints -}}
+{{- $constraint = deepCopy $constraint -}}
+{{- if not (hasKey $constraint "labelSelector") -}}
+{{- $_ := set $constraint "labelSelector" $selector -}}
+{{- end -}}
+{{- $out = append $out $constraint -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The container security context: fixed hardening, with controller.securityContext merged over it. */}}
+{{- define "karpy.securityContext" -}}
+{{- $fixed := dict "privileged" false "allowPrivilegeEscalation" false "readOnlyRootFilesystem" true "runAsNonRoot" true "runAsUser" 65532 "runAsGroup" 65532 "capabilities" (dict "drop" (list "ALL")) -}}
+{{- toYaml (merge (deepCopy (.Values.controller.securityContext | default dict)) $fixed) -}}
+{{- end -}}
+
+{{/* A gates map -> "NodeRepair=false,ReservedCapacity=true,..." (upstream's FEATURE_GATES / AWS_FEATURE_GATES). */}}
 {{- define "karpy.featureGates" -}}
 {{- $gates := list -}}
-{{- range $name, $on := .Values.settings.featureGates -}}
+{{- range $name, $on := .gates -}}
 {{- $gates = append $gates (printf "%s%s=%t" (upper (substr 0 1 $name)) (substr 1 -1 $name) $on) -}}
 {{- end -}}
 {{- join "," $gates -}}
+{{- end -}}
+
+{{/* The leader-election Lease: the controller's LEADER_ELECTION_NAME and the only Lease the Role lets it write. */}}
+{{- define "karpy.leaderElectionName" -}}
+{{- printf "%s-leader-election" (include "karpy.fullname" .) -}}
 {{- end -}}
