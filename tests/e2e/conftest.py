@@ -6,16 +6,29 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from tests.charts import rbac
 from tests.e2e import support
 
 from karpy.sim import cluster, controlplane
 
 
+@pytest.fixture(scope="session")
+def chart_rbac() -> list[rbac.Rule]:
+    """The rules charts/karpy binds to the controller's ServiceAccount, rendered once by the real helm."""
+    return rbac.bound_rules(rbac.render(), service_account=rbac.SERVICE_ACCOUNT, namespace=rbac.NAMESPACE)
+
+
 @pytest.fixture
-async def emulated() -> AsyncIterator[cluster.EmulatedCluster]:
+async def emulated(
+    request: pytest.FixtureRequest, chart_rbac: list[rbac.Rule]
+) -> AsyncIterator[cluster.EmulatedCluster]:
+    """The cluster; at the end, every request the controller sent must be one the chart's RBAC allows (and one the
+    committed recording has: see tests/charts/rbac.py)."""
     options = cluster.ClusterOptions(cluster_name=support.CLUSTER, boot_delay=1.0, interval=0.5)
     async with cluster.EmulatedCluster(options) as running:
         yield running
+        found = rbac.after_test(running.api.accesses.snapshot(), chart_rbac, test_id=request.node.nodeid)
+        assert not found, "\n".join(found)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
+from tests.charts import rbac
 from tests.e2e import support
 
 from karpy.api import decoding
@@ -29,12 +30,16 @@ UPSTREAM = controlplane.Options(interruption=False)
 
 
 @pytest.fixture
-async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
+async def virtual(
+    request: pytest.FixtureRequest, chart_rbac: list[rbac.Rule]
+) -> AsyncIterator[cluster.EmulatedCluster]:
     options = cluster.ClusterOptions(
         cluster_name=support.CLUSTER, boot_delay=BOOT_DELAY, interval=1.0, autojump=True, start_time=time.time()
     )
     async with cluster.EmulatedCluster(options) as running:
         yield running
+        found = rbac.after_test(running.api.accesses.snapshot(), chart_rbac, test_id=request.node.nodeid)
+        assert not found, "\n".join(found)
 
 
 @pytest.mark.slow
