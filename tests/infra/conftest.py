@@ -89,6 +89,53 @@ class Recorded:
     parent: str
     provider: str
     dependencies: list[str]
+    import_id: str = ""
+
+
+NODE_GROUPS: dict[str, dict[str, Any]] = {
+    # What EKS reports for two existing managed node groups (the provider's camelCase): one on a launch template,
+    # tainted and labelled, one plain with a disk size and remote access.
+    "system": {
+        "clusterName": "prod",
+        "nodeGroupName": "system",
+        "nodeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/system-nodes",
+        "subnetIds": ["subnet-a", "subnet-b"],
+        "instanceTypes": ["m6i.large", "m6i.xlarge"],
+        "amiType": "AL2023_x86_64_STANDARD",
+        "capacityType": "ON_DEMAND",
+        "version": "1.32",
+        "releaseVersion": "1.32.3-20250519",
+        "diskSize": 0,
+        "labels": {"role": "system"},
+        "taints": [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}],
+        "tags": {"team": "platform", "k8s.io/cluster-autoscaler/enabled": "true"},
+        "scalingConfigs": [{"minSize": 3, "desiredSize": 3, "maxSize": 6}],
+        "updateConfigs": [{"maxUnavailable": 1, "maxUnavailablePercentage": 0}],
+        "launchTemplates": [{"id": "lt-0123", "name": "system", "version": "7"}],
+        "remoteAccesses": [{"ec2SshKey": "ops", "sourceSecurityGroupIds": ["sg-ops"]}],
+        "status": "ACTIVE",
+    },
+    "general": {
+        "clusterName": "prod",
+        "nodeGroupName": "general",
+        "nodeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/general-nodes",
+        "subnetIds": ["subnet-a", "subnet-b", "subnet-c"],
+        "instanceTypes": ["c6i.2xlarge", "m5.2xlarge"],
+        "amiType": "AL2_x86_64",
+        "capacityType": "SPOT",
+        "version": "1.32",
+        "releaseVersion": "1.32.3-20250519",
+        "diskSize": 100,
+        "labels": {},
+        "taints": [],
+        "tags": {},
+        "scalingConfigs": [{"minSize": 2, "desiredSize": 6, "maxSize": 20}],
+        "updateConfigs": [{"maxUnavailable": 0, "maxUnavailablePercentage": 33}],
+        "launchTemplates": [],
+        "remoteAccesses": [{"ec2SshKey": "ops", "sourceSecurityGroupIds": ["sg-ops"]}],
+        "status": "ACTIVE",
+    },
+}
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -140,6 +187,10 @@ class Mocks(pulumi.runtime.Mocks):
             return {"name": REGION, "region": REGION, "id": REGION}
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/ci", "userId": "ci", "id": ACCOUNT}
+        if args.token == "aws:eks/getNodeGroup:getNodeGroup":
+            return {**NODE_GROUPS[args.args["nodeGroupName"]], "id": args.args["nodeGroupName"]}
+        if args.token == "aws:eks/getAddon:getAddon":
+            return {"addonName": args.args["addonName"], "addonVersion": "v1.3.8-eksbuild.2", "id": "agent"}
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
             return {"userName": "AWS", "password": "token", "proxyEndpoint": "https://ecr", "id": REGION}
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
@@ -166,6 +217,7 @@ class RecordingMonitor(pulumi.runtime.mocks.MockMonitor):
                     parent=request.parent,
                     provider=request.provider,
                     dependencies=list(request.dependencies),
+                    import_id=request.importId,
                 )
             )
         return response

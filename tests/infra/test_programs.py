@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import ACCOUNT, Deployment, Run
+from .conftest import ACCOUNT, NODE_GROUPS, Deployment, Run
 
 REPO = Path(__file__).resolve().parents[2]
 EKS_ADMIN_OIDC = f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"
@@ -148,58 +148,150 @@ def test_reuse_example_uses_explicit_providers(pulumi_run: Run) -> None:
 MIGRATION_CONFIG = {
     "aws:region": "us-west-2",
     "karpy-migrate-from-mng:clusterName": "prod",
-    "karpy-migrate-from-mng:nodeGroupName": "general",
-    "karpy-migrate-from-mng:nodeGroupRoleArn": f"arn:aws:iam::{ACCOUNT}:role/general",
+    "karpy-migrate-from-mng:nodeGroups": '["system", "general"]',
+    "karpy-migrate-from-mng:systemNodeGroup": "system",
     "karpy-migrate-from-mng:subnetIds": '["subnet-a", "subnet-b"]',
     "karpy-migrate-from-mng:securityGroupId": "sg-1",
-    "karpy-migrate-from-mng:instanceFamilies": '["m5", "m6i", "c6i"]',
-    "karpy-migrate-from-mng:nodeGroupSize": '{"min": 3, "desired": 6, "max": 10}',
 }
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def migrate(run: Run, phase: int, **extra: str) -> Deployment:
+    config = {
+        **MIGRATION_CONFIG,
+        "karpy-migrate-from-mng:phase": str(phase),
+        **{f"karpy-migrate-from-mng:{k}": v for k, v in extra.items()},
+    }
+    return run(main_of("examples/migrate-from-managed-node-groups"), config=config, project="karpy-migrate-from-mng")
+
+
+def as_reported(name: str) -> dict[str, Any]:
+    """What `pulumi preview` compares against after the import: the node group's inputs as EKS reports them."""
+    live = NODE_GROUPS[name]
+    template = live["launchTemplates"][0] if live["launchTemplates"] else None
+    remote = live["remoteAccesses"][0] if live["remoteAccesses"] else None
+    update = {k: v for k, v in live["updateConfigs"][0].items() if v}
+    scaling = live["scalingConfigs"][0]
+    expected: dict[str, Any] = {
+        "clusterName": live["clusterName"],
+        "nodeGroupName": name,
+        "nodeRoleArn": live["nodeRoleArn"],
+        "subnetIds": live["subnetIds"],
+        "instanceTypes": live["instanceTypes"],
+        "amiType": live["amiType"],
+        "capacityType": live["capacityType"],
+        "version": live["version"],
+        "releaseVersion": live["releaseVersion"],
+        "labels": live["labels"],
+        "taints": live["taints"],
+        "tags": live["tags"],
+        "scalingConfig": {k: scaling[k] for k in ("minSize", "desiredSize", "maxSize")},
+        "updateConfig": update,
+    }
+    if template is not None:
+        expected["launchTemplate"] = {"id": template["id"], "version": template["version"]}
+    else:
+        expected["diskSize"] = live["diskSize"]
+        expected["remoteAccess"] = remote
+    return expected
+
+
+def declared(deployment: Deployment, name: str) -> dict[str, Any]:
+    inputs = deployment.get(NODE_GROUP, f"node-group-{name}").inputs
+    return {k: v for k, v in inputs.items() if k not in ("name", "arn")}  # the mocks' own outputs
+
+
+@pytest.mark.parametrize("name", ["system", "general"])
+def test_the_import_step_declares_every_input_of_each_node_group(pulumi_run: Run, name: str) -> None:
+    deployment = migrate(pulumi_run, 0)
+    assert declared(deployment, name) == as_reported(name)
+    assert deployment.get(NODE_GROUP, f"node-group-{name}").import_id == f"prod:{name}"
+    later = migrate(pulumi_run, 2)
+    assert declared(later, name) == as_reported(name), "no change until phase 3"
+    assert later.get(NODE_GROUP, f"node-group-{name}").import_id == ""
+
+
+def test_phase_3_changes_only_the_scaling(pulumi_run: Run) -> None:
+    deployment = migrate(pulumi_run, 3, nodeGroupFloor="2")
+    for name, size in (("system", 2), ("general", 0)):
+        now = declared(deployment, name)
+        assert now["scalingConfig"] == {"minSize": size, "desiredSize": size, "maxSize": max(size, 1)}
+        assert {k: v for k, v in now.items() if k != "scalingConfig"} == {
+            k: v for k, v in as_reported(name).items() if k != "scalingConfig"
+        }
+    assert deployment.outputs["systemDesired"] == 2
+    assert deployment.outputs["generalDesired"] == 0
 
 
 @pytest.mark.parametrize(
-    ("phase", "karpy", "pools", "autoscaler_replicas", "desired"),
-    [
-        (0, False, False, 1, 6),
-        (1, True, False, 1, 6),
-        (2, True, True, 1, 6),
-        (3, True, True, 0, 2),
-        (4, True, True, None, 2),
-    ],
+    ("phase", "karpy", "pools", "autoscaler_replicas"),
+    [(0, False, False, 1), (1, True, False, 1), (2, True, True, 1), (3, True, True, 0), (4, True, True, None)],
 )
 def test_migration_phases(
-    pulumi_run: Run, phase: int, karpy: bool, pools: bool, autoscaler_replicas: int | None, desired: int
+    pulumi_run: Run, phase: int, karpy: bool, pools: bool, autoscaler_replicas: int | None
 ) -> None:
-    config = {**MIGRATION_CONFIG, "karpy-migrate-from-mng:phase": str(phase)}
-    deployment = pulumi_run(
-        main_of("examples/migrate-from-managed-node-groups"), config=config, project="karpy-migrate-from-mng"
-    )
+    deployment = migrate(pulumi_run, phase)
     names = types_named(deployment)
     assert (("karpy:index:Karpenter", "karpy") in names) is karpy
     assert (("karpy:index:DiscoveryTags", "discovery") in names) is karpy
     assert (("kubernetes:karpenter.sh/v1:NodePool", "migrated-families") in names) is pools
-    node_group = deployment.get("aws:eks/nodeGroup:NodeGroup", "node-group")
-    assert node_group.inputs["scalingConfig"]["desiredSize"] == desired
-    assert deployment.outputs["nodeGroupDesired"] == desired
-    autoscaler = [r for r in deployment.of_type("kubernetes:helm.sh/v3:Release") if r.name == "cluster-autoscaler"]
+    assert (("kubernetes:karpenter.sh/v1:NodePool", "karpy-default-nodepool") in names) is pools
+    autoscaler = [r for r in deployment.of_type(RELEASE) if r.name == "cluster-autoscaler"]
     if autoscaler_replicas is None:
         assert autoscaler == []
     else:
         assert autoscaler[0].inputs["values"]["replicaCount"] == autoscaler_replicas
     if karpy:
-        values = deployment.get("kubernetes:helm.sh/v3:Release", "karpy-controller").inputs["values"]
-        assert values["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "general"}
+        values = deployment.get(RELEASE, "karpy-controller").inputs["values"]
+        assert values["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system"}
     if pools:
         pool = deployment.get("kubernetes:karpenter.sh/v1:NodePool", "migrated-families").inputs["spec"]
         families = pool["template"]["spec"]["requirements"][0]
+        # every node group's families, from what EKS reports
         assert families == {
             "key": "karpenter.k8s.aws/instance-family",
             "operator": "In",
-            "values": ["m5", "m6i", "c6i"],
+            "values": ["c6i", "m5", "m6i"],
         }
-        default_pool = deployment.get("kubernetes:karpenter.sh/v1:NodePool", "karpy-default-nodepool").inputs["spec"]
-        categories = default_pool["template"]["spec"]["requirements"][3]
-        assert categories["values"] == ["c", "m"]
+
+
+def test_pod_identity_agent_is_created_or_required(pulumi_run: Run) -> None:
+    created = migrate(pulumi_run, 1, podIdentityAgent="create")
+    addon = created.get("aws:eks/addon:Addon", "karpy-pod-identity-agent").inputs
+    assert (addon["addonName"], addon["clusterName"]) == ("eks-pod-identity-agent", "prod")
+    required = migrate(pulumi_run, 1)
+    assert required.of_type("aws:eks/addon:Addon") == []  # present: looked up (the lookup fails when it is not)
+    with pytest.raises(ValueError, match="podIdentityAgent"):
+        migrate(pulumi_run, 1, podIdentityAgent="maybe")
+
+
+def test_config_map_clusters_get_the_node_role_into_aws_auth(pulumi_run: Run) -> None:
+    existing = [{"rolearn": NODE_GROUPS["system"]["nodeRoleArn"], "username": "system:node:{{EC2PrivateDNSName}}",
+                 "groups": ["system:bootstrappers", "system:nodes"]}]  # fmt: skip
+    deployment = migrate(pulumi_run, 1, accessMode="aws_auth", awsAuthMapRoles=json.dumps(existing))
+    assert deployment.of_type("aws:eks/accessEntry:AccessEntry") == []
+    roles = yaml.safe_load(
+        deployment.get("kubernetes:core/v1:ConfigMapPatch", "karpy-aws-auth").inputs["data"]["mapRoles"]
+    )
+    assert roles[0] == existing[0]
+    node_role = deployment.get("aws:iam/role:Role", "karpy-node").inputs
+    assert roles[1]["rolearn"] == f"arn:aws:iam::{ACCOUNT}:role/{node_role['name']}"
+    assert len(roles) == 2
+
+
+def test_addons_can_be_pinned_to_the_system_node_group(pulumi_run: Run) -> None:
+    deployment = migrate(pulumi_run, 1, pinAddons="true")
+    for addon in ("coredns", "metrics-server"):
+        patch = deployment.get("kubernetes:apps/v1:DeploymentPatch", f"{addon}-on-system").inputs
+        assert patch["metadata"]["name"] == addon
+        assert patch["spec"]["template"]["spec"]["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system"}
+    assert migrate(pulumi_run, 1).of_type("kubernetes:apps/v1:DeploymentPatch") == []
+
+
+def test_the_system_node_group_must_be_one_of_the_node_groups(pulumi_run: Run) -> None:
+    with pytest.raises(ValueError, match="systemNodeGroup"):
+        migrate(pulumi_run, 0, systemNodeGroup="other")
 
 
 def test_migration_rejects_an_unknown_phase() -> None:
