@@ -24,15 +24,22 @@ def main() -> dict[str, Any]:
     mode = args.IdentityMode(config.get("identityMode") or "pod_identity")
     karpenter_args = args.KarpenterArgs(
         cluster_name=config.require("clusterName"),
-        cluster_endpoint=config.get("clusterEndpoint") or None,  # type: ignore[typeddict-item]
         identity_mode=mode,
-        oidc_provider_arn=config.get("oidcProviderArn") or None,
-        oidc_issuer_url=config.get("oidcIssuerUrl") or None,
         namespace=config.get("namespace") or "kube-system",
         queue=args.QueueArgs(enabled=config.get_bool("interruptionQueue") is not False),
-        default_node_pool=args.DefaultNodePoolArgs() if config.get_bool("defaultNodePool") else None,
         tags={"app.kubernetes.io/managed-by": "pulumi", "karpy/stack": pulumi.get_stack()},
     )
+    # Empty config values mean "unset": the key is left out.
+    if endpoint := config.get("clusterEndpoint"):
+        karpenter_args["cluster_endpoint"] = endpoint
+    if oidc_arn := config.get("oidcProviderArn"):
+        karpenter_args["oidc_provider_arn"] = oidc_arn
+    if issuer := config.get("oidcIssuerUrl"):
+        karpenter_args["oidc_issuer_url"] = issuer
+    if reference := config.get("imageReference"):
+        karpenter_args["image"] = args.ImageArgs(reference=reference)
+    if config.get_bool("defaultNodePool"):
+        karpenter_args["default_node_pool"] = args.DefaultNodePoolArgs()
     aws_provider = aws.Provider("aws", region=pulumi.Config("aws").get("region"))
     k8s_provider = k8s.Provider("kubernetes", kubeconfig=config.get("kubeconfig") or None)
     karpenter = component.Karpenter(
@@ -48,6 +55,7 @@ def main() -> dict[str, Any]:
         "namespace": karpenter.namespace,
         "serviceAccount": karpenter.service_account,
         "releaseStatus": karpenter.release_status,
+        "imageRef": karpenter.image_ref,
     }
 
 

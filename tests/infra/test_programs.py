@@ -68,6 +68,17 @@ def test_root_program_installs_karpy_from_stack_config(pulumi_run: Run) -> None:
     assert len(deployment.outputs["ruleNames"]) == 5
     pia = deployment.get("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpy-pod-identity")
     assert pia.inputs["clusterName"] == "prod"
+    assert ("docker-build:index:Image", "karpy-image") in names  # built by default
+    assert "@sha256:" in deployment.outputs["imageRef"]
+
+
+def test_root_program_deploys_a_given_image(pulumi_run: Run) -> None:
+    reference = "registry.example.com/karpy@sha256:" + "d" * 64
+    deployment = pulumi_run(
+        main_of("infra/program"), config={"karpy:clusterName": "prod", "karpy:imageReference": reference}
+    )
+    assert deployment.of_type("docker-build:index:Image") == []
+    assert deployment.outputs["imageRef"] == reference
 
 
 def test_root_program_irsa_without_queue(pulumi_run: Run) -> None:
