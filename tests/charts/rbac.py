@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +60,13 @@ class Rule:
 
 
 def render(*, release: str = RELEASE, namespace: str = NAMESPACE, values: Sequence[str] = ()) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [str(HELM), "template", release, str(CHART), "--namespace", namespace, "--set", "settings.clusterName=demo",
-         *values],
-        capture_output=True, text=True, timeout=60, check=True,
-        env={**os.environ, "HELM_CACHE_HOME": "/nonexistent", "HELM_CONFIG_HOME": "/nonexistent"},
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="karpy-helm-") as home:
+        result = subprocess.run(
+            [str(HELM), "template", release, str(CHART), "--namespace", namespace, "--set",
+             "settings.clusterName=demo", *values],
+            capture_output=True, text=True, timeout=60, check=True,
+            env={**os.environ, "HELM_CACHE_HOME": home, "HELM_CONFIG_HOME": home, "HELM_DATA_HOME": home},
+        )  # fmt: skip
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
