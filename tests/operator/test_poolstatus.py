@@ -101,7 +101,8 @@ def test_status_patch_carries_usage_and_is_none_once_written() -> None:
 
 
 def test_hash_patch_until_annotated() -> None:
-    patch = poolstatus.nodepool_hash_patch(POOL)
+    stamp = poolstatus.nodepool_stamp(POOL)
+    patch = poolstatus.hash_patch(POOL.metadata, stamp)
     assert patch == {
         "metadata": {
             "annotations": {
@@ -112,7 +113,46 @@ def test_hash_patch_until_annotated() -> None:
     }
     raw = builders.nodepool("good")
     raw["metadata"]["annotations"] = patch["metadata"]["annotations"]
-    assert poolstatus.nodepool_hash_patch(parse.nodepool(raw)) is None
+    assert poolstatus.hash_patch(parse.nodepool(raw).metadata, stamp) is None
+
+
+def test_karpys_hash_versions_are_its_own() -> None:
+    # Upstream v1.14 stamps "v3" (nodepool) and "v6" (ec2nodeclass) over hashstructure values that karpy's sha256
+    # cannot reproduce: sharing a version value would compare the two and drift every node on a take-over.
+    assert labels.NODEPOOL_HASH_VERSION not in ("v1", "v2", "v3")
+    assert labels.EC2NODECLASS_HASH_VERSION not in ("v1", "v2", "v3", "v4", "v5", "v6")
+
+
+DRIFTED = {"type": "Drifted", "status": "True", "reason": "AMIDrift", "message": "",
+           "lastTransitionTime": "2023-11-14T22:13:20Z"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("annotations", "conditions", "expected"),
+    [
+        # upstream's stamp: our version and the pool's hash now
+        ({"nodepool-hash": "4012279412359526432", "nodepool-hash-version": "v3"}, [], {"version", "hash"}),
+        # no stamp at all (a claim made before hashes existed)
+        ({}, [], {"version", "hash"}),
+        # already Drifted: only the version moves, so it stays drifted (core: updateNodeClaimHash)
+        ({"nodepool-hash": "4012279412359526432", "nodepool-hash-version": "v3"}, [DRIFTED], {"version"}),
+        # already ours: nothing to do, even when the hash differs (that is drift, not a re-stamp)
+        ({"nodepool-hash": "other", "nodepool-hash-version": labels.NODEPOOL_HASH_VERSION}, [], None),
+    ],
+)
+def test_restamp_patch(
+    annotations: dict[str, str], conditions: list[dict[str, str]], expected: set[str] | None
+) -> None:
+    raw = builders.nodeclaim("c", conditions=conditions) if conditions else builders.nodeclaim("c")
+    raw["metadata"]["annotations"] = {f"karpenter.sh/{k}": v for k, v in annotations.items()}
+    stamp = poolstatus.nodepool_stamp(POOL)
+    patch = poolstatus.restamp_patch(parse.nodeclaim(raw), stamp)
+    if expected is None:
+        assert patch is None
+        return
+    assert patch is not None
+    wanted = {"version": (stamp.version_key, labels.NODEPOOL_HASH_VERSION), "hash": (stamp.hash_key, stamp.value)}
+    assert patch == {"metadata": {"annotations": dict(wanted[k] for k in sorted(expected))}}
 
 
 @pytest.mark.parametrize(

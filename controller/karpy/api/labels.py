@@ -136,12 +136,16 @@ RESTRICTED_LABELS: Final[frozenset[str]] = frozenset({LABEL_HOSTNAME, "karpenter
 ANNOTATION_DO_NOT_DISRUPT: Final = "karpenter.sh/do-not-disrupt"
 ANNOTATION_NODEPOOL_HASH: Final = "karpenter.sh/nodepool-hash"
 ANNOTATION_NODEPOOL_HASH_VERSION: Final = "karpenter.sh/nodepool-hash-version"
-NODEPOOL_HASH_VERSION: Final = "v3"
+# karpy's hashes are sha256 over canonical JSON, not upstream's hashstructure values, so they carry versions of
+# their own: a claim stamped by upstream ("v3" / "v6") is re-stamped, never drifted, and upstream re-stamps ours
+# the same way on a hand-back (core: pkg/controllers/nodepool/hash/controller.go, aws:
+# pkg/controllers/nodeclass/hash/controller.go). Bump both when karpy's hashed fields change.
+NODEPOOL_HASH_VERSION: Final = "karpy-v1"
 ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: Final = "karpenter.sh/nodeclaim-termination-timestamp"
 ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
 ANNOTATION_EC2NODECLASS_HASH: Final = "karpenter.k8s.aws/ec2nodeclass-hash"
 ANNOTATION_EC2NODECLASS_HASH_VERSION: Final = "karpenter.k8s.aws/ec2nodeclass-hash-version"
-EC2NODECLASS_HASH_VERSION: Final = "v6"
+EC2NODECLASS_HASH_VERSION: Final = "karpy-v1"
 # karpy extension: opt-in proactive replacement on EC2 rebalance recommendations, per NodePool.
 ANNOTATION_REPLACE_ON_REBALANCE: Final = "karpy.dev/replace-on-rebalance"
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from karpy.api import decoding, ec2nodeclass, hashing, labels, meta, nodepool, quantity, status
+from karpy.api import decoding, ec2nodeclass, hashing, labels, meta, nodeclaim, nodepool, quantity, status
 from karpy.nodeclaim import conditions as cond
 
 VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
@@ -127,26 +128,60 @@ def _cond_key(c: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
     )
 
 
-def nodepool_hash_patch(pool: nodepool.NodePool) -> dict[str, Any] | None:
-    """The annotations that record the pool's template hash (upstream nodepool hash controller), or None."""
-    wanted = {
-        labels.ANNOTATION_NODEPOOL_HASH: hashing.nodepool_hash(pool),
-        labels.ANNOTATION_NODEPOOL_HASH_VERSION: labels.NODEPOOL_HASH_VERSION,
-    }
-    have = pool.metadata.annotations
-    if all(have.get(k) == v for k, v in wanted.items()):
+@dataclass(frozen=True, slots=True)
+class HashStamp:
+    """The drift hash of one owner of NodeClaims (a NodePool or an EC2NodeClass): the annotation keys it is written
+    under, karpy's hash version and the owner's hash now."""
+
+    hash_key: str
+    version_key: str
+    version: str
+    value: str
+
+    def annotations(self) -> dict[str, str]:
+        return {self.hash_key: self.value, self.version_key: self.version}
+
+
+def nodepool_stamp(pool: nodepool.NodePool) -> HashStamp:
+    return HashStamp(
+        labels.ANNOTATION_NODEPOOL_HASH,
+        labels.ANNOTATION_NODEPOOL_HASH_VERSION,
+        labels.NODEPOOL_HASH_VERSION,
+        hashing.nodepool_hash(pool),
+    )
+
+
+def nodeclass_stamp(nc: ec2nodeclass.EC2NodeClass) -> HashStamp:
+    return HashStamp(
+        labels.ANNOTATION_EC2NODECLASS_HASH,
+        labels.ANNOTATION_EC2NODECLASS_HASH_VERSION,
+        labels.EC2NODECLASS_HASH_VERSION,
+        hashing.ec2nodeclass_hash(nc),
+    )
+
+
+def hash_patch(owner: meta.ObjectMeta, stamp: HashStamp) -> dict[str, Any] | None:
+    """The annotations that record the owner's hash (upstream's nodepool and nodeclass hash controllers), or None
+    when it carries them already."""
+    wanted = stamp.annotations()
+    if all(owner.annotations.get(k) == v for k, v in wanted.items()):
         return None
     return {"metadata": {"annotations": wanted}}
 
 
-def nodeclass_hash_patch(nc: ec2nodeclass.EC2NodeClass) -> dict[str, Any] | None:
-    wanted = {
-        labels.ANNOTATION_EC2NODECLASS_HASH: hashing.ec2nodeclass_hash(nc),
-        labels.ANNOTATION_EC2NODECLASS_HASH_VERSION: labels.EC2NODECLASS_HASH_VERSION,
-    }
-    have = nc.metadata.annotations
-    if all(have.get(k) == v for k, v in wanted.items()):
+def restamp_patch(claim: nodeclaim.NodeClaim, stamp: HashStamp) -> dict[str, Any] | None:
+    """The annotations that re-stamp a claim whose hash carries another version (upstream's, after a take-over, or
+    an older karpy's), or None when it carries ours.
+
+    A hash of another version cannot be compared with ours, so it says nothing about drift: the claim gets our
+    version and the owner's hash now, as upstream's hash controllers do on a version change (core:
+    pkg/controllers/nodepool/hash/controller.go updateNodeClaimHash). A claim already Drifted keeps its old hash
+    under the new version, so it stays drifted: whether it still is cannot be told across hash versions."""
+    if claim.metadata.annotations.get(stamp.version_key) == stamp.version:
         return None
+    wanted = {stamp.version_key: stamp.version}
+    if claim.condition(nodeclaim.DRIFTED) is None:
+        wanted[stamp.hash_key] = stamp.value
     return {"metadata": {"annotations": wanted}}
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_module
-from karpy.api import ec2nodeclass, errors, labels, parse, status
+from karpy.api import ec2nodeclass, errors, labels, nodeclaim, parse, status
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.kube import client, resources
 from karpy.operator import poolstatus
@@ -55,7 +55,10 @@ class NodePoolController:
             pool, error = None, _problems(invalid)
             log.error("nodepool failed validation", extra={"nodepool": name, "error": error})
         if pool is not None and pool.metadata.deletion_timestamp is None:
-            annotations = poolstatus.nodepool_hash_patch(pool)
+            stamp = poolstatus.nodepool_stamp(pool)
+            claims = [c for c in self._cluster.nodeclaims() if c.metadata.labels.get(labels.LABEL_NODEPOOL) == name]
+            await restamp(self._kube, claims, stamp)
+            annotations = poolstatus.hash_patch(pool.metadata, stamp)
             if annotations is not None:
                 raw = await self._kube.patch(resources.NODEPOOLS, name, annotations)
         patch = poolstatus.nodepool_status_patch(
@@ -98,7 +101,9 @@ class NodeClassController:
         add = poolstatus.finalizers_patch(raw, add=labels.FINALIZER_AWS_TERMINATION)
         if add is not None:
             raw = await kube.patch(resources.EC2NODECLASSES, name, add)
-        annotations = poolstatus.nodeclass_hash_patch(nc)
+        stamp = poolstatus.nodeclass_stamp(nc)
+        await restamp(kube, [c for c in self._deps.cluster.nodeclaims() if _of_class(c, nc)], stamp)
+        annotations = poolstatus.hash_patch(nc.metadata, stamp)
         if annotations is not None:
             await kube.patch(resources.EC2NODECLASSES, name, annotations)
         try:
@@ -127,6 +132,29 @@ class NodeClassController:
         if remove is not None:
             await self._deps.kube.patch(resources.EC2NODECLASSES, nc.name, remove)
         return None
+
+
+async def restamp(kube: client.KubeClient, claims: Iterable[nodeclaim.NodeClaim], stamp: poolstatus.HashStamp) -> None:
+    """Re-stamp the claims whose hash has another version, before the owner is stamped (as upstream orders it, so
+    a failure leaves the owner to be retried). Every reconcile looks, not only when the owner's own version
+    changes: a claim another controller stamped later is caught too."""
+    for claim in claims:
+        patch = poolstatus.restamp_patch(claim, stamp)
+        if patch is None:
+            continue
+        log.info(
+            "re-stamping nodeclaim drift hash",
+            extra={"nodeclaim": claim.name, "annotation": stamp.version_key, "version": stamp.version},
+        )
+        try:
+            await kube.patch(resources.NODECLAIMS, claim.name, patch)
+        except client.NotFound:
+            continue
+
+
+def _of_class(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> bool:
+    ref = claim.spec.node_class_ref
+    return ref.name == nc.name and ref.kind == "EC2NodeClass" and ref.group == labels.AWS_GROUP
 
 
 def _problems(invalid: errors.ValidationError) -> str:
