@@ -1,19 +1,30 @@
-"""Kubeconfig parsing and the in-cluster configuration: fields, relative paths, inline data, clear errors."""
+"""Kubeconfig loading (through the `kubernetes` library's loader) and the in-cluster configuration: fields, relative
+paths, inline data, merged files, exec credential plugins against the emulated API server, clear errors."""
 
 from __future__ import annotations
 
 import base64
+import datetime
+import json
+import os
 import pathlib
 from typing import Any
 
 import pytest
 import yaml
+from tests.kube import exec_plugin
 
-from karpy.kube import config
+from karpy import clock
+from karpy.kube import config, resources, rest
+from karpy.sim.kube import runner
+
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
 def _doc(user: dict[str, Any], cluster: dict[str, Any] | None = None, **ctx: str) -> dict[str, Any]:
     return {
+        "apiVersion": "v1",
+        "kind": "Config",
         "clusters": [{"name": "c", "cluster": {"server": "https://k8s.example:6443/", **(cluster or {})}}],
         "users": [{"name": "u", "user": user}],
         "contexts": [
@@ -24,49 +35,66 @@ def _doc(user: dict[str, Any], cluster: dict[str, Any] | None = None, **ctx: str
     }
 
 
+def _write(tmp_path: pathlib.Path, doc: dict[str, Any], name: str = "kubeconfig") -> pathlib.Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
 def test_token_user_with_inline_ca_and_namespace(tmp_path: pathlib.Path) -> None:
-    doc = _doc({"token": "abc"}, {"certificate-authority-data": _b64("PEM")}, namespace="karpy")
-    cfg = config.from_kubeconfig(doc, base_dir=tmp_path)
-    assert cfg == config.Config(server="https://k8s.example:6443", token="abc", ca_data="PEM", namespace="karpy")
+    doc = _doc({"token": "abc"}, {"certificate-authority-data": _b64(PEM)}, namespace="karpy")
+    cfg = config.load_kubeconfig(_write(tmp_path, doc))
+    assert (cfg.server, cfg.token, cfg.namespace, cfg.credentials) == ("https://k8s.example:6443", "abc", "karpy", None)
+    assert pathlib.Path(cfg.ca_file).read_text() == PEM  # the library keeps inline data in a private file
 
 
 def test_relative_certificate_paths_resolve_against_the_kubeconfig_dir(tmp_path: pathlib.Path) -> None:
-    user = {"client-certificate": "certs/me.crt", "client-key": "/abs/me.key", "tokenFile": "tok"}
-    cfg = config.from_kubeconfig(_doc(user, {"certificate-authority": "ca.crt"}), base_dir=tmp_path)
+    (tmp_path / "certs").mkdir()
+    for name in ("certs/me.crt", "ca.crt", "me.key"):
+        (tmp_path / name).write_text(PEM)
+    user = {"client-certificate": "certs/me.crt", "client-key": str(tmp_path / "me.key")}
+    cfg = config.load_kubeconfig(_write(tmp_path, _doc(user, {"certificate-authority": "ca.crt"})))
     assert cfg.client_cert_file == str(tmp_path / "certs/me.crt")
-    assert cfg.client_key_file == "/abs/me.key"
+    assert cfg.client_key_file == str(tmp_path / "me.key")
     assert cfg.ca_file == str(tmp_path / "ca.crt")
-    assert cfg.token_file == str(tmp_path / "tok")
 
 
 def test_a_named_context_overrides_the_current_one(tmp_path: pathlib.Path) -> None:
-    cfg = config.from_kubeconfig(_doc({"token": "t"}), base_dir=tmp_path, context="other")
+    cfg = config.load_kubeconfig(_write(tmp_path, _doc({"token": "t"})), context="other")
     assert cfg.namespace == "kube-system"
+
+
+def test_kubeconfig_lists_several_files_like_the_environment_variable(tmp_path: pathlib.Path) -> None:
+    first = _write(tmp_path, {**_doc({"token": "t"}), "current-context": "other"}, "a")
+    second = tmp_path / "missing"
+    assert config.load_kubeconfig(f"{second}{os.pathsep}{first}").namespace == "kube-system"
 
 
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        ({**_doc({}), "current-context": ""}, "current-context: not set"),
-        (_doc({}, context_missing="x") | {"current-context": "nope"}, "contexts: no entry named 'nope'"),
-        (_doc({}, {"server": ""}), "clusters['c'].cluster.server: required"),
-        (_doc({"exec": {"command": "aws"}}), "users['u'].user.exec: credential plugins are not supported"),
-        (_doc({"client-key-data": "%%%"}), "users['u'].user.client-key-data: not valid base64"),
+        ({**_doc({}), "current-context": "nope"}, "Expected object with name nope in .*contexts"),
+        (
+            _doc({"exec": {"command": "/does/not/exist", "apiVersion": "client.authentication.k8s.io/v1"}}),
+            r"users\['u'\].user.exec: the credential plugin gave no token",
+        ),
+        # The library's own messages name the path inside the file too.
+        (_doc({"auth-provider": {"name": "oidc", "config": {}}}), "Expected key id-token in .*auth-provider/config"),
     ],
 )
-def test_unusable_kubeconfigs_name_the_field(doc: dict[str, Any], message: str, tmp_path: pathlib.Path) -> None:
-    with pytest.raises(config.ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        config.from_kubeconfig(doc, base_dir=tmp_path)
+def test_unusable_kubeconfigs_name_the_file_and_field(
+    doc: dict[str, Any], message: str, tmp_path: pathlib.Path
+) -> None:
+    path = _write(tmp_path, doc)
+    with pytest.raises(config.ConfigError, match=f"^{path}: .*{message}"):
+        config.load_kubeconfig(path)
 
 
-def test_load_kubeconfig_reads_the_file_and_reports_a_missing_one(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(_doc({"token": "t"})))
-    assert config.load_kubeconfig(path).token == "t"
+def test_a_missing_kubeconfig_is_a_clear_error(tmp_path: pathlib.Path) -> None:
     with pytest.raises(config.ConfigError, match="cannot read the kubeconfig"):
         config.load_kubeconfig(tmp_path / "missing")
 
@@ -98,3 +126,41 @@ def test_plain_http_has_no_tls_context_and_insecure_disables_verification() -> N
     context = config.Config(server="https://x", insecure_skip_tls_verify=True).ssl_context()
     assert context is not None
     assert context.check_hostname is False
+
+
+# -- exec credential plugins -------------------------------------------------------------------------------------
+
+
+def _sent(kube: runner.KubeAPIRunner) -> list[str | None]:
+    return [r.headers.get("Authorization") for r in list(kube.api) if r.url.path == "/api/v1/nodes"]
+
+
+async def test_an_exec_plugin_authenticates_requests_to_the_api_server(
+    kube: runner.KubeAPIRunner, tmp_path: pathlib.Path
+) -> None:
+    cfg = config.load_kubeconfig(exec_plugin.kubeconfig(kube.url, tmp_path, expires_in=datetime.timedelta(hours=1)))
+    assert cfg.token == "from-plugin-1"
+    manual = clock.ManualClock()
+    async with rest.RestClient(cfg, clock=manual) as api:
+        await api.list(resources.NODES)
+        manual.advance(rest.TOKEN_FILE_REFRESH)
+        await api.list(resources.NODES)
+    # An hour of validity left: the library hands back the same token, and the plugin ran once.
+    assert _sent(kube) == ["Bearer from-plugin-1", "Bearer from-plugin-1"]
+    assert (tmp_path / "runs").read_text() == "1"
+
+
+async def test_an_exec_plugins_token_near_expiry_is_renewed_by_running_it_again(
+    kube: runner.KubeAPIRunner, tmp_path: pathlib.Path
+) -> None:
+    # Within five minutes of its expiry a token counts as expired (kubernetes.config.kube_config), so each refresh
+    # runs the plugin again; between refreshes the client reuses what it has.
+    cfg = config.load_kubeconfig(exec_plugin.kubeconfig(kube.url, tmp_path, expires_in=datetime.timedelta(minutes=1)))
+    manual = clock.ManualClock()
+    async with rest.RestClient(cfg, clock=manual) as api:
+        await api.list(resources.NODES)
+        await api.list(resources.NODES)
+        manual.advance(rest.TOKEN_FILE_REFRESH)
+        await api.list(resources.NODES)
+    assert _sent(kube) == ["Bearer from-plugin-2", "Bearer from-plugin-2", "Bearer from-plugin-3"]
+    assert json.loads((tmp_path / "runs").read_text()) == 3

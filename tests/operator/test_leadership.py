@@ -1,12 +1,16 @@
 """Losing the Lease ends `app.run` with LeadershipLost (after an orderly stop), and `karpy run` exits 1 so the
-Deployment restarts it as a follower — upstream's behaviour. Emulated API server, fake provider, wall clock."""
+Deployment restarts it as a follower — upstream's behaviour; `karpy run` logs in through a kubeconfig's exec
+plugin. Emulated API server, fake provider, wall clock."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+import pathlib
 from typing import Any
 
 import pytest
+from tests.kube import exec_plugin
 
 from karpy import clock
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -88,3 +92,34 @@ def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
     monkeypatch.setattr(wiring, "kube_config", lambda _: config.Config(server="http://127.0.0.1:1"))
     assert main.main({"CLUSTER_NAME": "test"}) == main.EXIT_LEADERSHIP_LOST == 1
+
+
+async def test_karpy_run_authenticates_with_an_exec_plugin_on_every_request(
+    kube: runner.KubeAPIRunner, tmp_path: pathlib.Path
+) -> None:
+    # The kubeconfig `aws eks update-kubeconfig` writes. Its tokens here are near expiry, so every look at the
+    # credentials runs the plugin again: Kopf's login (the `login` handler) must ask the plugin, not reuse the
+    # token read at start, and the controller's own client sends plugin tokens too; no request goes without one.
+    path = exec_plugin.kubeconfig(kube.url, tmp_path, expires_in=datetime.timedelta(minutes=1))
+    cfg = config.load_kubeconfig(path)
+    s = settings.Settings.from_env({"CLUSTER_NAME": "test", "DISABLE_LEADER_ELECTION": "true"})
+    stop = asyncio.Event()
+    local = app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0)
+    task = asyncio.create_task(main.serve(s, cfg, environ={}, cloud_factory=fake_cloud, stop=stop, endpoints=local))
+
+    def kopf_requests() -> list[Any]:
+        return [r for r in list(kube.api) if "kopf" in r.headers.get("User-Agent", "")]
+
+    try:
+        for _ in range(200):
+            if kopf_requests() or task.done():
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+    assert kopf_requests(), "Kopf sent no request"
+    stale = f"Bearer {exec_plugin.TOKEN_PREFIX}-1"
+    assert {r.headers.get("Authorization") for r in kopf_requests()} - {stale}
+    assert stale not in {r.headers.get("Authorization") for r in kopf_requests()}
+    assert all(r.headers.get("Authorization", "").startswith(f"Bearer {exec_plugin.TOKEN_PREFIX}-") for r in kube.api)

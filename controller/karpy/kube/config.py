@@ -1,24 +1,25 @@
-"""Where the API server is and how to authenticate: a small kubeconfig parser and the in-cluster configuration.
+"""Where the API server is and how to authenticate: a kubeconfig, or the in-cluster configuration.
 
-Supports what a controller needs: server URL, bearer token (inline or a file that may rotate), client certificate
-and key (inline base64 or files), CA (inline base64 or file) and insecure-skip-tls-verify. Exec and auth-provider
-plugins are refused with a clear error rather than half-supported. Relative paths resolve against the kubeconfig's
-directory, as kubectl does.
+A kubeconfig is read by the `kubernetes` client library's loader (kubernetes.config.kube_config), not parsed here:
+server URL, bearer token or token file, client certificate and key, CA, insecure-skip-tls-verify, and `exec`
+credential plugins such as `aws eks get-token`, whose token it refreshes before expiry. The in-cluster
+configuration is the pod's service account (its token file rotates; `rest.RestClient` re-reads it).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 import pathlib
 import ssl
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import kubernetes.client
 import yaml
+from kubernetes.config import config_exception, kube_config
 
 SERVICE_ACCOUNT_DIR = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -40,6 +41,9 @@ class Config:
     client_key_data: str = ""  # PEM text
     insecure_skip_tls_verify: bool = False
     namespace: str = "default"
+    credentials: Callable[[], str] | None = field(default=None, compare=False)
+    """A credential plugin's current bearer token (blocking: it may run the plugin; call it off the event loop);
+    None when the token is static or comes from `token_file`."""
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context for https servers (None for plain http, as the emulator serves)."""
@@ -70,82 +74,71 @@ def _load_client_certificate(context: ssl.SSLContext, config: Config) -> None:
         context.load_cert_chain(str(cert), str(key) if (config.client_key_file or config.client_key_data) else None)
 
 
-def _decode(value: Any, path: str) -> str:
+def load_kubeconfig(path: str | os.PathLike[str], *, context: str = "") -> Config:
+    """The `Config` of a kubeconfig (the current context unless `context` names another), read by the `kubernetes`
+    client library's loader: tokens, token files, client certificates, CA, and `exec` credential plugins (what
+    `aws eks update-kubeconfig` writes). `path` may list several files separated by os.pathsep, as $KUBECONFIG
+    does; relative paths resolve against the file that names them. Startup only: blocking I/O, and a credential
+    plugin runs here once (its token is then refreshed through `Config.credentials`)."""
+    text = os.fspath(path)
+    files = [pathlib.Path(p).expanduser() for p in text.split(os.pathsep) if p]
+    if not files or not any(f.is_file() for f in files):
+        raise ConfigError(f"{text or '(empty)'}: cannot read the kubeconfig (no such file)")
+    configuration = kubernetes.client.Configuration()
+    # The library's loader is untyped (no-untyped-call): its results are read field by field below.
     try:
-        return base64.b64decode(str(value), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: not valid base64 PEM data ({error})") from error
-
-
-def _named(entries: Any, name: str, section: str) -> Mapping[str, Any]:
-    for i, entry in enumerate(entries or ()):
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{section}[{i}]: must be a mapping")
-        if entry.get("name") == name:
-            body = entry.get(section.rstrip("s"))
-            return body if isinstance(body, Mapping) else {}
-    raise ConfigError(f"{section}: no entry named {name!r}")
-
-
-def _file(value: Any, base: pathlib.Path) -> str:
-    if not value:
-        return ""
-    path = pathlib.Path(str(value)).expanduser()
-    return str(path if path.is_absolute() else base / path)
-
-
-def from_kubeconfig(doc: Mapping[str, Any], *, base_dir: pathlib.Path, context: str = "") -> Config:
-    """A `Config` from a parsed kubeconfig document (the current context unless `context` names another)."""
-    if not isinstance(doc, Mapping):
-        raise ConfigError("kubeconfig: must be a mapping")
-    name = context or str(doc.get("current-context") or "")
-    if not name:
-        raise ConfigError("current-context: not set and no context given")
-    ctx = _named(doc.get("contexts"), name, "contexts")
-    cluster = _named(doc.get("clusters"), str(ctx.get("cluster", "")), "clusters")
-    user = _named(doc.get("users"), str(ctx.get("user", "")), "users") if ctx.get("user") else {}
-    server = str(cluster.get("server") or "").rstrip("/")
-    if not server:
-        raise ConfigError(f"clusters[{ctx.get('cluster')!r}].cluster.server: required")
-    for plugin in ("exec", "auth-provider"):
-        if user.get(plugin):
-            raise ConfigError(
-                f"users[{ctx.get('user')!r}].user.{plugin}: credential plugins are not supported; "
-                "use a token, client certificates, or run in-cluster"
-            )
-    users = f"users[{ctx.get('user')!r}].user"
-    return Config(
-        server=server,
-        token=str(user.get("token") or ""),
-        token_file=_file(user.get("tokenFile"), base_dir),
-        ca_file=_file(cluster.get("certificate-authority"), base_dir),
-        ca_data=_decode(
-            cluster["certificate-authority-data"],
-            f"clusters[{ctx.get('cluster')!r}].cluster.certificate-authority-data",
+        merged = kube_config.KubeConfigMerger(os.pathsep.join(map(str, files)))  # type: ignore[no-untyped-call]
+        loader = kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call]
+            config_dict=merged.config, active_context=context or None, config_base_path=None
         )
-        if cluster.get("certificate-authority-data")
-        else "",
-        client_cert_file=_file(user.get("client-certificate"), base_dir),
-        client_key_file=_file(user.get("client-key"), base_dir),
-        client_cert_data=_decode(user["client-certificate-data"], f"{users}.client-certificate-data")
-        if user.get("client-certificate-data")
-        else "",
-        client_key_data=_decode(user["client-key-data"], f"{users}.client-key-data")
-        if user.get("client-key-data")
-        else "",
-        insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify", False)),
-        namespace=str(ctx.get("namespace") or "default"),
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    except (config_exception.ConfigException, OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as error:
+        raise ConfigError(f"{text}: cannot use the kubeconfig ({error})") from error
+    names = loader.current_context.get("context") or {}
+    user_name = names.get("user")
+    entry = (
+        merged.config["users"].get_with_name(user_name, safe=True) if user_name and "users" in merged.config else None
+    )
+    user = entry["user"].value if entry is not None and "user" in entry else {}
+    where = f"{text}: users[{user_name!r}].user"
+    token = _bearer(configuration)
+    if user.get("exec") and not token and not configuration.cert_file:
+        raise ConfigError(f"{where}.exec: the credential plugin gave no token or certificate (its error is logged)")
+    if user.get("auth-provider") and not token:
+        raise ConfigError(f"{where}.auth-provider: the provider gave no token (use an exec plugin or a token)")
+    refresh = getattr(configuration, "refresh_api_key_hook", None)
+    return Config(
+        server=str(configuration.host).rstrip("/"),
+        token=token,
+        ca_file=configuration.ssl_ca_cert or "",
+        client_cert_file=configuration.cert_file or "",
+        client_key_file=configuration.key_file or "",
+        insecure_skip_tls_verify=not configuration.verify_ssl,
+        namespace=str(names.get("namespace") or "default"),
+        credentials=_Refresher(configuration, refresh) if user.get("exec") and refresh is not None else None,
     )
 
 
-def load_kubeconfig(path: str | os.PathLike[str], *, context: str = "") -> Config:
-    """Read and parse a kubeconfig file (startup only: this is blocking file I/O)."""
-    file = pathlib.Path(path).expanduser()
-    try:
-        doc = yaml.safe_load(file.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"{file}: cannot read the kubeconfig ({error})") from error
-    return from_kubeconfig(doc, base_dir=file.parent, context=context)
+def _bearer(configuration: Any) -> str:
+    value = str((configuration.api_key or {}).get("BearerToken") or "")
+    return value.removeprefix("Bearer ").strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Refresher:
+    """The current token of a credential plugin: the library's refresh hook re-runs the plugin once the token it
+    gave is within five minutes of its expirationTimestamp (kubernetes.config.kube_config), else returns at once.
+    Callers run in threads (the controller's client and Kopf's login): one at a time, as the loader is not
+    thread-safe and one plugin run serves them all."""
+
+    configuration: Any
+    hook: Callable[[Any], None]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self) -> str:
+        with self.lock:
+            self.hook(self.configuration)
+            return _bearer(self.configuration)
 
 
 def in_cluster(env: Mapping[str, str], *, secrets: pathlib.Path = SERVICE_ACCOUNT_DIR) -> Config:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -103,12 +104,15 @@ class RestClient:
         return headers
 
     async def _current_token(self) -> str:
-        path = self.config.token_file
-        if not path:
+        """The static token, or the token file's / credential plugin's, looked at again every TOKEN_FILE_REFRESH
+        (a plugin's token is renewed by the client library 5 min before it expires, so a minute is in time)."""
+        path, plugin = self.config.token_file, self.config.credentials
+        if not path and plugin is None:
             return self._token
         now = self._clock.now()
         if self._token_read_at is None or now - self._token_read_at >= TOKEN_FILE_REFRESH:
-            self._token = (await asyncio.to_thread(_read_text, path)).strip()
+            read = plugin if plugin is not None else functools.partial(_read_text, path)
+            self._token = (await asyncio.to_thread(read)).strip()
             self._token_read_at = now
         return self._token
 

@@ -68,13 +68,18 @@ def connection_info(cfg: config.Config) -> kopf.ConnectionInfo:
     )
 
 
-def kopf_registry(ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo) -> kopf.OperatorRegistry:
-    """Handlers that hand watch events to `loops.route` (wiring only)."""
+def kopf_registry(
+    ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo, credentials: Callable[[], str] | None = None
+) -> kopf.OperatorRegistry:
+    """Handlers that hand watch events to `loops.route` (wiring only). Kopf logs in again when the API server
+    answers 401: with a credential plugin (`config.Config.credentials`), that login carries its current token."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
     async def login(**_: Any) -> kopf.ConnectionInfo:
-        return connection
+        if credentials is None:
+            return connection
+        return dataclasses.replace(connection, token=await asyncio.to_thread(credentials))
 
     def handler(res: resources.Resource) -> Callable[..., Awaitable[None]]:
         async def on_event(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
@@ -104,6 +109,7 @@ async def run(
     endpoints: Endpoints,
     ready: asyncio.Event | None = None,
     on_bound: Callable[[int, int], Awaitable[None] | None] | None = None,
+    credentials: Callable[[], str] | None = None,
 ) -> None:
     """Run until `stop` is set (or SIGTERM reaches Kopf); then stop everything and release the Lease.
 
@@ -123,7 +129,7 @@ async def run(
         background = loops.start(ctrl)
         operator = asyncio.create_task(
             kopf.operator(
-                registry=kopf_registry(ctrl, connection=connection),
+                registry=kopf_registry(ctrl, connection=connection, credentials=credentials),
                 settings=kopf_settings(),
                 clusterwide=True,
                 standalone=True,

@@ -43,6 +43,7 @@ async def serve(
     environ: Mapping[str, str],
     cloud_factory: wiring.CloudFactory | None = None,
     stop: asyncio.Event | None = None,
+    endpoints: app.Endpoints | None = None,
 ) -> None:
     clock = clock_module.SystemClock()
     pod_name = environ.get("POD_NAME") or environ.get("HOSTNAME", "")
@@ -58,8 +59,9 @@ async def serve(
         await app.run(
             ctrl,
             connection=app.connection_info(cfg),
+            credentials=cfg.credentials,
             stop=stop or asyncio.Event(),
-            endpoints=app.endpoints_from(settings),
+            endpoints=endpoints or app.endpoints_from(settings),
         )
 
 

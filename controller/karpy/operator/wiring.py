@@ -109,8 +109,7 @@ def kube_config(environ: Mapping[str, str]) -> config.Config:
     """In-cluster when the service-account environment is there, else $KUBECONFIG (or ~/.kube/config)."""
     if environ.get("KUBERNETES_SERVICE_HOST"):
         return config.in_cluster(environ)
-    path = environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    return config.load_kubeconfig(path.split(os.pathsep)[0])
+    return config.load_kubeconfig(environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
 
 
 @dataclasses.dataclass(slots=True)
