@@ -16,7 +16,7 @@ from typing import Final
 from karpy import clock as clock_module
 from karpy.api import errors
 from karpy.kube import config
-from karpy.operator import app, leader, loops, wiring
+from karpy.operator import app, leader, loops, unsupported, wiring
 from karpy.operator import logging as logs
 from karpy.operator import settings as settings_module
 
@@ -73,6 +73,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         return EXIT_INVALID
     logs.configure(loaded.runtime.log_level)
     logs.log_settings(loaded, log)
+    unsupported.log_notices(env, log)
     try:
         cfg = wiring.kube_config(env)
     except (config.ConfigError, OSError) as error:

@@ -97,6 +97,8 @@ class FeatureGates:
     """NodeOverlay; default false (alpha upstream)."""
     static_capacity: bool = False
     """StaticCapacity; default false (alpha upstream)."""
+    capacity_buffer: bool = False
+    """CapacityBuffer; default false (alpha upstream, the autoscaling.x-k8s.io CapacityBuffer API)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +194,7 @@ FEATURE_GATE_NAMES: Final[Mapping[str, str]] = {
     "SpotToSpotConsolidation": "spot_to_spot_consolidation",
     "NodeOverlay": "node_overlay",
     "StaticCapacity": "static_capacity",
+    "CapacityBuffer": "capacity_buffer",
 }
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -204,8 +207,9 @@ _DURATION_UNITS: Final[Mapping[str, float]] = {
     "m": 60.0,
     "h": 3600.0,
 }
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off", ""})
+# strconv.ParseBool's spellings (upstream reads its booleans with it), plus yes/no and on/off.
+_TRUE = frozenset({"true", "t", "1", "yes", "on"})
+_FALSE = frozenset({"false", "f", "0", "no", "off", ""})
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -235,17 +239,26 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not a boolean (true/false)")
 
 
-def parse_feature_gates(text: str) -> FeatureGates:
-    """`Name=bool` pairs separated by commas; unnamed gates keep their defaults."""
+def gate_values(text: str) -> dict[str, bool]:
+    """`Name=bool` pairs separated by commas, as upstream's FEATURE_GATES / AWS_FEATURE_GATES (k8s.io/component-base
+    cliflag.MapStringBool): a malformed pair is an error, names are returned as written."""
     values: dict[str, bool] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, sep, raw = item.partition("=")
-        key = name.strip()
-        gate = FEATURE_GATE_NAMES.get(key[:1].upper() + key[1:])
-        if not sep or gate is None:
-            known = ", ".join(FEATURE_GATE_NAMES)
-            raise ValueError(f"{item!r} is not Gate=true|false with Gate one of {known}")
-        values[gate] = parse_bool(raw)
+        if not sep or not name.strip():
+            raise ValueError(f"{item!r} is not Gate=true|false")
+        values[name.strip()] = parse_bool(raw)
+    return values
+
+
+def parse_feature_gates(text: str) -> FeatureGates:
+    """Upstream's gates by name; unnamed gates keep their defaults, and a name upstream does not know is ignored as
+    upstream ignores it (`unsupported.notices` reports it at start)."""
+    values = {
+        gate: value
+        for name, value in gate_values(text).items()
+        if (gate := FEATURE_GATE_NAMES.get(name[:1].upper() + name[1:])) is not None
+    }
     return FeatureGates(**values)
 
 
@@ -311,8 +324,12 @@ def _lease_name(text: str) -> str:
     return text
 
 
-def _enum(kind: type[enum.StrEnum]) -> Callable[[str], enum.StrEnum]:
+def _enum(kind: type[enum.StrEnum], *, empty: str = "") -> Callable[[str], enum.StrEnum]:
+    """Case-insensitive member by value; `empty` is what a blank value means (upstream takes LOG_LEVEL="" as info)."""
+
     def parse(text: str) -> enum.StrEnum:
+        if empty and not text.strip():
+            return kind(empty)
         for member in kind:
             if member.value.lower() == text.strip().lower():
                 return member
@@ -359,16 +376,13 @@ def _parse(environ: Mapping[str, str]) -> Settings:
         max_duration=read.get("BATCH_MAX_DURATION", _positive_duration, 10.0),
         idle_duration=read.get("BATCH_IDLE_DURATION", _positive_duration, 1.0),
     )
-    if batch.idle_duration > batch.max_duration:
-        read.problems.append(
-            errors.Problem("BATCH_IDLE_DURATION", f"{batch.idle_duration}s exceeds BATCH_MAX_DURATION")
-        )
+    # An idle duration past the maximum is not an error upstream either: the window closes at the maximum.
     scheduling = SchedulingSettings(
         preference_policy=PreferencePolicy(read.get("PREFERENCE_POLICY", _enum(PreferencePolicy), "Respect")),
         min_values_policy=MinValuesPolicy(read.get("MIN_VALUES_POLICY", _enum(MinValuesPolicy), "Strict")),
     )
     runtime = RuntimeSettings(
-        log_level=LogLevel(read.get("LOG_LEVEL", _enum(LogLevel), "info")),
+        log_level=LogLevel(read.get("LOG_LEVEL", _enum(LogLevel, empty="info"), "info")),
         metrics_port=read.get("METRICS_PORT", _port, 8080),
         health_probe_port=read.get("HEALTH_PROBE_PORT", _port, 8081),
         dry_run=read.get("DRY_RUN", parse_bool, False),
