@@ -13,6 +13,12 @@ def with_template_spec(manifest: dict[str, Any], **fields: Any) -> dict[str, Any
     return result
 
 
+def with_template_labels(manifest: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    result = copy.deepcopy(manifest)
+    result["spec"]["template"].setdefault("metadata", {})["labels"] = dict(labels)
+    return result
+
+
 def nodeclaim_manifest(**spec: Any) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",

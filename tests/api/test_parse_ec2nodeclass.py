@@ -277,9 +277,12 @@ AMI_TERMS = "spec.amiSelectorTerms"
         # newer launch settings
         (
             {"placementGroupSelector": {"name": "pg", "id": "pg-0123"}},
-            ["spec.placementGroupSelector: expected exactly one of ['name', 'id']"],
+            ["spec.placementGroupSelector: 'name' and 'id' are mutually exclusive"],
         ),
-        ({"placementGroupSelector": {}}, ["spec.placementGroupSelector: expected exactly one of ['name', 'id']"]),
+        (
+            {"placementGroupSelector": {}},
+            ["spec.placementGroupSelector: expected at least one, got none, ['name', 'id']"],
+        ),
         ({"placementGroupSelector": {"id": "0123"}}, ["spec.placementGroupSelector.id: invalid value"]),
         ({"ipPrefixCount": -1}, ["spec.ipPrefixCount: must be greater than or equal to 0, got -1"]),
         (
@@ -521,3 +524,22 @@ def test_status_rules(status: dict[str, Any], expected: str) -> None:
     obj = ec2()
     obj["status"] = status
     assert any(p.startswith(expected) for p in problems_of(obj)), problems_of(obj)
+
+
+def test_kubelet_fields_karpy_does_not_implement_are_kept_and_reported() -> None:
+    # Upstream's kubelet is an open map since its passthrough: a field karpy does not implement is stored and parsed,
+    # kept verbatim (to_manifest and the drift hash see it), and makes the class not Ready (nothing launches with a
+    # setting karpy would drop) instead of making the class unreadable.
+    logging = {"format": "json", "options": {"json": {"infoBufferSize": "100Mi"}}}
+    nc = parse.ec2nodeclass(ec2(kubelet={"maxPods": 50, "serializeImagePulls": False, "logging": logging}))
+    assert nc.spec.kubelet is not None
+    assert nc.spec.kubelet.max_pods == 50
+    assert dict(nc.spec.kubelet.passthrough) == {"serializeImagePulls": False, "logging": logging}
+    rendered = manifest.to_manifest(nc)["spec"]["kubelet"]
+    assert rendered == {"maxPods": 50, "serializeImagePulls": False, "logging": logging}
+
+
+def test_kubelet_fields_karpy_implements_are_checked_when_parsed() -> None:
+    assert problems_of(ec2(kubelet={"podsPerCore": "ten"})) == [
+        "spec.kubelet.podsPerCore: must be of type integer, got string"
+    ]

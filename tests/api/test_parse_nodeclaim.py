@@ -97,8 +97,8 @@ def test_defaults() -> None:
             "'values' field",
         ),
         (
-            {"requirements": [{"key": "kubernetes.io/foo", "operator": "Exists"}]},
-            'spec.requirements[0].key: label domain "kubernetes.io" is restricted',
+            {"requirements": [{"key": "kubernetes.io/hostname", "operator": "Exists"}]},
+            'spec.requirements[0].key: label "kubernetes.io/hostname" is restricted',
         ),
         (
             {"requirements": [{"key": "karpenter.sh/foo", "operator": "Exists"}]},
@@ -112,10 +112,6 @@ def test_defaults() -> None:
         ({"expireAfter": "30d"}, "spec.expireAfter: invalid value"),
         ({"terminationGracePeriod": "Never"}, "spec.terminationGracePeriod: invalid value"),
         ({"resources": {"requests": {"cpu": "one"}}}, "spec.resources.requests[cpu]: invalid value"),
-        (
-            {"taints": [{"key": "a", "effect": "NoSchedule"}], "startupTaints": [{"key": "a", "effect": "NoSchedule"}]},
-            'spec.startupTaints[0]: duplicate taint key/effect pair "a:NoSchedule"',
-        ),
     ],
 )
 def test_rules(spec: dict[str, Any], expected: str) -> None:

@@ -164,12 +164,12 @@ def test_plan_for_another_pool_is_refused() -> None:
         ("example.com/tier", False),  # custom domain
         (labels.LABEL_ZONE, True),  # well-known: set by the cloud provider
         (labels.LABEL_NODEPOOL, True),  # well-known (the builder adds it itself)
-        (labels.LABEL_HOSTNAME, True),  # restricted domain kubernetes.io
-        ("node.kubernetes.io/role", False),  # exception subdomain
-        ("node-restriction.kubernetes.io/x", False),  # exception subdomain
-        ("kops.k8s.io/instancegroup", False),  # exception subdomain
+        (labels.LABEL_HOSTNAME, True),  # restricted label
+        ("node.kubernetes.io/role", False),  # kubernetes.io and k8s.io are the user's since upstream v1.10
+        ("kops.k8s.io/instancegroup", False),
+        ("sub.k8s.io/x", False),
         ("karpenter.sh/custom", True),  # restricted domain
-        ("sub.k8s.io/x", True),  # subdomain of a restricted domain
+        ("sub.karpenter.k8s.aws/x", True),  # subdomain of a restricted domain
         ("karpenter.sh/nodeclaim", True),  # restricted label
     ],
 )

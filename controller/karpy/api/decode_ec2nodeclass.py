@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
-from karpy.api import decoding, errors, labels, meta, quantity, semantics
+from karpy.api import decoding, errors, labels, meta, quantity, semantics, validator
 from karpy.api import ec2nodeclass as api
+from karpy.api.schema import ec2nodeclass_instance as instance_schema
 
 
 def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeClass:
@@ -48,7 +50,7 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
             role=spec.get("role", ""),
             instance_profile=spec.get("instanceProfile", ""),
             tags=decoding.frozen_map(spec.get("tags")),
-            kubelet=_kubelet(kubelet) if kubelet is not None else None,
+            kubelet=_kubelet(kubelet, problems) if kubelet is not None else None,
             block_device_mappings=tuple(
                 _block_device_mapping(m, f"spec.blockDeviceMappings[{i}]", problems)
                 for i, m in enumerate(spec.get("blockDeviceMappings", ()))
@@ -157,8 +159,17 @@ def _operator(text: str) -> meta.Operator:
     return meta.Operator(text)
 
 
-def _kubelet(k: Mapping[str, Any]) -> api.KubeletConfiguration:
+def _kubelet(raw: Mapping[str, Any], problems: list[errors.Problem]) -> api.KubeletConfiguration:
+    """The fields karpy implements, checked as upstream's nodeclass validation checks them; every other field is kept
+    as it came (`passthrough`)."""
+    typed = {key: value for key, value in raw.items() if key in instance_schema.KUBELET_FIELDS}
+    k, found = validator.validate(typed, instance_schema.typed_kubelet(), path="spec.kubelet")
+    problems.extend(found)
+    if found:
+        k = {}
+    passthrough = {key: copy.deepcopy(value) for key, value in raw.items() if key not in typed}
     return api.KubeletConfiguration(
+        passthrough=decoding.frozen_map(passthrough),
         cluster_dns=tuple(k.get("clusterDNS", ())),
         max_pods=k.get("maxPods"),
         pods_per_core=k.get("podsPerCore"),

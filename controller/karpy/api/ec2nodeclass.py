@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from karpy.api import meta
 
@@ -129,6 +130,9 @@ class KubeletConfiguration:
     image_gc_high_threshold_percent: int | None = None
     image_gc_low_threshold_percent: int | None = None
     cpu_cfs_quota: bool | None = None
+    passthrough: Mapping[str, Any] = meta.EMPTY
+    """Fields karpy does not implement, kept verbatim (upstream passes them to the kubelet). A class setting any is
+    accepted but not Ready: karpy cannot honour them on the nodes it would launch."""
 
 
 @dataclass(frozen=True, slots=True)

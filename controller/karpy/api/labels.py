@@ -121,14 +121,9 @@ WELL_KNOWN_LABELS: Final[frozenset[str]] = frozenset(
     }
 )
 
-# Label domains users may not set on a NodePool except through WELL_KNOWN_LABELS (core: RestrictedLabelDomains).
-RESTRICTED_LABEL_DOMAINS: Final[frozenset[str]] = frozenset(
-    {"karpenter.sh", "karpenter.k8s.aws", "kubernetes.io", "k8s.io"}
-)
-# Subdomains of the restricted ones that users may still label with (core: LabelDomainExceptions).
-LABEL_DOMAIN_EXCEPTIONS: Final[frozenset[str]] = frozenset(
-    {"kops.k8s.io", "node.kubernetes.io", "node-restriction.kubernetes.io"}
-)
+# Label domains users may not set on a NodePool except through WELL_KNOWN_LABELS (core: RestrictedLabelDomains, which
+# aws extends with its own group). Since upstream v1.10 kubernetes.io and k8s.io are open to users.
+RESTRICTED_LABEL_DOMAINS: Final[frozenset[str]] = frozenset({GROUP, AWS_GROUP})
 # Labels that may never appear in requirements or template labels (core: RestrictedLabels).
 RESTRICTED_LABELS: Final[frozenset[str]] = frozenset({LABEL_HOSTNAME, "karpenter.sh/nodeclaim"})
 
@@ -207,8 +202,6 @@ def is_restricted_label(key: str) -> bool:
     if key in RESTRICTED_LABELS:
         return True
     domain = key.split("/", 1)[0] if "/" in key else ""
-    if any(domain == exc or domain.endswith("." + exc) for exc in LABEL_DOMAIN_EXCEPTIONS):
-        return False
     return any(domain == d or domain.endswith("." + d) for d in RESTRICTED_LABEL_DOMAINS)
 
 

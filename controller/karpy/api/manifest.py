@@ -5,6 +5,7 @@ Status is omitted: controllers write it through the status subresource with `kar
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -255,7 +256,7 @@ def _block_device(m: ec2nodeclass.BlockDeviceMapping) -> dict[str, Any]:
 
 
 def _kubelet(k: ec2nodeclass.KubeletConfiguration) -> dict[str, Any]:
-    return _drop_empty(
+    typed = _drop_empty(
         {
             "clusterDNS": list(k.cluster_dns),
             "maxPods": k.max_pods,
@@ -271,3 +272,4 @@ def _kubelet(k: ec2nodeclass.KubeletConfiguration) -> dict[str, Any]:
             "cpuCFSQuota": k.cpu_cfs_quota,
         }
     )
+    return {**copy.deepcopy(dict(k.passthrough)), **typed}

@@ -1,4 +1,7 @@
-"""Checks upstream makes in the controller rather than the CRD (core: nodepool_validation.go, requirements.go).
+"""Checks upstream makes in the controller rather than the CRD: a NodePool's RuntimeValidate (core:
+pkg/apis/v1/nodepool_validation.go, nodeclaim_validation.go ValidateRequirement, validateWellKnownValues). A NodePool
+failing them is stored by the API server but not used (upstream: ValidationSucceeded=False). NodeClaims have no
+runtime validation upstream, so none of this runs on them.
 
 They run on schema-valid, defaulted dicts and never repeat a problem the schema already reported at the same path.
 """
@@ -7,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from karpy.api import cron, errors, labels
 from karpy.api.schema import core
@@ -41,6 +44,13 @@ def label_key(key: str) -> str | None:
     return None
 
 
+WELL_KNOWN_VALUES: Final[Mapping[str, frozenset[str]]] = {
+    # core WellKnownValuesForRequirements, which aws extends with the tenancy values.
+    labels.LABEL_CAPACITY_TYPE: frozenset(labels.CAPACITY_TYPES),
+    labels.LABEL_INSTANCE_TENANCY: frozenset({"default", "dedicated"}),
+}
+
+
 def requirements(items: list[Mapping[str, Any]], path: str, out: Collector) -> None:
     for i, req in enumerate(items):
         key = req["key"]
@@ -49,8 +59,24 @@ def requirements(items: list[Mapping[str, Any]], path: str, out: Collector) -> N
         elif reason := label_key(key):
             out.add(f"{path}[{i}].key", reason)
         for j, value in enumerate(req.get("values", ())):
-            if req["operator"] in ("In", "NotIn") and (len(value) > 63 or not _LABEL_VALUE.match(value)):
+            if len(value) > 63 or not _LABEL_VALUE.match(value):
                 out.add(f"{path}[{i}].values[{j}]", f'invalid label value "{value}"')
+        if reason := _unknown_values(req):
+            out.add(f"{path}[{i}].values", reason)
+
+
+def _unknown_values(req: Mapping[str, Any]) -> str | None:
+    """Why an `In` requirement on a label with known values cannot be met (core: validateWellKnownValues): none of
+    its values is known, or fewer than its minValues are. Some unknown values beside known ones are allowed."""
+    known = WELL_KNOWN_VALUES.get(req["key"])
+    if known is None or req["operator"] != "In":
+        return None
+    valid = [v for v in req.get("values", ()) if v in known]
+    if not valid:
+        return f"no valid values for {req['key']}, expected one of: {', '.join(sorted(known))}"
+    if len(valid) < req.get("minValues", 0):
+        return f"not enough valid values for {req['key']} to satisfy minValues {req['minValues']}"
+    return None
 
 
 def template_labels(values: Mapping[str, str], path: str, out: Collector) -> None:
@@ -62,10 +88,14 @@ def template_labels(values: Mapping[str, str], path: str, out: Collector) -> Non
 
 
 def taints(spec: Mapping[str, Any], path: str, out: Collector) -> None:
-    """Taints and startupTaints together may not repeat a key/effect pair (core: validateTaints)."""
+    """Keys and values are qualified names (the CRD's pattern has no length limits), and taints and startupTaints
+    together may not repeat a key/effect pair (core: validateTaintsField)."""
     seen: set[tuple[str, str]] = set()
     for field in ("taints", "startupTaints"):
         for i, taint in enumerate(spec.get(field, ())):
+            for part in ("key", "value"):
+                if taint.get(part) and (reason := label_key(taint[part])):
+                    out.add(f"{path}.{field}[{i}].{part}", reason.replace("label key", f"taint {part}"))
             pair = (taint["key"], taint["effect"])
             if pair in seen:
                 out.add(f"{path}.{field}[{i}]", f'duplicate taint key/effect pair "{pair[0]}:{pair[1]}"')

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from karpy.api import errors
 from karpy.api.schema import core
 
+PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
 
 
@@ -114,13 +116,15 @@ def _walk_object(
 ) -> dict[str, Any]:
     properties: Mapping[str, Any] = schema.get("properties", {})
     additional: Mapping[str, Any] | None = schema.get("additionalProperties")
-    open_object = not properties and additional is None  # e.g. metadata: {type: object}
+    # e.g. metadata: {type: object}, or a subtree the API server keeps as it comes (EC2NodeClass spec.kubelet)
+    open_object = bool(schema.get(PRESERVE)) or (not properties and additional is None)
+    keeps_nulls = additional is not None and bool(additional.get(PRESERVE))
     result: dict[str, Any] = {}
     for key, item in value.items():
         if not isinstance(key, str):
             problems.append(errors.Problem(path, f"field names must be strings, got {type_name(key)} {key!r}"))
             continue
-        if item is None and (key in properties or additional is not None):
+        if item is None and (key in properties or (additional is not None and not keeps_nulls)):
             continue  # null of a non-nullable field: pruned, then defaulted
         if key in properties:
             result[key] = _walk(item, properties[key], child(path, key), problems, key)
@@ -149,11 +153,29 @@ def _walk_array(
     items: Mapping[str, Any] = schema.get("items", {})
     item_name = name[:-1] if name.endswith("s") else name  # reasons[0] -> "reason"
     result = [_walk(item, items, index(path, i), problems, item_name) for i, item in enumerate(value)]
+    _check_list_type(result, schema, path, problems)
     if "maxItems" in schema and len(result) > schema["maxItems"]:
         problems.append(errors.Problem(path, f"must have at most {schema['maxItems']} items, got {len(result)}"))
     if "minItems" in schema and len(result) < schema["minItems"]:
         problems.append(errors.Problem(path, f"must have at least {schema['minItems']} items, got {len(result)}"))
     return result
+
+
+def _check_list_type(items: list[Any], schema: Mapping[str, Any], path: str, problems: list[errors.Problem]) -> None:
+    """`x-kubernetes-list-type`: a set holds no value twice, a map no key twice (the API server refuses both)."""
+    kind = schema.get("x-kubernetes-list-type")
+    keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if kind == "set":
+            marker = json.dumps(item, sort_keys=True)
+        elif kind == "map" and keys and isinstance(item, Mapping):
+            marker = json.dumps([item.get(k) for k in keys])
+        else:
+            continue
+        if marker in seen:
+            problems.append(errors.Problem(index(path, i), f"Duplicate value: {marker}"))
+        seen.add(marker)
 
 
 def _check_string(value: str, schema: Mapping[str, Any], path: str, problems: list[errors.Problem]) -> None:

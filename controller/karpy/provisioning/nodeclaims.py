@@ -21,12 +21,10 @@ MIN_VALUES_RELAXED = "true"
 
 def is_restricted_node_label(key: str) -> bool:
     """True when Karpenter must not put `key` on a node itself (core: IsRestrictedNodeLabel): well-known labels
-    come from the cloud provider, restricted domains belong to Kubernetes (except the allowed subdomains)."""
+    come from the cloud provider, restricted domains belong to Karpenter."""
     if key in labels.WELL_KNOWN_LABELS:
         return True
     domain = key.split("/", 1)[0] if "/" in key else ""
-    if any(domain == d or domain.endswith("." + d) for d in labels.LABEL_DOMAIN_EXCEPTIONS):
-        return False
     if any(domain == d or domain.endswith("." + d) for d in labels.RESTRICTED_LABEL_DOMAINS):
         return True
     return key in labels.RESTRICTED_LABELS

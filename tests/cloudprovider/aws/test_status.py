@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests import builders
 from tests.cloudprovider.aws.builders import make_nodeclass
 
-from karpy.api import ec2nodeclass, meta
-from karpy.cloudprovider.aws import fleet, placement, status
+from karpy.api import ec2nodeclass, meta, parse
+from karpy.cloudprovider.aws import fleet, nodeclass, placement, status
 
 FULL = status.Resolution(
     subnets=(fleet.Subnet("subnet-1", "us-east-1a", "use1-az1", 100),),
@@ -107,3 +108,12 @@ def test_capacity_reservations_reach_the_status() -> None:
     )
     out = status.compute_status(make_nodeclass(), dataclasses.replace(FULL, capacity_reservations=(cr,)), now=1.0)
     assert out.capacity_reservations == (cr,)
+
+
+def test_kubelet_fields_karpy_cannot_apply_fail_validation_by_name() -> None:
+    raw = builders.ec2nodeclass(kubelet={"maxPods": 50, "serializeImagePulls": False, "cpuManagerPolicy": "static"})
+    assert nodeclass.validation_problems(parse.ec2nodeclass(raw)) == (
+        "spec.kubelet.cpuManagerPolicy: accepted but not supported by karpy",
+        "spec.kubelet.serializeImagePulls: accepted but not supported by karpy",
+    )
+    assert nodeclass.validation_problems(parse.ec2nodeclass(builders.ec2nodeclass(kubelet={"maxPods": 50}))) == ()

@@ -9,30 +9,21 @@ from typing import Any, Final
 from karpy.api import labels
 from karpy.api.schema import core
 
-OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
+# In the order upstream's CRD lists them (core: NodeSelectorRequirementWithMinValues' enum marker).
+OPERATORS: Final = ("Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TAINT_EFFECTS: Final = labels.TAINT_EFFECTS
 
-# Well-known kubernetes.io labels a requirement may use (core hack/validation/requirements.sh).
-_KUBERNETES_IO_ALLOWED: Final = (
-    "beta.kubernetes.io/instance-type",
-    "failure-domain.beta.kubernetes.io/region",
-    "beta.kubernetes.io/os",
-    "beta.kubernetes.io/arch",
-    "failure-domain.beta.kubernetes.io/zone",
-    labels.LABEL_ZONE,
-    labels.LABEL_REGION,
-    labels.LABEL_INSTANCE_TYPE,
-    labels.LABEL_ARCH,
-    labels.LABEL_OS,
-    labels.LABEL_WINDOWS_BUILD,
-)
-# Template labels may not set the instance type (the cloud provider does); requirements may constrain it.
-_KUBERNETES_IO_ALLOWED_LABELS: Final = tuple(k for k in _KUBERNETES_IO_ALLOWED if k != labels.LABEL_INSTANCE_TYPE)
+# Since upstream v1.10 only the karpenter.sh and karpenter.k8s.aws domains and kubernetes.io/hostname are closed to
+# requirement keys and template labels (core hack/validation/requirements.sh and labels.sh, aws
+# hack/validation/requirements.sh and labels.sh); kubernetes.io and k8s.io keys are the user's.
 _KARPENTER_SH_ALLOWED: Final = (labels.LABEL_CAPACITY_TYPE, labels.LABEL_NODEPOOL)
 # AWS labels a user may select on (aws hack/validation/requirements.sh): the provider's well-known labels.
 AWS_ALLOWED: Final = tuple(
     sorted(k for k in labels.WELL_KNOWN_LABELS if k.split("/", 1)[0] == labels.AWS_GROUP and "/" in k)
 )
+
+REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+"""A condition reason (operatorpkg status.Condition)."""
 
 _DOMAIN = re.compile(r"^([^/]+)")
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -56,21 +47,6 @@ def _cel_list(items: Iterable[str]) -> str:
     return ", ".join(f'"{item}"' for item in items)
 
 
-def _kubernetes_io_ok(key: str, allowed: tuple[str, ...]) -> bool:
-    d = domain(key)
-    return (
-        key in allowed
-        or d.endswith("node.kubernetes.io")
-        or d.endswith("node-restriction.kubernetes.io")
-        or not d.endswith("kubernetes.io")
-    )
-
-
-def _k8s_io_ok(key: str) -> bool:
-    d = domain(key)
-    return d.endswith("kops.k8s.io") or not d.endswith("k8s.io")
-
-
 def _karpenter_sh_ok(key: str) -> bool:
     return key in _KARPENTER_SH_ALLOWED or not domain(key).endswith("karpenter.sh")
 
@@ -79,8 +55,9 @@ def _aws_ok(key: str) -> bool:
     return key in AWS_ALLOWED or not domain(key).endswith(labels.AWS_GROUP)
 
 
-def _key_rules(*, allowed_k8s: tuple[str, ...], nodepool_restricted: bool, over_map: bool) -> tuple[core.Rule, ...]:
-    """Label-key rules, either on one key (`self` is the key) or over a map's keys (`self.all(x, ...)`)."""
+def _key_rules(*, nodepool_restricted: bool, over_map: bool) -> tuple[core.Rule, ...]:
+    """Label-key rules, either on one key (`self` is the key) or over a map's keys (`self.all(x, ...)`), in
+    upstream's order."""
 
     def wrap(expr: str) -> str:
         return f"self.all(x, {expr.replace('self', 'x')})" if over_map else expr
@@ -92,19 +69,6 @@ def _key_rules(*, allowed_k8s: tuple[str, ...], nodepool_restricted: bool, over_
 
     find = 'self.find("^([^/]+)")'
     rules = [
-        core.Rule(
-            wrap(
-                f'self in [{_cel_list(allowed_k8s)}] || {find}.endsWith("node.kubernetes.io") || '
-                f'{find}.endsWith("node-restriction.kubernetes.io") || !{find}.endsWith("kubernetes.io")'
-            ),
-            'label domain "kubernetes.io" is restricted',
-            lift(lambda key: _kubernetes_io_ok(key, allowed_k8s)),
-        ),
-        core.Rule(
-            wrap(f'{find}.endsWith("kops.k8s.io") || !{find}.endsWith("k8s.io")'),
-            'label domain "k8s.io" is restricted',
-            lift(_k8s_io_ok),
-        ),
         core.Rule(
             wrap(f'self in [{_cel_list(_KARPENTER_SH_ALLOWED)}] || !{find}.endsWith("karpenter.sh")'),
             'label domain "karpenter.sh" is restricted',
@@ -173,12 +137,11 @@ def _requirement_list_rules() -> tuple[core.Rule, ...]:
 
 
 def requirements(*, nodepool: bool) -> core.Schema:
-    allowed = _KUBERNETES_IO_ALLOWED
     key = core.string(
         "The label key that the selector applies to.",
         max_length=316,
         pattern=core.QUALIFIED_NAME_PATTERN,
-        rules=_key_rules(allowed_k8s=allowed, nodepool_restricted=nodepool, over_map=False),
+        rules=_key_rules(nodepool_restricted=nodepool, over_map=False),
     )
     item = core.obj(
         {
@@ -190,7 +153,15 @@ def requirements(*, nodepool: bool) -> core.Schema:
                 maximum=50,
             ),
             "operator": core.string("Represents a key's relationship to a set of values.", enum=OPERATORS),
-            "values": core.array(core.string(), "An array of string values.", list_type="atomic"),
+            # Upstream's CRD puts the label-value length and pattern on the array itself. String keywords do not
+            # apply to an array (JSON Schema; the API server's validator skips them), so the values are checked at
+            # runtime (`semantics.requirements`), as upstream's RuntimeValidate does.
+            "values": core.array(
+                core.string(),
+                "An array of string values.",
+                list_type="atomic",
+                array_string_keywords={"maxLength": 63, "pattern": core.LABEL_VALUE_PATTERN},
+            ),
         },
         "A node selector requirement with min values.",
         required=("key", "operator"),
@@ -199,6 +170,7 @@ def requirements(*, nodepool: bool) -> core.Schema:
         item,
         "Requirements are layered with GetLabels and applied to every node.",
         max_items=100,
+        list_type="atomic",
         rules=_requirement_list_rules(),
     )
 
@@ -218,7 +190,7 @@ def taints(description: str) -> core.Schema:
         "The node this Taint is attached to has the effect on any pod that does not tolerate the Taint.",
         required=("effect", "key"),
     )
-    return core.array(item, description)
+    return core.array(item, description, list_type="atomic")
 
 
 def template_labels() -> core.Schema:
@@ -226,7 +198,8 @@ def template_labels() -> core.Schema:
         "Map of string keys and values that can be used to organize and categorize objects.",
         values=core.string(max_length=63, pattern=core.LABEL_VALUE_PATTERN),
         max_properties=100,
-        rules=_key_rules(allowed_k8s=_KUBERNETES_IO_ALLOWED_LABELS, nodepool_restricted=True, over_map=True),
+        map_type="atomic",
+        rules=_key_rules(nodepool_restricted=True, over_map=True),
     )
 
 
@@ -264,8 +237,10 @@ EXPIRE_AFTER_DESCRIPTION: Final = (
 )
 
 
-def conditions() -> core.Schema:
-    """status.conditions as operatorpkg's status.Condition writes it."""
+def conditions(*, reason_required: bool = True, keyed: bool = True) -> core.Schema:
+    """status.conditions as operatorpkg's status.Condition writes it: a map list keyed by type. NodeClaims take
+    metav1.Condition's looser shape upstream (`reason_required=False`): reason may be empty, message absent.
+    EC2NodeClass's upstream CRD does not key the list (`keyed=False`)."""
     condition = core.obj(
         {
             "lastTransitionTime": {
@@ -285,8 +260,8 @@ def conditions() -> core.Schema:
             "reason": core.string(
                 "reason contains a programmatic identifier indicating the reason for the condition's last transition.",
                 max_length=1024,
-                min_length=1,
-                pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+                min_length=1 if reason_required else None,
+                pattern=REASON_PATTERN if reason_required else f"^({REASON_PATTERN[1:-1]}|)$",
             ),
             "status": core.string(
                 "status of the condition, one of True, False, Unknown.", enum=("True", "False", "Unknown")
@@ -298,9 +273,16 @@ def conditions() -> core.Schema:
             ),
         },
         "Condition aliases the upstream type and adds additional helper methods",
-        required=("lastTransitionTime", "message", "reason", "status", "type"),
+        required=("lastTransitionTime", "message", "reason", "status", "type")
+        if reason_required
+        else ("lastTransitionTime", "status", "type"),
     )
-    return core.array(condition, "Conditions contains signals for health and readiness")
+    return core.array(
+        condition,
+        "Conditions contains signals for health and readiness",
+        list_type="map" if keyed else None,
+        list_map_keys=("type",) if keyed else (),
+    )
 
 
 def root(

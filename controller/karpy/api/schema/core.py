@@ -103,14 +103,20 @@ def array(
     max_items: int | None = None,
     default: list[Any] | None = None,
     list_type: str | None = None,
+    list_map_keys: tuple[str, ...] = (),
+    array_string_keywords: Mapping[str, Any] | None = None,
     rules: tuple[Rule, ...] = (),
 ) -> Schema:
+    """`array_string_keywords` are string keywords written on the array node itself, where upstream's CRDs have
+    them: copied into the CRD for parity, enforced by nothing (they apply to strings only)."""
     extra = {
         "items": items,
+        **dict(array_string_keywords or {}),
         "minItems": min_items,
         "maxItems": max_items,
         "default": default,
         "x-kubernetes-list-type": list_type,
+        "x-kubernetes-list-map-keys": list(list_map_keys) or None,
     }
     return _node("array", description, extra, rules)
 
@@ -134,10 +140,29 @@ def string_map(
     *,
     values: Schema | None = None,
     max_properties: int | None = None,
+    map_type: str | None = None,
     rules: tuple[Rule, ...] = (),
 ) -> Schema:
-    extra = {"additionalProperties": values or {"type": "string"}, "maxProperties": max_properties}
+    extra = {
+        "additionalProperties": values or {"type": "string"},
+        "maxProperties": max_properties,
+        "x-kubernetes-map-type": map_type,
+    }
     return _node("object", description, extra, rules)
+
+
+def open_object(description: str = "") -> Schema:
+    """An object whose fields the API server keeps as they come (`x-kubernetes-preserve-unknown-fields`), at any
+    depth: nothing in it is validated or pruned by the schema."""
+    return _node(
+        "object",
+        description,
+        {
+            "additionalProperties": {"x-kubernetes-preserve-unknown-fields": True},
+            "x-kubernetes-preserve-unknown-fields": True,
+        },
+        (),
+    )
 
 
 def quantity(description: str = "") -> Schema:

@@ -83,7 +83,7 @@ def status_schema() -> core.Schema:
                 core.obj(
                     {
                         "deprecated": core.boolean("Deprecation status of the AMI"),
-                        "id": core.string("ID of the AMI", pattern="ami-[0-9a-z]+"),
+                        "id": core.string("ID of the AMI"),
                         "name": core.string("Name of the AMI"),
                         "requirements": core.array(
                             requirement, "Requirements of the AMI to be utilized on an instance type"
@@ -94,7 +94,7 @@ def status_schema() -> core.Schema:
                 "AMI contains the current AMI values that are available to the cluster under the AMI selectors.",
             ),
             "capacityReservations": ec2nodeclass_launch.capacity_reservations_status(),
-            "conditions": common.conditions(),
+            "conditions": common.conditions(keyed=False),
             "instanceProfile": core.string("InstanceProfile contains the resolved instance profile for the role"),
             "securityGroups": core.array(
                 core.obj(
@@ -121,5 +121,10 @@ def status_schema() -> core.Schema:
 
 def schema() -> core.Schema:
     return common.root(
-        "EC2NodeClass is the Schema for the EC2NodeClass API", spec_schema(), status_schema(), spec_required=True
+        # Upstream's CRD does not require spec at the root: the API server admits an EC2NodeClass without one, and
+        # the parser refuses it (nothing can launch from it).
+        "EC2NodeClass is the Schema for the EC2NodeClass API",
+        spec_schema(),
+        status_schema(),
+        spec_required=False,
     )

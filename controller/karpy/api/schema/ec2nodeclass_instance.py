@@ -9,6 +9,21 @@ from typing import Any, Final
 from karpy.api import ec2nodeclass, labels
 from karpy.api.schema import core
 
+KUBELET_FIELDS: Final = (
+    "clusterDNS",
+    "cpuCFSQuota",
+    "evictionHard",
+    "evictionMaxPodGracePeriod",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "imageGCHighThresholdPercent",
+    "imageGCLowThresholdPercent",
+    "kubeReserved",
+    "maxPods",
+    "podsPerCore",
+    "systemReserved",
+)
+"""The spec.kubelet fields karpy implements (`typed_kubelet`); any other is kept verbatim as a passthrough."""
 EVICTION_SIGNALS: Final = (
     "memory.available",
     "nodefs.available",
@@ -64,6 +79,19 @@ def _reserved(name: str, description: str) -> core.Schema:
 
 
 def kubelet() -> core.Schema:
+    """spec.kubelet as upstream's CRD has it since the kubelet passthrough: an open map the API server keeps as it
+    comes. The fields karpy implements are checked when the object is parsed (`typed_kubelet`), as upstream's
+    nodeclass validation controller checks them (aws: pkg/apis/v1/kubeletconfiguration_validation.go)."""
+    return core.open_object(
+        "Kubelet configures the kubelet on provisioned nodes: any KubeletConfiguration field may be set. karpy "
+        "implements the fields relevant to scheduling and eviction; an EC2NodeClass setting any other is accepted "
+        "and reported not Ready (ValidationSucceeded=False) rather than refused."
+    )
+
+
+def typed_kubelet() -> core.Schema:
+    """The kubelet fields karpy implements, with the types and checks of upstream's typed struct (v1.0-v1.13)."""
+
     def gc_order(k: dict[str, Any]) -> bool:
         high, low = k.get("imageGCHighThresholdPercent"), k.get("imageGCLowThresholdPercent")
         return high is None or low is None or high > low

@@ -8,6 +8,7 @@ refused when the object is parsed instead.
 
 from __future__ import annotations
 
+import collections
 from typing import Any, Final
 
 from karpy.api import ec2nodeclass
@@ -17,6 +18,9 @@ PLACEMENT_GROUP_ID_PATTERN: Final = r"^pg-[0-9a-z]+$"
 CAPACITY_RESERVATION_ID_PATTERN: Final = r"^cr-[0-9a-z]+$"
 ACCOUNT_ID_PATTERN: Final = r"^[0-9]{12}$"
 INTERFACE_TYPES: Final = tuple(t.value for t in ec2nodeclass.NetworkInterfaceType)
+EFA_ONLY: Final = ec2nodeclass.NetworkInterfaceType.EFA_ONLY.value
+MAX_NETWORK_INTERFACES: Final = 150
+"""aws: NetworkInterfaces' MaxItems marker (the most network interfaces an instance type offers)."""
 # EC2 ConnectionTrackingSpecificationRequest bounds, in seconds.
 TCP_ESTABLISHED_TIMEOUT: Final = (60, 432000)
 UDP_STREAM_TIMEOUT: Final = (60, 180)
@@ -27,14 +31,19 @@ def placement_group_selector() -> core.Schema:
     return core.obj(
         {
             "id": core.string("ID is the placement group id in EC2.", pattern=PLACEMENT_GROUP_ID_PATTERN),
-            "name": core.string("Name is the name of the placement group in EC2.", min_length=1, max_length=255),
+            "name": core.string("Name is the name of the placement group in EC2.", min_length=1),
         },
         "PlacementGroupSelector selects the placement group instances are launched into, by name or by id.",
         rules=(
             core.Rule(
-                "has(self.name) != has(self.id)",
-                "expected exactly one of ['name', 'id']",
-                lambda term: ("name" in term) != ("id" in term),
+                "has(self.name) || has(self.id)",
+                "expected at least one, got none, ['name', 'id']",
+                lambda term: "name" in term or "id" in term,
+            ),
+            core.Rule(
+                "!(has(self.name) && has(self.id))",
+                "'name' and 'id' are mutually exclusive",
+                lambda term: not ("name" in term and "id" in term),
             ),
         ),
     )
@@ -67,7 +76,43 @@ def network_interfaces() -> core.Schema:
         "NetworkInterface configures one network interface of the launched instances.",
         required=("deviceIndex", "interfaceType", "networkCardIndex"),
     )
-    return core.array(item, "NetworkInterfaces configures the network interfaces of the launched instances.")
+    return core.array(
+        item,
+        "NetworkInterfaces configures the network interfaces of the launched instances.",
+        max_items=MAX_NETWORK_INTERFACES,
+        rules=(
+            core.Rule(
+                "self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && "
+                "x.interfaceType == 'interface')",
+                "networkInterfaces must include a primary interface with interfaceType='interface'",
+                _has_primary_interface,
+            ),
+            core.Rule(
+                "self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex)"
+                ".size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == "
+                "y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",
+                "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at "
+                "most one efa device per network card",
+                _unique_slots_and_one_efa_per_card,
+            ),
+        ),
+    )
+
+
+def _has_primary_interface(interfaces: list[dict[str, Any]]) -> bool:
+    return not interfaces or any(
+        i["deviceIndex"] == 0 and i["networkCardIndex"] == 0 and i["interfaceType"] == "interface" for i in interfaces
+    )
+
+
+def _unique_slots_and_one_efa_per_card(interfaces: list[dict[str, Any]]) -> bool:
+    slots = collections.Counter((i["networkCardIndex"], i["deviceIndex"]) for i in interfaces)
+    efa = collections.Counter(i["networkCardIndex"] for i in interfaces if i["interfaceType"] == EFA_ONLY)
+    return all(
+        slots[(i["networkCardIndex"], i["deviceIndex"])] == 1
+        and (i["interfaceType"] != EFA_ONLY or efa[i["networkCardIndex"]] == 1)
+        for i in interfaces
+    )
 
 
 def _timeout(description: str, bounds: tuple[int, int]) -> core.Schema:
@@ -90,6 +135,13 @@ def connection_tracking() -> core.Schema:
             ),
         },
         "ConnectionTracking configures the connection tracking timeouts of the primary network interface.",
+        rules=(
+            core.Rule(
+                "has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",
+                "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",
+                lambda tracking: bool(tracking.keys() & {"tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout"}),
+            ),
+        ),
     )
 
 

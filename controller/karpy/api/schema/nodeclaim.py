@@ -36,7 +36,9 @@ def status_schema() -> core.Schema:
         {
             "allocatable": core.resource_list("Allocatable is the estimated allocatable capacity of the node"),
             "capacity": core.resource_list("Capacity is the estimated full capacity of the node"),
-            "conditions": common.conditions(),
+            # metav1.Condition's shape upstream: reason may be empty, message absent (a claim upstream wrote that
+            # way must parse, or karpy would not see the instance behind it).
+            "conditions": common.conditions(reason_required=False),
             "imageID": core.string("The image id of the instance that the NodeClaim launched"),
             "lastPodEventTime": {
                 "description": "LastPodEventTime is updated with the last time a pod was scheduled or removed from "

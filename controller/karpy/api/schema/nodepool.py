@@ -7,7 +7,7 @@ from typing import Any, Final
 from karpy.api import labels, nodepool
 from karpy.api.schema import common, core
 
-CONSOLIDATION_POLICIES: Final = tuple(p.value for p in nodepool.ConsolidationPolicy)
+CONSOLIDATION_POLICIES: Final = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")  # upstream's enum order
 DISRUPTION_REASONS: Final = tuple(r.value for r in nodepool.DisruptionReason)
 BUDGET_NODES_PATTERN: Final = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 BUDGET_SCHEDULE_PATTERN: Final = (
@@ -35,6 +35,7 @@ def _budgets() -> core.Schema:
                 "Reasons is a list of disruption methods that this budget applies to. If Reasons is not set, this "
                 "budget applies to all methods.",
                 max_items=50,
+                list_type="set",
             ),
             "schedule": core.string(
                 "Schedule specifies when a budget begins being active, following the upstream cronjob syntax "
@@ -51,6 +52,7 @@ def _budgets() -> core.Schema:
         "value. If left undefined, this will default to one budget with a value to 10%.",
         max_items=50,
         default=[{"nodes": nodepool.DEFAULT_BUDGET_NODES}],
+        list_type="atomic",
         rules=(
             core.Rule(
                 "self.all(x, has(x.schedule) == has(x.duration))",
@@ -104,7 +106,7 @@ def _template() -> core.Schema:
     )
     metadata = core.obj(
         {
-            "annotations": core.string_map("Annotations is an unstructured key value map."),
+            "annotations": core.string_map("Annotations is an unstructured key value map.", map_type="granular"),
             "labels": common.template_labels(),
         }
     )

@@ -374,9 +374,13 @@ def _profile_key(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, str, str]:
 
 
 def validation_problems(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, ...]:
-    """Static checks the API schema cannot express (tags the IAM policy owns)."""
+    """Static checks the API schema cannot express (tags the IAM policy owns), and kubelet fields karpy accepts but
+    cannot apply: the class is not Ready (nothing launches from it) while its existing nodes are left alone."""
     problems = []
     for key in nodeclass.spec.tags:
         if key in labels.RESTRICTED_TAG_KEYS or key.startswith(labels.TAG_CLUSTER_PREFIX) or not key:
             problems.append(f"spec.tags[{key}]: tag key is reserved for karpy")
+    kubelet = nodeclass.spec.kubelet
+    for key in sorted(kubelet.passthrough if kubelet is not None else ()):
+        problems.append(f"spec.kubelet.{key}: accepted but not supported by karpy")
     return tuple(problems)
