@@ -40,6 +40,19 @@ class AccessMode(enum.StrEnum):
     """Nothing: the role already has access (e.g. the managed node group's role is reused)."""
 
 
+class CrdMode(enum.StrEnum):
+    """Who owns the CustomResourceDefinitions (nodepools, nodeclaims, ec2nodeclasses). Every mode keeps them, and so
+    every stored NodePool, NodeClaim and EC2NodeClass, when the stack is destroyed (`helm.sh/resource-policy: keep`)."""
+
+    INSTALL = "install"
+    """The `<release>-crd` release creates them: a cluster without Karpenter."""
+    ADOPT = "adopt"
+    """They exist, installed by upstream's charts: they get the `<release>-crd` release's Helm ownership metadata
+    (server-side patches), and the release then takes them over and keeps them current."""
+    SKIP = "skip"
+    """Someone else owns them (upstream's `karpenter-crd` release, a GitOps tool): the component installs none."""
+
+
 class ControllerRoleArgs(TypedDict):
     """The controller's IAM role and its six upstream managed policies."""
 
@@ -205,3 +218,5 @@ class KarpenterArgs(TypedDict):
     the release, they are deleted first on `pulumi destroy`, while the controller still runs to drain their nodes."""
     tags: NotRequired[Mapping[str, str]]
     """Tags on every AWS resource the component creates."""
+    crds: NotRequired[CrdMode]
+    """How the CRDs are provided: install (default), adopt upstream's, or skip (see `CrdMode`)."""

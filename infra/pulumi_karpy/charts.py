@@ -17,6 +17,25 @@ from typing import Any
 CRD_CHART = "karpy-crd"
 CONTROLLER_CHART = "karpy"
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+CRD_NAMES = ("ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh")
+"""The CustomResourceDefinitions the karpy-crd chart ships (the same names as upstream's karpenter-crd chart)."""
+
+
+def adoption_metadata(*, release: str, namespace: str) -> dict[str, Any]:
+    """The metadata that lets the Helm release `release` in `namespace` take over an existing object: Helm refuses
+    to install over an object whose `meta.helm.sh/release-*` annotations and `app.kubernetes.io/managed-by` label
+    name another release or none (helm pkg/action/validate.go). `keep` also marks it, so the release that owned it
+    before (upstream's) and this one both leave it, and the objects stored under it, when uninstalled;
+    `pulumi.com/patchForce` lets the server-side patch take fields another manager set."""
+    return {
+        "annotations": {
+            "meta.helm.sh/release-name": release,
+            "meta.helm.sh/release-namespace": namespace,
+            "helm.sh/resource-policy": "keep",
+            "pulumi.com/patchForce": "true",
+        },
+        "labels": {"app.kubernetes.io/managed-by": "Helm"},
+    }
 
 
 def charts_dir(explicit: str | None) -> Path:

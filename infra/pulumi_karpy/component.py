@@ -148,16 +148,7 @@ class Karpenter(pulumi.ComponentResource):
     ) -> k8s.helm.v3.Release:
         spec = scope.spec
         helm = spec.helm
-        crds = k8s.helm.v3.Release(
-            f"{scope.name}-crd",
-            name=f"{helm.release_name}-crd",
-            chart=charts.chart_path(chart_root, charts.CRD_CHART),
-            version=args_.VERSION,
-            namespace=spec.namespace,
-            create_namespace=helm.create_namespace,
-            timeout=helm.timeout_seconds,
-            opts=scope.child,
-        )
+        crds = _crds(scope, chart_root)
         owned = charts.owned_values(
             cluster_name=scope.cluster_name,
             cluster_endpoint=spec.cluster_endpoint,
@@ -209,6 +200,37 @@ class Karpenter(pulumi.ComponentResource):
             spec=defaults.nodepool_spec(pool),
             opts=scope.after(release, nodeclass),
         )
+
+
+def _crds(scope: scope_.Scope, chart_root: Any) -> k8s.helm.v3.Release | None:
+    """The CRD release the controller release waits for (after its adoption patches), or None (crds: skip)."""
+    spec = scope.spec
+    if spec.crds == args_.CrdMode.SKIP:
+        return None
+    release_name = f"{spec.helm.release_name}-crd"
+    adopted: list[pulumi.Resource] = []
+    if spec.crds == args_.CrdMode.ADOPT:
+        metadata = charts.adoption_metadata(release=release_name, namespace=spec.namespace)
+        adopted = [
+            k8s.apiextensions.v1.CustomResourceDefinitionPatch(
+                f"{scope.name}-adopt-{crd.split('.')[0]}",
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=crd, annotations=metadata["annotations"], labels=metadata["labels"]
+                ),
+                opts=scope.child,
+            )
+            for crd in charts.CRD_NAMES
+        ]
+    return k8s.helm.v3.Release(
+        f"{scope.name}-crd",
+        name=release_name,
+        chart=charts.chart_path(chart_root, charts.CRD_CHART),
+        version=args_.VERSION,
+        namespace=spec.namespace,
+        create_namespace=spec.helm.create_namespace,
+        timeout=spec.helm.timeout_seconds,
+        opts=scope.after(*adopted),
+    )
 
 
 def _resolved(name: str, args: Mapping[str, Any]) -> spec_.Karpenter:

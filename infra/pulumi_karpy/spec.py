@@ -119,6 +119,7 @@ class Karpenter:
     image: Image = Image()
     default_node_pool: DefaultNodePool | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    crds: args_.CrdMode = args_.CrdMode.INSTALL
 
 
 GROUPS: Mapping[str, type[Any]] = {
@@ -154,6 +155,7 @@ def resolve(raw: Mapping[str, Any]) -> Karpenter:
     problems: list[str] = []
     top = _fields(Karpenter, raw, "", problems)
     _parse_enum(top, "identity_mode", args_.IdentityMode, "", problems)
+    _parse_enum(top, "crds", args_.CrdMode, "", problems)
     for key, group in GROUPS.items():
         if key in top:
             values = _fields(group, top[key], f"{key}.", problems)

@@ -324,25 +324,37 @@ def test_a_bad_chart_value_is_caught_by_the_controller(render: Render) -> None:
 
 # ---- CRDs and custom resources ----------------------------------------------------------------------------------
 
+KEEP = "helm.sh/resource-policy"
+
 
 def test_crd_chart_renders_the_crds(render: Render) -> None:
     rendered = by_kind(render(chart=CRD_CHART), "CustomResourceDefinition")
     for crd in rendered:
         kubernetes_validate.validate(crd, K8S_VERSION, strict=True)
+        # Kept by default: uninstalling the release must not delete every stored NodePool, NodeClaim, EC2NodeClass.
+        assert crd["metadata"].pop("annotations") == {KEEP: "keep"}
     # Exactly the single source's CRDs, nothing added or lost on the way through Helm.
     assert sorted(rendered, key=lambda c: c["metadata"]["name"]) == sorted(
         api_crds.build_crds(), key=lambda c: c["metadata"]["name"]
     )
 
 
-def test_crd_chart_additional_annotations(render: Render) -> None:
-    rendered = by_kind(
-        render({"additionalAnnotations.argocd\\.argoproj\\.io/sync-options": "ServerSideApply=true"}, chart=CRD_CHART),
-        "CustomResourceDefinition",
-    )
+@pytest.mark.parametrize(
+    ("values", "annotations"),
+    [
+        (
+            {"additionalAnnotations.argocd\\.argoproj\\.io/sync-options": "ServerSideApply=true"},
+            {KEEP: "keep", "argocd.argoproj.io/sync-options": "ServerSideApply=true"},
+        ),
+        ({"keep": "false"}, None),
+        ({"keep": "false", "additionalAnnotations.team": "platform"}, {"team": "platform"}),
+    ],
+)
+def test_crd_chart_annotations(render: Render, values: dict[str, str], annotations: dict[str, str] | None) -> None:
+    rendered = by_kind(render(values, chart=CRD_CHART), "CustomResourceDefinition")
     assert len(rendered) == 3
     for crd in rendered:
-        assert crd["metadata"]["annotations"] == {"argocd.argoproj.io/sync-options": "ServerSideApply=true"}
+        assert crd["metadata"].get("annotations") == annotations
 
 
 def custom_resources() -> list[tuple[str, dict[str, Any]]]:

@@ -566,3 +566,46 @@ def test_every_problem_is_reported_at_once() -> None:
         "identity_mode 'irsa' needs oidc_issuer_url",
         "helm.log_level: 'loud' is not one of debug, info, warning, error",
     ]
+
+
+CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def test_crds_install_by_default_and_are_kept(pulumi_run: Run) -> None:
+    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    assert deployment.of_type(CRD_PATCH) == []
+    crd = deployment.get(RELEASE, "karpy-crd")
+    values = yaml.safe_load((Path(crd.inputs["chart"]) / "values.yaml").read_text())
+    assert values["keep"] is True  # destroying the stack leaves the CRDs and every object stored under them
+
+
+def test_crds_adopted_from_upstream_get_the_releases_ownership_first(pulumi_run: Run) -> None:
+    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", crds=args_.CrdMode.ADOPT))
+    patches = {p.inputs["metadata"]["name"]: p for p in deployment.of_type(CRD_PATCH)}
+    assert sorted(patches) == sorted(crd["metadata"]["name"] for crd in api_crds.build_crds())
+    for patch in patches.values():
+        assert patch.parent.endswith(COMPONENT_URN_SUFFIX)
+        assert patch.inputs["metadata"]["annotations"] == {
+            "meta.helm.sh/release-name": "karpy-crd",
+            "meta.helm.sh/release-namespace": "kube-system",
+            "helm.sh/resource-policy": "keep",
+            "pulumi.com/patchForce": "true",
+        }
+        assert patch.inputs["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "Helm"}
+        assert "spec" not in patch.inputs  # metadata only: the release brings karpy's schema
+    crd = deployment.get(RELEASE, "karpy-crd")
+    assert {d.rsplit("::", 1)[1] for d in crd.dependencies} >= {p.name for p in deployment.of_type(CRD_PATCH)}
+    controller = deployment.get(RELEASE, "karpy-controller")
+    assert any(d.endswith(f"{RELEASE}::karpy-crd") for d in controller.dependencies)
+
+
+def test_crds_skipped_leave_the_crds_to_their_owner(pulumi_run: Run) -> None:
+    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", crds=args_.CrdMode.SKIP))
+    assert [r.name for r in deployment.of_type(RELEASE)] == ["karpy-controller"]
+    assert deployment.of_type(CRD_PATCH) == []
+    assert deployment.get(RELEASE, "karpy-controller").inputs["skipCrds"] is True
+
+
+def test_crd_names_are_the_charts() -> None:
+    assert sorted(charts.CRD_NAMES) == sorted(crd["metadata"]["name"] for crd in api_crds.build_crds())
