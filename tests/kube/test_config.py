@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import pathlib
+import sys
 from typing import Any
 
 import pytest
@@ -164,3 +165,15 @@ async def test_an_exec_plugins_token_near_expiry_is_renewed_by_running_it_again(
         await api.list(resources.NODES)
     assert _sent(kube) == ["Bearer from-plugin-2", "Bearer from-plugin-2", "Bearer from-plugin-3"]
     assert json.loads((tmp_path / "runs").read_text()) == 3
+
+
+def test_without_the_kubernetes_package_a_kubeconfig_is_a_clear_error(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The controller image runs in-cluster without it; only reading a kubeconfig needs the `kubeconfig` extra.
+    path = _write(tmp_path, _doc({"token": "t"}))
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    with pytest.raises(
+        config.ConfigError, match=r"needs the kubernetes package: pip install 'karpy\[controller,kubeconfig\]'"
+    ):
+        config.load_kubeconfig(path)

@@ -17,9 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import kubernetes.client
 import yaml
-from kubernetes.config import config_exception, kube_config
 
 SERVICE_ACCOUNT_DIR = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -84,6 +82,15 @@ def load_kubeconfig(path: str | os.PathLike[str], *, context: str = "") -> Confi
     files = [pathlib.Path(p).expanduser() for p in text.split(os.pathsep) if p]
     if not files or not any(f.is_file() for f in files):
         raise ConfigError(f"{text or '(empty)'}: cannot read the kubeconfig (no such file)")
+    # Imported here: the controller image runs in-cluster without the kubernetes package (pyproject extra
+    # `kubeconfig`); only reading a kubeconfig needs it.
+    try:
+        import kubernetes.client
+        from kubernetes.config import config_exception, kube_config
+    except ImportError as missing:
+        raise ConfigError(
+            f"{text}: reading a kubeconfig needs the kubernetes package: pip install 'karpy[controller,kubeconfig]'"
+        ) from missing
     configuration = kubernetes.client.Configuration()
     # The library's loader is untyped (no-untyped-call): its results are read field by field below.
     try:
