@@ -51,17 +51,12 @@ class Plan:
     def shares_upstream_lease(self) -> bool:
         return self.phase >= 1
 
-    def helm_values(self, *, lease: str, namespace: str) -> dict[str, Any]:
-        values: dict[str, Any] = {"settings": {"dryRun": self.dry_run}}
+    def helm_values(self, *, lease: str) -> dict[str, Any]:
+        settings: dict[str, Any] = {"dryRun": self.dry_run}
         if self.shares_upstream_lease:
-            # controller.env comes after the chart's own variables; the last of a repeated name wins.
-            values["controller"] = {
-                "env": [
-                    {"name": "LEADER_ELECTION_NAME", "value": lease},
-                    {"name": "LEADER_ELECTION_NAMESPACE", "value": namespace},
-                ]
-            }
-        return values
+            # The chart names the Lease and lets karpy write only that one; karpy runs in upstream's namespace.
+            settings["leaderElectionName"] = lease
+        return {"settings": settings}
 
 
 def main() -> dict[str, Any]:
@@ -81,9 +76,7 @@ def main() -> dict[str, Any]:
             access=args.AccessArgs(mode=args.AccessMode.NONE),
             crds=plan.crds,
             helm=args.HelmArgs(
-                values=plan.helm_values(
-                    lease=config.get("upstreamLease") or "karpenter-leader-election", namespace=namespace
-                )
+                values=plan.helm_values(lease=config.get("upstreamLease") or "karpenter-leader-election")
             ),
             tags={"migration": "from-karpenter"},
         ),

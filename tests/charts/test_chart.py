@@ -227,6 +227,14 @@ def test_the_leader_lease_is_the_only_lease_karpy_can_write(controller_rules: li
     assert [r["resourceNames"] for r in named] == [[env_of(docs)["LEADER_ELECTION_NAME"]]]
 
 
+def test_a_take_over_campaigns_on_upstreams_lease_and_may_write_only_it(render: Render) -> None:
+    # examples/migrate-from-karpenter: karpy shares upstream's Lease so the two can never both lead.
+    docs = render({"settings.leaderElectionName": "karpenter-leader-election"})
+    assert env_of(docs)["LEADER_ELECTION_NAME"] == "karpenter-leader-election"
+    named = [r for r in one(docs, "Role")["rules"] if r.get("resourceNames")]
+    assert [r["resourceNames"] for r in named] == [["karpenter-leader-election"]]
+
+
 def test_aggregated_admin_and_view_roles(render: Render) -> None:
     roles = {r["metadata"]["name"]: r for r in by_kind(render(), "ClusterRole")}
     admin, view = roles["kp-karpy-admin"], roles["kp-karpy-view"]

@@ -60,8 +60,7 @@ def test_each_phase(
         assert patch.inputs["spec"] == {"replicas": 0}
         assert patch.inputs["metadata"]["name"] == "karpenter"
         assert patch.inputs["metadata"]["namespace"] == "kube-system"
-    env = {e["name"]: e["value"] for e in values.get("controller", {}).get("env", ())}
-    assert (env.get("LEADER_ELECTION_NAME") == "karpenter-leader-election") is shares_lease
+    assert (values["settings"].get("leaderElectionName") == "karpenter-leader-election") is shares_lease
     # Upstream's node role is reused (its EC2NodeClasses name it) and already has access: none is created.
     assert [r.name for r in deployment.of_type("aws:iam/role:Role")] == ["karpy-controller"]
     assert deployment.of_type("aws:eks/accessEntry:AccessEntry") == []

@@ -135,5 +135,5 @@ key itself), and pod affinity terms select the controller's pods when they name 
 
 {{/* The leader-election Lease: the controller's LEADER_ELECTION_NAME and the only Lease the Role lets it write. */}}
 {{- define "karpy.leaderElectionName" -}}
-{{- printf "%s-leader-election" (include "karpy.fullname" .) -}}
+{{- default (printf "%s-leader-election" (include "karpy.fullname" .)) .Values.settings.leaderElectionName -}}
 {{- end -}}

@@ -182,7 +182,7 @@ ENV_VARS: Final[tuple[EnvVar, ...]] = (
     EnvVar("LOG_LEVEL", "runtime.log_level", "logLevel"),
     EnvVar("METRICS_PORT", "runtime.metrics_port", "controller.metrics.port"),
     EnvVar("HEALTH_PROBE_PORT", "runtime.health_probe_port", "controller.healthProbe.port"),
-    EnvVar("LEADER_ELECTION_NAME", "leader_election.name", None),
+    EnvVar("LEADER_ELECTION_NAME", "leader_election.name", "settings.leaderElectionName"),
     EnvVar("LEADER_ELECTION_NAMESPACE", "leader_election.namespace", None),
     EnvVar("DISABLE_LEADER_ELECTION", "leader_election.disabled", "settings.disableLeaderElection"),
 )
