@@ -14,7 +14,7 @@ import yaml
 
 from karpy.api import crds as api_crds
 from karpy.api import errors
-from karpy.operator import settings
+from karpy.operator import settings, unsupported
 
 from . import rbac, upstream
 from .conftest import CHART, CRD_CHART, REPO, Helm, Render, Schemas, by_kind, one
@@ -273,8 +273,10 @@ def test_every_chart_setting_reaches_a_controller_setting(render: Render) -> Non
     for helm_path, var in table.items():
         assert var.env in env or (helm_path == "settings.awsRegion" and not values["settings"]["awsRegion"]), var
     assert {var.env for var in settings.ENV_VARS if var.helm is None} <= set(env)
-    # and every env var the chart sets is one the controller reads, or one upstream's chart sets
-    read = {var.env for var in settings.ENV_VARS} | set(upstream.SETTING_ENV.values()) | upstream.FIXED_ENV
+    # and every env var the chart sets is one the controller reads, or one it accepts and reports as unsupported
+    # (AWS_FEATURE_GATES is reported gate by gate; SYSTEM_NAMESPACE is read by operator.main)
+    accepted = {item.env for item in unsupported.UNSUPPORTED} | {"AWS_FEATURE_GATES", "SYSTEM_NAMESPACE"}
+    read = {var.env for var in settings.ENV_VARS} | accepted
     assert set(env) <= read, set(env) - read
 
 
