@@ -66,3 +66,35 @@ def test_orphaned_claims_are_registered_not_deleting_and_missing_from_the_cloud(
     ]
     instances = [_instance("p-0002")]
     assert [c.name for c in gc.orphaned_claims(claims, instances)] == ["gone"]
+
+
+def test_a_deleting_claim_still_claims_its_instance() -> None:
+    """A claim being deleted is still draining its node: its instance is not leaked, however long ago it was first
+    seen unclaimed (an instance the launch had not yet recorded when the GC first looked)."""
+    instances = [_instance("p-0005")]
+    draining = [_claim("draining", "p-0005", deleting=True)]
+    assert gc.track_unclaimed(instances, draining, first_seen={"p-0005": T0 - 3600}, now=T0) == {}
+    assert gc.leaked_instances(instances, draining, first_seen={"p-0005": T0 - 3600}, now=T0) == []
+
+
+def test_a_claimed_instance_is_never_leaked_even_with_a_stale_first_sighting() -> None:
+    instances = [_instance("p-0006")]
+    claims = [_claim("late", "p-0006", registered=False)]
+    assert gc.leaked_instances(instances, claims, first_seen={"p-0006": T0 - 3600}, now=T0) == []
+
+
+def test_an_instance_without_a_provider_id_is_never_leaked() -> None:
+    bare = _instance("")
+    assert gc.track_unclaimed([bare], [], first_seen={}, now=T0) == {}
+    assert gc.leaked_instances([bare], [], first_seen={"": T0 - 3600}, now=T0) == []
+
+
+def test_leaked_instances_and_orphaned_claims_come_in_a_stable_order() -> None:
+    instances = [_instance("p-0009"), _instance("p-0008")]
+    seen = {"p-0008": T0 - 60, "p-0009": T0 - 60}
+    assert [i.status.provider_id for i in gc.leaked_instances(instances, [], first_seen=seen, now=T0)] == [
+        "p-0008",
+        "p-0009",
+    ]
+    claims = [_claim("zulu", "p-0010"), _claim("alpha", "p-0011")]
+    assert [c.name for c in gc.orphaned_claims(claims, [])] == ["alpha", "zulu"]

@@ -1,0 +1,79 @@
+"""What garbage collection must never destroy, through the reconciler with the fake provider: the instance of a claim
+that is still draining, a claim whose instance a lagging list() misses, a claim liveness still owns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import harness
+
+from karpy.api import nodeclaim, parse
+from karpy.kube import resources
+
+NAME = "default-abc12"
+
+
+async def _registered(env: harness.Env) -> str:
+    """Launch NAME, register its node (Ready), and return the instance's provider id."""
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    await env.claims().reconcile(NAME)
+    raw = env.claim_obj(NAME)
+    assert raw is not None
+    pid = parse.nodeclaim(raw).status.provider_id
+    env.kube.put(resources.NODES, b.node_dict("ip-10-0-0-1", provider_id=pid, ready=True))
+    await env.claims().reconcile(NAME)
+    assert parse.nodeclaim(env.claim_obj(NAME) or {}).is_true(nodeclaim.REGISTERED)
+    return pid
+
+
+def _deleting(env: harness.Env) -> bool:
+    raw = env.claim_obj(NAME)
+    return raw is None or bool(raw["metadata"].get("deletionTimestamp"))
+
+
+async def test_the_instance_of_a_claim_still_draining_is_not_collected() -> None:
+    env = harness.make_env()
+    pid = await _registered(env)
+    await env.kube.delete(resources.NODECLAIMS, NAME)
+    await env.claims().reconcile(NAME)  # the finalizer deletes the Node, whose own finalizer now drains it
+    node = env.kube.obj(resources.NODES, "ip-10-0-0-1")
+    assert node is not None
+    assert node["metadata"]["deletionTimestamp"]
+    ctl = env.claims()
+    for _ in range(10):  # ten minutes of draining, well past the 30 s grace of an unclaimed instance
+        env.clock.advance(60)
+        await ctl.collect_garbage()
+    assert pid in env.cloud.instances
+    assert env.cloud.delete_calls == []
+    assert env.claim_obj(NAME) is not None  # still held by its finalizer
+
+
+async def test_a_claim_the_cloud_list_misses_is_kept_while_get_still_finds_its_instance() -> None:
+    env = harness.make_env()
+    pid = await _registered(env)
+    listed = env.cloud.list
+
+    async def lagging() -> Sequence[nodeclaim.NodeClaim]:
+        return [i for i in await listed() if i.status.provider_id != pid]
+
+    env.cloud.list = lagging  # type: ignore[method-assign]
+    await env.claims().collect_garbage()
+    assert pid in env.cloud.get_calls  # confirmed with get() before deciding
+    assert not _deleting(env)
+    assert "GarbageCollected" not in env.recorder.reasons()
+    env.cloud.instances.clear()  # now it is really gone
+    await env.claims().collect_garbage()
+    assert _deleting(env)
+    assert "GarbageCollected" in env.recorder.reasons()
+
+
+async def test_a_claim_not_yet_registered_is_left_to_liveness() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    await env.claims().reconcile(NAME)  # launched, no node yet
+    env.cloud.instances.clear()
+    env.clock.advance(120)
+    await env.claims().collect_garbage()
+    assert not _deleting(env)
+    assert env.recorder.reasons() == []
