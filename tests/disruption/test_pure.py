@@ -12,11 +12,16 @@ from karpy.disruption import budgets, candidates, conditions
 from karpy.kube import resources
 
 Reason = nodepool.DisruptionReason
+T0 = world_mod.T0
+DND = labels.ANNOTATION_DO_NOT_DISRUPT
 
 
 def _pod(**md: Any) -> dict[str, Any]:
     spec = md.pop("spec", {})
-    return {"metadata": {"name": "p", "namespace": "default", **md}, "spec": spec, "status": {"phase": "Running"}}
+    status = {"phase": md.pop("phase", "Running")}
+    if "started" in md:
+        status["startTime"] = world_mod.ts(md.pop("started"))
+    return {"metadata": {"name": "p", "namespace": "default", **md}, "spec": spec, "status": status}
 
 
 @pytest.mark.parametrize(
@@ -31,16 +36,25 @@ def _pod(**md: Any) -> dict[str, Any]:
 )
 def test_eviction_cost(annotations: dict[str, str], priority: int | None, expected: float) -> None:
     spec = {} if priority is None else {"priority": priority}
-    assert candidates.eviction_cost(candidates.pod_info(_pod(annotations=annotations, spec=spec))) == expected
+    assert candidates.eviction_cost(candidates.pod_info(_pod(annotations=annotations, spec=spec), now=T0)) == expected
 
 
 @pytest.mark.parametrize(
     ("pod", "do_not_disrupt", "reschedulable"),
     [
-        (_pod(annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}), True, True),
-        (_pod(annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "false"}), False, True),
+        (_pod(annotations={DND: "true"}), True, True),
+        (_pod(annotations={DND: "false"}), False, True),
+        (_pod(annotations={DND: "junk"}), False, True),
+        # the duration form (core: IsDoNotDisruptActive): that long after the pod started, for ever until it has
+        (_pod(annotations={DND: "10m"}, started=T0 - 599), True, True),
+        (_pod(annotations={DND: "10m"}, started=T0 - 600), False, True),
+        (_pod(annotations={DND: "1h30m"}, started=T0 - 3600), True, True),
+        (_pod(annotations={DND: "10m"}), True, True),  # not started yet: fail safe
+        (_pod(annotations={DND: "0s"}), False, True),  # not a positive duration: ignored
+        (_pod(annotations={DND: "true"}, phase="Succeeded"), False, False),  # terminal pods block nothing
+        (_pod(annotations={DND: "10m"}, phase="Failed"), False, False),
         (
-            _pod(annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}, deletionTimestamp="2024-01-01T00:00:00Z"),
+            _pod(annotations={DND: "true"}, deletionTimestamp="2024-01-01T00:00:00Z"),
             False,
             False,
         ),
@@ -49,16 +63,16 @@ def test_eviction_cost(annotations: dict[str, str], priority: int | None, expect
     ],
 )
 def test_pod_info_do_not_disrupt_forms(pod: dict[str, Any], do_not_disrupt: bool, reschedulable: bool) -> None:
-    info = candidates.pod_info(pod)
+    info = candidates.pod_info(pod, now=T0)
     assert (info.do_not_disrupt, info.reschedulable) == (do_not_disrupt, reschedulable)
 
 
 def test_reschedule_cost_and_emptiness_ignore_daemons_and_negative_costs() -> None:
-    daemon = candidates.pod_info(_pod(ownerReferences=[{"kind": "DaemonSet", "controller": True}]))
-    cheap = candidates.pod_info(_pod(annotations={candidates.POD_DELETION_COST: str(-(2**30))}))
+    daemon = candidates.pod_info(_pod(ownerReferences=[{"kind": "DaemonSet", "controller": True}]), now=T0)
+    cheap = candidates.pod_info(_pod(annotations={candidates.POD_DELETION_COST: str(-(2**30))}), now=T0)
     assert candidates.reschedule_disruption_cost([daemon]) == 1.0  # only daemons: empty
     assert candidates.reschedule_disruption_cost([cheap]) == 1.0  # negative costs count as 0
-    assert candidates.reschedule_disruption_cost([candidates.pod_info(_pod())]) == 2.0
+    assert candidates.reschedule_disruption_cost([candidates.pod_info(_pod(), now=T0)]) == 2.0
 
 
 @pytest.mark.parametrize(
@@ -82,7 +96,7 @@ def test_pdb_blockers(pdbs: list[dict[str, Any]], blocked: bool) -> None:
         )
         for i, p in enumerate(pdbs)
     ]
-    info = candidates.pod_info(_pod(labels={"app": "a"}))
+    info = candidates.pod_info(_pod(labels={"app": "a"}), now=T0)
     assert (candidates.eviction_blocker(info, [p for p in parsed if p is not None]) is not None) == blocked
 
 

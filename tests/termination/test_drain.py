@@ -77,6 +77,9 @@ def test_only_the_first_non_empty_tier_is_evicted() -> None:
         ({"annotations": {DND: "10m"}, "started": T0 - 599}, True, False),
         ({"annotations": {DND: "10m"}, "started": T0 - 600}, True, True),  # window over
         ({"annotations": {DND: "1h30m"}, "started": T0 - 3600}, True, False),
+        ({"annotations": {DND: "10m"}, "started": None}, True, False),  # not started: protected, however old
+        ({"annotations": {DND: "0s"}, "started": None}, True, True),  # not a positive duration: ignored
+        ({"annotations": {DND: "-5m"}, "started": None}, True, True),
         ({"annotations": {DND: "false"}}, True, True),
         ({"annotations": {DND: "soon"}}, True, True),  # not "true" and not a duration: ignored, as upstream
     ],
@@ -152,3 +155,14 @@ def test_disrupted_patch() -> None:
 @pytest.mark.parametrize(("failures", "delay"), [(1, 0.1), (2, 0.2), (5, 1.6), (8, 10.0), (30, 10.0)])
 def test_backoff(failures: int, delay: float) -> None:
     assert drain.Backoff().delay(failures) == pytest.approx(delay)
+
+
+def test_a_duration_counts_from_the_pods_start_not_its_creation() -> None:
+    """A pod bound long after it was created (it waited for capacity) and not yet started keeps its do-not-disrupt
+    duration: upstream reads only status.startTime and fails safe without it."""
+    manifest = b.pod_dict("late", annotations={DND: "10m"}, started=None)
+    manifest["metadata"]["creationTimestamp"] = b.ts(T0 - 86400)
+    pod = drain.from_manifest(manifest)
+    assert pod.started is None
+    step = drain.plan([pod], now=T0, termination_time=None)
+    assert (_names(step.waiting), step.evict) == (["late"], ())

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.api import labels, meta, nodeclaim, nodepool
+from karpy.api import donotdisrupt, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.scheduling import pods, requirements
 from karpy.state import facts, statenode
@@ -47,7 +47,8 @@ class PodInfo:
     reschedulable: bool  # not DaemonSet/mirror-owned, not terminal, not terminating
 
 
-def pod_info(obj: Mapping[str, Any]) -> PodInfo:
+def pod_info(obj: Mapping[str, Any], *, now: float) -> PodInfo:
+    """The pod at `now`: a do-not-disrupt duration counts only while it runs (`donotdisrupt.active`)."""
     md, spec, status = facts.metadata(obj), obj.get("spec") or {}, obj.get("status") or {}
     annotations = md.get("annotations") or {}
     owners = [o for o in md.get("ownerReferences") or () if isinstance(o, Mapping) and o.get("controller")]
@@ -65,7 +66,7 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo:
         key=facts.key(obj),
         namespace=str(md.get("namespace") or ""),
         labels=dict(md.get("labels") or {}),
-        do_not_disrupt=annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT) == "true" and not terminal and not terminating,
+        do_not_disrupt=donotdisrupt.pod_active(obj, now=now) and not terminal and not terminating,
         priority=priority if isinstance(priority, int) else 0,
         deletion_cost=deletion_cost,
         reschedulable=not daemon_or_node and not terminal and not terminating,
@@ -235,7 +236,7 @@ def new_candidate(
     offering = find_offering(instance_type, node.labels)
     if offering is None:
         return Rejection(node.name, "no offering matches the node's zone and capacity type")
-    infos = tuple(pod_info(raw_pods[p.key]) if p.key in raw_pods else _bare_info(p) for p in node.pods)
+    infos = tuple(pod_info(raw_pods[p.key], now=now) if p.key in raw_pods else _bare_info(p) for p in node.pods)
     tolerate_pods = disruption_class is DisruptionClass.EVENTUAL and (
         node.nodeclaim.spec.termination_grace_period is not None
     )

@@ -21,7 +21,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from karpy.api import decoding, durations, labels, meta
+from karpy.api import decoding, donotdisrupt, labels, meta
 from karpy.scheduling import taints
 
 STUCK_TERMINATING_AFTER: Final = 60.0
@@ -53,7 +53,7 @@ class DrainPod:
     mirror: bool = False
     tolerates_disrupted: bool = False
     do_not_disrupt: str | None = None  # the raw annotation value
-    started: float | None = None  # status.startTime, else creationTimestamp
+    started: float | None = None  # status.startTime (None until the kubelet started the pod)
     deletion_timestamp: float | None = None
     grace_seconds: int = DEFAULT_POD_GRACE
     pvc_names: tuple[str, ...] = ()
@@ -128,7 +128,7 @@ def from_manifest(pod: Mapping[str, Any]) -> DrainPod:
         mirror=_owned_by(md, "v1", "Node"),
         tolerates_disrupted=taints.untolerated([DISRUPTED_TAINT], tolerations) is None,
         do_not_disrupt=annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT),
-        started=_timestamp(status.get("startTime")) or _timestamp(md.get("creationTimestamp")),
+        started=donotdisrupt.start_time(pod),
         deletion_timestamp=_timestamp(md.get("deletionTimestamp")),
         grace_seconds=int(grace) if isinstance(grace, int) else DEFAULT_POD_GRACE,
         pvc_names=tuple(
@@ -140,18 +140,8 @@ def from_manifest(pod: Mapping[str, Any]) -> DrainPod:
 
 
 def do_not_disrupt_active(pod: DrainPod, now: float) -> bool:
-    """`karpenter.sh/do-not-disrupt: "true"` protects for ever; a duration ("30m") protects that long after the pod
-    started. Any other value is ignored, as upstream ignores values other than "true"."""
-    value = pod.do_not_disrupt
-    if value is None:
-        return False
-    if value == "true":
-        return True
-    try:
-        window = durations.parse(value)
-    except durations.DurationError:
-        return False
-    return pod.started is None or now < pod.started + window
+    """`karpenter.sh/do-not-disrupt`, "true" or a duration since the pod started (`donotdisrupt.active`)."""
+    return donotdisrupt.active(pod.do_not_disrupt, started=pod.started, now=now)
 
 
 def stuck_terminating(pod: DrainPod, now: float) -> bool:

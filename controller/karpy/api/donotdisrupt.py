@@ -1,0 +1,47 @@
+"""The `karpenter.sh/do-not-disrupt` pod annotation (core: pkg/utils/pod/scheduling.go `IsDoNotDisruptActive`).
+
+"true" protects the pod for ever. A positive Go duration ("30m", "1h30m") protects it for that long after it started
+(`status.startTime`); a pod that has not started yet is protected, as upstream fails safe. Any other value, a zero or
+negative duration included, is ignored. Disruption (candidates) and termination (drain) read it the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from karpy.api import decoding, durations, labels
+
+PROTECTS_FOR_EVER = "true"
+
+
+def start_time(pod: Mapping[str, Any]) -> float | None:
+    """A pod manifest's `status.startTime` (None while absent or unreadable)."""
+    value = (pod.get("status") or {}).get("startTime")
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return decoding.timestamp(value)
+    except ValueError:
+        return None
+
+
+def active(value: str | None, *, started: float | None, now: float) -> bool:
+    """Whether an annotation `value` protects a pod that started at `started` (None: not yet) at `now`."""
+    if value is None:
+        return False
+    if value == PROTECTS_FOR_EVER:
+        return True
+    try:
+        window = durations.parse(value)
+    except durations.DurationError:
+        return False
+    if window <= 0:
+        return False
+    return started is None or now < started + window
+
+
+def pod_active(pod: Mapping[str, Any], *, now: float) -> bool:
+    """Whether a pod manifest's annotation protects it at `now` (whatever its phase; callers decide that)."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return active(annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT), started=start_time(pod), now=now)
