@@ -247,7 +247,12 @@ class World:
         pod_labels: Mapping[str, str] | None = None,
         priority: int | None = None,
         affinity: Mapping[str, Any] | None = None,
+        started: float | None = None,
     ) -> None:
+        """A running pod on `node`, owned by a ReplicaSet; `started` sets status.startTime."""
+        status: dict[str, Any] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        if started is not None:
+            status["startTime"] = ts(started)
         spec: dict[str, Any] = {
             "nodeName": node,
             "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
@@ -269,7 +274,7 @@ class World:
                     "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "uid": "rs", "controller": True}],
                 },
                 "spec": spec,
-                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+                "status": status,
             },
         )
 

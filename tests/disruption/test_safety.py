@@ -1,0 +1,155 @@
+"""What disruption must never destroy, end to end (real Cluster, fake provider, in-memory API): nodes whose pods are
+protected by do-not-disrupt (either form) or a PodDisruptionBudget, nodes annotated do-not-disrupt, and anything a
+budget of zero holds. Drift alone may pass pod blockers, and only when the claim has a terminationGracePeriod
+(core: disruption/types.go NewCandidate, EventualDisruptionClass)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from tests.disruption import world as world_mod
+
+from karpy.api import labels, nodepool
+
+Reason = nodepool.DisruptionReason
+DND = labels.ANNOTATION_DO_NOT_DISRUPT
+
+
+def _do_not_disrupt(w: world_mod.World) -> None:
+    w.pod("guarded", "a", annotations={DND: "true"})
+
+
+def _do_not_disrupt_for_an_hour(w: world_mod.World) -> None:
+    w.pod("guarded", "a", annotations={DND: "1h"}, started=w.clock.now() - 60)
+
+
+def _pdb_allows_nothing(w: world_mod.World) -> None:
+    w.pod("guarded", "a", pod_labels={"app": "db"})
+    w.pdb("db", {"app": "db"}, allowed=0)
+
+
+BLOCKERS = pytest.mark.parametrize(
+    "block", [_do_not_disrupt, _do_not_disrupt_for_an_hour, _pdb_allows_nothing], ids=["dnd", "dnd-1h", "pdb"]
+)
+
+
+def _big_neighbour(w: world_mod.World) -> None:
+    """Node "b": room for a small pod, but its own pod fits nowhere cheaper, so only "a" could be consolidated."""
+    w.node("b", itype="c8")
+    w.pod("big", "b", cpu="6")
+
+
+def _untouched(w: world_mod.World, *names: str) -> bool:
+    return all(not w.deleting(n) and labels.TAINT_DISRUPTED_KEY not in w.taints(n) for n in names)
+
+
+@BLOCKERS
+async def test_drift_leaves_a_node_with_blocking_pods_without_a_termination_grace_period(
+    block: Callable[[world_mod.World], None],
+) -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("a", conditions=("Drifted",))
+    block(w)
+    assert await w.reconcile(w.controller()) is None
+    assert _untouched(w, "a")
+
+
+@BLOCKERS
+async def test_drift_passes_blocking_pods_when_the_claim_has_a_termination_grace_period(
+    block: Callable[[world_mod.World], None],
+) -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("a", conditions=("Drifted",), tgp="1h")
+    block(w)
+    cmd = await w.reconcile(w.controller())
+    assert cmd is not None
+    assert cmd.reason == Reason.DRIFTED
+    assert [c.name for c in cmd.candidates] == ["a"]
+
+
+@BLOCKERS
+async def test_consolidation_never_passes_blocking_pods_even_with_a_termination_grace_period(
+    block: Callable[[world_mod.World], None],
+) -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("a", tgp="1h")
+    _big_neighbour(w)
+    block(w)  # its one small pod would fit on "b": without the blocker, "a" goes
+    assert await w.reconcile(w.controller()) is None
+    assert _untouched(w, "a", "b")
+
+
+async def test_a_do_not_disrupt_duration_protects_only_until_it_runs_out() -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("a")
+    _big_neighbour(w)
+    w.pod("guarded", "a", annotations={DND: "10m"}, started=w.clock.now())
+    ctrl = w.controller()
+    assert await w.reconcile(ctrl) is None
+    await w.clock.run_for(10 * 60)
+    cmd = await w.reconcile(ctrl)
+    assert cmd is not None
+    assert [c.name for c in cmd.candidates] == ["a"]
+
+
+@pytest.mark.parametrize("tgp", [None, "1h"])
+async def test_a_node_annotated_do_not_disrupt_is_never_a_candidate(tgp: str | None) -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("a", conditions=("Drifted",), node_annotations={DND: "true"}, tgp=tgp)
+    w.node("b", node_annotations={DND: "true"})  # empty
+    assert await w.reconcile(w.controller()) is None
+    assert w.kube.writes == []
+
+
+@pytest.mark.parametrize(
+    "budgets",
+    [
+        [{"nodes": "0"}],
+        [{"nodes": "0%"}],
+        [{"nodes": "0", "reasons": ["Drifted", "Empty", "Underutilized"]}, {"nodes": "100%"}],
+    ],
+    ids=["zero", "zero-percent", "zero-for-every-reason"],
+)
+async def test_a_budget_of_zero_holds_every_node(budgets: list[dict[str, object]]) -> None:
+    w = world_mod.World()
+    w.pool(budgets=budgets)
+    w.node("drifted", conditions=("Drifted",))
+    w.pod("p", "drifted")
+    w.node("empty")
+    w.node("underused")
+    w.pod("q", "underused")
+    assert await w.reconcile(w.controller()) is None
+    assert w.kube.writes == []
+
+
+async def test_a_zero_budget_for_one_reason_holds_only_that_reason() -> None:
+    w = world_mod.World()
+    w.pool(budgets=[{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "100%"}])
+    w.node("drifted", conditions=("Drifted",))
+    w.pod("p", "drifted", cpu="3")
+    ctrl = w.controller()
+    assert await w.reconcile(ctrl) is None  # drift may not go; nothing else to do
+    w.node("empty")
+    cmd = await w.reconcile(ctrl)
+    assert cmd is not None
+    assert (cmd.reason, [c.name for c in cmd.candidates]) == (Reason.EMPTY, ["empty"])
+    assert _untouched(w, "drifted")
+
+
+@pytest.mark.parametrize("leaving", ["not-ready", "deleting"])
+async def test_nodes_already_leaving_use_up_the_budget(leaving: str) -> None:
+    w = world_mod.World()
+    w.pool(budgets=[{"nodes": "1"}])
+    w.node("busy", ready=leaving != "not-ready")
+    w.pod("p", "busy", cpu="3")
+    if leaving == "deleting":
+        w.kube.objects[("nodeclaims", "", "busy")]["metadata"]["deletionTimestamp"] = world_mod.ts(w.clock.now())
+    w.node("empty")
+    assert await w.reconcile(w.controller()) is None
+    assert _untouched(w, "empty")
