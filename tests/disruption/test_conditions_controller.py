@@ -307,6 +307,34 @@ async def test_nodepool_template_change_drifts_with_nodepool_drifted() -> None:
     assert env.drift_reason() == "NodePoolDrifted"
 
 
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        {labels.ANNOTATION_NODEPOOL_HASH_VERSION: "v0-not-current"},  # stamped by another hash version
+        {labels.ANNOTATION_NODEPOOL_HASH_VERSION: None},  # no version: nothing to compare with
+        {labels.ANNOTATION_NODEPOOL_HASH: None},  # no hash at all
+    ],
+    ids=["other-version", "no-version", "no-hash"],
+)
+async def test_a_claim_whose_hash_cannot_be_compared_is_not_nodepool_drifted(stamp: dict[str, str | None]) -> None:
+    """A hash version bump must not drift every node (core: nodeclaim/disruption/drift.go compares hashes only
+    under the same hash version); after the template change the stale hash differs, yet nothing drifts."""
+    env = Env()
+    env.node()
+    annotations = env.claim_obj()["metadata"]["annotations"]
+    for key, value in stamp.items():
+        if value is None:
+            del annotations[key]
+        else:
+            annotations[key] = value
+    pool = env.w.kube.obj(resources.NODEPOOLS, "default")
+    assert pool is not None
+    pool["spec"]["template"]["metadata"] = {"labels": {"team": "a"}}  # a hashed template field
+    await env.reconcile()
+    assert env.drift_reason() is None
+    assert env.drifted == []
+
+
 async def test_requirement_change_drifts_with_requirements_drifted() -> None:
     env = Env()
     env.node()
