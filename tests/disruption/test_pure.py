@@ -100,6 +100,72 @@ def test_pdb_blockers(pdbs: list[dict[str, Any]], blocked: bool) -> None:
     assert (candidates.eviction_blocker(info, [p for p in parsed if p is not None]) is not None) == blocked
 
 
+def _pdb(selector: Any, status: Any = None, namespace: str | None = "default") -> dict[str, Any]:
+    md = {"name": "guard"} if namespace is None else {"name": "guard", "namespace": namespace}
+    return {
+        "metadata": md,
+        "spec": {"selector": selector},
+        "status": {"disruptionsAllowed": 0} if status is None else status,
+    }
+
+
+@pytest.mark.parametrize(
+    ("selector", "pod_labels", "selects"),
+    [
+        ({"matchLabels": {"app": "a"}}, {"app": "a"}, True),
+        ({"matchLabels": {"app": "a"}}, {"app": "b"}, False),
+        ({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}, {"app": "b"}, True),
+        ({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}]}, {"app": "b"}, False),
+        ({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a"]}]}, {"app": "b"}, True),
+        ({"matchExpressions": [{"key": "app", "operator": "Exists"}]}, {"app": "x"}, True),
+        ({"matchExpressions": [{"key": "app", "operator": "Exists"}]}, {}, False),
+        ({"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, {"tier": "web"}, True),
+        (
+            {"matchLabels": {"app": "a"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+            {"app": "a"},
+            False,
+        ),
+        ({}, {"app": "a"}, True),  # an empty selector selects every pod of the namespace
+    ],
+)
+def test_pdb_selectors(selector: dict[str, Any], pod_labels: dict[str, str], selects: bool) -> None:
+    pdb = candidates.pdb_from_manifest(_pdb(selector))
+    assert pdb is not None
+    assert (pdb.key, pdb.namespace, pdb.disruptions_allowed) == ("default/guard", "default", 0)
+    info = candidates.pod_info(_pod(labels=pod_labels), now=T0)
+    assert (candidates.eviction_blocker(info, [pdb]) is not None) is selects
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        None,  # a nil selector selects nothing in policy/v1
+        {"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]},
+        {"matchExpressions": ["app=a"]},
+    ],
+)
+def test_unusable_pdb_selectors_are_ignored(selector: Any) -> None:
+    assert candidates.pdb_from_manifest(_pdb(selector)) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "allowed"),
+    [({"disruptionsAllowed": 3}, 3), ({}, 0), ({"disruptionsAllowed": "3"}, 0), ({"disruptionsAllowed": None}, 0)],
+)
+def test_pdb_disruptions_allowed_defaults_to_none(status: dict[str, Any], allowed: int) -> None:
+    """What the PDB controller has not computed yet allows nothing."""
+    pdb = candidates.pdb_from_manifest(_pdb({"matchLabels": {"app": "a"}}, status))
+    assert pdb is not None
+    assert pdb.disruptions_allowed == allowed
+
+
+def test_a_pdb_guards_only_pods_of_its_namespace() -> None:
+    pdb = candidates.pdb_from_manifest(_pdb({}, namespace=None))
+    assert pdb is not None
+    assert pdb.namespace == ""
+    assert candidates.eviction_blocker(candidates.pod_info(_pod(), now=T0), [pdb]) is None
+
+
 def _world_nodes(w: world_mod.World) -> list[Any]:
     w.sync()
     return w.cluster.state_nodes()

@@ -392,3 +392,19 @@ async def test_pending_pods_and_drift_may_still_use_a_settling_node() -> None:
     (replacement,) = consolidating.replacements
     assert [p.name for p in replacement.pods] == ["pa"]  # pp went to b, pa could not
     assert ctx.simulate([a], consolidation=False).replacements == ()  # drift: both fit on b
+
+
+async def test_drift_takes_the_longest_drifted_node_first() -> None:
+    w = world_mod.World()
+    w.pool(budgets=[{"nodes": "1"}])
+    w.node("a", conditions=("Drifted",))
+    w.node("b", conditions=("Drifted",))
+    w.pod("p1", "a", cpu="3")
+    w.pod("p2", "b", cpu="3")
+    for name, drifted_at in (("a", w.clock.now() - 60), ("b", w.clock.now() - 600)):
+        claim = w.kube.objects[("nodeclaims", "", name)]
+        drifted = next(c for c in claim["status"]["conditions"] if c["type"] == "Drifted")
+        drifted["lastTransitionTime"] = world_mod.ts(drifted_at)
+    cmd = await w.reconcile(w.controller())
+    assert cmd is not None
+    assert [c.name for c in cmd.candidates] == ["b"]  # drifted nine minutes earlier, though "a" sorts first by name

@@ -214,10 +214,13 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str, str]] = []
+        self.refs: list[dict[str, Any]] = []
+        """The object each event was recorded against, as given (what the Event's involvedObject is made from)."""
 
     def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         md = obj.get("metadata") or {}
         self.events.append((str(obj.get("kind", "")), str(md.get("name", "")), type_, reason, message))
+        self.refs.append(copy.deepcopy(dict(obj)))
 
     def reasons(self) -> list[str]:
         return [e[3] for e in self.events]

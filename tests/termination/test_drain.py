@@ -166,3 +166,44 @@ def test_a_duration_counts_from_the_pods_start_not_its_creation() -> None:
     assert pod.started is None
     step = drain.plan([pod], now=T0, termination_time=None)
     assert (_names(step.waiting), step.evict) == (["late"], ())
+
+
+def test_a_bare_manifest_reads_as_the_api_servers_defaults() -> None:
+    assert drain.from_manifest({}) == drain.DrainPod(namespace="", name="")
+    sparse = drain.from_manifest({"metadata": {"name": "p"}, "spec": {"terminationGracePeriodSeconds": "45"}})
+    assert (sparse.phase, sparse.priority_class, sparse.uid, sparse.grace_seconds) == ("Running", "", "", 30)
+
+
+def test_owners_are_matched_by_api_version_and_kind() -> None:
+    def owned(api_version: str, kind: str) -> drain.DrainPod:
+        return drain.from_manifest({"metadata": {"ownerReferences": [{"apiVersion": api_version, "kind": kind}]}})
+
+    assert (owned("apps/v1", "DaemonSet").daemon, owned("v1", "Node").mirror) == (True, True)
+    assert not owned("extensions/v1beta1", "DaemonSet").daemon
+    assert not owned("apps/v1", "ReplicaSet").daemon
+    assert not owned("example.com/v1", "Node").mirror
+
+
+@pytest.mark.parametrize(
+    ("toleration", "tolerated"),
+    [
+        ({"key": labels.TAINT_DISRUPTED_KEY}, True),  # operator Equal and value "" by default, any effect
+        ({"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}, True),
+        ({"key": labels.TAINT_DISRUPTED_KEY, "value": "x"}, False),
+        ({"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoExecute"}, False),
+        ({"key": "example.com/other", "operator": "Exists"}, False),
+        ({"operator": "Exists", "effect": "NoSchedule"}, True),
+        ({"operator": "Exists", "effect": "NoExecute"}, False),
+    ],
+)
+def test_which_tolerations_let_a_pod_stay_on_a_disrupted_node(toleration: dict[str, str], tolerated: bool) -> None:
+    assert _pod("p", tolerations=[toleration]).tolerates_disrupted is tolerated
+
+
+def test_only_persistent_volume_claims_are_volumes_to_wait_for() -> None:
+    manifest = b.pod_dict("p", pvcs=["data"])
+    manifest["spec"]["volumes"] += [
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "odd", "persistentVolumeClaim": {"readOnly": True}},
+    ]
+    assert drain.from_manifest(manifest).pvc_names == ("data",)
