@@ -319,6 +319,7 @@ async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
     async with tasks.running(env.ctl.run):
         await env.clock.run_for(3.0)
         assert _names(env.kube) == {"a"}  # not synced: not polled yet
+        assert env.queue.fail_receives == 1  # no receive at all: an empty cache would know no instance
         env.cluster.is_synced = True
         await env.clock.run_for(1.0)  # synced: the first receive fails, the loop backs off
         assert _names(env.kube) == {"a"}
@@ -362,3 +363,55 @@ async def test_a_failed_status_check_sets_the_termination_time_to_now_then_delet
         ("ForcefulTermination", "InstanceStatus"),
     ]
     assert env.counts.of("disrupted") == [("SystemStatus", "default", "spot"), ("InstanceStatus", "default", "spot")]
+
+
+class RefRecorder(events.MemoryRecorder):
+    """Also keeps the object each event was recorded against, which the real recorder turns into involvedObject."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[dict[str, Any]] = []
+
+    def record(self, obj: Any, type_: str, reason: str, message: str) -> None:
+        super().record(obj, type_, reason, message)
+        self.refs.append(events.involved_object(obj))
+
+
+async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_uid() -> None:
+    env = await _env(_claim("a", "i-a", node="ip-1"))
+    anonymous = dataclasses.replace(
+        _claim("b", "i-b"), metadata=dataclasses.replace(_claim("b", "i-b").metadata, uid="")
+    )
+    env.cluster.claims.append(anonymous)
+    recorder = RefRecorder()
+    ctl = controller.InterruptionController(
+        controller.Deps(client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=recorder)
+    )
+    env.queue.put(K.INSTANCE_STOPPED, "i-a")
+    env.queue.put(K.REBALANCE_RECOMMENDATION, "i-b")
+    await ctl.poll()
+    claim_a = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "a", "uid": "uid-a"}
+    node = {"apiVersion": "v1", "kind": "Node", "name": "ip-1", "uid": ""}
+    claim_b = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "b", "uid": ""}
+    assert recorder.refs == [claim_a, node, claim_a, node, claim_b]
+    assert [(e.type, e.reason, e.message) for e in recorder.events] == [
+        ("Warning", "InstanceStopping", "Instance is stopping"),
+        ("Warning", "InstanceStopping", "Instance is stopping"),
+        ("Warning", "TerminatingOnInterruption", "Interruption triggered termination for the NodeClaim"),
+        ("Warning", "TerminatingOnInterruption", "Interruption triggered termination for the Node"),
+        ("Normal", "SpotRebalanceRecommendation", "Spot rebalance recommendation was triggered"),
+    ]
+
+
+async def test_a_failed_action_still_reports_the_message_and_its_decisions() -> None:
+    env = await _env(_claim("a", "i-a"))
+    ctl = controller.InterruptionController(
+        controller.Deps(
+            client=RefusingClient(), cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder
+        )
+    )
+    item = env.queue.put(K.INSTANCE_STOPPED, "i-a")
+    (handled,) = await ctl.poll()
+    assert handled.message == item.message
+    assert [d.target.nodeclaim for d in handled.decisions] == ["a"]
+    assert handled.deleted_from_queue is False

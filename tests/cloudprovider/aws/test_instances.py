@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -38,3 +39,85 @@ def test_capacity_type_and_reservation_label(
     assert claim.status.provider_id == "aws:///us-east-1a/i-1"
     assert claim.metadata.labels[labels.LABEL_CAPACITY_TYPE] == capacity_type
     assert claim.metadata.labels.get(labels.LABEL_CAPACITY_RESERVATION_ID) == reservation
+
+
+def _eni(index: int | None, *groups: str) -> dict[str, Any]:
+    eni: dict[str, Any] = {"Groups": [{"GroupId": g} for g in groups]}
+    if index is not None:
+        eni["Attachment"] = {"DeviceIndex": index}
+    return eni
+
+
+@pytest.mark.parametrize(
+    ("instance", "groups"),
+    [
+        ({"SecurityGroups": [{"GroupId": "sg-a"}, {"GroupId": "sg-b"}]}, {"sg-a", "sg-b"}),
+        ({"SecurityGroups": [{"GroupId": "sg-a"}], "NetworkInterfaces": [_eni(0, "sg-x")]}, {"sg-a"}),
+        ({"NetworkInterfaces": [_eni(1, "sg-second"), _eni(0, "sg-primary")]}, {"sg-primary"}),
+        ({"SecurityGroups": [], "NetworkInterfaces": [_eni(None, "sg-only")]}, {"sg-only"}),
+        ({"NetworkInterfaces": [_eni(1, "sg-first"), _eni(2, "sg-later")]}, {"sg-first"}),
+        ({"NetworkInterfaces": [{"Attachment": {"DeviceIndex": 0}}]}, set()),
+        ({}, set()),
+    ],
+)
+def test_security_groups_come_from_the_instance_else_its_primary_interface(
+    instance: dict[str, Any], groups: set[str]
+) -> None:
+    assert instances.security_group_ids(instance) == groups
+
+
+def test_the_claim_view_of_an_instance_carries_its_type_placement_tags_and_launch_time() -> None:
+    claim = instances.nodeclaim_from_instance(
+        _instance(
+            ImageId="ami-1",
+            LaunchTime="2024-01-02T03:04:05Z",
+            Tags=[
+                {"Key": "karpenter.sh/nodeclaim", "Value": "default-x"},
+                {"Key": labels.TAG_NODEPOOL, "Value": "team"},
+                {"Key": labels.TAG_EC2NODECLASS, "Value": "fast"},
+                {"Key": "Name", "Value": "ignored"},
+            ],
+        ),
+        instance_type=None,
+        node_class_ref=REF,
+    )
+    assert claim.metadata.labels == {
+        labels.LABEL_INSTANCE_TYPE: "m5.large",
+        labels.LABEL_ZONE: "us-east-1a",
+        labels.LABEL_CAPACITY_TYPE: "on-demand",
+        labels.TAG_NODEPOOL: "team",
+        labels.TAG_EC2NODECLASS: "fast",
+    }
+    assert claim.metadata.creation_timestamp == 1704164645.0
+    assert (claim.status.image_id, claim.spec.node_class_ref) == ("ami-1", REF)
+    assert (claim.status.capacity, claim.status.allocatable) == ({}, {})
+    bare = instances.nodeclaim_from_instance({"InstanceId": "i-2"}, instance_type=None, node_class_ref=REF)
+    assert (bare.name, bare.status.provider_id, bare.metadata.creation_timestamp) == ("", "aws:////i-2", None)
+    assert bare.metadata.labels[labels.LABEL_INSTANCE_TYPE] == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "epoch"),
+    [
+        (datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC), 1704164645.0),
+        ("2024-01-02T03:04:05+00:00", 1704164645.0),
+        ("2024-01-02T03:04:05Z", 1704164645.0),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_launch_time_as_epoch(value: Any, epoch: float | None) -> None:
+    claim = instances.nodeclaim_from_instance(_instance(LaunchTime=value), instance_type=None, node_class_ref=REF)
+    assert claim.metadata.creation_timestamp == epoch
+
+
+@pytest.mark.parametrize(
+    ("value", "instance_id"),
+    [("aws:///us-east-1a/i-0abc", "i-0abc"), ("aws:///us-east-1a/", None), ("fake://z/i-1", None), ("i-1", None)],
+)
+def test_parse_provider_id(value: str, instance_id: str | None) -> None:
+    if instance_id is None:
+        with pytest.raises(instances.BadProviderID):
+            instances.parse_provider_id(value)
+    else:
+        assert instances.parse_provider_id(value) == instance_id
