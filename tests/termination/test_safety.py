@@ -1,0 +1,158 @@
+"""What the Node finalizer must never do: drain a node nobody is deleting (or whose termination is not ours), lose
+track of its NodeClaim, or go quiet about what holds it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import harness
+
+from karpy.api import labels, parse
+from karpy.kube import resources
+from karpy.termination import controller
+
+CLAIM = "default-abc12"
+NODE = "ip-10-0-0-1"
+
+
+async def _registered(env: harness.Env) -> dict[str, Any]:
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(CLAIM))
+    await env.claims().reconcile(CLAIM)
+    raw = env.claim_obj(CLAIM)
+    assert raw is not None
+    env.kube.put(resources.NODES, b.node_dict(NODE, provider_id=raw["status"]["providerID"]))  # type: ignore[index]
+    await env.claims().reconcile(CLAIM)
+    env.kube.put(resources.PODS, b.pod_dict("app"))
+    node = env.kube.obj(resources.NODES, NODE)
+    assert node is not None
+    return node
+
+
+def _drained_reason(env: harness.Env) -> str | None:
+    found = parse.nodeclaim(env.claim_obj(CLAIM) or {}).condition("Drained")
+    return None if found is None else found.reason
+
+
+@pytest.mark.parametrize("state", ["live", "deleting-without-our-finalizer"])
+async def test_a_node_that_is_not_ours_to_terminate_is_left_alone(state: str) -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    if state != "live":
+        node["metadata"]["finalizers"] = ["example.com/other"]
+        await env.kube.delete(resources.NODES, NODE)
+    writes = len(env.kube.writes)
+    result = await controller.TerminationController(env.deps).reconcile(NODE)
+    assert result.requeue_after is None
+    assert len(env.kube.writes) == writes  # no taint, no eviction, no claim deletion
+    assert len(env.cloud.instances) == 1
+
+
+async def _spy_lists(env: harness.Env, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    listed: list[str] = []
+    original = env.kube.list
+
+    async def spy(res: resources.Resource, **kwargs: Any) -> Any:
+        listed.append(res.plural)
+        return await original(res, **kwargs)
+
+    monkeypatch.setattr(env.kube, "list", spy)
+    return listed
+
+
+async def test_the_claim_is_found_by_the_nodes_owner_reference_without_a_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    assert node["metadata"]["ownerReferences"][0]["name"] == CLAIM
+    listed = await _spy_lists(env, monkeypatch)
+    await env.kube.delete(resources.NODES, NODE)
+    await controller.TerminationController(env.deps).reconcile(NODE)
+    assert _drained_reason(env) == "Draining"
+    assert "nodeclaims" not in listed
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        {"apiVersion": "example.com/v1", "kind": "NodeClaim", "name": CLAIM},  # another group's NodeClaim
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": CLAIM},
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "gone"},  # names a claim that is not there
+    ],
+)
+async def test_without_a_usable_owner_reference_the_claim_is_found_by_provider_id(owner: dict[str, str]) -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    node["metadata"]["ownerReferences"] = [owner]
+    await env.kube.delete(resources.NODES, NODE)
+    await controller.TerminationController(env.deps).reconcile(NODE)
+    assert _drained_reason(env) == "Draining"  # the claim was found (by a LIST) and is being reported on
+
+
+async def test_two_claims_with_the_nodes_provider_id_are_ambiguous() -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    node["metadata"].pop("ownerReferences")
+    twin = env.claim_obj(CLAIM) or {}
+    env.kube.put(resources.NODECLAIMS, {**twin, "metadata": {**twin["metadata"], "name": "twin"}})
+    await env.kube.delete(resources.NODES, NODE)
+    await controller.TerminationController(env.deps).reconcile(NODE)
+    assert _drained_reason(env) is None
+
+
+async def test_a_node_whose_pods_cannot_leave_says_so() -> None:
+    env = harness.make_env()
+    await _registered(env)
+    env.kube.put(resources.PODS, b.pod_dict("pinned", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}))
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps)
+    for _ in range(3):
+        await term.reconcile(NODE)
+        env.clock.advance(controller.DRAIN_POLL)
+    claim = parse.nodeclaim(env.claim_obj(CLAIM) or {})
+    drained = claim.condition("Drained")
+    assert drained is not None
+    assert (drained.status, drained.reason, drained.message) == ("Unknown", "Draining", "Draining")
+    failed = [e for e in env.recorder.events if e[3] == "FailedDraining"]
+    assert failed
+    assert failed[-1] == (
+        "Node",
+        NODE,
+        "Warning",
+        "FailedDraining",
+        "Failed to drain node, 1 pods are waiting to be evicted",
+    )
+    assert len(env.cloud.instances) == 1
+
+
+async def test_awaiting_volume_detachment_is_reported_with_the_attachments() -> None:
+    env = harness.make_env()
+    await _registered(env)
+    del env.kube.objects[("pods", "default", "app")]
+    for name in ("csi-1", "csi-2"):
+        env.kube.put(
+            resources.VOLUMEATTACHMENTS,
+            {"metadata": {"name": name}, "spec": {"nodeName": NODE, "source": {"persistentVolumeName": f"pv-{name}"}}},
+        )
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps)
+    for _ in range(10):
+        await term.reconcile(NODE)
+        env.clock.advance(controller.DRAIN_POLL)
+    waiting = [e for e in env.recorder.events if e[3] == "AwaitingVolumeDetachment"]
+    assert waiting[-1] == (
+        "Node",
+        NODE,
+        "Normal",
+        "AwaitingVolumeDetachment",
+        "Awaiting deletion of bound volumeattachments (csi-1, csi-2)",
+    )
+    claim = parse.nodeclaim(env.claim_obj(CLAIM) or {})
+    detached = claim.condition("VolumesDetached")
+    assert detached is not None
+    assert (detached.status, detached.reason, detached.message) == (
+        "Unknown",
+        "AwaitingVolumeDetachment",
+        "AwaitingVolumeDetachment",
+    )
+    assert len(env.cloud.instances) == 1
