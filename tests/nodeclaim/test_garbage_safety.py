@@ -5,30 +5,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from tests.nodeclaim import builders as b
 from tests.nodeclaim import harness
 
 from karpy.api import nodeclaim, parse
+from karpy.cloudprovider import errors as cloud_errors
 from karpy.kube import resources
 
 NAME = "default-abc12"
 
 
-async def _registered(env: harness.Env) -> str:
-    """Launch NAME, register its node (Ready), and return the instance's provider id."""
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
-    await env.claims().reconcile(NAME)
-    raw = env.claim_obj(NAME)
+async def _registered(env: harness.Env, name: str = NAME, node: str = "ip-10-0-0-1") -> str:
+    """Launch a claim, register its node (Ready), and return the instance's provider id."""
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(name))
+    await env.claims().reconcile(name)
+    raw = env.claim_obj(name)
     assert raw is not None
     pid = parse.nodeclaim(raw).status.provider_id
-    env.kube.put(resources.NODES, b.node_dict("ip-10-0-0-1", provider_id=pid, ready=True))
-    await env.claims().reconcile(NAME)
-    assert parse.nodeclaim(env.claim_obj(NAME) or {}).is_true(nodeclaim.REGISTERED)
+    env.kube.put(resources.NODES, b.node_dict(node, provider_id=pid, ready=True))
+    await env.claims().reconcile(name)
+    assert parse.nodeclaim(env.claim_obj(name) or {}).is_true(nodeclaim.REGISTERED)
     return pid
 
 
-def _deleting(env: harness.Env) -> bool:
-    raw = env.claim_obj(NAME)
+def _deleting(env: harness.Env, name: str = NAME) -> bool:
+    raw = env.claim_obj(name)
     return raw is None or bool(raw["metadata"].get("deletionTimestamp"))
 
 
@@ -77,3 +79,45 @@ async def test_a_claim_not_yet_registered_is_left_to_liveness() -> None:
     await env.claims().collect_garbage()
     assert not _deleting(env)
     assert env.recorder.reasons() == []
+
+
+async def test_a_claim_still_found_by_get_does_not_end_the_pass() -> None:
+    env = harness.make_env()
+    lagging = await _registered(env, "a-lagging", "ip-10-0-0-1")
+    gone = await _registered(env, "b-gone", "ip-10-0-0-2")
+    listed = env.cloud.list
+
+    async def lagging_list() -> Sequence[nodeclaim.NodeClaim]:
+        return [i for i in await listed() if i.status.provider_id not in (lagging, gone)]
+
+    env.cloud.list = lagging_list  # type: ignore[method-assign]
+    del env.cloud.instances[gone]
+    await env.claims().collect_garbage()
+    assert not _deleting(env, "a-lagging")
+    assert _deleting(env, "b-gone")
+    assert env.recorder.events == [
+        ("NodeClaim", "b-gone", "Warning", "GarbageCollected", "Instance was terminated outside of karpy")
+    ]
+    assert env.recorder.refs[0]["metadata"] == {"name": "b-gone", "uid": "uid-b-gone"}
+
+
+async def test_an_instance_that_vanished_before_its_termination_does_not_end_the_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = harness.make_env()
+    gone = await _registered(env)
+    leaked = (await env.cloud.create(b.claim("orphan"))).status.provider_id  # launched, never recorded
+    ctl = env.claims()
+    await ctl.collect_garbage()  # first sighting of the unclaimed instance
+    assert not _deleting(env)
+    env.clock.advance(60)
+    del env.cloud.instances[gone]  # terminated outside karpy: its claim is to be collected in this pass
+
+    async def already_gone(claim: nodeclaim.NodeClaim) -> None:
+        env.cloud.instances.pop(claim.status.provider_id, None)
+        raise cloud_errors.NodeClaimNotFound("terminated meanwhile")
+
+    monkeypatch.setattr(env.cloud, "delete", already_gone)
+    await ctl.collect_garbage()
+    assert leaked not in env.cloud.instances
+    assert _deleting(env)

@@ -1,0 +1,207 @@
+"""Table tests of the rules that decide which nodes disruption may touch and how much it may take at once (pure):
+node blockers, budget counting, candidate rejections, costs."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from tests.disruption import world as world_mod
+from tests.nodeclaim import builders as b
+
+from karpy.api import labels, nodeclaim, nodepool, parse
+from karpy.cloudprovider import types
+from karpy.disruption import budgets, candidates
+from karpy.kube import resources
+from karpy.state import statenode
+
+T0 = world_mod.T0
+NOW = T0 + 3600
+
+
+def _node(name: str = "n0", **claim_conditions: str) -> statenode.StateNode:
+    """A synced, managed, initialized node of pool "default" (an extra claim condition per keyword)."""
+    w = world_mod.World()
+    w.pool()
+    w.node(name, conditions=tuple(claim_conditions))
+    w.sync()
+    (node,) = w.cluster.state_nodes()
+    return node
+
+
+def _with_node(node: statenode.StateNode, **changes: Any) -> statenode.StateNode:
+    raw = dict(node.node or {})
+    for key, value in changes.items():
+        raw[key] = {**raw.get(key, {}), **value}
+    return dataclasses.replace(node, node=raw)
+
+
+BASE = _node()
+
+
+@pytest.mark.parametrize(
+    ("node", "reason"),
+    [
+        (BASE, None),
+        (dataclasses.replace(BASE, managed=False), "node is not managed by karpy"),
+        (dataclasses.replace(BASE, nodeclaim=None), "node is not managed by karpy"),
+        (dataclasses.replace(BASE, node=None), "node is not managed by karpy"),
+        (dataclasses.replace(BASE, initialized=False), "node is not initialized"),
+        (dataclasses.replace(BASE, marked_for_deletion=True), "node is being deleted"),
+        (dataclasses.replace(BASE, deleting=True), "node is being deleted"),
+        (dataclasses.replace(BASE, nominated_until=NOW + 1), "node is nominated for pending pods"),
+        (dataclasses.replace(BASE, nominated_until=NOW), None),  # the nomination ran out just now
+        (
+            _with_node(BASE, metadata={"annotations": {labels.ANNOTATION_DO_NOT_DISRUPT: "true"}}),
+            "node has annotation karpenter.sh/do-not-disrupt",
+        ),
+        (_with_node(BASE, metadata={"annotations": {labels.ANNOTATION_DO_NOT_DISRUPT: "1h"}}), None),  # "true" only
+    ],
+)
+def test_node_blockers(node: statenode.StateNode, reason: str | None) -> None:
+    assert candidates.node_blocker(node, now=NOW, queued=frozenset()) == reason
+
+
+def test_a_node_already_queued_is_not_a_candidate_again() -> None:
+    assert candidates.node_blocker(BASE, now=NOW, queued=frozenset({"n0"})) == "node is already being disrupted"
+
+
+NOT_READY = _with_node(BASE, status={"conditions": [{"type": "Ready", "status": "False"}]})
+
+
+@pytest.mark.parametrize(
+    ("nodes", "total", "disrupting"),
+    [
+        ([BASE], 1, 0),
+        ([NOT_READY], 1, 1),
+        ([dataclasses.replace(BASE, marked_for_deletion=True)], 1, 1),
+        ([dataclasses.replace(BASE, deleting=True)], 1, 1),
+        ([dataclasses.replace(BASE, initialized=False), BASE], 1, 0),  # not yet a node of the pool's count
+        ([dataclasses.replace(BASE, managed=False), BASE], 1, 0),
+        ([_node("n0", InstanceTerminating="True"), BASE], 1, 0),  # its instance is already going
+        ([BASE, NOT_READY, BASE], 3, 1),
+    ],
+)
+def test_budget_counts(nodes: list[statenode.StateNode], total: int, disrupting: int) -> None:
+    assert budgets.counts(nodes) == ({"default": total}, {"default": disrupting} if disrupting else {})
+
+
+@pytest.mark.parametrize(
+    ("node", "ready"),
+    [
+        (None, False),
+        ({"status": {}}, False),
+        ({"status": {"conditions": ["Ready", {"type": "Ready", "status": "True"}]}}, True),
+        ({"status": {"conditions": [{"type": "MemoryPressure", "status": "True"}]}}, False),
+        ({"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}, False),
+    ],
+)
+def test_node_ready(node: dict[str, Any] | None, ready: bool) -> None:
+    assert budgets.node_ready(node) is ready
+
+
+def test_a_budget_is_computed_for_its_own_reason() -> None:
+    pool = parse.nodepool(world_mod.pool_manifest(budgets=[{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "1"}]))
+    assert budgets.budget_mapping([pool], [BASE], nodepool.DisruptionReason.DRIFTED, now=NOW) == {"default": 0}
+    assert budgets.budget_mapping([pool], [BASE], nodepool.DisruptionReason.EMPTY, now=NOW) == {"default": 1}
+
+
+def _claim(expire_after: str, created: float) -> nodeclaim.NodeClaim:
+    return b.claim("c", expire_after=expire_after, created=created)
+
+
+@pytest.mark.parametrize(
+    ("claim", "remaining"),
+    [
+        (_claim("Never", T0), 1.0),
+        (_claim("0s", T0), 1.0),
+        (_claim("2h", NOW - 1800), 0.75),
+        (_claim("2h", NOW), 1.0),
+        (_claim("2h", NOW - 3 * 3600), 0.0),  # past its expiry: nothing left
+        (_claim("2h", NOW + 3600), 1.0),  # a clock behind the creation time: capped
+    ],
+)
+def test_lifetime_remaining(claim: nodeclaim.NodeClaim, remaining: float) -> None:
+    assert candidates.lifetime_remaining(claim, NOW) == remaining
+
+
+def test_lifetime_remaining_without_a_creation_time() -> None:
+    claim = _claim("2h", NOW)
+    bare = dataclasses.replace(claim, metadata=dataclasses.replace(claim.metadata, creation_timestamp=None))
+    assert candidates.lifetime_remaining(bare, NOW) == 1.0
+
+
+def test_the_cheapest_matching_offering_prices_the_node() -> None:
+    offerings = [
+        types.Offering(zone="z1", capacity_type="spot", price=0.3),
+        types.Offering(zone="z1", capacity_type="spot", price=0.1),
+        types.Offering(zone="z2", capacity_type="spot", price=0.01),
+        types.Offering(zone="z1", capacity_type="on-demand", price=0.02),
+    ]
+    it = world_mod.instance_type("c4", 4, 1.0)
+    it = dataclasses.replace(it, offerings=tuple(offerings))
+    node_labels = {labels.LABEL_ZONE: "z1", labels.LABEL_CAPACITY_TYPE: "spot"}
+    found = candidates.find_offering(it, node_labels)
+    assert found is not None
+    assert found.price == 0.1
+    assert candidates.find_offering(it, {labels.LABEL_ZONE: "z3", labels.LABEL_CAPACITY_TYPE: "spot"}) is None
+
+
+def _build(node: statenode.StateNode, **overrides: Any) -> candidates.Candidate | candidates.Rejection:
+    kwargs: dict[str, Any] = {
+        "pools": {"default": parse.nodepool(world_mod.pool_manifest())},
+        "instance_types": {"default": list(world_mod.CATALOG)},
+        "raw_pods": {},
+        "pdbs": [],
+        "disruption_class": candidates.DisruptionClass.GRACEFUL,
+        "now": NOW,
+    }
+    return candidates.new_candidate(node, **{**kwargs, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "reason"),
+    [
+        ({"pools": {}}, "nodepool 'default' not found"),
+        ({"instance_types": {}}, "instance type 'c4' not found"),
+        ({"instance_types": {"default": [world_mod.CATALOG_BY_NAME["c8"]]}}, "instance type 'c4' not found"),
+    ],
+)
+def test_candidate_rejections_name_the_node_and_why(overrides: dict[str, Any], reason: str) -> None:
+    assert _build(BASE, **overrides) == candidates.Rejection("n0", reason)
+
+
+def test_a_node_in_a_zone_its_type_is_not_offered_in_is_rejected() -> None:
+    moved = dataclasses.replace(BASE, labels={**BASE.labels, labels.LABEL_ZONE: "elsewhere"})
+    assert _build(moved) == candidates.Rejection("n0", "no offering matches the node's zone and capacity type")
+
+
+def test_a_blocked_node_is_rejected_with_its_blocker() -> None:
+    assert _build(dataclasses.replace(BASE, deleting=True)) == candidates.Rejection("n0", "node is being deleted")
+
+
+def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("n0")
+    w.pod("web", "n0", priority=2**25)
+    w.sync()
+    (node,) = w.cluster.state_nodes()
+    raw_pods = {f"default/{o['metadata']['name']}": o for o in w.kube.all(resources.PODS)}
+    found = _build(node, raw_pods=raw_pods)
+    assert isinstance(found, candidates.Candidate)
+    assert (found.name, found.node_name, found.zone, found.capacity_type, found.price) == (
+        "n0",
+        "n0",
+        world_mod.ZONE,
+        "on-demand",
+        0.20,
+    )
+    assert [p.key for p in found.pod_infos] == ["default/web"]
+    assert [p.key for p in found.reschedulable_pods] == ["default/web"]
+    assert found.reschedulable_pods[0].node_name == ""  # unbound: it is to be placed again
+    # eviction cost 1 + priority 2^25 / 2^25, times the lifetime left: an hour of the default 720h expireAfter gone
+    assert found.disruption_cost == pytest.approx(2.0 * 719 / 720)
+    assert found.reschedule_cost == 3.0
+    assert not found.is_empty
