@@ -32,6 +32,8 @@ def _pod(**md: Any) -> dict[str, Any]:
         ({}, 2**25, 2.0),
         ({}, 2**30, 10.0),  # clamped high
         ({candidates.POD_DELETION_COST: str(-(2**31))}, None, -10.0),  # clamped low
+        ({candidates.POD_DELETION_COST: "cheap"}, None, 1.0),  # unreadable: no cost
+        ({candidates.POD_DELETION_COST: ""}, None, 1.0),
     ],
 )
 def test_eviction_cost(annotations: dict[str, str], priority: int | None, expected: float) -> None:
@@ -59,6 +61,9 @@ def test_eviction_cost(annotations: dict[str, str], priority: int | None, expect
             False,
         ),
         (_pod(ownerReferences=[{"kind": "DaemonSet", "controller": True}]), False, False),
+        (_pod(ownerReferences=[{"kind": "Node", "controller": True}]), False, False),  # a mirror pod
+        (_pod(ownerReferences=[{"kind": "DaemonSet"}]), False, True),  # not its controller
+        (_pod(annotations={DND: "true"}, phase="Pending"), True, True),
         (_pod(annotations={"kubernetes.io/config.mirror": "x"}), False, False),
     ],
 )

@@ -156,3 +156,42 @@ def test_capacity_reservation_interruption_drains_and_marks_the_reservation_unav
     )
     assert [(o.reservation_id, o.available) for o in offers] == [("cr-0a", False), ("cr-0b", True)]
     assert not ice.is_unavailable("m5.large", "us-east-1a", labels.CAPACITY_TYPE_ON_DEMAND)
+
+
+def test_targets_carry_what_the_handler_reads_from_the_claim() -> None:
+    assert TARGETS["i-gone"].deleting is True
+    assert TARGETS["i-r"].reservation_id == "cr-0a"
+    bare = nodeclaim.NodeClaim(
+        metadata=meta.ObjectMeta(
+            name="bare", annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "2030-01-01T00:00:00Z"}
+        ),
+        spec=nodeclaim.NodeClaimSpec(node_class_ref=meta.NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default")),
+        status=nodeclaim.NodeClaimStatus(provider_id="aws:///us-east-1a/i-bare"),
+    )
+    assert handler.target_of(bare) == handler.Target("bare", termination_time_set=True)
+
+
+def test_an_unknown_instance_does_not_hide_the_known_ones_after_it() -> None:
+    decisions = handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-unknown", "i-a", "i-b")), TARGETS)
+    assert [d.target.nodeclaim for d in decisions] == ["a", "b"]
+
+
+def test_a_rebalance_for_a_pool_without_annotations_is_an_event_only() -> None:
+    targets = handler.index_by_instance([_claim("elsewhere", "i-e", pool="not-in-the-map")])
+    (decision,) = handler.decide(messages.Message(K.REBALANCE_RECOMMENDATION, ("i-e",)), targets, pool_annotations={})
+    assert decision.delete is False
+
+
+def test_an_offering_is_marked_only_when_the_claim_names_both_type_and_zone() -> None:
+    claim = _claim("typeless", "i-t")
+    typeless = nodeclaim.NodeClaim(
+        metadata=meta.ObjectMeta(
+            name="typeless",
+            labels={k: v for k, v in claim.metadata.labels.items() if k != labels.LABEL_INSTANCE_TYPE},
+        ),
+        spec=claim.spec,
+        status=claim.status,
+    )
+    (decision,) = handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-t",)), handler.index_by_instance([typeless]))
+    assert decision.delete is True
+    assert decision.unavailable is None
