@@ -228,3 +228,11 @@ def test_drift_by_hash_and_requirements() -> None:
     body["spec"]["template"]["spec"]["expireAfter"] = "24h"  # template field: hashed
     w.sync()
     assert conditions.static_drift(claim, w.cluster.nodepools()[0]) == conditions.CoreDriftReason.NODEPOOL_DRIFTED
+
+
+def test_a_pod_under_two_pdbs_names_both() -> None:
+    pdbs = [candidates.pdb_from_manifest({**_pdb({}), "metadata": {"name": n, "namespace": "default"}}) for n in "ab"]
+    info = candidates.pod_info(_pod(), now=T0)
+    assert candidates.eviction_blocker(info, [p for p in pdbs if p is not None]) == (
+        "pod default/p matches multiple PDBs (default/a, default/b)"
+    )

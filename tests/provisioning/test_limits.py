@@ -36,6 +36,8 @@ def test_claim_estimate_is_largest_option_and_one_node() -> None:
         ({NODES: 2000}, {NODES: 1000}, [(2,)], None),
         ({NODES: 2000}, {NODES: 1000}, [(2,), (2,)], "nodes resource usage of 3 exceeds limit of 2"),
         ({MEM: 8 * quantity.GI}, {}, [(8,)], "memory resource usage of 16Gi exceeds limit of 8Gi"),
+        ({"nvidia.com/gpu": 0}, {CPU: 4000}, [], None),  # nothing of a limited resource in use: within it
+        ({CPU: 16000, "nvidia.com/gpu": 0}, {CPU: 17000}, [], "cpu resource usage of 17 exceeds limit of 16"),
     ],
 )
 def test_check_before_create(
@@ -43,3 +45,9 @@ def test_check_before_create(
 ) -> None:
     got = limits.check_before_create(pool_limits, usage, created_in_batch=[_plan(*c) for c in earlier])
     assert got == refused
+
+
+def test_claim_estimate_keeps_a_zero_capacity_at_zero() -> None:
+    gpu_less = make_instance_type("t-2", cpu=2, memory_gib=4, extra_capacity={"nvidia.com/gpu": 0})
+    est = limits.claim_estimate(results.PlannedNodeClaim("p", requirements.Requirements(), (gpu_less,), (), {}, None))
+    assert est["nvidia.com/gpu"] == 0

@@ -217,6 +217,7 @@ async def test_waits_for_volume_attachments_of_drained_pods() -> None:
         result = await term.reconcile(NODE)
         env.clock.advance(result.requeue_after or 1.0)
     assert _condition(env, "VolumesDetached") == ("Unknown", "AwaitingVolumeDetachment")
+    assert _condition(env, "Drained") == ("True", "Drained")  # stays drained while volumes detach
     assert len(env.cloud.instances) == 1
     del env.kube.objects[("volumeattachments", "", "csi-1")]  # the CSI driver detached it
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _node_gone(env))

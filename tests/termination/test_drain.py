@@ -127,8 +127,10 @@ def test_blocking_attachments() -> None:
         source: dict[str, Any] = {"persistentVolumeName": pv} if pv else {"inlineVolumeSpec": {}}
         return {"metadata": {"name": name}, "spec": {"nodeName": node, "source": source}}
 
-    attachments = [va("a", "n1", "pv-a"), va("b", "n1", "pv-b"), va("c", "n2", "pv-c"), va("d", "n1", None)]
+    attachments = [va("c", "n2", "pv-c"), va("d", "n1", None), va("b", "n1", "pv-b"), va("a", "n1", "pv-a")]
     assert drain.blocking_attachments(attachments, node_name="n1", ignored_volumes=frozenset({"pv-b"})) == ["a"]
+    unnamed = {"spec": {"nodeName": "n1", "source": {"persistentVolumeName": "pv-x"}}}
+    assert drain.blocking_attachments([unnamed], node_name="n1", ignored_volumes=frozenset()) == [""]
 
 
 def test_disrupted_patch() -> None:
@@ -150,6 +152,15 @@ def test_disrupted_patch() -> None:
         node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"},
     )
     assert drain.disrupted_patch(done) is None
+    tainted_only = b.node_dict(taints=[{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}])
+    assert drain.disrupted_patch(tainted_only) == {
+        "metadata": {"labels": {labels.LABEL_EXCLUDE_FROM_LB: "karpenter"}, "resourceVersion": "7"}
+    }
+    labelled_only = b.node_dict(taints=[], node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"})
+    assert drain.disrupted_patch(labelled_only) == {
+        "spec": {"taints": [{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}]},
+        "metadata": {"resourceVersion": "7"},
+    }
 
 
 @pytest.mark.parametrize(("failures", "delay"), [(1, 0.1), (2, 0.2), (5, 1.6), (8, 10.0), (30, 10.0)])
