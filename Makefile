@@ -10,7 +10,7 @@ HELM := .tools/bin/helm
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export PATH := $(abspath .tools/bin):$(PATH)
 
-.PHONY: demo test lint bench tools clean
+.PHONY: demo test lint bench mutation tools clean
 
 # A small bootstrap venv holds uv and pip, so `uv sync` can manage .venv exactly as locked.
 $(UV):
@@ -42,6 +42,11 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/scheduling.py --json
+
+# Mutation testing of the modules that keep karpy from destroying capacity, each mutant against the tests of its
+# area (mutmut; not part of test or CI). Rewrites bench/mutation/REPORT.md and results.json.
+mutation: $(STAMP)
+	$(PY) bench/mutation/run.py
 
 clean:
 	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache
