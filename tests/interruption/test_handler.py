@@ -51,7 +51,13 @@ CLAIMS = [
     _claim("unlaunched", ""),
     _claim("reserved", "i-r", node="ip-10-0-0-3", reservation="cr-0a"),
 ]
-TARGETS = handler.index_by_instance(CLAIMS)
+
+
+def _targets() -> dict[str, handler.Target]:
+    """Built in each test, not at import: mutation testing forks after the test modules were imported."""
+    return handler.index_by_instance(CLAIMS)
+
+
 POOLS = {"replace": {labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"}, "default": {}}
 
 
@@ -70,8 +76,8 @@ def test_instance_id(provider_id: str, expected: str) -> None:
 
 
 def test_index_skips_unlaunched_claims() -> None:
-    assert set(TARGETS) == {"i-a", "i-b", "i-gone", "i-optin", "i-r"}
-    assert TARGETS["i-a"] == handler.Target(
+    assert set(_targets()) == {"i-a", "i-b", "i-gone", "i-optin", "i-r"}
+    assert _targets()["i-a"] == handler.Target(
         "a", "uid-a", "ip-10-0-0-1", "default", "m5.large", "us-east-1a", "spot", deleting=False
     )
 
@@ -102,8 +108,8 @@ def test_index_skips_unlaunched_claims() -> None:
     ],
 )
 def test_decide(kind: messages.Kind, instance: str, reasons: list[handler.Reason], delete: bool, marks: bool) -> None:
-    (decision,) = handler.decide(messages.Message(kind, (instance,)), TARGETS, pool_annotations=POOLS)
-    assert decision.target == TARGETS[instance]
+    (decision,) = handler.decide(messages.Message(kind, (instance,)), _targets(), pool_annotations=POOLS)
+    assert decision.target == _targets()[instance]
     assert [n.reason for n in decision.notices] == reasons
     assert decision.delete is delete
     expected = handler.UnavailableOffering("m5.large", "us-east-1a", "spot") if marks else None
@@ -111,12 +117,12 @@ def test_decide(kind: messages.Kind, instance: str, reasons: list[handler.Reason
 
 
 def test_unknown_instances_and_no_ops_decide_nothing() -> None:
-    assert handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-not-ours",)), TARGETS) == []
-    assert handler.decide(messages.Message(K.NO_OP, ("i-a",)), TARGETS) == []
+    assert handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-not-ours",)), _targets()) == []
+    assert handler.decide(messages.Message(K.NO_OP, ("i-a",)), _targets()) == []
 
 
 def test_health_event_covers_every_affected_instance() -> None:
-    got = handler.decide(messages.Message(K.SCHEDULED_CHANGE, ("i-a", "i-b", "i-x")), TARGETS)
+    got = handler.decide(messages.Message(K.SCHEDULED_CHANGE, ("i-a", "i-b", "i-x")), _targets())
     assert [d.target.nodeclaim for d in got] == ["a", "b"]
     assert all(d.delete for d in got)
 
@@ -134,8 +140,8 @@ def test_event_message_names_the_object_kind() -> None:
 
 
 def test_capacity_reservation_interruption_drains_and_marks_the_reservation_unavailable() -> None:
-    (decision,) = handler.decide(messages.Message(K.CAPACITY_RESERVATION_INTERRUPTION, ("i-r",)), TARGETS)
-    assert TARGETS["i-r"].reservation_id == "cr-0a"
+    (decision,) = handler.decide(messages.Message(K.CAPACITY_RESERVATION_INTERRUPTION, ("i-r",)), _targets())
+    assert _targets()["i-r"].reservation_id == "cr-0a"
     assert decision.delete
     assert [n.reason for n in decision.notices] == [R.CAPACITY_RESERVATION_INTERRUPTED, R.TERMINATING_ON_INTERRUPTION]
     # The pool is the reservation itself: another reservation of the type stays usable.
@@ -159,8 +165,8 @@ def test_capacity_reservation_interruption_drains_and_marks_the_reservation_unav
 
 
 def test_targets_carry_what_the_handler_reads_from_the_claim() -> None:
-    assert TARGETS["i-gone"].deleting is True
-    assert TARGETS["i-r"].reservation_id == "cr-0a"
+    assert _targets()["i-gone"].deleting is True
+    assert _targets()["i-r"].reservation_id == "cr-0a"
     bare = nodeclaim.NodeClaim(
         metadata=meta.ObjectMeta(
             name="bare", annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "2030-01-01T00:00:00Z"}
@@ -172,7 +178,7 @@ def test_targets_carry_what_the_handler_reads_from_the_claim() -> None:
 
 
 def test_an_unknown_instance_does_not_hide_the_known_ones_after_it() -> None:
-    decisions = handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-unknown", "i-a", "i-b")), TARGETS)
+    decisions = handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-unknown", "i-a", "i-b")), _targets())
     assert [d.target.nodeclaim for d in decisions] == ["a", "b"]
 
 

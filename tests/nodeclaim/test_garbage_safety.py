@@ -3,6 +3,7 @@ that is still draining, a claim whose instance a lagging list() misses, a claim 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -121,3 +122,18 @@ async def test_an_instance_that_vanished_before_its_termination_does_not_end_the
     await ctl.collect_garbage()
     assert leaked not in env.cloud.instances
     assert _deleting(env)
+
+
+async def test_an_instance_without_a_launch_time_is_collected_30_s_after_it_was_first_seen() -> None:
+    env = harness.make_env()
+    launched = await env.cloud.create(b.claim("orphan"))  # launched, never recorded by a claim
+    bare = dataclasses.replace(launched, metadata=dataclasses.replace(launched.metadata, creation_timestamp=None))
+    env.cloud.instances[launched.status.provider_id] = bare
+    ctl = env.claims()
+    await ctl.collect_garbage()
+    env.clock.advance(30)
+    await ctl.collect_garbage()
+    assert launched.status.provider_id in env.cloud.instances  # within the grace, counted from the first sighting
+    env.clock.advance(1)
+    await ctl.collect_garbage()
+    assert env.cloud.instances == {}

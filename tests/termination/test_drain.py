@@ -218,3 +218,8 @@ def test_only_persistent_volume_claims_are_volumes_to_wait_for() -> None:
         {"name": "odd", "persistentVolumeClaim": {"readOnly": True}},
     ]
     assert drain.from_manifest(manifest).pvc_names == ("data",)
+
+
+@pytest.mark.parametrize("value", [12345, "not-a-time", "", None])
+def test_an_unreadable_deletion_timestamp_reads_as_none(value: Any) -> None:
+    assert drain.from_manifest({"metadata": {"deletionTimestamp": value}}).deletion_timestamp is None

@@ -62,9 +62,10 @@ async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None
     env = harness.make_env()
     await _registered(env, tgp="10m")
     env.kube.put(resources.PODS, b.pod_dict("web", namespace="shop"))
-    env.kube.put(
-        resources.PODS, b.pod_dict("pinned", namespace="shop", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
-    )
+    for name in ("pinned", "pinned-too"):
+        env.kube.put(
+            resources.PODS, b.pod_dict(name, namespace="shop", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
+        )
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps)
     await term.reconcile(NODE)  # deletes the NodeClaim ...
@@ -76,13 +77,15 @@ async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None
         "metadata": {"name": "web", "namespace": "shop", "uid": "uid-shop-web"},
     }
     assert _pod_events(env, "Evicted") == [pod_ref]
+    assert ("Pod", "web", "Normal", "Evicted", "Evicted pod") in env.recorder.events
     pinned = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "pinned", "namespace": "shop", "uid": "uid-shop-pinned"},
     }
-    assert _pod_events(env, "Disrupted") == [pinned]  # deleted once the 10 min grace period forced it
-    (deleted,) = [e for e in env.recorder.events if e[3] == "Disrupted"]
-    assert deleted[2] == "Warning"
-    assert deleted[4].startswith("Deleting the pod to accommodate the terminationTime of its node, grace period ")
-    assert (term.counters.evictions, term.counters.pods_deleted) == (1, 1)
+    assert _pod_events(env, "Disrupted")[0] == pinned  # deleted once the 10 min grace period forced it
+    deleted = [e for e in env.recorder.events if e[3] == "Disrupted"]
+    assert [e[1] for e in deleted] == ["pinned", "pinned-too"]
+    assert deleted[0][2] == "Warning"
+    assert deleted[0][4].startswith("Deleting the pod to accommodate the terminationTime of its node, grace period ")
+    assert (term.counters.evictions, term.counters.pods_deleted) == (1, 2)

@@ -10,6 +10,7 @@ from tests.nodeclaim import builders as b
 from tests.nodeclaim import harness
 
 from karpy.api import labels, parse
+from karpy.kube import client as kube
 from karpy.kube import resources
 from karpy.termination import controller
 
@@ -156,3 +157,83 @@ async def test_awaiting_volume_detachment_is_reported_with_the_attachments() -> 
         "AwaitingVolumeDetachment",
     )
     assert len(env.cloud.instances) == 1
+
+
+async def test_a_not_ready_node_whose_instance_still_runs_is_drained_not_released() -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]  # kubelet gone quiet; EC2 says running
+    await env.kube.delete(resources.NODES, NODE)
+    await controller.TerminationController(env.deps).reconcile(NODE)
+    assert env.kube.obj(resources.NODES, NODE) is not None  # still held: its pods are evicted first
+    assert [name for _, name, _ in env.kube.evictions] == ["app"]
+
+
+async def test_a_claim_of_another_api_group_never_names_the_claim_to_delete() -> None:
+    """The owner reference of another group's NodeClaim must not be read as ours, even when a NodeClaim of that
+    name exists: that one belongs to another node, and deleting it would take that node down."""
+    env = harness.make_env()
+    node = await _registered(env)
+    env.kube.put(resources.NODECLAIMS, b.claim_dict("bystander", status={"providerID": "fake://zone-a/i-other"}))
+    node["metadata"]["ownerReferences"] = [{"apiVersion": "example.com/v1", "kind": "NodeClaim", "name": "bystander"}]
+    await env.kube.delete(resources.NODES, NODE)
+    await controller.TerminationController(env.deps).reconcile(NODE)
+    bystander = env.claim_obj("bystander")
+    assert bystander is not None
+    assert not bystander["metadata"].get("deletionTimestamp")
+    assert _drained_reason(env) == "Draining"  # its own claim was found by provider id instead
+
+
+async def test_an_owner_reference_without_api_version_is_not_trusted() -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    node["metadata"]["ownerReferences"] = [{"kind": "NodeClaim", "name": CLAIM}]
+    await env.kube.delete(resources.NODES, NODE)
+    await controller.TerminationController(env.deps).reconcile(NODE)
+    assert _drained_reason(env) == "Draining"  # found by provider id
+
+
+async def test_a_write_conflict_is_retried_soon() -> None:
+    env = harness.make_env()
+    await _registered(env)
+    await env.kube.delete(resources.NODES, NODE)
+
+    async def conflicting(*_: Any, **__: Any) -> Any:
+        raise kube.Conflict(409, "Conflict", "the object has been modified")
+
+    env.kube.patch = conflicting  # type: ignore[method-assign]
+    result = await controller.TerminationController(env.deps).reconcile(NODE)
+    assert result.requeue_after == controller.DRAIN_POLL
+
+
+async def test_the_instance_is_polled_after_its_termination_starts() -> None:
+    env = harness.make_env()
+    await _registered(env)
+    del env.kube.objects[("pods", "default", "app")]
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps)
+    result = await term.reconcile(NODE)
+    while env.cloud.instances:
+        env.clock.advance(result.requeue_after or 0.0)
+        result = await term.reconcile(NODE)
+    assert result.requeue_after == controller.INSTANCE_TERMINATION_POLL  # no event will say the instance is gone
+
+
+async def test_volumes_of_pods_the_drain_does_not_wait_for_do_not_block() -> None:
+    env = harness.make_env()
+    await _registered(env)
+    del env.kube.objects[("pods", "default", "app")]
+    env.kube.put(resources.PODS, b.pod_dict("a-done", phase="Succeeded", pvcs=["done-data"]))
+    env.kube.put(resources.PODS, b.pod_dict("b-stuck", deleted=env.clock.now() - 120, pvcs=["stuck-data"]))
+    for claim, volume in (("done-data", "pv-done"), ("stuck-data", "pv-stuck")):
+        env.kube.put(
+            resources.PVCS, {"metadata": {"name": claim, "namespace": "default"}, "spec": {"volumeName": volume}}
+        )
+    env.kube.put(
+        resources.VOLUMEATTACHMENTS,
+        {"metadata": {"name": "csi-stuck"}, "spec": {"nodeName": NODE, "source": {"persistentVolumeName": "pv-stuck"}}},
+    )
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps)
+    took = await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: not env.cloud.instances, limit=30)
+    assert took <= controller.MIN_DRAIN_TIME + controller.DRAIN_POLL
