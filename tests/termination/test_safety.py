@@ -12,6 +12,7 @@ from tests.nodeclaim import harness
 from karpy.api import labels, parse
 from karpy.kube import client as kube
 from karpy.kube import resources
+from karpy.state import cluster as state_cluster
 from karpy.termination import controller
 
 CLAIM = "default-abc12"
@@ -237,3 +238,38 @@ async def test_volumes_of_pods_the_drain_does_not_wait_for_do_not_block() -> Non
     term = controller.TerminationController(env.deps)
     took = await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: not env.cloud.instances, limit=30)
     assert took <= controller.MIN_DRAIN_TIME + controller.DRAIN_POLL
+
+
+async def test_a_node_already_gone_is_done() -> None:
+    env = harness.make_env()
+    result = await controller.TerminationController(env.deps).reconcile("never-existed")
+    assert result.requeue_after is None
+    assert env.kube.writes == []
+
+
+async def test_the_index_naming_a_claim_that_moved_to_another_instance_finds_none() -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    node["metadata"].pop("ownerReferences")
+    claim = env.claim_obj(CLAIM)
+    assert claim is not None
+    index = state_cluster.Cluster(clock=env.clock)
+    index.apply(resources.NODECLAIMS, kube.WatchEvent(kube.ADDED, claim))  # the cache still has the old id
+    claim["status"]["providerID"] = "fake://zone-a/i-someone-else"  # the claim itself says otherwise now
+    await env.kube.delete(resources.NODES, NODE)
+    await controller.TerminationController(env.deps, claims=index).reconcile(NODE)
+    fresh = env.claim_obj(CLAIM)
+    assert fresh is not None
+    assert not fresh["metadata"].get("deletionTimestamp")  # not deleted on the strength of a stale index
+
+
+async def test_a_node_without_a_nodepool_label_is_counted_under_none() -> None:
+    env = harness.make_env()
+    node = await _registered(env)
+    del env.kube.objects[("pods", "default", "app")]
+    node["metadata"]["labels"].pop(labels.LABEL_NODEPOOL)
+    await env.kube.delete(resources.NODES, NODE)
+    terminated: list[str] = []
+    term = controller.TerminationController(env.deps, metrics=controller.Metrics(node_terminated=terminated.append))
+    await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
+    assert terminated == [""]
