@@ -86,6 +86,19 @@ BOUND_AT = NOW - 30
         pytest.param(None, pod(scheduled=BOUND_AT, daemon=True), None, id="daemonset pods never count"),
         pytest.param(pod(daemon=True), None, None, id="daemonset pod deleted"),
         pytest.param(None, None, None, id="nothing"),
+        pytest.param(pod(), pod(phase="Running"), None, id="bound before and after, no PodScheduled time: no event"),
+        pytest.param(
+            PENDING,
+            {
+                **pod(),
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [{"type": "PodScheduled", "status": "False", "lastTransitionTime": ts(BOUND_AT)}],
+                },
+            },
+            NOW,
+            id="a False PodScheduled does not date the bind",
+        ),
     ],
 )
 def test_pod_event_time(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, expected: float | None) -> None:

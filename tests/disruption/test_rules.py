@@ -81,6 +81,7 @@ NOT_READY = _with_node(BASE, status={"conditions": [{"type": "Ready", "status": 
         ([dataclasses.replace(BASE, managed=False), BASE], 1, 0),
         ([_node("n0", InstanceTerminating="True"), BASE], 1, 0),  # its instance is already going
         ([BASE, NOT_READY, BASE], 3, 1),
+        ([NOT_READY, dataclasses.replace(BASE, deleting=True)], 2, 2),
     ],
 )
 def test_budget_counts(nodes: list[statenode.StateNode], total: int, disrupting: int) -> None:
@@ -120,6 +121,7 @@ def _claim(expire_after: str, created: float) -> nodeclaim.NodeClaim:
         (_claim("2h", NOW), 1.0),
         (_claim("2h", NOW - 3 * 3600), 0.0),  # past its expiry: nothing left
         (_claim("2h", NOW + 3600), 1.0),  # a clock behind the creation time: capped
+        (_claim("1s", NOW - 1), 0.0),  # a one-second expireAfter is a lifetime like any other
     ],
 )
 def test_lifetime_remaining(claim: nodeclaim.NodeClaim, remaining: float) -> None:
@@ -205,3 +207,28 @@ def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
     assert found.disruption_cost == pytest.approx(2.0 * 719 / 720)
     assert found.reschedule_cost == 3.0
     assert not found.is_empty
+
+
+def test_a_pool_without_nodes_may_disrupt_none() -> None:
+    pool = parse.nodepool(world_mod.pool_manifest(budgets=[{"nodes": "100%"}]))
+    assert budgets.budget_mapping([pool], [], nodepool.DisruptionReason.EMPTY, now=NOW) == {"default": 0}
+
+
+def test_a_node_without_an_instance_type_label_is_rejected_by_name() -> None:
+    unlabelled = dataclasses.replace(
+        BASE, labels={k: v for k, v in BASE.labels.items() if k != labels.LABEL_INSTANCE_TYPE}
+    )
+    assert _build(unlabelled) == candidates.Rejection("n0", "instance type '' not found")
+
+
+def test_a_node_blocked_by_its_pods_is_rejected_with_the_pod() -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("n0")
+    w.pod("pinned", "n0", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
+    w.sync()
+    (node,) = w.cluster.state_nodes()
+    raw_pods = {f"default/{o['metadata']['name']}": o for o in w.kube.all(resources.PODS)}
+    assert _build(node, raw_pods=raw_pods) == candidates.Rejection(
+        "n0", "pod default/pinned has annotation karpenter.sh/do-not-disrupt"
+    )

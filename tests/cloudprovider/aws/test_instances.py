@@ -121,3 +121,14 @@ def test_parse_provider_id(value: str, instance_id: str | None) -> None:
             instances.parse_provider_id(value)
     else:
         assert instances.parse_provider_id(value) == instance_id
+
+
+def test_the_instance_type_fills_labels_capacity_and_allocatable() -> None:
+    from karpy.cloudprovider.fake import generator
+
+    shape = generator.new_instance_type("m5.large", {labels.RESOURCE_CPU: 2000, labels.RESOURCE_MEMORY: 8 * 2**30})
+    claim = instances.nodeclaim_from_instance(_instance(), instance_type=shape, node_class_ref=REF)
+    assert shape.labels.items() - {(labels.LABEL_INSTANCE_TYPE, "m5.large")} <= claim.metadata.labels.items()
+    assert claim.status.capacity == dict(shape.capacity)
+    assert claim.status.allocatable == dict(shape.allocatable)
+    assert claim.status.image_id == ""  # no ImageId in the description
