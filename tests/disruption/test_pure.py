@@ -236,3 +236,29 @@ def test_a_pod_under_two_pdbs_names_both() -> None:
     assert candidates.eviction_blocker(info, [p for p in pdbs if p is not None]) == (
         "pod default/p matches multiple PDBs (default/a, default/b)"
     )
+
+
+def test_an_uninitialized_claim_is_never_consolidatable() -> None:
+    w = world_mod.World()
+    w.pool(after="0s")
+    w.node("n0", conditions=())
+    raw = w.kube.objects[("nodeclaims", "", "n0")]
+    raw["status"]["conditions"] = [c for c in raw["status"]["conditions"] if c["type"] != "Initialized"]
+    w.sync()
+    claim = w.cluster.nodeclaim("n0")
+    assert claim is not None
+    verdict = conditions.consolidatable(claim, w.cluster.nodepools()[0], now=w.clock.now() + 3600)
+    assert (verdict.ready, verdict.wait) == (False, None)
+
+
+def test_a_claim_that_has_not_launched_sheds_a_drifted_condition() -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("n0", conditions=("Drifted",))
+    raw = w.kube.objects[("nodeclaims", "", "n0")]
+    raw["status"]["conditions"] = [c for c in raw["status"]["conditions"] if c["type"] != "Launched"]
+    w.sync()
+    claim = w.cluster.nodeclaim("n0")
+    assert claim is not None
+    out = conditions.with_disruption_conditions(claim, w.cluster.nodepools()[0], now=w.clock.now(), provider_drift="X")
+    assert "Drifted" not in [c.type for c in out]

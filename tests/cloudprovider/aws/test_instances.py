@@ -132,3 +132,8 @@ def test_the_instance_type_fills_labels_capacity_and_allocatable() -> None:
     assert claim.status.capacity == dict(shape.capacity)
     assert claim.status.allocatable == dict(shape.allocatable)
     assert claim.status.image_id == ""  # no ImageId in the description
+
+
+def test_a_bad_provider_id_is_named_in_the_error() -> None:
+    with pytest.raises(instances.BadProviderID, match="'gce://p/z/i-1' is not aws:///<zone>/<instance-id>"):
+        instances.parse_provider_id("gce://p/z/i-1")
