@@ -72,6 +72,7 @@ def test_only_the_first_non_empty_tier_is_evicted() -> None:
             True,
         ),
         ({"deleted": T0 - 10}, True, False),  # terminating: wait for it, no second eviction
+        ({"deleted": T0 - 60}, True, False),  # a minute exactly: still waited for
         ({"deleted": T0 - 61}, False, False),  # stuck terminating: stop waiting
         ({"annotations": {DND: "true"}}, True, False),
         ({"annotations": {DND: "10m"}, "started": T0 - 599}, True, False),

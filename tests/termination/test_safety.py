@@ -13,7 +13,7 @@ from karpy.api import labels, parse
 from karpy.kube import client as kube
 from karpy.kube import resources
 from karpy.state import cluster as state_cluster
-from karpy.termination import controller
+from karpy.termination import controller, drain
 
 CLAIM = "default-abc12"
 NODE = "ip-10-0-0-1"
@@ -273,3 +273,56 @@ async def test_a_node_without_a_nodepool_label_is_counted_under_none() -> None:
     term = controller.TerminationController(env.deps, metrics=controller.Metrics(node_terminated=terminated.append))
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
     assert terminated == [""]
+
+
+async def test_a_pod_backing_off_does_not_hold_up_the_pods_after_it() -> None:
+    env = harness.make_env()
+    await _registered(env)
+    del env.kube.objects[("pods", "default", "app")]
+    env.kube.put(
+        resources.PDBS,
+        {
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        },
+    )
+    env.kube.put(resources.PODS, b.pod_dict("a-db", pod_labels={"app": "db"}))
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps, backoff=drain.Backoff(base=10.0, cap=10.0))
+    await term.reconcile(NODE)  # refused: a-db backs off for 10 s
+    env.kube.put(resources.PODS, b.pod_dict("c-web"))
+    env.clock.advance(1.0)
+    await term.reconcile(NODE)
+    assert [(name, outcome) for _, name, outcome in env.kube.evictions] == [
+        ("a-db", kube.EvictionOutcome.BLOCKED),
+        ("c-web", kube.EvictionOutcome.EVICTED),
+    ]
+
+
+async def test_conditions_written_without_a_message_have_none() -> None:
+    env = harness.make_env()
+    await _registered(env)
+    del env.kube.objects[("pods", "default", "app")]
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps)
+    await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: not env.cloud.instances)
+    claim = parse.nodeclaim(env.claim_obj(CLAIM) or {})
+    for type_ in ("Drained", "VolumesDetached", "InstanceTerminating"):
+        found = claim.condition(type_)
+        assert found is not None
+        assert (found.status, found.message) == ("True", "")
+
+
+async def test_every_released_node_is_counted() -> None:
+    env = harness.make_env()
+    term = controller.TerminationController(env.deps)
+    for name in ("gone-1", "gone-2"):  # NotReady, instance already gone: released at once
+        env.kube.put(
+            resources.NODES,
+            b.node_dict(
+                name, provider_id=f"fake://zone-a/i-{name}", ready=False, finalizers=[labels.FINALIZER_TERMINATION]
+            ),
+        )
+        await env.kube.delete(resources.NODES, name)
+        await term.reconcile(name)
+    assert term.counters.nodes_terminated == 2
