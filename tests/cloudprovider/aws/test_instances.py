@@ -137,3 +137,8 @@ def test_the_instance_type_fills_labels_capacity_and_allocatable() -> None:
 def test_a_bad_provider_id_is_named_in_the_error() -> None:
     with pytest.raises(instances.BadProviderID, match="'gce://p/z/i-1' is not aws:///<zone>/<instance-id>"):
         instances.parse_provider_id("gce://p/z/i-1")
+
+
+def test_a_provider_id_without_an_instance_is_named_in_the_error() -> None:
+    with pytest.raises(instances.BadProviderID, match="'aws:///us-east-1a/' has no instance id"):
+        instances.parse_provider_id("aws:///us-east-1a/")
