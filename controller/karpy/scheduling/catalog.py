@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,11 @@ from karpy.scheduling import pods, requirements, taints
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+BEYOND: Final = 2**61
+"""Where the int64 columns stop counting, in milli-units (2.3e15 CPUs, 2 PiB): a request is held at most at
+BEYOND and an amount on offer at most at BEYOND - 1, so a request that large fits nowhere, while two saturated
+amounts still add up inside int64. Real capacities are far below it and stay exact; the Python ints the columns
+come from stay exact at any magnitude (`karpy.api.quantity`)."""
 _OFFERING_KEYS = (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE, labels.LABEL_ZONE_ID)
 
 
@@ -38,7 +44,12 @@ class ResourceIndex:
         return ResourceIndex((*base, *extra))
 
     def vector(self, amounts: Mapping[str, int]) -> IntArray:
-        return np.array([amounts.get(n, 0) for n in self.names], dtype=np.int64)
+        """A request as a column vector, each entry held within ±BEYOND."""
+        return np.array([max(-BEYOND, min(BEYOND, amounts.get(n, 0))) for n in self.names], dtype=np.int64)
+
+    def capacity_vector(self, amounts: Mapping[str, int]) -> IntArray:
+        """An amount on offer (allocatable, capacity) as a column vector, each entry below BEYOND."""
+        return np.array([max(-BEYOND, min(BEYOND - 1, amounts.get(n, 0))) for n in self.names], dtype=np.int64)
 
     def to_map(self, vector: IntArray) -> dict[str, int]:
         return {n: int(v) for n, v in zip(self.names, vector, strict=True) if v}
@@ -89,12 +100,11 @@ class PoolCatalog:
         self.usable = self.alloc - self.daemon  # allocatable left for workload pods on an empty node
 
     def _build_arrays(self) -> None:
-        self.alloc: IntArray = np.array([self.index.vector(t.allocatable) for t in self.types], dtype=np.int64).reshape(
-            len(self.types), len(self.index.names)
-        )
-        self.capacity: IntArray = np.array([self.index.vector(t.capacity) for t in self.types], dtype=np.int64).reshape(
-            len(self.types), len(self.index.names)
-        )
+        width = len(self.index.names)
+        alloc = [self.index.capacity_vector(t.allocatable) for t in self.types]
+        self.alloc: IntArray = np.array(alloc, dtype=np.int64).reshape(len(self.types), width)
+        capacity = [self.index.capacity_vector(t.capacity) for t in self.types]
+        self.capacity: IntArray = np.array(capacity, dtype=np.int64).reshape(len(self.types), width)
         offers = [(i, o) for i, t in enumerate(self.types) for o in t.offerings if o.available]
         self.off_type: IntArray = np.array([i for i, _ in offers], dtype=np.int64)
         self.off_price: FloatArray = np.array([o.price for _, o in offers], dtype=np.float64)
@@ -109,7 +119,8 @@ class PoolCatalog:
             reqs = d.node_requirements()
             if self.requirements.compatible(reqs, allow_undefined=requirements.ALLOW_UNDEFINED_WELL_KNOWN):
                 continue
-            total += np.outer(self.mask(reqs), self.index.vector(d.requests))
+            # Held at BEYOND: each term is at most BEYOND, so the sum before the minimum stays inside int64.
+            total = np.minimum(total + np.outer(self.mask(reqs), self.index.vector(d.requests)), BEYOND)
         return total
 
     def domains(self) -> dict[str, frozenset[str]]:

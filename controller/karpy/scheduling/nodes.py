@@ -269,10 +269,11 @@ def _fit(
     else:
         counts, best = np.zeros(0, dtype=np.int64), 0
     if best < 1:
-        used = slot.used + ctx.request
+        used = slot.used.copy()  # the request is added in Python ints: its int64 column may be held at BEYOND
         return Refusal(
             lambda: (
-                f"no instance type satisfied resources {resources.describe(pool.index.to_map(used))}"
+                "no instance type satisfied resources "
+                f"{resources.describe(resources.add(pool.index.to_map(used), ctx.pod.requests))}"
                 f" and requirements {merged}"
             ),
             True,

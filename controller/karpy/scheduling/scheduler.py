@@ -29,8 +29,6 @@ import collections
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from karpy.api import labels, meta, nodepool
 from karpy.cloudprovider import types
 from karpy.scheduling import (
@@ -44,6 +42,7 @@ from karpy.scheduling import (
     preferences,
     repack,
     requirements,
+    resources,
     results,
     taints,
     topology,
@@ -149,15 +148,13 @@ class _Solver(board.Board):
         for p, n in bound_pods.values():
             on_node[n.name].append(p)
         for n in usable:
-            used = sum(
-                (self.index.vector(p.requests) for p in on_node[n.name]), np.zeros(len(self.index.names), np.int64)
-            )
+            used = self.index.vector(resources.add(*(p.requests for p in on_node[n.name])))  # summed exactly
             self.add_node(
                 nodes.node_slot(
                     n.name,
                     dict(n.labels),
                     n.taints,
-                    alloc=self.index.vector(n.allocatable),
+                    alloc=self.index.capacity_vector(n.allocatable),
                     used=used,
                     bound=on_node[n.name],
                     under_consolidate_after=n.under_consolidate_after,
