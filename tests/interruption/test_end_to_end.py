@@ -3,16 +3,17 @@ the interruption controller → NodeClaim deleted in the emulated API server, of
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import boto3
 import pytest
 from tests import builders
 from tests.cloudprovider.aws.moto_fixtures import REGION
 
 from karpy import clock, events
 from karpy.cloudprovider.aws import cache, clients, emulator, interruption
-from karpy.interruption import controller, queue
+from karpy.interruption import controller, messages, queue
 from karpy.kube import client, config, resources, rest
 from karpy.sim.kube import runner, server
 from karpy.state import cluster
@@ -42,9 +43,7 @@ def _claim() -> dict[str, Any]:
     return body
 
 
-async def test_spot_warning_deletes_the_nodeclaim(
-    seeded: emulator.Seeded, aws: clients.Clients, api: rest.RestClient
-) -> None:
+async def _state_of(api: rest.RestClient) -> cluster.Cluster:
     created = await api.create(R.NODECLAIMS, _claim())
     created["status"] = {"providerID": f"aws:///us-east-1a/{INSTANCE}", "nodeName": "ip-10-0-0-1.ec2.internal"}
     await api.patch(R.NODECLAIMS, created["metadata"]["name"], {"status": created["status"]}, subresource="status")
@@ -54,6 +53,22 @@ async def test_spot_warning_deletes_the_nodeclaim(
         for item in items:
             state.apply(res, client.WatchEvent(client.ADDED, item))
         state.mark_listed(res)
+    return state
+
+
+def _controller(
+    api: rest.RestClient, state: cluster.Cluster, sqs: interruption.InterruptionQueue, **deps: Any
+) -> controller.InterruptionController:
+    typed_queue: queue.QueueClient = sqs  # the AWS client satisfies the protocol structurally
+    return controller.InterruptionController(
+        controller.Deps(client=api, cluster=state, queue=typed_queue, clock=clock.SystemClock(), **deps)
+    )
+
+
+async def test_spot_warning_deletes_the_nodeclaim(
+    seeded: emulator.Seeded, aws: clients.Clients, api: rest.RestClient
+) -> None:
+    state = await _state_of(api)
     assert [c.status.provider_id for c in state.nodeclaims()] == [f"aws:///us-east-1a/{INSTANCE}"]
 
     emulator.put_event(
@@ -65,18 +80,8 @@ async def test_spot_warning_deletes_the_nodeclaim(
     sqs = interruption.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
     ice = cache.UnavailableOfferings(clock=lambda: 1_700_000_000.0)
     recorder = events.MemoryRecorder()
-    typed_queue: queue.QueueClient = sqs  # the AWS client satisfies the protocol structurally
     typed_marker: queue.OfferingMarker = ice
-    ctl = controller.InterruptionController(
-        controller.Deps(
-            client=api,
-            cluster=state,
-            queue=typed_queue,
-            clock=clock.SystemClock(),
-            recorder=recorder,
-            offerings=typed_marker,
-        )
-    )
+    ctl = _controller(api, state, sqs, recorder=recorder, offerings=typed_marker)
     handled = await ctl.poll()
     assert [h.message.kind.value for h in handled] == ["SpotInterruption"]
     assert handled[0].deleted_from_queue
@@ -85,3 +90,87 @@ async def test_spot_warning_deletes_the_nodeclaim(
     assert recorder.reasons("default-abcde") == ["SpotInterrupted", "TerminatingOnInterruption"]
     assert recorder.reasons("ip-10-0-0-1.ec2.internal") == ["SpotInterrupted", "TerminatingOnInterruption"]
     assert await sqs.receive(wait_seconds=0) == []  # the message was deleted after handling
+
+
+POISON_BODIES = (
+    '{"source": "aws.health", "detail-type": "AWS Health Event", "detail": {"affectedEntities": 5}}',
+    "[" * 120_000 + "]" * 120_000,
+    '{"id": ' + "9" * 5000 + "}",
+    "not json at all",
+)
+
+
+async def test_poison_beside_a_spot_warning_is_dropped_in_the_same_pass(
+    seeded: emulator.Seeded, aws: clients.Clients, api: rest.RestClient
+) -> None:
+    state = await _state_of(api)
+    boto = boto3.client("sqs", region_name=REGION)
+    for body in POISON_BODIES[:2]:
+        boto.send_message(QueueUrl=seeded.queue_url, MessageBody=body)
+    emulator.put_event(
+        region=REGION,
+        source="aws.ec2",
+        detail_type="EC2 Spot Instance Interruption Warning",
+        detail={"instance-id": INSTANCE, "instance-action": "terminate"},
+    )
+    for body in POISON_BODIES[2:]:
+        boto.send_message(QueueUrl=seeded.queue_url, MessageBody=body)
+    sqs = interruption.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
+    dropped: list[str] = []
+    ctl = _controller(
+        api, state, sqs, recorder=events.MemoryRecorder(), metrics=controller.Metrics(dropped=dropped.append)
+    )
+    handled = await ctl.poll()  # one receive: all five messages (SQS hands out up to 10)
+    assert [h.message.kind.value for h in handled] == ["SpotInterruption"]
+    assert handled[0].deleted_from_queue
+    assert await api.get(R.NODECLAIMS, "default-abcde") is None
+    assert sorted(dropped) == ["malformed", "not_json", "not_json", "not_json"]
+    attrs = boto.get_queue_attributes(
+        QueueUrl=seeded.queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    assert attrs == {"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0"}
+
+
+class _Down(rest.RestClient):
+    """The API server is unreachable for deletes."""
+
+    async def delete(self, *args: Any, **kwargs: Any) -> bool:
+        raise OSError("connection refused")
+
+
+class _Recording(interruption.InterruptionQueue):
+    """The real queue client, remembering the receipt handles it handed out."""
+
+    handles: list[str] = []
+
+    async def receive(self, *, wait_seconds: int = 20) -> Sequence[messages.Received | messages.Unreadable]:
+        got = await super().receive(wait_seconds=wait_seconds)
+        self.handles = [item.receipt_handle for item in got]
+        return got
+
+
+async def test_a_message_that_keeps_failing_is_dropped_at_the_receive_limit(
+    seeded: emulator.Seeded, aws: clients.Clients, api: rest.RestClient
+) -> None:
+    state = await _state_of(api)
+    emulator.put_event(
+        region=REGION,
+        source="aws.ec2",
+        detail_type="EC2 Spot Instance Interruption Warning",
+        detail={"instance-id": INSTANCE, "instance-action": "terminate"},
+    )
+    boto = boto3.client("sqs", region_name=REGION)
+    sqs = _Recording(aws=aws, queue_name=seeded.queue_name)
+    dropped: list[str] = []
+    async with _Down(api.config, clock=clock.SystemClock()) as down:
+        metrics = controller.Metrics(dropped=dropped.append)
+        ctl = _controller(down, state, sqs, recorder=events.MemoryRecorder(), metrics=metrics)
+        for receive in range(1, controller.MAX_RECEIVES + 1):
+            (handled,) = await ctl.poll()
+            assert handled.deleted_from_queue == (receive == controller.MAX_RECEIVES)
+            if not handled.deleted_from_queue:  # back on the queue now, not after the 20 s visibility timeout
+                (handle,) = sqs.handles
+                boto.change_message_visibility(QueueUrl=seeded.queue_url, ReceiptHandle=handle, VisibilityTimeout=0)
+    assert dropped == ["retries_exhausted"]
+    assert await sqs.receive(wait_seconds=0) == []

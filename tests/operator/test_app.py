@@ -270,8 +270,6 @@ def test_bad_settings_exit_2_naming_the_variable(capsys: pytest.CaptureFixture[s
 class StubQueue:
     """An interruption queue that never has messages."""
 
-    unparseable = 0
-
     async def receive(self, *, wait_seconds: int = 20) -> list[Any]:
         return []
 

@@ -42,15 +42,13 @@ class ShortPollQueue:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    @property
-    def unparseable(self) -> int:
-        return int(self.inner.unparseable)
-
-    async def receive(self, *, wait_seconds: int = QUEUE_WAIT) -> list[messages.Received]:
-        received: list[messages.Received] = await self.inner.receive(wait_seconds=min(wait_seconds, QUEUE_WAIT))
+    async def receive(self, *, wait_seconds: int = QUEUE_WAIT) -> list[messages.Received | messages.Unreadable]:
+        received: list[messages.Received | messages.Unreadable] = await self.inner.receive(
+            wait_seconds=min(wait_seconds, QUEUE_WAIT)
+        )
         return received
 
-    async def delete(self, received: messages.Received) -> None:
+    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
         await self.inner.delete(received)
 
 

@@ -22,8 +22,6 @@ from karpy.state import cluster as cluster_module
 
 
 class _Queue:
-    unparseable = 0
-
     def __init__(self) -> None:
         self.deleted: list[messages.Received] = []
 

@@ -150,8 +150,9 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
     disruption.eligible_nodes("graceful", 3)  # a gauge: the last pass wins
     interruption = m.interruption_hooks()
     interruption.failed("SpotInterruption")
-    interruption.unparseable(2)
-    interruption.unparseable(1)
+    interruption.dropped("not_json")
+    interruption.dropped("not_json")
+    interruption.dropped("malformed")
     got = samples(m)
     terminated = (("capacity_type", "spot"), ("nodepool", "web"), ("zone", "us-east-1a"))
     assert got[("karpenter_nodeclaims_terminated_total", terminated)] == 1
@@ -164,7 +165,9 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
     eligible = ("karpenter_voluntary_disruption_eligible_nodes", (("disruption_class", "graceful"),))
     assert got[eligible] == 3
     assert got[("karpy_interruption_failed_messages_total", (("message_type", "spot_interrupted"),))] == 1
-    assert got[("karpy_interruption_unparseable_messages_total", ())] == 3
+    dropped = "karpy_interruption_messages_dropped_total"
+    assert got[(dropped, (("reason", "not_json"),))] == 2
+    assert got[(dropped, (("reason", "malformed"),))] == 1
 
 
 def test_drift_and_expiry_hooks() -> None:

@@ -17,8 +17,6 @@ from karpy.state import cluster as cluster_module
 class _Source:
     """A QueueClient that never has anything."""
 
-    unparseable = 0
-
     async def receive(self, *, wait_seconds: int = 20) -> list[Any]:
         return []
 

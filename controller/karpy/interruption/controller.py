@@ -1,8 +1,13 @@
 """The interruption loop (aws: pkg/controllers/interruption/controller.go): long-poll the queue, handle up to 10
 messages at once, act on each (events, unavailable offerings, NodeClaim deletion), delete the message once handled.
 
-A message whose handling failed (the API server refused the delete, say) stays in the queue and comes back after
-its visibility timeout. Unparseable messages are dropped by the queue client; this loop only counts them.
+Every received message ends its pass acted on, left for a retry, or deleted as poison; none can stop its batch:
+* a message the queue client could not read (`messages.Unreadable`) is deleted at once, logged and counted
+  (`Metrics.dropped`) with its reason;
+* a message whose handling failed on the API server or the network stays in the queue and comes back after its
+  visibility timeout, until it has been received `MAX_RECEIVES` times: then it is dropped (retries_exhausted);
+* a message whose handling raised anything else (a karpy bug) is dropped at once (internal_error), with its
+  traceback in the log: a retry would fail the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ OfferingMarker = queue.OfferingMarker
 
 SYNC_POLL = 1.0
 """Seconds between checks while waiting for the cluster state's first LISTs (instances → NodeClaims needs it)."""
+MAX_RECEIVES = 5
+"""Receives after which a message whose handling keeps failing is dropped: with the 20 s visibility timeout, about
+100 s of retries, most of a spot warning's two minutes; the instance's own state change follows anyway."""
+TRANSIENT_ERRORS = (client.KubeError, OSError, TimeoutError)
+"""Failures a later attempt may not meet (the API server or the network); anything else is not retried."""
 
 
 class ClusterView(Protocol):
@@ -53,8 +63,8 @@ class Metrics:
     """Called with the message kind for every message received (counter)."""
     deleted: Callable[[str], None] = _ignore
     """Called with the message kind for every message deleted after handling (counter)."""
-    unparseable: Callable[[int], None] = _ignore
-    """Called with how many messages were dropped as unparseable since the last poll (counter increment)."""
+    dropped: Callable[[str], None] = _ignore
+    """Called with the `messages.DropReason` of every message deleted without being acted on (counter)."""
     action: Callable[[str, str], None] = _ignore
     """Called with (action, message kind) for every NodeClaim acted on: CordonAndDrain or NoAction (counter)."""
     failed: Callable[[str], None] = _ignore
@@ -85,7 +95,6 @@ class Handled:
 class InterruptionController:
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
-        self._unparseable_seen = 0
 
     async def run(self) -> None:
         """Poll forever; cancel the task to stop."""
@@ -95,14 +104,22 @@ class InterruptionController:
         )
 
     async def poll(self) -> list[Handled]:
-        """One long poll and the handling of what it returned."""
+        """One long poll and the handling of everything it returned."""
         deps = self._deps
         received = await deps.queue.receive()
-        self._count_unparseable()
         if not received:
             return []
-        for r in received:
-            deps.metrics.received(r.message.kind.value)
+        readable = []
+        for item in received:
+            if isinstance(item, messages.Unreadable):
+                log.warning(
+                    "dropping unreadable interruption message",
+                    extra={"message-id": item.message_id, "reason": str(item.reason), "error": item.detail},
+                )
+                await self._drop(item, item.reason)
+            else:
+                deps.metrics.received(item.message.kind.value)
+                readable.append(item)
         targets = handler.index_by_instance(deps.cluster.nodeclaims())
         annotations = {p.name: dict(p.metadata.annotations) for p in deps.cluster.nodepools()}
         limit = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
@@ -111,7 +128,7 @@ class InterruptionController:
             async with limit:
                 return await self.handle(r, targets=targets, pool_annotations=annotations)
 
-        return list(await asyncio.gather(*(bounded(r) for r in received)))
+        return list(await asyncio.gather(*(bounded(r) for r in readable)))
 
     async def handle(
         self,
@@ -120,22 +137,51 @@ class InterruptionController:
         targets: dict[str, handler.Target],
         pool_annotations: dict[str, dict[str, str]],
     ) -> Handled:
+        """Act on one message and delete it; never raises (but for cancellation)."""
         deps = self._deps
         message = received.message
-        decisions = tuple(handler.decide(message, targets, pool_annotations=pool_annotations))
+        fields = {"messageKind": message.kind.value, "event-id": message.event_id}
+        decisions: tuple[handler.Decision, ...] = ()
         try:
+            decisions = tuple(handler.decide(message, targets, pool_annotations=pool_annotations))
             for decision in decisions:
                 await self._act(message, decision)
-        except (client.KubeError, OSError, TimeoutError) as exc:
-            log.error(
-                "handling interruption message failed, leaving it for a retry",
-                extra={"messageKind": message.kind.value, "event-id": message.event_id, "error": str(exc)},
-            )
+        except TRANSIENT_ERRORS as exc:
             deps.metrics.failed(message.kind.value)
+            if received.receive_count < MAX_RECEIVES:
+                log.error(
+                    "handling interruption message failed, leaving it for a retry", extra={**fields, "error": str(exc)}
+                )
+                return Handled(message, decisions, deleted_from_queue=False)
+            log.error(
+                "handling interruption message failed, dropping it",
+                extra={**fields, "error": str(exc), "receives": received.receive_count},
+            )
+            return Handled(message, decisions, await self._drop(received, messages.DropReason.RETRIES_EXHAUSTED))
+        except Exception:
+            log.exception("handling interruption message raised, dropping it", extra=fields)
+            return Handled(message, decisions, await self._drop(received, messages.DropReason.INTERNAL_ERROR))
+        if not await self._delete(received):
             return Handled(message, decisions, deleted_from_queue=False)
-        await deps.queue.delete(received)
         deps.metrics.deleted(message.kind.value)
         return Handled(message, decisions, deleted_from_queue=True)
+
+    async def _drop(self, item: messages.Received | messages.Unreadable, reason: messages.DropReason) -> bool:
+        deleted = await self._delete(item)
+        if deleted:
+            self._deps.metrics.dropped(reason.value)
+        return deleted
+
+    async def _delete(self, item: messages.Received | messages.Unreadable) -> bool:
+        """Delete from the queue; a failure is logged and the message comes back after its visibility timeout."""
+        try:
+            await self._deps.queue.delete(item)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("deleting interruption message failed", extra={"error": str(exc)})
+            return False
+        return True
 
     async def _act(self, message: messages.Message, decision: handler.Decision) -> None:
         deps = self._deps
@@ -175,12 +221,6 @@ class InterruptionController:
         if target.node:
             node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": target.node}}
             self._deps.recorder.record(node_ref, notice.type, notice.reason, notice.message.format(kind="Node"))
-
-    def _count_unparseable(self) -> None:
-        total = self._deps.queue.unparseable
-        if total > self._unparseable_seen:
-            self._deps.metrics.unparseable(total - self._unparseable_seen)
-        self._unparseable_seen = total
 
     async def _wait_synced(self) -> None:
         while not self._deps.cluster.synced():

@@ -79,7 +79,36 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Received:
-    """A message as received, with the opaque handle needed to delete it from the queue."""
+    """A message as received, with the opaque handle needed to delete it from the queue and how many times the
+    queue has handed it out (SQS ApproximateReceiveCount; 1 for sources that are not queues)."""
 
     message: Message
     receipt_handle: str
+    receive_count: int = 1
+
+
+class DropReason(enum.StrEnum):
+    """Why a message was deleted without being acted on (karpy_interruption_messages_dropped_total{reason})."""
+
+    NOT_JSON = "not_json"
+    """The body is not a JSON document (bad syntax, nesting too deep, an integer too long to read)."""
+    MALFORMED = "malformed"
+    """JSON, but not the shape of the EventBridge event it claims to be (`"affectedEntities": 5`)."""
+    UNKNOWN_EVENT = "unknown_event"
+    """An event of a source or type no rule of ours sends."""
+    INTERNAL_ERROR = "internal_error"
+    """Reading or acting on it raised an error that is not an API server or network failure (a karpy bug, logged
+    with its traceback): a retry would fail the same way."""
+    RETRIES_EXHAUSTED = "retries_exhausted"
+    """Acting on it kept failing (API server or network errors) until the receive limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A message the queue client could not turn into a `Message`: deleted as poison, never retried."""
+
+    receipt_handle: str
+    reason: DropReason
+    detail: str
+    """What was wrong, short (never the body itself)."""
+    message_id: str = ""

@@ -1,7 +1,7 @@
 """The seams the interruption reconciler needs from the cloud side, as structural protocols.
 
-`QueueClient` is what `karpy.cloudprovider.aws.interruption.InterruptionQueue` offers (long-poll receive, delete
-after handling, a count of unparseable messages it already dropped); `OfferingMarker` is the shape of the AWS
+`QueueClient` is what `karpy.cloudprovider.aws.interruption.InterruptionQueue` offers (long-poll receive of parsed
+messages and of the unreadable ones, delete after handling); `OfferingMarker` is the shape of the AWS
 provider's unavailable-offerings cache (`AWSCloudProvider.unavailable.mark`). The operator binds the real objects;
 tests pass in-memory ones. Nothing here imports AWS code.
 """
@@ -9,6 +9,7 @@ tests pass in-memory ones. Nothing here imports AWS code.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
 from karpy.interruption import messages
@@ -17,17 +18,12 @@ log = logging.getLogger(__name__)
 
 
 class QueueClient(Protocol):
-    @property
-    def unparseable(self) -> int:
-        """How many messages the client could not parse (and deleted) so far."""
+    async def receive(self, *, wait_seconds: int = ...) -> Sequence[messages.Received | messages.Unreadable]:
+        """Long-poll once and return the messages (up to 10): parsed, or unreadable for the caller to drop."""
         ...
 
-    async def receive(self, *, wait_seconds: int = ...) -> list[messages.Received]:
-        """Long-poll once and return the parsed messages (up to 10)."""
-        ...
-
-    async def delete(self, received: messages.Received) -> None:
-        """Remove a handled message from the queue."""
+    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
+        """Remove a handled (or poison) message from the queue."""
         ...
 
 
@@ -48,14 +44,15 @@ class DryRunQueue:
         self._inner = inner
         self._log = logger
 
-    @property
-    def unparseable(self) -> int:
-        return self._inner.unparseable
-
-    async def receive(self, *, wait_seconds: int = 20) -> list[messages.Received]:
+    async def receive(self, *, wait_seconds: int = 20) -> Sequence[messages.Received | messages.Unreadable]:
         return await self._inner.receive(wait_seconds=wait_seconds)
 
-    async def delete(self, received: messages.Received) -> None:
+    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
+        if isinstance(received, messages.Unreadable):
+            self._log.info(
+                "dry run: would delete the unreadable interruption message", extra={"reason": received.reason}
+            )
+            return
         message = received.message
         self._log.info(
             "dry run: would delete the interruption message",

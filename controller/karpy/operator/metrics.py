@@ -198,7 +198,7 @@ class _Instruments:
     interruption_deleted: prometheus_client.Counter
     interruption_actions: prometheus_client.Counter
     interruption_failed: prometheus_client.Counter
-    interruption_unparseable: prometheus_client.Counter
+    interruption_dropped: prometheus_client.Counter
     leader: prometheus_client.Gauge
 
 
@@ -284,9 +284,11 @@ class Metrics:
                 ["message_type"],
                 registry=r,
             ),
-            interruption_unparseable=prometheus_client.Counter(
-                "karpy_interruption_unparseable_messages",
-                "Interruption messages dropped because they could not be parsed",
+            interruption_dropped=prometheus_client.Counter(
+                "karpy_interruption_messages_dropped",
+                "Interruption messages deleted without being acted on: unreadable (not_json, malformed, "
+                "unknown_event), internal_error, or retries_exhausted",
+                ["reason"],
                 registry=r,
             ),
             leader=prometheus_client.Gauge("karpy_leader", "1 while this replica holds the leader Lease", registry=r),
@@ -378,7 +380,7 @@ class Metrics:
                 action_type=action, message_type=interruption_kind(kind)
             ).inc(),
             failed=lambda kind: i.interruption_failed.labels(message_type=interruption_kind(kind)).inc(),
-            unparseable=i.interruption_unparseable.inc,
+            dropped=lambda reason: i.interruption_dropped.labels(reason=reason).inc(),
             disrupted=lambda kind, pool, capacity_type: self.nodeclaim_disrupted(
                 interruption_kind(kind), pool, capacity_type
             ),

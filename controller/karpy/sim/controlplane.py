@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import clock as clock_module
@@ -67,14 +67,12 @@ class _ShortPollQueue:
     def __init__(self, inner: interruption.InterruptionQueue) -> None:
         self._inner = inner
 
-    @property
-    def unparseable(self) -> int:
-        return self._inner.unparseable
-
-    async def receive(self, *, wait_seconds: int = QUEUE_WAIT_SECONDS) -> list[messages.Received]:
+    async def receive(
+        self, *, wait_seconds: int = QUEUE_WAIT_SECONDS
+    ) -> Sequence[messages.Received | messages.Unreadable]:
         return await self._inner.receive(wait_seconds=min(wait_seconds, QUEUE_WAIT_SECONDS))
 
-    async def delete(self, received: messages.Received) -> None:
+    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
         await self._inner.delete(received)
 
 

@@ -90,19 +90,67 @@ def test_parse(
     assert message.event_time == 1_795_255_200.0
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        "not json",
-        "[]",
-        json.dumps({"source": "aws.ec2"}),
-        json.dumps({"source": "x", "detail-type": "y", "detail": {}}),
-        json.dumps({"source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning", "detail": {}}),
-    ],
-)
-def test_unparseable(body: str) -> None:
-    with pytest.raises(interruption.UnparseableMessage):
+def _event(source: str, detail_type: str, detail: object) -> str:
+    return json.dumps({"id": "e1", "source": source, "detail-type": detail_type, "detail": detail})
+
+
+SPOT = "EC2 Spot Instance Interruption Warning"
+HEALTH = "AWS Health Event"
+DROP = messages.DropReason
+POISON: list[tuple[str, str, messages.DropReason]] = [
+    ("not json", "not JSON", DROP.NOT_JSON),
+    ("[" * 120_000 + "]" * 120_000, "nested too deeply", DROP.NOT_JSON),
+    ('{"id": ' + "9" * 5000 + "}", "not JSON", DROP.NOT_JSON),  # Python reads at most 4,300 digits
+    ("", "not JSON", DROP.NOT_JSON),
+    ("[]", "no detail object", DROP.MALFORMED),
+    (json.dumps({"source": "aws.ec2"}), "no detail object", DROP.MALFORMED),
+    (json.dumps({"source": "aws.ec2", "detail-type": SPOT, "detail": 5}), "no detail object", DROP.MALFORMED),
+    (_event("aws.ec2", SPOT, {}), "detail.instance-id: must be a non-empty string", DROP.MALFORMED),
+    (_event("aws.ec2", SPOT, {"instance-id": ["i-1"]}), "detail.instance-id", DROP.MALFORMED),
+    (_event("aws.ec2", SPOT, {"instance-id": ""}), "detail.instance-id", DROP.MALFORMED),
+    (_event(5, SPOT, {"instance-id": "i-1"}), "source: must be a string", DROP.MALFORMED),  # type: ignore[arg-type]
+    (
+        _event("aws.ec2", "EC2 Instance State-change Notification", {"instance-id": "i-1", "state": 3}),
+        "detail.state",
+        DROP.MALFORMED,
+    ),
+    (_event("aws.health", HEALTH, {"affectedEntities": 5}), "detail.affectedEntities: must be a list", DROP.MALFORMED),
+    (_event("aws.health", HEALTH, {"affectedEntities": [5]}), "affectedEntities[0]: must be an object", DROP.MALFORMED),
+    (
+        _event("aws.health", HEALTH, {"affectedEntities": [{"entityValue": {"id": "i-1"}}]}),
+        "affectedEntities[0].entityValue",
+        DROP.MALFORMED,
+    ),
+    (_event("aws.health", HEALTH, {"service": ["EC2"]}), "detail.service", DROP.MALFORMED),
+    (_event("x", "y", {}), "unknown event x/y", DROP.UNKNOWN_EVENT),
+]
+
+
+@pytest.mark.parametrize(("body", "says", "reason"), POISON, ids=[f"poison-{i}" for i in range(len(POISON))])
+def test_poison_is_refused_with_a_reason_and_a_short_message(body: str, says: str, reason: messages.DropReason) -> None:
+    with pytest.raises(interruption.UnparseableMessage) as caught:
         interruption.parse(body)
+    assert caught.value.reason is reason
+    assert says in str(caught.value)
+    assert len(str(caught.value)) <= interruption.DETAIL_LIMIT
+
+
+def test_read_never_raises_and_keeps_the_receive_count() -> None:
+    def broken(_: str) -> messages.Message:
+        raise KeyError("a parser bug")
+
+    good = {"ReceiptHandle": "h1", "MessageId": "m1", "Body": _event("aws.ec2", SPOT, {"instance-id": "i-1"})}
+    good["Attributes"] = {"ApproximateReceiveCount": "3"}  # type: ignore[assignment]
+    read = interruption.read(good)
+    assert isinstance(read, messages.Received)
+    assert (read.receipt_handle, read.receive_count, read.message.instance_ids) == ("h1", 3, ("i-1",))
+    bug = interruption.read(good, parser=broken)
+    assert isinstance(bug, messages.Unreadable)
+    assert (bug.receipt_handle, bug.reason, bug.message_id) == ("h1", DROP.INTERNAL_ERROR, "m1")
+    assert "KeyError" in bug.detail
+    no_body = interruption.read({"ReceiptHandle": "h2"})
+    assert isinstance(no_body, messages.Unreadable)
+    assert no_body.reason is DROP.NOT_JSON
 
 
 async def test_eventbridge_to_queue_end_to_end(seeded: emulator.Seeded, aws: clients.Clients) -> None:
@@ -112,15 +160,17 @@ async def test_eventbridge_to_queue_end_to_end(seeded: emulator.Seeded, aws: cli
     sqs.send_message(QueueUrl=seeded.queue_url, MessageBody="garbage")
     queue = interruption.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
     received: list[messages.Received] = []
+    unreadable: list[messages.Unreadable] = []
     for _ in range(5):  # bounded: each receive takes at most 10 messages, and wait 0 s
         batch = await queue.receive(wait_seconds=0)
-        received += batch
         for item in batch:
+            (unreadable if isinstance(item, messages.Unreadable) else received).append(item)  # type: ignore[arg-type]
             await queue.delete(item)
-        if len(received) == len(EVENTS) and queue.unparseable == 1:
+        if len(received) == len(EVENTS) and len(unreadable) == 1:
             break
     assert sorted((m.message.kind, m.message.instance_ids) for m in received) == sorted((e[3], e[4]) for e in EVENTS)
-    assert queue.unparseable == 1
+    assert all(m.receive_count == 1 for m in received), "SQS counts receives: these are first receives"
+    assert [u.reason for u in unreadable] == [DROP.NOT_JSON]
     attrs = sqs.get_queue_attributes(
         QueueUrl=seeded.queue_url,
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],

@@ -144,7 +144,6 @@ class InstanceStatusPoller:
         self._last_poll: float | None = None
         self._handled: set[str] = set()  # event ids of handled messages whose finding is still present
         self._logged: frozenset[Finding] = frozenset()
-        self.unparseable = 0
         self.impaired = 0  # impaired-status findings reported (each counted once while it lasts)
 
     async def receive(self, *, wait_seconds: int = 20) -> list[messages.Received]:
@@ -173,6 +172,6 @@ class InstanceStatusPoller:
         self._handled &= current
         return out
 
-    async def delete(self, received: messages.Received) -> None:
+    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
         """Remember the message as handled: the poll keeps showing its finding until EC2 acts on it."""
         self._handled.add(received.receipt_handle)

@@ -1,7 +1,9 @@
 """The interruption queue: long-poll SQS, parse EventBridge events into domain messages, delete after handling.
 
-An unparseable message is logged, counted and deleted at once so it can never be retried forever
-(aws: pkg/providers/sqs, pkg/controllers/interruption/messages).
+Parsing is strict about shape and never raises anything but `UnparseableMessage`: a body that is not JSON (bad
+syntax, 120,000 nested brackets, a 5,000-digit integer) or not the event it claims to be (`"affectedEntities": 5`)
+comes back from `receive` as `messages.Unreadable`, which the interruption controller deletes as poison in the same
+pass as the rest of its batch (aws: pkg/controllers/interruption/controller.go deletes what it cannot parse).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy.cloudprovider.aws import clients
@@ -22,10 +24,14 @@ MAX_MESSAGES = 10
 VISIBILITY_TIMEOUT = 20
 STOPPED_STATES = frozenset({"stopping", "stopped"})
 TERMINATED_STATES = frozenset({"shutting-down", "terminated"})
+DETAIL_LIMIT = 200
+"""Characters of a parse problem kept for logs (a problem never quotes the body whole)."""
 
 
 class UnparseableMessage(ValueError):
-    pass
+    def __init__(self, reason: messages.DropReason, detail: str) -> None:
+        super().__init__(detail[:DETAIL_LIMIT])
+        self.reason = reason
 
 
 def _time(value: Any) -> float | None:
@@ -33,33 +39,69 @@ def _time(value: Any) -> float | None:
         return None
     try:
         return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 
-def parse(body: str) -> messages.Message:
-    """One EventBridge event (the SQS body) → a domain message; filtered-out events are `NO_OP`."""
+def _malformed(what: str) -> UnparseableMessage:
+    return UnparseableMessage(messages.DropReason.MALFORMED, what)
+
+
+def _text(obj: Mapping[str, Any], key: str, *, where: str, required: bool = False) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value):
+        raise _malformed(f"{where}{key}: must be a {'non-empty ' if required else ''}string")
+    return value
+
+
+def _decode(body: str) -> Any:
     try:
-        event = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise UnparseableMessage(f"not JSON: {exc}") from exc
+        return json.loads(body)
+    except RecursionError as exc:
+        raise UnparseableMessage(messages.DropReason.NOT_JSON, "not JSON: nested too deeply") from exc
+    except ValueError as exc:  # JSONDecodeError, and integers longer than Python reads (4,300 digits)
+        raise UnparseableMessage(messages.DropReason.NOT_JSON, f"not JSON: {exc}") from exc
+
+
+def _health_instances(detail: Mapping[str, Any]) -> tuple[str, ...]:
+    entities = detail.get("affectedEntities")
+    if entities is None:
+        return ()
+    if not isinstance(entities, list):
+        raise _malformed("detail.affectedEntities: must be a list")
+    ids = []
+    for i, entity in enumerate(entities):
+        if not isinstance(entity, Mapping):
+            raise _malformed(f"detail.affectedEntities[{i}]: must be an object")
+        value = _text(entity, "entityValue", where=f"detail.affectedEntities[{i}].")
+        if value:
+            ids.append(value)
+    return tuple(ids)
+
+
+def parse(body: str) -> messages.Message:
+    """One EventBridge event (the SQS body) → a domain message; filtered-out events are `NO_OP`.
+
+    Raises `UnparseableMessage` (with a drop reason) for everything else."""
+    event = _decode(body)
     if not isinstance(event, Mapping) or not isinstance(event.get("detail"), Mapping):
-        raise UnparseableMessage("not an EventBridge event (no detail)")
-    source, kind, detail = event.get("source"), event.get("detail-type"), event["detail"]
-    base: dict[str, Any] = {"event_id": str(event.get("id", "")), "event_time": _time(event.get("time"))}
+        raise _malformed("not an EventBridge event (no detail object)")
+    source = _text(event, "source", where="")
+    kind = _text(event, "detail-type", where="")
+    detail: Mapping[str, Any] = event["detail"]
+    base: dict[str, Any] = {"event_id": _text(event, "id", where=""), "event_time": _time(event.get("time"))}
 
     def instance() -> tuple[str, ...]:
-        instance_id = detail.get("instance-id")
-        if not isinstance(instance_id, str) or not instance_id:
-            raise UnparseableMessage(f"{kind}: detail.instance-id missing")
-        return (instance_id,)
+        return (_text(detail, "instance-id", where="detail.", required=True),)
 
     if source == "aws.ec2" and kind == "EC2 Spot Instance Interruption Warning":
         return messages.Message(messages.Kind.SPOT_INTERRUPTION, instance(), **base)
     if source == "aws.ec2" and kind == "EC2 Instance Rebalance Recommendation":
         return messages.Message(messages.Kind.REBALANCE_RECOMMENDATION, instance(), **base)
     if source == "aws.ec2" and kind == "EC2 Instance State-change Notification":
-        state = str(detail.get("state", ""))
+        state = _text(detail, "state", where="detail.")
         if state in STOPPED_STATES:
             return messages.Message(messages.Kind.INSTANCE_STOPPED, instance(), detail=state, **base)
         if state in TERMINATED_STATES:
@@ -68,23 +110,47 @@ def parse(body: str) -> messages.Message:
     if source == "aws.ec2" and kind == "EC2 Capacity Reservation Instance Interruption Warning":
         return messages.Message(messages.Kind.CAPACITY_RESERVATION_INTERRUPTION, instance(), **base)
     if source == "aws.health" and kind == "AWS Health Event":
-        entities = detail.get("affectedEntities") or ()
-        ids = tuple(str(e["entityValue"]) for e in entities if isinstance(e, Mapping) and e.get("entityValue"))
-        code = str(detail.get("eventTypeCode", ""))
-        if detail.get("service") == "EC2" and detail.get("eventTypeCategory") == "scheduledChange":
+        ids = _health_instances(detail)
+        code = _text(detail, "eventTypeCode", where="detail.")
+        service = _text(detail, "service", where="detail.")
+        category = _text(detail, "eventTypeCategory", where="detail.")
+        if service == "EC2" and category == "scheduledChange":
             return messages.Message(messages.Kind.SCHEDULED_CHANGE, ids, detail=code, **base)
         return messages.Message(messages.Kind.NO_OP, ids, detail=code, **base)
-    raise UnparseableMessage(f"unknown event {source}/{kind}")
+    raise UnparseableMessage(messages.DropReason.UNKNOWN_EVENT, f"unknown event {source[:60]}/{kind[:60]}")
+
+
+def read(
+    raw: Mapping[str, Any], *, parser: Callable[[str], messages.Message] = parse
+) -> messages.Received | messages.Unreadable:
+    """One SQS message as received: parsed, or unreadable with why. Never raises: a parser bug makes the message
+    poison too (logged with its traceback), so that it cannot block its batch or come back forever."""
+    handle = str(raw.get("ReceiptHandle", ""))
+    message_id = str(raw.get("MessageId", ""))
+    body = raw.get("Body")
+    try:
+        message = parser(body if isinstance(body, str) else "")
+    except UnparseableMessage as exc:
+        return messages.Unreadable(handle, exc.reason, str(exc), message_id)
+    except Exception as exc:
+        log.exception("parsing interruption message %s failed", message_id)
+        return messages.Unreadable(
+            handle, messages.DropReason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:DETAIL_LIMIT], message_id
+        )
+    attributes = raw.get("Attributes")
+    count = attributes.get("ApproximateReceiveCount") if isinstance(attributes, Mapping) else None
+    return messages.Received(
+        message, handle, receive_count=int(count) if isinstance(count, str) and count.isdigit() else 1
+    )
 
 
 class InterruptionQueue:
-    """One SQS queue (by name). `unparseable` counts messages dropped because they could not be parsed."""
+    """One SQS queue (by name)."""
 
     def __init__(self, *, aws: clients.Clients, queue_name: str) -> None:
         self._aws = aws
         self._queue_name = queue_name
         self._url = ""
-        self.unparseable = 0
 
     async def url(self) -> str:
         if not self._url:
@@ -93,8 +159,10 @@ class InterruptionQueue:
             )
         return self._url
 
-    async def receive(self, *, wait_seconds: int = WAIT_TIME_SECONDS) -> list[messages.Received]:
-        """Long-poll once; parsed messages are returned for handling, broken ones deleted here."""
+    async def receive(
+        self, *, wait_seconds: int = WAIT_TIME_SECONDS
+    ) -> Sequence[messages.Received | messages.Unreadable]:
+        """Long-poll once: every message comes back, parsed or unreadable; deleting is the caller's (DRY_RUN)."""
         response = await clients.call(
             self._aws.sqs,
             "receive_message",
@@ -102,19 +170,11 @@ class InterruptionQueue:
             MaxNumberOfMessages=MAX_MESSAGES,
             WaitTimeSeconds=wait_seconds,
             VisibilityTimeout=VISIBILITY_TIMEOUT,
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
         )
-        out = []
-        for raw in response.get("Messages") or ():
-            try:
-                out.append(messages.Received(parse(str(raw.get("Body", ""))), str(raw["ReceiptHandle"])))
-            except UnparseableMessage as exc:
-                self.unparseable += 1
-                log.warning("dropping unparseable interruption message %s: %s", raw.get("MessageId", ""), exc)
-                await self._delete(str(raw["ReceiptHandle"]))
-        return out
+        return [read(raw) for raw in response.get("Messages") or () if isinstance(raw, Mapping)]
 
-    async def delete(self, received: messages.Received) -> None:
-        await self._delete(received.receipt_handle)
-
-    async def _delete(self, receipt_handle: str) -> None:
-        await clients.call(self._aws.sqs, "delete_message", QueueUrl=await self.url(), ReceiptHandle=receipt_handle)
+    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
+        await clients.call(
+            self._aws.sqs, "delete_message", QueueUrl=await self.url(), ReceiptHandle=received.receipt_handle
+        )
