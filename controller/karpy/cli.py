@@ -19,15 +19,19 @@ EXIT_INVALID = 2
 
 def _simulate(args: argparse.Namespace) -> int:
     # Imported here so `karpy --help` stays fast and does not load numpy/scipy.
+    from karpy import clock
     from karpy.simulate import manifests, plan
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) if args.zones else None
     options = plan.Options(catalog=args.catalog, region=args.region, zones=zones)
     try:
         cluster = manifests.load(args.files)
-        result = plan.to_json(plan.run(cluster, options))
+        result = plan.to_json(plan.run(cluster, options, clock=clock.SystemClock()))
     except manifests.InputError as exc:
         print(f"karpy simulate: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except Exception as exc:  # a karpy bug: say so in one line, never with a traceback (exit codes are 0 or 2)
+        print(f"karpy simulate: the simulation failed (a karpy bug, please report it): {exc!r}"[:2000], file=sys.stderr)
         return EXIT_INVALID
     if args.output == "json":
         print(json.dumps(result, indent=2))

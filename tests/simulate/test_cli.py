@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.simulate import builders
 
 from karpy import cli
 
@@ -19,17 +20,7 @@ CLAIM_KEYS = {
     "requests", "pods",
 }  # fmt: skip
 
-NODEPOOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
-"""
+NODECLASS, POOL, NODEPOOL = builders.NODECLASS, builders.POOL, builders.NODEPOOL
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -45,15 +36,7 @@ def plan(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     return result
 
 
-def pod_manifest(name: str, *, cpu: str = "1", extra_spec: str = "") -> str:
-    return f"""
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: default}}
-spec:
-  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}}}]
-{extra_spec}"""
+pod_manifest = builders.pod_manifest
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +142,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
         ),
         ("kind: [unclosed\n", "invalid YAML"),
         ("- just\n- a list\n", "a manifest must be a mapping"),
-        (NODEPOOL + "---\n" + NODEPOOL, "NodePool 'default' is defined more than once"),
+        (NODEPOOL + "---\n" + POOL, "metadata.name: NodePool default is defined more than once (first in"),
     ],
 )
 def test_invalid_input_exits_2_with_a_clear_message(

@@ -13,6 +13,7 @@ makes against real capacity keeps its answer while the numbers stay small enough
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, Context, Decimal, Inexact, Rounded
@@ -51,6 +52,21 @@ def parse(value: object) -> int:
         if not math.isfinite(value):
             raise QuantityError(f"must be a finite number, got {value!r}")
         value = repr(value)
+    if len(value) <= _CACHED_LENGTH:
+        return _parse_short(value)
+    return _parse_text(value)
+
+
+_CACHED_LENGTH: Final = 32
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_short(text: str) -> int:
+    """Manifests repeat a handful of amounts ("250m", "512Mi") thousands of times: read each once."""
+    return _parse_text(text)
+
+
+def _parse_text(value: str) -> int:
     text = value.strip()
     match = _QUANTITY.fullmatch(text)
     if match is None or not (match.group(2) or match.group(3)):

@@ -1,21 +1,29 @@
 """Read manifests from files and directories and sort them into the scheduler's inputs.
 
-Every document is parsed by the same parsers the controller uses; any problem (bad YAML, unknown kind, an invalid
-NodePool) becomes one `InputError` naming the file, the document and the field, so the CLI can print it and exit 2.
+Reading is strict, like `kubectl apply --validate=strict` against an API server: YAML through the bounded reader
+(`karpy.api.documents`: 50 MiB, nesting, aliases), core kinds against their OpenAPI structure (`corekinds`: the
+right apiVersion, no unknown fields, the right types) and the API server's semantic checks (`corerules`), Karpenter
+kinds through the parsers the controller uses (CRD schema and CEL rules). The whole set must also hold together:
+one object per kind and name, an EC2NodeClass for every NodePool that names one, at most `MAX_PODS` pods. Any
+problem becomes one `InputError` naming the file, the document (and its line) and the field, so the CLI can print
+it and exit 2; no other exception escapes `load`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-import yaml
-
-from karpy.api import ec2nodeclass, errors, labels, meta, nodepool, parse, quantity
+from karpy.api import corekinds, corerules, documents, ec2nodeclass, errors, labels, meta, nodepool, parse, quantity
 from karpy.scheduling import pods as pod_model
 from karpy.scheduling import scheduler, volumes, workloads
+
+log = logging.getLogger(__name__)
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
@@ -23,6 +31,10 @@ SUPPORTED_KINDS = (
     "NodePool, EC2NodeClass, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, PersistentVolumeClaim, "
     "PersistentVolume, StorageClass, PodDisruptionBudget, Node"
 )
+MAX_PODS: Final = 200_000
+"""Pods one simulation takes (pending and bound, workloads' replicas included): twice the benchmark's largest run,
+and bounded so that `replicas: 100000000` is an error, not an hour of work or an exhausted memory."""
+CLUSTER_SCOPED: Final = frozenset({"NodePool", "EC2NodeClass", "Node", "PersistentVolume", "StorageClass"})
 
 
 class InputError(ValueError):
@@ -33,6 +45,11 @@ class InputError(ValueError):
 class Document:
     source: str  # "path/to/file.yaml#2": file and 1-based document index
     body: Mapping[str, Any]
+    line: int = 1
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} (line {self.line})"
 
 
 @dataclass
@@ -49,6 +66,10 @@ class Cluster:
     pvs: list[volumes.PersistentVolume] = field(default_factory=list)
     storage_classes: list[volumes.StorageClass] = field(default_factory=list)
     pdbs: list[Mapping[str, Any]] = field(default_factory=list)
+    sources: dict[tuple[str, str, str], Document] = field(default_factory=dict)
+    """(kind, namespace, name) -> the document that defines it, for duplicate and reference errors."""
+    templates: dict[tuple[str, str], _Read] = field(default_factory=dict)
+    """Objects already read strictly, but for their name (see `_read`)."""
 
 
 def expand_paths(paths: Iterable[str]) -> list[Path]:
@@ -56,54 +77,144 @@ def expand_paths(paths: Iterable[str]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            out.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix in YAML_SUFFIXES))
-        elif path.is_file():
-            out.append(path)
-        else:
-            raise InputError(f"{raw}: no such file or directory")
+        try:
+            if path.is_dir():
+                out.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix in YAML_SUFFIXES))
+            elif path.is_file():
+                out.append(path)
+            else:
+                raise InputError(f"{raw}: no such file or directory")
+        except OSError as exc:
+            raise InputError(f"{raw}: {exc.strerror or exc}") from exc
     if not out:
         raise InputError(f"no manifests found in {', '.join(paths)}")
     return out
 
 
 def read_documents(paths: Sequence[Path]) -> Iterator[Document]:
+    """Every non-empty document of `paths`, in order; together at most `documents.MAX_BYTES`."""
+    total = 0
     for path in paths:
         try:
-            loaded = list(yaml.safe_load_all(path.read_text()))
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: invalid YAML: {exc}") from exc
+            data = path.read_bytes()
         except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror}") from exc
-        for index, body in enumerate(loaded, start=1):
-            if body is None:
+            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        total += len(data)
+        if total > documents.MAX_BYTES:
+            raise InputError(f"{path}: the manifests exceed {documents.MAX_BYTES // (1024 * 1024)} MiB in all")
+        try:
+            loaded = documents.load_all(data)
+        except documents.DocumentError as exc:
+            raise InputError(f"{path}: {exc}") from exc
+        for doc in loaded:
+            if doc.body is None:
                 continue  # an empty document between two '---'
-            if not isinstance(body, dict):
-                raise InputError(f"{path}#{index}: a manifest must be a mapping, got {type(body).__name__}")
-            yield Document(source=f"{path}#{index}", body=body)
+            where = f"{path}#{doc.index} (line {doc.line})"
+            if not isinstance(doc.body, dict):
+                raise InputError(f"{where}: a manifest must be a mapping, got {type(doc.body).__name__}")
+            yield Document(source=f"{path}#{doc.index}", body=doc.body, line=doc.line)
 
 
 def _kind(doc: Document) -> str:
     kind = doc.body.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise InputError(f"{doc.source}: kind: required")
+        raise InputError(f"{doc.where}: kind: Required value")
     if kind == "List":
-        raise InputError(f"{doc.source}: kind: List is not supported; write one document per object")
+        raise InputError(f"{doc.where}: kind: List is not supported; write one document per object")
     return kind
+
+
+def _name(body: Mapping[str, Any]) -> str:
+    metadata = body.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A core-kind object as read, and (for Pods) the scheduler's pod parsed from it, once."""
+
+    body: Mapping[str, Any]
+    pod: pod_model.Pod | None = None
+
+
+def _template_key(kind: str, body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What an object is, but for its name, as JSON; None when it has no plain name (or is not JSON)."""
+    metadata = body.get("metadata")
+    if type(metadata) is not dict or not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        return None
+    try:
+        return kind, json.dumps({**body, "metadata": {k: v for k, v in metadata.items() if k != "name"}})
+    except (TypeError, ValueError):  # not JSON (an integer past 4,300 digits): no shortcut
+        return None
+
+
+def _read(doc: Document, kind: str, known: dict[tuple[str, str], _Read]) -> _Read:
+    """A core kind read strictly: structure, then the API server's semantics; raises ValidationError.
+
+    Objects that differ only in their name (pods stamped from one template) are read, and parsed, once: `known`
+    holds what each such template read as."""
+    key = _template_key(kind, doc.body)
+    seen = known.get(key) if key is not None else None
+    name = doc.body["metadata"]["name"] if key is not None else ""
+    if seen is not None:
+        body = {**seen.body, "metadata": {**seen.body["metadata"], "name": name}}
+        if seen.pod is None:
+            return _Read(body)
+        uid = str(body["metadata"].get("uid") or f"{seen.pod.namespace}/{name}")
+        return _Read(body, dataclasses.replace(seen.pod, name=name, uid=uid))
+    body, problems = corekinds.read(doc.body, kind)
+    problems = problems or corerules.check(body, kind)
+    if problems:
+        raise errors.ValidationError(kind, _name(doc.body), problems)
+    pod = pod_model.from_manifest(body) if kind == "Pod" else None
+    read = _Read(body, pod)
+    # A pod's generic ephemeral volumes are claims named after it: such pods are parsed one by one.
+    if key is not None and not (pod is not None and any("ephemeral" in v for v in body["spec"].get("volumes", ()))):
+        known[key] = read
+    return read
+
+
+def _register(cluster: Cluster, doc: Document, kind: str, body: Mapping[str, Any]) -> None:
+    metadata = body.get("metadata") or {}
+    namespace = "" if kind in CLUSTER_SCOPED else str(metadata.get("namespace") or "default")
+    name = str(metadata.get("name") or metadata.get("generateName") or "")
+    key = (kind, namespace, name)
+    first = cluster.sources.get(key)
+    if first is not None and metadata.get("name"):
+        what = f"{kind} {namespace + '/' if namespace else ''}{name}"
+        raise InputError(f"{doc.where}: metadata.name: {what} is defined more than once (first in {first.where})")
+    cluster.sources.setdefault(key, doc)
+
+
+def _replicas(kind: str, spec: Mapping[str, Any]) -> tuple[str, int]:
+    """The field that sets how many pods a (valid) workload makes, and how many."""
+    if kind == "Job":
+        parallelism = spec.get("parallelism", 1)
+        completions = spec.get("completions")
+        return "spec.parallelism", parallelism if completions is None else min(parallelism, completions)
+    return "spec.replicas", spec.get("replicas", 1)
 
 
 def _add(cluster: Cluster, doc: Document) -> None:
     kind = _kind(doc)
-    body = doc.body
+    read = _read(doc, kind, cluster.templates) if kind in corekinds.api_versions() else _Read(doc.body)
+    body = read.body
     if kind == "NodePool":
         cluster.nodepools.append(parse.nodepool(body))
     elif kind == "EC2NodeClass":
         nodeclass = parse.ec2nodeclass(body)
         cluster.nodeclasses[nodeclass.name] = nodeclass
-    elif kind == "Pod":
-        pod = pod_model.from_manifest(body)
+    elif kind not in corekinds.api_versions():
+        raise InputError(f"{doc.where}: kind: unknown kind {kind!r}; supported kinds: {SUPPORTED_KINDS}")
+    _register(cluster, doc, kind, body)
+    if kind == "Pod":
+        _admit(cluster, doc, "metadata.name", 1)
+        pod = read.pod or pod_model.from_manifest(body)
         (cluster.bound if pod.node_name else cluster.pending).append(pod)
     elif kind in WORKLOAD_KINDS:
+        path, count = _replicas(kind, body.get("spec") or {})
+        _admit(cluster, doc, path, count)
         cluster.pending.extend(workloads.expand(body))
         if kind == "StatefulSet":
             cluster.pvcs.extend(statefulset_claims(body))
@@ -119,8 +230,14 @@ def _add(cluster: Cluster, doc: Document) -> None:
         cluster.pdbs.append(body)
     elif kind == "Node":
         cluster.nodes.append(body)
-    else:
-        raise InputError(f"{doc.source}: kind: unknown kind {kind!r}; supported kinds: {SUPPORTED_KINDS}")
+
+
+def _admit(cluster: Cluster, doc: Document, path: str, count: int) -> None:
+    if len(cluster.pending) + len(cluster.bound) + count > MAX_PODS:
+        raise InputError(
+            f"{doc.where}: {path}: {count:,} more pod(s) would bring the simulation past {MAX_PODS:,} pods, "
+            "the most it takes"
+        )
 
 
 def statefulset_claims(obj: Mapping[str, Any]) -> list[volumes.PersistentVolumeClaim]:
@@ -150,12 +267,26 @@ def load(paths: Iterable[str]) -> Cluster:
         try:
             _add(cluster, doc)
         except errors.ValidationError as exc:
-            raise InputError(f"{doc.source}: {exc}") from exc
-    names = [pool.name for pool in cluster.nodepools]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise InputError(f"NodePool {duplicates[0]!r} is defined more than once")
+            raise InputError(f"{doc.where}: {exc}") from exc
+        except InputError:
+            raise
+        except Exception as exc:  # a reader bug must still name the document, never print a traceback
+            log.debug("reading %s failed", doc.where, exc_info=True)
+            raise InputError(f"{doc.where}: cannot read this document: {type(exc).__name__}: {exc}") from exc
+    _check_references(cluster)
     return cluster
+
+
+def _check_references(cluster: Cluster) -> None:
+    """Every NodePool's EC2NodeClass is in the manifests: without it the pool is not Ready and gets no nodes."""
+    for pool in cluster.nodepools:
+        ref = pool.template.node_class_ref
+        if ref.group == labels.AWS_GROUP and ref.kind == "EC2NodeClass" and ref.name not in cluster.nodeclasses:
+            doc = cluster.sources[("NodePool", "", pool.name)]
+            raise InputError(
+                f"{doc.where}: spec.template.spec.nodeClassRef.name: EC2NodeClass {ref.name!r} is not in the "
+                "manifests (a NodePool whose EC2NodeClass does not exist is not Ready and gets no nodes)"
+            )
 
 
 def _node_taints(spec: Mapping[str, Any]) -> tuple[meta.Taint, ...]:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from karpy import clock as clock_module
 from karpy.api import ec2nodeclass, quantity
 from karpy.cloudprovider import catalog, ec2shapes, types
 from karpy.cloudprovider.fake import generator
@@ -27,11 +28,17 @@ from karpy.simulate import manifests
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
 
 
+SOLVE_TIMEOUT = 60.0
+"""Seconds the scheduling simulation may take (the controller's, and upstream's, Solve() deadline): pods it has not
+placed by then are reported unschedulable with `scheduler.TIMED_OUT`, so any input finishes in bounded time."""
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     catalog: str = "aws"  # "aws" (the bundled real catalog) or "fake:N" (upstream's generated benchmark catalog)
     region: str = "us-east-1"
     zones: tuple[str, ...] | None = None  # None: every zone the catalog has for the region
+    solve_timeout: float = SOLVE_TIMEOUT
 
 
 def instance_types(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
@@ -56,8 +63,14 @@ def instance_types(cluster: manifests.Cluster, options: Options) -> dict[str, Se
     return out
 
 
-def run(cluster: manifests.Cluster, options: Options) -> results.Results:
+def run(cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clock | None = None) -> results.Results:
+    """The plan for `cluster`; with a `clock`, the solve stops after `options.solve_timeout` seconds of it."""
+    deadline = None
+    if clock is not None:
+        start = clock.now()
+        deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
     inp = scheduler.SchedulingInput(
+        deadline=deadline,
         pods=cluster.pending,
         nodepools=cluster.nodepools,
         instance_types=instance_types(cluster, options),

@@ -1,0 +1,173 @@
+"""Strict reading of core kinds against the real schemas: `corekinds` refuses everything the API server's strict
+OpenAPI schemas (kubernetes-validate, the schemas `kubectl --validate=strict` checks) refuse, and refuses more only
+where the API server's decoding does (quantity and timestamp syntax, int32/int64 ranges, a missing apiVersion)."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tools import gen_core_schemas
+
+from karpy.api import corekinds, documents
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "manifests"
+VERSION = gen_core_schemas.VERSION
+
+
+def _examples() -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        for doc in documents.load_all(path.read_bytes()):
+            if isinstance(doc.body, dict) and doc.body.get("kind") in corekinds.api_versions():
+                out.append(doc.body)
+    return out
+
+
+VALID = _examples()
+EXTRA_REFUSALS = ("must be a quantity", "must be a number with", "must fit in", "RFC 3339", "apiVersion")
+"""What the API server's decoding refuses beyond its OpenAPI schema (so beyond kubernetes-validate)."""
+
+
+def test_the_committed_schemas_are_what_the_tool_generates() -> None:
+    assert (pathlib.Path(gen_core_schemas.OUTPUT)).read_text() == gen_core_schemas.render()
+
+
+def test_every_kind_simulate_reads_has_its_schema() -> None:
+    assert set(corekinds.api_versions()) == {
+        "Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "Deployment", "ReplicaSet", "StatefulSet",
+        "DaemonSet", "Job", "StorageClass", "PodDisruptionBudget",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("obj", VALID, ids=[f"{o['kind']}-{o['metadata']['name']}" for o in VALID])
+def test_the_examples_are_valid_for_both(obj: dict[str, Any]) -> None:
+    kubernetes_validate.validate(obj, VERSION, strict=True)
+    read, problems = corekinds.read(obj, obj["kind"])
+    assert problems == []
+    assert read == obj, "nothing to drop: the same object"
+
+
+def _positions(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path] if path else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _positions(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            out += _positions(item, (*path, i))
+    return out
+
+
+def _parent(obj: Any, path: tuple[Any, ...]) -> Any:
+    for step in path[:-1]:
+        obj = obj[step]
+    return obj
+
+
+WRONG_VALUES = st.sampled_from([None, 0, -1, 2**40, 1.5, True, "x", "", [], [1], {}, {"a": 1}, "1e999", "3Gi"])
+
+
+@st.composite
+def mutants(draw: st.DrawFn) -> dict[str, Any]:
+    obj = copy.deepcopy(draw(st.sampled_from(VALID)))
+    for _ in range(draw(st.integers(1, 2))):
+        path = draw(st.sampled_from(_positions(obj)))
+        parent, last = _parent(obj, path), path[-1]
+        action = draw(st.sampled_from(["retype", "rename", "delete", "add"]))
+        if action == "retype":
+            parent[last] = draw(WRONG_VALUES)
+        elif action == "rename" and isinstance(last, str):
+            parent[last[:-1] + draw(st.sampled_from(["s", "x", "", "S"]))] = parent.pop(last)
+        elif action == "delete" and isinstance(last, str):
+            del parent[last]
+        elif action == "add" and isinstance(parent, dict):
+            parent[draw(st.sampled_from(["replica", "requsts", "labels", "spec", "x"]))] = draw(WRONG_VALUES)
+    return obj
+
+
+def _theirs(obj: dict[str, Any]) -> str | None:
+    """kubernetes-validate's refusal, or None when it accepts."""
+    try:
+        kubernetes_validate.validate(obj, VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        return str(exc.message)
+    except (kubernetes_validate.SchemaNotFoundError, KeyError, TypeError, AttributeError) as exc:
+        return f"no schema: {exc}"
+    return None
+
+
+@given(mutants())
+@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_refuses_what_the_real_schemas_refuse(obj: dict[str, Any]) -> None:
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or kind not in corekinds.api_versions():
+        return  # the kind itself was mutated: simulate refuses unknown kinds before reading them
+    _, ours = corekinds.read(obj, kind)
+    theirs = _theirs(obj)
+    if theirs is not None and "is valid under each of" in theirs:
+        # The JSON schemas write a quantity as oneOf(nullable string, nullable number): null matches both, so they
+        # refuse `cpu: null`, which the API server reads as zero. Not a refusal to copy.
+        theirs = None
+    if theirs is not None:
+        assert ours, f"kubernetes-validate refuses ({theirs}) but corekinds accepts"
+    else:
+        extra = [p for p in ours if not any(reason in str(p) for reason in EXTRA_REFUSALS)]
+        # A null item of a list of objects is an empty object to the API server's decoder, which then misses
+        # the object's required fields: the JSON schema only sees a nullable item.
+        extra = [p for p in extra if "Required value" not in p.message]
+        assert not extra, f"corekinds refuses what the API server's schema accepts: {extra}"
+
+
+@pytest.mark.parametrize(
+    ("kind", "obj", "says"),
+    [
+        ("Pod", {"apiVersion": "v1", "kind": "Pod", "spec": {"replica": 1}}, "spec.replica: unknown field"),
+        ("Pod", {"kind": "Pod"}, 'apiVersion: Required value: must be "v1" for a Pod'),
+        ("Deployment", {"apiVersion": "v1", "kind": "Deployment"}, 'apiVersion: must be "apps/v1" for a Deployment'),
+        (
+            "Deployment",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replica": 5}},
+            '(did you mean "replicas"?)',
+        ),
+        (
+            "Deployment",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 2**31}},
+            "spec.replicas: must fit in int32",
+        ),
+        (
+            "Deployment",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 10**5000}},
+            "an integer of about 5001 digits",
+        ),
+        (
+            "Node",
+            {"apiVersion": "v1", "kind": "Node", "status": {"allocatable": {"cpu": [1]}}},
+            "status.allocatable[cpu]: must be a quantity",
+        ),
+        ("Node", {"apiVersion": "v1", "kind": "Node", "metadata": {"creationTimestamp": "yesterday"}}, "RFC 3339"),
+        (
+            "Pod",
+            {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [None]}},
+            "spec.containers[0].name: Required value",
+        ),
+    ],
+)
+def test_messages_name_the_field(kind: str, obj: dict[str, Any], says: str) -> None:
+    _, problems = corekinds.read(obj, kind)
+    assert any(says in str(p) for p in problems), problems
+
+
+def test_nulls_read_as_absent() -> None:
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": None}, "spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": None, "memory": "1Gi"}}}]}}  # fmt: skip
+    read, problems = corekinds.read(obj, "Pod")
+    assert problems == []
+    assert read["metadata"] == {"name": "p"}
+    assert read["spec"]["containers"][0]["resources"]["requests"] == {"memory": "1Gi"}
+    assert obj["metadata"]["labels"] is None, "the input is not changed"
