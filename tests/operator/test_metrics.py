@@ -256,3 +256,14 @@ def test_failed_creates_are_wired_into_the_provisioner_hooks() -> None:
     failed = "karpy_nodeclaims_create_failed_total"
     assert got[(failed, (("nodepool", "web"), ("reason", "limits_exceeded")))] == 2
     assert got[(failed, (("nodepool", "web"), ("reason", "api_error")))] == 1
+
+
+def test_rejected_objects_are_counted_by_kind_and_reason() -> None:
+    m = metrics.Metrics()
+    hooks = m.rejection_hooks()
+    hooks.rejected("Pod", "invalid")
+    hooks.rejected("Pod", "invalid")
+    hooks.rejected("NodeClaim", "handling_failed")
+    got = samples(m)
+    assert got[("karpy_objects_rejected_total", (("kind", "Pod"), ("reason", "invalid")))] == 2
+    assert got[("karpy_objects_rejected_total", (("kind", "NodeClaim"), ("reason", "handling_failed")))] == 1

@@ -74,3 +74,57 @@ async def test_a_failing_reconcile_is_retried_after_backoff() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_key_that_keeps_failing_backs_off_alone_and_is_reported() -> None:
+    manual = clock.ManualClock()
+    calls: dict[str, list[float]] = {"bad": [], "good": []}
+    reported: list[tuple[str, str]] = []
+
+    async def reconcile(key: str) -> float | None:
+        calls[key].append(manual.now())
+        if key == "bad":
+            raise KeyError("a field no one foresaw")
+        return 1.0  # the good key keeps being reconciled every second
+
+    queue = workqueue.WorkQueue(
+        "test", reconcile, clock=manual, workers=1, on_error=lambda key, exc: reported.append((key, repr(exc)))
+    )
+    task = asyncio.create_task(queue.run())
+    try:
+        queue.add("bad")
+        queue.add("good")
+        await manual.run_for(80)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    start = calls["bad"][0]
+    assert [t - start for t in calls["bad"]] == [0, 5, 15, 35, 75], "5 s doubling, per key"
+    assert len(calls["good"]) >= 80, "the other key was served all along"
+    assert reported[0] == ("bad", "KeyError('a field no one foresaw')")
+    assert len(reported) == len(calls["bad"])
+
+
+async def test_the_backoff_resets_once_the_key_reconciles() -> None:
+    manual = clock.ManualClock()
+    outcomes = [RuntimeError("1"), RuntimeError("2"), None, RuntimeError("3")]
+    times: list[float] = []
+
+    async def reconcile(key: str) -> float | None:
+        times.append(manual.now())
+        outcome = outcomes.pop(0) if outcomes else None
+        if outcome is not None:
+            raise outcome
+        return 1.0
+
+    queue = workqueue.WorkQueue("test", reconcile, clock=manual, workers=1, on_error=lambda key, exc: None)
+    task = asyncio.create_task(queue.run())
+    try:
+        queue.add("x")
+        await manual.run_for(30)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert [t - times[0] for t in times[:5]] == [0, 5, 15, 16, 21]

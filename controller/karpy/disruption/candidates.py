@@ -2,7 +2,8 @@
 state/statenode.go `ValidateNodeDisruptable`/`ValidatePodsDisruptable`, utils/disruption `EvictionCost`).
 
 A candidate is managed (NodeClaim + Node + nodepool label), Initialized, not marked for deletion or deleting, not
-nominated, not already queued, its Node is not annotated do-not-disrupt, and its instance type is known. Its pods
+nominated, not already queued, has no pod karpy cannot read, its Node is not annotated do-not-disrupt, and its
+instance type is known. Its pods
 block it when one has an active do-not-disrupt annotation or a PodDisruptionBudget currently forbids evicting it
 (or it matches more than one PDB) — except for the *eventual* class (drift) when the NodeClaim has a
 terminationGracePeriod, which bounds how long such pods can hold the node.
@@ -189,6 +190,9 @@ def node_blocker(node: statenode.StateNode, *, now: float, queued: frozenset[str
         return "node is nominated for pending pods"
     if node.nodeclaim_name in queued:
         return "node is already being disrupted"
+    if node.unreadable_pods:
+        # Never disrupt on a partial view: a pod karpy cannot read cannot be simulated, moved or counted.
+        return f"pod {node.unreadable_pods[0]} on the node cannot be read"
     node_annotations = facts.metadata(node.node).get("annotations") or {}
     if node_annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT) == "true":
         return f"node has annotation {labels.ANNOTATION_DO_NOT_DISRUPT}"

@@ -13,9 +13,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from karpy import backoff, events
+from karpy import backoff, events, rejections
 from karpy import clock as clock_mod
 from karpy.api import nodepool
+from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, orchestration, simulation, validation
 from karpy.kube import client as kube
@@ -100,6 +101,12 @@ class Deps:
     settings: Settings = dataclasses.field(default_factory=Settings)
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
+    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
+    """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
+
+
+FAILED_SIMULATION = "<simulation>"
+"""The key under which a simulation that raised reports its failure: never "all scheduled"."""
 
 
 def describe(command: consolidation.Command) -> dict[str, Any]:
@@ -121,6 +128,7 @@ class DisruptionController:
     def __init__(self, deps: Deps, *, method_list: Sequence[methods.Method] | None = None) -> None:
         self._deps = deps
         self.methods = list(method_list) if method_list is not None else methods.default_methods()
+        self._partial_passes = 0
         self.queue = orchestration.Queue(
             client=deps.client,
             cluster=deps.cluster,
@@ -177,7 +185,14 @@ class DisruptionController:
         deps = self._deps
         now = deps.clock.now()
         pools = deps.cluster.nodepools()
-        instance_types = {p.name: list(await deps.cloud.instance_types(p)) for p in pools}
+        listed = {p.name: await self._instance_types(p) for p in pools}
+        instance_types = {name: types_ for name, types_ in listed.items() if types_ is not None}
+        seq = deps.cluster.seq
+        if len(instance_types) < len(pools):
+            # A pass that could not see every pool must not be remembered as "nothing to do" at this `seq`: the
+            # next one may see them with nothing else changed. A seq no pass ever takes again is never matched.
+            self._partial_passes += 1
+            seq = -self._partial_passes
         state_nodes = deps.cluster.state_nodes()
         raw_pods = {facts.key(o): o for o in deps.cluster.objects(resources.PODS)}
         pdbs = [p for p in (candidates.pdb_from_manifest(o) for o in deps.cluster.pdbs()) if p is not None]
@@ -192,7 +207,7 @@ class DisruptionController:
         )
         found: dict[candidates.DisruptionClass, list[candidates.Candidate]] = {}
         for kind in candidates.DisruptionClass:
-            built = (build(n, disruption_class=kind) for n in state_nodes)
+            built = (self._candidate(build, n, kind) for n in state_nodes)
             found[kind] = [c for c in built if isinstance(c, candidates.Candidate)]
             deps.metrics.eligible_nodes(str(kind), len(found[kind]))
         snap = simulation.Snapshot(
@@ -209,14 +224,62 @@ class DisruptionController:
         )
         return methods.Context(
             clock=deps.clock,
-            seq=deps.cluster.seq,
+            seq=seq,
             graceful=found[candidates.DisruptionClass.GRACEFUL],
             eventual=found[candidates.DisruptionClass.EVENTUAL],
             budgets={r: budgets.budget_mapping(pools, state_nodes, r, now=now) for r in nodepool.DisruptionReason},
-            simulate=functools.partial(simulation.simulate, snap, solver=deps.solver, options=options),
+            simulate=self._guarded(functools.partial(simulation.simulate, snap, solver=deps.solver, options=options)),
             spot_to_spot=deps.settings.spot_to_spot,
             unconsolidatable=self._unconsolidatable,
         )
+
+    async def _instance_types(self, pool: nodepool.NodePool) -> list[types.InstanceType] | None:
+        """The pool's catalog; None (its nodes are no candidates this pass) when the cloud cannot tell now."""
+        try:
+            return list(await self._deps.cloud.instance_types(pool))
+        except cloud_errors.CloudProviderError as error:
+            # upstream (disruption/helpers.go BuildNodePoolMap): its nodes are not handled; the others are
+            log.error("failed listing instance types", extra={"nodepool": pool.name, "error": str(error)})
+            return None
+
+    def _candidate(
+        self,
+        build: Callable[..., candidates.Candidate | candidates.Rejection],
+        node: statenode.StateNode,
+        kind: candidates.DisruptionClass,
+    ) -> candidates.Candidate | candidates.Rejection | None:
+        """A candidate, or why not; None when evaluating the node raised (reported, and left alone)."""
+        try:
+            return build(node, disruption_class=kind)
+        except Exception as exc:
+            about = (
+                rejections.about(resources.NODES, node.node)
+                if node.node is not None
+                else rejections.about(resources.NODECLAIMS, name=node.nodeclaim_name)
+            )
+            self._deps.rejections.report(
+                about,
+                reason=rejections.Reason.HANDLING_FAILED,
+                problem=f"evaluating it for disruption raised {type(exc).__name__}: {exc}",
+                exc=exc,
+            )
+            return None
+
+    def _guarded(self, simulate: simulation.Simulate) -> simulation.Simulate:
+        """`simulate` that never raises: a simulation that fails disrupts nothing (never "all scheduled")."""
+
+        def run(chosen: Sequence[candidates.Candidate], /, *, consolidation: bool = True) -> simulation.Simulation:
+            try:
+                return simulate(chosen, consolidation=consolidation)
+            except Exception as exc:
+                log.exception(
+                    "disruption simulation raised; the candidates stay", extra={"nodeclaims": [c.name for c in chosen]}
+                )
+                return simulation.Simulation(
+                    replacements=(), unschedulable={FAILED_SIMULATION: f"{type(exc).__name__}: {exc}"}
+                )
+
+        return run
 
     def _unconsolidatable(self, candidate: candidates.Candidate, reason: str) -> None:
         """Tell both objects, as upstream does: users look at `kubectl describe` of either the Node or the NodeClaim."""

@@ -36,6 +36,8 @@ POLL: Final = 1.0
 """Seconds between `run` passes over the cluster state (new claims, changed claims or pools, pod events)."""
 CONFLICT_RETRY: Final = 1.0
 ERROR_BACKOFF: Final = 10.0
+FAILED_BACKOFF: Final = 300.0
+"""Seconds before a claim whose reconcile raised (not an API or cloud failure) is looked at again."""
 POD_EVENT_SPACING: Final = 10.0
 """Minimum seconds between two writes of one claim that only move lastPodEventTime."""
 CONCURRENCY: Final = 10
@@ -215,7 +217,10 @@ class NodeClaimConditionsController:
         deps = self._deps
         while True:
             if deps.cluster.synced():
-                await self._pass(due, seen)
+                try:
+                    await self._pass(due, seen)
+                except Exception:  # a bug costs one pass, never the loop (the leader would exit)
+                    log.exception("nodeclaim disruption conditions pass raised")
             await deps.clock.sleep(POLL)
 
     async def _pass(self, due: dict[str, float], seen: dict[str, tuple[str, str, str]]) -> None:
@@ -252,6 +257,9 @@ class NodeClaimConditionsController:
                         "reconciling nodeclaim disruption conditions failed: %s", error, extra={"nodeclaim": name}
                     )
                     after = ERROR_BACKOFF
+                except Exception:  # one claim's failure must not end the loop (nor cancel its siblings)
+                    log.exception("reconciling nodeclaim disruption conditions raised", extra={"nodeclaim": name})
+                    after = FAILED_BACKOFF
             if after is None:
                 due.pop(name, None)
             else:
@@ -271,7 +279,7 @@ def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
     try:
         return parse.nodeclaim(raw)
     except api_errors.ValidationError as error:
-        log.error("ignoring invalid nodeclaim: %s", error)
+        log.debug("ignoring invalid nodeclaim (the state cache reports it): %s", error)
         return None
 
 

@@ -141,9 +141,16 @@ class Queue:
         self.items.append(Item(command, created, self._clock.now() + window))
 
     async def reconcile(self) -> None:
-        """Advance every queued command once."""
+        """Advance every queued command once; one command failing does not hold up the others."""
         for item in list(self.items):
-            outcome = await self._progress(item)
+            try:
+                outcome = await self._progress(item)
+            except kube.KubeError as error:
+                log.warning("progressing a disruption command failed; retrying: %s", error)
+                continue
+            except Exception:  # not an API failure: retrying would fail the same way, so give the command up
+                log.exception("progressing a disruption command raised; abandoning it")
+                outcome = await self._fail(item, "progressing the command raised")
             if outcome is not None:
                 self.items.remove(item)
 

@@ -6,7 +6,8 @@ Crash safety comes from re-deriving everything on each call from the API server 
 * the finalizer is on the claim before `cloud.create` runs (a claim that launched can never vanish silently);
 * the provider id is written to status first, labels second (re-read from `cloud.get` if a crash came between);
 * an instance launched but never recorded (crash between create and the status write) has no claim pointing at
-  it, so garbage collection terminates it after 30 s;
+  it, so garbage collection terminates it after 30 s -- but never one a claim karpy cannot parse holds, and a
+  claim that does not parse is reported (`rejections`) and otherwise left alone: no launch, no termination;
 * Node and NodeClaim writes are idempotent (patches are computed against the current objects), so a re-run after
   any partial write converges; the finalizer goes only once `cloud.delete` answered NotFound.
 """
@@ -16,11 +17,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from karpy import clock as clock_mod
-from karpy import events
+from karpy import events, rejections
 from karpy.api import errors as api_errors
 from karpy.api import labels, nodeclaim, parse, status
 from karpy.cloudprovider import errors as cloud_errors
@@ -66,6 +67,8 @@ class Deps:
     clock: clock_mod.Clock
     recorder: events.Recorder
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
+    """Where NodeClaims that do not parse, and objects whose handling raised, are reported."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,34 +110,60 @@ class NodeClaimController:
             return Result(FINALIZE_POLL)  # someone wrote in between: re-read and retry
 
     async def collect_garbage(self) -> None:
-        """One pass both ways: terminate leaked instances, delete Registered claims whose instance is gone."""
+        """One pass both ways: terminate leaked instances, delete Registered claims whose instance is gone. Each
+        instance and claim is handled on its own: one failing does not stop the others."""
         raw, _ = await self._deps.client.list(resources.NODECLAIMS)
-        claims = [c for c in (self._parse(o) for o in raw) if c is not None]
+        claims: list[nodeclaim.NodeClaim] = []
+        unread: list[garbagecollection.Unreadable] = []
+        for obj in raw:
+            claim = self._parse(obj)
+            if claim is not None:
+                claims.append(claim)
+            else:  # what it holds is held: its instance is no leak
+                unread.append(garbagecollection.unreadable(obj))
         instances = list(await self._deps.cloud.list())
         now = self._deps.clock.now()
         self._unclaimed_since = garbagecollection.track_unclaimed(
-            instances, claims, first_seen=self._unclaimed_since, now=now
+            instances, claims, first_seen=self._unclaimed_since, now=now, unread=unread
         )
         for instance in garbagecollection.leaked_instances(
-            instances, claims, first_seen=self._unclaimed_since, now=now
+            instances, claims, first_seen=self._unclaimed_since, now=now, unread=unread
         ):
-            with contextlib.suppress(cloud_errors.NodeClaimNotFound):
-                await self._deps.cloud.delete(instance)
-            self._unclaimed_since.pop(instance.status.provider_id, None)
-            log.info("garbage collected cloudprovider instance", extra={"provider-id": instance.status.provider_id})
+            holder = instance.metadata.name or instance.status.provider_id
+            with self._on_its_own(rejections.about(resources.NODECLAIMS, name=holder)):
+                with contextlib.suppress(cloud_errors.NodeClaimNotFound):
+                    await self._deps.cloud.delete(instance)
+                self._unclaimed_since.pop(instance.status.provider_id, None)
+                log.info("garbage collected cloudprovider instance", extra={"provider-id": instance.status.provider_id})
         for claim in garbagecollection.orphaned_claims(claims, instances):
-            try:  # the list may lag a launch or a retry: confirm before deleting
-                await self._deps.cloud.get(claim.status.provider_id)
-                continue
-            except cloud_errors.NodeClaimNotFound:
-                pass
-            await self._deps.client.delete(resources.NODECLAIMS, claim.name)
-            self._deps.recorder.record(
-                _ref(claim), "Warning", "GarbageCollected", "Instance was terminated outside of karpy"
-            )
-            log.info(
-                "garbage collecting nodeclaim with no cloudprovider representation",
-                extra={"nodeclaim": claim.name, "provider-id": claim.status.provider_id},
+            with self._on_its_own(_ref(claim)):
+                await self._collect_orphan(claim)
+
+    async def _collect_orphan(self, claim: nodeclaim.NodeClaim) -> None:
+        try:  # the list may lag a launch or a retry: confirm before deleting
+            await self._deps.cloud.get(claim.status.provider_id)
+            return
+        except cloud_errors.NodeClaimNotFound:
+            pass
+        await self._deps.client.delete(resources.NODECLAIMS, claim.name)
+        self._deps.recorder.record(
+            _ref(claim), "Warning", "GarbageCollected", "Instance was terminated outside of karpy"
+        )
+        log.info(
+            "garbage collecting nodeclaim with no cloudprovider representation",
+            extra={"nodeclaim": claim.name, "provider-id": claim.status.provider_id},
+        )
+
+    @contextlib.contextmanager
+    def _on_its_own(self, about: Mapping[str, Any]) -> Iterator[None]:
+        """Handle one object: an API or cloud failure is logged (the next pass retries), anything else reported."""
+        try:
+            yield
+        except (kube.KubeError, cloud_errors.CloudProviderError) as error:
+            log.warning("garbage collection of one object failed: %s", error, extra={"object": about["metadata"]})
+        except Exception as exc:
+            self._deps.rejections.report(
+                about, reason=rejections.Reason.HANDLING_FAILED, problem=f"garbage collection raised {exc!r}", exc=exc
             )
 
     async def run_garbage_collection(self) -> None:
@@ -145,6 +174,8 @@ class NodeClaimController:
                 await self.collect_garbage()
             except (kube.KubeError, cloud_errors.CloudProviderError) as error:
                 log.warning("garbage collection failed: %s", error)
+            except Exception:  # a bug must cost one pass, not the loop (the leader would exit)
+                log.exception("garbage collection pass raised")
             runs += 1
             interval = GC_FAST_INTERVAL if runs < GC_FAST_RUNS else garbagecollection.NODECLAIM_INTERVAL
             await self._deps.clock.sleep(interval)
@@ -350,13 +381,9 @@ class NodeClaimController:
         raw = await self._deps.client.get(resources.NODECLAIMS, name)
         return None if raw is None else self._parse(raw)
 
-    @staticmethod
-    def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
-        try:
-            return parse.nodeclaim(raw)
-        except api_errors.ValidationError as error:
-            log.error("ignoring invalid nodeclaim: %s", error)
-            return None
+    def _parse(self, raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
+        """The claim, or None when it does not parse (reported: an Event, a log line naming the field, a count)."""
+        return parse_or_report(raw, self._deps.rejections)
 
     async def _write_status(self, before: nodeclaim.NodeClaim, after: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         if after.status != before.status:
@@ -369,6 +396,18 @@ class NodeClaimController:
         # Nodes have no providerID field selector on a real API server; filter here.
         nodes, _ = await self._deps.client.list(resources.NODES)
         return [n for n in nodes if (n.get("spec") or {}).get("providerID") == provider_id]
+
+
+def parse_or_report(raw: Mapping[str, Any], sink: rejections.Sink) -> nodeclaim.NodeClaim | None:
+    """A NodeClaim read from the API server, or None when it does not parse (reported to `sink`)."""
+    try:
+        claim = parse.nodeclaim(raw)
+    except api_errors.ValidationError as error:
+        problem = "; ".join(str(p) for p in error.problems)
+        sink.report(rejections.about(resources.NODECLAIMS, raw), reason=rejections.Reason.INVALID, problem=problem)
+        return None
+    sink.accept("NodeClaim", claim.name)
+    return claim
 
 
 def _finalizers_patch(claim: nodeclaim.NodeClaim, finalizers: list[str]) -> dict[str, Any]:

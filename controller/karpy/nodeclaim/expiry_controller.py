@@ -135,6 +135,10 @@ class ExpiryController:
                 log.warning("expiring nodeclaim failed: %s", error, extra={"nodeclaim": claim.name})
                 soonest = min(soonest, ERROR_BACKOFF)
                 continue
+            except Exception:  # this claim is not expired this pass; the others are, and the loop goes on
+                log.exception("expiring nodeclaim raised", extra={"nodeclaim": claim.name})
+                handled[claim.name] = claim.metadata.resource_version  # until it changes: a retry fails alike
+                continue
             if again is None:
                 handled[claim.name] = claim.metadata.resource_version
             else:  # the cache was behind the API server (e.g. expireAfter changed): check again then
@@ -146,7 +150,7 @@ def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
     try:
         return parse.nodeclaim(raw)
     except api_errors.ValidationError as error:
-        log.error("ignoring invalid nodeclaim: %s", error)
+        log.debug("ignoring invalid nodeclaim (the state cache reports it): %s", error)
         return None
 
 

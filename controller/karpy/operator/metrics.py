@@ -16,6 +16,7 @@ import prometheus_client
 from prometheus_client import core as prom_core
 from prometheus_client import registry as prom_registry
 
+from karpy import rejections
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
@@ -199,6 +200,7 @@ class _Instruments:
     interruption_actions: prometheus_client.Counter
     interruption_failed: prometheus_client.Counter
     interruption_dropped: prometheus_client.Counter
+    objects_rejected: prometheus_client.Counter
     leader: prometheus_client.Gauge
 
 
@@ -289,6 +291,13 @@ class Metrics:
                 "Interruption messages deleted without being acted on: unreadable (not_json, malformed, "
                 "unknown_event), internal_error, or retries_exhausted",
                 ["reason"],
+                registry=r,
+            ),
+            objects_rejected=prometheus_client.Counter(
+                "karpy_objects_rejected",
+                "Objects karpy cannot handle and leaves alone, once per object and problem: invalid (does not parse) "
+                "or handling_failed (handling it raised)",
+                ["kind", "reason"],
                 registry=r,
             ),
             leader=prometheus_client.Gauge("karpy_leader", "1 while this replica holds the leader Lease", registry=r),
@@ -385,6 +394,10 @@ class Metrics:
                 interruption_kind(kind), pool, capacity_type
             ),
         )
+
+    def rejection_hooks(self) -> rejections.Metrics:
+        rejected = self.instruments.objects_rejected
+        return rejections.Metrics(rejected=lambda kind, reason: rejected.labels(kind=kind, reason=reason).inc())
 
     def set_leader(self, leading: bool) -> None:
         self.instruments.leader.set(1 if leading else 0)

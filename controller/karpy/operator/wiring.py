@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final
 
 from karpy import clock as clock_module
-from karpy import events
+from karpy import events, rejections
 from karpy.cloudprovider import dryrun as cloud_dryrun
 from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
@@ -22,7 +22,7 @@ from karpy.disruption import nodeclaims as disruption_nodeclaims
 from karpy.disruption import validation as disruption_validation
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
-from karpy.kube import client, config, dryrun, rest
+from karpy.kube import client, config, dryrun, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import expiry_controller
 from karpy.operator import leader, metrics, observers, statuscontrollers, views, workqueue
@@ -121,6 +121,7 @@ class Controller:
     cluster: cluster_module.Cluster
     cloud: CloudParts
     recorder: events.KubeRecorder
+    rejections: rejections.Rejections
     metrics: metrics.Metrics
     elector: leader.LeaderElector | leader.AlwaysLeader
     clock: clock_module.Clock
@@ -172,12 +173,13 @@ def build(
     """The object graph; nothing runs yet. With DRY_RUN, `kube` is wrapped in a DryRunClient and the cloud parts
     in their dry-run wrappers (`dry_run_cloud`)."""
     writer: client.KubeClient = dryrun.DryRunClient(kube) if settings.runtime.dry_run else kube
-    cluster = cluster_module.Cluster(clock=clock)
+    recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
+    registry = metrics.Metrics()
+    rejected = rejections.Rejections(recorder, metrics=registry.rejection_hooks())
+    cluster = cluster_module.Cluster(clock=clock, rejections=rejected)
     cloud = cloud_factory(settings, cluster, clock)
     if settings.runtime.dry_run:
         cloud = dry_run_cloud(cloud)
-    recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
-    registry = metrics.Metrics()
     elector: leader.LeaderElector | leader.AlwaysLeader
     if settings.leader_election.disabled:
         elector = leader.AlwaysLeader()
@@ -190,7 +192,12 @@ def build(
             identity=identity,
         )
     deps = nodeclaim_controller.Deps(
-        client=writer, cloud=cloud.provider, clock=clock, recorder=recorder, metrics=registry.nodeclaim_hooks()
+        client=writer,
+        cloud=cloud.provider,
+        clock=clock,
+        recorder=recorder,
+        metrics=registry.nodeclaim_hooks(),
+        rejections=rejected,
     )
     prov = provisioner.Provisioner(
         provisioner.Deps(
@@ -209,6 +216,7 @@ def build(
                 ),
             ),
             metrics=registry.provisioner_hooks(),
+            rejections=rejected,
         )
     )
     disruption = disruption_controller.DisruptionController(
@@ -227,6 +235,7 @@ def build(
                 validation_delay=timings.validation_delay,
             ),
             metrics=registry.disruption_hooks(),
+            rejections=rejected,
         )
     )
 
@@ -270,6 +279,7 @@ def build(
         cluster=cluster,
         cloud=cloud,
         recorder=recorder,
+        rejections=rejected,
         metrics=registry,
         elector=elector,
         clock=clock,
@@ -286,15 +296,27 @@ def build(
         expiry=expiry,
         instance_status=interruption_loop(cloud.instance_status),
     )
+
+    def reporting(res: resources.Resource) -> workqueue.ErrorHook:
+        """A queue's failed reconcile of `key`, reported about the object as the state cache holds it."""
+
+        def report(key: str, exc: Exception) -> None:
+            about = rejections.about(res, cluster.raw(res, key), name=key)
+            problem = f"reconciling it raised {type(exc).__name__}: {exc}"
+            rejected.report(about, reason=rejections.Reason.HANDLING_FAILED, problem=problem, exc=exc)
+
+        return report
+
+    def queue(name: str, reconcile: workqueue.Reconcile, res: resources.Resource, workers: int) -> workqueue.WorkQueue:
+        return workqueue.WorkQueue(name, reconcile, clock=clock, workers=workers, on_error=reporting(res))
+
     controller.queues = {
-        NODECLAIMS: workqueue.WorkQueue(
-            NODECLAIMS, _reconcile_result(controller.nodeclaims.reconcile), clock=clock, workers=16
-        ),
-        NODES: workqueue.WorkQueue(NODES, _reconcile_result(controller.termination.reconcile), clock=clock, workers=16),
-        NODEPOOLS: workqueue.WorkQueue(NODEPOOLS, controller.nodepools.reconcile, clock=clock, workers=2),
+        NODECLAIMS: queue(NODECLAIMS, _reconcile_result(controller.nodeclaims.reconcile), resources.NODECLAIMS, 16),
+        NODES: queue(NODES, _reconcile_result(controller.termination.reconcile), resources.NODES, 16),
+        NODEPOOLS: queue(NODEPOOLS, controller.nodepools.reconcile, resources.NODEPOOLS, 2),
     }
     if nodeclasses is not None:
-        controller.queues[NODECLASSES] = workqueue.WorkQueue(NODECLASSES, nodeclasses.reconcile, clock=clock, workers=2)
+        controller.queues[NODECLASSES] = queue(NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2)
     registry.watch_state(cluster)
     cluster.add_listener(
         observers.Observer(

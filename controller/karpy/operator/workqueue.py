@@ -2,6 +2,10 @@
 queued is a no-op, a key re-added while it is being reconciled runs once more afterwards, and `requeue_after` comes
 back through `add(key, after=...)` on the injected clock. Kopf's event handlers only `add`; the leader's workers
 drain it. No decisions here.
+
+A reconcile that raises affects its own key only: it is retried after a per-key backoff (5 s doubling to 5 min, as
+controller-runtime's rate limiter backs off a failing item) and handed to `on_error` (the operator reports the
+object: an Event, a log line with the traceback, a counter), while every other key goes on being reconciled.
 """
 
 from __future__ import annotations
@@ -17,13 +21,25 @@ log = logging.getLogger(__name__)
 
 Reconcile = Callable[[str], Awaitable[float | None]]
 """Reconcile one key; return seconds after which to run it again, or None."""
+ErrorHook = Callable[[str, Exception], None]
 ERROR_BACKOFF = 5.0
+ERROR_BACKOFF_MAX = 300.0
 
 
 class WorkQueue:
-    def __init__(self, name: str, reconcile: Reconcile, *, clock: clock_module.Clock, workers: int = 4) -> None:
+    def __init__(
+        self,
+        name: str,
+        reconcile: Reconcile,
+        *,
+        clock: clock_module.Clock,
+        workers: int = 4,
+        on_error: ErrorHook | None = None,
+    ) -> None:
         self.name = name
         self._reconcile = reconcile
+        self._on_error = on_error
+        self._failures: dict[str, int] = {}
         self._clock = clock
         self._workers = workers
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -77,11 +93,11 @@ class WorkQueue:
             again: float | None
             try:
                 again = await self._reconcile(key)
+                self._failures.pop(key, None)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # one broken object must not stop the others: log and retry later
-                log.exception("reconciling %s %s failed; retrying in %gs", self.name, key, ERROR_BACKOFF)
-                again = ERROR_BACKOFF
+            except Exception as exc:  # one broken object must not stop the others: report and retry later
+                again = self._failed(key, exc)
             finally:
                 self._active.discard(key)
             self.reconciled += 1
@@ -90,6 +106,19 @@ class WorkQueue:
                 self.add(key)
             elif again is not None:
                 self.add(key, after=again)
+
+    def _failed(self, key: str, exc: Exception) -> float:
+        failures = self._failures[key] = self._failures.get(key, 0) + 1
+        again: float = min(ERROR_BACKOFF_MAX, ERROR_BACKOFF * 2.0 ** min(failures - 1, 16))
+        if self._on_error is None:
+            log.exception("reconciling %s %s failed; retrying in %gs", self.name, key, again)
+            return again
+        log.warning("reconciling %s %s failed (%s); retrying in %gs", self.name, key, exc, again)
+        try:
+            self._on_error(key, exc)
+        except Exception:
+            log.exception("reporting the failure of %s %s failed", self.name, key)
+        return again
 
     def clear(self) -> None:
         """Forget everything queued (leadership lost: the next leader re-lists anyway)."""

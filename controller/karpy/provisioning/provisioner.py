@@ -11,12 +11,12 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from karpy import backoff, events
+from karpy import backoff, events, rejections
 from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
 from karpy.kube import client, resources
-from karpy.provisioning import batcher, limits, nodeclaims, podevents, ports, snapshot
+from karpy.provisioning import batcher, isolation, limits, nodeclaims, podevents, ports, snapshot
 from karpy.scheduling import pods, results, scheduler
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,8 @@ class Deps:
     settings: Settings = dataclasses.field(default_factory=Settings)
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
+    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
+    """Where pods the scheduling simulation fails on are reported (they are set aside; the others are placed)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -175,6 +177,11 @@ class Provisioner:
                     deps.metrics.nodeclaim_create_failed(pool.name, API_ERROR)
                     failures.append((plan, f"creating nodeclaim, {exc}"))
                     return
+                except Exception as exc:  # building it raised: this claim fails, the others are still created
+                    log.exception("building nodeclaim failed", extra={"nodepool": pool.name})
+                    deps.metrics.nodeclaim_create_failed(pool.name, API_ERROR)
+                    failures.append((plan, f"building nodeclaim, {type(exc).__name__}: {exc}"))
+                    return
             deps.cluster.record_created(resources.NODECLAIMS, made)  # in-flight before its watch event arrives
             meta_ = made.get("metadata") or {}
             name = str(meta_.get("name") or meta_.get("generateName") or f"{pool.name}-")
@@ -269,7 +276,14 @@ class Provisioner:
         start = deps.clock.now()
         timeout = deps.settings.solve_timeout
         bounded = dataclasses.replace(inp, deadline=lambda: deps.clock.now() - start >= timeout)
-        plan = await asyncio.to_thread(deps.solver, bounded)
+        outcome = await asyncio.to_thread(isolation.solve, deps.solver, bounded)
+        plan = outcome.results
+        for pod in (p for p in inp.pods if p.key in outcome.set_aside):
+            deps.rejections.report(
+                _pod_ref(pod),
+                reason=rejections.Reason.HANDLING_FAILED,
+                problem=f"the scheduling simulation raised {outcome.set_aside[pod.key]}; the pod is set aside",
+            )
         if plan.timed_out:
             left = sum(1 for why in plan.unschedulable.values() if why == scheduler.TIMED_OUT)
             log.error(
@@ -302,6 +316,11 @@ class Provisioner:
 
 
 _UNRESOLVED = "skipping, unable to resolve instance types"
+
+
+def _pod_ref(pod: pods.Pod) -> dict[str, Any]:
+    meta = {"name": pod.name, "namespace": pod.namespace, **({"uid": pod.uid} if "/" not in pod.uid else {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
 
 
 def _log_plan(plan: results.Results, pending: Sequence[pods.Pod], *, duration: float) -> None:

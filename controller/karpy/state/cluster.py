@@ -4,8 +4,11 @@ Every `apply` costs O(1) in the size of the cluster (dict updates of the changed
 thousands of pods churning stay cheap; the read views build fresh snapshots (new lists and frozen values) and never
 hand out the live containers. Raw objects (Nodes, PDBs) are shared, not copied: treat them as read-only.
 
-Objects that do not parse are kept out of the views and recorded with their error (`nodepool_errors()` ...), so
-one bad NodePool never stops the others. `synced()` gates decisions until every expected informer has listed.
+Objects that do not parse are kept out of the views, recorded with their error (`nodepool_errors()` ...) and
+reported to the rejection sink (an Event on the object, a log line naming the field, a counter), so one bad object
+never stops the others; `apply` never raises. A pod that cannot be read is remembered by the node it is bound to
+(`StateNode.unreadable_pods`): a node whose pods are not all known is never disrupted on a partial view.
+`synced()` gates decisions until every expected informer has listed.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from karpy import clock as clock_module
+from karpy import rejections as rejections_module
 from karpy.api import ec2nodeclass as ec2nodeclass_api
 from karpy.api import errors, labels, parse
 from karpy.api import nodeclaim as nodeclaim_api
@@ -47,8 +51,15 @@ class _Parsed(dict[str, T], Generic[T]):
 
 
 class Cluster:
-    def __init__(self, *, clock: clock_module.Clock, expected: Iterable[resources.Resource] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        clock: clock_module.Clock,
+        expected: Iterable[resources.Resource] = (),
+        rejections: rejections_module.Sink | None = None,
+    ) -> None:
         self.clock = clock
+        self.rejections: rejections_module.Sink = rejections or rejections_module.Discard()
         self._seq = 0
         self._seq_seen = (0, clock.now())
         """`seq` as last read, and when it first read so: the start of its forced-revalidation period."""
@@ -67,6 +78,8 @@ class Cluster:
         # indexes, maintained per event
         self._pod_facts: dict[str, facts.PodFacts] = {}
         self._pods_by_node: dict[str, dict[str, pods_api.Pod]] = collections.defaultdict(dict)
+        self._unreadable_by_node: dict[str, dict[str, None]] = {}
+        self._unreadable_node_of: dict[str, str] = {}  # unreadable pod key -> the node it is bound to
         self._provisionable: dict[str, None] = {}
         self._node_by_provider: dict[str, str] = {}
         # Several claims may name one id (a claim recreated around a live instance, an adopted instance): every
@@ -136,33 +149,72 @@ class Cluster:
             raw[key] = current
         applier = self._appliers.get(res)
         if applier is not None:
-            applier(key, current)
+            try:
+                applier(key, current)
+            except Exception as exc:  # the parsers report their own failures; this is any other bug
+                self._failed(res, obj, exc)
         self._seq += 1
         for listener in self._listeners:
-            listener(res, before, current)
+            try:
+                listener(res, before, current)
+            except Exception as exc:
+                self._failed(res, obj, exc)
 
-    def _parse_into(self, store: _Parsed[T], key: str, obj: Mapping[str, Any] | None, parser: Callable[..., T]) -> None:
+    def _failed(self, res: resources.Resource, obj: Mapping[str, Any], exc: Exception) -> None:
+        self.rejections.report(
+            rejections_module.about(res, obj),
+            reason=rejections_module.Reason.HANDLING_FAILED,
+            problem=f"{type(exc).__name__}: {exc}",
+            exc=exc,
+        )
+
+    def _read(
+        self, res: resources.Resource, key: str, obj: Mapping[str, Any] | None, parser: Callable[..., T]
+    ) -> T | str | None:
+        """`obj` parsed; or, when it does not parse, why (reported); None when there is no object."""
+        if obj is None:
+            self.rejections.accept(res.kind, key)
+            return None
+        try:
+            parsed = parser(obj)
+        except errors.ValidationError as error:
+            problem = "; ".join(str(p) for p in error.problems) or str(error)
+            about = rejections_module.about(res, obj)
+            self.rejections.report(about, reason=rejections_module.Reason.INVALID, problem=problem)
+            return str(error)
+        except Exception as exc:  # a parser must raise ValidationError only; anything else is a bug to report
+            self._failed(res, obj, exc)
+            return f"{type(exc).__name__}: {exc}"
+        self.rejections.accept(res.kind, key)
+        return parsed
+
+    def _parse_into(
+        self,
+        res: resources.Resource,
+        store: _Parsed[T],
+        key: str,
+        obj: Mapping[str, Any] | None,
+        parser: Callable[..., T],
+    ) -> None:
         store.pop(key, None)
         store.errors.pop(key, None)
-        if obj is None:
-            return
-        try:
-            store[key] = parser(obj)
-        except errors.ValidationError as error:
-            store.errors[key] = str(error)
-            log.warning("ignoring %s: %s", key, error)
+        read = self._read(res, key, obj, parser)
+        if isinstance(read, str):
+            store.errors[key] = read
+        elif read is not None:
+            store[key] = read
 
     def _apply_nodepool(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self._parse_into(self._nodepools, key, obj, parse.nodepool)
+        self._parse_into(resources.NODEPOOLS, self._nodepools, key, obj, parse.nodepool)
 
     def _apply_nodeclass(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self._parse_into(self._nodeclasses, key, obj, parse.ec2nodeclass)
+        self._parse_into(resources.EC2NODECLASSES, self._nodeclasses, key, obj, parse.ec2nodeclass)
 
     def _apply_nodeclaim(self, key: str, obj: Mapping[str, Any] | None) -> None:
         old = self._nodeclaims.get(key)
         if old is not None:
             self._index_claim(key, old, remove=True)
-        self._parse_into(self._nodeclaims, key, obj, parse.nodeclaim)
+        self._parse_into(resources.NODECLAIMS, self._nodeclaims, key, obj, parse.nodeclaim)
         new = self._nodeclaims.get(key)
         if new is not None:
             self._index_claim(key, new, remove=False)
@@ -209,8 +261,12 @@ class Cluster:
                 if not bound:
                     del self._pods_by_node[old_facts.node_name]
         self._provisionable.pop(key, None)
-        self._parse_into(self._pods, key, obj, lambda pod: pods_api.from_manifest(facts.with_epoch_creation(pod)))
+        self._forget_unreadable(key)
+        parse_pod = lambda pod: pods_api.from_manifest(facts.with_epoch_creation(pod))  # noqa: E731
+        self._parse_into(resources.PODS, self._pods, key, obj, parse_pod)
         pod = self._pods.get(key)
+        if obj is not None and pod is None:
+            self._remember_unreadable(key, obj)
         if obj is None or pod is None:
             return
         pod_facts = facts.pod_facts(obj)
@@ -220,29 +276,51 @@ class Cluster:
         if pod_facts.provisionable:
             self._provisionable[key] = None
 
+    def _remember_unreadable(self, key: str, obj: Mapping[str, Any]) -> None:
+        """A pod that does not parse still occupies its node: remember where (read leniently)."""
+        try:
+            found = facts.pod_facts(obj)
+        except Exception:  # not even its node can be read: it cannot be placed, nor block a node
+            return
+        if found.node_name and not found.terminal:
+            self._unreadable_by_node.setdefault(found.node_name, {})[key] = None
+            self._unreadable_node_of[key] = found.node_name
+
+    def _forget_unreadable(self, key: str) -> None:
+        node = self._unreadable_node_of.pop(key, None)
+        if node is not None:
+            keys = self._unreadable_by_node.get(node, {})
+            keys.pop(key, None)
+            if not keys:
+                self._unreadable_by_node.pop(node, None)
+
     def _apply_daemonset(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self._parse_into(self._daemonsets, key, obj, lambda ds: pods_api.from_manifest(facts.daemonset_pod(ds)))
+        parse_daemonset = lambda ds: pods_api.from_manifest(facts.daemonset_pod(ds))  # noqa: E731
+        self._parse_into(resources.DAEMONSETS, self._daemonsets, key, obj, parse_daemonset)
+
+    def _apply_volume_object(
+        self,
+        res: resources.Resource,
+        store: dict[str, T],
+        key: str,
+        obj: Mapping[str, Any] | None,
+        parser: Callable[..., T],
+    ) -> None:
+        store.pop(key, None)
+        read = self._read(res, key, obj, parser)
+        if read is not None and not isinstance(read, str):
+            store[key] = read
 
     def _apply_pvc(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self._pvcs.pop(key, None)
-        if obj is not None:
-            self._pvcs[key] = volumes.pvc_from_manifest(obj)
+        self._apply_volume_object(resources.PVCS, self._pvcs, key, obj, volumes.pvc_from_manifest)
 
     def _apply_pv(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self._pvs.pop(key, None)
-        if obj is not None:
-            try:
-                self._pvs[key] = volumes.pv_from_manifest(obj)
-            except errors.ValidationError as error:
-                log.warning("ignoring persistent volume %s: %s", key, error)
+        self._apply_volume_object(resources.PVS, self._pvs, key, obj, volumes.pv_from_manifest)
 
     def _apply_storage_class(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        self._storage_classes.pop(key, None)
-        if obj is not None:
-            try:
-                self._storage_classes[key] = volumes.storage_class_from_manifest(obj)
-            except errors.ValidationError as error:
-                log.warning("ignoring storage class %s: %s", key, error)
+        self._apply_volume_object(
+            resources.STORAGECLASSES, self._storage_classes, key, obj, volumes.storage_class_from_manifest
+        )
 
     # -- controller-side marks ----------------------------------------------------------------------------------
 
@@ -364,6 +442,24 @@ class Cluster:
     def pdbs(self) -> list[dict[str, Any]]:
         return [dict(obj) for obj in self._raw[resources.PDBS].values()]
 
+    def raw(self, res: resources.Resource, key: str) -> Mapping[str, Any] | None:
+        """The object of `res` stored under `key` ("namespace/name" or "name") as watched, parsed or not."""
+        return self._raw[res].get(key)
+
+    def unreadable(self, res: resources.Resource) -> list[Mapping[str, Any]]:
+        """Raw objects of `res` that do not parse (NodePools, EC2NodeClasses, NodeClaims, pods, DaemonSets): what
+        they still hold (an instance, a node) is left alone."""
+        stores: Mapping[resources.Resource, _Parsed[Any]] = {
+            resources.NODEPOOLS: self._nodepools,
+            resources.EC2NODECLASSES: self._nodeclasses,
+            resources.NODECLAIMS: self._nodeclaims,
+            resources.PODS: self._pods,
+            resources.DAEMONSETS: self._daemonsets,
+        }
+        store = stores.get(res)
+        raw = self._raw[res]
+        return [raw[key] for key in sorted(store.errors) if key in raw] if store is not None else []
+
     def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]:
         """Raw objects of any informed resource (e.g. VolumeAttachments), read-only."""
         return list(self._raw[res].values())
@@ -404,10 +500,12 @@ class Cluster:
         names = {name, claim_name} - {""}
         nominated = max((self._nominated.get(n, 0.0) for n in names), default=0.0)
         pods = tuple(self._pods_by_node.get(name, {}).values()) if node is not None else ()
+        unreadable = tuple(self._unreadable_by_node.get(name, ())) if node is not None else ()
         return statenode.build(
             claim=claim,
             node=node,
             pods=pods,
+            unreadable_pods=unreadable,
             marked=bool(names & self._marked),
             nominated_until=nominated if nominated > now else 0.0,
         )

@@ -35,6 +35,8 @@ class StateNode:
     managed: bool = False
     provider_id: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
+    unreadable_pods: tuple[str, ...] = ()
+    """Keys of pods bound to the node that karpy cannot read: the node's pods are not all known."""
 
     @property
     def nodeclaim_name(self) -> str:
@@ -57,6 +59,7 @@ def build(
     claim: nodeclaim_api.NodeClaim | None,
     node: Mapping[str, Any] | None,
     pods: tuple[pods_api.Pod, ...] = (),
+    unreadable_pods: tuple[str, ...] = (),
     marked: bool = False,
     nominated_until: float = 0.0,
 ) -> StateNode:
@@ -113,4 +116,5 @@ def build(
         managed=managed,
         provider_id=provider_id,
         annotations=annotations,
+        unreadable_pods=unreadable_pods,
     )

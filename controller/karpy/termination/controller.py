@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
-from karpy.api import errors as api_errors
-from karpy.api import labels, nodeclaim, parse
+from karpy import rejections
+from karpy.api import labels, nodeclaim
 from karpy.api import status as status_api
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.kube import client as kube
@@ -64,6 +64,17 @@ class ClaimIndex(Protocol):
 
     def nodeclaims_for_provider_id(self, provider_id: str) -> list[nodeclaim.NodeClaim]: ...
 
+    def unreadable(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
+
+
+class _Unreadable:
+    """The Node's NodeClaim exists but does not parse."""
+
+
+UNREADABLE: Final = _Unreadable()
+UNREADABLE_POLL: Final = 60.0
+"""Seconds between looks at a terminating Node whose NodeClaim cannot be read (the claim may be fixed)."""
+
 
 @dataclasses.dataclass(slots=True)
 class _Retry:
@@ -109,7 +120,13 @@ class TerminationController:
         if not md.get("deletionTimestamp") or labels.FINALIZER_TERMINATION not in (md.get("finalizers") or ()):
             return DONE
         provider_id = str((node.get("spec") or {}).get("providerID", ""))
-        claim = await self._claim_for(node, provider_id)
+        found = await self._claim_for(node, provider_id)
+        if isinstance(found, _Unreadable):
+            # Never drain or terminate on the strength of a NodeClaim karpy cannot read (its grace period, its
+            # instance): the claim is reported, the Node keeps its finalizer until the claim reads again.
+            log.warning("terminating node waits: its nodeclaim cannot be read", extra={"node": node_name})
+            return Result(UNREADABLE_POLL)
+        claim = found
         if claim is not None and claim.metadata.deletion_timestamp is None:
             await client.delete(resources.NODECLAIMS, claim.name)  # Node deletion deletes its NodeClaim too
 
@@ -136,7 +153,7 @@ class TerminationController:
 
         now = self._deps.clock.now()
         raw_pods, _ = await client.list(resources.PODS, field_selector=f"spec.nodeName={node_name}")
-        pods = [drain.from_manifest(p) for p in raw_pods]
+        pods = [self._drain_pod(p) for p in raw_pods]
         plan = drain.plan(pods, now=now, termination_time=termination_time)
         await self._delete_expiring(plan.delete, termination_time, now)
         await self._evict(node_name, plan.evict, now)
@@ -274,27 +291,43 @@ class TerminationController:
 
     # --- plumbing -----------------------------------------------------------------------------------------------
 
-    async def _claim_for(self, node: Mapping[str, Any], provider_id: str) -> nodeclaim.NodeClaim | None:
+    async def _claim_for(self, node: Mapping[str, Any], provider_id: str) -> nodeclaim.NodeClaim | _Unreadable | None:
         owners = (node.get("metadata") or {}).get("ownerReferences") or ()
         for owner in owners:
             if owner.get("kind") == "NodeClaim" and owner.get("apiVersion", "").startswith(f"{labels.GROUP}/"):
                 raw = await self._deps.client.get(resources.NODECLAIMS, str(owner.get("name", "")))
                 if raw is not None:
-                    return _parse(raw)
+                    return self._parse(raw)
         if not provider_id:
             return None
         if self._claims is not None:
             # The index names the claim; the claim itself is read fresh, as the owner-reference path does.
             names = [c.name for c in self._claims.nodeclaims_for_provider_id(provider_id)]
             if len(names) != 1:
-                return None
+                unread = [u for u in self._claims.unreadable(resources.NODECLAIMS) if _provider_id(u) == provider_id]
+                return UNREADABLE if unread and not names else None
             raw = await self._deps.client.get(resources.NODECLAIMS, names[0])
             if raw is None or (raw.get("status") or {}).get("providerID") != provider_id:
                 return None
-            return _parse(raw)
+            return self._parse(raw)
         claims, _ = await self._deps.client.list(resources.NODECLAIMS)
-        found = [c for c in claims if (c.get("status") or {}).get("providerID") == provider_id]
-        return _parse(found[0]) if len(found) == 1 else None
+        found = [c for c in claims if _provider_id(c) == provider_id]
+        return self._parse(found[0]) if len(found) == 1 else None
+
+    def _drain_pod(self, raw: Mapping[str, Any]) -> drain.DrainPod:
+        try:
+            return drain.from_manifest(raw)
+        except Exception as exc:  # held, reported, never evicted or deleted; the other pods drain as usual
+            self._deps.rejections.report(
+                rejections.about(resources.PODS, raw),
+                reason=rejections.Reason.INVALID,
+                problem=f"its manifest cannot be read for draining ({type(exc).__name__}: {exc})",
+            )
+            return drain.unreadable(raw)
+
+    def _parse(self, raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | _Unreadable:
+        claim = nodeclaim_controller.parse_or_report(raw, self._deps.rejections)
+        return UNREADABLE if claim is None else claim
 
     async def _set(
         self, claim: nodeclaim.NodeClaim, type_: str, status: str, reason: str = "", message: str = ""
@@ -308,12 +341,10 @@ class TerminationController:
         return updated
 
 
-def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
-    try:
-        return parse.nodeclaim(raw)
-    except api_errors.ValidationError as error:
-        log.error("ignoring invalid nodeclaim: %s", error)
-        return None
+def _provider_id(raw: Mapping[str, Any]) -> str:
+    status = raw.get("status")
+    value = status.get("providerID") if isinstance(status, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def _pod_ref(pod: drain.DrainPod) -> dict[str, Any]:

@@ -57,6 +57,9 @@ class DrainPod:
     deletion_timestamp: float | None = None
     grace_seconds: int = DEFAULT_POD_GRACE
     pvc_names: tuple[str, ...] = ()
+    readable: bool = True
+    """False for a pod whose manifest karpy cannot read (`unreadable`): the drain waits for it, and never evicts
+    or deletes it."""
 
     @property
     def key(self) -> str:
@@ -100,6 +103,13 @@ def _timestamp(value: Any) -> float | None:
 
 def _owned_by(md: Mapping[str, Any], api_version: str, kind: str) -> bool:
     return any(o.get("apiVersion") == api_version and o.get("kind") == kind for o in md.get("ownerReferences") or ())
+
+
+def unreadable(pod: Mapping[str, Any]) -> DrainPod:
+    """A pod `from_manifest` cannot read: known by name only, it holds the drain and is left alone."""
+    meta = pod.get("metadata") if isinstance(pod, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    return DrainPod(namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""), readable=False)
 
 
 def from_manifest(pod: Mapping[str, Any]) -> DrainPod:
@@ -160,7 +170,8 @@ def waiting_eviction(pod: DrainPod, now: float) -> bool:
 def evictable(pod: DrainPod, now: float) -> bool:
     """utils/pod IsEvictable, with the do-not-disrupt duration form."""
     return (
-        not pod.terminal
+        pod.readable
+        and not pod.terminal
         and not pod.terminating
         and not pod.tolerates_disrupted
         and not pod.mirror
@@ -182,7 +193,7 @@ def plan(pods: Iterable[DrainPod], *, now: float, termination_time: float | None
     delete = tuple(
         p
         for p in waiting
-        if not p.terminating and (at := force_delete_at(p, termination_time)) is not None and now > at
+        if p.readable and not p.terminating and (at := force_delete_at(p, termination_time)) is not None and now > at
     )
     forced = {p.key for p in delete}
     candidates = [p for p in ordered if evictable(p, now) and p.key not in forced]

@@ -1,0 +1,74 @@
+"""One pod the scheduling simulation fails on affects only itself: it is set aside, reported and unschedulable
+with the error; every other pending pod is provisioned in the same pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.provisioning.builders import Cluster, MemoryClient, parsed_nodepool
+from tests.scheduling.conftest import fake_catalog, make_pod
+
+from karpy import events, rejections
+from karpy.clock import ManualClock
+from karpy.cloudprovider.fake import provider as fake
+from karpy.provisioning import isolation, provisioner
+from karpy.scheduling import results, scheduler
+
+
+def _solver_failing_on(label: str) -> Any:
+    def solve(inp: scheduler.SchedulingInput) -> results.Results:
+        if any(p.labels.get("app") == label for p in inp.pods):
+            raise OverflowError("a shape the solver cannot take")
+        return scheduler.solve(inp)
+
+    return solve
+
+
+async def test_the_pods_the_solver_fails_on_are_set_aside_and_the_others_provisioned() -> None:
+    good = [make_pod(f"web-{i}", labels_={"app": "web"}) for i in range(3)]
+    bad = [make_pod(f"odd-{i}", cpu="2", labels_={"app": "odd"}) for i in range(2)]
+    sink = rejections.MemorySink()
+    recorder = events.MemoryRecorder()
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=MemoryClient(),
+            cluster=Cluster(pools=[parsed_nodepool("default")], pending=[*bad, *good]),
+            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            clock=ManualClock(0.0),
+            recorder=recorder,
+            solver=_solver_failing_on("odd"),
+            rejections=sink,
+        )
+    )
+    outcome = await prov.provision()
+    assert sorted(p for c in outcome.created for p in c.pods) == [p.key for p in good]
+    assert set(outcome.failed) == {p.key for p in bad}
+    assert all(why.startswith(isolation.FAILED) and "OverflowError" in why for why in outcome.failed.values())
+    assert sorted(r.key for r in sink.reports) == [p.key for p in bad]
+    assert {r.reason for r in sink.reports} == {rejections.Reason.HANDLING_FAILED}
+    assert recorder.reasons("odd-0") == ["FailedScheduling"]
+
+
+def test_a_failure_no_single_group_explains_is_raised() -> None:
+    def broken(inp: scheduler.SchedulingInput) -> results.Results:
+        if len(inp.pods) > 1:
+            raise RuntimeError("fails only on the whole")
+        return scheduler.solve(inp)
+
+    pods = [make_pod("a", labels_={"app": "a"}), make_pod("b", labels_={"app": "b"})]
+    inp = scheduler.SchedulingInput(
+        pods=pods, nodepools=[parsed_nodepool("default")], instance_types={"default": fake_catalog(4)}
+    )
+    with pytest.raises(RuntimeError, match="fails only on the whole"):
+        isolation.solve(broken, inp)
+
+
+def test_a_solve_that_succeeds_is_untouched() -> None:
+    pods = [make_pod("a")]
+    inp = scheduler.SchedulingInput(
+        pods=pods, nodepools=[parsed_nodepool("default")], instance_types={"default": fake_catalog(4)}
+    )
+    outcome = isolation.solve(scheduler.solve, inp)
+    assert outcome.set_aside == {}
+    assert [p.key for c in outcome.results.new_nodeclaims for p in c.pods] == ["default/a"]

@@ -1,0 +1,122 @@
+"""The cluster model never raises on an event and never hides a rejection: an object that does not parse, or
+whose parser or listener raises, is reported (kind, key, reason, the field) and every other object is applied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests import builders
+
+from karpy import clock, rejections
+from karpy.kube import client, resources
+from karpy.scheduling import pods as pods_api
+from karpy.state import cluster
+
+R = resources
+
+
+def _model() -> tuple[cluster.Cluster, rejections.MemorySink]:
+    sink = rejections.MemorySink()
+    return cluster.Cluster(clock=clock.ManualClock(0.0), rejections=sink), sink
+
+
+def _apply(model: cluster.Cluster, res: resources.Resource, obj: dict[str, Any], kind: str = client.ADDED) -> None:
+    model.apply(res, client.WatchEvent(kind, obj))
+
+
+def _bad_pod(name: str, node: str = "") -> dict[str, Any]:
+    body = builders.unschedulable(builders.pod(name, node=node))
+    body["spec"]["containers"][0]["resources"]["requests"]["cpu"] = [1]
+    return body
+
+
+def test_a_pod_that_does_not_parse_is_reported_with_its_field_and_held_on_its_node() -> None:
+    model, sink = _model()
+    _apply(model, R.PODS, _bad_pod("bad", node="n1"))
+    _apply(model, R.PODS, builders.unschedulable(builders.pod("good")))
+    assert [p.name for p in model.pending_pods()] == ["good"]
+    (report,) = sink.reports
+    assert (report.kind, report.key, report.reason) == ("Pod", "default/bad", rejections.Reason.INVALID)
+    assert "spec.containers[0].resources.requests.cpu" in report.problem
+    _apply(model, R.NODES, builders.node("n1"))
+    (node,) = model.state_nodes()
+    assert node.unreadable_pods == ("default/bad",)
+
+
+def test_a_fixed_or_deleted_pod_is_accepted_again_and_leaves_its_node() -> None:
+    model, sink = _model()
+    _apply(model, R.NODES, builders.node("n1"))
+    _apply(model, R.PODS, _bad_pod("bad", node="n1"))
+    _apply(model, R.PODS, builders.pod("bad", node="n1"), client.MODIFIED)
+    assert ("Pod", "default/bad") in sink.accepted
+    (node,) = model.state_nodes()
+    assert node.unreadable_pods == ()
+    assert [p.name for p in node.pods] == ["bad"]
+    _apply(model, R.PODS, _bad_pod("bad", node="n1"), client.MODIFIED)
+    _apply(model, R.PODS, _bad_pod("bad", node="n1"), client.DELETED)
+    (node,) = model.state_nodes()
+    assert node.unreadable_pods == ()
+
+
+def test_a_parser_that_raises_is_a_reported_bug_not_a_stopped_informer(monkeypatch: pytest.MonkeyPatch) -> None:
+    model, sink = _model()
+    real = pods_api.from_manifest
+
+    def broken(obj: Any, **kwargs: Any) -> Any:
+        if obj["metadata"]["name"] == "odd":
+            raise RecursionError("a shape no one foresaw")
+        return real(obj, **kwargs)
+
+    monkeypatch.setattr(pods_api, "from_manifest", broken)
+    _apply(model, R.PODS, builders.unschedulable(builders.pod("odd")))
+    _apply(model, R.PODS, builders.unschedulable(builders.pod("fine")))
+    assert [p.name for p in model.pending_pods()] == ["fine"]
+    assert [(r.key, r.reason) for r in sink.reports] == [("default/odd", rejections.Reason.HANDLING_FAILED)]
+    assert model.pod_errors() == {"default/odd": "RecursionError: a shape no one foresaw"}
+
+
+def test_a_listener_that_raises_does_not_stop_the_event() -> None:
+    model, sink = _model()
+    seen: list[str] = []
+
+    def broken(res: resources.Resource, before: Any, after: Any) -> None:
+        raise KeyError("listener bug")
+
+    model.add_listener(broken)
+    model.add_listener(lambda res, before, after: seen.append(res.kind))
+    _apply(model, R.NODES, builders.node("n1"))
+    assert seen == ["Node"], "the listeners after it still ran"
+    assert [r.reason for r in sink.reports] == [rejections.Reason.HANDLING_FAILED]
+    assert model.node("n1") is not None
+
+
+@pytest.mark.parametrize(
+    ("res", "obj", "field"),
+    [
+        (R.NODEPOOLS, builders.nodepool("p", template={"spec": {"requirements": 5}}), "spec.template"),
+        (R.NODECLAIMS, {**builders.nodeclaim("c"), "spec": []}, "spec"),
+        (
+            R.PVS,
+            {
+                "metadata": {"name": "pv"},
+                "spec": {
+                    "nodeAffinity": {
+                        "required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Near"}]}]}
+                    }
+                },
+            },
+            "nodeSelectorTerms[0]",
+        ),
+    ],
+    ids=["NodePool", "NodeClaim", "PersistentVolume"],
+)
+def test_every_parsed_kind_reports_what_does_not_parse(
+    res: resources.Resource, obj: dict[str, Any], field: str
+) -> None:
+    model, sink = _model()
+    _apply(model, res, obj)
+    (report,) = sink.reports
+    assert report.kind == res.kind
+    assert field in report.problem
+    assert [u["metadata"]["name"] for u in model.unreadable(res)] == ([obj["metadata"]["name"]] if res != R.PVS else [])

@@ -1,0 +1,57 @@
+"""`Rejections`: one Event, one log line naming the field and one count per object and problem; a new problem, or
+the same one after the object read again, is reported afresh."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from karpy import events, rejections
+from karpy.kube import resources
+
+
+def _sink() -> tuple[rejections.Rejections, events.MemoryRecorder, list[tuple[str, str]]]:
+    recorder = events.MemoryRecorder()
+    counted: list[tuple[str, str]] = []
+    sink = rejections.Rejections(recorder, metrics=rejections.Metrics(rejected=lambda *key: counted.append(key)))
+    return sink, recorder, counted
+
+
+def test_a_rejection_is_an_event_a_log_line_and_a_count_once(caplog: pytest.LogCaptureFixture) -> None:
+    sink, recorder, counted = _sink()
+    pod = rejections.about(resources.PODS, {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}})
+    with caplog.at_level(logging.ERROR, logger=rejections.__name__):
+        for _ in range(3):
+            sink.report(pod, reason=rejections.Reason.INVALID, problem="spec.containers[0].resources.requests.cpu: x")
+    (event,) = recorder.events
+    assert (event.kind, event.namespace, event.name, event.uid) == ("Pod", "ns", "p", "u1")
+    assert (event.type, event.reason) == ("Warning", "InvalidObject")
+    assert "spec.containers[0].resources.requests.cpu" in event.message
+    (line,) = caplog.records
+    assert line.object == "ns/p"  # type: ignore[attr-defined]
+    assert "spec.containers[0]" in line.error  # type: ignore[attr-defined]
+    assert counted == [("Pod", "invalid")]
+    assert sink.rejected("Pod") == ["ns/p"]
+
+
+def test_a_new_problem_or_a_fresh_rejection_after_acceptance_is_reported_again() -> None:
+    sink, recorder, counted = _sink()
+    claim = rejections.about(resources.NODECLAIMS, name="c")
+    sink.report(claim, reason=rejections.Reason.INVALID, problem="spec: a")
+    sink.report(claim, reason=rejections.Reason.INVALID, problem="spec: b")
+    sink.accept("NodeClaim", "c")
+    assert sink.rejected("NodeClaim") == []
+    sink.report(claim, reason=rejections.Reason.INVALID, problem="spec: b")
+    sink.report(claim, reason=rejections.Reason.HANDLING_FAILED, problem="spec: b")
+    assert counted == [("NodeClaim", "invalid")] * 3 + [("NodeClaim", "handling_failed")]
+    assert [e.reason for e in recorder.events] == ["InvalidObject"] * 3 + ["HandlingFailed"]
+
+
+def test_long_problems_are_cut_and_identity_is_read_leniently() -> None:
+    sink, recorder, _ = _sink()
+    broken = rejections.about(resources.NODES, {"metadata": ["not", "an", "object"]}, name="n1")
+    sink.report(broken, reason=rejections.Reason.HANDLING_FAILED, problem="x" * 10_000)
+    (event,) = recorder.events
+    assert event.name == "n1"
+    assert len(event.message) < rejections.MESSAGE_LIMIT + 200
