@@ -38,7 +38,7 @@ def test_a_pod_that_does_not_parse_is_reported_with_its_field_and_held_on_its_no
     assert [p.name for p in model.pending_pods()] == ["good"]
     (report,) = sink.reports
     assert (report.kind, report.key, report.reason) == ("Pod", "default/bad", rejections.Reason.INVALID)
-    assert "spec.containers[0].resources.requests.cpu" in report.problem
+    assert "spec.containers[0].resources.requests[cpu]: must be a quantity" in report.problem
     _apply(model, R.NODES, builders.node("n1"))
     (node,) = model.state_nodes()
     assert node.unreadable_pods == ("default/bad",)
@@ -120,3 +120,24 @@ def test_every_parsed_kind_reports_what_does_not_parse(
     assert report.kind == res.kind
     assert field in report.problem
     assert [u["metadata"]["name"] for u in model.unreadable(res)] == ([obj["metadata"]["name"]] if res != R.PVS else [])
+
+
+def test_a_core_object_of_the_wrong_shape_is_kept_out_of_every_view() -> None:
+    """No API server stores `status.conditions: 5` on a Node, but a cache must survive one: every reader of raw
+    Nodes (budgets, state nodes, metrics) would trip on it. Fields a newer Kubernetes adds are fine."""
+    model, sink = _model()
+    odd = builders.node("odd")
+    odd["status"] = {"conditions": 5, "allocatable": "x"}
+    newer = builders.node("newer")
+    newer["spec"]["fieldFromTheFuture"] = {"a": 1}
+    _apply(model, R.NODES, odd)
+    _apply(model, R.NODES, newer)
+    assert [n.name for n in model.state_nodes()] == ["newer"]
+    assert model.node("odd") is None
+    assert [u["metadata"]["name"] for u in model.unreadable(R.NODES)] == ["odd"]
+    (report,) = sink.reports
+    assert "status.conditions: must be a list" in report.problem
+    assert "status.allocatable: must be an object" in report.problem
+    _apply(model, R.NODES, builders.node("odd"), client.MODIFIED)  # fixed: back in every view
+    assert [n.name for n in model.state_nodes()] == ["newer", "odd"]
+    assert model.unreadable(R.NODES) == []

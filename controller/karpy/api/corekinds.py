@@ -39,31 +39,41 @@ def api_versions() -> Mapping[str, str]:
 
 
 def read(
-    obj: Mapping[str, Any], kind: str, *, fields: Collection[str] | None = None
+    obj: Mapping[str, Any], kind: str, *, fields: Collection[str] | None = None, strict: bool = True
 ) -> tuple[dict[str, Any], list[errors.Problem]]:
     """`obj` read as `kind` (one of `api_versions()`): the object as the API server would store it (a `null` field
     is absent, a `null` list item of an object type is empty) and every structural problem. With `fields`, only
-    those top-level fields are read (the caller knows the others); the rest are returned as they are."""
+    those top-level fields are read (the caller knows the others); the rest are returned as they are.
+
+    `strict=False` reads an object the API server already holds, as a client of any version must: fields it does
+    not know (a newer Kubernetes) and a missing apiVersion (LIST items carry none) are fine; only values of the
+    wrong type, which no reader can use, are problems."""
     expected = api_versions()[kind]
     problems: list[errors.Problem] = []
     api_version = obj.get("apiVersion")
-    if api_version is None:
+    if not strict:
+        pass
+    elif api_version is None:
         problems.append(errors.Problem("apiVersion", f'Required value: must be "{expected}" for a {kind}'))
     elif api_version != expected:
         problems.append(errors.Problem("apiVersion", f'must be "{expected}" for a {kind}, got {_show(api_version)}'))
-    body = {k: v for k, v in obj.items() if k != "apiVersion" and (fields is None or k in fields)}
-    walker = _Walker(_schemas()["definitions"], problems)
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind") and (fields is None or k in fields)}
+    walker = _Walker(_schemas()["definitions"], problems, strict=strict)
     read = walker.walk(body, _schemas()["kinds"][f"{expected}/{kind}"], "")
-    rest = {k: v for k, v in obj.items() if fields is not None and k not in fields and k != "apiVersion"}
-    return {"apiVersion": api_version, **rest, **read}, problems
+    rest = {k: v for k, v in obj.items() if fields is not None and k not in fields and k not in ("apiVersion", "kind")}
+    head = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    if strict and "kind" in obj and obj["kind"] != kind:
+        problems.append(errors.Problem("kind", f'must be "{kind}", got {_show(obj["kind"])}'))
+    return {**head, **rest, **read}, problems
 
 
 class _Walker:
     """Checks a value against a node and returns it without nulls (the same object when it had none)."""
 
-    def __init__(self, definitions: Mapping[str, Any], problems: list[errors.Problem]) -> None:
+    def __init__(self, definitions: Mapping[str, Any], problems: list[errors.Problem], *, strict: bool) -> None:
         self._definitions = definitions
         self._problems = problems
+        self._strict = strict
 
     def _fail(self, path: str, message: str) -> None:
         self._problems.append(errors.Problem(path, message))
@@ -115,6 +125,8 @@ class _Walker:
                 changed = True
                 continue
             if node is None:
+                if not self._strict:  # a field of a newer version: kept as it is
+                    read[key] = item
                 continue
             read[key] = walked = self.walk(item, node, f"{path}[{key}]" if index else f"{path}.{key}" if path else key)
             changed = changed or walked is not item
@@ -128,14 +140,14 @@ class _Walker:
 
         def node_of(key: str) -> Any:
             found = fields.get(key)
-            if found is None:
+            if found is None and self._strict:
                 close = difflib.get_close_matches(str(key), fields, n=1)
                 hint = f' (did you mean "{close[0]}"?)' if close else ""
                 self._fail(validator.child(path, str(key)), f"unknown field{hint}")
             return found
 
         read = self._entries(value, node_of, path, index=False)
-        for key in node["required"]:
+        for key in node["required"] if self._strict else ():
             if read.get(key) is None:
                 self._fail(validator.child(path, key), "Required value")
         return read

@@ -21,8 +21,8 @@ from typing import Any, Generic, TypeVar
 
 from karpy import clock as clock_module
 from karpy import rejections as rejections_module
+from karpy.api import corekinds, errors, labels, parse
 from karpy.api import ec2nodeclass as ec2nodeclass_api
-from karpy.api import errors, labels, parse
 from karpy.api import nodeclaim as nodeclaim_api
 from karpy.api import nodepool as nodepool_api
 from karpy.kube import client, resources
@@ -72,6 +72,10 @@ class Cluster:
         self._daemonsets: _Parsed[pods_api.Pod] = _Parsed()
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._raw: dict[resources.Resource, dict[str, Mapping[str, Any]]] = collections.defaultdict(dict)
+        self._malformed: dict[resources.Resource, dict[str, tuple[Mapping[str, Any], str]]] = collections.defaultdict(
+            dict
+        )
+        """Core objects with values of the wrong type, by key: the object and what is wrong."""
         self._pvcs: dict[str, volumes.PersistentVolumeClaim] = {}
         self._pvs: dict[str, volumes.PersistentVolume] = {}
         self._storage_classes: dict[str, volumes.StorageClass] = {}
@@ -145,7 +149,14 @@ class Cluster:
         current = None if event.type == client.DELETED else obj
         raw = self._raw[res]
         before = raw.pop(key, None) if current is None else raw.get(key)
-        if current is not None:
+        self._malformed[res].pop(key, None)
+        if current is None:
+            self.rejections.accept(res.kind, key)  # gone: a new object of that name is reported afresh
+        malformed = current is not None and self._malformed_shape(res, key, current)
+        if malformed:
+            raw.pop(key, None)
+            current = None  # out of every view, as if gone (it is reported, and `unreadable` still lists it)
+        elif current is not None:
             raw[key] = current
         applier = self._appliers.get(res)
         if applier is not None:
@@ -153,12 +164,32 @@ class Cluster:
                 applier(key, current)
             except Exception as exc:  # the parsers report their own failures; this is any other bug
                 self._failed(res, obj, exc)
+        if malformed and res == resources.PODS:
+            self._remember_unreadable(key, obj)  # it still occupies its node
         self._seq += 1
         for listener in self._listeners:
             try:
                 listener(res, before, current)
             except Exception as exc:
                 self._failed(res, obj, exc)
+
+    def _malformed_shape(self, res: resources.Resource, key: str, obj: Mapping[str, Any]) -> bool:
+        """A core object with a value of the wrong type (which no API server stores, but a cache must survive):
+        reported and kept out of the views that raw readers read. A pod's node still counts it."""
+        if res.kind not in corekinds.api_versions():
+            return False
+        try:
+            _, problems = corekinds.read(obj, res.kind, strict=False)
+        except Exception as exc:
+            self._failed(res, obj, exc)
+            problems = [errors.Problem("", f"{type(exc).__name__}: {exc}")]
+        if not problems:
+            return False
+        problem = "; ".join(map(str, problems))
+        self._malformed[res][key] = (obj, problem)
+        about = rejections_module.about(res, obj)
+        self.rejections.report(about, reason=rejections_module.Reason.INVALID, problem=problem)
+        return True
 
     def _failed(self, res: resources.Resource, obj: Mapping[str, Any], exc: Exception) -> None:
         self.rejections.report(
@@ -173,7 +204,6 @@ class Cluster:
     ) -> T | str | None:
         """`obj` parsed; or, when it does not parse, why (reported); None when there is no object."""
         if obj is None:
-            self.rejections.accept(res.kind, key)
             return None
         try:
             parsed = parser(obj)
@@ -421,7 +451,7 @@ class Cluster:
         return self._nodes.get(name)
 
     def pod_errors(self) -> dict[str, str]:
-        return dict(self._pods.errors)
+        return {**self._pods.errors, **{key: why for key, (_, why) in self._malformed[resources.PODS].items()}}
 
     def pods(self) -> list[pods_api.Pod]:
         return list(self._pods.values())
@@ -447,8 +477,8 @@ class Cluster:
         return self._raw[res].get(key)
 
     def unreadable(self, res: resources.Resource) -> list[Mapping[str, Any]]:
-        """Raw objects of `res` that do not parse (NodePools, EC2NodeClasses, NodeClaims, pods, DaemonSets): what
-        they still hold (an instance, a node) is left alone."""
+        """Raw objects of `res` that do not parse (NodePools, EC2NodeClasses, NodeClaims, pods, DaemonSets) or whose
+        values are not of their types (core kinds): what they still hold (an instance, a node) is left alone."""
         stores: Mapping[resources.Resource, _Parsed[Any]] = {
             resources.NODEPOOLS: self._nodepools,
             resources.EC2NODECLASSES: self._nodeclasses,
@@ -458,7 +488,8 @@ class Cluster:
         }
         store = stores.get(res)
         raw = self._raw[res]
-        return [raw[key] for key in sorted(store.errors) if key in raw] if store is not None else []
+        unparsed = [raw[key] for key in sorted(store.errors) if key in raw] if store is not None else []
+        return unparsed + [obj for _, (obj, _) in sorted(self._malformed[res].items())]
 
     def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]:
         """Raw objects of any informed resource (e.g. VolumeAttachments), read-only."""
