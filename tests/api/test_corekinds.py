@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import mutations
 from tools import gen_core_schemas
 
 from karpy.api import corekinds, documents
@@ -53,23 +54,6 @@ def test_the_examples_are_valid_for_both(obj: dict[str, Any]) -> None:
     assert read == obj, "nothing to drop: the same object"
 
 
-def _positions(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path] if path else []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out += _positions(item, (*path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            out += _positions(item, (*path, i))
-    return out
-
-
-def _parent(obj: Any, path: tuple[Any, ...]) -> Any:
-    for step in path[:-1]:
-        obj = obj[step]
-    return obj
-
-
 WRONG_VALUES = st.sampled_from([None, 0, -1, 2**40, 1.5, True, "x", "", [], [1], {}, {"a": 1}, "1e999", "3Gi"])
 
 
@@ -77,11 +61,11 @@ WRONG_VALUES = st.sampled_from([None, 0, -1, 2**40, 1.5, True, "x", "", [], [1],
 def mutants(draw: st.DrawFn) -> dict[str, Any]:
     obj = copy.deepcopy(draw(st.sampled_from(VALID)))
     for _ in range(draw(st.integers(1, 2))):
-        path = draw(st.sampled_from(_positions(obj)))
-        parent, last = _parent(obj, path), path[-1]
+        path = draw(st.sampled_from(mutations.positions(obj)))
+        parent, last = mutations.parent_of(obj, path), path[-1]
         action = draw(st.sampled_from(["retype", "rename", "delete", "add"]))
         if action == "retype":
-            parent[last] = draw(WRONG_VALUES)
+            parent[last] = copy.deepcopy(draw(WRONG_VALUES))  # never a shared sample: later steps may change it
         elif action == "rename" and isinstance(last, str):
             parent[last[:-1] + draw(st.sampled_from(["s", "x", "", "S"]))] = parent.pop(last)
         elif action == "delete" and isinstance(last, str):

@@ -36,7 +36,7 @@ from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import emulator
 from karpy.kube import config, rest
 from karpy.sim import autojump, garbage, kubelet, pdbs, scheduler, workloads
-from karpy.sim.kube import runner, server
+from karpy.sim.kube import runner, server, validation
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
@@ -101,6 +101,9 @@ class ClusterOptions:
     """Where virtual time starts."""
     seed: int | None = 7
     """Seed of the API server's generated names and uids (None: random)."""
+    crd_admission: bool = True
+    """Whether the API server refuses NodePools, NodeClaims and EC2NodeClasses karpy's CRDs refuse. Off, it stores
+    them as a cluster running other CRDs (an older or newer upstream) may: what karpy must read, or leave alone."""
 
 
 class EmulatedCluster:
@@ -228,7 +231,13 @@ class EmulatedCluster:
             zones=opts.zones,
         )
         self._kube = runner.KubeAPIRunner(
-            server.FakeKubeAPI(seed=opts.seed, clock=self.clock.now, request_history=2000, object_history=20)
+            server.FakeKubeAPI(
+                seed=opts.seed,
+                clock=self.clock.now,
+                request_history=2000,
+                object_history=20,
+                validators=validation.karpenter() if opts.crd_admission else {},
+            )
         )
         await asyncio.to_thread(self._kube.start)
         self.kubeconfig = self._kube.write_kubeconfig(self._workdir / "kubeconfig")
