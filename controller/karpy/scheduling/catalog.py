@@ -45,14 +45,21 @@ class ResourceIndex:
 
     def vector(self, amounts: Mapping[str, int]) -> IntArray:
         """A request as a column vector, each entry held within ±BEYOND."""
-        return np.array([max(-BEYOND, min(BEYOND, amounts.get(n, 0))) for n in self.names], dtype=np.int64)
+        return np.array(_held([amounts.get(n, 0) for n in self.names], BEYOND), dtype=np.int64)
 
     def capacity_vector(self, amounts: Mapping[str, int]) -> IntArray:
         """An amount on offer (allocatable, capacity) as a column vector, each entry below BEYOND."""
-        return np.array([max(-BEYOND, min(BEYOND - 1, amounts.get(n, 0))) for n in self.names], dtype=np.int64)
+        return np.array(_held([amounts.get(n, 0) for n in self.names], BEYOND - 1), dtype=np.int64)
 
     def to_map(self, vector: IntArray) -> dict[str, int]:
         return {n: int(v) for n, v in zip(self.names, vector, strict=True) if v}
+
+
+def _held(values: list[int], top: int) -> list[int]:
+    """`values` within [-BEYOND, top]; the list itself when they are (the common case: one C-level pass)."""
+    if values and (max(values) > top or min(values) < -BEYOND):
+        return [max(-BEYOND, min(top, v)) for v in values]
+    return values
 
 
 def pool_requirements(pool: nodepool.NodePool) -> requirements.Requirements:
