@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
@@ -72,7 +72,8 @@ class _Frame:
     """Nodes in the subtree once aliases are expanded (this node included)."""
     key: str | None = None
     expect_key: bool = True
-    merges: list[dict[str, Any]] = field(default_factory=list)
+    merges: list[dict[str, Any]] | None = None
+    """What `<<` keys bring in, the winning mapping first (None until one does: most mappings merge nothing)."""
 
 
 def allowed_alias_ratio(expanded: int) -> float:
@@ -176,7 +177,7 @@ class _Builder:
         assert key is not None
         assert isinstance(container, dict)
         if key is _MERGE_KEY:
-            parent.merges[:0] = _merged(value, _line(event))  # earlier merge keys win: later ones go first
+            parent.merges = [*_merged(value, _line(event)), *(parent.merges or ())]  # later `<<` keys go first
         elif key in container:
             raise DocumentError(f"duplicate key {_short(key)!r} in a mapping", line=_line(event))
         else:
@@ -247,14 +248,17 @@ class _Builder:
             raise DocumentError("document contains excessive aliasing", line=_line(event))
 
     def _open(self, value: dict[str, Any] | list[Any], event: events.CollectionStartEvent, kind: str) -> None:
-        if event.tag not in (None, "!", kind):
-            raise DocumentError(f"unsupported tag {_short(event.tag or '')}", line=_line(event))
-        if len(self._stack) >= MAX_DEPTH:
+        stack = self._stack
+        if event.tag is not None and event.tag not in ("!", kind):
+            raise DocumentError(f"unsupported tag {_short(event.tag)}", line=_line(event))
+        if len(stack) >= MAX_DEPTH:
             raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", line=_line(event))
-        if self._expects_key():
+        if stack and stack[-1].expect_key and type(stack[-1].value) is dict:
             raise DocumentError("a mapping key must be a scalar", line=_line(event))
-        self._node(1, event)
-        self._stack.append(_Frame(value, event))
+        self._expanded += 1
+        if self._aliased > 100:
+            self._node(0, event)
+        stack.append(_Frame(value, event))
 
     def _open_mapping(self, event: events.MappingStartEvent) -> None:
         self._open({}, event, _MAP)
@@ -265,7 +269,7 @@ class _Builder:
     def _close(self, _: events.CollectionEndEvent) -> None:
         frame = self._stack.pop()
         value = frame.value
-        if frame.merges:
+        if frame.merges is not None:
             merged: dict[str, Any] = {}
             for source in reversed(frame.merges):
                 merged.update(source)
