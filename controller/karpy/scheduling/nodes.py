@@ -16,7 +16,7 @@ committed options (`RunContext.fits`), so claims cloned from one another are che
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -308,9 +308,16 @@ def _fit(
     return fit
 
 
+def slot_labels(name: str, node_labels: Mapping[str, str]) -> dict[str, str]:
+    """An existing node's labels as its slot sees them: the hostname defaults to the node's name."""
+    out = dict(node_labels)
+    out.setdefault(labels.LABEL_HOSTNAME, name)
+    return out
+
+
 def node_slot(
     name: str,
-    node_labels: dict[str, str],
+    node_reqs: requirements.Requirements,
     node_taints: tuple[meta.Taint, ...],
     *,
     alloc: catalog.IntArray,
@@ -318,11 +325,11 @@ def node_slot(
     bound: list[pods.Pod],
     under_consolidate_after: bool = False,
 ) -> Slot:
-    node_labels.setdefault(labels.LABEL_HOSTNAME, name)
+    """An existing node's slot; `node_reqs` are its `slot_labels` as requirements."""
     ports = [p for pod in bound for p in pod.host_ports]
     return Slot(
         name,
-        requirements.Requirements.from_labels(node_labels),
+        node_reqs,
         node_taints,
         used,
         alloc=alloc,

@@ -113,7 +113,8 @@ class Requirement:
 
     @staticmethod
     def in_(key: str, values: Iterable[str]) -> Requirement:
-        return Requirement.new(key, meta.Operator.IN, values=values)
+        # `new(key, In, values=values)` without its operator dispatch: every label of every node takes this path.
+        return Requirement(labels.normalize_label(key), False, frozenset(values))
 
     # --- queries --------------------------------------------------------------------------------------------
     def has(self, value: str) -> bool:

@@ -303,6 +303,10 @@ class Topology:
     ) -> None:
         """`count` pods like `pod` were placed on a node with these requirements: update every group."""
         placed = BoundPod(pod, node_reqs, node_taints, count)
+        if not self.groups and not pod.anti_affinity:
+            # Nothing to count in (and none of its own to create): most bound pods of a large cluster, at start.
+            self.placements.append(placed)
+            return
         owned = self._inverse(pod)  # required anti-affinity keeps later pods away (inverse groups)
         for g in self.selecting(pod):
             if not g.key.inverse:
