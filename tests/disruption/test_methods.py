@@ -13,7 +13,7 @@ from karpy import clock as clock_mod
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
-from karpy.disruption import candidates, consolidation, methods, simulation
+from karpy.disruption import blockers, candidates, consolidation, methods, simulation
 from karpy.scheduling import requirements, results
 
 Reason = nodepool.DisruptionReason
@@ -90,9 +90,9 @@ def _replacing_with(
     [
         # on-demand → spot: the on-demand price (0.25) is above the candidate's, the spot one is not
         ([OD, SPOT], [offering(OD, 0.25), offering(SPOT, 0.08)], "replace", True),
-        ([OD], [offering(OD, 0.25), offering(SPOT, 0.08)], "can't replace with a cheaper node", False),
+        ([OD], [offering(OD, 0.25), offering(SPOT, 0.08)], blockers.Kind.NOT_CHEAPER, False),
         ([OD, SPOT], [offering(OD, 0.15)], "replace", False),  # nothing spot to pin to
-        ([OD, SPOT], [offering(OD, 0.15), offering(SPOT, 0.25)], "can't replace with a cheaper node", False),
+        ([OD, SPOT], [offering(OD, 0.15), offering(SPOT, 0.25)], blockers.Kind.NOT_CHEAPER, False),
     ],
 )
 def test_on_demand_candidate_replacement(
@@ -100,8 +100,8 @@ def test_on_demand_candidate_replacement(
 ) -> None:
     simulate = _replacing_with([itype("r", *offered)], reqs(capacity_type=allowed))
     got = consolidation.compute([candidate("n", price=0.20)], simulate, method="single-node-consolidation")
-    if isinstance(got, str):
-        assert got == decision
+    if isinstance(got, blockers.Blocker):
+        assert got.kind == decision
         return
     assert got.decision == decision
     ct = got.replacements[0].requirements.get(labels.LABEL_CAPACITY_TYPE)

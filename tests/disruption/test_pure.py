@@ -8,7 +8,7 @@ import pytest
 from tests.disruption import world as world_mod
 
 from karpy.api import labels, nodepool, parse
-from karpy.disruption import budgets, candidates, conditions
+from karpy.disruption import blockers, budgets, candidates, conditions
 from karpy.kube import resources
 
 Reason = nodepool.DisruptionReason
@@ -234,7 +234,7 @@ def test_a_pod_under_two_pdbs_names_both() -> None:
     pdbs = [candidates.pdb_from_manifest({**_pdb({}), "metadata": {"name": n, "namespace": "default"}}) for n in "ab"]
     info = candidates.pod_info(_pod(), now=T0)
     assert candidates.eviction_blocker(info, [p for p in pdbs if p is not None]) == (
-        "pod default/p matches multiple PDBs (default/a, default/b)"
+        blockers.several_pdbs("default/p", ["default/a", "default/b"])
     )
 
 

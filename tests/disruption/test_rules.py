@@ -12,7 +12,7 @@ from tests.nodeclaim import builders as b
 
 from karpy.api import labels, nodeclaim, nodepool, parse
 from karpy.cloudprovider import types
-from karpy.disruption import budgets, candidates
+from karpy.disruption import blockers, budgets, candidates
 from karpy.kube import resources
 from karpy.state import statenode
 
@@ -44,27 +44,27 @@ BASE = _node()
     ("node", "reason"),
     [
         (BASE, None),
-        (dataclasses.replace(BASE, managed=False), "node is not managed by karpy"),
-        (dataclasses.replace(BASE, nodeclaim=None), "node is not managed by karpy"),
-        (dataclasses.replace(BASE, node=None), "node is not managed by karpy"),
-        (dataclasses.replace(BASE, initialized=False), "node is not initialized"),
-        (dataclasses.replace(BASE, marked_for_deletion=True), "node is being deleted"),
-        (dataclasses.replace(BASE, deleting=True), "node is being deleted"),
-        (dataclasses.replace(BASE, nominated_until=NOW + 1), "node is nominated for pending pods"),
+        (dataclasses.replace(BASE, managed=False), blockers.not_managed()),
+        (dataclasses.replace(BASE, nodeclaim=None), blockers.not_managed()),
+        (dataclasses.replace(BASE, node=None), blockers.not_managed()),
+        (dataclasses.replace(BASE, initialized=False), blockers.not_initialized()),
+        (dataclasses.replace(BASE, marked_for_deletion=True), blockers.deleting()),
+        (dataclasses.replace(BASE, deleting=True), blockers.deleting()),
+        (dataclasses.replace(BASE, nominated_until=NOW + 1), blockers.nominated()),
         (dataclasses.replace(BASE, nominated_until=NOW), None),  # the nomination ran out just now
         (
             _with_node(BASE, metadata={"annotations": {labels.ANNOTATION_DO_NOT_DISRUPT: "true"}}),
-            "node has annotation karpenter.sh/do-not-disrupt",
+            blockers.node_do_not_disrupt(),
         ),
         (_with_node(BASE, metadata={"annotations": {labels.ANNOTATION_DO_NOT_DISRUPT: "1h"}}), None),  # "true" only
     ],
 )
-def test_node_blockers(node: statenode.StateNode, reason: str | None) -> None:
+def test_node_blockers(node: statenode.StateNode, reason: blockers.Blocker | None) -> None:
     assert candidates.node_blocker(node, now=NOW, queued=frozenset()) == reason
 
 
 def test_a_node_already_queued_is_not_a_candidate_again() -> None:
-    assert candidates.node_blocker(BASE, now=NOW, queued=frozenset({"n0"})) == "node is already being disrupted"
+    assert candidates.node_blocker(BASE, now=NOW, queued=frozenset({"n0"})) == blockers.in_progress()
 
 
 NOT_READY = _with_node(BASE, status={"conditions": [{"type": "Ready", "status": "False"}]})
@@ -165,22 +165,23 @@ def _build(node: statenode.StateNode, **overrides: Any) -> candidates.Candidate 
 @pytest.mark.parametrize(
     ("overrides", "reason"),
     [
-        ({"pools": {}}, "nodepool 'default' not found"),
-        ({"instance_types": {}}, "instance type 'c4' not found"),
-        ({"instance_types": {"default": [world_mod.CATALOG_BY_NAME["c8"]]}}, "instance type 'c4' not found"),
+        ({"pools": {}}, blockers.nodepool_not_found("default")),
+        ({"instance_types": {}}, blockers.instance_type_not_found("c4")),
+        ({"instance_types": {"default": [world_mod.CATALOG_BY_NAME["c8"]]}}, blockers.instance_type_not_found("c4")),
     ],
 )
-def test_candidate_rejections_name_the_node_and_why(overrides: dict[str, Any], reason: str) -> None:
-    assert _build(BASE, **overrides) == candidates.Rejection("n0", reason)
+def test_candidate_rejections_name_the_node_and_why(overrides: dict[str, Any], reason: blockers.Blocker) -> None:
+    assert _build(BASE, **overrides) == candidates.Rejection(BASE, reason)
 
 
 def test_a_node_in_a_zone_its_type_is_not_offered_in_is_rejected() -> None:
     moved = dataclasses.replace(BASE, labels={**BASE.labels, labels.LABEL_ZONE: "elsewhere"})
-    assert _build(moved) == candidates.Rejection("n0", "no offering matches the node's zone and capacity type")
+    assert _build(moved) == candidates.Rejection(moved, blockers.offering_not_found("c4"))
 
 
 def test_a_blocked_node_is_rejected_with_its_blocker() -> None:
-    assert _build(dataclasses.replace(BASE, deleting=True)) == candidates.Rejection("n0", "node is being deleted")
+    deleting = dataclasses.replace(BASE, deleting=True)
+    assert _build(deleting) == candidates.Rejection(deleting, blockers.deleting())
 
 
 def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
@@ -218,7 +219,7 @@ def test_a_node_without_an_instance_type_label_is_rejected_by_name() -> None:
     unlabelled = dataclasses.replace(
         BASE, labels={k: v for k, v in BASE.labels.items() if k != labels.LABEL_INSTANCE_TYPE}
     )
-    assert _build(unlabelled) == candidates.Rejection("n0", "instance type '' not found")
+    assert _build(unlabelled) == candidates.Rejection(unlabelled, blockers.instance_type_not_found(""))
 
 
 def test_a_node_blocked_by_its_pods_is_rejected_with_the_pod() -> None:
@@ -229,6 +230,4 @@ def test_a_node_blocked_by_its_pods_is_rejected_with_the_pod() -> None:
     w.sync()
     (node,) = w.cluster.state_nodes()
     raw_pods = {f"default/{o['metadata']['name']}": o for o in w.kube.all(resources.PODS)}
-    assert _build(node, raw_pods=raw_pods) == candidates.Rejection(
-        "n0", "pod default/pinned has annotation karpenter.sh/do-not-disrupt"
-    )
+    assert _build(node, raw_pods=raw_pods) == candidates.Rejection(node, blockers.pod_do_not_disrupt("default/pinned"))

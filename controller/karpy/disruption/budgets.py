@@ -55,3 +55,20 @@ def budget_mapping(
         )
         for pool in pools
     }
+
+
+def blocked_pools(
+    pools: Iterable[nodepool.NodePool],
+    nodes: Iterable[statenode.StateNode],
+    reason: nodepool.DisruptionReason,
+    *,
+    now: float,
+) -> list[nodepool.NodePool]:
+    """Pools with nodes whose budgets allow no disruption at all for `reason` now, whatever is disrupting (upstream
+    publishes a DisruptionBlocked event on such a NodePool)."""
+    total, _ = counts(nodes)
+    return [
+        pool
+        for pool in pools
+        if total.get(pool.name, 0) and budgets.allowed_disruptions(pool, reason, total[pool.name], now) == 0
+    ]

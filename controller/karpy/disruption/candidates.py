@@ -23,6 +23,7 @@ from typing import Any
 
 from karpy.api import donotdisrupt, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import types
+from karpy.disruption import blockers
 from karpy.scheduling import pods, requirements
 from karpy.state import facts, statenode
 
@@ -127,13 +128,13 @@ def pdb_from_manifest(obj: Mapping[str, Any]) -> PDB | None:
     )
 
 
-def eviction_blocker(pod: PodInfo, pdbs: Sequence[PDB]) -> str | None:
+def eviction_blocker(pod: PodInfo, pdbs: Sequence[PDB]) -> blockers.Blocker | None:
     """Why a PDB would refuse evicting `pod` now (None when eviction is allowed)."""
     matching = [p for p in pdbs if p.namespace == pod.namespace and p.selector.admits(pod.labels)]
     if len(matching) > 1:
-        return f"pod {pod.key} matches multiple PDBs ({', '.join(p.key for p in matching)})"
+        return blockers.several_pdbs(pod.key, [p.key for p in matching])
     if matching and matching[0].disruptions_allowed <= 0:
-        return f"pdb {matching[0].key} prevents pod evictions"
+        return blockers.pdb_blocks(matching[0].key, pod.key)
     return None
 
 
@@ -174,35 +175,41 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    node: str
-    reason: str
+    """A node that is no candidate, and why (the message of its DisruptionBlocked event)."""
+
+    node: statenode.StateNode
+    blocker: blockers.Blocker
+
+    @property
+    def reason(self) -> str:
+        return self.blocker.message
 
 
-def node_blocker(node: statenode.StateNode, *, now: float, queued: frozenset[str]) -> str | None:
+def node_blocker(node: statenode.StateNode, *, now: float, queued: frozenset[str]) -> blockers.Blocker | None:
     """Node-level rules; None when the node may be considered."""
     if not node.managed or node.nodeclaim is None or node.node is None:
-        return "node is not managed by karpy"
+        return blockers.not_managed()
     if not node.initialized:
-        return "node is not initialized"
+        return blockers.not_initialized()
     if node.marked_for_deletion or node.deleting:
-        return "node is being deleted"
+        return blockers.deleting()
     if node.nominated(now):
-        return "node is nominated for pending pods"
+        return blockers.nominated()
     if node.nodeclaim_name in queued:
-        return "node is already being disrupted"
+        return blockers.in_progress()
     if node.unreadable_pods:
         # Never disrupt on a partial view: a pod karpy cannot read cannot be simulated, moved or counted.
-        return f"pod {node.unreadable_pods[0]} on the node cannot be read"
+        return blockers.unreadable_pod(node.unreadable_pods[0])
     node_annotations = facts.metadata(node.node).get("annotations") or {}
     if node_annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT) == "true":
-        return f"node has annotation {labels.ANNOTATION_DO_NOT_DISRUPT}"
+        return blockers.node_do_not_disrupt()
     return None
 
 
-def pods_blocker(pod_infos: Sequence[PodInfo], pdbs: Sequence[PDB]) -> str | None:
+def pods_blocker(pod_infos: Sequence[PodInfo], pdbs: Sequence[PDB]) -> blockers.Blocker | None:
     for pod in pod_infos:
         if pod.do_not_disrupt:
-            return f"pod {pod.key} has annotation {labels.ANNOTATION_DO_NOT_DISRUPT}"
+            return blockers.pod_do_not_disrupt(pod.key)
     for pod in pod_infos:
         if pod.reschedulable and (why := eviction_blocker(pod, pdbs)):
             return why
@@ -228,24 +235,24 @@ def new_candidate(
 ) -> Candidate | Rejection:
     """A candidate, or why `node` is not one. `raw_pods` maps "ns/name" to pod manifests."""
     if why := node_blocker(node, now=now, queued=queued):
-        return Rejection(node.name, why)
+        return Rejection(node, why)
     assert node.nodeclaim is not None
     pool = pools.get(node.nodepool)
     if pool is None:
-        return Rejection(node.name, f"nodepool {node.nodepool!r} not found")
+        return Rejection(node, blockers.nodepool_not_found(node.nodepool))
     type_name = node.labels.get(labels.LABEL_INSTANCE_TYPE, "")
     instance_type = next((t for t in instance_types.get(pool.name, ()) if t.name == type_name), None)
     if instance_type is None:
-        return Rejection(node.name, f"instance type {type_name!r} not found")
+        return Rejection(node, blockers.instance_type_not_found(type_name))
     offering = find_offering(instance_type, node.labels)
     if offering is None:
-        return Rejection(node.name, "no offering matches the node's zone and capacity type")
+        return Rejection(node, blockers.offering_not_found(type_name))
     infos = tuple(pod_info(raw_pods[p.key], now=now) if p.key in raw_pods else _bare_info(p) for p in node.pods)
     tolerate_pods = disruption_class is DisruptionClass.EVENTUAL and (
         node.nodeclaim.spec.termination_grace_period is not None
     )
     if not tolerate_pods and (why := pods_blocker(infos, pdbs)):
-        return Rejection(node.name, why)
+        return Rejection(node, why)
     movable = {i.key for i in infos if i.reschedulable}
     return Candidate(
         node=node,

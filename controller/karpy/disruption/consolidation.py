@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import types
+from karpy.disruption import blockers, conditions, simulation
 from karpy.disruption import candidates as candidates_mod
-from karpy.disruption import simulation
 from karpy.scheduling import requirements, results
 
 MIN_SPOT_TO_SPOT_TYPES = 15
@@ -110,20 +110,28 @@ def _with_options(
     return dataclasses.replace(plan, instance_type_options=tuple(options), requirements=reqs)
 
 
-def _spot_to_spot(plan: results.PlannedNodeClaim, total: float, *, single: bool) -> results.PlannedNodeClaim | str:
+def _spot_to_spot(
+    plan: results.PlannedNodeClaim, total: float, *, single: bool
+) -> results.PlannedNodeClaim | blockers.Blocker:
     spot_plan = _with_options(plan, plan.instance_type_options, spot_only=True)
     options = sorted(
         filter_by_price(spot_plan.instance_type_options, spot_plan.requirements, total),
         key=lambda t: min(o.price for o in compatible_offerings(t, spot_plan.requirements)),
     )
     if not options:
-        return "can't replace spot node with a cheaper spot node"
+        return blockers.Blocker(blockers.Kind.NOT_CHEAPER, "Can't replace spot node with a cheaper spot node")
     if single:
         if len(options) < MIN_SPOT_TO_SPOT_TYPES:
-            return f"spot-to-spot needs {MIN_SPOT_TO_SPOT_TYPES} cheaper instance types, found {len(options)}"
+            return blockers.Blocker(
+                blockers.Kind.SPOT_TO_SPOT,
+                f"SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance type options than the "
+                f"current candidate to consolidate, got {len(options)}",
+            )
         options = options[: max(MIN_SPOT_TO_SPOT_TYPES, _min_values_needed(plan))]
     if not _min_values_met(plan, options):
-        return "minValues requirement is not met by the cheaper spot instance types"
+        return blockers.Blocker(
+            blockers.Kind.MIN_VALUES, "minValues requirement is not met by the cheaper spot instance types"
+        )
     return _with_options(plan, options, spot_only=True)
 
 
@@ -139,36 +147,42 @@ def compute(
     method: str,
     spot_to_spot: bool = False,
     single: bool = True,
-) -> Command | str:
+) -> Command | blockers.Blocker:
     """A delete/replace command for removing `chosen` together, or why that does not pay off or fit."""
     sim = simulate(chosen)
     if not sim.all_scheduled:
-        key, why = next(iter(sorted(sim.unschedulable.items())))
-        return f"not all pods would schedule, {key} => {why}"
+        return pods_do_not_fit(sim)
     reason = nodepool.DisruptionReason.UNDERUTILIZED
     if not sim.replacements:
         return Command(method, reason, tuple(chosen))
     if len(sim.replacements) > 1:
-        return f"can't remove without creating {len(sim.replacements)} candidates"
+        return blockers.Blocker(
+            blockers.Kind.REPLACEMENTS, f"Can't remove without creating {len(sim.replacements)} candidates"
+        )
     plan = sim.replacements[0]
     total = sum(c.price for c in chosen)
     ct_req = plan.requirements.get(labels.LABEL_CAPACITY_TYPE)
     could_be_spot = ct_req is None or ct_req.has(labels.CAPACITY_TYPE_SPOT)
     if all(c.capacity_type == labels.CAPACITY_TYPE_SPOT for c in chosen) and could_be_spot:
         if not spot_to_spot:
-            return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+            return blockers.Blocker(
+                blockers.Kind.SPOT_TO_SPOT,
+                "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
+            )
         if not single:
             plan = dataclasses.replace(plan, instance_type_options=filter_out_same_instance_type(plan, chosen))
         spot = _spot_to_spot(plan, total, single=single)
-        return spot if isinstance(spot, str) else Command(method, reason, tuple(chosen), (spot,))
+        return spot if isinstance(spot, blockers.Blocker) else Command(method, reason, tuple(chosen), (spot,))
     options = filter_by_price(plan.instance_type_options, plan.requirements, total)
     if not single:
         kept = {t.name for t in filter_out_same_instance_type(plan, chosen)}
         options = tuple(t for t in options if t.name in kept)
     if not options:
-        return "can't replace with a cheaper node"
+        return blockers.Blocker(blockers.Kind.NOT_CHEAPER, "Can't replace with a cheaper node")
     if not _min_values_met(plan, options):
-        return "minValues requirement is not met by the cheaper instance types"
+        return blockers.Blocker(
+            blockers.Kind.MIN_VALUES, "minValues requirement is not met by the cheaper instance types"
+        )
     either = ct_req is None or (ct_req.has(labels.CAPACITY_TYPE_SPOT) and ct_req.has(labels.CAPACITY_TYPE_ON_DEMAND))
     offered = (o for t in options for o in compatible_offerings(t, plan.requirements))
     spot_offered = any(o.capacity_type == labels.CAPACITY_TYPE_SPOT for o in offered)
@@ -205,13 +219,27 @@ def balanced_allows(command: Command, pool_members: Sequence[candidates_mod.Cand
     return True
 
 
-def eligible(candidate: candidates_mod.Candidate) -> str | None:
-    """Why consolidation skips `candidate` (None when it may be consolidated)."""
-    policy = candidate.pool.disruption.consolidation_policy
+def pods_do_not_fit(sim: simulation.Simulation) -> blockers.Blocker:
+    """The first pod (by name) that would fit nowhere, and why."""
+    key, why = next(iter(sorted(sim.unschedulable.items())))
+    return blockers.Blocker(blockers.Kind.PODS_DO_NOT_FIT, f"Not all pods would schedule, {key} => {why}")
+
+
+def consolidatable_blocker(candidate: candidates_mod.Candidate, *, now: float) -> blockers.Blocker | None:
+    """Why no consolidation (emptiness included) may act on `candidate` yet: consolidateAfter is Never, or the
+    claim's Consolidatable condition is not True (the message says how long ago its pods changed)."""
     if candidate.pool.disruption.consolidate_after is None:
-        return "NodePool consolidateAfter is Never"
-    if policy == nodepool.ConsolidationPolicy.WHEN_EMPTY:
-        return f"NodePool {candidate.pool.name} has consolidation policy WhenEmpty"
+        return blockers.consolidation_disabled(candidate.pool.name)
     if not candidate.claim.is_true(nodeclaim.CONSOLIDATABLE):
-        return "node is not consolidatable yet"
+        verdict = conditions.consolidatable(candidate.claim, candidate.pool, now=now)
+        return blockers.consolidate_after(verdict.reason or "its Consolidatable condition is not set yet")
     return None
+
+
+def eligible(candidate: candidates_mod.Candidate, *, now: float) -> blockers.Blocker | None:
+    """Why consolidation skips `candidate` (None when it may be consolidated)."""
+    if candidate.pool.disruption.consolidate_after is None:
+        return blockers.consolidation_disabled(candidate.pool.name)
+    if candidate.pool.disruption.consolidation_policy == nodepool.ConsolidationPolicy.WHEN_EMPTY:
+        return blockers.when_empty(candidate.pool.name)
+    return consolidatable_blocker(candidate, now=now)

@@ -10,20 +10,21 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import backoff, events, rejections
 from karpy import clock as clock_mod
-from karpy.api import nodepool
+from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
-from karpy.disruption import budgets, candidates, consolidation, methods, orchestration, simulation, validation
+from karpy.disruption import blockers, candidates, consolidation, methods, orchestration, passes, validation
 from karpy.kube import client as kube
 from karpy.kube import resources
 from karpy.provisioning import snapshot as provisioning_snapshot
-from karpy.scheduling import nodes, pods, preferences, results, scheduler, volumes
-from karpy.state import facts, statenode
+from karpy.scheduling import nodes, preferences, results, scheduler
+from karpy.state import facts
 
 log = logging.getLogger(__name__)
 
@@ -35,28 +36,24 @@ ERROR_BACKOFF_START = 1.0
 """Seconds before retrying a failed pass; doubles with each consecutive failure."""
 ERROR_BACKOFF_MAX = 60.0
 """Longest wait between failed passes: an outage is retried at least once a minute."""
+UNCONSOLIDATABLE_DEDUPE = 900.0
+"""Seconds an Unconsolidatable event about one object is not repeated (upstream DedupeTimeout 15 min)."""
+EVENT_DEDUPE = 120.0
+"""Seconds any other disruption event about one object is not repeated (upstream's default dedupe timeout)."""
+DEDUPE_ENTRIES = 10_000
+"""Dedupe keys kept before expired ones are dropped."""
 
 
 def _ignore(*_: Any) -> None:
     return None
 
 
-class ClusterView(Protocol):
-    @property
-    def seq(self) -> int:
-        """Moves with every change of the cluster state as of now (the methods' "nothing to do" memo key)."""
-        ...
+class ClusterView(passes.ClusterView, Protocol):
+    """What a pass reads (`passes.ClusterView`), plus the sync gates and the marks the queue sets."""
 
     def synced(self) -> bool: ...
     def launches_resolved(self) -> bool: ...
-    def nodepools(self) -> list[nodepool.NodePool]: ...
     def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-    def pending_pods(self) -> list[pods.Pod]: ...
-    def daemonsets(self) -> list[pods.Pod]: ...
-    def volumes(self) -> volumes.VolumeCatalog: ...
-    def pdbs(self) -> list[dict[str, Any]]: ...
-    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
     def mark_for_deletion(self, *names: str) -> None: ...
     def unmark_for_deletion(self, *names: str) -> None: ...
     def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None: ...
@@ -105,10 +102,6 @@ class Deps:
     """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
 
 
-FAILED_SIMULATION = "<simulation>"
-"""The key under which a simulation that raised reports its failure: never "all scheduled"."""
-
-
 def describe(command: consolidation.Command) -> dict[str, Any]:
     """The structured fields of the "disrupting nodeclaim(s)" log line."""
     return {
@@ -129,6 +122,8 @@ class DisruptionController:
         self._deps = deps
         self.methods = list(method_list) if method_list is not None else methods.default_methods()
         self._partial_passes = 0
+        self._published: dict[tuple[str, ...], float] = {}
+        """Event dedupe key -> until when repeats are dropped."""
         self.queue = orchestration.Queue(
             client=deps.client,
             cluster=deps.cluster,
@@ -165,7 +160,9 @@ class DisruptionController:
         if not deps.settings.dry_run:
             await self.queue.strip_stale(deps.cluster.state_nodes())
         ctx = await self.context()
-        command = next((c for m in self.methods if (c := m.compute(ctx)) is not None), None)
+        self._report_failed(ctx)
+        self._publish_blocked(ctx)
+        command = passes.first_command(self.methods, ctx)
         if command is None:
             return None
         why = await validation.validate_later(
@@ -183,7 +180,6 @@ class DisruptionController:
     async def context(self) -> methods.Context:
         """A fresh snapshot of candidates, budgets and a simulation function."""
         deps = self._deps
-        now = deps.clock.now()
         pools = deps.cluster.nodepools()
         listed = {p.name: await self._instance_types(p) for p in pools}
         instance_types = {name: types_ for name, types_ in listed.items() if types_ is not None}
@@ -193,45 +189,25 @@ class DisruptionController:
             # next one may see them with nothing else changed. A seq no pass ever takes again is never matched.
             self._partial_passes += 1
             seq = -self._partial_passes
-        state_nodes = deps.cluster.state_nodes()
-        raw_pods = {facts.key(o): o for o in deps.cluster.objects(resources.PODS)}
-        pdbs = [p for p in (candidates.pdb_from_manifest(o) for o in deps.cluster.pdbs()) if p is not None]
-        build = functools.partial(
-            candidates.new_candidate,
-            pools={p.name: p for p in pools},
-            instance_types=instance_types,
-            raw_pods=raw_pods,
-            pdbs=pdbs,
-            now=now,
-            queued=self.queue.names(),
-        )
-        found: dict[candidates.DisruptionClass, list[candidates.Candidate]] = {}
-        for kind in candidates.DisruptionClass:
-            built = (self._candidate(build, n, kind) for n in state_nodes)
-            found[kind] = [c for c in built if isinstance(c, candidates.Candidate)]
-            deps.metrics.eligible_nodes(str(kind), len(found[kind]))
-        snap = simulation.Snapshot(
-            pools=pools,
-            instance_types=instance_types,
-            nodes=state_nodes,
-            pending=deps.cluster.pending_pods(),
-            daemonsets=deps.cluster.daemonsets(),
-            volumes=deps.cluster.volumes(),
-            settling=simulation.settling_nodes(state_nodes, pools, now=now),
-        )
-        options = provisioning_snapshot.SchedulingOptions(
-            preference_policy=deps.settings.preference_policy, min_values_policy=deps.settings.min_values_policy
-        )
-        return methods.Context(
+        ctx = passes.context(
+            deps.cluster,
+            instance_types,
             clock=deps.clock,
+            queued=self.queue.names(),
+            options=passes.Options(
+                spot_to_spot=deps.settings.spot_to_spot,
+                scheduling=provisioning_snapshot.SchedulingOptions(
+                    preference_policy=deps.settings.preference_policy,
+                    min_values_policy=deps.settings.min_values_policy,
+                ),
+            ),
+            solver=deps.solver,
+            note=self._publish_note,
             seq=seq,
-            graceful=found[candidates.DisruptionClass.GRACEFUL],
-            eventual=found[candidates.DisruptionClass.EVENTUAL],
-            budgets={r: budgets.budget_mapping(pools, state_nodes, r, now=now) for r in nodepool.DisruptionReason},
-            simulate=self._guarded(functools.partial(simulation.simulate, snap, solver=deps.solver, options=options)),
-            spot_to_spot=deps.settings.spot_to_spot,
-            unconsolidatable=self._unconsolidatable,
         )
+        deps.metrics.eligible_nodes(str(candidates.DisruptionClass.GRACEFUL), len(ctx.graceful))
+        deps.metrics.eligible_nodes(str(candidates.DisruptionClass.EVENTUAL), len(ctx.eventual))
+        return ctx
 
     async def _instance_types(self, pool: nodepool.NodePool) -> list[types.InstanceType] | None:
         """The pool's catalog; None (its nodes are no candidates this pass) when the cloud cannot tell now."""
@@ -242,16 +218,9 @@ class DisruptionController:
             log.error("failed listing instance types", extra={"nodepool": pool.name, "error": str(error)})
             return None
 
-    def _candidate(
-        self,
-        build: Callable[..., candidates.Candidate | candidates.Rejection],
-        node: statenode.StateNode,
-        kind: candidates.DisruptionClass,
-    ) -> candidates.Candidate | candidates.Rejection | None:
-        """A candidate, or why not; None when evaluating the node raised (reported, and left alone)."""
-        try:
-            return build(node, disruption_class=kind)
-        except Exception as exc:
+    def _report_failed(self, ctx: methods.Context) -> None:
+        """Nodes whose evaluation raised are left out of the pass, and reported (the others are not held up)."""
+        for node, exc in ctx.failed:
             about = (
                 rejections.about(resources.NODES, node.node)
                 if node.node is not None
@@ -263,27 +232,49 @@ class DisruptionController:
                 problem=f"evaluating it for disruption raised {type(exc).__name__}: {exc}",
                 exc=exc,
             )
-            return None
 
-    def _guarded(self, simulate: simulation.Simulate) -> simulation.Simulate:
-        """`simulate` that never raises: a simulation that fails disrupts nothing (never "all scheduled")."""
+    def _publish_blocked(self, ctx: methods.Context) -> None:
+        """DisruptionBlocked on every managed node that is no candidate and on every pool whose budget blocks a
+        reason outright, as upstream publishes them while building candidates and budgets."""
+        for rejection in ctx.rejected:
+            claim = rejection.node.nodeclaim
+            if claim is not None:  # only karpenter-managed nodes, as upstream
+                self._publish(rejection.node.node, claim, blockers.DISRUPTION_BLOCKED, rejection.reason)
+        for reason, pools in ctx.blocked.items():
+            for pool in pools:
+                message = blockers.pool_budget_blocked(str(reason))
+                self._dedupe(pool_ref(pool), blockers.DISRUPTION_BLOCKED, message, key=(str(reason),), window=60.0)
 
-        def run(chosen: Sequence[candidates.Candidate], /, *, consolidation: bool = True) -> simulation.Simulation:
-            try:
-                return simulate(chosen, consolidation=consolidation)
-            except Exception as exc:
-                log.exception(
-                    "disruption simulation raised; the candidates stay", extra={"nodeclaims": [c.name for c in chosen]}
-                )
-                return simulation.Simulation(
-                    replacements=(), unschedulable={FAILED_SIMULATION: f"{type(exc).__name__}: {exc}"}
-                )
+    def _publish_note(self, note: methods.Note) -> None:
+        if note.event:
+            self._publish(note.candidate.node.node, note.candidate.claim, note.event, note.blocker.message)
 
-        return run
+    def _publish(self, node: Mapping[str, Any] | None, claim: nodeclaim.NodeClaim, reason: str, message: str) -> None:
+        """Tell both objects, as upstream does: users look at `kubectl describe` of either the Node or the NodeClaim.
+        Deduplicated per object like upstream's recorder: one Unconsolidatable per 15 min, one DisruptionBlocked per
+        2 min, whatever the message (core: disruption/events/events.go)."""
+        window = UNCONSOLIDATABLE_DEDUPE if reason == blockers.UNCONSOLIDATABLE else EVENT_DEDUPE
+        if node is not None:
+            self._dedupe(node, reason, message, window=window)
+        self._dedupe(orchestration.claim_ref(claim), reason, message, window=window)
 
-    def _unconsolidatable(self, candidate: candidates.Candidate, reason: str) -> None:
-        """Tell both objects, as upstream does: users look at `kubectl describe` of either the Node or the NodeClaim."""
-        recorder = self._deps.recorder
-        if candidate.node.node is not None:
-            recorder.record(candidate.node.node, "Normal", "Unconsolidatable", reason)
-        recorder.record(orchestration.claim_ref(candidate.claim), "Normal", "Unconsolidatable", reason)
+    def _dedupe(
+        self, obj: Mapping[str, Any], reason: str, message: str, *, window: float, key: tuple[str, ...] = ()
+    ) -> None:
+        now = self._deps.clock.now()
+        identity = (reason, str(obj.get("kind")), str(facts.metadata(obj).get("uid") or facts.key(obj)), *key)
+        if self._published.get(identity, -math.inf) > now:
+            return
+        if len(self._published) > DEDUPE_ENTRIES:
+            self._published = {k: until for k, until in self._published.items() if until > now}
+        self._published[identity] = now + window
+        self._deps.recorder.record(obj, "Normal", reason, message)
+
+
+def pool_ref(pool: nodepool.NodePool) -> dict[str, Any]:
+    """The NodePool as the event recorder takes an object."""
+    return {
+        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
+        "kind": "NodePool",
+        "metadata": {"name": pool.name, "uid": pool.metadata.uid},
+    }

@@ -14,8 +14,9 @@ from typing import Protocol
 
 from karpy import clock as clock_mod
 from karpy.api import nodeclaim, nodepool
+from karpy.disruption import blockers, consolidation, simulation
 from karpy.disruption import candidates as candidates_mod
-from karpy.disruption import consolidation, simulation
+from karpy.state import statenode
 
 MULTI_NODE_TIMEOUT = 60.0
 SINGLE_NODE_TIMEOUT = 180.0
@@ -26,8 +27,19 @@ Command = consolidation.Command
 Candidate = candidates_mod.Candidate
 
 
-def _ignore(candidate: Candidate, reason: str) -> None:
+def _ignore(note: Note) -> None:
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A candidate a method passed over, and why. `event` is the Event reason the controller records about the
+    node and its NodeClaim for it (upstream publishes these); "" for what only `karpy explain` reports."""
+
+    candidate: Candidate
+    method: str
+    blocker: blockers.Blocker
+    event: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +51,13 @@ class Context:
     budgets: Mapping[Reason, Mapping[str, int]]
     simulate: simulation.Simulate
     spot_to_spot: bool = False
-    unconsolidatable: Callable[[Candidate, str], None] = field(default=_ignore)
+    note: Callable[[Note], None] = field(default=_ignore)
+    rejected: Sequence[candidates_mod.Rejection] = ()
+    """Nodes that are no candidate (graceful class), and why: each gets a DisruptionBlocked event."""
+    blocked: Mapping[Reason, Sequence[nodepool.NodePool]] = field(default_factory=dict)
+    """Pools with nodes whose budgets allow no disruption for a reason at all now."""
+    failed: Sequence[tuple[statenode.StateNode, Exception]] = ()
+    """Nodes whose evaluation raised (a bug): neither candidates nor rejected, left alone."""
 
 
 class Method(Protocol):
@@ -51,19 +69,24 @@ class Method(Protocol):
     def compute(self, ctx: Context) -> Command | None: ...
 
 
-def _within_budget(candidates: Sequence[Candidate], budgets: Mapping[str, int]) -> list[Candidate]:
-    """The candidates, in order, that their pool's remaining budget still allows (each one taken uses one)."""
+def split_by_budget(
+    candidates: Sequence[Candidate], budgets: Mapping[str, int]
+) -> tuple[list[Candidate], list[Candidate]]:
+    """(the candidates, in order, that their pool's remaining budget allows, each one taken using one; the rest)."""
     left = dict(budgets)
-    chosen = []
+    chosen, over = [], []
     for c in candidates:
         if left.get(c.pool.name, 0) > 0:
             left[c.pool.name] -= 1
             chosen.append(c)
-    return chosen
+        else:
+            over.append(c)
+    return chosen, over
 
 
-def _consolidatable(c: Candidate) -> bool:
-    return c.pool.disruption.consolidate_after is not None and c.claim.is_true(nodeclaim.CONSOLIDATABLE)
+def _note_over_budget(ctx: Context, method: str, reason: Reason, over: Sequence[Candidate]) -> None:
+    for c in over:
+        ctx.note(Note(c, method, blockers.budget(c.pool.name, str(reason))))
 
 
 class Emptiness:
@@ -78,12 +101,26 @@ class Emptiness:
     def compute(self, ctx: Context) -> Command | None:
         if self._nothing_at == ctx.seq:
             return None
-        empty = [c for c in candidates_mod.by_savings(ctx.graceful) if c.is_empty and _consolidatable(c)]
-        chosen = _within_budget(empty, ctx.budgets.get(self.reason, {}))
+        chosen, over = split_by_budget(self.ready(ctx), ctx.budgets.get(self.reason, {}))
+        _note_over_budget(ctx, self.name, self.reason, over)
         if not chosen:
             self._nothing_at = ctx.seq
             return None
         return Command(self.name, self.reason, tuple(chosen))
+
+    def ready(self, ctx: Context) -> list[Candidate]:
+        """The empty candidates consolidation may act on, in order (noting the empty ones it may not yet)."""
+        out = []
+        for c in candidates_mod.by_savings(ctx.graceful):
+            if not c.is_empty:
+                continue
+            why = consolidation.consolidatable_blocker(c, now=ctx.clock.now())
+            if why is None:
+                out.append(c)
+                continue
+            disabled = why.kind is blockers.Kind.CONSOLIDATION_DISABLED
+            ctx.note(Note(c, self.name, why, blockers.UNCONSOLIDATABLE if disabled else ""))
+        return out
 
 
 class Drift:
@@ -93,30 +130,41 @@ class Drift:
     name = "drift"
 
     def compute(self, ctx: Context) -> Command | None:
-        drifted = [c for c in ctx.eventual if c.claim.is_true(nodeclaim.DRIFTED)]
-        drifted.sort(key=lambda c: (not c.is_empty, candidates_mod.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
         budget = ctx.budgets.get(self.reason, {})
-        for c in drifted:
-            if budget.get(c.pool.name, 0) <= 0:
-                continue
-            if c.is_empty:
-                return Command(self.name, self.reason, (c,))
-            sim = ctx.simulate([c], consolidation=False)  # consolidateAfter bounds consolidation, not drift
-            if not sim.all_scheduled:
-                key, why = next(iter(sorted(sim.unschedulable.items())))
-                ctx.unconsolidatable(c, f"drift replacement: not all pods would schedule, {key} => {why}")
-                continue
-            return Command(self.name, self.reason, (c,), sim.replacements)
+        for c in self.order(ctx):
+            command = self.attempt(ctx, c, budget)
+            if command is not None:
+                return command
         return None
 
+    def order(self, ctx: Context) -> list[Candidate]:
+        drifted = [c for c in ctx.eventual if c.claim.is_true(nodeclaim.DRIFTED)]
+        drifted.sort(key=lambda c: (not c.is_empty, candidates_mod.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
+        return drifted
 
-def _underutilized(ctx: Context) -> list[Candidate]:
+    def attempt(self, ctx: Context, c: Candidate, budget: Mapping[str, int]) -> Command | None:
+        """The command replacing drifted `c`, or None (noted) when its budget or its pods do not allow it."""
+        if budget.get(c.pool.name, 0) <= 0:
+            _note_over_budget(ctx, self.name, self.reason, [c])
+            return None
+        if c.is_empty:
+            return Command(self.name, self.reason, (c,))
+        sim = ctx.simulate([c], consolidation=False)  # consolidateAfter bounds consolidation, not drift
+        if not sim.all_scheduled:
+            ctx.note(Note(c, self.name, consolidation.pods_do_not_fit(sim), blockers.DISRUPTION_BLOCKED))
+            return None
+        return Command(self.name, self.reason, (c,), sim.replacements)
+
+
+def _underutilized(ctx: Context, method: str) -> list[Candidate]:
     out = []
+    now = ctx.clock.now()
     for c in candidates_mod.by_savings(ctx.graceful):
         if c.is_empty:
             continue  # Emptiness handles it
-        if why := consolidation.eligible(c):
-            ctx.unconsolidatable(c, why)
+        if why := consolidation.eligible(c, now=now):
+            event = "" if why.kind is blockers.Kind.CONSOLIDATE_AFTER else blockers.UNCONSOLIDATABLE
+            ctx.note(Note(c, method, why, event))
             continue
         out.append(c)
     return out
@@ -134,7 +182,7 @@ class MultiNodeConsolidation:
     def compute(self, ctx: Context) -> Command | None:
         if self._nothing_at == ctx.seq:
             return None
-        pool = _within_budget(_underutilized(ctx), ctx.budgets.get(self.reason, {}))
+        pool, _ = split_by_budget(_underutilized(ctx, self.name), ctx.budgets.get(self.reason, {}))
         best: Command | None = None
         if len(pool) >= 2:
             start = ctx.clock.now()
@@ -153,7 +201,7 @@ class MultiNodeConsolidation:
 
     def _try(self, ctx: Context, prefix: Sequence[Candidate], members: Sequence[Candidate]) -> Command | None:
         cmd = consolidation.compute(prefix, ctx.simulate, method=self.name, spot_to_spot=ctx.spot_to_spot, single=False)
-        if isinstance(cmd, str):
+        if isinstance(cmd, blockers.Blocker):
             return None
         return cmd if consolidation.balanced_allows(cmd, members) else None
 
@@ -171,8 +219,8 @@ class SingleNodeConsolidation:
     def compute(self, ctx: Context) -> Command | None:
         if self._nothing_at == ctx.seq:
             return None
-        budget = dict(ctx.budgets.get(self.reason, {}))
-        order = interleave(_underutilized(ctx), first=self._unseen_pools)
+        budget = ctx.budgets.get(self.reason, {})
+        order = self.order(ctx)
         start = ctx.clock.now()
         for i, c in enumerate(order):
             if ctx.clock.now() - start >= SINGLE_NODE_TIMEOUT:
@@ -181,25 +229,38 @@ class SingleNodeConsolidation:
                 tried = {x.pool.name for x in order[:i]}
                 self._unseen_pools = [p for p in dict.fromkeys(x.pool.name for x in order[i:]) if p not in tried]
                 return None
-            if budget.get(c.pool.name, 0) <= 0:
-                continue
-            if c.pool.disruption.consolidation_policy == nodepool.ConsolidationPolicy.BALANCED and not (
-                consolidation.balanced_allows(Command(self.name, self.reason, (c,)), ctx.graceful)
-            ):
-                ctx.unconsolidatable(c, "Balanced policy: even deleting the node would not be worth its disruption")
-                continue
-            cmd = consolidation.compute([c], ctx.simulate, method=self.name, spot_to_spot=ctx.spot_to_spot)
-            if isinstance(cmd, str):
-                ctx.unconsolidatable(c, cmd)
-                continue
-            if not consolidation.balanced_allows(cmd, ctx.graceful):
-                ctx.unconsolidatable(c, "Balanced policy: savings too small for the disruption")
-                continue
-            self._unseen_pools = []
-            return cmd
+            cmd = self.attempt(ctx, c, budget)
+            if cmd is not None:
+                self._unseen_pools = []
+                return cmd
         self._unseen_pools = []
         self._nothing_at = ctx.seq
         return None
+
+    def order(self, ctx: Context) -> list[Candidate]:
+        """The consolidatable, non-empty candidates in the order they are tried (noting the others)."""
+        return interleave(_underutilized(ctx, self.name), first=self._unseen_pools)
+
+    def attempt(self, ctx: Context, c: Candidate, budget: Mapping[str, int]) -> Command | None:
+        """The command consolidating `c` alone, or None (noted) when its budget, policy or a simulation refuses."""
+        if budget.get(c.pool.name, 0) <= 0:
+            _note_over_budget(ctx, self.name, self.reason, [c])
+            return None
+        if c.pool.disruption.consolidation_policy == nodepool.ConsolidationPolicy.BALANCED and not (
+            consolidation.balanced_allows(Command(self.name, self.reason, (c,)), ctx.graceful)
+        ):
+            why = "Balanced policy: even deleting the node would not be worth its disruption"
+            ctx.note(Note(c, self.name, blockers.Blocker(blockers.Kind.POLICY, why), blockers.UNCONSOLIDATABLE))
+            return None
+        cmd = consolidation.compute([c], ctx.simulate, method=self.name, spot_to_spot=ctx.spot_to_spot)
+        if isinstance(cmd, blockers.Blocker):
+            ctx.note(Note(c, self.name, cmd, blockers.UNCONSOLIDATABLE))
+            return None
+        if not consolidation.balanced_allows(cmd, ctx.graceful):
+            why = "Balanced policy: savings too small for the disruption"
+            ctx.note(Note(c, self.name, blockers.Blocker(blockers.Kind.POLICY, why), blockers.UNCONSOLIDATABLE))
+            return None
+        return cmd
 
 
 def interleave(ordered: Sequence[Candidate], *, first: Sequence[str] = ()) -> list[Candidate]:

@@ -17,6 +17,7 @@ pods and the pods of leaving nodes may still go there: they need a home either w
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -28,6 +29,8 @@ from karpy.disruption import conditions
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import pods, results, scheduler, volumes
 from karpy.state import statenode
+
+log = logging.getLogger(__name__)
 
 Solver = Callable[[scheduler.SchedulingInput], results.Results]
 DEFAULT_OPTIONS = provisioning_snapshot.SchedulingOptions()
@@ -52,6 +55,8 @@ class Snapshot:
 class Simulation:
     replacements: tuple[results.PlannedNodeClaim, ...]
     unschedulable: Mapping[str, str]  # candidate pod key -> why it fits nowhere
+    placements: Mapping[str, str] = field(default_factory=dict)
+    """Candidate pod key -> where it would go: "node/<name>", or "claim/<i>" for `replacements[i]`."""
 
     @property
     def all_scheduled(self) -> bool:
@@ -111,4 +116,24 @@ def simulate(
     return Simulation(
         replacements=tuple(out.new_nodeclaims),
         unschedulable={k: why for k, why in out.unschedulable.items() if k in moving_keys},
+        placements={k: where for k, where in out.placements().items() if k in moving_keys},
     )
+
+
+FAILED_SIMULATION = "<simulation>"
+"""The key under which a simulation that raised reports its failure: never "all scheduled"."""
+
+
+def guarded(simulate_: Simulate) -> Simulate:
+    """`simulate_` that never raises: a simulation that fails disrupts nothing (never "all scheduled")."""
+
+    def run(chosen: Sequence[candidates_mod.Candidate], /, *, consolidation: bool = True) -> Simulation:
+        try:
+            return simulate_(chosen, consolidation=consolidation)
+        except Exception as exc:
+            log.exception(
+                "disruption simulation raised; the candidates stay", extra={"nodeclaims": [c.name for c in chosen]}
+            )
+            return Simulation(replacements=(), unschedulable={FAILED_SIMULATION: f"{type(exc).__name__}: {exc}"})
+
+    return run

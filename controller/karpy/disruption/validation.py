@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from karpy import clock as clock_mod
 from karpy.api import nodepool
-from karpy.disruption import consolidation, methods
+from karpy.disruption import blockers, consolidation, methods
 
 VALIDATION_DELAY = 15.0
 """Seconds between deciding and re-checking a consolidation (upstream commandValidationDelay)."""
@@ -48,7 +48,7 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> str | No
     again = consolidation.compute(
         current, fresh.simulate, method=command.method, spot_to_spot=fresh.spot_to_spot, single=len(current) == 1
     )
-    if isinstance(again, str):
+    if isinstance(again, blockers.Blocker):
         return f"consolidation no longer possible: {again}"
     if again.decision != command.decision:
         return f"consolidation would now {again.decision} instead of {command.decision}"

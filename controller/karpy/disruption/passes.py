@@ -1,0 +1,127 @@
+"""One disruption pass's view of the cluster, and the command it takes (pure; core: disruption/controller.go
+`disrupt`, helpers.go `BuildDisruptionBudgetMapping`, types.go `NewCandidate`).
+
+`context` turns a cluster snapshot and the NodePools' instance types into the methods' `Context`: the candidates of
+both disruption classes, the nodes that are none and why (`Context.rejected`), the budgets left per reason, the
+pools whose budgets block a reason outright, and a simulation bound to the snapshot. `first_command` asks the methods
+in order. The disruption controller runs both every pass; `karpy explain` runs the same two on the same kind of
+snapshot to say what that pass would do and why, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from karpy import clock as clock_mod
+from karpy.api import nodepool
+from karpy.cloudprovider import types
+from karpy.disruption import budgets, candidates, consolidation, methods, simulation
+from karpy.kube import resources
+from karpy.provisioning import snapshot as provisioning_snapshot
+from karpy.scheduling import pods, scheduler, volumes
+from karpy.state import facts, statenode
+
+
+class ClusterView(Protocol):
+    """What a pass reads of the cluster state (`karpy.state.cluster.Cluster` satisfies it)."""
+
+    @property
+    def seq(self) -> int:
+        """Moves with every change of the cluster state as of now (the methods' "nothing to do" memo key)."""
+        ...
+
+    def nodepools(self) -> list[nodepool.NodePool]: ...
+    def state_nodes(self) -> list[statenode.StateNode]: ...
+    def pending_pods(self) -> list[pods.Pod]: ...
+    def daemonsets(self) -> list[pods.Pod]: ...
+    def volumes(self) -> volumes.VolumeCatalog: ...
+    def pdbs(self) -> list[dict[str, Any]]: ...
+    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    spot_to_spot: bool = False
+    """Feature gate SpotToSpotConsolidation."""
+    scheduling: provisioning_snapshot.SchedulingOptions = field(default_factory=provisioning_snapshot.SchedulingOptions)
+    """The provisioner's preference and minValues policies: simulations must relax as it will."""
+
+
+def _ignore(note: methods.Note) -> None:
+    return None
+
+
+def context(
+    cluster: ClusterView,
+    instance_types: Mapping[str, Sequence[types.InstanceType]],
+    *,
+    clock: clock_mod.Clock,
+    queued: frozenset[str] = frozenset(),
+    options: Options = Options(),
+    solver: simulation.Solver = scheduler.solve,
+    note: Callable[[methods.Note], None] = _ignore,
+    seq: int | None = None,
+) -> methods.Context:
+    """The methods' view of `cluster` now; `queued` names the NodeClaims already being disrupted, `seq` replaces
+    the cluster's as the methods' memo key (a pass that could not see every pool must not be remembered). A node
+    whose evaluation raises is neither a candidate nor rejected: it is in `Context.failed`, left alone."""
+    now = clock.now()
+    pools = cluster.nodepools()
+    state_nodes = cluster.state_nodes()
+    raw_pods = {facts.key(o): o for o in cluster.objects(resources.PODS)}
+    pdbs = [p for p in (candidates.pdb_from_manifest(o) for o in cluster.pdbs()) if p is not None]
+    build = functools.partial(
+        candidates.new_candidate,
+        pools={p.name: p for p in pools},
+        instance_types=instance_types,
+        raw_pods=raw_pods,
+        pdbs=pdbs,
+        now=now,
+        queued=queued,
+    )
+    found: dict[candidates.DisruptionClass, list[candidates.Candidate]] = {}
+    rejected: list[candidates.Rejection] = []
+    failed: dict[str, tuple[statenode.StateNode, Exception]] = {}
+    for kind in candidates.DisruptionClass:
+        built: list[candidates.Candidate | candidates.Rejection] = []
+        for n in state_nodes:
+            try:
+                built.append(build(n, disruption_class=kind))
+            except Exception as exc:  # a bug on one node must not stop the pass for the others
+                failed.setdefault(n.name, (n, exc))
+        found[kind] = [c for c in built if isinstance(c, candidates.Candidate)]
+        if kind is candidates.DisruptionClass.GRACEFUL:
+            rejected = [r for r in built if isinstance(r, candidates.Rejection)]
+    snap = simulation.Snapshot(
+        pools=pools,
+        instance_types=instance_types,
+        nodes=state_nodes,
+        pending=cluster.pending_pods(),
+        daemonsets=cluster.daemonsets(),
+        volumes=cluster.volumes(),
+        settling=simulation.settling_nodes(state_nodes, pools, now=now),
+    )
+    reasons = list(nodepool.DisruptionReason)
+    return methods.Context(
+        clock=clock,
+        seq=cluster.seq if seq is None else seq,
+        graceful=found[candidates.DisruptionClass.GRACEFUL],
+        eventual=found[candidates.DisruptionClass.EVENTUAL],
+        budgets={r: budgets.budget_mapping(pools, state_nodes, r, now=now) for r in reasons},
+        simulate=simulation.guarded(
+            functools.partial(simulation.simulate, snap, solver=solver, options=options.scheduling)
+        ),
+        spot_to_spot=options.spot_to_spot,
+        note=note,
+        rejected=tuple(rejected),
+        blocked={r: tuple(budgets.blocked_pools(pools, state_nodes, r, now=now)) for r in reasons},
+        failed=tuple(failed.values()),
+    )
+
+
+def first_command(method_list: Sequence[methods.Method], ctx: methods.Context) -> consolidation.Command | None:
+    """The first command a method returns, in order: what one pass acts on (before validation)."""
+    return next((c for m in method_list if (c := m.compute(ctx)) is not None), None)
