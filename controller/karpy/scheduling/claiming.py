@@ -20,21 +20,37 @@ def open_claims(
         got = _new_claim(b, pool, ctx=ctx, limit=limit, run_pods=run_pods, bulk=bulk)
         if isinstance(got, int):
             return got
-        reasons.append(got)
-    return "; ".join(reasons) if reasons else "no nodepool is available (none ready, or all static)"
+        reasons.append(got.reason)
+    return "; ".join(reasons) if reasons else NO_NODEPOOL
 
 
-def _limit_options(b: board.Board, pool: catalog.PoolCatalog) -> catalog.BoolArray | str:
+NO_NODEPOOL = "no nodepool is available (none ready, or all static)"
+
+
+def refusals(b: board.Board, ctx: nodes.RunContext) -> list[tuple[str, nodes.Refusal]]:
+    """(pool name, why a new claim of that pool refuses the run's next pod), for every pool that does; nothing
+    changes on the board (what `open_claims` would answer, pool by pool)."""
+    out = []
+    for pool in b.pools:
+        got = _probe(b, pool, ctx=ctx, limit=1)
+        if isinstance(got, nodes.Refusal):
+            out.append((pool.name, got))
+    return out
+
+
+def _limit_options(b: board.Board, pool: catalog.PoolCatalog) -> catalog.BoolArray | nodes.Refusal:
     prefix = f'incompatible with nodepool "{pool.name}"'
     remaining = b.remaining[pool.name]
     if remaining.get(labels.RESOURCE_NODES, 1000) < 1000:
-        return f'{prefix}, nodes limit of nodepool "{pool.name}" reached'
+        why = f'{prefix}, nodes limit of nodepool "{pool.name}" reached'
+        return nodes.Refusal(why, True, nodes.RefusalKind.LIMITS)
     options = np.ones(len(pool.types), dtype=np.bool_)
     for k, left in remaining.items():
         if k != labels.RESOURCE_NODES and k in b.index.names:
             options &= pool.capacity[:, b.index.names.index(k)] <= left
     if len(pool.types) and not options.any():
-        return f'all available instance types exceed limits for nodepool: "{pool.name}"'
+        why = f'all available instance types exceed limits for nodepool: "{pool.name}"'
+        return nodes.Refusal(why, True, nodes.RefusalKind.LIMITS)
     return options
 
 
@@ -59,6 +75,22 @@ def _claim_slot(b: board.Board, pool: catalog.PoolCatalog, *, options: catalog.B
     )
 
 
+def _probe(
+    b: board.Board, pool: catalog.PoolCatalog, *, ctx: nodes.RunContext, limit: int
+) -> tuple[nodes.Slot, catalog.BoolArray, nodes.Fit] | nodes.Refusal:
+    """A fresh claim of `pool` (not registered) and how many of the run's pods it takes, or why it takes none."""
+    options = _limit_options(b, pool)
+    if isinstance(options, nodes.Refusal):
+        return options
+    probe = _claim_slot(b, pool, options=options)
+    fit = nodes.evaluate(probe, ctx, b.topology, limit=limit, min_values_policy=b.min_values_policy)
+    if isinstance(fit, nodes.Refusal):
+        overhead = resources.describe(pool.index.to_map(pool.daemon.max(axis=0))) if len(pool.types) else "{}"
+        why = f'incompatible with nodepool "{pool.name}", daemonset overhead={overhead}, {fit.reason}'
+        return nodes.Refusal(why, fit.permanent, fit.kind)
+    return probe, options, fit
+
+
 def _new_claim(
     b: board.Board,
     pool: catalog.PoolCatalog,
@@ -67,15 +99,11 @@ def _new_claim(
     limit: int,
     run_pods: list[pods.Pod],
     bulk: bool,
-) -> int | str:
-    options = _limit_options(b, pool)
-    if isinstance(options, str):
-        return options
-    probe = _claim_slot(b, pool, options=options)
-    fit = nodes.evaluate(probe, ctx, b.topology, limit=limit, min_values_policy=b.min_values_policy)
-    if isinstance(fit, nodes.Refusal):
-        overhead = resources.describe(pool.index.to_map(pool.daemon.max(axis=0))) if len(pool.types) else "{}"
-        return f'incompatible with nodepool "{pool.name}", daemonset overhead={overhead}, {fit.reason}'
+) -> int | nodes.Refusal:
+    got = _probe(b, pool, ctx=ctx, limit=limit)
+    if isinstance(got, nodes.Refusal):
+        return got
+    probe, options, fit = got
     assert fit.first_options is not None
     _charge(b, pool, first=fit.first_options)
     slot_id = b.register(probe)
@@ -125,7 +153,7 @@ def _clone_claims(
     while limit - placed >= fit.count:
         if limited:
             now = _limit_options(b, pool)
-            if isinstance(now, str) or not np.array_equal(now, options):
+            if isinstance(now, nodes.Refusal) or not np.array_equal(now, options):
                 break
         elif b.remaining[pool.name].get(labels.RESOURCE_NODES, 1000) < 1000:
             break

@@ -16,6 +16,7 @@ committed options (`RunContext.fits`), so claims cloned from one another are che
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -82,12 +83,28 @@ class Fit:
     floor: catalog.IntArray | None = None  # per-resource minimum of usable over `options`, when computed
 
 
+class RefusalKind(enum.StrEnum):
+    """Which constraint refused (values are part of `karpy explain`'s JSON contract)."""
+
+    CONSOLIDATE_AFTER = "consolidate-after"
+    TAINT = "taint"
+    REQUIREMENTS = "requirements"
+    HOST_PORT = "host-port"
+    VOLUME = "volume"
+    TOPOLOGY = "topology"
+    RESOURCES = "resources"
+    MIN_VALUES = "min-values"
+    LIMITS = "limits"
+    POD = "pod"
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """Why a slot refused. `why` may be a callable: most refusals are never shown, so the text is built on demand."""
 
     why: str | Callable[[], str]
     permanent: bool
+    kind: RefusalKind
 
     @property
     def reason(self) -> str:
@@ -185,40 +202,40 @@ def evaluate(
     slot: Slot, ctx: RunContext, topo: topology.Topology, *, limit: int, min_values_policy: str
 ) -> Fit | Refusal:
     if slot.under_consolidate_after and ctx.pod.from_candidate:
-        return Refusal("node is inside its consolidateAfter window", True)
+        return Refusal("node is inside its consolidateAfter window", True, RefusalKind.CONSOLIDATE_AFTER)
     why = taints.untolerated(slot.taints, ctx.tolerations) if slot.taints else None
     if why:
-        return Refusal(why, True)
+        return Refusal(why, True, RefusalKind.TAINT)
     allow = requirements.ALLOW_UNDEFINED_WELL_KNOWN if slot.is_claim else frozenset()
     why = slot.requirements.compatible(ctx.node_reqs, allow_undefined=allow) if ctx.node_reqs else None
     if why:
-        return Refusal(f"incompatible requirements, {why}", True)
+        return Refusal(f"incompatible requirements, {why}", True, RefusalKind.REQUIREMENTS)
     base = slot.requirements.intersect(ctx.node_reqs)
     for port in ctx.pod.host_ports:
         if any(port.conflicts(used) for used in slot.host_ports):
-            return Refusal(f"host port {port.port}/{port.protocol} is in use", True)
-    last: Refusal = Refusal("no volume topology alternative is compatible", True)
+            return Refusal(f"host port {port.port}/{port.protocol} is in use", True, RefusalKind.HOST_PORT)
+    last: Refusal = Refusal("no volume topology alternative is compatible", True, RefusalKind.VOLUME)
     for alternative in ctx.volume_alternatives:
         why = base.compatible(alternative, allow_undefined=allow) if alternative else None
         if why:
-            last = Refusal(f"incompatible volume requirements, {why}", True)
+            last = Refusal(f"incompatible volume requirements, {why}", True, RefusalKind.VOLUME)
             continue
         merged = base.intersect(alternative)
         if ctx.constraints:
             topo_reqs = topo.requirements_for(ctx.pod, ctx.constraints, strict=ctx.strict, node_reqs=merged)
             if isinstance(topo_reqs, topology.Group):
-                last = Refusal(topo_reqs.unsatisfiable, ctx.anti_only)
+                last = Refusal(topo_reqs.unsatisfiable, ctx.anti_only, RefusalKind.TOPOLOGY)
                 continue
             if any(merged.get(k) != r for k, r in topo_reqs.items()):  # skip the merge when nothing narrows
                 why = merged.compatible(topo_reqs, allow_undefined=allow)
                 if why:
-                    last = Refusal(f"incompatible topology requirements, {why}", ctx.anti_only)
+                    last = Refusal(f"incompatible topology requirements, {why}", ctx.anti_only, RefusalKind.TOPOLOGY)
                     continue
                 merged = merged.intersect(topo_reqs)
         fit = _fit(slot, ctx, topo, merged, limit=limit, min_values_policy=min_values_policy)
         if isinstance(fit, Fit):
             return fit
-        last = Refusal(fit.why, fit.permanent and (ctx.anti_only or not ctx.constraints))
+        last = Refusal(fit.why, fit.permanent and (ctx.anti_only or not ctx.constraints), fit.kind)
     return last
 
 
@@ -239,7 +256,7 @@ def _fit(
         assert slot.alloc is not None
         count = int(_per_type_counts((slot.alloc - slot.used)[None, :], ctx.request)[0])
         if count < 1:
-            return Refusal(f"not enough free resources on node {slot.name}", True)
+            return Refusal(f"not enough free resources on node {slot.name}", True, RefusalKind.RESOURCES)
         return Fit(min(count, limit), merged, None, None)
     pool = slot.pool
     assert slot.options is not None
@@ -277,6 +294,8 @@ def _fit(
                 f" and requirements {merged}"
             ),
             True,
+            # No option left at all: the requirements (or offerings) ruled every instance type out.
+            RefusalKind.RESOURCES if len(ids) else RefusalKind.REQUIREMENTS,
         )
     count = min(best, limit)
     relaxed = False
@@ -292,7 +311,9 @@ def _fit(
                 candidates = sorted({int(v) for v in counts if 1 <= v <= count}, reverse=True)
                 count = next((c for c in candidates if _min_values_ok(pool, per_type >= c, merged)), 0)
                 if count == 0:
-                    return Refusal(f"minValues requirement is not met for requirements {merged}", True)
+                    return Refusal(
+                        f"minValues requirement is not met for requirements {merged}", True, RefusalKind.MIN_VALUES
+                    )
     keep = counts >= count
     if mask is slot.options and bool(keep.all()):
         fit = Fit(count, merged, slot.options, slot.options, relaxed)  # unchanged: keep the object (caches)

@@ -91,12 +91,14 @@ def _context(b: board.Board, run: Run, view: preferences.View) -> nodes.RunConte
     cached = run.contexts.get(state)
     if cached is not None and cached[0] == len(b.topology.groups):
         return cached[1]
-    ctx = _build_context(b, view)
+    ctx = build_context(b, view)
     run.contexts[state] = (len(b.topology.groups), ctx)
     return ctx
 
 
-def _build_context(b: board.Board, view: preferences.View) -> nodes.RunContext | str:
+def build_context(b: board.Board, view: preferences.View) -> nodes.RunContext | str:
+    """What every check of the view's pod needs, or why the pod cannot be placed anywhere (unsupported fields,
+    unusable volumes)."""
     pod = view.pod
     if pod.unsupported:
         return pod.unsupported

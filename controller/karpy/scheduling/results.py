@@ -61,6 +61,36 @@ class PlannedNodeClaim:
         return reqs.to_node_selector()
 
 
+@dataclass(frozen=True, slots=True)
+class NodeRefusals:
+    """Existing nodes that refuse a pod for one kind of reason: how many, and one of them with its message."""
+
+    kind: str
+    count: int
+    example: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRefusal:
+    nodepool: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Why an unschedulable pod fits nowhere, place by place (`SchedulingInput.diagnose`), at the moment the solve
+    gave up on it and with every preference relaxed: per kind of reason the existing nodes that refuse it, and why
+    a new NodeClaim of each NodePool would. `kind` is set when the pod itself cannot be placed (unsupported fields,
+    unusable volumes), and then nothing else is."""
+
+    existing_nodes: int
+    nodes: tuple[NodeRefusals, ...] = ()
+    nodepools: tuple[PoolRefusal, ...] = ()
+    kind: str = ""
+
+
 @dataclass(slots=True)
 class Results:
     new_nodeclaims: list[PlannedNodeClaim] = field(default_factory=list)
@@ -70,6 +100,8 @@ class Results:
     lower_bound_per_hour: float = 0.0
     timed_out: bool = False
     """The input's deadline passed mid-solve: pods not reached are unschedulable with `TIMED_OUT`, no repack ran."""
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+    """Unschedulable pod key -> why, place by place (only with `SchedulingInput.diagnose`)."""
 
     def placements(self) -> dict[str, str]:
         """pod key -> where it goes ("node/<name>" or "claim/<index>"), handy for comparisons and tests."""

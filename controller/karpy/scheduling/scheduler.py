@@ -35,6 +35,7 @@ from karpy.scheduling import (
     board,
     bound,
     catalog,
+    diagnosis,
     nodes,
     placement,
     plans,
@@ -82,6 +83,9 @@ class SchedulingInput:
     preference_policy: str = preferences.POLICY_RESPECT
     min_values_policy: str = nodes.MIN_VALUES_STRICT
     compute_lower_bound: bool = True
+    diagnose: bool = False
+    """Say, for every unschedulable pod, why each existing node and each NodePool refuses it
+    (`Results.diagnoses`; costs a check per existing node per pod shape that fails)."""
     deadline: Callable[[], bool] | None = None
     """True once the caller's time is up (upstream's Solve() context deadline). Checked between runs of pods: the
     solve then stops and returns what it placed so far, the rest unschedulable with `TIMED_OUT`. No I/O here: the
@@ -184,6 +188,11 @@ class _Solver(board.Board):
             if run.failed_at == self.placements:
                 for p in run.pods:
                     self.result.unschedulable[p.key] = run.reason
+                if self.inp.diagnose:
+                    found = diagnosis.diagnose(
+                        self, run.pods[0], policy=self.inp.preference_policy, prefer_taints=self.prefer_taints
+                    )
+                    self.result.diagnoses.update(dict.fromkeys((p.key for p in run.pods), found))
                 continue
             while run.pods:
                 view: preferences.View | None = preferences.View.initial(
