@@ -131,27 +131,20 @@ class Provisioner:
         deps = self._deps
         cluster = deps.cluster
         state_nodes = list(cluster.state_nodes())  # before the pods: over- rather than under-estimate capacity
-        pending = snapshot.merge_pods(cluster.pending_pods(), snapshot.reschedulable_pods(state_nodes))
+        pending = snapshot.pending_pods(cluster, state_nodes)
         if not pending:
             return Outcome()
         pools, skipped = snapshot.schedulable_pools(cluster.nodepools())
         for name, why in skipped.items():
             log.debug("ignoring nodepool", extra={"nodepool": name, "reason": why})
         catalog = await self._instance_types(pools)
-        pools = [p for p in pools if p.name in catalog]
-        inp = snapshot.scheduling_input(
-            pending,
-            pools,
-            instance_types=catalog,
-            existing=snapshot.existing_nodes(state_nodes),
-            daemonsets=cluster.daemonsets(),
-            volume_catalog=cluster.volumes(),
-            options=deps.settings.scheduling,
+        inp = snapshot.provisioning_input(
+            cluster, state_nodes, pending, instance_types=catalog, options=deps.settings.scheduling
         )
         started = deps.clock.now()
         plan, timed_out = await self._solve(inp)
         _log_plan(plan, pending, duration=deps.clock.now() - started)
-        created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in pools})
+        created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in inp.nodepools})
         nominated = self._nominate(plan.existing_nodes)
         failed = self._report_failures(pending, plan.unschedulable, create_failures)
         deps.metrics.pods_unschedulable(len(failed))

@@ -81,6 +81,36 @@ def schedulable_pools(pools: Iterable[nodepool.NodePool]) -> tuple[list[nodepool
     return usable, skipped
 
 
+def pending_pods(cluster: ports.ClusterView, state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
+    """What a provisioning pass schedules: the provisionable pods and the pods of nodes on their way out (read the
+    state nodes first, so that capacity is over- rather than under-estimated)."""
+    return merge_pods(cluster.pending_pods(), reschedulable_pods(state_nodes))
+
+
+def provisioning_input(
+    cluster: ports.ClusterView,
+    state_nodes: Sequence[ports.StateNodeView],
+    pending: Sequence[pods.Pod],
+    *,
+    instance_types: Mapping[str, Sequence[types.InstanceType]],
+    options: SchedulingOptions = SchedulingOptions(),
+    diagnose: bool = False,
+) -> scheduler.SchedulingInput:
+    """The provisioner's scheduling input: `pending` against the schedulable pools that have instance types, the
+    nodes not leaving, the DaemonSets' overhead and the cluster's volumes (`diagnose`: see SchedulingInput)."""
+    pools = [p for p in schedulable_pools(cluster.nodepools())[0] if p.name in instance_types]
+    return scheduling_input(
+        pending,
+        pools,
+        instance_types=instance_types,
+        existing=existing_nodes(state_nodes),
+        daemonsets=cluster.daemonsets(),
+        volume_catalog=cluster.volumes(),
+        options=options,
+        diagnose=diagnose,
+    )
+
+
 def scheduling_input(
     pending: Sequence[pods.Pod],
     pools: Sequence[nodepool.NodePool],
@@ -90,6 +120,7 @@ def scheduling_input(
     daemonsets: Sequence[pods.Pod],
     volume_catalog: volumes.VolumeCatalog,
     options: SchedulingOptions = SchedulingOptions(),
+    diagnose: bool = False,
 ) -> scheduler.SchedulingInput:
     return scheduler.SchedulingInput(
         pods=pending,
@@ -101,4 +132,5 @@ def scheduling_input(
         preference_policy=options.preference_policy,
         min_values_policy=options.min_values_policy,
         compute_lower_bound=False,  # the provisioner acts on the plan; the bound is for reports and benchmarks
+        diagnose=diagnose,
     )
