@@ -10,9 +10,10 @@ largest capacity among their instance-type options, and one node each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from karpy.api import labels, quantity
+from karpy.api import labels, nodepool, quantity
 from karpy.scheduling import results
 
 NODE = 1000
@@ -56,3 +57,35 @@ def check_before_create(
     if not limits:
         return None
     return exceeded(limits, add_usage(usage, *(claim_estimate(p) for p in created_in_batch)))
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    plan: results.PlannedNodeClaim
+    reason: str
+    limited: bool
+    """Refused by the pool's limits (else the pool is gone)."""
+
+
+def admit(
+    plans: Sequence[results.PlannedNodeClaim],
+    pools: Mapping[str, nodepool.NodePool],
+    usage: Callable[[str], Mapping[str, int]],
+) -> tuple[list[tuple[results.PlannedNodeClaim, nodepool.NodePool]], list[Refused]]:
+    """The planned NodeClaims that may be created, in order, each decision counting the ones admitted before it
+    (`check_before_create`), and the refused ones with why (what their pods' FailedScheduling events say)."""
+    admitted: dict[str, list[results.PlannedNodeClaim]] = {}
+    out: list[tuple[results.PlannedNodeClaim, nodepool.NodePool]] = []
+    refused: list[Refused] = []
+    for plan in plans:
+        pool = pools.get(plan.nodepool)
+        if pool is None:
+            refused.append(Refused(plan, f"nodepool {plan.nodepool} no longer exists", limited=False))
+            continue
+        why = check_before_create(pool.limits, usage(pool.name), created_in_batch=admitted.get(pool.name, ()))
+        if why is not None:
+            refused.append(Refused(plan, f"nodepool {pool.name} limits exceeded: {why}", limited=True))
+            continue
+        admitted.setdefault(pool.name, []).append(plan)
+        out.append((plan, pool))
+    return out, refused

@@ -157,7 +157,6 @@ class Provisioner:
         refused or failed plans with why. Also usable by disruption for replacements."""
         deps = self._deps
         limit = asyncio.Semaphore(max(1, deps.settings.max_parallel_creates))
-        admitted: dict[str, list[results.PlannedNodeClaim]] = {}
         failures: list[tuple[results.PlannedNodeClaim, str]] = []
         created: list[Created] = []
 
@@ -192,23 +191,17 @@ class Provisioner:
             for p in plan.pods:
                 self._record(podevents.nominated(p, nodeclaim=name))
 
-        tasks = []
-        for plan in plans:
-            pool = pools.get(plan.nodepool)
-            if pool is None:
-                failures.append((plan, f"nodepool {plan.nodepool} no longer exists"))
-                continue
-            # Sequential admission, parallel creation: each decision sees the claims admitted before it.
-            why = limits.check_before_create(
-                pool.limits, deps.cluster.nodepool_usage(pool.name), created_in_batch=admitted.get(pool.name, ())
-            )
-            if why is not None:
-                log.error("creating nodeclaim refused by nodepool limits", extra={"nodepool": pool.name, "reason": why})
-                deps.metrics.nodeclaim_create_failed(pool.name, LIMITS_EXCEEDED)
-                failures.append((plan, f"nodepool {pool.name} limits exceeded: {why}"))
-                continue
-            admitted.setdefault(pool.name, []).append(plan)
-            tasks.append(asyncio.ensure_future(create(plan, pool)))
+        # Sequential admission, parallel creation: each decision sees the claims admitted before it.
+        allowed, refused = limits.admit(plans, pools, deps.cluster.nodepool_usage)
+        for no in refused:
+            failures.append((no.plan, no.reason))
+            if no.limited:
+                log.error(
+                    "creating nodeclaim refused by nodepool limits",
+                    extra={"nodepool": no.plan.nodepool, "reason": no.reason},
+                )
+                deps.metrics.nodeclaim_create_failed(no.plan.nodepool, LIMITS_EXCEEDED)
+        tasks = [asyncio.ensure_future(create(plan, pool)) for plan, pool in allowed]
         if tasks:
             await asyncio.gather(*tasks)
         return created, failures
