@@ -46,7 +46,7 @@ BASE = _node()
         (BASE, None),
         (dataclasses.replace(BASE, managed=False), blockers.not_managed()),
         (dataclasses.replace(BASE, nodeclaim=None), blockers.not_managed()),
-        (dataclasses.replace(BASE, node=None), blockers.not_managed()),
+        (dataclasses.replace(BASE, node=None), blockers.not_registered()),
         (dataclasses.replace(BASE, initialized=False), blockers.not_initialized()),
         (dataclasses.replace(BASE, marked_for_deletion=True), blockers.deleting()),
         (dataclasses.replace(BASE, deleting=True), blockers.deleting()),
@@ -150,11 +150,15 @@ def test_the_cheapest_matching_offering_prices_the_node() -> None:
     assert candidates.find_offering(it, {labels.LABEL_ZONE: "z3", labels.LABEL_CAPACITY_TYPE: "spot"}) is None
 
 
+def _infos(w: world_mod.World) -> dict[str, candidates.PodInfo]:
+    return {f"default/{o['metadata']['name']}": candidates.pod_info(o, now=NOW) for o in w.kube.all(resources.PODS)}
+
+
 def _build(node: statenode.StateNode, **overrides: Any) -> candidates.Candidate | candidates.Rejection:
     kwargs: dict[str, Any] = {
         "pools": {"default": parse.nodepool(world_mod.pool_manifest())},
-        "instance_types": {"default": list(world_mod.CATALOG)},
-        "raw_pods": {},
+        "instance_types": {"default": world_mod.CATALOG_BY_NAME},
+        "pod_infos": {},
         "pdbs": [],
         "disruption_class": candidates.DisruptionClass.GRACEFUL,
         "now": NOW,
@@ -167,7 +171,10 @@ def _build(node: statenode.StateNode, **overrides: Any) -> candidates.Candidate 
     [
         ({"pools": {}}, blockers.nodepool_not_found("default")),
         ({"instance_types": {}}, blockers.instance_type_not_found("c4")),
-        ({"instance_types": {"default": [world_mod.CATALOG_BY_NAME["c8"]]}}, blockers.instance_type_not_found("c4")),
+        (
+            {"instance_types": {"default": {"c8": world_mod.CATALOG_BY_NAME["c8"]}}},
+            blockers.instance_type_not_found("c4"),
+        ),
     ],
 )
 def test_candidate_rejections_name_the_node_and_why(overrides: dict[str, Any], reason: blockers.Blocker) -> None:
@@ -191,8 +198,7 @@ def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
     w.pod("web", "n0", priority=2**25)
     w.sync()
     (node,) = w.cluster.state_nodes()
-    raw_pods = {f"default/{o['metadata']['name']}": o for o in w.kube.all(resources.PODS)}
-    found = _build(node, raw_pods=raw_pods)
+    found = _build(node, pod_infos=_infos(w))
     assert isinstance(found, candidates.Candidate)
     assert (found.name, found.node_name, found.zone, found.capacity_type, found.price) == (
         "n0",
@@ -229,5 +235,6 @@ def test_a_node_blocked_by_its_pods_is_rejected_with_the_pod() -> None:
     w.pod("pinned", "n0", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
     w.sync()
     (node,) = w.cluster.state_nodes()
-    raw_pods = {f"default/{o['metadata']['name']}": o for o in w.kube.all(resources.PODS)}
-    assert _build(node, raw_pods=raw_pods) == candidates.Rejection(node, blockers.pod_do_not_disrupt("default/pinned"))
+    assert _build(node, pod_infos=_infos(w)) == candidates.Rejection(
+        node, blockers.pod_do_not_disrupt("default/pinned")
+    )

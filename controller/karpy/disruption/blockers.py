@@ -23,6 +23,7 @@ class Kind(enum.StrEnum):
     """What blocks; values are part of `karpy explain`'s JSON contract (only ever added to)."""
 
     NOT_MANAGED = "not-managed"
+    NOT_REGISTERED = "not-registered"
     NOT_INITIALIZED = "not-initialized"
     DELETING = "deleting"
     NOMINATED = "nominated"
@@ -54,6 +55,10 @@ class Blocker:
 
 def not_managed() -> Blocker:
     return Blocker(Kind.NOT_MANAGED, "Node isn't managed by karpenter")
+
+
+def not_registered() -> Blocker:
+    return Blocker(Kind.NOT_REGISTERED, "NodeClaim does not have an associated node")
 
 
 def not_initialized() -> Blocker:

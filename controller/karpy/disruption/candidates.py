@@ -187,8 +187,10 @@ class Rejection:
 
 def node_blocker(node: statenode.StateNode, *, now: float, queued: frozenset[str]) -> blockers.Blocker | None:
     """Node-level rules; None when the node may be considered."""
-    if not node.managed or node.nodeclaim is None or node.node is None:
+    if not node.managed or node.nodeclaim is None:
         return blockers.not_managed()
+    if node.node is None:
+        return blockers.not_registered()
     if not node.initialized:
         return blockers.not_initialized()
     if node.marked_for_deletion or node.deleting:
@@ -226,14 +228,15 @@ def new_candidate(
     node: statenode.StateNode,
     *,
     pools: Mapping[str, nodepool.NodePool],
-    instance_types: Mapping[str, Sequence[types.InstanceType]],
-    raw_pods: Mapping[str, Mapping[str, Any]],
+    instance_types: Mapping[str, Mapping[str, types.InstanceType]],
+    pod_infos: Mapping[str, PodInfo],
     pdbs: Sequence[PDB],
     disruption_class: DisruptionClass,
     now: float,
     queued: frozenset[str] = frozenset(),
 ) -> Candidate | Rejection:
-    """A candidate, or why `node` is not one. `raw_pods` maps "ns/name" to pod manifests."""
+    """A candidate, or why `node` is not one. `instance_types` maps pool name to its types by name, `pod_infos`
+    "ns/name" to what `pod_info` read from the pod's manifest."""
     if why := node_blocker(node, now=now, queued=queued):
         return Rejection(node, why)
     assert node.nodeclaim is not None
@@ -241,13 +244,13 @@ def new_candidate(
     if pool is None:
         return Rejection(node, blockers.nodepool_not_found(node.nodepool))
     type_name = node.labels.get(labels.LABEL_INSTANCE_TYPE, "")
-    instance_type = next((t for t in instance_types.get(pool.name, ()) if t.name == type_name), None)
+    instance_type = instance_types.get(pool.name, {}).get(type_name)
     if instance_type is None:
         return Rejection(node, blockers.instance_type_not_found(type_name))
     offering = find_offering(instance_type, node.labels)
     if offering is None:
         return Rejection(node, blockers.offering_not_found(type_name))
-    infos = tuple(pod_info(raw_pods[p.key], now=now) if p.key in raw_pods else _bare_info(p) for p in node.pods)
+    infos = tuple(pod_infos.get(p.key) or _bare_info(p) for p in node.pods)
     tolerate_pods = disruption_class is DisruptionClass.EVENTUAL and (
         node.nodeclaim.spec.termination_grace_period is not None
     )

@@ -11,7 +11,7 @@ snapshot to say what that pass would do and why, so the two cannot disagree.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,6 +54,28 @@ def _ignore(note: methods.Note) -> None:
     return None
 
 
+class _PodInfos(Mapping[str, candidates.PodInfo]):
+    """`candidates.pod_info` of each pod, read once per pass when a node asks (so a pod that cannot be read fails
+    its node's evaluation, not the pass)."""
+
+    def __init__(self, raw: Mapping[str, Mapping[str, Any]], *, now: float) -> None:
+        self._raw = raw
+        self._now = now
+        self._read: dict[str, candidates.PodInfo] = {}
+
+    def __getitem__(self, key: str) -> candidates.PodInfo:
+        found = self._read.get(key)
+        if found is None:
+            found = self._read[key] = candidates.pod_info(self._raw[key], now=self._now)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 def context(
     cluster: ClusterView,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
@@ -71,30 +93,34 @@ def context(
     now = clock.now()
     pools = cluster.nodepools()
     state_nodes = cluster.state_nodes()
-    raw_pods = {facts.key(o): o for o in cluster.objects(resources.PODS)}
     pdbs = [p for p in (candidates.pdb_from_manifest(o) for o in cluster.pdbs()) if p is not None]
     build = functools.partial(
         candidates.new_candidate,
         pools={p.name: p for p in pools},
-        instance_types=instance_types,
-        raw_pods=raw_pods,
+        instance_types={pool: {t.name: t for t in found} for pool, found in instance_types.items()},
+        pod_infos=_PodInfos({facts.key(o): o for o in cluster.objects(resources.PODS)}, now=now),
         pdbs=pdbs,
         now=now,
         queued=queued,
     )
-    found: dict[candidates.DisruptionClass, list[candidates.Candidate]] = {}
+    graceful: list[candidates.Candidate] = []
+    eventual: list[candidates.Candidate] = []
     rejected: list[candidates.Rejection] = []
-    failed: dict[str, tuple[statenode.StateNode, Exception]] = {}
-    for kind in candidates.DisruptionClass:
-        built: list[candidates.Candidate | candidates.Rejection] = []
-        for n in state_nodes:
-            try:
-                built.append(build(n, disruption_class=kind))
-            except Exception as exc:  # a bug on one node must not stop the pass for the others
-                failed.setdefault(n.name, (n, exc))
-        found[kind] = [c for c in built if isinstance(c, candidates.Candidate)]
-        if kind is candidates.DisruptionClass.GRACEFUL:
-            rejected = [r for r in built if isinstance(r, candidates.Rejection)]
+    failed: list[tuple[statenode.StateNode, Exception]] = []
+    for n in state_nodes:
+        try:
+            got = build(n, disruption_class=candidates.DisruptionClass.GRACEFUL)
+            if isinstance(got, candidates.Candidate):
+                graceful.append(got)
+                eventual.append(got)  # the eventual class only tolerates more: a graceful candidate is one too
+                continue
+            rejected.append(got)
+            if n.nodeclaim is not None and n.nodeclaim.spec.termination_grace_period is not None:
+                again = build(n, disruption_class=candidates.DisruptionClass.EVENTUAL)
+                if isinstance(again, candidates.Candidate):
+                    eventual.append(again)
+        except Exception as exc:  # a bug on one node must not stop the pass for the others
+            failed.append((n, exc))
     snap = simulation.Snapshot(
         pools=pools,
         instance_types=instance_types,
@@ -108,8 +134,8 @@ def context(
     return methods.Context(
         clock=clock,
         seq=cluster.seq if seq is None else seq,
-        graceful=found[candidates.DisruptionClass.GRACEFUL],
-        eventual=found[candidates.DisruptionClass.EVENTUAL],
+        graceful=graceful,
+        eventual=eventual,
         budgets={r: budgets.budget_mapping(pools, state_nodes, r, now=now) for r in reasons},
         simulate=simulation.guarded(
             functools.partial(simulation.simulate, snap, solver=solver, options=options.scheduling)
@@ -118,7 +144,7 @@ def context(
         note=note,
         rejected=tuple(rejected),
         blocked={r: tuple(budgets.blocked_pools(pools, state_nodes, r, now=now)) for r in reasons},
-        failed=tuple(failed.values()),
+        failed=tuple(failed),
     )
 
 

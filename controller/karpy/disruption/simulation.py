@@ -49,6 +49,14 @@ class Snapshot:
     volumes: volumes.VolumeCatalog = field(default_factory=volumes.VolumeCatalog)
     settling: frozenset[str] = frozenset()
     """Names of the nodes still inside their NodePool's consolidateAfter window (`settling_nodes`)."""
+    existing: tuple[scheduler.ExistingNode, ...] = ()
+    """`nodes` as every simulation's solve sees them (those not leaving), derived once (`scheduler.derive`):
+    filled in at construction."""
+
+    def __post_init__(self) -> None:
+        if not self.existing:
+            derived = tuple(scheduler.derive(n) for n in provisioning_snapshot.existing_nodes(self.nodes))
+            object.__setattr__(self, "existing", derived)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +106,12 @@ def simulate(
     others = [n for n in snap.nodes if n.name not in leaving]
     moving = [p for c in chosen for p in c.reschedulable_pods]
     moving_keys = {p.key for p in moving}
-    existing = provisioning_snapshot.existing_nodes(others)
+    existing = [n for n in snap.existing if n.name not in leaving]
     if consolidation:
         moving = [dataclasses.replace(p, from_candidate=True) for p in moving]
-        existing = [dataclasses.replace(n, under_consolidate_after=n.name in snap.settling) for n in existing]
+        existing = [
+            dataclasses.replace(n, under_consolidate_after=True) if n.name in snap.settling else n for n in existing
+        ]
     pool_list, _ = provisioning_snapshot.schedulable_pools(snap.pools)
     inp = provisioning_snapshot.scheduling_input(
         provisioning_snapshot.merge_pods(moving, snap.pending, provisioning_snapshot.reschedulable_pods(others)),

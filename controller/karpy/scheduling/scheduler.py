@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from karpy.api import labels, meta, nodepool
 from karpy.cloudprovider import types
@@ -68,6 +68,32 @@ class ExistingNode:
     under_consolidate_after: bool = False
     """Inside its NodePool's consolidateAfter window, in a consolidation simulation: pods moved off the candidates
     (`Pod.from_candidate`) are not packed here (upstream v1.14); pending pods may be."""
+    derived: NodeDerived | None = None
+    """What every solve derives from the node's labels, when the caller derived it once for many solves
+    (`derive`); derived per solve otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDerived:
+    requirements: requirements.Requirements
+    """Its labels, the hostname defaulting to its name (`nodes.slot_labels`), as requirements."""
+    source: topology.DomainSource
+    """The topology domains it offers."""
+
+
+def derived(node: ExistingNode) -> NodeDerived:
+    if node.derived is not None:
+        return node.derived
+    reqs = requirements.Requirements.from_labels(nodes.slot_labels(node.name, node.labels))
+    own = reqs if labels.LABEL_HOSTNAME in node.labels else requirements.Requirements.from_labels(node.labels)
+    domains = {k: frozenset({v}) for k, v in {**node.labels, labels.LABEL_HOSTNAME: node.name}.items()}
+    return NodeDerived(reqs, topology.DomainSource(own, node.taints, domains))
+
+
+def derive(node: ExistingNode) -> ExistingNode:
+    """The node with what solves derive from its labels computed now, for a caller that solves many times over
+    the same nodes (disruption's simulations): per node, that is most of a solve's set-up."""
+    return replace(node, derived=derived(node))
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,21 +146,10 @@ class _Solver(board.Board):
                 bound_pods[p.key] = (p, by_name[p.node_name])
         # One requirement set per node (its labels and hostname), shared by its slot, its domain source and its
         # bound pods: built per pod instead, it dominated solves over thousands of nodes.
-        node_reqs = {
-            n.name: requirements.Requirements.from_labels(nodes.slot_labels(n.name, n.labels))
-            for n in inp.existing_nodes
-        }
+        per_node = {n.name: derived(n) for n in inp.existing_nodes}
+        node_reqs = {name: d.requirements for name, d in per_node.items()}
         sources = [topology.DomainSource(c.requirements, c.taints, c.domains()) for c in pools]
-        sources += [
-            topology.DomainSource(
-                node_reqs[n.name]
-                if labels.LABEL_HOSTNAME in n.labels
-                else requirements.Requirements.from_labels(n.labels),
-                n.taints,
-                {k: frozenset({v}) for k, v in {**n.labels, labels.LABEL_HOSTNAME: n.name}.items()},
-            )
-            for n in inp.existing_nodes
-        ]
+        sources += [d.source for d in per_node.values()]
         super().__init__(
             index=index,
             pools=pools,
