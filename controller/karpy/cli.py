@@ -1,7 +1,7 @@
 """`karpy` command line. Wiring only: argument parsing, exit codes and printing; the work lives in the packages.
 
-Exit codes: 0 success (a plan with unschedulable pods is still a success), 2 invalid input or usage (for `run`:
-invalid settings).
+Exit codes: 0 success (a plan with unschedulable pods is still a success), 1 the cluster could not be read
+(`explain`), 2 invalid input or usage (for `run`: invalid settings).
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import karpy
 
 EXIT_OK = 0
+EXIT_UNREADABLE = 1
 EXIT_INVALID = 2
 
 
@@ -40,6 +42,49 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _explain(args: argparse.Namespace) -> int:
+    # Imported here, like simulate: `karpy --help` stays fast.
+    from karpy.api import decoding
+    from karpy.explain import command, run, sources
+    from karpy.kube import config
+    from karpy.provisioning import snapshot
+    from karpy.simulate import plan
+
+    zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
+    try:
+        now = decoding.timestamp(args.now) if args.now else None
+    except ValueError:
+        print(f"karpy explain: --now: not an RFC 3339 time: {args.now!r}", file=sys.stderr)
+        return EXIT_INVALID
+    request = command.Request(
+        files=tuple(args.files or ()),
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        catalog=plan.Options(catalog=args.catalog, region=args.region, zones=zones),
+        now=now,
+        options=run.Options(
+            node=args.node,
+            pod=args.pod,
+            simulations=args.simulations,
+            repack=not args.no_repack,
+            spot_to_spot=args.spot_to_spot,
+            scheduling=snapshot.SchedulingOptions(
+                preference_policy=args.preference_policy, min_values_policy=args.min_values_policy
+            ),
+        ),
+    )
+    try:
+        doc = command.explain(request)
+    except (sources.InputError, config.ConfigError, run.NotFound) as exc:
+        print(f"karpy explain: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except command.ReadError as exc:
+        print(f"karpy explain: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    print(command.render(doc, output=args.output))
+    return EXIT_OK
+
+
 def _run(_: argparse.Namespace) -> int:
     # Imported here so `karpy simulate` and `--help` never load kopf.
     from karpy.operator import main as operator_main
@@ -55,6 +100,40 @@ def _demo(args: argparse.Namespace) -> int:
     live = {"auto": None, "always": True, "never": False}[args.live]
     code: int = demo.main(demo.Options(live=live))
     return code
+
+
+def _explain_parser(commands: Any) -> None:
+    explain = commands.add_parser(
+        "explain",
+        help="why pods are pending, why nodes are (not) disrupted, what the cluster could cost (read-only)",
+        description="Read a cluster through its kubeconfig (LIST only: read RBAC is enough) or a dump (`kubectl get "
+        "nodepools,ec2nodeclasses,nodeclaims,nodes,pods,pdbs,pvc,pv,storageclasses,daemonsets -A -o json`), and "
+        "explain it with the controller's own code: why each pending pod is pending (per NodePool, per kind of "
+        "node) or where it goes, each node's disruption verdict and what the next disruption pass would do, and "
+        "the cheapest node set for today's pods against today's cost and the lower bound.",
+    )
+    explain.add_argument(
+        "-f", "--filename", dest="files", action="append", metavar="FILE_OR_DIR",
+        help="a dump (YAML or JSON, List documents or one per object; repeatable); default: the live cluster",
+    )  # fmt: skip
+    explain.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    explain.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
+    explain.add_argument("--node", default="", help="explain this node only (simulated whatever --simulations)")
+    explain.add_argument("--pod", default="", metavar="NS/NAME", help="explain this pod only")
+    explain.add_argument(
+        "--simulations", type=int, default=10, metavar="N",
+        help="nodes simulated beyond what the next pass simulates, in consolidation order (-1: all; default 10)",
+    )  # fmt: skip
+    explain.add_argument("--no-repack", action="store_true", help="skip the cluster repack")
+    explain.add_argument("--now", default="", help="evaluate as of this RFC 3339 time (default: now)")
+    explain.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
+    explain.add_argument("--region", default="", help="AWS region of the catalog (default: the nodes' region)")
+    explain.add_argument("--zones", default="", help="comma-separated zones (default: each node class's subnets)")
+    explain.add_argument("--spot-to-spot", action="store_true", help="as with feature gate SpotToSpotConsolidation")
+    explain.add_argument("--preference-policy", choices=("Respect", "Ignore"), default="Respect")
+    explain.add_argument("--min-values-policy", choices=("Strict", "BestEffort"), default="Strict")
+    explain.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
+    explain.set_defaults(handler=_explain)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--zones", default="", help="comma-separated zones to use (default: all in the region)")
     simulate.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
     simulate.set_defaults(handler=_simulate)
+    _explain_parser(commands)
     run = commands.add_parser(
         "run",
         help="run the controller (settings from the environment, upstream Karpenter's variable names)",

@@ -88,12 +88,7 @@ def with_disruption_conditions(
 
     `provider_drift` is what `CloudProvider.is_drifted` answered (only consulted by the caller when
     `static_drift` found nothing). Conditions that do not hold are removed, as upstream clears them."""
-    out = claim.status.conditions
-    verdict = consolidatable(claim, pool, now=now)
-    if verdict.ready:
-        out = conditions.set_condition(out, nodeclaim.CONSOLIDATABLE, conditions.TRUE, now=now)
-    else:
-        out = _without(out, nodeclaim.CONSOLIDATABLE)
+    out = with_consolidatable(claim, pool, now=now)
     if not claim.is_true(nodeclaim.LAUNCHED):
         return _without(out, nodeclaim.DRIFTED)
     reason = static_drift(claim, pool) or provider_drift
@@ -102,6 +97,15 @@ def with_disruption_conditions(
     else:
         out = _without(out, nodeclaim.DRIFTED)
     return out
+
+
+def with_consolidatable(
+    claim: nodeclaim.NodeClaim, pool: nodepool.NodePool, *, now: float
+) -> tuple[meta.Condition, ...]:
+    """The claim's conditions with Consolidatable brought up to date (True, or removed as upstream clears it)."""
+    if consolidatable(claim, pool, now=now).ready:
+        return conditions.set_condition(claim.status.conditions, nodeclaim.CONSOLIDATABLE, conditions.TRUE, now=now)
+    return _without(claim.status.conditions, nodeclaim.CONSOLIDATABLE)
 
 
 def requeue_after(claim: nodeclaim.NodeClaim, pool: nodepool.NodePool, *, now: float) -> float:

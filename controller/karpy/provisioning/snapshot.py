@@ -81,14 +81,14 @@ def schedulable_pools(pools: Iterable[nodepool.NodePool]) -> tuple[list[nodepool
     return usable, skipped
 
 
-def pending_pods(cluster: ports.ClusterView, state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
+def pending_pods(cluster: ports.SchedulingView, state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
     """What a provisioning pass schedules: the provisionable pods and the pods of nodes on their way out (read the
     state nodes first, so that capacity is over- rather than under-estimated)."""
     return merge_pods(cluster.pending_pods(), reschedulable_pods(state_nodes))
 
 
 def provisioning_input(
-    cluster: ports.ClusterView,
+    cluster: ports.SchedulingView,
     state_nodes: Sequence[ports.StateNodeView],
     pending: Sequence[pods.Pod],
     *,

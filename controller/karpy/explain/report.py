@@ -1,0 +1,250 @@
+"""An explanation as JSON (a stable contract: keys are only ever added, documented in README) and as a table.
+
+{"now": "RFC 3339", "warnings": ["..."],
+ "pending": [{"pod", "schedulable", "reason", "nodeclaim": {claim} | null, "node",
+              "existing_nodes": {"total", "refusals": [{"kind", "nodes", "example", "message"}]},
+              "nodepools": [{"nodepool", "kind", "message"}]}],
+ "nodes": [{"name", "nodeclaim", "nodepool", "instance_type", "zone", "capacity_type", "price_per_hour",
+            "verdict", "method", "decision", "savings_per_hour",
+            "reasons": [{"method", "kind", "message"}],
+            "simulated", "pods": [{"pod", "to", "reason"}], "replacements": [{claim}]}],
+ "next_pass": {"method", "reason", "decision", "nodes", "nodeclaims", "savings_per_hour",
+               "pods": [{"pod", "to", "reason"}], "replacements": [{claim}]} | null,
+ "budgets": {"<nodepool>": {"Empty", "Drifted", "Underutilized"}},
+ "repack": {"nodes", "cost_per_hour", "unpriced_nodes", "pods", "repacked_nodes", "repacked_cost_per_hour",
+            "lower_bound_per_hour", "savings_per_hour", "unschedulable",
+            "nodeclaims": [{"nodepool", "instance_type", "zone", "capacity_type", "price_per_hour", "count"}]}
+           | null,
+ "simulations": 0}
+
+{claim} = {"nodepool", "instance_type", "instance_type_options": [...], "zone", "capacity_type",
+           "price_per_hour", "pods": ["ns/name"]}
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from typing import Any
+
+from karpy import events
+from karpy.api import labels
+from karpy.disruption import consolidation
+from karpy.explain import pending, repack, run, verdicts
+from karpy.scheduling import results
+
+MAX_OPTIONS = 10
+"""Instance-type options a NodeClaim lists in JSON (the cheapest first; the scheduler keeps up to 600)."""
+
+
+def _money(value: float | None) -> float | None:
+    return round(value, 6) if value is not None else None
+
+
+def claim(plan: results.PlannedNodeClaim) -> dict[str, Any]:
+    cheapest = plan.cheapest
+    return {
+        "nodepool": plan.nodepool,
+        "instance_type": cheapest.instance_type if cheapest else None,
+        "instance_type_options": [t.name for t in plan.instance_type_options[:MAX_OPTIONS]],
+        "zone": cheapest.zone if cheapest else None,
+        "capacity_type": cheapest.capacity_type if cheapest else None,
+        "price_per_hour": _money(consolidation.cheapest_price(plan)),
+        "pods": sorted(p.key for p in plan.pods),
+    }
+
+
+def _moves(moves: Sequence[verdicts.Move]) -> list[dict[str, str]]:
+    return [{"pod": m.pod, "to": m.to, "reason": m.reason} for m in moves]
+
+
+def _pending(found: pending.PendingPod) -> dict[str, Any]:
+    diagnosis = found.diagnosis
+    return {
+        "pod": found.pod.key,
+        "schedulable": not found.reason,
+        "reason": found.reason or None,
+        "nodeclaim": claim(found.nodeclaim) if found.nodeclaim is not None else None,
+        "node": found.node or None,
+        "existing_nodes": {
+            "total": diagnosis.existing_nodes,
+            "refusals": [
+                {"kind": r.kind, "nodes": r.count, "example": r.example, "message": r.message} for r in diagnosis.nodes
+            ],
+        }
+        if diagnosis is not None
+        else None,
+        "nodepools": [{"nodepool": p.nodepool, "kind": p.kind, "message": p.message} for p in diagnosis.nodepools]
+        if diagnosis is not None
+        else [],
+        "cannot_place": diagnosis.kind or None if diagnosis is not None else None,
+    }
+
+
+def _node(found: verdicts.NodeVerdict) -> dict[str, Any]:
+    node = found.node
+    return {
+        "name": node.name,
+        "nodeclaim": node.nodeclaim_name or None,
+        "nodepool": node.nodepool or None,
+        "instance_type": node.labels.get(labels.LABEL_INSTANCE_TYPE),
+        "zone": node.labels.get(labels.LABEL_ZONE),
+        "capacity_type": node.labels.get(labels.LABEL_CAPACITY_TYPE),
+        "price_per_hour": _money(found.price),
+        "verdict": str(found.verdict),
+        "method": found.method or None,
+        "decision": found.decision or None,
+        "savings_per_hour": _money(found.savings),
+        "reasons": [{"method": r.method, "kind": r.kind, "message": r.message} for r in found.reasons],
+        "simulated": found.simulated,
+        "pods": _moves(found.moves),
+        "replacements": [claim(r) for r in found.replacements],
+    }
+
+
+def _next_pass(found: verdicts.Verdicts) -> dict[str, Any] | None:
+    command = found.next_pass
+    if command is None:
+        return None
+    return {
+        "method": command.method,
+        "reason": str(command.reason),
+        "decision": command.decision,
+        "nodes": [c.node.name for c in command.candidates],
+        "nodeclaims": [c.name for c in command.candidates],
+        "savings_per_hour": _money(command.savings),
+        "pods": _moves(found.next_moves),
+        "replacements": [claim(r) for r in command.replacements],
+    }
+
+
+def _repack(found: repack.Repack) -> dict[str, Any]:
+    plan = found.plan
+    grouped: collections.Counter[tuple[str, str, str, str, float]] = collections.Counter()
+    for c in plan.new_nodeclaims:
+        if c.cheapest is not None:
+            cheapest = c.cheapest
+            grouped[c.nodepool, cheapest.instance_type, cheapest.zone, cheapest.capacity_type, cheapest.price] += 1
+    return {
+        "nodes": found.nodes,
+        "cost_per_hour": _money(found.cost_per_hour),
+        "unpriced_nodes": found.unpriced,
+        "pods": found.pods,
+        "repacked_nodes": len(plan.new_nodeclaims),
+        "repacked_cost_per_hour": _money(plan.cost_per_hour),
+        "lower_bound_per_hour": _money(plan.lower_bound_per_hour),
+        "savings_per_hour": _money(found.cost_per_hour - plan.cost_per_hour),
+        "unschedulable": len(plan.unschedulable),
+        "nodeclaims": [
+            {
+                "nodepool": pool,
+                "instance_type": name,
+                "zone": zone,
+                "capacity_type": capacity,
+                "price_per_hour": _money(price),
+                "count": count,
+            }
+            for (pool, name, zone, capacity, price), count in sorted(grouped.items())
+        ],
+    }
+
+
+def to_json(found: run.Explanation) -> dict[str, Any]:
+    decided = found.verdicts
+    return {
+        "now": events.timestamp(found.now),
+        "warnings": list(found.warnings),
+        "pending": [_pending(p) for p in found.pending],
+        "nodes": [_node(n) for n in decided.nodes] if decided is not None else [],
+        "next_pass": _next_pass(decided) if decided is not None else None,
+        "budgets": decided.budgets if decided is not None else {},
+        "repack": _repack(found.repack) if found.repack is not None else None,
+        "simulations": decided.simulations if decided is not None else 0,
+    }
+
+
+# --- for people -------------------------------------------------------------------------------------------------
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
+
+
+def _dollars(value: float | None) -> str:
+    return f"${value:.4f}" if value is not None else "-"
+
+
+def _claim_line(c: dict[str, Any]) -> str:
+    return f"{c['instance_type']} in {c['zone']} ({c['capacity_type']}, {_dollars(c['price_per_hour'])}/h)"
+
+
+def _pending_lines(items: Sequence[dict[str, Any]]) -> list[str]:
+    lines = [f"Pending pods: {len(items)}"]
+    for p in items:
+        if p["nodeclaim"] is not None:
+            lines.append(
+                f"  {p['pod']}: gets a new NodeClaim of nodepool {p['nodeclaim']['nodepool']}, "
+                f"{_claim_line(p['nodeclaim'])}"
+            )
+        elif p["node"] is not None:
+            lines.append(f"  {p['pod']}: fits on node {p['node']}")
+        else:
+            lines.append(f"  {p['pod']}: cannot be scheduled: {p['reason']}")
+            nodes = p["existing_nodes"]
+            if nodes is not None and nodes["refusals"]:
+                parts = [f"{r['nodes']} {r['kind']} (e.g. {r['example']})" for r in nodes["refusals"]]
+                lines.append(f"    existing nodes ({nodes['total']}): {', '.join(parts)}")
+            for pool in p["nodepools"]:
+                lines.append(f"    nodepool {pool['nodepool']}: {pool['kind']}")
+    return lines
+
+
+def _why(node: dict[str, Any]) -> str:
+    if node["verdict"] in ("disrupt", "eligible"):
+        saving = f", saves {_dollars(node['savings_per_hour'])}/h" if node["savings_per_hour"] is not None else ""
+        waits = [r["message"] for r in node["reasons"] if r["kind"] == "budget"]
+        return f"{node['method']}: {node['decision']}{saving}" + (f"; {waits[0]}" if waits else "")
+    return node["reasons"][-1]["message"] if node["reasons"] else ""
+
+
+def to_table(doc: dict[str, Any]) -> str:
+    """The JSON explanation rendered for people."""
+    lines: list[str] = [f"As of {doc['now']}"]
+    lines += [f"warning: {w}" for w in doc["warnings"]]
+    lines += ["", *_pending_lines(doc["pending"])]
+    step = doc["next_pass"]
+    lines.append("")
+    if step is None:
+        lines.append("Next disruption pass: nothing to do")
+    else:
+        replaced = f" with {_claim_line(step['replacements'][0])}" if step["replacements"] else ""
+        lines.append(
+            f"Next disruption pass: {step['method']} {step['decision']}s {', '.join(step['nodes'])}{replaced} "
+            f"(saves {_dollars(step['savings_per_hour'])}/h)"
+        )
+    if doc["nodes"]:
+        lines += ["", f"Nodes: {len(doc['nodes'])}"]
+        rows = [
+            [
+                n["name"],
+                n["nodepool"] or "-",
+                n["instance_type"] or "-",
+                _dollars(n["price_per_hour"]),
+                n["verdict"],
+                _why(n),
+            ]
+            for n in doc["nodes"]
+        ]
+        lines += _table(["NAME", "NODEPOOL", "TYPE", "$/H", "VERDICT", "WHY"], rows)
+    packed = doc["repack"]
+    if packed is not None:
+        lines += [
+            "",
+            f"Repack: {packed['nodes']} nodes cost {_dollars(packed['cost_per_hour'])}/h today; today's "
+            f"{packed['pods']} pods fit on {packed['repacked_nodes']} new nodes for "
+            f"{_dollars(packed['repacked_cost_per_hour'])}/h (lower bound {_dollars(packed['lower_bound_per_hour'])}"
+            f"/h, {packed['unschedulable']} pods fit nowhere)",
+        ]
+    return "\n".join(lines)

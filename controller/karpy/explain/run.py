@@ -1,0 +1,176 @@
+"""One explanation of a cluster: `prepare` reads the cluster model once (on the thread that owns it: the running
+controller's event loop, or the CLI's), `explain` decides (pure computation, in any thread). Both read only."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import labels, nodepool
+from karpy.cloudprovider import types
+from karpy.disruption import candidates, methods, passes
+from karpy.explain import pending, repack, verdicts
+from karpy.kube import resources
+from karpy.provisioning import ports, snapshot
+from karpy.scheduling import pods, volumes
+from karpy.state import cluster as cluster_mod
+from karpy.state import statenode
+
+
+class NotFound(LookupError):
+    """The node or pod asked about is not in the cluster."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    node: str = ""
+    """Explain this node only (its verdict, simulated whatever the limit; no pending pods, no repack)."""
+    pod: str = ""
+    """Explain this pod only ("namespace/name"): its pending verdict, or its node's verdict."""
+    simulations: int = verdicts.DEFAULT_SIMULATIONS
+    """Survey simulations beyond the next pass's own (< 0: no limit)."""
+    repack: bool = True
+    spot_to_spot: bool = False
+    """Feature gate SpotToSpotConsolidation, as the controller runs with it."""
+    scheduling: snapshot.SchedulingOptions = dataclasses.field(default_factory=snapshot.SchedulingOptions)
+    """PREFERENCE_POLICY and MIN_VALUES_POLICY, as the controller runs with them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    now: float
+    options: Options
+    ctx: methods.Context
+    price: Callable[[ports.StateNodeView], float | None]
+    focus: str
+    """The node the verdicts are about ("" for all)."""
+    verdicts: bool
+    batch: pending.Batch | None
+    repack: repack.Prepared | None
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    now: float
+    pending: tuple[pending.PendingPod, ...]
+    verdicts: verdicts.Verdicts | None
+    repack: repack.Repack | None
+    warnings: tuple[str, ...] = ()
+
+
+def node_price(
+    instance_types: Mapping[str, Sequence[types.InstanceType]],
+) -> Callable[[ports.StateNodeView], float | None]:
+    """The $/h of a node's offering (instance type, zone, capacity type labels), as disruption prices candidates:
+    from its pool's instance types, else from any pool's (an unmanaged node has none)."""
+    anywhere = {t.name: t for found in instance_types.values() for t in found}
+
+    def price(node: ports.StateNodeView) -> float | None:
+        name = node.labels.get(labels.LABEL_INSTANCE_TYPE, "")
+        own = next((t for t in instance_types.get(node.nodepool, ()) if t.name == name), None)
+        found = own or anywhere.get(name)
+        offering = candidates.find_offering(found, node.labels) if found is not None else None
+        return offering.price if offering is not None else None
+
+    return price
+
+
+class _ReadOnce:
+    """The cluster model with its snapshot views (state nodes, pending pods) built once: each build walks every
+    node and pod, and one explanation reads them three times."""
+
+    def __init__(self, cluster: cluster_mod.Cluster) -> None:
+        self._cluster = cluster
+        self._nodes = cluster.state_nodes()
+        self._pending = cluster.pending_pods()
+
+    @property
+    def seq(self) -> int:
+        return self._cluster.seq
+
+    def state_nodes(self) -> list[statenode.StateNode]:
+        return self._nodes
+
+    def pending_pods(self) -> list[pods.Pod]:
+        return self._pending
+
+    def nodepools(self) -> list[nodepool.NodePool]:
+        return self._cluster.nodepools()
+
+    def daemonsets(self) -> list[pods.Pod]:
+        return self._cluster.daemonsets()
+
+    def volumes(self) -> volumes.VolumeCatalog:
+        return self._cluster.volumes()
+
+    def pdbs(self) -> list[dict[str, Any]]:
+        return self._cluster.pdbs()
+
+    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]:
+        return self._cluster.objects(res)
+
+    def nodepool_usage(self, name: str) -> dict[str, int]:
+        return self._cluster.nodepool_usage(name)
+
+
+def prepare(
+    cluster: cluster_mod.Cluster,
+    instance_types: Mapping[str, Sequence[types.InstanceType]],
+    *,
+    clock: clock_mod.Clock,
+    options: Options = Options(),
+    queued: frozenset[str] = frozenset(),
+) -> Prepared:
+    """Everything `explain` needs, read from `cluster` now; raises NotFound for an unknown node or pod."""
+    focus, with_pending, with_verdicts = options.node, not options.node, True
+    view = _ReadOnce(cluster)
+    if options.node and not any(n.name == options.node for n in view.state_nodes()):
+        raise NotFound(f"node {options.node!r} not found")
+    if options.pod:
+        found = next((p for p in cluster.pods() if p.key == options.pod), None)
+        if found is None:
+            raise NotFound(f"pod {options.pod!r} not found")
+        focus, with_verdicts = found.node_name, bool(found.node_name)
+    ctx = passes.context(
+        view,
+        instance_types,
+        clock=clock,
+        queued=queued,
+        options=passes.Options(spot_to_spot=options.spot_to_spot, scheduling=options.scheduling),
+    )
+    everything = not (options.node or options.pod)
+    return Prepared(
+        now=clock.now(),
+        options=options,
+        ctx=ctx,
+        price=node_price(instance_types),
+        focus=focus,
+        verdicts=with_verdicts,
+        batch=pending.prepare(view, instance_types, options=options.scheduling) if with_pending else None,
+        repack=repack.prepare(view, instance_types, options=options.scheduling)
+        if options.repack and everything
+        else None,
+    )
+
+
+def explain(prepared: Prepared, *, warnings: Sequence[str] = ()) -> Explanation:
+    found = (
+        verdicts.explain(
+            prepared.ctx, price=prepared.price, focus=prepared.focus, simulations=prepared.options.simulations
+        )
+        if prepared.verdicts
+        else None
+    )
+    waiting = pending.explain(prepared.batch) if prepared.batch is not None else []
+    if prepared.options.pod:
+        waiting = [p for p in waiting if p.pod.key == prepared.options.pod]
+    return Explanation(
+        now=prepared.now,
+        pending=tuple(waiting),
+        verdicts=found,
+        repack=repack.explain(prepared.repack, price=prepared.price) if prepared.repack is not None else None,
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,174 @@
+"""Where `karpy explain` reads a cluster from: a dump (`kubectl get nodepools,ec2nodeclasses,nodeclaims,nodes,pods,
+pdbs,pvc,pv,storageclasses,daemonsets -A -o yaml` or `-o json`: List documents, or one document per object) or a
+live API server through its kubeconfig (one LIST per resource the controller watches; nothing else).
+
+Either way the objects are applied, as the controller's informers apply them, to a `state.Cluster`, so explain
+decides on exactly the model the controller decides on. YAML is read by `simulate.manifests`; a file whose first
+character opens a JSON object or array is read as JSON, which is what a large cluster should be dumped as (Python's
+JSON reader is two orders of magnitude faster than a YAML one). Every problem names its file and document.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from karpy import clock as clock_mod
+from karpy.api import labels, status
+from karpy.disruption import conditions
+from karpy.kube import client, resources
+from karpy.simulate import manifests
+from karpy.state import cluster as cluster_mod
+from karpy.state import facts, informer
+
+KINDS: Mapping[str, resources.Resource] = {r.kind: r for r in informer.INFORMED}
+"""The kinds explain reads: exactly what the controller's cluster model watches."""
+InputError = manifests.InputError
+
+
+@dataclass
+class Snapshot:
+    """The objects read, by resource, and where each came from (for messages about it)."""
+
+    objects: dict[resources.Resource, list[Mapping[str, Any]]] = field(default_factory=dict)
+    sources: dict[tuple[resources.Resource, str], str] = field(default_factory=dict)
+
+    def add(self, res: resources.Resource, obj: Mapping[str, Any], source: str) -> None:
+        self.objects.setdefault(res, []).append(obj)
+        self.sources[res, facts.key(obj)] = source
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for v in self.objects.values())
+
+
+# --- dumps ------------------------------------------------------------------------------------------------------
+
+
+def _json_documents(path: Path, text: str) -> Iterator[manifests.Document]:
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON: {exc}") from exc
+    for index, body in enumerate(loaded if isinstance(loaded, list) else [loaded], start=1):
+        if not isinstance(body, dict):
+            raise InputError(f"{path}#{index}: a manifest must be a mapping, got {type(body).__name__}")
+        yield manifests.Document(source=f"{path}#{index}", body=body)
+
+
+def _documents(path: Path) -> Iterator[manifests.Document]:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096).lstrip()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from exc
+    if head[:1] in (b"{", b"["):
+        yield from _json_documents(path, path.read_text())
+    else:
+        yield from manifests.read_documents([path])
+
+
+def _items(doc: manifests.Document) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(source, object) of a document: itself, or the items of a List (`kind: List` or a typed `PodList`)."""
+    kind = doc.body.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise InputError(f"{doc.source}: kind: required")
+    if not kind.endswith("List"):
+        yield doc.source, doc.body
+        return
+    items = doc.body.get("items")
+    if not isinstance(items, list):
+        raise InputError(f"{doc.source}: items: a {kind} needs a list of items")
+    implied = kind[: -len("List")]  # the items of a typed list (PodList) carry no kind of their own
+    for i, item in enumerate(items):
+        source = f"{doc.source} items[{i}]"
+        if not isinstance(item, dict):
+            raise InputError(f"{source}: a manifest must be a mapping, got {type(item).__name__}")
+        if implied and "kind" not in item:
+            item = {**item, "kind": implied}
+        yield source, item
+
+
+def read_dump(paths: Sequence[str]) -> Snapshot:
+    """Every object of the dump files (and YAML/JSON files of directories) under `paths`."""
+    snap = Snapshot()
+    for path in manifests.expand_paths(paths):
+        for doc in _documents(path):
+            for source, obj in _items(doc):
+                kind = obj.get("kind")
+                res = KINDS.get(str(kind))
+                if res is None:
+                    supported = ", ".join(sorted(KINDS))
+                    raise InputError(f"{source}: kind: {kind!r} is not read by karpy explain; supported: {supported}")
+                if not facts.key(obj):
+                    raise InputError(f"{source}: metadata.name: required")
+                snap.add(res, obj, source)
+    return snap
+
+
+# --- live -------------------------------------------------------------------------------------------------------
+
+
+OPTIONAL = frozenset({resources.EC2NODECLASSES, resources.VOLUMEATTACHMENTS})
+"""Resources a cluster may not serve (another provider's node classes, an old API server): read as empty."""
+
+
+async def read_live(kube: client.KubeClient) -> tuple[Snapshot, list[str]]:
+    """One LIST of every resource the controller watches, all namespaces; and what could not be read."""
+    snap = Snapshot()
+    skipped: list[str] = []
+    for res in informer.INFORMED:
+        try:
+            items, _ = await kube.list(res)
+        except client.NotFound:
+            if res not in OPTIONAL:
+                raise
+            skipped.append(f"{res}: not served by this API server, read as empty")
+            continue
+        for obj in items:
+            # Items of a LIST response carry no kind of their own: the event recorder and messages want one.
+            snap.add(res, {"apiVersion": res.api_version, "kind": res.kind, **obj}, f"{res} {facts.key(obj)}")
+    return snap, skipped
+
+
+# --- the model --------------------------------------------------------------------------------------------------
+
+
+def to_cluster(snap: Snapshot, *, clock: clock_mod.Clock) -> tuple[cluster_mod.Cluster, list[str]]:
+    """A `state.Cluster` fed with the snapshot as the informers would, with the NodeClaims' Consolidatable condition
+    brought up to `clock`'s now (the controller refreshes it every second; a dump may be older, and a stopped
+    controller does not refresh it at all); and one warning per object the model had to leave out."""
+    cluster = cluster_mod.Cluster(clock=clock)
+    for res in informer.INFORMED:
+        cluster.mark_listed(res)
+        for obj in snap.objects.get(res, ()):
+            cluster.apply(res, client.WatchEvent(client.ADDED, obj))
+    _refresh_consolidatable(cluster, now=clock.now())
+    warnings = []
+    for res, found in (
+        (resources.NODEPOOLS, cluster.nodepool_errors()),
+        (resources.EC2NODECLASSES, cluster.nodeclass_errors()),
+        (resources.NODECLAIMS, cluster.nodeclaim_errors()),
+        (resources.PODS, cluster.pod_errors()),
+    ):
+        for key, error in sorted(found.items()):
+            where = snap.sources.get((res, key), f"{res.kind} {key}")
+            warnings.append(f"{where}: {res.kind} {key} left out, as the controller leaves it out: {error}")
+    return cluster, warnings
+
+
+def _refresh_consolidatable(cluster: cluster_mod.Cluster, *, now: float) -> None:
+    raw = {facts.key(o): o for o in cluster.objects(resources.NODECLAIMS)}
+    for claim in cluster.nodeclaims():
+        pool = cluster.nodepool(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
+        if pool is None or claim.name not in raw:
+            continue
+        fresh = conditions.with_consolidatable(claim, pool, now=now)
+        if fresh == claim.status.conditions:
+            continue
+        obj = raw[claim.name]
+        refreshed = {**obj, "status": {**(obj.get("status") or {}), "conditions": status.conditions(fresh)}}
+        cluster.apply(resources.NODECLAIMS, client.WatchEvent(client.MODIFIED, refreshed))

@@ -1,0 +1,163 @@
+"""`karpy explain` as a user runs it: a dump or a live API server (the emulated one, through a kubeconfig), the JSON
+contract and the table, focus on a node or a pod, and exit codes that name what is wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+from typing import Any
+
+import pytest
+
+from karpy import cli
+from karpy import clock as clock_mod
+from karpy.explain import sources
+from karpy.kube import config, rest
+from karpy.sim import dumps
+from karpy.sim.kube import runner, server
+
+NOW = "2027-01-15T08:00:00Z"
+SHAPE = dumps.Shape(
+    nodes=4, pods_per_node=3, pending=1, pending_cpu="1000", guarded_every=4, pinned_every=4, budget="1", now=1.8e9
+)
+NODE_PRICE = 0.384  # m5.2xlarge on-demand in the bundled catalog
+KEYS = {"now", "warnings", "pending", "nodes", "next_pass", "budgets", "repack", "simulations"}
+
+
+@pytest.fixture
+def dump(tmp_path: pathlib.Path) -> str:
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(dumps.dump(SHAPE)))
+    return str(path)
+
+
+def explain(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["explain", "--now", NOW, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def as_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = explain(capsys, *args, "-o", "json")
+    assert (code, err) == (0, "")
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+def test_the_json_contract(capsys: pytest.CaptureFixture[str], dump: str) -> None:
+    doc = as_json(capsys, "-f", dump)
+    assert set(doc) == KEYS
+    assert doc["now"] == NOW
+    (waiting,) = doc["pending"]
+    assert not waiting["schedulable"]
+    assert waiting["reason"].startswith('incompatible with nodepool "default"')
+    assert [(p["nodepool"], p["kind"]) for p in waiting["nodepools"]] == [("default", "resources")]
+    assert waiting["existing_nodes"]["total"] == 4
+    verdicts = {n["name"]: (n["verdict"], [r["kind"] for r in n["reasons"]]) for n in doc["nodes"]}
+    names = sorted(verdicts)
+    assert verdicts == {
+        names[0]: ("blocked", ["pdb"]),
+        names[1]: ("blocked", ["do-not-disrupt"]),
+        names[2]: ("disrupt", []),
+        names[3]: ("eligible", ["budget"]),  # waits: the next pass spends the pool's budget of one
+    }
+    step = doc["next_pass"]
+    assert (step["method"], step["decision"], step["nodes"]) == ("single-node-consolidation", "delete", [names[2]])
+    assert step["savings_per_hour"] == pytest.approx(NODE_PRICE)
+    assert {m["to"] for m in step["pods"]} <= {f"node/{n}" for n in names}
+    assert doc["budgets"] == {"default": {"Empty": 1, "Drifted": 1, "Underutilized": 1}}
+    repack = doc["repack"]
+    assert repack["nodes"] == 4
+    assert repack["cost_per_hour"] == pytest.approx(4 * NODE_PRICE)
+    assert repack["lower_bound_per_hour"] <= repack["repacked_cost_per_hour"]
+    assert sum(c["count"] for c in repack["nodeclaims"]) == repack["repacked_nodes"]
+
+
+def test_the_table_says_the_same_for_people(capsys: pytest.CaptureFixture[str], dump: str) -> None:
+    code, out, _ = explain(capsys, "-f", dump)
+    assert code == 0
+    assert "Pending pods: 1" in out
+    assert "cannot be scheduled: incompatible with nodepool" in out
+    assert "Next disruption pass: single-node-consolidation deletes ip-10-0-2-0.ec2.internal" in out
+    assert "PodDisruptionBudget guarded/guarded prevents evicting pod" in out
+    assert "Repack: 4 nodes cost $1.5360/h today" in out
+
+
+def test_focus_on_a_node(capsys: pytest.CaptureFixture[str], dump: str) -> None:
+    name = "ip-10-0-2-0.ec2.internal"
+    doc = as_json(capsys, "-f", dump, "--node", name, "--simulations", "0")
+    assert [n["name"] for n in doc["nodes"]] == [name]
+    assert doc["nodes"][0]["simulated"]
+    assert (doc["pending"], doc["repack"]) == ([], None)
+
+
+def test_focus_on_a_pending_pod(capsys: pytest.CaptureFixture[str], dump: str) -> None:
+    doc = as_json(capsys, "-f", dump, "--pod", "team-12/pending-6d8f7c9b5-000012")
+    assert [p["pod"] for p in doc["pending"]] == ["team-12/pending-6d8f7c9b5-000012"]
+    assert doc["nodes"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--node", "ghost"], "node 'ghost' not found"),
+        (["--pod", "default/ghost"], "pod 'default/ghost' not found"),
+        (["--now", "yesterday"], "--now: not an RFC 3339 time"),
+    ],
+)
+def test_bad_requests_exit_2_saying_why(
+    capsys: pytest.CaptureFixture[str], dump: str, args: list[str], message: str
+) -> None:
+    code, out, err = explain(capsys, "-f", dump, *args)
+    assert (code, out) == (2, "")
+    assert message in err
+
+
+def test_a_bad_dump_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "svc.yaml"
+    path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
+    code, _, err = explain(capsys, "-f", str(path))
+    assert code == 2
+    assert f"{path}#1: kind: 'Service' is not read by karpy explain" in err
+
+
+async def _seed(url: str) -> None:
+    kube = rest.RestClient(config.Config(server=url), clock=clock_mod.SystemClock())
+    try:
+        for obj in dumps.objects(SHAPE):
+            res = sources.KINDS[obj["kind"]]
+            await kube.create(res, obj)  # as an API server does, it keeps no status from a create
+            if "status" in obj:
+                meta = obj["metadata"]
+                await kube.patch(
+                    res,
+                    meta["name"],
+                    {"status": obj["status"]},
+                    namespace=meta.get("namespace", ""),
+                    subresource="status",
+                )
+    finally:
+        await kube.close()
+
+
+def test_a_live_cluster_through_its_kubeconfig_reads_as_its_dump(
+    capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
+) -> None:
+    with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7)) as kube:
+        asyncio.run(_seed(kube.url))
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        live = as_json(capsys, "--kubeconfig", str(kubeconfig))
+        reads = {(a.verb, a.resource) for a in kube.api.accesses.snapshot() if a.user == "fake-token"}
+    offline = as_json(capsys, "-f", dump)
+    assert live == offline
+    assert {verb for verb, _ in reads} == {"list"}  # read RBAC is all it needs (the seeding went in anonymously)
+
+
+def test_an_unreachable_cluster_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    with runner.KubeAPIRunner() as kube:
+        kube.write_kubeconfig(kubeconfig)
+    code, _, err = explain(capsys, "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert "cannot list the cluster's objects" in err
