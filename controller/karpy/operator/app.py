@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import pathlib
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,7 +25,7 @@ import kopf
 
 from karpy import clock as clock_module
 from karpy.kube import client, config, resources
-from karpy.operator import loops, servers, wiring
+from karpy.operator import explaining, loops, servers, wiring
 from karpy.operator import settings as settings_module
 from karpy.state import informer
 
@@ -116,7 +117,12 @@ async def run(
     Raises loops.LeadershipLost (after the same orderly stop) when this replica led and lost the Lease."""
     async with (
         servers.serving(
-            servers.metrics_app(ctrl.metrics.exposition), host=endpoints.host, port=endpoints.metrics_port
+            servers.metrics_app(
+                ctrl.metrics.exposition,
+                explain_node=functools.partial(explaining.node, explaining.source(ctrl)),
+            ),
+            host=endpoints.host,
+            port=endpoints.metrics_port,
         ) as metrics_port,
         servers.serving(
             servers.health_app(readiness(ctrl)), host=endpoints.host, port=endpoints.health_port

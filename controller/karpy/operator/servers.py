@@ -1,4 +1,5 @@
-"""The two small HTTP servers of the controller: /metrics (METRICS_PORT) and /healthz + /readyz (HEALTH_PROBE_PORT).
+"""The two small HTTP servers of the controller: /metrics and /explain/node/<name> (METRICS_PORT), and /healthz +
+/readyz (HEALTH_PROBE_PORT).
 
 Liveness answers as long as the event loop does; readiness asks the injected checks (informers synced, cloud
 reachable, leader state known) and names the ones failing, as controller-runtime's healthz handler does.
@@ -7,7 +8,8 @@ reachable, leader state known) and names the ones failing, as controller-runtime
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import aiohttp.web
 
@@ -15,12 +17,26 @@ Check = Callable[[], bool]
 """A readiness check; True when ready."""
 
 
-def metrics_app(exposition: Callable[[], bytes]) -> aiohttp.web.Application:
+ExplainNode = Callable[[str], Awaitable[tuple[int, Mapping[str, Any]]]]
+"""(node name) -> (HTTP status, JSON body): `operator.explaining.node` bound to the controller."""
+
+
+def metrics_app(exposition: Callable[[], bytes], *, explain_node: ExplainNode | None = None) -> aiohttp.web.Application:
+    """/metrics, and `GET /explain/node/<name>` (the JSON of `karpy explain --node NAME -o json`) when given."""
+
     async def metrics(_: aiohttp.web.Request) -> aiohttp.web.Response:
         return aiohttp.web.Response(body=exposition(), content_type="text/plain", charset="utf-8")
 
     app = aiohttp.web.Application()
     app.router.add_get("/metrics", metrics)
+    if explain_node is not None:
+        explain = explain_node
+
+        async def node(request: aiohttp.web.Request) -> aiohttp.web.Response:
+            status, body = await explain(request.match_info["name"])
+            return aiohttp.web.json_response(body, status=status)
+
+        app.router.add_get("/explain/node/{name}", node)
     return app
 
 
