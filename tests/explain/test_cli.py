@@ -82,6 +82,7 @@ def test_the_table_says_the_same_for_people(capsys: pytest.CaptureFixture[str], 
     assert "Next disruption pass: single-node-consolidation deletes ip-10-0-2-0.ec2.internal" in out
     assert "PodDisruptionBudget guarded/guarded prevents evicting pod" in out
     assert "Repack: 4 nodes cost $1.5360/h today" in out
+    assert " -> node/ip-10-0-" in out  # where the next pass's pods go
 
 
 def test_focus_on_a_node(capsys: pytest.CaptureFixture[str], dump: str) -> None:

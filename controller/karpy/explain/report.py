@@ -35,6 +35,8 @@ from karpy.scheduling import results
 
 MAX_OPTIONS = 10
 """Instance-type options a NodeClaim lists in JSON (the cheapest first; the scheduler keeps up to 600)."""
+MAX_MOVES = 10
+"""Pod moves of the next pass the table shows."""
 
 
 def _money(value: float | None) -> float | None:
@@ -224,6 +226,9 @@ def to_table(doc: dict[str, Any]) -> str:
             f"Next disruption pass: {step['method']} {step['decision']}s {', '.join(step['nodes'])}{replaced} "
             f"(saves {_dollars(step['savings_per_hour'])}/h)"
         )
+        lines += [f"  {m['pod']} -> {m['to'] or 'nowhere: ' + m['reason']}" for m in step["pods"][:MAX_MOVES]]
+        if len(step["pods"]) > MAX_MOVES:
+            lines.append(f"  ... and {len(step['pods']) - MAX_MOVES} more pods (-o json lists them all)")
     if doc["nodes"]:
         lines += ["", f"Nodes: {len(doc['nodes'])}"]
         rows = [
@@ -242,9 +247,9 @@ def to_table(doc: dict[str, Any]) -> str:
     if packed is not None:
         lines += [
             "",
-            f"Repack: {packed['nodes']} nodes cost {_dollars(packed['cost_per_hour'])}/h today; today's "
-            f"{packed['pods']} pods fit on {packed['repacked_nodes']} new nodes for "
+            f"Repack: {packed['nodes']} nodes cost {_dollars(packed['cost_per_hour'])}/h today; packed from scratch, "
+            f"their {packed['pods']} pods (pending ones included) need {packed['repacked_nodes']} new nodes for "
             f"{_dollars(packed['repacked_cost_per_hour'])}/h (lower bound {_dollars(packed['lower_bound_per_hour'])}"
-            f"/h, {packed['unschedulable']} pods fit nowhere)",
+            f"/h; fitting nowhere: {packed['unschedulable']})",
         ]
     return "\n".join(lines)
