@@ -19,7 +19,7 @@ SHAPE = dumps.Shape(nodes=2, pods_per_node=2, pending=1)
 
 
 def write(path: pathlib.Path, text: str) -> str:
-    path.write_text(text)
+    path.write_text(text, encoding="latin-1" if path.name.startswith("latin") else "utf-8")
     return str(path)
 
 
@@ -63,6 +63,8 @@ def test_a_directory_reads_every_manifest_in_it(tmp_path: pathlib.Path) -> None:
         ("list.json", '{"kind": "List", "items": {}}', r"list\.json#1: items: a List needs a list of items"),
         ("item.json", '{"kind": "List", "items": [{"kind": "Node"}, 3]}', r"item\.json#1 items\[0\]: metadata"),
         ("kindless.yaml", "metadata: {name: x}\n", r"kindless\.yaml#1: kind: required"),
+        ("deep.json", "[" * 100_000, r"deep\.json: invalid JSON"),
+        ("latin.json", '{"kind": "Node", "metadata": {"name": "\xe9"}}', r"latin\.json: not UTF-8"),
     ],
 )
 def test_bad_input_names_the_file_the_document_and_the_field(

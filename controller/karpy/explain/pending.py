@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from karpy.cloudprovider import types
-from karpy.provisioning import limits, ports, snapshot
+from karpy.provisioning import isolation, limits, ports, snapshot
 from karpy.scheduling import pods, results, scheduler
 
 
@@ -66,7 +66,7 @@ def explain(
     """Every pending pod of the batch, by key."""
     if not batch.pending:
         return []
-    plan = solver(batch.input)
+    plan = isolation.solve(solver, batch.input).results  # as the provisioner solves: a bad pod is set aside
     pools = {p.name: p for p in batch.input.nodepools}
     allowed, refused = limits.admit(plan.new_nodeclaims, pools, lambda name: batch.usage.get(name, {}))
     failed = dict(plan.unschedulable)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from karpy.cloudprovider import types
-from karpy.provisioning import ports, snapshot
+from karpy.provisioning import isolation, ports, snapshot
 from karpy.scheduling import results, scheduler
 
 STAY_PUT = frozenset({"DaemonSet", "Node"})
@@ -69,5 +69,5 @@ def explain(
         cost_per_hour=sum(p for p in prices if p is not None),
         unpriced=sum(1 for p in prices if p is None),
         pods=len(prepared.input.pods),
-        plan=solver(prepared.input),
+        plan=isolation.solve(solver, prepared.input).results,
     )

@@ -1,7 +1,7 @@
 """An explanation as JSON (a stable contract: keys are only ever added, documented in README) and as a table.
 
 {"now": "RFC 3339", "warnings": ["..."],
- "pending": [{"pod", "schedulable", "reason", "nodeclaim": {claim} | null, "node",
+ "pending": [{"pod", "schedulable", "reason", "nodeclaim": {claim} | null, "node", "cannot_place",
               "existing_nodes": {"total", "refusals": [{"kind", "nodes", "example", "message"}]},
               "nodepools": [{"nodepool", "kind", "message"}]}],
  "nodes": [{"name", "nodeclaim", "nodepool", "instance_type", "zone", "capacity_type", "price_per_hour",

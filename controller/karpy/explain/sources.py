@@ -27,6 +27,9 @@ from karpy.state import facts, informer
 KINDS: Mapping[str, resources.Resource] = {r.kind: r for r in informer.INFORMED}
 """The kinds explain reads: exactly what the controller's cluster model watches."""
 InputError = manifests.InputError
+MAX_JSON_BYTES = 2**30
+"""Largest JSON dump read (1 GiB, some 40,000 nodes with 400,000 pods): a bound on the memory explain may take.
+YAML goes through `simulate.manifests`, bounded at 50 MiB (and minutes to read at that size: dump as JSON)."""
 
 
 @dataclass
@@ -53,6 +56,8 @@ def _json_documents(path: Path, text: str) -> Iterator[manifests.Document]:
         loaded = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InputError(f"{path}: invalid JSON: nested too deeply") from exc
     for index, body in enumerate(loaded if isinstance(loaded, list) else [loaded], start=1):
         if not isinstance(body, dict):
             raise InputError(f"{path}#{index}: a manifest must be a mapping, got {type(body).__name__}")
@@ -66,7 +71,14 @@ def _documents(path: Path) -> Iterator[manifests.Document]:
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror}") from exc
     if head[:1] in (b"{", b"["):
-        yield from _json_documents(path, path.read_text())
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise InputError(f"{path}: {size // 2**20} MiB is more than the {MAX_JSON_BYTES // 2**20} MiB read")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8: {exc}") from exc
+        yield from _json_documents(path, text)
     else:
         yield from manifests.read_documents([path])
 
