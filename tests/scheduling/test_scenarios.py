@@ -104,6 +104,15 @@ def test_weighted_pool_is_preferred() -> None:
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"heavy"}
 
 
+def test_equal_weight_pools_go_by_name_descending() -> None:
+    # pkg/utils/nodepool OrderByWeight: equal weights sort by name, descending, so "b" is tried before "a"
+    ps = c.make_pods(2)
+    res = c.solve(ps, pools=[c.make_nodepool("a"), c.make_nodepool("b")])
+    assert {cl.nodepool for cl in res.new_nodeclaims} == {"b"}
+    res = c.solve(ps, pools=[c.make_nodepool("a", weight=2), c.make_nodepool("b", weight=1)])
+    assert {cl.nodepool for cl in res.new_nodeclaims} == {"a"}
+
+
 def test_limits_are_respected_with_a_reason_for_the_rest() -> None:
     pool = c.make_nodepool(limits={labels.RESOURCE_CPU: 4000})
     ps = c.make_pods(6, cpu="1")

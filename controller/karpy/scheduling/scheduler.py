@@ -130,7 +130,9 @@ class _Solver(board.Board):
         all_types = [t.allocatable for ts in inp.instance_types.values() for t in ts]
         index = catalog.ResourceIndex.build([*(p.requests for p in inp.pods), *node_allocs, *all_types])
         active = [p for p in inp.nodepools if p.metadata.deletion_timestamp is None and p.replicas is None]
-        active.sort(key=lambda p: (-(p.weight or 0), p.name))
+        # Heaviest first; equal weights by name, descending (pkg/utils/nodepool OrderByWeight).
+        active.sort(key=lambda p: p.name, reverse=True)
+        active.sort(key=lambda p: -(p.weight or 0))
         pools = [
             catalog.PoolCatalog(p, inp.instance_types.get(p.name, ()), index=index, daemons=inp.daemonsets)
             for p in active
