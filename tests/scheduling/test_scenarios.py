@@ -9,6 +9,7 @@ import pytest
 from tests.scheduling import conftest as c
 
 from karpy.api import labels, meta, quantity
+from karpy.cloudprovider.fake import generator
 from karpy.scheduling import pods, scheduler, volumes
 
 Op = meta.Operator
@@ -111,6 +112,18 @@ def test_equal_weight_pools_go_by_name_descending() -> None:
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"b"}
     res = c.solve(ps, pools=[c.make_nodepool("a", weight=2), c.make_nodepool("b", weight=1)])
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"a"}
+
+
+def test_a_label_the_providers_types_define_is_well_known() -> None:
+    # upstream providers register their instance-type labels as well-known (the fake's "size"), so a pod may select
+    # on one that the pool leaves undefined; an unknown key still fails
+    catalog = generator.default_instance_types()
+    small = c.make_pod("small", spec={"nodeSelector": {generator.LABEL_SIZE: "large"}})
+    res = c.solve([small], catalog=catalog)
+    (claim,) = c.expect_provisioned(res, 1)
+    assert {t.labels[generator.LABEL_SIZE] for t in claim.instance_type_options} == {"large"}
+    unknown = c.make_pod("unknown", spec={"nodeSelector": {"example.com/size": "large"}})
+    c.expect_not_scheduled(c.solve([unknown], catalog=catalog), unknown)
 
 
 def test_limits_are_respected_with_a_reason_for_the_rest() -> None:

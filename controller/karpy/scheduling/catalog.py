@@ -91,6 +91,9 @@ class PoolCatalog:
         self._offer_cache: dict[tuple[requirements.Requirement | None, ...], tuple[BoolArray, FloatArray]] = {}
         self._offer_ok: dict[tuple[requirements.Requirement | None, ...], BoolArray] = {}
         self.label_keys = frozenset(k for it in instance_types for k in it.labels)
+        # Keys the provider's types define are well-known for it (upstream providers register their instance-type
+        # labels in WellKnownLabels): a pod may require one that the pool's own requirements leave undefined.
+        self.allow_undefined = requirements.ALLOW_UNDEFINED_WELL_KNOWN | self.label_keys
         self._all_types = tuple(instance_types)
         self.types = self._all_types
         self._build_arrays()
@@ -124,7 +127,7 @@ class PoolCatalog:
             if taints.untolerated(self.taints, d.tolerations) is not None:
                 continue
             reqs = d.node_requirements()
-            if self.requirements.compatible(reqs, allow_undefined=requirements.ALLOW_UNDEFINED_WELL_KNOWN):
+            if self.requirements.compatible(reqs, allow_undefined=self.allow_undefined):
                 continue
             # Held at BEYOND: each term is at most BEYOND, so the sum before the minimum stays inside int64.
             total = np.minimum(total + np.outer(self.mask(reqs), self.index.vector(d.requests)), BEYOND)

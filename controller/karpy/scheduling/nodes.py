@@ -206,7 +206,7 @@ def evaluate(
     why = taints.untolerated(slot.taints, ctx.tolerations) if slot.taints else None
     if why:
         return Refusal(why, True, RefusalKind.TAINT)
-    allow = requirements.ALLOW_UNDEFINED_WELL_KNOWN if slot.is_claim else frozenset()
+    allow = slot.pool.allow_undefined if slot.pool is not None else frozenset()
     why = slot.requirements.compatible(ctx.node_reqs, allow_undefined=allow) if ctx.node_reqs else None
     if why:
         return Refusal(f"incompatible requirements, {why}", True, RefusalKind.REQUIREMENTS)
