@@ -106,8 +106,12 @@ class PoolCatalog:
         names = [t.name for t in self.types]
         # rank of each type's name, so (price, name) orderings can be done with numpy lexsort
         self.name_rank: IntArray = np.argsort(np.argsort(np.array(names, dtype=object))).astype(np.int64)
-        self.daemon = self._daemon_overhead(daemons)
-        self.usable = self.alloc - self.daemon  # allocatable left for workload pods on an empty node
+        self.daemon, self.daemon_ports = self._daemon_overhead(daemons)
+        usable = self.alloc - self.daemon  # allocatable left for workload pods on an empty node
+        # A type whose DaemonSet overhead alone exceeds its allocatable can hold no pod: its row is -1 in every
+        # resource, so no request fits it (every pod asks for a `pods` slot), whatever resources the pod names.
+        usable[(usable < 0).any(axis=1)] = -1
+        self.usable = usable
 
     def _build_arrays(self) -> None:
         width = len(self.index.names)
@@ -121,17 +125,35 @@ class PoolCatalog:
         self.off_labels: tuple[Mapping[str, str], ...] = tuple(o.labels() for _, o in offers)
         self.offers = tuple(o for _, o in offers)
 
-    def _daemon_overhead(self, daemons: Sequence[pods.Pod]) -> IntArray:
+    def _daemon_overhead(
+        self, daemons: Sequence[pods.Pod]
+    ) -> tuple[IntArray, tuple[tuple[pods.HostPort, BoolArray], ...]]:
+        """(types × resources of the DaemonSet pods each type would run, each daemon host port with the types it is
+        held on). A daemon counts on a type when it tolerates the pool's taints (PreferNoSchedule always: a daemon
+        does not honour the preference) and one of its required node-affinity terms, with its nodeSelector, is
+        compatible with the pool and intersects the type (scheduler.go isDaemonPodCompatible)."""
         total = np.zeros_like(self.alloc)
+        ports: list[tuple[pods.HostPort, BoolArray]] = []
         for d in daemons:
-            if taints.untolerated(self.taints, d.tolerations) is not None:
+            if taints.untolerated(self.taints, (*d.tolerations, taints.TOLERATE_PREFER_NO_SCHEDULE)) is not None:
                 continue
-            reqs = d.node_requirements()
-            if self.requirements.compatible(reqs, allow_undefined=self.allow_undefined):
-                continue
+            on = np.zeros(len(self.types), dtype=np.bool_)
+            for term in range(max(1, len(d.required_node_terms))):
+                reqs = d.node_requirements(term=term)
+                if not self.requirements.compatible(reqs, allow_undefined=self.allow_undefined):
+                    on |= self.mask(reqs)
             # Held at BEYOND: each term is at most BEYOND, so the sum before the minimum stays inside int64.
-            total = np.minimum(total + np.outer(self.mask(reqs), self.index.vector(d.requests)), BEYOND)
-        return total
+            total = np.minimum(total + np.outer(on, self.index.vector(d.requests)), BEYOND)
+            ports += [(port, on) for port in d.host_ports if on.any()]
+        return total, tuple(ports)
+
+    def port_blocked(self, host_ports: Sequence[pods.HostPort]) -> BoolArray | None:
+        """Types on which a DaemonSet holds one of `host_ports` (None when none does)."""
+        blocked = None
+        for held, on in self.daemon_ports:
+            if any(held.conflicts(p) for p in host_ports):
+                blocked = on if blocked is None else blocked | on
+        return blocked
 
     def domains(self) -> dict[str, frozenset[str]]:
         """Topology domains the pool can really produce: labels of its (requirement-filtered) instance types,

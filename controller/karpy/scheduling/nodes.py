@@ -261,7 +261,10 @@ def _fit(
     pool = slot.pool
     assert slot.options is not None
     memo_key = None
-    if merged is slot.requirements and slot.placed:
+    blocked = pool.port_blocked(ctx.pod.host_ports) if ctx.pod.host_ports and pool.daemon_ports else None
+    if blocked is not None:  # a DaemonSet holds one of the pod's host ports on these types (rare: full check)
+        mask = slot.options & ~blocked & pool.mask(merged) & pool.offerings(merged)[0]
+    elif merged is slot.requirements and slot.placed:
         mask = slot.options  # committed options already satisfy the slot's own requirements and offerings
         if not merged.has_min_values():
             if limit == 1 and _fits_every_option(slot, ctx.request):
