@@ -301,3 +301,22 @@ def test_no_deadline_means_no_time_out() -> None:
     res = c.solve(ps, deadline=lambda: False)
     assert not res.timed_out
     c.expect_scheduled(res, *ps)
+
+
+def _term(key: str, app: str) -> dict[str, object]:
+    return {"topologyKey": key, "labelSelector": {"matchLabels": {"app": app}}}
+
+
+def test_zone_anti_affinity_to_a_pod_whose_zone_is_undecided() -> None:
+    # topology_test.go "should not violate pod anti-affinity on zone (other schedules first)": the selected pod goes
+    # first onto a claim open to every zone, so it may end up in any of them and the anti-affine pod must wait
+    first = c.make_pod("first", cpu="2", labels_={"app": "s2"})
+    anti = {
+        "affinity": {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels.LABEL_ZONE, "s2")]}
+        }
+    }
+    avoider = c.make_pod("avoider", cpu="0", memory="0", spec=anti)
+    res = c.solve([first, avoider])
+    c.expect_scheduled(res, first)
+    c.expect_not_scheduled(res, avoider)

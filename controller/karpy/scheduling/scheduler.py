@@ -159,6 +159,7 @@ class _Solver(board.Board):
                 sources=sources,
                 bound=[topology.BoundPod(p, node_reqs[n.name], n.taints) for p, n in bound_pods.values()],
                 namespace_labels=inp.namespace_labels,
+                pending=inp.pods,
             ),
             remaining={c.name: dict(c.pool.limits) for c in pools},
             min_values_policy=inp.min_values_policy,

@@ -181,7 +181,11 @@ class Topology:
         sources: Iterable[DomainSource],
         bound: Iterable[BoundPod],
         namespace_labels: Mapping[str, Mapping[str, str]],
+        pending: Iterable[pods.Pod] = (),
     ) -> None:
+        """`pending`: the pods to place. Each required anti-affinity term among them gets its inverse group up front
+        (topology.go NewTopology → Update): a pod it selects is then held to the term's known domains even before
+        the term's owner lands, so the owner's later record covers every domain that pod could take."""
         self.sources = tuple(sources)
         self.namespace_labels = namespace_labels
         self.groups: dict[GroupKey, Group] = {}
@@ -193,6 +197,9 @@ class Topology:
         self._inverse_pod: dict[int, tuple[pods.Pod, list[Group]]] = {}  # same, for owned inverse groups
         for b in bound:
             self.record(b.pod, b.node_requirements, b.node_taints, b.count)
+        owners = {id(p.anti_affinity): p for p in pending if p.anti_affinity}  # pods of one template share terms
+        for p in owners.values():
+            self._inverse(p)
 
     def _universe(self, key: GroupKey) -> frozenset[str]:
         out: set[str] = set()
