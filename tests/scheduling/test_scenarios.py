@@ -307,6 +307,21 @@ def _term(key: str, app: str) -> dict[str, object]:
     return {"topologyKey": key, "labelSelector": {"matchLabels": {"app": app}}}
 
 
+def test_self_affinity_on_hostname_uses_the_first_node_only() -> None:
+    # topology_test.go "should respect self pod affinity for first empty topology domain only (hostname)": the
+    # fake types hold 5 pods, so 5 pods land on one node and the other 5 stay pending (no second node)
+    affinity = {
+        "affinity": {
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels.LABEL_HOSTNAME, "s2")]}
+        }
+    }
+    ps = c.make_pods(10, cpu="0", memory="0", labels_={"app": "s2"}, spec=affinity)
+    res = c.solve(ps, catalog=generator.default_instance_types())
+    (claim,) = c.expect_provisioned(res, 1)
+    assert len(claim.pods) == 5
+    assert len(res.unschedulable) == 5
+
+
 def test_zone_anti_affinity_to_a_pod_whose_zone_is_undecided() -> None:
     # topology_test.go "should not violate pod anti-affinity on zone (other schedules first)": the selected pod goes
     # first onto a claim open to every zone, so it may end up in any of them and the anti-affine pod must wait

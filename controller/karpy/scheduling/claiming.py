@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from karpy.api import labels
-from karpy.scheduling import board, catalog, nodes, pods, requirements, resources
+from karpy.scheduling import board, catalog, nodes, pods, requirements, resources, topology
 
 
 def open_claims(
@@ -124,6 +124,8 @@ def _clonable(b: board.Board, ctx: nodes.RunContext, *, fit: nodes.Fit) -> bool:
     host = labels.LABEL_HOSTNAME
     if any(t.topology_key != host for t in pod.anti_affinity):
         return False
+    if any(g.key.kind is topology.Kind.AFFINITY and not g.key.inverse for g in ctx.constraints):
+        return False  # the next claim is a new hostname: an affinity term admits it only while no domain holds pods
     if any(g.key.topology_key != host for g in b.topology.selecting(pod) if not g.key.inverse):
         return False
     if ctx.node_reqs.get(host) is not None or any(a.get(host) is not None for a in ctx.volume_alternatives):
