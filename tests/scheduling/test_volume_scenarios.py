@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from tests.scheduling import conftest as c
 
@@ -38,11 +40,72 @@ def test_pvc_without_class_uses_the_default_class() -> None:
     assert c.zone_of(claim) == "test-zone-1b"
 
 
-def test_pvc_without_class_and_no_default_class_is_unconstrained() -> None:
-    pvc = volumes.PersistentVolumeClaim("default", "data")
+@pytest.mark.parametrize("storage_class", [None, ""])
+def test_unbound_pvc_without_a_class_blocks_the_pod(storage_class: str | None) -> None:
+    # volumetopology.go "unbound pvc must define a storage class": unset with no default class, or explicitly ""
+    # (which a default class does not override)
+    default = volumes.StorageClass("gp3", WAIT, default=True)
+    pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name=storage_class)
     pod = _pod("p", "data")
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc]))
-    c.expect_scheduled(res, pod)
+    classes = [default] if storage_class == "" else []
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=classes))
+    assert "has no storage class" in res.unschedulable[pod.key]
+    assert not res.new_nodeclaims
+
+
+@pytest.mark.parametrize("source", [{"local": {"path": "/mnt/disk"}}, {"hostPath": {"path": "/data"}}])
+def test_local_volume_hostname_term_is_ignored(source: dict[str, object]) -> None:
+    # suite_test.go "should preserve unconstrained PV alternatives after ignoring hostname affinity"
+    terms = [
+        {"matchExpressions": [{"key": labels.LABEL_HOSTNAME, "operator": "In", "values": ["existing-host"]}]},
+        {"matchExpressions": [{"key": labels.LABEL_ZONE, "operator": "In", "values": ["invalid-zone"]}]},
+    ]
+    pv = volumes.pv_from_manifest(
+        {"metadata": {"name": "pv"}, "spec": {**source, "nodeAffinity": {"required": {"nodeSelectorTerms": terms}}}}
+    )
+    pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv")
+    pod = _pod("p", "data")
+    c.expect_scheduled(c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv])), pod)
+    # a network volume's hostname term still binds: no new node is that host
+    pinned = dataclasses.replace(pv, node_local=False)
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pinned]))
+    c.expect_not_scheduled(res, pod)
+
+
+@pytest.mark.parametrize(
+    ("claim", "volume", "reason"),
+    [
+        (dict(deleting=True), {}, "is being deleted"),
+        (dict(lost=True), {}, "is Lost"),
+        (dict(bind_completed=False), {}, "lacks pv.kubernetes.io/bind-completed"),
+        ({}, dict(deleting=True), "persistentvolume pv bound to default/data is being deleted"),
+    ],
+)
+def test_claims_kube_scheduler_would_refuse_block_the_pod(
+    claim: dict[str, bool], volume: dict[str, bool], reason: str
+) -> None:
+    # suite_test.go "should not launch nodes for pod with deleting persistentVolumeClaim / Lost
+    # persistentVolumeClaim / bound persistentVolume that is marked for deletion", "should handle pods with PVCs with
+    # defined volumeName (when pv.kubernetes.io/bind-completed is missing)"
+    pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv", **claim)
+    pv = volumes.PersistentVolume("pv", **volume)
+    pod = _pod("p", "data")
+    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    assert reason in res.unschedulable[pod.key]
+
+
+def test_claim_and_volume_manifests_carry_what_validation_reads() -> None:
+    pvc = volumes.pvc_from_manifest(
+        {
+            "metadata": {"name": "d", "namespace": "x", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"storageClassName": ""},
+            "status": {"phase": "Lost"},
+        }
+    )
+    assert (pvc.storage_class_name, pvc.deleting, pvc.lost, pvc.bind_completed) == ("", True, True, False)
+    assert volumes.pvc_from_manifest({"metadata": {"name": "d"}, "spec": {}}).storage_class_name is None
+    pv = volumes.pv_from_manifest({"metadata": {"name": "v"}, "spec": {"csi": {"driver": "ebs.csi.aws.com"}}})
+    assert (pv.driver, pv.node_local, pv.deleting) == ("ebs.csi.aws.com", False, False)
 
 
 @pytest.mark.parametrize(

@@ -37,14 +37,11 @@ def pvc(name: str, *, storage_class_name: str | None = "gp3", volume: str = "", 
     spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
     if storage_class_name is not None:
         spec["storageClassName"] = storage_class_name
-    if volume:
+    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
+    if volume:  # bound, as the PV controller leaves a claim it bound
         spec["volumeName"] = volume
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
+        metadata["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
 
 
 def pv(name: str, *, zone: str, key: str = ZONE_KEY, claim: str = "") -> dict[str, Any]:

@@ -2,9 +2,13 @@
 
 A bound PVC's PV carries `nodeAffinity.required.nodeSelectorTerms` (ORed terms); an unbound PVC whose
 StorageClass binds WaitForFirstConsumer is limited by the class's `allowedTopologies` (ORed terms). One choice per
-volume, crossed over the pod's volumes, gives the alternatives a NodeClaim may satisfy. Unbound PVCs of an
-Immediate class, and PVCs, PVs or classes that do not exist, make the pod unschedulable with a reason.
-These requirements apply to the node only, not to the pod's own topology-spread view.
+volume, crossed over the pod's volumes, gives the alternatives a NodeClaim may satisfy. A local or hostPath PV's
+hostname term is ignored (a new node cannot be that host; a term left empty admits any node). The pod is
+unschedulable, with a reason, when a claim, its PV or its class does not exist, when a claim is being deleted or
+Lost, names a volume without being marked bind-completed, or is unbound with no class (`storageClassName: ""`, or
+unset with no default class) or with an Immediate class, and when its PV is being deleted
+(volumetopology.go ValidatePersistentVolumeClaims). These requirements apply to the node only, not to the pod's own
+topology-spread view.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from karpy.scheduling import pods, requirements
 
 BINDING_IMMEDIATE = "Immediate"
 BINDING_WAIT = "WaitForFirstConsumer"
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+PHASE_LOST = "Lost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,13 +32,23 @@ class PersistentVolumeClaim:
     namespace: str
     name: str
     volume_name: str = ""
-    storage_class_name: str = ""
+    storage_class_name: str | None = None
+    """None: unset (the default class applies, as admission would set it); "": explicitly no class."""
+    bind_completed: bool = True
+    """Carries `pv.kubernetes.io/bind-completed` (a claim naming a volume without it is not bound yet)."""
+    deleting: bool = False
+    lost: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class PersistentVolume:
     name: str
     node_affinity: tuple[requirements.Requirements, ...] = ()  # ORed terms; empty = anywhere
+    node_local: bool = False
+    """A local or hostPath volume: its hostname term names the node it was on, which a new node never is."""
+    deleting: bool = False
+    driver: str = ""
+    """The CSI driver that attaches it (spec.csi.driver), empty for in-tree and non-CSI volumes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +100,15 @@ def _terms(obj: Any, path: str, *, expressions_field: str) -> tuple[requirements
 
 def pvc_from_manifest(obj: Mapping[str, Any]) -> PersistentVolumeClaim:
     md, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    storage_class = spec.get("storageClassName")
     return PersistentVolumeClaim(
         str(md.get("namespace") or "default"),
         str(md.get("name", "")),
         str(spec.get("volumeName") or ""),
-        str(spec.get("storageClassName") or ""),
+        None if storage_class is None else str(storage_class),
+        bind_completed=ANN_BIND_COMPLETED in (md.get("annotations") or {}),
+        deleting=bool(md.get("deletionTimestamp")),
+        lost=(obj.get("status") or {}).get("phase") == PHASE_LOST,
     )
 
 
@@ -96,7 +116,13 @@ def pv_from_manifest(obj: Mapping[str, Any]) -> PersistentVolume:
     md, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     required = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
     path = "spec.nodeAffinity.required.nodeSelectorTerms"
-    return PersistentVolume(str(md.get("name", "")), _terms(required, path, expressions_field="matchExpressions"))
+    return PersistentVolume(
+        str(md.get("name", "")),
+        _terms(required, path, expressions_field="matchExpressions"),
+        node_local=bool(spec.get("local") or spec.get("hostPath")),
+        deleting=bool(md.get("deletionTimestamp")),
+        driver=str((spec.get("csi") or {}).get("driver") or ""),
+    )
 
 
 def storage_class_from_manifest(obj: Mapping[str, Any]) -> StorageClass:
@@ -113,26 +139,44 @@ def storage_class_from_manifest(obj: Mapping[str, Any]) -> StorageClass:
 def _volume_terms(
     pod: pods.Pod, claim_name: str, catalog: VolumeCatalog
 ) -> tuple[requirements.Requirements, ...] | str:
-    pvc = catalog.pvcs.get(f"{pod.namespace}/{claim_name}")
+    key = f"{pod.namespace}/{claim_name}"
+    pvc = catalog.pvcs.get(key)
     if pvc is None:
-        return f"persistentvolumeclaim {pod.namespace}/{claim_name} not found"
+        return f"persistentvolumeclaim {key} not found"
+    if pvc.deleting:
+        return f"persistentvolumeclaim {key} is being deleted"
+    if pvc.lost:
+        return f"persistentvolumeclaim {key} is Lost (bound to a persistentvolume that no longer exists)"
     if pvc.volume_name:
         pv = catalog.pvs.get(pvc.volume_name)
         if pv is None:
-            return f"persistentvolume {pvc.volume_name} bound to {pod.namespace}/{claim_name} not found"
+            return f"persistentvolume {pvc.volume_name} bound to {key} not found"
+        if pv.deleting:
+            return f"persistentvolume {pvc.volume_name} bound to {key} is being deleted"
+        if not pvc.bind_completed:
+            return f"persistentvolumeclaim {key} names volume {pvc.volume_name} but lacks {ANN_BIND_COMPLETED}: unbound"
+        if pv.node_local:
+            return tuple(_without_hostname(t) for t in pv.node_affinity)
         return pv.node_affinity
-    sc_name = pvc.storage_class_name or next((s.name for s in catalog.storage_classes.values() if s.default), "")
+    sc_name = pvc.storage_class_name
+    if sc_name is None:
+        sc_name = next((s.name for s in catalog.storage_classes.values() if s.default), "")
     if not sc_name:
-        return ()
+        return f"persistentvolumeclaim {key} is unbound and has no storage class to provision it"
     sc = catalog.storage_classes.get(sc_name)
     if sc is None:
-        return f"storageclass {sc_name} of persistentvolumeclaim {pod.namespace}/{claim_name} not found"
+        return f"storageclass {sc_name} of persistentvolumeclaim {key} not found"
     if sc.binding_mode != BINDING_WAIT:
         return (
-            f"persistentvolumeclaim {pod.namespace}/{claim_name} is unbound and storageclass {sc_name} binds "
-            f"{sc.binding_mode}, not {BINDING_WAIT}"
+            f"persistentvolumeclaim {key} is unbound and storageclass {sc_name} binds {sc.binding_mode}, "
+            f"not {BINDING_WAIT}"
         )
     return sc.allowed_topologies
+
+
+def _without_hostname(term: requirements.Requirements) -> requirements.Requirements:
+    """A local volume's term without its hostname requirement (an empty term admits any node)."""
+    return term.without(labels.LABEL_HOSTNAME)
 
 
 def alternatives(pod: pods.Pod, catalog: VolumeCatalog) -> tuple[requirements.Requirements, ...] | str:

@@ -117,7 +117,7 @@ def node_conflict(pod: scheduling_pods.Pod, node: Mapping[str, str], catalog: sc
             if pv is not None and pv.node_affinity and not any(t.admits(node) for t in pv.node_affinity):
                 return NODE_AFFINITY_CONFLICT
             continue
-        sc = catalog.storage_classes.get(pvc.storage_class_name)
+        sc = catalog.storage_classes.get(pvc.storage_class_name or "")
         if sc is not None and sc.allowed_topologies and not any(t.admits(node) for t in sc.allowed_topologies):
             return BIND_CONFLICT
     return ""

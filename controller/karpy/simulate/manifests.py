@@ -252,9 +252,11 @@ def statefulset_claims(obj: Mapping[str, Any]) -> list[volumes.PersistentVolumeC
     out: list[volumes.PersistentVolumeClaim] = []
     for template in spec.get("volumeClaimTemplates") or []:
         template_name = str((template.get("metadata") or {}).get("name", ""))
-        storage_class = str((template.get("spec") or {}).get("storageClassName") or "")
+        storage_class = (template.get("spec") or {}).get("storageClassName")  # None: the default class applies
         out.extend(
-            volumes.PersistentVolumeClaim(namespace, f"{template_name}-{name}-{i}", "", storage_class)
+            volumes.PersistentVolumeClaim(
+                namespace, f"{template_name}-{name}-{i}", "", None if storage_class is None else str(storage_class)
+            )
             for i in range(replicas if isinstance(replicas, int) else 0)
         )
     return out
