@@ -48,3 +48,30 @@ def test_maps_are_shared_only_in_the_same_order() -> None:
     assert a.labels == b.labels
     assert a.labels is not b.labels
     assert list(b.labels) == ["tier", "app"]
+
+
+def _requests(spec: dict[str, Any]) -> dict[str, int]:
+    return dict(pods.from_manifest({"metadata": {"name": "p"}, "spec": spec}).requests)
+
+
+def test_pod_level_resources_replace_the_containers_sum() -> None:
+    # component-helpers PodRequests: pod-level requests (Kubernetes 1.34) stand for cpu, memory and hugepages,
+    # limits default them, other resources still come from the containers, overhead is added on top
+    containers = [
+        {"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "64Mi", "example.com/dev": "1"}}},
+        {"name": "b", "resources": {"requests": {"cpu": "200m"}}},
+    ]
+    assert _requests({"containers": containers, "resources": {"requests": {"cpu": "3"}}}) == {
+        "cpu": 3000,
+        "memory": 64 * 2**20 * 1000,
+        "example.com/dev": 1000,
+        "pods": 1000,
+    }
+    got = _requests(
+        {
+            "containers": containers,
+            "resources": {"limits": {"cpu": "2", "memory": "1Gi", "example.com/dev": "5"}},
+            "overhead": {"cpu": "250m"},
+        }
+    )
+    assert got == {"cpu": 2250, "memory": 2**30 * 1000, "example.com/dev": 1000, "pods": 1000}

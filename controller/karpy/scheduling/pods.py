@@ -318,7 +318,14 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         return out
 
     main, init = containers("containers"), containers("initContainers")
-    requests = resources.pod_requests(main, init, overhead=p.resources(spec.get("overhead"), "spec.overhead"))
+    pod_res = p.mapping(spec.get("resources"), "spec.resources")
+    pod_level = resources.Container(
+        requests=p.resources(pod_res.get("requests"), "spec.resources.requests"),
+        limits=p.resources(pod_res.get("limits"), "spec.resources.limits"),
+    )
+    requests = resources.pod_requests(
+        main, init, overhead=p.resources(spec.get("overhead"), "spec.overhead"), pod=pod_level
+    )
 
     host_ports: list[HostPort] = []
     for i, c in enumerate(p.seq(spec.get("containers"), "spec.containers")):

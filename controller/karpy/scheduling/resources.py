@@ -1,9 +1,11 @@
 """Resource maps (name -> int milli-units): arithmetic, fit checks and a pod's effective requests.
 
-A pod's requests follow Kubernetes' effective-request rule (core: pkg/utils/resources Ceiling): the larger of the
-init phase and the run phase, plus pod overhead. Init containers run one at a time, except sidecars
-(restartPolicy=Always) which keep running and so add to every later init container and to the run phase. A
-container that sets a limit but no request requests its limit (apiserver defaulting).
+A pod's requests follow Kubernetes' effective-request rule (core: pkg/utils/resources Ceiling, which calls
+component-helpers' PodRequests): the larger of the init phase and the run phase, plus pod overhead. Init containers
+run one at a time, except sidecars (restartPolicy=Always) which keep running and so add to every later init
+container and to the run phase. A container that sets a limit but no request requests its limit (apiserver
+defaulting). Pod-level resources (`spec.resources`, Kubernetes 1.34) replace the containers' sum for the resources
+they name that may be set at pod level (cpu, memory, hugepages-*), with the same limit-as-request defaulting.
 """
 
 from __future__ import annotations
@@ -71,10 +73,20 @@ class Container:
         return out
 
 
+def pod_level(name: str) -> bool:
+    """May `name` be requested at pod level (component-helpers IsSupportedPodLevelResource)?"""
+    return name in (labels.RESOURCE_CPU, labels.RESOURCE_MEMORY) or name.startswith("hugepages-")
+
+
 def pod_requests(
-    containers: Iterable[Container], init_containers: Iterable[Container] = (), *, overhead: Resources | None = None
+    containers: Iterable[Container],
+    init_containers: Iterable[Container] = (),
+    *,
+    overhead: Resources | None = None,
+    pod: Container | None = None,
 ) -> dict[str, int]:
-    """max(init phase, run phase) + overhead, plus one `pods` slot."""
+    """max(init phase, run phase), with `pod`'s pod-level requests in place of the containers' for the resources
+    they set, + overhead, plus one `pods` slot."""
     run = add(*(c.effective() for c in containers))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
@@ -84,6 +96,9 @@ def pod_requests(
             init_peak = maximum(init_peak, sidecars)
         else:
             init_peak = maximum(init_peak, add(sidecars, c.effective()))
-    total = add(maximum(init_peak, add(run, sidecars)), overhead or {})
+    total = maximum(init_peak, add(run, sidecars))
+    if pod is not None:
+        total.update({name: amount for name, amount in pod.effective().items() if pod_level(name)})
+    total = add(total, overhead or {})
     total[labels.RESOURCE_PODS] = quantity.MILLI
     return total
