@@ -47,6 +47,7 @@ class StateNode:
     initialized: bool = True
     marked_for_deletion: bool = False
     deleting: bool = False
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass

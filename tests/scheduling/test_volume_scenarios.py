@@ -8,7 +8,7 @@ import pytest
 from tests.scheduling import conftest as c
 
 from karpy.api import errors, labels
-from karpy.scheduling import pods, requirements, volumes
+from karpy.scheduling import pods, requirements, scheduler, volumes
 
 WAIT = volumes.BINDING_WAIT
 
@@ -206,3 +206,66 @@ def test_bad_pv_affinity_names_the_field() -> None:
     }
     with pytest.raises(errors.ValidationError, match=r"nodeSelectorTerms\[0\]\.matchExpressions\[0\]"):
         volumes.pv_from_manifest(bad)
+
+
+def _existing_node(**kwargs: object) -> scheduler.ExistingNode:
+    return scheduler.ExistingNode(
+        name="node-a",
+        labels={labels.LABEL_ZONE: "test-zone-1a", labels.LABEL_NODEPOOL: "default"},
+        taints=(),
+        allocatable={
+            labels.RESOURCE_CPU: 64_000,
+            labels.RESOURCE_MEMORY: 256 * 2**30 * 1000,
+            labels.RESOURCE_PODS: 110_000,
+        },
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_csi_attach_limit_of_an_existing_node_is_honoured() -> None:
+    # suite_test.go "should launch multiple nodes if required due to volume limits": the node's CSINode lets the
+    # driver attach 10 volumes, so 5 of 6 pods with two claims each fit there and the sixth needs a new node
+    sc = volumes.StorageClass("csi", WAIT, provisioner="fake.csi.provider")
+    pvcs = [
+        volumes.PersistentVolumeClaim("default", f"{ab}-{i}", storage_class_name="csi") for i in range(6) for ab in "ab"
+    ]
+    ps = [_pod(f"p-{i}", f"a-{i}", f"b-{i}") for i in range(6)]
+    catalog = volumes.VolumeCatalog.build(pvcs, storage_classes=[sc])
+    node = _existing_node(volume_limits={"fake.csi.provider": 10})
+    res = c.solve(ps, volumes=catalog, existing_nodes=[node])
+    c.expect_scheduled(res, *ps)
+    assert len(res.existing_nodes["node-a"]) == 5
+    assert sum(len(cl.pods) for cl in c.expect_provisioned(res, 1)) == 1
+    # another driver's limit, or none, leaves every pod on the node
+    for limits in ({"other.csi.provider": 1}, {}):
+        res = c.solve(ps, volumes=catalog, existing_nodes=[_existing_node(volume_limits=limits)])
+        assert len(res.existing_nodes["node-a"]) == 6
+
+
+def test_pods_sharing_one_claim_attach_it_once() -> None:
+    # suite_test.go "should launch a single node if all pods use the same PVC" (and in-tree EBS counts as the driver)
+    pv = volumes.pv_from_manifest({"metadata": {"name": "pv"}, "spec": {"awsElasticBlockStore": {"volumeID": "vol-1"}}})
+    pvc = volumes.PersistentVolumeClaim("default", "shared", volume_name="pv")
+    ps = [_pod(f"p-{i}", "shared") for i in range(20)]
+    node = _existing_node(volume_limits={volumes.EBS_CSI_DRIVER: 1})
+    res = c.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]), existing_nodes=[node])
+    assert len(res.existing_nodes["node-a"]) == 20
+    assert not res.new_nodeclaims
+
+
+def test_attachments_resolve_the_driver_of_each_claim() -> None:
+    classes = [
+        volumes.StorageClass("intree", WAIT, provisioner="kubernetes.io/aws-ebs"),
+        volumes.StorageClass("x", WAIT),
+    ]
+    pvcs = [
+        volumes.PersistentVolumeClaim("default", "bound", volume_name="pv"),
+        volumes.PersistentVolumeClaim("default", "intree", storage_class_name="intree"),
+        volumes.PersistentVolumeClaim("default", "no-driver", storage_class_name="x"),
+    ]
+    pv = volumes.PersistentVolume("pv", driver="efs.csi.aws.com")
+    pod = _pod("p", "bound", "intree", "no-driver", "missing")
+    assert volumes.attachments(pod, volumes.VolumeCatalog.build(pvcs, [pv], classes)) == {
+        "efs.csi.aws.com": frozenset({"default/bound"}),
+        volumes.EBS_CSI_DRIVER: frozenset({"default/intree"}),
+    }

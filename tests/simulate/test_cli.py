@@ -120,6 +120,59 @@ def test_fake_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert result["unschedulable"] == []
 
 
+NODE = """
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+  labels: {karpenter.sh/nodepool: default, topology.kubernetes.io/zone: us-east-1a}
+status:
+  allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
+"""
+VOLUMES = """
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-a, namespace: default}
+spec: {storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-b, namespace: default}
+spec: {storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+"""
+
+
+def _mounting(name: str, claim: str) -> str:
+    return pod_manifest(name, extra_spec=f"  volumes: [{{name: d, persistentVolumeClaim: {{claimName: {claim}}}}}]")
+
+
+def test_a_csinode_limits_the_volumes_of_its_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csinode = """
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: node-a}
+spec:
+  drivers: [{name: ebs.csi.aws.com, nodeID: i-1, allocatable: {count: 1}}]
+"""
+    pods = _mounting("a", "data-a") + _mounting("b", "data-b")
+    (tmp_path / "m.yaml").write_text(NODEPOOL + NODE + VOLUMES + pods)
+    unlimited = plan(capsys, "-f", str(tmp_path))
+    assert unlimited["existing_nodes"] == [{"name": "node-a", "pods": ["default/a", "default/b"]}]
+    (tmp_path / "m.yaml").write_text(NODEPOOL + NODE + VOLUMES + csinode + pods)
+    limited = plan(capsys, "-f", str(tmp_path))
+    assert limited["existing_nodes"] == [{"name": "node-a", "pods": ["default/a"]}]
+    assert [c["pods"] for c in limited["nodeclaims"]] == [["default/b"]]
+
+
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", str(EXAMPLES))
     assert code == 0

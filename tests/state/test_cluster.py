@@ -264,3 +264,25 @@ def test_an_unchanged_seq_moves_after_five_minutes(state: cluster.Cluster, manua
     marked = state.seq
     manual.advance(cluster.FORCED_REVALIDATION - 1)
     assert not state.changed_since(marked)
+
+
+def test_a_csinode_sets_the_volume_limits_of_its_registered_node(state: cluster.Cluster) -> None:
+    csinode = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": "ip-1"},
+        "spec": {
+            "drivers": [
+                {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": 25}},
+                {"name": "efs.csi.aws.com", "nodeID": "i-1"},  # no count: unlimited
+            ]
+        },
+    }
+    add(state, R.NODECLAIMS, _claim("in-flight", provider_id="aws:///z/i-3"))
+    add(state, R.NODES, builders.node("ip-1"))
+    add(state, R.CSINODES, csinode, {**csinode, "metadata": {"name": "in-flight"}})
+    nodes = {n.name: n for n in state.state_nodes()}
+    assert nodes["ip-1"].volume_limits == {"ebs.csi.aws.com": 25}
+    assert nodes["in-flight"].volume_limits == {}  # a claim with no Node yet attaches nothing of its own
+    delete(state, R.CSINODES, csinode)
+    assert {n.name: n for n in state.state_nodes()}["ip-1"].volume_limits == {}

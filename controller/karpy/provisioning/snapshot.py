@@ -34,6 +34,7 @@ def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler
             pods=tuple(n.pods),
             nodepool=n.nodepool or None,  # "" = not managed by a NodePool
             initialized=n.initialized,
+            volume_limits=dict(n.volume_limits),
         )
         for n in state_nodes
         if not (n.deleting or n.marked_for_deletion)

@@ -31,11 +31,13 @@ class Board:
         self.table = slots.SlotTable(len(index.names))
         self.claims: list[nodes.Slot] = []
         self.placements = 0
+        self.volume_limited = False  # some existing node limits the volumes its CSI drivers attach
 
     def add_node(self, slot: nodes.Slot) -> None:
         """An existing node's slot (they come before every claim)."""
         self.slots.append(slot)
         self.table.add(slot)
+        self.volume_limited |= bool(slot.volume_limits)
 
     def register(self, slot: nodes.Slot, *, like: int | None = None) -> int:
         """A new claim's slot; its id in the table (`like`: copy that slot's headroom bound)."""
@@ -55,6 +57,8 @@ class Board:
                 slot.floor = (fit.options, fit.floor)
         slot.placed.extend(placed)
         slot.host_ports.extend(p for pod in placed for p in pod.host_ports)
+        for driver, claims in ctx.attachments.items() if slot.volume_limits else ():
+            slot.attached.setdefault(driver, set()).update(claims)
         slot.min_values_relaxed |= fit.min_values_relaxed
         self.table.refresh(slot_id)
         self.topology.record(ctx.pod, fit.requirements, slot.taints, fit.count)

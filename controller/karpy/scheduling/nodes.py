@@ -46,6 +46,8 @@ class Slot:
     host_ports: list[pods.HostPort] = field(default_factory=list)
     min_values_relaxed: bool = False
     under_consolidate_after: bool = False  # an existing node that refuses pods moved off consolidation candidates
+    volume_limits: Mapping[str, int] = field(default_factory=dict)  # CSI driver -> volumes it may attach (CSINode)
+    attached: dict[str, set[str]] = field(default_factory=dict)  # CSI driver -> claims of the pods placed here
     # (options it was computed for, per-resource minimum of usable allocatable over them): when a request fits
     # under the minimum every option takes one more pod, so a one-pod fit needs no per-type counting
     floor: tuple[catalog.BoolArray, catalog.IntArray] | None = None
@@ -67,6 +69,7 @@ class RunContext:
     constraints: list[topology.Group]
     request: catalog.IntArray
     anti_only: bool  # every constraint is anti-affinity: topology refusals are permanent
+    attachments: Mapping[str, frozenset[str]] = field(default_factory=dict)  # CSI driver -> the pod's claims
     # Fits on committed options already computed for this run: (id of the options, usage, pod limit) -> (the
     # options, so the id stays theirs, and the fit). Claims cloned from one another share their options object and
     # usage, so the run checks each such state once. Shared with contexts `dataclasses.replace` derives.
@@ -214,6 +217,13 @@ def evaluate(
     for port in ctx.pod.host_ports:
         if any(port.conflicts(used) for used in slot.host_ports):
             return Refusal(f"host port {port.port}/{port.protocol} is in use", True, RefusalKind.HOST_PORT)
+    # A run's pods mount the same claims (equal signatures), so however many land, they attach them once.
+    for driver, claims in ctx.attachments.items() if slot.volume_limits else ():
+        most = slot.volume_limits.get(driver)
+        if most is not None and len(slot.attached.get(driver, set()) | claims) > most:
+            return Refusal(
+                f"would exceed the volume limit of {most} for {driver} on node {slot.name}", True, RefusalKind.VOLUME
+            )
     last: Refusal = Refusal("no volume topology alternative is compatible", True, RefusalKind.VOLUME)
     for alternative in ctx.volume_alternatives:
         why = base.compatible(alternative, allow_undefined=allow) if alternative else None
@@ -348,6 +358,8 @@ def node_slot(
     used: catalog.IntArray,
     bound: list[pods.Pod],
     under_consolidate_after: bool = False,
+    volume_limits: Mapping[str, int] | None = None,
+    attached: Mapping[str, set[str]] | None = None,
 ) -> Slot:
     """An existing node's slot; `node_reqs` are its `slot_labels` as requirements."""
     ports = [p for pod in bound for p in pod.host_ports]
@@ -359,4 +371,6 @@ def node_slot(
         alloc=alloc,
         host_ports=ports,
         under_consolidate_after=under_consolidate_after,
+        volume_limits=dict(volume_limits or {}),
+        attached={driver: set(claims) for driver, claims in (attached or {}).items()},
     )

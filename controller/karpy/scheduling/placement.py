@@ -119,6 +119,7 @@ def build_context(b: board.Board, view: preferences.View) -> nodes.RunContext | 
         constraints=constraints,
         request=b.index.vector(pod.requests),
         anti_only=all(g.key.kind is topology.Kind.ANTI_AFFINITY for g in constraints),
+        attachments=volumes.attachments(pod, b.volume_catalog) if b.volume_limited and pod.pvc_names else {},
     )
 
 

@@ -68,6 +68,9 @@ class ExistingNode:
     under_consolidate_after: bool = False
     """Inside its NodePool's consolidateAfter window, in a consolidation simulation: pods moved off the candidates
     (`Pod.from_candidate`) are not packed here (upstream v1.14); pending pods may be."""
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    """CSI driver -> how many volumes it may attach here (the node's CSINode `allocatable.count`); a pod is not
+    placed where its claims would take a driver past its limit (scheduling/volumeusage.go ExceedsLimits)."""
     derived: NodeDerived | None = None
     """What every solve derives from the node's labels, when the caller derived it once for many solves
     (`derive`); derived per solve otherwise."""
@@ -183,6 +186,8 @@ class _Solver(board.Board):
                     used=used,
                     bound=on_node[n.name],
                     under_consolidate_after=n.under_consolidate_after,
+                    volume_limits=n.volume_limits,
+                    attached=_attached(on_node[n.name], inp.volumes) if n.volume_limits else None,
                 )
             )
             owner = n.nodepool or n.labels.get(labels.LABEL_NODEPOOL)  # the label is what upstream reads
@@ -266,6 +271,15 @@ class _Solver(board.Board):
         if self.inp.compute_lower_bound and self.claims and not out.timed_out:
             out.lower_bound_per_hour = bound.lower_bound(self.claims, self.index)
         return out
+
+
+def _attached(bound: Sequence[Pod], catalog: VolumeCatalog) -> dict[str, set[str]]:
+    """CSI driver -> the claims the pods bound to a node hold there."""
+    out: dict[str, set[str]] = collections.defaultdict(set)
+    for p in bound:
+        for driver, claims in volumes.attachments(p, catalog).items():
+            out[driver] |= claims
+    return out
 
 
 def solve(inp: SchedulingInput, *, pod_by_pod: bool = False) -> results.Results:

@@ -24,6 +24,18 @@ from karpy.scheduling import pods, requirements
 BINDING_IMMEDIATE = "Immediate"
 BINDING_WAIT = "WaitForFirstConsumer"
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+# In-tree provisioners and the CSI drivers that replaced them (k8s.io/csi-translation-lib), so a class still naming
+# the in-tree plugin counts against the CSI driver's attach limit.
+IN_TREE_TO_CSI: Mapping[str, str] = {
+    "kubernetes.io/aws-ebs": EBS_CSI_DRIVER,
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/azure-file": "file.csi.azure.com",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+}
 PHASE_LOST = "Lost"
 
 
@@ -57,6 +69,7 @@ class StorageClass:
     binding_mode: str = BINDING_IMMEDIATE
     allowed_topologies: tuple[requirements.Requirements, ...] = ()
     default: bool = False
+    provisioner: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +134,9 @@ def pv_from_manifest(obj: Mapping[str, Any]) -> PersistentVolume:
         _terms(required, path, expressions_field="matchExpressions"),
         node_local=bool(spec.get("local") or spec.get("hostPath")),
         deleting=bool(md.get("deletionTimestamp")),
-        driver=str((spec.get("csi") or {}).get("driver") or ""),
+        driver=str(
+            (spec.get("csi") or {}).get("driver") or (EBS_CSI_DRIVER if spec.get("awsElasticBlockStore") else "")
+        ),
     )
 
 
@@ -133,6 +148,7 @@ def storage_class_from_manifest(obj: Mapping[str, Any]) -> StorageClass:
         str(obj.get("volumeBindingMode") or BINDING_IMMEDIATE),
         _terms(obj.get("allowedTopologies"), "allowedTopologies", expressions_field="matchLabelExpressions"),
         annotations.get("storageclass.kubernetes.io/is-default-class") == "true",
+        str(obj.get("provisioner") or ""),
     )
 
 
@@ -207,3 +223,35 @@ def zone_term(zone: str) -> requirements.Requirements:
     return requirements.Requirements(
         [requirements.Requirement.new(labels.LABEL_ZONE, meta.Operator.IN, values=(zone,))]
     )
+
+
+def csinode_limits(obj: Mapping[str, Any]) -> dict[str, int]:
+    """CSI driver -> volumes it may attach to the node, from a CSINode (`spec.drivers[].allocatable.count`); drivers
+    without a count are unlimited."""
+    out: dict[str, int] = {}
+    for driver in (obj.get("spec") or {}).get("drivers") or []:
+        count = (driver.get("allocatable") or {}).get("count") if isinstance(driver, Mapping) else None
+        if isinstance(count, int) and not isinstance(count, bool) and driver.get("name"):
+            out[str(driver["name"])] = count
+    return out
+
+
+def attachments(pod: pods.Pod, catalog: VolumeCatalog) -> dict[str, frozenset[str]]:
+    """The pod's claims per CSI driver that attaches them (scheduling/volumeusage.go GetVolumes): a bound claim's PV
+    names it (spec.csi.driver, EBS for an in-tree EBS volume), an unbound claim's class provisions it (in-tree
+    names translated); claims resolving to no driver, or not found, count against no limit."""
+    out: dict[str, set[str]] = {}
+    for claim in pod.pvc_names:
+        key = f"{pod.namespace}/{claim}"
+        pvc = catalog.pvcs.get(key)
+        if pvc is None:
+            continue
+        if pvc.volume_name:
+            pv = catalog.pvs.get(pvc.volume_name)
+            driver = pv.driver if pv is not None else ""
+        else:
+            sc = catalog.storage_classes.get(pvc.storage_class_name or "")
+            driver = IN_TREE_TO_CSI.get(sc.provisioner, sc.provisioner) if sc is not None else ""
+        if driver:
+            out.setdefault(driver, set()).add(key)
+    return {driver: frozenset(keys) for driver, keys in out.items()}

@@ -29,12 +29,12 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
 SUPPORTED_KINDS = (
     "NodePool, EC2NodeClass, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, PersistentVolumeClaim, "
-    "PersistentVolume, StorageClass, PodDisruptionBudget, Node"
+    "PersistentVolume, StorageClass, CSINode, PodDisruptionBudget, Node"
 )
 MAX_PODS: Final = 200_000
 """Pods one simulation takes (pending and bound, workloads' replicas included): twice the benchmark's largest run,
 and bounded so that `replicas: 100000000` is an error, not an hour of work or an exhausted memory."""
-CLUSTER_SCOPED: Final = frozenset({"NodePool", "EC2NodeClass", "Node", "PersistentVolume", "StorageClass"})
+CLUSTER_SCOPED: Final = frozenset({"NodePool", "EC2NodeClass", "Node", "CSINode", "PersistentVolume", "StorageClass"})
 
 
 class InputError(ValueError):
@@ -70,6 +70,7 @@ class Cluster:
     """(kind, namespace, name) -> the document that defines it, for duplicate and reference errors."""
     templates: dict[tuple[str, str], _Read] = field(default_factory=dict)
     """Objects already read strictly, but for their name (see `_read`)."""
+    volume_limits: dict[str, dict[str, int]] = field(default_factory=dict)  # node name -> CSI driver -> count
 
 
 def expand_paths(paths: Iterable[str]) -> list[Path]:
@@ -205,6 +206,9 @@ def _add(cluster: Cluster, doc: Document) -> None:
     elif kind == "EC2NodeClass":
         nodeclass = parse.ec2nodeclass(body)
         cluster.nodeclasses[nodeclass.name] = nodeclass
+    elif kind == "CSINode":
+        _check_csinode(doc, body)
+        cluster.volume_limits[str(body["metadata"]["name"])] = volumes.csinode_limits(body)
     elif kind not in corekinds.api_versions():
         raise InputError(f"{doc.where}: kind: unknown kind {kind!r}; supported kinds: {SUPPORTED_KINDS}")
     _register(cluster, doc, kind, body)
@@ -230,6 +234,22 @@ def _add(cluster: Cluster, doc: Document) -> None:
         cluster.pdbs.append(body)
     elif kind == "Node":
         cluster.nodes.append(body)
+
+
+def _check_csinode(doc: Document, body: Mapping[str, Any]) -> None:
+    """The fields of a CSINode the scheduler reads (storage.k8s.io/v1): a name, and per driver a name and an
+    optional non-negative `allocatable.count`."""
+    if not (body.get("metadata") or {}).get("name"):
+        raise InputError(f"{doc.where}: metadata.name: required")
+    drivers = (body.get("spec") or {}).get("drivers") or []
+    if not isinstance(drivers, list):
+        raise InputError(f"{doc.where}: spec.drivers: must be a list")
+    for i, driver in enumerate(drivers):
+        if not isinstance(driver, Mapping) or not isinstance(driver.get("name"), str) or not driver["name"]:
+            raise InputError(f"{doc.where}: spec.drivers[{i}].name: required")
+        count = (driver.get("allocatable") or {}).get("count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise InputError(f"{doc.where}: spec.drivers[{i}].allocatable.count: must be a non-negative integer")
 
 
 def _admit(cluster: Cluster, doc: Document, path: str, count: int) -> None:
@@ -325,6 +345,7 @@ def existing_nodes(cluster: Cluster) -> list[scheduler.ExistingNode]:
                 allocatable=allocatable,
                 pods=tuple(by_node.get(name, ())),
                 nodepool=node_labels.get(labels.LABEL_NODEPOOL),
+                volume_limits=cluster.volume_limits.get(name, {}),
             )
         )
     return out

@@ -79,6 +79,7 @@ class Cluster:
         self._pvcs: dict[str, volumes.PersistentVolumeClaim] = {}
         self._pvs: dict[str, volumes.PersistentVolume] = {}
         self._storage_classes: dict[str, volumes.StorageClass] = {}
+        self._volume_limits: dict[str, dict[str, int]] = {}  # node name -> CSI driver -> attachable volumes
         # indexes, maintained per event
         self._pod_facts: dict[str, facts.PodFacts] = {}
         self._pods_by_node: dict[str, dict[str, pods_api.Pod]] = collections.defaultdict(dict)
@@ -106,6 +107,7 @@ class Cluster:
             resources.PVCS: self._apply_pvc,
             resources.PVS: self._apply_pv,
             resources.STORAGECLASSES: self._apply_storage_class,
+            resources.CSINODES: self._apply_csinode,
         }
 
     # -- feeding ------------------------------------------------------------------------------------------------
@@ -352,6 +354,11 @@ class Cluster:
             resources.STORAGECLASSES, self._storage_classes, key, obj, volumes.storage_class_from_manifest
         )
 
+    def _apply_csinode(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._volume_limits.pop(key, None)  # a CSINode is named after its node
+        if obj is not None:
+            self._volume_limits[key] = volumes.csinode_limits(obj)
+
     # -- controller-side marks ----------------------------------------------------------------------------------
 
     @property
@@ -539,4 +546,5 @@ class Cluster:
             unreadable_pods=unreadable,
             marked=bool(names & self._marked),
             nominated_until=nominated if nominated > now else 0.0,
+            volume_limits=self._volume_limits.get(name, {}) if node is not None else {},
         )

@@ -29,6 +29,7 @@ INFORMED: tuple[resources.Resource, ...] = (
     resources.PVCS,
     resources.PVS,
     resources.STORAGECLASSES,
+    resources.CSINODES,
     resources.VOLUMEATTACHMENTS,
 )
 """What the controller's cluster model watches."""

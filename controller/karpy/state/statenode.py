@@ -37,6 +37,8 @@ class StateNode:
     annotations: Mapping[str, str] = field(default_factory=dict)
     unreadable_pods: tuple[str, ...] = ()
     """Keys of pods bound to the node that karpy cannot read: the node's pods are not all known."""
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    """CSI driver -> volumes it may attach here, from the node's CSINode (none known before registration)."""
 
     @property
     def nodeclaim_name(self) -> str:
@@ -62,6 +64,7 @@ def build(
     unreadable_pods: tuple[str, ...] = (),
     marked: bool = False,
     nominated_until: float = 0.0,
+    volume_limits: Mapping[str, int] | None = None,
 ) -> StateNode:
     """Join a Node and/or NodeClaim into a StateNode (at least one of them must be given)."""
     if claim is None and node is None:
@@ -117,4 +120,5 @@ def build(
         provider_id=provider_id,
         annotations=annotations,
         unreadable_pods=unreadable_pods,
+        volume_limits=dict(volume_limits or {}),
     )

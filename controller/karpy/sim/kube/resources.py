@@ -47,6 +47,7 @@ ENSURED: tuple[Declaration, ...] = (
     Declaration("policy/v1/poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), ("pdb",)),
     Declaration("storage.k8s.io/v1/volumeattachments", "VolumeAttachment", False, ("status",)),
     Declaration("storage.k8s.io/v1/storageclasses", "StorageClass", False, (), ("sc",)),
+    Declaration("storage.k8s.io/v1/csinodes", "CSINode", False),
     Declaration("v1/events", "Event", True, (), ("ev",)),
     Declaration("events.k8s.io/v1/events", "Event", True, (), ("ev",)),
 )
