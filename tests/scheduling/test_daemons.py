@@ -7,6 +7,7 @@ node of that type. Invariant: a claim's requests (its pods plus the daemon overh
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,7 @@ from tests.scheduling import conftest as c
 
 from karpy.api import labels, meta, quantity
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import pods, resources
+from karpy.scheduling import pods, resources, scheduler
 
 CATALOG = generator.default_instance_types()
 CAPACITY_4 = {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 4 * quantity.GI}
@@ -127,3 +128,42 @@ def test_claim_requests_fit_every_offered_type(
         assert claim.instance_type_options
         for option in claim.instance_type_options:
             assert resources.fits(claim.requests, option.allocatable), (option.name, claim.requests)
+
+
+def _in_flight(*bound: pods.Pod, labels_: dict[str, str] | None = None) -> scheduler.ExistingNode:
+    return scheduler.ExistingNode(
+        name="in-flight",
+        labels={labels.LABEL_NODEPOOL: "default", **(labels_ or {})},
+        taints=(),
+        allocatable={
+            labels.RESOURCE_CPU: 15_900,
+            labels.RESOURCE_MEMORY: 64 * quantity.GI,
+            labels.RESOURCE_PODS: 110_000,
+        },
+        pods=bound,
+        initialized=False,
+    )
+
+
+def test_an_existing_node_keeps_room_for_the_daemons_still_to_come() -> None:
+    # suite_test.go "should track daemonset usage separately so we know how many DS resources are remaining to be
+    # scheduled": an in-flight node of 15.9 CPU keeps 1 CPU for a 1-CPU daemon not bound there yet, so a 15-CPU pod
+    # does not fit; once the daemon's pod is bound, its own requests count instead and 14.9 CPU are left
+    ds = _daemon(cpu="1", memory="1Gi")
+    res = c.solve(
+        [_pod("big", requests={"cpu": "15"})], catalog=CATALOG, daemonsets=[ds], existing_nodes=[_in_flight()]
+    )
+    assert "in-flight" not in res.existing_nodes
+    bound = dataclasses.replace(_daemon("ds-pod", cpu="1", memory="2Gi"), node_name="in-flight")
+    pod = _pod("big", requests={"cpu": "14900m"})
+    res = c.solve([pod], catalog=CATALOG, daemonsets=[ds], existing_nodes=[_in_flight(bound)])
+    assert [p.name for p in res.existing_nodes["in-flight"]] == ["big"]
+    # a daemon the node's labels do not admit reserves nothing
+    picky = _daemon(cpu="1", memory="1Gi", nodeSelector={"my-node-label": "value"})
+    big = _pod("big", requests={"cpu": "15"})
+    res = c.solve([big], catalog=CATALOG, daemonsets=[picky], existing_nodes=[_in_flight()])
+    assert [p.name for p in res.existing_nodes["in-flight"]] == ["big"]
+    admitted = _in_flight(labels_={"my-node-label": "value"})
+    assert (
+        "in-flight" not in c.solve([big], catalog=CATALOG, daemonsets=[picky], existing_nodes=[admitted]).existing_nodes
+    )

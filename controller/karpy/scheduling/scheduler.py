@@ -131,7 +131,9 @@ class _Solver(board.Board):
         self.inp = inp
         node_allocs = [n.allocatable for n in inp.existing_nodes]
         all_types = [t.allocatable for ts in inp.instance_types.values() for t in ts]
-        index = catalog.ResourceIndex.build([*(p.requests for p in inp.pods), *node_allocs, *all_types])
+        index = catalog.ResourceIndex.build(
+            [*(p.requests for p in inp.pods), *(d.requests for d in inp.daemonsets), *node_allocs, *all_types]
+        )
         active = [p for p in inp.nodepools if p.metadata.deletion_timestamp is None and p.replicas is None]
         # Heaviest first; equal weights by name, descending (pkg/utils/nodepool OrderByWeight).
         active.sort(key=lambda p: p.name, reverse=True)
@@ -176,7 +178,12 @@ class _Solver(board.Board):
         for p, n in bound_pods.values():
             on_node[n.name].append(p)
         for n in usable:
-            used = self.index.vector(resources.add(*(p.requests for p in on_node[n.name])))  # summed exactly
+            # summed exactly, with the requests of the DaemonSet pods still to come
+            used = self.index.vector(
+                resources.add(
+                    *(p.requests for p in on_node[n.name]), _daemons_to_come(n, on_node[n.name], inp.daemonsets)
+                )
+            )
             self.add_node(
                 nodes.node_slot(
                     n.name,
@@ -271,6 +278,23 @@ class _Solver(board.Board):
         if self.inp.compute_lower_bound and self.claims and not out.timed_out:
             out.lower_bound_per_hour = bound.lower_bound(self.claims, self.index)
         return out
+
+
+def _daemons_to_come(node: ExistingNode, bound: Sequence[Pod], daemons: Sequence[Pod]) -> dict[str, int]:
+    """What the DaemonSets that will run on `node` still need there: the requests of every daemon that tolerates
+    its taints and whose nodeSelector and first required term its labels satisfy, less those of the daemon pods
+    already bound to it, never below zero (existingnode.go NewExistingNode). An in-flight claim has none yet."""
+    node_labels = requirements.Requirements.from_labels(node.labels)
+    wanted = resources.add(
+        *(
+            d.requests
+            for d in daemons
+            if taints.untolerated(node.taints, d.tolerations) is None
+            and node_labels.compatible(d.node_requirements()) is None
+        )
+    )
+    running = resources.add(*(p.requests for p in bound if p.is_daemon))
+    return {k: v for k, v in resources.subtract(wanted, running).items() if v > 0}
 
 
 def _attached(bound: Sequence[Pod], catalog: VolumeCatalog) -> dict[str, set[str]]:
