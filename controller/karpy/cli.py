@@ -25,7 +25,13 @@ def _simulate(args: argparse.Namespace) -> int:
     from karpy.simulate import manifests, plan
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) if args.zones else None
-    options = plan.Options(catalog=args.catalog, region=args.region, zones=zones)
+    options = plan.Options(
+        catalog=args.catalog,
+        region=args.region,
+        zones=zones,
+        preference_policy=args.preference_policy,
+        min_values_policy=args.min_values_policy,
+    )
     try:
         cluster = manifests.load(args.files)
         result = plan.to_json(plan.run(cluster, options, clock=clock.SystemClock()))
@@ -155,6 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
     simulate.add_argument("--region", default="us-east-1", help="AWS region of the catalog (default: us-east-1)")
     simulate.add_argument("--zones", default="", help="comma-separated zones to use (default: all in the region)")
+    simulate.add_argument(
+        "--preference-policy", choices=("Respect", "Ignore"), default="Respect",
+        help="treat preferred affinities and ScheduleAnyway spreads as the controller's PREFERENCE_POLICY does: "
+        "Respect (default) tries them first, Ignore drops them",
+    )  # fmt: skip
+    simulate.add_argument(
+        "--min-values-policy", choices=("Strict", "BestEffort"), default="Strict",
+        help="as the controller's MIN_VALUES_POLICY: Strict (default) refuses a claim short of a requirement's "
+        "minValues, BestEffort relaxes minValues instead",
+    )  # fmt: skip
     simulate.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
     simulate.set_defaults(handler=_simulate)
     _explain_parser(commands)

@@ -173,6 +173,78 @@ spec:
     assert [c["pods"] for c in limited["nodeclaims"]] == [["default/b"]]
 
 
+def test_policies_are_the_controllers_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    preferred = """  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 1
+          preference: {matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1f]}]}
+"""
+    picky = NODEPOOL.replace(
+        "In, values: [c, m]}",
+        "In, values: [c, m]}\n        - {key: kubernetes.io/arch, operator: Exists, minValues: 3}",
+    )
+    (tmp_path / "pref.yaml").write_text(NODEPOOL + pod_manifest("a", extra_spec=preferred))
+    assert plan(capsys, "-f", str(tmp_path / "pref.yaml"))["nodeclaims"][0]["zone"] == "us-east-1f"
+    ignored = plan(capsys, "-f", str(tmp_path / "pref.yaml"), "--preference-policy", "Ignore")
+    assert ignored["nodeclaims"][0]["zone"] != "us-east-1f"  # us-east-1f is dearer than the cheapest zone
+    (tmp_path / "min.yaml").write_text(picky + pod_manifest("b"))
+    strict = plan(capsys, "-f", str(tmp_path / "min.yaml"))
+    assert [u["pod"] for u in strict["unschedulable"]] == ["default/b"]  # two architectures exist, not three
+    relaxed = plan(capsys, "-f", str(tmp_path / "min.yaml"), "--min-values-policy", "BestEffort")
+    assert [c["pods"] for c in relaxed["nodeclaims"]] == [["default/b"]]
+    with pytest.raises(SystemExit) as usage:
+        run(capsys, "-f", str(tmp_path / "min.yaml"), "--min-values-policy", "Loose")
+    assert usage.value.code == 2
+    assert "--min-values-policy: invalid choice: 'Loose'" in capsys.readouterr().err
+
+
+IN_FLIGHT = """
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-abcde
+  labels:
+    karpenter.sh/nodepool: default
+    topology.kubernetes.io/zone: us-east-1a
+    node.kubernetes.io/instance-type: m5.xlarge
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}]
+status:
+  providerID: aws:///us-east-1a/i-0123456789abcdef0
+  capacity: {cpu: "4", memory: 16Gi, pods: "58"}
+  allocatable: {cpu: 3920m, memory: 14Gi, pods: "58"}
+"""
+
+
+def test_an_in_flight_nodeclaim_takes_pods_before_new_capacity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "m.yaml").write_text(
+        NODEPOOL + IN_FLIGHT + pod_manifest("a") + pod_manifest("b") + pod_manifest("c", cpu="3")
+    )
+    result = plan(capsys, "-f", str(tmp_path))
+    assert result["existing_nodes"] == [{"name": "default-abcde", "pods": ["default/c"]}]  # 3.92 CPU: c fits first
+    assert sorted(p for c in result["nodeclaims"] for p in c["pods"]) == ["default/a", "default/b"]
+    (tmp_path / "m.yaml").write_text(
+        NODEPOOL + IN_FLIGHT.replace('  allocatable: {cpu: 3920m, memory: 14Gi, pods: "58"}\n', "")
+    )
+    code, _, err = run(capsys, "-f", str(tmp_path))
+    assert code == 2
+    assert "NodeClaim 'default-abcde': status.allocatable: required" in err
+
+
+def test_pods_of_a_deleting_node_are_scheduled_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deleting = NODE.replace("  name: node-a\n", "  name: node-a\n  deletionTimestamp: '2026-01-01T00:00:00Z'\n")
+    bound = pod_manifest("running").replace("spec:\n", "spec:\n  nodeName: node-a\n")
+    (tmp_path / "m.yaml").write_text(NODEPOOL + deleting + bound + pod_manifest("pending"))
+    result = plan(capsys, "-f", str(tmp_path))
+    assert result["existing_nodes"] == []
+    assert sorted(p for c in result["nodeclaims"] for p in c["pods"]) == ["default/pending", "default/running"]
+
+
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", str(EXAMPLES))
     assert code == 0

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from karpy.api import corekinds, corerules, documents, ec2nodeclass, errors, labels, meta, nodepool, parse, quantity
+from karpy.api import corekinds, corerules, documents, ec2nodeclass, errors, labels, nodepool, parse
 from karpy.scheduling import pods as pod_model
-from karpy.scheduling import scheduler, volumes, workloads
+from karpy.scheduling import volumes, workloads
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +29,14 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
 SUPPORTED_KINDS = (
     "NodePool, EC2NodeClass, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, PersistentVolumeClaim, "
-    "PersistentVolume, StorageClass, CSINode, PodDisruptionBudget, Node"
+    "PersistentVolume, StorageClass, CSINode, PodDisruptionBudget, Node, NodeClaim"
 )
 MAX_PODS: Final = 200_000
 """Pods one simulation takes (pending and bound, workloads' replicas included): twice the benchmark's largest run,
 and bounded so that `replicas: 100000000` is an error, not an hour of work or an exhausted memory."""
-CLUSTER_SCOPED: Final = frozenset({"NodePool", "EC2NodeClass", "Node", "CSINode", "PersistentVolume", "StorageClass"})
+CLUSTER_SCOPED: Final = frozenset(
+    {"NodePool", "EC2NodeClass", "Node", "NodeClaim", "CSINode", "PersistentVolume", "StorageClass"}
+)
 
 
 class InputError(ValueError):
@@ -60,8 +62,10 @@ class Cluster:
     nodeclasses: dict[str, ec2nodeclass.EC2NodeClass] = field(default_factory=dict)
     pending: list[pod_model.Pod] = field(default_factory=list)
     bound: list[pod_model.Pod] = field(default_factory=list)
+    bound_manifests: list[Mapping[str, Any]] = field(default_factory=list)  # the same pods, as written
     daemonsets: list[pod_model.Pod] = field(default_factory=list)
     nodes: list[Mapping[str, Any]] = field(default_factory=list)
+    nodeclaims: list[Mapping[str, Any]] = field(default_factory=list)  # launched, maybe not registered (in flight)
     pvcs: list[volumes.PersistentVolumeClaim] = field(default_factory=list)
     pvs: list[volumes.PersistentVolume] = field(default_factory=list)
     storage_classes: list[volumes.StorageClass] = field(default_factory=list)
@@ -70,7 +74,7 @@ class Cluster:
     """(kind, namespace, name) -> the document that defines it, for duplicate and reference errors."""
     templates: dict[tuple[str, str], _Read] = field(default_factory=dict)
     """Objects already read strictly, but for their name (see `_read`)."""
-    volume_limits: dict[str, dict[str, int]] = field(default_factory=dict)  # node name -> CSI driver -> count
+    csinodes: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 def expand_paths(paths: Iterable[str]) -> list[Path]:
@@ -206,9 +210,12 @@ def _add(cluster: Cluster, doc: Document) -> None:
     elif kind == "EC2NodeClass":
         nodeclass = parse.ec2nodeclass(body)
         cluster.nodeclasses[nodeclass.name] = nodeclass
+    elif kind == "NodeClaim":
+        parse.nodeclaim(body)  # refuse what the controller would not read, naming the field
+        cluster.nodeclaims.append(body)
     elif kind == "CSINode":
         _check_csinode(doc, body)
-        cluster.volume_limits[str(body["metadata"]["name"])] = volumes.csinode_limits(body)
+        cluster.csinodes.append(body)
     elif kind not in corekinds.api_versions():
         raise InputError(f"{doc.where}: kind: unknown kind {kind!r}; supported kinds: {SUPPORTED_KINDS}")
     _register(cluster, doc, kind, body)
@@ -216,6 +223,8 @@ def _add(cluster: Cluster, doc: Document) -> None:
         _admit(cluster, doc, "metadata.name", 1)
         pod = read.pod or pod_model.from_manifest(body)
         (cluster.bound if pod.node_name else cluster.pending).append(pod)
+        if pod.node_name:
+            cluster.bound_manifests.append(body)
     elif kind in WORKLOAD_KINDS:
         path, count = _replicas(kind, body.get("spec") or {})
         _admit(cluster, doc, path, count)
@@ -309,46 +318,6 @@ def _check_references(cluster: Cluster) -> None:
                 f"{doc.where}: spec.template.spec.nodeClassRef.name: EC2NodeClass {ref.name!r} is not in the "
                 "manifests (a NodePool whose EC2NodeClass does not exist is not Ready and gets no nodes)"
             )
-
-
-def _node_taints(spec: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
-    raw = spec.get("taints") or []
-    return tuple(
-        meta.Taint(key=str(t.get("key", "")), effect=str(t.get("effect", "")), value=str(t.get("value", "")))
-        for t in raw
-        if isinstance(t, Mapping)
-    )
-
-
-def existing_nodes(cluster: Cluster) -> list[scheduler.ExistingNode]:
-    """Nodes from the manifests with the pods bound to them; allocatable from status (capacity if absent)."""
-    by_node: dict[str, list[pod_model.Pod]] = {}
-    for pod in cluster.bound:
-        by_node.setdefault(pod.node_name, []).append(pod)
-    out: list[scheduler.ExistingNode] = []
-    for body in cluster.nodes:
-        metadata = body.get("metadata") or {}
-        name = str(metadata.get("name", ""))
-        node_labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
-        node_labels.setdefault(labels.LABEL_HOSTNAME, name)
-        status = body.get("status") or {}
-        raw_alloc = status.get("allocatable") or status.get("capacity") or {}
-        try:
-            allocatable = {str(k): quantity.parse(v) for k, v in raw_alloc.items()}
-        except quantity.QuantityError as exc:
-            raise InputError(f"Node {name!r}: status.allocatable: {exc}") from exc
-        out.append(
-            scheduler.ExistingNode(
-                name=name,
-                labels=node_labels,
-                taints=_node_taints(body.get("spec") or {}),
-                allocatable=allocatable,
-                pods=tuple(by_node.get(name, ())),
-                nodepool=node_labels.get(labels.LABEL_NODEPOOL),
-                volume_limits=cluster.volume_limits.get(name, {}),
-            )
-        )
-    return out
 
 
 def volume_catalog(cluster: Cluster) -> volumes.VolumeCatalog:

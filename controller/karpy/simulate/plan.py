@@ -22,8 +22,8 @@ from karpy import clock as clock_module
 from karpy.api import ec2nodeclass, quantity
 from karpy.cloudprovider import catalog, ec2shapes, types
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import results, scheduler
-from karpy.simulate import manifests
+from karpy.scheduling import nodes, preferences, results, scheduler
+from karpy.simulate import existing, manifests
 
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
 
@@ -39,6 +39,8 @@ class Options:
     region: str = "us-east-1"
     zones: tuple[str, ...] | None = None  # None: every zone the catalog has for the region
     solve_timeout: float = SOLVE_TIMEOUT
+    preference_policy: str = preferences.POLICY_RESPECT  # the controller's PREFERENCE_POLICY
+    min_values_policy: str = nodes.MIN_VALUES_STRICT  # the controller's MIN_VALUES_POLICY
 
 
 def instance_types(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
@@ -69,15 +71,18 @@ def run(cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clo
     if clock is not None:
         start = clock.now()
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
+    nodes_now, leaving = existing.existing(cluster)
     inp = scheduler.SchedulingInput(
         deadline=deadline,
-        pods=cluster.pending,
+        pods=[*cluster.pending, *leaving],
         nodepools=cluster.nodepools,
         instance_types=instance_types(cluster, options),
-        existing_nodes=manifests.existing_nodes(cluster),
+        existing_nodes=nodes_now,
         bound_pods=cluster.bound,
         daemonsets=cluster.daemonsets,
         volumes=manifests.volume_catalog(cluster),
+        preference_policy=options.preference_policy,
+        min_values_policy=options.min_values_policy,
     )
     return scheduler.solve(inp)
 
