@@ -13,8 +13,9 @@ JSON contract (documented in README; keys are never renamed, only added):
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,12 +72,20 @@ def run(cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clo
     if clock is not None:
         start = clock.now()
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
+    inp = scheduling_input(cluster, options, instance_types(cluster, options))
+    return scheduler.solve(dataclasses.replace(inp, deadline=deadline))
+
+
+def scheduling_input(
+    cluster: manifests.Cluster, options: Options, catalog: Mapping[str, Sequence[types.InstanceType]]
+) -> scheduler.SchedulingInput:
+    """What the scheduler is asked: the manifests' pending pods (and those of nodes being deleted) against their
+    NodePools with `catalog`'s instance types, the existing nodes and claims in flight, and the options' policies."""
     nodes_now, leaving = existing.existing(cluster)
-    inp = scheduler.SchedulingInput(
-        deadline=deadline,
+    return scheduler.SchedulingInput(
         pods=[*cluster.pending, *leaving],
         nodepools=cluster.nodepools,
-        instance_types=instance_types(cluster, options),
+        instance_types=catalog,
         existing_nodes=nodes_now,
         bound_pods=cluster.bound,
         daemonsets=cluster.daemonsets,
@@ -84,7 +93,6 @@ def run(cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clo
         preference_policy=options.preference_policy,
         min_values_policy=options.min_values_policy,
     )
-    return scheduler.solve(inp)
 
 
 def _pod_key(pod: Any) -> str:

@@ -1,0 +1,430 @@
+"""Upstream Karpenter's scheduling tests as data: load a case, run it through karpy, check what it expects.
+
+A case file (`cases/*.yaml`) holds one YAML document:
+
+    source: pkg/controllers/provisioning/scheduling/suite_test.go   # the upstream file the cases come from
+    catalog: default        # default | fake:N | assorted | [instance type, ...] (see `catalog`)
+    base: [manifest, ...]   # prepended to every case that sets no `nodepools: own`
+    cases:
+      - it: Describe / Context / It text, as upstream names it
+        manifests: [manifest, ...]          # Kubernetes documents (Pod, NodePool, Node, NodeClaim, ...)
+        settings: {preferencePolicy: Ignore, minValuesPolicy: BestEffort}
+        paths: [simulate, controller]       # default: both
+        expect: {...}                       # see `check`
+
+Manifests are Kubernetes documents as a user writes them, with a few conveniences: `apiVersion` may be left out for
+core kinds, a Pod without `spec.containers` gets one container requesting nothing (upstream's test pod), a Pod may
+carry `replicas: N` (not a Pod field) for N copies named `<name>-0` .. `<name>-N-1`, a claim (or a pod's ephemeral
+claim template) or volume without access modes and size gets ReadWriteOnce and 10Gi (upstream's test claims), and
+the simulate path adds the EC2NodeClass `default` the NodePools name. A top-level `anchors` entry is ignored: it
+holds YAML anchors the cases refer to.
+Pods with no `spec.nodeName` are pending (unschedulable); a Pod with one is bound to that node.
+
+Every case runs through both of karpy's entry points unless `paths` says otherwise:
+
+* `simulate`: the documents written to a file and read by `karpy simulate`'s reader (`karpy.simulate.manifests`),
+  planned by `karpy.simulate.plan.scheduling_input` and the scheduler;
+* `controller`: the documents applied to the controller's cluster-state model (`karpy.state.cluster`) as its
+  informers would apply them, then one pass of the real provisioner (`karpy.provisioning.provisioner`), its solve
+  captured, NodeClaims created through an in-memory API client.
+
+Expectations do not name prices or options lists: they say which pods are placed, on how many nodes, together or
+apart, and which labels (or capacity) the node a pod lands on has, as upstream's `ExpectScheduled` reads them from
+the launched Node: a new claim's labels are its single-valued requirements over its cheapest option's labels and
+cheapest offering's zone and capacity type.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import itertools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tests.provisioning.builders import MemoryClient
+
+from karpy import events
+from karpy.api import labels, quantity
+from karpy.clock import ManualClock
+from karpy.cloudprovider import types
+from karpy.cloudprovider.fake import generator
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import client, resources
+from karpy.provisioning import provisioner, snapshot
+from karpy.scheduling import results, scheduler
+from karpy.simulate import manifests, plan
+from karpy.state import cluster as state_cluster
+from karpy.state import informer
+
+CASES = Path(__file__).parent / "cases"
+PATHS = ("simulate", "controller")
+_CORE_KINDS = {"Pod": "v1", "Node": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1"}
+_RESOURCE_OF_KIND = {
+    "NodePool": resources.NODEPOOLS,
+    "NodeClaim": resources.NODECLAIMS,
+    "Node": resources.NODES,
+    "Pod": resources.PODS,
+    "DaemonSet": resources.DAEMONSETS,
+    "PersistentVolumeClaim": resources.PVCS,
+    "PersistentVolume": resources.PVS,
+    "StorageClass": resources.STORAGECLASSES,
+    "CSINode": resources.CSINODES,
+}
+_NODE_CLASS: Mapping[str, Any] = {
+    "apiVersion": "karpenter.k8s.aws/v1",
+    "kind": "EC2NodeClass",
+    "metadata": {"name": "default"},
+    "spec": {
+        "role": "KarpenterNodeRole-test",
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+    },
+}
+_EXPECTATIONS = frozenset(
+    {
+        "scheduled",
+        "unschedulable",
+        "new_nodeclaims",
+        "nodes",
+        "same_node",
+        "different_nodes",
+        "node_labels",
+        "distinct_labels",
+        "capacity",
+        "nominated",
+        "skew",
+        "pods_per_node",
+        "reason",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Case:
+    source: str
+    it: str
+    catalog: Any
+    manifests: tuple[Mapping[str, Any], ...]
+    expect: Mapping[str, Any]
+    settings: Mapping[str, str]
+    paths: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{Path(self.source).name}: {self.it}"
+
+
+# --- loading ----------------------------------------------------------------------------------------------------
+def _expand(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    body = copy.deepcopy(dict(doc))
+    kind = str(body.get("kind", ""))
+    if kind in _CORE_KINDS:
+        body.setdefault("apiVersion", _CORE_KINDS[kind])
+    if kind == "PersistentVolumeClaim":
+        _claim_defaults(body.setdefault("spec", {}))
+    if kind == "PersistentVolume":
+        spec = body.setdefault("spec", {})
+        spec.setdefault("accessModes", ["ReadWriteOnce"])
+        spec.setdefault("capacity", {"storage": "10Gi"})
+    if kind != "Pod":
+        return [body]
+    body["metadata"] = {"namespace": "default", **(body.get("metadata") or {})}
+    body["spec"] = {"containers": [{"name": "app", "image": "pause"}], **(body.get("spec") or {})}
+    for volume in body["spec"].get("volumes") or ():
+        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate")
+        if template is not None:
+            _claim_defaults(template.setdefault("spec", {}))
+    replicas = body.pop("replicas", None)
+    if replicas is None:
+        return [body]
+    out = []
+    for i in range(int(replicas)):
+        one = copy.deepcopy(body)
+        one["metadata"]["name"] = f"{body['metadata']['name']}-{i}"
+        out.append(one)
+    return out
+
+
+def _claim_defaults(spec: dict[str, Any]) -> None:
+    """What upstream's test claims always carry (test.PersistentVolumeClaim) and the API server requires."""
+    spec.setdefault("accessModes", ["ReadWriteOnce"])
+    spec.setdefault("resources", {"requests": {"storage": "10Gi"}})
+
+
+def load(path: Path) -> list[Case]:
+    data = yaml.safe_load(path.read_text())
+    unknown = set(data) - {"source", "catalog", "base", "cases", "anchors"}
+    assert not unknown, f"{path}: unknown keys {sorted(unknown)}"
+    out = []
+    for raw in data["cases"]:
+        unknown = set(raw) - {"it", "catalog", "manifests", "expect", "settings", "paths", "base"}
+        assert not unknown, f"{path}: {raw.get('it')}: unknown keys {sorted(unknown)}"
+        expect = raw.get("expect") or {}
+        assert expect, f"{path}: {raw['it']}: a case must expect something"
+        assert set(expect) <= _EXPECTATIONS, f"{path}: {raw['it']}: unknown expectations {set(expect) - _EXPECTATIONS}"
+        base = data.get("base") or [] if raw.get("base", True) else []
+        docs = [d for doc in [*base, *(raw.get("manifests") or [])] for d in _expand(doc)]
+        out.append(
+            Case(
+                source=data["source"],
+                it=raw["it"],
+                catalog=raw.get("catalog", data.get("catalog", "default")),
+                manifests=tuple(docs),
+                expect=expect,
+                settings=raw.get("settings") or {},
+                paths=tuple(raw.get("paths") or PATHS),
+            )
+        )
+    return out
+
+
+def all_cases() -> list[Case]:
+    return [case for path in sorted(CASES.glob("*.yaml")) for case in load(path)]
+
+
+# --- catalogs ---------------------------------------------------------------------------------------------------
+def assorted() -> list[types.InstanceType]:
+    """Upstream's fake.InstanceTypesAssorted: every (cpu, memory, zone, capacity type, os, arch) with one offering."""
+    out = []
+    for cpu, mem, zone, ct, os, arch in itertools.product(
+        (1, 2, 4, 8, 16, 32, 64),
+        (1, 2, 4, 8, 16, 32, 64, 128),
+        generator.ZONES,
+        (labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND),
+        ("linux", "windows"),
+        ("amd64", "arm64"),
+    ):
+        res = {labels.RESOURCE_CPU: cpu * quantity.MILLI, labels.RESOURCE_MEMORY: mem * quantity.GI}
+        offering = types.Offering(zone=zone, capacity_type=ct, price=generator.price_from_resources(res))
+        name = f"{cpu}-cpu-{mem}-mem-{arch}-{os}-{zone}-{ct}"
+        out.append(generator.new_instance_type(name, res, offerings=[offering], arch=arch, os=os))
+    return out
+
+
+def _inline(spec: Mapping[str, Any]) -> types.InstanceType:
+    res = {k: quantity.parse(v) for k, v in (spec.get("resources") or {}).items()}
+    offerings = [
+        types.Offering(
+            zone=o["zone"],
+            capacity_type=o.get("capacityType", labels.CAPACITY_TYPE_ON_DEMAND),
+            price=float(o.get("price", generator.price_from_resources(res or {}))),
+            available=o.get("available", True),
+        )
+        for o in spec.get("offerings") or []
+    ]
+    return generator.new_instance_type(
+        spec["name"],
+        res,
+        offerings=offerings or None,
+        arch=spec.get("arch", "amd64"),
+        os=spec.get("os", "linux"),
+        extra_labels=spec.get("labels"),
+    )
+
+
+def catalog(spec: Any) -> list[types.InstanceType]:
+    if isinstance(spec, list):
+        return [_inline(t) for t in spec]
+    if spec == "default":
+        return generator.default_instance_types()
+    if spec == "assorted":
+        return assorted()
+    if isinstance(spec, str) and spec.startswith("fake:"):
+        return generator.instance_types(int(spec.removeprefix("fake:")))
+    raise AssertionError(f"unknown catalog {spec!r}")
+
+
+# --- running ----------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, slots=True)
+class Outcome:
+    """Where each pod went: node ids are `claim/<i>` for new claims and the node's name for existing ones."""
+
+    placed: Mapping[str, str]
+    unschedulable: Mapping[str, str]
+    node_labels: Mapping[str, Mapping[str, str]]
+    capacity: Mapping[str, Mapping[str, int]]
+    claims: int
+    bound: Mapping[str, str]  # pods bound before the solve -> their node
+
+
+def _policies(case: Case) -> tuple[str, str]:
+    return case.settings.get("preferencePolicy", "Respect"), case.settings.get("minValuesPolicy", "Strict")
+
+
+def run_simulate(case: Case, tmp: Path) -> tuple[results.Results, scheduler.SchedulingInput]:
+    path = tmp / "case.yaml"
+    # Upstream's suites apply their NodePools' node class in the background; karpy simulate asks for it in the file.
+    path.write_text(yaml.safe_dump_all([*case.manifests, _NODE_CLASS]))
+    cluster = manifests.load([str(path)])
+    preference, min_values = _policies(case)
+    options = plan.Options(preference_policy=preference, min_values_policy=min_values)
+    types_ = catalog(case.catalog)
+    inp = plan.scheduling_input(cluster, options, {pool.name: types_ for pool in cluster.nodepools})
+    return scheduler.solve(inp), inp
+
+
+def _controller_state(case: Case) -> state_cluster.Cluster:
+    state = state_cluster.Cluster(clock=ManualClock())
+    for res in informer.INFORMED:
+        state.mark_listed(res)
+    for doc in case.manifests:
+        res = _RESOURCE_OF_KIND.get(str(doc.get("kind")))
+        assert res is not None, f"{case.id}: the controller path cannot take a {doc.get('kind')}"
+        obj = copy.deepcopy(dict(doc))
+        if res is resources.PODS and not (obj.get("spec") or {}).get("nodeName"):
+            obj["status"] = {  # what kube-scheduler leaves on a pod it could not place
+                "phase": "Pending",
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+            }
+        state.apply(res, client.WatchEvent(client.ADDED, obj))
+    return state
+
+
+async def run_controller(case: Case) -> tuple[results.Results, scheduler.SchedulingInput]:
+    state = _controller_state(case)
+    captured: list[tuple[results.Results, scheduler.SchedulingInput]] = []
+
+    def solve(inp: scheduler.SchedulingInput) -> results.Results:
+        out = scheduler.solve(dataclasses.replace(inp, compute_lower_bound=True))
+        captured.append((out, inp))
+        return out
+
+    preference, min_values = _policies(case)
+    settings = provisioner.Settings(
+        scheduling=snapshot.SchedulingOptions(preference_policy=preference, min_values_policy=min_values)
+    )
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=MemoryClient(),
+            cluster=state,
+            cloud=fake_provider.FakeCloudProvider(catalog(case.catalog)),
+            clock=state.clock,
+            recorder=events.MemoryRecorder(),
+            settings=settings,
+            solver=solve,
+        )
+    )
+    done = await prov.provision()
+    if not captured:  # nothing pending: nothing to solve
+        return results.Results(), scheduler.SchedulingInput(pods=(), nodepools=(), instance_types={})
+    (found,) = captured
+    assert len(done.created) == len(found[0].new_nodeclaims), "every planned claim was created"
+    return found
+
+
+def outcome(res: results.Results, inp: scheduler.SchedulingInput) -> Outcome:
+    placed: dict[str, str] = {}
+    node_labels: dict[str, dict[str, str]] = {}
+    capacity: dict[str, dict[str, int]] = {}
+    for node in inp.existing_nodes:
+        node_labels[node.name] = {labels.LABEL_HOSTNAME: node.name, **node.labels}
+        capacity[node.name] = dict(node.allocatable)
+    for name, on_node in res.existing_nodes.items():
+        placed.update({p.key: name for p in on_node})
+    for i, claim in enumerate(res.new_nodeclaims):
+        node = f"claim/{i}"
+        placed.update({p.key: node for p in claim.pods})
+        resolved: dict[str, str] = {}
+        if claim.cheapest is not None:
+            cheapest = next(t for t in claim.instance_type_options if t.name == claim.cheapest.instance_type)
+            resolved.update(cheapest.labels)
+            resolved[labels.LABEL_ZONE] = claim.cheapest.zone
+            resolved[labels.LABEL_CAPACITY_TYPE] = claim.cheapest.capacity_type
+            capacity[node] = dict(cheapest.capacity)
+        for key, req in claim.requirements.items():
+            values = req.values()
+            if key != labels.LABEL_HOSTNAME and values is not None and len(values) == 1:
+                resolved[key] = next(iter(values))
+        resolved[labels.LABEL_HOSTNAME] = node
+        node_labels[node] = resolved
+    bound = {p.key: p.node_name for n in inp.existing_nodes for p in n.pods}
+    bound.update({p.key: p.node_name for p in inp.bound_pods if p.node_name})
+    return Outcome(placed, dict(res.unschedulable), node_labels, capacity, len(res.new_nodeclaims), bound)
+
+
+# --- expectations -----------------------------------------------------------------------------------------------
+def _key(name: str) -> str:
+    return name if "/" in name else f"default/{name}"
+
+
+def _names(spec: Any, out: Outcome, case: Case) -> list[str]:
+    """A pod list: names, or `all` (every pending pod of the case)."""
+    if spec == "all":
+        return [
+            _key(f"{(d.get('metadata') or {}).get('namespace', 'default')}/{d['metadata']['name']}")
+            for d in case.manifests
+            if d.get("kind") == "Pod" and not (d.get("spec") or {}).get("nodeName")
+        ]
+    return [_key(n) for n in spec]
+
+
+def _node_of(pod: str, out: Outcome) -> str:
+    key = _key(pod)
+    node = out.placed.get(key) or out.bound.get(key)
+    assert node is not None, f"{key} has no node: {out.unschedulable.get(key, 'not in the solve')}"
+    return node
+
+
+def _selects(selector: Mapping[str, str], doc: Mapping[str, Any]) -> bool:
+    pod_labels = (doc.get("metadata") or {}).get("labels") or {}
+    return all(pod_labels.get(k) == v for k, v in selector.items())
+
+
+def check(case: Case, out: Outcome) -> None:
+    exp = case.expect
+    if "scheduled" in exp:
+        missing = {p: out.unschedulable.get(p, "?") for p in _names(exp["scheduled"], out, case) if p not in out.placed}
+        assert not missing, f"expected scheduled: {missing}"
+    if "unschedulable" in exp:
+        wrong = [p for p in _names(exp["unschedulable"], out, case) if p in out.placed]
+        assert not wrong, f"expected unschedulable, but placed: {[(p, out.placed[p]) for p in wrong]}"
+    if "new_nodeclaims" in exp:
+        assert out.claims == exp["new_nodeclaims"], f"new nodeclaims: {out.claims}, expected {exp['new_nodeclaims']}"
+    if "nodes" in exp:  # distinct nodes holding the case's pods (pending ones placed, bound ones where they are)
+        used = set(out.placed.values()) | set(out.bound.values())
+        assert len(used) == exp["nodes"], f"nodes used: {sorted(used)}, expected {exp['nodes']}"
+    for group in exp.get("same_node", []):
+        nodes = {_node_of(p, out) for p in group}
+        assert len(nodes) == 1, f"{group} should share a node, got {nodes}"
+    for group in exp.get("different_nodes", []):
+        nodes = [_node_of(p, out) for p in group]
+        assert len(set(nodes)) == len(nodes), f"{group} should be on different nodes, got {nodes}"
+    for pod, wanted in (exp.get("node_labels") or {}).items():
+        have = out.node_labels[_node_of(pod, out)]
+        for key, value in wanted.items():
+            if value is None:
+                assert key not in have, f"{pod}: node has {key}={have.get(key)}, expected no such label"
+            elif isinstance(value, list):
+                assert have.get(key) in value, f"{pod}: node has {key}={have.get(key)}, expected one of {value}"
+            else:
+                assert have.get(key) == str(value), f"{pod}: node has {key}={have.get(key)}, expected {value}"
+    for key, pods in (exp.get("distinct_labels") or {}).items():
+        values = [out.node_labels[_node_of(p, out)].get(key) for p in pods]
+        assert len(set(values)) == len(values), f"{pods} should have distinct {key}: {values}"
+    for pod, wanted in (exp.get("capacity") or {}).items():
+        have = out.capacity[_node_of(pod, out)]
+        for name, amount in wanted.items():
+            assert have.get(name) == quantity.parse(amount), f"{pod}: node {name}={have.get(name)}, expected {amount}"
+    for node, pods in (exp.get("nominated") or {}).items():
+        got = sorted(p for p, n in out.placed.items() if n == node)
+        assert got == sorted(_key(p) for p in pods), f"nominated to {node}: {got}, expected {pods}"
+    for skew in exp.get("skew", []):
+        counts: collections.Counter[str] = collections.Counter()
+        for doc in case.manifests:
+            if doc.get("kind") != "Pod" or not _selects(skew["labels"], doc):
+                continue
+            key = _key(f"{doc['metadata'].get('namespace', 'default')}/{doc['metadata']['name']}")
+            node = out.placed.get(key) or out.bound.get(key)
+            if node is not None:
+                counts[out.node_labels[node].get(skew["key"], "")] += 1
+        assert sorted(counts.values()) == sorted(skew["counts"]), f"skew over {skew['key']}: {dict(counts)}"
+    if "pods_per_node" in exp:
+        per_node = collections.Counter(out.placed.values())
+        assert sorted(per_node.values()) == sorted(exp["pods_per_node"]), f"pods per node: {dict(per_node)}"
+    for pod, text in (exp.get("reason") or {}).items():
+        assert text in out.unschedulable.get(_key(pod), ""), f"{pod}: {out.unschedulable.get(_key(pod))!r}"
