@@ -137,3 +137,23 @@ def zone_of(claim: results.PlannedNodeClaim) -> str | None:
     if vals and len(vals) == 1:
         return next(iter(vals))
     return claim.cheapest.zone if claim.cheapest else None
+
+
+def workload_spec(kind: str, app: str) -> dict[str, Any]:
+    """A pod spec of one kind of workload, its rules selecting pods labelled app=`app`: generic (nothing),
+    host-anti (required hostname anti-affinity), zone-spread / host-spread (maxSkew 1, DoNotSchedule),
+    host-spread-2 (maxSkew 2), zone-pinned (a nodeSelector on the first zone) or host-port (port 80)."""
+    sel = {"matchLabels": {"app": app}}
+    if kind == "host-anti":
+        term = {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": sel}
+        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    if kind in ("zone-spread", "host-spread", "host-spread-2"):
+        key = labels.LABEL_ZONE if kind == "zone-spread" else labels.LABEL_HOSTNAME
+        skew = 2 if kind == "host-spread-2" else 1
+        return {"topologySpreadConstraints": [{"maxSkew": skew, "topologyKey": key, "labelSelector": sel}]}
+    if kind == "zone-pinned":
+        return {"nodeSelector": {labels.LABEL_ZONE: ZONES[0]}}
+    if kind == "host-port":
+        return {"containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}, "ports": [{"hostPort": 80}]}]}
+    assert kind == "generic", kind
+    return {}

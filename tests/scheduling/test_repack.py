@@ -190,19 +190,7 @@ def test_zone_pinned_and_tainted_requirements_survive() -> None:
             assert zone.values() == frozenset({"test-zone-1"})
 
 
-KINDS = ("generic", "generic", "host-anti", "zone-spread", "host-port")
-
-
-def _spec(kind: str, app: str) -> dict[str, Any]:
-    sel = {"matchLabels": {"app": app}}
-    if kind == "host-anti":
-        term = {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": sel}
-        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-    if kind == "zone-spread":
-        return {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": labels.LABEL_ZONE, "labelSelector": sel}]}
-    if kind == "host-port":
-        return {"containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}, "ports": [{"hostPort": 80}]}]}
-    return {}
+KINDS = ("generic", "generic", "host-anti", "zone-spread", "host-port", "host-spread", "zone-pinned")
 
 
 workload = st.lists(
@@ -223,7 +211,9 @@ def test_repack_never_costs_more_and_keeps_every_pod(groups: list[tuple[str, str
     ps: list[pods.Pod] = []
     for g, (kind, cpu, mem, count) in enumerate(groups):
         app = "shared" if shared_app else f"app{g}"
-        ps += c.make_pods(count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=_spec(kind, app))
+        ps += c.make_pods(
+            count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=c.workload_spec(kind, app)
+        )
     its = c.fake_catalog(12)
     inp = _input(ps, its)
     res = _solve(inp)
@@ -231,10 +221,85 @@ def test_repack_never_costs_more_and_keeps_every_pod(groups: list[tuple[str, str
     assert res.cost_per_hour <= before.cost_per_hour + 1e-9
     assert res.unschedulable.keys() == before.unschedulable.keys()
     _check_plan(res, ps, its)
-    # Hostname anti-affinity still holds: a claim with an anti-affine pod holds no other pod of its app.
-    anti = {p.key for p in ps if p.affinity or p.anti_affinity}
+    _check_hostname_rules(res, before)
+    _check_domains_kept(res, before)
+
+
+def _app_counts(res: results.Results) -> dict[str, int]:
+    """pod key -> pods of its app on its claim."""
+    return {
+        p.key: sum(1 for q in cl.pods if q.labels.get("app") == p.labels.get("app"))
+        for cl in res.new_nodeclaims
+        for p in cl.pods
+    }
+
+
+def _check_hostname_rules(res: results.Results, before: results.Results) -> None:
+    """The post-pass breaks no hostname rule: an anti-affine pod has no other pod of its app beside it; a
+    hostname-spread owner's app counts no more pods on its claim than maxSkew (or than first-fit left there: a pod
+    it selects may join after it, as upstream allows); at most one pod takes a host port."""
+    was, now = _app_counts(before), _app_counts(res)
     for cl in res.new_nodeclaims:
         for p in cl.pods:
-            if p.key in anti:
-                assert sum(1 for q in cl.pods if q.labels.get("app") == p.labels["app"]) == 1
+            if p.anti_affinity:
+                assert now[p.key] == 1, (cl.hostname, p.key)
+            for spread in p.spread:
+                if spread.topology_key == labels.LABEL_HOSTNAME:
+                    assert now[p.key] <= max(spread.max_skew, was[p.key]), (cl.hostname, p.key)
         assert sum(1 for p in cl.pods if p.host_ports) <= 1
+
+
+def _check_domains_kept(res: results.Results, before: results.Results) -> None:
+    """No pod changes zone: its claim's zone after the post-pass is the one it had, or a narrowing of an open one
+    (then nothing that counts zones selects it: here, no zone-spread pod shares its app)."""
+    zone_of = {p.key: cl.requirements.get(labels.LABEL_ZONE) for cl in before.new_nodeclaims for p in cl.pods}
+    counted = {
+        p.labels.get("app")
+        for cl in before.new_nodeclaims
+        for p in cl.pods
+        if p.spread and any(s.topology_key == labels.LABEL_ZONE for s in p.spread)
+    }
+    for cl in res.new_nodeclaims:
+        zone = cl.requirements.get(labels.LABEL_ZONE)
+        for p in cl.pods:
+            was = zone_of[p.key]
+            if was == zone:
+                continue
+            assert was is None or was.values() is None, (p.key, was, zone)
+            assert p.labels.get("app") not in counted, (p.key, was, zone)
+
+
+def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_zone() -> None:
+    # Hostname-anti-affine pods each hold a node of their own, undecided in zone, with room to spare; small pods
+    # pinned to one zone fill that room (the bins narrow to the zone) instead of buying nodes of their own. A bin whose
+    # tied pod counts in a zone spread may not narrow: its zone decides a count.
+    its = c.fake_catalog(16)
+    anti = c.workload_spec("host-anti", "db")
+    ps = c.make_pods(6, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
+    ps += c.make_pods(
+        12, prefix="web", cpu="250m", memory="256Mi", labels_={"app": "web"}, spec=c.workload_spec("zone-pinned", "")
+    )
+    inp = _input(ps, its)
+    res, before = _solve(inp), _solve(inp, post_pass=False)
+    _check_plan(res, ps, its)
+    _check_hostname_rules(res, before)
+    _check_domains_kept(res, before)
+    assert res.cost_per_hour < before.cost_per_hour
+    shared = [p for p in res.new_nodeclaims if {q.labels["app"] for q in p.pods} == {"db", "web"}]
+    assert shared, "web pods fill the db nodes' room"
+    assert all(cl.requirements.get(labels.LABEL_ZONE) is not None for cl in shared)
+    # the db pods now also count in a zone spread: their bins keep an open zone, web pods cannot join them
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": labels.LABEL_ZONE,
+                "labelSelector": {"matchLabels": {"app": "db"}},
+                "whenUnsatisfiable": "ScheduleAnyway",
+            }
+        ]
+    }
+    counted = c.make_pods(3, prefix="dbz", cpu="100m", memory="100Mi", labels_={"app": "db"}, spec=spread)
+    inp = _input([*ps, *counted], its)
+    res, before = _solve(inp), _solve(inp, post_pass=False)
+    _check_domains_kept(res, before)

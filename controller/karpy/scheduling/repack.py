@@ -1,13 +1,15 @@
 """Cost post-pass: re-pack groups of interchangeable new claims so their total $/h approaches the LP bound.
 
 First-fit-decreasing fills claims in CPU-then-memory order, so early claims are CPU-bound and late ones memory-bound,
-and each is then sized to its binding dimension. This pass takes claims that can be freely re-packed — same pool,
-same requirements (hostname aside: zone, capacity type and every other key stay as they were), not relaxed for
-minValues — and whose pods are not tied to their particular claim: no host ports, no hostname-keyed spread /
-(anti-)affinity of their own (required or preferred), and not selected by any hostname-keyed topology group. Moving
-such a pod between claims of one group changes no topology count: every other key's domains are identical there.
+and each is then sized to its binding dimension. This pass groups a pool's claims by requirements (hostname aside:
+zone, capacity type and every other key stay as they were; claims relaxed for minValues are left alone). A pod is
+*tied* to its claim when moving it could break a hostname rule (`fixedbins`: host ports, hostname-keyed terms it
+owns, or selected by a hostname-keyed affinity group); every other pod may move within its group, which changes no
+topology count (every other key's domains are identical there). A claim without tied pods is dissolved; one with
+tied pods is a *fixed bin* (kept, with its hostname, unless its pool has limits or its requirements minValues): its
+other pods leave, and movable pods fill the room its tied pods leave on its cheapest option (`fixedbins.fill`).
 
-For each group (pods counted per request vector, so the work scales with distinct shapes, not pods):
+For each group, the movable pods no bin took (counted per request vector: the work scales with shapes, not pods):
 1. solve the pattern LP of `patterns` over the group's compatible instance types (allocatable minus daemon
    overhead): small types are bought as whole patterns (pods per shape on one node), large ones per resource
    (a group with more than `bound.PATTERN_CLASSES` shapes, where its rounds would cost seconds, instead fills
@@ -19,8 +21,9 @@ For each group (pods counted per request vector, so the work scales with distinc
    most `packing.REPLAN_PODS` pods, that rounded part is planned again with whole patterns only (every type bought
    as whole patterns, iterated rounding) when it is well above its LP bound, and kept if cheaper;
 4. each claim's options are the compatible types that fit it (its cost is the cheapest one).
-The result replaces the group only if it is cheaper, keeps minValues for every claim and uses no more of any
-NodePool limit (summed over claims, each charged its largest option as the solver charges) than the original.
+The result replaces the pool's groups (with fixed bins; else each group on its own) only if it is cheaper, keeps
+minValues for every claim and uses no more of any NodePool limit (summed over claims, each charged its largest
+option as the solver charges) than the original.
 Deterministic: pods are handed out per shape in (namespace, name) order, so the bulk and pod-by-pod paths give
 the same plan.
 """
@@ -28,14 +31,15 @@ the same plan.
 from __future__ import annotations
 
 import collections
+import itertools
 import operator
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from karpy.api import labels
-from karpy.scheduling import catalog, nodes, packing, pods, requirements, topology
+from karpy.scheduling import catalog, fixedbins, nodes, packing, pods, requirements, topology
 
 _POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims
@@ -45,87 +49,128 @@ _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace th
 class _Group:
     pool: catalog.PoolCatalog
     requirements: requirements.Requirements  # hostname excluded
-    claims: list[nodes.Slot]
+    claims: list[nodes.Slot]  # every pod may move
+    fixed: list[nodes.Slot] = field(default_factory=list)  # fixed bins: some pods are tied, others may leave
+
+
+@dataclass(slots=True)
+class _Repacked:
+    fixed: dict[int, nodes.Slot | None]  # id(original fixed claim) -> the bin as repacked (None: emptied)
+    new: list[nodes.Slot]
 
 
 def repack(claims: Sequence[nodes.Slot], *, topo: topology.Topology) -> list[nodes.Slot]:
-    """`claims` (in order) with every freely re-packable group replaced by a cheaper packing when one is found; the
-    new claims of a group take the place of its first claim."""
-    tied = _TiedPods(topo)
+    """`claims` (in order) with re-packable groups replaced by a cheaper packing when one is found. A pool with fixed
+    bins is re-packed as a whole (bins may take pods of its other groups); otherwise group by group. Fixed bins stay
+    where they were; a group's new claims take the place of its first freely movable claim (or follow its first
+    fixed bin when it has none)."""
+    ties = fixedbins.Ties(topo)
     groups: dict[tuple[str, requirements.Requirements], _Group] = {}
     member: dict[int, tuple[str, requirements.Requirements]] = {}
     for i, slot in enumerate(claims):
-        if slot.pool is None or slot.min_values_relaxed or not slot.placed or any(tied(p) for p in slot.placed):
+        if slot.pool is None or slot.min_values_relaxed or not slot.placed:
             continue
         key = (slot.pool.name, slot.requirements.without(labels.LABEL_HOSTNAME))
-        groups.setdefault(key, _Group(slot.pool, key[1], [])).claims.append(slot)
+        tied = sum(1 for p in slot.placed if ties.tied(p))
+        if not tied:
+            groups.setdefault(key, _Group(slot.pool, key[1], [])).claims.append(slot)
+        elif not slot.pool.pool.limits and not slot.requirements.has_min_values():
+            groups.setdefault(key, _Group(slot.pool, key[1], [])).fixed.append(slot)
+        else:
+            continue  # limits or minValues would need each bin re-checked: left as it is
         member[i] = key
-    replaced: dict[tuple[str, requirements.Requirements], list[nodes.Slot]] = {}
-    next_name = len(claims)
-    for key, group in groups.items():
-        better = _repack_group(group, first_name=next_name)
-        if better is not None:
-            replaced[key] = better
-            next_name += max(0, len(better) - len(group.claims))
+    replaced: dict[tuple[str, requirements.Requirements], _Repacked] = {}
+    names = itertools.count(len(claims))
+    by_pool: dict[str, list[tuple[str, requirements.Requirements]]] = collections.defaultdict(list)
+    for key in groups:
+        by_pool[key[0]].append(key)
+    for keys in by_pool.values():
+        pool_groups = [groups[k] for k in keys]
+        whole = _repack_pool(pool_groups, ties, names=names) if any(g.fixed for g in pool_groups) else None
+        if whole is not None:
+            replaced.update(zip(keys, whole, strict=True))
+            continue
+        for key, group in zip(keys, pool_groups, strict=True):
+            if group.claims:
+                better = _repack_pool([_Group(group.pool, group.requirements, group.claims)], ties, names=names)
+                if better is not None:
+                    replaced[key] = better[0]
     out: list[nodes.Slot] = []
     for i, slot in enumerate(claims):
         own = member.get(i)
         if own is None or own not in replaced:
             out.append(slot)
-        elif slot is groups[own].claims[0]:
-            out.extend(replaced[own])
+            continue
+        group, done = groups[own], replaced[own]
+        if id(slot) in done.fixed:
+            kept = done.fixed[id(slot)]
+            if kept is not None:
+                out.append(kept)
+        elif any(slot is f for f in group.fixed):
+            out.append(slot)  # a fixed bin left as it was (its group was re-packed on its own)
+        if slot is (group.claims[0] if group.claims else group.fixed[0]):
+            out.extend(done.new)
     return out
 
 
-class _TiedPods:
-    """Is a pod tied to its claim? Host ports, hostname-keyed terms of its own, or selected by a hostname group."""
+def _repack_pool(groups: list[_Group], ties: fixedbins.Ties, *, names: Iterator[int]) -> list[_Repacked] | None:
+    """Re-pack `groups` (one pool's requirement groups) together: fixed bins keep their tied pods and fill their
+    room (`fixedbins.fill`), each group's other movable pods are packed afresh (`packing`). None unless that is
+    cheaper than the claims it replaces."""
+    pool = groups[0].pool
+    prices = [_Prices(pool, g.requirements) for g in groups]
+    bases = [pool.mask(g.requirements) & pool.offerings(g.requirements)[0] for g in groups]
+    original_cost = sum(prices[i](c) for i, g in enumerate(groups) for c in (*g.claims, *g.fixed))
+    found: list[fixedbins.Bin] = []
+    movable_by_group: list[list[pods.Pod]] = []
+    for i, g in enumerate(groups):
+        made = fixedbins.bins(g.fixed, ties, pool=pool, base=bases[i], prices=prices[i].prices, group=i)
+        if made is None:
+            return None
+        found += made[0]
+        movable_by_group.append(sorted([*(p for c in g.claims for p in c.placed), *made[1]], key=_POD_ORDER))
+    rest = fixedbins.fill(
+        found,
+        movable_by_group,
+        ties,
+        index=pool.index,
+        narrows=fixedbins.narrowing([g.requirements for g in groups]),
+        prices=[p.prices for p in prices],
+    )
+    new: list[list[nodes.Slot]] = []
+    for i, g in enumerate(groups):
+        packed = _pack(g, sorted(rest[i], key=_POD_ORDER), names=names) if rest[i] else []
+        if packed is None:
+            return None
+        new.append(packed)
+    if pool.pool.limits and not all(_fit_limits(g, n) for g, n in zip(groups, new, strict=True)):
+        return None
+    bins = _bin_slots(found, pool=pool, groups=groups, bases=bases)
+    new_cost = sum(prices[b.group](slot) for b, slot in bins if slot.placed) + sum(
+        prices[i](s) for i, slots in enumerate(new) for s in slots
+    )
+    if new_cost >= original_cost * (1 - _MIN_SAVING):
+        return None
+    out = [_Repacked({}, slots) for slots in new]
+    for b, slot in bins:
+        out[b.home].fixed[id(b.claim)] = slot if slot.placed else None  # a bin all of whose pods left: gone
+    return out
 
-    def __init__(self, topo: topology.Topology) -> None:
-        self.topo = topo
-        self.host_groups = [g for g in topo.groups.values() if g.key.topology_key == labels.LABEL_HOSTNAME]
-        self._selected: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
 
-    def __call__(self, pod: pods.Pod) -> bool:
-        if pod.host_ports:
-            return True
-        if not self.host_groups and not (
-            pod.spread or pod.affinity or pod.anti_affinity or pod.preferred_affinity or pod.preferred_anti_affinity
-        ):
-            return False
-        terms = [
-            *(s.topology_key for s in pod.spread),
-            *(t.topology_key for t in (*pod.affinity, *pod.anti_affinity)),
-            *(w.term.topology_key for w in (*pod.preferred_affinity, *pod.preferred_anti_affinity)),
-        ]
-        if labels.LABEL_HOSTNAME in terms:
-            return True
-        if not self.host_groups:
-            return False
-        key = (pod.namespace, tuple(sorted(pod.labels.items())))
-        found = self._selected.get(key)
-        if found is None:
-            found = any(g.selects(pod, self.topo.namespace_labels) for g in self.host_groups)
-            self._selected[key] = found
-        return found
-
-
-def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
+def _pack(group: _Group, movable: list[pods.Pod], *, names: Iterator[int]) -> list[nodes.Slot] | None:
+    """New claims for `movable` (in hand-out order): shapes are distinct request vectors."""
     pool = group.pool
-    prices = _Prices(pool, group.requirements)
-    original_cost = sum(prices(c) for c in group.claims)
-    # Shapes: distinct request vectors, with their pods in key order (deterministic hand-out).
     by_shape: dict[bytes, list[pods.Pod]] = collections.defaultdict(list)
     vec_of: dict[bytes, catalog.IntArray] = {}
     seen: dict[tuple[tuple[str, int], ...], bytes] = {}
-    for slot in group.claims:
-        for p in slot.placed:
-            items = tuple(p.requests.items())
-            b = seen.get(items)
-            if b is None:
-                v = pool.index.vector(p.requests)
-                b = seen[items] = v.tobytes()
-                vec_of.setdefault(b, v)
-            by_shape[b].append(p)
+    for p in movable:
+        items = tuple(p.requests.items())
+        b = seen.get(items)
+        if b is None:
+            v = pool.index.vector(p.requests)
+            b = seen[items] = v.tobytes()
+            vec_of.setdefault(b, v)
+        by_shape[b].append(p)
     keys = sorted(by_shape)
     req = np.array([vec_of[k] for k in keys], dtype=np.int64)
     counts = np.array([len(by_shape[k]) for k in keys], dtype=np.int64)
@@ -135,15 +180,44 @@ def _repack_group(group: _Group, *, first_name: int) -> list[nodes.Slot] | None:
     plan = packing.pack(req, counts, cand)
     if plan is None:
         return None
-    slots = _build_slots(group, plan, req, [sorted(by_shape[k], key=_POD_ORDER) for k in keys], first_name)
-    if slots is None:
-        return None
-    if pool.pool.limits and not _fit_limits(group, slots):
-        return None
-    new_cost = sum(prices(s) for s in slots)
-    if new_cost >= original_cost * (1 - _MIN_SAVING):
-        return None
-    return slots
+    return _build_slots(group, plan, req, [by_shape[k] for k in keys], names)
+
+
+def _bin_slots(
+    found: list[fixedbins.Bin], *, pool: catalog.PoolCatalog, groups: list[_Group], bases: list[catalog.BoolArray]
+) -> list[tuple[fixedbins.Bin, nodes.Slot]]:
+    """The fixed bins as claims: hostname and (possibly narrowed) requirements, the pods kept, then those taken in;
+    options are the group's types that hold them all."""
+    by_group: dict[int, list[int]] = collections.defaultdict(list)
+    for i, b in enumerate(found):
+        by_group[b.group].append(i)
+    options: list[catalog.BoolArray | None] = [None] * len(found)
+    for g, at in by_group.items():
+        masks = fixedbins.options(pool, bases[g], np.array([found[i].used for i in at], dtype=np.int64))
+        for i, m in zip(at, masks, strict=True):
+            options[i] = m
+    out = []
+    for b, mask in zip(found, options, strict=True):
+        assert mask is not None  # every bin is in its group's batch
+        claim = b.claim
+        reqs = claim.requirements
+        if b.group != b.home:
+            # its group's requirements and its hostname: narrowing made home ∩ group the group's own
+            host = claim.requirements.get(labels.LABEL_HOSTNAME)
+            reqs = groups[b.group].requirements
+            reqs = reqs if host is None else reqs.add(host)
+        slot = nodes.Slot(
+            claim.name,
+            reqs,
+            claim.taints,
+            b.used.copy(),
+            pool=pool,
+            options=mask,
+            placed=[*b.kept, *b.added],
+            host_ports=list(claim.host_ports),  # pods with host ports are tied: all kept
+        )
+        out.append((b, slot))
+    return out
 
 
 class _Prices:
@@ -210,7 +284,7 @@ def _build_slots(
     patterns: list[tuple[catalog.IntArray, int]],
     req: catalog.IntArray,
     shape_pods: list[list[pods.Pod]],
-    first_name: int,
+    fresh: Iterator[int],
 ) -> list[nodes.Slot] | None:
     pool = group.pool
     base = pool.mask(group.requirements) & pool.offerings(group.requirements)[0]
@@ -230,7 +304,7 @@ def _build_slots(
             if len(out) < len(names):
                 name, reqs = names[len(out)], reused[len(out)]
             else:
-                name = f"hostname-placeholder-{first_name + len(out) - len(names):04d}"
+                name = f"hostname-placeholder-{next(fresh):04d}"
                 # The canonical In form, built directly: Requirement.new's parsing costs more than the rest of a
                 # claim, and the repack may create tens of thousands.
                 reqs = group.requirements.add(
