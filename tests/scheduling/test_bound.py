@@ -174,6 +174,59 @@ def test_bound_never_exceeds_the_plan_cost(shapes: list[tuple[str, str]], kind: 
     assert res.lower_bound_per_hour <= res.cost_per_hour * (1 + 1e-9)
 
 
+constrained = st.lists(
+    st.tuples(
+        st.sampled_from(("generic", "host-anti", "host-spread", "host-spread-2", "zone-spread")),
+        st.sampled_from(("100m", "500m", "1500m", "3")),
+        st.sampled_from(("256Mi", "2Gi", "6Gi")),
+        st.integers(1, 10),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(constrained, st.sampled_from(("fake", "mixed")), st.booleans())
+def test_tightened_bound_never_exceeds_the_plan_cost(
+    groups: list[tuple[str, str, str, int]], kind: str, shared_app: bool
+) -> None:
+    # Hostname anti-affinity and spread make exclusion groups (bound.py): the tightened bound must stay below
+    # every feasible plan, here the solver's own, and never below the LP it tightens.
+    ps = []
+    for g, (rule, cpu, mem, count) in enumerate(groups):
+        app = "shared" if shared_app else f"app{g}"
+        ps += c.make_pods(
+            count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=c.workload_spec(rule, app)
+        )
+    res = c.solve(ps, catalog=c.fake_catalog(16) if kind == "fake" else _mixed_catalog())
+    assert not res.unschedulable
+    assert 0 < res.lp_bound_per_hour <= res.lower_bound_per_hour <= res.cost_per_hour * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("rule", "count", "lp", "tightened"),
+    [
+        # Anti-affine half-cpu pods: one small node holds all four, so the LP (its patterns count whole pods) is $1,
+        # but no two pods share a node and the cheapest node holding one is small: every plan costs 4 x $1.
+        ("host-anti", 4, 1.0, 4.0),
+        # maxSkew 2 on hostname: a new node holds at most two of the six pods, so at least three nodes (the LP: one
+        # and a half small nodes' worth of pods).
+        ("host-spread-2", 6, 1.5, 3.0),
+    ],
+)
+def test_hostname_rules_bound_at_the_nodes_they_force(rule: str, count: int, lp: float, tightened: float) -> None:
+    its = [
+        c.make_instance_type("small", cpu=2, memory_gib=4, price=1.0),
+        c.make_instance_type("big", cpu=16, memory_gib=32, price=4.0),
+    ]
+    spec = c.workload_spec(rule, "db")
+    res = c.solve(c.make_pods(count, cpu="500m", memory="512Mi", labels_={"app": "db"}, spec=spec), catalog=its)
+    assert res.lp_bound_per_hour == pytest.approx(lp, rel=1e-6)
+    assert res.lower_bound_per_hour == pytest.approx(tightened, rel=1e-6)
+    assert res.cost_per_hour == pytest.approx(tightened)
+
+
 def _mixed_catalog() -> list[types.InstanceType]:
     """CPU-rich, memory-rich and balanced families at different prices per unit, so the LP mixes types."""
     out = []

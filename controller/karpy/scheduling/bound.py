@@ -23,7 +23,9 @@ Variables: x_k ≥ 0 fractional nodes of column k; y_{c,k} ≥ 0 the share of cl
 Minimise Σ_k price_k·x_k subject to Σ_k y_{c,k} = 1 for every class and, for every column k and resource r,
 Σ_c y_{c,k}·n_c·r_{c,r} ≤ capacity_{k,r}·x_k. Any feasible plan is a feasible point (a node of type t bought at
 offering o costs at least column k's price), so the optimum bounds its cost from below. Topology and the
-indivisibility of nodes are ignored, which is why the bound is only tight for unconstrained mixes.
+indivisibility of nodes are ignored here.
+
+What hostname rules force is bounded apart (`exclusion`); the bound reported is the larger of the two.
 
 Columns that another compatible column beats on every resource per dollar are dropped before solving: they never
 improve the optimum and the real catalog has ~1,300 types of which only a few dozen are undominated.
@@ -40,7 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from karpy.api import labels
-from karpy.scheduling import catalog, patterns, requirements
+from karpy.scheduling import catalog, exclusion, patterns, requirements
 
 if TYPE_CHECKING:
     from karpy.scheduling import nodes
@@ -130,12 +132,23 @@ def solve_lp(
     return Solution(float(res.fun), nodes_out, share)
 
 
-def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> float:
-    """The LP optimum over the pods placed on `claims` (0.0 when there is nothing to bound)."""
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    lp: float
+    """The LP relaxation over the pods' requests alone."""
+    tightened: float
+    """The larger of `lp` and what the exclusion groups force (`exclusion.bound`): the bound reported."""
+
+
+def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> Bounds:
+    """Lower bounds on the cost of the new capacity for the pods placed on `claims` (0.0 when there is nothing to
+    bound): the LP optimum, and that tightened by the largest exclusion groups (`exclusion.GROUPS` of them, most
+    nodes forced first)."""
     counts: dict[_ClassKey, int] = collections.defaultdict(int)
     pools: dict[str, catalog.PoolCatalog] = {}
     vectors: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}  # requests (as listed) -> vector
-    per_group: dict[tuple[str, requirements.Requirements], dict[tuple[int, ...], int]] = {}
+    exclusions = exclusion.Exclusions()
+    per_group: dict[tuple[str, requirements.Requirements], dict[tuple[tuple[int, ...], tuple[int, ...]], int]] = {}
     for slot in claims:
         assert slot.pool is not None
         pools[slot.pool.name] = slot.pool
@@ -148,24 +161,42 @@ def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> f
             vec = vectors.get(key)
             if vec is None:
                 vec = vectors[key] = tuple(int(v) for v in index.vector(pod.requests))
-            on_group[vec] += 1
+            on_group[(vec, exclusions.of(pod))] += 1
+    members: dict[int, dict[_ClassKey, int]] = collections.defaultdict(lambda: collections.defaultdict(int))
     for (pool_name, reqs), on_group in per_group.items():
-        for vec, n in on_group.items():
-            counts[_ClassKey(pool_name, reqs, vec)] += n
+        for (vec, taken), n in on_group.items():
+            cls = _ClassKey(pool_name, reqs, vec)
+            counts[cls] += n
+            for col in taken:
+                members[col][cls] += n
     if not counts:
-        return 0.0
+        return Bounds(0.0, 0.0)
     classes = list(counts)
     blocks = [_pool_columns(pool, classes) for pool in pools.values()]
     compat = np.concatenate([b[0] for b in blocks], axis=1)
     capacity = np.concatenate([b[1] for b in blocks], axis=0)
     price = np.concatenate([b[2] for b in blocks])
+    loose = np.concatenate([b[3] for b in blocks], axis=1)
     vectors_of = np.array([c.vector for c in classes], dtype=np.int64).reshape(len(classes), -1)
     sizes = np.array([counts[c] for c in classes], dtype=np.int64)
     if len(classes) > PATTERN_CLASSES:
         weak = solve_lp((vectors_of * sizes[:, None]).astype(np.float64), compat, capacity, price)
-        return weak.cost if weak is not None else 0.0
-    solution = patterns.solve(vectors_of, sizes, compat, capacity.astype(np.int64), price)
-    return solution.bound if solution is not None else 0.0
+        best = weak.cost if weak is not None else 0.0
+    else:
+        solution = patterns.solve(vectors_of, sizes, compat, capacity.astype(np.int64), price)
+        best = solution.bound if solution is not None else 0.0
+    if not members:
+        return Bounds(best, best)
+    position = {c: i for i, c in enumerate(classes)}
+    demand = (vectors_of * sizes[:, None]).sum(axis=0).astype(np.float64)
+    used = np.flatnonzero(demand > 0)
+    fronts = exclusion.Fronts(loose=loose, capacity=capacity[:, used] / demand[used][None, :], price=price)
+    forced = sorted(members, key=lambda col: -sum(members[col].values()) / exclusions.caps[col])
+    tightened = best
+    for col in forced[: exclusion.GROUPS]:
+        hosted = [(position[c], n) for c, n in members[col].items()]
+        tightened = max(tightened, exclusion.bound(hosted, exclusions.caps[col], compat=compat, fronts=fronts))
+    return Bounds(best, tightened)
 
 
 def _codes(values: list[str | None]) -> tuple[list[str | None], catalog.IntArray]:
@@ -184,11 +215,13 @@ class _ClassKey:
 
 def _pool_columns(
     pool: catalog.PoolCatalog, classes: list[_ClassKey]
-) -> tuple[catalog.BoolArray, catalog.FloatArray, catalog.FloatArray]:
-    """One pool's columns: (classes × columns compatibility, columns × resources capacity, column prices)."""
+) -> tuple[catalog.BoolArray, catalog.FloatArray, catalog.FloatArray, catalog.BoolArray]:
+    """One pool's columns: (classes × columns compatibility, columns × resources capacity, column prices, the
+    compatibility by requirements alone: whether one pod of the class fits aside)."""
     n_off = len(pool.offers)
     offer_ok = np.zeros((len(classes), n_off), dtype=np.bool_)
     type_ok = np.zeros((len(classes), len(pool.types)), dtype=np.bool_)
+    labels_ok = np.zeros((len(classes), len(pool.types)), dtype=np.bool_)
     usable = np.maximum(pool.usable, 0)
     by_requirement: dict[requirements.Requirement, catalog.BoolArray] = {}  # many classes share requirements
     coded: dict[str, tuple[list[str | None], catalog.IntArray]] = {}  # key -> (distinct values, code per offering)
@@ -212,7 +245,8 @@ def _pool_columns(
         fits = fitting.get(cls.vector)
         if fits is None:  # classes differ by requirements far more often than by request shape
             fits = fitting[cls.vector] = (usable >= np.array(cls.vector, dtype=np.int64)[None, :]).all(axis=1)
-        type_ok[ci] = pool.mask(cls.requirements) & fits
+        labels_ok[ci] = pool.mask(cls.requirements)
+        type_ok[ci] = labels_ok[ci] & fits
     # Offerings of one type that the same classes may buy collapse into one column at the cheapest price (the
     # first such offering on a tie): group by (type, classes allowed) as one opaque byte string per offering.
     if n_off:
@@ -228,4 +262,5 @@ def _pool_columns(
         chosen = np.zeros(0, dtype=np.int64)
     types = pool.off_type[chosen] if len(chosen) else np.zeros(0, np.int64)
     compat = offer_ok[:, chosen] & type_ok[:, types]
-    return compat, usable[types].astype(np.float64).reshape(len(chosen), -1), pool.off_price[chosen]
+    loose = offer_ok[:, chosen] & labels_ok[:, types]
+    return compat, usable[types].astype(np.float64).reshape(len(chosen), -1), pool.off_price[chosen], loose

@@ -98,6 +98,9 @@ class Results:
     unschedulable: dict[str, str] = field(default_factory=dict)  # "ns/name" -> reason
     cost_per_hour: float = 0.0
     lower_bound_per_hour: float = 0.0
+    """A lower bound on `cost_per_hour`: the LP relaxation, tightened by what hostname rules force (`bound`)."""
+    lp_bound_per_hour: float = 0.0
+    """The LP relaxation alone (pods' requests, no topology)."""
     timed_out: bool = False
     """The input's deadline passed mid-solve: pods not reached are unschedulable with `TIMED_OUT`, no repack ran."""
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)

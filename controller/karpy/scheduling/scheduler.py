@@ -276,7 +276,8 @@ class _Solver(board.Board):
             out.new_nodeclaims.append(plans.plan(slot, self.index, offers))
         out.cost_per_hour = sum(c.cheapest.price for c in out.new_nodeclaims if c.cheapest is not None)
         if self.inp.compute_lower_bound and self.claims and not out.timed_out:
-            out.lower_bound_per_hour = bound.lower_bound(self.claims, self.index)
+            bounds = bound.lower_bound(self.claims, self.index)
+            out.lower_bound_per_hour, out.lp_bound_per_hour = bounds.tightened, bounds.lp
         return out
 
 
