@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
+from typing import Any
 
 import pytest
 from tests.scheduling import conftest as c
 
 from karpy.api import labels, meta, quantity
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import pods, scheduler, volumes
+from karpy.scheduling import pods, repack, scheduler, volumes
 
 Op = meta.Operator
 
@@ -335,3 +337,24 @@ def test_zone_anti_affinity_to_a_pod_whose_zone_is_undecided() -> None:
     res = c.solve([first, avoider])
     c.expect_scheduled(res, first)
     c.expect_not_scheduled(res, avoider)
+
+
+def test_solve_pauses_the_collector_and_restores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The solve runs with gc paused (its objects live until it returns) and leaves gc as it found it.
+    during: list[bool] = []
+    real = repack.repack
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        during.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(repack, "repack", spy)
+    assert not c.solve(c.make_pods(3)).unschedulable
+    assert during == [False]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        c.solve(c.make_pods(3))
+        assert not gc.isenabled()  # it was off before: the solve does not turn it on
+    finally:
+        gc.enable()
