@@ -20,7 +20,7 @@ from karpy.clock import ManualClock
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake
 from karpy.kube import resources
-from karpy.provisioning import provisioner
+from karpy.provisioning import provisioner, snapshot
 from karpy.scheduling import results, scheduler
 
 
@@ -311,3 +311,26 @@ async def test_run_survives_a_failed_pass() -> None:
                 break
             await asyncio.sleep(0.01)
         assert len(env.client.of(resources.NODECLAIMS)) == 1
+
+
+@pytest.mark.parametrize(
+    ("owner", "terminating", "moves"),
+    [
+        ("ReplicaSet", False, True),
+        ("ReplicaSet", True, False),  # evicted: its controller recreates it, not karpy
+        ("", True, False),
+        ("StatefulSet", True, True),  # recreated only once gone: room is bought now
+        ("DaemonSet", False, False),
+        ("Node", False, False),  # a mirror pod
+    ],
+)
+def test_pods_of_a_leaving_node_that_need_a_new_home(owner: str, terminating: bool, moves: bool) -> None:
+    # upstream's IsReschedulable (pkg/utils/pod/scheduling.go)
+    pod = dataclasses.replace(make_pod("p"), node_name="n1", owner_kind=owner, terminating=terminating)
+    leaving = StateNode("n1", pods=[pod], deleting=True)
+    staying = StateNode(
+        "n2", pods=[dataclasses.replace(pod, name="q", node_name="n2", owner_kind="", terminating=False)]
+    )
+    moved = snapshot.reschedulable_pods([leaving, staying])
+    assert [p.key for p in moved] == (["default/p"] if moves else [])
+    assert all(p.node_name == "" for p in moved)

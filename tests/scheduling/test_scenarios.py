@@ -358,3 +358,35 @@ def test_solve_pauses_the_collector_and_restores_it(monkeypatch: pytest.MonkeyPa
         assert not gc.isenabled()  # it was off before: the solve does not turn it on
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("pod_by_pod", [False, True])
+def test_terminating_pods_count_in_no_spread(pod_by_pod: bool) -> None:
+    # Two terminating pods of the app on a full node in the first zone (topology.go IgnoredForTopology): the three
+    # pending ones spread as if that zone were empty, one per zone; counted, none could go to the first zone.
+    spread = {
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": labels.LABEL_ZONE, "labelSelector": {"matchLabels": {"app": "web"}}}
+        ]
+    }
+    leaving = [
+        dataclasses.replace(p, node_name="node-a", terminating=True)
+        for p in c.make_pods(2, prefix="old", labels_={"app": "web"})
+    ]
+    node = scheduler.ExistingNode(
+        "node-a",
+        {labels.LABEL_ZONE: c.ZONES[0]},
+        (),
+        {labels.RESOURCE_CPU: 100, labels.RESOURCE_PODS: 110_000},
+        pods=tuple(leaving),
+    )
+    pending = c.make_pods(3, cpu="1", labels_={"app": "web"}, spec=spread)
+    pool = c.make_nodepool()
+    res = scheduler.solve(
+        scheduler.SchedulingInput(
+            pods=pending, nodepools=[pool], instance_types={pool.name: c.fake_catalog(8)}, existing_nodes=[node]
+        ),
+        pod_by_pod=pod_by_pod,
+    )
+    assert not res.unschedulable
+    assert sorted(c.zone_of(cl) or "" for cl in res.new_nodeclaims) == sorted(c.ZONES)

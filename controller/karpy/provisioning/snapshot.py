@@ -42,13 +42,15 @@ def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler
 
 
 def reschedulable_pods(state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
-    """Pods of nodes on their way out that need a new home; unbound copies, so the scheduler treats them as pending."""
+    """Pods of nodes on their way out that need a new home; unbound copies, so the scheduler treats them as pending.
+    As upstream's IsReschedulable (pkg/utils/pod/scheduling.go): not a DaemonSet's or a mirror (Node-owned) pod, and
+    not terminating unless a StatefulSet owns it (its replacement waits for it to go)."""
     return [
-        dataclasses.replace(p, node_name="")
+        dataclasses.replace(p, node_name="", terminating=False)
         for n in state_nodes
         if n.deleting or n.marked_for_deletion
         for p in n.pods
-        if not p.is_daemon
+        if not p.is_daemon and p.owner_kind != "Node" and (not p.terminating or p.owner_kind == "StatefulSet")
     ]
 
 

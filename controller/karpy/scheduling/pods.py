@@ -91,6 +91,7 @@ class Pod:
     host_ports: tuple[HostPort, ...] = ()
     pvc_names: tuple[str, ...] = ()
     owner_kind: str = ""
+    terminating: bool = False  # metadata.deletionTimestamp is set
     unsupported: str = ""  # why the scheduler must refuse this pod (e.g. matchFields), empty when fine
     from_candidate: bool = False
     """A running pod a consolidation simulation moves off a candidate node: it may not go onto a node still inside
@@ -448,6 +449,7 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         node_name=str(spec.get("nodeName") or ""),
         node_selector=node_selector,
         owner_kind=owner_kind,
+        terminating=md.get("deletionTimestamp") is not None,
         unsupported=unsupported,
         **parts,
     )

@@ -196,7 +196,7 @@ class Topology:
         self._selecting_pod: dict[int, tuple[pods.Pod, int, list[Group]]] = {}
         self._inverse_pod: dict[int, tuple[pods.Pod, list[Group]]] = {}  # same, for owned inverse groups
         for b in bound:
-            self.record(b.pod, b.node_requirements, b.node_taints, b.count)
+            self.record(b.pod, b.node_requirements, b.node_taints, b.count, counted=not b.pod.terminating)
         owners = {id(p.anti_affinity): p for p in pending if p.anti_affinity}  # pods of one template share terms
         for p in owners.values():
             self._inverse(p)
@@ -306,24 +306,36 @@ class Topology:
             g.record(values, b.count)
 
     def record(
-        self, pod: pods.Pod, node_reqs: requirements.Requirements, node_taints: tuple[meta.Taint, ...], count: int = 1
+        self,
+        pod: pods.Pod,
+        node_reqs: requirements.Requirements,
+        node_taints: tuple[meta.Taint, ...],
+        count: int = 1,
+        *,
+        counted: bool = True,
     ) -> None:
-        """`count` pods like `pod` were placed on a node with these requirements: update every group."""
+        """`count` pods like `pod` were placed on a node with these requirements: update every group. Not `counted`
+        (a terminating pod: topology.go IgnoredForTopology), it counts in no spread or affinity group, but its
+        required anti-affinity still keeps pods away while it runs."""
         placed = BoundPod(pod, node_reqs, node_taints, count)
         if not self.groups and not pod.anti_affinity:
             # Nothing to count in (and none of its own to create): most bound pods of a large cluster, at start.
-            self.placements.append(placed)
+            # Kept for the groups made later unless it is not `counted`.
+            if counted:
+                self.placements.append(placed)
             return
         owned = self._inverse(pod)  # required anti-affinity keeps later pods away (inverse groups)
-        for g in self.selecting(pod):
-            if not g.key.inverse:
-                self._count(g, placed, selected=True)
+        if counted:
+            for g in self.selecting(pod):
+                if not g.key.inverse:
+                    self._count(g, placed, selected=True)
         for g in owned:
             dom = node_reqs.get(g.key.topology_key)
             values = dom.values() if dom is not None else None
             if values:
                 g.record(values, count)
-        self.placements.append(placed)
+        if counted:
+            self.placements.append(placed)
 
     def _inverse(self, pod: pods.Pod) -> list[Group]:
         """The inverse anti-affinity groups `pod` owns (created on first use), cached per pod object."""
