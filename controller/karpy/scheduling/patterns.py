@@ -34,6 +34,9 @@ _MAX_ROUNDS = 40
 _RELATIVE_TOLERANCE = 1e-9
 _LEADERS = 32  # per resource: columns tried as dominators of all before the all-pairs check
 _FLOAT_SAFETY = 1e-9  # relative: rounding in the bound's own arithmetic (the duals are made feasible exactly)
+_STALL = 1e-7  # relative: a master optimum lower than the best so far by less than this is no progress
+_STALL_ROUNDS = 3  # rounds without progress before the bound is proven (and the solve stops if it meets the optimum)
+_CLOSED = 1e-5  # relative gap between proven bound and master optimum at which column generation stops
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,13 @@ def solve(
     small = alive & (np.minimum(_items_cap(req, fit_one, capacity), most.sum(axis=0)) <= small_items)
     large = alive & ~small
     small_ids = np.flatnonzero(small)
-    small_ids = small_ids[_undominated_whole(fit_one[:, small_ids], capacity[small_ids], price[small_ids])]
+    within = capacity[small_ids]
+    if prove:
+        # For the optimum alone a column is only as large as what its classes could ever put on it (a pattern never
+        # holds more than `counts`): one holding all of that beats every dearer one with fewer classes, however
+        # large. (Not when packing: the larger columns' patterns round better.)
+        within = np.minimum(within, fit_one[:, small_ids].T.astype(np.int64) @ (req * counts[:, None]))
+    small_ids = small_ids[_undominated_whole(fit_one[:, small_ids], within, price[small_ids])]
     large_ids = np.flatnonzero(large)
     if len(large_ids):
         scale = np.maximum(capacity.max(axis=0), 1).astype(np.float64)
@@ -122,17 +131,23 @@ def solve(
         max_items=small_items,
     )
     req_s, cap_s = req / scale, capacity / scale
+    stalled, lowest = 0, math.inf
     for _ in range(_MAX_ROUNDS):
         res = _master(pats, pat_col, price, large_ids, pairs_c, pairs_k, req_s, cap_s, demand)
         if res is None:
             return None
+        stalled = stalled + 1 if res.cost >= lowest * (1 - _STALL) else 0
+        lowest = min(lowest, res.cost)
         found = pricer.greedy(res.duals)  # fast; the knapsack DP proves (or refines) the bound when it finds nothing
-        if not found:
-            theta, found = pricer.exact(res.duals)
+        if not found or stalled >= _STALL_ROUNDS:
+            # Also when degenerate rounds add patterns that no longer lower the optimum: stop once the bound the
+            # DP proves meets it.
+            theta, proven = pricer.exact(res.duals)
             theta = max(theta, _large_theta(res, req_s, cap_s[large_ids], price[large_ids], pairs_c, pairs_k))
             best = max(best, float(demand @ res.duals) / theta * (1 - _FLOAT_SAFETY))
-            if not found:
+            if not proven or best >= res.cost * (1 - _CLOSED):
                 break
+            found, stalled = found or proven, 0
         for i, pattern in found:
             pats.append(pattern)
             pat_col.append(int(small_ids[i]))
