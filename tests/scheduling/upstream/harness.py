@@ -3,7 +3,8 @@
 A case file (`cases/*.yaml`) holds one YAML document:
 
     source: pkg/controllers/provisioning/scheduling/suite_test.go   # the upstream file the cases come from
-    catalog: default        # default | fake:N | assorted | [instance type, ...] (see `catalog`)
+    catalog: default        # default | fake:N | assorted | {assorted_without: {label: value}} |
+                            # [instance type, ...] (see `catalogs.catalog`)
     base: [manifest, ...]   # prepended to every case that sets no `nodepools: own`
     cases:
       - it: Describe / Context / It text, as upstream names it
@@ -39,19 +40,18 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
-import itertools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from tests.provisioning.builders import MemoryClient
+from tests.scheduling.upstream import catalogs
 
 from karpy import events
 from karpy.api import labels, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider import types
-from karpy.cloudprovider.fake import generator
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, resources
 from karpy.provisioning import provisioner, snapshot
@@ -100,6 +100,10 @@ _EXPECTATIONS = frozenset(
         "skew",
         "pods_per_node",
         "reason",
+        "cheapest",
+        "options",
+        "options_at_least",
+        "options_hold",
     }
 )
 
@@ -187,58 +191,6 @@ def all_cases() -> list[Case]:
     return [case for path in sorted(CASES.glob("*.yaml")) for case in load(path)]
 
 
-# --- catalogs ---------------------------------------------------------------------------------------------------
-def assorted() -> list[types.InstanceType]:
-    """Upstream's fake.InstanceTypesAssorted: every (cpu, memory, zone, capacity type, os, arch) with one offering."""
-    out = []
-    for cpu, mem, zone, ct, os, arch in itertools.product(
-        (1, 2, 4, 8, 16, 32, 64),
-        (1, 2, 4, 8, 16, 32, 64, 128),
-        generator.ZONES,
-        (labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND),
-        ("linux", "windows"),
-        ("amd64", "arm64"),
-    ):
-        res = {labels.RESOURCE_CPU: cpu * quantity.MILLI, labels.RESOURCE_MEMORY: mem * quantity.GI}
-        offering = types.Offering(zone=zone, capacity_type=ct, price=generator.price_from_resources(res))
-        name = f"{cpu}-cpu-{mem}-mem-{arch}-{os}-{zone}-{ct}"
-        out.append(generator.new_instance_type(name, res, offerings=[offering], arch=arch, os=os))
-    return out
-
-
-def _inline(spec: Mapping[str, Any]) -> types.InstanceType:
-    res = {k: quantity.parse(v) for k, v in (spec.get("resources") or {}).items()}
-    offerings = [
-        types.Offering(
-            zone=o["zone"],
-            capacity_type=o.get("capacityType", labels.CAPACITY_TYPE_ON_DEMAND),
-            price=float(o.get("price", generator.price_from_resources(res or {}))),
-            available=o.get("available", True),
-        )
-        for o in spec.get("offerings") or []
-    ]
-    return generator.new_instance_type(
-        spec["name"],
-        res,
-        offerings=offerings or None,
-        arch=spec.get("arch", "amd64"),
-        os=spec.get("os", "linux"),
-        extra_labels=spec.get("labels"),
-    )
-
-
-def catalog(spec: Any) -> list[types.InstanceType]:
-    if isinstance(spec, list):
-        return [_inline(t) for t in spec]
-    if spec == "default":
-        return generator.default_instance_types()
-    if spec == "assorted":
-        return assorted()
-    if isinstance(spec, str) and spec.startswith("fake:"):
-        return generator.instance_types(int(spec.removeprefix("fake:")))
-    raise AssertionError(f"unknown catalog {spec!r}")
-
-
 # --- running ----------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, slots=True)
 class Outcome:
@@ -250,6 +202,9 @@ class Outcome:
     capacity: Mapping[str, Mapping[str, int]]
     claims: int
     bound: Mapping[str, str]  # pods bound before the solve -> their node
+    price: Mapping[str, float]  # new claim -> its cheapest offering's price
+    options: Mapping[str, tuple[types.InstanceType, ...]]  # new claim -> the instance types it offers
+    requests: Mapping[str, Mapping[str, int]]  # new claim -> its pods' requests and daemon overhead
 
 
 def _policies(case: Case) -> tuple[str, str]:
@@ -263,7 +218,7 @@ def run_simulate(case: Case, tmp: Path) -> tuple[results.Results, scheduler.Sche
     cluster = manifests.load([str(path)])
     preference, min_values = _policies(case)
     options = plan.Options(preference_policy=preference, min_values_policy=min_values)
-    types_ = catalog(case.catalog)
+    types_ = catalogs.catalog(case.catalog)
     inp = plan.scheduling_input(cluster, options, {pool.name: types_ for pool in cluster.nodepools})
     return scheduler.solve(inp), inp
 
@@ -302,7 +257,7 @@ async def run_controller(case: Case) -> tuple[results.Results, scheduler.Schedul
         provisioner.Deps(
             client=MemoryClient(),
             cluster=state,
-            cloud=fake_provider.FakeCloudProvider(catalog(case.catalog)),
+            cloud=fake_provider.FakeCloudProvider(catalogs.catalog(case.catalog)),
             clock=state.clock,
             recorder=events.MemoryRecorder(),
             settings=settings,
@@ -326,11 +281,17 @@ def outcome(res: results.Results, inp: scheduler.SchedulingInput) -> Outcome:
         capacity[node.name] = dict(node.allocatable)
     for name, on_node in res.existing_nodes.items():
         placed.update({p.key: name for p in on_node})
+    price: dict[str, float] = {}
+    options: dict[str, tuple[types.InstanceType, ...]] = {}
+    requests: dict[str, dict[str, int]] = {}
     for i, claim in enumerate(res.new_nodeclaims):
         node = f"claim/{i}"
         placed.update({p.key: node for p in claim.pods})
+        options[node] = tuple(claim.instance_type_options)
+        requests[node] = dict(claim.requests)
         resolved: dict[str, str] = {}
         if claim.cheapest is not None:
+            price[node] = claim.cheapest.price
             cheapest = next(t for t in claim.instance_type_options if t.name == claim.cheapest.instance_type)
             resolved.update(cheapest.labels)
             resolved[labels.LABEL_ZONE] = claim.cheapest.zone
@@ -344,7 +305,9 @@ def outcome(res: results.Results, inp: scheduler.SchedulingInput) -> Outcome:
         node_labels[node] = resolved
     bound = {p.key: p.node_name for n in inp.existing_nodes for p in n.pods}
     bound.update({p.key: p.node_name for p in inp.bound_pods if p.node_name})
-    return Outcome(placed, dict(res.unschedulable), node_labels, capacity, len(res.new_nodeclaims), bound)
+    return Outcome(
+        placed, dict(res.unschedulable), node_labels, capacity, len(res.new_nodeclaims), bound, price, options, requests
+    )
 
 
 # --- expectations -----------------------------------------------------------------------------------------------
@@ -426,5 +389,34 @@ def check(case: Case, out: Outcome) -> None:
     if "pods_per_node" in exp:
         per_node = collections.Counter(out.placed.values())
         assert sorted(per_node.values()) == sorted(exp["pods_per_node"]), f"pods per node: {dict(per_node)}"
+    if "cheapest" in exp:  # as instance_selection_test.go's minPrice: the cheapest offering of the whole catalog
+        lowest = min(o.price for t in catalogs.catalog(case.catalog) for o in t.offerings)
+        for pod in exp["cheapest"]:
+            node = _node_of(pod, out)
+            assert out.price.get(node) == lowest, f"{pod}: node price {out.price.get(node)}, catalog's lowest {lowest}"
+    for pod, wanted in (exp.get("options") or {}).items():
+        for t in out.options[_node_of(pod, out)]:
+            _expect_option(t, wanted)
+    for pod, least in (exp.get("options_at_least") or {}).items():
+        offered = [t.name for t in out.options[_node_of(pod, out)]]
+        assert len(offered) >= least, f"{pod}: its claim offers {offered}, expected at least {least}"
+    for pod in exp.get("options_hold", []):  # every type offered holds the claim's pods and daemon overhead
+        node = _node_of(pod, out)
+        for t in out.options[node]:
+            short = {r: v for r, v in out.requests[node].items() if v > t.allocatable.get(r, 0)}
+            assert not short, f"{pod}: {t.name} cannot hold {short} (allocatable {dict(t.allocatable)})"
     for pod, text in (exp.get("reason") or {}).items():
         assert text in out.unschedulable.get(_key(pod), ""), f"{pod}: {out.unschedulable.get(_key(pod))!r}"
+
+
+def _expect_option(t: types.InstanceType, wanted: Mapping[str, str]) -> None:
+    """An offered type matches as upstream's ExpectInstancesWithLabel / ExpectInstancesWithOffering read it: a zone
+    or capacity type is one of its offerings' (both at once when both are given), any other key is its label."""
+    zone, capacity_type = wanted.get(labels.LABEL_ZONE), wanted.get(labels.LABEL_CAPACITY_TYPE)
+    if zone is not None or capacity_type is not None:
+        assert any(zone in (None, o.zone) and capacity_type in (None, o.capacity_type) for o in t.offerings), (
+            f"{t.name}: no offering in zone {zone} of capacity type {capacity_type}"
+        )
+    for key, value in wanted.items():
+        if key not in (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE):
+            assert t.labels.get(key) == value, f"{t.name}: {key}={t.labels.get(key)}, expected {value}"
