@@ -3,8 +3,9 @@ Karpenter"), on one self-driving virtual clock.
 
 The cluster is as upstream leaves it (`upstream_cluster`): NodePools, EC2NodeClasses and NodeClaims stamped with
 upstream's hashes and versions, finalizers and conditions, Nodes registered, instances in moto with upstream's
-tags, one pod per node. One EC2NodeClass sets a kubelet field karpy does not implement (`serializeImagePulls`): karpy
-reads it, reports it not Ready and launches nothing from it, and leaves its node alone. karpy then runs for 30
+tags, one pod per node. One EC2NodeClass sets a kubelet field the kubelet no longer knows (`imagePullProgressDeadline`,
+beside `serializeImagePulls`, which AL2023 passes on): karpy reads it, reports it not Ready and launches nothing from
+it, and leaves its node alone. karpy then runs for 30
 virtual minutes: no NodeClaim is created, drifted, disrupted or deleted, no instance terminated, no finalizer left
 on a deleting object; every claim is re-stamped with karpy's hash versions. After that, scale-up, consolidation and
 drift work as usual, and every NodePool, NodeClaim and EC2NodeClass karpy leaves is one upstream's CRDs accept.
@@ -33,7 +34,7 @@ LEGACY = upstream_cluster.PoolSpec(
     nodeclass="legacy",
     nodes=1,
     taints=({"key": "legacy", "value": "true", "effect": "NoSchedule"},),
-    kubelet={"maxPods": 29, "serializeImagePulls": False},
+    kubelet={"maxPods": 29, "serializeImagePulls": False, "imagePullProgressDeadline": "2m"},
 )
 
 
@@ -116,7 +117,8 @@ async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
         validation = support.condition(legacy, "ValidationSucceeded")
         assert validation is not None
         assert validation["status"] == "False"
-        assert "spec.kubelet.serializeImagePulls: accepted but not supported" in validation["message"]
+        assert validation["reason"] == "InvalidKubeletConfiguration"
+        assert validation["message"] == "spec.kubelet.imagePullProgressDeadline: unknown kubelet configuration field"
         assert legacy["spec"]["kubelet"] == LEGACY.kubelet  # kept as upstream stored it
 
         # -- then karpy works as usual: scale-up, consolidation, drift ---------------------------------------------

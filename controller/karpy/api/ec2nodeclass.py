@@ -131,8 +131,8 @@ class KubeletConfiguration:
     image_gc_low_threshold_percent: int | None = None
     cpu_cfs_quota: bool | None = None
     passthrough: Mapping[str, Any] = meta.EMPTY
-    """Fields karpy does not implement, kept verbatim (upstream passes them to the kubelet). A class setting any is
-    accepted but not Ready: karpy cannot honour them on the nodes it would launch."""
+    """Fields karpy does not map itself, kept verbatim. AL2023 hands them to nodeadm's inline kubelet config; on the
+    other families (which would drop them) a class setting any is accepted but not Ready."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,10 +110,102 @@ def test_capacity_reservations_reach_the_status() -> None:
     assert out.capacity_reservations == (cr,)
 
 
-def test_kubelet_fields_karpy_cannot_apply_fail_validation_by_name() -> None:
-    raw = builders.ec2nodeclass(kubelet={"maxPods": 50, "serializeImagePulls": False, "cpuManagerPolicy": "static"})
-    assert nodeclass.validation_problems(parse.ec2nodeclass(raw)) == (
-        "spec.kubelet.cpuManagerPolicy: accepted but not supported by karpy",
-        "spec.kubelet.serializeImagePulls: accepted but not supported by karpy",
+def _kubelet_verdict(alias: str, kubelet: dict[str, object]) -> tuple[str, tuple[str, ...]]:
+    raw = builders.ec2nodeclass(kubelet=kubelet, amiSelectorTerms=[{"alias": alias}])
+    return nodeclass.validation_problems(parse.ec2nodeclass(raw))
+
+
+DROPPED = "that would be silently dropped: "
+UPSTREAM_ONLY = {"maxPods": 50, "serializeImagePulls": False, "cpuManagerPolicy": "static"}
+
+
+@pytest.mark.parametrize(
+    ("alias", "kubelet", "verdict"),
+    [
+        # AL2023 hands the whole map to nodeadm: every kubelet field launches.
+        ("al2023@latest", UPSTREAM_ONLY, ("", ())),
+        ("al2023@latest", {"podsPerCore": 2, "clusterDNS": ["10.0.0.10", "10.0.0.11"]}, ("", ())),
+        # The others apply only the fields karpy maps; anything else would be dropped.
+        (
+            "al2@latest",
+            UPSTREAM_ONLY,
+            (
+                "UnsupportedKubeletConfiguration",
+                (
+                    f"spec.kubelet has fields not applied by the AL2 AMI family {DROPPED}"
+                    "cpuManagerPolicy, serializeImagePulls",
+                ),
+            ),
+        ),
+        (
+            "windows2022@latest",
+            {"containerLogMaxSize": "50Mi"},
+            (
+                "UnsupportedKubeletConfiguration",
+                (f"spec.kubelet has fields not applied by the Windows2022 AMI family {DROPPED}containerLogMaxSize",),
+            ),
+        ),
+        (
+            "bottlerocket@latest",
+            {"podsPerCore": 2, "maxPods": 20},
+            (
+                "UnsupportedKubeletConfiguration",
+                (f"spec.kubelet has fields not applied by the Bottlerocket AMI family {DROPPED}podsPerCore",),
+            ),
+        ),
+        ("al2@latest", {"podsPerCore": 2, "evictionMaxPodGracePeriod": 30, "cpuCFSQuota": False}, ("", ())),
+        (
+            "al2@latest",
+            {"clusterDNS": ["10.0.0.10", "10.0.0.11"]},
+            (
+                "UnsupportedKubeletConfiguration",
+                (
+                    "spec.kubelet.clusterDNS: the AL2 AMI family doesn't accept "
+                    "multiple entries, only one, but 2 were set",
+                ),
+            ),
+        ),
+        # A field the kubelet does not know, or one karpy sets itself, is invalid for every family.
+        (
+            "al2023@latest",
+            {"serialiseImagePulls": False},
+            ("InvalidKubeletConfiguration", ("spec.kubelet.serialiseImagePulls: unknown kubelet configuration field",)),
+        ),
+        (
+            "al2023@latest",
+            {"registerWithTaints": []},
+            (
+                "InvalidKubeletConfiguration",
+                (
+                    "spec.kubelet.registerWithTaints: can't be set, karpy sets it from the "
+                    "NodeClaim's taints so the node registers unschedulable until ready",
+                ),
+            ),
+        ),
+        ("al2023@latest", {"maxPods": 50}, ("", ())),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_kubelet_fields_an_ami_family_cannot_apply_fail_validation_by_name(
+    alias: str, kubelet: dict[str, object], verdict: tuple[str, tuple[str, ...]]
+) -> None:
+    assert _kubelet_verdict(alias, kubelet) == verdict
+
+
+def test_custom_family_promises_nothing_about_kubelet_fields() -> None:
+    raw = builders.ec2nodeclass(
+        kubelet={"cpuManagerPolicy": "static", "podsPerCore": 2},
+        amiFamily="Custom",
+        amiSelectorTerms=[{"id": "ami-0123456789abcdef0"}],
     )
-    assert nodeclass.validation_problems(parse.ec2nodeclass(builders.ec2nodeclass(kubelet={"maxPods": 50}))) == ()
+    assert nodeclass.validation_problems(parse.ec2nodeclass(raw)) == ("", ())
+
+
+def test_the_validation_reason_reaches_the_condition() -> None:
+    found = dataclasses.replace(FULL, validation_reason="UnsupportedKubeletConfiguration", validation_problems=("x",))
+    conditions = {c.type: c for c in status.compute_status(make_nodeclass(), found, now=1.0).conditions}
+    assert (conditions["ValidationSucceeded"].reason, conditions["ValidationSucceeded"].message) == (
+        "UnsupportedKubeletConfiguration",
+        "x",
+    )
+    assert conditions["Ready"].status == "False"

@@ -121,7 +121,7 @@ def test_windows_registers_with_unregistered_taint() -> None:
     text = userdata.render(ec2nodeclass.AMIFamily.WINDOWS2022, BASE)
     assert text.startswith("<powershell>")
     assert text.endswith("</powershell>")
-    assert "--register-with-taints=karpenter.sh/unregistered=:NoExecute,dedicated=gpu:NoSchedule" in text
+    assert '--register-with-taints="karpenter.sh/unregistered=:NoExecute,dedicated=gpu:NoSchedule"' in text
 
 
 def test_raid0_asks_each_family_to_build_the_instance_store_array() -> None:

@@ -14,7 +14,18 @@ from typing import Any
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, meta
-from karpy.cloudprovider.aws import amis, cache, clients, errors, fleet, placement, reservations, selectors, status
+from karpy.cloudprovider.aws import (
+    amis,
+    cache,
+    clients,
+    errors,
+    fleet,
+    kubelet,
+    placement,
+    reservations,
+    selectors,
+    status,
+)
 
 log = logging.getLogger(__name__)
 
@@ -355,6 +366,7 @@ class NodeClassResolver:
         except _AWS_ERRORS as exc:
             # Reservations only add offerings; failing to list them must not stop launches elsewhere.
             log.warning("resolving capacity reservations of %s failed: %s", nodeclass.name, errors.error_code(exc))
+        reason, problems = validation_problems(nodeclass)
         return status.Resolution(
             placement_group=group,
             placement_group_error=group_error,
@@ -365,7 +377,8 @@ class NodeClassResolver:
             instance_profile=profile,
             ami_error=ami_error,
             instance_profile_error=profile_error,
-            validation_problems=validation_problems(nodeclass),
+            validation_reason=reason,
+            validation_problems=problems,
         )
 
 
@@ -373,14 +386,18 @@ def _profile_key(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, str, str]:
     return (nodeclass.name, nodeclass.spec.instance_profile or "", nodeclass.spec.role or "")
 
 
-def validation_problems(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, ...]:
-    """Static checks the API schema cannot express (tags the IAM policy owns), and kubelet fields karpy accepts but
-    cannot apply: the class is not Ready (nothing launches from it) while its existing nodes are left alone."""
-    problems = []
-    for key in nodeclass.spec.tags:
-        if key in labels.RESTRICTED_TAG_KEYS or key.startswith(labels.TAG_CLUSTER_PREFIX) or not key:
-            problems.append(f"spec.tags[{key}]: tag key is reserved for karpy")
-    kubelet = nodeclass.spec.kubelet
-    for key in sorted(kubelet.passthrough if kubelet is not None else ()):
-        problems.append(f"spec.kubelet.{key}: accepted but not supported by karpy")
-    return tuple(problems)
+TAG_VALIDATION_FAILED = "TagValidationFailed"
+
+
+def validation_problems(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[str, tuple[str, ...]]:
+    """(reason, messages) of the static checks the API schema cannot express: tags the IAM policy owns, and kubelet
+    fields the class's AMI family would not apply. Any makes the class not Ready (nothing launches from it) while its
+    existing nodes are left alone."""
+    restricted = tuple(
+        f"spec.tags[{key}]: tag key is reserved for karpy"
+        for key in nodeclass.spec.tags
+        if key in labels.RESTRICTED_TAG_KEYS or key.startswith(labels.TAG_CLUSTER_PREFIX) or not key
+    )
+    if restricted:
+        return TAG_VALIDATION_FAILED, restricted
+    return kubelet.problems(nodeclass.resolved_ami_family, nodeclass.spec.kubelet)

@@ -24,6 +24,8 @@ class Resolution:
     ami_error: str = ""
     instance_profile_error: str = ""
     validation_problems: tuple[str, ...] = ()
+    validation_reason: str = ""
+    """ValidationSucceeded's reason when there are problems (upstream's reason names); "" = ValidationFailed."""
     placement_group: placement.PlacementGroup | None = None
     placement_group_error: str = ""
     capacity_reservations: tuple[ec2nodeclass.CapacityReservationStatus, ...] = ()
@@ -81,7 +83,7 @@ def compute_status(
         _condition(
             ec2nodeclass.VALIDATION_SUCCEEDED,
             not found.validation_problems,
-            "ValidationFailed",
+            found.validation_reason or "ValidationFailed",
             "; ".join(found.validation_problems),
         ),
     ]

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from karpy.api import ec2nodeclass, labels, meta
+from karpy.cloudprovider.aws import kubelet as kubelet_fields
 
 MIME_BOUNDARY = "//"
 NODEADM_CONTENT_TYPE = "application/node.eks.aws"
@@ -89,7 +90,10 @@ def _kv_flag(values: Mapping[str, str], sep: str) -> str:
 
 def _node_config(options: BootstrapOptions) -> dict[str, Any]:
     kubelet = options.kubelet or ec2nodeclass.KubeletConfiguration()
-    config: dict[str, Any] = {
+    # nodeadm takes the kubelet's own configuration inline, so every field of spec.kubelet karpy does not map itself
+    # goes through as the user wrote it (aws: pkg/providers/amifamily/bootstrap/nodeadm.go).
+    config: dict[str, Any] = {key: kubelet.passthrough[key] for key in sorted(kubelet.passthrough)}
+    config |= {
         "registerWithTaints": [
             {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
             for t in registration_taints(options)
@@ -109,6 +113,7 @@ def _node_config(options: BootstrapOptions) -> dict[str, Any]:
         if value:
             config[key] = dict(sorted(value.items()))
     for key, scalar in (
+        ("podsPerCore", kubelet.pods_per_core),
         ("evictionMaxPodGracePeriod", kubelet.eviction_max_pod_grace_period),
         ("imageGCHighThresholdPercent", kubelet.image_gc_high_threshold_percent),
         ("imageGCLowThresholdPercent", kubelet.image_gc_low_threshold_percent),
@@ -180,12 +185,16 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-def _al2(options: BootstrapOptions) -> str:
+def kubelet_extra_args(options: BootstrapOptions) -> list[str]:
+    """The kubelet flags AL2's bootstrap.sh and Windows' Start-EKSBootstrap.ps1 pass on, in upstream's order
+    (aws: pkg/providers/amifamily/bootstrap/bootstrap.go kubeletExtraArgs)."""
     kubelet = options.kubelet or ec2nodeclass.KubeletConfiguration()
-    extra = [f'--node-labels="{_labels_flag(options.labels)}"'] if options.labels else []
-    extra.append(f'--register-with-taints="{",".join(_taint_flag(t) for t in registration_taints(options))}"')
+    args = [f'--node-labels="{_labels_flag(options.labels)}"'] if options.labels else []
+    args.append(f'--register-with-taints="{",".join(_taint_flag(t) for t in registration_taints(options))}"')
     if options.max_pods is not None:
-        extra.append(f"--max-pods={options.max_pods}")
+        args.append(f"--max-pods={options.max_pods}")
+    if kubelet.pods_per_core is not None:
+        args.append(f"--pods-per-core={kubelet.pods_per_core}")
     for flag, values, sep in (
         ("--system-reserved", kubelet.system_reserved, "="),
         ("--kube-reserved", kubelet.kube_reserved, "="),
@@ -194,14 +203,29 @@ def _al2(options: BootstrapOptions) -> str:
         ("--eviction-soft-grace-period", kubelet.eviction_soft_grace_period, "="),
     ):
         if values:
-            extra.append(f'{flag}="{_kv_flag(values, sep)}"')
-    if kubelet.eviction_max_pod_grace_period is not None:
-        extra.append(f"--eviction-max-pod-grace-period={kubelet.eviction_max_pod_grace_period}")
+            args.append(f'{flag}="{_kv_flag(values, sep)}"')
+    for flag, scalar in (
+        ("--eviction-max-pod-grace-period", kubelet.eviction_max_pod_grace_period),
+        ("--image-gc-high-threshold", kubelet.image_gc_high_threshold_percent),
+        ("--image-gc-low-threshold", kubelet.image_gc_low_threshold_percent),
+    ):
+        if scalar is not None:
+            args.append(f"{flag}={scalar}")
+    if kubelet.cpu_cfs_quota is not None:
+        args.append(f"--cpu-cfs-quota={'true' if kubelet.cpu_cfs_quota else 'false'}")
+    return args
+
+
+def _al2(options: BootstrapOptions) -> str:
+    kubelet = options.kubelet or ec2nodeclass.KubeletConfiguration()
+    extra = kubelet_extra_args(options)
     args = [
         f"/etc/eks/bootstrap.sh {_quote(options.cluster_name)}",
         f"--apiserver-endpoint {_quote(options.cluster_endpoint)}",
         f"--b64-cluster-ca {_quote(options.ca_bundle)}",
     ]
+    if kubelet.cluster_dns and kubelet_fields.is_ipv6(kubelet.cluster_dns[0]):
+        args.append("--ip-family ipv6")  # an IPv6 cluster: the node takes its IPv6 address as its node IP
     if kubelet.cluster_dns:
         args.append(f"--dns-cluster-ip {_quote(kubelet.cluster_dns[0])}")
     if options.max_pods is not None:
@@ -238,14 +262,28 @@ def _bottlerocket(options: BootstrapOptions) -> str:
     if options.max_pods is not None:
         kubernetes["max-pods"] = options.max_pods
     if kubelet.cluster_dns:
-        kubernetes["cluster-dns-ip"] = list(kubelet.cluster_dns)
+        kubernetes["cluster-dns-ip"] = kubelet.cluster_dns[0]  # one address: more make the class not Ready
+    # Bottlerocket's settings API names (aws: pkg/providers/amifamily/bootstrap/bottlerocketsettings.go); set fields
+    # replace what the user's TOML says, as upstream overwrites them.
     for key, values in (
         ("system-reserved", kubelet.system_reserved),
         ("kube-reserved", kubelet.kube_reserved),
         ("eviction-hard", kubelet.eviction_hard),
+        ("eviction-soft", kubelet.eviction_soft),
+        ("eviction-soft-grace-period", kubelet.eviction_soft_grace_period),
     ):
         if values:
-            kubernetes.setdefault(key, {}).update(values)
+            kubernetes[key] = dict(sorted(values.items()))
+    if kubelet.eviction_max_pod_grace_period is not None:
+        kubernetes["eviction-max-pod-grace-period"] = kubelet.eviction_max_pod_grace_period
+    for key, percent in (
+        ("image-gc-high-threshold-percent", kubelet.image_gc_high_threshold_percent),
+        ("image-gc-low-threshold-percent", kubelet.image_gc_low_threshold_percent),
+    ):
+        if percent is not None:
+            kubernetes[key] = str(percent)  # a string in Bottlerocket's API
+    if kubelet.cpu_cfs_quota is not None:
+        kubernetes["cpu-cfs-quota-enforced"] = kubelet.cpu_cfs_quota
     kubernetes.setdefault("node-labels", {}).update(options.labels)
     node_taints: dict[str, list[str]] = kubernetes.setdefault("node-taints", {})
     for taint in registration_taints(options):
@@ -316,21 +354,21 @@ def _toml_value(value: Any) -> str:
 
 
 def _windows(options: BootstrapOptions) -> str:
-    kubelet_args = []
-    if options.labels:
-        kubelet_args.append(f"--node-labels={_labels_flag(options.labels)}")
-    kubelet_args.append(f"--register-with-taints={','.join(_taint_flag(t) for t in registration_taints(options))}")
-    if options.max_pods is not None:
-        kubelet_args.append(f"--max-pods={options.max_pods}")
+    kubelet = options.kubelet or ec2nodeclass.KubeletConfiguration()
     user = (options.user_data or "").strip()
     user = user.removeprefix("<powershell>").removesuffix("</powershell>").strip()
+    call = (
+        f"& $EKSBootstrapScriptFile -EKSClusterName '{options.cluster_name}' "
+        f"-APIServerEndpoint '{options.cluster_endpoint}' -Base64ClusterCA '{options.ca_bundle}' "
+        f"-KubeletExtraArgs '{' '.join(kubelet_extra_args(options))}'"
+    )
+    if kubelet.cluster_dns:
+        call += f" -DNSClusterIP '{kubelet.cluster_dns[0]}'"
     body = [
         "<powershell>",
         *([user] if user else []),
         '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"',
-        f"& $EKSBootstrapScriptFile -EKSClusterName '{options.cluster_name}' "
-        f"-APIServerEndpoint '{options.cluster_endpoint}' -Base64ClusterCA '{options.ca_bundle}' "
-        f"-KubeletExtraArgs '{' '.join(kubelet_args)}'",
+        call,
         "</powershell>",
     ]
     return "\n".join(body)
