@@ -66,6 +66,10 @@ class AWSSettings:
     """RESERVED_ENIS, count; default 0. ENIs kept for other uses (e.g. Cilium), subtracted when computing max pods."""
     vm_memory_overhead_percent: float = 0.075
     """VM_MEMORY_OVERHEAD_PERCENT, fraction 0..1; default 0.075. Memory the hypervisor hides from the guest."""
+    disable_dry_run: bool = False
+    """DISABLE_DRY_RUN; default false. True = EC2NodeClasses are not validated with DryRun CreateLaunchTemplate,
+    CreateFleet and RunInstances calls (for policies that deny dry runs); missing permissions then show as launch
+    failures."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +175,7 @@ ENV_VARS: Final[tuple[EnvVar, ...]] = (
     EnvVar("ISOLATED_VPC", "aws.isolated_vpc", "settings.isolatedVPC"),
     EnvVar("RESERVED_ENIS", "aws.reserved_enis", "settings.reservedENIs"),
     EnvVar("VM_MEMORY_OVERHEAD_PERCENT", "aws.vm_memory_overhead_percent", "settings.vmMemoryOverheadPercent"),
+    EnvVar("DISABLE_DRY_RUN", "aws.disable_dry_run", "settings.disableDryRun"),
     EnvVar("BATCH_MAX_DURATION", "batch.max_duration", "settings.batchMaxDuration"),
     EnvVar("BATCH_IDLE_DURATION", "batch.idle_duration", "settings.batchIdleDuration"),
     EnvVar("PREFERENCE_POLICY", "scheduling.preference_policy", "settings.preferencePolicy"),
@@ -371,6 +376,7 @@ def _parse(environ: Mapping[str, str]) -> Settings:
         isolated_vpc=read.get("ISOLATED_VPC", parse_bool, False),
         reserved_enis=read.get("RESERVED_ENIS", _non_negative_int, 0),
         vm_memory_overhead_percent=read.get("VM_MEMORY_OVERHEAD_PERCENT", _fraction, 0.075),
+        disable_dry_run=read.get("DISABLE_DRY_RUN", parse_bool, False),
     )
     batch = BatchSettings(
         max_duration=read.get("BATCH_MAX_DURATION", _positive_duration, 10.0),

@@ -90,6 +90,7 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
             reserved_enis=settings.aws.reserved_enis,
             dry_run=settings.runtime.dry_run,
+            disable_dry_run=settings.aws.disable_dry_run,
         )
         built = factory.build(
             settings=aws_settings,

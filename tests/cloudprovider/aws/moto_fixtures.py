@@ -186,14 +186,22 @@ def make_provider(
     aws: clients.Clients, clock: Clock, nodeclasses: NodeClasses
 ) -> Callable[..., provider.AWSCloudProvider]:
     def build(
-        *, isolated_vpc: bool = True, aws_clients: clients.Clients | None = None, dry_run: bool = False
+        *,
+        isolated_vpc: bool = True,
+        aws_clients: clients.Clients | None = None,
+        dry_run: bool = False,
+        disable_dry_run: bool = False,
     ) -> provider.AWSCloudProvider:
         return provider.AWSCloudProvider(
             provider.Dependencies(
                 aws=aws_clients or aws,
                 clock=clock,
                 settings=provider.Settings(
-                    cluster_name=CLUSTER, region=REGION, isolated_vpc=isolated_vpc, dry_run=dry_run
+                    cluster_name=CLUSTER,
+                    region=REGION,
+                    isolated_vpc=isolated_vpc,
+                    dry_run=dry_run,
+                    disable_dry_run=disable_dry_run,
                 ),
                 nodeclass_lookup=nodeclasses.lookup,
             )

@@ -157,7 +157,10 @@ async def test_reserved_capacity_is_launched_into_its_reservation(
     ec2_client = aws_provider._deps.aws.ec2
     _answer(ec2_client, "DescribeCapacityReservations", {"CapacityReservations": [_RESERVATION]}, [])
     fleets: list[dict[str, Any]] = []
-    ec2_client.meta.events.register("provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params))
+    ec2_client.meta.events.register(
+        "provide-client-params.ec2.CreateFleet",
+        lambda params, **_: None if params.get("DryRun") else fleets.append(params),
+    )
     await _reserving_nodeclass(aws_provider, seeded, nodeclasses)
     created = await aws_provider.create(make_nodeclaim(requirements=_M5_OR_C5))
 
@@ -231,7 +234,8 @@ async def test_pods_asking_for_efa_get_efa_interfaces(
     aws_provider = make_provider()
     fleets: list[dict[str, Any]] = []
     aws_provider._deps.aws.ec2.meta.events.register(
-        "provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params)
+        "provide-client-params.ec2.CreateFleet",
+        lambda params, **_: None if params.get("DryRun") else fleets.append(params),
     )
     nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
@@ -270,7 +274,8 @@ async def test_tracking_cpu_and_enclave_options_reach_the_launched_template(
     aws_provider = make_provider()
     fleets: list[dict[str, Any]] = []
     aws_provider._deps.aws.ec2.meta.events.register(
-        "provide-client-params.ec2.CreateFleet", lambda params, **_: fleets.append(params)
+        "provide-client-params.ec2.CreateFleet",
+        lambda params, **_: None if params.get("DryRun") else fleets.append(params),
     )
     base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
     spec = dataclasses.replace(

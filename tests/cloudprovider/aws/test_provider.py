@@ -57,7 +57,8 @@ async def test_cheapest_type_goes_first_and_subnet_is_the_zones_emptiest(ready: 
     aws_provider, _ = ready
     captured: list[dict[str, Any]] = []
     aws_provider._deps.aws.ec2.meta.events.register(  # the provider's own client
-        "provide-client-params.ec2.CreateFleet", lambda params, **_: captured.append(params)
+        "provide-client-params.ec2.CreateFleet",
+        lambda params, **_: None if params.get("DryRun") else captured.append(params),
     )
     await aws_provider.create(make_nodeclaim(requirements=SMALL))
     overrides = captured[0]["LaunchTemplateConfigs"][0]["Overrides"]

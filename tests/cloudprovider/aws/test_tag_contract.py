@@ -47,6 +47,12 @@ async def test_writes_carry_the_policy_tags(
         "CreateLaunchTemplate",
         "CreateFleet",
         "CreateTags",
+        "RunInstances",  # the node class's authorization dry run, beside its CreateFleet and CreateLaunchTemplate
+    }
+    assert {name for name, params in writes if params.get("DryRun")} == {
+        "CreateLaunchTemplate",
+        "CreateFleet",
+        "RunInstances",
     }
     for name, params in writes:
         if name == "CreateInstanceProfile":
@@ -55,9 +61,13 @@ async def test_writes_carry_the_policy_tags(
                 "topology.kubernetes.io/region": REGION,
                 "karpenter.k8s.aws/ec2nodeclass": nc.name,
             }
-        elif name in ("CreateFleet", "CreateLaunchTemplate"):
+        elif name in ("CreateFleet", "CreateLaunchTemplate", "RunInstances"):
             specs = params["TagSpecifications"]
-            kinds = {"CreateFleet": ["instance", "volume", "fleet"], "CreateLaunchTemplate": ["launch-template"]}[name]
+            kinds = {
+                "CreateFleet": ["instance", "volume", "fleet"],
+                "CreateLaunchTemplate": ["launch-template"],
+                "RunInstances": ["instance", "volume", "network-interface"],
+            }[name]
             assert [s["ResourceType"] for s in specs] == kinds
             if name == "CreateLaunchTemplate":
                 # the network interfaces CreateFleet makes are tagged through the template
@@ -67,7 +77,8 @@ async def test_writes_carry_the_policy_tags(
             for spec in specs:
                 tags = _tags(spec["Tags"])
                 assert REQUIRED.items() <= tags.items(), (name, tags)
-                assert tags["karpenter.sh/nodepool"] == "default"
+                # A dry run is made for the class, not for a claim of a pool (upstream's GetTags the same way).
+                assert tags["karpenter.sh/nodepool"] == ("" if params.get("DryRun") else "default")
         elif name == "CreateTags":
             assert set(_tags(params["Tags"])) <= AFTER_REGISTRATION_KEYS
             assert _tags(params["Tags"])["eks:eks-cluster-name"] == CLUSTER

@@ -25,6 +25,7 @@ class Kind(enum.StrEnum):
     UNAUTHORIZED = "Unauthorized"
     INVALID_REQUEST = "InvalidRequest"
     SERVER = "ServerError"
+    DRY_RUN_SUCCEEDED = "DryRunSucceeded"
     UNKNOWN = "Unknown"
 
 
@@ -91,6 +92,8 @@ _CODES: Mapping[str, Kind] = {
     "InvalidGroup.NotFound": Kind.INVALID_REQUEST,
     "InvalidBlockDeviceMapping": Kind.INVALID_REQUEST,
     "InvalidUserData.Malformed": Kind.INVALID_REQUEST,
+    # A DryRun=True call that would have succeeded: the caller is authorized.
+    "DryRunOperation": Kind.DRY_RUN_SUCCEEDED,
     # AWS had a bad moment.
     "InternalError": Kind.SERVER,
     "InternalFailure": Kind.SERVER,

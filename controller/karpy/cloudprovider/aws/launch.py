@@ -195,26 +195,18 @@ class Launcher:
                 text = userdata.render(nc.resolved_ami_family, options)
             except userdata.UserDataError as exc:
                 raise errors.CreateError(errors.CreateErrorReason.LAUNCH_TEMPLATE, str(exc)) from exc
-            spec = launchtemplate.LaunchTemplateSpec(
-                image_id=image_id,
-                user_data=text,
-                security_group_ids=tuple(g.id for g in nc.status.security_groups),
-                instance_profile=nc.status.instance_profile,
-                block_device_mappings=launchtemplate.block_devices_for(nc),
-                metadata_options=nc.spec.metadata_options,
+            spec = dataclasses.replace(
                 # Not the claim's own tag: templates are shared by every claim with the same content.
-                tags={k: v for k, v in tags.items() if k != labels.TAG_NODECLAIM},
-                detailed_monitoring=nc.spec.detailed_monitoring,
-                associate_public_ip_address=nc.spec.associate_public_ip_address,
-                ip_prefix_count=nc.spec.ip_prefix_count,
-                network_interfaces=nc.spec.network_interfaces,
+                launchtemplate.nodeclass_spec(
+                    nc,
+                    image_id=image_id,
+                    user_data=text,
+                    tags={k: v for k, v in tags.items() if k != labels.TAG_NODECLAIM},
+                ),
                 efa_count=efa,
                 placement_group_id=group_id,
                 capacity_reservation_id=reservation_id,
                 capacity_block=reservation_types.get(reservation_id) == reservations.CAPACITY_BLOCK,
-                connection_tracking=nc.spec.connection_tracking,
-                cpu_options=nc.spec.cpu_options,
-                enclave_options=nc.spec.enclave_options,
             )
             try:
                 name = await self._templates.ensure(spec)

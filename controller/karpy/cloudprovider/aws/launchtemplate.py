@@ -62,6 +62,29 @@ class LaunchTemplateSpec:
     enclave_options: ec2nodeclass.EnclaveOptions | None = None
 
 
+def nodeclass_spec(
+    nodeclass: ec2nodeclass.EC2NodeClass, *, image_id: str, user_data: str, tags: Mapping[str, str]
+) -> LaunchTemplateSpec:
+    """The template a node class decides; a launch adds what its claim decides (EFA, placement, reservation)."""
+    spec = nodeclass.spec
+    return LaunchTemplateSpec(
+        image_id=image_id,
+        user_data=user_data,
+        security_group_ids=tuple(g.id for g in nodeclass.status.security_groups),
+        instance_profile=nodeclass.status.instance_profile,
+        block_device_mappings=block_devices_for(nodeclass),
+        metadata_options=spec.metadata_options,
+        tags=tags,
+        detailed_monitoring=spec.detailed_monitoring,
+        associate_public_ip_address=spec.associate_public_ip_address,
+        ip_prefix_count=spec.ip_prefix_count,
+        network_interfaces=spec.network_interfaces,
+        connection_tracking=spec.connection_tracking,
+        cpu_options=spec.cpu_options,
+        enclave_options=spec.enclave_options,
+    )
+
+
 def block_devices_for(nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[ec2nodeclass.BlockDeviceMapping, ...]:
     if nodeclass.spec.block_device_mappings:
         return nodeclass.spec.block_device_mappings

@@ -12,6 +12,7 @@ from botocore import exceptions as botocore_exceptions
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import catalog, ec2shapes, errors, types
 from karpy.cloudprovider.aws import (
+    authorization,
     cache,
     clients,
     drift,
@@ -50,6 +51,8 @@ class Settings:
     """ENIs kept back from pod networking when computing ENI-limited max pods."""
     dry_run: bool = False
     """DRY_RUN: resolve node classes without creating or changing the instance profile a class asks for by role."""
+    disable_dry_run: bool = False
+    """DISABLE_DRY_RUN: accept node classes without the DryRun authorization calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,13 @@ class AWSCloudProvider:
             dry_run=s.dry_run,
             reservation_counts=self.unavailable.sync_reservations,
         )
+        self.authorization = authorization.AuthorizationValidator(
+            aws=deps.aws,
+            clock=deps.clock,
+            cluster_name=s.cluster_name,
+            resolver=self.resolver,
+            disabled=s.disable_dry_run,
+        )
         self.launch_templates = templates.LaunchTemplates(aws=deps.aws, clock=deps.clock, cluster_name=s.cluster_name)
         self._launcher = launch.Launcher(
             aws=deps.aws,
@@ -116,13 +126,14 @@ class AWSCloudProvider:
     async def reconcile_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> ec2nodeclass.EC2NodeClassStatus:
         """Resolve subnets, groups, AMIs and the instance profile; the status to write back."""
         try:
-            found = await self.resolver.resolve(nc)
+            found = await self.authorization.validate(nc, await self.resolver.resolve(nc))
         except _AWS_ERRORS as exc:
             raise aws_errors.to_domain(exc, operation=f"resolving EC2NodeClass {nc.name}") from exc
         return status.compute_status(nc, found, now=self._deps.clock())
 
     async def finalize_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> None:
         """Clean up what we created for a deleted node class: its launch templates and instance profile."""
+        self.authorization.forget(nc.name)
         try:
             await self.launch_templates.delete_for_nodeclass(nc.name)
             await self.resolver.delete_instance_profile(nc)
