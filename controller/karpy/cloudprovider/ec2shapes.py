@@ -295,7 +295,7 @@ def shape_labels(
         labels.LABEL_INSTANCE_MEMORY: str(info["MemoryInfo"]["SizeInMiB"]),
         labels.LABEL_INSTANCE_HYPERVISOR: str(info.get("Hypervisor", "")),
         labels.LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT: _go_bool(network.get("EncryptionInTransitSupported", False)),
-        # Upstream allows default and dedicated; karpy launches shared-tenancy instances only.
+        # Upstream allows default and dedicated; cloudprovider/aws/tenancy.py relabels for dedicated-only pools.
         labels.LABEL_INSTANCE_TENANCY: "default",
     }
     if region:

@@ -85,6 +85,7 @@ def test_the_claim_view_of_an_instance_carries_its_type_placement_tags_and_launc
         labels.LABEL_INSTANCE_TYPE: "m5.large",
         labels.LABEL_ZONE: "us-east-1a",
         labels.LABEL_CAPACITY_TYPE: "on-demand",
+        labels.LABEL_INSTANCE_TENANCY: "default",  # EC2 says nothing of shared hardware
         labels.TAG_NODEPOOL: "team",
         labels.TAG_EC2NODECLASS: "fast",
     }

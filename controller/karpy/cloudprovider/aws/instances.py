@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpy.api import labels, meta, nodeclaim
-from karpy.cloudprovider import types
+from karpy.cloudprovider import tenancy, types
 
 PROVIDER_ID_PREFIX = "aws:///"
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
@@ -84,6 +84,8 @@ def nodeclaim_from_instance(
             labels.LABEL_INSTANCE_TYPE: str(instance.get("InstanceType", "")),
             labels.LABEL_ZONE: zone,
             labels.LABEL_CAPACITY_TYPE: capacity_type_of(instance),
+            # EC2 leaves the tenancy out for shared hardware.
+            labels.LABEL_INSTANCE_TENANCY: str((instance.get("Placement") or {}).get("Tenancy") or tenancy.DEFAULT),
         }
     )
     if instance.get("CapacityReservationId"):

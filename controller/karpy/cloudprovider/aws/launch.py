@@ -15,7 +15,7 @@ from typing import Any
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, nodeclaim
-from karpy.cloudprovider import errors, types
+from karpy.cloudprovider import errors, tenancy, types
 from karpy.cloudprovider.aws import (
     cache,
     clients,
@@ -207,6 +207,7 @@ class Launcher:
                 placement_group_id=group_id,
                 capacity_reservation_id=reservation_id,
                 capacity_block=reservation_types.get(reservation_id) == reservations.CAPACITY_BLOCK,
+                tenancy=tenancy.choose(claim.spec.requirements),
             )
             try:
                 name = await self._templates.ensure(spec)

@@ -60,6 +60,7 @@ class LaunchTemplateSpec:
     connection_tracking: ec2nodeclass.ConnectionTracking | None = None
     cpu_options: ec2nodeclass.CPUOptions | None = None
     enclave_options: ec2nodeclass.EnclaveOptions | None = None
+    tenancy: str = ""  # "dedicated": single-tenant hardware; "" or "default": shared
 
 
 def nodeclass_spec(
@@ -244,8 +245,13 @@ def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:
         data["SecurityGroupIds"] = list(spec.security_group_ids)
     else:
         data["NetworkInterfaces"] = interfaces  # the groups are on the interfaces then
-    if spec.placement_group_id:
-        data["Placement"] = {"GroupId": spec.placement_group_id}
+    placement = {
+        **({"GroupId": spec.placement_group_id} if spec.placement_group_id else {}),
+        # Shared tenancy is EC2's default and stays unsaid, so existing templates keep their names.
+        **({"Tenancy": spec.tenancy} if spec.tenancy and spec.tenancy != "default" else {}),
+    }
+    if placement:
+        data["Placement"] = placement
     if spec.capacity_reservation_id:
         data["CapacityReservationSpecification"] = {
             "CapacityReservationPreference": "capacity-reservations-only",

@@ -10,7 +10,7 @@ from typing import Any
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim, nodepool
-from karpy.cloudprovider import catalog, ec2shapes, errors, types
+from karpy.cloudprovider import catalog, ec2shapes, errors, tenancy, types
 from karpy.cloudprovider.aws import (
     authorization,
     cache,
@@ -146,7 +146,7 @@ class AWSCloudProvider:
         nc = self._nodeclass(pool.template.node_class_ref.name)
         if nc is None or not nc.status.subnets:
             return ()
-        return await self._instance_types(nc)
+        return tenancy.for_pool(await self._instance_types(nc), tenancy.choose(pool.template.requirements))
 
     async def _instance_types(self, nc: ec2nodeclass.EC2NodeClass) -> Sequence[types.InstanceType]:
         try:
@@ -160,9 +160,12 @@ class AWSCloudProvider:
             raise errors.InsufficientCapacity(f"EC2NodeClass {claim.spec.node_class_ref.name!r} not found")
         if not status.is_ready(nc):
             raise errors.NodeClassNotReady(f"EC2NodeClass {nc.name} is not ready")
-        launched = await self._launcher.launch(
-            claim, nc, await self._instance_types(nc), refresh=lambda: self._instance_types(nc)
-        )
+        wanted = tenancy.choose(claim.spec.requirements)
+
+        async def listed() -> Sequence[types.InstanceType]:
+            return tenancy.for_pool(await self._instance_types(nc), wanted)
+
+        launched = await self._launcher.launch(claim, nc, await listed(), refresh=listed)
         return launch.launched_claim(
             claim, nc, launched, provider_id=instances.provider_id(launched.zone, launched.instance_id)
         )

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from karpy.api import labels, nodeclaim, nodepool
-from karpy.cloudprovider import errors, types
+from karpy.cloudprovider import errors, tenancy, types
 from karpy.cloudprovider.fake import generator
 from karpy.scheduling import requirements
 
@@ -77,7 +77,8 @@ class FakeCloudProvider:
             raise errors.CreateError(
                 errors.CreateErrorReason.INTERNAL, f"allowed creates ({self.allowed_creates}) exhausted"
             )
-        choice = cheapest_launch(self._types_for(claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")), claim)
+        listed = self._types_for(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
+        choice = cheapest_launch(tenancy.for_pool(listed, tenancy.choose(claim.spec.requirements)), claim)
         if choice is None:
             raise errors.InsufficientCapacity(f"no offering fits nodeclaim {claim.name!r}")
         instance_type, offering = choice
@@ -115,7 +116,7 @@ class FakeCloudProvider:
         return list(self.instances.values())
 
     async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
-        return list(self._types_for(pool.metadata.name))
+        return list(tenancy.for_pool(self._types_for(pool.metadata.name), tenancy.choose(pool.template.requirements)))
 
     async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
         return self.drifted
