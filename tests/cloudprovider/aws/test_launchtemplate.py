@@ -139,6 +139,52 @@ _ENA = ec2nodeclass.NetworkInterfaceType.INTERFACE
                 for card, device in ((0, 0), (1, 1))
             ],
         ),
+        # An IPv6 cluster: the primary interface takes a primary IPv6 address; prefixes are IPv6 ones.
+        (
+            {"ipv6": True},
+            [{"DeviceIndex": 0, "Groups": ["sg-1", "sg-2"], "PrimaryIpv6": True, "Ipv6AddressCount": 1}],
+        ),
+        (
+            {"ipv6": True, "ip_prefix_count": 2},
+            [
+                {
+                    "DeviceIndex": 0,
+                    "Ipv6PrefixCount": 2,
+                    "Groups": ["sg-1", "sg-2"],
+                    "PrimaryIpv6": True,
+                    "Ipv6AddressCount": 1,
+                }
+            ],
+        ),
+        # ... on every interface that carries IP traffic, never on an EFA-only one.
+        (
+            {"ipv6": True, "network_interfaces": (_NIC(0, 0, _ENA), _NIC(1, 0, _EFA_ONLY))},
+            [
+                {
+                    "NetworkCardIndex": 0,
+                    "DeviceIndex": 0,
+                    "InterfaceType": "interface",
+                    "Groups": ["sg-1", "sg-2"],
+                    "PrimaryIpv6": True,
+                    "Ipv6AddressCount": 1,
+                },
+                {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only", "Groups": ["sg-1", "sg-2"]},
+            ],
+        ),
+        (
+            {"ipv6": True, "efa_count": 2},
+            [
+                {
+                    "NetworkCardIndex": card,
+                    "DeviceIndex": device,
+                    "InterfaceType": "efa",
+                    "Groups": ["sg-1", "sg-2"],
+                    "PrimaryIpv6": True,
+                    "Ipv6AddressCount": 1,
+                }
+                for card, device in ((0, 0), (1, 1))
+            ],
+        ),
     ],
 )
 def test_network_interfaces(changes: dict[str, Any], expected: list[dict[str, Any]] | None) -> None:
@@ -387,3 +433,16 @@ def test_a_tracked_class_launches_no_xen_type(
     it = make_instance_type("m4.large")
     it = dataclasses.replace(it, labels={**it.labels, labels.LABEL_INSTANCE_HYPERVISOR: hypervisor})
     assert launchtemplate.launchable(nc, it) is expected
+
+
+def test_dedicated_tenancy_is_placed_and_default_stays_unsaid() -> None:
+    dedicated = launchtemplate.build_launch_template_data(dataclasses.replace(SPEC, tenancy="dedicated"))
+    assert dedicated["Placement"] == {"Tenancy": "dedicated"}
+    grouped = dataclasses.replace(SPEC, tenancy="dedicated", placement_group_id="pg-1")
+    assert launchtemplate.build_launch_template_data(grouped)["Placement"] == {
+        "GroupId": "pg-1",
+        "Tenancy": "dedicated",
+    }
+    shared = dataclasses.replace(SPEC, tenancy="default")
+    assert "Placement" not in launchtemplate.build_launch_template_data(shared)
+    assert launchtemplate.launch_template_name(shared) == launchtemplate.launch_template_name(SPEC)

@@ -232,3 +232,12 @@ def test_al2023_renders_fields_karpy_does_not_map_verbatim() -> None:
 def test_custom_renders_no_kubelet_configuration() -> None:
     options = _options(Kubelet(eviction_hard={"memory.available": "5%"}), user_data="#!/bin/bash\nmine\n")
     assert userdata.render(Family.CUSTOM, options) == "#!/bin/bash\nmine\n"
+
+
+def test_an_ipv6_cluster_dns_address_asks_al2_for_the_ipv6_family() -> None:
+    options = _options(Kubelet(cluster_dns=("fd00::a",)))
+    message = email.message_from_string(userdata.render(Family.AL2, options))
+    (script,) = [str(p.get_payload()) for p in message.walk() if not p.is_multipart()]
+    assert "--ip-family ipv6 \\\n--dns-cluster-ip 'fd00::a'" in script
+    ipv4 = email.message_from_string(userdata.render(Family.AL2, _options(Kubelet(cluster_dns=("10.0.0.10",)))))
+    assert "--ip-family" not in str(ipv4)

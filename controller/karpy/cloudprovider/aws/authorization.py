@@ -20,6 +20,7 @@ from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import cache, clients, errors, fleet, launchtemplate, status, userdata
+from karpy.cloudprovider.aws import cluster as cluster_module
 from karpy.cloudprovider.aws import nodeclass as nodeclass_module
 
 log = logging.getLogger(__name__)
@@ -121,14 +122,16 @@ class AuthorizationValidator:
                     cluster_endpoint=cluster.endpoint,
                     ca_bundle=cluster.ca_bundle,
                     cluster_cidr=cluster.service_cidr,
-                    kubelet=nc.spec.kubelet,
+                    kubelet=cluster_module.with_cluster_dns(nc.spec.kubelet, cluster),
                     user_data=nc.spec.user_data,
                     instance_store_policy=nc.spec.instance_store_policy,
                 ),
             )
         except userdata.UserDataError as exc:
             return Verdict(USER_DATA_INVALID, str(exc))  # every launch would fail the same way
-        spec = launchtemplate.nodeclass_spec(resolved, image_id=image.id, user_data=text, tags=tags)
+        spec = dataclasses.replace(
+            launchtemplate.nodeclass_spec(resolved, image_id=image.id, user_data=text, tags=tags), ipv6=cluster.ipv6
+        )
         template = launchtemplate.build_create_launch_template_request(spec)
         try:
             await self._expect_dry_run(CREATE_LAUNCH_TEMPLATE_FAILED, "create_launch_template", **template)

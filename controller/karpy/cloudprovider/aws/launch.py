@@ -27,6 +27,7 @@ from karpy.cloudprovider.aws import (
     templates,
     userdata,
 )
+from karpy.cloudprovider.aws import cluster as cluster_module
 from karpy.cloudprovider.aws import errors as aws_errors
 from karpy.scheduling import requirements
 
@@ -176,7 +177,7 @@ class Launcher:
                 key = (image_for(c.instance_type, nc.status.amis), pods, efa, reservation_id)
                 groups.setdefault(key, []).append(fleet.Candidate(c.instance_type, offerings))
         reservation_types = {cr.id: cr.reservation_type for cr in nc.status.capacity_reservations}
-        kubelet = nc.spec.kubelet
+        kubelet = cluster_module.with_cluster_dns(nc.spec.kubelet, cluster)
         out: dict[str, tuple[str, list[fleet.Candidate]]] = {}
         for (image_id, pods, efa, reservation_id), members in groups.items():
             options = userdata.BootstrapOptions(
@@ -208,6 +209,7 @@ class Launcher:
                 capacity_reservation_id=reservation_id,
                 capacity_block=reservation_types.get(reservation_id) == reservations.CAPACITY_BLOCK,
                 tenancy=tenancy.choose(claim.spec.requirements),
+                ipv6=cluster.ipv6,
             )
             try:
                 name = await self._templates.ensure(spec)

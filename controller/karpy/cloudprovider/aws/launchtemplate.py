@@ -61,6 +61,7 @@ class LaunchTemplateSpec:
     cpu_options: ec2nodeclass.CPUOptions | None = None
     enclave_options: ec2nodeclass.EnclaveOptions | None = None
     tenancy: str = ""  # "dedicated": single-tenant hardware; "" or "default": shared
+    ipv6: bool = False  # an IPv6 cluster: the interfaces take a primary IPv6 address and IPv6 prefixes
 
 
 def nodeclass_spec(
@@ -180,7 +181,9 @@ def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
     if spec.associate_public_ip_address is not None:
         primary_extras["AssociatePublicIpAddress"] = spec.associate_public_ip_address
     if spec.ip_prefix_count is not None:
-        primary_extras["Ipv4PrefixCount"] = spec.ip_prefix_count
+        primary_extras["Ipv6PrefixCount" if spec.ipv6 else "Ipv4PrefixCount"] = spec.ip_prefix_count
+    # An IPv6 cluster's nodes take their primary IPv6 address as node IP (aws: launchtemplate.go ipCounts).
+    ipv6: dict[str, Any] = {"PrimaryIpv6": True, "Ipv6AddressCount": 1} if spec.ipv6 else {}
     if spec.network_interfaces:
         out = []
         for nic in sorted(spec.network_interfaces, key=lambda n: (n.network_card_index, n.device_index)):
@@ -194,6 +197,7 @@ def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
                 entry.update(primary_extras)
             if nic.interface_type is not ec2nodeclass.NetworkInterfaceType.EFA_ONLY:
                 entry.update(tracked)
+                entry.update(ipv6)
             out.append(entry)
         return out
     if spec.efa_count:
@@ -207,12 +211,13 @@ def network_interfaces(spec: LaunchTemplateSpec) -> list[dict[str, Any]] | None:
                 # which upstream leaves to the user's configuration.
                 **primary_extras,
                 **tracked,
+                **ipv6,
             }
             for card in range(spec.efa_count)
         ]
-    if not primary_extras and not tracked:
+    if not primary_extras and not tracked and not ipv6:
         return None
-    return [{"DeviceIndex": 0, **primary_extras, "Groups": groups, **tracked}]
+    return [{"DeviceIndex": 0, **primary_extras, "Groups": groups, **tracked, **ipv6}]
 
 
 def build_launch_template_data(spec: LaunchTemplateSpec) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from botocore import exceptions as botocore_exceptions
@@ -26,23 +25,13 @@ from karpy.cloudprovider.aws import (
     selectors,
     status,
 )
+from karpy.cloudprovider.aws import cluster as cluster_module
 
 log = logging.getLogger(__name__)
 
 _AWS_ERRORS = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
 _Candidate = tuple[Mapping[str, Any], tuple[meta.NodeSelectorRequirement, ...]]
 """A described image and the requirements it serves."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterInfo:
-    """What nodes need to join: from settings, completed by EKS DescribeCluster."""
-
-    name: str
-    endpoint: str
-    ca_bundle: str
-    version: str
-    service_cidr: str = ""
 
 
 def instance_profile_name(*, cluster_name: str, region: str, nodeclass: str) -> str:
@@ -83,7 +72,9 @@ class NodeClassResolver:
         self._endpoint = cluster_endpoint
         self._k8s_version = k8s_version
         self._dry_run = dry_run
-        self._cluster: cache.TTLCache[str, ClusterInfo] = cache.TTLCache(cache.INSTANCE_PROFILE_TTL, clock=clock)
+        self._cluster: cache.TTLCache[str, cluster_module.ClusterInfo] = cache.TTLCache(
+            cache.INSTANCE_PROFILE_TTL, clock=clock
+        )
         self._ssm: cache.TTLCache[str, str] = cache.TTLCache(cache.SSM_TTL, clock=clock)
         self._subnets: cache.TTLCache[str, tuple[fleet.Subnet, ...]] = cache.TTLCache(cache.DEFAULT_TTL, clock=clock)
         # Addresses claimed per subnet by launches since it was last described (aws: subnet provider inflightIPs).
@@ -106,16 +97,12 @@ class NodeClassResolver:
             cache.INSTANCE_PROFILE_TTL, clock=clock
         )
 
-    async def cluster(self) -> ClusterInfo:
+    async def cluster(self) -> cluster_module.ClusterInfo:
         cached = self._cluster.get("cluster")
         if cached is None:
             described = (await clients.call(self._aws.eks, "describe_cluster", name=self._cluster_name))["cluster"]
-            cached = ClusterInfo(
-                name=self._cluster_name,
-                endpoint=self._endpoint or str(described.get("endpoint", "")),
-                ca_bundle=str((described.get("certificateAuthority") or {}).get("data", "")),
-                version=self._k8s_version or str(described.get("version", "")),
-                service_cidr=str((described.get("kubernetesNetworkConfig") or {}).get("serviceIpv4Cidr", "")),
+            cached = cluster_module.cluster_info(
+                described, name=self._cluster_name, endpoint=self._endpoint, version=self._k8s_version
             )
             self._cluster.set("cluster", cached)
         return cached
