@@ -3,11 +3,12 @@ expireAfter and not a second earlier, never for Never, once per claim, and only 
 
 from __future__ import annotations
 
+import datetime
 import logging
 from typing import Any
 
 import pytest
-from tests import tasks
+from tests import builders, tasks
 from tests.nodeclaim import builders as b
 from tests.nodeclaim import fakekube
 
@@ -176,3 +177,77 @@ async def test_dry_run_deletes_nothing_and_logs_once(caplog: pytest.LogCaptureFi
     decisions = [r for r in caplog.records if r.getMessage() == "disrupting nodeclaim(s)"]
     assert len(decisions) == 1  # not repeated every pass while the claim stays unchanged
     assert any("would delete" in r.getMessage() for r in caplog.records)
+
+
+# --- capacity blocks ----------------------------------------------------------------------------------------------
+
+BLOCK_END = b.T0 + 3 * 3600.0
+
+
+def _rfc3339(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _with_block(env: Env, *, reservation_type: str = "capacity-block") -> None:
+    nodeclass = builders.ec2nodeclass()
+    nodeclass["status"] = {
+        "capacityReservations": [
+            {
+                "id": "cr-block",
+                "availabilityZone": "us-east-1a",
+                "instanceType": "p5.48xlarge",
+                "ownerID": "123456789012",
+                "instanceMatchCriteria": "targeted",
+                "reservationType": reservation_type,
+                "state": "active",
+                "endTime": _rfc3339(BLOCK_END),
+            }
+        ]
+    }
+    env.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.ADDED, nodeclass))
+    env.cluster.mark_listed(resources.EC2NODECLASSES)
+
+
+def _reserved_claim(env: Env, name: str) -> None:
+    env.kube.put(
+        resources.NODECLAIMS,
+        b.claim_dict(
+            name,
+            created=env.clock.now(),
+            expire_after="720h",
+            finalizers=[labels.FINALIZER_TERMINATION],
+            extra_labels={
+                labels.LABEL_CAPACITY_TYPE: "reserved",
+                labels.LABEL_CAPACITY_RESERVATION_ID: "cr-block",
+                labels.LABEL_CAPACITY_RESERVATION_TYPE: "capacity-block",
+            },
+        ),
+    )
+    env.sync()
+
+
+async def test_a_claim_in_a_capacity_block_is_deleted_40_minutes_before_the_block_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    env = Env()
+    _with_block(env)
+    _reserved_claim(env, "gpu")
+    env.claim("other")  # not in the block: untouched
+    async with tasks.running(env.ctrl.run):
+        await env.clock.run_for(BLOCK_END - 40 * 60 - b.T0 - 1)
+        assert env.deletes() == []
+        with caplog.at_level(logging.INFO):
+            await env.clock.run_for(1)
+        assert env.deletes() == ["gpu"]
+    assert "initiating delete for capacity block expiration" in caplog.messages
+    assert env.disrupted == []  # upstream counts no disruption for it
+    assert env.recorder.events == []
+
+
+async def test_an_ordinary_reservation_has_no_pre_drain() -> None:
+    env = Env()
+    _with_block(env, reservation_type="default")
+    _reserved_claim(env, "odcr")
+    async with tasks.running(env.ctrl.run):
+        await env.clock.run_for(BLOCK_END - b.T0 + 3600)
+        assert env.deletes() == []

@@ -2,6 +2,10 @@
 has come is deleted at once — no disruption budget, no pre-spun replacement (its pods go pending and the
 provisioner replaces the capacity as the node drains). `expireAfter: Never` never expires.
 
+A claim in a capacity block also leaves here, 40 minutes before the block ends (`capacityblocks`, upstream's
+capacityreservation.expiration controller): deleted the same way, logged as upstream logs it, with no disruption
+Event or metric (upstream records none for it either).
+
 Thin shell around the pure `expiration`: it re-reads the claim from the API server before deleting (the cache may
 be stale), logs the upstream "disrupting nodeclaim(s)" line with reason Expired, and records DisruptionTerminating
 Events on the NodeClaim and its Node. Deleting an already-deleting claim is a no-op, so re-runs are safe; through a
@@ -17,11 +21,11 @@ from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
 from karpy import events
+from karpy.api import ec2nodeclass, labels, nodeclaim, parse
 from karpy.api import errors as api_errors
-from karpy.api import labels, nodeclaim, parse
 from karpy.kube import client as kube
 from karpy.kube import resources
-from karpy.nodeclaim import expiration
+from karpy.nodeclaim import capacityblocks, expiration
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +35,8 @@ are due sooner wake it exactly at their time."""
 ERROR_BACKOFF: Final = 5.0
 REASON: Final = "Expired"
 """The disruption reason in logs, Events and metrics (upstream metrics.ExpiredReason; not a budget reason)."""
+CAPACITY_BLOCK_EXPIRING: Final = "CapacityBlockExpiring"
+"""Why a claim in an ending capacity block is deleted (a log field only)."""
 
 
 def _ignore(*_: Any) -> None:
@@ -41,6 +47,7 @@ class ClusterView(Protocol):
     def synced(self) -> bool: ...
     def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
     def node(self, name: str) -> Mapping[str, Any] | None: ...
+    def nodeclasses(self) -> Mapping[str, ec2nodeclass.EC2NodeClass]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -71,15 +78,25 @@ class ExpiryController:
         claim = _parse(raw) if raw is not None else None
         if claim is None or claim.metadata.deletion_timestamp is not None:
             return None
-        when = expiration.expires_at(claim)
-        if when is None:
+        deadline = self._deadline(claim)
+        if deadline is None:
             return None
+        when, reason = deadline
         now = deps.clock.now()
-        if not expiration.expired(claim, now):
+        if now < when:
             return when - now
         try:
             await deps.client.delete(resources.NODECLAIMS, claim.name)
         except kube.NotFound:
+            return None
+        if reason == CAPACITY_BLOCK_EXPIRING:
+            log.info(
+                "initiating delete for capacity block expiration",
+                extra={
+                    "nodeclaim": claim.name,
+                    "capacity-reservation-id": claim.metadata.labels.get(labels.LABEL_CAPACITY_RESERVATION_ID, ""),
+                },
+            )
             return None
         pool = claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")
         capacity_type = claim.metadata.labels.get(labels.LABEL_CAPACITY_TYPE, "")
@@ -101,6 +118,18 @@ class ExpiryController:
         deps.metrics.disrupted(REASON, pool, capacity_type)
         return None
 
+    def _deadline(self, claim: nodeclaim.NodeClaim) -> tuple[float, str] | None:
+        """(when, why) the claim must go: its expireAfter or its capacity block's pre-drain, whichever is first."""
+        found = [
+            (when, why)
+            for when, why in (
+                (expiration.expires_at(claim), REASON),
+                (capacityblocks.drain_at(claim, self._deps.cluster.nodeclasses()), CAPACITY_BLOCK_EXPIRING),
+            )
+            if when is not None
+        ]
+        return min(found) if found else None
+
     async def run(self) -> None:
         """Forever: reconcile each claim from the cluster state when its expiry comes (and once whenever it changes,
         so a claim deleted in dry-run is not deleted again every pass). Cancel to stop."""
@@ -120,9 +149,10 @@ class ExpiryController:
             del handled[gone]
         soonest = POLL
         for claim in claims:
-            when = expiration.expires_at(claim)
-            if when is None or claim.metadata.deletion_timestamp is not None:
+            deadline = self._deadline(claim)
+            if deadline is None or claim.metadata.deletion_timestamp is not None:
                 continue
+            when = deadline[0]
             if handled.get(claim.name) == claim.metadata.resource_version:
                 continue
             remaining = when - deps.clock.now()

@@ -143,3 +143,35 @@ def test_a_bad_provider_id_is_named_in_the_error() -> None:
 def test_a_provider_id_without_an_instance_is_named_in_the_error() -> None:
     with pytest.raises(instances.BadProviderID, match="'aws:///us-east-1a/' has no instance id"):
         instances.parse_provider_id("aws:///us-east-1a/")
+
+
+@pytest.mark.parametrize(
+    ("instance", "expected"),
+    [
+        ({"InstanceId": "i-1"}, {}),
+        (
+            {"InstanceId": "i-1", "CapacityReservationId": "cr-1"},
+            {"capacity-reservation-type": "default", "capacity-reservation-interruptible": "false"},
+        ),
+        (
+            {"InstanceId": "i-1", "CapacityReservationId": "cr-1", "InstanceLifecycle": "capacity-block"},
+            {"capacity-reservation-type": "capacity-block", "capacity-reservation-interruptible": "false"},
+        ),
+        (
+            {
+                "InstanceId": "i-1",
+                "CapacityReservationId": "cr-1",
+                "InstanceLifecycle": "interruptible-capacity-reservation",
+            },
+            {"capacity-reservation-type": "default", "capacity-reservation-interruptible": "true"},
+        ),
+    ],
+)
+def test_reserved_instances_carry_the_reservations_kind(instance: dict[str, str], expected: dict[str, str]) -> None:
+    claim = instances.nodeclaim_from_instance(instance, instance_type=None, node_class_ref=REF)
+    prefix = "karpenter.k8s.aws/"
+    assert {
+        k.removeprefix(prefix): v
+        for k, v in claim.metadata.labels.items()
+        if k in (labels.LABEL_CAPACITY_RESERVATION_TYPE, labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE)
+    } == expected

@@ -166,6 +166,8 @@ async def test_reserved_capacity_is_launched_into_its_reservation(
 
     assert created.metadata.labels[labels.LABEL_CAPACITY_TYPE] == "reserved"
     assert created.metadata.labels[labels.LABEL_CAPACITY_RESERVATION_ID] == "cr-0b2"
+    assert created.metadata.labels[labels.LABEL_CAPACITY_RESERVATION_TYPE] == "default"
+    assert created.metadata.labels[labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] == "false"
     assert created.metadata.labels[labels.LABEL_ZONE] == "us-east-1a"
     assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "m5.large"
     (request,) = fleets

@@ -90,6 +90,14 @@ def nodeclaim_from_instance(
     )
     if instance.get("CapacityReservationId"):
         node_labels[labels.LABEL_CAPACITY_RESERVATION_ID] = str(instance["CapacityReservationId"])
+        # What EC2 says of the instance's lifecycle tells the reservation's kind (aws: instance/types.go).
+        lifecycle = instance.get("InstanceLifecycle")
+        node_labels[labels.LABEL_CAPACITY_RESERVATION_TYPE] = (
+            "capacity-block" if lifecycle == "capacity-block" else "default"
+        )
+        node_labels[labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] = (
+            "true" if lifecycle == "interruptible-capacity-reservation" else "false"
+        )
     for tag in (labels.TAG_NODEPOOL, labels.TAG_EC2NODECLASS):
         if tag in tags:
             node_labels[tag] = tags[tag]

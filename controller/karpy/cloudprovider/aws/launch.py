@@ -389,6 +389,10 @@ def launched_claim(
         if offering
         else {labels.LABEL_ZONE: launched.zone, labels.LABEL_CAPACITY_TYPE: launched.capacity_type}
     )
+    reservation = next((cr for cr in nc.status.capacity_reservations if cr.id == launched.reservation_id), None)
+    if launched.reservation_id and reservation is not None:  # upstream's reserved-capacity labels
+        node_labels[labels.LABEL_CAPACITY_RESERVATION_TYPE] = reservation.reservation_type
+        node_labels[labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] = "true" if reservation.interruptible else "false"
     if launched.placement_group_id:  # what placement-group drift compares with the class's group later
         node_labels[labels.LABEL_PLACEMENT_GROUP_ID] = launched.placement_group_id
     annotations = dict(claim.metadata.annotations)
