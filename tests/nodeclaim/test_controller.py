@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 from typing import Any
@@ -331,3 +332,47 @@ async def test_gc_loop_runs_fast_then_slow() -> None:
             await task
     gaps = [round(b_ - a) for a, b_ in itertools.pairwise(calls)]
     assert gaps == [10] * 19 + [120, 120]
+
+
+async def test_reserved_capacity_whose_reservation_ended_is_relabelled_on_demand() -> None:
+    """aws: capacityreservation/capacitytype: the cloud now reports the instance on-demand, so the claim and its
+    Node lose `reserved` and the reservation's labels; nothing else about them changes."""
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    ctl = env.claims()
+    await ctl.reconcile(NAME)
+    _add_node(env, ready=True)
+    await ctl.reconcile(NAME)
+    reserved = {
+        labels.LABEL_CAPACITY_TYPE: "reserved",
+        labels.LABEL_CAPACITY_RESERVATION_ID: "cr-1",
+        labels.LABEL_CAPACITY_RESERVATION_TYPE: "default",
+        labels.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE: "false",
+    }
+    for obj in (env.claim_obj(NAME), env.kube.obj(resources.NODES, "ip-10-0-0-1")):
+        assert obj is not None
+        obj["metadata"]["labels"].update(reserved)  # type: ignore[index]
+    (pid,) = env.cloud.instances
+    instance = env.cloud.instances[pid]
+    env.cloud.instances[pid] = dataclasses.replace(
+        instance,
+        metadata=dataclasses.replace(instance.metadata, labels={**instance.metadata.labels, **reserved}),
+    )
+    before = len(env.kube.writes)
+    await ctl.collect_garbage()
+    assert len(env.kube.writes) == before  # the cloud still says reserved: nothing to do
+
+    # The reservation ended: EC2 runs the instance on as on-demand.
+    on_demand = {**instance.metadata.labels, labels.LABEL_CAPACITY_TYPE: "on-demand"}
+    env.cloud.instances[pid] = dataclasses.replace(
+        instance, metadata=dataclasses.replace(instance.metadata, labels=on_demand)
+    )
+    await ctl.collect_garbage()
+    for obj in (env.claim_obj(NAME), env.kube.obj(resources.NODES, "ip-10-0-0-1")):
+        assert obj is not None
+        got = obj["metadata"]["labels"]  # type: ignore[index]
+        assert got[labels.LABEL_CAPACITY_TYPE] == "on-demand"
+        assert not set(got) & {k for k in reserved if k != labels.LABEL_CAPACITY_TYPE}
+    writes = len(env.kube.writes)
+    await ctl.collect_garbage()
+    assert len(env.kube.writes) == writes  # once

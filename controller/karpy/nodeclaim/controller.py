@@ -28,7 +28,7 @@ from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube
 from karpy.kube import resources
-from karpy.nodeclaim import conditions, garbagecollection, lifecycle
+from karpy.nodeclaim import capacitytype, conditions, garbagecollection, lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,17 @@ class NodeClaimController:
         for claim in garbagecollection.orphaned_claims(claims, instances):
             with self._on_its_own(_ref(claim)):
                 await self._collect_orphan(claim)
+        for claim in capacitytype.demoted(claims, instances):
+            with self._on_its_own(_ref(claim)):
+                await self._demote(claim)
+
+    async def _demote(self, claim: nodeclaim.NodeClaim) -> None:
+        """Its reservation ended: relabel the claim and its registered Node on-demand."""
+        await self._deps.client.patch(resources.NODECLAIMS, claim.name, capacitytype.labels_patch())
+        node = await self._deps.client.get(resources.NODES, claim.status.node_name) if claim.status.node_name else None
+        if node is not None and not node["metadata"].get("deletionTimestamp"):
+            await self._deps.client.patch(resources.NODES, claim.status.node_name, capacitytype.labels_patch())
+        log.info("updated capacity type for nodeclaims", extra={"nodeclaims": [claim.name]})
 
     async def _collect_orphan(self, claim: nodeclaim.NodeClaim) -> None:
         try:  # the list may lag a launch or a retry: confirm before deleting
