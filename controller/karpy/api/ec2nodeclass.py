@@ -18,6 +18,10 @@ VALIDATION_SUCCEEDED = "ValidationSucceeded"
 PLACEMENT_GROUP_READY = "PlacementGroupReady"  # only while spec.placementGroupSelector is set
 CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"  # only with the ReservedCapacity feature gate
 READY = "Ready"
+CAPACITY_RESERVATION_EXPIRING = "expiring"
+CAPACITY_BLOCK_EXPIRATION_PERIOD = 40 * 60.0
+"""Seconds before a capacity block's end its state is "expiring": no more launches into it, and its nodes leave
+(aws: pkg/apis/v1/ec2nodeclass_status.go CapacityReservationFromEC2)."""
 
 
 class AMIFamily(enum.StrEnum):

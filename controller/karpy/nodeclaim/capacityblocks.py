@@ -11,7 +11,7 @@ from typing import Final
 
 from karpy.api import ec2nodeclass, labels, nodeclaim
 
-PRE_DRAIN: Final = 40 * 60.0
+PRE_DRAIN: Final = ec2nodeclass.CAPACITY_BLOCK_EXPIRATION_PERIOD
 """Seconds before a capacity block's end its NodeClaims are deleted (upstream's expiration period)."""
 CAPACITY_BLOCK: Final = "capacity-block"
 

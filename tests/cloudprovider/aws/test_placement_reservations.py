@@ -120,6 +120,38 @@ def test_capacity_reservations_keep_usable_ones_once_in_id_order() -> None:
     )
     assert found[1].reservation_type == "capacity-block"
     assert found[1].end_time == end.timestamp()
+    assert found[1].state == "active"
+
+
+@pytest.mark.parametrize(
+    ("minutes_left", "kind", "state"),
+    [
+        (41, "capacity-block", "active"),
+        (40, "capacity-block", "expiring"),  # upstream: 40 minutes before the end, EC2 reclaims at 30
+        (1, "capacity-block", "expiring"),
+        (1, "default", "active"),  # only capacity blocks expire this way
+    ],
+)
+def test_a_capacity_block_is_expiring_in_its_last_40_minutes(minutes_left: int, kind: str, state: str) -> None:
+    end = datetime.datetime(2026, 1, 2, tzinfo=_UTC)
+    (found,) = reservations.from_describe(
+        [_cr("cr-1", ReservationType=kind, EndDate=end)], now=end.timestamp() - minutes_left * 60
+    )
+    assert found.state == state
+
+
+def test_an_expiring_reservation_offers_nothing() -> None:
+    expiring = ec2nodeclass.CapacityReservationStatus(
+        id="cr-1", availability_zone="us-east-1a", instance_type="m5.large", owner_id="1", state="expiring"
+    )
+    (offer,) = instancetypes.reserved_offerings(
+        "m5.large",
+        reservations=(expiring,),
+        zones=(("us-east-1a", "use1-az1"),),
+        od_price=0.1,
+        unavailable=cache.UnavailableOfferings(clock=lambda: 0.0),
+    )
+    assert not offer.available
 
 
 def test_reserved_offerings_one_per_reservation_of_the_type_in_the_node_class_zones() -> None:

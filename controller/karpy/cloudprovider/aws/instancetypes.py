@@ -84,8 +84,10 @@ def reserved_offerings(
                 zone=cr.availability_zone,
                 capacity_type=labels.CAPACITY_TYPE_RESERVED,
                 price=od_price * RESERVED_PRICE_FACTOR,
-                # Looked up under the reservation's own id: unavailable once it has no instances left.
-                available=not unavailable.is_unavailable(name, cr.availability_zone, cr.id),
+                # Looked up under the reservation's own id: unavailable once it has no instances left, or once it
+                # is an expiring capacity block (upstream's reserved_capacity_resolver.go).
+                available=cr.state != ec2nodeclass.CAPACITY_RESERVATION_EXPIRING
+                and not unavailable.is_unavailable(name, cr.availability_zone, cr.id),
                 zone_id=zone_ids[cr.availability_zone],
                 reservation_id=cr.id,
                 reservation_capacity=unavailable.reservation_left(cr.id) or 0,

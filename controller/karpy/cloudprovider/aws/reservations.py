@@ -1,8 +1,10 @@
 """spec.capacityReservationSelectorTerms → DescribeCapacityReservations queries, and answers → status. Pure.
 
 Terms are ORed, fields within a term ANDed (tags with "*" as "has the key", id, ownerID, instanceMatchCriteria).
-Only reservations that can still take instances are kept: state `active` and not past their end date
-(aws: pkg/providers/capacityreservation, pkg/controllers/nodeclass/capacityreservation.go).
+Only reservations that can still take instances are kept: state `active` and not past their end date. A capacity
+block within 40 minutes of its end is kept as `expiring`: nothing launches into it any more and its nodes drain
+(aws: pkg/providers/capacityreservation, pkg/controllers/nodeclass/capacityreservation.go,
+pkg/apis/v1/ec2nodeclass_status.go).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from karpy.cloudprovider.aws import selectors
 
 USABLE_STATES = frozenset({"active"})
 CAPACITY_BLOCK = "capacity-block"
+ACTIVE = "active"
+EXPIRING = ec2nodeclass.CAPACITY_RESERVATION_EXPIRING
 
 
 def query(term: ec2nodeclass.CapacityReservationSelectorTerm) -> dict[str, Any]:
@@ -47,6 +51,9 @@ def from_describe(
         if str(cr.get("State", "")) not in USABLE_STATES or (end is not None and end <= now):
             continue
         kind = str(cr.get("ReservationType") or "default")
+        expiring = (
+            kind == CAPACITY_BLOCK and end is not None and now >= end - ec2nodeclass.CAPACITY_BLOCK_EXPIRATION_PERIOD
+        )
         seen[str(cr["CapacityReservationId"])] = ec2nodeclass.CapacityReservationStatus(
             id=str(cr["CapacityReservationId"]),
             availability_zone=str(cr.get("AvailabilityZone", "")),
@@ -54,7 +61,7 @@ def from_describe(
             owner_id=str(cr.get("OwnerId", "")),
             instance_match_criteria=str(cr.get("InstanceMatchCriteria") or "open"),
             reservation_type=CAPACITY_BLOCK if kind == CAPACITY_BLOCK else "default",
-            state="active",
+            state=EXPIRING if expiring else ACTIVE,
             interruptible=bool(cr.get("Interruptible", False)),
             end_time=end,
         )
