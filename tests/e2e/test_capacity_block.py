@@ -1,0 +1,105 @@
+"""A capacity block's end, end to end on one self-driving virtual clock: a pod lands on a node in the block (the
+reservation is the cheapest capacity), 40 minutes before the block ends karpy deletes that NodeClaim -- not a
+second earlier -- and the pod moves to an on-demand node, the block (now `expiring`) taking no replacement; the
+instance is terminated before EC2 would reclaim it at the end (aws: capacityreservation/expiration)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from tests.e2e import support
+
+from karpy.api import labels
+from karpy.cloudprovider.aws import emulated_reservations, emulator
+from karpy.kube import resources
+from karpy.sim import autojump, cluster, controlplane, workloads
+
+HOURS = 3600.0
+PRE_DRAIN = 40 * 60.0
+
+
+@pytest.fixture
+async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
+    options = cluster.ClusterOptions(
+        cluster_name=support.CLUSTER, boot_delay=5.0, interval=5.0, autojump=True, start_time=time.time()
+    )
+    async with cluster.EmulatedCluster(options) as running:
+        yield running
+
+
+def _block(zone: str, end: float) -> dict[str, object]:
+    return {
+        "CapacityReservationId": "cr-0block",
+        "AvailabilityZone": zone,
+        "InstanceType": "m5.large",
+        "OwnerId": emulator.ACCOUNT_ID,
+        "InstanceMatchCriteria": "targeted",
+        "State": "active",
+        "ReservationType": "capacity-block",
+        "AvailableInstanceCount": 1,
+        "TotalInstanceCount": 1,
+        "EndDate": datetime.datetime.fromtimestamp(end, tz=datetime.UTC),
+    }
+
+
+@pytest.mark.slow
+async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
+    virtual: cluster.EmulatedCluster,
+) -> None:
+    clock = virtual.clock
+    assert isinstance(clock, autojump.AutojumpClock)
+    assert virtual.seeded is not None
+    end = float(int(clock.now() + 2 * HOURS))  # whole seconds, as the status's endTime keeps it
+    block = emulated_reservations.CapacityReservations([_block((await support.zones(virtual))[0], end)])
+    nodeclass = support.demo.nodeclass_manifest(role=virtual.seeded.node_role, discovery=virtual.cluster_name)
+    nodeclass["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-0block"}]
+    body = support.pool(consolidate_after="Never")
+    for req in body["spec"]["template"]["spec"]["requirements"]:
+        if req["key"] == labels.LABEL_CAPACITY_TYPE:
+            req["values"] = ["reserved", "on-demand"]
+    await virtual.client.create(resources.EC2NODECLASSES, nodeclass)
+    await virtual.client.create(resources.NODEPOOLS, body)
+
+    # No SQS long poll: it would hold the virtual clock still while it waits.
+    plane = controlplane.ControlPlane(virtual, dataclasses.replace(support.FAST, interruption=False))
+    assert plane.provider is not None
+    block.install(plane.provider._deps.aws.ec2)
+    async with plane:
+        await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("trainer", 1, cpu="500m"))
+        await support.eventually(lambda: support.all_bound(virtual, "trainer", 1), within=120, what="trainer bound")
+        (claim,) = await support.claims(virtual)
+        claim_labels = claim["metadata"]["labels"]
+        assert claim_labels[labels.LABEL_CAPACITY_TYPE] == "reserved"
+        assert claim_labels[labels.LABEL_CAPACITY_RESERVATION_ID] == "cr-0block"
+        assert claim_labels[labels.LABEL_CAPACITY_RESERVATION_TYPE] == "capacity-block"
+        in_block = support.instance_id(claim)
+        assert block.instances == {in_block: "cr-0block"}
+
+        deleted_at: list[float] = []
+
+        async def claim_deleting() -> bool:
+            got = await virtual.client.get(resources.NODECLAIMS, claim["metadata"]["name"])
+            if got is None or got["metadata"].get("deletionTimestamp"):
+                deleted_at.append(clock.now())
+                return True
+            return False
+
+        await support.eventually(claim_deleting, within=300, what="the block's NodeClaim deleted")
+        assert end - PRE_DRAIN <= deleted_at[0] < end - PRE_DRAIN + 60  # at the pre-drain, not before
+
+        async def moved_on_demand() -> bool:
+            pods = await support.all_bound(virtual, "trainer", 1)
+            claims = await support.claims(virtual)
+            return bool(
+                pods
+                and [c["metadata"]["labels"][labels.LABEL_CAPACITY_TYPE] for c in claims] == ["on-demand"]
+                and in_block not in await support.running_instances(virtual)
+            )
+
+        await support.eventually(moved_on_demand, within=300, what="the pod on an on-demand node, the block's gone")
+        assert clock.now() < end  # all of it before EC2 reclaims the block
+        assert set(block.instances) == {in_block}  # nothing else launched into the expiring block
