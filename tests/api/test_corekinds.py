@@ -155,3 +155,70 @@ def test_nulls_read_as_absent() -> None:
     assert read["metadata"] == {"name": "p"}
     assert read["spec"]["containers"][0]["resources"]["requests"] == {"memory": "1Gi"}
     assert obj["metadata"]["labels"] is None, "the input is not changed"
+
+
+@given(mutants(), st.booleans())
+@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_compiled_check_reads_as_the_walker(obj: dict[str, Any], strict: bool) -> None:
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or kind not in corekinds.api_versions():
+        return
+    assert corekinds.read(obj, kind, strict=strict) == corekinds.read(obj, kind, strict=strict, compiled=False)
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("containers", [None]),  # a null item of a list of objects: an empty object, missing its name
+        ("containers", [{"name": "c", "args": ["a", None]}]),  # a null string item: kept as null
+        ("containers", [{"name": "c", "ports": [{"containerPort": True}]}]),
+        ("containers", [{"name": "c", "ports": [{"containerPort": 2**31}]}]),
+        ("containers", [{"name": "c", "resources": {"requests": {"cpu": "1.2.3"}}}]),
+        ("containers", [{"name": "c", "imagePullPolicy": "Sometimes"}]),
+        ("containers", [{"name": "c", "nmae": None}]),  # unknown, null: refused when strict, dropped when not
+        ("containers", [{"name": "c", "nmae": "x"}]),
+        ("nodeSelector", {"a": 1}),
+        ("nodeSelector", {"a": None}),
+        ("priority", 1.0),
+        ("overhead", {"cpu": 1, "memory": 1.5}),
+        ("tolerations", []),
+    ],
+)
+def test_the_compiled_check_agrees_on(field: str, value: Any, strict: bool) -> None:
+    obj = copy.deepcopy(POD)
+    obj["spec"][field] = value
+    assert corekinds.read(obj, "Pod", strict=strict) == corekinds.read(obj, "Pod", strict=strict, compiled=False)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_nulls_are_dropped_as_the_walker_drops_them(strict: bool) -> None:
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": None, "annotations": {"a": None}},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": None, "memory": "1Gi"}}}],
+                    "nodeName": None},
+           "status": {"conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None}]}}  # fmt: skip
+    ours = corekinds.read(obj, "Pod", strict=strict)
+    assert ours == corekinds.read(obj, "Pod", strict=strict, compiled=False)
+    read, problems = ours
+    assert problems == []
+    assert read["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+    assert list(read["spec"]) == ["containers"]
+
+
+def test_a_dumped_cluster_never_needs_the_walker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The objects `kubectl get -o json` dumps (nulls included) are read by the compiled check alone: the walker,
+    which made a cluster's pods and nodes slow to read, is left for objects with a problem."""
+    from karpy.sim import dumps
+
+    objs = [o for o in dumps.objects(dumps.Shape(nodes=2, pending=1, guarded_every=2, pinned_every=2))]
+    core = [o for o in objs if o["kind"] in corekinds.api_versions()]
+    assert {o["kind"] for o in core} >= {"Pod", "Node"}
+    assert any(c.get("lastProbeTime", 0) is None for o in core for c in o.get("status", {}).get("conditions", []))
+    monkeypatch.setattr(corekinds, "_Walker", None)
+    for obj in core:
+        assert corekinds.read(obj, obj["kind"], strict=False)[1] == [], "as the state cache reads it"
+        if obj["kind"] == "Pod":  # the dump's nodes leave out nodeInfo fields a strict read requires
+            assert corekinds.read(obj, obj["kind"])[1] == [], "as simulate reads it"

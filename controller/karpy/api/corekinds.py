@@ -5,8 +5,9 @@ tools/gen_core_schemas.py: every field each kind has, its type, and the fields a
 what the API server's strict decoding refuses — a wrong or missing `apiVersion`, an unknown (or misspelled) field,
 a value of the wrong type, an integer outside its int32/int64 range, a quantity or timestamp that does not parse,
 a required field left out — and lists every problem with its field path. `null` reads as absent, as the API
-server's decoder reads it. Semantics beyond structure (non-negative requests, selectors that match) are
-`corerules`'. Nothing here raises on bad input.
+server's decoder reads it. A valid object is read by the checks `corecheck` compiles from the same structure;
+the walker here reads again only an object they refuse, to name every problem. Semantics beyond structure
+(non-negative requests, selectors that match) are `corerules`'. Nothing here raises on bad input.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from karpy.api import decoding, errors, quantity, validator
+from karpy.api import corecheck, decoding, errors, quantity, validator
 
 _INT_RANGES: Final = {"int32": 2**31, "int64": 2**63, "integer": 2**63}
 _SCALAR_TYPES: Final = {"string": str, "boolean": bool}
@@ -33,13 +34,23 @@ def _schemas() -> Mapping[str, Any]:
 
 
 @functools.cache
+def _checks(strict: bool) -> Mapping[str, corecheck.Check]:
+    return corecheck.compile_kinds(_schemas()["definitions"], _schemas()["kinds"], strict=strict)
+
+
+@functools.cache
 def api_versions() -> Mapping[str, str]:
     """kind -> the apiVersion it must be read with (`Pod` -> `v1`, `Deployment` -> `apps/v1`)."""
     return MappingProxyType({key.rsplit("/", 1)[1]: key.rsplit("/", 1)[0] for key in _schemas()["kinds"]})
 
 
 def read(
-    obj: Mapping[str, Any], kind: str, *, fields: Collection[str] | None = None, strict: bool = True
+    obj: Mapping[str, Any],
+    kind: str,
+    *,
+    fields: Collection[str] | None = None,
+    strict: bool = True,
+    compiled: bool = True,
 ) -> tuple[dict[str, Any], list[errors.Problem]]:
     """`obj` read as `kind` (one of `api_versions()`): the object as the API server would store it (a `null` field
     is absent, a `null` list item of an object type is empty) and every structural problem. With `fields`, only
@@ -47,7 +58,9 @@ def read(
 
     `strict=False` reads an object the API server already holds, as a client of any version must: fields it does
     not know (a newer Kubernetes) and a missing apiVersion (LIST items carry none) are fine; only values of the
-    wrong type, which no reader can use, are problems."""
+    wrong type, which no reader can use, are problems.
+
+    `compiled=False` walks the object with the reference walker only (`corecheck` must agree with it: tests)."""
     expected = api_versions()[kind]
     problems: list[errors.Problem] = []
     api_version = obj.get("apiVersion")
@@ -58,8 +71,10 @@ def read(
     elif api_version != expected:
         problems.append(errors.Problem("apiVersion", f'must be "{expected}" for a {kind}, got {_show(api_version)}'))
     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind") and (fields is None or k in fields)}
-    walker = _Walker(_schemas()["definitions"], problems, strict=strict)
-    read = walker.walk(body, _schemas()["kinds"][f"{expected}/{kind}"], "")
+    name = f"{expected}/{kind}"
+    read: Any = _checks(strict)[name](body) if compiled else corecheck.FAIL
+    if read is corecheck.FAIL:  # something is wrong (or not looked for): the walker says what, and where
+        read = _Walker(_schemas()["definitions"], problems, strict=strict).walk(body, _schemas()["kinds"][name], "")
     rest = {k: v for k, v in obj.items() if fields is not None and k not in fields and k not in ("apiVersion", "kind")}
     head = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     if strict and "kind" in obj and obj["kind"] != kind:
