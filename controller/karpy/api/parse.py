@@ -7,6 +7,7 @@ and raise `errors.ValidationError` listing every problem with its field path. No
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -37,12 +38,24 @@ T = TypeVar("T")
 Decoder = Callable[[dict[str, Any], list[errors.Problem]], T]
 
 
+@functools.cache
+def _schema(kind: str) -> core.Schema:
+    """The CRD schema of `kind`, built once: it is only read (the validator copies the defaults it applies), and
+    building it cost as much as validating a NodeClaim against it."""
+    builders: dict[str, Callable[[], core.Schema]] = {
+        "NodePool": nodepool_schema.schema,
+        "NodeClaim": nodeclaim_schema.schema,
+        "EC2NodeClass": ec2nodeclass_schema.schema,
+    }
+    return builders[kind]()
+
+
 def nodepool(obj: Mapping[str, Any]) -> nodepool_api.NodePool:
-    return _parse(obj, "NodePool", f"{labels.GROUP}/{labels.VERSION}", nodepool_schema.schema(), _decode_nodepool)
+    return _parse(obj, "NodePool", f"{labels.GROUP}/{labels.VERSION}", _schema("NodePool"), _decode_nodepool)
 
 
 def nodeclaim(obj: Mapping[str, Any]) -> nodeclaim_api.NodeClaim:
-    return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", nodeclaim_schema.schema(), _decode_nodeclaim)
+    return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", _schema("NodeClaim"), _decode_nodeclaim)
 
 
 def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
@@ -50,7 +63,7 @@ def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
         obj,
         "EC2NodeClass",
         f"{labels.AWS_GROUP}/{labels.VERSION}",
-        ec2nodeclass_schema.schema(),
+        _schema("EC2NodeClass"),
         decode_ec2nodeclass.decode,
     )
 
