@@ -27,7 +27,7 @@ from karpy.cloudprovider import types
 from karpy.disruption import candidates as candidates_mod
 from karpy.disruption import conditions
 from karpy.provisioning import snapshot as provisioning_snapshot
-from karpy.scheduling import pods, results, scheduler, volumes
+from karpy.scheduling import catalog, pods, results, scheduler, volumes
 from karpy.state import statenode
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,8 @@ class Snapshot:
     existing: tuple[scheduler.ExistingNode, ...] = ()
     """`nodes` as every simulation's solve sees them (those not leaving), derived once (`scheduler.derive`):
     filled in at construction."""
+    catalogs: catalog.Catalogs = field(default_factory=catalog.Catalogs, compare=False)
+    """The pools' catalogs, made by the first simulation and reused by the others."""
 
     def __post_init__(self) -> None:
         if not self.existing:
@@ -121,6 +123,7 @@ def simulate(
         daemonsets=snap.daemonsets,
         volume_catalog=snap.volumes,
         options=options,
+        catalogs=snap.catalogs,
     )
     out = solver(inp)
     return Simulation(

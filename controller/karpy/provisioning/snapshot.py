@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from karpy.api import meta, nodepool
 from karpy.cloudprovider import types
 from karpy.provisioning import ports
-from karpy.scheduling import nodes, pods, preferences, scheduler, volumes
+from karpy.scheduling import catalog, nodes, pods, preferences, scheduler, volumes
 
 READY = "Ready"
 
@@ -124,6 +124,7 @@ def scheduling_input(
     volume_catalog: volumes.VolumeCatalog,
     options: SchedulingOptions = SchedulingOptions(),
     diagnose: bool = False,
+    catalogs: catalog.Catalogs | None = None,
 ) -> scheduler.SchedulingInput:
     return scheduler.SchedulingInput(
         pods=pending,
@@ -136,4 +137,5 @@ def scheduling_input(
         min_values_policy=options.min_values_policy,
         compute_lower_bound=False,  # the provisioner acts on the plan; the bound is for reports and benchmarks
         diagnose=diagnose,
+        catalogs=catalogs,
     )

@@ -5,6 +5,8 @@ a new claim slot and committing a fit (pods land on a slot). Placement (`placeme
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from karpy.scheduling import catalog, nodes, pods, slots, topology, volumes
 
 
@@ -33,11 +35,11 @@ class Board:
         self.placements = 0
         self.volume_limited = False  # some existing node limits the volumes its CSI drivers attach
 
-    def add_node(self, slot: nodes.Slot) -> None:
-        """An existing node's slot (they come before every claim)."""
-        self.slots.append(slot)
-        self.table.add(slot)
-        self.volume_limited |= bool(slot.volume_limits)
+    def add_nodes(self, added: Sequence[nodes.Slot]) -> None:
+        """Existing nodes' slots (they come before every claim)."""
+        self.slots.extend(added)
+        self.table.add_nodes(added)
+        self.volume_limited |= any(slot.volume_limits for slot in added)
 
     def register(self, slot: nodes.Slot, *, like: int | None = None) -> int:
         """A new claim's slot; its id in the table (`like`: copy that slot's headroom bound)."""

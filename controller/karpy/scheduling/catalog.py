@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final
 
 import numpy as np
@@ -90,6 +91,7 @@ class PoolCatalog:
         self._key_masks: dict[requirements.Requirement, BoolArray] = {}
         self._offer_cache: dict[tuple[requirements.Requirement | None, ...], tuple[BoolArray, FloatArray]] = {}
         self._offer_ok: dict[tuple[requirements.Requirement | None, ...], BoolArray] = {}
+        self._domains: Mapping[str, frozenset[str]] | None = None
         self.label_keys = frozenset(k for it in instance_types for k in it.labels)
         # Keys the provider's types define are well-known for it (upstream providers register their instance-type
         # labels in WellKnownLabels): a pod may require one that the pool's own requirements leave undefined.
@@ -112,6 +114,12 @@ class PoolCatalog:
         # resource, so no request fits it (every pod asks for a `pods` slot), whatever resources the pod names.
         usable[(usable < 0).any(axis=1)] = -1
         self.usable = usable
+        # Read-only from here: a catalog may serve many solves (`Catalogs`), none of which may change it.
+        for array in (self.alloc, self.capacity, self.off_type, self.off_price, self.name_rank, self.daemon):
+            array.flags.writeable = False
+        self.usable.flags.writeable = False
+        for _, on in self.daemon_ports:
+            on.flags.writeable = False
 
     def _build_arrays(self) -> None:
         width = len(self.index.names)
@@ -155,11 +163,16 @@ class PoolCatalog:
                 blocked = on if blocked is None else blocked | on
         return blocked
 
-    def domains(self) -> dict[str, frozenset[str]]:
+    def domains(self) -> Mapping[str, frozenset[str]]:
         """Topology domains the pool can really produce: labels of its (requirement-filtered) instance types,
         labels of available offerings compatible with every offering requirement of the pool (a zone reachable only
         through a spot offering is no domain of an on-demand pool), and the pool's own values for keys neither
-        defines (custom labels)."""
+        defines (custom labels). Worked out once (every solve asks, and a catalog may serve many)."""
+        if self._domains is None:
+            self._domains = MappingProxyType(self._find_domains())
+        return self._domains
+
+    def _find_domains(self) -> dict[str, frozenset[str]]:
         found: dict[str, set[str]] = collections.defaultdict(set)
         for lab in self.off_labels:
             if all((req := self.requirements.get(k)) is None or req.has(v) for k, v in lab.items()):
@@ -188,6 +201,7 @@ class PoolCatalog:
                 [req.has(t.labels[req.key]) if req.key in t.labels else req.absent for t in self.types],
                 dtype=np.bool_,
             )
+        mask.flags.writeable = False
         self._key_masks[req] = mask
         return mask
 
@@ -210,6 +224,7 @@ class PoolCatalog:
             for req in cache_key:
                 if req is not None:
                     ok &= np.array([_offering_has(req, lab) for lab in self.off_labels], dtype=np.bool_)
+            ok.flags.writeable = False
             self._offer_ok[cache_key] = ok
         return ok
 
@@ -224,6 +239,7 @@ class PoolCatalog:
         if ok.any():
             np.minimum.at(price, self.off_type[ok], self.off_price[ok])
         result = (np.isfinite(price), price)
+        result[0].flags.writeable = result[1].flags.writeable = False
         self._offer_cache[cache_key] = result
         return result
 
@@ -234,6 +250,32 @@ class PoolCatalog:
         if not len(ids):
             return None
         return self.offers[int(ids[np.argmin(self.off_price[ids])])]
+
+
+class Catalogs:
+    """The `PoolCatalog`s of one caller's solves, kept across them (a disruption pass simulates many times over the
+    same pools). A catalog is a function of its pool, instance types, resource index and DaemonSets alone, and its
+    memos (masks, offerings) hold for any solve: one is reused when all four are the same (the same objects; the
+    index by its names), and made afresh otherwise."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, tuple[str, ...]], tuple[object, object, object, PoolCatalog]] = {}
+
+    def get(
+        self,
+        pool: nodepool.NodePool,
+        instance_types: Sequence[types.InstanceType],
+        *,
+        index: ResourceIndex,
+        daemons: Sequence[pods.Pod],
+    ) -> PoolCatalog:
+        key = (pool.name, index.names)
+        found = self._made.get(key)
+        if found is not None and found[0] is pool and found[1] is instance_types and found[2] is daemons:
+            return found[3]
+        made = PoolCatalog(pool, instance_types, index=index, daemons=daemons)
+        self._made[key] = (pool, instance_types, daemons, made)
+        return made
 
 
 def _offering_has(req: requirements.Requirement, offering_labels: Mapping[str, str]) -> bool:

@@ -17,7 +17,7 @@ committed options (`RunContext.fits`), so claims cloned from one another are che
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -356,20 +356,19 @@ def node_slot(
     *,
     alloc: catalog.IntArray,
     used: catalog.IntArray,
-    bound: list[pods.Pod],
+    host_ports: Iterable[pods.HostPort],
     under_consolidate_after: bool = False,
     volume_limits: Mapping[str, int] | None = None,
     attached: Mapping[str, set[str]] | None = None,
 ) -> Slot:
-    """An existing node's slot; `node_reqs` are its `slot_labels` as requirements."""
-    ports = [p for pod in bound for p in pod.host_ports]
+    """An existing node's slot; `node_reqs` are its `slot_labels` as requirements, `host_ports` its pods'."""
     return Slot(
         name,
         node_reqs,
         node_taints,
         used,
         alloc=alloc,
-        host_ports=ports,
+        host_ports=list(host_ports),
         under_consolidate_after=under_consolidate_after,
         volume_limits=dict(volume_limits or {}),
         attached={driver: set(claims) for driver, claims in (attached or {}).items()},

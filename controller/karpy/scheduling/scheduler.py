@@ -28,7 +28,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from karpy.api import labels, meta, nodepool
@@ -84,6 +84,30 @@ class NodeDerived:
     """Its labels, the hostname defaulting to its name (`nodes.slot_labels`), as requirements."""
     source: topology.DomainSource
     """The topology domains it offers."""
+    bound: tuple[topology.BoundPod, ...]
+    """Its pods, as the topology counts them."""
+    keys: frozenset[str]
+    """Its pods' keys."""
+    requests: Mapping[str, int]
+    """What its pods request, summed exactly."""
+    host_ports: tuple[pods.HostPort, ...]
+    """The host ports its pods take."""
+    daemon_requests: Mapping[str, int]
+    """What its DaemonSet pods request, summed exactly."""
+    vectors: dict[tuple[str, ...], tuple[catalog.IntArray, catalog.IntArray]] = field(
+        default_factory=dict, compare=False
+    )
+    """Resource index names -> (allocatable, requests) as that index's column vectors, made on first use (read-only
+    arrays: every solve that uses them replaces, never updates, a slot's vectors)."""
+
+    def columns(self, node: ExistingNode, index: catalog.ResourceIndex) -> tuple[catalog.IntArray, catalog.IntArray]:
+        """(allocatable, requests) of `node` (the node this was derived from) as `index`'s column vectors."""
+        found = self.vectors.get(index.names)
+        if found is None:
+            alloc, used = index.capacity_vector(node.allocatable), index.vector(self.requests)
+            alloc.flags.writeable = used.flags.writeable = False
+            found = self.vectors[index.names] = (alloc, used)
+        return found
 
 
 def derived(node: ExistingNode) -> NodeDerived:
@@ -92,12 +116,21 @@ def derived(node: ExistingNode) -> NodeDerived:
     reqs = requirements.Requirements.from_labels(nodes.slot_labels(node.name, node.labels))
     own = reqs if labels.LABEL_HOSTNAME in node.labels else requirements.Requirements.from_labels(node.labels)
     domains = {k: frozenset({v}) for k, v in {**node.labels, labels.LABEL_HOSTNAME: node.name}.items()}
-    return NodeDerived(reqs, topology.DomainSource(own, node.taints, domains))
+    return NodeDerived(
+        reqs,
+        topology.DomainSource(own, node.taints, domains),
+        bound=tuple(topology.BoundPod(p, reqs, node.taints) for p in node.pods),
+        keys=frozenset(p.key for p in node.pods),
+        requests=resources.add(*(p.requests for p in node.pods)),
+        host_ports=tuple(port for p in node.pods for port in p.host_ports),
+        daemon_requests=resources.add(*(p.requests for p in node.pods if p.is_daemon)),
+    )
 
 
 def derive(node: ExistingNode) -> ExistingNode:
-    """The node with what solves derive from its labels computed now, for a caller that solves many times over
-    the same nodes (disruption's simulations): per node, that is most of a solve's set-up."""
+    """The node with what solves derive from its labels, pods and allocatable computed now, for a caller that
+    solves many times over the same nodes (disruption's simulations): per node, that is most of a solve's set-up.
+    A node changed after (`replace`) must be derived again, but for `under_consolidate_after`."""
     return replace(node, derived=derived(node))
 
 
@@ -117,6 +150,9 @@ class SchedulingInput:
     diagnose: bool = False
     """Say, for every unschedulable pod, why each existing node and each NodePool refuses it
     (`Results.diagnoses`; costs a check per existing node per pod shape that fails)."""
+    catalogs: catalog.Catalogs | None = None
+    """Pool catalogs to reuse across the caller's solves over the same pools, instance types and DaemonSets (the
+    simulations of one disruption pass); None: made for this solve."""
     deadline: Callable[[], bool] | None = None
     """True once the caller's time is up (upstream's Solve() context deadline). Checked between runs of pods: the
     solve then stops and returns what it placed so far, the rest unschedulable with `TIMED_OUT`. No I/O here: the
@@ -140,33 +176,21 @@ class _Solver(board.Board):
         # Heaviest first; equal weights by name, descending (pkg/utils/nodepool OrderByWeight).
         active.sort(key=lambda p: p.name, reverse=True)
         active.sort(key=lambda p: -(p.weight or 0))
-        pools = [
-            catalog.PoolCatalog(p, inp.instance_types.get(p.name, ()), index=index, daemons=inp.daemonsets)
-            for p in active
-        ]
+        make = inp.catalogs.get if inp.catalogs is not None else catalog.PoolCatalog
+        pools = [make(p, inp.instance_types.get(p.name, ()), index=index, daemons=inp.daemonsets) for p in active]
         self.prefer_taints = any(taints.has_prefer_no_schedule(c.taints) for c in pools)
-        bound_pods: dict[str, tuple[pods.Pod, ExistingNode]] = {}
-        by_name = {n.name: n for n in inp.existing_nodes}
-        for n in inp.existing_nodes:
-            for p in n.pods:
-                bound_pods[p.key] = (p, n)
-        for p in inp.bound_pods:
-            if p.node_name in by_name and p.key not in bound_pods:
-                bound_pods[p.key] = (p, by_name[p.node_name])
         # One requirement set per node (its labels and hostname), shared by its slot, its domain source and its
         # bound pods: built per pod instead, it dominated solves over thousands of nodes.
         per_node = {n.name: derived(n) for n in inp.existing_nodes}
         node_reqs = {name: d.requirements for name, d in per_node.items()}
+        on_node, bound = _bound(inp, per_node) or _bound_pod_by_pod(inp, node_reqs)
         sources = [topology.DomainSource(c.requirements, c.taints, c.domains()) for c in pools]
         sources += [d.source for d in per_node.values()]
         super().__init__(
             index=index,
             pools=pools,
             topo=topology.Topology(
-                sources=sources,
-                bound=[topology.BoundPod(p, node_reqs[n.name], n.taints) for p, n in bound_pods.values()],
-                namespace_labels=inp.namespace_labels,
-                pending=inp.pods,
+                sources=sources, bound=bound, namespace_labels=inp.namespace_labels, pending=inp.pods
             ),
             remaining={c.name: dict(c.pool.limits) for c in pools},
             min_values_policy=inp.min_values_policy,
@@ -176,29 +200,36 @@ class _Solver(board.Board):
         usable = sorted(
             (n for n in inp.existing_nodes if not n.marked_for_deletion), key=lambda n: (not n.initialized, n.name)
         )
-        on_node: dict[str, list[pods.Pod]] = collections.defaultdict(list)
-        for p, n in bound_pods.values():
-            on_node[n.name].append(p)
+        node_slots = []
         for n in usable:
-            # summed exactly, with the requests of the DaemonSet pods still to come
-            used = self.index.vector(
-                resources.add(
-                    *(p.requests for p in on_node[n.name]), _daemons_to_come(n, on_node[n.name], inp.daemonsets)
-                )
-            )
-            self.add_node(
+            d = per_node[n.name]
+            on = on_node.get(n.name)
+            bound_here = n.pods if on is None else on
+            # the requests of the DaemonSet pods still to come count as used
+            running = d.daemon_requests if on is None else resources.add(*(p.requests for p in on if p.is_daemon))
+            to_come = _daemons_to_come(n, running, inp.daemonsets, node_labels=d.source.requirements)
+            if on is None and not to_come:  # exactly the node's own pods: what was derived from them serves
+                alloc, used = d.columns(n, self.index)
+                ports: Iterable[pods.HostPort] = d.host_ports
+            else:
+                alloc = self.index.capacity_vector(n.allocatable)
+                used = self.index.vector(resources.add(*(p.requests for p in bound_here), to_come))  # summed exactly
+                ports = (port for p in bound_here for port in p.host_ports)
+            node_slots.append(
                 nodes.node_slot(
                     n.name,
                     node_reqs[n.name],
                     n.taints,
-                    alloc=self.index.capacity_vector(n.allocatable),
+                    alloc=alloc,
                     used=used,
-                    bound=on_node[n.name],
+                    host_ports=ports,
                     under_consolidate_after=n.under_consolidate_after,
                     volume_limits=n.volume_limits,
-                    attached=_attached(on_node[n.name], inp.volumes) if n.volume_limits else None,
+                    attached=_attached(bound_here, inp.volumes) if n.volume_limits else None,
                 )
             )
+        self.add_nodes(node_slots)
+        for n in usable:
             owner = n.nodepool or n.labels.get(labels.LABEL_NODEPOOL)  # the label is what upstream reads
             if owner in self.remaining:
                 left = self.remaining[owner]
@@ -283,11 +314,19 @@ class _Solver(board.Board):
         return out
 
 
-def _daemons_to_come(node: ExistingNode, bound: Sequence[Pod], daemons: Sequence[Pod]) -> dict[str, int]:
+def _daemons_to_come(
+    node: ExistingNode,
+    running: Mapping[str, int],
+    daemons: Sequence[Pod],
+    *,
+    node_labels: requirements.Requirements,
+) -> dict[str, int]:
     """What the DaemonSets that will run on `node` still need there: the requests of every daemon that tolerates
-    its taints and whose nodeSelector and first required term its labels satisfy, less those of the daemon pods
-    already bound to it, never below zero (existingnode.go NewExistingNode). An in-flight claim has none yet."""
-    node_labels = requirements.Requirements.from_labels(node.labels)
+    its taints and whose nodeSelector and first required term its labels (`node_labels`) satisfy, less what the
+    daemon pods already bound to it request (`running`), never below zero (existingnode.go NewExistingNode). An
+    in-flight claim has none yet."""
+    if not daemons and not running:
+        return {}
     wanted = resources.add(
         *(
             d.requests
@@ -296,7 +335,6 @@ def _daemons_to_come(node: ExistingNode, bound: Sequence[Pod], daemons: Sequence
             and node_labels.compatible(d.node_requirements()) is None
         )
     )
-    running = resources.add(*(p.requests for p in bound if p.is_daemon))
     return {k: v for k, v in resources.subtract(wanted, running).items() if v > 0}
 
 
@@ -307,6 +345,43 @@ def _attached(bound: Sequence[Pod], catalog: VolumeCatalog) -> dict[str, set[str
         for driver, claims in volumes.attachments(p, catalog).items():
             out[driver] |= claims
     return out
+
+
+BoundPods = tuple[Mapping[str, Sequence[Pod]], Sequence[topology.BoundPod]]
+"""(node name -> its bound pods, for the nodes whose pods are not exactly their own; every bound pod, in order)."""
+
+
+def _bound(inp: SchedulingInput, per_node: Mapping[str, NodeDerived]) -> BoundPods | None:
+    """The bound pods from what was derived per node, when each node's pods are exactly its own: node names and pod
+    keys unique, and `inp.bound_pods` adding none. None otherwise (`_bound_pod_by_pod` then says whose they are)."""
+    if len(per_node) != len(inp.existing_nodes):
+        return None
+    keys: set[str] = set()
+    count = 0
+    for d in per_node.values():
+        if len(d.keys) != len(d.bound):
+            return None
+        keys |= d.keys
+        count += len(d.keys)
+    if len(keys) != count or any(p.node_name in per_node and p.key not in keys for p in inp.bound_pods):
+        return None
+    return {}, [b for d in per_node.values() for b in d.bound]
+
+
+def _bound_pod_by_pod(inp: SchedulingInput, node_reqs: Mapping[str, requirements.Requirements]) -> BoundPods:
+    """Each node's bound pods (a pod listed twice is the last node's), then `inp.bound_pods` on nodes that exist."""
+    bound_pods: dict[str, tuple[pods.Pod, ExistingNode]] = {}
+    by_name = {n.name: n for n in inp.existing_nodes}
+    for n in inp.existing_nodes:
+        for p in n.pods:
+            bound_pods[p.key] = (p, n)
+    for p in inp.bound_pods:
+        if p.node_name in by_name and p.key not in bound_pods:
+            bound_pods[p.key] = (p, by_name[p.node_name])
+    on_node: dict[str, list[pods.Pod]] = {n.name: [] for n in inp.existing_nodes}
+    for p, n in bound_pods.values():
+        on_node[n.name].append(p)
+    return on_node, [topology.BoundPod(p, node_reqs[n.name], n.taints) for p, n in bound_pods.values()]
 
 
 def solve(inp: SchedulingInput, *, pod_by_pod: bool = False) -> results.Results:

@@ -14,6 +14,7 @@ Both are filters only: a slot that passes is still checked in full, so pre-filte
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,15 +57,35 @@ class SlotTable:
         self._groups: dict[topology.GroupKey, _GroupColumn] = {}
 
     # --- maintenance ----------------------------------------------------------------------------------------
+    def _grow(self, rows: int) -> None:
+        """Room for at least `rows` slots (doubling, so appends one at a time stay cheap)."""
+        if rows <= len(self.cap):
+            return
+        grow = max(len(self.cap), rows - len(self.cap))
+        self.cap = np.concatenate([self.cap, np.zeros((grow, self.cap.shape[1]), dtype=np.int64)])
+        self.used = np.concatenate([self.used, np.zeros((grow, self.used.shape[1]), dtype=np.int64)])
+        for col in self._keys.values():
+            col.codes = np.concatenate([col.codes, np.full(grow, -1, dtype=np.int64)])
+
+    def add_nodes(self, added: Sequence[nodes.Slot]) -> None:
+        """Append existing nodes' slots, as `add` does one by one (their headroom is their allocatable), in one
+        step: a cluster's thousands of nodes start every solve."""
+        start, end = self.n, self.n + len(added)
+        self._grow(end)
+        if added:
+            self.cap[start:end] = np.array([slot.alloc for slot in added], dtype=np.int64)
+            self.used[start:end] = [slot.used for slot in added]
+        self.slots.extend(added)
+        self._seen.extend(slot.requirements for slot in added)
+        self.n = end
+        for key, col in self._keys.items():
+            for i in range(start, end):
+                col.codes[i] = self._pinned(self.slots[i], key, col)
+
     def add(self, slot: nodes.Slot, *, like: int | None = None) -> int:
         """Append a slot; `like` names a slot with the same options whose headroom bound can be copied."""
         i = self.n
-        if i == len(self.cap):
-            grow = len(self.cap)
-            self.cap = np.concatenate([self.cap, np.zeros_like(self.cap[:grow])])
-            self.used = np.concatenate([self.used, np.zeros_like(self.used[:grow])])
-            for col in self._keys.values():
-                col.codes = np.concatenate([col.codes, np.full(grow, -1, dtype=np.int64)])
+        self._grow(i + 1)
         self.slots.append(slot)
         self._seen.append(None)
         self.n += 1

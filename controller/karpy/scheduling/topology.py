@@ -196,7 +196,10 @@ class Topology:
         self._selecting_pod: dict[int, tuple[pods.Pod, int, list[Group]]] = {}
         self._inverse_pod: dict[int, tuple[pods.Pod, list[Group]]] = {}  # same, for owned inverse groups
         for b in bound:
-            self.record(b.pod, b.node_requirements, b.node_taints, b.count, counted=not b.pod.terminating)
+            if self.groups or b.pod.anti_affinity:
+                self.record(b.pod, b.node_requirements, b.node_taints, b.count, counted=not b.pod.terminating)
+            elif not b.pod.terminating:  # what `record` does then, without building the same record again
+                self.placements.append(b)
         owners = {id(p.anti_affinity): p for p in pending if p.anti_affinity}  # pods of one template share terms
         for p in owners.values():
             self._inverse(p)
