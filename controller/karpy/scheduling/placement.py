@@ -8,6 +8,7 @@ for why all give the reference placements). No I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,7 +61,7 @@ def place(b: board.Board, run: Run, *, view: preferences.View, limit: int) -> in
             ).run()
         return _one_by_one(b, run, ctx=ctx, state=state, limit=limit)
     placed = 0
-    for slot_id in _candidates(b, run, ctx=ctx, state=state).tolist():
+    for slot_id in _ids(_candidates(b, run, ctx=ctx, state=state)):
         fit = nodes.evaluate(
             b.slots[slot_id],
             ctx,
@@ -170,6 +171,12 @@ def _candidates(
         if allowed is not None:
             mask &= allowed
     return np.flatnonzero(mask)
+
+
+def _ids(candidates: catalog.IntArray) -> Iterator[int]:
+    """The candidates in order, a chunk at a time: the first usually takes the pod, and a cluster has thousands."""
+    for start in range(0, len(candidates), _CHUNK):
+        yield from candidates[start : start + _CHUNK].tolist()
 
 
 def _kill(run: Run, state: tuple[object, ...], *, slot_id: int) -> None:
