@@ -14,7 +14,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.explain import catalogs, report, run, sources
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, config, resources
 from karpy.simulate import plan
 
 
@@ -44,6 +44,8 @@ def kubeconfig_path(explicit: str, environ: Mapping[str, str]) -> str:
 
 
 async def _read_live(cfg: config.Config) -> tuple[sources.Snapshot, list[str]]:
+    from karpy.kube import rest  # here: its HTTP client takes a tenth of a second to import, and a dump needs none
+
     kube = rest.RestClient(cfg, clock=clock_mod.SystemClock())
     try:
         return await sources.read_live(kube)
