@@ -51,10 +51,20 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+"""The types JSON and YAML read into: none is a Mapping but dict, which `_is_mapping` answers without the ABC."""
+
+
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), sparing the ABC's check for plain values (most of what is validated)."""
+    kind = type(value)
+    return kind is dict or (kind not in _PLAIN and isinstance(value, Mapping))
+
+
 def _has_type(value: Any, expected: str) -> bool:
     match expected:
         case "object":
-            return isinstance(value, Mapping)
+            return _is_mapping(value)
         case "array":
             return isinstance(value, list | tuple)
         case "string":
@@ -80,7 +90,7 @@ def _walk(value: Any, schema: Mapping[str, Any], path: str, problems: list[error
         return value
 
     result = value
-    if isinstance(value, Mapping):
+    if _is_mapping(value):
         result = _walk_object(value, schema, path, problems)
     elif isinstance(value, list | tuple):
         result = _walk_array(value, schema, path, problems, name)
