@@ -86,10 +86,13 @@ def context(
     solver: simulation.Solver = scheduler.solve,
     note: Callable[[methods.Note], None] = _ignore,
     seq: int | None = None,
+    existing: Sequence[scheduler.ExistingNode] = (),
 ) -> methods.Context:
     """The methods' view of `cluster` now; `queued` names the NodeClaims already being disrupted, `seq` replaces
     the cluster's as the methods' memo key (a pass that could not see every pool must not be remembered). A node
-    whose evaluation raises is neither a candidate nor rejected: it is in `Context.failed`, left alone."""
+    whose evaluation raises is neither a candidate nor rejected: it is in `Context.failed`, left alone.
+    `existing`: the cluster's state nodes as `simulation.Snapshot.existing`, when the caller derived them already
+    (for another solve over the same nodes); derived here otherwise."""
     now = clock.now()
     pools = cluster.nodepools()
     state_nodes = cluster.state_nodes()
@@ -129,6 +132,7 @@ def context(
         daemonsets=cluster.daemonsets(),
         volumes=cluster.volumes(),
         settling=simulation.settling_nodes(state_nodes, pools, now=now),
+        existing=tuple(existing),
     )
     reasons = list(nodepool.DisruptionReason)
     return methods.Context(

@@ -8,6 +8,7 @@ be launched on or the node it would be nominated to.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -46,7 +47,10 @@ def prepare(
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
     options: snapshot.SchedulingOptions,
+    existing: Sequence[scheduler.ExistingNode] = (),
 ) -> Batch:
+    """`existing`: `snapshot.existing_nodes(cluster.state_nodes())` derived already (`scheduler.derive`), to share
+    with other solves over the same nodes; () to leave the solve to it."""
     state_nodes = list(cluster.state_nodes())
     pending = snapshot.pending_pods(cluster, state_nodes)
     inp = snapshot.provisioning_input(
@@ -57,6 +61,8 @@ def prepare(
         options=options,
         diagnose=True,
     )
+    if existing:
+        inp = dataclasses.replace(inp, existing_nodes=existing)
     return Batch(pending, inp, {p.name: cluster.nodepool_usage(p.name) for p in inp.nodepools})
 
 

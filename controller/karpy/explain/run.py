@@ -15,7 +15,7 @@ from karpy.disruption import candidates, methods, passes
 from karpy.explain import pending, repack, verdicts
 from karpy.kube import resources
 from karpy.provisioning import ports, snapshot
-from karpy.scheduling import pods, volumes
+from karpy.scheduling import pods, scheduler, volumes
 from karpy.state import cluster as cluster_mod
 from karpy.state import statenode
 
@@ -134,12 +134,15 @@ def prepare(
         if found is None:
             raise NotFound(f"pod {options.pod!r} not found")
         focus, with_verdicts = found.node_name, bool(found.node_name)
+    # Derived once for the pass's simulations and the pending pods' solve: per node, most of a solve's set-up.
+    existing = tuple(scheduler.derive(n) for n in snapshot.existing_nodes(view.state_nodes()))
     ctx = passes.context(
         view,
         instance_types,
         clock=clock,
         queued=queued,
         options=passes.Options(spot_to_spot=options.spot_to_spot, scheduling=options.scheduling),
+        existing=existing,
     )
     everything = not (options.node or options.pod)
     return Prepared(
@@ -149,7 +152,9 @@ def prepare(
         price=node_price(instance_types),
         focus=focus,
         verdicts=with_verdicts,
-        batch=pending.prepare(view, instance_types, options=options.scheduling) if with_pending else None,
+        batch=pending.prepare(view, instance_types, options=options.scheduling, existing=existing)
+        if with_pending
+        else None,
         repack=repack.prepare(view, instance_types, options=options.scheduling)
         if options.repack and everything
         else None,
