@@ -1,0 +1,95 @@
+"""docs/ARCHITECTURE.md cannot rot: every `karpy.…` name it gives imports and resolves, every repository path it
+gives exists (a `path::name` names a function or class of that file), and every karpy package is placed in it."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+import pkgutil
+import re
+from types import ModuleType
+
+import pytest
+
+import karpy
+
+ROOT = pathlib.Path(__file__).parent.parent
+DOC = ROOT / "docs" / "ARCHITECTURE.md"
+CODE = re.compile(r"`([^`\n]+)`")
+NAME = re.compile(r"^karpy(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+PATH = re.compile(r"(?:controller|infra|tests|bench|tools|docs|charts)/[\w./-]+\.(?:py|md|toml|yaml)(?:::\w+)?")
+
+
+def spans(text: str) -> list[str]:
+    return CODE.findall(text)
+
+
+def dotted_names(text: str) -> list[str]:
+    return sorted({s.removesuffix("()") for s in spans(text) if NAME.match(s.removesuffix("()"))})
+
+
+def repository_paths(text: str) -> list[str]:
+    return sorted({p for s in spans(text) for p in PATH.findall(s)})
+
+
+def resolve(dotted: str) -> object:
+    """The module, class, function or attribute `dotted` names: the longest importable prefix, then attributes."""
+    parts = dotted.split(".")
+    module: ModuleType | None = None
+    rest: list[str] = []
+    for cut in range(len(parts), 0, -1):
+        try:
+            module = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        rest = parts[cut:]
+        break
+    assert module is not None, f"{dotted}: no importable module"
+    found: object = module
+    for attr in rest:
+        assert hasattr(found, attr), f"{dotted}: {'.'.join(parts[: parts.index(attr)])} has no {attr!r}"
+        found = getattr(found, attr)
+    return found
+
+
+def defined_names(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {
+        node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+TEXT = DOC.read_text()
+
+
+@pytest.mark.parametrize("dotted", dotted_names(TEXT))
+def test_every_name_in_the_document_exists(dotted: str) -> None:
+    resolve(dotted)
+
+
+@pytest.mark.parametrize("path", repository_paths(TEXT))
+def test_every_path_in_the_document_exists(path: str) -> None:
+    file, _, name = path.partition("::")
+    assert (ROOT / file).exists(), f"{file} does not exist"
+    if name:
+        assert name in defined_names(ROOT / file), f"{file} defines no {name}"
+
+
+def test_every_karpy_package_is_placed_in_the_document() -> None:
+    named = set(dotted_names(TEXT))
+    packages = [f"karpy.{m.name}" for m in pkgutil.iter_modules(karpy.__path__) if m.ispkg]
+    missing = [p for p in packages if p not in named]
+    assert not missing, f"packages docs/ARCHITECTURE.md does not place: {missing}"
+
+
+def test_the_checks_see_names_and_paths() -> None:
+    """The extraction itself: a renamed function and a moved file are caught, not silently skipped."""
+    text = "`karpy.state.cluster.Cluster.nowhere` and `tests/state/test_gone.py` and `a b`"
+    assert dotted_names(text) == ["karpy.state.cluster.Cluster.nowhere"]
+    assert repository_paths(text) == ["tests/state/test_gone.py"]
+    with pytest.raises(AssertionError, match="has no 'nowhere'"):
+        resolve("karpy.state.cluster.Cluster.nowhere")
+    with pytest.raises(AssertionError, match="no importable module"):
+        resolve("karpy_elsewhere.module")
+    assert len(dotted_names(TEXT)) > 100
