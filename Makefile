@@ -10,7 +10,7 @@ HELM := .tools/bin/helm
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export PATH := $(abspath .tools/bin):$(PATH)
 
-.PHONY: demo test lint bench mutation tools clean
+.PHONY: demo test test-fast e2e lint bench mutation tools clean
 
 # A small bootstrap venv holds uv and pip, so `uv sync` can manage .venv exactly as locked.
 $(UV):
@@ -34,8 +34,17 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# CI's command (.ci/run): lint, then every test.
 test: tools lint
 	$(PY) -m pytest -q
+
+# The developer loop: the unit tests only (everything but tests/e2e), no lint; about 2 minutes on a quiet machine.
+test-fast: tools
+	$(PY) -m pytest -q --ignore=tests/e2e -p no:cacheprovider
+
+# The end-to-end tests alone: the real controller against the emulated cluster (moto + API server + stand-ins).
+e2e: tools
+	$(PY) -m pytest -q tests/e2e -p no:cacheprovider
 
 demo: $(STAMP)
 	$(VENV)/bin/karpy demo
