@@ -10,7 +10,7 @@ HELM := .tools/bin/helm
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export PATH := $(abspath .tools/bin):$(PATH)
 
-.PHONY: demo test test-fast e2e lint bench mutation tools clean
+.PHONY: demo test test-fast e2e lint hooks bench mutation tools clean
 
 # A small bootstrap venv holds uv and pip, so `uv sync` can manage .venv exactly as locked.
 $(UV):
@@ -45,6 +45,10 @@ test-fast: tools
 # The end-to-end tests alone: the real controller against the emulated cluster (moto + API server + stand-ins).
 e2e: tools
 	$(PY) -m pytest -q tests/e2e -p no:cacheprovider
+
+# Installs tools/pre-commit as this clone's git pre-commit hook: ruff on the staged Python files, offline.
+hooks:
+	ln -sf "$(abspath tools/pre-commit)" "$$(git rev-parse --git-path hooks)/pre-commit"
 
 demo: $(STAMP)
 	$(VENV)/bin/karpy demo
