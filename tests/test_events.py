@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests import polling
 
 from karpy import clock, events
 from karpy.kube import config, resources, rest
@@ -134,12 +135,7 @@ async def test_run_writes_what_record_queues(api: rest.RestClient) -> None:
     task = asyncio.create_task(recorder.run())
     recorder.record(POD, "Normal", "Nominated", "m")
     try:
-        stored: list[dict[str, Any]] = []
-        for _ in range(500):  # bounded poll of the API server (5 s at most)
-            stored = await _events(api)
-            if stored:
-                break
-            await asyncio.sleep(0.01)
+        stored = await polling.until(lambda: _events(api))
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests import builders, tasks
+from tests import builders, polling, tasks
 from tests.disruption import world as world_mod
 
 from karpy import clock as clock_mod
@@ -551,14 +551,6 @@ def test_observe_ignores_other_resources_and_keeps_the_latest_time() -> None:
 # --- on the emulated API server --------------------------------------------------------------------------------------
 
 
-async def _eventually(check: Callable[[], bool]) -> None:
-    for _ in range(500):
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached in time")
-
-
 async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informers() -> None:
     """RestClient + informers + the kmock-based API server: guarded status writes are accepted, the bind seen by the
     informer dates lastPodEventTime, a no-op pass writes nothing, and dry-run writes nothing."""
@@ -597,8 +589,8 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
         informed = (resources.NODEPOOLS, resources.NODECLAIMS, resources.NODES, resources.PODS)
         task = asyncio.create_task(informer.run_informers(api, state, informed))
         try:
-            await _eventually(state.synced)
-            await _eventually(lambda: state.nodeclaim("default-x") is not None)
+            await polling.until(state.synced)
+            await polling.until(lambda: state.nodeclaim("default-x") is not None)
             await ctrl.reconcile("default-x")
             got = await api.get(resources.NODECLAIMS, "default-x")
             assert got is not None
@@ -606,7 +598,7 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
 
             manual.advance(30)
             await api.bind(builders.NS, "web", "n1")  # PodScheduled=True at the emulator's (virtual) now
-            await _eventually(lambda: ctrl.pending_pod_event("n1") == NOW + 30)
+            await polling.until(lambda: ctrl.pending_pod_event("n1") == NOW + 30)
             assert await ctrl.reconcile("default-x") == pytest.approx(120)
             got = await api.get(resources.NODECLAIMS, "default-x")
             assert got is not None

@@ -7,6 +7,8 @@ import contextlib
 from collections.abc import AsyncGenerator, Iterator
 from typing import cast
 
+from tests import polling
+
 from karpy import clock
 from karpy.kube import client, config, resources, rest
 from karpy.sim.kube import runner
@@ -55,13 +57,11 @@ async def test_a_watch_is_busy_until_open_and_touches_at_every_event(kube: runne
             api.watch(resources.LEASES, resource_version=version, namespace="default", timeout_seconds=5),
         )
         first = asyncio.ensure_future(anext(stream))
-        for _ in range(500):  # at most 5 s for the watch to open before the write below
-            if recorder.log == ["enter", "exit"]:
-                break
-            await asyncio.wait({first}, timeout=0.01)
+        # The watch opened (its request ended) before the write below.
+        await polling.until(lambda: recorder.log == ["enter", "exit"])
         async with rest.RestClient(cfg, clock=clock.SystemClock()) as writer:
             await writer.create(resources.LEASES, _lease("b"))
-        event = await asyncio.wait_for(first, timeout=5)
+        event = await first  # the watch's own timeoutSeconds ends it if the event never comes
         await stream.aclose()
     assert event.object["metadata"]["name"] == "b"
     assert recorder.log == ["enter", "exit", "touch"]

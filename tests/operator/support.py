@@ -1,26 +1,10 @@
 """Helpers shared by the operator tests that run the app on a wall clock (import as `from tests.operator import
-support`): a bounded poll and a condition lookup."""
+support`): a condition lookup. They wait with `tests.polling.until`."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-POLL = 0.05
-
-
-async def eventually(check: Callable[[], Any], *, seconds: float = 15.0) -> Any:
-    """Poll an async or sync check until it returns something truthy, and return that (bounded: fails after
-    `seconds`, naming the check by its docstring)."""
-    for _ in range(int(seconds / POLL)):
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        await asyncio.sleep(POLL)
-    raise AssertionError(f"not true within {seconds} s: {check.__doc__ or check}")
 
 
 def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests import builders
+from tests import builders, polling
 from tests.operator import support
 
 from karpy import clock
@@ -20,6 +20,7 @@ from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import config, dryrun, resources, rest
 from karpy.operator import app, leader, loops, settings, wiring
+from karpy.provisioning import provisioner
 from karpy.sim.kube import runner, server, status, validation
 from karpy.state import cluster as cluster_module
 
@@ -115,12 +116,12 @@ async def running(
             )
         )
         try:
-            await asyncio.wait_for(bound.wait(), 10)
-            await asyncio.wait_for(kopf_ready.wait(), 10)  # stopping Kopf mid-login makes it retry for seconds
+            await bound.wait()
+            await kopf_ready.wait()  # stopping Kopf mid-login makes it retry for seconds
             yield state
         finally:
             stop.set()
-            await asyncio.wait_for(task, 20)
+            await task
 
 
 async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
@@ -138,7 +139,7 @@ async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
             pool = await api.get(resources.NODEPOOLS, "good")
             return pool if support.condition(pool, "Ready").get("status") == "True" else None
 
-        good = await support.eventually(good_ready)
+        good = await polling.until(good_ready)
         assert support.condition(good, "ValidationSucceeded")["status"] == "True"
         assert support.condition(good, "NodeClassReady")["status"] == "True"
         annotations = good["metadata"]["annotations"]
@@ -151,7 +152,7 @@ async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
             pool = await api.get(resources.NODEPOOLS, "legacy")
             return pool if support.condition(pool, "ValidationSucceeded").get("status") == "False" else None
 
-        legacy = await support.eventually(legacy_reported)
+        legacy = await polling.until(legacy_reported)
         validation_failed = support.condition(legacy, "ValidationSucceeded")
         assert validation_failed["reason"] == "NodePoolValidationFailed"
         assert "weight" in validation_failed["message"]
@@ -170,10 +171,10 @@ async def test_nodepools_get_status_and_hashes_and_an_invalid_one_is_reported(
             """the EC2NodeClass finalizer was released"""
             return await api.get(resources.EC2NODECLASSES, "default") is None
 
-        await support.eventually(nodeclass_gone)
+        await polling.until(nodeclass_gone)
         assert run.nodeclasses.finalized == ["default"]
         # the pool follows: NodeClassReady=False once its class is gone
-        await support.eventually(lambda: _nodeclass_not_found(api))
+        await polling.until(lambda: _nodeclass_not_found(api))
 
 
 async def _nodeclass_not_found(api: rest.RestClient) -> bool:
@@ -195,7 +196,7 @@ async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, a
             async with http.get(f"{base_health}/readyz") as response:
                 return response.status == 200
 
-        await support.eventually(ready)
+        await polling.until(ready)
         await api.create(resources.NODEPOOLS, builders.nodepool("limited", limits={"cpu": "100"}))
 
         async def scraped() -> str:
@@ -204,7 +205,7 @@ async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, a
                 text = await response.text()
             return text if 'karpenter_nodepools_limit{nodepool="limited",resource_type="cpu"} 100.0' in text else ""
 
-        text = await support.eventually(scraped)
+        text = await polling.until(scraped)
         assert "karpenter_cluster_state_synced 1.0" in text
         assert "karpy_leader 1.0" in text
         assert "# TYPE karpenter_provisioner_scheduling_duration_seconds histogram" in text
@@ -214,7 +215,7 @@ async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner, api: r
     async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run, aiohttp.ClientSession() as http:
         # Kopf's watches are up once a handler routed an event (stopping it mid-discovery costs seconds of retries)
         await api.create(resources.NODEPOOLS, builders.nodepool("any"))
-        await support.eventually(lambda: run.ctrl.queues[wiring.NODEPOOLS].reconciled)
+        await polling.until(lambda: run.ctrl.queues[wiring.NODEPOOLS].reconciled)
         run.ctrl.cluster.expect(resources.Resource("example.com", "v1", "never", "Never", False))  # never listed
         async with http.get(f"http://127.0.0.1:{run.health_port}/readyz") as response:
             assert response.status == 503
@@ -232,8 +233,9 @@ async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.
         await api.create(resources.NODEPOOLS, builders.nodepool("waiting"))
         await api.create(resources.PODS, pending_pod("web-1", "1"))
         await api.patch(resources.PODS, "web-1", UNSCHEDULABLE, namespace="default", subresource="status")
-        await support.eventually(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.pending_pods())
-        await asyncio.sleep(1.5)  # bounded: longer than a batch window, for a wrongly running provisioner to act
+        await polling.until(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.pending_pods())
+        # A follower starts none of the leader's loops, so none can act (no waiting for something not to happen).
+        assert not {t.get_name() for t in asyncio.all_tasks()} & set(loops.singletons(run.ctrl))
         pool = await api.get(resources.NODEPOOLS, "waiting")
         assert pool is not None
         assert "status" not in pool or not support.condition(pool, "Ready")
@@ -248,14 +250,14 @@ async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.
             """the new leader resolved the EC2NodeClass and wrote the NodePool status"""
             return support.condition(await api.get(resources.NODEPOOLS, "waiting"), "Ready").get("status") == "True"
 
-        await support.eventually(reconciled)
+        await polling.until(reconciled)
         assert run.ctrl.elector.is_leader()
 
         async def provisioned() -> bool:
             """the new leader's provisioner created a NodeClaim for the pending pod"""
             return bool((await api.list(resources.NODECLAIMS))[0])
 
-        await support.eventually(provisioned)
+        await polling.until(provisioned)
 
 
 def test_bad_settings_exit_2_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
@@ -322,8 +324,12 @@ UNSCHEDULABLE = {
 }
 
 
-async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
+async def test_a_pending_pod_gets_a_launched_nodeclaim(
+    kube: runner.KubeAPIRunner, api: rest.RestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The singleton provisioner and the NodeClaim queue run under the app: pod → NodeClaim → launched."""
+    # No periodic rescan during the test: a replacement can then only come from the deletion's trigger.
+    monkeypatch.setattr(provisioner, "PENDING_RESCAN", 3600.0)
     async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run:
         await api.create(resources.EC2NODECLASSES, NODECLASS)
         await api.create(resources.NODEPOOLS, builders.nodepool("default"))
@@ -335,7 +341,7 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
             claims, _ = await api.list(resources.NODECLAIMS)
             return [c for c in claims if support.condition(c, "Launched").get("status") == "True"]
 
-        claims = await support.eventually(launched, seconds=20)
+        claims = await polling.until(launched)
         assert len(claims) == 1
         claim = claims[0]
         assert claim["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
@@ -350,23 +356,23 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
             found = dict(((current or {}).get("metadata") or {}).get("labels") or {})
             return found if labels.LABEL_ZONE in found and labels.LABEL_CAPACITY_TYPE in found else {}
 
-        claim_labels = await support.eventually(labelled)
+        claim_labels = await polling.until(labelled)
         await api.delete(resources.NODECLAIMS, claim["metadata"]["name"])
 
         async def replaced() -> list[dict[str, Any]]:
-            """the still-pending pod got a new NodeClaim at once: the deletion triggered the provisioner (without
-            the trigger the provisioner's 10 s rescan would find the pod only later)"""
+            """the still-pending pod got a new NodeClaim: the deletion triggered the provisioner (the periodic
+            rescan that would find the pod without the trigger is off)"""
             claims, _ = await api.list(resources.NODECLAIMS)
             return [c for c in claims if c["metadata"]["name"] != claim["metadata"]["name"]]
 
-        (replacement,) = await support.eventually(replaced, seconds=4)
+        (replacement,) = await polling.until(replaced)
         assert replacement["metadata"]["labels"][labels.LABEL_NODEPOOL] == "default"
 
         async def gone() -> bool:
             """the NodeClaim's finalizer was released"""
             return await api.get(resources.NODECLAIMS, claim["metadata"]["name"]) is None
 
-        await support.eventually(gone, seconds=20)
+        await polling.until(gone)
         async with aiohttp.ClientSession() as http:
 
             async def scraped() -> str:
@@ -375,7 +381,7 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(kube: runner.KubeAPIRunne
                     text = await response.text()
                 return text if "karpenter_nodeclaims_terminated_total{" in text else ""
 
-            text = await support.eventually(scraped)
+            text = await polling.until(scraped)
         ct, zone = claim_labels[labels.LABEL_CAPACITY_TYPE], claim_labels[labels.LABEL_ZONE]
         assert (
             f'karpenter_nodeclaims_terminated_total{{capacity_type="{ct}",nodepool="default",zone="{zone}"}} 1.0'
@@ -400,14 +406,14 @@ async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRu
             claims, _ = await api.list(resources.NODECLAIMS)
             return str(claims[0]["metadata"]["name"]) if claims else ""
 
-        name = await support.eventually(first)
+        name = await polling.until(first)
 
         async def expired() -> bool:
             """the first NodeClaim expired: it is being deleted (the expiry loop sees new claims within 10 s)"""
             current = await api.get(resources.NODECLAIMS, name)
             return current is None or bool(current["metadata"].get("deletionTimestamp"))
 
-        await support.eventually(expired, seconds=30)
+        await polling.until(expired)
         async with aiohttp.ClientSession() as http:
 
             async def scraped() -> str:
@@ -416,5 +422,5 @@ async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRu
                     text = await response.text()
                 return text if 'karpenter_nodeclaims_disrupted_total{capacity_type="' in text else ""
 
-            text = await support.eventually(scraped)
+            text = await polling.until(scraped)
         assert 'nodepool="default",reason="expired"} ' in text

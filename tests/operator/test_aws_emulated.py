@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import boto3
 import pytest
-from tests import builders
+from tests import builders, polling
 from tests.operator import support
 
 from karpy import clock
@@ -165,7 +165,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             )
         )
         try:
-            await asyncio.wait_for(ready.wait(), 10)
+            await ready.wait()
             assert ctrl.interruption is not None  # the factory's SQS queue is wired to the interruption controller
             assert ctrl.instance_status is not None  # and its instance-status poller to a second such loop
             assert "instance status" in loops.singletons(ctrl)  # run by the leader only, with the other loops
@@ -178,7 +178,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                 nc = await api.get(resources.EC2NODECLASSES, "default")
                 return nc if support.condition(nc, "Ready").get("status") == "True" else None
 
-            nc = await support.eventually(nodeclass_ready, seconds=30)
+            nc = await polling.until(nodeclass_ready)
             found = nc["status"]
             assert {s["id"] for s in found["subnets"]} == set(seeded.subnet_ids)
             assert {g["id"] for g in found["securityGroups"]} == set(seeded.security_group_ids)
@@ -194,7 +194,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                 pod = await api.get(resources.PODS, "web-1", namespace="default")
                 return pod if (pod or {}).get("spec", {}).get("nodeName") else None
 
-            pod = await support.eventually(bound, seconds=60)
+            pod = await polling.until(bound)
 
             async def initialized() -> Mapping[str, Any] | None:
                 """the NodeClaim is Initialized (its Node Ready, the unregistered taint gone)"""
@@ -202,7 +202,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                 assert len(claims) == 1  # one pod, one node: no duplicate launch while the first was in flight
                 return claims[0] if support.condition(claims[0], "Initialized").get("status") == "True" else None
 
-            claim = await support.eventually(initialized, seconds=20)
+            claim = await polling.until(initialized)
             for condition in ("Launched", "Registered"):
                 assert support.condition(claim, condition).get("status") == "True", condition
             node = await api.get(resources.NODES, pod["spec"]["nodeName"])
@@ -233,9 +233,9 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                         text = await response.text()
                     return text if 'karpenter_nodes_created_total{nodepool="default"} 1.0' in text else ""
 
-                text = await support.eventually(scraped, seconds=10)
+                text = await polling.until(scraped)
             assert 'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0' in text
         finally:
             stop.set()
-            await asyncio.wait_for(task, 30)
+            await task
     assert task.exception() is None

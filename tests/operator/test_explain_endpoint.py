@@ -7,9 +7,8 @@ import functools
 from typing import Any
 
 import aiohttp
-from tests import builders
+from tests import builders, polling
 from tests.disruption import world as world_mod
-from tests.operator import support
 from tests.operator.test_app import make_settings, running
 
 from karpy import clock as clock_mod
@@ -83,6 +82,6 @@ async def test_the_running_controller_serves_it_on_its_metrics_port(
             async with http.get(url) as response:
                 return await response.json() if response.status == 200 else None  # type: ignore[no-any-return]
 
-        body = await support.eventually(explained)
+        body = await polling.until(explained)
         (node,) = body["nodes"]
         assert (node["verdict"], node["reasons"][0]["kind"]) == ("blocked", "not-managed")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 
 import pytest
+from tests import polling
 
 from karpy import clock
 from karpy.kube import resources, rest
@@ -123,18 +123,10 @@ async def test_clean_shutdown_releases_so_the_follower_takes_over_at_once(api: r
     manual = clock.ManualClock(NOW)
     a, b = electors(api, manual)
     task = asyncio.create_task(a.run())
-    await _until(a.is_leader)
+    await polling.until(a.is_leader)
     assert not await b.try_acquire_or_renew()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
     assert not a.is_leader()
     assert await b.try_acquire_or_renew()  # no lease-duration wait after a release
-
-
-async def _until(predicate: Callable[[], bool], *, seconds: float = 5.0) -> None:
-    for _ in range(int(seconds / 0.005)):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition not reached in time")

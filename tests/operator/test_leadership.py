@@ -10,6 +10,7 @@ import pathlib
 from typing import Any
 
 import pytest
+from tests import polling
 from tests.kube import exec_plugin
 
 from karpy import clock
@@ -51,8 +52,8 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
             )
         )
         try:
-            await asyncio.wait_for(ready.wait(), 10)
-            await asyncio.wait_for(ctrl.elector.elected.wait(), 10)
+            await ready.wait()
+            await ctrl.elector.elected.wait()
             leader_tasks = await _leader_loops(names=set(loops.singletons(ctrl)))
             # Another replica takes the Lease over (as after a long pause of ours: our renewals stopped landing).
             lease = await api.get(resources.LEASES, LEASE, namespace="karpy")
@@ -60,11 +61,11 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
             taken: dict[str, Any] = {"spec": {"holderIdentity": "other_replica", "leaseTransitions": 1}}
             await api.patch(resources.LEASES, LEASE, taken, namespace="karpy")
             with pytest.raises(loops.LeadershipLost, match="me lost the leader Lease"):
-                await asyncio.wait_for(task, 15)
+                await task
         finally:
             stop.set()
             if not task.done():
-                await asyncio.wait_for(task, 20)
+                await task
     assert all(t.done() for t in leader_tasks)  # every leader loop ended with it
     assert not ctrl.elector.is_leader()
     assert ctrl.metrics.instruments.leader._value.get() == 0
@@ -74,13 +75,13 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
 
 
 async def _leader_loops(*, names: set[str]) -> list[asyncio.Task[Any]]:
-    """The running tasks of the leader's singleton loops (bounded wait until all started)."""
-    for _ in range(100):
+    """The running tasks of the leader's singleton loops, once all started."""
+
+    def started() -> list[asyncio.Task[Any]]:
         tasks = [t for t in asyncio.all_tasks() if t.get_name() in names]
-        if len(tasks) == len(names):
-            return tasks
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"leader loops did not start: {names}")
+        return tasks if len(tasks) == len(names) else []
+
+    return await polling.until(started)
 
 
 def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,13 +112,10 @@ async def test_karpy_run_authenticates_with_an_exec_plugin_on_every_request(
         return [r for r in list(kube.api) if "kopf" in r.headers.get("User-Agent", "")]
 
     try:
-        for _ in range(200):
-            if kopf_requests() or task.done():
-                break
-            await asyncio.sleep(0.05)
+        await polling.until(lambda: kopf_requests() or task.done())
     finally:
         stop.set()
-        await asyncio.wait_for(task, 20)
+        await task
     assert kopf_requests(), "Kopf sent no request"
     stale = f"Bearer {exec_plugin.TOKEN_PREFIX}-1"
     assert {r.headers.get("Authorization") for r in kopf_requests()} - {stale}

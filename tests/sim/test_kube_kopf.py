@@ -7,13 +7,10 @@ resourceVersion, so that patch failed forever and delete handlers never ran.
 from __future__ import annotations
 
 import pathlib
-import time
-from collections.abc import Callable
 
 import kopf.testing
 import kubernetes
-import pytest
-from tests import builders
+from tests import builders, polling
 
 from karpy.sim.kube import runner
 
@@ -39,14 +36,6 @@ def terminate(name, **_):
 """
 
 KOPF_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
-
-
-def _eventually(check: Callable[[], bool], *, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not true within {within} s: {check.__doc__ or check}")
-        time.sleep(0.05)
 
 
 def test_kopf_handler_with_finalizer_runs_on_create_and_delete(
@@ -77,9 +66,9 @@ def test_kopf_handler_with_finalizer_runs_on_create_and_delete(
     args = ["run", "--standalone", "--all-namespaces", str(operator)]
     with kopf.testing.KopfRunner(args, timeout=30) as operator_run:
         custom.create_cluster_custom_object(group, version, plural, builders.nodeclaim("nc-1"))
-        _eventually(launched)
+        polling.until_sync(launched)
         custom.delete_cluster_custom_object(group, version, plural, "nc-1")
-        _eventually(gone)
+        polling.until_sync(gone)
     assert operator_run.exception is None
     assert operator_run.exit_code == 0
     assert "Handler 'terminate' succeeded" in operator_run.output

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from tests import builders
+from tests import builders, polling
 
 from karpy import clock
 from karpy.kube import client, config, resources, rest
@@ -27,14 +27,6 @@ async def api() -> AsyncIterator[rest.RestClient]:
         yield served
 
 
-async def eventually(check: Callable[[], bool], *, seconds: float = 5.0) -> None:
-    for _ in range(int(seconds / 0.01)):
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached in time")
-
-
 class Gated:
     """A KubeClient that holds one resource's LIST until released and can fail the next WATCH with 410."""
 
@@ -45,6 +37,7 @@ class Gated:
         self.expire_next_watch_of: resources.Resource | None = None
         self.while_disconnected: Callable[[], Any] | None = None
         self.lists: list[str] = []
+        self.watches: list[str] = []
 
     async def get(self, res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, Any] | None:
         return await self.inner.get(res, name, namespace=namespace)
@@ -65,6 +58,7 @@ class Gated:
             if self.while_disconnected is not None:
                 await self.while_disconnected()
             raise client.Expired(410, "Expired", "too old resource version")
+        self.watches.append(str(res))
         stream = self.inner.watch(
             res, resource_version=resource_version, namespace=namespace, timeout_seconds=timeout_seconds
         )
@@ -113,7 +107,7 @@ async def test_objects_written_through_the_api_show_up_in_the_views(api: rest.Re
     state = cluster.Cluster(clock=clock.SystemClock())
     task = asyncio.create_task(informer.run_informers(api, state, (R.NODEPOOLS, R.NODECLAIMS, R.NODES, R.PODS)))
     try:
-        await eventually(state.synced)
+        await polling.until(state.synced)
         assert [p.metadata.name for p in state.nodepools()] == ["default"]
         assert [p.name for p in state.pods_on("n1")] == ["running"]
 
@@ -123,16 +117,16 @@ async def test_objects_written_through_the_api_show_up_in_the_views(api: rest.Re
         await api.create(R.NODECLAIMS, builders.nodeclaim("default-x"))
         await api.patch(R.NODECLAIMS, "default-x", {"status": {"providerID": "aws:///z/i-1"}}, subresource="status")
         await api.create(R.NODEPOOLS, builders.nodepool("second", weight=5))
-        await eventually(lambda: [p.name for p in state.pending_pods()] == ["pending"])
-        await eventually(lambda: [n.nodeclaim_name for n in state.state_nodes()] == ["default-x"])
-        await eventually(lambda: len(state.nodepools()) == 2)
+        await polling.until(lambda: [p.name for p in state.pending_pods()] == ["pending"])
+        await polling.until(lambda: [n.nodeclaim_name for n in state.state_nodes()] == ["default-x"])
+        await polling.until(lambda: len(state.nodepools()) == 2)
 
         await api.bind(NS, "pending", "n1")
         await api.delete(R.NODEPOOLS, "second")
         await api.delete(R.PODS, "running", namespace=NS, grace_period_seconds=0)
-        await eventually(lambda: [p.name for p in state.pods_on("n1")] == ["pending"])
+        await polling.until(lambda: [p.name for p in state.pods_on("n1")] == ["pending"])
         assert state.pending_pods() == []
-        await eventually(lambda: [p.metadata.name for p in state.nodepools()] == ["default"])
+        await polling.until(lambda: [p.metadata.name for p in state.nodepools()] == ["default"])
     finally:
         await _stop(task)
 
@@ -142,11 +136,12 @@ async def test_synced_only_after_every_informer_listed(api: rest.RestClient) -> 
     state = cluster.Cluster(clock=clock.SystemClock())
     task = asyncio.create_task(informer.run_informers(gated, state, (R.NODES, R.PODS)))
     try:
-        await eventually(lambda: gated.lists == ["nodes"])
-        await asyncio.sleep(0.05)
+        await polling.until(lambda: gated.lists == ["nodes"])
+        # The nodes informer has listed, applied and marked its LIST (it watches only after that); pods have not.
+        await polling.until(lambda: gated.watches == ["nodes"])
         assert not state.synced()
         gated.release.set()
-        await eventually(state.synced)
+        await polling.until(state.synced)
     finally:
         await _stop(task)
 
@@ -165,10 +160,10 @@ async def test_a_410_relists_and_deletes_what_vanished_meanwhile(api: rest.RestC
     state = cluster.Cluster(clock=clock.SystemClock())
     task = asyncio.create_task(informer.run_informer(gated, state, R.NODES))
     try:
-        await eventually(lambda: gated.lists == ["nodes", "nodes"])
-        await eventually(lambda: [n.name for n in state.state_nodes()] == ["keep", "new"])
+        await polling.until(lambda: gated.lists == ["nodes", "nodes"])
+        await polling.until(lambda: [n.name for n in state.state_nodes()] == ["keep", "new"])
         await api.create(R.NODES, builders.node("later"))  # and the watch after the re-list is live
-        await eventually(lambda: [n.name for n in state.state_nodes()] == ["keep", "later", "new"])
+        await polling.until(lambda: [n.name for n in state.state_nodes()] == ["keep", "later", "new"])
     finally:
         await _stop(task)
 
@@ -178,12 +173,13 @@ async def test_watch_resumes_after_the_server_ends_the_stream(api: rest.RestClie
     state = cluster.Cluster(clock=clock.SystemClock())
     task = asyncio.create_task(informer.run_informer(gated, state, R.NODES, timeout_seconds=1))
     try:
-        await eventually(state.synced)
+        await polling.until(state.synced)
         await api.create(R.NODES, builders.node("n1"))
-        await eventually(lambda: [n.name for n in state.state_nodes()] == ["n1"])
-        await asyncio.sleep(1.2)  # the first watch timed out in the meantime
+        await polling.until(lambda: [n.name for n in state.state_nodes()] == ["n1"])
+        # The server ended the first watch (timeoutSeconds=1) and the informer opened a second one.
+        await polling.until(lambda: gated.watches == ["nodes", "nodes"])
         await api.create(R.NODES, builders.node("n2"))
-        await eventually(lambda: len(state.state_nodes()) == 2)
+        await polling.until(lambda: len(state.state_nodes()) == 2)
         assert gated.lists == ["nodes"]  # resumed from its resourceVersion, no re-list
     finally:
         await _stop(task)
