@@ -1,7 +1,8 @@
 """Scheduling benchmark: upstream's diverse workload against the fake 400-type catalog and the real AWS catalog.
 
-Workload (karpenter-upstream.md §5.1, scheduling_benchmark_test.go): equal fifths of generic pods, zonal topology
-spread (maxSkew 1, DoNotSchedule), hostname topology spread, zonal self-affinity and hostname self-anti-affinity;
+Workload (core: pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go): equal fifths of generic pods,
+zonal topology spread (maxSkew 1, DoNotSchedule), hostname topology spread, zonal self-affinity and hostname
+self-anti-affinity;
 CPU requests drawn from {100m, 250m, 500m, 1, 1.5}, memory from {100Mi, 256Mi, 512Mi, 1Gi, 2Gi, 4Gi}, label values
 from {a..g}, all from a seeded generator so every run sees the same pods.
 

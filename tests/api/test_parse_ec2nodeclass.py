@@ -1,5 +1,5 @@
 """EC2NodeClass parsing: upstream's CEL rules with their exact messages and paths, defaults, and every field of
-reference §1.3 including the newer launch settings and status."""
+aws: pkg/apis/v1/ec2nodeclass.go and ec2nodeclass_status.go, including the newer launch settings and status."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""NodeClaim parsing (reference §1.2) and the NodePool status of §1.1: every field is accepted and read, the
-requirement rules apply with NodeClaim's key restrictions (karpenter.sh/nodepool is allowed), exact messages."""
+"""NodeClaim parsing (core: pkg/apis/v1/nodeclaim.go) and the NodePool status (nodepool_status.go): every field is
+accepted and read, the requirement rules apply with NodeClaim's key restrictions (karpenter.sh/nodepool is
+allowed), exact messages."""
 
 from __future__ import annotations
 

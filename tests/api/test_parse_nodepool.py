@@ -1,4 +1,5 @@
-"""NodePool parsing: every field and default of reference §1.1, every CEL rule both ways, all problems at once."""
+"""NodePool parsing: every field and default of core: pkg/apis/v1/nodepool.go, every CEL rule both ways, all problems
+at once."""
 
 from __future__ import annotations
 

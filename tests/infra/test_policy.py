@@ -17,7 +17,8 @@ from .conftest import ACCOUNT, make_context
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
-# reference/karpenter-upstream.md §3 (upstream cloudformation.yaml, v1.14): Sids per managed policy.
+# Sids per managed policy, as upstream v1.14 has them (aws:
+# website/content/en/preview/getting-started/getting-started-with-karpenter/cloudformation.yaml).
 EXPECTED_SIDS = {
     policy.PolicyGroup.NODE_LIFECYCLE: [
         "AllowScopedEC2InstanceAccessActions",
@@ -63,7 +64,8 @@ def test_without_queue_the_interruption_policy_is_omitted() -> None:
 
 @pytest.mark.parametrize("partition", ["aws", "aws-cn", "aws-us-gov"])
 def test_snapshot(partition: str) -> None:
-    """Full documents, reviewed against reference §3; regenerate with KARPY_UPDATE_SNAPSHOTS=1 and review the diff."""
+    """Full documents, reviewed against upstream's cloudformation.yaml; regenerate with KARPY_UPDATE_SNAPSHOTS=1 and
+    review the diff."""
     region = {"aws": "us-west-2", "aws-cn": "cn-north-1", "aws-us-gov": "us-gov-west-1"}[partition]
     docs = policy.build_controller_policies(make_context(partition=partition, region=region))
     rendered = json.dumps({group.value: doc for group, doc in docs.items()}, indent=2, sort_keys=True) + "\n"

@@ -1,4 +1,5 @@
-"""Interruption decisions per message kind (reference §2.11 table), instance → NodeClaim matching, rebalance opt-in."""
+"""Interruption decisions per message kind (aws: pkg/controllers/interruption/controller.go), instance → NodeClaim
+matching, rebalance opt-in."""
 
 from __future__ import annotations
 

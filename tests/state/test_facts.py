@@ -1,4 +1,5 @@
-"""Provisionable-pod rules of upstream §2.1 (`IsProvisionable`), node readings and the DaemonSet pod, as tables."""
+"""Provisionable-pod rules of core: pkg/utils/pod/scheduling.go (`IsProvisionable`), node readings and the DaemonSet
+pod, as tables."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Interruption decisions (pure): a queue message + the NodeClaims it names → what to do for each
-(aws: pkg/controllers/interruption/controller.go, events/events.go; reference §2.11).
+(aws: pkg/controllers/interruption/controller.go, events/events.go).
 
 | message kind                          | events (NodeClaim and Node)     | action                                  |
 |---------------------------------------|---------------------------------|-----------------------------------------|

@@ -1,4 +1,5 @@
-"""`solve`: place pending pods on existing nodes, in-flight claims and new NodeClaims (reference §2.2).
+"""`solve`: place pending pods on existing nodes, in-flight claims and new NodeClaims
+(core: pkg/controllers/provisioning/scheduling/scheduler.go).
 
 Queue: pods sorted by (cpu desc, memory desc, signature, creation, uid); pods with equal signatures form a *run*.
 Slots are tried in a fixed order — existing nodes (initialized first, then by name), then claims of this solve in

@@ -1,6 +1,6 @@
 """Pure readings of raw Kubernetes objects the cluster model indexes by (pod provisionability, node shape).
 
-Upstream's rules (core:pkg/utils/pod/scheduling.go `IsProvisionable`, karpenter-upstream.md §2.1): a pod is
+Upstream's rules (core:pkg/utils/pod/scheduling.go `IsProvisionable`): a pod is
 provisionable iff its PodScheduled condition is False with reason Unschedulable, it has no nodeName, no
 nominatedNodeName (the scheduler is preempting for it), it is neither DaemonSet-owned nor a mirror pod, and it is
 neither terminal nor being deleted.

@@ -1,4 +1,5 @@
-"""The Node finalizer (`karpenter.sh/termination`): cordon, drain, wait for volumes, terminate, release (§2.10).
+"""The Node finalizer (`karpenter.sh/termination`): cordon, drain, wait for volumes, terminate, release (core:
+pkg/controllers/node/termination/controller.go).
 
 A thin async shell around `drain`. Every step re-reads the Node, its NodeClaim, its pods and the cloud, so a
 restart at any point resumes where the API says the node is. Pods leave only through the Eviction API (a 429 from

@@ -1,4 +1,5 @@
-"""Every EC2 and IAM write carries exactly the tags the upstream controller policy's conditions require (§3)."""
+"""Every EC2 and IAM write carries exactly the tags the upstream controller policy's conditions require (aws:
+website/content/en/preview/getting-started/getting-started-with-karpenter/cloudformation.yaml)."""
 
 from __future__ import annotations
 
