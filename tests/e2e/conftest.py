@@ -1,4 +1,4 @@
-"""Fixtures of the end-to-end tests: an EmulatedCluster (moto + API server + stand-ins) on the wall clock, and the
+"""Fixtures of the end-to-end tests: an EmulatedCluster (moto + API server + stand-ins) on the autojump clock, and the
 karpy controller against it (`controlplane.ControlPlane`, built by `karpy.operator.wiring`)."""
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ async def emulated(
 ) -> AsyncIterator[cluster.EmulatedCluster]:
     """The cluster; at the end, every request the controller sent must be one the chart's RBAC allows (and one the
     committed recording has: see tests/charts/rbac.py)."""
-    options = cluster.ClusterOptions(cluster_name=support.CLUSTER, boot_delay=1.0, interval=0.5)
-    async with cluster.EmulatedCluster(options) as running:
+    async with cluster.EmulatedCluster(support.cluster_options()) as running:
         yield running
         found = rbac.after_test(running.api.accesses.snapshot(), chart_rbac, test_id=request.node.nodeid)
         assert not found, "\n".join(found)

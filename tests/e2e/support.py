@@ -1,4 +1,9 @@
-"""Builders and bounded waits shared by the end-to-end tests."""
+"""Builders and bounded waits shared by the end-to-end tests.
+
+Every test runs on the cluster's autojump clock (`cluster_options`), and every wait here (`eventually`, `Sampler`,
+`hold`) counts seconds of that clock: a bound is "within N seconds of the controller's and the stand-ins' timers",
+which the load of the machine cannot stretch (the clock stands still while any request or executor call is in
+flight, and jumps ahead only when everything waits)."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Any, Self, TypeVar
 
 import boto3
 
+from karpy import clock as clock_module
 from karpy.api import labels
 from karpy.cloudprovider import catalog
 from karpy.kube import client, resources
@@ -22,16 +28,37 @@ FAST = controlplane.Options(batch_idle=0.5, batch_max=2.0, disruption_poll=1.0, 
 """Short batch windows and disruption timings (upstream: 1 s/10 s batches, 10 s polls, 15 s validation)."""
 
 
-async def eventually(check: Callable[[], Awaitable[T | None]], *, within: float, what: str) -> T:
-    """Poll `check` every 0.3 s until it returns something truthy; fail naming `what` after `within` seconds."""
-    deadline = time.monotonic() + within
-    last: T | None = None
-    while time.monotonic() < deadline:
+POLL = 1.0
+"""Seconds of the cluster's clock between two checks of `eventually`. Every sleeper is a deadline time jumps to, so a
+shorter poll than the stand-ins' tick would cost real time for nothing."""
+
+
+def cluster_options(**overrides: Any) -> cluster.ClusterOptions:
+    """The e2e cluster: fast stand-ins on the autojump clock. The clock starts at the wall clock's now only so that
+    the API server's timestamps and moto's (instance launch times, which moto takes from the wall clock) agree."""
+    settings: dict[str, Any] = {
+        "cluster_name": CLUSTER,
+        "boot_delay": 1.0,
+        "interval": 0.5,
+        "autojump": True,
+        "start_time": time.time(),
+    }
+    return cluster.ClusterOptions(**(settings | overrides))
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], *, clock: clock_module.Clock, within: float, what: str
+) -> T:
+    """Check every POLL seconds of `clock` until `check` returns something truthy; fail naming `what` once `within`
+    seconds of `clock` have passed."""
+    deadline = clock.now() + within
+    while True:
         last = await check()
         if last:
             return last
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"timed out after {within:.0f}s waiting for {what} (last: {last!r})")
+        if clock.now() >= deadline:
+            raise AssertionError(f"timed out after {within:.0f} clock seconds waiting for {what} (last: {last!r})")
+        await clock.sleep(POLL)
 
 
 def pool(
@@ -196,11 +223,13 @@ def disrupting(claims: Sequence[Mapping[str, Any]], node_list: Sequence[Mapping[
 
 
 class Sampler:
-    """`async with Sampler(probe, every=0.2) as s:` calls `probe` every `every` seconds while the block runs and
-    keeps what it returned in `s.samples` (the cluster seen through time, for "at no moment" assertions)."""
+    """`async with Sampler(probe, clock=c, every=0.2) as s:` calls `probe` every `every` seconds of `clock` while the
+    block runs and keeps what it returned in `s.samples` (the cluster seen through time, for "at no moment"
+    assertions)."""
 
-    def __init__(self, probe: Callable[[], Awaitable[T]], *, every: float = 0.2) -> None:
+    def __init__(self, probe: Callable[[], Awaitable[T]], *, clock: clock_module.Clock, every: float = 0.2) -> None:
         self._probe = probe
+        self._clock = clock
         self._every = every
         self._task: asyncio.Task[None] | None = None
         self.samples: list[Any] = []
@@ -208,7 +237,7 @@ class Sampler:
     async def _run(self) -> None:
         while True:
             self.samples.append(await self._probe())
-            await asyncio.sleep(self._every)
+            await self._clock.sleep(self._every)
 
     async def __aenter__(self) -> Sampler:
         self._task = asyncio.create_task(self._run(), name="e2e sampler")
@@ -232,14 +261,14 @@ def on_demand_price(emulated: cluster.EmulatedCluster, instance_type: str) -> fl
 
 
 async def hold(emulated: cluster.EmulatedCluster, seconds: float) -> list[tuple[frozenset[str], tuple[str, ...]]]:
-    """Watch the cluster for `seconds`: (NodeClaim names, disrupting NodeClaims) every 0.2 s."""
+    """Watch the cluster for `seconds` of its clock: (NodeClaim names, disrupting NodeClaims) every 0.2 s."""
 
     async def probe() -> tuple[frozenset[str], tuple[str, ...]]:
         found, node_list = await claims(emulated), await nodes(emulated)
         return frozenset(c["metadata"]["name"] for c in found), tuple(disrupting(found, node_list))
 
-    async with Sampler(probe) as sampler:
-        await asyncio.sleep(seconds)
+    async with Sampler(probe, clock=emulated.clock) as sampler:
+        await emulated.clock.sleep(seconds)
     return list(sampler.samples)
 
 

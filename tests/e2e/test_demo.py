@@ -15,6 +15,8 @@ from karpy.sim import demo
 @pytest.mark.slow
 def test_the_demo_scales_up_and_back_to_nothing_and_exits_0() -> None:
     out = io.StringIO()
+    # The demo runs on the wall clock for a person to watch, and its own deadline is part of what `make demo`
+    # promises; 120 s is about four times what this short schedule takes.
     options = demo.Options(steps=(8, 0), boot_delay=1.0, consolidate_after="2s", live=False, deadline=120.0)
     code = demo.main(options, out=out)
     text = out.getvalue()

@@ -47,8 +47,12 @@ async def test_a_do_not_disrupt_pod_keeps_its_node_from_consolidation_until_remo
     guarded["spec"]["template"]["metadata"]["annotations"] = dict(DO_NOT_DISRUPT)
     await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("big", 1, cpu="6"))
     await emulated.client.create(workloads.DEPLOYMENTS, guarded)
-    await support.eventually(lambda: support.all_bound(emulated, "big", 1), within=40, what="big bound")
-    (pod,) = await support.eventually(lambda: support.all_bound(emulated, "guarded", 1), within=20, what="guarded")
+    await support.eventually(
+        lambda: support.all_bound(emulated, "big", 1), clock=emulated.clock, within=40, what="big bound"
+    )
+    (pod,) = await support.eventually(
+        lambda: support.all_bound(emulated, "guarded", 1), clock=emulated.clock, within=20, what="guarded"
+    )
     (claim,) = await support.claims(emulated)
     name = claim["metadata"]["name"]
     await support.scale(emulated, "big", 0)  # what is left fits a cheaper node: consolidation would replace it
@@ -58,7 +62,9 @@ async def test_a_do_not_disrupt_pod_keeps_its_node_from_consolidation_until_remo
         gone = not await support.pods_of(emulated, "big")
         return gone and any(support.is_true(c, "Consolidatable") for c in claims if c["metadata"]["name"] == name)
 
-    await support.eventually(consolidatable, within=20, what=f"{name} Consolidatable with only the guarded pod")
+    await support.eventually(
+        consolidatable, clock=emulated.clock, within=20, what=f"{name} Consolidatable with only the guarded pod"
+    )
     _untouched(await support.hold(emulated, HOLD), name)
 
     annotation_removed = {"metadata": {"annotations": {labels.ANNOTATION_DO_NOT_DISRUPT: None}}}
@@ -69,7 +75,7 @@ async def test_a_do_not_disrupt_pod_keeps_its_node_from_consolidation_until_remo
         bound = await support.all_bound(emulated, "guarded", 1)
         return found if found and bound and bound[0]["spec"]["nodeName"] == found["status"]["nodeName"] else None
 
-    await support.eventually(replaced, within=40, what="the released node replaced")
+    await support.eventually(replaced, clock=emulated.clock, within=40, what="the released node replaced")
 
 
 @pytest.mark.slow
@@ -78,7 +84,9 @@ async def test_a_do_not_disrupt_node_is_not_drifted_until_removed(
 ) -> None:
     await support.apply_defaults(emulated, support.pool(consolidate_after="Never"))
     await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("steady", 1, cpu="500m"))
-    await support.eventually(lambda: support.all_bound(emulated, "steady", 1), within=40, what="steady bound")
+    await support.eventually(
+        lambda: support.all_bound(emulated, "steady", 1), clock=emulated.clock, within=40, what="steady bound"
+    )
     (claim,) = await support.claims(emulated)
     name, node_name = claim["metadata"]["name"], claim["status"]["nodeName"]
     await emulated.client.patch(resources.NODES, node_name, {"metadata": {"annotations": DO_NOT_DISRUPT}})
@@ -88,7 +96,7 @@ async def test_a_do_not_disrupt_node_is_not_drifted_until_removed(
     async def drifted() -> bool:
         return any(support.is_true(c, "Drifted") for c in await support.claims(emulated))
 
-    await support.eventually(drifted, within=20, what=f"{name} Drifted")
+    await support.eventually(drifted, clock=emulated.clock, within=20, what=f"{name} Drifted")
     _untouched(await support.hold(emulated, HOLD), name)
 
     await emulated.client.patch(
@@ -101,4 +109,6 @@ async def test_a_do_not_disrupt_node_is_not_drifted_until_removed(
         bound = await support.all_bound(emulated, "steady", 1)
         return found if found and bound and images.get(support.instance_id(found)) == new_image else None
 
-    await support.eventually(replaced, within=40, what="the released node replaced on the new image")
+    await support.eventually(
+        replaced, clock=emulated.clock, within=40, what="the released node replaced on the new image"
+    )

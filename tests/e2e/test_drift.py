@@ -32,7 +32,9 @@ async def test_ami_change_drifts_every_node_within_the_budget(
     await emulated.client.create(
         workloads.DEPLOYMENTS, support.deployment("drifty", 3, cpu="500m", spec_extra=ONE_PER_HOST)
     )
-    await support.eventually(lambda: support.all_bound(emulated, "drifty", 3), within=45, what="drifty bound")
+    await support.eventually(
+        lambda: support.all_bound(emulated, "drifty", 3), clock=emulated.clock, within=45, what="drifty bound"
+    )
     old_claims = {c["metadata"]["name"] for c in await support.claims(emulated)}
     assert len(old_claims) == 3
     old_images = set((await support.instance_images(emulated)).values())
@@ -57,9 +59,11 @@ async def test_ami_change_drifts_every_node_within_the_budget(
         on_new = all(images.get(support.instance_id(c)) == new_image for c in claims)
         return bound if bound and len(claims) == 3 and not names & old_claims and on_new else None
 
-    async with support.Sampler(probe) as sampler:
+    async with support.Sampler(probe, clock=emulated.clock) as sampler:
         await support.select_image(emulated, new_image)
-        await support.eventually(all_on_the_new_image, within=60, what="every node replaced on the new image")
+        await support.eventually(
+            all_on_the_new_image, clock=emulated.clock, within=60, what="every node replaced on the new image"
+        )
 
     assert drifted.keys() >= old_claims
     assert {drifted[n] for n in old_claims} == {"AMIDrift"}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -43,9 +42,7 @@ EMPTIED = ("empty-a", "empty-b", "empty-c")
 async def virtual(
     request: pytest.FixtureRequest, chart_rbac: list[rbac.Rule]
 ) -> AsyncIterator[cluster.EmulatedCluster]:
-    options = cluster.ClusterOptions(
-        cluster_name=support.CLUSTER, boot_delay=5.0, interval=1.0, autojump=True, start_time=time.time()
-    )
+    options = support.cluster_options(boot_delay=5.0, interval=1.0)
     async with cluster.EmulatedCluster(options) as running:
         yield running
         found = rbac.after_test(running.api.accesses.snapshot(), chart_rbac, test_id=request.node.nodeid)
@@ -95,7 +92,9 @@ async def test_the_next_pass_disrupts_what_explain_said(
         ):
             await api.create(workloads.DEPLOYMENTS, body)
         for name in (*EMPTIED, "guarded", "pinned"):
-            await support.eventually(lambda n=name: support.all_bound(virtual, n, 1), within=60, what=f"{name} bound")
+            await support.eventually(
+                lambda n=name: support.all_bound(virtual, n, 1), clock=virtual.clock, within=60, what=f"{name} bound"
+            )
         await api.create(workloads.DEPLOYMENTS, support.deployment("impossible", 1, cpu="1000"))
 
         async def failed() -> list[str] | None:
@@ -103,11 +102,15 @@ async def test_the_next_pass_disrupts_what_explain_said(
             found = await events(virtual, "FailedScheduling")
             return next((found[p["metadata"]["name"]] for p in made if p["metadata"]["name"] in found), None)
 
-        await support.eventually(failed, within=30, what="the impossible pod's FailedScheduling event")
+        await support.eventually(
+            failed, clock=virtual.clock, within=30, what="the impossible pod's FailedScheduling event"
+        )
         for name in EMPTIED:
             await support.scale(virtual, name, 0)
         for name in EMPTIED:
-            await support.eventually(lambda n=name: _gone(virtual, n), within=30, what=f"{name} emptied")
+            await support.eventually(
+                lambda n=name: _gone(virtual, n), clock=virtual.clock, within=30, what=f"{name} emptied"
+            )
     claims = {support.instance_id(c): c["metadata"]["name"] for c in await support.claims(virtual)}
     assert len(claims) == 5
 
@@ -138,14 +141,18 @@ async def test_the_next_pass_disrupts_what_explain_said(
         async def decided() -> list[str] | None:
             return first_command()
 
-        disrupted = await support.eventually(decided, within=60, what="the controller's first disruption command")
+        disrupted = await support.eventually(
+            decided, clock=virtual.clock, within=60, what="the controller's first disruption command"
+        )
         assert set(disrupted) == said
 
         async def blocked_events() -> dict[str, list[str]] | None:
             found = await events(virtual, "DisruptionBlocked")
             return found if all(name in found for name in blocked) else None
 
-        published = await support.eventually(blocked_events, within=30, what="DisruptionBlocked on both nodeclaims")
+        published = await support.eventually(
+            blocked_events, clock=virtual.clock, within=30, what="DisruptionBlocked on both nodeclaims"
+        )
         for name, reason in blocked.items():
             assert reason["message"] in published[name]
         failures = await events(virtual, "FailedScheduling")

@@ -30,7 +30,9 @@ async def test_spot_interruption_drains_and_replaces_the_node_and_an_invalid_poo
     ]
     await support.apply_defaults(emulated, spot)
     await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("batch", 2))
-    await support.eventually(lambda: support.all_bound(emulated, "batch", 2), within=60, what="batch bound")
+    await support.eventually(
+        lambda: support.all_bound(emulated, "batch", 2), clock=emulated.clock, within=60, what="batch bound"
+    )
     (claim,) = await support.claims(emulated)
     assert claim["metadata"]["labels"][labels.LABEL_CAPACITY_TYPE] == "spot"
     instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
@@ -50,4 +52,4 @@ async def test_spot_interruption_drains_and_replaces_the_node_and_an_invalid_poo
         instances = await support.running_instances(emulated)
         return claim["metadata"]["name"] not in names and bool(bound) and instance_id not in instances
 
-    await support.eventually(moved, within=90, what="the interrupted node drained and replaced")
+    await support.eventually(moved, clock=emulated.clock, within=90, what="the interrupted node drained and replaced")

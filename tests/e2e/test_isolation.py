@@ -10,7 +10,6 @@ running past garbage collection's grace (nothing is destroyed on the strength of
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import boto3
@@ -53,7 +52,7 @@ async def _claim_of(emulated: cluster.EmulatedCluster, pool: str) -> dict[str, A
 
 @pytest.mark.slow
 async def test_bad_objects_and_poison_messages_affect_only_themselves() -> None:
-    options = cluster.ClusterOptions(cluster_name=support.CLUSTER, boot_delay=1.0, interval=0.5, crd_admission=False)
+    options = support.cluster_options(crd_admission=False)
     async with (
         cluster.EmulatedCluster(options) as emulated,
         controlplane.ControlPlane(emulated, support.FAST) as controller,
@@ -72,15 +71,19 @@ async def test_bad_objects_and_poison_messages_affect_only_themselves() -> None:
         await api.create(resources.PODS, _pod("giant", {"memory": "1e999999999"}))
         await api.create(workloads.DEPLOYMENTS, _pinned("web", "default"))
         await api.create(workloads.DEPLOYMENTS, _pinned("batch", "spot"))
-        await support.eventually(lambda: support.all_bound(emulated, "web", 1), within=90, what="web bound")
-        await support.eventually(lambda: support.all_bound(emulated, "batch", 1), within=90, what="batch bound")
+        await support.eventually(
+            lambda: support.all_bound(emulated, "web", 1), clock=emulated.clock, within=90, what="web bound"
+        )
+        await support.eventually(
+            lambda: support.all_bound(emulated, "batch", 1), clock=emulated.clock, within=90, what="batch bound"
+        )
 
         # The web node's NodeClaim becomes one karpy cannot read; a pod it cannot read lands on that node.
         web: Any = await _claim_of(emulated, "default")
         web_instance = web["status"]["providerID"].rsplit("/", 1)[-1]
         spoiled = [*web["spec"]["requirements"], {"key": labels.LABEL_ZONE, "operator": "Sideways"}]
         await api.patch(resources.NODECLAIMS, web["metadata"]["name"], {"spec": {"requirements": spoiled}})
-        spoiled_at = time.monotonic()
+        spoiled_at = emulated.clock.now()
         strange = _pod("strange", {"cpu": "10m"}, nodeName=web["status"]["nodeName"], tolerations=[5])
         await api.create(resources.PODS, strange)
 
@@ -104,7 +107,9 @@ async def test_bad_objects_and_poison_messages_affect_only_themselves() -> None:
             bound = await support.all_bound(emulated, "batch", 1)
             return batch["metadata"]["name"] not in names and batch_instance not in running and bool(bound)
 
-        await support.eventually(batch_moved, within=120, what="the interrupted batch node drained and replaced")
+        await support.eventually(
+            batch_moved, clock=emulated.clock, within=120, what="the interrupted batch node drained and replaced"
+        )
 
         async def queue_empty() -> bool:
             attrs = (
@@ -116,10 +121,10 @@ async def test_bad_objects_and_poison_messages_affect_only_themselves() -> None:
             )["Attributes"]
             return set(attrs.values()) == {"0"}
 
-        await support.eventually(queue_empty, within=60, what="every message acted on or dropped")
+        await support.eventually(queue_empty, clock=emulated.clock, within=60, what="every message acted on or dropped")
 
         # Past garbage collection's grace (and a few of its passes), the unreadable claim's instance still runs.
-        wait = garbagecollection.INSTANCE_GRACE + 15 - (time.monotonic() - spoiled_at)
+        wait = garbagecollection.INSTANCE_GRACE + 15 - (emulated.clock.now() - spoiled_at)
         if wait > 0:
             await emulated.clock.sleep(wait)
         assert web_instance in await support.running_instances(emulated)

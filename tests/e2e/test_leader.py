@@ -41,10 +41,12 @@ async def test_only_the_leader_acts_and_the_other_takes_over_when_it_dies(emulat
         async def a_leads() -> bool:
             return _leader(planes) == ["a"]
 
-        await support.eventually(a_leads, within=20, what="replica a to lead")
+        await support.eventually(a_leads, clock=emulated.clock, within=20, what="replica a to lead")
         second.start()
         await support.scale(emulated, "ha", 1)
-        await support.eventually(lambda: support.all_bound(emulated, "ha", 1), within=45, what="ha bound by a")
+        await support.eventually(
+            lambda: support.all_bound(emulated, "ha", 1), clock=emulated.clock, within=45, what="ha bound by a"
+        )
         assert _leader(planes) == ["a"]  # b never led while a held the Lease
 
         await first.kill()  # the leader crashes: nothing it would still write reaches the API server
@@ -53,10 +55,14 @@ async def test_only_the_leader_acts_and_the_other_takes_over_when_it_dies(emulat
         async def b_leads() -> bool:
             return _leader(planes) == ["b"]
 
-        await support.eventually(b_leads, within=leader.LEASE_DURATION + 30, what="replica b to take over")
+        await support.eventually(
+            b_leads, clock=emulated.clock, within=leader.LEASE_DURATION + 30, what="replica b to take over"
+        )
         assert await _holder(emulated) == "b"
         await support.scale(emulated, "ha", 4)
-        await support.eventually(lambda: support.all_bound(emulated, "ha", 4), within=45, what="ha bound by b")
+        await support.eventually(
+            lambda: support.all_bound(emulated, "ha", 4), clock=emulated.clock, within=45, what="ha bound by b"
+        )
     finally:
         for plane in planes:
             await plane.stop()

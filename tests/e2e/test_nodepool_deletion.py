@@ -29,7 +29,9 @@ async def test_deleting_every_nodepool_leaves_no_nodeclaim_node_or_instance(
 ) -> None:
     await support.apply_defaults(emulated, support.pool("general"), support.pool("spare"))
     await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("inflate", 6, cpu="1"))
-    await support.eventually(lambda: support.all_bound(emulated, "inflate", 6), within=90, what="6 pods bound")
+    await support.eventually(
+        lambda: support.all_bound(emulated, "inflate", 6), clock=emulated.clock, within=90, what="6 pods bound"
+    )
     assert await support.claims(emulated)
     assert await support.running_instances(emulated)
 
@@ -46,4 +48,6 @@ async def test_deleting_every_nodepool_leaves_no_nodeclaim_node_or_instance(
             assert "foregroundDeletion" in pool["metadata"]["finalizers"]
         return not pools and await support.nothing_left(emulated)
 
-    await support.eventually(pools_wait_for_their_claims, within=120, what="no NodePool, NodeClaim, node or instance")
+    await support.eventually(
+        pools_wait_for_their_claims, clock=emulated.clock, within=120, what="no NodePool, NodeClaim, node or instance"
+    )

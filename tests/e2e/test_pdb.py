@@ -41,7 +41,7 @@ async def test_draining_drifted_nodes_never_violates_the_pdb(
     await emulated.client.create(resources.PDBS, PDB)
     await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("guarded", REPLICAS, cpu="700m"))
     originals = await support.eventually(
-        lambda: support.all_bound(emulated, "guarded", REPLICAS), within=45, what="guarded bound"
+        lambda: support.all_bound(emulated, "guarded", REPLICAS), clock=emulated.clock, within=45, what="guarded bound"
     )
     old_claims = {c["metadata"]["name"] for c in await support.claims(emulated)}
     assert len(old_claims) == 2
@@ -51,7 +51,9 @@ async def test_draining_drifted_nodes_never_violates_the_pdb(
         pdb = await emulated.client.get(resources.PDBS, "guarded", namespace="default")
         return pdb is not None and (pdb.get("status") or {}).get("disruptionsAllowed") == MAX_UNAVAILABLE
 
-    await support.eventually(allowed_by_status, within=15, what="the PDB status to allow one disruption")
+    await support.eventually(
+        allowed_by_status, clock=emulated.clock, within=15, what="the PDB status to allow one disruption"
+    )
     already = len(emulated.api.evictions)
     new_image = await support.register_image(emulated, "al2023-next")
 
@@ -64,7 +66,9 @@ async def test_draining_drifted_nodes_never_violates_the_pdb(
     async with support.HealthyPods(emulated, "guarded") as health:
         assert health.series == [REPLICAS]
         await support.select_image(emulated, new_image)
-        await support.eventually(moved, within=60, what="both nodes replaced and the pods healthy again")
+        await support.eventually(
+            moved, clock=emulated.clock, within=60, what="both nodes replaced and the pods healthy again"
+        )
 
     assert min(health.series) == REPLICAS - MAX_UNAVAILABLE, f"healthy pods went {health.series}"
     evictions = [e for e in emulated.api.evictions[already:] if e.budgets == ("guarded",)]

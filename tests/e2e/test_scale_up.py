@@ -83,13 +83,21 @@ async def test_constrained_workloads_scale_up_then_empty_nodes_go(
     ):
         await api.create(workloads.DEPLOYMENTS, body)
 
-    spread = await support.eventually(lambda: support.all_bound(emulated, "spread", 6), within=60, what="spread")
-    lonely = await support.eventually(lambda: support.all_bound(emulated, "lonely", 3), within=30, what="lonely")
-    (stateful,) = await support.eventually(
-        lambda: support.all_bound(emulated, "stateful", 1), within=30, what="stateful"
+    spread = await support.eventually(
+        lambda: support.all_bound(emulated, "spread", 6), clock=emulated.clock, within=60, what="spread"
     )
-    follower = await support.eventually(lambda: support.all_bound(emulated, "follower", 2), within=30, what="follower")
-    (memory,) = await support.eventually(lambda: support.all_bound(emulated, "memory", 1), within=30, what="memory")
+    lonely = await support.eventually(
+        lambda: support.all_bound(emulated, "lonely", 3), clock=emulated.clock, within=30, what="lonely"
+    )
+    (stateful,) = await support.eventually(
+        lambda: support.all_bound(emulated, "stateful", 1), clock=emulated.clock, within=30, what="stateful"
+    )
+    follower = await support.eventually(
+        lambda: support.all_bound(emulated, "follower", 2), clock=emulated.clock, within=30, what="follower"
+    )
+    (memory,) = await support.eventually(
+        lambda: support.all_bound(emulated, "memory", 1), clock=emulated.clock, within=30, what="memory"
+    )
     by_name = {n["metadata"]["name"]: n for n in await support.nodes(emulated)}
     per_zone = collections.Counter(support.node_zone(by_name, p) for p in spread)
     assert set(per_zone) == set(zones)
@@ -109,4 +117,6 @@ async def test_constrained_workloads_scale_up_then_empty_nodes_go(
     for name in ("spread", "lonely", "stateful", "follower", "memory"):
         await support.scale(emulated, name, 0)
     # The default budget (10% of nodes, rounded up) lets emptiness take one node per round: ~35 s for three here.
-    await support.eventually(lambda: support.nothing_left(emulated), within=60, what="every node removed")
+    await support.eventually(
+        lambda: support.nothing_left(emulated), clock=emulated.clock, within=60, what="every node removed"
+    )

@@ -13,7 +13,6 @@ drift work as usual, and every NodePool, NodeClaim and EC2NodeClass karpy leaves
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -40,9 +39,7 @@ LEGACY = upstream_cluster.PoolSpec(
 
 @pytest.fixture
 async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
-    options = cluster.ClusterOptions(
-        cluster_name=support.CLUSTER, boot_delay=5.0, interval=5.0, autojump=True, start_time=time.time()
-    )
+    options = support.cluster_options(boot_delay=5.0, interval=5.0)
     async with cluster.EmulatedCluster(options) as running:
         yield running
 
@@ -89,13 +86,8 @@ async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
     before = await _everything(virtual)
 
     async with controlplane.ControlPlane(virtual, UPSTREAM), support.NamesSeen(virtual, resources.NODECLAIMS) as seen:
-        start = clock.now()
-
-        async def takeover_done() -> bool:
-            return clock.now() - start >= TAKEOVER
-
         async with Touched(virtual, resources.NODECLAIMS) as claims, Touched(virtual, resources.NODES) as nodes:
-            await support.eventually(takeover_done, within=300, what="30 virtual minutes under karpy")
+            await clock.sleep(TAKEOVER)  # 30 virtual minutes under karpy
         touched = claims.names | nodes.names
 
         # -- 30 minutes on: nothing touched -------------------------------------------------------------------------
@@ -123,7 +115,9 @@ async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
 
         # -- then karpy works as usual: scale-up, consolidation, drift ---------------------------------------------
         await support.scale(virtual, WEB.name, 5)
-        await support.eventually(lambda: support.all_bound(virtual, WEB.name, 5), within=60, what="scale-up")
+        await support.eventually(
+            lambda: support.all_bound(virtual, WEB.name, 5), clock=virtual.clock, within=60, what="scale-up"
+        )
         grown = {c["metadata"]["name"] for c in await support.claims(virtual)}
         assert len(grown - set(fleet.claims)) == 2
 
@@ -133,7 +127,11 @@ async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
             names = {c["metadata"]["name"] for c in await support.claims(virtual)}
             return len(names) == len(fleet.claims) and bool(await support.all_bound(virtual, WEB.name, 3))
 
-        await support.eventually(consolidated, within=90, what="the two emptied nodes consolidated")
+        # Virtual seconds: 1 min consolidateAfter, then one node at a time (the 10% budget of five nodes is one), each
+        # up to a 10 s poll, the 15 s validation and its termination: about 140 s, bounded at twice that.
+        await support.eventually(
+            consolidated, clock=virtual.clock, within=300, what="the two emptied nodes consolidated"
+        )
 
         new_image = await support.register_image(virtual, "al2023-next")
         await support.select_image(virtual, new_image)
@@ -146,7 +144,10 @@ async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
             fresh = all(images.get(support.instance_id(c)) == new_image for c in web)
             return len(web) == WEB.nodes and fresh and bool(await support.all_bound(virtual, WEB.name, 3))
 
-        await support.eventually(web_on_the_new_image, within=120, what="web's nodes replaced on the new image")
+        # One node at a time again, each a launch (5 s boot), an initialization, a drain and a termination.
+        await support.eventually(
+            web_on_the_new_image, clock=virtual.clock, within=600, what="web's nodes replaced on the new image"
+        )
         final = await _everything(virtual)
 
     # The legacy pool's node, on a class karpy cannot launch from, is still the one upstream left.

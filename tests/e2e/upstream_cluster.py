@@ -304,7 +304,10 @@ async def populate(emulated: cluster.EmulatedCluster, pools: Sequence[PoolSpec])
             workloads.DEPLOYMENTS, support.deployment(spec.name, spec.nodes, cpu=POD_CPU, spec_extra=pod_spec)
         )
         await support.eventually(
-            lambda spec=spec: support.all_bound(emulated, spec.name, spec.nodes), within=60, what=f"{spec.name} pods"
+            lambda spec=spec: support.all_bound(emulated, spec.name, spec.nodes),
+            clock=emulated.clock,
+            within=60,
+            what=f"{spec.name} pods",
         )
     return Fleet(claims=claims, pools=by_pool)
 
@@ -312,7 +315,9 @@ async def populate(emulated: cluster.EmulatedCluster, pools: Sequence[PoolSpec])
 async def _register(emulated: cluster.EmulatedCluster, spec: PoolSpec, node: str) -> None:
     """Stamp the Node the kubelet stand-in registered the way upstream's registration and initialization did."""
     api = emulated.client
-    found = await support.eventually(lambda: api.get(resources.NODES, node), within=60, what=f"node {node}")
+    found = await support.eventually(
+        lambda: api.get(resources.NODES, node), clock=emulated.clock, within=60, what=f"node {node}"
+    )
     taints = [t for t in found["spec"].get("taints") or () if t["key"] != labels.TAINT_UNREGISTERED_KEY]
     patch = {
         "metadata": {

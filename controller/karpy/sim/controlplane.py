@@ -39,7 +39,7 @@ CONTROLLER_USER = "system:serviceaccount:default:karpy"
 test can tell the controller's requests from the stand-ins' and check them against the chart's RBAC."""
 
 QUEUE_WAIT_SECONDS = 1
-"""SQS long-poll of the emulated queue: short, so that stopping never waits on a blocked boto3 thread."""
+"""How long an empty receive of the emulated queue waits, on the cluster's clock (see `_ShortPollQueue`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -62,15 +62,22 @@ class Options:
 
 
 class _ShortPollQueue:
-    """The SQS queue with a short long-poll (see QUEUE_WAIT_SECONDS)."""
+    """The SQS queue, its long poll played on the cluster's clock: a receive that does not wait, and when it found
+    nothing, a sleep of QUEUE_WAIT_SECONDS on the clock. A real long poll blocks a boto3 thread: on the autojump
+    clock that counts as work in flight, and a poller that always has one open would hold virtual time still; on
+    any clock, stopping would wait for the blocked thread."""
 
-    def __init__(self, inner: interruption.InterruptionQueue) -> None:
+    def __init__(self, inner: interruption.InterruptionQueue, *, clock: clock_module.Clock) -> None:
         self._inner = inner
+        self._clock = clock
 
     async def receive(
         self, *, wait_seconds: int = QUEUE_WAIT_SECONDS
     ) -> Sequence[messages.Received | messages.Unreadable]:
-        return await self._inner.receive(wait_seconds=min(wait_seconds, QUEUE_WAIT_SECONDS))
+        found = await self._inner.receive(wait_seconds=0)
+        if not found:
+            await self._clock.sleep(min(wait_seconds, QUEUE_WAIT_SECONDS))
+        return found
 
     async def delete(self, received: messages.Received | messages.Unreadable) -> None:
         await self._inner.delete(received)
@@ -191,7 +198,9 @@ class ControlPlane:
         )
         queue = None
         if settings.aws.interruption_queue:
-            queue = _ShortPollQueue(interruption.InterruptionQueue(aws=aws, queue_name=settings.aws.interruption_queue))
+            queue = _ShortPollQueue(
+                interruption.InterruptionQueue(aws=aws, queue_name=settings.aws.interruption_queue), clock=clock
+            )
         return wiring.CloudParts(
             provider=hooks.HookedCloud(self.provider, self._checkpoint),
             nodeclasses=self.provider,
