@@ -1,6 +1,6 @@
 """The controller's settings: one frozen dataclass per group, read from environment variables.
 
-One name per setting in three places (ARCHITECTURE.md): the Helm value (`settings.batchMaxDuration`), the env var
+One name per setting in three places (CONTRIBUTING.md): the Helm value (`settings.batchMaxDuration`), the env var
 (`BATCH_MAX_DURATION`, upstream Karpenter's name) and the field (`Settings.batch.max_duration`). `ENV_VARS` is that
 table; the chart consistency test walks it. `Settings.from_env` reads a mapping (never `os.environ` implicitly), so
 it is pure and table-testable, and reports every bad variable at once.
