@@ -77,6 +77,8 @@ class Touched(support.Following):
 
 
 @pytest.mark.slow
+# The longest e2e scenario (35 virtual minutes): about 100 s of real time at a load average of 5, 190 s at 10.
+@pytest.mark.timeout(900)
 async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
     virtual: cluster.EmulatedCluster,
 ) -> None:
