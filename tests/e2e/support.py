@@ -47,9 +47,14 @@ def cluster_options(**overrides: Any) -> cluster.ClusterOptions:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[T | None]], *, clock: clock_module.Clock, within: float, what: str
+    check: Callable[[], Awaitable[T | None]],
+    *,
+    clock: clock_module.Clock,
+    within: float,
+    what: str,
+    every: float = POLL,
 ) -> T:
-    """Check every POLL seconds of `clock` until `check` returns something truthy; fail naming `what` once `within`
+    """Check every `every` seconds of `clock` until `check` returns something truthy; fail naming `what` once `within`
     seconds of `clock` have passed."""
     deadline = clock.now() + within
     while True:
@@ -58,7 +63,7 @@ async def eventually(
             return last
         if clock.now() >= deadline:
             raise AssertionError(f"timed out after {within:.0f} clock seconds waiting for {what} (last: {last!r})")
-        await clock.sleep(POLL)
+        await clock.sleep(every)
 
 
 def pool(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -24,10 +23,7 @@ PRE_DRAIN = 40 * 60.0
 
 @pytest.fixture
 async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
-    options = cluster.ClusterOptions(
-        cluster_name=support.CLUSTER, boot_delay=5.0, interval=5.0, autojump=True, start_time=time.time()
-    )
-    async with cluster.EmulatedCluster(options) as running:
+    async with cluster.EmulatedCluster(support.cluster_options(boot_delay=5.0, interval=5.0)) as running:
         yield running
 
 
@@ -70,7 +66,9 @@ async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
     block.install(plane.provider._deps.aws.ec2)
     async with plane:
         await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("trainer", 1, cpu="500m"))
-        await support.eventually(lambda: support.all_bound(virtual, "trainer", 1), within=120, what="trainer bound")
+        await support.eventually(
+            lambda: support.all_bound(virtual, "trainer", 1), clock=clock, within=120, what="trainer bound"
+        )
         (claim,) = await support.claims(virtual)
         claim_labels = claim["metadata"]["labels"]
         assert claim_labels[labels.LABEL_CAPACITY_TYPE] == "reserved"
@@ -88,7 +86,10 @@ async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
                 return True
             return False
 
-        await support.eventually(claim_deleting, within=300, what="the block's NodeClaim deleted")
+        # Virtual seconds: the pre-drain comes 80 minutes on; checked at the stand-ins' 5 s tick.
+        await support.eventually(
+            claim_deleting, clock=clock, within=2 * HOURS, every=5.0, what="the block's NodeClaim deleted"
+        )
         assert end - PRE_DRAIN <= deleted_at[0] < end - PRE_DRAIN + 60  # at the pre-drain, not before
 
         async def moved_on_demand() -> bool:
@@ -100,6 +101,8 @@ async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
                 and in_block not in await support.running_instances(virtual)
             )
 
-        await support.eventually(moved_on_demand, within=300, what="the pod on an on-demand node, the block's gone")
+        await support.eventually(
+            moved_on_demand, clock=clock, within=PRE_DRAIN, what="the pod on an on-demand node, the block's gone"
+        )
         assert clock.now() < end  # all of it before EC2 reclaims the block
         assert set(block.instances) == {in_block}  # nothing else launched into the expiring block
