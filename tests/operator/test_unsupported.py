@@ -112,8 +112,12 @@ def test_values_asking_for_what_karpy_lacks_are_warnings(env: str, value: str, m
 def test_every_upstream_gate_is_accepted(gate: str, value: bool) -> None:
     environ = {"CLUSTER_NAME": "demo", "FEATURE_GATES": f"{gate}={str(value).lower()}"}
     gates = settings.Settings.from_env(environ).feature_gates
-    if gate == "SpotToSpotConsolidation":  # implemented: it reaches the consolidation methods
-        assert gates.spot_to_spot_consolidation is value
+    implemented = {
+        "SpotToSpotConsolidation": "spot_to_spot_consolidation",  # reaches the consolidation methods
+        "StaticCapacity": "static_capacity",  # starts the static pool controller
+    }
+    if gate in implemented:
+        assert getattr(gates, implemented[gate]) is value
         assert unsupported.notices(environ) == []
     else:
         warned = bool(unsupported.notices(environ))

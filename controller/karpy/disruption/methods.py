@@ -14,7 +14,7 @@ from typing import Protocol
 
 from karpy import clock as clock_mod
 from karpy.api import nodeclaim, nodepool
-from karpy.disruption import blockers, consolidation, simulation
+from karpy.disruption import blockers, consolidation, simulation, staticpools
 from karpy.disruption import candidates as candidates_mod
 from karpy.state import statenode
 
@@ -58,6 +58,13 @@ class Context:
     """Pools with nodes whose budgets allow no disruption for a reason at all now."""
     failed: Sequence[tuple[statenode.StateNode, Exception]] = ()
     """Nodes whose evaluation raised (a bug): neither candidates nor rejected, left alone."""
+    static_counts: Mapping[str, staticpools.Counts] = field(default_factory=dict)
+    """Per static NodePool, its NodeClaims active, deleting and pending disruption (`StaticDrift` reads them)."""
+
+
+def is_static(c: Candidate) -> bool:
+    """Owned by a static NodePool (`spec.replicas`): never consolidated, replaced one for one on drift."""
+    return c.pool.replicas is not None
 
 
 class Method(Protocol):
@@ -112,7 +119,7 @@ class Emptiness:
         """The empty candidates consolidation may act on, in order (noting the empty ones it may not yet)."""
         out = []
         for c in candidates_mod.by_savings(ctx.graceful):
-            if not c.is_empty:
+            if not c.is_empty or is_static(c):
                 continue
             why = consolidation.consolidatable_blocker(c, now=ctx.clock.now())
             if why is None:
@@ -138,7 +145,7 @@ class Drift:
         return None
 
     def order(self, ctx: Context) -> list[Candidate]:
-        drifted = [c for c in ctx.eventual if c.claim.is_true(nodeclaim.DRIFTED)]
+        drifted = [c for c in ctx.eventual if c.claim.is_true(nodeclaim.DRIFTED) and not is_static(c)]
         drifted.sort(key=lambda c: (not c.is_empty, candidates_mod.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
         return drifted
 
@@ -156,12 +163,38 @@ class Drift:
         return Command(self.name, self.reason, (c,), sim.replacements)
 
 
+class StaticDrift:
+    """Replace a drifted node of a static pool with a fresh NodeClaim of the pool, one for one (core:
+    disruption/staticdrift.go): no simulation (the pool's nodes take no scheduled pods of their own), within the
+    Drifted budget and `limits.nodes`, and not while the pool is above its replicas (scale-down goes first)."""
+
+    reason = Reason.DRIFTED
+    name = "static-drift"
+
+    def compute(self, ctx: Context) -> Command | None:
+        budget = ctx.budgets.get(self.reason, {})
+        drifted = [c for c in ctx.eventual if is_static(c) and c.claim.is_true(nodeclaim.DRIFTED)]
+        drifted.sort(key=lambda c: (candidates_mod.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
+        for c in drifted:
+            found = ctx.static_counts.get(c.pool.name, staticpools.Counts())
+            if found.active + found.pending > (c.pool.replicas or 0):
+                continue  # scaling down: the excess goes first, and may be this very node
+            if budget.get(c.pool.name, 0) <= 0:
+                _note_over_budget(ctx, self.name, self.reason, [c])
+                continue
+            room = staticpools.headroom(c.pool, found)
+            if room is not None and room <= 0:
+                continue
+            return Command(self.name, self.reason, (c,), (staticpools.static_plan(c.pool),))
+        return None
+
+
 def _underutilized(ctx: Context, method: str) -> list[Candidate]:
     out = []
     now = ctx.clock.now()
     for c in candidates_mod.by_savings(ctx.graceful):
-        if c.is_empty:
-            continue  # Emptiness handles it
+        if c.is_empty or is_static(c):
+            continue  # Emptiness handles it; a static pool keeps its replicas
         if why := consolidation.eligible(c, now=now):
             event = "" if why.kind is blockers.Kind.CONSOLIDATE_AFTER else blockers.UNCONSOLIDATABLE
             ctx.note(Note(c, method, why, event))
@@ -281,6 +314,7 @@ def interleave(ordered: Sequence[Candidate], *, first: Sequence[str] = ()) -> li
 def default_methods() -> list[Method]:
     return [
         Emptiness(),  # cheapest, safest win first: no pods move (upstream order since v1.5, PR #2180)
+        StaticDrift(),  # static pools' drift before dynamic drift, as upstream orders them (v1.8+)
         Drift(),  # then bring nodes back in line with their NodePool/NodeClass before optimising cost
         MultiNodeConsolidation(),  # many nodes into ≤ 1 saves the most per disruption pass
         SingleNodeConsolidation(),  # last: one node at a time catches what the prefix search could not

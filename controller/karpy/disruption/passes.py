@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from karpy import clock as clock_mod
 from karpy.api import nodepool
 from karpy.cloudprovider import types
-from karpy.disruption import budgets, candidates, consolidation, methods, simulation
+from karpy.disruption import budgets, candidates, consolidation, methods, simulation, staticpools
 from karpy.kube import resources
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import pods, scheduler, volumes
@@ -149,6 +149,11 @@ def context(
         rejected=tuple(rejected),
         blocked={r: tuple(budgets.blocked_pools(pools, state_nodes, r, now=now)) for r in reasons},
         failed=tuple(failed),
+        static_counts={
+            p.name: staticpools.counts(staticpools.pool_nodes(state_nodes, p.name))
+            for p in pools
+            if p.replicas is not None
+        },
     )
 
 

@@ -8,7 +8,8 @@ Routing (upstream: each controller's watches and their mappings):
 * a NodeClaim's change reconciles it and its NodePool's status;
 * a Node's change reconciles the NodeClaims it belongs to (registration, Ready and startup taints move their
   lifecycle now, not at their poll), and a Node being deleted under our finalizer goes to termination;
-* a NodePool's change reconciles its status;
+* a NodePool's change reconciles its status, and (StaticCapacity) its replica count, as does any change of one of
+  its NodeClaims (a deleted one must be replaced, an extra one removed);
 * an EC2NodeClass's change reconciles its status and the status (NodeClassReady) of the NodePools using it.
 """
 
@@ -56,6 +57,8 @@ def route(ctrl: wiring.Controller, res: resources.Resource, event_type: str, bod
         pool = (meta.get("labels") or {}).get(labels.LABEL_NODEPOOL)
         if pool:
             ctrl.queue(wiring.NODEPOOLS).add(str(pool))
+            if wiring.STATIC_NODEPOOLS in ctrl.queues:
+                ctrl.queue(wiring.STATIC_NODEPOOLS).add(str(pool))
     elif res == resources.NODES:
         if alive and _deleting_with_finalizer(body, labels.FINALIZER_TERMINATION):
             ctrl.queue(wiring.NODES).add(name)
@@ -64,6 +67,8 @@ def route(ctrl: wiring.Controller, res: resources.Resource, event_type: str, bod
     elif res == resources.NODEPOOLS:
         if alive:
             ctrl.queue(wiring.NODEPOOLS).add(name)
+            if wiring.STATIC_NODEPOOLS in ctrl.queues:
+                ctrl.queue(wiring.STATIC_NODEPOOLS).add(name)
     elif res == resources.EC2NODECLASSES and wiring.NODECLASSES in ctrl.queues:
         if alive:
             ctrl.queue(wiring.NODECLASSES).add(name)
@@ -90,6 +95,8 @@ def resync(ctrl: wiring.Controller) -> None:
             ctrl.queue(wiring.NODES).add(str(node["metadata"]["name"]))
     for pool in ctrl.cluster.objects(resources.NODEPOOLS):
         ctrl.queue(wiring.NODEPOOLS).add(str(pool["metadata"]["name"]))
+        if wiring.STATIC_NODEPOOLS in ctrl.queues:
+            ctrl.queue(wiring.STATIC_NODEPOOLS).add(str(pool["metadata"]["name"]))
     if wiring.NODECLASSES in ctrl.queues:
         for nc in ctrl.cluster.objects(resources.EC2NODECLASSES):
             ctrl.queue(wiring.NODECLASSES).add(str(nc["metadata"]["name"]))

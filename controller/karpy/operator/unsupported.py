@@ -65,11 +65,10 @@ UNSUPPORTED: Final[tuple[Unsupported, ...]] = (
 does not implement are reported by gate (`gate_notices`). SYSTEM_NAMESPACE is read by `operator.main`."""
 
 KARPY_GATES: Final[Mapping[str, bool]] = {
-    # What karpy does, whatever the gate says; SpotToSpotConsolidation is implemented and absent here.
+    # What karpy does, whatever the gate says; the gates karpy implements are absent here.
     "NodeRepair": False,
     "ReservedCapacity": True,
     "NodeOverlay": False,
-    "StaticCapacity": False,
     "CapacityBuffer": False,
 }
 KARPY_AWS_GATES: Final[Mapping[str, bool]] = {"NodeClassCEL": False}

@@ -19,6 +19,7 @@ from karpy.cloudprovider import dryrun as cloud_dryrun
 from karpy.cloudprovider import types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import nodeclaims as disruption_nodeclaims
+from karpy.disruption import staticpools
 from karpy.disruption import validation as disruption_validation
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
@@ -139,6 +140,8 @@ class Controller:
     """Deletes NodeClaims at creation + expireAfter."""
     instance_status: interruption_controller.InterruptionController | None = None
     """The interruption loop over instance health (impaired checks, scheduled events); None without a source."""
+    static_pools: staticpools.StaticPoolController | None = None
+    """Keeps static NodePools (`spec.replicas`) at their count; None unless the StaticCapacity gate is on."""
     queues: dict[str, workqueue.WorkQueue] = dataclasses.field(default_factory=dict)
 
     def queue(self, name: str) -> workqueue.WorkQueue:
@@ -149,6 +152,7 @@ NODECLAIMS: Final = "nodeclaims"
 NODES: Final = "nodes"
 NODEPOOLS: Final = "nodepools"
 NODECLASSES: Final = "ec2nodeclasses"
+STATIC_NODEPOOLS: Final = "static nodepools"
 
 
 def _reconcile_result(
@@ -274,6 +278,17 @@ def build(
         nodeclasses = statuscontrollers.NodeClassController(
             statuscontrollers.NodeClassDeps(kube=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock)
         )
+    static_pools = None
+    if settings.feature_gates.static_capacity:  # upstream registers both static controllers only under the gate
+        static_pools = staticpools.StaticPoolController(
+            staticpools.Deps(
+                client=writer,
+                cluster=cluster,
+                clock=clock,
+                create=prov.create_nodeclaims,
+                dry_run=settings.runtime.dry_run,
+            )
+        )
     controller = Controller(
         settings=settings,
         kube=writer,
@@ -296,6 +311,7 @@ def build(
         nodeclaim_conditions=nodeclaim_conditions,
         expiry=expiry,
         instance_status=interruption_loop(cloud.instance_status),
+        static_pools=static_pools,
     )
 
     def reporting(res: resources.Resource) -> workqueue.ErrorHook:
@@ -316,6 +332,8 @@ def build(
         NODES: queue(NODES, _reconcile_result(controller.termination.reconcile), resources.NODES, 16),
         NODEPOOLS: queue(NODEPOOLS, controller.nodepools.reconcile, resources.NODEPOOLS, 2),
     }
+    if static_pools is not None:
+        controller.queues[STATIC_NODEPOOLS] = queue(STATIC_NODEPOOLS, static_pools.reconcile, resources.NODEPOOLS, 2)
     if nodeclasses is not None:
         controller.queues[NODECLASSES] = queue(NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2)
     registry.watch_state(cluster)

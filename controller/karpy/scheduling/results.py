@@ -29,12 +29,17 @@ class PlannedNodeClaim:
     cheapest: CheapestOffering | None
     min_values_relaxed: bool = False
     hostname: str = ""
+    static: bool = False
+    """A static NodePool's claim (`spec.replicas`): no pods, no instance-type options; the cloud provider picks the
+    instance from the pool's own requirements at launch (core: NodeClaimTemplate.ToNodeClaim `IsStaticNodeClaim`)."""
 
     def to_nodeclaim_requirements(
         self, *, max_instance_types: int = MAX_INSTANCE_TYPES
     ) -> tuple[meta.NodeSelectorRequirement, ...]:
         """spec.requirements like upstream ToNodeClaim: instance-type In [cheapest ≤ max], capacity types of those
-        types' compatible offerings; the hostname placeholder is dropped."""
+        types' compatible offerings; the hostname placeholder is dropped. A static claim keeps its pool's own."""
+        if self.static:
+            return self.requirements.without(labels.LABEL_HOSTNAME).to_node_selector()
         chosen = self.instance_type_options[:max_instance_types]
         reqs = self.requirements.without(labels.LABEL_HOSTNAME)
         it_req = reqs.get(labels.LABEL_INSTANCE_TYPE)

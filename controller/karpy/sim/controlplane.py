@@ -56,6 +56,8 @@ class Options:
     fast_catalog: bool = True
     """Answer the catalog calls from moto's data in this process (moto serialises ~1,400 shapes over HTTP in ~20 s).
     Off for measuring the controller: importing moto's EC2 data costs the process ~120 MB no real controller has."""
+    feature_gates: settings_module.FeatureGates = dataclasses.field(default_factory=settings_module.FeatureGates)
+    """FEATURE_GATES as `karpy run` would read them (upstream's defaults unless a test turns one on)."""
     kopf: bool = False
     """Run `karpy.operator.app.run` itself (Kopf's watches, metrics and health servers) instead of its loops with the
     state cache routing events: the whole `karpy run` path, at the cost of Kopf's own watch streams."""
@@ -170,6 +172,7 @@ class ControlPlane:
                 isolated_vpc=True,
             ),
             batch=settings_module.BatchSettings(max_duration=opts.batch_max, idle_duration=opts.batch_idle),
+            feature_gates=opts.feature_gates,
             leader_election=settings_module.LeaderElectionSettings(disabled=not opts.leader_election),
         )
 

@@ -30,7 +30,9 @@ class Declaration:
 
 
 CUSTOM: tuple[Declaration, ...] = (
-    Declaration(f"{labels.GROUP}/{labels.VERSION}/nodepools", "NodePool", False, ("status",), (), ("karpenter",)),
+    Declaration(
+        f"{labels.GROUP}/{labels.VERSION}/nodepools", "NodePool", False, ("status", "scale"), (), ("karpenter",)
+    ),
     Declaration(f"{labels.GROUP}/{labels.VERSION}/nodeclaims", "NodeClaim", False, ("status",), (), ("karpenter",)),
     Declaration(
         f"{labels.AWS_GROUP}/{labels.VERSION}/ec2nodeclasses",

@@ -10,6 +10,7 @@ stored. Objects live in kmock's own store (`api.objects[...]`), so kmock's asser
 from __future__ import annotations
 
 import copy
+import json
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +21,19 @@ import attrs
 import kmock
 from kmock._internal import rendering  # kmock 0.8 leaves Response out of __all__
 
-from karpy.sim.kube import audit, objects, patches, pods, resources, selectors, status, store, validation, watching
+from karpy.sim.kube import (
+    audit,
+    objects,
+    patches,
+    pods,
+    resources,
+    scale,
+    selectors,
+    status,
+    store,
+    validation,
+    watching,
+)
 
 _JSON = {"Content-Type": "application/json"}
 _PATCH_TYPES = {
@@ -199,6 +212,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 return _ok(self._list(request, kind))
             case "GET", True, None | "status":
                 return _ok(self._fetch(request, kind))
+            case "GET", True, "scale":
+                return _ok(self._scaled(self._fetch(request, kind)))
             case "POST", False, None if kind.plural == "bindings" and kind.group == "":
                 body = self._body(request)
                 return _ok(await self._bind(request, str(objects.metadata(body).get("name", "")), body), 201)
@@ -208,9 +223,9 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 return _ok(await self._evict(request, kind), 201)
             case "POST", True, "binding":
                 return _ok(await self._bind(request, str(request.name), self._body(request)), 201)
-            case "PATCH", True, None | "status":
+            case "PATCH", True, None | "status" | "scale":
                 return _ok(await self._patch(request, kind))
-            case "PUT", True, None | "status":
+            case "PUT", True, None | "status" | "scale":
                 return _ok(await self._replace(request, kind))
             case "DELETE", True, None:
                 return _ok(await self._delete(request, kind))
@@ -354,20 +369,23 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             old = self._db.live(key)
             if old is None:
                 raise status.not_found(kind.plural, kind.group, key[2])
+            target = scale.of(old) if request.subresource == "scale" else old
             try:
                 match patch_type:
                     case "json":
-                        new = patches.json_patch(old, request.data)
+                        new = patches.json_patch(target, request.data)
                     case "merge":
-                        new = patches.merge_patch(old, self._body(request))
+                        new = patches.merge_patch(target, self._body(request))
                     case _:
-                        new = patches.strategic_merge_patch(old, self._body(request))
+                        new = patches.strategic_merge_patch(target, self._body(request))
             except patches.PatchError as error:
                 raise status.ApiError(422, "Invalid", f"the patch could not be applied: {error}") from error
             if not isinstance(new, dict):
                 raise status.ApiError(422, "Invalid", "the patch must leave an object")
             if patch_type != "json":
                 self._check_version(kind, old, objects.metadata(self._body(request)).get("resourceVersion"))
+            if request.subresource == "scale":
+                return self._scaled(await self._write(request, kind, key, old, scale.applied(old, new)))
             return await self._write(request, kind, key, old, new)
 
     async def _replace(self, request: kmock.Request, kind: objects.Kind) -> bytes:
@@ -384,7 +402,14 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 cause = status.Cause("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
                 raise status.invalid(kind.kind, kind.group, key[2], [cause])
             self._check_version(kind, old, version)
+            if request.subresource == "scale":
+                return self._scaled(await self._write(request, kind, key, old, scale.applied(old, body)))
             return await self._write(request, kind, key, old, body)
+
+    @staticmethod
+    def _scaled(encoded: bytes) -> bytes:
+        """The stored object's JSON as its Scale's JSON."""
+        return watching.encode(scale.of(json.loads(encoded)))
 
     def _check_version(self, kind: objects.Kind, old: Mapping[str, Any], version: Any) -> None:
         if version and str(version) != objects.metadata(old).get("resourceVersion"):

@@ -1,0 +1,120 @@
+"""Static NodePools end to end (StaticCapacity gate): a pool with `replicas: 2` gets two nodes with no pod asking;
+`kubectl scale nodepool` to 3 adds one and back to 1 removes two; an AMI change replaces the remaining node one for
+one (StaticDrift) and the pool stays at its count the whole time."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from tests.e2e import support
+
+from karpy.api import labels
+from karpy.operator import settings
+from karpy.sim import cluster, controlplane
+
+STATIC = "static"
+GATED = controlplane.Options(
+    batch_idle=support.FAST.batch_idle,
+    batch_max=support.FAST.batch_max,
+    disruption_poll=support.FAST.disruption_poll,
+    validation_delay=support.FAST.validation_delay,
+    feature_gates=settings.FeatureGates(static_capacity=True),
+)
+
+
+def static_pool(replicas: int) -> dict[str, Any]:
+    body = support.pool(STATIC, consolidate_after="Never", budgets=[{"nodes": "1"}])
+    body["spec"]["replicas"] = replicas
+    body["spec"]["limits"] = {"nodes": "5"}  # static pools may only limit nodes (CEL)
+    return body
+
+
+@pytest.fixture
+async def gated(emulated: cluster.EmulatedCluster) -> AsyncIterator[controlplane.ControlPlane]:
+    async with controlplane.ControlPlane(emulated, GATED) as running:
+        yield running
+
+
+async def kubectl(emulated: cluster.EmulatedCluster, config: pathlib.Path, *args: str) -> str:
+    """Run the real kubectl against the emulated API server; its stdout (fails on a non-zero exit)."""
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl",
+        f"--kubeconfig={config}",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, f"kubectl {' '.join(args)} failed: {err.decode()}"
+    return out.decode()
+
+
+def kubeconfig(emulated: cluster.EmulatedCluster, tmp_path: pathlib.Path) -> pathlib.Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: e2e\n"
+        f"clusters: [{{name: e2e, cluster: {{server: '{emulated.api_url}'}}}}]\n"
+        "users: [{name: e2e, user: {token: e2e-user}}]\n"
+        "contexts: [{name: e2e, context: {cluster: e2e, user: e2e}}]\n"
+    )
+    return path
+
+
+async def static_nodes(emulated: cluster.EmulatedCluster, count: int) -> list[dict[str, Any]] | None:
+    """The static pool's claims when exactly `count` exist, none deleting, each with a Ready Node."""
+    found = [c for c in await support.claims(emulated) if c["metadata"]["labels"].get(labels.LABEL_NODEPOOL) == STATIC]
+    ready = {n["metadata"]["name"] for n in await support.nodes(emulated) if support.is_true(n, "Ready")}
+    settled = all(
+        not c["metadata"].get("deletionTimestamp") and (c.get("status") or {}).get("nodeName") in ready for c in found
+    )
+    return found if len(found) == count and settled else None
+
+
+@pytest.mark.slow
+async def test_kubectl_scale_moves_a_static_pool_and_drift_replaces_its_node(
+    emulated: cluster.EmulatedCluster, gated: controlplane.ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    config = kubeconfig(emulated, tmp_path)
+    await support.apply_defaults(emulated, static_pool(2))
+    await support.eventually(lambda: static_nodes(emulated, 2), within=45, what="two static nodes")
+    assert await support.running_instances(emulated)
+
+    await kubectl(emulated, config, "scale", "nodepool", STATIC, "--replicas=3")
+    three = await support.eventually(lambda: static_nodes(emulated, 3), within=45, what="three static nodes")
+    replicas = await kubectl(emulated, config, "get", "nodepool", STATIC, "-o", "jsonpath={.spec.replicas}")
+    assert replicas == "3"
+
+    await kubectl(emulated, config, "scale", "nodepool", STATIC, "--replicas=1")
+    (left,) = await support.eventually(lambda: static_nodes(emulated, 1), within=45, what="one static node")
+    assert left["metadata"]["name"] in {c["metadata"]["name"] for c in three}
+
+    async def no_extra_instance() -> bool:
+        return len(await support.running_instances(emulated)) == 1
+
+    await support.eventually(no_extra_instance, within=30, what="the removed nodes' instances terminated")
+
+    new_image = await support.register_image(emulated, "al2023-static-next")
+    seen: list[int] = []
+
+    async def replaced() -> list[dict[str, Any]] | None:
+        found = await static_nodes(emulated, 1)
+        images = await support.instance_images(emulated)
+        if found and found[0]["metadata"]["name"] != left["metadata"]["name"]:
+            return found if images.get(support.instance_id(found[0])) == new_image else None
+        return None
+
+    async def probe() -> int:
+        found = [c for c in await support.claims(emulated) if not c["metadata"].get("deletionTimestamp")]
+        seen.append(len(found))
+        return len(found)
+
+    async with support.Sampler(probe):
+        await support.select_image(emulated, new_image)
+        await support.eventually(replaced, within=60, what="the drifted static node replaced on the new image")
+    # Replace first, then delete: never below the replica count, never more than one replacement at a time.
+    assert min(seen) >= 1
+    assert max(seen) <= 2
