@@ -93,7 +93,7 @@ def test_upstreams_default_deployment_starts_karpy_with_no_warning() -> None:
         ("IGNORE_DRA_REQUESTS", "false", "dynamic resource claims are ignored"),
         ("SCHEDULER_CONFIG", "podTopologySpread: {}", "no default topology spread"),
         ("FEATURE_GATES", "CapacityBuffer=true", "CapacityBuffer accepted but not supported"),
-        ("FEATURE_GATES", "NodeRepair=true", "runs as with NodeRepair=false"),
+        ("FEATURE_GATES", "NodeOverlay=true", "runs as with NodeOverlay=false"),
         ("FEATURE_GATES", "ReservedCapacity=false", "runs as with ReservedCapacity=true"),
         ("FEATURE_GATES", "Teleport=true", "unknown feature gate 'Teleport' ignored"),
         ("AWS_FEATURE_GATES", "NodeClassCEL=true", "NodeClassCEL accepted but not supported"),
@@ -115,6 +115,7 @@ def test_every_upstream_gate_is_accepted(gate: str, value: bool) -> None:
     implemented = {
         "SpotToSpotConsolidation": "spot_to_spot_consolidation",  # reaches the consolidation methods
         "StaticCapacity": "static_capacity",  # starts the static pool controller
+        "NodeRepair": "node_repair",  # starts the node repair controller
     }
     if gate in implemented:
         assert getattr(gates, implemented[gate]) is value

@@ -1,4 +1,4 @@
-"""The cloud-provider contract: `CloudProvider`, `InstanceType`, `Offering`, drift reasons.
+"""The cloud-provider contract: `CloudProvider`, `InstanceType`, `Offering`, drift reasons, repair policies.
 
 Amounts are milli-units (see `karpy.api.quantity`). Prices are US dollars per hour.
 """
@@ -91,6 +91,18 @@ class DriftReason(enum.StrEnum):
     PLACEMENT_GROUP = "PlacementGroupDrift"
 
 
+@dataclass(frozen=True, slots=True)
+class RepairPolicy:
+    """A Node condition the provider calls unhealthy, and how long it is tolerated before the node is replaced
+    (core: cloudprovider/types.go RepairPolicy; the NodeRepair gate's controller acts on them)."""
+
+    condition_type: str
+    condition_status: str
+    """"True", "False" or "Unknown": the status that means unhealthy."""
+    toleration: float
+    """Seconds the condition may hold (since its lastTransitionTime) before the node is repaired."""
+
+
 class CloudProvider(Protocol):
     """What the reconcilers need from a cloud. Domain types in and out; errors from `errors`."""
 
@@ -119,4 +131,9 @@ class CloudProvider(Protocol):
 
     async def is_drifted(self, claim: nodeclaim.NodeClaim) -> DriftReason | None:
         """Why the instance no longer matches its node class, or None."""
+        ...
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """The unhealthy Node conditions node repair acts on; none disables it (as upstream registers no
+        health controller for a provider without policies)."""
         ...

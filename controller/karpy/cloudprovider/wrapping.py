@@ -29,3 +29,6 @@ class ReadThrough:
 
     async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
         return await self.inner.is_drifted(claim)
+
+    def repair_policies(self) -> Sequence[types.RepairPolicy]:
+        return self.inner.repair_policies()

@@ -130,6 +130,8 @@ def singletons(ctrl: wiring.Controller) -> dict[str, Callable[[], Coroutine[Any,
         loops["nodeclaim conditions"] = ctrl.nodeclaim_conditions.run
     if ctrl.expiry is not None:
         loops["expiration"] = ctrl.expiry.run
+    if ctrl.repair is not None:
+        loops["node repair"] = ctrl.repair.run
     if ctrl.cloud.janitor is not None:
         loops["launch template janitor"] = ctrl.cloud.janitor
     return loops

@@ -24,7 +24,7 @@ from karpy.disruption import nodeclaims as disruption_nodeclaims
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import messages
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.nodeclaim import expiry_controller
+from karpy.nodeclaim import expiry_controller, repair
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as pods_api
 from karpy.state import statenode
@@ -189,6 +189,7 @@ class _Instruments:
     nodeclaims_terminated: prometheus_client.Counter
     nodeclaims_disrupted: prometheus_client.Counter
     nodeclaims_drifted: prometheus_client.Counter
+    nodeclaims_unhealthy_disrupted: prometheus_client.Counter
     nodes_created: prometheus_client.Counter
     nodes_terminated: prometheus_client.Counter
     scheduling_duration: prometheus_client.Histogram
@@ -235,6 +236,12 @@ class Metrics:
             ),
             nodeclaims_drifted=prometheus_client.Counter(
                 f"{NAMESPACE}_nodeclaims_drifted", "NodeClaims found drifted", ["type", "nodepool"], registry=r
+            ),
+            nodeclaims_unhealthy_disrupted=prometheus_client.Counter(
+                f"{NAMESPACE}_nodeclaims_unhealthy_disrupted",
+                "Unhealthy NodeClaims disrupted by node repair, by the node condition that was unhealthy",
+                ["condition", "nodepool", "capacity_type", "image_id"],
+                registry=r,
             ),
             nodes_created=prometheus_client.Counter(
                 f"{NAMESPACE}_nodes_created", "Nodes registered for a NodeClaim", ["nodepool"], registry=r
@@ -353,6 +360,15 @@ class Metrics:
 
     def expiry_hooks(self) -> expiry_controller.Metrics:
         return expiry_controller.Metrics(disrupted=self.nodeclaim_disrupted)
+
+    def repair_hooks(self) -> repair.Metrics:
+        unhealthy = self.instruments.nodeclaims_unhealthy_disrupted
+        return repair.Metrics(
+            disrupted=self.nodeclaim_disrupted,
+            unhealthy_disrupted=lambda condition, pool, capacity_type, image: unhealthy.labels(
+                condition=condition, nodepool=pool, capacity_type=capacity_type, image_id=image
+            ).inc(),
+        )
 
     def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
         return nodeclaim_controller.Metrics(disrupted=self.nodeclaim_disrupted)

@@ -25,7 +25,7 @@ from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, config, dryrun, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.nodeclaim import expiry_controller
+from karpy.nodeclaim import expiry_controller, repair
 from karpy.operator import leader, metrics, observers, statuscontrollers, views, workqueue
 from karpy.operator import settings as settings_module
 from karpy.provisioning import batcher, provisioner, snapshot
@@ -140,6 +140,8 @@ class Controller:
     """Deletes NodeClaims at creation + expireAfter."""
     instance_status: interruption_controller.InterruptionController | None = None
     """The interruption loop over instance health (impaired checks, scheduled events); None without a source."""
+    repair: repair.RepairController | None = None
+    """Replaces unhealthy nodes; None unless the NodeRepair gate is on and the provider has repair policies."""
     static_pools: staticpools.StaticPoolController | None = None
     """Keeps static NodePools (`spec.replicas`) at their count; None unless the StaticCapacity gate is on."""
     queues: dict[str, workqueue.WorkQueue] = dataclasses.field(default_factory=dict)
@@ -278,6 +280,19 @@ def build(
         nodeclasses = statuscontrollers.NodeClassController(
             statuscontrollers.NodeClassDeps(kube=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock)
         )
+    repairer = None
+    policies = cloud.provider.repair_policies()
+    if settings.feature_gates.node_repair and policies:  # upstream registers node.health only then
+        repairer = repair.RepairController(
+            repair.Deps(
+                client=writer,
+                cluster=cluster,
+                clock=clock,
+                recorder=recorder,
+                policies=policies,
+                metrics=registry.repair_hooks(),
+            )
+        )
     static_pools = None
     if settings.feature_gates.static_capacity:  # upstream registers both static controllers only under the gate
         static_pools = staticpools.StaticPoolController(
@@ -312,6 +327,7 @@ def build(
         expiry=expiry,
         instance_status=interruption_loop(cloud.instance_status),
         static_pools=static_pools,
+        repair=repairer,
     )
 
     def reporting(res: resources.Resource) -> workqueue.ErrorHook:

@@ -21,6 +21,7 @@ from karpy.cloudprovider.aws import (
     launch,
     nodeclass,
     pricing,
+    repair,
     status,
     templates,
 )
@@ -235,6 +236,9 @@ class AWSCloudProvider:
             placement_group_id=str((instance.get("Placement") or {}).get("GroupId") or ""),
         )
         return drift.drift_reason(claim, nc, facts, placement_group_id=await self._placement_group_id(nc))
+
+    def repair_policies(self) -> Sequence[types.RepairPolicy]:
+        return repair.REPAIR_POLICIES
 
     async def _placement_group_id(self, nc: ec2nodeclass.EC2NodeClass) -> str | None:
         """The id of the group `nc` launches into today ("" for none), None when it cannot be told now."""

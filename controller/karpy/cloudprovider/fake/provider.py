@@ -10,7 +10,7 @@ Knobs (all public attributes; `reset()` restores them):
 * `next_error`: raised once by the next `create`;
 * `allowed_creates`: how many creates may succeed in total; further creates fail like upstream's fake, with a
   non-capacity `CreateError`;
-* `drifted`: what `is_drifted` answers;
+* `drifted`: what `is_drifted` answers; `repair`: the repair policies (none, as upstream's fake);
 * recorded calls: `create_calls`, `delete_calls`, `get_calls`; live instances in `instances` (by provider id).
 """
 
@@ -44,6 +44,7 @@ class FakeCloudProvider:
         self.next_error: Exception | None = None
         self.allowed_creates: int | None = None
         self.drifted: types.DriftReason | None = None
+        self.repair: list[types.RepairPolicy] = []
         self.create_calls: list[nodeclaim.NodeClaim] = []
         self.delete_calls: list[nodeclaim.NodeClaim] = []
         self.get_calls: list[str] = []
@@ -62,6 +63,7 @@ class FakeCloudProvider:
         self.next_error = None
         self.allowed_creates = None
         self.drifted = None
+        self.repair = []
         self.create_calls.clear()
         self.delete_calls.clear()
         self.get_calls.clear()
@@ -120,6 +122,9 @@ class FakeCloudProvider:
 
     async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
         return self.drifted
+
+    def repair_policies(self) -> Sequence[types.RepairPolicy]:
+        return self.repair
 
     def _types_for(self, pool_name: str) -> Sequence[types.InstanceType]:
         return self.instance_types_by_pool.get(pool_name, self.catalog)
