@@ -397,6 +397,9 @@ class NodeClaimController:
         return parse_or_report(raw, self._deps.rejections)
 
     async def _write_status(self, before: nodeclaim.NodeClaim, after: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        """Write `after`'s status when it changed, with the root Ready condition recomputed from the lifecycle ones
+        (upstream's status conditions keep it in step with every dependent they set)."""
+        after = lifecycle.with_ready(after, now=self._deps.clock.now())
         if after.status != before.status:
             await self._deps.client.patch(
                 resources.NODECLAIMS, after.name, {"status": status.to_status(after)}, subresource="status"

@@ -55,6 +55,27 @@ def with_condition(
     return with_status(claim, conditions=updated)
 
 
+def ready_condition(claim: nodeclaim.NodeClaim) -> tuple[str, str, str]:
+    """(status, reason, message) of the root Ready condition, as operatorpkg derives a root from its dependents
+    (Launched, Registered, Initialized): the most recently changed False one, else the most recently changed
+    Unknown one, else Unknown while one is missing, else True."""
+    found = [claim.condition(t) for t in LIFECYCLE_CONDITIONS]
+    present = sorted((c for c in found if c is not None), key=lambda c: c.last_transition_time or 0.0, reverse=True)
+    for wanted in (conditions.FALSE, conditions.UNKNOWN):
+        for c in present:
+            if c.status == wanted:
+                return c.status, c.reason, c.message
+    if len(present) < len(LIFECYCLE_CONDITIONS):
+        return conditions.UNKNOWN, "AwaitingReconciliation", ""
+    return conditions.TRUE, nodeclaim.READY, ""
+
+
+def with_ready(claim: nodeclaim.NodeClaim, *, now: float) -> nodeclaim.NodeClaim:
+    """`claim` with its Ready condition recomputed from the lifecycle conditions."""
+    status_, reason, message = ready_condition(claim)
+    return with_condition(claim, nodeclaim.READY, status_, now=now, reason=reason, message=message)
+
+
 def initial_conditions(claim: nodeclaim.NodeClaim, *, now: float) -> nodeclaim.NodeClaim:
     """Launched/Registered/Initialized as Unknown when missing: their transition times start the liveness clocks."""
     return with_status(
