@@ -80,7 +80,7 @@ def test_upstreams_default_deployment_starts_karpy_with_no_warning() -> None:
     found = unsupported.notices(UPSTREAM_CHART_ENV)
     # The Go runtime and webhook knobs upstream's chart always sets change nothing: information, not warnings.
     assert {n.env for n in found} == {"KUBERNETES_MIN_VERSION", "KARPENTER_SERVICE", "CPU_REQUESTS", "MEMORY_LIMIT",
-                                     "LOG_OUTPUT_PATHS", "LOG_ERROR_OUTPUT_PATHS", "IGNORE_DRA_REQUESTS",
+                                     "LOG_OUTPUT_PATHS", "LOG_ERROR_OUTPUT_PATHS",
                                      "AMI_REFRESH_INTERVAL", "SUBNET_REFRESH_INTERVAL"}  # fmt: skip
     assert {n.level for n in found} == {unsupported.Level.INFO}
 
@@ -90,7 +90,7 @@ def test_upstreams_default_deployment_starts_karpy_with_no_warning() -> None:
     [
         ("ENABLE_ZONAL_SHIFT", "true", "ARC zonal shifts are not followed"),
         ("AMI_REFRESH_INTERVAL", "5m", "resolved again every minute"),
-        ("IGNORE_DRA_REQUESTS", "false", "dynamic resource claims are ignored"),
+        ("IGNORE_DRA_REQUESTS", "false", "DRA resource claims are ignored when scheduling"),
         ("SCHEDULER_CONFIG", "podTopologySpread: {}", "no default topology spread"),
         ("FEATURE_GATES", "CapacityBuffer=true", "CapacityBuffer accepted but not supported"),
         ("FEATURE_GATES", "NodeOverlay=true", "runs as with NodeOverlay=false"),

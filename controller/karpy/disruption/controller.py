@@ -72,6 +72,9 @@ class Settings:
     provisioner will when it launches the replacement, or a decision rests on a placement that never happens."""
     min_values_policy: str = nodes.MIN_VALUES_STRICT
     """MIN_VALUES_POLICY, Strict|BestEffort, default Strict: as the provisioner's, for the same reason."""
+    ignore_dra_requests: bool = True
+    """IGNORE_DRA_REQUESTS, default true: a node whose pods ask for DRA resources cannot be consolidated, as their
+    pods could not be placed again."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -199,6 +202,7 @@ class DisruptionController:
                 scheduling=provisioning_snapshot.SchedulingOptions(
                     preference_policy=deps.settings.preference_policy,
                     min_values_policy=deps.settings.min_values_policy,
+                    ignore_dra_requests=deps.settings.ignore_dra_requests,
                 ),
             ),
             solver=deps.solver,

@@ -87,6 +87,10 @@ class SchedulingSettings:
     """PREFERENCE_POLICY, Respect|Ignore; default Respect (upstream). Ignore packs tighter, ignoring preferences."""
     min_values_policy: MinValuesPolicy = MinValuesPolicy.STRICT
     """MIN_VALUES_POLICY, Strict|BestEffort; default Strict. BestEffort relaxes minValues instead of failing."""
+    ignore_dra_requests: bool = True
+    """IGNORE_DRA_REQUESTS; default true (upstream). True refuses pods asking for Dynamic Resource Allocation (they
+    stay pending with upstream's message). False places them as if they asked for none: upstream then simulates
+    the DRA allocation, which karpy does not model (a start-up warning says so)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +184,7 @@ ENV_VARS: Final[tuple[EnvVar, ...]] = (
     EnvVar("BATCH_IDLE_DURATION", "batch.idle_duration", "settings.batchIdleDuration"),
     EnvVar("PREFERENCE_POLICY", "scheduling.preference_policy", "settings.preferencePolicy"),
     EnvVar("MIN_VALUES_POLICY", "scheduling.min_values_policy", "settings.minValuesPolicy"),
+    EnvVar("IGNORE_DRA_REQUESTS", "scheduling.ignore_dra_requests", "settings.ignoreDRARequests"),
     EnvVar("FEATURE_GATES", "feature_gates", "settings.featureGates"),
     EnvVar("DRY_RUN", "runtime.dry_run", "settings.dryRun"),
     EnvVar("KUBE_CLIENT_QPS", "runtime.kube_client_qps", "settings.kubeClientQPS"),
@@ -386,6 +391,7 @@ def _parse(environ: Mapping[str, str]) -> Settings:
     scheduling = SchedulingSettings(
         preference_policy=PreferencePolicy(read.get("PREFERENCE_POLICY", _enum(PreferencePolicy), "Respect")),
         min_values_policy=MinValuesPolicy(read.get("MIN_VALUES_POLICY", _enum(MinValuesPolicy), "Strict")),
+        ignore_dra_requests=read.get("IGNORE_DRA_REQUESTS", parse_bool, True),
     )
     runtime = RuntimeSettings(
         log_level=LogLevel(read.get("LOG_LEVEL", _enum(LogLevel, empty="info"), "info")),

@@ -51,7 +51,6 @@ UNSUPPORTED: Final[tuple[Unsupported, ...]] = (
     Unsupported("CPU_REQUESTS", None, "sizes Go reconciler concurrency; karpy's reconcilers run on one event loop"),
     Unsupported("LOG_OUTPUT_PATHS", "stdout", "JSON logs go to stderr"),
     Unsupported("LOG_ERROR_OUTPUT_PATHS", "stderr", "JSON logs go to stderr"),
-    Unsupported("IGNORE_DRA_REQUESTS", "true", "pods' dynamic resource claims are ignored when scheduling"),
     Unsupported("SCHEDULER_CONFIG", "", "no default topology spread constraints are applied to pods without any"),
     # aws: pkg/operator/options/options.go
     Unsupported("EKS_CONTROL_PLANE", "false", "the Kubernetes version is not looked up with eks:DescribeCluster"),
@@ -86,9 +85,18 @@ class Notice:
     level: Level
 
 
+DRA_NOT_MODELLED: Final = (
+    "karpy models no Dynamic Resource Allocation: with IGNORE_DRA_REQUESTS=false, pods' DRA resource claims are "
+    "ignored when scheduling (upstream simulates their allocation)"
+)
+
+
 def notices(environ: Mapping[str, str]) -> list[Notice]:
     """One notice per upstream variable or gate that is set and that karpy does not implement, in table order."""
     out = []
+    dra = environ.get("IGNORE_DRA_REQUESTS")
+    if dra is not None and dra.strip().lower() in ("false", "f", "0", "no", "off"):
+        out.append(Notice("IGNORE_DRA_REQUESTS", dra, DRA_NOT_MODELLED, Level.WARNING))
     for var in UNSUPPORTED:
         value = environ.get(var.env)
         if value is None:

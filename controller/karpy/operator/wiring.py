@@ -220,6 +220,7 @@ def build(
                 scheduling=snapshot.SchedulingOptions(
                     preference_policy=str(settings.scheduling.preference_policy),
                     min_values_policy=str(settings.scheduling.min_values_policy),
+                    ignore_dra_requests=settings.scheduling.ignore_dra_requests,
                 ),
             ),
             metrics=registry.provisioner_hooks(),
@@ -238,6 +239,7 @@ def build(
                 spot_to_spot=settings.feature_gates.spot_to_spot_consolidation,
                 preference_policy=str(settings.scheduling.preference_policy),
                 min_values_policy=str(settings.scheduling.min_values_policy),
+                ignore_dra_requests=settings.scheduling.ignore_dra_requests,
                 poll=timings.disruption_poll,
                 validation_delay=timings.validation_delay,
             ),

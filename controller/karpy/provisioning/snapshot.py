@@ -22,6 +22,8 @@ READY = "Ready"
 class SchedulingOptions:
     preference_policy: str = preferences.POLICY_RESPECT
     min_values_policy: str = nodes.MIN_VALUES_STRICT
+    ignore_dra_requests: bool = True
+    """IGNORE_DRA_REQUESTS, default true (upstream): pods with DRA resource claims are refused."""
 
 
 def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler.ExistingNode]:
@@ -135,6 +137,7 @@ def scheduling_input(
         volumes=volume_catalog,
         preference_policy=options.preference_policy,
         min_values_policy=options.min_values_policy,
+        ignore_dra_requests=options.ignore_dra_requests,
         compute_lower_bound=False,  # the provisioner acts on the plan; the bound is for reports and benchmarks
         diagnose=diagnose,
         catalogs=catalogs,

@@ -93,6 +93,9 @@ class Pod:
     owner_kind: str = ""
     terminating: bool = False  # metadata.deletionTimestamp is set
     unsupported: str = ""  # why the scheduler must refuse this pod (e.g. matchFields), empty when fine
+    dra: bool = False
+    """Asks for Dynamic Resource Allocation (pod resourceClaims, or a container's resources.claims): refused while
+    IGNORE_DRA_REQUESTS is on (core: utils/pod HasDRARequirements)."""
     from_candidate: bool = False
     """A running pod a consolidation simulation moves off a candidate node: it may not go onto a node still inside
     its consolidateAfter window (`ExistingNode.under_consolidate_after`); pending pods may."""
@@ -123,6 +126,7 @@ class Pod:
             self.host_ports,
             self.pvc_names if self.pvc_names else (),
             self.unsupported,
+            self.dra,
             self.from_candidate,
         )
 
@@ -451,5 +455,17 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         owner_kind=owner_kind,
         terminating=md.get("deletionTimestamp") is not None,
         unsupported=unsupported,
+        dra=has_dra_requirements(spec),
         **parts,
     )
+
+
+def has_dra_requirements(spec: Mapping[str, Any]) -> bool:
+    """Whether a pod spec claims DRA resources (pod `resourceClaims`, or any container's `resources.claims`)."""
+    if spec.get("resourceClaims"):
+        return True
+    for kind in ("initContainers", "containers"):
+        for container in spec.get(kind) or ():
+            if isinstance(container, Mapping) and ((container.get("resources") or {}).get("claims")):
+                return True
+    return False

@@ -147,6 +147,10 @@ class SchedulingInput:
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     preference_policy: str = preferences.POLICY_RESPECT
     min_values_policy: str = nodes.MIN_VALUES_STRICT
+    ignore_dra_requests: bool = True
+    """IGNORE_DRA_REQUESTS (upstream default true): pods asking for DRA resources are refused (`DRA_REFUSED`) and
+    DaemonSet pods asking for them add no overhead. Off, karpy places them as if they asked for none (it models no
+    DRA allocation)."""
     compute_lower_bound: bool = True
     diagnose: bool = False
     """Say, for every unschedulable pod, why each existing node and each NodePool refuses it
@@ -161,6 +165,8 @@ class SchedulingInput:
 
 
 TIMED_OUT = "scheduling simulation timed out"
+DRA_REFUSED = "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
+"""Upstream's message for a pod refused while IGNORE_DRA_REQUESTS is on (core: scheduling/scheduler.go `add`)."""
 
 
 class _Solver(board.Board):
@@ -174,11 +180,14 @@ class _Solver(board.Board):
             [*(p.requests for p in inp.pods), *(d.requests for d in inp.daemonsets), *node_allocs, *all_types]
         )
         active = [p for p in inp.nodepools if p.metadata.deletion_timestamp is None and p.replicas is None]
+        daemons = inp.daemonsets  # the same object when nothing is left out: `catalog.Catalogs` reuses by identity
+        if inp.ignore_dra_requests and any(d.dra for d in daemons):
+            daemons = [d for d in daemons if not d.dra]
         # Heaviest first; equal weights by name, descending (pkg/utils/nodepool OrderByWeight).
         active.sort(key=lambda p: p.name, reverse=True)
         active.sort(key=lambda p: -(p.weight or 0))
         make = inp.catalogs.get if inp.catalogs is not None else catalog.PoolCatalog
-        pools = [make(p, inp.instance_types.get(p.name, ()), index=index, daemons=inp.daemonsets) for p in active]
+        pools = [make(p, inp.instance_types.get(p.name, ()), index=index, daemons=daemons) for p in active]
         self.prefer_taints = any(taints.has_prefer_no_schedule(c.taints) for c in pools)
         # One requirement set per node (its labels and hostname), shared by its slot, its domain source and its
         # bound pods: built per pod instead, it dominated solves over thousands of nodes.
@@ -282,7 +291,12 @@ class _Solver(board.Board):
         return self._results()
 
     def _runs(self) -> list[placement.Run]:
-        ordered = sorted(self.inp.pods, key=lambda p: (p.creation_timestamp, p.uid, p.key))
+        """The pods in runs of interchangeable ones, in upstream's queue order; DRA pods are refused up front while
+        IGNORE_DRA_REQUESTS is on (upstream never relaxes them either)."""
+        refuse_dra = self.inp.ignore_dra_requests
+        self.result.unschedulable.update((p.key, DRA_REFUSED) for p in self.inp.pods if p.dra and refuse_dra)
+        schedulable = [p for p in self.inp.pods if not (p.dra and refuse_dra)]
+        ordered = sorted(schedulable, key=lambda p: (p.creation_timestamp, p.uid, p.key))
         sig_rank: dict[tuple[object, ...], int] = {}
         keyed = []
         for p in ordered:

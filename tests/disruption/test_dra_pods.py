@@ -1,0 +1,28 @@
+"""Consolidation never moves a pod asking for DRA resources while IGNORE_DRA_REQUESTS is on: its placement could
+not be simulated, so its node stays (upstream: the simulation's pods fail with the DRA error)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.disruption import world as world_mod
+
+from karpy.disruption import blockers
+
+
+@pytest.mark.parametrize(("ignore", "consolidated"), [(True, False), (False, True)])
+async def test_a_node_with_a_dra_pod_is_consolidated_only_when_dra_is_not_ignored(
+    ignore: bool, consolidated: bool
+) -> None:
+    w = world_mod.World()
+    w.pool()
+    w.node("a")
+    w.node("b")
+    w.pod("claimed", "a", cpu="1")
+    w.kube.objects[("pods", "default", "claimed")]["spec"]["resourceClaims"] = [{"name": "gpu"}]
+    w.pod("pb", "b", cpu="1")
+    w.kube.objects[("pods", "default", "pb")]["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    cmd = await w.reconcile(w.controller(ignore_dra_requests=ignore))
+    assert (cmd is not None) is consolidated
+    if not consolidated:
+        reasons = [e[4] for e in w.recorder.events if e[1] == "a" and e[3] == blockers.UNCONSOLIDATABLE]
+        assert reasons

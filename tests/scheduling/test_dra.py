@@ -1,0 +1,67 @@
+"""Pods asking for Dynamic Resource Allocation (core: scheduling/scheduler.go `add`, utils/pod HasDRARequirements,
+cases after its DRA suite): refused with upstream's message while IGNORE_DRA_REQUESTS is on (the default), placed
+as ordinary pods when it is off; a DaemonSet pod asking for DRA adds no overhead while it is on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.scheduling import conftest as c
+
+from karpy.scheduling import pods, scheduler
+
+CLAIMED = {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}
+CONTAINER_CLAIM = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]}}]}
+INIT_CLAIM = {
+    "initContainers": [{"name": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "dra"),
+    [({}, False), (CLAIMED, True), (CONTAINER_CLAIM, True), (INIT_CLAIM, True), ({"resourceClaims": []}, False)],
+)
+def test_dra_requirements_are_recognised(spec: dict[str, Any], dra: bool) -> None:
+    assert c.make_pod("p", spec=spec).dra is dra
+
+
+def test_dra_pods_are_refused_by_default_and_the_others_still_placed() -> None:
+    claimed = c.make_pod("claimed", spec=CLAIMED)
+    plain = c.make_pod("plain")
+    res = c.solve([claimed, plain])
+    c.expect_scheduled(res, plain)
+    assert res.unschedulable == {claimed.key: scheduler.DRA_REFUSED}
+    (claim,) = c.expect_provisioned(res, 1)
+    assert [p.key for p in claim.pods] == [plain.key]
+
+
+def test_dra_pods_are_placed_as_ordinary_pods_when_not_ignored() -> None:
+    claimed = c.make_pod("claimed", spec=CONTAINER_CLAIM)
+    res = c.solve([claimed], ignore_dra_requests=False)
+    c.expect_scheduled(res, claimed)
+
+
+def _daemon(name: str, spec: dict[str, Any]) -> pods.Pod:
+    body: dict[str, Any] = {
+        "containers": [{"name": "d", "resources": {"requests": {"cpu": "2"}}}],
+        **spec,
+    }
+    manifest = {
+        "metadata": {
+            "name": name,
+            "namespace": "kube-system",
+            "ownerReferences": [{"kind": "DaemonSet", "controller": True, "name": name}],
+        },
+        "spec": body,
+    }
+    return pods.from_manifest(manifest)
+
+
+@pytest.mark.parametrize(("ignore", "daemon_cpu"), [(True, 0), (False, 2000)])
+def test_a_dra_daemonset_adds_overhead_only_when_not_ignored(ignore: bool, daemon_cpu: int) -> None:
+    daemon = _daemon("gpu-agent", CLAIMED)
+    pod = c.make_pod("p")
+    res = c.solve([pod], daemonsets=[daemon], ignore_dra_requests=ignore)
+    (claim,) = c.expect_provisioned(res, 1)
+    assert claim.requests["cpu"] == 1000 + daemon_cpu
