@@ -11,7 +11,8 @@ from karpy.cloudprovider.aws import cache, drift
 from karpy.disruption import conditions as disruption_conditions
 from karpy.kube import client as kube_client
 from karpy.kube import resources, rest
-from karpy.operator import statuscontrollers
+from karpy.nodeclaim import registration
+from karpy.operator import poolstatus, statuscontrollers
 from karpy.state import cluster
 
 
@@ -124,3 +125,41 @@ async def test_without_restamping_upstreams_claims_would_sit_outside_hash_drift(
         "spec": builders.nodepool()["spec"]["template"]["spec"],
     }))  # fmt: skip
     assert disruption_conditions.static_drift(parse.nodeclaim(stored), changed) == "NodePoolDrifted"
+
+
+async def test_node_registration_healthy_is_written_and_reset_by_a_pool_change(api: rest.RestClient) -> None:
+    now = clock.ManualClock()
+    tracker = registration.RegistrationHealth()
+    cache = cluster.Cluster(clock=now)
+    for res, body in (
+        (resources.EC2NODECLASSES, builders.ec2nodeclass("default")),
+        (resources.NODEPOOLS, builders.nodepool("default")),
+    ):
+        cache.apply(res, kube_client.WatchEvent(kube_client.ADDED, await api.create(res, body)))
+    controller = statuscontrollers.NodePoolController(api, cache, clock=now, registration=tracker)
+
+    async def condition() -> tuple[str, str]:
+        stored = await api.get(resources.NODEPOOLS, "default")
+        assert stored is not None
+        found = meta.condition(poolstatus.observed_conditions(stored), "NodeRegistrationHealthy")
+        assert found is not None
+        return found.status, found.reason
+
+    await controller.reconcile("default")
+    assert await condition() == ("Unknown", "AwaitingReconciliation")
+    pool = await api.get(resources.NODEPOOLS, "default")
+    assert pool is not None
+    owned = builders.nodeclaim("default-abcde")
+    owned["metadata"]["ownerReferences"] = [{"kind": "NodePool", "name": "default", "uid": pool["metadata"]["uid"]}]
+    tracker.record(parse.nodeclaim(owned), registered=True)
+    await controller.reconcile("default")
+    assert await condition() == ("True", "NodeRegistrationHealthy")
+    # A new generation of the pool: what was learned about the old one no longer holds.
+    await api.patch(resources.NODEPOOLS, "default", {"spec": {"weight": 10}})
+    await controller.reconcile("default")
+    assert await condition() == ("Unknown", "AwaitingReconciliation")
+    stored = await api.get(resources.NODEPOOLS, "default")
+    assert stored is not None
+    ready = meta.condition(poolstatus.observed_conditions(stored), "Ready")
+    assert ready is not None
+    assert "NodeRegistrationHealthy" not in ready.message  # no dependent of Ready

@@ -22,14 +22,23 @@ def set_condition(
     now: float,
     reason: str = "",
     message: str = "",
+    observed_generation: int = 0,
 ) -> tuple[meta.Condition, ...]:
-    """`conditions` with `type_` set; its transition time is `now` only when the status changes (or it is new)."""
+    """`conditions` with `type_` set; its transition time is `now` only when the status changes (or it is new).
+    `observed_generation`: the object's generation the condition describes (0: not recorded)."""
     if status not in (TRUE, FALSE, UNKNOWN):
         raise ValueError(f"condition {type_}: status must be True, False or Unknown, not {status!r}")
     reason = reason or (type_ if status == TRUE else "")
     old = meta.condition(conditions, type_)
     when = old.last_transition_time if old is not None and old.status == status else now
-    new = meta.Condition(type=type_, status=status, reason=reason, message=message, last_transition_time=when)
+    new = meta.Condition(
+        type=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=when,
+        observed_generation=observed_generation,
+    )
     if old is None:
         return (*conditions, new)
     return tuple(new if c.type == type_ else c for c in conditions)

@@ -28,7 +28,7 @@ from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube
 from karpy.kube import resources
-from karpy.nodeclaim import capacitytype, conditions, garbagecollection, lifecycle
+from karpy.nodeclaim import capacitytype, conditions, garbagecollection, lifecycle, registration
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ class Deps:
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
     """Where NodeClaims that do not parse, and objects whose handling raised, are reported."""
+    registration: registration.RegistrationHealth | None = None
+    """Where registration outcomes go (the NodePools' NodeRegistrationHealthy); None: not tracked."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -235,6 +237,8 @@ class NodeClaimController:
 
     async def _timed_out(self, claim: nodeclaim.NodeClaim, reason: lifecycle.LivenessReason) -> Result:
         if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
+            if self._deps.registration is not None:  # counted once: a claim already deleting is not again
+                self._deps.registration.record(claim, registered=False)
             log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
             self._disrupted(claim, reason.value)
         return DONE
@@ -307,6 +311,8 @@ class NodeClaimController:
             return await self._write_status(claim, outcome.claim)
         if outcome.node_patch is not None:
             await self._deps.client.patch(resources.NODES, outcome.claim.status.node_name, outcome.node_patch)
+        if self._deps.registration is not None and outcome.claim.is_true(nodeclaim.REGISTERED):
+            self._deps.registration.record(outcome.claim, registered=True)
         result = await self._write_status(claim, outcome.claim)
         log.info("registered nodeclaim", extra={"nodeclaim": claim.name, "node": result.status.node_name})
         return result

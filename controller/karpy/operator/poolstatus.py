@@ -3,8 +3,10 @@ counter and hash controllers, aws nodeclass hash controller).
 
 NodePool conditions: ValidationSucceeded (False with the parser's problems for an object the CRD schema let through,
 e.g. stored under an older CRD), NodeClassReady (its EC2NodeClass exists and is Ready), and the root Ready (all of
-them True). Status also carries the pool's usage (`resources`, `nodes`). Hash annotations mark which template the
-pool's NodeClaims were built from (drift). Everything here returns patches; the async shell only applies them.
+them True); NodeRegistrationHealthy, decided by `karpy.nodeclaim.registration`, is written here too but is no
+dependent of Ready (upstream's NodePool status conditions). Status also carries the pool's usage (`resources`,
+`nodes`). Hash annotations mark which template the pool's NodeClaims were built from (drift). Everything here
+returns patches; the async shell only applies them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from karpy.nodeclaim import conditions as cond
 VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
 NODECLASS_READY: Final = "NodeClassReady"
 READY: Final = "Ready"
+NODE_REGISTRATION_HEALTHY: Final = "NodeRegistrationHealthy"
 NODES: Final = "nodes"
 """The pseudo-resource the state cache counts nodes under (milli-units, like NodePool limits)."""
 
@@ -65,8 +68,23 @@ def nodepool_conditions(
     validation_error: str,
     nodeclasses: Mapping[str, ec2nodeclass.EC2NodeClass],
     now: float,
+    registration: tuple[str, str, str] | None = None,
+    generation: int = 0,
 ) -> tuple[meta.Condition, ...]:
+    """`registration`: NodeRegistrationHealthy's (status, reason, message), recorded against `generation`; None
+    leaves it as it is."""
     out = previous
+    if registration is not None:
+        r_status, r_reason, r_message = registration
+        out = cond.set_condition(
+            out,
+            NODE_REGISTRATION_HEALTHY,
+            r_status,
+            now=now,
+            reason=r_reason,
+            message=r_message,
+            observed_generation=generation,
+        )
     if validation_error:
         out = cond.set_condition(
             out, VALIDATION_SUCCEEDED, cond.FALSE, now=now, reason=Reason.VALIDATION_FAILED, message=validation_error
@@ -92,10 +110,17 @@ def nodepool_status_patch(
     nodeclasses: Mapping[str, ec2nodeclass.EC2NodeClass],
     usage: Mapping[str, int],
     now: float,
+    registration: tuple[str, str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The status-subresource merge patch for one NodePool, or None when nothing would change."""
     conditions = nodepool_conditions(
-        observed_conditions(raw), pool=pool, validation_error=validation_error, nodeclasses=nodeclasses, now=now
+        observed_conditions(raw),
+        pool=pool,
+        validation_error=validation_error,
+        nodeclasses=nodeclasses,
+        now=now,
+        registration=registration,
+        generation=pool.metadata.generation if pool is not None else 0,
     )
     body: dict[str, Any] = {
         "conditions": status.conditions(conditions),
@@ -118,13 +143,14 @@ def _same(current: Any, wanted: Any) -> bool:
     return bool(current == wanted)
 
 
-def _cond_key(c: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+def _cond_key(c: Mapping[str, Any]) -> tuple[str, str, str, str, str, int]:
     return (
         str(c.get("type")),
         str(c.get("status")),
         str(c.get("reason") or ""),
         str(c.get("message") or ""),
         str(c.get("lastTransitionTime") or ""),
+        int(c.get("observedGeneration") or 0),
     )
 
 

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_module
-from karpy.api import ec2nodeclass, errors, labels, nodeclaim, parse, status
+from karpy.api import ec2nodeclass, errors, labels, meta, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.kube import client, resources
+from karpy.nodeclaim import registration as registration_health
 from karpy.operator import poolstatus
 from karpy.state import cluster as cluster_module
 
@@ -40,10 +41,36 @@ class NodeClassReconciler(Protocol):
 
 
 class NodePoolController:
-    def __init__(self, kube: client.KubeClient, cluster: cluster_module.Cluster, *, clock: clock_module.Clock) -> None:
+    def __init__(
+        self,
+        kube: client.KubeClient,
+        cluster: cluster_module.Cluster,
+        *,
+        clock: clock_module.Clock,
+        registration: registration_health.RegistrationHealth | None = None,
+    ) -> None:
         self._kube = kube
         self._cluster = cluster
         self._clock = clock
+        self._registration = registration
+
+    def _registration_condition(
+        self, raw: Mapping[str, Any], pool: nodepool.NodePool | None
+    ) -> tuple[str, str, str] | None:
+        """NodeRegistrationHealthy as the registration tracker decides it (None: not tracked, or no valid pool)."""
+        if self._registration is None or pool is None or not pool.metadata.uid:
+            return None
+        nc = self._cluster.nodeclasses().get(pool.template.node_class_ref.name)
+        if nc is None:
+            return None  # upstream leaves the condition alone while the node class is missing
+        previous = meta.condition(poolstatus.observed_conditions(raw), poolstatus.NODE_REGISTRATION_HEALTHY)
+        observed = (raw.get("status") or {}).get("nodeClassObservedGeneration")
+        stale = previous is not None and (
+            previous.observed_generation != pool.metadata.generation
+            or (observed is not None and observed != nc.metadata.generation)
+        )
+        wanted = self._registration.condition(pool.metadata.uid, previous, stale=stale)
+        return wanted.status, wanted.reason, wanted.message
 
     async def reconcile(self, name: str) -> float | None:
         raw = await self._kube.get(resources.NODEPOOLS, name)
@@ -68,6 +95,7 @@ class NodePoolController:
             nodeclasses=self._cluster.nodeclasses(),
             usage=self._cluster.nodepool_usage(name),
             now=self._clock.now(),
+            registration=self._registration_condition(raw, pool),
         )
         if patch is not None:
             await self._kube.patch(resources.NODEPOOLS, name, patch, subresource="status")

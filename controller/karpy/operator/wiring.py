@@ -26,6 +26,7 @@ from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, config, dryrun, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import expiry_controller, repair
+from karpy.nodeclaim import registration as registration_health
 from karpy.operator import leader, metrics, observers, statuscontrollers, views, workqueue
 from karpy.operator import settings as settings_module
 from karpy.provisioning import batcher, provisioner, snapshot
@@ -198,8 +199,10 @@ def build(
             clock=clock,
             identity=identity,
         )
+    registration = registration_health.RegistrationHealth()
     deps = nodeclaim_controller.Deps(
         client=writer,
+        registration=registration,
         cloud=cloud.provider,
         clock=clock,
         recorder=recorder,
@@ -323,7 +326,7 @@ def build(
         provisioner=prov,
         disruption=disruption,
         interruption=interruption,
-        nodepools=statuscontrollers.NodePoolController(writer, cluster, clock=clock),
+        nodepools=statuscontrollers.NodePoolController(writer, cluster, clock=clock, registration=registration),
         nodeclasses=nodeclasses,
         nodeclaim_conditions=nodeclaim_conditions,
         expiry=expiry,
