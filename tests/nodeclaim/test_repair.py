@@ -183,3 +183,29 @@ async def test_an_earlier_termination_timestamp_is_kept() -> None:
     claim = w.kube.obj(resources.NODECLAIMS, "a") or {}
     assert claim["metadata"]["annotations"][labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP] == earlier
     assert w.deleting("a")
+
+
+def standalone(w: world_mod.World, name: str) -> None:
+    """A node whose NodeClaim belongs to no NodePool (created by hand)."""
+    w.node(name)
+    for plural in ("nodeclaims", "nodes"):
+        del w.kube.objects[(plural, "", name)]["metadata"]["labels"][labels.LABEL_NODEPOOL]
+
+
+@pytest.mark.parametrize(("sick_in_pool", "repaired"), [(0, True), (2, False)])
+async def test_a_standalone_nodeclaim_is_held_to_the_clusters_share(sick_in_pool: int, repaired: bool) -> None:
+    w = world_mod.World()
+    w.pool()
+    for name in ("a", "b", "c", "d", "e"):
+        w.node(name)
+    standalone(w, "solo")
+    long_ago = w.clock.now() - 60 * MIN
+    for name in ("solo", *"ab"[:sick_in_pool]):
+        set_condition(w, name, "Ready", "False", long_ago)
+    w.sync()
+    ctrl, _ = controller(w)
+    await ctrl.reconcile()
+    # One sick node of six is within 20 % of the cluster (two, rounded up); three are not.
+    assert w.deleting("solo") is repaired
+    if not repaired:
+        assert blocked(w, "solo") == [repair.NODE_REPAIR_BLOCKED]

@@ -8,7 +8,8 @@ capacity as for any deleted node.
 
 Repair stops while more than 20 % of a NodePool's nodes are unhealthy (rounded up, as a PodDisruptionBudget's
 percentage: of three nodes one may be repaired): a fault that hits many nodes at once (a bad AMI, a network outage)
-is not fixed by replacing them all. The node then gets a NodeRepairBlocked warning, at most once per 15 minutes.
+is not fixed by replacing them all. A NodeClaim without a NodePool is held to the same share of all the cluster's
+nodes. The node then gets a NodeRepairBlocked warning, at most once per 15 minutes.
 
 `unhealthy` and `pool_healthy` are pure; `RepairController.run` is the loop the leader runs.
 """
@@ -146,8 +147,10 @@ class RepairController:
         now = deps.clock.now()
         nodes = [n for n in deps.cluster.state_nodes() if n.node is not None and n.nodeclaim is not None]
         by_pool: dict[str, list[Mapping[str, Any]]] = {}
+        everyone: list[Mapping[str, Any]] = []
         for n in deps.cluster.state_nodes():
-            if n.node is not None and n.nodepool:
+            if n.node is not None:
+                everyone.append(n.node)
                 by_pool.setdefault(n.nodepool, []).append(n.node)
         self._blocked_until = {k: v for k, v in self._blocked_until.items() if v > now}
         self._announced_until = {k: v for k, v in self._announced_until.items() if v > now}
@@ -164,7 +167,8 @@ class RepairController:
                 continue
             if n.node_name in self._blocked_until:
                 continue
-            if not pool_healthy(by_pool.get(n.nodepool, ()), deps.policies):
+            peers = by_pool.get(n.nodepool, ()) if n.nodepool else everyone  # standalone: the cluster's share
+            if not pool_healthy(peers, deps.policies):
                 self._block(n)
                 continue
             await self._repair(n, found)
@@ -177,7 +181,8 @@ class RepairController:
         if n.node_name in self._announced_until:
             return
         self._announced_until[n.node_name] = now + BLOCKED_DEDUPE
-        message = f"more than {ALLOWED_UNHEALTHY:.0%} nodes are unhealthy in the nodepool"
+        where = "nodepool" if n.nodepool else "cluster"
+        message = f"more than {ALLOWED_UNHEALTHY:.0%} nodes are unhealthy in the {where}"
         log.info("node repair blocked", extra={"node": n.node_name, "nodepool": n.nodepool, "reason": message})
         self._deps.recorder.record(n.node, "Warning", NODE_REPAIR_BLOCKED, message)
 
