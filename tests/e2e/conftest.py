@@ -23,8 +23,11 @@ async def emulated(
     request: pytest.FixtureRequest, chart_rbac: list[rbac.Rule]
 ) -> AsyncIterator[cluster.EmulatedCluster]:
     """The cluster; at the end, every request the controller sent must be one the chart's RBAC allows (and one the
-    committed recording has: see tests/charts/rbac.py)."""
-    async with cluster.EmulatedCluster(support.cluster_options()) as running:
+    committed recording has: see tests/charts/rbac.py). A module or test marked `cluster(boot_delay=..., ...)` gets
+    those ClusterOptions over the fast defaults (slower stand-ins where a scenario follows real timers)."""
+    marker = request.node.get_closest_marker("cluster")
+    overrides = marker.kwargs if marker is not None else {}
+    async with cluster.EmulatedCluster(support.cluster_options(**overrides)) as running:
         yield running
         found = rbac.after_test(running.api.accesses.snapshot(), chart_rbac, test_id=request.node.nodeid)
         assert not found, "\n".join(found)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import AsyncIterator
 
 import pytest
 from tests.e2e import support
@@ -21,10 +20,7 @@ HOURS = 3600.0
 PRE_DRAIN = 40 * 60.0
 
 
-@pytest.fixture
-async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
-    async with cluster.EmulatedCluster(support.cluster_options(boot_delay=5.0, interval=5.0)) as running:
-        yield running
+pytestmark = pytest.mark.cluster(boot_delay=5.0, interval=5.0)
 
 
 def _block(zone: str, end: float) -> dict[str, object]:
@@ -44,32 +40,32 @@ def _block(zone: str, end: float) -> dict[str, object]:
 
 @pytest.mark.slow
 async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
-    virtual: cluster.EmulatedCluster,
+    emulated: cluster.EmulatedCluster,
 ) -> None:
-    clock = virtual.clock
+    clock = emulated.clock
     assert isinstance(clock, autojump.AutojumpClock)
-    assert virtual.seeded is not None
+    assert emulated.seeded is not None
     end = float(int(clock.now() + 2 * HOURS))  # whole seconds, as the status's endTime keeps it
-    block = emulated_reservations.CapacityReservations([_block((await support.zones(virtual))[0], end)])
-    nodeclass = support.demo.nodeclass_manifest(role=virtual.seeded.node_role, discovery=virtual.cluster_name)
+    block = emulated_reservations.CapacityReservations([_block((await support.zones(emulated))[0], end)])
+    nodeclass = support.demo.nodeclass_manifest(role=emulated.seeded.node_role, discovery=emulated.cluster_name)
     nodeclass["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-0block"}]
     body = support.pool(consolidate_after="Never")
     for req in body["spec"]["template"]["spec"]["requirements"]:
         if req["key"] == labels.LABEL_CAPACITY_TYPE:
             req["values"] = ["reserved", "on-demand"]
-    await virtual.client.create(resources.EC2NODECLASSES, nodeclass)
-    await virtual.client.create(resources.NODEPOOLS, body)
+    await emulated.client.create(resources.EC2NODECLASSES, nodeclass)
+    await emulated.client.create(resources.NODEPOOLS, body)
 
     # No SQS long poll: it would hold the virtual clock still while it waits.
-    plane = controlplane.ControlPlane(virtual, dataclasses.replace(support.FAST, interruption=False))
+    plane = controlplane.ControlPlane(emulated, dataclasses.replace(support.FAST, interruption=False))
     assert plane.provider is not None
     block.install(plane.provider._deps.aws.ec2)
     async with plane:
-        await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("trainer", 1, cpu="500m"))
+        await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("trainer", 1, cpu="500m"))
         await support.eventually(
-            lambda: support.all_bound(virtual, "trainer", 1), clock=clock, within=120, what="trainer bound"
+            lambda: support.all_bound(emulated, "trainer", 1), clock=clock, within=120, what="trainer bound"
         )
-        (claim,) = await support.claims(virtual)
+        (claim,) = await support.claims(emulated)
         claim_labels = claim["metadata"]["labels"]
         assert claim_labels[labels.LABEL_CAPACITY_TYPE] == "reserved"
         assert claim_labels[labels.LABEL_CAPACITY_RESERVATION_ID] == "cr-0block"
@@ -80,7 +76,7 @@ async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
         deleted_at: list[float] = []
 
         async def claim_deleting() -> bool:
-            got = await virtual.client.get(resources.NODECLAIMS, claim["metadata"]["name"])
+            got = await emulated.client.get(resources.NODECLAIMS, claim["metadata"]["name"])
             if got is None or got["metadata"].get("deletionTimestamp"):
                 deleted_at.append(clock.now())
                 return True
@@ -93,12 +89,12 @@ async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
         assert end - PRE_DRAIN <= deleted_at[0] < end - PRE_DRAIN + 60  # at the pre-drain, not before
 
         async def moved_on_demand() -> bool:
-            pods = await support.all_bound(virtual, "trainer", 1)
-            claims = await support.claims(virtual)
+            pods = await support.all_bound(emulated, "trainer", 1)
+            claims = await support.claims(emulated)
             return bool(
                 pods
                 and [c["metadata"]["labels"][labels.LABEL_CAPACITY_TYPE] for c in claims] == ["on-demand"]
-                and in_block not in await support.running_instances(virtual)
+                and in_block not in await support.running_instances(emulated)
             )
 
         await support.eventually(

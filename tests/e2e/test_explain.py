@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.charts import rbac
 from tests.e2e import support
 
 from karpy.api import labels
@@ -38,15 +36,7 @@ APART = {
 EMPTIED = ("empty-a", "empty-b", "empty-c")
 
 
-@pytest.fixture
-async def virtual(
-    request: pytest.FixtureRequest, chart_rbac: list[rbac.Rule]
-) -> AsyncIterator[cluster.EmulatedCluster]:
-    options = support.cluster_options(boot_delay=5.0, interval=1.0)
-    async with cluster.EmulatedCluster(options) as running:
-        yield running
-        found = rbac.after_test(running.api.accesses.snapshot(), chart_rbac, test_id=request.node.nodeid)
-        assert not found, "\n".join(found)
+pytestmark = pytest.mark.cluster(boot_delay=5.0, interval=1.0)
 
 
 def solo(name: str, *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -78,12 +68,12 @@ async def events(emulated: cluster.EmulatedCluster, reason: str) -> dict[str, li
 
 @pytest.mark.slow
 async def test_the_next_pass_disrupts_what_explain_said(
-    virtual: cluster.EmulatedCluster, caplog: pytest.LogCaptureFixture
+    emulated: cluster.EmulatedCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = virtual.clock
-    api = virtual.client
-    async with controlplane.ControlPlane(virtual, UPSTREAM):
-        await support.apply_defaults(virtual, support.pool(consolidate_after="Never", budgets=[{"nodes": "2"}]))
+    clock = emulated.clock
+    api = emulated.client
+    async with controlplane.ControlPlane(emulated, UPSTREAM):
+        await support.apply_defaults(emulated, support.pool(consolidate_after="Never", budgets=[{"nodes": "2"}]))
         await api.create(resources.PDBS, GUARD)
         for body in (
             *(solo(name) for name in EMPTIED),
@@ -93,32 +83,32 @@ async def test_the_next_pass_disrupts_what_explain_said(
             await api.create(workloads.DEPLOYMENTS, body)
         for name in (*EMPTIED, "guarded", "pinned"):
             await support.eventually(
-                lambda n=name: support.all_bound(virtual, n, 1), clock=virtual.clock, within=60, what=f"{name} bound"
+                lambda n=name: support.all_bound(emulated, n, 1), clock=emulated.clock, within=60, what=f"{name} bound"
             )
         await api.create(workloads.DEPLOYMENTS, support.deployment("impossible", 1, cpu="1000"))
 
         async def failed() -> list[str] | None:
-            made = await support.pods_of(virtual, "impossible")  # the Deployment stand-in makes it in its next pass
-            found = await events(virtual, "FailedScheduling")
+            made = await support.pods_of(emulated, "impossible")  # the Deployment stand-in makes it in its next pass
+            found = await events(emulated, "FailedScheduling")
             return next((found[p["metadata"]["name"]] for p in made if p["metadata"]["name"] in found), None)
 
         await support.eventually(
-            failed, clock=virtual.clock, within=30, what="the impossible pod's FailedScheduling event"
+            failed, clock=emulated.clock, within=30, what="the impossible pod's FailedScheduling event"
         )
         for name in EMPTIED:
-            await support.scale(virtual, name, 0)
+            await support.scale(emulated, name, 0)
         for name in EMPTIED:
             await support.eventually(
-                lambda n=name: _gone(virtual, n), clock=virtual.clock, within=30, what=f"{name} emptied"
+                lambda n=name: _gone(emulated, n), clock=emulated.clock, within=30, what=f"{name} emptied"
             )
-    claims = {support.instance_id(c): c["metadata"]["name"] for c in await support.claims(virtual)}
+    claims = {support.instance_id(c): c["metadata"]["name"] for c in await support.claims(emulated)}
     assert len(claims) == 5
 
     body = {"spec": {"disruption": {"consolidateAfter": "30s", "budgets": [{"nodes": "2"}]}}}
     await api.patch(resources.NODEPOOLS, "default", body)
     await clock.sleep(60.0)
 
-    request = command.Request(kubeconfig=str(virtual.kubeconfig), now=clock.now())
+    request = command.Request(kubeconfig=str(emulated.kubeconfig), now=clock.now())
     doc = await asyncio.to_thread(command.explain, request)
     step = doc["next_pass"]
     assert (step["method"], step["decision"], len(step["nodeclaims"])) == ("emptiness", "delete", 2)
@@ -132,7 +122,7 @@ async def test_the_next_pass_disrupts_what_explain_said(
     assert not waiting["schedulable"]
 
     caplog.set_level(logging.INFO, logger="karpy.disruption.controller")
-    async with controlplane.ControlPlane(virtual, UPSTREAM):
+    async with controlplane.ControlPlane(emulated, UPSTREAM):
 
         def first_command() -> list[str] | None:
             records = [r for r in caplog.records if r.getMessage() == "disrupting nodeclaim(s)"]
@@ -142,20 +132,20 @@ async def test_the_next_pass_disrupts_what_explain_said(
             return first_command()
 
         disrupted = await support.eventually(
-            decided, clock=virtual.clock, within=60, what="the controller's first disruption command"
+            decided, clock=emulated.clock, within=60, what="the controller's first disruption command"
         )
         assert set(disrupted) == said
 
         async def blocked_events() -> dict[str, list[str]] | None:
-            found = await events(virtual, "DisruptionBlocked")
+            found = await events(emulated, "DisruptionBlocked")
             return found if all(name in found for name in blocked) else None
 
         published = await support.eventually(
-            blocked_events, clock=virtual.clock, within=30, what="DisruptionBlocked on both nodeclaims"
+            blocked_events, clock=emulated.clock, within=30, what="DisruptionBlocked on both nodeclaims"
         )
         for name, reason in blocked.items():
             assert reason["message"] in published[name]
-        failures = await events(virtual, "FailedScheduling")
+        failures = await events(emulated, "FailedScheduling")
     pod = waiting["pod"].split("/", 1)[1]
     assert f"Failed to schedule pod, {waiting['reason']}" in failures[pod]
 

@@ -80,22 +80,30 @@ async def test_kubectl_scale_moves_a_static_pool_and_drift_replaces_its_node(
 ) -> None:
     config = kubeconfig(emulated, tmp_path)
     await support.apply_defaults(emulated, static_pool(2))
-    await support.eventually(lambda: static_nodes(emulated, 2), within=45, what="two static nodes")
+    await support.eventually(
+        lambda: static_nodes(emulated, 2), clock=emulated.clock, within=45, what="two static nodes"
+    )
     assert await support.running_instances(emulated)
 
     await kubectl(emulated, config, "scale", "nodepool", STATIC, "--replicas=3")
-    three = await support.eventually(lambda: static_nodes(emulated, 3), within=45, what="three static nodes")
+    three = await support.eventually(
+        lambda: static_nodes(emulated, 3), clock=emulated.clock, within=45, what="three static nodes"
+    )
     replicas = await kubectl(emulated, config, "get", "nodepool", STATIC, "-o", "jsonpath={.spec.replicas}")
     assert replicas == "3"
 
     await kubectl(emulated, config, "scale", "nodepool", STATIC, "--replicas=1")
-    (left,) = await support.eventually(lambda: static_nodes(emulated, 1), within=45, what="one static node")
+    (left,) = await support.eventually(
+        lambda: static_nodes(emulated, 1), clock=emulated.clock, within=45, what="one static node"
+    )
     assert left["metadata"]["name"] in {c["metadata"]["name"] for c in three}
 
     async def no_extra_instance() -> bool:
         return len(await support.running_instances(emulated)) == 1
 
-    await support.eventually(no_extra_instance, within=30, what="the removed nodes' instances terminated")
+    await support.eventually(
+        no_extra_instance, clock=emulated.clock, within=30, what="the removed nodes' instances terminated"
+    )
 
     new_image = await support.register_image(emulated, "al2023-static-next")
     seen: list[int] = []
@@ -112,9 +120,11 @@ async def test_kubectl_scale_moves_a_static_pool_and_drift_replaces_its_node(
         seen.append(len(found))
         return len(found)
 
-    async with support.Sampler(probe):
+    async with support.Sampler(probe, clock=emulated.clock):
         await support.select_image(emulated, new_image)
-        await support.eventually(replaced, within=60, what="the drifted static node replaced on the new image")
+        await support.eventually(
+            replaced, clock=emulated.clock, within=60, what="the drifted static node replaced on the new image"
+        )
     # Replace first, then delete: never below the replica count, never more than one replacement at a time.
     assert min(seen) >= 1
     assert max(seen) <= 2

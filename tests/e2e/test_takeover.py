@@ -13,7 +13,7 @@ drift work as usual, and every NodePool, NodeClaim and EC2NodeClass karpy leaves
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -37,11 +37,7 @@ LEGACY = upstream_cluster.PoolSpec(
 )
 
 
-@pytest.fixture
-async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
-    options = support.cluster_options(boot_delay=5.0, interval=5.0)
-    async with cluster.EmulatedCluster(options) as running:
-        yield running
+pytestmark = pytest.mark.cluster(boot_delay=5.0, interval=5.0)
 
 
 async def _everything(emulated: cluster.EmulatedCluster) -> dict[str, list[dict[str, Any]]]:
@@ -80,24 +76,24 @@ class Touched(support.Following):
 # The longest e2e scenario (35 virtual minutes): about 100 s of real time at a load average of 5, 190 s at 10.
 @pytest.mark.timeout(900)
 async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
-    virtual: cluster.EmulatedCluster,
+    emulated: cluster.EmulatedCluster,
 ) -> None:
-    clock = virtual.clock
+    clock = emulated.clock
     assert isinstance(clock, autojump.AutojumpClock)
-    fleet = await upstream_cluster.populate(virtual, [WEB, LEGACY])
-    before = await _everything(virtual)
+    fleet = await upstream_cluster.populate(emulated, [WEB, LEGACY])
+    before = await _everything(emulated)
 
-    async with controlplane.ControlPlane(virtual, UPSTREAM), support.NamesSeen(virtual, resources.NODECLAIMS) as seen:
-        async with Touched(virtual, resources.NODECLAIMS) as claims, Touched(virtual, resources.NODES) as nodes:
+    async with controlplane.ControlPlane(emulated, UPSTREAM), support.NamesSeen(emulated, resources.NODECLAIMS) as seen:
+        async with Touched(emulated, resources.NODECLAIMS) as claims, Touched(emulated, resources.NODES) as nodes:
             await clock.sleep(TAKEOVER)  # 30 virtual minutes under karpy
         touched = claims.names | nodes.names
 
         # -- 30 minutes on: nothing touched -------------------------------------------------------------------------
-        after = await _everything(virtual)
+        after = await _everything(emulated)
         assert touched == set(), f"claims drifted or disrupted after the take-over: {sorted(touched)}"
         assert seen.names == set(fleet.claims), "karpy created or replaced NodeClaims on a cluster at rest"
         assert {c["metadata"]["name"] for c in after["nodeclaims"]} == set(fleet.claims)
-        assert fleet.instances <= set(await support.running_instances(virtual)), "an upstream instance was terminated"
+        assert fleet.instances <= set(await support.running_instances(emulated)), "an upstream instance was terminated"
         for kind, items in after.items():
             stuck = [o["metadata"]["name"] for o in items if o["metadata"].get("deletionTimestamp")]
             assert not stuck, f"{kind} left deleting: {stuck}"
@@ -116,45 +112,45 @@ async def test_karpy_takes_over_an_upstream_cluster_without_touching_a_node(
         assert legacy["spec"]["kubelet"] == LEGACY.kubelet  # kept as upstream stored it
 
         # -- then karpy works as usual: scale-up, consolidation, drift ---------------------------------------------
-        await support.scale(virtual, WEB.name, 5)
+        await support.scale(emulated, WEB.name, 5)
         await support.eventually(
-            lambda: support.all_bound(virtual, WEB.name, 5), clock=virtual.clock, within=60, what="scale-up"
+            lambda: support.all_bound(emulated, WEB.name, 5), clock=emulated.clock, within=60, what="scale-up"
         )
-        grown = {c["metadata"]["name"] for c in await support.claims(virtual)}
+        grown = {c["metadata"]["name"] for c in await support.claims(emulated)}
         assert len(grown - set(fleet.claims)) == 2
 
-        await support.scale(virtual, WEB.name, 3)
+        await support.scale(emulated, WEB.name, 3)
 
         async def consolidated() -> bool:
-            names = {c["metadata"]["name"] for c in await support.claims(virtual)}
-            return len(names) == len(fleet.claims) and bool(await support.all_bound(virtual, WEB.name, 3))
+            names = {c["metadata"]["name"] for c in await support.claims(emulated)}
+            return len(names) == len(fleet.claims) and bool(await support.all_bound(emulated, WEB.name, 3))
 
         # Virtual seconds: 1 min consolidateAfter, then one node at a time (the 10% budget of five nodes is one), each
         # up to a 10 s poll, the 15 s validation and its termination: about 140 s, bounded at twice that.
         await support.eventually(
-            consolidated, clock=virtual.clock, within=300, what="the two emptied nodes consolidated"
+            consolidated, clock=emulated.clock, within=300, what="the two emptied nodes consolidated"
         )
 
-        new_image = await support.register_image(virtual, "al2023-next")
-        await support.select_image(virtual, new_image)
+        new_image = await support.register_image(emulated, "al2023-next")
+        await support.select_image(emulated, new_image)
         legacy_claim = fleet.pools[LEGACY.name][0]
 
         async def web_on_the_new_image() -> bool:
-            claims = await support.claims(virtual)
-            images = await support.instance_images(virtual)
+            claims = await support.claims(emulated)
+            images = await support.instance_images(emulated)
             web = [c for c in claims if c["metadata"]["labels"].get(labels.LABEL_NODEPOOL) == WEB.name]
             fresh = all(images.get(support.instance_id(c)) == new_image for c in web)
-            return len(web) == WEB.nodes and fresh and bool(await support.all_bound(virtual, WEB.name, 3))
+            return len(web) == WEB.nodes and fresh and bool(await support.all_bound(emulated, WEB.name, 3))
 
         # One node at a time again, each a launch (5 s boot), an initialization, a drain and a termination.
         await support.eventually(
-            web_on_the_new_image, clock=virtual.clock, within=600, what="web's nodes replaced on the new image"
+            web_on_the_new_image, clock=emulated.clock, within=600, what="web's nodes replaced on the new image"
         )
-        final = await _everything(virtual)
+        final = await _everything(emulated)
 
     # The legacy pool's node, on a class karpy cannot launch from, is still the one upstream left.
     assert legacy_claim in {c["metadata"]["name"] for c in final["nodeclaims"]}
-    assert fleet.claims[legacy_claim][0] in set(await support.running_instances(virtual))
+    assert fleet.claims[legacy_claim][0] in set(await support.running_instances(emulated))
     # Everything karpy leaves behind is an object upstream's CRDs accept (karpy's CRDs are upstream's, node for node:
     # tests/api/test_upstream_crds.py), status included.
     for kind in ("nodepools", "nodeclaims", "ec2nodeclasses"):

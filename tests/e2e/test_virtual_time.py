@@ -10,10 +10,7 @@ seconds (the test's timeout bounds the real time; the asserts bound the virtual 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from tests.charts import rbac
 from tests.e2e import support
 
 from karpy.api import decoding
@@ -28,41 +25,33 @@ UPSTREAM = controlplane.Options(interruption=False)
 """Upstream's timings (the SQS long poll is off: a blocking wait would hold virtual time still)."""
 
 
-@pytest.fixture
-async def virtual(
-    request: pytest.FixtureRequest, chart_rbac: list[rbac.Rule]
-) -> AsyncIterator[cluster.EmulatedCluster]:
-    options = support.cluster_options(boot_delay=BOOT_DELAY, interval=1.0)
-    async with cluster.EmulatedCluster(options) as running:
-        yield running
-        found = rbac.after_test(running.api.accesses.snapshot(), chart_rbac, test_id=request.node.nodeid)
-        assert not found, "\n".join(found)
+pytestmark = pytest.mark.cluster(boot_delay=BOOT_DELAY, interval=1.0)
 
 
 @pytest.mark.slow
 async def test_an_empty_node_goes_after_consolidate_after_and_validation_in_virtual_time(
-    virtual: cluster.EmulatedCluster,
+    emulated: cluster.EmulatedCluster,
 ) -> None:
-    clock = virtual.clock
+    clock = emulated.clock
     assert isinstance(clock, autojump.AutojumpClock)
-    async with controlplane.ControlPlane(virtual, UPSTREAM):
+    async with controlplane.ControlPlane(emulated, UPSTREAM):
         await support.apply_defaults(
-            virtual, support.pool(consolidate_after=f"{CONSOLIDATE_AFTER:g}s", policy="WhenEmpty")
+            emulated, support.pool(consolidate_after=f"{CONSOLIDATE_AFTER:g}s", policy="WhenEmpty")
         )
         start = clock.now()
-        await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("inflate", 2))
+        await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("inflate", 2))
         await support.eventually(
-            lambda: support.all_bound(virtual, "inflate", 2), clock=virtual.clock, within=30, what="pods bound"
+            lambda: support.all_bound(emulated, "inflate", 2), clock=emulated.clock, within=30, what="pods bound"
         )
         # Bound no sooner than the batch's idle second plus the node's boot delay, both on the virtual clock.
         assert clock.now() - start >= BOOT_DELAY + UPSTREAM.batch_idle
 
-        await support.scale(virtual, "inflate", 0)
+        await support.scale(emulated, "inflate", 0)
         emptied = clock.now()
         # 30 s consolidateAfter, up to 10 s to the next poll, 15 s validation, then termination: at least the 5 s
         # minimum drain and up to one 5 s instance poll: 56–70 virtual s in all.
         await support.eventually(
-            lambda: support.nothing_left(virtual), clock=virtual.clock, within=90, what="the empty node removed"
+            lambda: support.nothing_left(emulated), clock=emulated.clock, within=90, what="the empty node removed"
         )
         took = clock.now() - emptied
     assert CONSOLIDATE_AFTER + UPSTREAM.validation_delay + termination.MIN_DRAIN_TIME <= took
@@ -73,31 +62,31 @@ async def test_an_empty_node_goes_after_consolidate_after_and_validation_in_virt
 
 
 @pytest.mark.slow
-async def test_a_node_expires_after_ten_virtual_minutes_and_is_replaced(virtual: cluster.EmulatedCluster) -> None:
-    clock = virtual.clock
-    async with controlplane.ControlPlane(virtual, UPSTREAM):
+async def test_a_node_expires_after_ten_virtual_minutes_and_is_replaced(emulated: cluster.EmulatedCluster) -> None:
+    clock = emulated.clock
+    async with controlplane.ControlPlane(emulated, UPSTREAM):
         await support.apply_defaults(
-            virtual, support.pool(expire_after=f"{EXPIRE_AFTER:g}s", consolidate_after="Never")
+            emulated, support.pool(expire_after=f"{EXPIRE_AFTER:g}s", consolidate_after="Never")
         )
-        await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("aging", 2))
+        await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("aging", 2))
         await support.eventually(
-            lambda: support.all_bound(virtual, "aging", 2), clock=virtual.clock, within=30, what="aging bound"
+            lambda: support.all_bound(emulated, "aging", 2), clock=emulated.clock, within=30, what="aging bound"
         )
-        (first,) = await support.claims(virtual)
+        (first,) = await support.claims(emulated)
         born = first["metadata"]["creationTimestamp"]
 
         async def replaced() -> bool:
-            names = {c["metadata"]["name"] for c in await support.claims(virtual)}
+            names = {c["metadata"]["name"] for c in await support.claims(emulated)}
             return (
                 bool(names)
                 and first["metadata"]["name"] not in names
-                and bool(await support.all_bound(virtual, "aging", 2))
+                and bool(await support.all_bound(emulated, "aging", 2))
             )
 
         # Ten minutes of virtual time in seconds of real time.
         await support.eventually(
-            replaced, clock=virtual.clock, within=EXPIRE_AFTER + 120, what="the expired NodeClaim replaced"
+            replaced, clock=emulated.clock, within=EXPIRE_AFTER + 120, what="the expired NodeClaim replaced"
         )
         age = clock.now() - decoding.timestamp(born)
     assert EXPIRE_AFTER <= age <= EXPIRE_AFTER + 60.0
-    assert support.instance_id(first) not in await support.running_instances(virtual)
+    assert support.instance_id(first) not in await support.running_instances(emulated)
