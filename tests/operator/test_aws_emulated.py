@@ -235,6 +235,8 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
 
                 text = await polling.until(scraped)
             assert 'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0' in text
+            # every AWS call of the factory's clients is counted: the one launch is one CreateFleet
+            assert 'karpy_cloudprovider_api_calls_total{operation="CreateFleet",service="ec2"} 1.0' in text
         finally:
             stop.set()
             await task

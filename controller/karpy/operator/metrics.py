@@ -313,6 +313,9 @@ class Metrics:
     def watch_state(self, cluster: ClusterSource) -> None:
         self.registry.register(StateCollector(cluster, price=self.prices.price))
 
+    def watch_cloud_calls(self, source: CloudCalls) -> None:
+        self.registry.register(CloudCallCollector(source))
+
     def exposition(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
 
@@ -417,6 +420,88 @@ class Metrics:
 
     def set_leader(self, leading: bool) -> None:
         self.instruments.leader.set(1 if leading else 0)
+
+
+class HistogramSnapshot(Protocol):
+    @property
+    def buckets(self) -> tuple[tuple[float, int], ...]:
+        """(upper bound, cumulative count), +Inf last."""
+        ...
+
+    @property
+    def total(self) -> float: ...
+
+    @property
+    def count(self) -> int: ...
+
+
+class BatchSnapshot(Protocol):
+    @property
+    def sizes(self) -> HistogramSnapshot: ...
+
+    @property
+    def window_seconds(self) -> HistogramSnapshot: ...
+
+
+class CloudCalls(Protocol):
+    """The cloud provider's count of its API calls (karpy.cloudprovider.aws.accounting.ApiCalls)."""
+
+    def calls(self) -> Mapping[tuple[str, str], int]: ...
+    def attempts(self) -> Mapping[tuple[str, str], int]: ...
+    def errors(self) -> Mapping[tuple[str, str, str], int]: ...
+    def batches(self) -> Mapping[str, BatchSnapshot]: ...
+
+
+class CloudCallCollector(prometheus_client.registry.Collector):
+    """Counters of every cloud API call and the request batchers' histograms, read from the provider's own count
+    at scrape time (the calls happen in worker threads, where the counting is done)."""
+
+    def __init__(self, source: CloudCalls) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[prom_core.Metric]:
+        source = self._source
+        for name, doc, table in (
+            ("karpy_cloudprovider_api_calls", "Cloud provider API calls by service and operation", source.calls()),
+            (
+                "karpy_cloudprovider_api_attempts",
+                "HTTP requests of cloud provider API calls (retries included) by service and operation",
+                source.attempts(),
+            ),
+        ):
+            family = prom_core.CounterMetricFamily(name, doc, labels=["service", "operation"])
+            for (service, operation), count in sorted(table.items()):
+                family.add_metric([service, operation], count)
+            yield family
+        errors = prom_core.CounterMetricFamily(
+            "karpy_cloudprovider_api_errors",
+            "Cloud provider API calls that failed after their retries, by error code",
+            labels=["service", "operation", "code"],
+        )
+        for key, count in sorted(source.errors().items()):
+            errors.add_metric(list(key), count)
+        yield errors
+        sizes = prom_core.HistogramMetricFamily(
+            f"{NAMESPACE}_cloudprovider_batcher_batch_size", "Size of the request batch per batcher", labels=["batcher"]
+        )
+        times = prom_core.HistogramMetricFamily(
+            f"{NAMESPACE}_cloudprovider_batcher_batch_time_seconds",
+            "Duration of the batching window per batcher",
+            labels=["batcher"],
+        )
+        for batcher, stats in sorted(source.batches().items()):
+            for histogram_family, histogram in ((sizes, stats.sizes), (times, stats.window_seconds)):
+                histogram_family.add_metric(
+                    [batcher],
+                    [(_bound(upper), count) for upper, count in histogram.buckets],
+                    sum_value=histogram.total,
+                )
+        yield sizes
+        yield times
+
+
+def _bound(upper: float) -> str:
+    return "+Inf" if upper == float("inf") else str(float(upper))
 
 
 class PriceBook:

@@ -46,6 +46,8 @@ class CloudParts:
     """Instance health (DescribeInstanceStatus) as an interruption source; None when the cloud has none."""
     janitor: Callable[[], Coroutine[Any, Any, None]] | None = None
     """Deletes launch templates unused for a minute (upstream: on cache eviction); leader only, never in a dry run."""
+    api_calls: metrics.CloudCalls | None = None
+    """The provider's count of its API calls, exposed as metrics; None when it keeps none (the fake)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ def dry_run_cloud(parts: CloudParts) -> CloudParts:
         queue=interruption_queue.DryRunQueue(parts.queue) if parts.queue is not None else None,
         offerings=parts.offerings,
         instance_status=parts.instance_status,
+        api_calls=parts.api_calls,
     )
 
 
@@ -102,7 +105,13 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             sleep=clock.sleep,
         )
         return CloudParts(
-            built.provider, built.provider, built.queue, built.offerings, built.instance_status, built.janitor
+            built.provider,
+            built.provider,
+            built.queue,
+            built.offerings,
+            built.instance_status,
+            built.janitor,
+            api_calls=built.calls,
         )
 
     return build
@@ -358,6 +367,8 @@ def build(
     if nodeclasses is not None:
         controller.queues[NODECLASSES] = queue(NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2)
     registry.watch_state(cluster)
+    if cloud.api_calls is not None:
+        registry.watch_cloud_calls(cloud.api_calls)
     cluster.add_listener(
         observers.Observer(
             observers.Hooks(

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import clock as clock_module
-from karpy.cloudprovider.aws import clients, emulator, instancestatus, interruption, provider
+from karpy.cloudprovider.aws import accounting, clients, emulator, instancestatus, interruption, provider
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import messages
 from karpy.kube import client, config, resources, rest
@@ -135,6 +135,8 @@ class ControlPlane:
             activity=autojump.activity_of(self.clock),
         )
         self.provider: provider.AWSCloudProvider | None = None
+        self.aws_calls = accounting.ApiCalls()
+        """Every AWS call of the controller, across restarts (each incarnation's clients count here)."""
         self.restarts = 0
         """How many times the replica lost the Lease and came back as a follower."""
         self.ctrl = self._build()
@@ -182,7 +184,7 @@ class ControlPlane:
         """The AWS parts as `karpy.cloudprovider.aws.factory` builds them, plus the emulator's fast catalog hooks,
         a short SQS poll and the checkpoints."""
         emulated = self.emulated
-        aws = clients.build_clients(region=emulated.region, max_attempts=3)
+        aws = clients.build_clients(region=emulated.region, max_attempts=3, calls=self.aws_calls)
         if self.options.fast_catalog:
             emulator.install_fast_catalog(aws.ec2, region=emulated.region)
         self.provider = provider.AWSCloudProvider(
@@ -211,6 +213,7 @@ class ControlPlane:
             offerings=self.provider.unavailable,
             instance_status=instancestatus.InstanceStatusPoller(aws=aws, clock=clock.now, sleep=clock.sleep),
             janitor=functools.partial(self.provider.launch_templates.run_janitor, sleep=clock.sleep),
+            api_calls=aws.calls,
         )
 
     @property

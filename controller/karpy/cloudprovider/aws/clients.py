@@ -1,23 +1,26 @@
 """The one place that builds boto3 clients and runs their blocking calls off the event loop.
 
 Clients use botocore's adaptive retry mode (client-side rate limiting plus backoff on throttling and 5xx).
-`AWS_ENDPOINT_URL` is honoured by boto3 itself, so a local emulator needs no code path of its own.
+`AWS_ENDPOINT_URL` is honoured by boto3 itself, so a local emulator needs no code path of its own. Every client of
+a set counts its calls in the set's one `accounting.ApiCalls`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from botocore import config as botocore_config
 
+from karpy.cloudprovider.aws import accounting
+
 DEFAULT_MAX_ATTEMPTS = 10
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Clients:
     """boto3 clients, typed loosely because boto3 builds them at run time."""
 
@@ -27,6 +30,8 @@ class Clients:
     eks: Any
     sqs: Any
     pricing: Any
+    calls: accounting.ApiCalls = dataclasses.field(default_factory=accounting.ApiCalls)
+    """Every call of the clients above, by service and operation."""
 
 
 def pricing_region(region: str) -> str:
@@ -48,8 +53,15 @@ def retry_config(*, region: str, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> bo
     )
 
 
-def build_clients(*, region: str, max_attempts: int = DEFAULT_MAX_ATTEMPTS, session: Any = None) -> Clients:
-    """Clients from `session` (a boto3 Session; a new one when None).
+def build_clients(
+    *,
+    region: str,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    session: Any = None,
+    calls: accounting.ApiCalls | None = None,
+) -> Clients:
+    """Clients from `session` (a boto3 Session; a new one when None), counting their calls in `calls` (a new
+    count when None).
 
     Clients of one session share its loaded service models, so building another set costs milliseconds instead of
     half a second; each client still has its own event hooks.
@@ -57,14 +69,18 @@ def build_clients(*, region: str, max_attempts: int = DEFAULT_MAX_ATTEMPTS, sess
     session = session or boto3.session.Session(region_name=region)
     config = retry_config(region=region, max_attempts=max_attempts)
     pricing_config = retry_config(region=pricing_region(region), max_attempts=max_attempts)
-    return Clients(
+    built = Clients(
         ec2=session.client("ec2", config=config),
         ssm=session.client("ssm", config=config),
         iam=session.client("iam", config=config),
         eks=session.client("eks", config=config),
         sqs=session.client("sqs", config=config),
         pricing=session.client("pricing", config=pricing_config),
+        calls=calls if calls is not None else accounting.ApiCalls(),
     )
+    for client in (built.ec2, built.ssm, built.iam, built.eks, built.sqs, built.pricing):
+        built.calls.install(client)
+    return built
 
 
 async def call(client: Any, operation: str, /, **params: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy.api import ec2nodeclass
-from karpy.cloudprovider.aws import cache, clients, instancestatus, interruption, provider
+from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, interruption, provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,8 @@ class Built:
     """DescribeInstanceStatus as a second interruption source (needs no queue)."""
     janitor: Callable[[], Coroutine[Any, Any, None]]
     """The loop that deletes launch templates unused for a minute; the leader runs it (it deletes in EC2)."""
+    calls: accounting.ApiCalls
+    """Every AWS call of the parts above."""
 
 
 def build(
@@ -43,4 +45,11 @@ def build(
     queue = interruption.InterruptionQueue(aws=aws, queue_name=interruption_queue) if interruption_queue else None
     poller = instancestatus.InstanceStatusPoller(aws=aws, clock=clock, sleep=sleep)
     janitor = functools.partial(cloud.launch_templates.run_janitor, sleep=sleep)
-    return Built(provider=cloud, queue=queue, offerings=cloud.unavailable, instance_status=poller, janitor=janitor)
+    return Built(
+        provider=cloud,
+        queue=queue,
+        offerings=cloud.unavailable,
+        instance_status=poller,
+        janitor=janitor,
+        calls=aws.calls,
+    )
