@@ -35,6 +35,11 @@ class Activity(Protocol):
 
     def busy(self) -> contextlib.AbstractContextManager[None]: ...
 
+    def waiting(self) -> contextlib.AbstractContextManager[None]:
+        """Spans a wait for time to pass inside tracked work (an emulated slow answer in a worker thread): not
+        work in flight while it lasts, or time could never move on to end it."""
+        ...
+
     def touch(self) -> None: ...
 
 
@@ -42,6 +47,9 @@ class _Untracked:
     """The `Activity` of every clock but a self-driving one: nothing to report to."""
 
     def busy(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def waiting(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
     def touch(self) -> None:

@@ -50,6 +50,14 @@ class Tracker:
         finally:
             self.exit()
 
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        self.exit()
+        try:
+            yield
+        finally:
+            self.enter()
+
     def enter(self) -> None:
         with self._lock:
             self._in_flight += 1
