@@ -170,6 +170,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             assert ctrl.instance_status is not None  # and its instance-status poller to a second such loop
             assert "instance status" in loops.singletons(ctrl)  # run by the leader only, with the other loops
             assert "launch template janitor" in loops.singletons(ctrl)  # as is the launch-template sweep
+            assert "instance tagger" in loops.singletons(ctrl)  # and the tagging of registered instances
             await api.create(resources.EC2NODECLASSES, nodeclass(seeded.node_role))
             await api.create(resources.NODEPOOLS, NODEPOOL)
 
@@ -222,6 +223,16 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
             assert tags[labels.TAG_NODEPOOL] == "default"
             assert tags[f"{labels.TAG_CLUSTER_PREFIX}{CLUSTER}"] == "owned"
+
+            async def tagged() -> dict[str, str] | None:
+                """registered: the tagger names the instance after its node and NodeClaim"""
+                (described,) = await asyncio.to_thread(described_instances, emulated.region)
+                found = {t["Key"]: t["Value"] for t in described["Tags"]}
+                return found if labels.TAG_NODECLAIM in found else None
+
+            tags = await support.eventually(tagged, seconds=20)
+            assert tags[labels.TAG_NODECLAIM] == claim["metadata"]["name"]
+            assert tags[labels.TAG_NAME] == node["metadata"]["name"]
             (parts,) = built
             assert id(parts.nodeclasses) == id(parts.provider)  # one AWS provider serves the NodeClass controller too
 

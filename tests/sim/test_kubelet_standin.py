@@ -15,7 +15,7 @@ from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
 
 from karpy import clock
 from karpy.api import ec2nodeclass, labels, meta
-from karpy.cloudprovider.aws import clients, emulator, provider
+from karpy.cloudprovider.aws import batcher, clients, ec2batch, emulator, provider
 from karpy.kube import resources
 from karpy.sim import cluster, kubelet
 
@@ -45,8 +45,16 @@ async def aws_provider(emulated: cluster.EmulatedCluster) -> provider.AWSCloudPr
         provider.Dependencies(
             aws=aws,
             clock=emulated.clock.now,
-            settings=provider.Settings(cluster_name=emulated.cluster_name, region=emulated.region, isolated_vpc=True),
+            # Zero batch windows: the calls go out at once, without this test moving the manual clock for them.
+            settings=provider.Settings(
+                cluster_name=emulated.cluster_name,
+                region=emulated.region,
+                isolated_vpc=True,
+                batch_windows=ec2batch.Windows(*(batcher.Window(0.0, 0.0, 1),) * 3),
+            ),
             nodeclass_lookup=classes.get,
+            sleep=emulated.clock.sleep,
+            nodeclaims=tuple,
         )
     )
     resolved = await built.reconcile_nodeclass(nodeclass)

@@ -134,6 +134,8 @@ def singletons(ctrl: wiring.Controller) -> dict[str, Callable[[], Coroutine[Any,
         loops["node repair"] = ctrl.repair.run
     if ctrl.cloud.janitor is not None:
         loops["launch template janitor"] = ctrl.cloud.janitor
+    if ctrl.cloud.tagger is not None:
+        loops["instance tagger"] = ctrl.cloud.tagger
     return loops
 
 

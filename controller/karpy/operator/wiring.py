@@ -46,6 +46,8 @@ class CloudParts:
     """Instance health (DescribeInstanceStatus) as an interruption source; None when the cloud has none."""
     janitor: Callable[[], Coroutine[Any, Any, None]] | None = None
     """Deletes launch templates unused for a minute (upstream: on cache eviction); leader only, never in a dry run."""
+    tagger: Callable[[], Coroutine[Any, Any, None]] | None = None
+    """Tags instances with their node's and NodeClaim's names once registered; leader only, never in a dry run."""
     api_calls: metrics.CloudCalls | None = None
     """The provider's count of its API calls, exposed as metrics; None when it keeps none (the fake)."""
 
@@ -102,6 +104,7 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             interruption_queue=settings.aws.interruption_queue,
             clock=clock.now,
             nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
+            nodeclaims=cluster.nodeclaims,
             sleep=clock.sleep,
         )
         return CloudParts(
@@ -111,6 +114,7 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             built.offerings,
             built.instance_status,
             built.janitor,
+            tagger=built.tagger,
             api_calls=built.calls,
         )
 

@@ -199,6 +199,8 @@ class ControlPlane:
                     isolated_vpc=settings.aws.isolated_vpc,
                 ),
                 nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
+                nodeclaims=cluster.nodeclaims,
+                sleep=clock.sleep,
             )
         )
         queue = None
@@ -213,6 +215,7 @@ class ControlPlane:
             offerings=self.provider.unavailable,
             instance_status=instancestatus.InstanceStatusPoller(aws=aws, clock=clock.now, sleep=clock.sleep),
             janitor=functools.partial(self.provider.launch_templates.run_janitor, sleep=clock.sleep),
+            tagger=self.provider.tagger.run,
             api_calls=aws.calls,
         )
 

@@ -4,6 +4,7 @@ from tests.cloudprovider.aws.moto_fixtures import (  # noqa: F401  (fixtures, fo
     aws,
     aws_env,
     clock,
+    jumping,
     make_provider,
     moto_url,
     nodeclasses,

@@ -12,9 +12,10 @@ templates, instance profiles, and messages on the interruption queue. Tests that
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import urllib.request
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import boto3
@@ -24,6 +25,7 @@ from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy.api import ec2nodeclass
 from karpy.cloudprovider.aws import clients, emulator, provider
+from karpy.sim import autojump
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
@@ -34,7 +36,8 @@ CATALOG_FAMILIES = frozenset({"t3", "t4g", "m5", "m6g", "m6i", "c5", "c6g", "r5"
 
 
 class Clock:
-    """A test clock: time moves only when the test says so."""
+    """A test clock: time moves only when the test says so, or by as much as someone sleeps (virtual time that
+    jumps: the provider's batch windows close at once, with whatever requests had arrived)."""
 
     def __init__(self, now: float = 1_700_000_000.0) -> None:
         self.now = now
@@ -44,6 +47,10 @@ class Clock:
 
     def step(self, seconds: float) -> None:
         self.now += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+        await asyncio.sleep(0)
 
 
 def _free_port() -> int:
@@ -166,6 +173,15 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture
+async def jumping() -> AsyncIterator[autojump.AutojumpClock]:
+    """Virtual time that moves on whenever no AWS call is in flight (for tests of concurrent callers: every call
+    on its way has reached its batcher before a window closes, however slow the machine)."""
+    clock = autojump.AutojumpClock()
+    async with clock.driving():
+        yield clock
+
+
 class NodeClasses:
     """The controller's node class cache stand-in: a dict the provider reads through `lookup`."""
 
@@ -204,6 +220,8 @@ def make_provider(
                     disable_dry_run=disable_dry_run,
                 ),
                 nodeclass_lookup=nodeclasses.lookup,
+                sleep=clock.sleep,
+                nodeclaims=tuple,
             )
         )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import boto3
@@ -93,13 +92,6 @@ async def test_a_lost_answer_was_acted_on(one_try: clients.Clients, seeded: emul
         for i in r["Instances"]
     ]
     assert len(running) == 1  # the server launched it; the caller never learnt its id
-
-
-@pytest.fixture
-async def jumping() -> AsyncIterator[autojump.AutojumpClock]:
-    clock = autojump.AutojumpClock()
-    async with clock.driving():
-        yield clock
 
 
 async def test_a_slow_answer_takes_virtual_time_not_real_time(

@@ -116,9 +116,7 @@ def test_overrides_cross_types_with_zonal_subnets_skipping_zones_without_subnet(
     ]
 
 
-TAGS = fleet.launch_tags(
-    cluster_name="demo", nodepool="default", nodeclass="nc", nodeclaim="default-x", user_tags={"team": "a"}
-)
+TAGS = fleet.launch_tags(cluster_name="demo", nodepool="default", nodeclass="nc", user_tags={"team": "a"})
 LT = fleet.LaunchTemplateOverrides(
     "karpenter.k8s.aws/abc", (fleet.Override("m5.large", "subnet-1", "us-east-1a", 0.1, "ami-1"),)
 )
@@ -158,8 +156,7 @@ def test_create_fleet_request(capacity_type: str, target: str, options_key: str,
         "eks:eks-cluster-name": "demo",
         "karpenter.sh/nodepool": "default",
         "karpenter.k8s.aws/ec2nodeclass": "nc",
-        "karpenter.sh/nodeclaim": "default-x",
-    }
+    }  # nothing of one NodeClaim (upstream's GetTags): launches of one shape send one request, which merges
     assert "Context" not in request
 
 
@@ -168,7 +165,6 @@ def test_user_tags_cannot_override_the_tags_the_iam_policy_keys_on() -> None:
         cluster_name="demo",
         nodepool="p",
         nodeclass="nc",
-        nodeclaim="c",
         user_tags={"eks:eks-cluster-name": "other", "kubernetes.io/cluster/demo": "shared"},
     )
     assert tags["eks:eks-cluster-name"] == "demo"

@@ -52,6 +52,8 @@ async def test_an_ipv6_cluster_launches_nodes_with_a_primary_ipv6_address(
             clock=clock,
             settings=provider.Settings(cluster_name=ipv6_cluster, region=REGION, isolated_vpc=True),
             nodeclass_lookup=nodeclasses.lookup,
+            sleep=clock.sleep,
+            nodeclaims=tuple,
         )
     )
     nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)

@@ -84,7 +84,7 @@ class AuthorizationValidator:
         if found.validation_problems or not _resolved(found):
             return found
         tags = fleet.launch_tags(
-            cluster_name=self._cluster_name, nodepool="", nodeclass=nc.name, nodeclaim="", user_tags=nc.spec.tags
+            cluster_name=self._cluster_name, nodepool="", nodeclass=nc.name, user_tags=nc.spec.tags
         )
         key = (nc.name, _fingerprint(nc, found, tags))
         verdict = self._verdicts.get(key)

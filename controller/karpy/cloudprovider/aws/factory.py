@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.api import ec2nodeclass
+from karpy.api import ec2nodeclass, nodeclaim
 from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, interruption, provider
 
 
@@ -26,6 +26,8 @@ class Built:
     """DescribeInstanceStatus as a second interruption source (needs no queue)."""
     janitor: Callable[[], Coroutine[Any, Any, None]]
     """The loop that deletes launch templates unused for a minute; the leader runs it (it deletes in EC2)."""
+    tagger: Callable[[], Coroutine[Any, Any, None]]
+    """The loop that tags registered instances with their node's and NodeClaim's names; the leader runs it."""
     calls: accounting.ApiCalls
     """Every AWS call of the parts above."""
 
@@ -36,11 +38,19 @@ def build(
     interruption_queue: str,
     clock: Callable[[], float],
     nodeclass_lookup: Callable[[str], ec2nodeclass.EC2NodeClass | None],
+    nodeclaims: Callable[[], Iterable[nodeclaim.NodeClaim]],
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> Built:
     aws = clients.build_clients(region=settings.region)
     cloud = provider.AWSCloudProvider(
-        provider.Dependencies(aws=aws, clock=clock, settings=settings, nodeclass_lookup=nodeclass_lookup)
+        provider.Dependencies(
+            aws=aws,
+            clock=clock,
+            settings=settings,
+            nodeclass_lookup=nodeclass_lookup,
+            nodeclaims=nodeclaims,
+            sleep=sleep,
+        )
     )
     queue = interruption.InterruptionQueue(aws=aws, queue_name=interruption_queue) if interruption_queue else None
     poller = instancestatus.InstanceStatusPoller(aws=aws, clock=clock, sleep=sleep)
@@ -51,5 +61,6 @@ def build(
         offerings=cloud.unavailable,
         instance_status=poller,
         janitor=janitor,
+        tagger=cloud.tagger.run,
         calls=aws.calls,
     )

@@ -216,10 +216,12 @@ def launch_tags(
     cluster_name: str,
     nodepool: str,
     nodeclass: str,
-    nodeclaim: str,
     user_tags: Mapping[str, str],
 ) -> dict[str, str]:
-    """Tags on every instance, volume, fleet and launch template; ours win over the user's (aws: GetTags)."""
+    """Tags on every instance, volume, fleet and launch template; ours win over the user's (aws: GetTags).
+
+    Nothing of one NodeClaim: launches of the same shape must send identical CreateFleet requests to be merged
+    (`ec2batch`); the `karpenter.sh/nodeclaim` and `Name` tags come after registration, as upstream's."""
     out = dict(user_tags)
     out.update(
         {
@@ -227,7 +229,6 @@ def launch_tags(
             labels.TAG_EKS_CLUSTER_NAME: cluster_name,
             labels.TAG_NODEPOOL: nodepool,
             labels.TAG_EC2NODECLASS: nodeclass,
-            labels.TAG_NODECLAIM: nodeclaim,
         }
     )
     return out

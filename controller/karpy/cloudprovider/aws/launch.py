@@ -18,7 +18,6 @@ from karpy.api import ec2nodeclass, labels, nodeclaim
 from karpy.cloudprovider import errors, tenancy, types
 from karpy.cloudprovider.aws import (
     cache,
-    clients,
     fleet,
     launchtemplate,
     nodeclass,
@@ -104,21 +103,28 @@ def image_for(it: types.InstanceType, amis: Sequence[ec2nodeclass.AMIStatus]) ->
     return ""
 
 
+CreateFleet = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+"""One single-instance CreateFleet request → this launch's share of the response (`ec2batch.EC2Batchers`)."""
+
+
 class Launcher:
     def __init__(
         self,
         *,
-        aws: clients.Clients,
+        create_fleet: CreateFleet,
+        clock: cache.Clock,
         resolver: nodeclass.NodeClassResolver,
         launch_templates: templates.LaunchTemplates,
         unavailable: cache.UnavailableOfferings,
         cluster_name: str,
     ) -> None:
-        self._aws = aws
+        self._create_fleet = create_fleet
         self._resolver = resolver
         self._templates = launch_templates
         self._unavailable = unavailable
         self._cluster_name = cluster_name
+        # Fleets whose capacity errors were recorded: every caller of a merged CreateFleet sees its errors.
+        self._recorded_fleets: cache.TTLCache[str, bool] = cache.TTLCache(cache.UNAVAILABLE_OFFERINGS_TTL, clock=clock)
 
     def choose(
         self,
@@ -245,7 +251,6 @@ class Launcher:
             cluster_name=self._cluster_name,
             nodepool=claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""),
             nodeclass=nc.name,
-            nodeclaim=claim.name,
             user_tags=nc.spec.tags,
         )
         current = instance_types
@@ -285,7 +290,7 @@ class Launcher:
             predicted = fleet.predicted_ips(chosen)
             self._resolver.reserve_ips(offered_subnets, predicted)
             try:
-                response = await clients.call(self._aws.ec2, "create_fleet", **request)
+                response = await self._create_fleet(request)
             except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
                 self._resolver.release_ips(offered_subnets, predicted)
                 if aws_errors.classify(exc) is aws_errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
@@ -293,13 +298,16 @@ class Launcher:
                         self._templates.invalidate(name)
                     continue
                 raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
+            # Before looking for our instance, as upstream: a fleet that launched may still report offerings that
+            # refused capacity, and a merged fleet's errors are recorded by whichever of its callers comes first.
+            self._record_capacity_errors(response, capacity_type, by_template)
             launched = self._launched(response, capacity_type, chosen, by_template)
             self._resolver.release_ips(offered_subnets - {launched.subnet_id if launched else ""}, predicted)
             if launched is not None:
                 if launched.reservation_id:
                     self._unavailable.reservation_launched(launched.reservation_id)
                 return dataclasses.replace(launched, placement_group_id=group_id)
-            self._record_errors(response, capacity_type, claim, by_template)
+            self._raise_fatal(response, claim)
             current = await refresh()
         raise errors.InsufficientCapacity(f"all offerings for {claim.name} refused capacity")
 
@@ -332,18 +340,21 @@ class Launcher:
             )
         return None
 
-    def _record_errors(
+    def _record_capacity_errors(
         self,
         response: Mapping[str, Any],
         capacity_type: str,
-        claim: nodeclaim.NodeClaim,
         by_template: Mapping[str, tuple[str, list[fleet.Candidate]]],
     ) -> None:
-        fatal: list[str] = []
+        """Mark the offerings (or subnets) a fleet's errors say were out of capacity; once per fleet."""
+        fleet_id = str(response.get("FleetId") or "")
+        if fleet_id:
+            if self._recorded_fleets.get(fleet_id):
+                return
+            self._recorded_fleets.set(fleet_id, True)
         for err in response.get("Errors") or ():
-            code = str(err.get("ErrorCode", ""))
             override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
-            kind = aws_errors.classify_code(code)
+            kind = aws_errors.classify_code(str(err.get("ErrorCode", "")))
             if kind is aws_errors.Kind.INSUFFICIENT_CAPACITY:
                 unavailable_as = capacity_type
                 if capacity_type == labels.CAPACITY_TYPE_RESERVED:
@@ -356,8 +367,16 @@ class Launcher:
                 )
             elif kind is aws_errors.Kind.SUBNET_FULL:
                 self._unavailable.mark_subnet(str(override.get("SubnetId", "")))
-            else:
-                fatal.append(f"{code}: {err.get('ErrorMessage', '')}")
+
+    @staticmethod
+    def _raise_fatal(response: Mapping[str, Any], claim: nodeclaim.NodeClaim) -> None:
+        """No instance for this launch: errors other than capacity ones fail it (capacity ones are retried)."""
+        fatal = [
+            f"{err.get('ErrorCode', '')}: {err.get('ErrorMessage', '')}"
+            for err in response.get("Errors") or ()
+            if aws_errors.classify_code(str(err.get("ErrorCode", "")))
+            not in (aws_errors.Kind.INSUFFICIENT_CAPACITY, aws_errors.Kind.SUBNET_FULL)
+        ]
         if fatal:
             raise errors.CreateError(
                 errors.CreateErrorReason.FLEET, f"CreateFleet for {claim.name}: {'; '.join(fatal)}"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from karpy.cloudprovider.aws import (
     cache,
     clients,
     drift,
+    ec2batch,
     instances,
     instancetypes,
     launch,
@@ -23,6 +25,7 @@ from karpy.cloudprovider.aws import (
     pricing,
     repair,
     status,
+    tagging,
     templates,
 )
 from karpy.cloudprovider.aws import errors as aws_errors
@@ -54,6 +57,8 @@ class Settings:
     """DRY_RUN: resolve node classes without creating or changing the instance profile a class asks for by role."""
     disable_dry_run: bool = False
     """DISABLE_DRY_RUN: accept node classes without the DryRun authorization calls."""
+    batch_windows: ec2batch.Windows = ec2batch.UPSTREAM_WINDOWS
+    """How long CreateFleet / DescribeInstances / TerminateInstances requests wait to be merged (upstream's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,10 @@ class Dependencies:
     settings: Settings
     nodeclass_lookup: Callable[[str], ec2nodeclass.EC2NodeClass | None]
     """Node class by name, from the controller's state cache (no API call)."""
+    sleep: Callable[[float], Awaitable[None]]
+    """The injected clock's sleep: the request batchers' windows wait on it."""
+    nodeclaims: Callable[[], Iterable[nodeclaim.NodeClaim]]
+    """NodeClaims from the controller's state cache: the registered ones get their instances tagged."""
     static_price: Callable[[str], float | None] = catalog.on_demand_price
     """Bundled on-demand $/h by instance type: the fallback and the isolated-VPC source."""
     eni_limits: Callable[[str], Mapping[str, Any] | None] = catalog.eni_limits
@@ -107,8 +116,17 @@ class AWSCloudProvider:
             disabled=s.disable_dry_run,
         )
         self.launch_templates = templates.LaunchTemplates(aws=deps.aws, clock=deps.clock, cluster_name=s.cluster_name)
-        self._launcher = launch.Launcher(
+        self.batchers = ec2batch.EC2Batchers(aws=deps.aws, now=deps.clock, sleep=deps.sleep, windows=s.batch_windows)
+        self.tagger = tagging.Tagger(
             aws=deps.aws,
+            batchers=self.batchers,
+            cluster_name=s.cluster_name,
+            nodeclaims=deps.nodeclaims,
+            sleep=deps.sleep,
+        )
+        self._launcher = launch.Launcher(
+            create_fleet=self.batchers.create_fleet,
+            clock=deps.clock,
             resolver=self.resolver,
             launch_templates=self.launch_templates,
             unavailable=self.unavailable,
@@ -177,15 +195,12 @@ class AWSCloudProvider:
         except instances.BadProviderID as exc:
             raise errors.NodeClaimNotFound(str(exc)) from exc
         try:
-            reservations = await clients.paginate(
-                self._deps.aws.ec2, "describe_instances", "Reservations", InstanceIds=[instance_id]
-            )
+            found = await self.batchers.describe_instance(instance_id)
         except _AWS_ERRORS as exc:
             raise aws_errors.to_domain(exc, operation=f"describing {instance_id}") from exc
-        found = [i for r in reservations for i in r.get("Instances") or ()]
-        if not found or found[0].get("State", {}).get("Name") in instances.GONE_STATES:
+        if found is None or found.get("State", {}).get("Name") in instances.GONE_STATES:
             raise errors.NodeClaimNotFound(f"instance {instance_id} not found")
-        return dict(found[0])
+        return found
 
     async def _to_claim(self, instance: Mapping[str, Any]) -> nodeclaim.NodeClaim:
         tags = clients.tags_of(instance)
@@ -218,7 +233,7 @@ class AWSCloudProvider:
         if instance.get("State", {}).get("Name") == "shutting-down":
             return
         try:
-            await clients.call(self._deps.aws.ec2, "terminate_instances", InstanceIds=[instance["InstanceId"]])
+            await self.batchers.terminate_instance(str(instance["InstanceId"]))
         except _AWS_ERRORS as exc:
             raise aws_errors.to_domain(exc, operation=f"terminating {instance['InstanceId']}") from exc
         if reservation_id := instance.get("CapacityReservationId"):
@@ -252,19 +267,8 @@ class AWSCloudProvider:
         return group.id if group is not None else None
 
     async def tag_registered(self, claim: nodeclaim.NodeClaim, *, node_name: str) -> None:
-        """After registration: tag `Name` and `karpenter.sh/nodeclaim` (the only keys the policy allows then)."""
-        instance_id = instances.parse_provider_id(claim.status.provider_id)
-        tags = {
-            labels.TAG_NAME: node_name,
-            labels.TAG_NODECLAIM: claim.name,
-            labels.TAG_EKS_CLUSTER_NAME: self._deps.settings.cluster_name,
-        }
-        try:
-            await clients.call(
-                self._deps.aws.ec2,
-                "create_tags",
-                Resources=[instance_id],
-                Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())],
-            )
-        except _AWS_ERRORS as exc:
-            raise aws_errors.to_domain(exc, operation=f"tagging {instance_id}") from exc
+        """After registration: tag `Name` and `karpenter.sh/nodeclaim` (the only keys the policy allows then); the
+        controller's `tagger` loop does this for every claim that registered."""
+        named = dataclasses.replace(claim, status=dataclasses.replace(claim.status, node_name=node_name))
+        if not await self.tagger.tag(named):
+            raise errors.NodeClaimNotFound(f"instance of {claim.name} not tagged (gone, or EC2 refused)")

@@ -1,0 +1,197 @@
+"""CreateFleet, DescribeInstances and TerminateInstances merged across concurrent callers, as upstream does
+(aws: pkg/batcher/createfleet.go, describeinstances.go, terminateinstances.go).
+
+* CreateFleet: requests identical but for their target capacity (always one instance each) become one call for
+  the sum. Its instances are handed out one per caller in order; the callers left over (partial fulfilment) get
+  the call's errors, or a "too few instances" error when EC2 gave none. Every caller sees the call's errors and
+  fleet id, so the one that records capacity errors can do it once per call (`launch`).
+* DescribeInstances / TerminateInstances of one instance each: one call for all the ids. An id the merged call
+  did not answer for (not found, not terminated) is retried alone, so one bad id fails only its own caller. Unlike
+  upstream, a merged call that failed for a reason no single id can cause (throttling, a server error, missing
+  permission) fails every caller at once: repeating it once per id would multiply calls against a throttled API.
+
+Windows are upstream's (35 ms idle / 1 s for CreateFleet, 100 ms / 1 s for the others, at most 1,000 / 500
+requests per call) unless the settings say otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, TypeVar
+
+from botocore import exceptions as botocore_exceptions
+
+from karpy.cloudprovider.aws import batcher, clients
+from karpy.cloudprovider.aws import errors as aws_errors
+
+log = logging.getLogger(__name__)
+
+V = TypeVar("V")
+
+SHUTTING_DOWN: Final = frozenset({"shutting-down", "terminated"})
+TOO_FEW_INSTANCES: Final = "TooFewInstancesReturned"
+"""The error code a CreateFleet caller gets when the merged call returned no instance for it and no error."""
+_WHOLE_CALL: Final = frozenset({aws_errors.Kind.THROTTLED, aws_errors.Kind.SERVER, aws_errors.Kind.UNAUTHORIZED})
+"""Failures of a merged call that say nothing about any one of its instances."""
+_AWS_ERRORS = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
+
+
+CREATE_FLEET_WINDOW: Final = batcher.Window(idle=0.035, max_duration=1.0, max_items=1000)
+DESCRIBE_INSTANCES_WINDOW: Final = batcher.Window(idle=0.1, max_duration=1.0, max_items=500)
+TERMINATE_INSTANCES_WINDOW: Final = batcher.Window(idle=0.1, max_duration=1.0, max_items=500)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Windows:
+    create_fleet: batcher.Window = CREATE_FLEET_WINDOW
+    describe_instances: batcher.Window = DESCRIBE_INSTANCES_WINDOW
+    terminate_instances: batcher.Window = TERMINATE_INSTANCES_WINDOW
+
+
+UPSTREAM_WINDOWS: Final = Windows()
+
+
+class SingleInstanceOnly(ValueError):
+    """A batched request asked for more than one instance (the batchers merge single-instance requests only)."""
+
+
+class EC2Batchers:
+    def __init__(
+        self,
+        *,
+        aws: clients.Clients,
+        now: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]],
+        windows: Windows = Windows(),
+    ) -> None:
+        self._ec2 = aws.ec2
+
+        def observe(name: str, size: int, seconds: float) -> None:
+            aws.calls.record_batch(name, size=size, window_seconds=seconds)
+
+        common: dict[str, Any] = {"now": now, "sleep": sleep, "observe": observe}
+        self._fleets: batcher.Batcher[Mapping[str, Any], dict[str, Any]] = batcher.Batcher(
+            "create_fleet", windows.create_fleet, key=_fleet_key, execute=self._create_fleets, **common
+        )
+        self._describes: batcher.Batcher[str, dict[str, Any] | None] = batcher.Batcher(
+            "describe_instances", windows.describe_instances, key=_one_bucket, execute=self._describe, **common
+        )
+        self._terminations: batcher.Batcher[str, dict[str, Any]] = batcher.Batcher(
+            "terminate_instances", windows.terminate_instances, key=_one_bucket, execute=self._terminate, **common
+        )
+
+    async def create_fleet(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """This caller's share of a merged CreateFleet: `Instances` with at most one instance id, the call's
+        `Errors` and `FleetId`. A failed merged call raises its error here."""
+        target = request.get("TargetCapacitySpecification", {}).get("TotalTargetCapacity")
+        if target != 1:
+            raise SingleInstanceOnly(f"CreateFleet batching takes one instance per request, not {target}")
+        return await self._fleets.add(request)
+
+    async def describe_instance(self, instance_id: str) -> dict[str, Any] | None:
+        """The instance as DescribeInstances shows it; None when EC2 returned nothing for it. An error EC2 gives
+        for this id alone (InvalidInstanceID.NotFound) is raised here as an unbatched call would raise it."""
+        return await self._describes.add(instance_id)
+
+    async def terminate_instance(self, instance_id: str) -> dict[str, Any]:
+        """The instance's state change (`CurrentState` shutting-down or terminated when it worked)."""
+        return await self._terminations.add(instance_id)
+
+    async def close(self) -> None:
+        for one in (self._fleets, self._describes, self._terminations):
+            await one.close()
+
+    # --- merged calls -----------------------------------------------------------------------------------------
+
+    async def _create_fleets(self, requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        merged = dict(requests[0])
+        merged["TargetCapacitySpecification"] = {
+            **requests[0]["TargetCapacitySpecification"],
+            "TotalTargetCapacity": len(requests),
+        }
+        response = await clients.call(self._ec2, "create_fleet", **merged)
+        return split_fleet(response, len(requests))
+
+    async def _describe(self, instance_ids: list[str]) -> list[dict[str, Any] | BaseException | None]:
+        async def merged(unique: list[str]) -> dict[str, dict[str, Any] | None]:
+            pages = await clients.paginate(self._ec2, "describe_instances", "Reservations", InstanceIds=unique)
+            return {str(i["InstanceId"]): dict(i) for r in pages for i in r.get("Instances") or ()}
+
+        async def alone(instance_id: str) -> dict[str, Any] | None:
+            pages = await clients.paginate(self._ec2, "describe_instances", "Reservations", InstanceIds=[instance_id])
+            return next((dict(i) for r in pages for i in r.get("Instances") or ()), None)
+
+        return await _merged_then_alone(instance_ids, merged=merged, alone=alone)
+
+    async def _terminate(self, instance_ids: list[str]) -> list[dict[str, Any] | BaseException]:
+        async def merged(unique: list[str]) -> dict[str, dict[str, Any]]:
+            response = await clients.call(self._ec2, "terminate_instances", InstanceIds=unique)
+            return {
+                str(change["InstanceId"]): dict(change)
+                for change in response.get("TerminatingInstances") or ()
+                if (change.get("CurrentState") or {}).get("Name") in SHUTTING_DOWN
+            }
+
+        async def alone(instance_id: str) -> dict[str, Any]:
+            single = await clients.call(self._ec2, "terminate_instances", InstanceIds=[instance_id])
+            return dict(next(iter(single.get("TerminatingInstances") or ()), {"InstanceId": instance_id}))
+
+        return await _merged_then_alone(instance_ids, merged=merged, alone=alone)
+
+
+async def _merged_then_alone(
+    instance_ids: list[str],
+    *,
+    merged: Callable[[list[str]], Awaitable[Mapping[str, V]]],
+    alone: Callable[[str], Awaitable[V]],
+) -> list[V | BaseException]:
+    """One call for every distinct id, then one call per id it did not answer for; an outcome per requested id."""
+    unique = list(dict.fromkeys(instance_ids))
+    answered: dict[str, V | BaseException] = {}
+    try:
+        answered.update(await merged(unique))
+    except _AWS_ERRORS as exc:
+        if aws_errors.classify(exc) in _WHOLE_CALL:
+            failed: BaseException = exc
+            return [failed] * len(instance_ids)
+
+    async def one(instance_id: str) -> V | BaseException:
+        try:
+            return await alone(instance_id)
+        except _AWS_ERRORS as exc:
+            failed: BaseException = exc
+            return failed
+
+    missing = [i for i in unique if i not in answered]
+    answered.update(zip(missing, await asyncio.gather(*(one(i) for i in missing)), strict=True))
+    return [answered[i] for i in instance_ids]
+
+
+def split_fleet(response: Mapping[str, Any], callers: int) -> list[dict[str, Any]]:
+    """One response per caller of a merged CreateFleet (pure): instance ids handed out in order, one each."""
+    errors = list(response.get("Errors") or ())
+    shared = {"FleetId": response.get("FleetId", ""), "Errors": errors}
+    out: list[dict[str, Any]] = []
+    for group in response.get("Instances") or ():
+        for instance_id in group.get("InstanceIds") or ():
+            if len(out) == callers:  # more than asked for: nobody to give it to (garbage collection will reap it)
+                log.error("CreateFleet returned more instances than requested, ignoring %s", instance_id)
+                continue
+            out.append({**shared, "Instances": [{**group, "InstanceIds": [instance_id]}]})
+    if len(out) < callers:
+        short = errors or [{"ErrorCode": TOO_FEW_INSTANCES, "ErrorMessage": "too few instances returned"}]
+        out.extend({**shared, "Errors": short, "Instances": []} for _ in range(callers - len(out)))
+    return out
+
+
+def _fleet_key(request: Mapping[str, Any]) -> str:
+    """Requests with the same key differ at most in their target capacity, which is always 1."""
+    return json.dumps(request, sort_keys=True, default=str)
+
+
+def _one_bucket(_: str) -> str:
+    return ""
