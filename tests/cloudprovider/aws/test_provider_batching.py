@@ -60,6 +60,8 @@ async def test_launches_of_one_shape_are_one_create_fleet_and_their_deletes_one_
     assert len({c.status.provider_id for c in created}) == 6
     launched = calls_of(aws, before)
     assert launched["CreateFleet"] == 1
+    # and their launch template is made once: one hydrating describe, one by name, one create
+    assert (launched["DescribeLaunchTemplates"], launched["CreateLaunchTemplate"]) == (2, 1)
     sizes = aws.calls.batches()["create_fleet"].sizes
     assert (sizes.count, sizes.total) == (1, 6)
 

@@ -7,6 +7,7 @@ launch or by `run_janitor` (upstream's cache janitor), whichever comes first.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -28,6 +29,7 @@ class LaunchTemplates:
         self._cluster_name = cluster_name
         self._cache: cache.TTLCache[str, str] = cache.TTLCache(ttl, clock=clock)
         self._hydrated = False
+        self._ensuring = asyncio.Lock()
 
     async def hydrate(self) -> int:
         """Cache every template tagged with this cluster; returns how many. A failure is logged, not raised:
@@ -51,11 +53,18 @@ class LaunchTemplates:
         return len(found)
 
     async def ensure(self, spec: launchtemplate.LaunchTemplateSpec) -> str:
-        """The template's name, creating it unless it exists; expired cache entries are cleaned up first."""
+        """The template's name, creating it unless it exists; expired cache entries are cleaned up first.
+
+        One at a time (upstream's EnsureAll holds the provider's lock): a burst of launches of one shape finds the
+        template the first of them made instead of each describing and creating it."""
+        name = launchtemplate.launch_template_name(spec)
+        async with self._ensuring:
+            return await self._ensure(spec, name)
+
+    async def _ensure(self, spec: launchtemplate.LaunchTemplateSpec, name: str) -> str:
         if not self._hydrated:
             await self.hydrate()
         await self.evict_expired()
-        name = launchtemplate.launch_template_name(spec)
         if self._cache.get(name) is not None:
             return name
         try:
