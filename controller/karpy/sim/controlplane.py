@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from karpy import clock as clock_module
 from karpy.cloudprovider.aws import accounting, clients, emulator, instancestatus, interruption, provider
+from karpy.cloudprovider.aws import faults as aws_faults
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import messages
 from karpy.kube import client, config, resources, rest
@@ -58,6 +59,11 @@ class Options:
     Off for measuring the controller: importing moto's EC2 data costs the process ~120 MB no real controller has."""
     feature_gates: settings_module.FeatureGates = dataclasses.field(default_factory=settings_module.FeatureGates)
     """FEATURE_GATES as `karpy run` would read them (upstream's defaults unless a test turns one on)."""
+    sdk_max_attempts: int = 3
+    """Retries botocore makes of a failed AWS call before the controller sees the error (0: none, so every injected
+    fault reaches the controller and no SDK backoff sleeps on the wall clock)."""
+    faults: aws_faults.Faults | None = None
+    """Faults injected into the controller's AWS calls (its own clients only: the emulation's calls are not hit)."""
     kopf: bool = False
     """Run `karpy.operator.app.run` itself (Kopf's watches, metrics and health servers) instead of its loops with the
     state cache routing events: the whole `karpy run` path, at the cost of Kopf's own watch streams."""
@@ -184,9 +190,13 @@ class ControlPlane:
         """The AWS parts as `karpy.cloudprovider.aws.factory` builds them, plus the emulator's fast catalog hooks,
         a short SQS poll and the checkpoints."""
         emulated = self.emulated
-        aws = clients.build_clients(region=emulated.region, max_attempts=3, calls=self.aws_calls)
+        aws = clients.build_clients(
+            region=emulated.region, max_attempts=self.options.sdk_max_attempts, calls=self.aws_calls
+        )
         if self.options.fast_catalog:
             emulator.install_fast_catalog(aws.ec2, region=emulated.region)
+        if self.options.faults is not None:
+            self.options.faults.install(aws, answered_in_process=emulator.FAST_CATALOG_OPERATIONS)
         self.provider = provider.AWSCloudProvider(
             provider.Dependencies(
                 aws=aws,

@@ -105,3 +105,16 @@ async def test_a_slow_answer_takes_virtual_time_not_real_time(
     # Ten virtual minutes passed while the worker thread waited, which the clock could only do because the
     # waiting thread did not count as work in flight.
     assert jumping.now() - start >= 600.0
+
+
+async def test_a_call_answered_in_process_fails_where_it_is_answered(one_try: clients.Clients) -> None:
+    emulator.install_fast_catalog(one_try.ec2, region=REGION, families=frozenset({"m5"}))
+    injected = faults.Faults()
+    injected.install(one_try, answered_in_process=emulator.FAST_CATALOG_OPERATIONS)
+    injected.inject({"ec2:DescribeInstanceTypes"}, faults.Kind.THROTTLED, times=1)
+    with pytest.raises(botocore_exceptions.ClientError) as raised:
+        await clients.paginate(one_try.ec2, "describe_instance_types", "InstanceTypes")
+    assert raised.value.response["Error"]["Code"] == "RequestLimitExceeded"
+    assert await clients.paginate(one_try.ec2, "describe_instance_types", "InstanceTypes")
+    assert one_try.calls.calls() == {("ec2", "DescribeInstanceTypes"): 2}
+    assert one_try.calls.attempts() == {}  # neither went over HTTP

@@ -14,7 +14,7 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import boto3
 
@@ -149,6 +149,12 @@ def put_event(*, region: str, source: str, detail_type: str, detail: Mapping[str
     """Publish an EventBridge event (the rules above route it to the queue)."""
     events = _session(region).client("events")
     events.put_events(Entries=[{"Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}])
+
+
+FAST_CATALOG_OPERATIONS: Final = frozenset(
+    {"ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeSpotPriceHistory"}
+)
+"""The calls `install_fast_catalog` answers in-process (before any HTTP request is made)."""
 
 
 def install_fast_catalog(ec2_client: Any, *, region: str, families: frozenset[str] | None = None) -> None:

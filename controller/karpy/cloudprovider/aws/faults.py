@@ -143,13 +143,23 @@ class Faults:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.hits: dict[tuple[str, str, Kind], int] = {}
 
-    def install(self, aws: clients.Clients) -> None:
+    def install(self, aws: clients.Clients, *, answered_in_process: frozenset[str] = frozenset()) -> None:
         """Answer the calls of every client of `aws` by the rules (from the running event loop: slow answers
-        wait on its clock)."""
+        wait on its clock). `answered_in_process` names calls a `before-call` hook answers without HTTP (the
+        emulator's catalogue): their faults are given there, as the error the SDK would give up with."""
         self._loop = asyncio.get_running_loop()
         for client in (aws.ec2, aws.ssm, aws.iam, aws.eks, aws.sqs, aws.pricing):
             protocol = str(client.meta.service_model.protocol)
             client.meta.events.register("before-send", self._hook(protocol), unique_id="karpy-faults")
+            service = str(client.meta.service_model.service_id.hyphenize())
+            for name in answered_in_process:
+                owner, _, operation = name.partition(":")
+                if owner == service:
+                    client.meta.events.register_first(
+                        f"before-call.{service}.{operation}",
+                        self._in_process_hook(protocol),
+                        unique_id=f"karpy-faults-{name}",
+                    )
 
     def add(self, rule: Rule) -> None:
         with self._lock:
@@ -198,6 +208,24 @@ class Faults:
             return error_response(protocol, rule.kind, url=request.url)
 
         return before_send
+
+    def _in_process_hook(self, protocol: str) -> Callable[..., tuple[awsrequest.AWSResponse, dict[str, Any]] | None]:
+        def before_call(event_name: str, **unused: Any) -> tuple[awsrequest.AWSResponse, dict[str, Any]] | None:
+            _, service, operation = event_name.split(".", 2)  # "before-call.ec2.DescribeInstanceTypes"
+            rule = self._take(service, operation)
+            if rule is None:
+                return None
+            if rule.kind is Kind.SLOW:
+                self._wait(rule.delay)
+                return None
+            error = _ERRORS[protocol][Kind.SERVER_ERROR if rule.kind is Kind.LOST else rule.kind]
+            parsed = {
+                "Error": {"Code": error.code, "Message": error.message},
+                "ResponseMetadata": {"HTTPStatusCode": error.status},
+            }
+            return awsrequest.AWSResponse("http://127.0.0.1/", error.status, {}, None), parsed
+
+        return before_call
 
     def _wait(self, seconds: float) -> None:
         loop = self._loop
