@@ -429,3 +429,30 @@ async def test_a_dry_run_resolves_a_node_class_without_creating_its_instance_pro
     real = await make_provider().reconcile_nodeclass(nc)  # and for real, the same name is created
     assert real.instance_profile == resolved.instance_profile
     iam.get_instance_profile(InstanceProfileName=real.instance_profile)
+
+
+async def test_known_instances_are_read_from_the_cache_that_list_refreshes(ready: Ready) -> None:
+    """Upstream's instance cache: gets and drift checks of a known instance cost no call; deletes describe afresh;
+    the garbage collector's list drops what EC2 no longer lists."""
+    aws_provider, _ = ready
+    calls = aws_provider._deps.aws.calls
+    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+
+    def describes() -> int:
+        return calls.calls().get(("ec2", "DescribeInstances"), 0)
+
+    await aws_provider.get(created.status.provider_id)
+    before = describes()
+    for _ in range(3):
+        await aws_provider.get(created.status.provider_id)
+        await aws_provider.is_drifted(created)
+    assert describes() == before
+
+    instance_id = instances.parse_provider_id(created.status.provider_id)
+    await asyncio.to_thread(boto3.client("ec2", region_name=REGION).terminate_instances, InstanceIds=[instance_id])
+    await aws_provider.get(created.status.provider_id)  # stale until the next list, as upstream's
+    assert [c.status.provider_id for c in await aws_provider.list()] == []
+    with pytest.raises(errors.NodeClaimNotFound):
+        await aws_provider.get(created.status.provider_id)
+    with pytest.raises(errors.NodeClaimNotFound):
+        await aws_provider.delete(created)  # describes afresh: never terminates on the cache's word

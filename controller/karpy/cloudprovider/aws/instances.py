@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from karpy.api import labels, meta, nodeclaim
 from karpy.cloudprovider import tenancy, types
@@ -30,6 +30,35 @@ def parse_provider_id(value: str) -> str:
     if not instance_id.startswith("i-"):
         raise BadProviderID(f"provider id {value!r} has no instance id")
     return instance_id
+
+
+_KEPT: Final = (
+    "InstanceId",
+    "InstanceType",
+    "State",
+    "ImageId",
+    "SubnetId",
+    "SecurityGroups",
+    "Placement",
+    "Tags",
+    "LaunchTime",
+    "CapacityReservationId",
+    "InstanceLifecycle",
+)
+"""What the provider reads of an instance (the NodeClaim view, drift, termination)."""
+
+
+def slim(instance: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a DescribeInstances entry the provider reads, for its instance cache: a full entry is several
+    kilobytes of interfaces and block devices per node. Interfaces keep only their groups and attachment index,
+    which `security_group_ids` falls back on."""
+    out = {key: instance[key] for key in _KEPT if key in instance}
+    if not out.get("SecurityGroups") and instance.get("NetworkInterfaces"):
+        out["NetworkInterfaces"] = [
+            {"Attachment": {"DeviceIndex": (n.get("Attachment") or {}).get("DeviceIndex")}, "Groups": n.get("Groups")}
+            for n in instance["NetworkInterfaces"]
+        ]
+    return out
 
 
 def cluster_filters(cluster_name: str) -> list[dict[str, Any]]:

@@ -117,12 +117,15 @@ class AWSCloudProvider:
         )
         self.launch_templates = templates.LaunchTemplates(aws=deps.aws, clock=deps.clock, cluster_name=s.cluster_name)
         self.batchers = ec2batch.EC2Batchers(aws=deps.aws, now=deps.clock, sleep=deps.sleep, windows=s.batch_windows)
+        self._instances: dict[str, Mapping[str, Any]] = {}
+        """Instances by id as last described or listed (`_describe`)."""
         self.tagger = tagging.Tagger(
             aws=deps.aws,
             batchers=self.batchers,
             cluster_name=s.cluster_name,
             nodeclaims=deps.nodeclaims,
             sleep=deps.sleep,
+            retagged=self._retagged,
         )
         self._launcher = launch.Launcher(
             create_fleet=self.batchers.create_fleet,
@@ -136,6 +139,16 @@ class AWSCloudProvider:
     @property
     def name(self) -> str:
         return "aws"
+
+    def _forget_instance(self, instance_id: str) -> None:
+        self._instances.pop(instance_id, None)
+
+    def _retagged(self, instance_id: str, tags: Mapping[str, str]) -> None:
+        """The cached instance with the tags just written, instead of a describe to learn them."""
+        cached = self._instances.get(instance_id)
+        if cached is not None:
+            merged = {**clients.tags_of(cached), **tags}
+            self._instances[instance_id] = {**cached, "Tags": [{"Key": k, "Value": v} for k, v in merged.items()]}
 
     # --- node classes ---------------------------------------------------------------------------------------
 
@@ -189,18 +202,28 @@ class AWSCloudProvider:
             claim, nc, launched, provider_id=instances.provider_id(launched.zone, launched.instance_id)
         )
 
-    async def _describe(self, provider_id: str) -> dict[str, Any]:
+    async def _describe(self, provider_id: str, *, fresh: bool = False) -> Mapping[str, Any]:
+        """The instance behind `provider_id`, from the instance cache unless `fresh` (aws: instance.go Get: the
+        cache is refreshed by every describe and by `list`, which also drops what EC2 no longer lists, so drift
+        checks and gets of a known instance cost no call)."""
         try:
             instance_id = instances.parse_provider_id(provider_id)
         except instances.BadProviderID as exc:
             raise errors.NodeClaimNotFound(str(exc)) from exc
+        cached = None if fresh else self._instances.get(instance_id)
+        if cached is not None:
+            return cached
         try:
             found = await self.batchers.describe_instance(instance_id)
         except _AWS_ERRORS as exc:
+            if aws_errors.is_not_found(exc):
+                self._instances.pop(instance_id, None)
             raise aws_errors.to_domain(exc, operation=f"describing {instance_id}") from exc
         if found is None or found.get("State", {}).get("Name") in instances.GONE_STATES:
+            self._instances.pop(instance_id, None)
             raise errors.NodeClaimNotFound(f"instance {instance_id} not found")
-        return found
+        slim = self._instances[instance_id] = instances.slim(found)
+        return slim
 
     async def _to_claim(self, instance: Mapping[str, Any]) -> nodeclaim.NodeClaim:
         tags = clients.tags_of(instance)
@@ -226,16 +249,21 @@ class AWSCloudProvider:
             )
         except _AWS_ERRORS as exc:
             raise aws_errors.to_domain(exc, operation="listing instances") from exc
-        return [await self._to_claim(i) for r in reservations for i in r.get("Instances") or ()]
+        listed: dict[str, Mapping[str, Any]] = {
+            str(i["InstanceId"]): instances.slim(i) for r in reservations for i in r.get("Instances") or ()
+        }
+        self._instances = listed  # what EC2 no longer lists leaves the cache with it
+        return [await self._to_claim(i) for i in listed.values()]
 
     async def delete(self, claim: nodeclaim.NodeClaim) -> None:
-        instance = await self._describe(claim.status.provider_id)
+        instance = await self._describe(claim.status.provider_id, fresh=True)
         if instance.get("State", {}).get("Name") == "shutting-down":
             return
         try:
             await self.batchers.terminate_instance(str(instance["InstanceId"]))
         except _AWS_ERRORS as exc:
             raise aws_errors.to_domain(exc, operation=f"terminating {instance['InstanceId']}") from exc
+        self._forget_instance(str(instance["InstanceId"]))  # a get from now on asks EC2 how far it got
         if reservation_id := instance.get("CapacityReservationId"):
             self.unavailable.reservation_released(str(reservation_id))
 

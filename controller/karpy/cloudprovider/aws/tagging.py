@@ -39,8 +39,11 @@ class Tagger:
         cluster_name: str,
         nodeclaims: Callable[[], Iterable[nodeclaim.NodeClaim]],
         sleep: Callable[[float], Awaitable[None]],
+        retagged: Callable[[str, Mapping[str, str]], None] = lambda *_: None,
     ) -> None:
+        """`retagged(instance_id, tags)` after `tags` were written (the provider updates its cached instance)."""
         self._aws = aws
+        self._retagged = retagged
         self._batchers = batchers
         self._cluster_name = cluster_name
         self._nodeclaims = nodeclaims
@@ -116,4 +119,5 @@ class Tagger:
             return False
         finally:
             await self._sleep(CREATE_TAGS_INTERVAL)
+        self._retagged(instance_id, tags)
         return True
