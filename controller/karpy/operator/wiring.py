@@ -169,6 +169,12 @@ NODES: Final = "nodes"
 NODEPOOLS: Final = "nodepools"
 NODECLASSES: Final = "ec2nodeclasses"
 STATIC_NODEPOOLS: Final = "static nodepools"
+NODECLAIM_WORKERS: Final = 1000
+"""NodeClaims reconciled at once (upstream's lifecycle controller: 1,000 at one CPU): a burst of launches reaches the
+cloud provider together, where CreateFleet requests of one shape merge into one call."""
+NODE_WORKERS: Final = 100
+"""Nodes terminated at once (upstream's termination controller: 100 at one CPU): their instances' describes and
+terminations merge into one call each."""
 
 
 def _reconcile_result(
@@ -362,8 +368,10 @@ def build(
         return workqueue.WorkQueue(name, reconcile, clock=clock, workers=workers, on_error=reporting(res))
 
     controller.queues = {
-        NODECLAIMS: queue(NODECLAIMS, _reconcile_result(controller.nodeclaims.reconcile), resources.NODECLAIMS, 16),
-        NODES: queue(NODES, _reconcile_result(controller.termination.reconcile), resources.NODES, 16),
+        NODECLAIMS: queue(
+            NODECLAIMS, _reconcile_result(controller.nodeclaims.reconcile), resources.NODECLAIMS, NODECLAIM_WORKERS
+        ),
+        NODES: queue(NODES, _reconcile_result(controller.termination.reconcile), resources.NODES, NODE_WORKERS),
         NODEPOOLS: queue(NODEPOOLS, controller.nodepools.reconcile, resources.NODEPOOLS, 2),
     }
     if static_pools is not None:
