@@ -304,6 +304,7 @@ CHART_VALUE_TO_FIELD = [
     ("settings.dryRun", "true", "runtime.dry_run", True),
     ("settings.kubeClientQPS", "50", "runtime.kube_client_qps", 50.0),
     ("settings.kubeClientBurst", "99", "runtime.kube_client_burst", 99),
+    ("settings.createFleetBatchIdleDuration", "10ms", "ec2_batch.create_fleet_idle_duration", 0.01),
     ("settings.disableLeaderElection", "true", "leader_election.disabled", True),
     ("settings.featureGates.nodeRepair", "true", "feature_gates.node_repair", True),
     ("settings.clusterCABundle", "Q0E=", "cluster.ca_bundle", "Q0E="),

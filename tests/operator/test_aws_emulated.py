@@ -133,6 +133,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             "INTERRUPTION_QUEUE": emulated.queue_name,
             "ISOLATED_VPC": "true",  # moto's Pricing API has no price list; the bundled table prices offerings
             "BATCH_IDLE_DURATION": "100ms",
+            "CREATE_FLEET_BATCH_IDLE_DURATION": "50ms",
             "DISABLE_LEADER_ELECTION": "true",
         }
     )
@@ -235,6 +236,9 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             assert tags[labels.TAG_NAME] == node["metadata"]["name"]
             (parts,) = built
             assert id(parts.nodeclasses) == id(parts.provider)  # one AWS provider serves the NodeClass controller too
+            assert isinstance(parts.provider, aws_provider.AWSCloudProvider)
+            windows = parts.provider._deps.settings.batch_windows  # the settings reach the batchers
+            assert (windows.create_fleet.idle, windows.create_fleet.max_items) == (0.05, 1000)
 
             async with aiohttp.ClientSession() as http:
 

@@ -82,6 +82,27 @@ class BatchSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class EC2BatchSettings:
+    """How long concurrent EC2 requests wait to be merged into one call (karpy only: upstream hard-codes its
+    windows in aws: pkg/batcher; these defaults are them). A window closes after its idle time without a new
+    request, or at its maximum after the first; 0 merges only requests that arrive together."""
+
+    create_fleet_idle_duration: float = 0.035
+    """CREATE_FLEET_BATCH_IDLE_DURATION, seconds (Go duration); default 35 ms. Launches of one shape that start
+    within this of each other are one CreateFleet."""
+    create_fleet_max_duration: float = 1.0
+    """CREATE_FLEET_BATCH_MAX_DURATION, seconds; default 1 s. The longest a launch waits for others to join it."""
+    describe_instances_idle_duration: float = 0.1
+    """DESCRIBE_INSTANCES_BATCH_IDLE_DURATION, seconds; default 100 ms."""
+    describe_instances_max_duration: float = 1.0
+    """DESCRIBE_INSTANCES_BATCH_MAX_DURATION, seconds; default 1 s."""
+    terminate_instances_idle_duration: float = 0.1
+    """TERMINATE_INSTANCES_BATCH_IDLE_DURATION, seconds; default 100 ms."""
+    terminate_instances_max_duration: float = 1.0
+    """TERMINATE_INSTANCES_BATCH_MAX_DURATION, seconds; default 1 s."""
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulingSettings:
     preference_policy: PreferencePolicy = PreferencePolicy.RESPECT
     """PREFERENCE_POLICY, Respect|Ignore; default Respect (upstream). Ignore packs tighter, ignoring preferences."""
@@ -145,6 +166,7 @@ class Settings:
     cluster: ClusterSettings
     aws: AWSSettings = AWSSettings()
     batch: BatchSettings = BatchSettings()
+    ec2_batch: EC2BatchSettings = EC2BatchSettings()
     scheduling: SchedulingSettings = SchedulingSettings()
     feature_gates: FeatureGates = FeatureGates()
     runtime: RuntimeSettings = RuntimeSettings()
@@ -170,6 +192,12 @@ class EnvVar:
     """Path in charts/karpy values.yaml, or None when the chart template sets it itself (e.g. the Lease namespace)."""
 
 
+_EC2_BATCHERS: Final = (
+    ("create_fleet", "createFleet"),
+    ("describe_instances", "describeInstances"),
+    ("terminate_instances", "terminateInstances"),
+)
+
 ENV_VARS: Final[tuple[EnvVar, ...]] = (
     EnvVar("CLUSTER_NAME", "cluster.name", "settings.clusterName"),
     EnvVar("CLUSTER_ENDPOINT", "cluster.endpoint", "settings.clusterEndpoint"),
@@ -182,6 +210,14 @@ ENV_VARS: Final[tuple[EnvVar, ...]] = (
     EnvVar("DISABLE_DRY_RUN", "aws.disable_dry_run", "settings.disableDryRun"),
     EnvVar("BATCH_MAX_DURATION", "batch.max_duration", "settings.batchMaxDuration"),
     EnvVar("BATCH_IDLE_DURATION", "batch.idle_duration", "settings.batchIdleDuration"),
+    *(
+        EnvVar(f"{call.upper()}_BATCH_{bound.upper()}_DURATION", f"ec2_batch.{call}_{bound}_duration", helm)
+        for call, camel in _EC2_BATCHERS
+        for bound, helm in (
+            ("idle", f"settings.{camel}BatchIdleDuration"),
+            ("max", f"settings.{camel}BatchMaxDuration"),
+        )
+    ),
     EnvVar("PREFERENCE_POLICY", "scheduling.preference_policy", "settings.preferencePolicy"),
     EnvVar("MIN_VALUES_POLICY", "scheduling.min_values_policy", "settings.minValuesPolicy"),
     EnvVar("IGNORE_DRA_REQUESTS", "scheduling.ignore_dra_requests", "settings.ignoreDRARequests"),
@@ -388,6 +424,7 @@ def _parse(environ: Mapping[str, str]) -> Settings:
         idle_duration=read.get("BATCH_IDLE_DURATION", _positive_duration, 1.0),
     )
     # An idle duration past the maximum is not an error upstream either: the window closes at the maximum.
+    ec2_batch = _ec2_batch(read)
     scheduling = SchedulingSettings(
         preference_policy=PreferencePolicy(read.get("PREFERENCE_POLICY", _enum(PreferencePolicy), "Respect")),
         min_values_policy=MinValuesPolicy(read.get("MIN_VALUES_POLICY", _enum(MinValuesPolicy), "Strict")),
@@ -415,11 +452,24 @@ def _parse(environ: Mapping[str, str]) -> Settings:
         cluster=cluster,
         aws=aws,
         batch=batch,
+        ec2_batch=ec2_batch,
         scheduling=scheduling,
         feature_gates=gates,
         runtime=runtime,
         leader_election=leader_election,
     )
+
+
+def _ec2_batch(read: _Reader) -> EC2BatchSettings:
+    defaults = EC2BatchSettings()
+    values: dict[str, float] = {}
+    for call, _ in _EC2_BATCHERS:
+        for bound in ("idle", "max"):
+            field = f"{call}_{bound}_duration"
+            values[field] = read.get(
+                f"{call.upper()}_BATCH_{bound.upper()}_DURATION", parse_duration, getattr(defaults, field)
+            )
+    return EC2BatchSettings(**values)
 
 
 def _field_value(settings: Settings, dotted: str) -> object:

@@ -85,7 +85,7 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
         settings: settings_module.Settings, cluster: cluster_module.Cluster, clock: clock_module.Clock
     ) -> CloudParts:
         # Imported here, not at module level: tests and `karpy run` with another provider never load boto3.
-        from karpy.cloudprovider.aws import factory
+        from karpy.cloudprovider.aws import ec2batch, factory
         from karpy.cloudprovider.aws import provider as provider_module
 
         region = settings.aws.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
@@ -98,6 +98,7 @@ def aws_cloud(environ: Mapping[str, str]) -> CloudFactory:
             reserved_enis=settings.aws.reserved_enis,
             dry_run=settings.runtime.dry_run,
             disable_dry_run=settings.aws.disable_dry_run,
+            batch_windows=ec2batch.windows_from(settings.ec2_batch),
         )
         built = factory.build(
             settings=aws_settings,

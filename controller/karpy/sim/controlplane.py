@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import clock as clock_module
-from karpy.cloudprovider.aws import accounting, clients, emulator, instancestatus, interruption, provider
+from karpy.cloudprovider.aws import accounting, clients, ec2batch, emulator, instancestatus, interruption, provider
 from karpy.cloudprovider.aws import faults as aws_faults
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import messages
@@ -207,6 +207,7 @@ class ControlPlane:
                     cluster_endpoint=settings.cluster.endpoint,
                     k8s_version=emulated.options.k8s_version,
                     isolated_vpc=settings.aws.isolated_vpc,
+                    batch_windows=ec2batch.windows_from(settings.ec2_batch),
                 ),
                 nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
                 nodeclaims=cluster.nodeclaims,

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from botocore import exceptions as botocore_exceptions
 
@@ -53,6 +53,42 @@ class Windows:
 
 
 UPSTREAM_WINDOWS: Final = Windows()
+
+
+class WindowSettings(Protocol):
+    """Idle and maximum seconds per batcher (the operator's EC2BatchSettings)."""
+
+    @property
+    def create_fleet_idle_duration(self) -> float: ...
+    @property
+    def create_fleet_max_duration(self) -> float: ...
+    @property
+    def describe_instances_idle_duration(self) -> float: ...
+    @property
+    def describe_instances_max_duration(self) -> float: ...
+    @property
+    def terminate_instances_idle_duration(self) -> float: ...
+    @property
+    def terminate_instances_max_duration(self) -> float: ...
+
+
+def windows_from(chosen: WindowSettings) -> Windows:
+    """Upstream's windows with the chosen durations; the item limits are the APIs' and stay."""
+    return Windows(
+        create_fleet=dataclasses.replace(
+            CREATE_FLEET_WINDOW, idle=chosen.create_fleet_idle_duration, max_duration=chosen.create_fleet_max_duration
+        ),
+        describe_instances=dataclasses.replace(
+            DESCRIBE_INSTANCES_WINDOW,
+            idle=chosen.describe_instances_idle_duration,
+            max_duration=chosen.describe_instances_max_duration,
+        ),
+        terminate_instances=dataclasses.replace(
+            TERMINATE_INSTANCES_WINDOW,
+            idle=chosen.terminate_instances_idle_duration,
+            max_duration=chosen.terminate_instances_max_duration,
+        ),
+    )
 
 
 class SingleInstanceOnly(ValueError):
