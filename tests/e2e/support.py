@@ -18,6 +18,7 @@ import boto3
 from karpy import clock as clock_module
 from karpy.api import labels
 from karpy.cloudprovider import catalog
+from karpy.cloudprovider.aws import emulator
 from karpy.kube import client, resources
 from karpy.sim import cluster, controlplane, demo, workloads
 from karpy.sim.kube import disruption as kube_disruption
@@ -204,6 +205,17 @@ def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
 def is_true(obj: Mapping[str, Any], type_: str) -> bool:
     found = condition(obj, type_)
     return found is not None and found.get("status") == "True"
+
+
+async def spot_interruption_warning(emulated: cluster.EmulatedCluster, instance: str) -> None:
+    """EC2's two-minute warning for `instance`, through EventBridge to the interruption queue."""
+    await asyncio.to_thread(
+        emulator.put_event,
+        region=emulated.region,
+        source="aws.ec2",
+        detail_type="EC2 Spot Instance Interruption Warning",
+        detail={"instance-id": instance, "instance-action": "terminate"},
+    )
 
 
 def instance_id(claim: Mapping[str, Any]) -> str:

@@ -7,9 +7,6 @@ the controller's concurrency, not by the machine's speed."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
-
 import pytest
 from tests.e2e import support
 
@@ -20,15 +17,6 @@ NODES = 20
 ONE_POD_A_NODE = {"key": labels.LABEL_INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}  # 2 vCPU: 1 × 1.5
 UPSTREAM = controlplane.Options(interruption=False)
 """Upstream's timings; the SQS long poll is off (a blocking wait would hold virtual time still)."""
-
-
-@pytest.fixture
-async def virtual() -> AsyncIterator[cluster.EmulatedCluster]:
-    options = cluster.ClusterOptions(
-        cluster_name=support.CLUSTER, boot_delay=2.0, interval=1.0, autojump=True, start_time=time.time()
-    )
-    async with cluster.EmulatedCluster(options) as running:
-        yield running
 
 
 def ec2_calls(plane: controlplane.ControlPlane) -> dict[str, int]:

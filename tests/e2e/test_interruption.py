@@ -4,13 +4,10 @@ NodePool is refused by the API server with 422 while the valid pool keeps provis
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.cloudprovider.aws import emulator
 from karpy.kube import client, resources
 from karpy.sim import cluster, controlplane, workloads
 
@@ -37,13 +34,7 @@ async def test_spot_interruption_drains_and_replaces_the_node_and_an_invalid_poo
     assert claim["metadata"]["labels"][labels.LABEL_CAPACITY_TYPE] == "spot"
     instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
 
-    await asyncio.to_thread(
-        emulator.put_event,
-        region=emulated.region,
-        source="aws.ec2",
-        detail_type="EC2 Spot Instance Interruption Warning",
-        detail={"instance-id": instance_id, "instance-action": "terminate"},
-    )
+    await support.spot_interruption_warning(emulated, instance_id)
 
     async def moved() -> bool:
         claims = await support.claims(emulated)

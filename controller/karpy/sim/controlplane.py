@@ -262,6 +262,8 @@ class ControlPlane:
 
     async def stop(self) -> None:
         """Cancel everything and close the client (idempotent): a clean stop, which gives the Lease up."""
+        if self.options.faults is not None:
+            self.options.faults.clear()  # slow answers under way would otherwise hold worker threads past the stop
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -16,6 +16,8 @@ delay passes without real time passing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import dataclasses
 import enum
 import json
@@ -141,6 +143,7 @@ class Faults:
         self._lock = threading.Lock()
         self._rules: list[tuple[Rule, list[int | None]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: set[concurrent.futures.Future[None]] = set()
         self.hits: dict[tuple[str, str, Kind], int] = {}
 
     def install(self, aws: clients.Clients, *, answered_in_process: frozenset[str] = frozenset()) -> None:
@@ -169,9 +172,12 @@ class Faults:
         self.add(Rule(frozenset(operations), kind, times, delay))
 
     def clear(self) -> None:
-        """Remove every rule: calls reach the server again."""
+        """Remove every rule: calls reach the server again, slow answers under way go out at once."""
         with self._lock:
             self._rules.clear()
+            waiting = list(self._waiting)
+        for future in waiting:
+            future.cancel()
 
     def hit(self, kind: Kind | None = None) -> int:
         """Attempts answered so far (of `kind`, or of every kind)."""
@@ -231,5 +237,12 @@ class Faults:
         loop = self._loop
         if loop is None:
             raise RuntimeError("Faults.install was not called from the event loop")
-        with self._activity.waiting():
-            asyncio.run_coroutine_threadsafe(self._sleep(seconds), loop).result()
+        waiting = asyncio.run_coroutine_threadsafe(self._sleep(seconds), loop)
+        with self._lock:
+            self._waiting.add(waiting)
+        try:
+            with self._activity.waiting(), contextlib.suppress(concurrent.futures.CancelledError):
+                waiting.result()  # cancelled by `clear`: the answer goes out now
+        finally:
+            with self._lock:
+                self._waiting.discard(waiting)
