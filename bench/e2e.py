@@ -31,7 +31,13 @@ remaining pods on the same pool, divided by the type's price, rounded up). `cons
 time from the scale-down to that moment; `consolidation_node_ratio` is nodes ÷ lower bound then (or at the
 deadline); `consolidation_wall_s` is what the phase took on the wall clock.
 
+AWS calls: `aws_calls` is every call the controller's clients made from the end of the catalog warm-up until all
+pods were bound, per `service:Operation` (`aws_calls_total` their sum), counted by the same hooks as the
+`karpy_cloudprovider_api_calls_total` metric; `create_fleet_batches` is how many merged CreateFleet calls launched
+how many instances. The consolidation phase reports the calls of its provisioning and of its scale-down apart.
+
     .venv/bin/python bench/e2e.py --json
+    .venv/bin/python bench/e2e.py --json --pods 10000 --skip-consolidation
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from typing import Any
 from karpy import clock as clock_module
 from karpy.api import labels, parse
 from karpy.cloudprovider import catalog
+from karpy.cloudprovider.aws import accounting
 from karpy.kube import resources
 from karpy.scheduling import workloads as scheduling_workloads
 from karpy.sim import autojump, cluster, controlplane, demo, remote, workloads
@@ -184,6 +191,7 @@ async def benchmark(
         plane.ctrl.provisioner.provision = timed_provision  # type: ignore[method-assign]
         async with plane:
             warmup = await _warm_up(plane, within=within)
+            calls_before = plane.aws_calls.calls()
             reached: dict[str, float] = {}
             sampler = asyncio.create_task(_milestones(plane, reached))
             for name, cpu, memory in (SMALL, LARGE):
@@ -201,6 +209,7 @@ async def benchmark(
             first = next((p for p in passes if p[2] > 0), None)
             last = next((p for p in reversed(passes) if p[2] > 0), None)
             claims, _ = await api.list(resources.NODECLAIMS)
+            calls = _since(plane.aws_calls.calls(), calls_before)
             out: dict[str, Any] = {
                 "pods": replicas,
                 "catalog_warmup_s": round(warmup, 1),
@@ -217,6 +226,9 @@ async def benchmark(
                     for name in MILESTONES
                 },
                 "controller_rss_mb": round(rss_peak, 1),
+                "aws_calls_total": sum(calls.values()),
+                "aws_calls": accounting.by_operation(calls),
+                "create_fleet_batches": _fleet_batches(plane.aws_calls),
                 **({} if skip_consolidation else {"consolidation_virtual_s": None, "consolidation_node_ratio": None}),
                 "error": error,
             }
@@ -242,12 +254,14 @@ async def consolidation(replicas: int, *, within: float, consolidation_within: f
         await api.create(resources.NODEPOOLS, _pool())
         plane = controlplane.ControlPlane(emulated, controlplane.Options(interruption=False))
         async with plane:
+            calls_before = plane.aws_calls.calls()
             for name, cpu, memory in (SMALL, LARGE):
                 await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
             provisioned = await _until(
                 lambda: _settled(api, replicas), within=within, what="all pods bound", step=1.0, clock=clock
             )
             nodes_before = len(await _live_nodes(api))
+            calls_provisioned = plane.aws_calls.calls()
             kept = round(replicas * KEPT) // 2
             scaled = [_deployment(name, cpu, memory, kept) for name, cpu, memory in (SMALL, LARGE)]
             bound = node_lower_bound(_pool(), nodeclass, scaled)
@@ -267,6 +281,8 @@ async def consolidation(replicas: int, *, within: float, consolidation_within: f
                 if nodes <= WITHIN_BOUND * bound and await _settled(api, 2 * kept):
                     reached_at = clock.now()
                     break
+            consolidation_calls = _since(plane.aws_calls.calls(), calls_provisioned)
+            provisioning_calls = _since(calls_provisioned, calls_before)
     return {
         "consolidation_provisioning_virtual_s": round(provisioned, 1),
         "consolidation_pods": 2 * kept,
@@ -278,7 +294,22 @@ async def consolidation(replicas: int, *, within: float, consolidation_within: f
         "consolidation_wall_s": round(time.monotonic() - wall, 1),
         "clock_jumps": clock.jumps,
         "consolidation_timeline": timeline,
+        "consolidation_provisioning_aws_calls_total": sum(provisioning_calls.values()),
+        "consolidation_provisioning_aws_calls": accounting.by_operation(provisioning_calls),
+        "consolidation_aws_calls_total": sum(consolidation_calls.values()),
+        "consolidation_aws_calls": accounting.by_operation(consolidation_calls),
     }
+
+
+def _fleet_batches(calls: accounting.ApiCalls) -> dict[str, int]:
+    """Merged CreateFleet calls and the instances they asked for, since the controller started."""
+    stats = calls.batches().get("create_fleet")
+    return {"calls": stats.sizes.count, "instances": int(stats.sizes.total)} if stats else {"calls": 0, "instances": 0}
+
+
+def _since(now: Mapping[tuple[str, str], int], before: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """Calls per (service, operation) made between two snapshots of the controller's count."""
+    return {key: n - before.get(key, 0) for key, n in now.items() if n > before.get(key, 0)}
 
 
 async def _live_nodes(api: Any) -> list[dict[str, Any]]:
