@@ -539,6 +539,29 @@ async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_re
         assert env.drift_reason() == "AMIDrift"  # on the next pass, not 5 min later
 
 
+async def test_a_transport_failure_costs_the_claim_a_backoff_not_the_loop() -> None:
+    env = Env()
+    env.node()
+    for res in world_mod.SYNCED:
+        env.w.cluster.mark_listed(res)
+    real = env.w.cloud.is_drifted
+    timeouts: list[object] = []
+
+    async def times_out_once(claim: object) -> types.DriftReason | None:
+        if not timeouts:
+            timeouts.append(claim)
+            raise TimeoutError("the API server did not answer")  # what an overloaded one does
+        return await real(claim)  # type: ignore[arg-type]
+
+    env.w.cloud.is_drifted = times_out_once  # type: ignore[method-assign]
+    env.w.cloud.drifted = types.DriftReason.AMI
+    async with tasks.running(env.ctrl.run) as loop:
+        await env.w.clock.run_for(nodeclaims.ERROR_BACKOFF + 2)
+        assert not loop.done()
+        assert timeouts
+        assert env.drift_reason() == "AMIDrift"  # retried after the backoff
+
+
 def test_observe_ignores_other_resources_and_keeps_the_latest_time() -> None:
     env = Env()
     env.ctrl.observe(resources.NODES, None, pod(scheduled=BOUND_AT))

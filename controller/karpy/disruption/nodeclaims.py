@@ -252,7 +252,8 @@ class NodeClaimConditionsController:
             async with limit:
                 try:
                     after = await self.reconcile(name)
-                except (kube.KubeError, cloud_errors.CloudProviderError) as error:
+                except (kube.KubeError, cloud_errors.CloudProviderError, OSError, TimeoutError) as error:
+                    # A transport failure too (an overloaded API server times out): one claim's, not the loop's.
                     log.warning(
                         "reconciling nodeclaim disruption conditions failed: %s", error, extra={"nodeclaim": name}
                     )

@@ -185,8 +185,8 @@ class NodeClaimController:
         while True:
             try:
                 await self.collect_garbage()
-            except (kube.KubeError, cloud_errors.CloudProviderError) as error:
-                log.warning("garbage collection failed: %s", error)
+            except (kube.KubeError, cloud_errors.CloudProviderError, OSError, TimeoutError) as error:
+                log.warning("garbage collection failed: %s", error)  # transport failures too: retried next run
             except Exception:  # a bug must cost one pass, not the loop (the leader would exit)
                 log.exception("garbage collection pass raised")
             runs += 1
