@@ -34,7 +34,9 @@ deadline); `consolidation_wall_s` is what the phase took on the wall clock.
 AWS calls: `aws_calls` is every call the controller's clients made from the end of the catalog warm-up until all
 pods were bound, per `service:Operation` (`aws_calls_total` their sum), counted by the same hooks as the
 `karpy_cloudprovider_api_calls_total` metric; `create_fleet_batches` is how many merged CreateFleet calls launched
-how many instances. The consolidation phase reports the calls of its provisioning and of its scale-down apart.
+how many instances, and `create_fleet_target` the most merged calls batching should need: distinct launch
+configurations × ceil(nodes / 1,000) per provisioning pass that created NodeClaims. The consolidation phase reports
+the calls of its provisioning and of its scale-down apart.
 
     .venv/bin/python bench/e2e.py --json
     .venv/bin/python bench/e2e.py --json --pods 10000 --skip-consolidation
@@ -56,7 +58,7 @@ from typing import Any
 from karpy import clock as clock_module
 from karpy.api import labels, parse
 from karpy.cloudprovider import catalog
-from karpy.cloudprovider.aws import accounting
+from karpy.cloudprovider.aws import accounting, ec2batch
 from karpy.kube import client, resources
 from karpy.scheduling import workloads as scheduling_workloads
 from karpy.sim import autojump, cluster, controlplane, demo, remote, workloads
@@ -238,6 +240,7 @@ async def benchmark(
                 "aws_calls_total": sum(calls.values()),
                 "aws_calls": accounting.by_operation(calls),
                 "create_fleet_batches": _fleet_batches(plane.aws_calls),
+                "create_fleet_target": create_fleet_target(claims, [p[2] for p in passes]),
                 **({} if skip_consolidation else {"consolidation_virtual_s": None, "consolidation_node_ratio": None}),
                 "error": error,
             }
@@ -308,6 +311,25 @@ async def consolidation(replicas: int, *, within: float, consolidation_within: f
         "consolidation_aws_calls_total": sum(consolidation_calls.values()),
         "consolidation_aws_calls": accounting.by_operation(consolidation_calls),
     }
+
+
+def create_fleet_target(claims: list[dict[str, Any]], created_per_pass: list[int]) -> int:
+    """The most CreateFleet calls batching should need: distinct launch configurations × ceil(nodes / 1,000) per
+    window, a provisioning pass counting as one window. NodeClaims of one NodePool, node class and requirements send
+    CreateFleet requests identical but for their count (`ec2batch` merges those, up to 1,000 a call)."""
+    configurations = {
+        json.dumps(
+            [
+                (c["metadata"].get("labels") or {}).get(labels.LABEL_NODEPOOL),
+                c["spec"].get("nodeClassRef"),
+                sorted(json.dumps(r, sort_keys=True) for r in c["spec"].get("requirements") or ()),
+            ],
+            sort_keys=True,
+        )
+        for c in claims
+    }
+    per_call = ec2batch.CREATE_FLEET_WINDOW.max_items
+    return len(configurations) * sum(math.ceil(n / per_call) for n in created_per_pass if n > 0)
 
 
 def _fleet_batches(calls: accounting.ApiCalls) -> dict[str, int]:
