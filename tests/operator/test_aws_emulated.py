@@ -250,8 +250,11 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
 
                 text = await polling.until(scraped)
             assert 'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0' in text
-            # every AWS call of the factory's clients is counted: the one launch is one CreateFleet
-            assert 'karpy_cloudprovider_api_calls_total{operation="CreateFleet",service="ec2"} 1.0' in text
+            # every AWS call of the factory's clients is counted (the node class's authorization dry runs are
+            # CreateFleet calls too), and the one launch is one merged CreateFleet of one instance
+            assert 'karpy_cloudprovider_api_calls_total{operation="CreateFleet",service="ec2"}' in text
+            assert 'karpenter_cloudprovider_batcher_batch_size_count{batcher="create_fleet"} 1.0' in text
+            assert 'karpenter_cloudprovider_batcher_batch_size_sum{batcher="create_fleet"} 1.0' in text
         finally:
             stop.set()
             await task
