@@ -22,7 +22,7 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.cloudprovider.aws import emulator, faults
+from karpy.cloudprovider.aws import cache, emulator, faults
 from karpy.kube import resources
 from karpy.sim import autojump, cluster, controlplane, workloads
 
@@ -104,77 +104,97 @@ async def settled(emulated: cluster.EmulatedCluster) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.cluster(boot_delay=2.0, interval=1.0)
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
 async def test_a_failing_family_of_aws_calls_stops_only_what_needs_it(
-    case: Case, virtual: cluster.EmulatedCluster
+    case: Case, emulated: cluster.EmulatedCluster
 ) -> None:
-    clock = virtual.clock
+    clock = emulated.clock
     assert isinstance(clock, autojump.AutojumpClock)
     injected = faults.Faults(sleep=clock.sleep, activity=clock.activity)
     options = controlplane.Options(interruption=False, sdk_max_attempts=0, faults=injected)
     async with (
-        support.NamesSeen(virtual, resources.NODECLAIMS) as ever,
-        controlplane.ControlPlane(virtual, options) as plane,
+        support.NamesSeen(emulated, resources.NODECLAIMS) as ever,
+        controlplane.ControlPlane(emulated, options) as plane,
     ):
-        await support.apply_defaults(virtual, support.pool(consolidate_after="30s", policy="WhenEmpty"), team_b_pool())
-        await virtual.client.create(workloads.DEPLOYMENTS, support.deployment("a", 2))
-        await support.eventually(lambda: support.all_bound(virtual, "a", 2), within=60, what="a bound")
-        a_claims = {c["metadata"]["name"] for c in await support.claims(virtual)}
+        await support.apply_defaults(emulated, support.pool(consolidate_after="30s", policy="WhenEmpty"), team_b_pool())
+        await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("a", 2))
+        await support.eventually(
+            lambda: support.all_bound(emulated, "a", 2), clock=emulated.clock, within=60, what="a bound"
+        )
+        a_claims = {c["metadata"]["name"] for c in await support.claims(emulated)}
 
         injected.inject(case.family, case.kind, times=case.times, delay=case.delay)
-        await support.scale(virtual, "a", 0)
+        await support.scale(emulated, "a", 0)
         for name in a_claims:  # removed by hand: disruption waits while a launch is unresolved (upstream's Synced)
-            await virtual.client.delete(resources.NODECLAIMS, name)
-        await virtual.client.create(
+            await emulated.client.delete(resources.NODECLAIMS, name)
+        await emulated.client.create(
             workloads.DEPLOYMENTS, support.deployment("b", 2, spec_extra={"nodeSelector": {TEAM: "b"}})
         )
 
         async def a_gone() -> bool:
-            return not a_claims & {c["metadata"]["name"] for c in await support.claims(virtual)}
+            return not a_claims & {c["metadata"]["name"] for c in await support.claims(emulated)}
 
         async def in_use() -> bool:
             return injected.hit() > 0
 
-        # Virtual time moves on until the controller calls the family (a cache may have to expire first).
-        await support.eventually(in_use, within=90, what="a call of the failing family")
+        # Virtual time moves on until the controller calls the family (the catalog's cache has to expire first).
+        await support.eventually(
+            in_use,
+            clock=emulated.clock,
+            within=cache.INSTANCE_TYPES_TTL + 60.0,
+            what="a call of the failing family",
+        )
         # The side the family does not touch is served while it fails.
         if case.blocks == "launch":
-            await support.eventually(a_gone, within=90, what="a's nodes removed while launches fail")
-            assert not await support.all_bound(virtual, "b", 2)
+            await support.eventually(
+                a_gone, clock=emulated.clock, within=90, what="a's nodes removed while launches fail"
+            )
+            assert not await support.all_bound(emulated, "b", 2)
         elif case.blocks == "termination":
-            await support.eventually(lambda: support.all_bound(virtual, "b", 2), within=90, what="b bound")
+            await support.eventually(
+                lambda: support.all_bound(emulated, "b", 2), clock=emulated.clock, within=90, what="b bound"
+            )
             assert not await a_gone()
         else:
-            await support.eventually(a_gone, within=90, what="a's nodes removed while the family fails")
-            await support.eventually(lambda: settled(virtual), within=90, what="b served while the family fails")
+            await support.eventually(
+                a_gone, clock=emulated.clock, within=90, what="a's nodes removed while the family fails"
+            )
+            await support.eventually(
+                lambda: settled(emulated), clock=emulated.clock, within=90, what="b served while the family fails"
+            )
         if case.kind is not faults.Kind.SLOW:  # slow calls are every call: the total bound below holds them
             assert injected.hit() <= FAULTED_CALLS_BOUND, injected.hits
 
         injected.clear()
-        await support.eventually(a_gone, within=90, what="a's nodes removed")
-        await support.eventually(lambda: settled(virtual), within=90, what="b bound, every NodeClaim Initialized")
+        await support.eventually(a_gone, clock=emulated.clock, within=90, what="a's nodes removed")
+        await support.eventually(
+            lambda: settled(emulated), clock=emulated.clock, within=90, what="b bound, every NodeClaim Initialized"
+        )
 
         async def nothing_leaked() -> bool:
-            running = set(await support.running_instances(virtual))
-            return running == {support.instance_id(c) for c in await support.claims(virtual)}
+            running = set(await support.running_instances(emulated))
+            return running == {support.instance_id(c) for c in await support.claims(emulated)}
 
         # A lost launch leaves an instance nobody knows of: garbage collection reaps it after 30 s.
-        await support.eventually(nothing_leaked, within=90, what="no instance without a NodeClaim")
-        launched = await asyncio.to_thread(every_instance, virtual)
+        await support.eventually(
+            nothing_leaked, clock=emulated.clock, within=90, what="no instance without a NodeClaim"
+        )
+        launched = await asyncio.to_thread(every_instance, emulated)
         assert len(launched) <= len(ever.names) + case.lost  # one instance per NodeClaim ever made
         if case.family is TAGGING:
 
             async def tagged() -> bool:
                 """the instances refused their tags got them on a later pass"""
-                running = set(await support.running_instances(virtual))
-                found = await asyncio.to_thread(every_instance, virtual)
+                running = set(await support.running_instances(emulated))
+                found = await asyncio.to_thread(every_instance, emulated)
                 return all(
                     labels.TAG_NODECLAIM in {t["Key"] for t in i.get("Tags", [])}
                     for i in found
                     if i["InstanceId"] in running
                 )
 
-            await support.eventually(tagged, within=60, what="every instance tagged")
+            await support.eventually(tagged, clock=emulated.clock, within=60, what="every instance tagged")
         total = plane.aws_calls.total()
     assert total <= TOTAL_CALLS_BOUND, plane.aws_calls.calls()
 
@@ -183,6 +203,7 @@ INTERRUPTION = frozenset({"sqs:ReceiveMessage", "ec2:DescribeInstanceStatus"})
 
 
 @pytest.mark.slow
+@pytest.mark.cluster(autojump=False)  # the redelivery waits on moto's visibility timeout, a wall-clock timer
 async def test_a_failing_interruption_queue_delays_only_interruptions_and_a_message_is_acted_on_once(
     emulated: cluster.EmulatedCluster,
 ) -> None:
@@ -198,7 +219,9 @@ async def test_a_failing_interruption_queue_delays_only_interruptions_and_a_mess
         injected.inject(INTERRUPTION, faults.Kind.THROTTLED)
         await support.apply_defaults(emulated)
         await emulated.client.create(workloads.DEPLOYMENTS, support.deployment("batch", 2))
-        await support.eventually(lambda: support.all_bound(emulated, "batch", 2), within=60, what="batch bound")
+        await support.eventually(
+            lambda: support.all_bound(emulated, "batch", 2), clock=emulated.clock, within=60, what="batch bound"
+        )
         (claim,) = await support.claims(emulated)
         instance_id = support.instance_id(claim)
         await support.spot_interruption_warning(emulated, instance_id)
@@ -218,12 +241,14 @@ async def test_a_failing_interruption_queue_delays_only_interruptions_and_a_mess
                 and (instance_id not in running)
             )
 
-        await support.eventually(replaced, within=90, what="the interrupted node replaced")
+        await support.eventually(replaced, clock=emulated.clock, within=90, what="the interrupted node replaced")
 
         async def redelivered_and_deleted() -> bool:
             return plane.aws_calls.calls().get(("sqs", "DeleteMessage"), 0) >= 2
 
-        await support.eventually(redelivered_and_deleted, within=60, what="the message deleted on its second delivery")
+        await support.eventually(
+            redelivered_and_deleted, clock=emulated.clock, within=60, what="the message deleted on its second delivery"
+        )
         assert injected.hit(faults.Kind.SERVER_ERROR) == 1
         assert len(ever.names) == 2  # the first NodeClaim and one replacement: acted on once
         running = set(await support.running_instances(emulated))
