@@ -231,7 +231,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                 found = {t["Key"]: t["Value"] for t in described["Tags"]}
                 return found if labels.TAG_NODECLAIM in found else None
 
-            tags = await support.eventually(tagged, seconds=20)
+            tags = await polling.until(tagged)
             assert tags[labels.TAG_NODECLAIM] == claim["metadata"]["name"]
             assert tags[labels.TAG_NAME] == node["metadata"]["name"]
             (parts,) = built
