@@ -168,3 +168,19 @@ def test_window_matches_reference_model(times: list[float], uids: list[str]) -> 
         assert got is None
     else:
         assert got == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("steps", range(12))
+async def test_a_cancelled_wait_ends_cancelled_at_every_point(steps: int) -> None:
+    """Cancelled `steps` loop turns after a trigger, wherever that lands (asleep, or stopping its own waiters), the
+    wait ends cancelled: a stopped controller's provisioning loop must not run on."""
+    clock = ManualClock(0.0)
+    b = batcher.Batcher(clock)
+    task = await _start(b, clock)
+    b.trigger("a")
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    task.cancel()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert task.cancelled()

@@ -11,11 +11,11 @@ object: an Event, a log line with the traceback, a counter), while every other k
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from karpy import clock as clock_module
+from karpy import tasks
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +78,7 @@ class WorkQueue:
                 for i in range(self._workers):
                     group.create_task(self._work(), name=f"{self.name} worker {i}")
         finally:
-            for timer in list(self._timers.values()):
-                timer.cancel()
-            for timer in list(self._timers.values()):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await timer
+            await tasks.cancel_and_wait(list(self._timers.values()))
             self._timers.clear()
 
     async def _work(self) -> None:

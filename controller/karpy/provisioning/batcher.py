@@ -10,9 +10,9 @@ hold a window open forever). Time comes from the injected clock only.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 
+from karpy import tasks
 from karpy.clock import Clock
 
 BATCH_IDLE_DURATION = 1.0
@@ -82,11 +82,7 @@ class Batcher:
         try:
             await asyncio.wait((waiter, sleeper), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (waiter, sleeper):
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            await tasks.cancel_and_wait(task for task in (waiter, sleeper) if not task.done())
         if waiter.done() and not waiter.cancelled():
             self._triggered.clear()
             return True

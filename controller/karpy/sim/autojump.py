@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from karpy import clock as clock_module
+from karpy import tasks
 
 IDLE_SECONDS = 0.02
 """Real seconds with nothing in flight and nothing happening before time jumps: long enough for a watch event a
@@ -118,9 +119,7 @@ class AutojumpClock(clock_module.ManualClock):
         try:
             yield
         finally:
-            driver.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await driver
+            await tasks.cancel_and_wait([driver])
 
     async def _drive(self) -> None:
         while True:

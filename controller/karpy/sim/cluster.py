@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from karpy import clock as clock_module
+from karpy import tasks
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import emulator
 from karpy.kube import config, rest
@@ -280,12 +281,10 @@ class EmulatedCluster:
                 self._tasks.append(asyncio.create_task(loop(), name=f"emulated-{name}"))
 
     async def _stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        errors = await tasks.cancel_and_wait(self._tasks)
         self._tasks.clear()
+        if errors:
+            raise errors[0]
         if self._client is not None:
             await self._client.close()
             self._client = None

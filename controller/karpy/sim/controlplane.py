@@ -14,7 +14,6 @@ start a fresh one with fresh state against the same cluster.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -22,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import clock as clock_module
+from karpy import tasks
 from karpy.cloudprovider.aws import accounting, clients, ec2batch, emulator, instancestatus, interruption, provider
 from karpy.cloudprovider.aws import faults as aws_faults
 from karpy.disruption import controller as disruption_controller
@@ -265,11 +265,8 @@ class ControlPlane:
         if self.options.faults is not None:
             self.options.faults.clear()  # slow answers under way would otherwise hold worker threads past the stop
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            if not self._task.cancelled() and self._task.exception() is not None:
-                log.error("controller %s ended with an error", self.options.identity, exc_info=self._task.exception())
+            for error in await tasks.cancel_and_wait([self._task]):
+                log.error("controller %s ended with an error", self.options.identity, exc_info=error)
             self._task = None
         await self._rest.close()
 

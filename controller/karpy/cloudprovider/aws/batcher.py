@@ -14,11 +14,12 @@ their own futures, so nothing outlives the requests that made it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from typing import Any, Generic, TypeVar
+
+from karpy import tasks
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +154,4 @@ class Batcher(Generic[T, U]):
             for future in bucket.futures:
                 future.cancel()
         self._open.clear()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await tasks.cancel_and_wait(list(self._tasks))
