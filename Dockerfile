@@ -26,7 +26,7 @@ WORKDIR /src
 COPY pyproject.toml uv.lock README.md ./
 RUN /opt/uv/bin/uv sync --frozen --no-dev --extra controller --no-install-project
 # Then the controller package, non-editable so the virtualenv does not point back into /src. .dockerignore leaves out
-# the emulator (karpy.sim, the moto seeding: dev extra) and the Pulumi component (infra/: infra extra).
+# the emulator (controller/emulator: the karpy-emulator distribution, dev extra) and the Pulumi component (infra/).
 COPY controller/ controller/
 RUN /opt/uv/bin/uv sync --frozen --no-dev --extra controller --no-editable
 

@@ -51,7 +51,7 @@ hooks:
 	ln -sf "$(abspath tools/pre-commit)" "$$(git rev-parse --git-path hooks)/pre-commit"
 
 demo: $(STAMP)
-	$(VENV)/bin/karpy demo
+	$(VENV)/bin/karpy-emulator demo
 
 bench: $(STAMP)
 	$(PY) bench/scheduling.py --json

@@ -1,10 +1,11 @@
 """End-to-end benchmark of the controller on the emulated cluster (not a test).
 
 The emulation (moto, the API server, kubelet / kube-scheduler / workload stand-ins) runs in a child process
-(`sim.remote.RemoteCluster`); this process runs only the controller (`sim.controlplane.ControlPlane`, upstream's
-timings: 1 s / 10 s batches, 10 s disruption poll, 15 s validation) and the measuring loop, as in a real cluster
-where the controller is a pod of its own. The controller fetches its catalog from moto over HTTP, as in production,
-and is given time to cache it before the pods come (`catalog_warmup_s`, not counted).
+(`karpy_emulator.remote.RemoteCluster`); this process runs only the controller
+(`karpy_emulator.controlplane.ControlPlane`, upstream's timings: 1 s / 10 s batches, 10 s disruption poll, 15 s
+validation) and the measuring loop, as in a real cluster where the controller is a pod of its own. The controller
+fetches its catalog from moto over HTTP, as in production, and is given time to cache it before the pods come
+(`catalog_warmup_s`, not counted).
 
 NodePool: on-demand r5.8xlarge only (one type, so that a node-count lower bound is well defined), otherwise the
 NodePool of upstream's performance suite (core:test/suites/performance/suite_test.go): WhenEmptyOrUnderutilized
@@ -61,8 +62,8 @@ from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import accounting, ec2batch
 from karpy.kube import client, resources
 from karpy.scheduling import workloads as scheduling_workloads
-from karpy.sim import autojump, cluster, controlplane, demo, remote, workloads
 from karpy.simulate import manifests, plan
+from karpy_emulator import autojump, cluster, controlplane, demo, remote, workloads
 
 INSTANCE_TYPE = "r5.8xlarge"
 VIRTUAL_BOOT_DELAY = 2.0

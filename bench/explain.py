@@ -1,6 +1,6 @@
 """Explain benchmark: `karpy explain` on the dump of a large cluster, as a user runs it (not a test).
 
-The dump (`karpy.sim.dumps`): by default 5,000 m5.2xlarge nodes with their NodeClaims, 10 pods of 250m / 512Mi on
+The dump (`karpy_emulator.dumps`): by default 5,000 m5.2xlarge nodes with their NodeClaims, 10 pods of 250m / 512Mi on
 each (50,000 pods, about 2.5 KB of JSON each), 20 pending pods, every 7th node's first pod under a PDB that allows
 no disruption, every 11th node with a do-not-disrupt pod, a budget of 10%; written as one JSON List, as
 `kubectl get nodepools,ec2nodeclasses,nodeclaims,nodes,pods,pdbs -A -o json` writes it. Then `karpy explain -f
@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from karpy.api import decoding
-from karpy.sim import dumps
+from karpy_emulator import dumps
 
 TARGET_S = 10.0
 CHILD = "import sys; from karpy import cli; sys.exit(cli.main(sys.argv[1:]))"

@@ -1,9 +1,9 @@
 """Watch benchmark: what one watch per resource costs the controller, fed three ways (not a test).
 
-The emulated API server (`karpy.sim.kube.server.FakeKubeAPI`) runs in a child process, seeded directly in its store
-with `--pods` pods (10 per node, a Deployment's pod as the API server returns it, ~3 KB of JSON) and `--nodes` nodes
-(an EKS node with its labels, conditions and image list, ~5 KB). Each consumer runs in a child process of its own, so
-that its RSS and CPU time are its alone, and feeds a `karpy.state.cluster.Cluster` from one watch of pods and one of
+The emulated API server (`karpy_emulator.apiserver.server.FakeKubeAPI`) runs in a child process, seeded directly in its
+store with `--pods` pods (10 per node, a Deployment's pod as the API server returns it, ~3 KB of JSON) and `--nodes`
+nodes (an EKS node with its labels, conditions and image list, ~5 KB). Each consumer runs in a child process of its own,
+so that its RSS and CPU time are its alone, and feeds a `karpy.state.cluster.Cluster` from one watch of pods and one of
 nodes:
 
 * `informer`: `karpy.state.informer.run_informers` over `karpy.kube.rest.RestClient` (LIST in pages, then WATCH);
@@ -56,7 +56,7 @@ def serve(pods: int, nodes: int, churn: int) -> int:
     """Seed, announce `{"url": ...}` on stdout, then answer `churn N` / `requests` lines until stdin ends."""
     import kmock
 
-    from karpy.sim.kube import objects, runner, server
+    from karpy_emulator.apiserver import objects, runner, server
 
     api = server.FakeKubeAPI(watch_history=max(10_000, 2 * churn), object_history=1, request_history=1000)
     db = api._db  # the store, written directly: tens of thousands of POSTs would take minutes

@@ -11,7 +11,7 @@ from tests import polling
 
 from karpy import clock, events
 from karpy.kube import config, resources, rest
-from karpy.sim.kube import runner, server
+from karpy_emulator.apiserver import runner, server
 
 START = 1_700_000_000.0
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "apps", "uid": "u-pod"}}

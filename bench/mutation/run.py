@@ -69,7 +69,7 @@ TARGETS = (
     ),
     Target("karpy.cloudprovider.aws.instances", AWS_TESTS),
     Target("karpy.disruption.candidates", DISRUPTION_TESTS),
-    Target("karpy.disruption.conditions", DISRUPTION_TESTS),
+    Target("karpy.nodeclaim.disruption_conditions", DISRUPTION_TESTS),
     Target("karpy.disruption.budgets", DISRUPTION_TESTS),
     Target("karpy.provisioning.limits", ("tests/provisioning/test_limits.py",)),
     Target("karpy.termination.drain", TERMINATION_TESTS),

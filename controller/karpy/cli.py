@@ -99,15 +99,6 @@ def _run(_: argparse.Namespace) -> int:
     return code
 
 
-def _demo(args: argparse.Namespace) -> int:
-    # Imported here: the demo needs the emulation (moto, kmock: the dev extra), which `karpy run` must not load.
-    from karpy.sim import demo
-
-    live = {"auto": None, "always": True, "never": False}[args.live]
-    code: int = demo.main(demo.Options(live=live))
-    return code
-
-
 def _explain_parser(commands: Any) -> None:
     explain = commands.add_parser(
         "explain",
@@ -182,15 +173,6 @@ def build_parser() -> argparse.ArgumentParser:
         "settings exit with status 2 and a message naming each bad variable.",
     )
     run.set_defaults(handler=_run)
-    demo = commands.add_parser(
-        "demo",
-        help="watch karpy scale an emulated cluster (moto + an emulated API server), exits 0 when every step settled",
-        description="Start an emulated EKS cluster and AWS (moto) in-process, run the controller against it, apply a "
-        "default EC2NodeClass and NodePool and the inflate Deployment, scale it 0 -> 8 -> 40 -> 5 -> 0 and show the "
-        "pods, NodeClaims, nodes and cost live, then a summary. Needs the dev extra (moto).",
-    )
-    demo.add_argument("--live", choices=("auto", "always", "never"), default="auto", help="redraw in place (ANSI)")
-    demo.set_defaults(handler=_demo)
     return parser
 
 

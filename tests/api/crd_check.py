@@ -15,7 +15,7 @@ from karpy.api import crds, validator
 from karpy.api.schema import ec2nodeclass as ec2_schema
 from karpy.api.schema import nodeclaim as nodeclaim_schema
 from karpy.api.schema import nodepool as nodepool_schema
-from karpy.sim.kube import transitions
+from karpy_emulator.apiserver import transitions
 
 CEL = celpy.Environment()
 

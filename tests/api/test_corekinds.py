@@ -211,7 +211,7 @@ def test_nulls_are_dropped_as_the_walker_drops_them(strict: bool) -> None:
 def test_a_dumped_cluster_never_needs_the_walker(monkeypatch: pytest.MonkeyPatch) -> None:
     """The objects `kubectl get -o json` dumps (nulls included) are read by the compiled check alone: the walker,
     which made a cluster's pods and nodes slow to read, is left for objects with a problem."""
-    from karpy.sim import dumps
+    from karpy_emulator import dumps
 
     objs = [o for o in dumps.objects(dumps.Shape(nodes=2, pending=1, guarded_every=2, pinned_every=2))]
     core = [o for o in objs if o["kind"] in corekinds.api_versions()]

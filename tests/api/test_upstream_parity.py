@@ -25,7 +25,7 @@ import yaml
 from tests.api import crd_check
 
 from karpy.api import errors, labels, parse
-from karpy.sim.kube import runner, server
+from karpy_emulator.apiserver import runner, server
 
 UPSTREAM = pathlib.Path(__file__).parent / "upstream"
 PLURALS = {"NodePool": "nodepools", "NodeClaim": "nodeclaims", "EC2NodeClass": "ec2nodeclasses"}

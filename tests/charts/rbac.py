@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from karpy.sim import controlplane
-from karpy.sim.kube import audit
+from karpy_emulator import controlplane
+from karpy_emulator.apiserver import audit
 
 REPO = Path(__file__).resolve().parents[2]
 HELM = REPO / ".tools" / "bin" / "helm"
@@ -32,8 +32,8 @@ RECORDING = Path(__file__).with_name("rbac-used.json")
 RECORD_DIR_ENV = "KARPY_RBAC_RECORD_DIR"
 """Set by tools/record_rbac.py: each e2e test writes what the controller used there."""
 
-# The emulation's controller (sim.controlplane) runs as release "karpy" would: ServiceAccount "karpy" and its Lease
-# (karpy-leader-election) in namespace "default".
+# The emulation's controller (karpy_emulator.controlplane) runs as release "karpy" would: ServiceAccount "karpy" and
+# its Lease (karpy-leader-election) in namespace "default".
 RELEASE, NAMESPACE, SERVICE_ACCOUNT = "karpy", "default", "karpy"
 NAMED_RESOURCES = frozenset({("coordination.k8s.io", "leases")})
 """Where the chart grants by resourceNames, so the recording keeps the name."""

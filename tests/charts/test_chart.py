@@ -12,9 +12,10 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
+from karpy import settings
 from karpy.api import crds as api_crds
 from karpy.api import errors
-from karpy.operator import settings, unsupported
+from karpy.wiring import unsupported
 
 from . import rbac, upstream
 from .conftest import CHART, CRD_CHART, REPO, Helm, Render, Schemas, by_kind, one

@@ -10,11 +10,12 @@ import pytest
 from tests.disruption import world as world_mod
 
 from karpy import clock as clock_mod
+from karpy import requirements
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
 from karpy.disruption import blockers, candidates, consolidation, methods, simulation
-from karpy.scheduling import requirements, results
+from karpy.scheduling import results
 
 Reason = nodepool.DisruptionReason
 OD, SPOT, RESERVED = labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_RESERVED

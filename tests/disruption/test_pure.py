@@ -8,8 +8,9 @@ import pytest
 from tests.disruption import world as world_mod
 
 from karpy.api import labels, nodepool, parse
-from karpy.disruption import blockers, budgets, candidates, conditions
+from karpy.disruption import blockers, budgets, candidates
 from karpy.kube import resources
+from karpy.nodeclaim import disruption_conditions
 
 Reason = nodepool.DisruptionReason
 T0 = world_mod.T0
@@ -206,10 +207,10 @@ def test_consolidatable_waits_for_consolidate_after() -> None:
     assert claim is not None
     pool = w.cluster.nodepools()[0]
     initialized_at = world_mod.T0
-    early = conditions.consolidatable(claim, pool, now=initialized_at + 60)
+    early = disruption_conditions.consolidatable(claim, pool, now=initialized_at + 60)
     assert not early.ready
     assert early.wait == 540
-    assert conditions.consolidatable(claim, pool, now=initialized_at + 600).ready
+    assert disruption_conditions.consolidatable(claim, pool, now=initialized_at + 600).ready
 
 
 def test_drift_by_hash_and_requirements() -> None:
@@ -219,15 +220,21 @@ def test_drift_by_hash_and_requirements() -> None:
     w.sync()
     claim, pool = w.cluster.nodeclaim("n0"), w.cluster.nodepools()[0]
     assert claim is not None
-    assert conditions.static_drift(claim, pool) is None
+    assert disruption_conditions.static_drift(claim, pool) is None
     w.pool(capacity_types=("spot",))  # requirements changed: not hashed, compared against labels
     w.sync()
-    assert conditions.static_drift(claim, w.cluster.nodepools()[0]) == conditions.CoreDriftReason.REQUIREMENTS_DRIFTED
+    assert (
+        disruption_conditions.static_drift(claim, w.cluster.nodepools()[0])
+        == disruption_conditions.CoreDriftReason.REQUIREMENTS_DRIFTED
+    )
     body = w.kube.obj(resources.NODEPOOLS, "default") or {}
     body["spec"]["template"]["spec"]["requirements"][0]["values"] = ["on-demand"]
     body["spec"]["template"]["spec"]["expireAfter"] = "24h"  # template field: hashed
     w.sync()
-    assert conditions.static_drift(claim, w.cluster.nodepools()[0]) == conditions.CoreDriftReason.NODEPOOL_DRIFTED
+    assert (
+        disruption_conditions.static_drift(claim, w.cluster.nodepools()[0])
+        == disruption_conditions.CoreDriftReason.NODEPOOL_DRIFTED
+    )
 
 
 def test_a_pod_under_two_pdbs_names_both() -> None:
@@ -247,7 +254,7 @@ def test_an_uninitialized_claim_is_never_consolidatable() -> None:
     w.sync()
     claim = w.cluster.nodeclaim("n0")
     assert claim is not None
-    verdict = conditions.consolidatable(claim, w.cluster.nodepools()[0], now=w.clock.now() + 3600)
+    verdict = disruption_conditions.consolidatable(claim, w.cluster.nodepools()[0], now=w.clock.now() + 3600)
     assert (verdict.ready, verdict.wait) == (False, None)
 
 
@@ -260,5 +267,7 @@ def test_a_claim_that_has_not_launched_sheds_a_drifted_condition() -> None:
     w.sync()
     claim = w.cluster.nodeclaim("n0")
     assert claim is not None
-    out = conditions.with_disruption_conditions(claim, w.cluster.nodepools()[0], now=w.clock.now(), provider_drift="X")
+    out = disruption_conditions.with_disruption_conditions(
+        claim, w.cluster.nodepools()[0], now=w.clock.now(), provider_drift="X"
+    )
     assert "Drifted" not in [c.type for c in out]

@@ -13,7 +13,7 @@ from tests.disruption import world as world_mod
 from karpy.api import labels, nodepool, parse
 from karpy.disruption import methods, staticpools
 from karpy.kube import resources
-from karpy.provisioning import nodeclaims
+from karpy.provisioning import nodeclaim_builder
 from karpy.scheduling import results
 
 Reason = nodepool.DisruptionReason
@@ -39,7 +39,7 @@ class Creator:
     ) -> object:
         for plan in plans:
             self.plans.append(plan)
-            body = nodeclaims.build_nodeclaim(plan, pools[plan.nodepool])
+            body = nodeclaim_builder.build_nodeclaim(plan, pools[plan.nodepool])
             made = await self.w.kube.create(resources.NODECLAIMS, body)
             self.w.cluster.record_created(resources.NODECLAIMS, made)
         return None

@@ -1,5 +1,5 @@
 """Fixtures of the end-to-end tests: an EmulatedCluster (moto + API server + stand-ins) on the autojump clock, and the
-karpy controller against it (`controlplane.ControlPlane`, built by `karpy.operator.wiring`)."""
+karpy controller against it (`controlplane.ControlPlane`, built by `karpy.wiring.graph`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from tests.charts import rbac
 from tests.e2e import support
 
-from karpy.sim import cluster, controlplane
+from karpy_emulator import cluster, controlplane
 
 
 @pytest.fixture(scope="session")

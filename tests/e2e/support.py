@@ -18,10 +18,10 @@ import boto3
 from karpy import clock as clock_module
 from karpy.api import labels
 from karpy.cloudprovider import catalog
-from karpy.cloudprovider.aws import emulator
 from karpy.kube import client, resources
-from karpy.sim import cluster, controlplane, demo, workloads
-from karpy.sim.kube import disruption as kube_disruption
+from karpy_emulator import cluster, controlplane, demo, workloads
+from karpy_emulator.apiserver import disruption as kube_disruption
+from karpy_emulator.aws import seeding
 
 T = TypeVar("T")
 CLUSTER = "karpy-e2e"
@@ -210,7 +210,7 @@ def is_true(obj: Mapping[str, Any], type_: str) -> bool:
 async def spot_interruption_warning(emulated: cluster.EmulatedCluster, instance: str) -> None:
     """EC2's two-minute warning for `instance`, through EventBridge to the interruption queue."""
     await asyncio.to_thread(
-        emulator.put_event,
+        seeding.put_event,
         region=emulated.region,
         source="aws.ec2",
         detail_type="EC2 Spot Instance Interruption Warning",

@@ -14,7 +14,7 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 NODES = 20
 ONE_POD_A_NODE = {"key": labels.LABEL_INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]}  # 2 vCPU: 1 × 1.5

@@ -22,9 +22,10 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.cloudprovider.aws import cache, emulator, faults
+from karpy.cloudprovider.aws import cache, faults
 from karpy.kube import resources
-from karpy.sim import autojump, cluster, controlplane, workloads
+from karpy_emulator import autojump, cluster, controlplane, workloads
+from karpy_emulator.aws import seeding
 
 LAUNCH = frozenset({"ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:DescribeLaunchTemplates"})
 INSTANCES = frozenset({"ec2:DescribeInstances"})
@@ -43,7 +44,7 @@ NODE_CLASS = frozenset(
         "eks:*",
     }
 )
-CATALOG = frozenset({*emulator.FAST_CATALOG_OPERATIONS, "pricing:*"})
+CATALOG = frozenset({*seeding.FAST_CATALOG_OPERATIONS, "pricing:*"})
 EVERY_EC2 = frozenset({"ec2:*"})
 
 

@@ -12,9 +12,9 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.cloudprovider.aws import emulated_reservations, emulator
 from karpy.kube import resources
-from karpy.sim import autojump, cluster, controlplane, workloads
+from karpy_emulator import autojump, cluster, controlplane, workloads
+from karpy_emulator.aws import emulated_reservations, seeding
 
 HOURS = 3600.0
 PRE_DRAIN = 40 * 60.0
@@ -28,7 +28,7 @@ def _block(zone: str, end: float) -> dict[str, object]:
         "CapacityReservationId": "cr-0block",
         "AvailabilityZone": zone,
         "InstanceType": "m5.large",
-        "OwnerId": emulator.ACCOUNT_ID,
+        "OwnerId": seeding.ACCOUNT_ID,
         "InstanceMatchCriteria": "targeted",
         "State": "active",
         "ReservationType": "capacity-block",

@@ -12,7 +12,7 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 TWO_VCPU = {"key": labels.LABEL_INSTANCE_CPU, "operator": "In", "values": ["2"]}
 

@@ -1,6 +1,6 @@
-"""`karpy demo`'s whole machinery on a short schedule (0 → 8 → 0): the emulation, the controller, the live view and
-the summary; it must end with exit code 0, every node it launched terminated. README's `make demo` runs the full
-schedule (0 → 8 → 40 → 5 → 0) in about 95 s; this one keeps the suite short."""
+"""`karpy-emulator demo`'s whole machinery on a short schedule (0 → 8 → 0): the emulation, the controller, the live
+view and the summary; it must end with exit code 0, every node it launched terminated. README's `make demo` runs the
+full schedule (0 → 8 → 40 → 5 → 0) in about 95 s; this one keeps the suite short."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from karpy.sim import demo
+from karpy_emulator import demo
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from karpy.api import labels, parse
-from karpy.sim import demo, view
+from karpy_emulator import demo, view
 
 PRICES = {("c6a.large", "us-east-1a", "on-demand"): 0.0765}
 

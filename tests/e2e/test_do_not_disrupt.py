@@ -16,7 +16,7 @@ from tests.e2e import support
 
 from karpy.api import labels
 from karpy.kube import resources
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 DO_NOT_DISRUPT = {labels.ANNOTATION_DO_NOT_DISRUPT: "true"}
 HOLD = 8.0

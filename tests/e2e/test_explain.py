@@ -22,7 +22,7 @@ from tests.e2e import support
 from karpy.api import labels
 from karpy.explain import command
 from karpy.kube import resources
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 UPSTREAM = controlplane.Options(interruption=False)
 SOLO = {"group": "solo"}

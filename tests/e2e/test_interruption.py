@@ -9,7 +9,7 @@ from tests.e2e import support
 
 from karpy.api import labels
 from karpy.kube import client, resources
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 
 @pytest.mark.slow

@@ -17,10 +17,10 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.cloudprovider.aws import emulator
 from karpy.kube import resources
 from karpy.nodeclaim import garbagecollection
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
+from karpy_emulator.aws import seeding
 
 POISON = (
     '{"source": "aws.health", "detail-type": "AWS Health Event", "detail": {"affectedEntities": 5}}',
@@ -94,7 +94,7 @@ async def test_bad_objects_and_poison_messages_affect_only_themselves() -> None:
         for body in POISON:
             await asyncio.to_thread(sqs.send_message, QueueUrl=emulated.queue_url, MessageBody=body)
         await asyncio.to_thread(
-            emulator.put_event,
+            seeding.put_event,
             region=emulated.region,
             source="aws.ec2",
             detail_type="EC2 Spot Instance Interruption Warning",

@@ -13,7 +13,7 @@ import pytest
 from tests.e2e import support
 
 from karpy.kube import resources
-from karpy.sim import cluster, controlplane, hooks, workloads
+from karpy_emulator import cluster, controlplane, hooks, workloads
 
 CYCLES = (
     # (launch checkpoint, termination checkpoint)

@@ -1,4 +1,4 @@
-"""Two controller replicas with Lease leader election (the operator's elector and `loops.lead`, as `karpy run` runs
+"""Two controller replicas with Lease leader election (the operator's elector and `leadership.lead`, as `karpy run` runs
 them): only the leader acts; when it dies (a crash: it cannot give the Lease up) the other takes over once the Lease
 expires and provisions the next pods.
 
@@ -12,9 +12,10 @@ import dataclasses
 import pytest
 from tests.e2e import support
 
+from karpy import settings
 from karpy.kube import resources
-from karpy.operator import leader, settings
-from karpy.sim import cluster, controlplane, workloads
+from karpy.runtime import lease as lease_module
+from karpy_emulator import cluster, controlplane, workloads
 
 
 def _leader(planes: list[controlplane.ControlPlane]) -> list[str]:
@@ -56,7 +57,7 @@ async def test_only_the_leader_acts_and_the_other_takes_over_when_it_dies(emulat
             return _leader(planes) == ["b"]
 
         await support.eventually(
-            b_leads, clock=emulated.clock, within=leader.LEASE_DURATION + 30, what="replica b to take over"
+            b_leads, clock=emulated.clock, within=lease_module.LEASE_DURATION + 30, what="replica b to take over"
         )
         assert await _holder(emulated) == "b"
         await support.scale(emulated, "ha", 4)

@@ -2,7 +2,7 @@
 `pulumi.com/deletionPropagationPolicy: foreground`), leaves no NodeClaim, Node or instance, and each NodePool stays
 until its NodeClaims are gone: what destroy waits on before it removes the controller and its IAM.
 
-The owner references are followed by the garbage-collector stand-in (karpy.sim.garbage), as kube-controller-manager
+The owner references are followed by the garbage-collector stand-in (karpy_emulator.garbage), as kube-controller-manager
 follows them on a real cluster; the controller drains and terminates every node it is handed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import aiohttp
 from tests.e2e import support
 
 from karpy.kube import resources
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 
 async def delete_in_foreground(emulated: cluster.EmulatedCluster, name: str) -> None:

@@ -17,7 +17,7 @@ from tests.e2e import support
 
 from karpy.api import labels
 from karpy.kube import resources
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 REPLICAS = 4
 MAX_UNAVAILABLE = 1

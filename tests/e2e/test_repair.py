@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from tests.e2e import support
 
+from karpy import settings
 from karpy.api import decoding, labels
 from karpy.kube import resources
-from karpy.operator import settings
-from karpy.sim import autojump, cluster, controlplane, workloads
+from karpy_emulator import autojump, cluster, controlplane, workloads
 
 TOLERATION = 10 * 60.0
 CONDITION = "AcceleratedHardwareReady"

@@ -13,7 +13,7 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import labels
-from karpy.sim import cluster, controlplane, workloads
+from karpy_emulator import cluster, controlplane, workloads
 
 ZONE_SPREAD = {
     "topologySpreadConstraints": [

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from tests.e2e import support
 
+from karpy import settings
 from karpy.api import labels
-from karpy.operator import settings
-from karpy.sim import cluster, controlplane
+from karpy_emulator import cluster, controlplane
 
 STATIC = "static"
 GATED = controlplane.Options(

@@ -22,7 +22,7 @@ from tests.e2e import support, upstream_cluster
 
 from karpy.api import labels
 from karpy.kube import client, resources
-from karpy.sim import autojump, cluster, controlplane
+from karpy_emulator import autojump, cluster, controlplane
 
 TAKEOVER = 1800.0
 """Virtual seconds karpy runs before anything changes: 30 minutes, six drift checks, every resync many times."""

@@ -14,8 +14,8 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import decoding
-from karpy.sim import autojump, cluster, controlplane, workloads
 from karpy.termination import controller as termination
+from karpy_emulator import autojump, cluster, controlplane, workloads
 
 BOOT_DELAY = 5.0
 CONSOLIDATE_AFTER = 30.0

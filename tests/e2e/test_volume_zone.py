@@ -17,8 +17,8 @@ from tests.e2e import support
 
 from karpy.api import labels
 from karpy.kube import resources
-from karpy.sim import cluster, controlplane
-from karpy.sim import volumes as sim_volumes
+from karpy_emulator import cluster, controlplane
+from karpy_emulator import volumes as sim_volumes
 
 CPU = "1"
 

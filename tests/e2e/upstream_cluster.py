@@ -25,7 +25,7 @@ from tests.e2e import support
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.aws import userdata
 from karpy.kube import resources
-from karpy.sim import cluster, workloads
+from karpy_emulator import cluster, workloads
 
 INSTANCE_TYPE = "m5.large"
 UPSTREAM_NODEPOOL_HASH_VERSION = "v3"

@@ -14,8 +14,8 @@ from karpy import cli
 from karpy import clock as clock_mod
 from karpy.explain import sources
 from karpy.kube import config, rest
-from karpy.sim import dumps
-from karpy.sim.kube import runner, server
+from karpy_emulator import dumps
+from karpy_emulator.apiserver import runner, server
 
 NOW = "2027-01-15T08:00:00Z"
 SHAPE = dumps.Shape(

@@ -13,7 +13,7 @@ import yaml
 from karpy import clock as clock_mod
 from karpy.api import nodeclaim
 from karpy.explain import sources
-from karpy.sim import dumps
+from karpy_emulator import dumps
 
 SHAPE = dumps.Shape(nodes=2, pods_per_node=2, pending=1)
 

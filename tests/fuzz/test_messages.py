@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from tests import mutations
 from tests.interruption.test_controller import Queue, _claim, _env
 
-from karpy.cloudprovider.aws import interruption
-from karpy.interruption import messages
+from karpy.cloudprovider import interruption
+from karpy.cloudprovider.aws import interruption_queue
 from karpy.kube import resources
 
 EVENTS: list[dict[str, Any]] = [
@@ -67,10 +67,10 @@ FUZZ = settings(
 @given(bodies())
 @FUZZ
 def test_reading_a_message_never_raises(body: str) -> None:
-    read = interruption.read({"ReceiptHandle": "h", "MessageId": "m", "Body": body})
-    if isinstance(read, messages.Unreadable):
-        assert read.reason in set(messages.DropReason) - {messages.DropReason.INTERNAL_ERROR}, read
-        assert len(read.detail) <= interruption.DETAIL_LIMIT
+    read = interruption_queue.read({"ReceiptHandle": "h", "MessageId": "m", "Body": body})
+    if isinstance(read, interruption.Unreadable):
+        assert read.reason in set(interruption.DropReason) - {interruption.DropReason.INTERNAL_ERROR}, read
+        assert len(read.detail) <= interruption_queue.DETAIL_LIMIT
     else:
         assert all(isinstance(i, str) and i for i in read.message.instance_ids)
 
@@ -81,8 +81,8 @@ async def test_a_poisoned_batch_is_handled_in_one_poll_with_its_spot_warning(bat
     env = await _env(_claim("target", "i-target", node="ip-1"))
     queue: Queue = env.queue
     for i, body in enumerate(batch):
-        queue.waiting.append(interruption.read({"ReceiptHandle": f"fuzz-{i}", "Body": body}))
-    warning = queue.put(messages.Kind.SPOT_INTERRUPTION, "i-target")
+        queue.waiting.append(interruption_queue.read({"ReceiptHandle": f"fuzz-{i}", "Body": body}))
+    warning = queue.put(interruption.Kind.SPOT_INTERRUPTION, "i-target")
     handled = await env.ctl.poll()
     assert warning.message in [h.message for h in handled]
     assert all(h.deleted_from_queue for h in handled), "nothing is left to come back"

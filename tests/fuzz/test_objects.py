@@ -21,10 +21,10 @@ from tests.disruption import world as world_mod
 from karpy import events, rejections
 from karpy.api import parse
 from karpy.kube import resources
-from karpy.operator import views
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as pods_api
 from karpy.state import facts
+from karpy.wiring import views
 
 ODD = st.sampled_from(
     [None, 5, -1, 2**63, 1.5, True, "", "x", "1e999999999", "-1", [], [None], [5], {}, {"a": None}, "Sideways"]

@@ -7,6 +7,7 @@ Dockerfile's `uv sync` installs; the modules the image ships are controller/ les
 from __future__ import annotations
 
 import ast
+import fnmatch
 import importlib.metadata
 import re
 import subprocess
@@ -33,6 +34,7 @@ NEVER_IN_THE_IMAGE = {
     "pulumi-docker-build",
     "moto",
     "kmock",
+    "karpy-emulator",
     "kubernetes",
     "pytest",
     "hypothesis",
@@ -205,7 +207,7 @@ def test_the_runtime_closure_has_no_emulator_test_or_infra_distribution() -> Non
 def test_every_import_of_a_shipped_module_is_in_the_runtime_closure() -> None:
     modules = shipped_modules()
     assert REPO / "controller" / "karpy" / "operator" / "main.py" in modules
-    assert not [m for m in modules if "sim" in m.relative_to(REPO / "controller" / "karpy").parts[:1]]
+    assert not [m for m in modules if "karpy_emulator" in third_party_imports(m)]
     closure = runtime_closure()
     missing = {
         f"{path.relative_to(REPO)}: {name}"
@@ -214,6 +216,27 @@ def test_every_import_of_a_shipped_module_is_in_the_runtime_closure() -> None:
         if not distributions_of(name) & closure
     }
     assert not missing, sorted(missing)
+
+
+def test_the_emulator_is_outside_the_build_context_and_the_wheel() -> None:
+    assert "controller/emulator" in (REPO / ".dockerignore").read_text().split()
+    found = setuptools_config()
+    wheel = {
+        ".".join(d.relative_to(REPO / where).parts)
+        for where in found["where"]
+        for d in (REPO / where).rglob("*")
+        if d.is_dir() and any(d.glob("*.py"))
+    }
+    packaged = {p for p in wheel if any(fnmatch.fnmatchcase(p, pattern) for pattern in found["include"])}
+    assert {"karpy", "karpy.operator", "pulumi_karpy"} <= packaged
+    assert not [p for p in packaged if "emulator" in p.split(".")[0]], sorted(packaged)
+
+
+def setuptools_config() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ]["find"]
+    return found
 
 
 def test_every_runtime_dependency_is_imported_by_a_shipped_module() -> None:

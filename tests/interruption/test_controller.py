@@ -15,10 +15,11 @@ from tests.provisioning.builders import MemoryClient, parsed_nodepool
 from karpy import events
 from karpy.api import labels, meta, nodeclaim, nodepool
 from karpy.clock import ManualClock
-from karpy.interruption import controller, messages
+from karpy.cloudprovider import interruption
+from karpy.interruption import controller
 from karpy.kube import client, resources
 
-K = messages.Kind
+K = interruption.Kind
 
 
 class Queue:
@@ -26,26 +27,26 @@ class Queue:
 
     def __init__(self, clock: ManualClock) -> None:
         self.clock = clock
-        self.waiting: list[messages.Received | messages.Unreadable] = []
+        self.waiting: list[interruption.Received | interruption.Unreadable] = []
         self.deleted: list[str] = []
         self.fail_receives = 0
         self.fail_deletes: set[str] = set()
         self._handles = 0
 
-    def put(self, kind: messages.Kind, *instances: str, receive_count: int = 1) -> messages.Received:
+    def put(self, kind: interruption.Kind, *instances: str, receive_count: int = 1) -> interruption.Received:
         self._handles += 1
-        message = messages.Message(kind, instances, event_id=f"e{self._handles}")
-        item = messages.Received(message, f"rh-{self._handles}", receive_count=receive_count)
+        message = interruption.Message(kind, instances, event_id=f"e{self._handles}")
+        item = interruption.Received(message, f"rh-{self._handles}", receive_count=receive_count)
         self.waiting.append(item)
         return item
 
-    def put_unreadable(self, reason: messages.DropReason) -> messages.Unreadable:
+    def put_unreadable(self, reason: interruption.DropReason) -> interruption.Unreadable:
         self._handles += 1
-        item = messages.Unreadable(f"rh-{self._handles}", reason, "what was wrong", f"m{self._handles}")
+        item = interruption.Unreadable(f"rh-{self._handles}", reason, "what was wrong", f"m{self._handles}")
         self.waiting.append(item)
         return item
 
-    async def receive(self, *, wait_seconds: int = 20) -> list[messages.Received | messages.Unreadable]:
+    async def receive(self, *, wait_seconds: int = 20) -> list[interruption.Received | interruption.Unreadable]:
         if self.fail_receives:
             self.fail_receives -= 1
             raise OSError("connection reset")
@@ -55,7 +56,7 @@ class Queue:
         batch, self.waiting = self.waiting[:10], self.waiting[10:]
         return batch
 
-    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
+    async def delete(self, received: interruption.Received | interruption.Unreadable) -> None:
         if received.receipt_handle in self.fail_deletes:
             raise OSError("connection reset")
         self.deleted.append(received.receipt_handle)
@@ -283,7 +284,8 @@ async def test_failed_action_is_dropped_once_the_message_was_received_max_times(
 async def test_poison_is_dropped_in_the_same_pass_as_the_spot_warning_beside_it() -> None:
     env = await _env(_claim("a", "i-a", node="ip-1"))
     poison = [
-        env.queue.put_unreadable(reason) for reason in (messages.DropReason.NOT_JSON, messages.DropReason.MALFORMED)
+        env.queue.put_unreadable(reason)
+        for reason in (interruption.DropReason.NOT_JSON, interruption.DropReason.MALFORMED)
     ]
     warning = env.queue.put(K.SPOT_INTERRUPTION, "i-a")
     (handled,) = await env.ctl.poll()
@@ -372,8 +374,8 @@ async def test_at_most_ten_messages_in_flight() -> None:
     assert _names(slow) == set()
 
 
-def _all_at_once(items: list[messages.Received | messages.Unreadable]) -> Any:
-    async def receive(*, wait_seconds: int = 20) -> list[messages.Received | messages.Unreadable]:
+def _all_at_once(items: list[interruption.Received | interruption.Unreadable]) -> Any:
+    async def receive(*, wait_seconds: int = 20) -> list[interruption.Received | interruption.Unreadable]:
         return list(items)
 
     return receive

@@ -12,11 +12,13 @@ from tests import builders
 from tests.cloudprovider.aws.moto_fixtures import REGION
 
 from karpy import clock, events
-from karpy.cloudprovider.aws import cache, clients, emulator, interruption
-from karpy.interruption import controller, messages, queue
+from karpy.cloudprovider import interruption
+from karpy.cloudprovider.aws import cache, clients, interruption_queue
+from karpy.interruption import controller, queue
 from karpy.kube import client, config, resources, rest
-from karpy.sim.kube import runner, server
 from karpy.state import cluster
+from karpy_emulator.apiserver import runner, server
+from karpy_emulator.aws import seeding
 
 R = resources
 INSTANCE = "i-0123456789abcdef0"
@@ -57,7 +59,7 @@ async def _state_of(api: rest.RestClient) -> cluster.Cluster:
 
 
 def _controller(
-    api: rest.RestClient, state: cluster.Cluster, sqs: interruption.InterruptionQueue, **deps: Any
+    api: rest.RestClient, state: cluster.Cluster, sqs: interruption_queue.InterruptionQueue, **deps: Any
 ) -> controller.InterruptionController:
     typed_queue: queue.QueueClient = sqs  # the AWS client satisfies the protocol structurally
     return controller.InterruptionController(
@@ -66,18 +68,18 @@ def _controller(
 
 
 async def test_spot_warning_deletes_the_nodeclaim(
-    seeded: emulator.Seeded, aws: clients.Clients, api: rest.RestClient
+    seeded: seeding.Seeded, aws: clients.Clients, api: rest.RestClient
 ) -> None:
     state = await _state_of(api)
     assert [c.status.provider_id for c in state.nodeclaims()] == [f"aws:///us-east-1a/{INSTANCE}"]
 
-    emulator.put_event(
+    seeding.put_event(
         region=REGION,
         source="aws.ec2",
         detail_type="EC2 Spot Instance Interruption Warning",
         detail={"instance-id": INSTANCE, "instance-action": "terminate"},
     )
-    sqs = interruption.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
+    sqs = interruption_queue.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
     ice = cache.UnavailableOfferings(clock=lambda: 1_700_000_000.0)
     recorder = events.MemoryRecorder()
     typed_marker: queue.OfferingMarker = ice
@@ -101,13 +103,13 @@ POISON_BODIES = (
 
 
 async def test_poison_beside_a_spot_warning_is_dropped_in_the_same_pass(
-    seeded: emulator.Seeded, aws: clients.Clients, api: rest.RestClient
+    seeded: seeding.Seeded, aws: clients.Clients, api: rest.RestClient
 ) -> None:
     state = await _state_of(api)
     boto = boto3.client("sqs", region_name=REGION)
     for body in POISON_BODIES[:2]:
         boto.send_message(QueueUrl=seeded.queue_url, MessageBody=body)
-    emulator.put_event(
+    seeding.put_event(
         region=REGION,
         source="aws.ec2",
         detail_type="EC2 Spot Instance Interruption Warning",
@@ -115,7 +117,7 @@ async def test_poison_beside_a_spot_warning_is_dropped_in_the_same_pass(
     )
     for body in POISON_BODIES[2:]:
         boto.send_message(QueueUrl=seeded.queue_url, MessageBody=body)
-    sqs = interruption.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
+    sqs = interruption_queue.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
     dropped: list[str] = []
     ctl = _controller(
         api, state, sqs, recorder=events.MemoryRecorder(), metrics=controller.Metrics(dropped=dropped.append)
@@ -139,22 +141,22 @@ class _Down(rest.RestClient):
         raise OSError("connection refused")
 
 
-class _Recording(interruption.InterruptionQueue):
+class _Recording(interruption_queue.InterruptionQueue):
     """The real queue client, remembering the receipt handles it handed out."""
 
     handles: list[str] = []
 
-    async def receive(self, *, wait_seconds: int = 20) -> Sequence[messages.Received | messages.Unreadable]:
+    async def receive(self, *, wait_seconds: int = 20) -> Sequence[interruption.Received | interruption.Unreadable]:
         got = await super().receive(wait_seconds=wait_seconds)
         self.handles = [item.receipt_handle for item in got]
         return got
 
 
 async def test_a_message_that_keeps_failing_is_dropped_at_the_receive_limit(
-    seeded: emulator.Seeded, aws: clients.Clients, api: rest.RestClient
+    seeded: seeding.Seeded, aws: clients.Clients, api: rest.RestClient
 ) -> None:
     state = await _state_of(api)
-    emulator.put_event(
+    seeding.put_event(
         region=REGION,
         source="aws.ec2",
         detail_type="EC2 Spot Instance Interruption Warning",

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim
+from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import cache, instancetypes
-from karpy.interruption import handler, messages, queue
+from karpy.interruption import handler, queue
 
-K = messages.Kind
+K = interruption.Kind
 R = handler.Reason
 
 
@@ -108,8 +109,10 @@ def test_index_skips_unlaunched_claims() -> None:
         (K.SPOT_INTERRUPTION, "i-gone", [R.SPOT_INTERRUPTED], False, True),  # already deleting: not again
     ],
 )
-def test_decide(kind: messages.Kind, instance: str, reasons: list[handler.Reason], delete: bool, marks: bool) -> None:
-    (decision,) = handler.decide(messages.Message(kind, (instance,)), _targets(), pool_annotations=POOLS)
+def test_decide(
+    kind: interruption.Kind, instance: str, reasons: list[handler.Reason], delete: bool, marks: bool
+) -> None:
+    (decision,) = handler.decide(interruption.Message(kind, (instance,)), _targets(), pool_annotations=POOLS)
     assert decision.target == _targets()[instance]
     assert [n.reason for n in decision.notices] == reasons
     assert decision.delete is delete
@@ -118,12 +121,12 @@ def test_decide(kind: messages.Kind, instance: str, reasons: list[handler.Reason
 
 
 def test_unknown_instances_and_no_ops_decide_nothing() -> None:
-    assert handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-not-ours",)), _targets()) == []
-    assert handler.decide(messages.Message(K.NO_OP, ("i-a",)), _targets()) == []
+    assert handler.decide(interruption.Message(K.SPOT_INTERRUPTION, ("i-not-ours",)), _targets()) == []
+    assert handler.decide(interruption.Message(K.NO_OP, ("i-a",)), _targets()) == []
 
 
 def test_health_event_covers_every_affected_instance() -> None:
-    got = handler.decide(messages.Message(K.SCHEDULED_CHANGE, ("i-a", "i-b", "i-x")), _targets())
+    got = handler.decide(interruption.Message(K.SCHEDULED_CHANGE, ("i-a", "i-b", "i-x")), _targets())
     assert [d.target.nodeclaim for d in got] == ["a", "b"]
     assert all(d.delete for d in got)
 
@@ -141,7 +144,7 @@ def test_event_message_names_the_object_kind() -> None:
 
 
 def test_capacity_reservation_interruption_drains_and_marks_the_reservation_unavailable() -> None:
-    (decision,) = handler.decide(messages.Message(K.CAPACITY_RESERVATION_INTERRUPTION, ("i-r",)), _targets())
+    (decision,) = handler.decide(interruption.Message(K.CAPACITY_RESERVATION_INTERRUPTION, ("i-r",)), _targets())
     assert _targets()["i-r"].reservation_id == "cr-0a"
     assert decision.delete
     assert [n.reason for n in decision.notices] == [R.CAPACITY_RESERVATION_INTERRUPTED, R.TERMINATING_ON_INTERRUPTION]
@@ -179,13 +182,15 @@ def test_targets_carry_what_the_handler_reads_from_the_claim() -> None:
 
 
 def test_an_unknown_instance_does_not_hide_the_known_ones_after_it() -> None:
-    decisions = handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-unknown", "i-a", "i-b")), _targets())
+    decisions = handler.decide(interruption.Message(K.SPOT_INTERRUPTION, ("i-unknown", "i-a", "i-b")), _targets())
     assert [d.target.nodeclaim for d in decisions] == ["a", "b"]
 
 
 def test_a_rebalance_for_a_pool_without_annotations_is_an_event_only() -> None:
     targets = handler.index_by_instance([_claim("elsewhere", "i-e", pool="not-in-the-map")])
-    (decision,) = handler.decide(messages.Message(K.REBALANCE_RECOMMENDATION, ("i-e",)), targets, pool_annotations={})
+    (decision,) = handler.decide(
+        interruption.Message(K.REBALANCE_RECOMMENDATION, ("i-e",)), targets, pool_annotations={}
+    )
     assert decision.delete is False
 
 
@@ -199,6 +204,8 @@ def test_an_offering_is_marked_only_when_the_claim_names_both_type_and_zone() ->
         spec=claim.spec,
         status=claim.status,
     )
-    (decision,) = handler.decide(messages.Message(K.SPOT_INTERRUPTION, ("i-t",)), handler.index_by_instance([typeless]))
+    (decision,) = handler.decide(
+        interruption.Message(K.SPOT_INTERRUPTION, ("i-t",)), handler.index_by_instance([typeless])
+    )
     assert decision.delete is True
     assert decision.unavailable is None

@@ -1,4 +1,4 @@
-"""Fixtures of the kube tests: the emulated API server (`karpy.sim.kube`) and a `RestClient` on it."""
+"""Fixtures of the kube tests: the emulated API server (`karpy_emulator.apiserver`) and a `RestClient` on it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from karpy import clock
 from karpy.kube import config, rest
-from karpy.sim.kube import runner, server
+from karpy_emulator.apiserver import runner, server
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from tests.kube import exec_plugin
 
 from karpy import clock
 from karpy.kube import config, resources, rest
-from karpy.sim.kube import runner
+from karpy_emulator.apiserver import runner
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 

@@ -11,7 +11,7 @@ from tests import builders
 
 from karpy import clock
 from karpy.kube import client, config, resources, rest
-from karpy.sim.kube import runner, server
+from karpy_emulator.apiserver import runner, server
 
 NS = builders.NS
 

@@ -11,7 +11,7 @@ from tests import polling
 
 from karpy import clock
 from karpy.kube import client, config, resources, rest
-from karpy.sim.kube import runner
+from karpy_emulator.apiserver import runner
 
 
 class Recorder:

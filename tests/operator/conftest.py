@@ -1,26 +1,5 @@
 """Fixtures of the operator tests: the emulated API server and a RestClient on it."""
 
-from __future__ import annotations
+from tests.served_api import api, kube
 
-from collections.abc import AsyncIterator
-
-import pytest
-
-from karpy import clock
-from karpy.kube import config, rest
-from karpy.sim.kube import runner, server
-
-START = 1_700_000_000.0
-
-
-@pytest.fixture
-async def kube() -> AsyncIterator[runner.KubeAPIRunner]:
-    async with runner.KubeAPIRunner(server.FakeKubeAPI(seed=11, clock=lambda: START)) as served:
-        yield served
-
-
-@pytest.fixture
-async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    # The client's rate limiter runs on the wall clock: tests step only the controller's ManualClock.
-    async with rest.RestClient(config.Config(server=kube.url, token="t"), clock=clock.SystemClock()) as client:
-        yield client
+__all__ = ["api", "kube"]

@@ -15,14 +15,16 @@ import pytest
 from tests import builders, polling
 from tests.operator import support
 
-from karpy import clock
+from karpy import clock, settings
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import config, dryrun, resources, rest
-from karpy.operator import app, leader, loops, settings, wiring
+from karpy.operator import app
 from karpy.provisioning import provisioner
-from karpy.sim.kube import runner, server, status, validation
+from karpy.runtime import leadership, lease, parts
 from karpy.state import cluster as cluster_module
+from karpy.wiring import graph
+from karpy_emulator.apiserver import api_status, runner, server, validation
 
 LEGACY = "test.karpy.dev/stored-under-an-older-crd"
 _DISCOVERY = [{"tags": {"karpenter.sh/discovery": "test"}}]
@@ -51,7 +53,7 @@ def legacy_admission() -> dict[str, validation.Validator]:
     validators = validation.karpenter()
     strict = validators[validation.NODEPOOLS]
 
-    def nodepools(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Sequence[status.Cause]:
+    def nodepools(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Sequence[api_status.Cause]:
         if LEGACY in ((obj.get("metadata") or {}).get("annotations") or {}):
             return []
         return strict(obj, old)
@@ -74,7 +76,7 @@ async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
 
 @dataclasses.dataclass
 class Running:
-    ctrl: wiring.Controller
+    ctrl: parts.Controller
     nodeclasses: FakeNodeClasses
     metrics_port: int = 0
     health_port: int = 0
@@ -92,11 +94,11 @@ async def running(
     wall = clock.SystemClock()
     nodeclasses = FakeNodeClasses(wall.now)
 
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
-        return wiring.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses)
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+        return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses)
 
     async with rest.RestClient(cfg, clock=wall) as kube_client:
-        ctrl = wiring.build(s, kube=kube_client, clock=wall, cloud_factory=cloud, identity=identity, namespace="karpy")
+        ctrl = graph.build(s, kube=kube_client, clock=wall, cloud_factory=cloud, identity=identity, namespace="karpy")
         state = Running(ctrl, nodeclasses)
         bound = asyncio.Event()
 
@@ -215,7 +217,7 @@ async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner, api: r
     async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run, aiohttp.ClientSession() as http:
         # Kopf's watches are up once a handler routed an event (stopping it mid-discovery costs seconds of retries)
         await api.create(resources.NODEPOOLS, builders.nodepool("any"))
-        await polling.until(lambda: run.ctrl.queues[wiring.NODEPOOLS].reconciled)
+        await polling.until(lambda: run.ctrl.queues[parts.NODEPOOLS].reconciled)
         run.ctrl.cluster.expect(resources.Resource("example.com", "v1", "never", "Never", False))  # never listed
         async with http.get(f"http://127.0.0.1:{run.health_port}/readyz") as response:
             assert response.status == 503
@@ -224,7 +226,7 @@ async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner, api: r
 
 async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
     # Another replica holds a live Lease: this one must keep its state warm but write nothing.
-    holder = leader.LeaderElector(
+    holder = lease.LeaderElector(
         api, name="karpy-leader-election", namespace="karpy", clock=clock.SystemClock(), identity="other_replica"
     )
     assert await holder.try_acquire_or_renew()
@@ -235,12 +237,12 @@ async def test_only_the_leader_reconciles(kube: runner.KubeAPIRunner, api: rest.
         await api.patch(resources.PODS, "web-1", UNSCHEDULABLE, namespace="default", subresource="status")
         await polling.until(lambda: run.ctrl.cluster.synced() and run.ctrl.cluster.pending_pods())
         # A follower starts none of the leader's loops, so none can act (no waiting for something not to happen).
-        assert not {t.get_name() for t in asyncio.all_tasks()} & set(loops.singletons(run.ctrl))
+        assert not {t.get_name() for t in asyncio.all_tasks()} & set(leadership.singletons(run.ctrl))
         pool = await api.get(resources.NODEPOOLS, "waiting")
         assert pool is not None
         assert "status" not in pool or not support.condition(pool, "Ready")
         assert not run.ctrl.elector.is_leader()
-        assert run.ctrl.queues[wiring.NODEPOOLS].reconciled == 0
+        assert run.ctrl.queues[parts.NODEPOOLS].reconciled == 0
         assert (await api.list(resources.NODECLAIMS))[0] == []  # the follower's provisioner does not run
         assert "status" not in ((await api.get(resources.EC2NODECLASSES, "default")) or {})
         # the holder releases; this replica takes over and reconciles what it inherited
@@ -283,15 +285,15 @@ async def test_wiring_follows_the_settings() -> None:
     s = make_settings(DRY_RUN="true", DISABLE_LEADER_ELECTION="true", BATCH_MAX_DURATION="3s")
     inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
 
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
-        return wiring.CloudParts(provider=fake_provider.FakeCloudProvider(), queue=StubQueue())
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+        return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), queue=StubQueue())
 
-    ctrl = wiring.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
+    ctrl = graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
     assert isinstance(ctrl.kube, dryrun.DryRunClient)  # every write of every reconciler is only logged
-    assert isinstance(ctrl.elector, leader.AlwaysLeader)
+    assert isinstance(ctrl.elector, lease.AlwaysLeader)
     assert ctrl.interruption is not None  # a queue was configured
     assert ctrl.nodeclasses is None  # the fake has no node-class half: that controller is off
-    assert set(loops.singletons(ctrl)) == {
+    assert set(leadership.singletons(ctrl)) == {
         "queue nodeclaims", "queue nodes", "queue nodepools", "provisioner", "disruption",
         "garbage collection", "prices", "interruption", "nodeclaim conditions", "expiration",
     }  # fmt: skip
@@ -301,14 +303,14 @@ async def test_wiring_follows_the_settings() -> None:
 async def test_wiring_without_queue_or_dry_run_uses_the_client_and_elects() -> None:
     inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
 
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
-        return wiring.CloudParts(provider=fake_provider.FakeCloudProvider())
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+        return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
 
     s = make_settings(LEADER_ELECTION_NAME="karpenter-leader-election")
-    ctrl = wiring.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x", namespace="ns")
+    ctrl = graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x", namespace="ns")
     assert ctrl.kube is inner
     assert ctrl.interruption is None
-    assert isinstance(ctrl.elector, leader.LeaderElector)
+    assert isinstance(ctrl.elector, lease.LeaderElector)
     assert (ctrl.elector.name, ctrl.elector.namespace) == ("karpenter-leader-election", "ns")
 
 

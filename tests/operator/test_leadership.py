@@ -13,21 +13,24 @@ import pytest
 from tests import polling
 from tests.kube import exec_plugin
 
-from karpy import clock
+from karpy import clock, settings
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import config, resources, rest
-from karpy.operator import app, leader, loops, main, settings, wiring
+from karpy.operator import app, main
 from karpy.operator import logging as operator_logging
-from karpy.sim.kube import runner
+from karpy.runtime import leadership, parts
+from karpy.runtime import lease as lease_module
 from karpy.state import cluster as cluster_module
+from karpy.wiring import graph
+from karpy_emulator.apiserver import runner
 
 LEASE = "karpy-leader-election"
 FAST = 0.1
 """Seconds between election rounds here (upstream: renew every 5 s, retry every 2 s)."""
 
 
-def fake_cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> wiring.CloudParts:
-    return wiring.CloudParts(provider=fake_provider.FakeCloudProvider())
+def fake_cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+    return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
 
 
 async def test_a_deposed_leader_stops_its_loops_and_run_raises(
@@ -37,8 +40,8 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
     cfg = config.Config(server=kube.url)
     wall = clock.SystemClock()
     async with rest.RestClient(cfg, clock=wall) as kube_client:
-        ctrl = wiring.build(s, kube=kube_client, clock=wall, cloud_factory=fake_cloud, identity="me", namespace="karpy")
-        ctrl.elector = leader.LeaderElector(
+        ctrl = graph.build(s, kube=kube_client, clock=wall, cloud_factory=fake_cloud, identity="me", namespace="karpy")
+        ctrl.elector = lease_module.LeaderElector(
             kube_client, name=LEASE, namespace="karpy", clock=wall, identity="me", renew_period=FAST, retry_period=FAST
         )
         stop, ready = asyncio.Event(), asyncio.Event()
@@ -54,13 +57,13 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
         try:
             await ready.wait()
             await ctrl.elector.elected.wait()
-            leader_tasks = await _leader_loops(names=set(loops.singletons(ctrl)))
+            leader_tasks = await _leader_loops(names=set(leadership.singletons(ctrl)))
             # Another replica takes the Lease over (as after a long pause of ours: our renewals stopped landing).
             lease = await api.get(resources.LEASES, LEASE, namespace="karpy")
             assert lease is not None
             taken: dict[str, Any] = {"spec": {"holderIdentity": "other_replica", "leaseTransitions": 1}}
             await api.patch(resources.LEASES, LEASE, taken, namespace="karpy")
-            with pytest.raises(loops.LeadershipLost, match="me lost the leader Lease"):
+            with pytest.raises(leadership.LeadershipLost, match="me lost the leader Lease"):
                 await task
         finally:
             stop.set()
@@ -86,12 +89,12 @@ async def _leader_loops(*, names: set[str]) -> list[asyncio.Task[Any]]:
 
 def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
     async def deposed(*_: Any, **__: Any) -> None:
-        raise loops.LeadershipLost("karpy-0 lost the leader Lease")
+        raise leadership.LeadershipLost("karpy-0 lost the leader Lease")
 
     # Only the exit-code mapping is under test: no real server, and no rewiring of the test run's root logger.
     monkeypatch.setattr(main, "serve", deposed)
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
-    monkeypatch.setattr(wiring, "kube_config", lambda _: config.Config(server="http://127.0.0.1:1"))
+    monkeypatch.setattr(graph, "kube_config", lambda _: config.Config(server="http://127.0.0.1:1"))
     assert main.main({"CLUSTER_NAME": "test"}) == main.EXIT_LEADERSHIP_LOST == 1
 
 

@@ -6,8 +6,8 @@ import io
 import json
 import logging
 
+from karpy import settings
 from karpy.operator import logging as logs
-from karpy.operator import settings
 
 
 def test_one_json_object_per_line_with_extra_fields() -> None:

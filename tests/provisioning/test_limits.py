@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from tests.scheduling.conftest import make_instance_type
 
+from karpy import requirements
 from karpy.api import labels, quantity
 from karpy.provisioning import limits
-from karpy.scheduling import requirements, results
+from karpy.scheduling import results
 
 CPU, MEM, NODES = labels.RESOURCE_CPU, labels.RESOURCE_MEMORY, labels.RESOURCE_NODES
 

@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.scheduling import conftest as c
 
+from karpy import requirements
 from karpy.api import labels, meta, quantity
 from karpy.cloudprovider import catalog as aws_catalog
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import pods, repack, requirements, results, scheduler
+from karpy.scheduling import pods, repack, results, scheduler
 
 CPUS = ("100m", "250m", "500m", "1", "1500m")
 MEMORIES = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")

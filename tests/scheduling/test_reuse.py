@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from tests.scheduling import conftest as c
 from tests.scheduling import test_bulk_equivalence as bulk
 
+from karpy import requirements
 from karpy.api import labels, quantity
-from karpy.scheduling import catalog, nodes, pods, requirements, scheduler
+from karpy.scheduling import catalog, nodes, pods, scheduler
 from karpy.scheduling import slots as slots_mod
 
 KINDS = ("generic", "zone-spread", "host-spread-1", "host-anti", "zone-anti", "zone-affinity")

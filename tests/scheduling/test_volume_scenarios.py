@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 from tests.scheduling import conftest as c
 
+from karpy import requirements
 from karpy.api import errors, labels
-from karpy.scheduling import pods, requirements, scheduler, volumes
+from karpy.scheduling import pods, scheduler, volumes
 
 WAIT = volumes.BINDING_WAIT
 

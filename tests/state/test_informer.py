@@ -11,8 +11,8 @@ from tests import builders, polling
 
 from karpy import clock
 from karpy.kube import client, config, resources, rest
-from karpy.sim.kube import runner, server
 from karpy.state import cluster, informer
+from karpy_emulator.apiserver import runner, server
 
 R = resources
 NS = builders.NS

@@ -16,8 +16,8 @@ from karpy import clock as clock_mod
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import config, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.sim.kube import runner, server
 from karpy.termination import controller
+from karpy_emulator.apiserver import runner, server
 
 CLAIM = "default-e2e01"
 NODE = "ip-10-0-0-9"

@@ -27,3 +27,7 @@ class ValidationError(ValueError):
         what = f"{kind} {name!r}" if name else kind
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"invalid {what}: {len(self.problems)} problem(s)\n{lines}")
+
+    def summary(self) -> str:
+        """The problems on one line (a status condition's message, a log field)."""
+        return "; ".join(f"{p.path}: {p.message}" for p in self.problems) or str(self)

@@ -14,9 +14,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Final
 
+from karpy import requirements
 from karpy.api import labels, meta
 from karpy.cloudprovider import types
-from karpy.scheduling import requirements
 
 DEFAULT: Final = "default"
 DEDICATED: Final = "dedicated"

@@ -21,10 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from karpy import requirements
 from karpy.api import donotdisrupt, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import blockers
-from karpy.scheduling import pods, requirements
+from karpy.scheduling import pods
 from karpy.state import facts, statenode
 
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"

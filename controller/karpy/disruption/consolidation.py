@@ -15,11 +15,13 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from karpy import requirements
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import types
-from karpy.disruption import blockers, conditions, simulation
+from karpy.disruption import blockers, simulation
 from karpy.disruption import candidates as candidates_mod
-from karpy.scheduling import requirements, results
+from karpy.nodeclaim import disruption_conditions
+from karpy.scheduling import results
 
 MIN_SPOT_TO_SPOT_TYPES = 15
 """Cheaper spot types a single-node spot-to-spot replacement needs (and the most it may launch from)."""
@@ -231,7 +233,7 @@ def consolidatable_blocker(candidate: candidates_mod.Candidate, *, now: float) -
     if candidate.pool.disruption.consolidate_after is None:
         return blockers.consolidation_disabled(candidate.pool.name)
     if not candidate.claim.is_true(nodeclaim.CONSOLIDATABLE):
-        verdict = conditions.consolidatable(candidate.claim, candidate.pool, now=now)
+        verdict = disruption_conditions.consolidatable(candidate.claim, candidate.pool, now=now)
         return blockers.consolidate_after(verdict.reason or "its Consolidatable condition is not set yet")
     return None
 

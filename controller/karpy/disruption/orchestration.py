@@ -24,7 +24,7 @@ from karpy.disruption import consolidation
 from karpy.kube import client as kube
 from karpy.kube import resources
 from karpy.nodeclaim import conditions
-from karpy.provisioning import nodeclaims
+from karpy.provisioning import nodeclaim_builder
 from karpy.state import facts, statenode
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class Queue:
                 pool = self._cluster.nodepool(plan.nodepool)
                 if pool is None:
                     raise LookupError(f"nodepool {plan.nodepool} is gone")
-                body = await self._client.create(resources.NODECLAIMS, nodeclaims.build_nodeclaim(plan, pool))
+                body = await self._client.create(resources.NODECLAIMS, nodeclaim_builder.build_nodeclaim(plan, pool))
                 self._cluster.record_created(resources.NODECLAIMS, body)  # in flight before its watch event arrives
                 created.append(str(body["metadata"]["name"]))
                 self._replacement_created(plan.nodepool, str(command.reason))

@@ -25,7 +25,7 @@ from typing import Protocol
 from karpy.api import nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import candidates as candidates_mod
-from karpy.disruption import conditions
+from karpy.nodeclaim import disruption_conditions
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import catalog, pods, results, scheduler, volumes
 from karpy.state import statenode
@@ -91,7 +91,7 @@ def settling_nodes(
         pool = by_name.get(n.nodepool)
         if pool is None or n.nodeclaim is None:
             continue
-        if conditions.consolidatable(n.nodeclaim, pool, now=now).wait is not None:
+        if disruption_conditions.consolidatable(n.nodeclaim, pool, now=now).wait is not None:
             out.add(n.name)
     return frozenset(out)
 

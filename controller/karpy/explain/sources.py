@@ -18,8 +18,8 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.api import labels, status
-from karpy.disruption import conditions
 from karpy.kube import client, resources
+from karpy.nodeclaim import disruption_conditions
 from karpy.simulate import manifests
 from karpy.state import cluster as cluster_mod
 from karpy.state import facts, informer
@@ -178,7 +178,7 @@ def _refresh_consolidatable(cluster: cluster_mod.Cluster, *, now: float) -> None
         pool = cluster.nodepool(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
         if pool is None or claim.name not in raw:
             continue
-        fresh = conditions.with_consolidatable(claim, pool, now=now)
+        fresh = disruption_conditions.with_consolidatable(claim, pool, now=now)
         if fresh == claim.status.conditions:
             continue
         obj = raw[claim.name]

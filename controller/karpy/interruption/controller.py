@@ -2,7 +2,7 @@
 messages at once, act on each (events, unavailable offerings, NodeClaim deletion), delete the message once handled.
 
 Every received message ends its pass acted on, left for a retry, or deleted as poison; none can stop its batch:
-* a message the queue client could not read (`messages.Unreadable`) is deleted at once, logged and counted
+* a message the queue client could not read (`interruption.Unreadable`) is deleted at once, logged and counted
   (`Metrics.dropped`) with its reason;
 * a message whose handling failed on the API server or the network stays in the queue and comes back after its
   visibility timeout, until it has been received `MAX_RECEIVES` times: then it is dropped (retries_exhausted);
@@ -21,7 +21,8 @@ from typing import Any, Protocol
 from karpy import backoff, events
 from karpy.api import decoding, labels, nodeclaim, nodepool
 from karpy.clock import Clock
-from karpy.interruption import handler, messages, queue
+from karpy.cloudprovider import interruption
+from karpy.interruption import handler, queue
 from karpy.kube import client, resources
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class Metrics:
     deleted: Callable[[str], None] = _ignore
     """Called with the message kind for every message deleted after handling (counter)."""
     dropped: Callable[[str], None] = _ignore
-    """Called with the `messages.DropReason` of every message deleted without being acted on (counter)."""
+    """Called with the `interruption.DropReason` of every message deleted without being acted on (counter)."""
     action: Callable[[str, str], None] = _ignore
     """Called with (action, message kind) for every NodeClaim acted on: CordonAndDrain or NoAction (counter)."""
     failed: Callable[[str], None] = _ignore
@@ -87,7 +88,7 @@ class Deps:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Handled:
-    message: messages.Message
+    message: interruption.Message
     decisions: tuple[handler.Decision, ...]
     deleted_from_queue: bool
 
@@ -111,7 +112,7 @@ class InterruptionController:
             return []
         readable = []
         for item in received:
-            if isinstance(item, messages.Unreadable):
+            if isinstance(item, interruption.Unreadable):
                 log.warning(
                     "dropping unreadable interruption message",
                     extra={"message-id": item.message_id, "reason": str(item.reason), "error": item.detail},
@@ -124,7 +125,7 @@ class InterruptionController:
         annotations = {p.name: dict(p.metadata.annotations) for p in deps.cluster.nodepools()}
         limit = asyncio.Semaphore(MAX_CONCURRENT_MESSAGES)
 
-        async def bounded(r: messages.Received) -> Handled:
+        async def bounded(r: interruption.Received) -> Handled:
             async with limit:
                 return await self.handle(r, targets=targets, pool_annotations=annotations)
 
@@ -132,7 +133,7 @@ class InterruptionController:
 
     async def handle(
         self,
-        received: messages.Received,
+        received: interruption.Received,
         *,
         targets: dict[str, handler.Target],
         pool_annotations: dict[str, dict[str, str]],
@@ -157,22 +158,26 @@ class InterruptionController:
                 "handling interruption message failed, dropping it",
                 extra={**fields, "error": str(exc), "receives": received.receive_count},
             )
-            return Handled(message, decisions, await self._drop(received, messages.DropReason.RETRIES_EXHAUSTED))
+            return Handled(message, decisions, await self._drop(received, interruption.DropReason.RETRIES_EXHAUSTED))
         except Exception:
             log.exception("handling interruption message raised, dropping it", extra=fields)
-            return Handled(message, decisions, await self._drop(received, messages.DropReason.INTERNAL_ERROR))
+            return Handled(message, decisions, await self._drop(received, interruption.DropReason.INTERNAL_ERROR))
         if not await self._delete(received):
             return Handled(message, decisions, deleted_from_queue=False)
         deps.metrics.deleted(message.kind.value)
         return Handled(message, decisions, deleted_from_queue=True)
 
-    async def _drop(self, item: messages.Received | messages.Unreadable, reason: messages.DropReason) -> bool:
+    async def _drop(
+        self,
+        item: interruption.Received | interruption.Unreadable,
+        reason: interruption.DropReason,
+    ) -> bool:
         deleted = await self._delete(item)
         if deleted:
             self._deps.metrics.dropped(reason.value)
         return deleted
 
-    async def _delete(self, item: messages.Received | messages.Unreadable) -> bool:
+    async def _delete(self, item: interruption.Received | interruption.Unreadable) -> bool:
         """Delete from the queue; a failure is logged and the message comes back after its visibility timeout."""
         try:
             await self._deps.queue.delete(item)
@@ -183,7 +188,7 @@ class InterruptionController:
             return False
         return True
 
-    async def _act(self, message: messages.Message, decision: handler.Decision) -> None:
+    async def _act(self, message: interruption.Message, decision: handler.Decision) -> None:
         deps = self._deps
         target = decision.target
         if decision.unavailable is not None and deps.offerings is not None:
@@ -196,10 +201,10 @@ class InterruptionController:
             now = decoding.format_timestamp(deps.clock.now())
             key = labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
             await deps.client.patch(resources.NODECLAIMS, target.nodeclaim, {"metadata": {"annotations": {key: now}}})
-        action = messages.Action.NO_ACTION
+        action = interruption.Action.NO_ACTION
         if decision.delete:
-            forceful = message.action is messages.Action.FORCEFUL_TERMINATION
-            action = messages.Action.FORCEFUL_TERMINATION if forceful else messages.Action.CORDON_AND_DRAIN
+            forceful = message.action is interruption.Action.FORCEFUL_TERMINATION
+            action = interruption.Action.FORCEFUL_TERMINATION if forceful else interruption.Action.CORDON_AND_DRAIN
         deps.metrics.action(action.value, message.kind.value)
         if decision.delete and await deps.client.delete(resources.NODECLAIMS, target.nodeclaim):
             # Logged and counted once the delete was accepted, as upstream does (not for a claim already gone).

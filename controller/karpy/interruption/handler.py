@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from karpy.api import labels, nodeclaim
-from karpy.interruption import messages
+from karpy.cloudprovider import interruption
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -50,26 +50,26 @@ class Notice:
     message: str
 
 
-_NOTICES: Mapping[messages.Kind, Notice] = {
-    messages.Kind.SPOT_INTERRUPTION: Notice(
+_NOTICES: Mapping[interruption.Kind, Notice] = {
+    interruption.Kind.SPOT_INTERRUPTION: Notice(
         WARNING, Reason.SPOT_INTERRUPTED, "Spot interruption warning was triggered"
     ),
-    messages.Kind.REBALANCE_RECOMMENDATION: Notice(
+    interruption.Kind.REBALANCE_RECOMMENDATION: Notice(
         NORMAL, Reason.REBALANCE_RECOMMENDATION, "Spot rebalance recommendation was triggered"
     ),
-    messages.Kind.INSTANCE_STOPPED: Notice(WARNING, Reason.INSTANCE_STOPPING, "Instance is stopping"),
-    messages.Kind.INSTANCE_TERMINATED: Notice(WARNING, Reason.INSTANCE_TERMINATING, "Instance is terminating"),
-    messages.Kind.SCHEDULED_CHANGE: Notice(
+    interruption.Kind.INSTANCE_STOPPED: Notice(WARNING, Reason.INSTANCE_STOPPING, "Instance is stopping"),
+    interruption.Kind.INSTANCE_TERMINATED: Notice(WARNING, Reason.INSTANCE_TERMINATING, "Instance is terminating"),
+    interruption.Kind.SCHEDULED_CHANGE: Notice(
         WARNING, Reason.INSTANCE_UNHEALTHY, "An unhealthy warning was triggered for the instance"
     ),
-    messages.Kind.CAPACITY_RESERVATION_INTERRUPTION: Notice(
+    interruption.Kind.CAPACITY_RESERVATION_INTERRUPTION: Notice(
         WARNING, Reason.CAPACITY_RESERVATION_INTERRUPTED, "Capacity reservation interruption warning was triggered"
     ),
 }
 _NOTICES = {
     **_NOTICES,
-    messages.Kind.INSTANCE_STATUS: _NOTICES[messages.Kind.SCHEDULED_CHANGE],
-    messages.Kind.SYSTEM_STATUS: _NOTICES[messages.Kind.SCHEDULED_CHANGE],
+    interruption.Kind.INSTANCE_STATUS: _NOTICES[interruption.Kind.SCHEDULED_CHANGE],
+    interruption.Kind.SYSTEM_STATUS: _NOTICES[interruption.Kind.SCHEDULED_CHANGE],
 }
 
 TERMINATING = Notice(WARNING, Reason.TERMINATING_ON_INTERRUPTION, "Interruption triggered termination for the {kind}")
@@ -148,7 +148,7 @@ def replaces_on_rebalance(pool_annotations: Mapping[str, str]) -> bool:
 
 
 def decide(
-    message: messages.Message,
+    message: interruption.Message,
     targets: Mapping[str, Target],
     *,
     pool_annotations: Mapping[str, Mapping[str, str]] | None = None,
@@ -164,23 +164,26 @@ def decide(
         target = targets.get(iid)
         if target is None:
             continue
-        drain = message.action in (messages.Action.CORDON_AND_DRAIN, messages.Action.FORCEFUL_TERMINATION) or (
-            message.kind is messages.Kind.REBALANCE_RECOMMENDATION
+        drain = message.action in (
+            interruption.Action.CORDON_AND_DRAIN,
+            interruption.Action.FORCEFUL_TERMINATION,
+        ) or (
+            message.kind is interruption.Kind.REBALANCE_RECOMMENDATION
             and replaces_on_rebalance(pool_annotations.get(target.nodepool, {}))
         )
         delete = drain and not target.deleting
         unavailable = _unavailable(message, target) if message.marks_offering_unavailable else None
         notices = (notice, TERMINATING) if delete else (notice,)
-        terminate_now = message.action is messages.Action.FORCEFUL_TERMINATION and not target.termination_time_set
+        terminate_now = message.action is interruption.Action.FORCEFUL_TERMINATION and not target.termination_time_set
         out.append(Decision(target, notices, delete, unavailable, terminate_now))
     return out
 
 
-def _unavailable(message: messages.Message, target: Target) -> UnavailableOffering | None:
+def _unavailable(message: interruption.Message, target: Target) -> UnavailableOffering | None:
     """The capacity pool the interrupted instance came from, when its labels name it."""
     if not (target.instance_type and target.zone):
         return None
-    if message.kind is messages.Kind.CAPACITY_RESERVATION_INTERRUPTION:
+    if message.kind is interruption.Kind.CAPACITY_RESERVATION_INTERRUPTION:
         if not target.reservation_id:
             return None
         return UnavailableOffering(target.instance_type, target.zone, target.reservation_id)

@@ -1,6 +1,6 @@
 """The seams the interruption reconciler needs from the cloud side, as structural protocols.
 
-`QueueClient` is what `karpy.cloudprovider.aws.interruption.InterruptionQueue` offers (long-poll receive of parsed
+`QueueClient` is what `karpy.cloudprovider.aws.interruption_queue.InterruptionQueue` offers (long-poll receive of parsed
 messages and of the unreadable ones, delete after handling); `OfferingMarker` is the shape of the AWS
 provider's unavailable-offerings cache (`AWSCloudProvider.unavailable.mark`). The operator binds the real objects;
 tests pass in-memory ones. Nothing here imports AWS code.
@@ -12,17 +12,17 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from karpy.interruption import messages
+from karpy.cloudprovider import interruption
 
 log = logging.getLogger(__name__)
 
 
 class QueueClient(Protocol):
-    async def receive(self, *, wait_seconds: int = ...) -> Sequence[messages.Received | messages.Unreadable]:
+    async def receive(self, *, wait_seconds: int = ...) -> Sequence[interruption.Received | interruption.Unreadable]:
         """Long-poll once and return the messages (up to 10): parsed, or unreadable for the caller to drop."""
         ...
 
-    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
+    async def delete(self, received: interruption.Received | interruption.Unreadable) -> None:
         """Remove a handled (or poison) message from the queue."""
         ...
 
@@ -44,11 +44,11 @@ class DryRunQueue:
         self._inner = inner
         self._log = logger
 
-    async def receive(self, *, wait_seconds: int = 20) -> Sequence[messages.Received | messages.Unreadable]:
+    async def receive(self, *, wait_seconds: int = 20) -> Sequence[interruption.Received | interruption.Unreadable]:
         return await self._inner.receive(wait_seconds=wait_seconds)
 
-    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
-        if isinstance(received, messages.Unreadable):
+    async def delete(self, received: interruption.Received | interruption.Unreadable) -> None:
+        if isinstance(received, interruption.Unreadable):
             self._log.info(
                 "dry run: would delete the unreadable interruption message", extra={"reason": received.reason}
             )

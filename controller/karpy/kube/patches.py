@@ -148,3 +148,17 @@ def _apply_operation(document: Any, operation: Mapping[str, Any]) -> Any:
             return document
         case _:
             raise PatchError(f"unsupported operation {op!r}")
+
+
+def finalizers_patch(raw: Mapping[str, Any], *, add: str = "", remove: str = "") -> list[dict[str, Any]] | None:
+    """A JSON patch adding/removing one finalizer, guarded by the resourceVersion; None when already so."""
+    meta_ = raw.get("metadata") or {}
+    current: Sequence[str] = list(meta_.get("finalizers") or [])
+    wanted = [f for f in current if f != remove]
+    if add and add not in wanted:
+        wanted.append(add)
+    if wanted == list(current):
+        return None
+    version = str(meta_.get("resourceVersion") or "")
+    guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+    return [*guard, {"op": "add", "path": "/metadata/finalizers", "value": wanted}]

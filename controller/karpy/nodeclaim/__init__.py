@@ -1,5 +1,6 @@
-"""NodeClaim lifecycle: launch, registration, initialization, liveness timeouts, garbage collection, and expiry (in
-`expiry_controller`, the one place that expires claims).
+"""NodeClaim lifecycle: launch, registration, initialization, liveness timeouts, garbage collection, expiration
+(`expiration`, the one place that expires claims) and the disruption conditions Consolidatable and Drifted
+(`disruption_conditions`, pure; `conditions_controller`, the shell).
 
 Pure decisions live in `conditions` (status-condition bookkeeping), `lifecycle` (launch / registration /
 initialization / liveness / termination-grace-period steps), `expiration` and `garbagecollection`; `controller` is

@@ -1,6 +1,6 @@
 """The NodeClaim lifecycle reconciler: launch → register → initialize → liveness, the NodeClaim finalizer, and
 garbage collection. A thin async shell around `lifecycle` and `garbagecollection` (expiry has its own reconciler,
-`expiry_controller`, so one place decides and records it).
+`expiration`, so one place decides and records it).
 
 Crash safety comes from re-deriving everything on each call from the API server and the cloud, never from memory:
 * the finalizer is on the claim before `cloud.create` runs (a claim that launched can never vanish silently);

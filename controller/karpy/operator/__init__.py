@@ -1,4 +1,5 @@
-"""Kopf wiring only: handlers, startup, settings, leader election and metrics.
+"""The process `karpy run` is: environment → settings → object graph (`karpy.wiring`) → run (`karpy.runtime`), its
+logging and its exit codes.
 
-The only package that imports kopf. Handler modules hold wiring, not logic.
+The only package that imports kopf. Holds no reconciler logic and builds no object graph of its own.
 """

@@ -24,9 +24,9 @@ from typing import Any, Final
 import kopf
 
 from karpy import clock as clock_module
+from karpy import settings as settings_module
 from karpy.kube import client, config, resources
-from karpy.operator import explaining, loops, servers, wiring
-from karpy.operator import settings as settings_module
+from karpy.runtime import explaining, leadership, parts, routing, servers
 from karpy.state import informer
 
 log = logging.getLogger(__name__)
@@ -70,9 +70,9 @@ def connection_info(cfg: config.Config) -> kopf.ConnectionInfo:
 
 
 def kopf_registry(
-    ctrl: wiring.Controller, *, connection: kopf.ConnectionInfo, credentials: Callable[[], str] | None = None
+    ctrl: parts.Controller, *, connection: kopf.ConnectionInfo, credentials: Callable[[], str] | None = None
 ) -> kopf.OperatorRegistry:
-    """Handlers that hand watch events to `loops.route` (wiring only). Kopf logs in again when the API server
+    """Handlers that hand watch events to `routing.route` (wiring only). Kopf logs in again when the API server
     answers 401: with a credential plugin (`config.Config.credentials`), that login carries its current token."""
     registry = kopf.OperatorRegistry()
 
@@ -84,18 +84,18 @@ def kopf_registry(
 
     def handler(res: resources.Resource) -> Callable[..., Awaitable[None]]:
         async def on_event(type: str | None, body: Mapping[str, Any], **_: Any) -> None:
-            loops.route(ctrl, res, type or client.ADDED, body)
+            routing.route(ctrl, res, type or client.ADDED, body)
 
         return on_event
 
-    for res in loops.ROUTED:
-        if res == resources.EC2NODECLASSES and wiring.NODECLASSES not in ctrl.queues:
+    for res in routing.ROUTED:
+        if res == resources.EC2NODECLASSES and parts.NODECLASSES not in ctrl.queues:
             continue
         kopf.on.event(res.group, res.version, res.plural, registry=registry, id=res.plural)(handler(res))
     return registry
 
 
-def readiness(ctrl: wiring.Controller) -> dict[str, servers.Check]:
+def readiness(ctrl: parts.Controller) -> dict[str, servers.Check]:
     return {
         "informers": ctrl.cluster.synced,
         "leader-election": lambda: ctrl.elector.observed_once,
@@ -103,7 +103,7 @@ def readiness(ctrl: wiring.Controller) -> dict[str, servers.Check]:
 
 
 async def run(
-    ctrl: wiring.Controller,
+    ctrl: parts.Controller,
     *,
     connection: kopf.ConnectionInfo,
     stop: asyncio.Event,
@@ -114,7 +114,7 @@ async def run(
 ) -> None:
     """Run until `stop` is set (or SIGTERM reaches Kopf); then stop everything and release the Lease.
 
-    Raises loops.LeadershipLost (after the same orderly stop) when this replica led and lost the Lease."""
+    Raises leadership.LeadershipLost (after the same orderly stop) when this replica led and lost the Lease."""
     async with (
         servers.serving(
             servers.metrics_app(
@@ -132,7 +132,7 @@ async def run(
             bound = on_bound(metrics_port, health_port)
             if bound is not None:
                 await bound
-        background = loops.start(ctrl)
+        background = leadership.start(ctrl)
         operator = asyncio.create_task(
             kopf.operator(
                 registry=kopf_registry(ctrl, connection=connection, credentials=credentials),
@@ -151,13 +151,13 @@ async def run(
             stop.set()  # Kopf must stop through its flag: a cancelled Kopf schedules a SIGKILL
             # Our loops stop at once: Kopf otherwise waits 5 s for tasks it did not start ("hung" tasks).
             stopping.cancel()
-            results = await loops.cancel(background)
+            results = await leadership.cancel(background)
             await asyncio.gather(stopping, return_exceptions=True)
             with contextlib.suppress(asyncio.CancelledError):
                 await operator
             with contextlib.suppress(Exception):
                 await ctrl.recorder.flush()
-        loops.raise_ending(background, results)
+        leadership.raise_ending(background, results)
 
 
 def endpoints_from(settings: settings_module.Settings) -> Endpoints:

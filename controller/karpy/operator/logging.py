@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final, TextIO
 
-from karpy.operator import settings as settings_module
+from karpy import settings as settings_module
 
 _STANDARD: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 """Attributes every LogRecord has: anything else on a record came from `extra=` and is a structured field."""

@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from typing import Final
 
 from karpy import clock as clock_module
+from karpy import settings as settings_module
 from karpy.api import errors
 from karpy.kube import config
-from karpy.operator import app, leader, loops, unsupported, wiring
+from karpy.operator import app
 from karpy.operator import logging as logs
-from karpy.operator import settings as settings_module
+from karpy.runtime import leadership, lease, parts
+from karpy.wiring import graph, unsupported
 
 log = logging.getLogger("karpy")
 
@@ -41,19 +43,19 @@ async def serve(
     cfg: config.Config,
     *,
     environ: Mapping[str, str],
-    cloud_factory: wiring.CloudFactory | None = None,
+    cloud_factory: parts.CloudFactory | None = None,
     stop: asyncio.Event | None = None,
     endpoints: app.Endpoints | None = None,
 ) -> None:
     clock = clock_module.SystemClock()
     pod_name = environ.get("POD_NAME") or environ.get("HOSTNAME", "")
-    async with wiring.rest_client(settings, cfg, clock=clock) as kube:
-        ctrl = wiring.build(
+    async with graph.rest_client(settings, cfg, clock=clock) as kube:
+        ctrl = graph.build(
             settings,
             kube=kube,
             clock=clock,
-            cloud_factory=cloud_factory or wiring.aws_cloud(environ),
-            identity=leader.identity(pod_name),
+            cloud_factory=cloud_factory or graph.aws_cloud(environ),
+            identity=lease.identity(pod_name),
             namespace=environ.get("SYSTEM_NAMESPACE") or cfg.namespace,
         )
         await app.run(
@@ -75,13 +77,13 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     logs.log_settings(loaded, log)
     unsupported.log_notices(env, log)
     try:
-        cfg = wiring.kube_config(env)
+        cfg = graph.kube_config(env)
     except (config.ConfigError, OSError) as error:
         print(f"karpy run: cannot reach the Kubernetes API: {error}", file=sys.stderr)
         return EXIT_INVALID
     try:
         asyncio.run(serve(loaded, cfg, environ=env))
-    except loops.LeadershipLost as lost:
+    except leadership.LeadershipLost as lost:
         log.error("exiting: %s", lost)
         return EXIT_LEADERSHIP_LOST
     return EXIT_OK

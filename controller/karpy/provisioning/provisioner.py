@@ -16,7 +16,7 @@ from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
 from karpy.kube import client, resources
-from karpy.provisioning import batcher, isolation, limits, nodeclaims, podevents, ports, snapshot
+from karpy.provisioning import batcher, isolation, limits, nodeclaim_builder, podevents, ports, snapshot
 from karpy.scheduling import pods, results, scheduler
 
 log = logging.getLogger(__name__)
@@ -212,7 +212,7 @@ class Provisioner:
         if ref.group == labels.AWS_GROUP:
             nodeclass = self._deps.cluster.nodeclasses().get(ref.name)
             nodeclass_hash = hashing.ec2nodeclass_hash(nodeclass) if nodeclass is not None else None
-        return nodeclaims.build_nodeclaim(plan, pool, nodeclass_hash=nodeclass_hash)
+        return nodeclaim_builder.build_nodeclaim(plan, pool, nodeclass_hash=nodeclass_hash)
 
     def _nominate(self, placements: Mapping[str, Sequence[pods.Pod]]) -> dict[str, tuple[str, ...]]:
         deps = self._deps

@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, exclusion, patterns, requirements
+from karpy.scheduling import catalog, exclusion, patterns
 
 if TYPE_CHECKING:
     from karpy.scheduling import nodes

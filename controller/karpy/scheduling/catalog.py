@@ -17,9 +17,10 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from karpy import requirements
 from karpy.api import labels, meta, nodepool
 from karpy.cloudprovider import types
-from karpy.scheduling import pods, requirements, taints
+from karpy.scheduling import pods, taints
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]

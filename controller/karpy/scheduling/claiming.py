@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import board, catalog, nodes, pods, requirements, resources, topology
+from karpy.scheduling import board, catalog, nodes, pods, resources, topology
 
 
 def open_claims(

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, nodes, pods, requirements, topology
+from karpy.scheduling import catalog, nodes, pods, topology
 
 Term = tuple[requirements.Requirements | None, frozenset[str], requirements.Requirements | None]
 """(label selector, namespaces, namespace selector) of a hostname-keyed term a tied pod owns."""

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from karpy import requirements
 from karpy.api import labels, meta
-from karpy.scheduling import catalog, pods, requirements, resources, taints, topology
+from karpy.scheduling import catalog, pods, resources, taints, topology
 
 MIN_VALUES_STRICT = "Strict"
 MIN_VALUES_BEST_EFFORT = "BestEffort"

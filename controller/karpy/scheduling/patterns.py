@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from karpy.scheduling import catalog, pricing
+from karpy.scheduling import catalog, column_pricing
 
 SMALL_ITEMS = 24  # a column holding at most this many pods of the group is bought as whole patterns
 _MAX_ROUNDS = 40
@@ -121,13 +121,13 @@ def solve(
     demand = counts.astype(np.float64)
     best = -math.inf
     res = None
-    pricer = pricing.Pricer(
+    pricer = column_pricing.Pricer(
         req,
         most[:, small_ids],
         fit_one[:, small_ids],
         capacity[small_ids],
         price[small_ids],
-        cells=pricing.FINE_CELLS if prove else pricing.GRID_CELLS,
+        cells=column_pricing.FINE_CELLS if prove else column_pricing.GRID_CELLS,
         max_items=small_items,
     )
     req_s, cap_s = req / scale, capacity / scale

@@ -13,19 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import (
-    board,
-    catalog,
-    claiming,
-    nodes,
-    pods,
-    preferences,
-    requirements,
-    spreading,
-    topology,
-    volumes,
-)
+from karpy.scheduling import board, catalog, claiming, nodes, pods, preferences, spreading, topology, volumes
 
 _CHUNK = 256  # candidates masked at a time when placing pods one by one
 

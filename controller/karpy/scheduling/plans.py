@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from karpy import requirements
 from karpy.cloudprovider import types
-from karpy.scheduling import catalog, nodes, requirements, results
+from karpy.scheduling import catalog, nodes, results
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,9 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from karpy import requirements
 from karpy.api import errors, meta, quantity
-from karpy.scheduling import requirements, resources, taints
+from karpy.scheduling import resources, taints
 
 SPREAD_DO_NOT_SCHEDULE = "DoNotSchedule"
 SPREAD_SCHEDULE_ANYWAY = "ScheduleAnyway"

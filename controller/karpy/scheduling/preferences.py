@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from karpy.scheduling import pods, requirements, taints
+from karpy import requirements
+from karpy.scheduling import pods, taints
 
 POLICY_RESPECT = "Respect"
 POLICY_IGNORE = "Ignore"

@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, fixedbins, nodes, packing, pods, requirements, topology
+from karpy.scheduling import catalog, fixedbins, nodes, packing, pods, topology
 
 _POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from karpy import requirements
 from karpy.api import labels, meta
 from karpy.cloudprovider import types
-from karpy.scheduling import pods, requirements
+from karpy.scheduling import pods
 
 MAX_INSTANCE_TYPES = 600  # core MaxInstanceTypes (nodeclaimtemplate.go) since PR #2430
 

@@ -32,6 +32,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from karpy import requirements
 from karpy.api import labels, meta, nodepool
 from karpy.cloudprovider import types
 from karpy.scheduling import (
@@ -45,7 +46,6 @@ from karpy.scheduling import (
     pods,
     preferences,
     repack,
-    requirements,
     resources,
     results,
     taints,

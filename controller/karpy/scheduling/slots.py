@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from karpy.scheduling import catalog, nodes, requirements, topology
+from karpy import requirements
+from karpy.scheduling import catalog, nodes, topology
 
 _INITIAL_ROWS = 256
 

@@ -10,8 +10,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import board, catalog, claiming, nodes, pods, requirements, topology
+from karpy.scheduling import board, catalog, claiming, nodes, pods, topology
 
 
 def walkable(ctx: nodes.RunContext) -> topology.Group | None:

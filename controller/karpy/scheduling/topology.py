@@ -15,8 +15,9 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from karpy import requirements
 from karpy.api import labels, meta
-from karpy.scheduling import pods, requirements, taints
+from karpy.scheduling import pods, taints
 
 ALL_NAMESPACES: frozenset[str] = frozenset({"*"})
 

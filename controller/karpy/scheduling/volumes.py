@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy import requirements
 from karpy.api import errors, labels, meta
-from karpy.scheduling import pods, requirements
+from karpy.scheduling import pods
 
 BINDING_IMMEDIATE = "Immediate"
 BINDING_WAIT = "WaitForFirstConsumer"

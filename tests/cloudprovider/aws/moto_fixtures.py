@@ -24,8 +24,9 @@ from moto.server import ThreadedMotoServer
 from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy.api import ec2nodeclass
-from karpy.cloudprovider.aws import clients, emulator, provider
-from karpy.sim import autojump
+from karpy.cloudprovider.aws import clients, provider
+from karpy_emulator import autojump
+from karpy_emulator.aws import seeding
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
@@ -110,8 +111,8 @@ def _reset(moto_url: str) -> None:
         assert response.status == 200
 
 
-def _restore_seeded_state(session: boto3.session.Session, ec2: Any, account: emulator.Seeded) -> None:
-    """Delete what tests create, so the account is as `emulator.seed` left it (terminated instances stay, as in
+def _restore_seeded_state(session: boto3.session.Session, ec2: Any, account: seeding.Seeded) -> None:
+    """Delete what tests create, so the account is as `seeding.seed` left it (terminated instances stay, as in
     EC2, but no query of the provider sees them)."""
     iam, sqs = (session.client(name, region_name=account.region) for name in ("iam", "sqs"))
     live = [
@@ -134,17 +135,17 @@ def _restore_seeded_state(session: boto3.session.Session, ec2: Any, account: emu
     sqs.purge_queue(QueueUrl=account.queue_url)
 
 
-def _still_seeded(ec2: Any, account: emulator.Seeded) -> bool:
-    """Whether the account survived since it was seeded: an emulated cluster (tests/e2e, tests/sim) resets moto's
+def _still_seeded(ec2: Any, account: seeding.Seeded) -> bool:
+    """Whether the account survived since it was seeded: an emulated cluster (tests/e2e, tests/emulator) resets moto's
     process-global backends for its own in-process server, and a reset takes every service at once."""
     return bool(ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [account.vpc_id]}])["Vpcs"])
 
 
-_SEEDED: pytest.StashKey[emulator.Seeded] = pytest.StashKey()
+_SEEDED: pytest.StashKey[seeding.Seeded] = pytest.StashKey()
 
 
 @pytest.fixture
-def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
+def seeded(aws_env: str, request: pytest.FixtureRequest) -> seeding.Seeded:
     """The seeded account: seeded on the run's server once (again after an emulated cluster reset it), restored
     before every later test."""
     cached = request.config.stash.get(_SEEDED, None)
@@ -155,7 +156,7 @@ def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
             _restore_seeded_state(session, ec2, cached)
             return cached
     _reset(aws_env)
-    account = emulator.seed(region=REGION, cluster_name=CLUSTER)
+    account = seeding.seed(region=REGION, cluster_name=CLUSTER)
     request.config.stash[_SEEDED] = account
     return account
 
@@ -163,8 +164,8 @@ def seeded(aws_env: str, request: pytest.FixtureRequest) -> emulator.Seeded:
 @pytest.fixture
 def aws(aws_env: str, request: pytest.FixtureRequest) -> clients.Clients:
     built = clients.build_clients(region=REGION, max_attempts=3, session=boto_session(request.config))
-    emulator.install_fast_catalog(built.ec2, region=REGION, families=CATALOG_FAMILIES)
-    emulator.install_launch_template_security_groups()
+    seeding.install_fast_catalog(built.ec2, region=REGION, families=CATALOG_FAMILIES)
+    seeding.install_launch_template_security_groups()
     return built
 
 
@@ -230,7 +231,7 @@ def make_provider(
 
 @pytest.fixture
 async def ready(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]:
     """A provider and a reconciled, Ready node class `default` (al2023@latest, discovery-tag selectors)."""
     aws_provider = make_provider()

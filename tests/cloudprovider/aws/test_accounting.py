@@ -7,8 +7,9 @@ import pytest
 from botocore import exceptions as botocore_exceptions
 from tests.cloudprovider.aws import moto_fixtures
 
-from karpy.cloudprovider.aws import accounting, clients, emulator
-from karpy.operator import metrics
+from karpy.cloudprovider.aws import accounting, clients
+from karpy.runtime import metrics
+from karpy_emulator.aws import seeding
 
 
 def _samples(registry: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -20,7 +21,7 @@ def _samples(registry: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str]
 
 
 async def test_calls_attempts_and_errors_are_counted_per_operation(
-    aws: clients.Clients, seeded: emulator.Seeded
+    aws: clients.Clients, seeded: seeding.Seeded
 ) -> None:
     calls = aws.calls
     assert calls.total() == 0
@@ -46,7 +47,7 @@ async def test_calls_attempts_and_errors_are_counted_per_operation(
 
 
 async def test_a_request_that_gets_no_response_counts_as_an_error_by_exception(
-    aws: clients.Clients, seeded: emulator.Seeded, request: pytest.FixtureRequest
+    aws: clients.Clients, seeded: seeding.Seeded, request: pytest.FixtureRequest
 ) -> None:
     def refuse(**_: object) -> None:
         raise botocore_exceptions.EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
@@ -62,7 +63,7 @@ async def test_a_request_that_gets_no_response_counts_as_an_error_by_exception(
 
 
 async def test_metrics_expose_the_counts_and_upstreams_batcher_histograms(
-    aws: clients.Clients, seeded: emulator.Seeded
+    aws: clients.Clients, seeded: seeding.Seeded
 ) -> None:
     calls = aws.calls
     await clients.call(aws.ec2, "describe_subnets", SubnetIds=list(seeded.subnet_ids))

@@ -17,7 +17,8 @@ from tests.cloudprovider.aws.moto_fixtures import CATALOG_FAMILIES, CLUSTER, REG
 
 from karpy.api import ec2nodeclass
 from karpy.cloudprovider import errors
-from karpy.cloudprovider.aws import authorization, clients, emulator, provider
+from karpy.cloudprovider.aws import authorization, clients, provider
+from karpy_emulator.aws import seeding
 
 Denying = Callable[[str], clients.Clients]
 Enforce = Callable[[provider.AWSCloudProvider], Awaitable[None]]
@@ -33,7 +34,7 @@ def _moto_auth(moto_url: str, count: str) -> None:
 
 
 @pytest.fixture
-def denying(seeded: emulator.Seeded, moto_url: str) -> Iterator[Denying]:
+def denying(seeded: seeding.Seeded, moto_url: str) -> Iterator[Denying]:
     """Clients signed by an IAM user allowed everything but the given EC2 action, with IAM enforced."""
     iam = boto3.client("iam", region_name=REGION)
     made: list[str] = []
@@ -55,7 +56,7 @@ def denying(seeded: emulator.Seeded, moto_url: str) -> Iterator[Denying]:
             aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"], region_name=REGION
         )
         built = clients.build_clients(region=REGION, max_attempts=1, session=session)
-        emulator.install_fast_catalog(built.ec2, region=REGION, families=CATALOG_FAMILIES)
+        seeding.install_fast_catalog(built.ec2, region=REGION, families=CATALOG_FAMILIES)
         return built
 
     try:
@@ -113,7 +114,7 @@ async def _reconciled(
     ],
 )
 async def test_a_denied_launch_action_makes_the_class_not_ready_with_upstreams_reason(
-    seeded: emulator.Seeded,
+    seeded: seeding.Seeded,
     make_provider: Callable[..., provider.AWSCloudProvider],
     nodeclasses: NodeClasses,
     denying: Denying,
@@ -136,7 +137,7 @@ async def test_a_denied_launch_action_makes_the_class_not_ready_with_upstreams_r
 
 
 async def test_verdicts_are_cached_for_30_minutes_and_per_spec(
-    seeded: emulator.Seeded,
+    seeded: seeding.Seeded,
     make_provider: Callable[..., provider.AWSCloudProvider],
     nodeclasses: NodeClasses,
     clock: Clock,
@@ -161,7 +162,7 @@ async def test_verdicts_are_cached_for_30_minutes_and_per_spec(
 
 
 async def test_a_refusal_is_cached_too(
-    seeded: emulator.Seeded,
+    seeded: seeding.Seeded,
     make_provider: Callable[..., provider.AWSCloudProvider],
     nodeclasses: NodeClasses,
     denying: Denying,
@@ -178,7 +179,7 @@ async def test_a_refusal_is_cached_too(
 
 
 async def test_an_authorized_controller_dry_runs_all_three_once_and_launches(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     calls = _dry_runs(aws_provider)
@@ -195,7 +196,7 @@ async def test_an_authorized_controller_dry_runs_all_three_once_and_launches(
 
 
 async def test_disable_dry_run_accepts_the_class_without_asking_ec2(
-    seeded: emulator.Seeded,
+    seeded: seeding.Seeded,
     make_provider: Callable[..., provider.AWSCloudProvider],
     nodeclasses: NodeClasses,
     denying: Denying,
@@ -212,11 +213,11 @@ async def test_disable_dry_run_accepts_the_class_without_asking_ec2(
 
 
 async def test_bad_user_data_fails_validation_by_name(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     nc = make_nodeclass(alias="bottlerocket@latest", role=seeded.node_role, discovery=CLUSTER, user_data="[oops")
-    emulator.seed_alias_images(region=REGION, k8s_version="1.31", alias="bottlerocket@latest")
+    seeding.seed_alias_images(region=REGION, k8s_version="1.31", alias="bottlerocket@latest")
     nc = await _reconciled(aws_provider, nodeclasses, nc)
     validation = nc.condition(ec2nodeclass.VALIDATION_SUCCEEDED)
     assert validation is not None

@@ -12,14 +12,15 @@ from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import NodeClasses
 
 from karpy.api import meta, nodeclaim
-from karpy.cloudprovider.aws import emulator, provider
+from karpy.cloudprovider.aws import provider
+from karpy_emulator.aws import seeding
 
 
 class TestAWSContract(contract.CloudProviderContract):
     @pytest.fixture
     async def harness(
         self,
-        seeded: emulator.Seeded,
+        seeded: seeding.Seeded,
         make_provider: Callable[..., provider.AWSCloudProvider],
         nodeclasses: NodeClasses,
     ) -> contract.Harness:

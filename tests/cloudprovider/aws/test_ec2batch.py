@@ -17,7 +17,8 @@ from tests.cloudprovider.aws import moto_fixtures
 
 from karpy import clock as clock_module
 from karpy.api import labels
-from karpy.cloudprovider.aws import clients, ec2batch, emulator, faults, fleet
+from karpy.cloudprovider.aws import clients, ec2batch, faults, fleet
+from karpy_emulator.aws import seeding
 
 REGION = moto_fixtures.REGION
 
@@ -28,7 +29,7 @@ def manual() -> clock_module.ManualClock:
 
 
 @pytest.fixture
-def one_try(seeded: emulator.Seeded, request: pytest.FixtureRequest) -> clients.Clients:
+def one_try(seeded: seeding.Seeded, request: pytest.FixtureRequest) -> clients.Clients:
     """Clients without SDK retries, so an injected fault reaches the batcher on the first attempt."""
     return clients.build_clients(region=REGION, max_attempts=0, session=moto_fixtures.boto_session(request.config))
 
@@ -50,7 +51,7 @@ def _ec2() -> Any:
     return boto3.client("ec2", region_name=REGION)
 
 
-def _run_instances(seeded: emulator.Seeded, count: int) -> list[str]:
+def _run_instances(seeded: seeding.Seeded, count: int) -> list[str]:
     image = next(iter(seeded.images.values()))
     reply = _ec2().run_instances(
         ImageId=image, InstanceType="m5.large", MinCount=count, MaxCount=count, SubnetId=seeded.subnet_ids[0]
@@ -59,7 +60,7 @@ def _run_instances(seeded: emulator.Seeded, count: int) -> list[str]:
 
 
 @pytest.fixture
-def template(seeded: emulator.Seeded) -> str:
+def template(seeded: seeding.Seeded) -> str:
     name = "karpy-batch-test"
     image = next(iter(seeded.images.values()))
     _ec2().create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"ImageId": image})
@@ -93,7 +94,7 @@ def instance_ids(response: dict[str, Any]) -> list[str]:
 
 
 async def test_identical_fleet_requests_are_one_call_for_their_sum(
-    aws: clients.Clients, seeded: emulator.Seeded, template: str, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
 ) -> None:
     batchers = batchers_on(aws, manual)
     sent = record_params(aws.ec2, "CreateFleet")
@@ -108,7 +109,7 @@ async def test_identical_fleet_requests_are_one_call_for_their_sum(
 
 
 async def test_different_fleet_requests_are_different_calls(
-    aws: clients.Clients, seeded: emulator.Seeded, template: str, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
 ) -> None:
     batchers = batchers_on(aws, manual)
     sent = record_params(aws.ec2, "CreateFleet")
@@ -145,7 +146,7 @@ def fulfil_only(ec2: Any, launched: int, errors: list[dict[str, Any]]) -> None:
 
 
 async def test_partial_fulfilment_gives_instances_in_order_and_the_errors_to_every_caller(
-    aws: clients.Clients, seeded: emulator.Seeded, template: str, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
 ) -> None:
     batchers = batchers_on(aws, manual)
     subnet = seeded.subnet_ids[0]
@@ -180,7 +181,7 @@ def test_split_fleet(launched: list[str], errors: list[str], callers: int, expec
 
 
 async def test_a_failed_fleet_call_fails_every_caller_once(
-    one_try: clients.Clients, seeded: emulator.Seeded, template: str, manual: clock_module.ManualClock
+    one_try: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
 ) -> None:
     batchers = batchers_on(one_try, manual)
     injected = faults.Faults()
@@ -219,7 +220,7 @@ def answered_for(call: Call, outcome: Any) -> str:
 
 @BY_ID
 async def test_single_id_requests_are_one_call(
-    call: Call, aws: clients.Clients, seeded: emulator.Seeded, manual: clock_module.ManualClock
+    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
 ) -> None:
     ids = _run_instances(seeded, 5)
     batchers = batchers_on(aws, manual)
@@ -231,7 +232,7 @@ async def test_single_id_requests_are_one_call(
 
 @BY_ID
 async def test_the_same_id_asked_for_again_is_asked_once(
-    call: Call, aws: clients.Clients, seeded: emulator.Seeded, manual: clock_module.ManualClock
+    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
 ) -> None:
     first, second = _run_instances(seeded, 2)
     asked = [first, first, first, second, second]
@@ -244,7 +245,7 @@ async def test_the_same_id_asked_for_again_is_asked_once(
 
 @BY_ID
 async def test_an_id_the_merged_call_fails_on_is_retried_alone_and_fails_alone(
-    call: Call, aws: clients.Clients, seeded: emulator.Seeded, manual: clock_module.ManualClock
+    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
 ) -> None:
     good = _run_instances(seeded, 2)
     unknown = "i-00000000000000bad"
@@ -262,7 +263,7 @@ async def test_an_id_the_merged_call_fails_on_is_retried_alone_and_fails_alone(
 @BY_ID
 @pytest.mark.parametrize("kind", [faults.Kind.THROTTLED, faults.Kind.UNAVAILABLE])
 async def test_a_merged_call_throttled_or_failing_on_the_server_is_not_repeated_per_id(
-    call: Call, kind: faults.Kind, one_try: clients.Clients, seeded: emulator.Seeded, manual: clock_module.ManualClock
+    call: Call, kind: faults.Kind, one_try: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
 ) -> None:
     ids = _run_instances(seeded, 3)
     injected = faults.Faults()
@@ -275,7 +276,7 @@ async def test_a_merged_call_throttled_or_failing_on_the_server_is_not_repeated_
 
 
 async def test_an_id_ec2_does_not_answer_for_is_described_alone(
-    aws: clients.Clients, seeded: emulator.Seeded, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
 ) -> None:
     """EC2 is eventually consistent: a merged describe may leave out an instance it knows (upstream's "partial")."""
     ids = _run_instances(seeded, 3)

@@ -9,21 +9,21 @@ import pytest
 from botocore import exceptions as botocore_exceptions
 from tests.cloudprovider.aws import moto_fixtures
 
-from karpy.cloudprovider.aws import clients, emulator, faults
-from karpy.cloudprovider.aws import errors as aws_errors
-from karpy.sim import autojump
+from karpy.cloudprovider.aws import clients, error_codes, faults
+from karpy_emulator import autojump
+from karpy_emulator.aws import seeding
 
 REGION = moto_fixtures.REGION
 
 
 @pytest.fixture
-def one_try(seeded: emulator.Seeded, request: pytest.FixtureRequest) -> clients.Clients:
+def one_try(seeded: seeding.Seeded, request: pytest.FixtureRequest) -> clients.Clients:
     return clients.build_clients(region=REGION, max_attempts=0, session=moto_fixtures.boto_session(request.config))
 
 
 # One read-only call per service the controller uses, covering every botocore protocol (ec2, query, json,
 # rest-json); the queue and role exist in the seeded account.
-def _calls(seeded: emulator.Seeded) -> list[tuple[str, str, dict[str, Any]]]:
+def _calls(seeded: seeding.Seeded) -> list[tuple[str, str, dict[str, Any]]]:
     return [
         ("ec2", "describe_subnets", {}),
         ("iam", "get_role", {"RoleName": seeded.node_role}),
@@ -45,13 +45,13 @@ OPERATION = {
 @pytest.mark.parametrize(
     ("kind", "classified"),
     [
-        (faults.Kind.THROTTLED, aws_errors.Kind.THROTTLED),
-        (faults.Kind.SERVER_ERROR, aws_errors.Kind.SERVER),
-        (faults.Kind.UNAVAILABLE, aws_errors.Kind.SERVER),
+        (faults.Kind.THROTTLED, error_codes.Kind.THROTTLED),
+        (faults.Kind.SERVER_ERROR, error_codes.Kind.SERVER),
+        (faults.Kind.UNAVAILABLE, error_codes.Kind.SERVER),
     ],
 )
 async def test_each_protocol_gets_its_services_error_once_then_the_real_answer(
-    kind: faults.Kind, classified: aws_errors.Kind, one_try: clients.Clients, seeded: emulator.Seeded
+    kind: faults.Kind, classified: error_codes.Kind, one_try: clients.Clients, seeded: seeding.Seeded
 ) -> None:
     injected = faults.Faults()
     injected.install(one_try)
@@ -60,12 +60,12 @@ async def test_each_protocol_gets_its_services_error_once_then_the_real_answer(
         client = getattr(one_try, service)
         with pytest.raises(botocore_exceptions.ClientError) as raised:
             await clients.call(client, method, **params)
-        assert aws_errors.classify(raised.value) is classified, (service, raised.value.response)
+        assert error_codes.classify(raised.value) is classified, (service, raised.value.response)
         assert await clients.call(client, method, **params)  # spent: the server answers again
     assert injected.hit(kind) == 5
 
 
-async def test_the_sdk_retries_an_injected_fault(seeded: emulator.Seeded, request: pytest.FixtureRequest) -> None:
+async def test_the_sdk_retries_an_injected_fault(seeded: seeding.Seeded, request: pytest.FixtureRequest) -> None:
     one_retry = clients.build_clients(region=REGION, max_attempts=1, session=moto_fixtures.boto_session(request.config))
     injected = faults.Faults()
     injected.install(one_retry)
@@ -75,7 +75,7 @@ async def test_the_sdk_retries_an_injected_fault(seeded: emulator.Seeded, reques
     assert one_retry.calls.attempts() == {("ec2", "DescribeSubnets"): 2}
 
 
-async def test_a_lost_answer_was_acted_on(one_try: clients.Clients, seeded: emulator.Seeded) -> None:
+async def test_a_lost_answer_was_acted_on(one_try: clients.Clients, seeded: seeding.Seeded) -> None:
     injected = faults.Faults()
     injected.install(one_try)
     injected.inject({"ec2:RunInstances"}, faults.Kind.LOST, times=1)
@@ -95,7 +95,7 @@ async def test_a_lost_answer_was_acted_on(one_try: clients.Clients, seeded: emul
 
 
 async def test_a_slow_answer_takes_virtual_time_not_real_time(
-    one_try: clients.Clients, seeded: emulator.Seeded, jumping: autojump.AutojumpClock
+    one_try: clients.Clients, seeded: seeding.Seeded, jumping: autojump.AutojumpClock
 ) -> None:
     injected = faults.Faults(sleep=jumping.sleep, activity=jumping.activity)
     injected.install(one_try)
@@ -108,9 +108,9 @@ async def test_a_slow_answer_takes_virtual_time_not_real_time(
 
 
 async def test_a_call_answered_in_process_fails_where_it_is_answered(one_try: clients.Clients) -> None:
-    emulator.install_fast_catalog(one_try.ec2, region=REGION, families=frozenset({"m5"}))
+    seeding.install_fast_catalog(one_try.ec2, region=REGION, families=frozenset({"m5"}))
     injected = faults.Faults()
-    injected.install(one_try, answered_in_process=emulator.FAST_CATALOG_OPERATIONS)
+    injected.install(one_try, answered_in_process=seeding.FAST_CATALOG_OPERATIONS)
     injected.inject({"ec2:DescribeInstanceTypes"}, faults.Kind.THROTTLED, times=1)
     with pytest.raises(botocore_exceptions.ClientError) as raised:
         await clients.paginate(one_try.ec2, "describe_instance_types", "InstanceTypes")

@@ -13,8 +13,9 @@ from tests.nodeclaim import fakekube
 
 from karpy import clock as clock_mod
 from karpy.api import ec2nodeclass, labels, meta
-from karpy.cloudprovider.aws import emulator, instances, provider
+from karpy.cloudprovider.aws import instances, provider
 from karpy.nodeclaim import controller
+from karpy_emulator.aws import seeding
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
 OWNED = {f"kubernetes.io/cluster/{CLUSTER}": "owned"}
@@ -28,7 +29,7 @@ FOREIGN = {
 }
 
 
-def _run_instance(ec2: Any, seeded: emulator.Seeded, tags: dict[str, str]) -> str:
+def _run_instance(ec2: Any, seeded: seeding.Seeded, tags: dict[str, str]) -> str:
     reservation = ec2.run_instances(
         ImageId=next(iter(seeded.images.values())),
         InstanceType="m5.large",
@@ -46,7 +47,7 @@ def _state(ec2: Any, instance_id: str) -> str:
 
 
 async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
-    ready: Ready, seeded: emulator.Seeded
+    ready: Ready, seeded: seeding.Seeded
 ) -> None:
     aws_provider, _ = ready
     ec2 = boto3.client("ec2", region_name=REGION)

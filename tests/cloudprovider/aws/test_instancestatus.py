@@ -16,9 +16,10 @@ from tests.provisioning.builders import MemoryClient
 from karpy import events
 from karpy.api import decoding, labels
 from karpy.clock import ManualClock
+from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import clients, instances, instancestatus
 from karpy.interruption import controller as interruption_controller
-from karpy.interruption import messages, queue
+from karpy.interruption import queue
 from karpy.kube import resources
 
 F = instancestatus.Finding
@@ -73,17 +74,17 @@ def test_parse(entry: dict[str, Any], expected: list[instancestatus.Finding]) ->
 
 def test_scheduled_events_drain_and_impaired_checks_terminate_forcefully() -> None:
     event = instancestatus.to_message(F(K.EVENT_STATUS, "i-1", "system-maintenance", event_time=5.0))
-    assert event.kind is messages.Kind.SCHEDULED_CHANGE
+    assert event.kind is interruption.Kind.SCHEDULED_CHANGE
     assert event.instance_ids == ("i-1",)
     assert event.detail == "system-maintenance"
-    assert event.action is messages.Action.CORDON_AND_DRAIN
+    assert event.action is interruption.Action.CORDON_AND_DRAIN
     for kind, expected in (
-        (K.SYSTEM_STATUS, messages.Kind.SYSTEM_STATUS),
-        (K.INSTANCE_STATUS, messages.Kind.INSTANCE_STATUS),
+        (K.SYSTEM_STATUS, interruption.Kind.SYSTEM_STATUS),
+        (K.INSTANCE_STATUS, interruption.Kind.INSTANCE_STATUS),
     ):
         impaired = instancestatus.to_message(F(kind, "i-1", "reachability", event_time=5.0))
         assert (impaired.kind, impaired.instance_ids) == (expected, ("i-1",))
-        assert impaired.action is messages.Action.FORCEFUL_TERMINATION
+        assert impaired.action is interruption.Action.FORCEFUL_TERMINATION
         # One id per (instance, check) while it lasts, whatever its details: the poller's dedup key.
         assert impaired.event_id == instancestatus.to_message(F(kind, "i-1", "other", event_time=9.0)).event_id
 
@@ -139,8 +140,8 @@ async def test_poller_reports_once_per_minute_and_remembers_handled_findings() -
         poll.answer(retiring, impaired)
         first = await client.receive()
         assert [(r.message.kind, r.message.instance_ids) for r in first] == [
-            (messages.Kind.SCHEDULED_CHANGE, ("i-1",)),
-            (messages.Kind.SYSTEM_STATUS, ("i-2",)),
+            (interruption.Kind.SCHEDULED_CHANGE, ("i-1",)),
+            (interruption.Kind.SYSTEM_STATUS, ("i-2",)),
         ]
         assert poll.poller.impaired == 1
         # Within the minute: waits (at most wait_seconds) and polls nothing.
@@ -189,7 +190,7 @@ async def test_a_freshly_impaired_check_is_reported_once_it_lasted_two_minutes()
         poll.clock.step(60)
         poll.answer(impaired)
         (received,) = await poll.poller.receive()
-        assert received.message.kind is messages.Kind.INSTANCE_STATUS
+        assert received.message.kind is interruption.Kind.INSTANCE_STATUS
         assert received.message.event_time == since.timestamp()
         poll.stubber.assert_no_pending_responses()
 

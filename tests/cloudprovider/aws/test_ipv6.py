@@ -16,14 +16,15 @@ from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses
 
 from karpy.api import labels, meta
-from karpy.cloudprovider.aws import clients, emulator, provider
+from karpy.cloudprovider.aws import clients, provider
+from karpy_emulator.aws import seeding
 
 IPV6_CLUSTER = "ipv6-demo"
 SERVICE_CIDR = "fd30:1c53:5f8a::/108"
 
 
 @pytest.fixture
-def ipv6_cluster(seeded: emulator.Seeded) -> Iterator[str]:
+def ipv6_cluster(seeded: seeding.Seeded) -> Iterator[str]:
     eks = boto3.client("eks", region_name=REGION)
     iam = boto3.client("iam", region_name=REGION)
     role = iam.get_role(RoleName=seeded.node_role)["Role"]["Arn"]
@@ -35,7 +36,7 @@ def ipv6_cluster(seeded: emulator.Seeded) -> Iterator[str]:
         kubernetesNetworkConfig={"ipFamily": "ipv6"},
     )
     # EKS picks an IPv6 cluster's service CIDR itself and DescribeCluster reports it; moto's cluster is told it.
-    stored = eks_models.eks_backends[emulator.ACCOUNT_ID][REGION].clusters[IPV6_CLUSTER]
+    stored = eks_models.eks_backends[seeding.ACCOUNT_ID][REGION].clusters[IPV6_CLUSTER]
     stored.kubernetes_network_config = {"ipFamily": "ipv6", "serviceIpv6Cidr": SERVICE_CIDR}
     try:
         yield IPV6_CLUSTER
@@ -44,7 +45,7 @@ def ipv6_cluster(seeded: emulator.Seeded) -> Iterator[str]:
 
 
 async def test_an_ipv6_cluster_launches_nodes_with_a_primary_ipv6_address(
-    seeded: emulator.Seeded, aws: clients.Clients, clock: Clock, nodeclasses: NodeClasses, ipv6_cluster: str
+    seeded: seeding.Seeded, aws: clients.Clients, clock: Clock, nodeclasses: NodeClasses, ipv6_cluster: str
 ) -> None:
     aws_provider = provider.AWSCloudProvider(
         provider.Dependencies(

@@ -14,7 +14,8 @@ from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import errors
-from karpy.cloudprovider.aws import emulator, provider
+from karpy.cloudprovider.aws import provider
+from karpy_emulator.aws import seeding
 
 SMALL = (req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),)
 UPSTREAM_FIELDS = ec2nodeclass.KubeletConfiguration(
@@ -35,7 +36,7 @@ async def _reconciled(
     kubelet: ec2nodeclass.KubeletConfiguration,
     role: str,
 ) -> ec2nodeclass.EC2NodeClass:
-    emulator.seed_alias_images(region=REGION, k8s_version="1.31", alias=alias)
+    seeding.seed_alias_images(region=REGION, k8s_version="1.31", alias=alias)
     nc = make_nodeclass(alias=alias, role=role, discovery=CLUSTER)
     nc = dataclasses.replace(nc, spec=dataclasses.replace(nc.spec, kubelet=kubelet))
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
@@ -78,7 +79,7 @@ def _launched_user_data() -> str:
     ids=["al2023-any-field", "al2-mapped", "bottlerocket-mapped"],
 )
 async def test_a_class_whose_family_applies_its_fields_launches_with_them(
-    seeded: emulator.Seeded,
+    seeded: seeding.Seeded,
     make_provider: Callable[..., provider.AWSCloudProvider],
     nodeclasses: NodeClasses,
     alias: str,
@@ -98,7 +99,7 @@ async def test_a_class_whose_family_applies_its_fields_launches_with_them(
 
 @pytest.mark.parametrize("alias", ["al2@latest", "bottlerocket@latest", "windows2022@latest"])
 async def test_a_field_the_family_would_drop_keeps_the_class_from_launching(
-    seeded: emulator.Seeded,
+    seeded: seeding.Seeded,
     make_provider: Callable[..., provider.AWSCloudProvider],
     nodeclasses: NodeClasses,
     alias: str,

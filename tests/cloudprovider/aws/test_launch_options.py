@@ -20,7 +20,8 @@ from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeCl
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import types
-from karpy.cloudprovider.aws import emulator, instances, provider
+from karpy.cloudprovider.aws import instances, provider
+from karpy_emulator.aws import seeding
 
 _OK = awsrequest.AWSResponse("http://127.0.0.1/", 200, {}, None)
 _GROUP = {"GroupId": "pg-0a1", "GroupName": "training", "Strategy": "cluster", "State": "available"}
@@ -28,7 +29,7 @@ _RESERVATION = {
     "CapacityReservationId": "cr-0b2",
     "AvailabilityZone": "us-east-1a",
     "InstanceType": "m5.large",
-    "OwnerId": emulator.ACCOUNT_ID,
+    "OwnerId": seeding.ACCOUNT_ID,
     "InstanceMatchCriteria": "targeted",
     "State": "active",
     "EndDate": datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC),
@@ -43,7 +44,7 @@ def _answer(client: Any, operation: str, body: dict[str, Any], asked: list[dict[
 
 
 async def test_new_fields_resolve_and_reach_the_launch_template(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     ec2_client = aws_provider._deps.aws.ec2
@@ -113,7 +114,7 @@ async def test_new_fields_resolve_and_reach_the_launch_template(
 
 
 async def test_missing_placement_group_keeps_the_node_class_not_ready(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider]
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider]
 ) -> None:
     aws_provider = make_provider()
     asked: list[dict[str, Any]] = []
@@ -130,7 +131,7 @@ async def test_missing_placement_group_keeps_the_node_class_not_ready(
 
 
 async def _reserving_nodeclass(
-    aws_provider: provider.AWSCloudProvider, seeded: emulator.Seeded, nodeclasses: NodeClasses
+    aws_provider: provider.AWSCloudProvider, seeded: seeding.Seeded, nodeclasses: NodeClasses
 ) -> ec2nodeclass.EC2NodeClass:
     """The default node class selecting reservation cr-0b2, reconciled (which describes the reservation)."""
     base = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
@@ -151,7 +152,7 @@ _M5_OR_C5 = (req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "c5.l
 
 
 async def test_reserved_capacity_is_launched_into_its_reservation(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     ec2_client = aws_provider._deps.aws.ec2
@@ -185,7 +186,7 @@ async def test_reserved_capacity_is_launched_into_its_reservation(
 
 
 async def test_a_reservation_takes_only_as_many_instances_as_ec2_says_it_has_left(
-    seeded: emulator.Seeded,
+    seeded: seeding.Seeded,
     make_provider: Callable[..., provider.AWSCloudProvider],
     nodeclasses: NodeClasses,
     clock: Clock,
@@ -231,7 +232,7 @@ async def test_a_reservation_takes_only_as_many_instances_as_ec2_says_it_has_lef
 
 
 async def test_pods_asking_for_efa_get_efa_interfaces(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     fleets: list[dict[str, Any]] = []
@@ -271,7 +272,7 @@ async def test_pods_asking_for_efa_get_efa_interfaces(
 
 
 async def test_tracking_cpu_and_enclave_options_reach_the_launched_template(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     fleets: list[dict[str, Any]] = []
@@ -313,7 +314,7 @@ async def test_tracking_cpu_and_enclave_options_reach_the_launched_template(
 
 
 async def test_placement_group_drift(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     ec2_client = aws_provider._deps.aws.ec2

@@ -17,7 +17,8 @@ from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeCl
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider import errors, types
-from karpy.cloudprovider.aws import cache, clients, emulator, instances, provider, templates
+from karpy.cloudprovider.aws import cache, clients, instances, provider, templates
+from karpy_emulator.aws import seeding
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
 SMALL = (
@@ -258,7 +259,7 @@ async def test_launch_template_deleted_when_its_cache_entry_expires(ready: Ready
 
 
 async def test_unmatched_selectors_make_the_node_class_not_ready_with_a_message(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider]
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider]
 ) -> None:
     nc = make_nodeclass(discovery="someone-else", role=seeded.node_role)
     resolved = await make_provider().reconcile_nodeclass(nc)
@@ -296,12 +297,12 @@ async def test_a_restarted_provider_reuses_the_clusters_launch_templates(
 
 
 async def test_launches_in_flight_spread_over_a_zones_subnets(
-    ready: Ready, seeded: emulator.Seeded, nodeclasses: NodeClasses, clock: Clock
+    ready: Ready, seeded: seeding.Seeded, nodeclasses: NodeClasses, clock: Clock
 ) -> None:
     aws_provider, nc = ready
     ec2 = boto3.client("ec2", region_name=REGION)
     # Two equal new subnets in a zone no other test uses: the larger id wins the tie for the first launch.
-    discovery = [{"ResourceType": "subnet", "Tags": [{"Key": emulator.DISCOVERY_TAG, "Value": CLUSTER}]}]
+    discovery = [{"ResourceType": "subnet", "Tags": [{"Key": seeding.DISCOVERY_TAG, "Value": CLUSTER}]}]
     created_subnets = [
         ec2.create_subnet(
             VpcId=seeded.vpc_id, CidrBlock=cidr, AvailabilityZone="us-east-1d", TagSpecifications=discovery
@@ -415,7 +416,7 @@ async def test_a_template_ec2_refused_to_delete_is_retried_by_the_next_sweep(rea
 
 
 async def test_a_dry_run_resolves_a_node_class_without_creating_its_instance_profile(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], caplog: pytest.LogCaptureFixture
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], caplog: pytest.LogCaptureFixture
 ) -> None:
     iam = boto3.client("iam", region_name=REGION)
     before = {p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]}

@@ -13,8 +13,9 @@ from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
 from karpy.api import ec2nodeclass, labels, meta
-from karpy.cloudprovider.aws import clients, emulator, instances, provider
-from karpy.sim import autojump
+from karpy.cloudprovider.aws import clients, instances, provider
+from karpy_emulator import autojump
+from karpy_emulator.aws import seeding
 
 ONE_SHAPE = (
     req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "c5.large"),
@@ -24,7 +25,7 @@ ONE_SHAPE = (
 
 @pytest.fixture
 async def batching(
-    aws: clients.Clients, seeded: emulator.Seeded, jumping: autojump.AutojumpClock, nodeclasses: NodeClasses
+    aws: clients.Clients, seeded: seeding.Seeded, jumping: autojump.AutojumpClock, nodeclasses: NodeClasses
 ) -> provider.AWSCloudProvider:
     built = provider.AWSCloudProvider(
         provider.Dependencies(

@@ -11,7 +11,8 @@ from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
 from karpy.api import labels, meta
-from karpy.cloudprovider.aws import emulator, provider
+from karpy.cloudprovider.aws import provider
+from karpy_emulator.aws import seeding
 
 REQUIRED = {"kubernetes.io/cluster/test-cluster": "owned", "eks:eks-cluster-name": CLUSTER}
 AFTER_REGISTRATION_KEYS = {"eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"}
@@ -23,7 +24,7 @@ def _tags(tag_list: list[dict[str, str]]) -> dict[str, str]:
 
 
 async def test_writes_carry_the_policy_tags(
-    seeded: emulator.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
+    seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
     writes: list[tuple[str, dict[str, Any]]] = []

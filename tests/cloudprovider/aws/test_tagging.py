@@ -11,11 +11,12 @@ from tests.cloudprovider.aws import moto_fixtures
 from tests.cloudprovider.aws.builders import make_nodeclaim
 
 from karpy.api import nodeclaim
-from karpy.cloudprovider.aws import clients, ec2batch, emulator, faults, instances, tagging
-from karpy.sim import autojump
+from karpy.cloudprovider.aws import clients, ec2batch, faults, instances, tagging
+from karpy_emulator import autojump
+from karpy_emulator.aws import seeding
 
 
-def _launch(seeded: emulator.Seeded, count: int) -> list[str]:
+def _launch(seeded: seeding.Seeded, count: int) -> list[str]:
     ec2 = boto3.client("ec2", region_name=moto_fixtures.REGION)
     image = next(iter(seeded.images.values()))
     reply = ec2.run_instances(ImageId=image, InstanceType="m5.large", MinCount=count, MaxCount=count)
@@ -34,7 +35,7 @@ def _registered(name: str, instance_id: str, node: str = "") -> nodeclaim.NodeCl
 
 
 @pytest.fixture
-def one_try(seeded: emulator.Seeded, request: pytest.FixtureRequest) -> clients.Clients:
+def one_try(seeded: seeding.Seeded, request: pytest.FixtureRequest) -> clients.Clients:
     return clients.build_clients(
         region=moto_fixtures.REGION, max_attempts=0, session=moto_fixtures.boto_session(request.config)
     )
@@ -50,7 +51,7 @@ def tagger_for(
 
 
 async def test_registered_claims_are_tagged_once_one_create_tags_a_second(
-    one_try: clients.Clients, seeded: emulator.Seeded, jumping: autojump.AutojumpClock
+    one_try: clients.Clients, seeded: seeding.Seeded, jumping: autojump.AutojumpClock
 ) -> None:
     manual = jumping
     ids = _launch(seeded, 3)
@@ -77,7 +78,7 @@ async def test_registered_claims_are_tagged_once_one_create_tags_a_second(
 
 
 async def test_a_refused_create_tags_is_retried_by_the_next_pass(
-    one_try: clients.Clients, seeded: emulator.Seeded, jumping: autojump.AutojumpClock
+    one_try: clients.Clients, seeded: seeding.Seeded, jumping: autojump.AutojumpClock
 ) -> None:
     manual = jumping
     (instance,) = _launch(seeded, 1)

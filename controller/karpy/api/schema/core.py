@@ -28,7 +28,7 @@ class Rule:
     """One `x-kubernetes-validations` entry: upstream's CEL `rule` and `message`, and the Python `check` that
     implements it on the (defaulted, schema-valid) value at the same schema node. `check` is None for transition
     rules (those reading `oldSelf`): the API server enforces them on update; a parser of one object cannot (the
-    emulated API server evaluates their CEL text, `karpy.sim.kube.transitions`)."""
+    emulated API server evaluates their CEL text, `karpy_emulator.apiserver.transitions`)."""
 
     rule: str
     message: str

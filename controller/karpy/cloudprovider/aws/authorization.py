@@ -19,7 +19,7 @@ from typing import Any, Final
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels
-from karpy.cloudprovider.aws import cache, clients, errors, fleet, launchtemplate, status, userdata
+from karpy.cloudprovider.aws import cache, clients, error_codes, fleet, launchtemplate, nodeclass_status, userdata
 from karpy.cloudprovider.aws import cluster as cluster_module
 from karpy.cloudprovider.aws import nodeclass as nodeclass_module
 
@@ -59,7 +59,7 @@ class _Unauthorized(Exception):
     def __init__(self, reason: str, exc: BaseException) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.message = f"{_MESSAGES[reason]}: {errors.error_code(exc)}: {_aws_message(exc)}"
+        self.message = f"{_MESSAGES[reason]}: {error_codes.error_code(exc)}: {_aws_message(exc)}"
 
 
 class AuthorizationValidator:
@@ -78,7 +78,9 @@ class AuthorizationValidator:
         self._disabled = disabled
         self._verdicts: cache.TTLCache[tuple[str, str], Verdict] = cache.TTLCache(VALIDATION_TTL, clock=clock)
 
-    async def validate(self, nc: ec2nodeclass.EC2NodeClass, found: status.Resolution) -> status.Resolution:
+    async def validate(
+        self, nc: ec2nodeclass.EC2NodeClass, found: nodeclass_status.Resolution
+    ) -> nodeclass_status.Resolution:
         """`found` with the dry runs' verdict as its validation problem, when the class is far enough along to
         launch; a throttled or failing EC2 call raises (the reconcile is retried), it is never a verdict."""
         if found.validation_problems or not _resolved(found):
@@ -107,7 +109,7 @@ class AuthorizationValidator:
                 self._verdicts.delete(key)
 
     async def _dry_run(
-        self, nc: ec2nodeclass.EC2NodeClass, found: status.Resolution, tags: Mapping[str, str]
+        self, nc: ec2nodeclass.EC2NodeClass, found: nodeclass_status.Resolution, tags: Mapping[str, str]
     ) -> Verdict:
         resolved = _as_resolved(nc, found)
         image = resolved.status.amis[0]
@@ -193,26 +195,26 @@ class AuthorizationValidator:
         try:
             await clients.call(self._aws.ec2, operation, DryRun=True, **params)
         except botocore_exceptions.ClientError as exc:
-            kind = errors.classify(exc)
-            if kind in (errors.Kind.DRY_RUN_SUCCEEDED, errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND):
+            kind = error_codes.classify(exc)
+            if kind in (error_codes.Kind.DRY_RUN_SUCCEEDED, error_codes.Kind.LAUNCH_TEMPLATE_NOT_FOUND):
                 return
-            if kind is errors.Kind.UNAUTHORIZED:
+            if kind is error_codes.Kind.UNAUTHORIZED:
                 raise _Unauthorized(reason, exc) from exc
-            if kind is errors.Kind.NOT_FOUND:
-                raise _Inconclusive(f"{operation}: {errors.error_code(exc)}: {_aws_message(exc)}") from exc
+            if kind is error_codes.Kind.NOT_FOUND:
+                raise _Inconclusive(f"{operation}: {error_codes.error_code(exc)}: {_aws_message(exc)}") from exc
             raise
-        raise errors.AWSError(
-            errors.Kind.UNKNOWN, "NoDryRunAnswer", f"{operation} with DryRun=True did not answer DryRunOperation"
+        raise error_codes.AWSError(
+            error_codes.Kind.UNKNOWN, "NoDryRunAnswer", f"{operation} with DryRun=True did not answer DryRunOperation"
         )
 
 
-def _resolved(found: status.Resolution) -> bool:
+def _resolved(found: nodeclass_status.Resolution) -> bool:
     return bool(found.subnets and found.security_groups and found.amis and found.instance_profile) and not (
         found.ami_error or found.instance_profile_error
     )
 
 
-def _as_resolved(nc: ec2nodeclass.EC2NodeClass, found: status.Resolution) -> ec2nodeclass.EC2NodeClass:
+def _as_resolved(nc: ec2nodeclass.EC2NodeClass, found: nodeclass_status.Resolution) -> ec2nodeclass.EC2NodeClass:
     """The class with what resolution found as its status (what a launch would read)."""
     return ec2nodeclass.EC2NodeClass(
         metadata=nc.metadata,
@@ -223,7 +225,7 @@ def _as_resolved(nc: ec2nodeclass.EC2NodeClass, found: status.Resolution) -> ec2
     )
 
 
-def _fingerprint(nc: ec2nodeclass.EC2NodeClass, found: status.Resolution, tags: Mapping[str, str]) -> str:
+def _fingerprint(nc: ec2nodeclass.EC2NodeClass, found: nodeclass_status.Resolution, tags: Mapping[str, str]) -> str:
     """What the dry runs depend on (upstream's cacheKey: resolved status, spec, annotations, tags)."""
     parts = (
         found.subnets,
@@ -237,7 +239,7 @@ def _fingerprint(nc: ec2nodeclass.EC2NodeClass, found: status.Resolution, tags: 
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def _with_problem(found: status.Resolution, verdict: Verdict) -> status.Resolution:
+def _with_problem(found: nodeclass_status.Resolution, verdict: Verdict) -> nodeclass_status.Resolution:
     return dataclasses.replace(found, validation_reason=verdict.reason, validation_problems=(verdict.message,))
 
 

@@ -25,8 +25,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from botocore import exceptions as botocore_exceptions
 
-from karpy.cloudprovider.aws import batcher, clients
-from karpy.cloudprovider.aws import errors as aws_errors
+from karpy.cloudprovider.aws import batcher, clients, error_codes
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ V = TypeVar("V")
 SHUTTING_DOWN: Final = frozenset({"shutting-down", "terminated"})
 TOO_FEW_INSTANCES: Final = "TooFewInstancesReturned"
 """The error code a CreateFleet caller gets when the merged call returned no instance for it and no error."""
-_WHOLE_CALL: Final = frozenset({aws_errors.Kind.THROTTLED, aws_errors.Kind.SERVER, aws_errors.Kind.UNAUTHORIZED})
+_WHOLE_CALL: Final = frozenset({error_codes.Kind.THROTTLED, error_codes.Kind.SERVER, error_codes.Kind.UNAUTHORIZED})
 """Failures of a merged call that say nothing about any one of its instances."""
 _AWS_ERRORS = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
 
@@ -191,7 +190,7 @@ async def _merged_then_alone(
     try:
         answered.update(await merged(unique))
     except _AWS_ERRORS as exc:
-        if aws_errors.classify(exc) in _WHOLE_CALL:
+        if error_codes.classify(exc) in _WHOLE_CALL:
             failed: BaseException = exc
             return [failed] * len(instance_ids)
 

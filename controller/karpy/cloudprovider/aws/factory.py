@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy.api import ec2nodeclass, nodeclaim
-from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, interruption, provider
+from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, provider
+from karpy.cloudprovider.aws import interruption_queue as interruption_queue_module
 
 
 @dataclass(frozen=True, slots=True)
 class Built:
     provider: provider.AWSCloudProvider
-    queue: interruption.InterruptionQueue | None
+    queue: interruption_queue_module.InterruptionQueue | None
     """None when INTERRUPTION_QUEUE is empty (interruption handling disabled)."""
     offerings: cache.UnavailableOfferings
     instance_status: instancestatus.InstanceStatusPoller
@@ -52,7 +53,11 @@ def build(
             sleep=sleep,
         )
     )
-    queue = interruption.InterruptionQueue(aws=aws, queue_name=interruption_queue) if interruption_queue else None
+    queue = (
+        interruption_queue_module.InterruptionQueue(aws=aws, queue_name=interruption_queue)
+        if interruption_queue
+        else None
+    )
     poller = instancestatus.InstanceStatusPoller(aws=aws, clock=clock, sleep=sleep)
     janitor = functools.partial(cloud.launch_templates.run_janitor, sleep=sleep)
     return Built(

@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import cache, clients
-from karpy.interruption import messages
 
 log = logging.getLogger(__name__)
 
@@ -91,22 +91,22 @@ def parse(statuses: Iterable[Mapping[str, Any]]) -> list[Finding]:
 
 
 _IMPAIRED_KINDS = {
-    FindingKind.INSTANCE_STATUS: messages.Kind.INSTANCE_STATUS,
-    FindingKind.SYSTEM_STATUS: messages.Kind.SYSTEM_STATUS,
+    FindingKind.INSTANCE_STATUS: interruption.Kind.INSTANCE_STATUS,
+    FindingKind.SYSTEM_STATUS: interruption.Kind.SYSTEM_STATUS,
 }
 
 
-def to_message(finding: Finding) -> messages.Message:
+def to_message(finding: Finding) -> interruption.Message:
     """The domain message for a finding; its event id is stable while the finding lasts (dedup key)."""
     if finding.kind is FindingKind.EVENT_STATUS:
-        return messages.Message(
-            messages.Kind.SCHEDULED_CHANGE,
+        return interruption.Message(
+            interruption.Kind.SCHEDULED_CHANGE,
             (finding.instance_id,),
             event_id=f"{finding.instance_id}/{finding.detail}/{finding.event_time}",
             event_time=finding.event_time,
             detail=finding.detail,
         )
-    return messages.Message(
+    return interruption.Message(
         _IMPAIRED_KINDS[finding.kind],
         (finding.instance_id,),
         event_id=f"{finding.instance_id}/{finding.kind.value}",
@@ -146,7 +146,7 @@ class InstanceStatusPoller:
         self._logged: frozenset[Finding] = frozenset()
         self.impaired = 0  # impaired-status findings reported (each counted once while it lasts)
 
-    async def receive(self, *, wait_seconds: int = 20) -> list[messages.Received]:
+    async def receive(self, *, wait_seconds: int = 20) -> list[interruption.Received]:
         if self._last_poll is not None:
             wait = self._last_poll + self._interval - self._clock()
             if wait > 0:
@@ -158,7 +158,7 @@ class InstanceStatusPoller:
             self._aws.ec2, "describe_instance_status", "InstanceStatuses", IncludeAllInstances=False
         )
         findings = [f for f in parse(statuses) if due(f, now)]
-        out: list[messages.Received] = []
+        out: list[interruption.Received] = []
         current: set[str] = set()
         for finding in findings:
             message = to_message(finding)
@@ -167,11 +167,11 @@ class InstanceStatusPoller:
                 log.warning("instance %s: %s %s", finding.instance_id, finding.kind.value, finding.detail)
             current.add(message.event_id)
             if message.event_id not in self._handled:
-                out.append(messages.Received(message, receipt_handle=message.event_id))
+                out.append(interruption.Received(message, receipt_handle=message.event_id))
         self._logged = frozenset(f for f in findings if f.kind is not FindingKind.EVENT_STATUS)
         self._handled &= current
         return out
 
-    async def delete(self, received: messages.Received | messages.Unreadable) -> None:
+    async def delete(self, received: interruption.Received | interruption.Unreadable) -> None:
         """Remember the message as handled: the poll keeps showing its finding until EC2 acts on it."""
         self._handled.add(received.receipt_handle)

@@ -14,10 +14,12 @@ from typing import Any
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import requirements
 from karpy.api import ec2nodeclass, labels, nodeclaim
 from karpy.cloudprovider import errors, tenancy, types
 from karpy.cloudprovider.aws import (
     cache,
+    error_codes,
     fleet,
     launchtemplate,
     nodeclass,
@@ -27,8 +29,6 @@ from karpy.cloudprovider.aws import (
     userdata,
 )
 from karpy.cloudprovider.aws import cluster as cluster_module
-from karpy.cloudprovider.aws import errors as aws_errors
-from karpy.scheduling import requirements
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ class Launcher:
             try:
                 name = await self._templates.ensure(spec)
             except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
-                raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.LAUNCH_TEMPLATE) from exc
+                raise error_codes.to_create_error(exc, stage=errors.CreateErrorReason.LAUNCH_TEMPLATE) from exc
             out[name] = (image_id, members)
         return out
 
@@ -232,7 +232,7 @@ class Launcher:
         try:
             group = await self._resolver.placement_group(nc)
         except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
-            raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.LAUNCH_TEMPLATE) from exc
+            raise error_codes.to_create_error(exc, stage=errors.CreateErrorReason.LAUNCH_TEMPLATE) from exc
         problem = placement.readiness(selector, group)
         if problem or group is None:
             raise errors.CreateError(errors.CreateErrorReason.NODE_CLASS, problem)
@@ -293,11 +293,11 @@ class Launcher:
                 response = await self._create_fleet(request)
             except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
                 self._resolver.release_ips(offered_subnets, predicted)
-                if aws_errors.classify(exc) is aws_errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
+                if error_codes.classify(exc) is error_codes.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
                     for name in by_template:
                         self._templates.invalidate(name)
                     continue
-                raise aws_errors.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
+                raise error_codes.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
             # Before looking for our instance, as upstream: a fleet that launched may still report offerings that
             # refused capacity, and a merged fleet's errors are recorded by whichever of its callers comes first.
             self._record_capacity_errors(response, capacity_type, by_template)
@@ -354,8 +354,8 @@ class Launcher:
             self._recorded_fleets.set(fleet_id, True)
         for err in response.get("Errors") or ():
             override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
-            kind = aws_errors.classify_code(str(err.get("ErrorCode", "")))
-            if kind is aws_errors.Kind.INSUFFICIENT_CAPACITY:
+            kind = error_codes.classify_code(str(err.get("ErrorCode", "")))
+            if kind is error_codes.Kind.INSUFFICIENT_CAPACITY:
                 unavailable_as = capacity_type
                 if capacity_type == labels.CAPACITY_TYPE_RESERVED:
                     # A full reservation is marked under its own id: other reservations of the type stay usable.
@@ -365,7 +365,7 @@ class Launcher:
                 self._unavailable.mark(
                     str(override.get("InstanceType", "")), str(override.get("AvailabilityZone", "")), unavailable_as
                 )
-            elif kind is aws_errors.Kind.SUBNET_FULL:
+            elif kind is error_codes.Kind.SUBNET_FULL:
                 self._unavailable.mark_subnet(str(override.get("SubnetId", "")))
 
     @staticmethod
@@ -374,8 +374,8 @@ class Launcher:
         fatal = [
             f"{err.get('ErrorCode', '')}: {err.get('ErrorMessage', '')}"
             for err in response.get("Errors") or ()
-            if aws_errors.classify_code(str(err.get("ErrorCode", "")))
-            not in (aws_errors.Kind.INSUFFICIENT_CAPACITY, aws_errors.Kind.SUBNET_FULL)
+            if error_codes.classify_code(str(err.get("ErrorCode", "")))
+            not in (error_codes.Kind.INSUFFICIENT_CAPACITY, error_codes.Kind.SUBNET_FULL)
         ]
         if fatal:
             raise errors.CreateError(

@@ -1,6 +1,6 @@
 """Resolving an EC2NodeClass against EC2, SSM and IAM: subnets, security groups, AMIs, instance profile.
 
-The describe calls live here; turning their results into a status is `status.compute_status` (pure).
+The describe calls live here; turning their results into a status is `nodeclass_status.compute_status` (pure).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from karpy.cloudprovider.aws import (
     amis,
     cache,
     clients,
-    errors,
+    error_codes,
     fleet,
     kubelet,
+    nodeclass_status,
     placement,
     reservations,
     selectors,
-    status,
 )
 from karpy.cloudprovider.aws import cluster as cluster_module
 
@@ -176,7 +176,7 @@ class NodeClassResolver:
             answer = await clients.call(self._aws.ec2, "describe_placement_groups", **placement.query(selector))
             described = list(answer.get("PlacementGroups") or ())
         except botocore_exceptions.ClientError as exc:
-            if errors.error_code(exc) not in ("InvalidPlacementGroup.Unknown", "InvalidGroup.NotFound"):
+            if error_codes.error_code(exc) not in ("InvalidPlacementGroup.Unknown", "InvalidGroup.NotFound"):
                 raise
             described = []
         found = placement.from_describe(described)
@@ -203,7 +203,7 @@ class NodeClassResolver:
             try:
                 response = await clients.call(self._aws.ssm, "get_parameter", Name=name)
             except botocore_exceptions.ClientError as exc:
-                if errors.is_not_found(exc):
+                if error_codes.is_not_found(exc):
                     return None  # e.g. no neuron variant for this version: skip it
                 raise
             cached = str(response["Parameter"]["Value"])
@@ -268,7 +268,7 @@ class NodeClassResolver:
                 "InstanceProfile"
             ]
         except botocore_exceptions.ClientError as exc:
-            if not errors.is_not_found(exc):
+            if not error_codes.is_not_found(exc):
                 raise
             if self._dry_run:
                 log.info("dry run: would create instance profile", extra={"instance-profile": name, "role": spec.role})
@@ -320,12 +320,12 @@ class NodeClassResolver:
                 )
             await clients.call(self._aws.iam, "delete_instance_profile", InstanceProfileName=name)
         except botocore_exceptions.ClientError as exc:
-            if not errors.is_not_found(exc):
+            if not error_codes.is_not_found(exc):
                 raise
 
     # --- everything -----------------------------------------------------------------------------------------
 
-    async def resolve(self, nodeclass: ec2nodeclass.EC2NodeClass) -> status.Resolution:
+    async def resolve(self, nodeclass: ec2nodeclass.EC2NodeClass) -> nodeclass_status.Resolution:
         """Look everything up; a failed lookup becomes a message on its condition, not an exception."""
         subnets = await self.subnets(nodeclass)
         groups = await self.security_groups(nodeclass)
@@ -336,25 +336,25 @@ class NodeClassResolver:
         except amis.AliasError as exc:
             ami_error = str(exc)
         except _AWS_ERRORS as exc:
-            ami_error = f"resolving AMIs failed: {errors.error_code(exc)}"
+            ami_error = f"resolving AMIs failed: {error_codes.error_code(exc)}"
         profile, profile_error = "", ""
         try:
             profile = await self.instance_profile(nodeclass)
         except _AWS_ERRORS as exc:
-            profile_error = f"instance profile: {errors.error_code(exc)}: {exc}"
+            profile_error = f"instance profile: {error_codes.error_code(exc)}: {exc}"
         group, group_error = None, ""
         try:
             group = await self.placement_group(nodeclass)
         except _AWS_ERRORS as exc:
-            group_error = f"resolving the placement group failed: {errors.error_code(exc)}"
+            group_error = f"resolving the placement group failed: {error_codes.error_code(exc)}"
         found_reservations: tuple[ec2nodeclass.CapacityReservationStatus, ...] = ()
         try:
             found_reservations = await self.capacity_reservations(nodeclass)
         except _AWS_ERRORS as exc:
             # Reservations only add offerings; failing to list them must not stop launches elsewhere.
-            log.warning("resolving capacity reservations of %s failed: %s", nodeclass.name, errors.error_code(exc))
+            log.warning("resolving capacity reservations of %s failed: %s", nodeclass.name, error_codes.error_code(exc))
         reason, problems = validation_problems(nodeclass)
-        return status.Resolution(
+        return nodeclass_status.Resolution(
             placement_group=group,
             placement_group_error=group_error,
             capacity_reservations=found_reservations,

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore import exceptions as botocore_exceptions
 
-from karpy.cloudprovider.aws import cache, clients, errors
+from karpy.cloudprovider.aws import cache, clients, error_codes
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class PricingProvider:
                 if parsed:
                     self._on_demand = parsed
             except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
-                log.warning("on-demand pricing unavailable (%s), using the static table", errors.classify(exc))
+                log.warning("on-demand pricing unavailable (%s), using the static table", error_codes.classify(exc))
         try:
             history = await clients.paginate(
                 self._aws.ec2,
@@ -117,5 +117,5 @@ class PricingProvider:
             )
             self._spot = latest_spot_prices(history)
         except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
-            log.warning("spot pricing unavailable (%s)", errors.classify(exc))
+            log.warning("spot pricing unavailable (%s)", error_codes.classify(exc))
         self.seq += 1

@@ -18,17 +18,17 @@ from karpy.cloudprovider.aws import (
     clients,
     drift,
     ec2batch,
+    error_codes,
     instances,
     instancetypes,
     launch,
     nodeclass,
+    nodeclass_status,
     pricing,
     repair,
-    status,
     tagging,
     templates,
 )
-from karpy.cloudprovider.aws import errors as aws_errors
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +160,8 @@ class AWSCloudProvider:
         try:
             found = await self.authorization.validate(nc, await self.resolver.resolve(nc))
         except _AWS_ERRORS as exc:
-            raise aws_errors.to_domain(exc, operation=f"resolving EC2NodeClass {nc.name}") from exc
-        return status.compute_status(nc, found, now=self._deps.clock())
+            raise error_codes.to_domain(exc, operation=f"resolving EC2NodeClass {nc.name}") from exc
+        return nodeclass_status.compute_status(nc, found, now=self._deps.clock())
 
     async def finalize_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> None:
         """Clean up what we created for a deleted node class: its launch templates and instance profile."""
@@ -170,7 +170,7 @@ class AWSCloudProvider:
             await self.launch_templates.delete_for_nodeclass(nc.name)
             await self.resolver.delete_instance_profile(nc)
         except _AWS_ERRORS as exc:
-            raise aws_errors.to_domain(exc, operation=f"finalizing EC2NodeClass {nc.name}") from exc
+            raise error_codes.to_domain(exc, operation=f"finalizing EC2NodeClass {nc.name}") from exc
 
     # --- CloudProvider --------------------------------------------------------------------------------------
 
@@ -184,13 +184,13 @@ class AWSCloudProvider:
         try:
             return await self.instance_type_provider.list(nc)
         except _AWS_ERRORS as exc:
-            raise aws_errors.to_domain(exc, operation="listing instance types") from exc
+            raise error_codes.to_domain(exc, operation="listing instance types") from exc
 
     async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
         nc = self._nodeclass(claim.spec.node_class_ref.name)
         if nc is None:
             raise errors.InsufficientCapacity(f"EC2NodeClass {claim.spec.node_class_ref.name!r} not found")
-        if not status.is_ready(nc):
+        if not nodeclass_status.is_ready(nc):
             raise errors.NodeClassNotReady(f"EC2NodeClass {nc.name} is not ready")
         wanted = tenancy.choose(claim.spec.requirements)
 
@@ -216,9 +216,9 @@ class AWSCloudProvider:
         try:
             found = await self.batchers.describe_instance(instance_id)
         except _AWS_ERRORS as exc:
-            if aws_errors.is_not_found(exc):
+            if error_codes.is_not_found(exc):
                 self._instances.pop(instance_id, None)
-            raise aws_errors.to_domain(exc, operation=f"describing {instance_id}") from exc
+            raise error_codes.to_domain(exc, operation=f"describing {instance_id}") from exc
         if found is None or found.get("State", {}).get("Name") in instances.GONE_STATES:
             self._instances.pop(instance_id, None)
             raise errors.NodeClaimNotFound(f"instance {instance_id} not found")
@@ -248,7 +248,7 @@ class AWSCloudProvider:
                 Filters=instances.cluster_filters(self._deps.settings.cluster_name),
             )
         except _AWS_ERRORS as exc:
-            raise aws_errors.to_domain(exc, operation="listing instances") from exc
+            raise error_codes.to_domain(exc, operation="listing instances") from exc
         listed: dict[str, Mapping[str, Any]] = {
             str(i["InstanceId"]): instances.slim(i) for r in reservations for i in r.get("Instances") or ()
         }
@@ -262,7 +262,7 @@ class AWSCloudProvider:
         try:
             await self.batchers.terminate_instance(str(instance["InstanceId"]))
         except _AWS_ERRORS as exc:
-            raise aws_errors.to_domain(exc, operation=f"terminating {instance['InstanceId']}") from exc
+            raise error_codes.to_domain(exc, operation=f"terminating {instance['InstanceId']}") from exc
         self._forget_instance(str(instance["InstanceId"]))  # a get from now on asks EC2 how far it got
         if reservation_id := instance.get("CapacityReservationId"):
             self.unavailable.reservation_released(str(reservation_id))

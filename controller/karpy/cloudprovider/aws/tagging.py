@@ -18,8 +18,7 @@ from typing import Any, Final
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import labels, nodeclaim
-from karpy.cloudprovider.aws import clients, ec2batch, instances
-from karpy.cloudprovider.aws import errors as aws_errors
+from karpy.cloudprovider.aws import clients, ec2batch, error_codes, instances
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +101,7 @@ class Tagger:
         except instances.BadProviderID:
             return None
         except _AWS_ERRORS as exc:
-            if not aws_errors.is_not_found(exc):
+            if not error_codes.is_not_found(exc):
                 log.warning("describing the instance of %s for tagging failed: %s", claim.name, exc)
             return None
 

@@ -15,7 +15,7 @@ from typing import Final
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import labels
-from karpy.cloudprovider.aws import cache, clients, errors, launchtemplate
+from karpy.cloudprovider.aws import cache, clients, error_codes, launchtemplate
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +70,17 @@ class LaunchTemplates:
         try:
             await clients.call(self._aws.ec2, "describe_launch_templates", LaunchTemplateNames=[name])
         except botocore_exceptions.ClientError as exc:
-            if errors.classify(exc) not in (errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND, errors.Kind.NOT_FOUND):
+            if error_codes.classify(exc) not in (
+                error_codes.Kind.LAUNCH_TEMPLATE_NOT_FOUND,
+                error_codes.Kind.NOT_FOUND,
+            ):
                 raise
             try:
                 await clients.call(
                     self._aws.ec2, "create_launch_template", **launchtemplate.build_create_launch_template_request(spec)
                 )
             except botocore_exceptions.ClientError as create_exc:
-                if errors.classify(create_exc) is not errors.Kind.ALREADY_EXISTS:
+                if error_codes.classify(create_exc) is not error_codes.Kind.ALREADY_EXISTS:
                     raise
         self._cache.set(name, name)
         return name
@@ -115,7 +118,10 @@ class LaunchTemplates:
         try:
             await clients.call(self._aws.ec2, "delete_launch_template", LaunchTemplateName=name)
         except botocore_exceptions.ClientError as exc:
-            if errors.classify(exc) not in (errors.Kind.LAUNCH_TEMPLATE_NOT_FOUND, errors.Kind.NOT_FOUND):
+            if error_codes.classify(exc) not in (
+                error_codes.Kind.LAUNCH_TEMPLATE_NOT_FOUND,
+                error_codes.Kind.NOT_FOUND,
+            ):
                 raise
 
     async def delete_for_nodeclass(self, nodeclass: str) -> list[str]:

@@ -19,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from karpy import requirements
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import errors, tenancy, types
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import requirements
 
 PROVIDER_ID_SCHEME = "fake://"
 IMAGE_ID = "fake-image"

@@ -1,0 +1,144 @@
+"""Pure object bookkeeping of the API server: stamping on create, merging an update, generation, timestamps.
+
+`created` and `updated` return new dicts and never mutate their inputs; refusals are `api_status.ApiError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import enum
+import random
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from karpy_emulator.apiserver import api_status
+
+_NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # upstream's: no vowels, no look-alike characters
+_SERVER_OWNED_METADATA = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "generation")
+_NOT_SPEC = frozenset({"metadata", "status", "apiVersion", "kind"})
+
+
+class Scope(enum.StrEnum):
+    """Which part of an object a write may change."""
+
+    MAIN = "main"  # everything but status when the resource has a status subresource
+    STATUS = "status"  # only status, through the /status subresource
+    ALL = "all"  # the server's own writes (pods/binding sets spec.nodeName and a status condition)
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """What a write needs to know about its resource."""
+
+    plural: str
+    group: str
+    api_version: str
+    kind: str
+    namespaced: bool
+    status_subresource: bool
+    custom: bool  # a CRD: status is dropped on create, PUT needs a resourceVersion
+
+
+def timestamp(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_name(prefix: str, rng: random.Random) -> str:
+    return prefix + "".join(rng.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
+
+
+def spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What `metadata.generation` tracks: everything except metadata and status."""
+    return {k: v for k, v in obj.items() if k not in _NOT_SPEC}
+
+
+def metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def created(
+    body: Mapping[str, Any],
+    kind: Kind,
+    *,
+    namespace: str | None,
+    name: str,
+    uid: str,
+    resource_version: int,
+    now: float,
+) -> dict[str, Any]:
+    obj = copy.deepcopy(dict(body))
+    obj["apiVersion"] = kind.api_version
+    obj["kind"] = kind.kind
+    meta = dict(metadata(obj))
+    for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+        meta.pop(field, None)
+    meta.update(name=name, uid=uid, resourceVersion=str(resource_version), creationTimestamp=timestamp(now))
+    meta["generation"] = 1
+    if kind.namespaced:
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    obj["metadata"] = meta
+    if kind.custom and kind.status_subresource:
+        obj.pop("status", None)
+    elif kind.plural == "pods" and kind.group == "":
+        obj["status"] = {"phase": "Pending"}  # the API server resets a new pod's status; kubelet fills it
+    return obj
+
+
+def updated(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    kind: Kind,
+    *,
+    scope: Scope,
+    resource_version: int,
+) -> dict[str, Any] | None:
+    """The object to store after a PUT or PATCH produced `new` from `old`; None when nothing changed."""
+    if scope is Scope.STATUS:
+        result = copy.deepcopy(dict(old))
+        if "status" in new:
+            result["status"] = copy.deepcopy(new["status"])
+        else:
+            result.pop("status", None)
+    else:
+        result = copy.deepcopy(dict(new))
+        if kind.status_subresource and scope is Scope.MAIN:
+            if "status" in old:
+                result["status"] = copy.deepcopy(old["status"])
+            else:
+                result.pop("status", None)
+    result["apiVersion"] = old.get("apiVersion", kind.api_version)
+    result["kind"] = old.get("kind", kind.kind)
+    old_meta, meta = metadata(old), dict(metadata(result))
+    for field in _SERVER_OWNED_METADATA:
+        if field in old_meta:
+            meta[field] = old_meta[field]
+        else:
+            meta.pop(field, None)
+    if old_meta.get("deletionTimestamp"):
+        added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
+        if added:
+            cause = api_status.Cause(
+                "metadata.finalizers", "no new finalizers can be added if the object is being deleted"
+            )
+            raise api_status.invalid(kind.kind, kind.group, str(old_meta.get("name", "")), [cause])
+    if not meta.get("finalizers"):
+        meta.pop("finalizers", None)
+    meta["resourceVersion"] = old_meta.get("resourceVersion")
+    result["metadata"] = meta
+    if result == old:
+        return None
+    if spec_part(result) != spec_part(old):
+        meta["generation"] = int(old_meta.get("generation") or 1) + 1
+    meta["resourceVersion"] = str(resource_version)
+    return result
+
+
+def new_uid(rng: random.Random) -> str:
+    hexdigits = "".join(rng.choice(string.hexdigits[:16]) for _ in range(32))
+    return f"{hexdigits[:8]}-{hexdigits[8:12]}-4{hexdigits[13:16]}-a{hexdigits[17:20]}-{hexdigits[20:]}"

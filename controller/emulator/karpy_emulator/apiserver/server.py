@@ -1,0 +1,512 @@
+"""`FakeKubeAPI`: kmock 0.8's `KubernetesEmulator` made to behave like a real API server for real clients.
+
+kmock routes every request through its reaction DSL; this class adds one fallback reaction, one step above
+kmock's own object fallbacks and below anything a test declares, that serves every resource request itself
+(list, watch, get, create, patch, replace, delete, deletecollection, eviction, binding). A test can therefore still
+inject a failure with `api['post', api.resource('karpenter.sh/v1/nodeclaims')] << 500`: an intercepted write is not
+stored. Objects live in kmock's own store (`api.objects[...]`), so kmock's assertions keep working.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aiohttp.web
+import attrs
+import kmock
+
+from karpy_emulator.apiserver import (
+    api_status,
+    audit,
+    kmock_private,
+    objects,
+    patches,
+    pods,
+    resources,
+    scale,
+    selectors,
+    store,
+    validation,
+    watching,
+)
+
+_JSON = {"Content-Type": "application/json"}
+_PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+}
+Key = store.Key
+FOREGROUND_DELETION = "foregroundDeletion"
+
+
+def _ok(payload: Any, code: int = 200) -> kmock_private.Response:
+    return kmock_private.Response(status=code, payload=payload, headers=_JSON)
+
+
+@attrs.define(kw_only=True)
+class FakeKubeAPI(kmock.KubernetesEmulator):
+    """An in-memory Kubernetes API server; enter it (`async with`) and serve it (see `runner`)."""
+
+    clock: Callable[[], float] = time.time
+    """Epoch seconds for creationTimestamp/deletionTimestamp and the eviction log; inject a virtual clock."""
+    validators: Mapping[str, validation.Validator] = attrs.field(factory=validation.karpenter)
+    """Admission per `group/version/plural`: the causes of a 422 for the object about to be stored."""
+    defaulters: Mapping[str, validation.Defaulter] = attrs.field(factory=validation.karpenter_defaults)
+    """CRD defaulting per `group/version/plural`, applied before admission as the API server does."""
+    watch_history: int = 10_000
+    """Changes kept per resource for watches resuming from a resourceVersion; older ones answer 410 Expired."""
+    seed: int | None = None
+    """Seed of generated names and uids (None: random)."""
+    object_history: int | None = None
+    """Versions kept per object in `api.objects[...].history` (None: all, as kmock does); bound it for long runs."""
+    request_history: int | None = None
+    """Requests kept for kmock's request spy (None: all, as kmock does); bound it for long runs."""
+
+    accesses: audit.Log = attrs.field(factory=audit.Log, init=False)
+    """Every distinct (user, verb, resource, namespace, name) requested, for RBAC checks (see `audit`)."""
+
+    _db: store.Store = attrs.field(init=False)
+    _rng: random.Random = attrs.field(factory=random.Random, init=False)
+    _evictions: list[pods.Eviction] = attrs.field(factory=list, init=False)
+    _custom_groups: frozenset[str] = attrs.field(factory=resources.custom_groups, init=False)
+    _object_reaction: Any = attrs.field(default=None, init=False)
+    _version_reaction: Any = attrs.field(default=None, init=False)
+    _own_reactions: int = attrs.field(default=0, init=False)
+    _kinds: dict[kmock.resource, tuple[objects.Kind, frozenset[str]]] = attrs.field(factory=dict, init=False)
+    _kinds_declared: int = attrs.field(default=0, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self._rng.seed(self.seed)
+        self._db = store.Store(
+            self._objects,
+            self._buses,
+            self._lock,
+            clock=self.clock,
+            watch_history=self.watch_history,
+            object_history=self.object_history,
+        )
+        resources.declare(self.resources)
+        # One step above kmock's object fallbacks (which it shadows), below every reaction a test declares.
+        self._object_reaction = (self.fallback**1)[self._is_object_request] << self._serve_object
+        # also with a trailing slash
+        self._version_reaction = (self.fallback**1)[self._is_version_discovery] << self._serve_version
+        self._own_reactions = len(self._payloads)
+
+    # -- public, for tests and the other stand-ins ------------------------------------------------------------
+
+    @property
+    def evictions(self) -> tuple[pods.Eviction, ...]:
+        """Every eviction request answered so far, in order (proves budgets were honoured)."""
+        return tuple(self._evictions)
+
+    @property
+    def resource_version(self) -> int:
+        """The last resourceVersion handed out (a global counter, as etcd's revision)."""
+        return self._db.resource_version
+
+    def live(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """A copy of the stored object, or None when absent (for assertions; call on the server's loop)."""
+        obj = self._db.live((kmock.resource(resource), namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    async def close_watches(self) -> None:
+        """End every open watch stream, so that the server can stop without waiting for clients."""
+        await self._db.close_watches()
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
+        # ones); the writes happen in `_serve_object` instead, with the API server's checks.
+        try:
+            if len(self._payloads) == self._own_reactions:
+                # No reaction declared by a test: route straight to ours. kmock's router tests `request in
+                # reaction` by re-filtering every request served so far, which grows quadratically with traffic.
+                if self._is_object_request(request):
+                    # What the reaction does, without kmock's per-request introspection of the callback: note the
+                    # request for kmock's spy, then render our answer.
+                    self._object_reaction._requests.append(request)
+                    response = await self._serve_object(request)
+                    return await response(request)
+                if self._is_version_discovery(request):
+                    return await self._version_reaction(request)  # type: ignore[no-any-return]
+            return await kmock.RawHandler._handle(self, request)
+        finally:
+            self._forget_old_requests()
+
+    def _forget_old_requests(self) -> None:
+        limit = self.request_history
+        if limit is not None and len(self._requests) > 2 * limit:  # trimmed in batches: O(1) amortised
+            del self._requests[:-limit]
+            for reaction in self._payloads:
+                del reaction._requests[:-limit]
+
+    # -- discovery ----------------------------------------------------------------------------------------------
+
+    async def _serve_version(self, request: kmock.Request) -> Any:
+        assert request.resource is not None  # routed here by kmock only for /api/v1 and /apis/<group>/<version>
+        group, version = request.resource.group or "", request.resource.version or ""
+        entries = [(res, self.resources[res]) for res in self.resources if (res.group, res.version) == (group, version)]
+        if not entries and group:
+            raise kmock.KubernetesResourceNotFoundError()
+        return resources.resource_list(group, version, entries)
+
+    # -- routing ------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _is_version_discovery(request: kmock.Request) -> bool:
+        resource = request.resource
+        return (
+            request.method == "GET"
+            and resource is not None
+            and resource.version is not None
+            and resource.plural is None
+            and request.namespace is None
+        )
+
+    @staticmethod
+    def _is_object_request(request: kmock.Request) -> bool:
+        return request.resource is not None and request.resource.plural is not None
+
+    async def _serve_object(self, request: kmock.Request) -> kmock_private.Response:
+        self._audit(request)
+        try:
+            return await self._route(request)
+        except api_status.ApiError as error:
+            return kmock_private.Response(status=error.code, payload=error.body(), headers=_JSON)
+
+    def _audit(self, request: kmock.Request) -> None:
+        resource = request.resource
+        assert resource is not None  # see _is_object_request
+        plural = str(resource.plural)
+        self.accesses.record(
+            audit.Access(
+                user=audit.user(request.headers),
+                verb=audit.verb(
+                    request.method, named=request.name is not None, watch=request.action == kmock.action.WATCH
+                ),
+                group=resource.group or "",
+                resource=f"{plural}/{request.subresource}" if request.subresource else plural,
+                namespace=request.namespace or "",
+                name=request.name or "",
+            )
+        )
+
+    async def _route(self, request: kmock.Request) -> kmock_private.Response:
+        kind = self._kind(request)
+        named = request.name is not None
+        if named and kind.namespaced and request.namespace is None:
+            raise api_status.resource_not_found(request.url.path)
+        if not kind.namespaced and request.namespace is not None:
+            raise api_status.resource_not_found(request.url.path)
+        sub = request.subresource
+        if request.action == kmock.action.WATCH:
+            return self._watch_response(request, kind)
+        match request.method, named, sub:
+            case "GET", False, None:
+                return _ok(self._list(request, kind))
+            case "GET", True, None | "status":
+                return _ok(self._fetch(request, kind))
+            case "GET", True, "scale":
+                return _ok(self._scaled(self._fetch(request, kind)))
+            case "POST", False, None if kind.plural == "bindings" and kind.group == "":
+                body = self._body(request)
+                return _ok(await self._bind(request, str(objects.metadata(body).get("name", "")), body), 201)
+            case "POST", False, None:
+                return _ok(await self._create(request, kind), 201)
+            case "POST", True, "eviction":
+                return _ok(await self._evict(request, kind), 201)
+            case "POST", True, "binding":
+                return _ok(await self._bind(request, str(request.name), self._body(request)), 201)
+            case "PATCH", True, None | "status" | "scale":
+                return _ok(await self._patch(request, kind))
+            case "PUT", True, None | "status" | "scale":
+                return _ok(await self._replace(request, kind))
+            case "DELETE", True, None:
+                return _ok(await self._delete(request, kind))
+            case "DELETE", False, None:
+                return _ok(await self._delete_collection(request, kind))
+        raise api_status.method_not_allowed(f"{request.method} is not supported on {request.url.path}")
+
+    def _kind(self, request: kmock.Request) -> objects.Kind:
+        resource = request.resource
+        assert resource is not None  # see _is_object_request
+        assert resource.plural is not None
+        if self._kinds_declared != len(self.resources):  # a resource was declared or dropped: look them up again
+            self._kinds.clear()
+            self._kinds_declared = len(self.resources)
+        known = self._kinds.get(resource)
+        if known is None:
+            if resource not in self.resources:  # kmock's lookup is slow (a runtime protocol check): once per kind
+                raise api_status.resource_not_found(request.url.path)
+            info = self.resources[resource]
+            group, version = resource.group or "", resource.version or ""
+            kind = objects.Kind(
+                plural=resource.plural,
+                group=group,
+                api_version=f"{group}/{version}" if group else version,
+                kind=info.kind or resource.plural.capitalize(),
+                namespaced=bool(info.namespaced),
+                status_subresource="status" in info.subresources,
+                custom=group in self._custom_groups,
+            )
+            known = self._kinds[resource] = (kind, frozenset(info.subresources))
+        kind, subresources = known
+        if request.subresource is not None and request.subresource not in subresources:
+            raise api_status.resource_not_found(request.url.path)
+        return kind
+
+    @staticmethod
+    def _body(request: kmock.Request) -> dict[str, Any]:
+        if not isinstance(request.data, dict):
+            raise api_status.bad_request("the request body must be a JSON object")
+        return request.data
+
+    @staticmethod
+    def _key(request: kmock.Request, kind: objects.Kind, name: str | None = None) -> Key:
+        assert request.resource is not None
+        return (request.resource, request.namespace if kind.namespaced else None, name or str(request.name))
+
+    @staticmethod
+    def _filter(request: kmock.Request) -> watching.Filter:
+        try:
+            labels = selectors.parse_labels(request.params.get("labelSelector", ""))
+            fields = selectors.parse_fields(request.params.get("fieldSelector", ""))
+        except selectors.SelectorError as error:
+            raise api_status.bad_request(str(error)) from error
+        return watching.Filter(namespace=request.namespace, name=request.name, labels=labels, fields=fields)
+
+    # -- admission ----------------------------------------------------------------------------------------------
+
+    def _default(self, kind: objects.Kind, obj: dict[str, Any]) -> dict[str, Any]:
+        defaulter = self.defaulters.get(f"{kind.api_version}/{kind.plural}")
+        return obj if defaulter is None else defaulter(obj)
+
+    def _validate(self, kind: objects.Kind, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+        validator = self.validators.get(f"{kind.api_version}/{kind.plural}")
+        if validator is None:
+            return
+        causes = list(validator(obj, old))
+        if causes:
+            raise api_status.invalid(kind.kind, kind.group, str(objects.metadata(obj).get("name", "")), causes)
+
+    # -- reads --------------------------------------------------------------------------------------------------
+
+    def _fetch(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        encoded = self._db.encoded(self._key(request, kind))
+        if encoded is None:
+            raise api_status.not_found(kind.plural, kind.group, str(request.name))
+        return encoded
+
+    def _list(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        """The list as JSON, assembled from each item's stored encoding."""
+        assert request.resource is not None
+        watch = self._filter(request)
+        matching = [key for key, obj in self._db.live_items(request.resource, request.namespace) if watch.matches(obj)]
+        items = sorted(matching, key=lambda key: (key[1] or "", key[2]))  # by namespace, then name
+        meta: dict[str, Any] = {"resourceVersion": str(self._db.resource_version)}
+        start = int(request.params.get("continue") or 0)
+        limit = int(request.params.get("limit") or 0)
+        if start:
+            items = items[start:]
+        if limit and len(items) > limit:
+            items = items[:limit]
+            meta["continue"] = str(start + limit)
+        head = watching.encode({"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta})
+        body = b", ".join(self._db.encoded_live(key) for key in items)
+        return head[:-1] + b', "items": [' + body + b"]}"
+
+    # -- writes -------------------------------------------------------------------------------------------------
+
+    async def _create(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        assert request.resource is not None
+        body = self._body(request)
+        meta = objects.metadata(body)
+        if kind.namespaced and meta.get("namespace") not in (None, "", request.namespace):
+            raise api_status.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        async with self._lock:
+            name = str(meta.get("name") or "")
+            if not name and meta.get("generateName"):
+                name = objects.generate_name(str(meta["generateName"]), self._rng)
+            if not name:
+                cause = api_status.Cause("metadata.name", "Required value: name or generateName is required")
+                raise api_status.invalid(kind.kind, kind.group, "", [cause])
+            key = self._key(request, kind, name)
+            if self._db.live(key) is not None:
+                raise api_status.already_exists(kind.plural, kind.group, name)
+            uid = objects.new_uid(self._rng)
+            now = self.clock()
+            obj = objects.created(
+                body,
+                kind,
+                namespace=key[1],
+                name=name,
+                uid=uid,
+                resource_version=self._db.resource_version + 1,
+                now=now,
+            )
+            obj = self._default(kind, obj)
+            self._validate(kind, obj, None)
+            if "dryRun" in request.params:
+                return watching.encode(obj)
+            await self._db.add(key, obj)
+        return self._db.encoded_as(key, obj)
+
+    async def _patch(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        patch_type = _PATCH_TYPES.get(content_type)
+        if patch_type is None or (patch_type == "strategic" and kind.custom):
+            raise api_status.unsupported_media_type(content_type)
+        async with self._lock:
+            key = self._key(request, kind)
+            old = self._db.live(key)
+            if old is None:
+                raise api_status.not_found(kind.plural, kind.group, key[2])
+            target = scale.of(old) if request.subresource == "scale" else old
+            try:
+                match patch_type:
+                    case "json":
+                        new = patches.json_patch(target, request.data)
+                    case "merge":
+                        new = patches.merge_patch(target, self._body(request))
+                    case _:
+                        new = patches.strategic_merge_patch(target, self._body(request))
+            except patches.PatchError as error:
+                raise api_status.ApiError(422, "Invalid", f"the patch could not be applied: {error}") from error
+            if not isinstance(new, dict):
+                raise api_status.ApiError(422, "Invalid", "the patch must leave an object")
+            if patch_type != "json":
+                self._check_version(kind, old, objects.metadata(self._body(request)).get("resourceVersion"))
+            if request.subresource == "scale":
+                return self._scaled(await self._write(request, kind, key, old, scale.applied(old, new)))
+            return await self._write(request, kind, key, old, new)
+
+    async def _replace(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        body = self._body(request)
+        if objects.metadata(body).get("name") not in (None, request.name):
+            raise api_status.bad_request("the name of the object does not match the name on the URL")
+        async with self._lock:
+            key = self._key(request, kind)
+            old = self._db.live(key)
+            if old is None:
+                raise api_status.not_found(kind.plural, kind.group, key[2])
+            version = objects.metadata(body).get("resourceVersion")
+            if not version and kind.custom:
+                cause = api_status.Cause(
+                    "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update"
+                )
+                raise api_status.invalid(kind.kind, kind.group, key[2], [cause])
+            self._check_version(kind, old, version)
+            if request.subresource == "scale":
+                return self._scaled(await self._write(request, kind, key, old, scale.applied(old, body)))
+            return await self._write(request, kind, key, old, body)
+
+    @staticmethod
+    def _scaled(encoded: bytes) -> bytes:
+        """The stored object's JSON as its Scale's JSON."""
+        return watching.encode(scale.of(json.loads(encoded)))
+
+    def _check_version(self, kind: objects.Kind, old: Mapping[str, Any], version: Any) -> None:
+        if version and str(version) != objects.metadata(old).get("resourceVersion"):
+            raise api_status.conflict(kind.plural, kind.group, str(objects.metadata(old).get("name")), api_status.STALE)
+
+    async def _write(
+        self, request: kmock.Request, kind: objects.Kind, key: Key, old: dict[str, Any], new: Mapping[str, Any]
+    ) -> bytes:
+        """Store an update computed under the lock (deletes the object when its last finalizer went away); the
+        object after it as JSON."""
+        scope = objects.Scope.STATUS if request.subresource == "status" else objects.Scope.MAIN
+        result = objects.updated(old, new, kind, scope=scope, resource_version=self._db.resource_version + 1)
+        if result is None:
+            return self._db.encoded_live(key)
+        result = self._default(kind, result)
+        self._validate(kind, result, old)
+        if "dryRun" in request.params:
+            return watching.encode(result)
+        return self._db.encoded_as(key, await self._db.update(key, old, result))
+
+    async def _delete(self, request: kmock.Request, kind: objects.Kind) -> Any:
+        options = request.data if isinstance(request.data, dict) else {}
+        preconditions = options.get("preconditions") or {}
+        policy = options.get("propagationPolicy") or request.params.get("propagationPolicy")
+        async with self._lock:
+            key = self._key(request, kind)
+            old = self._db.live(key)
+            if old is None:
+                raise api_status.not_found(kind.plural, kind.group, key[2])
+            meta = objects.metadata(old)
+            if policy == "Foreground" and FOREGROUND_DELETION not in (meta.get("finalizers") or ()):
+                # The API server holds the owner until the garbage collector has deleted the dependents that
+                # block it (karpy_emulator.garbage), as apiserver's BeforeDelete does with this finalizer.
+                held = copy.deepcopy(old)
+                held["metadata"]["finalizers"] = [*(meta.get("finalizers") or ()), FOREGROUND_DELETION]
+                held["metadata"]["resourceVersion"] = str(self._db.resource_version + 1)
+                old = await self._db.update(key, old, held)
+                meta = objects.metadata(old)
+            for field, precondition in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
+                expected = preconditions.get(precondition)
+                if expected and expected != meta.get(field):
+                    actual = meta.get(field)
+                    why = f"Precondition failed: {field} in precondition: {expected}, {field} in object meta: {actual}"
+                    raise api_status.conflict(kind.plural, kind.group, key[2], why)
+            result, gone = await self._db.delete(key, old)
+        if gone and not (kind.plural == "pods" and kind.group == ""):
+            return api_status.success(
+                details={"name": key[2], "group": kind.group, "kind": kind.plural, "uid": meta.get("uid")}
+            )
+        return result
+
+    async def _delete_collection(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
+        assert request.resource is not None
+        watch = self._filter(request)
+        async with self._lock:
+            doomed = [obj for obj in self._db.live_objects(request.resource, request.namespace) if watch.matches(obj)]
+            items = []
+            for obj in doomed:
+                meta = objects.metadata(obj)
+                key = (request.resource, meta.get("namespace") if kind.namespaced else None, str(meta.get("name")))
+                items.append((await self._db.delete(key, obj))[0])
+        meta_list = {"resourceVersion": str(self._db.resource_version)}
+        return {"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta_list, "items": items}
+
+    # -- pods/eviction and pods/binding -------------------------------------------------------------------------
+
+    async def _evict(self, request: kmock.Request, kind: objects.Kind) -> dict[str, Any]:
+        key = self._key(request, kind)
+        async with self._lock:
+            record, refusal = await pods.evict(self._db, str(key[1]), key[2], now=self.clock())
+        self._evictions.append(record)
+        if refusal is not None:
+            raise refusal
+        return api_status.success(code=201)
+
+    async def _bind(self, request: kmock.Request, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        async with self._lock:
+            await pods.bind(self._db, str(request.namespace), name, body, clock=self.clock)
+        return api_status.success(code=201)
+
+    # -- watch --------------------------------------------------------------------------------------------------
+
+    def _watch_response(self, request: kmock.Request, kind: objects.Kind) -> kmock_private.Response:
+        assert request.resource is not None
+        params = request.params
+        since = params.get("resourceVersion") or None
+        if since is not None and not since.isdigit():
+            raise api_status.bad_request(f"invalid resourceVersion {since!r}")
+        timeout = float(params["timeoutSeconds"]) if params.get("timeoutSeconds") else None
+        stream = self._db.watch(
+            request.resource,
+            kind,
+            self._filter(request),
+            since=None if since == "0" else since,
+            initial_events=params.get("sendInitialEvents") == "true",
+            lifetime=timeout,
+        )
+        return kmock_private.Response(status=200, payload=stream, headers=_JSON)

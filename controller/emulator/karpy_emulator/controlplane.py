@@ -1,0 +1,329 @@
+"""`ControlPlane`: the karpy controller run in-process against an `EmulatedCluster`, for the demo, e2e tests and bench.
+
+It is the real controller: the object graph `karpy run` builds (`wiring.graph.build`: the AWS provider on boto3
+pointed at moto by the cluster's `AWS_ENDPOINT_URL`, a RestClient on the emulator's API server, the informer-fed
+`state.Cluster`, every reconciler and status controller), run by the operator's own `leadership.lead` (the leader's
+loops, resync, LeadershipLost), with watch events routed by `routing.route` as Kopf's handlers route them. With
+`Options(kopf=True)` it runs `app.run` itself, Kopf included. Optional Lease leader election gates everything but
+the informers.
+
+Every write and cloud call passes a checkpoint (`hooks`), so a test can kill the controller at an exact step and
+start a fresh one with fresh state against the same cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from karpy import clock as clock_module
+from karpy import settings as settings_module
+from karpy import tasks
+from karpy.cloudprovider import interruption as interruption_module
+from karpy.cloudprovider.aws import accounting, clients, ec2batch, instancestatus, interruption_queue, provider
+from karpy.cloudprovider.aws import faults as aws_faults
+from karpy.disruption import controller as disruption_controller
+from karpy.kube import client, config, resources, rest
+from karpy.runtime import leadership, parts, routing
+from karpy.state import cluster as state_cluster
+from karpy.wiring import graph
+from karpy_emulator import autojump, hooks
+from karpy_emulator import cluster as emulated_cluster
+from karpy_emulator.aws import seeding
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_USER = "system:serviceaccount:default:karpy"
+"""The controller's bearer token: the emulated API server records each request under it (`apiserver.audit`), so a
+test can tell the controller's requests from the stand-ins' and check them against the chart's RBAC."""
+
+QUEUE_WAIT_SECONDS = 1
+"""How long an empty receive of the emulated queue waits, on the cluster's clock (see `_ShortPollQueue`)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Options:
+    identity: str = "karpy-0"
+    batch_idle: float = 1.0
+    batch_max: float = 10.0
+    disruption_poll: float = disruption_controller.POLL
+    validation_delay: float = 15.0
+    leader_election: bool = False
+    interruption: bool = True
+    qps: float = 1000.0
+    burst: int = 2000
+    fast_catalog: bool = True
+    """Answer the catalog calls from moto's data in this process (moto serialises ~1,400 shapes over HTTP in ~20 s).
+    Off for measuring the controller: importing moto's EC2 data costs the process ~120 MB no real controller has."""
+    feature_gates: settings_module.FeatureGates = dataclasses.field(default_factory=settings_module.FeatureGates)
+    """FEATURE_GATES as `karpy run` would read them (upstream's defaults unless a test turns one on)."""
+    sdk_max_attempts: int = 3
+    """Retries botocore makes of a failed AWS call before the controller sees the error (0: none, so every injected
+    fault reaches the controller and no SDK backoff sleeps on the wall clock)."""
+    faults: aws_faults.Faults | None = None
+    """Faults injected into the controller's AWS calls (its own clients only: the emulation's calls are not hit)."""
+    kopf: bool = False
+    """Run `karpy.operator.app.run` itself (Kopf's watches, metrics and health servers) instead of its loops with the
+    state cache routing events: the whole `karpy run` path, at the cost of Kopf's own watch streams."""
+
+
+class _ShortPollQueue:
+    """The SQS queue, its long poll played on the cluster's clock: a receive that does not wait, and when it found
+    nothing, a sleep of QUEUE_WAIT_SECONDS on the clock. A real long poll blocks a boto3 thread: on the autojump
+    clock that counts as work in flight, and a poller that always has one open would hold virtual time still; on
+    any clock, stopping would wait for the blocked thread."""
+
+    def __init__(self, inner: interruption_queue.InterruptionQueue, *, clock: clock_module.Clock) -> None:
+        self._inner = inner
+        self._clock = clock
+
+    async def receive(
+        self, *, wait_seconds: int = QUEUE_WAIT_SECONDS
+    ) -> Sequence[interruption_module.Received | interruption_module.Unreadable]:
+        found = await self._inner.receive(wait_seconds=0)
+        if not found:
+            await self._clock.sleep(min(wait_seconds, QUEUE_WAIT_SECONDS))
+        return found
+
+    async def delete(self, received: interruption_module.Received | interruption_module.Unreadable) -> None:
+        await self._inner.delete(received)
+
+
+class Target(Protocol):
+    """What the controller is pointed at: an `EmulatedCluster`, or a `remote.RemoteCluster` in another process
+    (boto3 finds the emulated AWS through the `AWS_*` variables both set in `os.environ`)."""
+
+    @property
+    def clock(self) -> clock_module.Clock: ...
+
+    @property
+    def options(self) -> emulated_cluster.ClusterOptions: ...
+
+    @property
+    def cluster_name(self) -> str: ...
+
+    @property
+    def region(self) -> str: ...
+
+    @property
+    def api_url(self) -> str: ...
+
+    @property
+    def queue_name(self) -> str: ...
+
+
+class ControlPlane:
+    """`async with ControlPlane(emulated) as cp:` runs the controller until the block ends (or `stop()`).
+
+    A replica that loses the Lease raises `leadership.LeadershipLost` as `karpy run` does; here the "Deployment"
+    restarts it at once as a fresh follower: a new object graph (`ctrl`), the same identity and API connection."""
+
+    def __init__(
+        self,
+        emulated: Target,
+        options: Options | None = None,
+        *,
+        hook: hooks.Hook = hooks.no_hook,
+    ) -> None:
+        self.options = opts = options or Options()
+        self.emulated = emulated
+        self.clock = emulated.clock
+        self._hook = hook
+        self._dead = False
+        # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves.
+        self._rest = rest.RestClient(
+            config.Config(server=emulated.api_url, token=CONTROLLER_USER),
+            clock=clock_module.SystemClock(),
+            qps=opts.qps,
+            burst=opts.burst,
+            activity=autojump.activity_of(self.clock),
+        )
+        self.provider: provider.AWSCloudProvider | None = None
+        self.aws_calls = accounting.ApiCalls()
+        """Every AWS call of the controller, across restarts (each incarnation's clients count here)."""
+        self.restarts = 0
+        """How many times the replica lost the Lease and came back as a follower."""
+        self.ctrl = self._build()
+        self._task: asyncio.Task[None] | None = None
+
+    def _build(self) -> parts.Controller:
+        """The object graph `karpy run` builds (`graph.build`), with the checkpoints around every side effect."""
+        opts = self.options
+        ctrl = graph.build(
+            self.settings(),
+            kube=hooks.HookedClient(self._rest, self._checkpoint),
+            clock=self.clock,
+            cloud_factory=self._cloud,
+            identity=opts.identity,
+            namespace="default",
+            timings=parts.Timings(disruption_poll=opts.disruption_poll, validation_delay=opts.validation_delay),
+        )
+        if not opts.kopf:  # Kopf's watches route the events in `karpy run`; here the state cache's listener does
+            ctrl.cluster.add_listener(functools.partial(_route, ctrl))
+        return ctrl
+
+    async def _checkpoint(self, point: str) -> None:
+        """Every write and cloud call passes here: a killed replica reaches nothing any more (see `kill`)."""
+        if self._dead:
+            raise client.KubeError(503, "ServiceUnavailable", f"{self.options.identity} is dead ({point})")
+        await self._hook(point)
+
+    def settings(self) -> settings_module.Settings:
+        opts, emulated = self.options, self.emulated
+        return settings_module.Settings(
+            cluster=settings_module.ClusterSettings(name=emulated.cluster_name, endpoint=emulated.api_url),
+            aws=settings_module.AWSSettings(
+                region=emulated.region,
+                interruption_queue=emulated.queue_name if opts.interruption else "",
+                isolated_vpc=True,
+            ),
+            batch=settings_module.BatchSettings(max_duration=opts.batch_max, idle_duration=opts.batch_idle),
+            feature_gates=opts.feature_gates,
+            leader_election=settings_module.LeaderElectionSettings(disabled=not opts.leader_election),
+        )
+
+    def _cloud(
+        self, settings: settings_module.Settings, cluster: state_cluster.Cluster, clock: clock_module.Clock
+    ) -> parts.CloudParts:
+        """The AWS parts as `karpy.cloudprovider.aws.factory` builds them, plus the emulator's fast catalog hooks,
+        a short SQS poll and the checkpoints."""
+        emulated = self.emulated
+        aws = clients.build_clients(
+            region=emulated.region, max_attempts=self.options.sdk_max_attempts, calls=self.aws_calls
+        )
+        if self.options.fast_catalog:
+            seeding.install_fast_catalog(aws.ec2, region=emulated.region)
+        if self.options.faults is not None:
+            self.options.faults.install(aws, answered_in_process=seeding.FAST_CATALOG_OPERATIONS)
+        self.provider = provider.AWSCloudProvider(
+            provider.Dependencies(
+                aws=aws,
+                clock=clock.now,
+                settings=provider.Settings(
+                    cluster_name=settings.cluster.name,
+                    region=emulated.region,
+                    cluster_endpoint=settings.cluster.endpoint,
+                    k8s_version=emulated.options.k8s_version,
+                    isolated_vpc=settings.aws.isolated_vpc,
+                    batch_windows=ec2batch.windows_from(settings.ec2_batch),
+                ),
+                nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
+                nodeclaims=cluster.nodeclaims,
+                sleep=clock.sleep,
+            )
+        )
+        queue = None
+        if settings.aws.interruption_queue:
+            queue = _ShortPollQueue(
+                interruption_queue.InterruptionQueue(aws=aws, queue_name=settings.aws.interruption_queue),
+                clock=clock,
+            )
+        return parts.CloudParts(
+            provider=hooks.HookedCloud(self.provider, self._checkpoint),
+            nodeclasses=self.provider,
+            queue=queue,
+            offerings=self.provider.unavailable,
+            instance_status=instancestatus.InstanceStatusPoller(aws=aws, clock=clock.now, sleep=clock.sleep),
+            janitor=functools.partial(self.provider.launch_templates.run_janitor, sleep=clock.sleep),
+            tagger=self.provider.tagger.run,
+            api_calls=aws.calls,
+        )
+
+    @property
+    def cluster(self) -> state_cluster.Cluster:
+        return self.ctrl.cluster
+
+    @property
+    def client(self) -> client.KubeClient:
+        return self.ctrl.kube
+
+    @property
+    def leading(self) -> bool:
+        """Running and holding the Lease (always, without leader election)."""
+        return self._task is not None and not self._task.done() and self.ctrl.elector.is_leader()
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
+    def start(self) -> asyncio.Task[None]:
+        self._task = asyncio.create_task(self._run(), name=f"karpy controller {self.options.identity}")
+        return self._task
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        return self._task
+
+    async def stop(self) -> None:
+        """Cancel everything and close the client (idempotent): a clean stop, which gives the Lease up."""
+        if self.options.faults is not None:
+            self.options.faults.clear()  # slow answers under way would otherwise hold worker threads past the stop
+        if self._task is not None:
+            for error in await tasks.cancel_and_wait([self._task]):
+                log.error("controller %s ended with an error", self.options.identity, exc_info=error)
+            self._task = None
+        await self._rest.close()
+
+    async def kill(self) -> None:
+        """Die as a crashed process does: from now on no write or cloud call leaves this replica, so it cannot give
+        its Lease up either; the others take over only once the Lease expires."""
+        self._dead = True
+        await self.stop()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._incarnation()
+                return
+            except leadership.LeadershipLost as lost:
+                log.info("restarting as a follower: %s", lost)
+                self.restarts += 1
+                self.ctrl = self._build()
+
+    async def _incarnation(self) -> None:
+        """One life of the process: what `karpy.operator.app.run` runs, until it ends (LeadershipLost) or is
+        cancelled. With `Options.kopf` it *is* `app.run` (Kopf's watches route the events, metrics and health
+        servers on ephemeral ports); without, the same informers, elector, recorder and `leadership.lead`, with the
+        state cache's listener routing the events (no Kopf watch streams to set up and tear down)."""
+        ctrl = self.ctrl
+        if self.options.kopf:
+            # Imported here: Kopf is the operator's dependency; the emulation needs it only in this mode.
+            from karpy.operator import app
+
+            await app.run(
+                ctrl,
+                connection=app.connection_info(config.Config(server=self.emulated.api_url, token=CONTROLLER_USER)),
+                stop=asyncio.Event(),
+                endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
+            )
+            return
+        background = leadership.start(ctrl)
+        try:
+            await asyncio.wait(background, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            results = await leadership.cancel(background)
+        leadership.raise_ending(background, results)
+
+
+def _route(
+    ctrl: parts.Controller,
+    res: resources.Resource,
+    before: Mapping[str, Any] | None,
+    current: Mapping[str, Any] | None,
+) -> None:
+    """A state-cache change as the watch event Kopf would hand to `routing.route`."""
+    if res not in routing.ROUTED:
+        return
+    if current is not None:
+        routing.route(ctrl, res, client.MODIFIED, current)
+    elif before is not None:
+        routing.route(ctrl, res, client.DELETED, before)

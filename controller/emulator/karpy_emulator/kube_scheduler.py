@@ -1,0 +1,415 @@
+"""A kube-scheduler stand-in: binds pending pods to nodes where they fit, marks the others Unschedulable.
+
+Placement reuses `karpy.scheduling.scheduler.solve` with the cluster's nodes as existing nodes and no NodePools,
+so taints/tolerations, node selectors and affinity, topology spread, pod (anti-)affinity, host ports and resources
+are judged by the same code the controller simulates with; so are volumes (module `sim.volumes`: PV node affinity,
+WaitForFirstConsumer classes' allowed topologies), and a pod placed with unbound claims gets its volumes provisioned
+in the node's zone before it is bound, as kube-scheduler's VolumeBinding PreBind and the CSI provisioner do. Nodes
+being deleted are left out. NotReady and cordoned nodes carry the NoSchedule taints the node lifecycle controller
+gives them (`node.kubernetes.io/not-ready`, `node.kubernetes.io/unschedulable`): no pod without a toleration lands
+there, yet they still count as topology-spread domains (nodeTaintsPolicy defaults to Ignore), so a zonal spread does
+not pile into the zones whose nodes happened to be Ready first. PreferNoSchedule taints are soft (ignored here). A
+pod that fits
+nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller); the
+condition is written only when it changes, and a changed message of a pod already marked at most every
+`message_refresh` seconds, so an idle cluster sees no writes and a growing one no write storm.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import functools
+import logging
+from collections.abc import Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy import clock as clock_module
+from karpy.api import errors, labels, meta, quantity
+from karpy.kube import client, resources
+from karpy.scheduling import pods as scheduling_pods
+from karpy.scheduling import resources as scheduling_resources
+from karpy.scheduling import scheduler
+from karpy.scheduling import volumes as scheduling_volumes
+from karpy_emulator import loop, volumes
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER = "default-scheduler"
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+UNSCHEDULABLE = "Unschedulable"
+NOT_READY_TAINT = meta.Taint(key="node.kubernetes.io/not-ready", effect=labels.EFFECT_NO_SCHEDULE, value="")
+UNSCHEDULABLE_TAINT = meta.Taint(key="node.kubernetes.io/unschedulable", effect=labels.EFFECT_NO_SCHEDULE, value="")
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    interval: float = 1.0
+    """Seconds between scheduling passes."""
+    scheduler_name: str = DEFAULT_SCHEDULER
+    """Pods naming another scheduler are left alone, as kube-scheduler does."""
+    message_refresh: float = 10.0
+    """Seconds before the message of a pod this stand-in already marked Unschedulable is rewritten: kube-scheduler
+    retries an unschedulable pod with a backoff capped at 10 s, so a growing cluster does not rewrite every pending
+    pod's message on every pass (1,000 pending pods otherwise cost 1,000 writes per node added)."""
+    bind_concurrency: int = 16
+    """Bindings (and Unschedulable condition writes) in flight at once: kube-scheduler binds in goroutines of its
+    own, and one pod's status write does not wait for another's."""
+
+
+@dataclass(slots=True)
+class ScheduleReport:
+    bound: dict[str, str] = field(default_factory=dict)  # "ns/name" -> node
+    unschedulable: dict[str, str] = field(default_factory=dict)  # "ns/name" -> message
+
+
+def timestamp(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    md = pod.get("metadata") or {}
+    return f"{md.get('namespace') or 'default'}/{md.get('name')}"
+
+
+def is_pending(pod: Mapping[str, Any], *, scheduler_name: str = DEFAULT_SCHEDULER) -> bool:
+    """Waiting for this scheduler: no node, not deleting, not finished."""
+    spec = pod.get("spec") or {}
+    return (
+        not spec.get("nodeName")
+        and not (pod.get("metadata") or {}).get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES
+        and (spec.get("schedulerName") or DEFAULT_SCHEDULER) == scheduler_name
+    )
+
+
+def is_deleting(node: Mapping[str, Any]) -> bool:
+    return bool((node.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def lifecycle_taints(node: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
+    """The NoSchedule taints the node lifecycle controller keeps on a NotReady or a cordoned node."""
+    conditions = (node.get("status") or {}).get("conditions") or ()
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    out = [] if ready else [NOT_READY_TAINT]
+    if (node.get("spec") or {}).get("unschedulable"):
+        out.append(UNSCHEDULABLE_TAINT)
+    return tuple(out)
+
+
+def hard_taints(node: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
+    """NoSchedule and NoExecute taints (PreferNoSchedule only scores nodes in kube-scheduler), with the lifecycle
+    taints of a NotReady or cordoned node added when the node object does not carry them yet."""
+    out = []
+    for raw in (node.get("spec") or {}).get("taints") or ():
+        effect = str(raw.get("effect") or "")
+        if effect != labels.EFFECT_PREFER_NO_SCHEDULE:
+            out.append(meta.Taint(key=str(raw.get("key") or ""), effect=effect, value=str(raw.get("value") or "")))
+    out.extend(t for t in lifecycle_taints(node) if not any((o.key, o.effect) == (t.key, t.effect) for o in out))
+    return tuple(out)
+
+
+def allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    raw = (node.get("status") or {}).get("allocatable") or {}
+    return {str(name): quantity.parse(str(value)) for name, value in raw.items()}
+
+
+def plan(
+    pending: Sequence[scheduling_pods.Pod],
+    nodes: Iterable[Mapping[str, Any]],
+    bound: Mapping[str, Sequence[scheduling_pods.Pod]],
+    *,
+    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
+    explain_keys: Container[str] | None = None,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given nodes; the
+    reasons only for `explain_keys` when given (explaining charges every pod to every node)."""
+    catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
+    existing = [
+        scheduler.ExistingNode(
+            name=str(n["metadata"]["name"]),
+            labels=volumes.node_labels((n.get("metadata") or {}).get("labels") or {}),
+            taints=hard_taints(n),
+            allocatable=allocatable(n),
+            pods=tuple(bound.get(str(n["metadata"]["name"]), ())),
+        )
+        for n in nodes
+    ]
+    if not pending:
+        return {}, {}
+    result = scheduler.solve(
+        scheduler.SchedulingInput(
+            pods=pending, nodepools=(), instance_types={}, existing_nodes=existing, volumes=catalog
+        ),
+    )
+    placements = {p.key: node for node, placed in result.existing_nodes.items() for p in placed}
+    reasons = {
+        p.key: explain(p, existing, solver_reason=result.unschedulable.get(p.key, ""), volume_catalog=catalog)
+        for p in pending
+        if p.key not in placements and (explain_keys is None or p.key in explain_keys)
+    }
+    return placements, {key: why for key, why in reasons.items() if key not in placements}
+
+
+def explain(
+    pod: scheduling_pods.Pod,
+    nodes: Sequence[scheduler.ExistingNode],
+    *,
+    solver_reason: str = "",
+    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
+) -> str:
+    """kube-scheduler's FailedScheduling summary: `0/N nodes are available: <count> <reason>, ...`.
+
+    Each node is charged with its first failing filter (taints, then node selector/affinity, then resources, then
+    volumes); nodes that pass all of them failed on something subtler (spread, pod affinity, ports), which the solver
+    names. A volume that cannot be resolved at all (PreFilter: missing claim, unbound Immediate claim) is the reason
+    for every node, as kube-scheduler reports it.
+    """
+    catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
+    if not nodes:
+        return "0/0 nodes are available: no nodes are ready and schedulable"
+    unresolved = scheduling_volumes.alternatives(pod, catalog) if pod.pvc_names else ()
+    if isinstance(unresolved, str):
+        return f"0/{len(nodes)} nodes are available: {unresolved}."
+    counts: collections.Counter[str] = collections.Counter()
+    for n in nodes:
+        counts[_first_failure(pod, n, catalog) or solver_reason or "node(s) did not fit"] += 1
+    summary = ", ".join(f"{count} {why}" for why, count in sorted(counts.items()))
+    return f"0/{len(nodes)} nodes are available: {summary}."
+
+
+def _first_failure(
+    pod: scheduling_pods.Pod, n: scheduler.ExistingNode, catalog: scheduling_volumes.VolumeCatalog
+) -> str:
+    missing = [t for t in n.taints if not any(tol.tolerates(t) for tol in pod.tolerations)]
+    if missing:
+        t = missing[0]
+        return (
+            f"node(s) had untolerated taint {{{t.key}: {t.value}}}"
+            if t.value
+            else (f"node(s) had untolerated taint {{{t.key}}}")
+        )
+    node_labels = {labels.LABEL_HOSTNAME: n.name, **n.labels}
+    terms = range(max(1, len(pod.required_node_terms)))
+    if not any(pod.node_requirements(term=i).admits(node_labels) for i in terms):
+        return "node(s) didn't match Pod's node affinity/selector"
+    used = scheduling_resources.add(*(p.requests for p in n.pods))
+    short = scheduling_resources.exceeded(pod.requests, scheduling_resources.subtract(n.allocatable, used))
+    if short:
+        return ", ".join(f"Insufficient {name}" for name in sorted(short))
+    return volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
+
+
+def is_marked_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """PodScheduled=False with reason Unschedulable (whatever the message)."""
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == UNSCHEDULABLE
+        for c in conditions
+    )
+
+
+def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dict[str, Any] | None:
+    """The status merge patch setting PodScheduled=False/Unschedulable; None when the pod already says so."""
+    conditions = list((pod.get("status") or {}).get("conditions") or ())
+    current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+        "False",
+        UNSCHEDULABLE,
+        message,
+    ):
+        return None
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": UNSCHEDULABLE,
+        "message": message,
+        "lastTransitionTime": timestamp(now),
+        "lastProbeTime": None,
+    }
+    others = [c for c in conditions if c.get("type") != "PodScheduled"]
+    return {"status": {"phase": "Pending", "conditions": [*others, condition]}}
+
+
+class KubeScheduler:
+    """`await kube_scheduler.run()` schedules every `settings.interval` until cancelled; `sync()` is one pass."""
+
+    def __init__(
+        self, kube: client.KubeClient, *, clock: clock_module.Clock, settings: SchedulerSettings | None = None
+    ) -> None:
+        self._kube = kube
+        self._clock = clock
+        self._settings = settings or SchedulerSettings()
+        self._marked_at: dict[str, float] = {}  # pod key -> when this stand-in last wrote its Unschedulable message
+        self._parsed: dict[str, tuple[str, scheduling_pods.Pod]] = {}  # uid -> (resourceVersion, parsed pod)
+
+    async def run(self) -> None:
+        await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kube-scheduler")
+
+    async def sync(self) -> ScheduleReport:
+        report = ScheduleReport()
+        raw_pods, _ = await self._kube.list(resources.PODS)
+        waiting = [p for p in raw_pods if is_pending(p, scheduler_name=self._settings.scheduler_name)]
+        if not waiting:
+            return report
+        nodes, _ = await self._kube.list(resources.NODES)
+        considered = [n for n in nodes if not is_deleting(n)]
+        bound: dict[str, list[scheduling_pods.Pod]] = {}
+        self._forget(raw_pods)
+        for raw in raw_pods:
+            node = (raw.get("spec") or {}).get("nodeName")
+            if node and (raw.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES:
+                parsed = self._parse_cached(raw)
+                if parsed is not None:
+                    bound.setdefault(str(node), []).append(parsed)
+        pending: list[scheduling_pods.Pod] = []
+        by_key: dict[str, Mapping[str, Any]] = {}
+        now = self._clock.now()
+        for raw in waiting:
+            parsed = self._parse_cached(raw)
+            if parsed is None:
+                await self._mark(raw, "the pod cannot be parsed for scheduling", now, report)
+                continue
+            pending.append(parsed)
+            by_key[parsed.key] = raw
+        # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
+        snap = await volumes.read(self._kube) if any(p.pvc_names for p in pending) else volumes.Snapshot()
+        due = {key for key, raw in by_key.items() if self._mark_due(key, raw, now)}
+        placements, reasons = plan(pending, considered, bound, volume_catalog=snap.catalog, explain_keys=due)
+        pods_by_key = {p.key: p for p in pending}
+        labels_by_node = {str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in considered}
+        provisioned: set[str] = set()  # claims given a volume this pass
+        plain: list[tuple[str, str]] = []
+        for key, node in placements.items():
+            claims = volumes.unbound_claims(pods_by_key[key], snap)
+            if claims and not await self._prebind(
+                by_key[key],
+                claims,
+                snap,
+                node=node,
+                node_labels=labels_by_node[node],
+                provisioned=provisioned,
+                nodes=len(considered),
+                report=report,
+                now=now,
+            ):
+                continue
+            plain.append((key, node))
+        await self._bind_all(plain, report)
+        await self._mark_all([(by_key[key], message) for key, message in reasons.items()], now, report)
+        return report
+
+    async def _bind_all(self, placements: Sequence[tuple[str, str]], report: ScheduleReport) -> None:
+        """Bind with `bind_concurrency` bindings in flight, started in placement order."""
+        done = await loop.gather_limited(
+            [functools.partial(self._bind, key, node) for key, node in placements],
+            limit=self._settings.bind_concurrency,
+        )
+        report.bound.update((key, node) for (key, node), ok in zip(placements, done, strict=True) if ok)
+
+    async def _mark_all(
+        self, marks: Sequence[tuple[Mapping[str, Any], str]], now: float, report: ScheduleReport
+    ) -> None:
+        """Write the Unschedulable conditions due, `bind_concurrency` at a time (each pod's failure handling is
+        independent of the others'); the report lists them in the order given."""
+        for raw, message in marks:
+            report.unschedulable[pod_key(raw)] = message
+        written = await loop.gather_limited(
+            [functools.partial(self._write_mark, raw, message, now) for raw, message in marks],
+            limit=self._settings.bind_concurrency,
+        )
+        for (raw, _), ok in zip(marks, written, strict=True):
+            if not ok:
+                report.unschedulable.pop(pod_key(raw), None)
+
+    async def _bind(self, key: str, node: str) -> bool:
+        namespace, name = key.split("/", 1)
+        try:
+            await self._kube.bind(namespace, name, node)
+        except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
+            log.info("kube-scheduler stand-in: binding %s to %s skipped: %s", key, node, error)
+            return False
+        self._marked_at.pop(key, None)
+        return True
+
+    def _mark_due(self, key: str, raw: Mapping[str, Any], now: float) -> bool:
+        """Whether this pass may write the pod's Unschedulable condition (see `message_refresh`)."""
+        if not is_marked_unschedulable(raw):
+            return True
+        last = self._marked_at.get(key)
+        return last is None or now - last >= self._settings.message_refresh
+
+    def _parse_cached(self, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+        """Pods are parsed once per resourceVersion, not once per pass."""
+        md = raw.get("metadata") or {}
+        uid, version = str(md.get("uid") or ""), str(md.get("resourceVersion") or "")
+        cached = self._parsed.get(uid)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        parsed = _parse(raw)
+        if parsed is not None and uid:
+            self._parsed[uid] = (version, parsed)
+        return parsed
+
+    def _forget(self, raw_pods: Sequence[Mapping[str, Any]]) -> None:
+        uids = {str((p.get("metadata") or {}).get("uid") or "") for p in raw_pods}
+        keys = {pod_key(p) for p in raw_pods}
+        for uid in [u for u in self._parsed if u not in uids]:
+            del self._parsed[uid]
+        for key in [k for k in self._marked_at if k not in keys]:
+            del self._marked_at[key]
+
+    async def _prebind(
+        self,
+        raw: Mapping[str, Any],
+        claims: Sequence[Mapping[str, Any]],
+        snap: volumes.Snapshot,
+        *,
+        node: str,
+        node_labels: Mapping[str, str],
+        provisioned: set[str],
+        nodes: int,
+        report: ScheduleReport,
+        now: float,
+    ) -> bool:
+        """VolumeBinding's PreBind: give the pod's waiting claims volumes usable from `node`; True when it may bind."""
+        claim_keys = {pod_key(c) for c in claims}
+        if claim_keys & provisioned:  # shared with a pod placed earlier in this pass: wait for that volume's zone
+            return False
+        provisioned |= claim_keys
+        try:
+            ready = await volumes.provision(
+                self._kube, claims, snap, node=node, node_labels=volumes.node_labels(node_labels)
+            )
+        except (client.Conflict, client.NotFound) as error:  # a claim changed or went meanwhile: next pass
+            log.info("kube-scheduler stand-in: volumes of %s not bound: %s", pod_key(raw), error)
+            return False
+        if not ready:
+            await self._mark(raw, f"0/{nodes} nodes are available: {nodes} {volumes.BIND_CONFLICT}.", now, report)
+        return ready
+
+    async def _mark(self, raw: Mapping[str, Any], message: str, now: float, report: ScheduleReport) -> None:
+        await self._mark_all([(raw, message)], now, report)
+
+    async def _write_mark(self, raw: Mapping[str, Any], message: str, now: float) -> bool:
+        """Set the pod's Unschedulable condition unless it already says `message`; False when the pod is gone."""
+        key = pod_key(raw)
+        patch = unschedulable_patch(raw, message, now)
+        if patch is None:
+            return True
+        namespace, name = key.split("/", 1)
+        try:
+            await self._kube.patch(resources.PODS, name, patch, namespace=namespace, subresource="status")
+        except client.NotFound:
+            return False
+        self._marked_at[key] = now
+        return True
+
+
+def _parse(raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+    try:
+        return scheduling_pods.from_manifest(raw)
+    except errors.ValidationError as error:
+        log.warning("kube-scheduler stand-in: %s", error)
+        return None

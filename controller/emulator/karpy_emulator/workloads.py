@@ -1,0 +1,250 @@
+"""A minimal Deployment + ReplicaSet controller (and their garbage collection) for the emulated cluster.
+
+A Deployment owns one ReplicaSet per pod template (`<name>-<pod-template-hash>`); the current one gets
+`spec.replicas`, older ones are scaled to zero (a Recreate rollout: enough for the demo). A ReplicaSet keeps
+`spec.replicas` live pods: it creates missing ones (generateName, ownerReference, `pod-template-hash` label) and
+deletes surplus ones in upstream's order of preference (unscheduled first, then not running, then not ready, then
+newest). Evicted or deleted pods are replaced on the next pass. ReplicaSets and pods whose controller is gone are
+deleted, as the garbage collector does. Status replicas/readyReplicas are written only when they change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy import clock as clock_module
+from karpy.kube import client, resources
+from karpy_emulator import loop
+
+log = logging.getLogger(__name__)
+
+DEPLOYMENTS = resources.Resource("apps", "v1", "deployments", "Deployment", True)
+REPLICASETS = resources.Resource("apps", "v1", "replicasets", "ReplicaSet", True)
+POD_TEMPLATE_HASH = "pod-template-hash"
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(slots=True)
+class WorkloadReport:
+    created: list[str] = field(default_factory=list)  # pods "ns/name"
+    deleted: list[str] = field(default_factory=list)  # pods "ns/name"
+    replicasets: list[str] = field(default_factory=list)  # created or scaled "ns/name=replicas"
+    collected: list[str] = field(default_factory=list)  # orphans "Kind ns/name"
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def controller_uid(obj: Mapping[str, Any], kind: str) -> str | None:
+    ref = next((r for r in _meta(obj).get("ownerReferences") or () if r.get("controller")), None)
+    return str(ref.get("uid")) if ref is not None and ref.get("kind") == kind else None
+
+
+def owner_reference(owner: Mapping[str, Any], *, api_version: str, kind: str) -> dict[str, Any]:
+    meta = _meta(owner)
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def template_hash(template: Mapping[str, Any]) -> str:
+    """A short stable hash of the pod template (upstream uses FNV of the template plus a collision count)."""
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
+    return digest[:10]
+
+
+def replicaset_for(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """The ReplicaSet of the deployment's current template."""
+    meta = _meta(deployment)
+    spec = deployment.get("spec") or {}
+    template = spec.get("template") or {}
+    hashed = template_hash(template)
+    pod_meta = dict(template.get("metadata") or {})
+    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), POD_TEMPLATE_HASH: hashed}
+    selector = dict(spec.get("selector") or {})
+    selector["matchLabels"] = {**(selector.get("matchLabels") or {}), POD_TEMPLATE_HASH: hashed}
+    return {
+        "apiVersion": REPLICASETS.api_version,
+        "kind": REPLICASETS.kind,
+        "metadata": {
+            "name": f"{meta.get('name')}-{hashed}",
+            "namespace": meta.get("namespace"),
+            "labels": dict(pod_meta["labels"]),
+            "ownerReferences": [owner_reference(deployment, api_version=DEPLOYMENTS.api_version, kind="Deployment")],
+        },
+        "spec": {
+            "replicas": int(spec.get("replicas", 1)),
+            "selector": selector,
+            "template": {**template, "metadata": pod_meta},
+        },
+    }
+
+
+def pod_for(replicaset: Mapping[str, Any]) -> dict[str, Any]:
+    meta = _meta(replicaset)
+    template = (replicaset.get("spec") or {}).get("template") or {}
+    pod_meta = dict(template.get("metadata") or {})
+    pod_meta.update(
+        generateName=f"{meta.get('name')}-",
+        namespace=meta.get("namespace"),
+        ownerReferences=[owner_reference(replicaset, api_version=REPLICASETS.api_version, kind="ReplicaSet")],
+    )
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": dict(template.get("spec") or {})}
+
+
+def is_live(pod: Mapping[str, Any]) -> bool:
+    return not _meta(pod).get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
+        TERMINAL_POD_PHASES
+    )
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def deletion_order(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Which pods a scale-down removes first (upstream ActivePods ranking, simplified): unscheduled, then not
+    running, then not ready, then the newest."""
+
+    def rank(pod: Mapping[str, Any]) -> tuple[bool, bool, bool, str, str]:
+        scheduled = bool((pod.get("spec") or {}).get("nodeName"))
+        running = (pod.get("status") or {}).get("phase") == "Running"
+        created = str(_meta(pod).get("creationTimestamp") or "")
+        return (scheduled, running, is_ready(pod), _invert(created), str(_meta(pod).get("name")))
+
+    return sorted(pods, key=rank)
+
+
+def _invert(stamp: str) -> str:
+    """Sorts RFC 3339 timestamps newest first under an ascending sort."""
+    return "".join(chr(0x10FFFF - ord(ch)) for ch in stamp)
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
+
+
+class WorkloadController:
+    """`await controller.run()` reconciles every `interval` seconds until cancelled; `sync()` is one pass."""
+
+    def __init__(self, kube: client.KubeClient, *, clock: clock_module.Clock, interval: float = 1.0) -> None:
+        self._kube = kube
+        self._clock = clock
+        self._interval = interval
+
+    async def run(self) -> None:
+        await loop.every(self._interval, self.sync, clock=self._clock, name="workload controller")
+
+    async def sync(self) -> WorkloadReport:
+        report = WorkloadReport()
+        deployments, _ = await self._kube.list(DEPLOYMENTS)
+        replicasets, _ = await self._kube.list(REPLICASETS)
+        await self._deployments(deployments, replicasets, report)
+        replicasets, _ = await self._kube.list(REPLICASETS)
+        pods, _ = await self._kube.list(resources.PODS)
+        await self._replicasets(replicasets, pods, report)
+        replicasets, _ = await self._kube.list(REPLICASETS)  # with the statuses just written
+        for deployment in deployments:
+            uid = _meta(deployment).get("uid")
+            if not _meta(deployment).get("deletionTimestamp"):
+                owned = [rs for rs in replicasets if controller_uid(rs, "Deployment") == uid]
+                await self._status(DEPLOYMENTS, deployment, owned)
+        return report
+
+    async def _deployments(
+        self, deployments: list[dict[str, Any]], replicasets: list[dict[str, Any]], report: WorkloadReport
+    ) -> None:
+        uids = {str(_meta(d).get("uid")) for d in deployments}
+        for rs in replicasets:
+            owner = controller_uid(rs, "Deployment")
+            if owner is not None and owner not in uids and not _meta(rs).get("deletionTimestamp"):
+                await self._delete(REPLICASETS, rs, report.collected, "ReplicaSet")
+        for deployment in deployments:
+            if _meta(deployment).get("deletionTimestamp"):
+                continue
+            uid = str(_meta(deployment).get("uid"))
+            wanted = replicaset_for(deployment)
+            owned = [rs for rs in replicasets if controller_uid(rs, "Deployment") == uid]
+            current = next((rs for rs in owned if _meta(rs).get("name") == wanted["metadata"]["name"]), None)
+            if current is None:
+                try:
+                    await self._kube.create(REPLICASETS, wanted)
+                except client.AlreadyExists:
+                    pass
+                else:
+                    report.replicasets.append(f"{_key(wanted)}={wanted['spec']['replicas']}")
+            for rs in owned:
+                target = wanted["spec"]["replicas"] if rs is current else 0
+                if int((rs.get("spec") or {}).get("replicas", 1)) != target:
+                    await self._kube.patch(
+                        REPLICASETS, str(_meta(rs)["name"]), {"spec": {"replicas": target}}, namespace=_ns(rs)
+                    )
+                    report.replicasets.append(f"{_key(rs)}={target}")
+
+    async def _replicasets(
+        self, replicasets: list[dict[str, Any]], pods: list[dict[str, Any]], report: WorkloadReport
+    ) -> None:
+        uids = {str(_meta(rs).get("uid")) for rs in replicasets}
+        by_owner: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            owner = controller_uid(pod, "ReplicaSet")
+            if owner is None:
+                continue
+            if owner not in uids:
+                if not _meta(pod).get("deletionTimestamp"):
+                    await self._delete(resources.PODS, pod, report.collected, "Pod")
+                continue
+            if is_live(pod):
+                by_owner.setdefault(owner, []).append(pod)
+        for rs in replicasets:
+            if _meta(rs).get("deletionTimestamp"):
+                continue
+            live = by_owner.get(str(_meta(rs).get("uid")), [])
+            wanted = int((rs.get("spec") or {}).get("replicas", 1))
+            for _ in range(wanted - len(live)):
+                created = await self._kube.create(resources.PODS, pod_for(rs))
+                live.append(created)
+                report.created.append(_key(created))
+            for surplus in deletion_order(live)[: len(live) - wanted] if len(live) > wanted else ():
+                await self._delete(resources.PODS, surplus, report.deleted)
+                live = [p for p in live if p is not surplus]
+            await self._status(REPLICASETS, rs, live)
+
+    async def _delete(self, res: resources.Resource, obj: Mapping[str, Any], into: list[str], kind: str = "") -> None:
+        if await self._kube.delete(res, str(_meta(obj)["name"]), namespace=_ns(obj)):
+            into.append(f"{kind} {_key(obj)}" if kind else _key(obj))
+
+    async def _status(self, res: resources.Resource, obj: Mapping[str, Any], members: list[dict[str, Any]]) -> None:
+        """replicas/readyReplicas: live pods of a ReplicaSet, or summed over a Deployment's ReplicaSets."""
+        if res is REPLICASETS:
+            replicas, ready = len(members), sum(1 for p in members if is_ready(p))
+        else:
+            replicas = sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in members)
+            ready = sum(int((rs.get("status") or {}).get("readyReplicas") or 0) for rs in members)
+        wanted = {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}
+        old = obj.get("status") or {}
+        if all(old.get(k, 0) == v for k, v in wanted.items()):
+            return
+        try:
+            await self._kube.patch(
+                res, str(_meta(obj)["name"]), {"status": wanted}, namespace=_ns(obj), subresource="status"
+            )
+        except client.NotFound:
+            return
+
+
+def _ns(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("namespace") or "default")

@@ -1,0 +1,2 @@
+"""Object-graph building: settings from the environment, then every controller, client and queue `karpy run` needs,
+wired together (`graph.build`). Construction only: nothing here runs a loop, watches or reconciles."""

@@ -1,0 +1,333 @@
+"""Build the controller's object graph from settings: kube client → state cache → cloud provider → recorder →
+reconcilers, metrics and leader election. Construction only; `app` runs what this builds.
+
+The cloud side comes from a `CloudFactory`, so tests inject a fake provider and need no moto. The default factory
+loads `karpy.cloudprovider.aws.factory` by name at start-up: importing it here would make the operator's import
+graph depend on boto3, which the layering contract forbids (only `karpy.cloudprovider.aws` may reach boto3).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from karpy import clock as clock_module
+from karpy import events, rejections
+from karpy import settings as settings_module
+from karpy.cloudprovider import dryrun as cloud_dryrun
+from karpy.disruption import controller as disruption_controller
+from karpy.disruption import staticpools
+from karpy.interruption import controller as interruption_controller
+from karpy.interruption import queue as interruption_queue
+from karpy.kube import client, config, dryrun, resources, rest
+from karpy.nodeclaim import conditions_controller, expiration, repair
+from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.nodeclaim import registration as registration_health
+from karpy.nodeclass import controller as nodeclass_controller
+from karpy.nodepool import controller as nodepool_controller
+from karpy.provisioning import batcher, provisioner, snapshot
+from karpy.runtime import lease, metrics, observers, parts, workqueue
+from karpy.state import cluster as cluster_module
+from karpy.termination import controller as termination_controller
+from karpy.wiring import views
+
+DEFAULT_TIMINGS: Final = parts.Timings()
+"""Upstream's loop timings (`karpy run` always uses them)."""
+
+
+def dry_run_cloud(cloud: parts.CloudParts) -> parts.CloudParts:
+    """DRY_RUN on the cloud side: no launch, termination, node-class cleanup or queue deletion, only logs."""
+    return parts.CloudParts(
+        provider=cloud_dryrun.DryRunCloud(cloud.provider),
+        nodeclasses=cloud_dryrun.DryRunNodeClasses(cloud.nodeclasses) if cloud.nodeclasses is not None else None,
+        queue=interruption_queue.DryRunQueue(cloud.queue) if cloud.queue is not None else None,
+        offerings=cloud.offerings,
+        instance_status=cloud.instance_status,
+        api_calls=cloud.api_calls,
+    )
+
+
+def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
+    """The production factory: AWSCloudProvider (boto3 honours AWS_ENDPOINT_URL) and the SQS interruption queue."""
+
+    def build(
+        settings: settings_module.Settings, cluster: cluster_module.Cluster, clock: clock_module.Clock
+    ) -> parts.CloudParts:
+        # Imported here, not at module level: tests and `karpy run` with another provider never load boto3.
+        from karpy.cloudprovider.aws import ec2batch, factory
+        from karpy.cloudprovider.aws import provider as provider_module
+
+        region = settings.aws.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
+        aws_settings = provider_module.Settings(
+            cluster_name=settings.cluster.name,
+            region=region,
+            cluster_endpoint=settings.cluster.endpoint,
+            isolated_vpc=settings.aws.isolated_vpc,
+            vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
+            reserved_enis=settings.aws.reserved_enis,
+            dry_run=settings.runtime.dry_run,
+            disable_dry_run=settings.aws.disable_dry_run,
+            batch_windows=ec2batch.windows_from(settings.ec2_batch),
+        )
+        built = factory.build(
+            settings=aws_settings,
+            interruption_queue=settings.aws.interruption_queue,
+            clock=clock.now,
+            nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
+            nodeclaims=cluster.nodeclaims,
+            sleep=clock.sleep,
+        )
+        return parts.CloudParts(
+            built.provider,
+            built.provider,
+            built.queue,
+            built.offerings,
+            built.instance_status,
+            built.janitor,
+            tagger=built.tagger,
+            api_calls=built.calls,
+        )
+
+    return build
+
+
+def kube_config(environ: Mapping[str, str]) -> config.Config:
+    """In-cluster when the service-account environment is there, else $KUBECONFIG (or ~/.kube/config)."""
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return config.in_cluster(environ)
+    return config.load_kubeconfig(environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
+
+
+def _reconcile_result(
+    reconcile: Callable[[str], Any],
+) -> workqueue.Reconcile:
+    async def run(key: str) -> float | None:
+        result = await reconcile(key)
+        return result.requeue_after if isinstance(result, nodeclaim_controller.Result) else result
+
+    return run
+
+
+def build(
+    settings: settings_module.Settings,
+    *,
+    kube: client.KubeClient,
+    clock: clock_module.Clock,
+    cloud_factory: parts.CloudFactory,
+    identity: str,
+    namespace: str = "",
+    timings: parts.Timings = DEFAULT_TIMINGS,
+) -> parts.Controller:
+    """The object graph; nothing runs yet. With DRY_RUN, `kube` is wrapped in a DryRunClient and the cloud parts
+    in their dry-run wrappers (`dry_run_cloud`)."""
+    writer: client.KubeClient = dryrun.DryRunClient(kube) if settings.runtime.dry_run else kube
+    recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
+    registry = metrics.Metrics()
+    rejected = rejections.Rejections(recorder, metrics=registry.rejection_hooks())
+    cluster = cluster_module.Cluster(clock=clock, rejections=rejected)
+    cloud = cloud_factory(settings, cluster, clock)
+    if settings.runtime.dry_run:
+        cloud = dry_run_cloud(cloud)
+    elector: lease.LeaderElector | lease.AlwaysLeader
+    if settings.leader_election.disabled:
+        elector = lease.AlwaysLeader()
+    else:
+        elector = lease.LeaderElector(
+            kube,  # the Lease is written even in dry-run: two dry-run replicas must not both act
+            name=settings.leader_election.name,
+            namespace=settings.leader_election.namespace or namespace or "default",
+            clock=clock,
+            identity=identity,
+        )
+    registration = registration_health.RegistrationHealth()
+    deps = nodeclaim_controller.Deps(
+        client=writer,
+        registration=registration,
+        cloud=cloud.provider,
+        clock=clock,
+        recorder=recorder,
+        metrics=registry.nodeclaim_hooks(),
+        rejections=rejected,
+    )
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=writer,
+            cluster=views.ProvisioningView(cluster),
+            cloud=cloud.provider,
+            clock=clock,
+            recorder=recorder,
+            settings=provisioner.Settings(
+                window=batcher.WindowSettings(
+                    idle=settings.batch.idle_duration, max_duration=settings.batch.max_duration
+                ),
+                scheduling=snapshot.SchedulingOptions(
+                    preference_policy=str(settings.scheduling.preference_policy),
+                    min_values_policy=str(settings.scheduling.min_values_policy),
+                    ignore_dra_requests=settings.scheduling.ignore_dra_requests,
+                ),
+            ),
+            metrics=registry.provisioner_hooks(),
+            rejections=rejected,
+        )
+    )
+    disruption = disruption_controller.DisruptionController(
+        disruption_controller.Deps(
+            client=writer,
+            cluster=cluster,
+            cloud=cloud.provider,
+            clock=clock,
+            recorder=recorder,
+            settings=disruption_controller.Settings(
+                dry_run=settings.runtime.dry_run,
+                spot_to_spot=settings.feature_gates.spot_to_spot_consolidation,
+                preference_policy=str(settings.scheduling.preference_policy),
+                min_values_policy=str(settings.scheduling.min_values_policy),
+                ignore_dra_requests=settings.scheduling.ignore_dra_requests,
+                poll=timings.disruption_poll,
+                validation_delay=timings.validation_delay,
+            ),
+            metrics=registry.disruption_hooks(),
+            rejections=rejected,
+        )
+    )
+
+    def interruption_loop(
+        source: interruption_queue.QueueClient | None,
+    ) -> interruption_controller.InterruptionController | None:
+        if source is None:
+            return None
+        return interruption_controller.InterruptionController(
+            interruption_controller.Deps(
+                client=writer,
+                cluster=cluster,
+                queue=source,
+                clock=clock,
+                recorder=recorder,
+                offerings=cloud.offerings,
+                metrics=registry.interruption_hooks(),
+            )
+        )
+
+    interruption = interruption_loop(cloud.queue)
+    nodeclaim_conditions = conditions_controller.NodeClaimConditionsController(
+        conditions_controller.Deps(
+            client=writer, cluster=cluster, cloud=cloud.provider, clock=clock, metrics=registry.drift_hooks()
+        )
+    )
+    cluster.add_listener(nodeclaim_conditions.observe)
+    expiry = expiration.ExpirationController(
+        expiration.Deps(client=writer, cluster=cluster, clock=clock, recorder=recorder, metrics=registry.expiry_hooks())
+    )
+    nodeclasses = None
+    if cloud.nodeclasses is not None:
+        nodeclasses = nodeclass_controller.NodeClassController(
+            nodeclass_controller.NodeClassDeps(kube=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock)
+        )
+    repairer = None
+    policies = cloud.provider.repair_policies()
+    if settings.feature_gates.node_repair and policies:  # upstream registers node.health only then
+        repairer = repair.RepairController(
+            repair.Deps(
+                client=writer,
+                cluster=cluster,
+                clock=clock,
+                recorder=recorder,
+                policies=policies,
+                metrics=registry.repair_hooks(),
+            )
+        )
+    static_pools = None
+    if settings.feature_gates.static_capacity:  # upstream registers both static controllers only under the gate
+        static_pools = staticpools.StaticPoolController(
+            staticpools.Deps(
+                client=writer,
+                cluster=cluster,
+                clock=clock,
+                create=prov.create_nodeclaims,
+                dry_run=settings.runtime.dry_run,
+            )
+        )
+    controller = parts.Controller(
+        settings=settings,
+        kube=writer,
+        cluster=cluster,
+        cloud=cloud,
+        recorder=recorder,
+        rejections=rejected,
+        metrics=registry,
+        elector=elector,
+        clock=clock,
+        nodeclaims=nodeclaim_controller.NodeClaimController(deps),
+        termination=termination_controller.TerminationController(
+            deps, metrics=termination_controller.Metrics(node_terminated=registry.node_terminated), claims=cluster
+        ),
+        provisioner=prov,
+        disruption=disruption,
+        interruption=interruption,
+        nodepools=nodepool_controller.NodePoolController(writer, cluster, clock=clock, registration=registration),
+        nodeclasses=nodeclasses,
+        nodeclaim_conditions=nodeclaim_conditions,
+        expiry=expiry,
+        instance_status=interruption_loop(cloud.instance_status),
+        static_pools=static_pools,
+        repair=repairer,
+    )
+
+    def reporting(res: resources.Resource) -> workqueue.ErrorHook:
+        """A queue's failed reconcile of `key`, reported about the object as the state cache holds it."""
+
+        def report(key: str, exc: Exception) -> None:
+            about = rejections.about(res, cluster.raw(res, key), name=key)
+            problem = f"reconciling it raised {type(exc).__name__}: {exc}"
+            rejected.report(about, reason=rejections.Reason.HANDLING_FAILED, problem=problem, exc=exc)
+
+        return report
+
+    def queue(name: str, reconcile: workqueue.Reconcile, res: resources.Resource, workers: int) -> workqueue.WorkQueue:
+        return workqueue.WorkQueue(name, reconcile, clock=clock, workers=workers, on_error=reporting(res))
+
+    controller.queues = {
+        parts.NODECLAIMS: queue(
+            parts.NODECLAIMS,
+            _reconcile_result(controller.nodeclaims.reconcile),
+            resources.NODECLAIMS,
+            parts.NODECLAIM_WORKERS,
+        ),
+        parts.NODES: queue(
+            parts.NODES, _reconcile_result(controller.termination.reconcile), resources.NODES, parts.NODE_WORKERS
+        ),
+        parts.NODEPOOLS: queue(parts.NODEPOOLS, controller.nodepools.reconcile, resources.NODEPOOLS, 2),
+    }
+    if static_pools is not None:
+        controller.queues[parts.STATIC_NODEPOOLS] = queue(
+            parts.STATIC_NODEPOOLS, static_pools.reconcile, resources.NODEPOOLS, 2
+        )
+    if nodeclasses is not None:
+        controller.queues[parts.NODECLASSES] = queue(
+            parts.NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2
+        )
+    registry.watch_state(cluster)
+    if cloud.api_calls is not None:
+        registry.watch_cloud_calls(cloud.api_calls)
+    cluster.add_listener(
+        observers.Observer(
+            observers.Hooks(
+                trigger=prov.trigger,
+                nodeclaim_terminated=lambda gone: registry.nodeclaim_terminated(
+                    gone.nodepool, gone.capacity_type, gone.zone
+                ),
+                node_created=registry.node_created,
+                leading=elector.is_leader,
+            )
+        )
+    )
+    return controller
+
+
+def rest_client(
+    settings: settings_module.Settings, cfg: config.Config, *, clock: clock_module.Clock
+) -> rest.RestClient:
+    return rest.RestClient(
+        cfg, clock=clock, qps=settings.runtime.kube_client_qps, burst=settings.runtime.kube_client_burst
+    )

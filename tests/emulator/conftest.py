@@ -1,0 +1,47 @@
+"""Fixtures of the sim tests: a FakeKubeAPI served from a thread, a kubeconfig, and the official client on it."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+
+import kubernetes
+import pytest
+
+from karpy_emulator.apiserver import runner, server
+
+
+@pytest.fixture
+def kube() -> Iterator[runner.KubeAPIRunner]:
+    with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7, clock=lambda: 1_700_000_000.0)) as served:
+        yield served
+
+
+@pytest.fixture
+def kubeconfig(kube: runner.KubeAPIRunner, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    path = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    # The client reads $KUBECONFIG once, at import; Kopf's default login goes through this constant.
+    monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(path))
+    return path
+
+
+@pytest.fixture
+def api_client(kubeconfig: pathlib.Path) -> Iterator[kubernetes.client.ApiClient]:
+    with kubernetes.config.new_client_from_config(str(kubeconfig)) as client:
+        yield client
+
+
+@pytest.fixture
+def core(api_client: kubernetes.client.ApiClient) -> kubernetes.client.CoreV1Api:
+    return kubernetes.client.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def custom(api_client: kubernetes.client.ApiClient) -> kubernetes.client.CustomObjectsApi:
+    return kubernetes.client.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
+def policy(api_client: kubernetes.client.ApiClient) -> kubernetes.client.PolicyV1Api:
+    return kubernetes.client.PolicyV1Api(api_client)

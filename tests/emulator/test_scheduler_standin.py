@@ -1,0 +1,204 @@
+"""The kube-scheduler stand-in against the emulated API server: binds where pods fit, Unschedulable elsewhere."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from karpy import clock
+from karpy.kube import config, resources, rest
+from karpy_emulator import kube_scheduler as kube_scheduler_module
+from karpy_emulator.apiserver import runner
+
+NOW = 1_700_000_000.0
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "2",
+    ready: bool = True,
+    taints: list[dict[str, str]] | None = None,
+    unschedulable: bool = False,
+    node_labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(node_labels or {})}},
+        "spec": {"taints": taints or [], "unschedulable": unschedulable},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod(name: str, *, cpu: str = "500m", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "spec": {
+            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+            **spec,
+        },
+    }
+
+
+@pytest.fixture
+async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
+    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client:
+        yield client
+
+
+async def _pod(api: rest.RestClient, name: str) -> dict[str, Any]:
+    got = await api.get(resources.PODS, name, namespace="default")
+    assert got is not None
+    return got
+
+
+def _scheduled(p: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in p["status"]["conditions"] if c["type"] == "PodScheduled")
+
+
+async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.RestClient) -> None:
+    for body in (
+        node("plain", cpu="1"),
+        node("gpu", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}], node_labels={"gpu": "y"}),
+        node("booting", cpu="64", ready=False),
+        node("cordoned", cpu="64", unschedulable=True),
+        node("soft", cpu="1", taints=[{"key": "spare", "effect": "PreferNoSchedule"}], node_labels={"soft": "y"}),
+    ):
+        await api.create(resources.NODES, body)
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    for body in (
+        pod("small-1"),
+        pod("small-2"),
+        pod("small-3"),  # plain has 1 cpu: two 500m pods fit there
+        pod("on-gpu", nodeSelector={"gpu": "y"}, tolerations=[toleration]),
+        pod("gpu-intolerant", nodeSelector={"gpu": "y"}),
+        pod("on-soft", nodeSelector={"soft": "y"}),  # PreferNoSchedule does not block
+        pod("huge", cpu="32"),  # only the NotReady and the cordoned nodes are that big
+        pod("other-scheduler", schedulerName="my-scheduler"),
+    ):
+        await api.create(resources.PODS, body)
+
+    kube_scheduler = kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW))
+    report = await kube_scheduler.sync()
+
+    assert report.bound["default/on-gpu"] == "gpu"
+    assert report.bound["default/on-soft"] == "soft"
+    smalls = {k: v for k, v in report.bound.items() if k.startswith("default/small")}
+    assert sorted(smalls.values()).count("plain") == 2  # plain holds exactly two 500m pods
+    assert len(smalls) == 3  # the third went to the only other fitting node
+    assert set(report.unschedulable) == {"default/gpu-intolerant", "default/huge"}
+    assert "default/other-scheduler" not in report.bound
+    assert "default/other-scheduler" not in report.unschedulable
+    # gpu refuses for its taint, plain and soft lack the selector's label; the NotReady and cordoned nodes refuse
+    # for the taints the node lifecycle controller gives them, as in kube-scheduler's own message.
+    assert report.unschedulable["default/gpu-intolerant"] == (
+        "0/5 nodes are available: 2 node(s) didn't match Pod's node affinity/selector,"
+        " 1 node(s) had untolerated taint {dedicated: gpu},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/not-ready},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/unschedulable}."  # reasons sorted by text
+    )
+    for name, node_name in (("on-gpu", "gpu"), ("on-soft", "soft")):
+        stored = await _pod(api, name)
+        assert stored["spec"]["nodeName"] == node_name
+        assert _scheduled(stored)["status"] == "True"
+    huge = await _pod(api, "huge")
+    assert "nodeName" not in huge["spec"]
+    condition = _scheduled(huge)
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+    assert condition["message"] == (
+        "0/5 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/not-ready},"
+        " 1 node(s) had untolerated taint {node.kubernetes.io/unschedulable}."
+    )
+
+
+async def test_unchanged_verdicts_write_nothing_and_new_capacity_binds(api: rest.RestClient) -> None:
+    await api.create(resources.PODS, pod("big", cpu="3"))
+    kube_scheduler = kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW))
+    first = await kube_scheduler.sync()
+    assert first.unschedulable["default/big"].startswith("0/0 nodes are available")
+    version = (await _pod(api, "big"))["metadata"]["resourceVersion"]
+    await kube_scheduler.sync()
+    assert (await _pod(api, "big"))["metadata"]["resourceVersion"] == version  # no churn for the controller
+
+    await api.create(resources.NODES, node("roomy", cpu="4"))
+    third = await kube_scheduler.sync()
+    assert third.bound == {"default/big": "roomy"}
+    assert (await _pod(api, "big"))["spec"]["nodeName"] == "roomy"
+
+
+async def test_a_changed_message_waits_for_the_refresh_interval(api: rest.RestClient) -> None:
+    await api.create(resources.PODS, pod("big", cpu="3"))
+    now = clock.ManualClock(NOW)
+    kube_scheduler = kube_scheduler_module.KubeScheduler(
+        api, clock=now, settings=kube_scheduler_module.SchedulerSettings(message_refresh=10)
+    )
+    await kube_scheduler.sync()
+    assert _scheduled(await _pod(api, "big"))["message"].startswith("0/0 nodes")
+    await api.create(resources.NODES, node("small", cpu="1"))  # the verdict's message changes ...
+    await now.run_for(5)
+    await kube_scheduler.sync()
+    assert _scheduled(await _pod(api, "big"))["message"].startswith("0/0 nodes")  # ... but not before the refresh
+    await now.run_for(5)
+    report = await kube_scheduler.sync()
+    assert _scheduled(await _pod(api, "big"))["message"] == report.unschedulable["default/big"]
+    assert report.unschedulable["default/big"].startswith("0/1 nodes are available: 1 Insufficient cpu")
+
+
+async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestClient) -> None:
+    await api.create(resources.NODES, node("wide", cpu="64"))
+    for i in range(40):
+        await api.create(resources.PODS, pod(f"p{i}", cpu="1"))
+    settings = kube_scheduler_module.SchedulerSettings(bind_concurrency=7)
+    report = await kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW), settings=settings).sync()
+    assert report.bound == {f"default/p{i}": "wide" for i in range(40)}
+    pods, _ = await api.list(resources.PODS, namespace="default")
+    assert {p["spec"].get("nodeName") for p in pods} == {"wide"}
+
+
+async def test_a_not_ready_node_still_counts_as_a_spread_domain(api: rest.RestClient) -> None:
+    zone = "topology.kubernetes.io/zone"
+    await api.create(resources.NODES, node("up", cpu="8", node_labels={zone: "a"}))
+    await api.create(resources.NODES, node("booting", cpu="8", ready=False, node_labels={zone: "b"}))
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": zone,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "spread"}},
+    }
+    for i in range(4):
+        body = pod(f"spread-{i}", topologySpreadConstraints=[spread])
+        body["metadata"]["labels"] = {"app": "spread"}
+        await api.create(resources.PODS, body)
+    report = await kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
+    # Zone b is a domain with no pods (nodeTaintsPolicy Ignore): zone a may hold one pod, not all four.
+    assert list(report.bound.values()) == ["up"]
+    assert len(report.unschedulable) == 3
+
+
+async def test_resources_of_bound_pods_count(api: rest.RestClient) -> None:
+    await api.create(resources.NODES, node("n1", cpu="1"))
+    await api.create(resources.PODS, pod("resident", cpu="800m", nodeName="n1"))
+    await api.create(resources.PODS, pod("newcomer", cpu="500m"))
+    report = await kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
+    assert report.bound == {}
+    assert "default/newcomer" in report.unschedulable
+
+
+def test_unschedulable_patch_keeps_other_conditions() -> None:
+    raw = {"status": {"conditions": [{"type": "Custom", "status": "True"}]}}
+    patch = kube_scheduler_module.unschedulable_patch(raw, "0/1 nodes are available: x", NOW)
+    assert patch is not None
+    types = [c["type"] for c in patch["status"]["conditions"]]
+    assert types == ["Custom", "PodScheduled"]
+    raw["status"]["conditions"] = patch["status"]["conditions"]
+    assert kube_scheduler_module.unschedulable_patch(raw, "0/1 nodes are available: x", NOW) is None
+    assert kube_scheduler_module.unschedulable_patch(raw, "0/2 nodes are available: y", NOW) is not None

@@ -1,0 +1,201 @@
+"""The kube-scheduler stand-in with volumes, against the emulated API server: PV node affinity and WaitForFirstConsumer
+classes restrict nodes as kube-scheduler's VolumeBinding does, and binding a pod provisions its volumes in the node's
+zone, bound both ways."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+from tests.emulator import volume_builders as vb
+
+from karpy import clock
+from karpy.kube import config, resources, rest
+from karpy_emulator import kube_scheduler
+from karpy_emulator import volumes as sim_volumes
+from karpy_emulator.apiserver import runner
+
+NOW = 1_700_000_000.0
+ZONES = ("zone-a", "zone-b")
+
+
+def node(zone: str) -> dict[str, Any]:
+    name = f"node-{zone}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, vb.ZONE_KEY: zone}},
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name: str, claims: Sequence[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": "100m"}}}],
+            "volumes": [vb.claim_volume(f"v{i}", c) for i, c in enumerate(claims)],
+        },
+    }
+
+
+@pytest.fixture
+async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
+    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client:
+        for zone in ZONES:
+            await client.create(resources.NODES, node(zone))
+        yield client
+
+
+async def _create(api: rest.RestClient, *bodies: dict[str, Any]) -> None:
+    for body in bodies:
+        kind = body["kind"]
+        res = {"StorageClass": resources.STORAGECLASSES, "PersistentVolume": resources.PVS}.get(kind)
+        res = res or {"PersistentVolumeClaim": resources.PVCS, "Pod": resources.PODS}[kind]
+        await api.create(res, body)
+
+
+async def _get(api: rest.RestClient, res: resources.Resource, name: str, namespace: str = "") -> dict[str, Any]:
+    got = await api.get(res, name, namespace=namespace)
+    assert got is not None, name
+    return got
+
+
+async def _sync(api: rest.RestClient) -> kube_scheduler.ScheduleReport:
+    return await kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
+
+
+async def _pv_zone_of_claim(api: rest.RestClient, claim: str) -> str:
+    pvc = await _get(api, resources.PVCS, claim, "default")
+    pv = await _get(api, resources.PVS, pvc["spec"]["volumeName"])
+    (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    (expression,) = term["matchExpressions"]
+    assert (expression["key"], expression["operator"]) == (vb.ZONE_KEY, "In")
+    (zone,) = expression["values"]
+    return str(zone)
+
+
+@pytest.mark.parametrize("key", [vb.ZONE_KEY, vb.EBS_ZONE_KEY])
+async def test_a_bound_volume_pins_its_zone(api: rest.RestClient, key: str) -> None:
+    await _create(
+        api,
+        vb.storage_class(),
+        vb.pv("pv-b", zone="zone-b", key=key, claim="data-b"),
+        vb.pvc("data-b", volume="pv-b"),
+        vb.pv("pv-c", zone="zone-c", key=key, claim="data-c"),
+        vb.pvc("data-c", volume="pv-c"),
+        pod("in-b", ["data-b"]),
+        pod("in-c", ["data-c"]),
+    )
+    report = await _sync(api)
+    assert report.bound == {"default/in-b": "node-zone-b"}
+    assert report.unschedulable == {"default/in-c": f"0/2 nodes are available: 2 {sim_volumes.NODE_AFFINITY_CONFLICT}."}
+    assert (await _get(api, resources.PVS, "pv-b"))["spec"]["claimRef"]["name"] == "data-b"  # untouched
+    assert [pv["metadata"]["name"] for pv in (await api.list(resources.PVS))[0]] == ["pv-b", "pv-c"]  # none made
+
+
+async def test_wait_for_first_consumer_provisions_in_an_allowed_zone_and_binds_both_ways(api: rest.RestClient) -> None:
+    await _create(api, vb.storage_class("only-b", zones=["zone-b"]), vb.pvc("data", storage_class_name="only-b"))
+    await _create(api, pod("app", ["data"]))
+
+    report = await _sync(api)
+
+    assert report.bound == {"default/app": "node-zone-b"}
+    pvc = await _get(api, resources.PVCS, "data", "default")
+    pv = await _get(api, resources.PVS, pvc["spec"]["volumeName"])
+    assert pv["metadata"]["name"] == f"pvc-{pvc['metadata']['uid']}"
+    assert await _pv_zone_of_claim(api, "data") == "zone-b"
+    annotations = pvc["metadata"]["annotations"]
+    assert annotations[sim_volumes.ANN_SELECTED_NODE] == "node-zone-b"
+    assert annotations[sim_volumes.ANN_BIND_COMPLETED] == "yes"
+    assert pvc["status"]["phase"] == pv["status"]["phase"] == "Bound"
+    claim_ref = pv["spec"]["claimRef"]
+    assert (claim_ref["namespace"], claim_ref["name"], claim_ref["uid"]) == ("default", "data", pvc["metadata"]["uid"])
+    assert pv["spec"]["storageClassName"] == "only-b"
+    assert (await _get(api, resources.PODS, "app", "default"))["spec"]["nodeName"] == "node-zone-b"
+
+
+async def test_wait_for_first_consumer_without_topologies_follows_the_chosen_node(api: rest.RestClient) -> None:
+    await _create(
+        api, vb.storage_class("gp3", default=True), vb.pvc("named"), vb.pvc("defaulted", storage_class_name=None)
+    )
+    await _create(api, pod("app", ["named", "defaulted"]))
+    report = await _sync(api)
+    node_name = report.bound["default/app"]
+    zone = node_name.removeprefix("node-")
+    assert await _pv_zone_of_claim(api, "named") == zone
+    assert await _pv_zone_of_claim(api, "defaulted") == zone  # the default class provisioned it
+
+
+async def test_no_allowed_zone_has_a_node(api: rest.RestClient) -> None:
+    await _create(api, vb.storage_class("only-c", zones=["zone-c"]), vb.pvc("data", storage_class_name="only-c"))
+    await _create(api, pod("app", ["data"]))
+    report = await _sync(api)
+    assert report.unschedulable == {"default/app": f"0/2 nodes are available: 2 {sim_volumes.BIND_CONFLICT}."}
+    assert (await api.list(resources.PVS))[0] == []  # nothing provisioned for a pod that did not bind
+
+
+@pytest.mark.parametrize(
+    ("objects", "message"),
+    [
+        ([], "persistentvolumeclaim default/data not found"),
+        (
+            [vb.storage_class("now", mode="Immediate"), vb.pvc("data", storage_class_name="now")],
+            "persistentvolumeclaim default/data is unbound and storageclass now binds Immediate",
+        ),
+        ([vb.pvc("data", volume="gone")], "persistentvolume gone bound to default/data not found"),
+    ],
+)
+async def test_volumes_that_cannot_be_resolved_leave_the_pod_unschedulable(
+    api: rest.RestClient, objects: list[dict[str, Any]], message: str
+) -> None:
+    await _create(api, *objects, pod("app", ["data"]))
+    report = await _sync(api)
+    assert report.bound == {}
+    assert report.unschedulable["default/app"].startswith(f"0/2 nodes are available: {message}")
+    stored = await _get(api, resources.PODS, "app", "default")
+    condition = next(c for c in stored["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+
+
+async def test_pods_sharing_an_unbound_claim_end_up_in_its_zone(api: rest.RestClient) -> None:
+    await _create(api, vb.storage_class(), vb.pvc("shared"))
+    await _create(api, pod("first", ["shared"]), pod("second", ["shared"]))
+    first = await _sync(api)
+    assert len(first.bound) == 1  # the second waits: the claim's zone was only just chosen
+    second = await _sync(api)
+    assert len(second.bound) == 1
+    zone = await _pv_zone_of_claim(api, "shared")
+    assert {*first.bound.values(), *second.bound.values()} == {f"node-{zone}"}
+    assert len((await api.list(resources.PVS))[0]) == 1
+
+
+async def test_an_unbound_claim_with_no_class_to_provision_from_waits(api: rest.RestClient) -> None:
+    await _create(api, vb.pvc("static", storage_class_name=None), pod("app", ["static"]))  # no default class
+    report = await _sync(api)
+    assert report.bound == {}
+    # an unbound claim without a class is bound immediately or never: kube-scheduler refuses it in PreFilter
+    why = "persistentvolumeclaim default/static is unbound and has no storage class to provision it"
+    assert report.unschedulable == {"default/app": f"0/2 nodes are available: {why}."}
+    assert (await api.list(resources.PVS))[0] == []
+
+
+async def test_a_volume_left_by_an_interrupted_pass_is_bound_and_its_zone_respected(api: rest.RestClient) -> None:
+    await _create(api, vb.storage_class(), vb.pvc("data"))
+    uid = (await _get(api, resources.PVCS, "data", "default"))["metadata"]["uid"]
+    await _create(api, vb.pv(f"pvc-{uid}", zone="zone-c"))  # provisioned for an earlier choice, never bound
+    await _create(api, pod("app", ["data"]))
+
+    first = await _sync(api)
+    assert first.bound == {}  # zone-c has no node: binding the pod now would strand it
+    assert await _pv_zone_of_claim(api, "data") == "zone-c"  # but the claim took the volume, as the PV controller does
+    second = await _sync(api)
+    assert second.unschedulable == {"default/app": f"0/2 nodes are available: 2 {sim_volumes.NODE_AFFINITY_CONFLICT}."}
+    assert len((await api.list(resources.PVS))[0]) == 1

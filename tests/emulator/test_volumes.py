@@ -1,0 +1,150 @@
+"""sim.volumes, the pure parts: node labels, VolumeBinding's filter verdicts, and the PV/PVC payloads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.emulator import volume_builders as vb
+
+from karpy.scheduling import pods, volumes
+from karpy_emulator import volumes as sim_volumes
+
+
+def _pod(*claims: str) -> pods.Pod:
+    return pods.from_manifest(
+        {
+            "metadata": {"name": "app", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "app", "image": "pause"}],
+                "volumes": [vb.claim_volume(f"v{i}", c) for i, c in enumerate(claims)],
+            },
+        }
+    )
+
+
+def _with_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
+    body["metadata"]["uid"] = uid
+    return body
+
+
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        ({vb.ZONE_KEY: "us-east-1a"}, {vb.ZONE_KEY: "us-east-1a", vb.EBS_ZONE_KEY: "us-east-1a"}),
+        ({"kubernetes.io/hostname": "n"}, {"kubernetes.io/hostname": "n"}),  # no zone, nothing to register
+        ({vb.ZONE_KEY: "a", vb.EBS_ZONE_KEY: "x"}, {vb.ZONE_KEY: "a", vb.EBS_ZONE_KEY: "x"}),  # the node's own wins
+    ],
+)
+def test_node_labels_add_the_csi_zone(node: dict[str, str], expected: dict[str, str]) -> None:
+    assert sim_volumes.node_labels(node) == expected
+
+
+SNAP = sim_volumes.snapshot(
+    pvcs=[
+        vb.pvc("bound-a", volume="pv-a"),
+        vb.pvc("bound-ebs-a", volume="pv-ebs-a"),
+        vb.pvc("wait-b", storage_class_name="only-b"),
+        vb.pvc("wait-ebs-b", storage_class_name="only-ebs-b"),
+        vb.pvc("wait-any"),
+        vb.pvc("wait-default", storage_class_name=None),
+    ],
+    pvs=[vb.pv("pv-a", zone="a", claim="bound-a"), vb.pv("pv-ebs-a", zone="a", key=vb.EBS_ZONE_KEY)],
+    storage_classes=[
+        vb.storage_class("gp3", default=True),
+        vb.storage_class("only-b", zones=["b"]),
+        vb.storage_class("only-ebs-b", zones=["b"], key=vb.EBS_ZONE_KEY),
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("claims", "zone", "expected"),
+    [
+        (("bound-a",), "a", ""),
+        (("bound-a",), "b", sim_volumes.NODE_AFFINITY_CONFLICT),
+        (("bound-ebs-a",), "a", ""),  # keyed on the driver's label, matched through the CSI node label
+        (("bound-ebs-a",), "b", sim_volumes.NODE_AFFINITY_CONFLICT),
+        (("wait-b",), "b", ""),
+        (("wait-b",), "a", sim_volumes.BIND_CONFLICT),
+        (("wait-ebs-b",), "a", sim_volumes.BIND_CONFLICT),
+        (("wait-ebs-b",), "b", ""),
+        (("wait-any",), "c", ""),  # no allowedTopologies: provisionable anywhere
+        (("wait-any", "bound-a"), "c", sim_volumes.NODE_AFFINITY_CONFLICT),  # every claim must admit the node
+        (("wait-b", "bound-a"), "a", sim_volumes.BIND_CONFLICT),
+        (("missing",), "a", ""),  # a PreFilter failure, reported for the pod, not per node
+    ],
+)
+def test_node_conflict_is_volume_bindings_filter(claims: tuple[str, ...], zone: str, expected: str) -> None:
+    node = sim_volumes.node_labels({vb.ZONE_KEY: zone, "kubernetes.io/hostname": f"node-{zone}"})
+    assert sim_volumes.node_conflict(_pod(*claims), node, SNAP.catalog) == expected
+
+
+def test_unbound_claims_are_those_without_a_volume_in_pod_order() -> None:
+    got = sim_volumes.unbound_claims(_pod("wait-b", "bound-a", "missing", "wait-any"), SNAP)
+    assert [c["metadata"]["name"] for c in got] == ["wait-b", "wait-any"]
+
+
+def test_storage_class_of_falls_back_to_the_default_class() -> None:
+    named = sim_volumes.storage_class_of(SNAP.pvcs["default/wait-b"], SNAP)
+    defaulted = sim_volumes.storage_class_of(SNAP.pvcs["default/wait-default"], SNAP)
+    assert named is not None
+    assert named["metadata"]["name"] == "only-b"
+    assert defaulted is not None
+    assert defaulted["metadata"]["name"] == "gp3"
+    no_default = sim_volumes.snapshot([vb.pvc("c", storage_class_name=None)], [], [vb.storage_class("gp3")])
+    assert sim_volumes.storage_class_of(no_default.pvcs["default/c"], no_default) is None
+
+
+def test_snapshot_leaves_out_objects_that_do_not_parse() -> None:
+    broken = vb.pv("broken", zone="a")
+    broken["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] = "Near"
+    snap = sim_volumes.snapshot([], [broken, vb.pv("fine", zone="a")], [])
+    assert set(snap.pvs) == set(snap.catalog.pvs) == {"fine"}
+
+
+def test_pv_manifest_is_the_claims_volume_pinned_to_the_zone() -> None:
+    claim = _with_uid(vb.pvc("data-0", size="20Gi"), "1234")
+    manifest = sim_volumes.pv_manifest(claim, vb.storage_class("gp3"), zone="us-east-1b")
+    assert manifest["metadata"]["name"] == "pvc-1234"  # external-provisioner's naming: pvc-<claim uid>
+    assert manifest["metadata"]["annotations"] == {sim_volumes.ANN_PROVISIONED_BY: "ebs.csi.aws.com"}
+    spec = manifest["spec"]
+    assert spec["capacity"] == {"storage": "20Gi"}
+    assert spec["accessModes"] == ["ReadWriteOnce"]
+    assert spec["storageClassName"] == "gp3"
+    assert spec["persistentVolumeReclaimPolicy"] == "Retain"  # the class's, not the Delete default
+    assert spec["csi"]["driver"] == "ebs.csi.aws.com"
+    assert spec["csi"]["fsType"] == "xfs"
+    assert spec["csi"]["volumeHandle"] == sim_volumes.volume_handle("pvc-1234")
+    assert spec["claimRef"] == {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": "default",
+        "name": "data-0",
+        "uid": "1234",
+    }
+    # Read back as the controller reads PVs: the volume pins exactly that zone.
+    assert volumes.pv_from_manifest(manifest).node_affinity == (volumes.zone_term("us-east-1b"),)
+
+
+def test_pv_manifest_without_a_zone_has_no_node_affinity() -> None:
+    manifest = sim_volumes.pv_manifest(_with_uid(vb.pvc("c"), "9"), vb.storage_class("gp3"), zone="")
+    assert "nodeAffinity" not in manifest["spec"]
+    assert volumes.pv_from_manifest(manifest).node_affinity == ()
+
+
+def test_volume_handle_looks_like_an_ebs_volume_id_and_is_stable() -> None:
+    handle = sim_volumes.volume_handle("pvc-1")
+    assert handle == sim_volumes.volume_handle("pvc-1") != sim_volumes.volume_handle("pvc-2")
+    assert handle.startswith("vol-")
+    assert len(handle) == 21
+    assert int(handle[4:], 16) >= 0  # hexadecimal
+
+
+def test_binding_payloads() -> None:
+    patch = sim_volumes.pvc_binding_patch("pvc-1", node="ip-1", driver="ebs.csi.aws.com")
+    assert patch["spec"] == {"volumeName": "pvc-1"}
+    assert patch["metadata"]["annotations"][sim_volumes.ANN_SELECTED_NODE] == "ip-1"
+    assert patch["metadata"]["annotations"][sim_volumes.ANN_BIND_COMPLETED] == "yes"
+    status = sim_volumes.pvc_bound_status({"spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}})
+    assert status == {"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}}

@@ -1,0 +1,144 @@
+"""Leader election: the pure decision table, and two electors on the emulated API server with a ManualClock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+from tests import polling
+
+from karpy import clock
+from karpy.kube import resources, rest
+from karpy.runtime import lease as lease_module
+
+NAME, NS = "karpenter-leader-election", "kube-system"
+NOW = 1_700_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("current", "observed_at", "now", "expected"),
+    [
+        (None, 0.0, NOW, lease_module.Action.CREATE),
+        (lease_module.Record("me"), NOW - 100, NOW, lease_module.Action.RENEW),  # ours: renew even if stale
+        (lease_module.Record("other", 15), NOW - 14.9, NOW, lease_module.Action.WAIT),  # live for another 0.1 s
+        (
+            lease_module.Record("other", 15),
+            NOW - 15,
+            NOW,
+            lease_module.Action.TAKE,
+        ),  # expired exactly at the duration
+        (lease_module.Record("", 15), NOW, NOW, lease_module.Action.TAKE),  # released
+    ],
+)
+def test_decide(
+    current: lease_module.Record | None, observed_at: float, now: float, expected: lease_module.Action
+) -> None:
+    action, record = lease_module.decide(current, me="me", observed_at=observed_at, now=now)
+    assert action is expected
+    if expected is lease_module.Action.WAIT:
+        assert record is None
+    else:
+        assert record is not None
+        assert record.holder == "me"
+        assert record.renew_time == lease_module.micro_time(now)
+
+
+def test_take_counts_a_transition_and_renew_keeps_acquire_time() -> None:
+    old = lease_module.Record("other", 15, "a", "b", transitions=3)
+    _, taken = lease_module.decide(old, me="me", observed_at=0.0, now=NOW)
+    assert taken is not None
+    assert taken.transitions == 4
+    assert taken.acquire_time == lease_module.micro_time(NOW)
+    _, renewed = lease_module.decide(taken, me="me", observed_at=NOW, now=NOW + 10)
+    assert renewed is not None
+    assert renewed.acquire_time == taken.acquire_time
+    assert renewed.transitions == 4
+
+
+def test_micro_time_is_rfc3339_with_microseconds() -> None:
+    assert lease_module.micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
+
+
+def electors(
+    api: rest.RestClient, manual: clock.ManualClock
+) -> tuple[lease_module.LeaderElector, lease_module.LeaderElector]:
+    a, b = (
+        lease_module.LeaderElector(api, name=NAME, namespace=NS, clock=manual, identity=f"karpy-{x}_uuid")
+        for x in ("a", "b")
+    )
+    return a, b
+
+
+async def test_one_leads_and_the_other_takes_over_only_after_renewals_stop(api: rest.RestClient) -> None:
+    manual = clock.ManualClock(NOW)
+    a, b = electors(api, manual)
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    assert b.holder == a.identity
+    assert b.deposed.is_set()
+    assert a.elected.is_set()
+    # a renews every retry period for a minute: b never takes over, and there is never a second leader
+    for _ in range(30):
+        manual.advance(lease_module.RETRY_PERIOD)
+        assert await a.try_acquire_or_renew()
+        assert not await b.try_acquire_or_renew()
+        assert a.is_leader()
+        assert not b.is_leader()
+    # a dies without releasing: b waits out the lease duration from when it last saw the record change
+    manual.advance(lease_module.LEASE_DURATION - 0.5)
+    assert not await b.try_acquire_or_renew()
+    manual.advance(0.5)
+    assert await b.try_acquire_or_renew()
+    lease = await api.get(resources.LEASES, NAME, namespace=NS)
+    assert lease is not None
+    assert lease["spec"]["holderIdentity"] == b.identity
+    assert lease["spec"]["leaseTransitions"] == 1
+    # a paused a stopped claiming leadership on its own clock before b could take over: never two leaders
+    assert not a.is_leader()
+    assert b.is_leader()
+    # when a comes back it sees b's lease and stays a follower instead of renewing over it
+    assert not await a.try_acquire_or_renew()
+    assert not a.is_leader()
+    assert b.is_leader()
+
+
+async def test_a_stale_write_loses_the_race(api: rest.RestClient) -> None:
+    manual = clock.ManualClock(NOW)
+    a, b = electors(api, manual)
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    manual.advance(lease_module.LEASE_DURATION)
+    # both see an expired lease; a third writer renews in between, so b's write carries a stale resourceVersion
+    stale = await api.get(resources.LEASES, NAME, namespace=NS)
+    assert stale is not None
+
+    class Racing:
+        """Returns the stale Lease on get, as if another replica wrote right after b read."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(api, name)
+
+        async def get(self, res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, object]:
+            await api.patch(
+                res, name, {"spec": {"renewTime": lease_module.micro_time(manual.now())}}, namespace=namespace
+            )
+            return dict(stale or {})
+
+    racer = lease_module.LeaderElector(Racing(), name=NAME, namespace=NS, clock=manual, identity="c")  # type: ignore[arg-type]
+    racer._observed, racer._observed_at = lease_module.Record.of(stale), NOW  # it has watched the lease since NOW
+    assert not await racer.try_acquire_or_renew()
+    assert not racer.is_leader()
+
+
+async def test_clean_shutdown_releases_so_the_follower_takes_over_at_once(api: rest.RestClient) -> None:
+    manual = clock.ManualClock(NOW)
+    a, b = electors(api, manual)
+    task = asyncio.create_task(a.run())
+    await polling.until(a.is_leader)
+    assert not await b.try_acquire_or_renew()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert not a.is_leader()
+    assert await b.try_acquire_or_renew()  # no lease-duration wait after a release

@@ -1,0 +1,105 @@
+"""The reconcilers driven with the operator's real hooks: each counter is read back from the registry, so a hook
+that stops being wired (or called) fails here, not only in a scrape on a live cluster."""
+
+from __future__ import annotations
+
+import prometheus_client.parser
+from tests.disruption import world as world_mod
+from tests.nodeclaim import builders as claim_builders
+from tests.nodeclaim import harness
+from tests.provisioning.builders import Cluster, MemoryClient, parsed_nodepool
+from tests.scheduling.conftest import fake_catalog, make_pod
+
+from karpy import events
+from karpy.clock import ManualClock
+from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider.fake import provider as fake
+from karpy.kube import resources
+from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.provisioning import provisioner
+from karpy.runtime import metrics
+
+CREATED = "karpenter_nodeclaims_created_total"
+CREATE_FAILED = "karpy_nodeclaims_create_failed_total"
+DISRUPTED = "karpenter_nodeclaims_disrupted_total"
+
+
+def counter(m: metrics.Metrics, name: str, **label_values: str) -> float:
+    for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode()):
+        for s in family.samples:
+            if s.name == name and s.labels == label_values:
+                return float(s.value)
+    return 0.0
+
+
+def _provisioner(m: metrics.Metrics, cluster: Cluster, client: MemoryClient) -> provisioner.Provisioner:
+    return provisioner.Provisioner(
+        provisioner.Deps(
+            client=client,
+            cluster=cluster,
+            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            clock=ManualClock(0.0),
+            recorder=events.MemoryRecorder(),
+            metrics=m.provisioner_hooks(),
+        )
+    )
+
+
+async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> None:
+    m, client = metrics.Metrics(), MemoryClient()
+    pool = parsed_nodepool("web")
+    await _provisioner(m, Cluster(pools=[pool], pending=[make_pod("a", cpu="1")]), client).provision()
+    assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1
+
+    full = Cluster(pools=[parsed_nodepool("web", limits={"cpu": "1"})], pending=[make_pod("b", cpu="1")])
+    full.usage = {"web": {"cpu": 2000}}
+    await _provisioner(m, full, client).provision()
+    assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.LIMITS_EXCEEDED) == 1
+
+    client.fail_creates = 1
+    await _provisioner(m, Cluster(pools=[pool], pending=[make_pod("c", cpu="1")]), client).provision()
+    assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.API_ERROR) == 1
+    assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1  # failures are not creations
+
+
+async def test_a_claim_deleted_for_insufficient_capacity_counts_as_disrupted() -> None:
+    m, env = metrics.Metrics(), harness.make_env()
+    env.kube.put(resources.NODECLAIMS, claim_builders.claim_dict("web-abc12", pool="web"))
+    env.cloud.next_error = cloud_errors.InsufficientCapacity("no capacity")
+    deps = nodeclaim_controller.Deps(
+        client=env.kube, cloud=env.cloud, clock=env.clock, recorder=env.recorder, metrics=m.nodeclaim_hooks()
+    )
+    await nodeclaim_controller.NodeClaimController(deps).reconcile("web-abc12")
+    deleted = env.claim_obj("web-abc12")
+    assert deleted is None or deleted["metadata"].get("deletionTimestamp")
+    labels = {"reason": "insufficient_capacity", "nodepool": "web", "capacity_type": ""}  # not launched: no type
+    assert counter(m, "karpenter_nodeclaims_disrupted_total", **labels) == 1
+
+
+def _total(m: metrics.Metrics, name: str, **label_values: str) -> float:
+    """The sum over every series of `name` whose labels include `label_values`."""
+    return sum(
+        float(s.value)
+        for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode())
+        for s in family.samples
+        if s.name == name and label_values.items() <= s.labels.items()
+    )
+
+
+async def test_disruption_counts_its_replacements_and_the_nodeclaims_it_deletes() -> None:
+    m = metrics.Metrics()
+    w = world_mod.World()
+    w.pool()
+    w.node("a", conditions=("Drifted",))
+    w.pod("p1", "a", cpu="3")
+    ctrl = w.controller(metrics=m.disruption_hooks())
+    assert await w.reconcile(ctrl) is not None
+    assert counter(m, CREATED, nodepool="default", reason="drifted") == 1
+    assert _total(m, DISRUPTED, reason="drifted") == 0  # not before its replacement is ready
+    (replacement,) = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] != "a"]
+    w.kube.objects[("nodeclaims", "", replacement["metadata"]["name"])]["status"] = {
+        "conditions": [world_mod.cond("Initialized")]
+    }
+    await ctrl.queue.reconcile()
+    assert w.deleting("a")
+    assert _total(m, DISRUPTED, reason="drifted", nodepool="default") == 1

@@ -1,0 +1,174 @@
+"""Watch-event reactions: provisioning triggers and lifecycle metrics (table tests of the pure decisions), the
+listener's leader gating, the provisioner's launch-aware `synced()`, and the termination controller's hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import harness
+
+from karpy import clock
+from karpy.api import labels
+from karpy.kube import client, resources
+from karpy.runtime import observers
+from karpy.state import cluster as cluster_module
+from karpy.termination import controller as termination
+from karpy.wiring import views
+
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+DISRUPTED = {"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}
+DELETING = "2023-11-14T22:13:20Z"
+
+
+def pod(*, scheduled: bool = False, node: str = "", deleting: bool = False) -> dict[str, Any]:
+    conditions = [] if scheduled else [UNSCHEDULABLE]
+    md: dict[str, Any] = {"name": "web", "namespace": "default", "uid": "uid-web"}
+    if deleting:
+        md["deletionTimestamp"] = DELETING
+    spec: dict[str, Any] = {"containers": [{"name": "c"}], **({"nodeName": node} if node else {})}
+    return {"metadata": md, "spec": spec, "status": {"phase": "Pending", "conditions": conditions}}
+
+
+def node(*, deleting: bool = False, taints: tuple[dict[str, str], ...] = ()) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": "n1"}
+    if deleting:
+        md["deletionTimestamp"] = DELETING
+    return {"metadata": md, "spec": {"taints": list(taints)}}
+
+
+def claim(*, deleting: bool = False, registered: str | None = None) -> dict[str, Any]:
+    md: dict[str, Any] = {
+        "name": "default-x",
+        "labels": {
+            labels.LABEL_NODEPOOL: "default",
+            labels.LABEL_CAPACITY_TYPE: "spot",
+            labels.LABEL_ZONE: "us-east-1a",
+        },
+    }
+    if deleting:
+        md["deletionTimestamp"] = DELETING
+    conditions = [] if registered is None else [{"type": "Registered", "status": registered}]
+    return {"metadata": md, "status": {"conditions": conditions}}
+
+
+@pytest.mark.parametrize(
+    ("res", "old", "new", "expected"),
+    [
+        (resources.PODS, None, pod(), "uid-web"),  # new and unschedulable
+        (resources.PODS, pod(scheduled=True), pod(), "uid-web"),  # became unschedulable
+        (resources.PODS, pod(), pod(node="n1"), None),  # bound
+        (resources.PODS, None, pod(deleting=True), None),  # leaving
+        (resources.PODS, pod(), None, None),  # gone
+        (resources.NODECLAIMS, claim(), claim(deleting=True), "nodeclaim/default-x"),  # deletion starts
+        (resources.NODECLAIMS, None, claim(deleting=True), "nodeclaim/default-x"),  # first seen deleting
+        (resources.NODECLAIMS, claim(deleting=True), claim(deleting=True), None),  # already known
+        (resources.NODECLAIMS, claim(), claim(registered="True"), None),  # other changes
+        (resources.NODES, node(), node(deleting=True), "node/n1"),
+        (resources.NODES, node(), node(taints=(DISRUPTED,)), "node/n1"),  # disruption taints it first
+        (resources.NODES, node(taints=(DISRUPTED,)), node(taints=(DISRUPTED,)), None),
+        (resources.NODES, node(), node(taints=({"key": "other", "effect": "NoSchedule"},)), None),
+        (resources.NODES, node(deleting=True), None, None),
+        (resources.NODEPOOLS, None, {"metadata": {"name": "default"}}, None),
+    ],
+)
+def test_provisioning_triggers(
+    res: resources.Resource, old: dict[str, Any] | None, new: dict[str, Any] | None, expected: str | None
+) -> None:
+    assert observers.provisioning_trigger(res, old, new) == expected
+
+
+def test_a_nodeclaim_that_is_gone_counts_with_its_labels() -> None:
+    gone = observers.nodeclaim_gone(resources.NODECLAIMS, claim(deleting=True), None)
+    assert gone == observers.NodeClaimGone(nodepool="default", capacity_type="spot", zone="us-east-1a")
+    assert observers.nodeclaim_gone(resources.NODECLAIMS, None, claim()) is None
+    assert observers.nodeclaim_gone(resources.NODECLAIMS, claim(), claim(deleting=True)) is None
+    assert observers.nodeclaim_gone(resources.NODES, node(), None) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (claim(registered="Unknown"), claim(registered="True"), "default"),
+        (None, claim(registered="True"), "default"),  # first seen registered (e.g. a relist)
+        (claim(registered="True"), claim(registered="True"), None),  # already counted
+        (claim(), claim(registered="False"), None),
+        (claim(registered="True"), None, None),
+    ],
+)
+def test_node_created_when_a_claim_turns_registered(
+    old: dict[str, Any] | None, new: dict[str, Any] | None, expected: str | None
+) -> None:
+    assert observers.node_registered(resources.NODECLAIMS, old, new) == expected
+
+
+class Recorded:
+    def __init__(self, *, leading: bool) -> None:
+        self.leading = leading
+        self.triggers: list[str] = []
+        self.terminated: list[observers.NodeClaimGone] = []
+        self.created: list[str] = []
+
+    def hooks(self) -> observers.Hooks:
+        return observers.Hooks(
+            trigger=self.triggers.append,
+            nodeclaim_terminated=self.terminated.append,
+            node_created=self.created.append,
+            leading=lambda: self.leading,
+        )
+
+
+def test_only_the_leader_reacts() -> None:
+    leader, follower = Recorded(leading=True), Recorded(leading=False)
+    for recorded in (leader, follower):
+        observe = observers.Observer(recorded.hooks())
+        observe(resources.PODS, None, pod())
+        observe(resources.NODECLAIMS, claim(), claim(registered="True"))
+        observe(resources.NODECLAIMS, claim(registered="True"), claim(deleting=True, registered="True"))
+        observe(resources.NODECLAIMS, claim(deleting=True), None)
+    assert leader.triggers == ["uid-web", "nodeclaim/default-x"]
+    assert leader.created == ["default"]
+    assert [g.nodepool for g in leader.terminated] == ["default"]
+    assert (follower.triggers, follower.created, follower.terminated) == ([], [], [])
+
+
+def test_the_provisioner_waits_for_in_flight_launches() -> None:
+    cluster = cluster_module.Cluster(clock=clock.ManualClock(b.T0))
+    view = views.ProvisioningView(cluster)
+    for res in (resources.NODECLAIMS, resources.NODES, resources.PODS):
+        cluster.mark_listed(res)
+    assert cluster.synced()
+    assert view.synced()
+    cluster.apply(resources.NODECLAIMS, client.WatchEvent("ADDED", b.claim_dict("default-a")))
+    assert cluster.synced()  # informers (readiness, metrics) are unaffected
+    assert not view.synced()  # but the provisioner must not plan around a claim with no capacity yet
+    launched = b.claim_dict("default-a", status={"providerID": "fake:///i-1"})
+    cluster.apply(resources.NODECLAIMS, client.WatchEvent("MODIFIED", launched))
+    assert view.synced()
+    cluster.apply(resources.NODECLAIMS, client.WatchEvent("ADDED", b.claim_dict("default-b", deleted=b.T0)))
+    assert view.synced()  # a claim deleted before its launch never launches: nothing to wait for
+
+
+async def test_termination_reports_the_released_node_with_its_nodepool() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict("default-abc12", pool="batch"))
+    claims = env.claims()
+    await claims.reconcile("default-abc12")
+    raw = env.claim_obj("default-abc12")
+    assert raw is not None
+    env.kube.put(resources.NODES, b.node_dict("n1", provider_id=raw["status"]["providerID"]))  # type: ignore[index]
+    await claims.reconcile("default-abc12")  # registration puts the nodepool label and finalizer on the Node
+    stored = env.kube.obj(resources.NODES, "n1")
+    assert stored is not None
+    stored["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
+    env.cloud.instances.clear()  # the instance is gone: the finalizer is released at once
+    terminated: list[str] = []
+    terminator = termination.TerminationController(
+        env.deps, metrics=termination.Metrics(node_terminated=terminated.append)
+    )
+    await env.kube.delete(resources.NODES, "n1")
+    await terminator.reconcile("n1")
+    assert env.kube.obj(resources.NODES, "n1") is None
+    assert terminated == ["batch"]
+    assert terminator.counters.nodes_terminated == 1

@@ -1,0 +1,60 @@
+"""Operator wiring of the gated controllers: NodeRepair starts node repair only when the provider has repair
+policies (as upstream registers node.health), StaticCapacity starts the static pool queue, and both stay out of
+the leader's loops and the event routing when their gate is off (upstream's defaults)."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy import clock, settings
+from karpy.cloudprovider import types
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import client, config, resources, rest
+from karpy.runtime import leadership, parts, routing
+from karpy.state import cluster as cluster_module
+from karpy.wiring import graph
+
+POLICY = types.RepairPolicy("Ready", "False", 1800.0)
+
+
+def _controller(gates: str, *, policies: tuple[types.RepairPolicy, ...] = (POLICY,)) -> parts.Controller:
+    fake = fake_provider.FakeCloudProvider()
+    fake.repair = list(policies)
+
+    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+        return parts.CloudParts(provider=fake)
+
+    env = {"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates}
+    s = settings.Settings.from_env(env)
+    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+    return graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
+
+
+@pytest.mark.parametrize(
+    ("gates", "policies", "running"),
+    [
+        ("", (POLICY,), False),
+        ("NodeRepair=false", (POLICY,), False),
+        ("NodeRepair=true", (POLICY,), True),
+        ("NodeRepair=true", (), False),  # a provider without policies has nothing to repair
+    ],
+)
+def test_node_repair_runs_only_behind_its_gate_and_with_policies(
+    gates: str, policies: tuple[types.RepairPolicy, ...], running: bool
+) -> None:
+    ctrl = _controller(gates, policies=policies)
+    assert (ctrl.repair is not None) is running
+    assert ("node repair" in leadership.singletons(ctrl)) is running
+
+
+@pytest.mark.parametrize(("gates", "running"), [("", False), ("StaticCapacity=true", True)])
+async def test_static_pools_are_queued_only_behind_their_gate(gates: str, running: bool) -> None:
+    ctrl = _controller(gates)
+    assert (ctrl.static_pools is not None) is running
+    assert (parts.STATIC_NODEPOOLS in ctrl.queues) is running
+    pool = {"metadata": {"name": "static"}}
+    routing.route(ctrl, resources.NODEPOOLS, client.ADDED, pool)
+    claim = {"metadata": {"name": "static-x", "labels": {"karpenter.sh/nodepool": "static"}}}
+    routing.route(ctrl, resources.NODECLAIMS, client.DELETED, claim)
+    if running:
+        assert ctrl.queue(parts.STATIC_NODEPOOLS)._queued == {"static"}
