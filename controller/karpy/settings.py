@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from karpy.api import errors
+from karpy.api import durations, errors
 
 T = TypeVar("T")
 
@@ -243,16 +243,6 @@ FEATURE_GATE_NAMES: Final[Mapping[str, str]] = {
     "CapacityBuffer": "capacity_buffer",
 }
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS: Final[Mapping[str, float]] = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
 # strconv.ParseBool's spellings (upstream reads its booleans with it), plus yes/no and on/off.
 _TRUE = frozenset({"true", "t", "1", "yes", "on"})
 _FALSE = frozenset({"false", "f", "0", "no", "off", ""})
@@ -260,20 +250,12 @@ _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def parse_duration(text: str) -> float:
-    """A Go duration ("1m30s", "500ms", "10s") in float seconds; a bare "0" is zero. Raises ValueError."""
-    text = text.strip()
-    if text == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(text):
-        match = _DURATION_PART.match(text, pos)
-        if match is None:
-            raise ValueError(f'{text!r} is not a duration like "10s", "1m30s" or "500ms"')
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        pos = match.end()
-    if not text:
-        raise ValueError("empty duration")
-    return total
+    """A Go duration ("1m30s", "500ms", "10s") in float seconds; a bare "0" is zero. Surrounding blanks are ignored
+    and a negative duration is refused (no setting takes one). Raises ValueError."""
+    value = durations.parse(text.strip())
+    if value < 0:
+        raise ValueError(f"{text!r} is not a duration of zero or more")
+    return value
 
 
 def parse_bool(text: str) -> bool:

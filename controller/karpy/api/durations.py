@@ -6,8 +6,19 @@ import re
 from typing import Final
 
 NEVER: Final = "Never"
-_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|h|m|s)")
-_UNIT_SECONDS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Go's time.ParseDuration grammar: [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+ with at least one digit per part, "0" alone, and
+# these units (both spellings of micro: U+00B5 and U+03BC).
+_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|h|m|s)")
+_UNIT_SECONDS: Final = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "\u00b5s": 1e-6,
+    "\u03bcs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
 
 
 class DurationError(ValueError):
@@ -15,20 +26,22 @@ class DurationError(ValueError):
 
 
 def parse(text: str) -> float:
-    """Seconds in a Go duration string such as "1h30m" or "0s" (schema patterns have already narrowed the form)."""
-    if text in ("0", ""):
-        if text == "0":
-            return 0.0
-        raise DurationError("empty duration")
+    """Seconds in a Go duration string ("1h30m", "500ms", "-1.5s", "0"), as Go's time.ParseDuration reads it: the
+    one parser of the v1 API's durations, annotations and the controller's settings."""
+    body = text[1:] if text[:1] in ("-", "+") else text
+    sign = -1.0 if text[:1] == "-" else 1.0
+    if body == "0":
+        return 0.0
+    if not body:
+        raise DurationError(f'{text!r} is not a duration like "10s", "1m30s" or "500ms"')
     pos, total = 0, 0.0
-    for match in _PART.finditer(text):
-        if match.start() != pos:
-            break
+    while pos < len(body):
+        match = _PART.match(body, pos)
+        if match is None:
+            raise DurationError(f'{text!r} is not a duration like "10s", "1m30s" or "500ms"')
         total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
         pos = match.end()
-    if pos != len(text):
-        raise DurationError(f"invalid duration {text!r}")
-    return total
+    return sign * total
 
 
 def parse_or_never(text: str) -> float | None:
