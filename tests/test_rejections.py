@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 
 import pytest
+from tests import builders
 
 from karpy import events, rejections
+from karpy.api import parse
 from karpy.kube import resources
 
 
@@ -55,3 +57,19 @@ def test_long_problems_are_cut_and_identity_is_read_leniently() -> None:
     (event,) = recorder.events
     assert event.name == "n1"
     assert len(event.message) < rejections.MESSAGE_LIMIT + 200
+
+
+def test_parse_or_report_reports_a_bad_object_and_accepts_a_good_one(caplog: pytest.LogCaptureFixture) -> None:
+    sink = rejections.MemorySink()
+    bad = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "bad"}, "spec": {"taints": 5}}
+    assert rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, bad, sink) is None
+    assert [(r.kind, r.key, r.reason) for r in sink.reports] == [("NodeClaim", "bad", rejections.Reason.INVALID)]
+    assert "spec.taints" in sink.reports[0].problem
+    claim = rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, builders.nodeclaim("good"), sink)
+    assert claim is not None
+    assert claim.name == "good"
+    assert sink.accepted == [("NodeClaim", "good")]
+    with caplog.at_level(logging.DEBUG, logger=rejections.__name__):
+        assert rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, bad, None) is None
+    assert "ignoring invalid nodeclaim" in caplog.text
+    assert len(sink.reports) == 1

@@ -20,9 +20,10 @@ import dataclasses
 import enum
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from karpy import events
+from karpy.api import errors
 from karpy.kube import resources
 
 log = logging.getLogger(__name__)
@@ -159,3 +160,25 @@ def about(res: resources.Resource, obj: Mapping[str, Any] | None = None, *, name
     if name and "name" not in meta:
         meta["name"] = name
     return {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta}
+
+
+T = TypeVar("T")
+
+
+def parse_or_report(
+    parse: Callable[[Mapping[str, Any]], T], res: resources.Resource, raw: Mapping[str, Any], sink: Sink | None
+) -> T | None:
+    """`parse(raw)`, or None when the object does not parse. With a `sink`, a bad object is reported there (every
+    bad field, reason INVALID) and a good one accepted (so a later problem is reported afresh); without one (a loop
+    whose objects the state cache reports already) it is only logged at debug level."""
+    try:
+        parsed = parse(raw)
+    except errors.ValidationError as error:
+        if sink is None:
+            log.debug("ignoring invalid %s (the state cache reports it): %s", res.kind.lower(), error)
+        else:
+            sink.report(about(res, raw), reason=Reason.INVALID, problem="; ".join(str(p) for p in error.problems))
+        return None
+    if sink is not None:
+        sink.accept(res.kind, key_of(raw))
+    return parsed

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
+from karpy import rejections
 from karpy.api import decoding, ec2nodeclass, labels, nodeclaim, nodepool, parse, status
-from karpy.api import errors as api_errors
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube
@@ -128,7 +128,9 @@ class NodeClaimConditionsController:
     async def _reconcile(self, name: str) -> float | None:
         deps = self._deps
         raw = await deps.client.get(resources.NODECLAIMS, name)
-        claim = _parse(raw) if raw is not None else None
+        claim = (
+            rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, raw, None) if raw is not None else None
+        )
         if claim is None or claim.metadata.deletion_timestamp is not None:
             self.forget(name)
             return None
@@ -274,14 +276,6 @@ class NodeClaimConditionsController:
 def _latest(*times: float | None) -> float | None:
     present = [t for t in times if t is not None]
     return max(present) if present else None
-
-
-def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
-    try:
-        return parse.nodeclaim(raw)
-    except api_errors.ValidationError as error:
-        log.debug("ignoring invalid nodeclaim (the state cache reports it): %s", error)
-        return None
 
 
 def _log_changes(before: nodeclaim.NodeClaim, after: nodeclaim.NodeClaim) -> None:

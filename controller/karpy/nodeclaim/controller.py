@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from karpy import clock as clock_mod
 from karpy import events, rejections
-from karpy.api import errors as api_errors
 from karpy.api import labels, nodeclaim, parse, status
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
@@ -420,14 +419,7 @@ class NodeClaimController:
 
 def parse_or_report(raw: Mapping[str, Any], sink: rejections.Sink) -> nodeclaim.NodeClaim | None:
     """A NodeClaim read from the API server, or None when it does not parse (reported to `sink`)."""
-    try:
-        claim = parse.nodeclaim(raw)
-    except api_errors.ValidationError as error:
-        problem = "; ".join(str(p) for p in error.problems)
-        sink.report(rejections.about(resources.NODECLAIMS, raw), reason=rejections.Reason.INVALID, problem=problem)
-        return None
-    sink.accept("NodeClaim", claim.name)
-    return claim
+    return rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, raw, sink)
 
 
 def _finalizers_patch(claim: nodeclaim.NodeClaim, finalizers: list[str]) -> dict[str, Any]:

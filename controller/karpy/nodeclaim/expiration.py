@@ -19,9 +19,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
-from karpy import events
+from karpy import events, rejections
 from karpy.api import ec2nodeclass, labels, nodeclaim, parse
-from karpy.api import errors as api_errors
 from karpy.kube import client as kube
 from karpy.kube import resources
 from karpy.nodeclaim import capacityblocks
@@ -88,7 +87,9 @@ class ExpirationController:
         """Delete the claim if it expired; else seconds until it does (None: never, or already going)."""
         deps = self._deps
         raw = await deps.client.get(resources.NODECLAIMS, name)
-        claim = _parse(raw) if raw is not None else None
+        claim = (
+            rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, raw, None) if raw is not None else None
+        )
         if claim is None or claim.metadata.deletion_timestamp is not None:
             return None
         deadline = self._deadline(claim)
@@ -187,14 +188,6 @@ class ExpirationController:
             else:  # the cache was behind the API server (e.g. expireAfter changed): check again then
                 soonest = min(soonest, max(again, 0.0))
         return soonest
-
-
-def _parse(raw: Mapping[str, Any]) -> nodeclaim.NodeClaim | None:
-    try:
-        return parse.nodeclaim(raw)
-    except api_errors.ValidationError as error:
-        log.debug("ignoring invalid nodeclaim (the state cache reports it): %s", error)
-        return None
 
 
 def _ref(claim: nodeclaim.NodeClaim) -> dict[str, Any]:
