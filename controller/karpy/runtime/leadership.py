@@ -81,10 +81,8 @@ def singletons(ctrl: parts.Controller) -> dict[str, Callable[[], Coroutine[Any, 
         loops["interruption"] = ctrl.interruption.run
     if ctrl.instance_status is not None:
         loops["instance status"] = ctrl.instance_status.run
-    if ctrl.nodeclaim_conditions is not None:
-        loops["nodeclaim conditions"] = ctrl.nodeclaim_conditions.run
-    if ctrl.expiry is not None:
-        loops["expiration"] = ctrl.expiry.run
+    loops["nodeclaim conditions"] = ctrl.nodeclaim_conditions.run
+    loops["expiration"] = ctrl.expiration.run
     if ctrl.repair is not None:
         loops["node repair"] = ctrl.repair.run
     if ctrl.cloud.janitor is not None:

@@ -81,9 +81,9 @@ class Controller:
     interruption: interruption_controller.InterruptionController | None
     nodepools: nodepool_controller.NodePoolController
     nodeclasses: nodeclass_controller.NodeClassController | None
-    nodeclaim_conditions: conditions_controller.NodeClaimConditionsController | None = None
-    """Consolidatable / Drifted conditions (fed pod events by a Cluster listener); None in hand-built graphs."""
-    expiry: expiration.ExpirationController | None = None
+    nodeclaim_conditions: conditions_controller.NodeClaimConditionsController
+    """Consolidatable / Drifted conditions (fed pod events by a Cluster listener)."""
+    expiration: expiration.ExpirationController
     """Deletes NodeClaims at creation + expireAfter."""
     instance_status: interruption_controller.InterruptionController | None = None
     """The interruption loop over instance health (impaired checks, scheduled events); None without a source."""

@@ -268,7 +268,7 @@ def build(
         nodepools=nodepool_controller.NodePoolController(writer, cluster, clock=clock, registration=registration),
         nodeclasses=nodeclasses,
         nodeclaim_conditions=nodeclaim_conditions,
-        expiry=expiry,
+        expiration=expiry,
         instance_status=interruption_loop(cloud.instance_status),
         static_pools=static_pools,
         repair=repairer,
