@@ -17,7 +17,7 @@ Pure numpy and Python; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +76,13 @@ class Ties:
     def _is_tied(self, pod: pods.Pod) -> bool:
         if pod.host_ports or self.terms(pod):
             return True
+        host = labels.LABEL_HOSTNAME
+        if any(t.topology_key == host for t in (*pod.affinity, *(w.term for w in pod.preferred_affinity))):
+            return True
+        return self.selected_by_affinity(pod)
+
+    def relies_on_company(self, pod: pods.Pod) -> bool:
+        """Does `pod` own, or is it selected by, a hostname-keyed pod affinity (it may not leave its company)?"""
         host = labels.LABEL_HOSTNAME
         if any(t.topology_key == host for t in (*pod.affinity, *(w.term for w in pod.preferred_affinity))):
             return True
@@ -160,6 +167,7 @@ def bins(
     base: catalog.BoolArray,
     prices: catalog.FloatArray,
     group: int,
+    names: Iterator[int],
 ) -> tuple[list[Bin], list[pods.Pod]] | None:
     """The fixed bins of `fixed` claims (of requirement group `group`) and the pods that leave them; None when a
     bin's kept pods fit no option."""
@@ -185,6 +193,9 @@ def bins(
     cheapest = cheapest_options(pool, base, prices, used)
     if (cheapest < 0).any():
         return None
+    fixed, kept, used, cheapest = _split(
+        fixed, kept, used, cheapest, ties, pool=pool, base=base, prices=prices, vector=vector, names=names
+    )
     out = [
         Bin(
             claim,
@@ -202,6 +213,76 @@ def bins(
         for i, (claim, k) in enumerate(zip(fixed, kept, strict=True))
     ]
     return out, leaving
+
+
+def _split(
+    fixed: Sequence[nodes.Slot],
+    kept: list[list[pods.Pod]],
+    used: catalog.IntArray,
+    cheapest: catalog.IntArray,
+    ties: Ties,
+    *,
+    pool: catalog.PoolCatalog,
+    base: catalog.BoolArray,
+    prices: catalog.FloatArray,
+    vector: Callable[[pods.Pod], catalog.IntArray],
+    names: Iterator[int],
+) -> tuple[list[nodes.Slot], list[list[pods.Pod]], catalog.IntArray, catalog.IntArray]:
+    """Bins whose kept pods cost less one to a node than together, split into one bin per kept pod.
+
+    The first-fit placement puts pods of different hostname groups (one per group per node) on one claim and sizes
+    it to them all; on a catalog whose small types are cheapest per pod (AWS spot) that node costs far more than one
+    small node per pod, which the movable pods then fill. Apart, each pod keeps its claim's requirements (so no
+    count of a non-hostname domain moves) on a node of its own: its spread and anti-affinity counts per hostname
+    only fall. Bins with host ports, or a pod owning or selected by a hostname-keyed affinity (it relies on company),
+    stay whole."""
+    several = [i for i, k in enumerate(kept) if len(k) > 1 and not fixed[i].host_ports]
+    if not several:
+        return list(fixed), kept, used, cheapest
+    singles = [p for i in several for p in kept[i]]
+    alone = cheapest_options(pool, base, prices, np.array([vector(p) for p in singles], dtype=np.int64))
+    out_fixed: list[nodes.Slot] = []
+    out_kept: list[list[pods.Pod]] = []
+    out_used: list[catalog.IntArray] = []
+    out_cheapest: list[int] = []
+    at = 0
+    splitting = dict.fromkeys(several, 0)
+    for i in several:
+        splitting[i] = at
+        at += len(kept[i])
+    host = labels.LABEL_HOSTNAME
+    for i, claim in enumerate(fixed):
+        start = splitting.get(i)
+        if start is not None:
+            ids = alone[start : start + len(kept[i])]
+            worth = (ids >= 0).all() and prices[ids].sum() < prices[cheapest[i]] * (1 - 1e-9)
+            if worth and not any(ties.relies_on_company(p) for p in kept[i]):
+                reqs = claim.requirements.without(host)
+                for n, (p, t) in enumerate(zip(kept[i], ids.tolist(), strict=True)):
+                    if n == 0:
+                        part = claim
+                    else:
+                        name = f"hostname-placeholder-{next(names):04d}"
+                        named = reqs.add(requirements.Requirement(host, False, frozenset((name,))))
+                        part = nodes.Slot(
+                            name,
+                            named,
+                            claim.taints,
+                            vector(p).copy(),
+                            pool=claim.pool,
+                            options=claim.options,
+                            placed=[p],
+                        )
+                    out_fixed.append(part)
+                    out_kept.append([p])
+                    out_used.append(vector(p))
+                    out_cheapest.append(t)
+                continue
+        out_fixed.append(claim)
+        out_kept.append(kept[i])
+        out_used.append(used[i])
+        out_cheapest.append(int(cheapest[i]))
+    return out_fixed, out_kept, np.array(out_used, dtype=np.int64), np.array(out_cheapest, dtype=np.int64)
 
 
 def cheapest_options(

@@ -125,7 +125,7 @@ def _repack_pool(groups: list[_Group], ties: fixedbins.Ties, *, names: Iterator[
     found: list[fixedbins.Bin] = []
     movable_by_group: list[list[pods.Pod]] = []
     for i, g in enumerate(groups):
-        made = fixedbins.bins(g.fixed, ties, pool=pool, base=bases[i], prices=prices[i].prices, group=i)
+        made = fixedbins.bins(g.fixed, ties, pool=pool, base=bases[i], prices=prices[i].prices, group=i, names=names)
         if made is None:
             return None
         found += made[0]
@@ -153,8 +153,12 @@ def _repack_pool(groups: list[_Group], ties: fixedbins.Ties, *, names: Iterator[
     if new_cost >= original_cost * (1 - _MIN_SAVING):
         return None
     out = [_Repacked({}, slots) for slots in new]
+    originals = {id(c) for g in groups for c in g.fixed}
     for b, slot in bins:
-        out[b.home].fixed[id(b.claim)] = slot if slot.placed else None  # a bin all of whose pods left: gone
+        if id(b.claim) not in originals:  # a part split off a bin (`fixedbins.bins`): a claim of its own
+            out[b.home].new.append(slot)
+        else:
+            out[b.home].fixed[id(b.claim)] = slot if slot.placed else None  # a bin all of whose pods left: gone
     return out
 
 
