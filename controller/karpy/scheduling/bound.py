@@ -147,7 +147,9 @@ def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> B
     nodes forced first)."""
     counts: dict[_ClassKey, int] = collections.defaultdict(int)
     pools: dict[str, catalog.PoolCatalog] = {}
-    vectors: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}  # requests (as listed) -> vector
+    # id(requests) -> vector: pods stamped from one template share their requests (`pods.Interner`), and the pods
+    # outlive this call, so no id is reused meanwhile
+    vectors: dict[int, tuple[int, ...]] = {}
     exclusions = exclusion.Exclusions()
     per_group: dict[tuple[str, requirements.Requirements], dict[tuple[tuple[int, ...], tuple[int, ...]], int]] = {}
     for slot in claims:
@@ -158,10 +160,9 @@ def lower_bound(claims: Sequence[nodes.Slot], index: catalog.ResourceIndex) -> B
         if on_group is None:
             on_group = per_group[group] = collections.defaultdict(int)
         for pod in slot.placed:
-            key = tuple(pod.requests.items())
-            vec = vectors.get(key)
+            vec = vectors.get(id(pod.requests))
             if vec is None:
-                vec = vectors[key] = tuple(int(v) for v in index.vector(pod.requests))
+                vec = vectors[id(pod.requests)] = tuple(int(v) for v in index.vector(pod.requests))
             on_group[(vec, exclusions.of(pod))] += 1
     members: dict[int, dict[_ClassKey, int]] = collections.defaultdict(lambda: collections.defaultdict(int))
     for (pool_name, reqs), on_group in per_group.items():

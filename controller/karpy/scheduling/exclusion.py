@@ -58,13 +58,14 @@ class Exclusions:
     def of(self, pod: pods.Pod) -> tuple[int, ...]:
         """The columns the pod takes one unit of (one per group it counts in)."""
         # what `groups_of` reads of a pod, by the identity of the parts pods of one template share (`pods.Interner`;
-        # the pods outlive this object, so no id is reused meanwhile)
+        # the pods outlive this object, so no id is reused meanwhile); the interner leaves empty maps unshared, and
+        # every pod without a node selector has one
         key = (
             pod.namespace,
             id(pod.spread),
             id(pod.anti_affinity),
             id(pod.labels),
-            id(pod.node_selector),
+            id(pod.node_selector) if pod.node_selector else 0,
             id(pod.required_node_terms),
             id(pod.tolerations),
         )
@@ -165,7 +166,11 @@ def _per_dollar_front(capacity: catalog.FloatArray, price: catalog.FloatArray) -
 
 def _front(values: catalog.FloatArray, order: catalog.IntArray) -> catalog.IntArray:
     """The rows of `order` (indices into `values`) that no earlier row matches or beats in every column, block by
-    block against the front kept so far and within the block."""
+    block against the front kept so far and within the block. Rows equal to an earlier one go first (one type's
+    offerings in several zones share a capacity): they are beaten anyway, and are most of the rows."""
+    rows = np.ascontiguousarray(values[order])
+    _, first = np.unique(rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))), return_index=True)
+    order = order[np.sort(first)]
     kept = np.zeros((0, values.shape[1]))
     out: list[catalog.IntArray] = [np.zeros(0, np.int64)]
     for start in range(0, len(order), 256):

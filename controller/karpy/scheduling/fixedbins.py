@@ -1,17 +1,14 @@
-"""Claims the repack may not dissolve: which pods are tied to their claim, and filling the room they leave.
+"""Claims the repack may not dissolve: fixed bins, split when cheaper apart, and filling the room they leave.
 
-A pod is *tied* to its claim when moving it could break a rule kube-scheduler checks per node: it has host ports,
-owns a hostname-keyed term (spread, affinity or anti-affinity, required or preferred), or is selected by a
-hostname-keyed pod-affinity group (an owner may rely on it being there). Every other pod may move to another claim
-of its pool whose requirements are its claim's own (zone, capacity type and every other key stay as they were, so
-no count of a non-hostname domain changes), with one restriction: it may not join a claim where a tied pod owns a
-hostname-keyed spread or anti-affinity term selecting it (the owner's count, or its exclusion, would then break).
-
-A claim with tied pods is a *fixed bin*: it keeps its tied pods, its hostname and its requirements; the pods that
-may move leave it, and movable pods fill the room left on the bin's cheapest option (so the bin costs no more). A
-bin whose requirements are looser than a movable pod's (say no zone yet, the pod's claim pinned to one) may take
-the pod and narrow to its requirements when no kept pod counts in, or owns, a rule keyed on anything but hostname
-(so narrowing moves no count) and its cheapest option is as cheap under the narrower requirements.
+A claim with pods tied to it (`tying`) is a *fixed bin*: it keeps its tied pods, its hostname and its requirements;
+the pods that may move leave it, and movable pods fill the room left on the bin's cheapest option (so the bin costs
+no more). A pod may move to another claim of its pool whose requirements are its claim's own (zone, capacity type
+and every other key stay as they were, so no count of a non-hostname domain changes), with one restriction: it may
+not join a claim where a tied pod owns a hostname-keyed spread or anti-affinity term selecting it (the owner's
+count, or its exclusion, would then break). A bin whose requirements are looser than a movable pod's (say no zone
+yet, the pod's claim pinned to one) may take the pod and narrow to its requirements when no kept pod counts in, or
+owns, a rule keyed on anything but hostname (so narrowing moves no count) and its cheapest option is as cheap
+under the narrower requirements.
 Pure numpy and Python; no I/O.
 """
 
@@ -24,121 +21,7 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, nodes, pods, topology
-
-Term = tuple[requirements.Requirements | None, frozenset[str], requirements.Requirements | None]
-"""(label selector, namespaces, namespace selector) of a hostname-keyed term a tied pod owns."""
-
-
-class Ties:
-    """Which pods are tied to their claim, and which hostname-keyed terms a pod owns (see the module docstring)."""
-
-    def __init__(self, topo: topology.Topology) -> None:
-        self.namespace_labels = topo.namespace_labels
-        host = labels.LABEL_HOSTNAME
-        self._affinity = [
-            g
-            for g in topo.groups.values()
-            if g.key.topology_key == host and g.key.kind is topology.Kind.AFFINITY and not g.key.inverse
-        ]
-        self._domain_groups = [g for g in topo.groups.values() if g.key.topology_key != host]
-        self._selected: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
-        self._counted: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
-        # Pods stamped from one template share their parts (`pods.Interner`): cache per those parts' identities.
-        # The pods outlive the repack that holds this object, so no id is reused meanwhile.
-        self._tied: dict[tuple[int, ...], bool] = {}
-        self._tied_pod: dict[int, bool] = {}  # asked again of a fixed bin's pods
-        self._terms: dict[tuple[int, ...], list[Term]] = {}
-
-    @staticmethod
-    def _template(pod: pods.Pod) -> tuple[int, ...]:
-        return (
-            id(pod.spread),
-            id(pod.affinity),
-            id(pod.anti_affinity),
-            id(pod.preferred_affinity),
-            id(pod.preferred_anti_affinity),
-            id(pod.host_ports),
-            id(pod.labels),
-            id(pod.namespace),
-        )
-
-    def tied(self, pod: pods.Pod) -> bool:
-        found = self._tied_pod.get(id(pod))
-        if found is None:
-            key = self._template(pod)
-            found = self._tied.get(key)
-            if found is None:
-                found = self._tied[key] = self._is_tied(pod)
-            self._tied_pod[id(pod)] = found
-        return found
-
-    def _is_tied(self, pod: pods.Pod) -> bool:
-        if pod.host_ports or self.terms(pod):
-            return True
-        host = labels.LABEL_HOSTNAME
-        if any(t.topology_key == host for t in (*pod.affinity, *(w.term for w in pod.preferred_affinity))):
-            return True
-        return self.selected_by_affinity(pod)
-
-    def relies_on_company(self, pod: pods.Pod) -> bool:
-        """Does `pod` own, or is it selected by, a hostname-keyed pod affinity (it may not leave its company)?"""
-        host = labels.LABEL_HOSTNAME
-        if any(t.topology_key == host for t in (*pod.affinity, *(w.term for w in pod.preferred_affinity))):
-            return True
-        return self.selected_by_affinity(pod)
-
-    def selected_by_affinity(self, pod: pods.Pod) -> bool:
-        """Is `pod` selected by a hostname-keyed pod-affinity group (an owner may rely on it being there)?"""
-        if not self._affinity:
-            return False
-        key = (pod.namespace, tuple(sorted(pod.labels.items())))
-        found = self._selected.get(key)
-        if found is None:
-            found = self._selected[key] = any(g.selects(pod, self.namespace_labels) for g in self._affinity)
-        return found
-
-    def pinned_by_domains(self, pod: pods.Pod) -> bool:
-        """Does `pod` own, or count in, a rule keyed on something other than hostname?"""
-        host = labels.LABEL_HOSTNAME
-        owned = [
-            *(c.topology_key for c in pod.spread),
-            *(t.topology_key for t in (*pod.affinity, *pod.anti_affinity)),
-            *(w.term.topology_key for w in (*pod.preferred_affinity, *pod.preferred_anti_affinity)),
-        ]
-        if any(k != host for k in owned):
-            return True
-        key = (pod.namespace, tuple(sorted(pod.labels.items())))
-        found = self._counted.get(key)
-        if found is None:
-            found = self._counted[key] = any(g.selects(pod, self.namespace_labels) for g in self._domain_groups)
-        return found
-
-    def terms(self, pod: pods.Pod) -> list[Term]:
-        """The hostname-keyed spread and anti-affinity terms `pod` owns (its node may not take pods they select)."""
-        key = self._template(pod)
-        found = self._terms.get(key)
-        if found is None:
-            found = self._terms[key] = self._own_terms(pod)
-        return found
-
-    @staticmethod
-    def _own_terms(pod: pods.Pod) -> list[Term]:
-        host = labels.LABEL_HOSTNAME
-        out: list[Term] = [(c.selector, frozenset({pod.namespace}), None) for c in pod.spread if c.topology_key == host]
-        anti = (*pod.anti_affinity, *(w.term for w in pod.preferred_anti_affinity))
-        out += [(t.selector, t.namespaces, t.namespace_selector) for t in anti if t.topology_key == host]
-        return out
-
-    def selects(self, term: Term, pod: pods.Pod) -> bool:
-        selector, namespaces, namespace_selector = term
-        if selector is None:
-            return False
-        in_namespace = pod.namespace in namespaces
-        if not in_namespace and namespace_selector is not None:
-            ns_labels = self.namespace_labels.get(pod.namespace, {pods.LABEL_NAMESPACE_NAME: pod.namespace})
-            in_namespace = namespace_selector.admits(ns_labels)
-        return in_namespace and selector.admits(pod.labels)
+from karpy.scheduling import catalog, nodes, pods, tying
 
 
 @dataclass(slots=True)
@@ -150,7 +33,7 @@ class Bin:
     kept: list[pods.Pod]
     used: catalog.IntArray  # what its pods use (the kept ones, then those `fill` adds)
     room: catalog.IntArray  # usable of the cheapest option holding `kept`, less `used`
-    terms: list[Term]
+    terms: list[tying.Term]
     home: int
     group: int
     narrowable: bool
@@ -161,7 +44,7 @@ class Bin:
 
 def bins(
     fixed: Sequence[nodes.Slot],
-    ties: Ties,
+    ties: tying.Ties,
     *,
     pool: catalog.PoolCatalog,
     base: catalog.BoolArray,
@@ -202,10 +85,10 @@ def bins(
             k,
             used[i],
             pool.usable[cheapest[i]] - used[i],
-            [t for p in k for t in ties.terms(p)],
+            [t for p in k for t in ties.of(p).terms],
             group,
             group,
-            not any(ties.pinned_by_domains(p) for p in k),
+            not any(ties.of(p).pinned_by_domains for p in k),
             int(cheapest[i]),
             float(prices[cheapest[i]]),
             [],
@@ -220,7 +103,7 @@ def _split(
     kept: list[list[pods.Pod]],
     used: catalog.IntArray,
     cheapest: catalog.IntArray,
-    ties: Ties,
+    ties: tying.Ties,
     *,
     pool: catalog.PoolCatalog,
     base: catalog.BoolArray,
@@ -256,7 +139,7 @@ def _split(
         if start is not None:
             ids = alone[start : start + len(kept[i])]
             worth = (ids >= 0).all() and prices[ids].sum() < prices[cheapest[i]] * (1 - 1e-9)
-            if worth and not any(ties.relies_on_company(p) for p in kept[i]):
+            if worth and not any(ties.of(p).relies_on_company for p in kept[i]):
                 reqs = claim.requirements.without(host)
                 for n, (p, t) in enumerate(zip(kept[i], ids.tolist(), strict=True)):
                     if n == 0:
@@ -323,7 +206,7 @@ def _fitting(usable: catalog.IntArray, used: catalog.IntArray) -> tuple[catalog.
 def fill(
     found: list[Bin],
     movable_by_group: Sequence[Sequence[pods.Pod]],
-    ties: Ties,
+    ties: tying.Ties,
     *,
     index: catalog.ResourceIndex,
     narrows: catalog.BoolArray,
@@ -333,9 +216,9 @@ def fill(
     first fit over the bins in order, a bin taking a pod of its own group or (narrowable, not narrowed yet,
     `narrows[home, group]`, its cheapest option as cheap there) of a narrower one, never where a bin's term selects
     the pod. Returns, per group, the pods left."""
-    if not found:
+    if not found or not any(movable_by_group):
         return [list(m) for m in movable_by_group]
-    room = np.array([b.room for b in found], dtype=np.int64)
+    full_room = np.array([b.room for b in found], dtype=np.int64)
     group = np.array([b.group for b in found], dtype=np.int64)
     home = group.copy()
     narrowable = np.array([b.narrowable for b in found], dtype=np.bool_)
@@ -343,7 +226,7 @@ def fill(
     price = np.array([b.price for b in found], dtype=np.float64)
     # bins share few distinct term sets (a deployment's pods own equal terms): decide admission per set, and treat
     # pods of one group with equal requests that the same sets admit as one class
-    term_sets: dict[tuple[Term, ...], int] = {}
+    term_sets: dict[tuple[tying.Term, ...], int] = {}
     term_set = np.array([term_sets.setdefault(tuple(b.terms), len(term_sets)) for b in found], dtype=np.int64)
     # Both keyed by the identity of a pod's parts first: pods of one template share them (`pods.Interner`), and
     # the pods outlive this call, so no id is reused meanwhile.
@@ -368,49 +251,77 @@ def fill(
         req = dict(classes[i][0][1])
         return (-req.get(cpu, 0), -req.get(memory, 0), i)
 
-    most = room.max(axis=0)  # per resource, the most any bin has left (only falls): skip what no bin can take
-    may_narrow = {  # per target group: bins that could narrow to it (if they have not narrowed yet)
-        g: narrowable & narrows[home, g] & (prices[g][type_id] <= price * (1 + 1e-12))
+    # Only the resources some pod asks for change or decide anything (every pod asks for a pods slot): the work
+    # below runs on those alone, once per class over the bins that may still take one, with `room` held per
+    # resource: a row of bins each, divided by one scalar at a time (numpy's fast path for integer division).
+    wanted = np.array([index.vector(m[0].requests) for _, m in classes], dtype=np.int64)
+    columns = np.flatnonzero((wanted > 0).any(axis=0))
+    wanted, room = wanted[:, columns], np.ascontiguousarray(full_room[:, columns].T)
+    least = {  # per group, the least each resource any of its classes asks: a bin with less takes none of them
+        g: wanted[[i for i, ((cg, _, _), _) in enumerate(classes) if cg == g]].min(axis=0)
         for g, m in enumerate(movable_by_group)
         if m
     }
-    # per group, the bins that may ever take its pods (in order: its own, and those that could narrow to it), with
-    # what of them never changes: whether each may narrow to the group, its home, its term set
+    most = room.max(axis=1)  # per resource, the most any bin has left (only falls): skip what no bin can take
+    may_narrow = {  # per target group: bins that could narrow to it (if they have not narrowed yet)
+        g: narrowable & narrows[home, g] & (prices[g][type_id] <= price * (1 + 1e-12)) for g in least
+    }
+    # per group, the bins that may ever take its pods (in order: its own, and those that could narrow to it) and
+    # have room for its least class, with what of them never changes: whether each may narrow to the group, its
+    # home, its term set
     candidates = {}
     for g, m in may_narrow.items():
-        at_bins = np.flatnonzero((home == g) | m)
+        at_bins = np.flatnonzero(((home == g) | m) & (room >= least[g][:, None]).all(axis=0))
         candidates[g] = (at_bins, m[at_bins], home[at_bins], term_set[at_bins])
     left: list[list[pods.Pod]] = [[] for _ in movable_by_group]
     for i in sorted(range(len(classes)), key=size):
         (cls_group, _, admits), members = classes[i]
-        req = index.vector(members[0].requests)
+        req = wanted[i]
         if (req > most).any():
             left[cls_group] += members
             continue
-        need = np.flatnonzero(req > 0)  # never empty: every pod asks for a pods slot
         at_bins, narrowing_to, at_home, at_set = candidates[cls_group]
         now = group[at_bins]
         ok = (now == cls_group) | (narrowing_to & (now == at_home))
         ok &= np.frombuffer(admits, dtype=np.bool_)[at_set]
-        fits = np.where(ok, np.maximum((room[at_bins][:, need] // req[need][None, :]).min(axis=1), 0), 0)
-        before = np.cumsum(fits) - fits
-        take = np.clip(len(members) - before, 0, fits)
-        taking = np.flatnonzero(take)
-        chosen = at_bins[taking]
-        room[chosen] -= take[taking][:, None] * req[None, :]
+        usable = np.flatnonzero(ok)
+        taking, take = _first_fit(room, at_bins[usable], req, len(members))
+        chosen = at_bins[usable[taking]]
         group[chosen] = cls_group
         at = 0
-        for b_id, n in zip(chosen.tolist(), take[taking].tolist(), strict=True):
+        for b_id, n in zip(chosen.tolist(), take.tolist(), strict=True):
             found[b_id].added.extend(members[at : at + n])
             found[b_id].group = cls_group
             at += n
         left[cls_group] += members[at:]
         if at:
-            most = room.max(axis=0)
-    for b, now_room in zip(found, room, strict=True):
+            most = room.max(axis=1)
+            spent = usable[taking][(room[:, chosen] < least[cls_group][:, None]).any(axis=0)]
+            if len(spent):  # bins that can take none of the group's pods any more: out of its candidates
+                keep = np.ones(len(at_bins), dtype=np.bool_)
+                keep[spent] = False
+                candidates[cls_group] = (at_bins[keep], narrowing_to[keep], at_home[keep], at_set[keep])
+    full_room[:, columns] = room.T
+    for b, now_room in zip(found, full_room, strict=True):
         if b.added:
             b.used, b.room = b.used + (b.room - now_room), now_room
     return left
+
+
+def _first_fit(
+    room: catalog.IntArray, ids: catalog.IntArray, req: catalog.IntArray, count: int
+) -> tuple[catalog.IntArray, catalog.IntArray]:
+    """First fit of `count` pods asking `req` over the bins `ids` (in order), taken from their `room` (resources ×
+    bins): (positions in `ids` of the bins that take some, how many each)."""
+    fits = np.full(len(ids), count, dtype=np.int64)
+    for row, amount in zip(room, req.tolist(), strict=True):
+        if amount:  # one scalar divisor at a time: numpy's fast path for integer division
+            np.minimum(fits, row[ids] // amount, out=fits)
+    np.maximum(fits, 0, out=fits)
+    take = np.clip(count - (np.cumsum(fits) - fits), 0, fits)
+    taking = np.flatnonzero(take)
+    room[:, ids[taking]] -= req[:, None] * take[taking][None, :]
+    return taking, take[taking]
 
 
 def narrowing(groups: Sequence[requirements.Requirements]) -> catalog.BoolArray:

@@ -3,7 +3,7 @@
 First-fit-decreasing fills claims in CPU-then-memory order, so early claims are CPU-bound and late ones memory-bound,
 and each is then sized to its binding dimension. This pass groups a pool's claims by requirements (hostname aside:
 zone, capacity type and every other key stay as they were; claims relaxed for minValues are left alone). A pod is
-*tied* to its claim when moving it could break a hostname rule (`fixedbins`: host ports, hostname-keyed terms it
+*tied* to its claim when moving it could break a hostname rule (`tying`: host ports, hostname-keyed terms it
 owns, or selected by a hostname-keyed affinity group); every other pod may move within its group, which changes no
 topology count (every other key's domains are identical there). A claim without tied pods is dissolved; one with
 tied pods is a *fixed bin* (kept, with its hostname, unless its pool has limits or its requirements minValues): its
@@ -40,7 +40,7 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, fixedbins, nodes, packing, pods, topology
+from karpy.scheduling import catalog, fixedbins, nodes, packing, pods, topology, tying
 
 _POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims
@@ -65,14 +65,14 @@ def repack(claims: Sequence[nodes.Slot], *, topo: topology.Topology) -> list[nod
     bins is re-packed as a whole (bins may take pods of its other groups); otherwise group by group. Fixed bins stay
     where they were; a group's new claims take the place of its first freely movable claim (or follow its first
     fixed bin when it has none)."""
-    ties = fixedbins.Ties(topo)
+    ties = tying.Ties(topo)
     groups: dict[tuple[str, requirements.Requirements], _Group] = {}
     member: dict[int, tuple[str, requirements.Requirements]] = {}
     for i, slot in enumerate(claims):
         if slot.pool is None or slot.min_values_relaxed or not slot.placed:
             continue
         key = (slot.pool.name, slot.requirements.without(labels.LABEL_HOSTNAME))
-        tied = sum(1 for p in slot.placed if ties.tied(p))
+        tied = any(ties.tied(p) for p in slot.placed)
         if not tied:
             groups.setdefault(key, _Group(slot.pool, key[1], [])).claims.append(slot)
         elif not slot.pool.pool.limits and not slot.requirements.has_min_values():
@@ -114,7 +114,7 @@ def repack(claims: Sequence[nodes.Slot], *, topo: topology.Topology) -> list[nod
     return out
 
 
-def _repack_pool(groups: list[_Group], ties: fixedbins.Ties, *, names: Iterator[int]) -> list[_Repacked] | None:
+def _repack_pool(groups: list[_Group], ties: tying.Ties, *, names: Iterator[int]) -> list[_Repacked] | None:
     """Re-pack `groups` (one pool's requirement groups) together: fixed bins keep their tied pods and fill their
     room (`fixedbins.fill`), each group's other movable pods are packed afresh (`packing`). None unless that is
     cheaper than the claims it replaces."""
