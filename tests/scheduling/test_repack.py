@@ -323,3 +323,21 @@ def test_tied_pods_of_several_groups_split_onto_small_nodes_on_the_aws_catalog()
     assert max(len(cl.pods) for cl in before.new_nodeclaims) == 7  # first-fit: one of each app together
     assert all(len(cl.pods) == 1 for cl in res.new_nodeclaims)
     assert res.cost_per_hour <= 1.1 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
+
+
+def test_a_fixed_bin_that_took_pods_keeps_taking_smaller_ones_of_its_group() -> None:
+    # Three anti-affine 1.5-CPU pods hold a 2-CPU node each. Two 200m pods fill each node to 1.9 CPU; the 100m pods
+    # that come after (smaller shapes go later) must still find the 100m left, not a node of their own: a bin
+    # leaves its group's candidates only once it has less room than the group's smallest pod asks.
+    its = c.fake_catalog(16)
+    anti = c.workload_spec("host-anti", "db")
+    ps = c.make_pods(3, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
+    ps += c.make_pods(6, prefix="big", cpu="200m", memory="256Mi", labels_={"app": "web"})
+    ps += c.make_pods(3, prefix="small", cpu="100m", memory="100Mi", labels_={"app": "web"})
+    inp = _input(ps, its)
+    res, before = _solve(inp), _solve(inp, post_pass=False)
+    _check_plan(res, ps, its)
+    _check_hostname_rules(res, before)
+    assert sorted(len(cl.pods) for cl in res.new_nodeclaims) == [4, 4, 4]  # a db, two big and a small pod each
+    assert all(cl.requests[labels.RESOURCE_CPU] == 2000 for cl in res.new_nodeclaims)
+    assert res.cost_per_hour <= res.lower_bound_per_hour * (1 + 1e-6)
