@@ -14,6 +14,7 @@ unconstrained mix alone: there cost_ratio is held to <= 1.05; on the diverse mix
 
     .venv/bin/python bench/scheduling.py --json                 # the full table (several minutes)
     .venv/bin/python bench/scheduling.py --json --sizes 1000,20000 --catalogs fake
+    .venv/bin/python bench/scheduling.py --exact 3000 --sizes 20 --catalogs fake,aws  # plan, bound and optimum
 """
 
 from __future__ import annotations
@@ -171,6 +172,138 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
     }
 
 
+def exact_row(*, catalog: str, pods: int, node_limit: int) -> dict[str, Any]:
+    """The plan, its lower bound and the integer optimum of the same instance (scipy's milp, HiGHS), for a small
+    diverse mix: how much of cost / bound is packing waste (plan / optimum) and how much bound weakness
+    (optimum / bound). Conditioned, like the bound, on the plan's requirement groups (zone and the rest, hostname
+    aside): a class is (group, requests, hostname groups it counts in), a node buys one type of the group's
+    whole-node front at the group's price and holds at most each hostname group's cap. Past `node_limit`
+    branch-and-bound nodes (a limit, not a time, so a run is repeatable), `optimum` is the best plan found and
+    `optimum_at_least` the larger of the solver's proven bound and ours."""
+    import numpy as np
+    from scipy import sparse
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    from karpy.api import labels, meta, nodepool
+    from karpy.cloudprovider import catalog as aws_catalog
+    from karpy.cloudprovider.fake import generator
+    from karpy.scheduling import catalog as pool_catalog
+    from karpy.scheduling import exclusion, scheduler
+    from karpy.scheduling import pods as pod_model
+
+    pool = nodepool.NodePool(
+        metadata=meta.ObjectMeta(name="default"),
+        template=nodepool.NodeClaimTemplate(
+            node_class_ref=meta.NodeClassRef(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
+        ),
+    )
+    types = generator.instance_types(400) if catalog == "fake" else aws_catalog.load("us-east-1")
+    pending = pod_model.from_manifests(iter_pod_manifests(pods, mix="diverse"))
+    results = scheduler.solve(
+        scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
+    )
+    index = pool_catalog.ResourceIndex.build([p.requests for p in pending])
+    offered = pool_catalog.PoolCatalog(pool, types, index=index)
+    unit = np.array([1, 1024 * 1024 * 1000, 1000], dtype=np.int64)  # cpu in m, memory in Mi, pods: exact for these
+    usable = offered.usable[:, :3] // unit
+    exclusions = exclusion.Exclusions()
+    groups: dict[Any, int] = {}
+    counts: dict[tuple[int, tuple[int, ...], tuple[int, ...]], int] = {}
+    for claim in results.new_nodeclaims:
+        g = groups.setdefault(claim.requirements.without(labels.LABEL_HOSTNAME), len(groups))
+        for p in claim.pods:
+            key = (g, tuple((index.vector(p.requests)[:3] // unit).tolist()), exclusions.of(p))
+            counts[key] = counts.get(key, 0) + 1
+    col_group: list[int] = []
+    col_type: list[int] = []
+    col_price: list[float] = []
+    for reqs, g in groups.items():
+        ok, price = offered.offerings(reqs)
+        allowed = np.flatnonzero(offered.mask(reqs) & ok & np.isfinite(price) & (usable >= 0).all(axis=1))
+        front: list[int] = []
+        for t in allowed[np.lexsort((allowed, price[allowed]))].tolist():  # cheapest first
+            if not any((usable[k] >= usable[t]).all() for k in front):
+                front.append(t)
+        col_group += [g] * len(front)
+        col_type += front
+        col_price += [float(price[t]) for t in front]
+    classes = list(counts)
+    n = np.array([counts[c] for c in classes], dtype=np.float64)
+    vec = np.array([c[1] for c in classes], dtype=np.float64)
+    cap = usable[col_type].astype(np.float64)
+    price = np.array(col_price)
+    fits = np.array(
+        [
+            [g == c[0] and bool((usable[t] >= c[1]).all()) for g, t in zip(col_group, col_type, strict=True)]
+            for c in classes
+        ]
+    )
+    slots = min(pods, 2 * len(results.new_nodeclaims))  # node slots: more than an optimum needs on these mixes
+    k, c_n = len(price), len(classes)
+    eye = sparse.identity(slots, format="csr")
+    zero_x, zero_y = sparse.csr_matrix((slots, c_n * slots)), sparse.csr_matrix((slots, slots * k))
+    # variables: y[j, k] (node j buys column k) then x[c, j] (pods of class c on node j)
+    rows = [
+        (sparse.hstack([sparse.kron(eye, np.ones((1, k))), zero_x]), 0.0, 1.0),  # one column per node
+        (
+            sparse.hstack(
+                [sparse.csr_matrix((c_n, slots * k)), sparse.kron(sparse.identity(c_n), np.ones((1, slots)))]
+            ),
+            n,
+            n,
+        ),
+    ]
+    for r in range(3):  # what a node's pods ask, within what its column offers
+        rows.append(
+            (sparse.hstack([-sparse.kron(eye, cap[:, r][None, :]), sparse.kron(vec[:, r][None, :], eye)]), -np.inf, 0)
+        )
+    # how many pods of a class a node of each column holds at most (0 where it does not fit): fewer than the big M
+    # of a plain "only on a column it fits" row, which keeps the relaxation close and the search short
+    each = np.floor(cap[None, :, :] / np.maximum(vec[:, None, :], 1e-9)).min(axis=2)
+    for e, most in enumerate(exclusions.caps):
+        each[[e in c[2] for c in classes]] = np.minimum(each[[e in c[2] for c in classes]], most)
+    hold = np.where(fits, np.minimum(each, n[:, None]), 0)
+    hosts = sparse.vstack([sparse.kron(eye, -hold[c][None, :]) for c in range(c_n)])
+    rows.append((sparse.hstack([hosts, sparse.identity(c_n * slots)]), -np.inf, 0))
+    for e, most in enumerate(exclusions.caps):  # at most `most` pods of a hostname group per node
+        member = np.array([[e in c[2] for c in classes]], dtype=np.float64)
+        rows.append((sparse.hstack([zero_y, sparse.kron(member, eye)]), -np.inf, most))
+    order = sparse.eye(slots - 1, slots) - sparse.eye(slots - 1, slots, k=1)  # nodes by falling price: no symmetry
+    rows.append(
+        (sparse.hstack([sparse.kron(order, price[None, :]), sparse.csr_matrix((slots - 1, c_n * slots))]), 0, np.inf)
+    )
+    matrix = sparse.vstack([r[0] for r in rows]).tocsr()
+    low = np.concatenate([np.broadcast_to(r[1], r[0].shape[0]) for r in rows])
+    high = np.concatenate([np.broadcast_to(r[2], r[0].shape[0]) for r in rows])
+    cost = np.concatenate([np.tile(price, slots), np.zeros(c_n * slots)])
+    top = np.concatenate([np.ones(slots * k), np.repeat(n, slots)])
+    cpu_start = time.process_time()
+    found = milp(
+        cost,
+        constraints=LinearConstraint(matrix, low, high),
+        integrality=np.ones(len(cost)),
+        bounds=Bounds(0, top),
+        options={"node_limit": node_limit, "mip_rel_gap": 1e-6},
+    )
+    best = float(found.fun) if found.x is not None else None
+    proven = float(getattr(found, "mip_dual_bound", 0.0) or 0.0)
+    return {
+        "catalog": catalog,
+        "pods": pods,
+        "classes": c_n,
+        "columns": k,
+        "nodes": len(results.new_nodeclaims),
+        "plan": round(results.cost_per_hour, 5),
+        "bound": round(results.lower_bound_per_hour, 5),
+        "optimum": round(best, 5) if best is not None else None,
+        "optimal": found.status == 0,
+        "optimum_at_least": round(max(proven, results.lower_bound_per_hour), 5),
+        "plan_over_optimum": round(results.cost_per_hour / best, 4) if best else None,
+        "optimum_over_bound": round(best / results.lower_bound_per_hour, 4) if best else None,
+        "milp_cpu_seconds": round(time.process_time() - cpu_start, 1),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object per run (JSON lines)")
@@ -179,11 +312,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mixes", default=",".join(MIXES), help="diverse (upstream's fifths) and/or generic")
     parser.add_argument("--cold", action="store_true", help="do not import the LP solver before timing")
     parser.add_argument("--profile", default="", help="child runs write cProfile stats to PREFIX-<mix>-<catalog>-<n>")
+    parser.add_argument(
+        "--exact", type=int, default=0, metavar="NODES", help="compare with the integer optimum (small sizes)"
+    )
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # child mode: a single run
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     catalogs = [c for c in args.catalogs.split(",") if c]
     mixes = [m for m in args.mixes.split(",") if m]
+    if args.exact:
+        for catalog in catalogs:
+            for size in sizes:
+                print(json.dumps(exact_row(catalog=catalog, pods=size, node_limit=args.exact)), flush=True)
+        return 0
     if args.one:
         row = run_one(catalog=catalogs[0], pods=sizes[0], mix=mixes[0], warm=not args.cold, profile=args.profile)
         print(json.dumps(row))
