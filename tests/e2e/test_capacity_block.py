@@ -16,8 +16,8 @@ from karpy.kube import resources
 from karpy_emulator import autojump, cluster, controlplane, workloads
 from karpy_emulator.aws import emulated_reservations, seeding
 
-HOURS = 3600.0
 PRE_DRAIN = 40 * 60.0
+LEAD = 10 * 60.0
 
 
 pytestmark = pytest.mark.cluster(boot_delay=5.0, interval=5.0)
@@ -45,7 +45,8 @@ async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
     clock = emulated.clock
     assert isinstance(clock, autojump.AutojumpClock)
     assert emulated.seeded is not None
-    end = float(int(clock.now() + 2 * HOURS))  # whole seconds, as the status's endTime keeps it
+    # Ten minutes of room before the pre-drain: time to bind, and to see nothing happen early, on fewer ticks.
+    end = float(int(clock.now() + PRE_DRAIN + LEAD))  # whole seconds, as the status's endTime keeps it
     block = emulated_reservations.CapacityReservations([_block((await support.zones(emulated))[0], end)])
     nodeclass = support.demo.nodeclass_manifest(role=emulated.seeded.node_role, discovery=emulated.cluster_name)
     nodeclass["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-0block"}]
@@ -82,9 +83,9 @@ async def test_a_capacity_block_node_drains_40_minutes_before_the_block_ends(
                 return True
             return False
 
-        # Virtual seconds: the pre-drain comes 80 minutes on; checked at the stand-ins' 5 s tick.
+        # Virtual seconds: the pre-drain comes LEAD seconds after the start; checked at the stand-ins' 5 s tick.
         await support.eventually(
-            claim_deleting, clock=clock, within=2 * HOURS, every=5.0, what="the block's NodeClaim deleted"
+            claim_deleting, clock=clock, within=LEAD + 60, every=5.0, what="the block's NodeClaim deleted"
         )
         assert end - PRE_DRAIN <= deleted_at[0] < end - PRE_DRAIN + 60  # at the pre-drain, not before
 
