@@ -268,10 +268,25 @@ class ControlPlane:
         if self.options.faults is not None:
             self.options.faults.clear()  # slow answers under way would otherwise hold worker threads past the stop
         if self._task is not None:
-            for error in await tasks.cancel_and_wait([self._task]):
+            for error in await self._stopped(self._task):
                 log.error("controller %s ended with an error", self.options.identity, exc_info=error)
             self._task = None
         await self._rest.close()
+
+    async def _stopped(self, task: asyncio.Task[None]) -> list[BaseException]:
+        """Cancel the controller task and wait for it to end; what it failed with."""
+        try:
+            return await tasks.cancel_and_wait([task])
+        except asyncio.CancelledError:
+            if not self.options.kopf or task.done():
+                raise
+            # Kopf, once its stop flag is set, waits 5 s for every task started after it and then cancels them as
+            # "hung" (kopf/_core/reactor/running.py run_tasks): the task stopping it is one of them. That
+            # cancellation is Kopf's, not our caller's: the stop goes on.
+            current = asyncio.current_task()
+            assert current is not None
+            current.uncancel()
+            return await tasks.cancel_and_wait([task])
 
     async def kill(self) -> None:
         """Die as a crashed process does: from now on no write or cloud call leaves this replica, so it cannot give
