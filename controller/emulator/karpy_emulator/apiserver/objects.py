@@ -12,7 +12,7 @@ import random
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from karpy_emulator.apiserver import api_status
 
@@ -40,6 +40,23 @@ class Kind:
     namespaced: bool
     status_subresource: bool
     custom: bool  # a CRD: status is dropped on create, PUT needs a resourceVersion
+
+
+T = TypeVar("T")
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def clone(value: T) -> T:
+    """A deep copy of a JSON tree (dicts, lists, scalars), as `copy.deepcopy` but about 3x faster: the server copies
+    an object on nearly every write, so this is much of its time per request. Anything else is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return cast(T, {key: clone(item) for key, item in cast(dict[str, Any], value).items()})
+    if kind is list:
+        return cast(T, [clone(item) for item in cast(list[Any], value)])
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
 
 
 def timestamp(epoch: float) -> str:
@@ -70,7 +87,7 @@ def created(
     resource_version: int,
     now: float,
 ) -> dict[str, Any]:
-    obj = copy.deepcopy(dict(body))
+    obj = clone(dict(body))
     obj["apiVersion"] = kind.api_version
     obj["kind"] = kind.kind
     meta = dict(metadata(obj))
@@ -100,16 +117,16 @@ def updated(
 ) -> dict[str, Any] | None:
     """The object to store after a PUT or PATCH produced `new` from `old`; None when nothing changed."""
     if scope is Scope.STATUS:
-        result = copy.deepcopy(dict(old))
+        result = clone(dict(old))
         if "status" in new:
-            result["status"] = copy.deepcopy(new["status"])
+            result["status"] = clone(new["status"])
         else:
             result.pop("status", None)
     else:
-        result = copy.deepcopy(dict(new))
+        result = clone(dict(new))
         if kind.status_subresource and scope is Scope.MAIN:
             if "status" in old:
-                result["status"] = copy.deepcopy(old["status"])
+                result["status"] = clone(old["status"])
             else:
                 result.pop("status", None)
     result["apiVersion"] = old.get("apiVersion", kind.api_version)

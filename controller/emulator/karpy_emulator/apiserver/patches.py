@@ -9,11 +9,11 @@ replaced, as upstream does for lists without a patch strategy.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from karpy.kube import patches as json_patches
+from karpy_emulator.apiserver import objects
 
 # The generic formats live in karpy.kube.patches (shared with the dry-run client); the emulator adds strategic merge.
 PatchError = json_patches.PatchError
@@ -43,9 +43,9 @@ _IGNORED_DIRECTIVE_PREFIXES = ("$setElementOrder/", "$retainKeys")
 
 def strategic_merge_patch(target: Any, patch: Any, path: tuple[str, ...] = ()) -> Any:
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return objects.clone(patch)
     if patch.get("$patch") == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: objects.clone(v) for k, v in patch.items() if k != "$patch"}
     if patch.get("$patch") == "delete":
         return None
     result: dict[str, Any] = dict(target) if isinstance(target, Mapping) else {}
@@ -73,12 +73,12 @@ def strategic_merge_patch(target: Any, patch: Any, path: tuple[str, ...] = ()) -
 def _merge_list(current: Any, patch: list[Any], path: tuple[str, ...]) -> list[Any]:
     existing = list(current) if isinstance(current, list) else []
     if path in _MERGED_PRIMITIVE_LISTS:
-        return existing + [copy.deepcopy(item) for item in patch if item not in existing]
+        return existing + [objects.clone(item) for item in patch if item not in existing]
     merge_key = _MERGE_KEYS.get(path)
     if merge_key is None:
-        return [copy.deepcopy(item) for item in patch if not (isinstance(item, Mapping) and "$patch" in item)]
+        return [objects.clone(item) for item in patch if not (isinstance(item, Mapping) and "$patch" in item)]
     if any(isinstance(item, Mapping) and item.get("$patch") == "replace" for item in patch):
-        return [copy.deepcopy(item) for item in patch if not (isinstance(item, Mapping) and "$patch" in item)]
+        return [objects.clone(item) for item in patch if not (isinstance(item, Mapping) and "$patch" in item)]
     result = list(existing)
     for item in patch:
         if not isinstance(item, Mapping) or merge_key not in item:

@@ -5,7 +5,6 @@ Both work on the `store.Store` under its lock, like the other writes of `server.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +90,7 @@ async def bind(
         raise api_status.conflict("pods", "", name, f'pod {name} is already assigned to node "{assigned}"')
     if objects.metadata(old).get("deletionTimestamp"):
         raise api_status.conflict("pods", "", name, "pod is being deleted, cannot be assigned to a host")
-    bound = copy.deepcopy(old)
+    bound = objects.clone(old)
     bound.setdefault("spec", {})["nodeName"] = node
     status_ = bound.setdefault("status", {})
     conditions = [c for c in status_.get("conditions") or [] if c.get("type") != "PodScheduled"]

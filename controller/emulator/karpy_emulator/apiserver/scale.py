@@ -4,7 +4,6 @@ what `kubectl scale nodepool <name> --replicas=N` reads and patches. Pure."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +33,7 @@ def applied(obj: Mapping[str, Any], scale: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         cause = api_status.Cause("spec.replicas", f"Invalid value: {replicas!r}: must be a non-negative integer")
         raise api_status.invalid("Scale", "autoscaling", str(objects.metadata(obj).get("name", "")), [cause])
-    new = copy.deepcopy(dict(obj))
+    new = objects.clone(dict(obj))
     new.setdefault("spec", {})["replicas"] = replicas
     version = objects.metadata(scale).get("resourceVersion")
     if version:

@@ -9,7 +9,6 @@ stored. Objects live in kmock's own store (`api.objects[...]`), so kmock's asser
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import time
@@ -114,7 +113,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     def live(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the stored object, or None when absent (for assertions; call on the server's loop)."""
         obj = self._db.live((kmock.resource(resource), namespace, name))
-        return copy.deepcopy(obj) if obj is not None else None
+        return objects.clone(obj) if obj is not None else None
 
     async def close_watches(self) -> None:
         """End every open watch stream, so that the server can stop without waiting for clients."""
@@ -445,7 +444,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             if policy == "Foreground" and FOREGROUND_DELETION not in (meta.get("finalizers") or ()):
                 # The API server holds the owner until the garbage collector has deleted the dependents that
                 # block it (karpy_emulator.garbage), as apiserver's BeforeDelete does with this finalizer.
-                held = copy.deepcopy(old)
+                held = objects.clone(old)
                 held["metadata"]["finalizers"] = [*(meta.get("finalizers") or ()), FOREGROUND_DELETION]
                 held["metadata"]["resourceVersion"] = str(self._db.resource_version + 1)
                 old = await self._db.update(key, old, held)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import copy
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
@@ -45,6 +44,9 @@ class Store:
         self._changes: dict[kmock.resource, collections.deque[watching.Change]] = {}
         self._compacted: dict[kmock.resource, int] = {}
         self._encoded: dict[Key, tuple[object, Any, bytes]] = {}  # key -> (kmock version, its dict, JSON)
+        # The live keys of each resource, in creation order: a LIST or a watch's initial state walks only its own
+        # resource's objects instead of every object ever stored (kmock keeps deleted ones too).
+        self._live_keys: dict[tuple[str | None, ...], dict[Key, None]] = {}
         self._closing = False
 
     # -- reads --------------------------------------------------------------------------------------------------
@@ -64,8 +66,14 @@ class Store:
         self, resource: kmock.resource, namespace: str | None = None
     ) -> Iterator[tuple[Key, dict[str, Any]]]:
         """(key, stored object) of the live objects of `resource` (in `namespace` when given)."""
-        for key, stored in self.objects.items():
-            if key[0] == resource and not stored.deleted and (namespace is None or key[1] == namespace):
+        for key in self._live_keys.get(_resource_id(resource), {}):
+            if namespace is not None and key[1] != namespace:
+                continue
+            try:
+                stored = self.objects[key]
+            except KeyError:  # taken out of kmock's store directly (tests do, to play a vanished object)
+                continue
+            if not stored.deleted:
                 yield key, stored.last.raw
 
     def encoded(self, key: Key) -> bytes | None:
@@ -125,11 +133,11 @@ class Store:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return old, False
-            marked = copy.deepcopy(old)
+            marked = objects.clone(old)
             marked["metadata"].update(deletionTimestamp=objects.timestamp(self._clock()), deletionGracePeriodSeconds=0)
             marked["metadata"]["resourceVersion"] = str(self.resource_version + 1)
             return await self.update(key, old, marked), False
-        final = copy.deepcopy(old)
+        final = objects.clone(old)
         final["metadata"]["resourceVersion"] = str(self.next_version())
         encoded = self._put(key, final)
         self._gone(key)
@@ -148,11 +156,13 @@ class Store:
                 del history[: len(history) - self._object_history]
         encoded = watching.encode(obj)
         self._encoded[key] = (self.objects[key].last, obj, encoded)
+        self._live_keys.setdefault(_resource_id(key[0]), {})[key] = None
         return encoded
 
     def _gone(self, key: Key) -> None:
         self.objects[key].delete()
         self._encoded.pop(key, None)
+        self._live_keys.get(_resource_id(key[0]), {}).pop(key, None)
 
     async def _publish(self, resource: kmock.resource, change: watching.Change) -> None:
         changes = self._changes.setdefault(resource, collections.deque(maxlen=self._watch_history))
@@ -226,3 +236,8 @@ class Store:
         changes = self._changes.get(resource, ())
         replayed = ((watching.visible(c, watch), c) for c in changes if c.resource_version > int(since))
         return [watching.frame(type_, c.encoded) for type_, c in replayed if type_ is not None]
+
+
+def _resource_id(resource: kmock.resource) -> tuple[str | None, ...]:
+    """A hashable identity of `resource` (kmock's resources compare by group, version and plural)."""
+    return (resource.group, resource.version, resource.plural)
