@@ -2,7 +2,8 @@
 
 Every `apply` costs O(1) in the size of the cluster (dict updates of the changed object and its indexes), so
 thousands of pods churning stay cheap; the read views build fresh snapshots (new lists and frozen values) and never
-hand out the live containers. Raw objects (Nodes, PDBs) are shared, not copied: treat them as read-only.
+hand out the live containers. Raw objects (Nodes, PDBs) are shared, not copied: treat them as read-only. They are
+kept as module `trimming` says: no managedFields, no node image lists, and of a parsed pod only what raw readers use.
 
 Objects that do not parse are kept out of the views, recorded with their error (`nodepool_errors()` ...) and
 reported to the rejection sink (an Event on the object, a log line naming the field, a counter), so one bad object
@@ -28,7 +29,7 @@ from karpy.api import nodepool as nodepool_api
 from karpy.kube import client, resources
 from karpy.scheduling import pods as pods_api
 from karpy.scheduling import volumes
-from karpy.state import facts, statenode
+from karpy.state import facts, statenode, trimming
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -150,7 +151,7 @@ class Cluster:
         if not key:
             log.warning("ignoring a %s event for an object without a name", res)
             return
-        current = None if event.type == client.DELETED else obj
+        current = None if event.type == client.DELETED else trimming.before_parsing(res, obj)
         raw = self._raw[res]
         before = raw.pop(key, None) if current is None else raw.get(key)
         self._malformed[res].pop(key, None)
@@ -168,6 +169,8 @@ class Cluster:
                 applier(self, key, current)
             except Exception as exc:  # the parsers report their own failures; this is any other bug
                 self._failed(res, obj, exc)
+        if res == resources.PODS and current is not None and key in self._pods:
+            raw[key] = trimming.stored_pod(current)  # parsed: the model holds the rest (module trimming)
         if malformed and res == resources.PODS:
             self._remember_unreadable(key, obj)  # it still occupies its node
         self._seq += 1
@@ -482,7 +485,8 @@ class Cluster:
         return [dict(obj) for obj in self._raw[resources.PDBS].values()]
 
     def raw(self, res: resources.Resource, key: str) -> Mapping[str, Any] | None:
-        """The object of `res` stored under `key` ("namespace/name" or "name") as watched, parsed or not."""
+        """The object of `res` stored under `key` ("namespace/name" or "name"), parsed or not, as module `trimming`
+        keeps it."""
         return self._raw[res].get(key)
 
     def unreadable(self, res: resources.Resource) -> list[Mapping[str, Any]]:
@@ -501,7 +505,8 @@ class Cluster:
         return unparsed + [obj for _, (obj, _) in sorted(self._malformed[res].items())]
 
     def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]:
-        """Raw objects of any informed resource (e.g. VolumeAttachments), read-only."""
+        """Raw objects of any informed resource (e.g. VolumeAttachments), read-only, as module `trimming` keeps
+        them."""
         return list(self._raw[res].values())
 
     def volumes(self) -> volumes.VolumeCatalog:
