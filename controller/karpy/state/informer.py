@@ -50,8 +50,9 @@ async def _relist(
     items, version = await kube.list(res, namespace=namespace)
     seen: dict[str, Mapping[str, Any]] = {}
     for obj in items:
-        seen[facts.key(obj)] = obj
+        key = facts.key(obj)
         cluster.apply(res, client.WatchEvent(client.ADDED, obj))
+        seen[key] = _kept(cluster, res, key, obj)
     for key, gone in known.items():
         if key not in seen:
             cluster.apply(res, client.WatchEvent(client.DELETED, gone))
@@ -59,6 +60,14 @@ async def _relist(
     known.update(seen)
     cluster.mark_listed(res)
     return version
+
+
+def _kept(
+    cluster: cluster_module.Cluster, res: resources.Resource, key: str, obj: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """What to remember of a listed or watched object for the DELETED event a re-list may owe: the cache's own
+    (trimmed) copy, so that the informer does not hold a second, whole copy of every object."""
+    return cluster.raw(res, key) or obj
 
 
 async def _watch(
@@ -81,7 +90,7 @@ async def _watch(
             if event.type == client.DELETED:
                 known.pop(key, None)
             else:
-                known[key] = event.object
+                known[key] = _kept(cluster, res, key, event.object)
             version = str(facts.metadata(event.object).get("resourceVersion") or version)
             applied += 1
     finally:
