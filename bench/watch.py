@@ -47,6 +47,8 @@ PAGE = 500
 """Objects per LIST page, for the informer and Kopf alike (Kopf's `settings.watching.chunk_size`)."""
 SYNC_TIMEOUT = 1800.0
 CHURN_TIMEOUT = 1800.0
+CHURN_EPOCH = 1_735_689_600
+"""Epoch seconds of the first churned pod's lastProbeTime (2025-01-01, the seeded objects' times)."""
 
 
 # --- the server child ------------------------------------------------------------------------------------------
@@ -88,7 +90,9 @@ def serve(pods: int, nodes: int, churn: int) -> int:
                 meta["labels"] = {**meta.get("labels", {}), "bench/churn": str(i)}
                 meta["resourceVersion"] = str(db.resource_version + 1)
                 status = new["status"] = dict(old["status"])
-                status["conditions"] = [*status["conditions"][:-1], {**status["conditions"][-1], "lastProbeTime": i}]
+                # A timestamp, as a kubelet writes it (the controller's strict reader refuses a number here).
+                probed = {**status["conditions"][-1], "lastProbeTime": objects.timestamp(CHURN_EPOCH + i)}
+                status["conditions"] = [*status["conditions"][:-1], probed]
                 await db.update(key, old, new)
         return time.perf_counter() - start
 
