@@ -253,7 +253,8 @@ class AWSCloudProvider:
             str(i["InstanceId"]): instances.slim(i) for r in reservations for i in r.get("Instances") or ()
         }
         self._instances = listed  # what EC2 no longer lists leaves the cache with it
-        return [await self._to_claim(i) for i in listed.values()]
+        # A copy: a describe that finishes while `_to_claim` waits adds to the cache (seen at 10,000 pods).
+        return [await self._to_claim(i) for i in list(listed.values())]
 
     async def delete(self, claim: nodeclaim.NodeClaim) -> None:
         instance = await self._describe(claim.status.provider_id, fresh=True)
