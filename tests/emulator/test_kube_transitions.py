@@ -123,3 +123,28 @@ def test_an_evaluation_error_refuses_the_update() -> None:
     rule = core.Rule("self.group == oldSelf.group", "group is immutable", None)
     check = transitions.checker(_schema(core.obj({"group": core.string()}, rules=(rule,))))
     assert [c.message for c in check({"spec": {}}, {"spec": {"group": "g"}})] == ["group is immutable"]
+
+
+_IMMUTABLE = core.Rule("self == oldSelf", "immutable", None)
+# Pairs Python calls equal (1 == 1.0, [1] == [True]) but CEL does not: each must keep its own verdict.
+_PAIRS = [(1, 1), (1.0, 1), (True, 1), ("1", 1), (2, 1), ([1], [1]), ([1], [True]), ({"a": 1}, {"a": 1.0})]
+
+
+def _immutable_checker() -> transitions.Check:
+    return transitions.checker(_schema(core.obj({"v": {"x-kubernetes-validations": [_IMMUTABLE]}})))
+
+
+def test_remembered_verdicts_are_the_verdicts_of_each_exact_pair() -> None:
+    fresh = [_immutable_checker()({"spec": {"v": new}}, {"spec": {"v": old}}) for new, old in _PAIRS]
+    assert [c.message for causes in fresh for c in causes].count("immutable") >= 3  # the table tells them apart
+    check = _immutable_checker()
+    for _ in range(2):  # the second round is answered from what the first one learnt
+        assert [check({"spec": {"v": new}}, {"spec": {"v": old}}) for new, old in _PAIRS] == fresh
+
+
+def test_a_forgotten_verdict_is_worked_out_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transitions, "VERDICTS_KEPT", 1)
+    check = transitions.checker(_schema(core.obj({"size": core.integer(rules=(_GROWS,))})))
+    for size in (4, 6, 4, 6):
+        refused = [c.message for c in check({"spec": {"size": size}}, {"spec": {"size": 5}})]
+        assert refused == (["may only grow"] if size < 5 else [])
