@@ -9,6 +9,8 @@ import pytest
 
 from karpy import clock
 from karpy.kube import config, resources, rest
+from karpy.scheduling import pods as scheduling_pods
+from karpy.scheduling import scheduler as scheduling_scheduler
 from karpy_emulator import kube_scheduler as kube_scheduler_module
 from karpy_emulator.apiserver import runner
 
@@ -202,3 +204,35 @@ def test_unschedulable_patch_keeps_other_conditions() -> None:
     raw["status"]["conditions"] = patch["status"]["conditions"]
     assert kube_scheduler_module.unschedulable_patch(raw, "0/1 nodes are available: x", NOW) is None
     assert kube_scheduler_module.unschedulable_patch(raw, "0/2 nodes are available: y", NOW) is not None
+
+
+def test_interchangeable_pods_get_the_reason_each_would_get_alone() -> None:
+    """Reasons are worked out once per pod signature; each pod still gets exactly what explaining it alone gives."""
+    tainted = node("tainted", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    nodes = [node("small", cpu="1"), tainted]
+    pending = [
+        scheduling_pods.from_manifest(body)
+        for body in (
+            *(pod(f"big-{i}", cpu="4") | {"metadata": {"name": f"big-{i}", "namespace": "default"}} for i in range(3)),
+            *(
+                pod(f"huge-{i}", cpu="64") | {"metadata": {"name": f"huge-{i}", "namespace": "default"}}
+                for i in range(2)
+            ),
+            pod("tolerant", cpu="4", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+        )
+    ]
+    placements, reasons = kube_scheduler_module.plan(pending, nodes, {})
+    assert placements == {}
+    existing = [
+        scheduling_scheduler.ExistingNode(
+            name=n["metadata"]["name"],
+            labels=n["metadata"]["labels"],
+            taints=kube_scheduler_module.hard_taints(n),
+            allocatable=kube_scheduler_module.allocatable(n),
+        )
+        for n in nodes
+    ]
+    alone = {p.key: kube_scheduler_module.explain(p, existing, solver_reason="") for p in pending}
+    assert reasons == alone
+    assert len(set(reasons.values())) == 2  # the big and huge pods fail alike; the tolerant pod differs
+    assert reasons["default/tolerant"] != reasons["default/big-0"]
