@@ -20,7 +20,7 @@ karpy's plan), and the pods still pending are simulated afresh against the room 
 `last_nodeclaim_created_s` runs from the start of the first pass until the last NodeClaim of any pass was created;
 `pods_bound_s` from the same moment until all pods are bound; `all_launched_s` / `all_registered_s` /
 `all_initialized_s` until every NodeClaim had that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this
-process.
+process. `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
 
 Consolidation runs on virtual time, in this process: a fresh emulation and controller share an
 `autojump.AutojumpClock` (time jumps to the next timer whenever no request or worker-thread call is in flight, so
@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import resource
 import sys
 import time
@@ -375,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-provisioning", action="store_true", help="run only the consolidation phase (on virtual time)"
     )
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     result = asyncio.run(
         benchmark(
             args.pods,
@@ -384,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
             skip_provisioning=args.skip_provisioning,
         )
     )
+    # The machine is shared: the load average says how far the wall-clock figures are other processes' turns.
+    result["loadavg_before"] = [round(x, 2) for x in load_before]
+    result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         print(json.dumps(result))
     else:
