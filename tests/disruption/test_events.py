@@ -6,8 +6,9 @@ from __future__ import annotations
 from tests.disruption import world as world_mod
 
 from karpy.api import labels
-from karpy.disruption import blockers
+from karpy.disruption import blockers, orchestration
 from karpy.disruption import controller as disruption_controller
+from karpy.kube import resources
 
 BLOCKED, UNCONSOLIDATABLE = blockers.DISRUPTION_BLOCKED, blockers.UNCONSOLIDATABLE
 
@@ -96,3 +97,24 @@ _NOT_ON_A_NEW_NODE = {
         }
     }
 }
+
+
+async def test_a_replacement_is_announced_launching_and_waiting_once_as_upstream_does() -> None:
+    w = world_mod.World()
+    w.pool(budgets=[{"nodes": "1"}])
+    w.node("a", conditions=("Drifted",))
+    w.pod("p1", "a", cpu="3")
+    ctrl = w.controller()
+    assert await w.reconcile(ctrl) is not None
+    (replacement,) = [o["metadata"]["name"] for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] != "a"]
+    assert _about(w, orchestration.DISRUPTION_LAUNCHING) == {
+        ("NodeClaim", replacement): ["Launching NodeClaim: Drifted"]
+    }
+    await ctrl.queue.reconcile()
+    await ctrl.queue.reconcile()  # still not initialized: told once, not on every pass
+    waiting = {("NodeClaim", replacement): ["Waiting on readiness to continue disruption"]}
+    assert _about(w, orchestration.DISRUPTION_WAITING_READINESS) == waiting
+    assert [e[2] for e in w.recorder.events if e[3].startswith("DisruptionL") or e[3].startswith("DisruptionW")] == [
+        "Normal",
+        "Normal",
+    ]

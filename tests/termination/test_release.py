@@ -86,6 +86,6 @@ async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None
     assert _pod_events(env, "Disrupted")[0] == pinned  # deleted once the 10 min grace period forced it
     deleted = [e for e in env.recorder.events if e[3] == "Disrupted"]
     assert [e[1] for e in deleted] == ["pinned", "pinned-too"]
-    assert deleted[0][2] == "Warning"
+    assert deleted[0][2] == "Normal"  # upstream: DisruptPodDelete is a Normal event
     assert deleted[0][4].startswith("Deleting the pod to accommodate the terminationTime of its node, grace period ")
     assert (term.counters.evictions, term.counters.pods_deleted) == (1, 2)

@@ -33,6 +33,14 @@ RETRY_PER_COMMAND = 0.08
 MIN_RETRY_WINDOW = 600.0
 MAX_RETRY_WINDOW = 3600.0
 DISRUPTED_TAINT = meta.Taint(labels.TAINT_DISRUPTED_KEY, labels.EFFECT_NO_SCHEDULE)
+DISRUPTION_LAUNCHING = "DisruptionLaunching"
+DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
+WAITING_READINESS_MESSAGE = "Waiting on readiness to continue disruption"
+
+
+def launching_message(reason: nodepool.DisruptionReason | None) -> str:
+    """core: disruption/events/events.go `Launching` (the reason title-cased, as DisruptionReason values are)."""
+    return f"Launching NodeClaim: {reason or ''}"
 
 
 def _ignore(*_: object) -> None:
@@ -85,6 +93,8 @@ class Item:
     command: consolidation.Command
     replacements: list[str]
     deadline: float
+    waiting_told: set[str] = dataclasses.field(default_factory=set)
+    """Replacements already given their DisruptionWaitingReadiness event (once each, not on every pass)."""
 
 
 def _initialized(raw: Mapping[str, Any]) -> bool:
@@ -132,6 +142,7 @@ class Queue:
                 self._cluster.record_created(resources.NODECLAIMS, body)  # in flight before its watch event arrives
                 created.append(str(body["metadata"]["name"]))
                 self._replacement_created(plan.nodepool, str(command.reason))
+                self._recorder.record(body, "Normal", DISRUPTION_LAUNCHING, launching_message(command.reason))
         except (kube.KubeError, LookupError) as error:
             log.warning("launching replacements failed, abandoning the command: %s", error)
             await self._unmark(command)
@@ -160,7 +171,11 @@ class Queue:
             raw = await self._client.get(resources.NODECLAIMS, name)
             if raw is None or facts.metadata(raw).get("deletionTimestamp"):
                 return await self._fail(item, f"replacement nodeclaim {name} was deleted")
-            ready = ready and _initialized(raw)
+            if not _initialized(raw):
+                ready = False
+                if name not in item.waiting_told:
+                    item.waiting_told.add(name)
+                    self._recorder.record(raw, "Normal", DISRUPTION_WAITING_READINESS, WAITING_READINESS_MESSAGE)
         if ready:
             for c in item.command.candidates:
                 if await self._client.delete(resources.NODECLAIMS, c.name):  # upstream counts at this delete

@@ -1,16 +1,16 @@
 """Interruption decisions (pure): a queue message + the NodeClaims it names → what to do for each
 (aws: pkg/controllers/interruption/controller.go, events/events.go).
 
-| message kind                          | events (NodeClaim and Node)     | action                                  |
-|---------------------------------------|---------------------------------|-----------------------------------------|
-| spot interruption warning             | SpotInterrupted                 | delete; mark (type, zone, spot) unavail. |
-| scheduled change (AWS Health)         | InstanceUnhealthy               | delete                                  |
-| state change stopping / stopped       | InstanceStopping                | delete                                  |
-| state change shutting-down/terminated | InstanceTerminating             | delete                                  |
-| capacity reservation interruption     | CapacityReservationInterrupted  | delete; mark the reservation unavail.   |
-| rebalance recommendation              | SpotRebalanceRecommendation     | none, unless the NodePool is annotated  |
-|                                       |                                 | karpy.dev/replace-on-rebalance: "true"  |
-| instance / system status check failed | InstanceUnhealthy               | forceful: termination time = now, delete |
+| message kind                      | events (NodeClaim and Node)            | action                                 |
+|-----------------------------------|----------------------------------------|----------------------------------------|
+| spot interruption warning         | SpotInterrupted                        | delete; mark (type, zone, spot) unav.  |
+| scheduled change (AWS Health)     | InstanceUnhealthy                      | delete                                 |
+| state change stopping / stopped   | InstanceStopping                       | delete                                 |
+| state shutting-down / terminated  | InstanceTerminating                    | delete                                 |
+| capacity reservation interruption | CapacityReservationInstanceInterrupted | delete; mark the reservation unav.     |
+| rebalance recommendation          | SpotRebalanceRecommendation            | none, unless the NodePool is annotated |
+|                                   |                                        | karpy.dev/replace-on-rebalance: "true" |
+| instance/system status check fail | InstanceUnhealthy                      | forceful: termination time now, delete |
 
 "Delete" is cordon-and-drain: deleting the NodeClaim starts graceful termination, and the provisioner pre-spins a
 replacement for the pods of the leaving node. A NodeClaim already being deleted is not deleted again. Instances
@@ -37,7 +37,7 @@ class Reason(enum.StrEnum):
     INSTANCE_STOPPING = "InstanceStopping"
     INSTANCE_TERMINATING = "InstanceTerminating"
     INSTANCE_UNHEALTHY = "InstanceUnhealthy"
-    CAPACITY_RESERVATION_INTERRUPTED = "CapacityReservationInterrupted"
+    CAPACITY_RESERVATION_INTERRUPTED = "CapacityReservationInstanceInterrupted"
     TERMINATING_ON_INTERRUPTION = "TerminatingOnInterruption"
 
 

@@ -220,7 +220,7 @@ class TerminationController:
             self.counters.pods_deleted += 1
             self._deps.recorder.record(
                 _pod_ref(pod),
-                "Warning",
+                "Normal",  # upstream's type (core: node/termination/terminator/events/events.go)
                 "Disrupted",
                 f"Deleting the pod to accommodate the terminationTime of its node, grace period {grace}s",
             )
