@@ -210,7 +210,7 @@ async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, a
         text = await polling.until(scraped)
         assert "karpenter_cluster_state_synced 1.0" in text
         assert "karpy_leader 1.0" in text
-        assert "# TYPE karpenter_provisioner_scheduling_duration_seconds histogram" in text
+        assert "# TYPE karpenter_scheduler_scheduling_duration_seconds histogram" in text
 
 
 async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:

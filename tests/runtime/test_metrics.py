@@ -102,7 +102,7 @@ def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
     assert got[("karpenter_voluntary_disruption_decisions_total", key)] == 1
     assert got[("karpenter_interruption_received_messages_total", (("message_type", "spot_interrupted"),))] == 1
     assert got[("karpenter_interruption_deleted_messages_total", ())] == 1
-    assert got[("karpenter_provisioner_scheduling_duration_seconds_count", ())] == 1
+    assert got[("karpenter_scheduler_scheduling_duration_seconds_count", (("controller", "provisioner"),))] == 1
     assert (
         got[("karpenter_nodes_allocatable", (("node_name", "a"), ("nodepool", "web"), ("resource_type", "cpu")))] == 2
     )
@@ -156,8 +156,8 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
     got = samples(m)
     terminated = (("capacity_type", "spot"), ("nodepool", "web"), ("zone", "us-east-1a"))
     assert got[("karpenter_nodeclaims_terminated_total", terminated)] == 1
-    assert got[("karpenter_nodes_created_total", (("nodepool", "web"),))] == 2
-    assert got[("karpenter_nodes_terminated_total", (("nodepool", "web"),))] == 1
+    assert got[("karpenter_nodes_created_total", (("nodepool", "web"), ("zone", "")))] == 2
+    assert got[("karpenter_nodes_terminated_total", (("nodepool", "web"), ("zone", "")))] == 1
     decisions = "karpenter_voluntary_disruption_decisions_total"
     assert got[(decisions, (("consolidation_type", "multi"), ("decision", "replace"), ("reason", "underutilized")))]
     assert got[(decisions, (("consolidation_type", "empty"), ("decision", "delete"), ("reason", "empty")))] == 1
@@ -175,7 +175,7 @@ def test_drift_and_expiry_hooks() -> None:
     m.drift_hooks().drifted("NodePoolDrifted", "web")
     m.expiry_hooks().disrupted("Expired", "web", "spot")
     got = samples(m)
-    assert got[("karpenter_nodeclaims_drifted_total", (("nodepool", "web"), ("type", "NodePoolDrifted")))] == 1
+    assert got[("karpy_nodeclaims_drifted_total", (("nodepool", "web"), ("type", "NodePoolDrifted")))] == 1
     disrupted = (("capacity_type", "spot"), ("nodepool", "web"), ("reason", "expired"))
     assert got[("karpenter_nodeclaims_disrupted_total", disrupted)] == 1
 
@@ -234,7 +234,7 @@ def test_interruption_deletions_count_as_disrupted_with_upstream_kind(kind: str,
     got = samples(m)
     assert got[disrupted(label)] == 1
     actions = (("action_type", "CordonAndDrain"), ("message_type", label))
-    assert got[("karpenter_interruption_actions_performed_total", actions)] == 1
+    assert got[("karpy_interruption_actions_performed_total", actions)] == 1
 
 
 def test_every_reconciler_hook_that_deletes_a_claim_feeds_the_disrupted_counter() -> None:

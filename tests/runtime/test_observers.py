@@ -114,7 +114,7 @@ class Recorded:
         return observers.Hooks(
             trigger=self.triggers.append,
             nodeclaim_terminated=self.terminated.append,
-            node_created=self.created.append,
+            node_created=lambda pool, _zone: self.created.append(pool),
             leading=lambda: self.leading,
         )
 
@@ -165,10 +165,56 @@ async def test_termination_reports_the_released_node_with_its_nodepool() -> None
     env.cloud.instances.clear()  # the instance is gone: the finalizer is released at once
     terminated: list[str] = []
     terminator = termination.TerminationController(
-        env.deps, metrics=termination.Metrics(node_terminated=terminated.append)
+        env.deps, metrics=termination.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
     )
     await env.kube.delete(resources.NODES, "n1")
     await terminator.reconcile("n1")
     assert env.kube.obj(resources.NODES, "n1") is None
     assert terminated == ["batch"]
     assert terminator.counters.nodes_terminated == 1
+
+
+def timed_pod(*conditions: tuple[str, str, str]) -> dict[str, Any]:
+    """A pod created at 22:13:20 with (type, status, lastTransitionTime) conditions."""
+    return {
+        "metadata": {"name": "web", "namespace": "default", "creationTimestamp": "2023-11-14T22:13:20Z"},
+        "status": {"conditions": [{"type": t, "status": s, "lastTransitionTime": at} for t, s, at in conditions]},
+    }
+
+
+PENDING = ("PodScheduled", "False", "2023-11-14T22:13:20Z")
+BOUND = ("PodScheduled", "True", "2023-11-14T22:14:05Z")
+READY = ("Ready", "True", "2023-11-14T22:15:00Z")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "condition", "expected"),
+    [
+        (timed_pod(PENDING), timed_pod(BOUND), "PodScheduled", 45.0),  # bound 45 s after creation
+        (None, timed_pod(BOUND), "PodScheduled", 45.0),  # first seen bound (e.g. after a restart)
+        (timed_pod(BOUND), timed_pod(BOUND, READY), "PodScheduled", None),  # already bound: counted once
+        (timed_pod(BOUND), timed_pod(BOUND, READY), "Ready", 100.0),
+        (timed_pod(PENDING), timed_pod(PENDING), "PodScheduled", None),
+        (timed_pod(PENDING), None, "PodScheduled", None),  # deleted
+        (timed_pod(PENDING), timed_pod(("PodScheduled", "True", "not a time")), "PodScheduled", None),
+    ],
+)
+def test_pod_bound_and_startup_durations_from_condition_times(
+    old: dict[str, Any] | None, new: dict[str, Any] | None, condition: str, expected: float | None
+) -> None:
+    assert observers.pod_condition_age(resources.PODS, old, new, condition) == expected
+
+
+def test_the_leader_observes_pod_durations() -> None:
+    bound: list[float] = []
+    started: list[float] = []
+    hooks = observers.Hooks(
+        trigger=lambda _key: None,
+        nodeclaim_terminated=lambda _gone: None,
+        node_created=lambda _pool, _zone: None,
+        leading=lambda: True,
+        pod_bound=bound.append,
+        pod_started=started.append,
+    )
+    observers.Observer(hooks)(resources.PODS, timed_pod(PENDING), timed_pod(BOUND, READY))
+    assert (bound, started) == ([45.0], [100.0])

@@ -44,7 +44,9 @@ async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None
     node["metadata"]["finalizers"] = [OTHER_FINALIZER, *node["metadata"]["finalizers"]]
     await env.kube.delete(resources.NODES, NODE)
     terminated: list[str] = []
-    term = controller.TerminationController(env.deps, metrics=controller.Metrics(node_terminated=terminated.append))
+    term = controller.TerminationController(
+        env.deps, metrics=controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
+    )
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _released(env))
     node = env.kube.obj(resources.NODES, NODE)
     assert node is not None

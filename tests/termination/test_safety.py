@@ -270,7 +270,9 @@ async def test_a_node_without_a_nodepool_label_is_counted_under_none() -> None:
     node["metadata"]["labels"].pop(labels.LABEL_NODEPOOL)
     await env.kube.delete(resources.NODES, NODE)
     terminated: list[str] = []
-    term = controller.TerminationController(env.deps, metrics=controller.Metrics(node_terminated=terminated.append))
+    term = controller.TerminationController(
+        env.deps, metrics=controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
+    )
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
     assert terminated == [""]
 

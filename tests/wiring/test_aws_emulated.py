@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -249,7 +250,10 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                     """/metrics counts the registered node (the informer saw Registered turn True)"""
                     async with http.get(f"http://127.0.0.1:{ports['metrics']}/metrics") as response:
                         text = await response.text()
-                    return text if 'karpenter_nodes_created_total{nodepool="default"} 1.0' in text else ""
+                    created = re.search(
+                        r'karpenter_nodes_created_total\{nodepool="default",zone="[a-z0-9-]+"\} 1\.0', text
+                    )
+                    return text if created else ""  # labelled with the zone it launched in, as upstream
 
                 text = await polling.until(scraped)
             assert 'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0' in text

@@ -60,7 +60,8 @@ class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
     drifted: Callable[[str, str], None] = _ignore
-    """(drift reason, nodepool) each time a claim becomes Drifted (karpenter_nodeclaims_drifted_total)."""
+    """(drift reason, nodepool) each time a claim becomes Drifted (karpy_nodeclaims_drifted_total; upstream v1
+    has no such series and counts drift in karpenter_nodeclaims_disrupted_total)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

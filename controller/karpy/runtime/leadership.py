@@ -62,7 +62,7 @@ async def refresh_prices(ctrl: parts.Controller) -> None:
     while True:
         for pool in ctrl.cluster.nodepools():
             try:
-                ctrl.metrics.prices.update(await ctrl.cloud.provider.instance_types(pool))
+                ctrl.metrics.instance_types_listed(await ctrl.cloud.provider.instance_types(pool))
             except Exception as error:  # prices are for metrics only: never let them stop the controller
                 log.debug("price refresh for nodepool %s failed: %s", pool.name, error)
         await ctrl.clock.sleep(PRICE_REFRESH)

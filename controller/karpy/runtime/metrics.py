@@ -8,6 +8,7 @@ from the state cache by `StateCollector`, so they can never drift from what the 
 from __future__ import annotations
 
 import dataclasses
+import platform
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Protocol
@@ -16,6 +17,7 @@ import prometheus_client
 from prometheus_client import core as prom_core
 from prometheus_client import registry as prom_registry
 
+import karpy
 from karpy import rejections
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import interruption, types
@@ -24,12 +26,22 @@ from karpy.interruption import controller as interruption_controller
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.provisioning import provisioner
+from karpy.runtime import scrapemetrics
 from karpy.scheduling import pods as pods_api
 from karpy.state import statenode
 
 NAMESPACE: Final = "karpenter"
 MILLI_PER_UNIT: Final = 1000
-SCHEDULING_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+DURATION_BUCKETS: Final = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+    1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+    120, 150, 300, 450, 600,
+)  # fmt: skip
+"""Upstream's buckets for duration histograms (core: pkg/metrics/constants.go `DurationBuckets`)."""
+PROVISIONER: Final = "provisioner"
+"""The `controller` label of the scheduler series the provisioner feeds (upstream's controller name)."""
+LEADER_LEASE: Final = "karpy-leader-election"
+"""Default `name` label of leader_election_master_status: the Lease karpy elects on (LEADER_ELECTION_NAME)."""
 
 CONSOLIDATION_TYPES: Final = {
     "emptiness": "empty",
@@ -192,6 +204,8 @@ class _Instruments:
     nodes_terminated: prometheus_client.Counter
     scheduling_duration: prometheus_client.Histogram
     unschedulable_pods: prometheus_client.Gauge
+    pods_bound_duration: prometheus_client.Histogram
+    pods_startup_duration: prometheus_client.Summary
     disruption_decisions: prometheus_client.Counter
     disruption_eligible_nodes: prometheus_client.Gauge
     interruption_received: prometheus_client.Counter
@@ -201,14 +215,18 @@ class _Instruments:
     interruption_dropped: prometheus_client.Counter
     objects_rejected: prometheus_client.Counter
     leader: prometheus_client.Gauge
+    leader_election: prometheus_client.Gauge
+    build_info: prometheus_client.Gauge
 
 
 class Metrics:
     """The controller's registry and the hooks that feed it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lease_name: str = LEADER_LEASE) -> None:
+        self.lease_name = lease_name
         self.registry = prom_registry.CollectorRegistry(auto_describe=True)
         self.prices = PriceBook()
+        self.catalog = scrapemetrics.CatalogBook()
         r = self.registry
         self.instruments = _Instruments(
             nodeclaims_created=prometheus_client.Counter(
@@ -233,7 +251,7 @@ class Metrics:
                 registry=r,
             ),
             nodeclaims_drifted=prometheus_client.Counter(
-                f"{NAMESPACE}_nodeclaims_drifted", "NodeClaims found drifted", ["type", "nodepool"], registry=r
+                "karpy_nodeclaims_drifted", "NodeClaims found drifted", ["type", "nodepool"], registry=r
             ),
             nodeclaims_unhealthy_disrupted=prometheus_client.Counter(
                 f"{NAMESPACE}_nodeclaims_unhealthy_disrupted",
@@ -242,20 +260,33 @@ class Metrics:
                 registry=r,
             ),
             nodes_created=prometheus_client.Counter(
-                f"{NAMESPACE}_nodes_created", "Nodes registered for a NodeClaim", ["nodepool"], registry=r
+                f"{NAMESPACE}_nodes_created", "Nodes registered for a NodeClaim", ["nodepool", "zone"], registry=r
             ),
             nodes_terminated=prometheus_client.Counter(
-                f"{NAMESPACE}_nodes_terminated", "Nodes drained and terminated", ["nodepool"], registry=r
+                f"{NAMESPACE}_nodes_terminated", "Nodes drained and terminated", ["nodepool", "zone"], registry=r
             ),
             scheduling_duration=prometheus_client.Histogram(
-                f"{NAMESPACE}_provisioner_scheduling_duration_seconds",
-                "Duration of one scheduling simulation",
-                buckets=SCHEDULING_BUCKETS,
+                f"{NAMESPACE}_scheduler_scheduling_duration_seconds",
+                "Duration of scheduling simulations used for deprovisioning and provisioning in seconds",
+                ["controller"],
+                buckets=DURATION_BUCKETS,
                 registry=r,
             ),
             unschedulable_pods=prometheus_client.Gauge(
-                f"{NAMESPACE}_provisioner_scheduling_unschedulable_pods_count",
+                f"{NAMESPACE}_scheduler_unschedulable_pods_count",
                 "Pods the last provisioning pass could not place",
+                ["controller"],
+                registry=r,
+            ),
+            pods_bound_duration=prometheus_client.Histogram(
+                f"{NAMESPACE}_pods_bound_duration_seconds",
+                "The time from pod creation until the pod is bound",
+                buckets=DURATION_BUCKETS,
+                registry=r,
+            ),
+            pods_startup_duration=prometheus_client.Summary(
+                f"{NAMESPACE}_pods_startup_duration_seconds",
+                "The time from pod creation until the pod is running",
                 registry=r,
             ),
             disruption_decisions=prometheus_client.Counter(
@@ -280,7 +311,7 @@ class Metrics:
                 f"{NAMESPACE}_interruption_deleted_messages", "Interruption messages deleted", registry=r
             ),
             interruption_actions=prometheus_client.Counter(
-                f"{NAMESPACE}_interruption_actions_performed",
+                "karpy_interruption_actions_performed",
                 "Actions taken on interruption messages",
                 ["action_type", "message_type"],
                 registry=r,
@@ -306,10 +337,44 @@ class Metrics:
                 registry=r,
             ),
             leader=prometheus_client.Gauge("karpy_leader", "1 while this replica holds the leader Lease", registry=r),
+            leader_election=prometheus_client.Gauge(
+                "leader_election_master_status",
+                "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 master",
+                ["name"],
+                registry=r,
+            ),
+            build_info=prometheus_client.Gauge(
+                f"{NAMESPACE}_build_info",
+                "A metric with a constant '1' value labeled by version from which karpy was built",
+                ["version", "goversion", "goarch", "commit"],
+                registry=r,
+            ),
         )
+        # upstream's labels; goversion carries the Python runtime, the language this build runs on
+        self.instruments.build_info.labels(
+            version=karpy.__version__, goversion=f"python{platform.python_version()}",
+            goarch=platform.machine(), commit="",
+        ).set(1)  # fmt: skip
 
     def watch_state(self, cluster: ClusterSource) -> None:
         self.registry.register(StateCollector(cluster, price=self.prices.price))
+
+    def watch_cluster_series(self, cluster: scrapemetrics.ClusterState, *, now: Callable[[], float]) -> None:
+        """Budgets and status conditions from the state cache, the instance-type gauges from the last listing."""
+        self.registry.register(scrapemetrics.BudgetCollector(cluster, now=now))
+        self.registry.register(scrapemetrics.StatusConditionCollector(cluster, now=now))
+        self.registry.register(self.catalog)
+
+    def instance_types_listed(self, instance_types: Sequence[types.InstanceType]) -> None:
+        """A NodePool's catalog as the provider listed it: prices for costs, shapes and offerings for gauges."""
+        self.prices.update(instance_types)
+        self.catalog.update(instance_types)
+
+    def pod_bound(self, seconds: float) -> None:
+        self.instruments.pods_bound_duration.observe(seconds)
+
+    def pod_started(self, seconds: float) -> None:
+        self.instruments.pods_startup_duration.observe(seconds)
 
     def watch_cloud_calls(self, source: CloudCalls) -> None:
         self.registry.register(CloudCallCollector(source))
@@ -342,11 +407,11 @@ class Metrics:
             nodepool=nodepool_name, capacity_type=capacity_type, zone=zone
         ).inc()
 
-    def node_created(self, nodepool_name: str) -> None:
-        self.instruments.nodes_created.labels(nodepool=nodepool_name).inc()
+    def node_created(self, nodepool_name: str, zone: str = "") -> None:
+        self.instruments.nodes_created.labels(nodepool=nodepool_name, zone=zone).inc()
 
-    def node_terminated(self, nodepool_name: str) -> None:
-        self.instruments.nodes_terminated.labels(nodepool=nodepool_name).inc()
+    def node_terminated(self, nodepool_name: str, zone: str = "") -> None:
+        self.instruments.nodes_terminated.labels(nodepool=nodepool_name, zone=zone).inc()
 
     def disruption_decision(self, decision: str, reason: str, consolidation_type: str = "") -> None:
         self.instruments.disruption_decisions.labels(
@@ -391,10 +456,10 @@ class Metrics:
     def provisioner_hooks(self) -> provisioner.Metrics:
         i = self.instruments
         return provisioner.Metrics(
-            scheduling_duration=i.scheduling_duration.observe,
+            scheduling_duration=i.scheduling_duration.labels(controller=PROVISIONER).observe,
             nodeclaim_created=self.nodeclaim_created,
             nodeclaim_create_failed=self.nodeclaim_create_failed,
-            pods_unschedulable=i.unschedulable_pods.set,
+            pods_unschedulable=i.unschedulable_pods.labels(controller=PROVISIONER).set,
         )
 
     def interruption_hooks(self) -> interruption_controller.Metrics:
@@ -418,6 +483,7 @@ class Metrics:
 
     def set_leader(self, leading: bool) -> None:
         self.instruments.leader.set(1 if leading else 0)
+        self.instruments.leader_election.labels(name=self.lease_name).set(1 if leading else 0)
 
 
 class HistogramSnapshot(Protocol):

@@ -9,9 +9,12 @@ provisioner's 10 s rescan):
 * a Node that just got the `karpenter.sh/disrupted` taint.
 
 Metrics, counted only by the leader (each replica sees every event; one must count):
-* `karpenter_nodes_created_total{nodepool}` when a NodeClaim turns Registered (upstream counts at registration);
+* `karpenter_nodes_created_total{nodepool,zone}` when a NodeClaim turns Registered (upstream counts at registration);
 * `karpenter_nodeclaims_terminated_total{nodepool,capacity_type,zone}` when a NodeClaim object is gone: its
-  `karpenter.sh/termination` finalizer is released only after its instance is terminated.
+  `karpenter.sh/termination` finalizer is released only after its instance is terminated;
+* `karpenter_pods_bound_duration_seconds` when a pod's PodScheduled condition turns True and
+  `karpenter_pods_startup_duration_seconds` when its Ready condition does: the condition's lastTransitionTime minus
+  the pod's creationTimestamp (core: controllers/metrics/pod/controller.go), so no clock is read.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from karpy.api import labels
+from karpy.api import decoding, labels
 from karpy.api import nodeclaim as nodeclaim_api
 from karpy.kube import resources
 from karpy.state import facts
@@ -94,13 +97,48 @@ def node_registered(res: resources.Resource, old: Obj, new: Obj) -> str | None:
     return None
 
 
+POD_SCHEDULED = "PodScheduled"
+POD_READY = "Ready"
+
+
+def _pod_condition(pod: Obj, type_: str) -> Mapping[str, Any] | None:
+    for c in ((pod or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(c, Mapping) and c.get("type") == type_:
+            return c
+    return None
+
+
+def pod_condition_age(res: resources.Resource, old: Obj, new: Obj, condition: str) -> float | None:
+    """Seconds from the pod's creation until `condition` turned True, when this event is the one that turned it
+    True; None otherwise or when a timestamp is missing or unreadable (pure)."""
+    if res != resources.PODS or new is None:
+        return None
+    now_true = _pod_condition(new, condition)
+    if now_true is None or now_true.get("status") != "True":
+        return None
+    before = _pod_condition(old, condition)
+    if before is not None and before.get("status") == "True":
+        return None
+    try:
+        created = decoding.timestamp(str(_meta(new)["creationTimestamp"]))
+        turned = decoding.timestamp(str(now_true["lastTransitionTime"]))
+    except (KeyError, ValueError):
+        return None
+    return max(0.0, turned - created)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Hooks:
     trigger: Callable[[str], None]
     """The provisioner's `trigger`."""
     nodeclaim_terminated: Callable[[NodeClaimGone], None]
-    node_created: Callable[[str], None]
+    node_created: Callable[[str, str], None]
+    """(nodepool, zone) of a NodeClaim that just turned Registered."""
     leading: Callable[[], bool]
+    pod_bound: Callable[[float], None] = lambda _seconds: None
+    """Seconds from a pod's creation until it was bound (karpenter_pods_bound_duration_seconds)."""
+    pod_started: Callable[[float], None] = lambda _seconds: None
+    """Seconds from a pod's creation until it was Ready (karpenter_pods_startup_duration_seconds)."""
 
 
 class Observer:
@@ -121,4 +159,10 @@ class Observer:
             hooks.nodeclaim_terminated(gone)
         pool = node_registered(res, old, new)
         if pool is not None:
-            hooks.node_created(pool)
+            hooks.node_created(pool, str((_meta(new).get("labels") or {}).get(labels.LABEL_ZONE, "")))
+        bound = pod_condition_age(res, old, new, POD_SCHEDULED)
+        if bound is not None:
+            hooks.pod_bound(bound)
+        started = pod_condition_age(res, old, new, POD_READY)
+        if started is not None:
+            hooks.pod_started(started)

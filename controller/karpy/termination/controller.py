@@ -56,8 +56,9 @@ def _ignore(*_: Any) -> None:
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    node_terminated: Callable[[str], None] = _ignore
-    """Called with the Node's NodePool ("" if unmanaged) when its finalizer is released (nodes_terminated)."""
+    node_terminated: Callable[[str, str], None] = _ignore
+    """Called with the Node's NodePool ("" if unmanaged) and zone when its finalizer is released
+    (nodes_terminated)."""
 
 
 class ClaimIndex(Protocol):
@@ -286,7 +287,10 @@ class TerminationController:
         await self._deps.client.patch(resources.NODES, node_name, patch)
         self._retries.pop(node_name, None)
         self.counters.nodes_terminated += 1
-        self._metrics.node_terminated(str((md.get("labels") or {}).get(labels.LABEL_NODEPOOL) or ""))
+        node_labels = md.get("labels") or {}
+        self._metrics.node_terminated(
+            str(node_labels.get(labels.LABEL_NODEPOOL) or ""), str(node_labels.get(labels.LABEL_ZONE) or "")
+        )
         log.info("deleted node", extra={"node": node_name})
         return DONE
 

@@ -123,7 +123,7 @@ def build(
     in their dry-run wrappers (`dry_run_cloud`)."""
     writer: client.KubeClient = dryrun.DryRunClient(kube) if settings.runtime.dry_run else kube
     recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
-    registry = metrics.Metrics()
+    registry = metrics.Metrics(lease_name=settings.leader_election.name)
     rejected = rejections.Rejections(recorder, metrics=registry.rejection_hooks())
     cluster = cluster_module.Cluster(clock=clock, rejections=rejected)
     cloud = cloud_factory(settings, cluster, clock)
@@ -308,6 +308,7 @@ def build(
             parts.NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2
         )
     registry.watch_state(cluster)
+    registry.watch_cluster_series(cluster, now=clock.now)
     if cloud.api_calls is not None:
         registry.watch_cloud_calls(cloud.api_calls)
     cluster.add_listener(
@@ -318,6 +319,8 @@ def build(
                     gone.nodepool, gone.capacity_type, gone.zone
                 ),
                 node_created=registry.node_created,
+                pod_bound=registry.pod_bound,
+                pod_started=registry.pod_started,
                 leading=elector.is_leader,
             )
         )
