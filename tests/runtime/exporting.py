@@ -1,0 +1,116 @@
+"""Every series karpy exports, with its type, labels and buckets: a registry with every hook called once and every
+scrape-time collector registered on a populated cluster (shared by the upstream-parity and dashboard tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import prometheus_client.parser
+from tests import builders
+
+from karpy import clock
+from karpy.cloudprovider import types
+from karpy.cloudprovider.aws import accounting
+from karpy.kube import client, resources
+from karpy.runtime import metrics
+from karpy.state import cluster
+
+START = 1_700_000_000.0
+
+
+def _cluster() -> cluster.Cluster:
+    """A cluster with one of everything the scrape-time collectors read."""
+    state = cluster.Cluster(clock=clock.ManualClock(START))
+    ready = {"type": "Ready", "status": "True", "reason": "Ready", "message": ""}
+    ready["lastTransitionTime"] = "2023-11-14T22:13:20Z"
+    pool = builders.nodepool("web", limits={"cpu": "100"})
+    pool["status"] = {"conditions": [ready]}
+    node_labels = {
+        "karpenter.sh/nodepool": "web", "karpenter.sh/registered": "true", "karpenter.sh/initialized": "true",
+        "node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1a",
+        "karpenter.sh/capacity-type": "on-demand",
+    }  # fmt: skip
+    claim = builders.nodeclaim(
+        "web-a", pool="web", providerID="aws:///us-east-1a/i-1", nodeName="n1", conditions=[ready],
+        capacity={"cpu": "2"}, allocatable={"cpu": "2"},
+    )  # fmt: skip
+    claim["metadata"]["labels"] = dict(node_labels)
+    node = {
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": node_labels},
+        "spec": {"providerID": "aws:///us-east-1a/i-1"},
+        "status": {"allocatable": {"cpu": "2"}, "capacity": {"cpu": "2"}, "conditions": [ready]},
+    }  # fmt: skip
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u-p"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Running"},
+    }  # fmt: skip
+    nodeclass = builders.ec2nodeclass("default")
+    nodeclass["status"] = {"conditions": [ready]}
+    for res, obj in (
+        (resources.NODEPOOLS, pool), (resources.EC2NODECLASSES, nodeclass), (resources.NODECLAIMS, claim),
+        (resources.NODES, node), (resources.PODS, pod),
+    ):  # fmt: skip
+        state.apply(res, client.WatchEvent(client.ADDED, obj))
+    return state
+
+
+def driven() -> metrics.Metrics:
+    """A registry with every hook called once and every collector registered on a populated cluster."""
+    m = metrics.Metrics()
+    state = _cluster()
+    m.watch_state(state)
+    m.watch_cluster_series(state, now=lambda: START + 60)
+    calls = accounting.ApiCalls()
+    calls.record_batch("create_fleet", size=3, window_seconds=0.2)
+    m.watch_cloud_calls(calls)
+    offering = types.Offering(zone="us-east-1a", capacity_type="on-demand", price=0.096)
+    shape = {"cpu": 2000, "memory": 8 << 40}
+    m.instance_types_listed([types.InstanceType(name="m5.large", labels={}, capacity=shape, offerings=(offering,))])
+    m.nodeclaim_created("web")
+    m.nodeclaim_create_failed("web", "limits_exceeded")
+    m.nodeclaim_disrupted("Expired", "web", "spot")
+    m.nodeclaim_terminated("web", "spot", "us-east-1a")
+    m.node_created("web", "us-east-1a")
+    m.node_terminated("web", "us-east-1a")
+    m.disruption_decision("delete", "empty", "empty")
+    m.drift_hooks().drifted("NodePoolDrifted", "web")
+    m.repair_hooks().unhealthy_disrupted("Ready", "web", "spot", "ami-1")
+    m.disruption_hooks().eligible_nodes("graceful", 1)
+    provisioner = m.provisioner_hooks()
+    provisioner.scheduling_duration(0.1)
+    provisioner.pods_unschedulable(0)
+    interruption = m.interruption_hooks()
+    interruption.received("SpotInterruption")
+    interruption.deleted("SpotInterruption")
+    interruption.action("CordonAndDrain", "SpotInterruption")
+    interruption.failed("SpotInterruption")
+    interruption.dropped("not_json")
+    m.rejection_hooks().rejected("Pod", "invalid")
+    m.set_leader(True)
+    m.pod_bound(1.0)
+    m.pod_started(2.0)
+    return m
+
+
+def exported(m: metrics.Metrics) -> dict[str, dict[str, Any]]:
+    """Series name (as scraped: counters with `_total`) -> type, label names and histogram buckets."""
+    out: dict[str, dict[str, Any]] = {}
+    families = list(prometheus_client.parser.text_string_to_metric_families(m.exposition().decode()))
+    # prometheus_client adds an `<name>_created` gauge beside each counter, histogram and summary (the time it was
+    # created, as OpenMetrics has it); upstream's Go client does not, and nothing reads them: not series of ours
+    created = {f"{f.name}_created" for f in families if f.type in ("counter", "histogram", "summary")}
+    for family in families:
+        if family.name in created:
+            continue
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        label_names: set[str] = set()
+        buckets: list[float] = []
+        for s in family.samples:
+            label_names |= set(s.labels) - {"le", "quantile"}
+            if s.name.endswith("_bucket") and s.labels["le"] != "+Inf":
+                bound = float(s.labels["le"])
+                if bound not in buckets:
+                    buckets.append(bound)
+        out[name] = {"type": family.type, "labels": label_names, "buckets": buckets, "samples": len(family.samples)}
+    return out
