@@ -27,6 +27,7 @@ VALUE_SETS: dict[str, dict[str, str]] = {
     "irsa-and-monitoring": {
         "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn": "arn:aws:iam::123456789012:role/karpy",
         "serviceMonitor.enabled": "true",
+        "dashboards.enabled": "true",
         "settings.interruptionQueue": "demo",
         "settings.clusterEndpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
         "controller.resources.requests.cpu": "1",
