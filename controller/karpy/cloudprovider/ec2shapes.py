@@ -295,8 +295,8 @@ def shape_labels(
         labels.LABEL_INSTANCE_MEMORY: str(info["MemoryInfo"]["SizeInMiB"]),
         labels.LABEL_INSTANCE_HYPERVISOR: str(info.get("Hypervisor", "")),
         labels.LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT: _go_bool(network.get("EncryptionInTransitSupported", False)),
-        # Upstream allows default and dedicated; cloudprovider/aws/tenancy.py relabels for dedicated-only pools.
-        labels.LABEL_INSTANCE_TENANCY: "default",
+        # No tenancy label: upstream's types allow default and dedicated; karpy.cloudprovider.tenancy labels them
+        # for the pools and launches that narrow it.
     }
     if region:
         out[labels.LABEL_REGION] = region

@@ -6,12 +6,19 @@ from __future__ import annotations
 import dataclasses
 
 import boto3
+import pytest
 from tests.cloudprovider import contract
 from tests.cloudprovider.aws.builders import make_nodeclaim, req
 from tests.cloudprovider.aws.moto_fixtures import REGION
+from tests.provisioning import builders as provisioning_builders
+from tests.scheduling import conftest as scheduling_conftest
 
-from karpy.api import ec2nodeclass, labels, meta
+from karpy import events
+from karpy.api import ec2nodeclass, labels, meta, nodepool, parse
+from karpy.clock import ManualClock
 from karpy.cloudprovider.aws import instances, provider
+from karpy.kube import resources
+from karpy.provisioning import provisioner
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
 M5 = req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large")
@@ -23,13 +30,18 @@ def _template_placement(name: str) -> object:
     return version["LaunchTemplateData"].get("Placement")
 
 
-async def test_a_dedicated_claim_launches_on_dedicated_hardware(ready: Ready) -> None:
-    aws_provider, _ = ready
+def _record_fleets(aws_provider: provider.AWSCloudProvider) -> list[dict[str, object]]:
     fleets: list[dict[str, object]] = []
     aws_provider._deps.aws.ec2.meta.events.register(
         "provide-client-params.ec2.CreateFleet",
         lambda params, **_: None if params.get("DryRun") else fleets.append(params),
     )
+    return fleets
+
+
+async def test_a_dedicated_claim_launches_on_dedicated_hardware(ready: Ready) -> None:
+    aws_provider, _ = ready
+    fleets = _record_fleets(aws_provider)
     dedicated = (M5, req(labels.LABEL_INSTANCE_TENANCY, meta.Operator.IN, "dedicated"))
     created = await aws_provider.create(make_nodeclaim(requirements=dedicated))
     assert created.metadata.labels[labels.LABEL_INSTANCE_TENANCY] == "dedicated"
@@ -57,16 +69,62 @@ async def test_an_instance_reads_back_with_its_tenancy(ready: Ready) -> None:
     assert claim.metadata.labels[labels.LABEL_INSTANCE_TENANCY] == "dedicated"
 
 
-async def test_a_dedicated_only_pool_sees_dedicated_instance_types(ready: Ready) -> None:
-    aws_provider, _ = ready
+def _pool_allowing(*tenancies: str) -> nodepool.NodePool:
     pool = contract.make_nodepool()
-    pool = dataclasses.replace(
-        pool,
-        template=dataclasses.replace(
-            pool.template, requirements=(req(labels.LABEL_INSTANCE_TENANCY, meta.Operator.IN, "dedicated"),)
-        ),
+    terms = (req(labels.LABEL_INSTANCE_TENANCY, meta.Operator.IN, *tenancies),) if tenancies else ()
+    return dataclasses.replace(pool, template=dataclasses.replace(pool.template, requirements=terms))
+
+
+async def test_a_pool_sees_its_types_with_the_tenancy_it_allows(ready: Ready) -> None:
+    aws_provider, _ = ready
+
+    async def seen(pool: nodepool.NodePool) -> set[str]:
+        return {it.labels.get(labels.LABEL_INSTANCE_TENANCY, "both") for it in await aws_provider.instance_types(pool)}
+
+    assert await seen(_pool_allowing("dedicated")) == {"dedicated"}
+    assert await seen(_pool_allowing("default")) == {"default"}
+    # Upstream's types allow both (instance-tenancy In [default, dedicated]): the label is left for the pod to decide.
+    assert await seen(_pool_allowing("default", "dedicated")) == {"both"}
+    assert await seen(_pool_allowing()) == {"both"}
+
+
+@pytest.mark.parametrize(("pod_tenancy", "launched"), [("dedicated", "dedicated"), (None, "default")])
+async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
+    ready: Ready, pod_tenancy: str | None, launched: str
+) -> None:
+    aws_provider, nc = ready
+    pool = provisioning_builders.parsed_nodepool(
+        requirements=[
+            {"key": labels.LABEL_INSTANCE_TENANCY, "operator": "In", "values": ["default", "dedicated"]},
+            {"key": labels.LABEL_INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
+        ]
     )
-    assert {it.labels[labels.LABEL_INSTANCE_TENANCY] for it in await aws_provider.instance_types(pool)} == {"dedicated"}
-    assert {
-        it.labels[labels.LABEL_INSTANCE_TENANCY] for it in await aws_provider.instance_types(contract.make_nodepool())
-    } == {"default"}
+    selector = {"nodeSelector": {labels.LABEL_INSTANCE_TENANCY: pod_tenancy}} if pod_tenancy else {}
+    cluster = provisioning_builders.Cluster(
+        pools=[pool], pending=[scheduling_conftest.make_pod("p", spec=selector)], classes={nc.name: nc}
+    )
+    client = provisioning_builders.MemoryClient()
+    prov = provisioner.Provisioner(
+        provisioner.Deps(
+            client=client,
+            cluster=cluster,
+            cloud=aws_provider,
+            clock=ManualClock(0.0),
+            recorder=events.MemoryRecorder(),
+            metrics=provisioner.Metrics(
+                scheduling_duration=lambda _: None,
+                nodeclaim_created=lambda _: None,
+                nodeclaim_create_failed=lambda _pool, _reason: None,
+                pods_unschedulable=lambda _: None,
+            ),
+        )
+    )
+    await prov.provision()
+    (body,) = client.of(resources.NODECLAIMS)
+    body = {**body, "metadata": {**body["metadata"], "name": "claim"}}
+    fleets = _record_fleets(aws_provider)
+    created = await aws_provider.create(parse.nodeclaim(body))
+    assert created.metadata.labels[labels.LABEL_INSTANCE_TENANCY] == launched
+    (config,) = fleets[0]["LaunchTemplateConfigs"]  # type: ignore[misc]
+    placement = _template_placement(config["LaunchTemplateSpecification"]["LaunchTemplateName"])
+    assert placement == ({"Tenancy": "dedicated"} if launched == "dedicated" else None)

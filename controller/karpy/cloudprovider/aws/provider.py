@@ -178,7 +178,7 @@ class AWSCloudProvider:
         nc = self._nodeclass(pool.template.node_class_ref.name)
         if nc is None or not nc.status.subnets:
             return ()
-        return tenancy.for_pool(await self._instance_types(nc), tenancy.choose(pool.template.requirements))
+        return tenancy.for_pool(await self._instance_types(nc), pool.template.requirements)
 
     async def _instance_types(self, nc: ec2nodeclass.EC2NodeClass) -> Sequence[types.InstanceType]:
         try:
@@ -195,7 +195,7 @@ class AWSCloudProvider:
         wanted = tenancy.choose(claim.spec.requirements)
 
         async def listed() -> Sequence[types.InstanceType]:
-            return tenancy.for_pool(await self._instance_types(nc), wanted)
+            return tenancy.for_claim(await self._instance_types(nc), wanted)
 
         launched = await self._launcher.launch(claim, nc, await listed(), refresh=listed)
         return launch.launched_claim(

@@ -80,7 +80,7 @@ class FakeCloudProvider:
                 errors.CreateErrorReason.INTERNAL, f"allowed creates ({self.allowed_creates}) exhausted"
             )
         listed = self._types_for(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
-        choice = cheapest_launch(tenancy.for_pool(listed, tenancy.choose(claim.spec.requirements)), claim)
+        choice = cheapest_launch(tenancy.for_claim(listed, tenancy.choose(claim.spec.requirements)), claim)
         if choice is None:
             raise errors.InsufficientCapacity(f"no offering fits nodeclaim {claim.name!r}")
         instance_type, offering = choice
@@ -118,7 +118,7 @@ class FakeCloudProvider:
         return list(self.instances.values())
 
     async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
-        return list(tenancy.for_pool(self._types_for(pool.metadata.name), tenancy.choose(pool.template.requirements)))
+        return list(tenancy.for_pool(self._types_for(pool.metadata.name), pool.template.requirements))
 
     async def is_drifted(self, claim: nodeclaim.NodeClaim) -> types.DriftReason | None:
         return self.drifted
