@@ -17,7 +17,12 @@ from typing import Any
 CRD_CHART = "karpy-crd"
 CONTROLLER_CHART = "karpy"
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
-CRD_NAMES = ("ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh")
+CRD_NAMES = (
+    "ec2nodeclasses.karpenter.k8s.aws",
+    "nodeclaims.karpenter.sh",
+    "nodeoverlays.karpenter.sh",
+    "nodepools.karpenter.sh",
+)
 """The CustomResourceDefinitions the karpy-crd chart ships (the same names as upstream's karpenter-crd chart)."""
 
 

@@ -14,6 +14,7 @@ from celpy import celtypes
 from karpy.api import crds, validator
 from karpy.api.schema import ec2nodeclass as ec2_schema
 from karpy.api.schema import nodeclaim as nodeclaim_schema
+from karpy.api.schema import nodeoverlay as nodeoverlay_schema
 from karpy.api.schema import nodepool as nodepool_schema
 from karpy_emulator.apiserver import transitions
 
@@ -79,7 +80,12 @@ def list_type_failures(value: Any, schema: dict[str, Any], path: str = "") -> It
 def schema_verdict(manifest: dict[str, Any]) -> bool:
     crd = next(c for c in crds.build_crds() if c["spec"]["names"]["kind"] == manifest["kind"])
     rendered = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    source = {"NodePool": nodepool_schema, "NodeClaim": nodeclaim_schema, "EC2NodeClass": ec2_schema}[manifest["kind"]]
+    source = {
+        "NodePool": nodepool_schema,
+        "NodeClaim": nodeclaim_schema,
+        "EC2NodeClass": ec2_schema,
+        "NodeOverlay": nodeoverlay_schema,
+    }[manifest["kind"]]
     body = {k: v for k, v in manifest.items() if k != "metadata"}
     defaulted, _ = validator.validate(body, source.schema())  # the API server defaults before validating
     structural = list(jsonschema.Draft7Validator(to_json_schema(rendered)).iter_errors(defaulted))

@@ -161,6 +161,7 @@ def test_committed_crds_equal_generated() -> None:
         "karpenter.sh_nodepools.yaml",
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.k8s.aws_ec2nodeclasses.yaml",
+        "karpenter.sh_nodeoverlays.yaml",
     }
     for name, text in rendered.items():
         committed = gen_crds.TEMPLATES / name
@@ -169,9 +170,16 @@ def test_committed_crds_equal_generated() -> None:
 
 def test_crd_names_columns_and_subresources() -> None:
     by_name = {crd["metadata"]["name"]: crd for crd in crds.build_crds()}
-    assert set(by_name) == {"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"}
+    assert set(by_name) == {
+        "nodepools.karpenter.sh",
+        "nodeclaims.karpenter.sh",
+        "ec2nodeclasses.karpenter.k8s.aws",
+        "nodeoverlays.karpenter.sh",
+    }
     ec2 = by_name["ec2nodeclasses.karpenter.k8s.aws"]["spec"]
     assert ec2["names"]["shortNames"] == ["ec2nc", "ec2ncs"]
+    overlay = by_name["nodeoverlays.karpenter.sh"]["spec"]
+    assert (overlay["names"]["shortNames"], overlay["versions"][0]["name"]) == (["overlays"], "v1alpha1")
     for crd in by_name.values():
         assert crd["spec"]["names"]["categories"] == ["karpenter"]
         assert crd["spec"]["scope"] == "Cluster"

@@ -24,11 +24,17 @@ import pytest
 import yaml
 from tests.api import crd_check
 
-from karpy.api import errors, labels, parse
+from karpy.api import errors, labels, nodeoverlay, parse
 from karpy_emulator.apiserver import runner, server
 
 UPSTREAM = pathlib.Path(__file__).parent / "upstream"
-PLURALS = {"NodePool": "nodepools", "NodeClaim": "nodeclaims", "EC2NodeClass": "ec2nodeclasses"}
+PLURALS = {
+    "NodePool": "nodepools",
+    "NodeClaim": "nodeclaims",
+    "EC2NodeClass": "ec2nodeclasses",
+    "NodeOverlay": "nodeoverlays",
+}
+VERSIONS = {"NodeOverlay": nodeoverlay.VERSION}
 _REPEAT = re.compile(r"\{(\w+)\*(\d+)\}")
 
 
@@ -132,7 +138,7 @@ IDS = [f"{c.kind}: {c.test}" for c in CASES]
 def test_the_suite_covers_upstreams_tests_both_ways() -> None:
     sources = {c.source for c in CASES}
     assert len(CASES) >= 100
-    assert len(sources) == 4, sources
+    assert len(sources) == 5, sources
     for source in sources:
         verdicts = {c.admitted for c in CASES if c.source == source}
         assert verdicts == {True, False}, source
@@ -172,21 +178,21 @@ def _at(obj: Any, path: str) -> Any:
 def test_the_emulated_api_server_admits_what_upstreams_does(
     case: Case, custom: kubernetes.client.CustomObjectsApi
 ) -> None:
-    group, plural = _group(case.kind), PLURALS[case.kind]
+    group, plural, version = _group(case.kind), PLURALS[case.kind], VERSIONS.get(case.kind, labels.VERSION)
     body = {k: v for k, v in copy.deepcopy(case.obj).items() if k != "status"}
     body["metadata"]["name"] = f"parity-{CASES.index(case)}"
     name = body["metadata"]["name"]
-    created, answer = _admits(custom.create_cluster_custom_object, group, "v1", plural, body)
+    created, answer = _admits(custom.create_cluster_custom_object, group, version, plural, body)
     if case.status is not None and created:  # status is written through its subresource, as controllers do
         created, answer = _admits(
-            custom.patch_cluster_custom_object_status, group, "v1", plural, name, {"status": case.status}
+            custom.patch_cluster_custom_object_status, group, version, plural, name, {"status": case.status}
         )
     assert created is case.admitted, answer
     for path, value in case.stored.items():
         assert _at(answer, path) == value
     if case.update is not None:
         updated, answer = _admits(
-            custom.patch_cluster_custom_object, group, "v1", plural, name, _merge_patch(case.update)
+            custom.patch_cluster_custom_object, group, version, plural, name, _merge_patch(case.update)
         )
         assert updated is case.update_admitted, answer
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from karpy.api import labels
-from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodepool
+from karpy.api import nodeoverlay as nodeoverlay_api
+from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
 
 _READY = '.status.conditions[?(@.type=="Ready")].status'
 _AGE = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
@@ -27,6 +28,7 @@ def _crd(
     columns: list[dict[str, Any]],
     short_names: tuple[str, ...] = (),
     scale: bool = False,
+    version: str = labels.VERSION,
 ) -> dict[str, Any]:
     names: dict[str, Any] = {
         "categories": ["karpenter"],
@@ -51,7 +53,7 @@ def _crd(
             "versions": [
                 {
                     "additionalPrinterColumns": columns,
-                    "name": labels.VERSION,
+                    "name": version,
                     "schema": {"openAPIV3Schema": core.render(schema)},
                     "served": True,
                     "storage": True,
@@ -63,7 +65,7 @@ def _crd(
 
 
 def build_crds() -> list[dict[str, Any]]:
-    """NodePool, NodeClaim and EC2NodeClass CRDs (printer columns, subresources, names as upstream v1)."""
+    """NodePool, NodeClaim, EC2NodeClass and NodeOverlay CRDs (printer columns, subresources, names as upstream v1)."""
     return [
         _crd(
             group=labels.GROUP,
@@ -107,6 +109,15 @@ def build_crds() -> list[dict[str, Any]]:
             schema=ec2nodeclass.schema(),
             columns=[_column("Ready", _READY), _AGE, _column("Role", ".spec.role", priority=1)],
             short_names=("ec2nc", "ec2ncs"),
+        ),
+        _crd(
+            group=labels.GROUP,
+            kind="NodeOverlay",
+            plural="nodeoverlays",
+            schema=nodeoverlay.schema(),
+            columns=[_column("Ready", _READY), _AGE, _column("Weight", ".spec.weight", "integer", priority=1)],
+            short_names=("overlays",),
+            version=nodeoverlay_api.VERSION,
         ),
     ]
 

@@ -27,11 +27,15 @@ from karpy.api import (
     nodeclaim as nodeclaim_api,
 )
 from karpy.api import (
+    nodeoverlay as nodeoverlay_api,
+)
+from karpy.api import (
     nodepool as nodepool_api,
 )
 from karpy.api.schema import core
 from karpy.api.schema import ec2nodeclass as ec2nodeclass_schema
 from karpy.api.schema import nodeclaim as nodeclaim_schema
+from karpy.api.schema import nodeoverlay as nodeoverlay_schema
 from karpy.api.schema import nodepool as nodepool_schema
 
 T = TypeVar("T")
@@ -46,6 +50,7 @@ def _schema(kind: str) -> core.Schema:
         "NodePool": nodepool_schema.schema,
         "NodeClaim": nodeclaim_schema.schema,
         "EC2NodeClass": ec2nodeclass_schema.schema,
+        "NodeOverlay": nodeoverlay_schema.schema,
     }
     return builders[kind]()
 
@@ -68,7 +73,13 @@ def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
     )
 
 
-def any(obj: Mapping[str, Any]) -> nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass:
+def nodeoverlay(obj: Mapping[str, Any]) -> nodeoverlay_api.NodeOverlay:
+    return _parse(obj, "NodeOverlay", nodeoverlay_api.API_VERSION, _schema("NodeOverlay"), _decode_nodeoverlay)
+
+
+def any(
+    obj: Mapping[str, Any],
+) -> nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass | nodeoverlay_api.NodeOverlay:
     """Parse whichever v1 kind `obj` declares; an unknown apiVersion/kind is a ValidationError naming `kind`."""
     if not isinstance(obj, Mapping):
         raise errors.ValidationError("object", "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
@@ -77,6 +88,7 @@ def any(obj: Mapping[str, Any]) -> nodepool_api.NodePool | nodeclaim_api.NodeCla
         (f"{labels.GROUP}/{labels.VERSION}", "NodePool"): nodepool,
         (f"{labels.GROUP}/{labels.VERSION}", "NodeClaim"): nodeclaim,
         (f"{labels.AWS_GROUP}/{labels.VERSION}", "EC2NodeClass"): ec2nodeclass,
+        (nodeoverlay_api.API_VERSION, "NodeOverlay"): nodeoverlay,
     }
     key = (api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
     if key is None or key not in parsers:
@@ -85,7 +97,9 @@ def any(obj: Mapping[str, Any]) -> nodepool_api.NodePool | nodeclaim_api.NodeCla
             "kind", f"unsupported apiVersion/kind {api_version!r}/{kind!r} (supported: {supported})"
         )
         raise errors.ValidationError(str(kind) if kind else "object", _name(obj), [problem])
-    result: nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass = parsers[key](obj)
+    result: (
+        nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass | nodeoverlay_api.NodeOverlay
+    ) = parsers[key](obj)
     return result
 
 
@@ -198,6 +212,26 @@ def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> no
             allocatable=decoding.resources(status.get("allocatable"), "status.allocatable", problems),
             conditions=decoding.conditions(status.get("conditions")),
             last_pod_event_time=decoding.timestamp(last_event) if last_event else None,
+        ),
+    )
+
+
+def _decode_nodeoverlay(obj: dict[str, Any], problems: list[errors.Problem]) -> nodeoverlay_api.NodeOverlay:
+    # Upstream's RuntimeValidate (core: pkg/apis/v1alpha1/nodeoverlay_validation.go): what the CRD cannot check of
+    # the requirements; the validation controller reports an overlay refused here as ValidationSucceeded=False.
+    spec = obj["spec"]
+    semantics.requirements(spec["requirements"], "spec.requirements", semantics.Collector(problems))
+    return nodeoverlay_api.NodeOverlay(
+        metadata=obj["metadata"],
+        spec=nodeoverlay_api.NodeOverlaySpec(
+            requirements=decoding.requirements(spec["requirements"]),
+            price=spec.get("price"),
+            price_adjustment=spec.get("priceAdjustment"),
+            capacity=decoding.resources(spec.get("capacity"), "spec.capacity", problems),
+            weight=spec.get("weight", 0),
+        ),
+        status=nodeoverlay_api.NodeOverlayStatus(
+            conditions=decoding.conditions(obj.get("status", {}).get("conditions"))
         ),
     )
 

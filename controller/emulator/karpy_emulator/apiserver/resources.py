@@ -12,7 +12,7 @@ from typing import Any
 
 import kmock
 
-from karpy.api import labels
+from karpy.api import labels, nodeoverlay
 from karpy_emulator.apiserver import kmock_private
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -39,6 +39,14 @@ CUSTOM: tuple[Declaration, ...] = (
         False,
         ("status",),
         ("ec2nc", "ec2ncs"),
+        ("karpenter",),
+    ),
+    Declaration(
+        f"{labels.GROUP}/{nodeoverlay.VERSION}/nodeoverlays",
+        "NodeOverlay",
+        False,
+        ("status",),
+        ("overlays",),
         ("karpenter",),
     ),
 )

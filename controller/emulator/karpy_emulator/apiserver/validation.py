@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy.api import decoding, errors, labels, validator
-from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodepool
+from karpy.api import nodeoverlay as nodeoverlay_api
+from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
 from karpy_emulator.apiserver import api_status, transitions
 
 Validator = Callable[[Mapping[str, Any], Mapping[str, Any] | None], Sequence[api_status.Cause]]
@@ -25,6 +26,7 @@ Defaulter = Callable[[Mapping[str, Any]], dict[str, Any]]
 NODEPOOLS = f"{labels.GROUP}/{labels.VERSION}/nodepools"
 NODECLAIMS = f"{labels.GROUP}/{labels.VERSION}/nodeclaims"
 EC2NODECLASSES = f"{labels.AWS_GROUP}/{labels.VERSION}/ec2nodeclasses"
+NODEOVERLAYS = f"{labels.GROUP}/{nodeoverlay_api.VERSION}/nodeoverlays"
 
 
 def from_schema_rules(schema: core.Schema) -> Validator:
@@ -56,6 +58,7 @@ def karpenter() -> dict[str, Validator]:
         NODEPOOLS: _crd(nodepool.schema()),
         NODECLAIMS: _crd(nodeclaim.schema()),
         EC2NODECLASSES: _crd(ec2nodeclass.schema()),
+        NODEOVERLAYS: _crd(nodeoverlay.schema()),
     }
 
 
@@ -81,4 +84,5 @@ def karpenter_defaults() -> dict[str, Defaulter]:
         NODEPOOLS: from_schema(nodepool.schema()),
         NODECLAIMS: from_schema(nodeclaim.schema()),
         EC2NODECLASSES: from_schema(ec2nodeclass.schema()),
+        NODEOVERLAYS: from_schema(nodeoverlay.schema()),
     }

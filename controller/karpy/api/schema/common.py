@@ -51,11 +51,13 @@ def _karpenter_sh_ok(key: str) -> bool:
     return key in _KARPENTER_SH_ALLOWED or not domain(key).endswith("karpenter.sh")
 
 
-def _aws_ok(key: str) -> bool:
-    return key in AWS_ALLOWED or not domain(key).endswith(labels.AWS_GROUP)
+def _aws_ok(key: str, allowed: tuple[str, ...] = AWS_ALLOWED) -> bool:
+    return key in allowed or not domain(key).endswith(labels.AWS_GROUP)
 
 
-def _key_rules(*, nodepool_restricted: bool, over_map: bool) -> tuple[core.Rule, ...]:
+def _key_rules(
+    *, nodepool_restricted: bool, over_map: bool, aws_allowed: tuple[str, ...] = AWS_ALLOWED
+) -> tuple[core.Rule, ...]:
     """Label-key rules, either on one key (`self` is the key) or over a map's keys (`self.all(x, ...)`), in
     upstream's order."""
 
@@ -90,9 +92,9 @@ def _key_rules(*, nodepool_restricted: bool, over_map: bool) -> tuple[core.Rule,
             lift(lambda key: key != labels.LABEL_HOSTNAME),
         ),
         core.Rule(
-            wrap(f'self in [{_cel_list(AWS_ALLOWED)}] || !{find}.endsWith("{labels.AWS_GROUP}")'),
+            wrap(f'self in [{_cel_list(aws_allowed)}] || !{find}.endsWith("{labels.AWS_GROUP}")'),
             f'label domain "{labels.AWS_GROUP}" is restricted',
-            lift(_aws_ok),
+            lift(lambda key: _aws_ok(key, aws_allowed)),
         ),
     ]
     return tuple(rules)
@@ -136,13 +138,30 @@ def _requirement_list_rules() -> tuple[core.Rule, ...]:
     )
 
 
-def requirements(*, nodepool: bool) -> core.Schema:
-    key = core.string(
+def requirement_key(*, nodepool_restricted: bool, aws_allowed: tuple[str, ...] = AWS_ALLOWED) -> core.Schema:
+    """A requirement's `key`: a qualified name outside the restricted label domains."""
+    return core.string(
         "The label key that the selector applies to.",
         max_length=316,
         pattern=core.QUALIFIED_NAME_PATTERN,
-        rules=_key_rules(nodepool_restricted=nodepool, over_map=False),
+        rules=_key_rules(nodepool_restricted=nodepool_restricted, over_map=False, aws_allowed=aws_allowed),
     )
+
+
+def requirement_values() -> core.Schema:
+    """A requirement's `values`. Upstream's CRD puts the label-value length and pattern on the array itself. String
+    keywords do not apply to an array (JSON Schema; the API server's validator skips them), so the values are
+    checked at runtime (`semantics.requirements`), as upstream's RuntimeValidate does."""
+    return core.array(
+        core.string(),
+        "An array of string values.",
+        list_type="atomic",
+        array_string_keywords={"maxLength": 63, "pattern": core.LABEL_VALUE_PATTERN},
+    )
+
+
+def requirements(*, nodepool: bool) -> core.Schema:
+    key = requirement_key(nodepool_restricted=nodepool)
     item = core.obj(
         {
             "key": key,
@@ -153,15 +172,7 @@ def requirements(*, nodepool: bool) -> core.Schema:
                 maximum=50,
             ),
             "operator": core.string("Represents a key's relationship to a set of values.", enum=OPERATORS),
-            # Upstream's CRD puts the label-value length and pattern on the array itself. String keywords do not
-            # apply to an array (JSON Schema; the API server's validator skips them), so the values are checked at
-            # runtime (`semantics.requirements`), as upstream's RuntimeValidate does.
-            "values": core.array(
-                core.string(),
-                "An array of string values.",
-                list_type="atomic",
-                array_string_keywords={"maxLength": 63, "pattern": core.LABEL_VALUE_PATTERN},
-            ),
+            "values": requirement_values(),
         },
         "A node selector requirement with min values.",
         required=("key", "operator"),
