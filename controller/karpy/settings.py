@@ -123,7 +123,8 @@ class FeatureGates:
     spot_to_spot_consolidation: bool = False
     """SpotToSpotConsolidation; default false: replacing spot with cheaper spot raises interruption risk."""
     node_overlay: bool = False
-    """NodeOverlay; default false (alpha upstream)."""
+    """NodeOverlay; default false (alpha upstream): watch NodeOverlays and apply their prices and capacity to the
+    instance types of every NodePool (karpy.cloudprovider.overlay)."""
     static_capacity: bool = False
     """StaticCapacity; default false (alpha upstream)."""
     capacity_buffer: bool = False

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from karpy import clock, settings
-from karpy.cloudprovider import types
+from karpy.cloudprovider import overlay, types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, config, resources, rest
+from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.runtime import leadership, parts, routing
 from karpy.state import cluster as cluster_module
 from karpy.wiring import graph
@@ -58,3 +59,17 @@ async def test_static_pools_are_queued_only_behind_their_gate(gates: str, runnin
     routing.route(ctrl, resources.NODECLAIMS, client.DELETED, claim)
     if running:
         assert ctrl.queue(parts.STATIC_NODEPOOLS)._queued == {"static"}
+
+
+@pytest.mark.parametrize(("gates", "running"), [("", False), ("NodeOverlay=true", True)])
+def test_node_overlays_are_watched_and_applied_only_behind_their_gate(gates: str, running: bool) -> None:
+    """Upstream decorates the provider and registers the nodeoverlay controller only under the gate; without it
+    the nodeoverlays CRD may be absent, so karpy does not watch it either."""
+    ctrl = _controller(gates)
+    assert (parts.NODEOVERLAYS in ctrl.queues) is running
+    assert (resources.NODEOVERLAYS in leadership.informed(ctrl)) is running
+    assert isinstance(ctrl.cloud.provider, overlay.OverlaidProvider) is running
+    assert isinstance(ctrl.cloud.provider, (overlay.OverlaidProvider, fake_provider.FakeCloudProvider))
+    leadership.resync(ctrl)
+    if running:
+        assert ctrl.queue(parts.NODEOVERLAYS)._queued == {nodeoverlay_controller.KEY}

@@ -95,7 +95,6 @@ def test_upstreams_default_deployment_starts_karpy_with_no_warning() -> None:
         ("IGNORE_DRA_REQUESTS", "false", "DRA resource claims are ignored when scheduling"),
         ("SCHEDULER_CONFIG", "podTopologySpread: {}", "no default topology spread"),
         ("FEATURE_GATES", "CapacityBuffer=true", "CapacityBuffer accepted but not supported"),
-        ("FEATURE_GATES", "NodeOverlay=true", "runs as with NodeOverlay=false"),
         ("FEATURE_GATES", "ReservedCapacity=false", "runs as with ReservedCapacity=true"),
         ("FEATURE_GATES", "Teleport=true", "unknown feature gate 'Teleport' ignored"),
         ("AWS_FEATURE_GATES", "NodeClassCEL=true", "NodeClassCEL accepted but not supported"),
@@ -118,6 +117,7 @@ def test_every_upstream_gate_is_accepted(gate: str, value: bool) -> None:
         "SpotToSpotConsolidation": "spot_to_spot_consolidation",  # reaches the consolidation methods
         "StaticCapacity": "static_capacity",  # starts the static pool controller
         "NodeRepair": "node_repair",  # starts the node repair controller
+        "NodeOverlay": "node_overlay",  # starts the nodeoverlay controller and decorates the provider
     }
     if gate in implemented:
         assert getattr(gates, implemented[gate]) is value

@@ -231,6 +231,7 @@ class ControlPlane:
             janitor=functools.partial(self.provider.launch_templates.run_janitor, sleep=clock.sleep),
             tagger=self.provider.tagger.run,
             api_calls=aws.calls,
+            use_overlays=self.provider.use_overlays,
         )
 
     @property

@@ -21,6 +21,11 @@ class NodeClassNotReady(CloudProviderError):
     """The NodeClaim's node class is missing a resolved AMI, subnet, security group or instance profile."""
 
 
+class UnevaluatedNodePool(CloudProviderError):
+    """NodeOverlays are on and have not been evaluated against this NodePool yet: its instance types would carry
+    prices and capacity the overlays may change, so it is left out until they are (core: UnevaluatedNodePoolError)."""
+
+
 class CreateErrorReason(enum.StrEnum):
     LAUNCH_TEMPLATE = "LaunchTemplateCreationFailed"
     FLEET = "FleetCreationFailed"

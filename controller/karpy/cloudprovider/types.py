@@ -25,6 +25,8 @@ class Offering:
     reservation_id: str = ""
     reservation_capacity: int = 0
     """Instances the reservation can still take, as far as this process knows (0: unknown or none)."""
+    price_overlaid: bool = False
+    """`price` comes from a NodeOverlay (`karpy.cloudprovider.overlay`), not from the provider's price list."""
 
     def labels(self) -> dict[str, str]:
         out = {labels.LABEL_ZONE: self.zone, labels.LABEL_CAPACITY_TYPE: self.capacity_type}
@@ -65,6 +67,8 @@ class InstanceType:
     capacity: Mapping[str, int]
     offerings: tuple[Offering, ...]
     overhead: Overhead = field(default_factory=Overhead)
+    capacity_overlaid: bool = False
+    """`capacity` holds extended resources a NodeOverlay added (`karpy.cloudprovider.overlay`)."""
     allocatable: Mapping[str, int] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:

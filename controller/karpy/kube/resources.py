@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from karpy.api import labels
+from karpy.api import labels, nodeoverlay
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +56,4 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 NODEPOOLS = Resource(labels.GROUP, labels.VERSION, "nodepools", "NodePool", False)
 NODECLAIMS = Resource(labels.GROUP, labels.VERSION, "nodeclaims", "NodeClaim", False)
 EC2NODECLASSES = Resource(labels.AWS_GROUP, labels.VERSION, "ec2nodeclasses", "EC2NodeClass", False)
+NODEOVERLAYS = Resource(labels.GROUP, nodeoverlay.VERSION, "nodeoverlays", "NodeOverlay", False)

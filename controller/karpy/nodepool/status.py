@@ -136,6 +136,11 @@ def nodepool_status_patch(
     return {"status": body}
 
 
+def same_conditions(current: Any, wanted: list[dict[str, Any]]) -> bool:
+    """Whether stored conditions already hold the wanted ones (the fields karpy writes, in any order)."""
+    return _same(current, wanted)
+
+
 def _same(current: Any, wanted: Any) -> bool:
     if isinstance(wanted, list) and isinstance(current, list):  # conditions: the fields we set, in any order
         return sorted(_cond_key(c) for c in current if isinstance(c, Mapping)) == sorted(map(_cond_key, wanted))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.api import hashing, labels, manifest, meta, nodeclaim, nodepool
+from karpy.api import hashing, labels, manifest, meta, nodeclaim, nodeoverlay, nodepool
 from karpy.scheduling import results
 
 MIN_VALUES_RELAXED = "true"
@@ -48,6 +48,12 @@ def nodeclaim_annotations(
     if nodeclass_hash is not None:
         out[labels.ANNOTATION_EC2NODECLASS_HASH] = nodeclass_hash
         out[labels.ANNOTATION_EC2NODECLASS_HASH_VERSION] = labels.EC2NODECLASS_HASH_VERSION
+    if not plan.static:  # which of the claim's types NodeOverlays changed (core: nodeclaimtemplate.go ToNodeClaim)
+        chosen = plan.instance_type_options[: results.MAX_INSTANCE_TYPES]
+        if any(o.price_overlaid for t in chosen for o in t.offerings):
+            out[nodeoverlay.ANNOTATION_PRICE_OVERLAY_APPLIED] = "true"
+        if any(t.capacity_overlaid for t in chosen):
+            out[nodeoverlay.ANNOTATION_CAPACITY_OVERLAY_APPLIED] = "true"
     return out
 
 

@@ -249,7 +249,7 @@ class Provisioner:
         for pool in pools:
             try:
                 out[pool.name] = await self._deps.cloud.instance_types(pool)
-            except errors.NodeClassNotReady as exc:  # expected while a new EC2NodeClass resolves
+            except (errors.NodeClassNotReady, errors.UnevaluatedNodePool) as exc:  # expected while a new one resolves
                 log.warning(_UNRESOLVED, extra={"nodepool": pool.name, "error": str(exc)})
             except errors.CloudProviderError as exc:
                 log.error(_UNRESOLVED, extra={"nodepool": pool.name, "error": str(exc)})

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from karpy.api import labels
 from karpy.kube import resources
+from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.runtime import parts, routing
 from karpy.state import informer
 
@@ -55,6 +56,8 @@ def resync(ctrl: parts.Controller) -> None:
     if parts.NODECLASSES in ctrl.queues:
         for nc in ctrl.cluster.objects(resources.EC2NODECLASSES):
             ctrl.queue(parts.NODECLASSES).add(str(nc["metadata"]["name"]))
+    if parts.NODEOVERLAYS in ctrl.queues:
+        ctrl.queue(parts.NODEOVERLAYS).add(nodeoverlay_controller.KEY)
 
 
 async def refresh_prices(ctrl: parts.Controller) -> None:
@@ -120,11 +123,18 @@ async def lead(ctrl: parts.Controller) -> None:
         ctrl.metrics.set_leader(False)
 
 
+def informed(ctrl: parts.Controller) -> tuple[resources.Resource, ...]:
+    """What the state cache watches: NodeOverlays too under their gate (without it their CRD may be absent)."""
+    if parts.NODEOVERLAYS in ctrl.queues:
+        return (*informer.INFORMED, resources.NODEOVERLAYS)
+    return informer.INFORMED
+
+
 def start(ctrl: parts.Controller) -> list[asyncio.Task[None]]:
     """What every replica runs for its whole life: the informers, the elector, the event recorder, and `lead`, which
     waits for the Lease before it starts the leader's loops."""
     return [
-        asyncio.create_task(informer.run_informers(ctrl.kube, ctrl.cluster), name="informers"),
+        asyncio.create_task(informer.run_informers(ctrl.kube, ctrl.cluster, informed(ctrl)), name="informers"),
         asyncio.create_task(ctrl.elector.run(), name="leader election"),
         asyncio.create_task(ctrl.recorder.run(), name="event recorder"),
         asyncio.create_task(lead(ctrl), name="leader loops"),

@@ -12,7 +12,7 @@ from typing import Any, Final
 from karpy import clock as clock_module
 from karpy import events, rejections
 from karpy import settings as settings_module
-from karpy.cloudprovider import types
+from karpy.cloudprovider import overlay, types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import staticpools
 from karpy.disruption import validation as disruption_validation
@@ -45,6 +45,8 @@ class CloudParts:
     """Tags instances with their node's and NodeClaim's names once registered; leader only, never in a dry run."""
     api_calls: metrics.CloudCalls | None = None
     """The provider's count of its API calls, exposed as metrics; None when it keeps none (the fake)."""
+    use_overlays: Callable[[overlay.Overlays], None] | None = None
+    """Has the provider's launches apply the NodeOverlays (NodeOverlay gate); None: they see the list prices."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,6 +109,9 @@ NODEPOOLS: Final = "nodepools"
 
 
 NODECLASSES: Final = "ec2nodeclasses"
+
+
+NODEOVERLAYS: Final = "nodeoverlays"
 
 
 STATIC_NODEPOOLS: Final = "static nodepools"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from karpy.api import corekinds, corerules, documents, ec2nodeclass, errors, labels, nodepool, parse
+from karpy.api import corekinds, corerules, documents, ec2nodeclass, errors, labels, nodeoverlay, nodepool, parse
 from karpy.scheduling import pods as pod_model
 from karpy.scheduling import volumes, workloads
 
@@ -29,13 +29,13 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
 SUPPORTED_KINDS = (
     "NodePool, EC2NodeClass, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, PersistentVolumeClaim, "
-    "PersistentVolume, StorageClass, CSINode, PodDisruptionBudget, Node, NodeClaim"
+    "PersistentVolume, StorageClass, CSINode, PodDisruptionBudget, Node, NodeClaim, NodeOverlay"
 )
 MAX_PODS: Final = 200_000
 """Pods one simulation takes (pending and bound, workloads' replicas included): twice the benchmark's largest run,
 and bounded so that `replicas: 100000000` is an error, not an hour of work or an exhausted memory."""
 CLUSTER_SCOPED: Final = frozenset(
-    {"NodePool", "EC2NodeClass", "Node", "NodeClaim", "CSINode", "PersistentVolume", "StorageClass"}
+    {"NodePool", "EC2NodeClass", "Node", "NodeClaim", "CSINode", "PersistentVolume", "StorageClass", "NodeOverlay"}
 )
 
 
@@ -60,6 +60,7 @@ class Cluster:
 
     nodepools: list[nodepool.NodePool] = field(default_factory=list)
     nodeclasses: dict[str, ec2nodeclass.EC2NodeClass] = field(default_factory=dict)
+    nodeoverlays: list[nodeoverlay.NodeOverlay] = field(default_factory=list)
     pending: list[pod_model.Pod] = field(default_factory=list)
     bound: list[pod_model.Pod] = field(default_factory=list)
     bound_manifests: list[Mapping[str, Any]] = field(default_factory=list)  # the same pods, as written
@@ -210,6 +211,8 @@ def _add(cluster: Cluster, doc: Document) -> None:
     elif kind == "EC2NodeClass":
         nodeclass = parse.ec2nodeclass(body)
         cluster.nodeclasses[nodeclass.name] = nodeclass
+    elif kind == "NodeOverlay":
+        cluster.nodeoverlays.append(parse.nodeoverlay(body))
     elif kind == "NodeClaim":
         parse.nodeclaim(body)  # refuse what the controller would not read, naming the field
         cluster.nodeclaims.append(body)

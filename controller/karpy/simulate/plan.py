@@ -21,7 +21,7 @@ from typing import Any
 
 from karpy import clock as clock_module
 from karpy.api import ec2nodeclass, quantity
-from karpy.cloudprovider import catalog, ec2shapes, types
+from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
 from karpy.scheduling import nodes, preferences, results, scheduler
 from karpy.simulate import existing, manifests
@@ -45,7 +45,16 @@ class Options:
 
 
 def instance_types(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
-    """The instance types each NodePool can use, with its EC2NodeClass's kubelet settings applied."""
+    """The instance types each NodePool can use, with its EC2NodeClass's kubelet settings and the input's
+    NodeOverlays applied (as the controller applies them under the NodeOverlay gate)."""
+    listed = _listed(cluster, options)
+    if not cluster.nodeoverlays:
+        return listed
+    store = overlay.evaluate(cluster.nodeoverlays, cluster.nodepools, listed).store
+    return {name: store.apply(name, its) for name, its in listed.items()}
+
+
+def _listed(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
     fake = _FAKE.match(options.catalog)
     if fake is None and options.catalog != "aws":
         raise manifests.InputError(f"--catalog: expected 'aws' or 'fake:N' (N in 1..99999), got {options.catalog!r}")

@@ -25,6 +25,7 @@ from karpy import rejections as rejections_module
 from karpy.api import corekinds, errors, labels, parse
 from karpy.api import ec2nodeclass as ec2nodeclass_api
 from karpy.api import nodeclaim as nodeclaim_api
+from karpy.api import nodeoverlay as nodeoverlay_api
 from karpy.api import nodepool as nodepool_api
 from karpy.kube import client, resources
 from karpy.scheduling import pods as pods_api
@@ -69,6 +70,7 @@ class Cluster:
         self._nodepools: _Parsed[nodepool_api.NodePool] = _Parsed()
         self._nodeclasses: _Parsed[ec2nodeclass_api.EC2NodeClass] = _Parsed()
         self._nodeclaims: _Parsed[nodeclaim_api.NodeClaim] = _Parsed()
+        self._nodeoverlays: _Parsed[nodeoverlay_api.NodeOverlay] = _Parsed()
         self._pods: _Parsed[pods_api.Pod] = _Parsed()
         self._daemonsets: _Parsed[pods_api.Pod] = _Parsed()
         self._nodes: dict[str, Mapping[str, Any]] = {}
@@ -103,6 +105,7 @@ class Cluster:
         self._appliers: Mapping[resources.Resource, Callable[[Cluster, str, Mapping[str, Any] | None], None]] = {
             resources.NODEPOOLS: Cluster._apply_nodepool,
             resources.EC2NODECLASSES: Cluster._apply_nodeclass,
+            resources.NODEOVERLAYS: Cluster._apply_nodeoverlay,
             resources.NODECLAIMS: Cluster._apply_nodeclaim,
             resources.NODES: Cluster._apply_node,
             resources.PODS: Cluster._apply_pod,
@@ -246,6 +249,9 @@ class Cluster:
 
     def _apply_nodeclass(self, key: str, obj: Mapping[str, Any] | None) -> None:
         self._parse_into(resources.EC2NODECLASSES, self._nodeclasses, key, obj, parse.ec2nodeclass)
+
+    def _apply_nodeoverlay(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._parse_into(resources.NODEOVERLAYS, self._nodeoverlays, key, obj, parse.nodeoverlay)
 
     def _apply_nodeclaim(self, key: str, obj: Mapping[str, Any] | None) -> None:
         old = self._nodeclaims.get(key)
@@ -433,6 +439,14 @@ class Cluster:
     def nodeclass_errors(self) -> dict[str, str]:
         return dict(self._nodeclasses.errors)
 
+    def nodeoverlays(self) -> list[nodeoverlay_api.NodeOverlay]:
+        """Valid NodeOverlays (watched only under the NodeOverlay gate), by name."""
+        return sorted(self._nodeoverlays.values(), key=lambda o: o.name)
+
+    def nodeoverlay_errors(self) -> dict[str, str]:
+        """Why each NodeOverlay that does not parse is refused, by name."""
+        return dict(self._nodeoverlays.errors)
+
     def nodeclaims(self) -> list[nodeclaim_api.NodeClaim]:
         return sorted(self._nodeclaims.values(), key=lambda c: c.metadata.name)
 
@@ -495,6 +509,7 @@ class Cluster:
         stores: Mapping[resources.Resource, _Parsed[Any]] = {
             resources.NODEPOOLS: self._nodepools,
             resources.EC2NODECLASSES: self._nodeclasses,
+            resources.NODEOVERLAYS: self._nodeoverlays,
             resources.NODECLAIMS: self._nodeclaims,
             resources.PODS: self._pods,
             resources.DAEMONSETS: self._daemonsets,

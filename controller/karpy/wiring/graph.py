@@ -8,6 +8,7 @@ graph depend on boto3, which the layering contract forbids (only `karpy.cloudpro
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -16,6 +17,7 @@ from karpy import clock as clock_module
 from karpy import events, rejections
 from karpy import settings as settings_module
 from karpy.cloudprovider import dryrun as cloud_dryrun
+from karpy.cloudprovider import overlay
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import staticpools
 from karpy.interruption import controller as interruption_controller
@@ -25,6 +27,7 @@ from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import registration as registration_health
 from karpy.nodeclass import controller as nodeclass_controller
+from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.provisioning import batcher, provisioner, snapshot
 from karpy.runtime import lease, metrics, observers, parts, workqueue
@@ -45,7 +48,16 @@ def dry_run_cloud(cloud: parts.CloudParts) -> parts.CloudParts:
         offerings=cloud.offerings,
         instance_status=cloud.instance_status,
         api_calls=cloud.api_calls,
+        use_overlays=cloud.use_overlays,
     )
+
+
+def with_overlays(cloud: parts.CloudParts) -> tuple[overlay.Overlays, parts.CloudParts]:
+    """NodeOverlays on the cloud side: listings carry them, and so do launches where the provider can."""
+    overlays = overlay.Overlays()
+    if cloud.use_overlays is not None:
+        cloud.use_overlays(overlays)
+    return overlays, dataclasses.replace(cloud, provider=overlay.OverlaidProvider(cloud.provider, overlays))
 
 
 def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
@@ -87,6 +99,7 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
             built.janitor,
             tagger=built.tagger,
             api_calls=built.calls,
+            use_overlays=built.provider.use_overlays,
         )
 
     return build
@@ -129,6 +142,13 @@ def build(
     cloud = cloud_factory(settings, cluster, clock)
     if settings.runtime.dry_run:
         cloud = dry_run_cloud(cloud)
+    overlays = None
+    if settings.feature_gates.node_overlay:  # upstream decorates the provider and runs the controller only then
+        undecorated = cloud.provider  # overlays are evaluated against the list prices
+        overlays, cloud = with_overlays(cloud)
+        overlay_controller = nodeoverlay_controller.NodeOverlayController(
+            writer, cluster, cloud=undecorated, overlays=overlays, clock=clock
+        )
     elector: lease.LeaderElector | lease.AlwaysLeader
     if settings.leader_election.disabled:
         elector = lease.AlwaysLeader()
@@ -307,6 +327,11 @@ def build(
         controller.queues[parts.NODECLASSES] = queue(
             parts.NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2
         )
+    if overlays is not None:
+        controller.queues[parts.NODEOVERLAYS] = queue(
+            parts.NODEOVERLAYS, overlay_controller.reconcile, resources.NODEOVERLAYS, 1
+        )
+        cluster.add_listener(overlay_controller.listener(controller.queues[parts.NODEOVERLAYS].add))
     registry.watch_state(cluster)
     registry.watch_cluster_series(cluster, now=clock.now)
     if cloud.api_calls is not None:

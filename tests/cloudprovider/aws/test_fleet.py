@@ -123,6 +123,17 @@ LT = fleet.LaunchTemplateOverrides(
 
 
 @pytest.mark.parametrize(
+    ("capacity_type", "options_key", "strategy"),
+    [(SPOT, "SpotOptions", "capacity-optimized-prioritized"), (OD, "OnDemandOptions", "prioritized")],
+)
+def test_an_overlaid_price_makes_the_request_prioritized(capacity_type: str, options_key: str, strategy: str) -> None:
+    # aws: pkg/providers/instance/types.go WithOverlay: EC2 ranks the overrides by their Priority, the overlaid price
+    request = fleet.build_create_fleet_request([LT], capacity_type=capacity_type, tags=TAGS, prioritized=True)
+    assert request[options_key] == {"AllocationStrategy": strategy}
+    assert [o["Priority"] for o in request["LaunchTemplateConfigs"][0]["Overrides"]] == [0.1]
+
+
+@pytest.mark.parametrize(
     ("capacity_type", "target", "options_key", "strategy"),
     [
         (SPOT, "spot", "SpotOptions", "price-capacity-optimized"),

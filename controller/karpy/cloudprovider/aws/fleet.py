@@ -20,6 +20,10 @@ MAX_INSTANCE_TYPES = 60
 INSTANCE_TYPE_FLEXIBILITY_THRESHOLD = 5
 SPOT_ALLOCATION_STRATEGY = "price-capacity-optimized"
 ON_DEMAND_ALLOCATION_STRATEGY = "lowest-price"
+# With NodeOverlay prices EC2's own price list would undo them: the overrides are ranked by their Priority (the
+# overlaid price) instead (aws: pkg/providers/instance/types.go WithOverlay).
+SPOT_PRIORITIZED_STRATEGY = "capacity-optimized-prioritized"
+ON_DEMAND_PRIORITIZED_STRATEGY = "prioritized"
 CAPACITY_BLOCK_TARGET = "capacity-block"
 
 _EXOTIC_RESOURCES = (
@@ -245,11 +249,13 @@ def build_create_fleet_request(
     tags: Mapping[str, str],
     context: str = "",
     capacity_block: bool = False,
+    prioritized: bool = False,
 ) -> dict[str, Any]:
     """The CreateFleet input: instant, one instance, one config per launch template with its overrides.
 
     Reserved capacity is bought as on-demand (the templates target the reservations), capacity blocks as
-    `capacity-block`."""
+    `capacity-block`. `prioritized` (a NodeOverlay priced an offering): each override carries its price as its
+    Priority and the allocation strategies follow it."""
     target = labels.CAPACITY_TYPE_SPOT if capacity_type == labels.CAPACITY_TYPE_SPOT else "on-demand"
     if capacity_type == labels.CAPACITY_TYPE_RESERVED and capacity_block:
         target = CAPACITY_BLOCK_TARGET
@@ -265,6 +271,7 @@ def build_create_fleet_request(
                         "SubnetId": o.subnet_id,
                         "AvailabilityZone": o.zone,
                         **({"ImageId": o.image_id} if o.image_id else {}),
+                        **({"Priority": o.price} if prioritized else {}),
                     }
                     for o in lt.overrides
                 ],
@@ -277,9 +284,11 @@ def build_create_fleet_request(
         ],
     }
     if target == labels.CAPACITY_TYPE_SPOT:
-        request["SpotOptions"] = {"AllocationStrategy": SPOT_ALLOCATION_STRATEGY}
+        strategy = SPOT_PRIORITIZED_STRATEGY if prioritized else SPOT_ALLOCATION_STRATEGY
+        request["SpotOptions"] = {"AllocationStrategy": strategy}
     else:
-        request["OnDemandOptions"] = {"AllocationStrategy": ON_DEMAND_ALLOCATION_STRATEGY}
+        strategy = ON_DEMAND_PRIORITIZED_STRATEGY if prioritized else ON_DEMAND_ALLOCATION_STRATEGY
+        request["OnDemandOptions"] = {"AllocationStrategy": strategy}
     if context:
         request["Context"] = context
     return request

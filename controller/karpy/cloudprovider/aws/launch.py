@@ -282,7 +282,12 @@ class Launcher:
                     f"no subnet in the zones of the compatible offerings for {claim.name}"
                 )
             request = fleet.build_create_fleet_request(
-                configs, capacity_type=capacity_type, tags=tags, context=nc.spec.context, capacity_block=capacity_block
+                configs,
+                capacity_type=capacity_type,
+                tags=tags,
+                context=nc.spec.context,
+                capacity_block=capacity_block,
+                prioritized=any(o.price_overlaid for c in chosen for o in c.offerings),
             )
             # Claim the addresses this launch may take in every subnet it offers EC2, so concurrent launches spread
             # out before the subnets are described again; the subnets it did not use get them back below.

@@ -11,7 +11,7 @@ from typing import Any
 from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim, nodepool
-from karpy.cloudprovider import catalog, ec2shapes, errors, tenancy, types
+from karpy.cloudprovider import catalog, ec2shapes, errors, overlay, tenancy, types
 from karpy.cloudprovider.aws import (
     authorization,
     cache,
@@ -82,6 +82,7 @@ class AWSCloudProvider:
     def __init__(self, deps: Dependencies) -> None:
         s = deps.settings
         self._deps = deps
+        self._overlays: overlay.Overlays | None = None
         self.unavailable = cache.UnavailableOfferings(clock=deps.clock)
         self.pricing = pricing.PricingProvider(
             aws=deps.aws,
@@ -180,6 +181,11 @@ class AWSCloudProvider:
             return ()
         return tenancy.for_pool(await self._instance_types(nc), pool.template.requirements)
 
+    def use_overlays(self, overlays: overlay.Overlays) -> None:
+        """Launch at the prices NodeOverlays give the claim's NodePool (aws: pkg/cloudprovider/cloudprovider.go
+        Create applies the overlay store before choosing), so the type chosen is the one the scheduler priced."""
+        self._overlays = overlays
+
     async def _instance_types(self, nc: ec2nodeclass.EC2NodeClass) -> Sequence[types.InstanceType]:
         try:
             return await self.instance_type_provider.list(nc)
@@ -195,7 +201,10 @@ class AWSCloudProvider:
         wanted = tenancy.choose(claim.spec.requirements)
 
         async def listed() -> Sequence[types.InstanceType]:
-            return tenancy.for_claim(await self._instance_types(nc), wanted)
+            listed_types = tenancy.for_claim(await self._instance_types(nc), wanted)
+            if self._overlays is None:
+                return listed_types
+            return self._overlays.for_launch(claim.metadata.labels, listed_types)
 
         launched = await self._launcher.launch(claim, nc, await listed(), refresh=listed)
         return launch.launched_claim(

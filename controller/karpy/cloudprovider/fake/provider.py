@@ -11,6 +11,7 @@ Knobs (all public attributes; `reset()` restores them):
 * `allowed_creates`: how many creates may succeed in total; further creates fail like upstream's fake, with a
   non-capacity `CreateError`;
 * `drifted`: what `is_drifted` answers; `repair`: the repair policies (none, as upstream's fake);
+* `overlays`: the NodeOverlays launches apply (set by `use_overlays`; kept by `reset`);
 * recorded calls: `create_calls`, `delete_calls`, `get_calls`; live instances in `instances` (by provider id).
 """
 
@@ -21,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from karpy import requirements
 from karpy.api import labels, nodeclaim, nodepool
-from karpy.cloudprovider import errors, tenancy, types
+from karpy.cloudprovider import errors, overlay, tenancy, types
 from karpy.cloudprovider.fake import generator
 
 PROVIDER_ID_SCHEME = "fake://"
@@ -49,6 +50,8 @@ class FakeCloudProvider:
         self.delete_calls: list[nodeclaim.NodeClaim] = []
         self.get_calls: list[str] = []
         self.instances: dict[str, nodeclaim.NodeClaim] = {}
+        self.overlays: overlay.Overlays | None = None
+        """NodeOverlays its launches apply (`use_overlays`), as the AWS provider's do."""
         self._launched = 0
         self.reset()
 
@@ -80,6 +83,8 @@ class FakeCloudProvider:
                 errors.CreateErrorReason.INTERNAL, f"allowed creates ({self.allowed_creates}) exhausted"
             )
         listed = self._types_for(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
+        if self.overlays is not None:  # as the AWS provider: launch at the prices the scheduler saw
+            listed = self.overlays.for_launch(claim.metadata.labels, listed)
         choice = cheapest_launch(tenancy.for_claim(listed, tenancy.choose(claim.spec.requirements)), claim)
         if choice is None:
             raise errors.InsufficientCapacity(f"no offering fits nodeclaim {claim.name!r}")
@@ -125,6 +130,9 @@ class FakeCloudProvider:
 
     def repair_policies(self) -> Sequence[types.RepairPolicy]:
         return self.repair
+
+    def use_overlays(self, overlays: overlay.Overlays) -> None:
+        self.overlays = overlays
 
     def _types_for(self, pool_name: str) -> Sequence[types.InstanceType]:
         return self.instance_types_by_pool.get(pool_name, self.catalog)
