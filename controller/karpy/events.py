@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import datetime
 import enum
 import itertools
@@ -80,9 +81,12 @@ class MemoryRecorder:
 
     def __init__(self) -> None:
         self.events: list[Recorded] = []
+        self.refs: list[dict[str, Any]] = []
+        """The object each event was recorded against, as given (what `involved_object` is made from)."""
 
     def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         self.events.append(_recorded(obj, type_, reason, message))
+        self.refs.append(copy.deepcopy(dict(obj)))
 
     def reasons(self, name: str | None = None) -> list[str]:
         """Reasons recorded (about the object called `name` only, if given), in order."""
@@ -90,6 +94,7 @@ class MemoryRecorder:
 
     def clear(self) -> None:
         self.events.clear()
+        self.refs.clear()
 
 
 def timestamp(epoch: float) -> str:

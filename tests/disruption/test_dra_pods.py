@@ -24,5 +24,5 @@ async def test_a_node_with_a_dra_pod_is_consolidated_only_when_dra_is_not_ignore
     cmd = await w.reconcile(w.controller(ignore_dra_requests=ignore))
     assert (cmd is not None) is consolidated
     if not consolidated:
-        reasons = [e[4] for e in w.recorder.events if e[1] == "a" and e[3] == blockers.UNCONSOLIDATABLE]
+        reasons = [e.message for e in w.recorder.events if e.name == "a" and e.reason == blockers.UNCONSOLIDATABLE]
         assert reasons

@@ -15,9 +15,9 @@ BLOCKED, UNCONSOLIDATABLE = blockers.DISRUPTION_BLOCKED, blockers.UNCONSOLIDATAB
 
 def _about(w: world_mod.World, reason: str) -> dict[tuple[str, str], list[str]]:
     out: dict[tuple[str, str], list[str]] = {}
-    for kind, name, _, found, message in w.recorder.events:
-        if found == reason:
-            out.setdefault((kind, name), []).append(message)
+    for e in w.recorder.events:
+        if e.reason == reason:
+            out.setdefault((e.kind, e.name), []).append(e.message)
     return out
 
 
@@ -114,7 +114,9 @@ async def test_a_replacement_is_announced_launching_and_waiting_once_as_upstream
     await ctrl.queue.reconcile()  # still not initialized: told once, not on every pass
     waiting = {("NodeClaim", replacement): ["Waiting on readiness to continue disruption"]}
     assert _about(w, orchestration.DISRUPTION_WAITING_READINESS) == waiting
-    assert [e[2] for e in w.recorder.events if e[3].startswith("DisruptionL") or e[3].startswith("DisruptionW")] == [
+    assert [
+        e.type for e in w.recorder.events if e.reason.startswith("DisruptionL") or e.reason.startswith("DisruptionW")
+    ] == [
         "Normal",
         "Normal",
     ]

@@ -82,7 +82,7 @@ async def test_a_refused_replacement_is_logged_and_the_command_is_decided_again(
     w.pool()
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")
-    w.kube.fail_next_create = client.KubeError(500, "InternalError", "etcdserver: request timed out")
+    w.kube.next_create_error = client.KubeError(500, "InternalError", "etcdserver: request timed out")
     ctrl = w.controller()
     w.sync()
     async with tasks.running(ctrl.run) as task:

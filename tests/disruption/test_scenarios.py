@@ -157,8 +157,8 @@ async def test_spot_node_is_not_replaced_without_spot_to_spot() -> None:
     w.pod("p", "s", cpu="1")
     ctrl = w.controller()
     assert await w.reconcile(ctrl) is None
-    unconsolidatable = [e for e in w.recorder.events if e[3] == "Unconsolidatable"]
-    assert any("SpotToSpotConsolidation is disabled" in e[4] for e in unconsolidatable)
+    unconsolidatable = [e for e in w.recorder.events if e.reason == "Unconsolidatable"]
+    assert any("SpotToSpotConsolidation is disabled" in e.message for e in unconsolidatable)
 
 
 async def test_on_demand_replacement_is_pinned_to_spot_when_either_is_allowed() -> None:
@@ -304,9 +304,9 @@ async def test_unconsolidatable_is_published_on_the_node_and_the_nodeclaim() -> 
     w.node("s", itype="c8", capacity_type="spot")
     w.pod("p", "s", cpu="1")
     assert await w.reconcile(w.controller()) is None
-    about = {(kind, name) for kind, name, _, reason, message in w.recorder.events if reason == "Unconsolidatable"}
+    about = {(e.kind, e.name) for e in w.recorder.events if e.reason == "Unconsolidatable"}
     assert about == {("Node", "s"), ("NodeClaim", "s")}
-    messages = {message for *_, reason, message in w.recorder.events if reason == "Unconsolidatable"}
+    messages = {e.message for e in w.recorder.events if e.reason == "Unconsolidatable"}
     assert len(messages) == 1  # the same reason on both
 
 

@@ -48,7 +48,7 @@ async def test_fewer_than_fifteen_cheaper_spot_types_leave_the_node_alone() -> N
     w.node("s", itype="big", capacity_type="spot")
     w.pod("p", "s", cpu="1")
     assert await w.reconcile(w.controller(spot_to_spot=True)) is None
-    messages = [e[4] for e in w.recorder.events if e[3] == "Unconsolidatable"]
+    messages = [e.message for e in w.recorder.events if e.reason == "Unconsolidatable"]
     expected = (
         f"SpotToSpotConsolidation requires {consolidation.MIN_SPOT_TO_SPOT_TYPES} cheaper instance type options "
         "than the current candidate to consolidate, got 14"

@@ -1,22 +1,20 @@
-"""An in-memory cluster for disruption scenarios: objects live in `FakeKube`, `sync()` feeds them to a real
-`karpy.state.Cluster` (as the informers would), the fake cloud provider prices the instance types."""
+"""An in-memory cluster for disruption scenarios: objects live in `karpy.kube.fake.FakeKubeClient`, `sync()` feeds
+them to a real `karpy.state.Cluster` (as the informers would), the fake cloud provider prices the instance types."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.nodeclaim import fakekube
-
 from karpy import clock as clock_mod
+from karpy import events
 from karpy.api import decoding, hashing, labels, parse, quantity
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator, provider
 from karpy.disruption import candidates, consolidation, simulation
 from karpy.disruption import controller as disruption_controller
-from karpy.kube import client, resources
+from karpy.kube import client, fake, resources
 from karpy.scheduling import scheduler
 from karpy.state import cluster as cluster_mod
 from karpy.state import facts, statenode
@@ -129,32 +127,13 @@ def candidate(
     )
 
 
-class Kube(fakekube.FakeKube):
-    """FakeKube plus generateName, which replacement NodeClaims use, and `fail_next_create` (raised once by the
-    next create, e.g. an API server refusing a replacement)."""
-
-    def __init__(self, clock: clock_mod.Clock) -> None:
-        super().__init__(clock)
-        self._generated = itertools.count(1)
-        self.fail_next_create: Exception | None = None
-
-    async def create(self, res: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]:
-        if self.fail_next_create is not None:
-            error, self.fail_next_create = self.fail_next_create, None
-            raise error
-        md = dict(body["metadata"])
-        if not md.get("name"):
-            md["name"] = f"{md['generateName']}{next(self._generated):05d}"
-        return await super().create(res, {**body, "metadata": md})
-
-
 class World:
     def __init__(self, catalog: Sequence[types.InstanceType] = CATALOG) -> None:
         self.clock = clock_mod.ManualClock(T0 + 3600)
-        self.kube = Kube(self.clock)
+        self.kube = fake.FakeKubeClient(self.clock)
         self.cluster = cluster_mod.Cluster(clock=self.clock)
         self.cloud = provider.FakeCloudProvider(list(catalog))
-        self.recorder = fakekube.Recorder()
+        self.recorder = events.MemoryRecorder()
         self.catalog = {t.name: t for t in catalog}
 
     # --- objects ------------------------------------------------------------------------------------------------

@@ -127,9 +127,9 @@ async def test_every_event_of_the_pass_is_one_of_explains_reasons(build: Callabl
     await w.reconcile(w.controller())
     reasons = {n.node.name: {r.message for r in n.reasons} for n in found.nodes}
     published = [
-        (name, message)
-        for kind, name, _, reason, message in w.recorder.events
-        if kind == "Node" and reason in (blockers.DISRUPTION_BLOCKED, blockers.UNCONSOLIDATABLE)
+        (e.name, e.message)
+        for e in w.recorder.events
+        if e.kind == "Node" and e.reason in (blockers.DISRUPTION_BLOCKED, blockers.UNCONSOLIDATABLE)
     ]
     for name, message in published:
         assert message in reasons[name], f"{name}: the controller said {message!r}, explain {reasons[name]}"

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from tests.disruption import world as world_mod
-from tests.provisioning.builders import MemoryClient
 
 from karpy import events
 from karpy.api import labels
 from karpy.cloudprovider.fake import provider as fake
 from karpy.explain import pending, run
+from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.provisioning import provisioner
 
@@ -49,7 +49,7 @@ async def provisioned(w: World) -> tuple[events.MemoryRecorder, provisioner.Outc
     recorder = events.MemoryRecorder()
     prov = provisioner.Provisioner(
         provisioner.Deps(
-            client=MemoryClient(),
+            client=kube_fake.FakeKubeClient(w.clock),
             cluster=w.cluster,
             cloud=fake.FakeCloudProvider(list(world_mod.CATALOG)),
             clock=w.clock,

@@ -87,4 +87,4 @@ async def test_a_poisoned_batch_is_handled_in_one_poll_with_its_spot_warning(bat
     assert warning.message in [h.message for h in handled]
     assert all(h.deleted_from_queue for h in handled), "nothing is left to come back"
     assert sorted(queue.deleted) == sorted([f"fuzz-{i}" for i in range(len(batch))] + [warning.receipt_handle])
-    assert "target" not in {o["metadata"]["name"] for o in env.kube.of(resources.NODECLAIMS)}, "acted on"
+    assert "target" not in {o["metadata"]["name"] for o in env.kube.all(resources.NODECLAIMS)}, "acted on"

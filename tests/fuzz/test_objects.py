@@ -20,7 +20,7 @@ from tests.disruption import world as world_mod
 
 from karpy import events, rejections
 from karpy.api import parse
-from karpy.kube import resources
+from karpy.kube import fake, resources
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as pods_api
 from karpy.state import facts
@@ -133,7 +133,7 @@ async def _run(changes: list[tuple[resources.Resource, str, tuple[Any, ...], str
         ]
         assert all(_reads(resources.PODS, p) for p in on_node), "disrupted a node holding a pod karpy cannot read"
 
-    kube = world_mod.Kube(w.clock)
+    kube = fake.FakeKubeClient(w.clock)
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=kube,

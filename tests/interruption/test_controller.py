@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 from tests import tasks
-from tests.provisioning.builders import MemoryClient, parsed_nodepool
+from tests.provisioning.builders import parsed_nodepool
 
 from karpy import events
 from karpy.api import labels, meta, nodeclaim, nodepool
 from karpy.clock import ManualClock
 from karpy.cloudprovider import interruption
 from karpy.interruption import controller
-from karpy.kube import client, resources
+from karpy.kube import client, fake, resources
 
 K = interruption.Kind
 
@@ -128,7 +128,7 @@ def _claim(name: str, instance: str, *, node: str = "", pool: str = "default") -
 class Env:
     clock: ManualClock
     queue: Queue
-    kube: MemoryClient
+    kube: fake.FakeKubeClient
     recorder: events.MemoryRecorder
     marker: Marker
     counts: Counts
@@ -138,7 +138,13 @@ class Env:
 
 async def _env(*claims: nodeclaim.NodeClaim, pools: list[nodepool.NodePool] | None = None) -> Env:
     clock = ManualClock(0.0)
-    queue, kube, recorder, marker, counts = Queue(clock), MemoryClient(), events.MemoryRecorder(), Marker(), Counts()
+    queue, kube, recorder, marker, counts = (
+        Queue(clock),
+        fake.FakeKubeClient(clock),
+        events.MemoryRecorder(),
+        Marker(),
+        Counts(),
+    )
     for c in claims:
         await kube.create(resources.NODECLAIMS, {"metadata": {"name": c.name}, "spec": {}})
     cluster = Cluster(list(claims), pools or [parsed_nodepool("default")])
@@ -167,8 +173,8 @@ def _on(env: Env, kube: client.KubeClient) -> controller.InterruptionController:
     return controller.InterruptionController(deps)
 
 
-def _names(kube: MemoryClient) -> set[str]:
-    return {o["metadata"]["name"] for o in kube.of(resources.NODECLAIMS)}
+def _names(kube: fake.FakeKubeClient) -> set[str]:
+    return {o["metadata"]["name"] for o in kube.all(resources.NODECLAIMS)}
 
 
 async def test_spot_interruption_drains_marks_and_deletes_the_message() -> None:
@@ -249,7 +255,7 @@ async def test_unknown_instance_message_is_deleted_without_action() -> None:
     assert env.recorder.events == []
 
 
-class RefusingClient(MemoryClient):
+class RefusingClient(fake.FakeKubeClient):
     async def delete(
         self, res: resources.Resource, name: str, *, namespace: str = "", grace_period_seconds: int | None = None
     ) -> bool:
@@ -258,7 +264,7 @@ class RefusingClient(MemoryClient):
 
 async def test_failed_action_leaves_the_message_for_a_retry() -> None:
     env = await _env(_claim("a", "i-a"))
-    refusing = RefusingClient()
+    refusing = RefusingClient(env.clock)
     ctl = _on(env, refusing)
     env.queue.put(K.INSTANCE_STOPPED, "i-a")
     (handled,) = await ctl.poll()
@@ -269,7 +275,7 @@ async def test_failed_action_leaves_the_message_for_a_retry() -> None:
 
 async def test_failed_action_is_dropped_once_the_message_was_received_max_times() -> None:
     env = await _env(_claim("a", "i-a"))
-    refusing = RefusingClient()
+    refusing = RefusingClient(env.clock)
     ctl = _on(env, refusing)
     env.queue.put(K.INSTANCE_STOPPED, "i-a", receive_count=controller.MAX_RECEIVES - 1)
     last = env.queue.put(K.INSTANCE_STOPPED, "i-a", receive_count=controller.MAX_RECEIVES)
@@ -297,7 +303,7 @@ async def test_poison_is_dropped_in_the_same_pass_as_the_spot_warning_beside_it(
     assert env.counts.of("received") == [("SpotInterruption",)]
 
 
-class BuggyClient(MemoryClient):
+class BuggyClient(fake.FakeKubeClient):
     """The API answers in a shape the controller does not expect (a karpy bug as far as the loop can tell)."""
 
     async def delete(
@@ -310,7 +316,7 @@ async def test_a_message_whose_handling_raises_is_dropped_and_its_batch_handled(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     env = await _env(_claim("a", "i-a"), _claim("b", "i-b"))
-    buggy = BuggyClient()
+    buggy = BuggyClient(env.clock)
     await buggy.create(resources.NODECLAIMS, {"metadata": {"name": "b"}, "spec": {}})
     ctl = _on(env, buggy)
     bad = env.queue.put(K.SPOT_INTERRUPTION, "i-a")
@@ -336,9 +342,9 @@ async def test_a_failed_queue_delete_does_not_stop_the_batch() -> None:
     assert env.queue.deleted == [second.receipt_handle]
 
 
-class SlowClient(MemoryClient):
-    def __init__(self) -> None:
-        super().__init__()
+class SlowClient(fake.FakeKubeClient):
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
         self.active = 0
         self.peak = 0
         self.release = asyncio.Event()
@@ -356,7 +362,7 @@ class SlowClient(MemoryClient):
 async def test_at_most_ten_messages_in_flight() -> None:
     claims = [_claim(f"c{i}", f"i-{i}") for i in range(12)]
     env = await _env(*claims)
-    slow = SlowClient()
+    slow = SlowClient(env.clock)
     for c in claims:
         await slow.create(resources.NODECLAIMS, {"metadata": {"name": c.name}, "spec": {}})
     ctl = controller.InterruptionController(
@@ -435,25 +441,13 @@ async def test_a_failed_status_check_sets_the_termination_time_to_now_then_delet
     assert env.counts.of("disrupted") == [("SystemStatus", "default", "spot"), ("InstanceStatus", "default", "spot")]
 
 
-class RefRecorder(events.MemoryRecorder):
-    """Also keeps the object each event was recorded against, which the real recorder turns into involvedObject."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.refs: list[dict[str, Any]] = []
-
-    def record(self, obj: Any, type_: str, reason: str, message: str) -> None:
-        super().record(obj, type_, reason, message)
-        self.refs.append(events.involved_object(obj))
-
-
 async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_uid() -> None:
     env = await _env(_claim("a", "i-a", node="ip-1"))
     anonymous = dataclasses.replace(
         _claim("b", "i-b"), metadata=dataclasses.replace(_claim("b", "i-b").metadata, uid="")
     )
     env.cluster.claims.append(anonymous)
-    recorder = RefRecorder()
+    recorder = events.MemoryRecorder()
     ctl = controller.InterruptionController(
         controller.Deps(client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=recorder)
     )
@@ -463,7 +457,7 @@ async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_ui
     claim_a = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "a", "uid": "uid-a"}
     node = {"apiVersion": "v1", "kind": "Node", "name": "ip-1", "uid": ""}
     claim_b = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "b", "uid": ""}
-    assert recorder.refs == [claim_a, node, claim_a, node, claim_b]
+    assert [events.involved_object(ref) for ref in recorder.refs] == [claim_a, node, claim_a, node, claim_b]
     assert [(e.type, e.reason, e.message) for e in recorder.events] == [
         ("Warning", "InstanceStopping", "Instance is stopping"),
         ("Warning", "InstanceStopping", "Instance is stopping"),
@@ -477,7 +471,11 @@ async def test_a_failed_action_still_reports_the_message_and_its_decisions() -> 
     env = await _env(_claim("a", "i-a"))
     ctl = controller.InterruptionController(
         controller.Deps(
-            client=RefusingClient(), cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder
+            client=RefusingClient(env.clock),
+            cluster=env.cluster,
+            queue=env.queue,
+            clock=env.clock,
+            recorder=env.recorder,
         )
     )
     item = env.queue.put(K.INSTANCE_STOPPED, "i-a")

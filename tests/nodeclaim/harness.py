@@ -6,20 +6,20 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 
 from tests.nodeclaim import builders as b
-from tests.nodeclaim import fakekube
 
 from karpy import clock as clock_mod
+from karpy import events
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import resources
+from karpy.kube import fake, resources
 from karpy.nodeclaim import controller
 
 
 @dataclasses.dataclass
 class Env:
-    kube: fakekube.FakeKube
+    kube: fake.FakeKubeClient
     cloud: fake_provider.FakeCloudProvider
     clock: clock_mod.ManualClock
-    recorder: fakekube.Recorder
+    recorder: events.MemoryRecorder
     disrupted: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
     """(reason, nodepool, capacity type) of every claim the controller deleted as a disruption."""
 
@@ -41,10 +41,10 @@ class Env:
 def make_env() -> Env:
     clock = clock_mod.ManualClock(b.T0)
     return Env(
-        kube=fakekube.FakeKube(clock),
+        kube=fake.FakeKubeClient(clock),
         cloud=fake_provider.FakeCloudProvider(),
         clock=clock,
-        recorder=fakekube.Recorder(),
+        recorder=events.MemoryRecorder(),
     )
 
 

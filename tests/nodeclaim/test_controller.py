@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from tests.nodeclaim import builders as b
-from tests.nodeclaim import fakekube, harness
+from tests.nodeclaim import harness
 
 from karpy.api import labels, parse
 from karpy.cloudprovider import errors as cloud_errors
-from karpy.kube import resources
+from karpy.kube import fake, resources
 from karpy.nodeclaim import controller
 
 NAME = "default-abc12"
@@ -43,7 +43,7 @@ def _set_ready(env: harness.Env, name: str = "ip-10-0-0-1") -> None:
     node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
 
 
-def _node_writes(env: harness.Env) -> list[fakekube.Write]:
+def _node_writes(env: harness.Env) -> list[fake.Write]:
     return [w for w in env.kube.writes if w.plural == "nodes" and w.verb == "patch"]
 
 
@@ -103,7 +103,8 @@ async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception,
     env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
     env.cloud.next_error = error
     await harness.drive(lambda: env.claims().reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
-    assert env.recorder.events[0][:4] == ("NodeClaim", NAME, "Warning", reason)
+    e = env.recorder.events[0]
+    assert (e.kind, e.name, e.type, e.reason) == ("NodeClaim", NAME, "Warning", reason)
     assert env.cloud.instances == {}
     assert env.disrupted == [(label, "default", "")]  # upstream's reason label; no capacity type before launch
 
@@ -179,7 +180,7 @@ async def test_finalizer_waits_for_the_node_then_terminates() -> None:
 # --- crash points -----------------------------------------------------------------------------------------------
 
 
-def _status_write_with_provider_id(w: fakekube.Write) -> bool:
+def _status_write_with_provider_id(w: fake.Write) -> bool:
     return w.subresource == "status" and bool(w.body["status"].get("providerID"))
 
 
@@ -187,7 +188,7 @@ async def test_crash_between_create_and_status_write_does_not_leak() -> None:
     env = harness.make_env()
     env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
     env.kube.crash_on = _status_write_with_provider_id
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
     assert len(env.cloud.instances) == 1  # launched, but nobody knows
     restarted = env.claims()
@@ -206,7 +207,7 @@ async def test_crash_between_status_and_label_write_restores_labels() -> None:
     env.kube.crash_on = lambda w: (
         w.verb == "patch" and w.plural == "nodeclaims" and "labels" in (w.body.get("metadata") or {})
     )
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
     assert labels.LABEL_INSTANCE_TYPE not in _claim(env).metadata.labels
     await env.claims().reconcile(NAME)
@@ -224,7 +225,7 @@ async def test_crash_between_node_sync_and_registered_status() -> None:
     await env.claims().reconcile(NAME)
     _add_node(env)
     env.kube.crash_on = lambda w: w.subresource == "status" and w.body["status"].get("nodeName") == "ip-10-0-0-1"
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
     assert len(_node_writes(env)) == 1  # node synced (label registered, no unregistered taint)
     await env.claims().reconcile(NAME)
@@ -241,7 +242,7 @@ async def test_crash_between_initialized_label_and_status() -> None:
         w.subresource == "status"
         and any(c["type"] == "Initialized" and c["status"] == "True" for c in w.body["status"].get("conditions", ()))
     )
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
     await env.claims().reconcile(NAME)
     assert _condition(env, "Initialized") == ("True", "Initialized")
@@ -251,7 +252,7 @@ async def test_crash_before_finalizer_add_launches_nothing() -> None:
     env = harness.make_env()
     env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
     env.kube.crash_on = lambda w: w.plural == "nodeclaims" and "finalizers" in (w.body.get("metadata") or {})
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
     assert env.cloud.create_calls == []
     await env.claims().reconcile(NAME)
@@ -264,7 +265,7 @@ async def test_crash_after_instance_delete_before_instance_terminating_condition
     await env.claims().reconcile(NAME)
     await env.kube.delete(resources.NODECLAIMS, NAME)
     env.kube.crash_on = lambda w: w.subresource == "status"
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
     assert env.cloud.instances == {}
     await env.claims().reconcile(NAME)  # cloud answers NotFound: the finalizer goes
@@ -279,7 +280,7 @@ async def test_crash_before_finalizer_removal() -> None:
     await env.claims().reconcile(NAME)  # instance deleted, InstanceTerminating=True
     assert _condition(env, "InstanceTerminating") == ("True", "InstanceTerminating")
     env.kube.crash_on = lambda w: w.plural == "nodeclaims" and "finalizers" in (w.body.get("metadata") or {})
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
     await env.claims().reconcile(NAME)
     assert env.claim_obj(NAME) is None

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from tests import builders, tasks
 from tests.nodeclaim import builders as b
-from tests.nodeclaim import fakekube
 
 from karpy import clock as clock_mod
+from karpy import events
 from karpy.api import labels
-from karpy.kube import client, dryrun, resources
+from karpy.kube import client, dryrun, fake, resources
 from karpy.nodeclaim import expiration
 from karpy.state import cluster as cluster_mod
 
@@ -24,9 +24,9 @@ DAY = 24 * 3600.0
 class Env:
     def __init__(self, *, dry_run: bool = False) -> None:
         self.clock = clock_mod.ManualClock(b.T0)
-        self.kube = fakekube.FakeKube(self.clock)
+        self.kube = fake.FakeKubeClient(self.clock)
         self.cluster = cluster_mod.Cluster(clock=self.clock)
-        self.recorder = fakekube.Recorder()
+        self.recorder = events.MemoryRecorder()
         self.disrupted: list[tuple[str, str, str]] = []
         writer: client.KubeClient = dryrun.DryRunClient(self.kube) if dry_run else self.kube
         self.ctrl = expiration.ExpirationController(
@@ -106,7 +106,7 @@ async def test_expired_claim_is_deleted_with_log_event_and_metric(caplog: pytest
     assert len(records) == 1
     assert records[0].__dict__["reason"] == "Expired"
     assert records[0].__dict__["nodeclaims"] == ["a"]
-    assert env.recorder.events == [
+    assert [(e.kind, e.name, e.type, e.reason, e.message) for e in env.recorder.events] == [
         ("NodeClaim", "a", "Normal", "DisruptionTerminating", "Disrupting node via Expired"),
         ("Node", "ip-1", "Normal", "DisruptionTerminating", "Disrupting node via Expired"),
     ]

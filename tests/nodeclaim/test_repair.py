@@ -79,7 +79,7 @@ class Recorded:
 
 
 def blocked(w: world_mod.World, name: str) -> list[str]:
-    return [e[3] for e in w.recorder.events if e[1] == name and e[2] == "Warning"]
+    return [e.reason for e in w.recorder.events if e.name == name and e.type == "Warning"]
 
 
 def controller(w: world_mod.World) -> tuple[repair.RepairController, Recorded]:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.provisioning.builders import Cluster, MemoryClient, parsed_nodepool
+from tests.provisioning.builders import Cluster, parsed_nodepool
 from tests.scheduling.conftest import fake_catalog, make_pod
 
 from karpy import events, rejections
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake
+from karpy.kube import fake as kube_fake
 from karpy.provisioning import isolation, provisioner
 from karpy.scheduling import results, scheduler
 
@@ -32,7 +33,7 @@ async def test_the_pods_the_solver_fails_on_are_set_aside_and_the_others_provisi
     recorder = events.MemoryRecorder()
     prov = provisioner.Provisioner(
         provisioner.Deps(
-            client=MemoryClient(),
+            client=kube_fake.FakeKubeClient(ManualClock(0.0)),
             cluster=Cluster(pools=[parsed_nodepool("default")], pending=[*bad, *good]),
             cloud=fake.FakeCloudProvider(fake_catalog(8)),
             clock=ManualClock(0.0),

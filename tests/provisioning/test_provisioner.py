@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from tests import polling, tasks
-from tests.provisioning.builders import Cluster, MemoryClient, StateNode, parsed_nodepool
+from tests.provisioning.builders import Cluster, StateNode, parsed_nodepool
 from tests.scheduling.conftest import fake_catalog, make_pod
 
 from karpy import events
@@ -19,6 +19,8 @@ from karpy.api import labels, meta, nodepool, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake
+from karpy.kube import client as kube_client
+from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.provisioning import provisioner, snapshot
 from karpy.scheduling import results, scheduler
@@ -43,7 +45,7 @@ class Counters:
 @dataclass
 class Env:
     cluster: Cluster
-    client: MemoryClient
+    client: kube_fake.FakeKubeClient
     recorder: events.MemoryRecorder
     clock: ManualClock
     counters: Counters
@@ -51,7 +53,8 @@ class Env:
 
 
 def _env(cluster: Cluster, *, cloud: types.CloudProvider | None = None, **deps: object) -> Env:
-    client, recorder, clock, counters = MemoryClient(), events.MemoryRecorder(), ManualClock(0.0), Counters()
+    clock = ManualClock(0.0)
+    client, recorder, counters = kube_fake.FakeKubeClient(clock), events.MemoryRecorder(), Counters()
     d = provisioner.Deps(
         client=client,
         cluster=cluster,
@@ -73,7 +76,7 @@ async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
     pods_ = [make_pod(f"web-{i}", cpu="1") for i in range(3)]
     env = _env(Cluster(pools=[parsed_nodepool("default")], pending=pods_))
     outcome = await env.prov.provision()
-    claims = env.client.of(resources.NODECLAIMS)
+    claims = env.client.all(resources.NODECLAIMS)
     assert len(claims) == 1
     claim = claims[0]
     assert claim["metadata"]["generateName"] == "default-"
@@ -104,7 +107,7 @@ async def test_pods_fitting_an_existing_node_nominate_it() -> None:
     env = _env(Cluster(pools=[parsed_nodepool("default")], nodes=[node], pending=[pod]))
     env.clock.set(100.0)
     outcome = await env.prov.provision()
-    assert env.client.of(resources.NODECLAIMS) == []
+    assert env.client.all(resources.NODECLAIMS) == []
     assert outcome.nominated == {"node-a": (pod.key,)}
     assert env.cluster.nominations == {"node-a": 120.0}  # now + max(2 × 10 s, 10 s)
     assert env.recorder.events == [
@@ -168,7 +171,7 @@ async def test_limits_rechecked_before_create() -> None:
     env = _env(Cluster(pools=[pool], pending=[make_pod("web", cpu="1")], usage={"default": {"cpu": 17000}}))
     # The scheduler's snapshot thinks the pool is empty; the state says another claim already used it up.
     outcome = await env.prov.provision()
-    assert env.client.of(resources.NODECLAIMS) == []
+    assert env.client.all(resources.NODECLAIMS) == []
     assert "limits exceeded" in outcome.failed["default/web"]
     assert env.recorder.reasons("web") == ["FailedScheduling"]
     assert env.counters.failed == [("default", provisioner.LIMITS_EXCEEDED)]
@@ -210,7 +213,7 @@ async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
 
 async def test_create_failure_reported_on_pods() -> None:
     env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]))
-    env.client.fail_creates = 1
+    env.client.next_create_error = kube_client.KubeError(500, "InternalError", "injected")
     outcome = await env.prov.provision()
     assert outcome.created == ()
     assert outcome.failed["default/web"].startswith("creating nodeclaim, 500 InternalError")
@@ -304,10 +307,10 @@ async def test_run_survives_a_failed_pass() -> None:
     env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]), cloud=cloud)
     async with tasks.running(env.prov.run):
         await env.clock.run_for(1.0)  # first batch: the provider fails, the loop backs off
-        assert env.client.of(resources.NODECLAIMS) == []
+        assert env.client.all(resources.NODECLAIMS) == []
         await env.clock.run_for(provisioner.ERROR_BACKOFF + provisioner.PENDING_RESCAN + 1.0)
         # the second pass solves in a worker thread, which runs in real time: wait for it
-        assert len(await polling.until(lambda: env.client.of(resources.NODECLAIMS))) == 1
+        assert len(await polling.until(lambda: env.client.all(resources.NODECLAIMS))) == 1
 
 
 @pytest.mark.parametrize(

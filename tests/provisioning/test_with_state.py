@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.provisioning.builders import MemoryClient
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake
 from karpy.kube import client, dryrun, resources
+from karpy.kube import fake as kube_fake
 from karpy.provisioning import provisioner
 from karpy.state import cluster
 
@@ -48,7 +48,7 @@ def _launched(created: dict[str, Any]) -> dict[str, Any]:
 async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
     clock = ManualClock(1_700_000_000.0)
     state = _state(clock)
-    kube, recorder = MemoryClient(), events.MemoryRecorder()
+    kube, recorder = kube_fake.FakeKubeClient(clock), events.MemoryRecorder()
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=kube, cluster=state, cloud=fake.FakeCloudProvider(fake_catalog(8)), clock=clock, recorder=recorder
@@ -56,7 +56,7 @@ async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
     )
     first = await prov.provision()
     assert len(first.created) == 1
-    (created,) = kube.of(R.NODECLAIMS)
+    (created,) = kube.all(R.NODECLAIMS)
     assert set(first.created[0].pods) == {f"default/web-{i}" for i in range(4)}
     # Known to the state before its watch event arrives, as in flight: the next decisions wait for its launch.
     assert [c.metadata.name for c in state.nodeclaims()] == [created["metadata"]["name"]]
@@ -70,7 +70,7 @@ async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
     name = created["metadata"]["name"]
     assert second.nominated == {name: tuple(f"default/web-{i}" for i in range(4))}
     assert state.is_nominated(name)
-    assert len(kube.of(R.NODECLAIMS)) == 1
+    assert len(kube.all(R.NODECLAIMS)) == 1
 
 
 async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
@@ -83,7 +83,7 @@ async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
     state.apply(R.NODES, client.WatchEvent(client.ADDED, node))
     bound = builders.ready(builders.pod("db", node="old"))
     state.apply(R.PODS, client.WatchEvent(client.ADDED, bound))
-    kube = MemoryClient()
+    kube = kube_fake.FakeKubeClient(clock)
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=kube,
@@ -102,7 +102,7 @@ async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
 async def test_dry_run_creates_nothing_but_says_what_it_would_do(caplog: pytest.LogCaptureFixture) -> None:
     clock = ManualClock(1_700_000_000.0)
     state = _state(clock)
-    inner = MemoryClient()
+    inner = kube_fake.FakeKubeClient(clock)
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=dryrun.DryRunClient(inner),
@@ -114,7 +114,7 @@ async def test_dry_run_creates_nothing_but_says_what_it_would_do(caplog: pytest.
     )
     with caplog.at_level(logging.INFO):
         outcome = await prov.provision()
-    assert inner.of(R.NODECLAIMS) == []
+    assert inner.all(R.NODECLAIMS) == []
     assert [c.name for c in outcome.created] == ["default-"]  # no server to complete generateName
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("dry run: would create nodeclaims.karpenter.sh/default-") for m in messages), messages

@@ -7,13 +7,15 @@ import prometheus_client.parser
 from tests.disruption import world as world_mod
 from tests.nodeclaim import builders as claim_builders
 from tests.nodeclaim import harness
-from tests.provisioning.builders import Cluster, MemoryClient, parsed_nodepool
+from tests.provisioning.builders import Cluster, parsed_nodepool
 from tests.scheduling.conftest import fake_catalog, make_pod
 
 from karpy import events
 from karpy.clock import ManualClock
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider.fake import provider as fake
+from karpy.kube import client as kube_client
+from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.provisioning import provisioner
@@ -32,7 +34,7 @@ def counter(m: metrics.Metrics, name: str, **label_values: str) -> float:
     return 0.0
 
 
-def _provisioner(m: metrics.Metrics, cluster: Cluster, client: MemoryClient) -> provisioner.Provisioner:
+def _provisioner(m: metrics.Metrics, cluster: Cluster, client: kube_fake.FakeKubeClient) -> provisioner.Provisioner:
     return provisioner.Provisioner(
         provisioner.Deps(
             client=client,
@@ -46,7 +48,7 @@ def _provisioner(m: metrics.Metrics, cluster: Cluster, client: MemoryClient) -> 
 
 
 async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> None:
-    m, client = metrics.Metrics(), MemoryClient()
+    m, client = metrics.Metrics(), kube_fake.FakeKubeClient(ManualClock(0.0))
     pool = parsed_nodepool("web")
     await _provisioner(m, Cluster(pools=[pool], pending=[make_pod("a", cpu="1")]), client).provision()
     assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1
@@ -56,7 +58,7 @@ async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> Non
     await _provisioner(m, full, client).provision()
     assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.LIMITS_EXCEEDED) == 1
 
-    client.fail_creates = 1
+    client.next_create_error = kube_client.KubeError(500, "InternalError", "injected")
     await _provisioner(m, Cluster(pools=[pool], pending=[make_pod("c", cpu="1")]), client).provision()
     assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.API_ERROR) == 1
     assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1  # failures are not creations

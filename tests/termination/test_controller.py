@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from tests.nodeclaim import builders as b
-from tests.nodeclaim import fakekube, harness
+from tests.nodeclaim import harness
 
 from karpy.api import labels, parse
-from karpy.kube import client, resources
+from karpy.kube import client, fake, resources
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller, drain
 
@@ -180,7 +180,7 @@ async def test_do_not_disrupt_blocks_until_the_termination_grace_period_forces_i
     # Forced once now > terminationTime - pod grace (120 - 30 s after deletion), with the time left as grace.
     assert env.clock.now() - deleted_at == pytest.approx(91, abs=1)
     assert pod_deletes[0].body in (29, 30)
-    assert not [e for e in env.kube.evictions if e[1] == "batch"]  # never evicted
+    assert not [e for e in env.kube.evictions if e.name == "batch"]  # never evicted
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _node_gone(env))
     assert term.counters.pods_deleted == 1
 
@@ -270,11 +270,11 @@ async def test_restart_mid_drain_resumes() -> None:
         env.kube.put(resources.PODS, b.pod_dict(name))
     await _delete_node(env)
     env.kube.crash_on = lambda w: w.verb == "evict" and w.name == "b"
-    with pytest.raises(fakekube.Crash):
+    with pytest.raises(fake.Crash):
         await _terminator(env).reconcile(NODE)
     assert _pods(env) == ["b"]
     env.kube.crash_on = lambda w: w.plural == "nodes" and "finalizers" in ((w.body or {}).get("metadata") or {})
-    with pytest.raises(fakekube.Crash):  # crash again right before releasing the finalizer
+    with pytest.raises(fake.Crash):  # crash again right before releasing the finalizer
         await harness.drive(lambda: _terminator(env).reconcile(NODE), env, until=lambda: _node_gone(env))
     assert env.cloud.instances == {}
     await harness.drive(lambda: _terminator(env).reconcile(NODE), env, until=lambda: _node_gone(env))
@@ -307,7 +307,9 @@ async def test_failed_eviction_backs_off_and_is_reported() -> None:
     # Attempts at t = 0, 1 (after 1 s), 3 (after 2 s), 7 (after 4 s), 11 (cap 4 s).
     assert attempts[-1] == 5
     assert term.counters.evictions_failed == 5
-    assert [e for e in env.recorder.events if e[3] == "FailedEviction"][-1] == (
+    assert [(e.kind, e.name, e.type, e.reason, e.message) for e in env.recorder.events if e.reason == "FailedEviction"][
+        -1
+    ] == (
         "Pod",
         "web-1",
         "Warning",

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from tests.nodeclaim import builders as b
-from tests.nodeclaim import fakekube
 
 from karpy import clock as clock_mod
+from karpy import events
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import config, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
@@ -59,7 +59,7 @@ async def test_drain_respects_a_pdb_end_to_end(
     api: rest.RestClient, kube: runner.KubeAPIRunner, clock: clock_mod.ManualClock
 ) -> None:
     cloud = fake_provider.FakeCloudProvider()
-    recorder = fakekube.Recorder()
+    recorder = events.MemoryRecorder()
     deps = nodeclaim_controller.Deps(client=api, cloud=cloud, clock=clock, recorder=recorder)
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(deps)

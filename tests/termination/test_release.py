@@ -33,7 +33,7 @@ def _released(env: harness.Env) -> bool:
 
 
 def _pod_events(env: harness.Env, reason: str) -> list[dict[str, object]]:
-    return [ref for ref, event in zip(env.recorder.refs, env.recorder.events, strict=True) if event[3] == reason]
+    return [ref for ref, event in zip(env.recorder.refs, env.recorder.events, strict=True) if event.reason == reason]
 
 
 async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None:
@@ -79,15 +79,19 @@ async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None
         "metadata": {"name": "web", "namespace": "shop", "uid": "uid-shop-web"},
     }
     assert _pod_events(env, "Evicted") == [pod_ref]
-    assert ("Pod", "web", "Normal", "Evicted", "Evicted pod") in env.recorder.events
+    assert ("Pod", "web", "Normal", "Evicted", "Evicted pod") in [
+        (e.kind, e.name, e.type, e.reason, e.message) for e in env.recorder.events
+    ]
     pinned = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "pinned", "namespace": "shop", "uid": "uid-shop-pinned"},
     }
     assert _pod_events(env, "Disrupted")[0] == pinned  # deleted once the 10 min grace period forced it
-    deleted = [e for e in env.recorder.events if e[3] == "Disrupted"]
-    assert [e[1] for e in deleted] == ["pinned", "pinned-too"]
-    assert deleted[0][2] == "Normal"  # upstream: DisruptPodDelete is a Normal event
-    assert deleted[0][4].startswith("Deleting the pod to accommodate the terminationTime of its node, grace period ")
+    deleted = [e for e in env.recorder.events if e.reason == "Disrupted"]
+    assert [e.name for e in deleted] == ["pinned", "pinned-too"]
+    assert deleted[0].type == "Normal"  # upstream: DisruptPodDelete is a Normal event
+    assert deleted[0].message.startswith(
+        "Deleting the pod to accommodate the terminationTime of its node, grace period "
+    )
     assert (term.counters.evictions, term.counters.pods_deleted) == (1, 2)

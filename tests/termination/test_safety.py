@@ -115,7 +115,9 @@ async def test_a_node_whose_pods_cannot_leave_says_so() -> None:
     drained = claim.condition("Drained")
     assert drained is not None
     assert (drained.status, drained.reason, drained.message) == ("Unknown", "Draining", "Draining")
-    failed = [e for e in env.recorder.events if e[3] == "FailedDraining"]
+    failed = [
+        (e.kind, e.name, e.type, e.reason, e.message) for e in env.recorder.events if e.reason == "FailedDraining"
+    ]
     assert failed
     assert failed[-1] == (
         "Node",
@@ -141,7 +143,11 @@ async def test_awaiting_volume_detachment_is_reported_with_the_attachments() -> 
     for _ in range(10):
         await term.reconcile(NODE)
         env.clock.advance(controller.DRAIN_POLL)
-    waiting = [e for e in env.recorder.events if e[3] == "AwaitingVolumeDetachment"]
+    waiting = [
+        (e.kind, e.name, e.type, e.reason, e.message)
+        for e in env.recorder.events
+        if e.reason == "AwaitingVolumeDetachment"
+    ]
     assert waiting[-1] == (
         "Node",
         NODE,

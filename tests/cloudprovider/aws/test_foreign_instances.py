@@ -9,11 +9,12 @@ from typing import Any
 import boto3
 from tests.cloudprovider.aws.builders import make_nodeclaim, req
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION
-from tests.nodeclaim import fakekube
 
 from karpy import clock as clock_mod
+from karpy import events
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.aws import instances, provider
+from karpy.kube import fake
 from karpy.nodeclaim import controller
 from karpy_emulator.aws import seeding
 
@@ -64,7 +65,9 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
     assert launched is not None
     clock = clock_mod.ManualClock(launched + 3600)
     gc = controller.NodeClaimController(
-        controller.Deps(client=fakekube.FakeKube(clock), cloud=aws_provider, clock=clock, recorder=fakekube.Recorder())
+        controller.Deps(
+            client=fake.FakeKubeClient(clock), cloud=aws_provider, clock=clock, recorder=events.MemoryRecorder()
+        )
     )
     await gc.collect_garbage()
     assert _state(ec2, instances.parse_provider_id(ours.status.provider_id)) in instances.GONE_STATES | {

@@ -11,7 +11,6 @@ from botocore import stub
 from moto.ec2.models import instances as moto_instances
 from tests.cloudprovider.aws.builders import make_nodeclaim
 from tests.cloudprovider.aws.moto_fixtures import Clock
-from tests.provisioning.builders import MemoryClient
 
 from karpy import events
 from karpy.api import decoding, labels
@@ -20,7 +19,7 @@ from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import clients, instances, instancestatus
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue
-from karpy.kube import resources
+from karpy.kube import fake, resources
 
 F = instancestatus.Finding
 K = instancestatus.FindingKind
@@ -254,7 +253,7 @@ async def test_impaired_and_retiring_instances_on_the_emulator_are_acted_on(
     monkeypatch.setattr(moto_instances.Instance, "system_status", property(system_status))
     monkeypatch.setattr(moto_instances.Instance, "events", property(scheduled_events), raising=False)
 
-    kube = MemoryClient()
+    kube = fake.FakeKubeClient(ManualClock(clock()))
     for claim in (broken, retiring, healthy):
         await kube.create(resources.NODECLAIMS, {"metadata": {"name": claim.name}, "spec": {}})
     patched: list[tuple[str, Any]] = []
@@ -286,7 +285,7 @@ async def test_impaired_and_retiring_instances_on_the_emulator_are_acted_on(
     assert patched == [
         ("broken", {"metadata": {"annotations": {labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: stamp}}})
     ]
-    assert sorted(o["metadata"]["name"] for o in kube.of(resources.NODECLAIMS)) == ["healthy"]
+    assert sorted(o["metadata"]["name"] for o in kube.all(resources.NODECLAIMS)) == ["healthy"]
     # Handled findings that EC2 still shows are not acted on again at the next poll.
     manual.advance(instancestatus.POLL_INTERVAL)
     assert await loop.poll() == []

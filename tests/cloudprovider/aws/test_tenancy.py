@@ -17,7 +17,7 @@ from karpy import events
 from karpy.api import ec2nodeclass, labels, meta, nodepool, parse
 from karpy.clock import ManualClock
 from karpy.cloudprovider.aws import instances, provider
-from karpy.kube import resources
+from karpy.kube import fake, resources
 from karpy.provisioning import provisioner
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
@@ -103,7 +103,7 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
     cluster = provisioning_builders.Cluster(
         pools=[pool], pending=[scheduling_conftest.make_pod("p", spec=selector)], classes={nc.name: nc}
     )
-    client = provisioning_builders.MemoryClient()
+    client = fake.FakeKubeClient(ManualClock(0.0))
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=client,
@@ -120,7 +120,7 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
         )
     )
     await prov.provision()
-    (body,) = client.of(resources.NODECLAIMS)
+    (body,) = client.all(resources.NODECLAIMS)
     body = {**body, "metadata": {**body["metadata"], "name": "claim"}}
     fleets = _record_fleets(aws_provider)
     created = await aws_provider.create(parse.nodeclaim(body))

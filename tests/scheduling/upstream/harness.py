@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.provisioning.builders import MemoryClient
 from tests.scheduling.upstream import catalogs
 
 from karpy import events
@@ -53,7 +52,7 @@ from karpy.api import labels, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import client, resources
+from karpy.kube import client, fake, resources
 from karpy.provisioning import provisioner, snapshot
 from karpy.scheduling import results, scheduler
 from karpy.simulate import manifests, plan
@@ -255,7 +254,7 @@ async def run_controller(case: Case) -> tuple[results.Results, scheduler.Schedul
     )
     prov = provisioner.Provisioner(
         provisioner.Deps(
-            client=MemoryClient(),
+            client=fake.FakeKubeClient(state.clock),
             cluster=state,
             cloud=fake_provider.FakeCloudProvider(catalogs.catalog(case.catalog)),
             clock=state.clock,
