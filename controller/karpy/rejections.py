@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, TypeVar
 
-from karpy import events
+from karpy import events, noop
 from karpy.api import errors
 from karpy.kube import resources
 
@@ -59,13 +59,9 @@ class Sink(Protocol):
     def accept(self, kind: str, key: str) -> None: ...
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
-    rejected: Callable[[str, str], None] = _ignore
+    rejected: Callable[[str, str], None] = noop.ignore
     """(kind, reason) once per newly rejected object and problem (karpy_objects_rejected_total)."""
 
 

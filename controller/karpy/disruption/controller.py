@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from karpy import backoff, events, rejections
+from karpy import backoff, events, noop, rejections
 from karpy import clock as clock_mod
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import errors as cloud_errors
@@ -42,10 +42,6 @@ EVENT_DEDUPE = 120.0
 """Seconds any other disruption event about one object is not repeated (upstream's default dedupe timeout)."""
 DEDUPE_ENTRIES = 10_000
 """Dedupe keys kept before expired ones are dropped."""
-
-
-def _ignore(*_: Any) -> None:
-    return None
 
 
 class ClusterView(passes.ClusterView, Protocol):
@@ -81,13 +77,13 @@ class Settings:
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    decision: Callable[[str, str, str], None] = _ignore
+    decision: Callable[[str, str, str], None] = noop.ignore
     """(method, reason, decision "delete"|"replace") for every command acted on (or logged in dry-run)."""
-    eligible_nodes: Callable[[str, int], None] = _ignore
+    eligible_nodes: Callable[[str, int], None] = noop.ignore
     """(disruption class, number of candidates) every pass (gauge)."""
-    replacement_created: Callable[[str, str], None] = _ignore
+    replacement_created: Callable[[str, str], None] = noop.ignore
     """(nodepool, disruption reason) for every replacement NodeClaim the queue creates."""
-    disrupted: Callable[[str, str, str], None] = _ignore
+    disrupted: Callable[[str, str, str], None] = noop.ignore
     """(disruption reason, nodepool, capacity type) for every candidate NodeClaim the queue deletes."""
 
 

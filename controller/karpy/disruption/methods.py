@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from karpy import clock as clock_mod
+from karpy import noop
 from karpy.api import nodeclaim, nodepool
 from karpy.disruption import blockers, consolidation, simulation, staticpools
 from karpy.disruption import candidates as candidates_mod
@@ -25,10 +26,6 @@ MULTI_NODE_MAX_BATCH = 100
 Reason = nodepool.DisruptionReason
 Command = consolidation.Command
 Candidate = candidates_mod.Candidate
-
-
-def _ignore(note: Note) -> None:
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +48,7 @@ class Context:
     budgets: Mapping[Reason, Mapping[str, int]]
     simulate: simulation.Simulate
     spot_to_spot: bool = False
-    note: Callable[[Note], None] = field(default=_ignore)
+    note: Callable[[Note], None] = field(default=noop.ignore)
     rejected: Sequence[candidates_mod.Rejection] = ()
     """Nodes that are no candidate (graceful class), and why: each gets a DisruptionBlocked event."""
     blocked: Mapping[Reason, Sequence[nodepool.NodePool]] = field(default_factory=dict)

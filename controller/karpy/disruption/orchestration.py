@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import clock as clock_mod
-from karpy import events
+from karpy import events, noop
 from karpy.api import labels, meta, nodeclaim, nodepool, parse, status
 from karpy.disruption import consolidation
 from karpy.kube import client as kube
@@ -41,10 +41,6 @@ WAITING_READINESS_MESSAGE = "Waiting on readiness to continue disruption"
 def launching_message(reason: nodepool.DisruptionReason | None) -> str:
     """core: disruption/events/events.go `Launching` (the reason title-cased, as DisruptionReason values are)."""
     return f"Launching NodeClaim: {reason or ''}"
-
-
-def _ignore(*_: object) -> None:
-    return None
 
 
 def retry_window(commands: int) -> float:
@@ -112,8 +108,8 @@ class Queue:
         cluster: ClusterMarks,
         clock: clock_mod.Clock,
         recorder: events.Recorder,
-        replacement_created: Callable[[str, str], None] = _ignore,
-        disrupted: Callable[[str, str, str], None] = _ignore,
+        replacement_created: Callable[[str, str], None] = noop.ignore,
+        disrupted: Callable[[str, str, str], None] = noop.ignore,
     ) -> None:
         self._client = client
         self._cluster = cluster

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from karpy import clock as clock_mod
+from karpy import noop
 from karpy.api import nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, simulation, staticpools
@@ -50,10 +51,6 @@ class Options:
     """The provisioner's preference and minValues policies: simulations must relax as it will."""
 
 
-def _ignore(note: methods.Note) -> None:
-    return None
-
-
 class _PodInfos(Mapping[str, candidates.PodInfo]):
     """`candidates.pod_info` of each pod, read once per pass when a node asks (so a pod that cannot be read fails
     its node's evaluation, not the pass)."""
@@ -84,7 +81,7 @@ def context(
     queued: frozenset[str] = frozenset(),
     options: Options = Options(),
     solver: simulation.Solver = scheduler.solve,
-    note: Callable[[methods.Note], None] = _ignore,
+    note: Callable[[methods.Note], None] = noop.ignore,
     seq: int | None = None,
     existing: Sequence[scheduler.ExistingNode] = (),
 ) -> methods.Context:

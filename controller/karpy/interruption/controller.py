@@ -16,9 +16,9 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from karpy import backoff, events
+from karpy import backoff, events, noop
 from karpy.api import decoding, labels, nodeclaim, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import interruption
@@ -52,25 +52,21 @@ class ClusterView(Protocol):
     def nodepools(self) -> list[nodepool.NodePool]: ...
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus metrics; no-ops by default."""
 
-    received: Callable[[str], None] = _ignore
+    received: Callable[[str], None] = noop.ignore
     """Called with the message kind for every message received (counter)."""
-    deleted: Callable[[str], None] = _ignore
+    deleted: Callable[[str], None] = noop.ignore
     """Called with the message kind for every message deleted after handling (counter)."""
-    dropped: Callable[[str], None] = _ignore
+    dropped: Callable[[str], None] = noop.ignore
     """Called with the `interruption.DropReason` of every message deleted without being acted on (counter)."""
-    action: Callable[[str, str], None] = _ignore
+    action: Callable[[str, str], None] = noop.ignore
     """Called with (action, message kind) for every NodeClaim acted on: CordonAndDrain or NoAction (counter)."""
-    failed: Callable[[str], None] = _ignore
+    failed: Callable[[str], None] = noop.ignore
     """Called with the message kind when handling failed and the message was left for a retry (counter)."""
-    disrupted: Callable[[str, str, str], None] = _ignore
+    disrupted: Callable[[str, str, str], None] = noop.ignore
     """Called with (message kind, nodepool, capacity type) for every NodeClaim whose deletion a message started
     (karpenter_nodeclaims_disrupted_total, whose reason upstream is the message kind)."""
 

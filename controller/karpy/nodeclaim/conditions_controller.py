@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
-from karpy import rejections
+from karpy import noop, rejections
 from karpy.api import decoding, ec2nodeclass, labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
@@ -44,10 +44,6 @@ CONCURRENCY: Final = 10
 """Claims reconciled at once by `run` (upstream: MaxConcurrentReconciles 10)."""
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 class ClusterView(Protocol):
     def synced(self) -> bool: ...
     def nodepool(self, name: str) -> nodepool.NodePool | None: ...
@@ -59,7 +55,7 @@ class ClusterView(Protocol):
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    drifted: Callable[[str, str], None] = _ignore
+    drifted: Callable[[str, str], None] = noop.ignore
     """(drift reason, nodepool) each time a claim becomes Drifted (karpy_nodeclaims_drifted_total; upstream v1
     has no such series and counts drift in karpenter_nodeclaims_disrupted_total)."""
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from karpy import clock as clock_mod
-from karpy import events, rejections
+from karpy import events, noop, rejections
 from karpy.api import labels, nodeclaim, parse, status
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
@@ -46,15 +46,11 @@ NODECLASS_NOT_READY: Final = "nodeclass_not_ready"
 """Upstream's reason labels for a claim deleted because its launch failed (core: lifecycle/launch.go)."""
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    disrupted: Callable[[str, str, str], None] = _ignore
+    disrupted: Callable[[str, str, str], None] = noop.ignore
     """(reason, nodepool, capacity type) per claim this controller deleted: insufficient_capacity,
     nodeclass_not_ready, launch_timeout, registration_timeout (karpenter_nodeclaims_disrupted_total)."""
 

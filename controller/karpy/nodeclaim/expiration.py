@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
-from karpy import events, rejections
+from karpy import events, noop, rejections
 from karpy.api import ec2nodeclass, labels, nodeclaim, parse
 from karpy.kube import client as kube
 from karpy.kube import resources
@@ -51,10 +51,6 @@ def expired(claim: nodeclaim.NodeClaim, now: float) -> bool:
     return when is not None and claim.metadata.deletion_timestamp is None and now >= when
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 class ClusterView(Protocol):
     def synced(self) -> bool: ...
     def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
@@ -66,7 +62,7 @@ class ClusterView(Protocol):
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    disrupted: Callable[[str, str, str], None] = _ignore
+    disrupted: Callable[[str, str, str], None] = noop.ignore
     """(reason "Expired", nodepool, capacity type) per expired claim deleted (karpenter_nodeclaims_disrupted_total)."""
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
-from karpy import events
+from karpy import events, noop
 from karpy.api import decoding, labels
 from karpy.cloudprovider import types
 from karpy.kube import client as kube
@@ -96,17 +96,13 @@ class ClusterView(Protocol):
     def state_nodes(self) -> list[statenode.StateNode]: ...
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    disrupted: Callable[[str, str, str], None] = _ignore
+    disrupted: Callable[[str, str, str], None] = noop.ignore
     """(reason "unhealthy", nodepool, capacity type) per repaired claim (karpenter_nodeclaims_disrupted_total)."""
-    unhealthy_disrupted: Callable[[str, str, str, str], None] = _ignore
+    unhealthy_disrupted: Callable[[str, str, str, str], None] = noop.ignore
     """(condition, nodepool, capacity type, image id) (karpenter_nodeclaims_unhealthy_disrupted_total)."""
 
 

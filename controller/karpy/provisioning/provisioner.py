@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from karpy import backoff, events, rejections
+from karpy import backoff, events, noop, rejections
 from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
@@ -44,21 +44,17 @@ def nomination_window(batch_max_duration: float) -> float:
     return max(2 * batch_max_duration, MIN_NOMINATION_WINDOW)
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to its Prometheus metrics; no-ops by default."""
 
-    scheduling_duration: Callable[[float], None] = _ignore
+    scheduling_duration: Callable[[float], None] = noop.ignore
     """Seconds one Solve took (histogram)."""
-    nodeclaim_created: Callable[[str], None] = _ignore
+    nodeclaim_created: Callable[[str], None] = noop.ignore
     """Called with the NodePool name for every NodeClaim created (counter)."""
-    nodeclaim_create_failed: Callable[[str, str], None] = _ignore
+    nodeclaim_create_failed: Callable[[str, str], None] = noop.ignore
     """Called with (NodePool name, LIMITS_EXCEEDED or API_ERROR) when a create was refused or failed (counter)."""
-    pods_unschedulable: Callable[[int], None] = _ignore
+    pods_unschedulable: Callable[[int], None] = noop.ignore
     """How many pods the last batch could not place (gauge)."""
 
 

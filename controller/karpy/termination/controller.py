@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
-from karpy import rejections
+from karpy import noop, rejections
 from karpy.api import labels, nodeclaim
 from karpy.api import status as status_api
 from karpy.cloudprovider import errors as cloud_errors
@@ -48,15 +48,11 @@ class Counters:
     nodes_terminated: int = 0
 
 
-def _ignore(*_: Any) -> None:
-    return None
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    node_terminated: Callable[[str, str], None] = _ignore
+    node_terminated: Callable[[str, str], None] = noop.ignore
     """Called with the Node's NodePool ("" if unmanaged) and zone when its finalizer is released
     (nodes_terminated)."""
 

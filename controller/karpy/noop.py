@@ -1,0 +1,12 @@
+"""`ignore`: the one no-op every observation hook defaults to (metrics callbacks, notes, retag reports).
+
+Reconcilers expose what they observe as plain callables on their `Metrics`/`Deps` values; the operator binds them to
+Prometheus, and tests, benchmarks and offline tools leave them here. Nothing else belongs in this module.
+"""
+
+from __future__ import annotations
+
+
+def ignore(*_: object) -> None:
+    """Accepts any positional arguments and does nothing."""
+    return None
