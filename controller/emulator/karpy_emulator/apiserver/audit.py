@@ -13,6 +13,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import kmock
+
 ANONYMOUS = ""
 
 
@@ -44,6 +46,26 @@ def verb(method: str, *, named: bool, watch: bool) -> str:
         case "DELETE":
             return "delete" if named else "deletecollection"
     return method.lower()
+
+
+def access(request: kmock.Request) -> Access:
+    """What `request` asked for. A request outside the resource paths (discovery: `/api`, `/apis/<group>/<version>`)
+    is a `get` whose resource is its URL path."""
+    resource = request.resource
+    named = request.name is not None
+    if resource is None or resource.plural is None:
+        return Access(
+            user(request.headers), verb(request.method, named=True, watch=False), "", request.url.path, "", ""
+        )
+    plural = str(resource.plural)
+    return Access(
+        user=user(request.headers),
+        verb=verb(request.method, named=named, watch=request.action == kmock.action.WATCH),
+        group=resource.group or "",
+        resource=f"{plural}/{request.subresource}" if request.subresource else plural,
+        namespace=request.namespace or "",
+        name=request.name or "",
+    )
 
 
 def user(headers: Mapping[str, str]) -> str:

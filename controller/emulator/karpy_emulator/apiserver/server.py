@@ -119,6 +119,15 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         """End every open watch stream, so that the server can stop without waiting for clients."""
         await self._db.close_watches()
 
+    async def end_watches(self) -> None:
+        """End every open watch stream and keep serving: each client's next watch is a new request."""
+        await self._db.end_watches()
+
+    def requests_of(self, user: str) -> list[audit.Access]:
+        """Every request `user` (its bearer token) made so far, in order, one entry per request (the `accesses`
+        log keeps each distinct one once): how tests count watch streams and LISTs per resource."""
+        return [access for request in list(self) if (access := audit.access(request)).user == user]
+
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.
@@ -180,21 +189,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             return kmock_private.Response(status=error.code, payload=error.body(), headers=_JSON)
 
     def _audit(self, request: kmock.Request) -> None:
-        resource = request.resource
-        assert resource is not None  # see _is_object_request
-        plural = str(resource.plural)
-        self.accesses.record(
-            audit.Access(
-                user=audit.user(request.headers),
-                verb=audit.verb(
-                    request.method, named=request.name is not None, watch=request.action == kmock.action.WATCH
-                ),
-                group=resource.group or "",
-                resource=f"{plural}/{request.subresource}" if request.subresource else plural,
-                namespace=request.namespace or "",
-                name=request.name or "",
-            )
-        )
+        self.accesses.record(audit.access(request))
 
     async def _route(self, request: kmock.Request) -> kmock_private.Response:
         kind = self._kind(request)

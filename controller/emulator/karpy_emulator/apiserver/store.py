@@ -176,6 +176,10 @@ class Store:
     async def close_watches(self) -> None:
         """End every open watch stream, so that the server can stop without waiting for clients."""
         self._closing = True
+        await self.end_watches()
+
+    async def end_watches(self) -> None:
+        """End every open watch stream, as an API server does at a watch's timeout or on restart; new ones start."""
         for bus in list(self._buses.values()):
             await bus.put(None)
 
