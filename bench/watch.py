@@ -197,7 +197,7 @@ async def consume(variant: str, url: str, *, expected: int, churn: int) -> dict[
     import kopf
 
     from karpy import clock as clock_module
-    from karpy.kube import config, resources, rest
+    from karpy.kube import credentials, resources, rest
     from karpy.state import cluster as cluster_module
     from karpy.state import informer
 
@@ -209,7 +209,7 @@ async def consume(variant: str, url: str, *, expected: int, churn: int) -> dict[
     stop = asyncio.Event()
     wall, cpu = time.perf_counter(), time.process_time()
     if variant == "informer":
-        kube = rest.RestClient(config.Config(server=url), clock=clock, qps=1000.0, burst=2000, page_size=PAGE)
+        kube = rest.RestClient(credentials.Credentials(url), clock=clock, qps=1000.0, burst=2000, page_size=PAGE)
         running = asyncio.create_task(informer.run_informers(kube, cluster, (resources.PODS, resources.NODES)))
     else:
         settings = kopf.OperatorSettings()

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from karpy import clock
-from karpy.kube import config, rest
+from karpy.kube import credentials, rest
 from karpy_emulator.apiserver import runner, server
 
 START = 1_700_000_000.0
@@ -23,5 +23,5 @@ async def kube() -> AsyncIterator[runner.KubeAPIRunner]:
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
     # The client's rate limiter runs on the wall clock: tests step only the controller's ManualClock.
-    async with rest.RestClient(config.Config(server=kube.url, token="t"), clock=clock.SystemClock()) as client:
+    async with rest.RestClient(credentials.bearer(kube.url, "t"), clock=clock.SystemClock()) as client:
         yield client

@@ -10,7 +10,7 @@ import pytest
 from tests import polling
 
 from karpy import clock, events
-from karpy.kube import config, resources, rest
+from karpy.kube import credentials, resources, rest
 from karpy_emulator.apiserver import runner, server
 
 START = 1_700_000_000.0
@@ -22,7 +22,7 @@ NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "uid": "u
 async def api() -> AsyncIterator[rest.RestClient]:
     async with (
         runner.KubeAPIRunner(server.FakeKubeAPI(seed=1)) as kube,
-        rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client,
+        rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client,
     ):
         yield client
 
@@ -123,7 +123,7 @@ async def test_an_event_removed_by_the_server_is_created_again(api: rest.RestCli
 
 
 async def test_write_failures_are_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    async with rest.RestClient(config.Config(server="http://127.0.0.1:9"), clock=clock.SystemClock()) as dead:
+    async with rest.RestClient(credentials.Credentials("http://127.0.0.1:9"), clock=clock.SystemClock()) as dead:
         recorder = events.KubeRecorder(dead, clock=clock.ManualClock(START))
         recorder.record(POD, "Normal", "Nominated", "m")
         assert await recorder.flush() == 0

@@ -59,8 +59,8 @@ MEMORY_OPTIMIZED = {
 
 @pytest.fixture
 async def controller(emulated: cluster.EmulatedCluster) -> AsyncIterator[controlplane.ControlPlane]:
-    """`karpy run`'s whole path: `app.run` with Kopf's watches routing events, metrics and health servers."""
-    async with controlplane.ControlPlane(emulated, dataclasses.replace(support.FAST, kopf=True)) as running:
+    """`karpy run`'s whole path: `app.run` with its metrics and health servers."""
+    async with controlplane.ControlPlane(emulated, dataclasses.replace(support.FAST, run_app=True)) as running:
         yield running
 
 

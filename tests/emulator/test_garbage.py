@@ -11,14 +11,14 @@ import pytest
 from tests import builders
 
 from karpy import clock
-from karpy.kube import config, resources, rest
+from karpy.kube import credentials, resources, rest
 from karpy_emulator import garbage
 from karpy_emulator.apiserver import audit, runner
 
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    async with rest.RestClient(config.Config(server=kube.url, token="tester"), clock=clock.SystemClock()) as client:
+    async with rest.RestClient(credentials.bearer(kube.url, "tester"), clock=clock.SystemClock()) as client:
         yield client
 
 

@@ -10,7 +10,7 @@ import pytest
 from tests import builders
 
 from karpy import clock
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, credentials, resources, rest
 from karpy_emulator import pdbs, workloads
 from karpy_emulator.apiserver import runner
 
@@ -132,7 +132,7 @@ def test_a_new_generation_is_a_change() -> None:
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client:
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client:
         yield client
 
 

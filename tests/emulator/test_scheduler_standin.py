@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from karpy import clock
-from karpy.kube import config, resources, rest
+from karpy.kube import credentials, resources, rest
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import scheduler as scheduling_scheduler
 from karpy_emulator import kube_scheduler as kube_scheduler_module
@@ -52,7 +52,7 @@ def pod(name: str, *, cpu: str = "500m", **spec: Any) -> dict[str, Any]:
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client:
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client:
         yield client
 
 

@@ -11,7 +11,7 @@ import pytest
 from tests.emulator import volume_builders as vb
 
 from karpy import clock
-from karpy.kube import config, resources, rest
+from karpy.kube import credentials, resources, rest
 from karpy_emulator import kube_scheduler
 from karpy_emulator import volumes as sim_volumes
 from karpy_emulator.apiserver import runner
@@ -48,7 +48,7 @@ def pod(name: str, claims: Sequence[str]) -> dict[str, Any]:
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client:
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client:
         for zone in ZONES:
             await client.create(resources.NODES, node(zone))
         yield client

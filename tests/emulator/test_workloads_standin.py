@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from karpy import clock
-from karpy.kube import config, resources, rest
+from karpy.kube import credentials, resources, rest
 from karpy_emulator import workloads
 from karpy_emulator.apiserver import runner
 
@@ -31,7 +31,7 @@ def deployment(replicas: int, *, image: str = "pause") -> dict[str, Any]:
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as client:
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client:
         yield client
 
 

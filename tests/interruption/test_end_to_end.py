@@ -15,7 +15,7 @@ from karpy import clock, events
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import cache, clients, interruption_queue
 from karpy.interruption import controller, queue
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, credentials, resources, rest
 from karpy.state import cluster
 from karpy_emulator.apiserver import runner, server
 from karpy_emulator.aws import seeding
@@ -28,7 +28,7 @@ INSTANCE = "i-0123456789abcdef0"
 async def api() -> AsyncIterator[rest.RestClient]:
     async with (
         runner.KubeAPIRunner(server.FakeKubeAPI(seed=11)) as kube,
-        rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as served,
+        rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as served,
     ):
         yield served
 
@@ -165,7 +165,7 @@ async def test_a_message_that_keeps_failing_is_dropped_at_the_receive_limit(
     boto = boto3.client("sqs", region_name=REGION)
     sqs = _Recording(aws=aws, queue_name=seeded.queue_name)
     dropped: list[str] = []
-    async with _Down(api.config, clock=clock.SystemClock()) as down:
+    async with _Down(api.credentials, clock=clock.SystemClock()) as down:
         metrics = controller.Metrics(dropped=dropped.append)
         ctl = _controller(down, state, sqs, recorder=events.MemoryRecorder(), metrics=metrics)
         for receive in range(1, controller.MAX_RECEIVES + 1):

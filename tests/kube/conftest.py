@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from karpy import clock
-from karpy.kube import config, rest
+from karpy.kube import credentials, rest
 from karpy_emulator.apiserver import runner, server
 
 
@@ -19,5 +19,5 @@ async def kube() -> AsyncIterator[runner.KubeAPIRunner]:
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    async with rest.RestClient(config.Config(server=kube.url, token="t"), clock=clock.SystemClock()) as client:
+    async with rest.RestClient(credentials.bearer(kube.url, "t"), clock=clock.SystemClock()) as client:
         yield client

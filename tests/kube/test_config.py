@@ -1,11 +1,11 @@
-"""Kubeconfig loading (through the `kubernetes` library's loader) and the in-cluster configuration: fields, relative
-paths, inline data, merged files, exec credential plugins against the emulated API server, clear errors."""
+"""`karpy explain`'s kubeconfig reader (the `kubernetes` library's loader) as credentials: fields, relative paths,
+inline data, merged files, a named context, an exec credential plugin against the emulated API server, clear
+errors. `karpy run`'s login through Kopf is tested in tests/operator/test_login.py."""
 
 from __future__ import annotations
 
 import base64
 import datetime
-import json
 import os
 import pathlib
 import sys
@@ -13,13 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.kube import exec_plugin
+from tests.kube import certs, exec_plugin
 
 from karpy import clock
 from karpy.kube import config, resources, rest
 from karpy_emulator.apiserver import runner
-
-PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
 def _doc(user: dict[str, Any], cluster: dict[str, Any] | None = None, **ctx: str) -> dict[str, Any]:
@@ -47,26 +45,28 @@ def _b64(text: str) -> str:
 
 
 def test_token_user_with_inline_ca_and_namespace(tmp_path: pathlib.Path) -> None:
-    doc = _doc({"token": "abc"}, {"certificate-authority-data": _b64(PEM)}, namespace="karpy")
-    cfg = config.load_kubeconfig(_write(tmp_path, doc))
-    assert (cfg.server, cfg.token, cfg.namespace, cfg.credentials) == ("https://k8s.example:6443", "abc", "karpy", None)
-    assert pathlib.Path(cfg.ca_file).read_text() == PEM  # the library keeps inline data in a private file
+    doc = _doc({"token": "abc"}, {"certificate-authority-data": _b64(certs.CERTIFICATE)}, namespace="karpy")
+    creds = config.load_kubeconfig(_write(tmp_path, doc))
+    assert (creds.server, creds.authorization, creds.namespace) == ("https://k8s.example:6443", "Bearer abc", "karpy")
+    assert creds.ssl_context is not None
+    assert [ca["subject"] for ca in creds.ssl_context.get_ca_certs()] == [certs.SUBJECT]
 
 
 def test_relative_certificate_paths_resolve_against_the_kubeconfig_dir(tmp_path: pathlib.Path) -> None:
     (tmp_path / "certs").mkdir()
-    for name in ("certs/me.crt", "ca.crt", "me.key"):
-        (tmp_path / name).write_text(PEM)
+    (tmp_path / "certs/me.crt").write_text(certs.CERTIFICATE)
+    (tmp_path / "ca.crt").write_text(certs.CERTIFICATE)
+    (tmp_path / "me.key").write_text(certs.PRIVATE_KEY)
     user = {"client-certificate": "certs/me.crt", "client-key": str(tmp_path / "me.key")}
-    cfg = config.load_kubeconfig(_write(tmp_path, _doc(user, {"certificate-authority": "ca.crt"})))
-    assert cfg.client_cert_file == str(tmp_path / "certs/me.crt")
-    assert cfg.client_key_file == str(tmp_path / "me.key")
-    assert cfg.ca_file == str(tmp_path / "ca.crt")
+    creds = config.load_kubeconfig(_write(tmp_path, _doc(user, {"certificate-authority": "ca.crt"})))
+    assert creds.authorization == ""  # the client certificate authenticates (ssl loaded it: the path resolved)
+    assert creds.ssl_context is not None
+    assert [ca["subject"] for ca in creds.ssl_context.get_ca_certs()] == [certs.SUBJECT]
 
 
 def test_a_named_context_overrides_the_current_one(tmp_path: pathlib.Path) -> None:
-    cfg = config.load_kubeconfig(_write(tmp_path, _doc({"token": "t"})), context="other")
-    assert cfg.namespace == "kube-system"
+    creds = config.load_kubeconfig(_write(tmp_path, _doc({"token": "t"})), context="other")
+    assert creds.namespace == "kube-system"
 
 
 def test_kubeconfig_lists_several_files_like_the_environment_variable(tmp_path: pathlib.Path) -> None:
@@ -100,33 +100,12 @@ def test_a_missing_kubeconfig_is_a_clear_error(tmp_path: pathlib.Path) -> None:
         config.load_kubeconfig(tmp_path / "missing")
 
 
-def test_in_cluster_uses_the_service_env_and_account_files(tmp_path: pathlib.Path) -> None:
-    (tmp_path / "token").write_text("sa-token")
-    (tmp_path / "ca.crt").write_text("PEM")
-    (tmp_path / "namespace").write_text("karpy\n")
-    env = {"KUBERNETES_SERVICE_HOST": "10.100.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    cfg = config.in_cluster(env, secrets=tmp_path)
-    assert cfg.server == "https://10.100.0.1:443"
-    assert cfg.token_file == str(tmp_path / "token")
-    assert cfg.ca_file == str(tmp_path / "ca.crt")
-    assert cfg.namespace == "karpy"
-    ipv6 = config.in_cluster({**env, "KUBERNETES_SERVICE_HOST": "fd00::1"}, secrets=tmp_path)
-    assert ipv6.server == "https://[fd00::1]:443"
-
-
-def test_in_cluster_without_the_environment_or_token_is_a_clear_error(tmp_path: pathlib.Path) -> None:
-    with pytest.raises(config.ConfigError, match="KUBERNETES_SERVICE_HOST"):
-        config.in_cluster({}, secrets=tmp_path)
-    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    with pytest.raises(config.ConfigError, match="service-account token is missing"):
-        config.in_cluster(env, secrets=tmp_path)
-
-
-def test_plain_http_has_no_tls_context_and_insecure_disables_verification() -> None:
-    assert config.Config(server="http://127.0.0.1:1").ssl_context() is None
-    context = config.Config(server="https://x", insecure_skip_tls_verify=True).ssl_context()
-    assert context is not None
-    assert context.check_hostname is False
+def test_plain_http_has_no_tls_context_and_insecure_disables_verification(tmp_path: pathlib.Path) -> None:
+    plain = config.load_kubeconfig(_write(tmp_path, _doc({"token": "t"}, {"server": "http://127.0.0.1:1"}), "plain"))
+    assert plain.ssl_context is None
+    insecure = config.load_kubeconfig(_write(tmp_path, _doc({"token": "t"}, {"insecure-skip-tls-verify": True})))
+    assert insecure.ssl_context is not None
+    assert insecure.ssl_context.check_hostname is False
 
 
 # -- exec credential plugins -------------------------------------------------------------------------------------
@@ -139,38 +118,19 @@ def _sent(kube: runner.KubeAPIRunner) -> list[str | None]:
 async def test_an_exec_plugin_authenticates_requests_to_the_api_server(
     kube: runner.KubeAPIRunner, tmp_path: pathlib.Path
 ) -> None:
-    cfg = config.load_kubeconfig(exec_plugin.kubeconfig(kube.url, tmp_path, expires_in=datetime.timedelta(hours=1)))
-    assert cfg.token == "from-plugin-1"
-    manual = clock.ManualClock()
-    async with rest.RestClient(cfg, clock=manual) as api:
+    creds = config.load_kubeconfig(exec_plugin.kubeconfig(kube.url, tmp_path, expires_in=datetime.timedelta(hours=1)))
+    assert creds.authorization == "Bearer from-plugin-1"
+    async with rest.RestClient(creds, clock=clock.SystemClock()) as api:
         await api.list(resources.NODES)
-        manual.advance(rest.TOKEN_FILE_REFRESH)
         await api.list(resources.NODES)
-    # An hour of validity left: the library hands back the same token, and the plugin ran once.
     assert _sent(kube) == ["Bearer from-plugin-1", "Bearer from-plugin-1"]
     assert (tmp_path / "runs").read_text() == "1"
-
-
-async def test_an_exec_plugins_token_near_expiry_is_renewed_by_running_it_again(
-    kube: runner.KubeAPIRunner, tmp_path: pathlib.Path
-) -> None:
-    # Within five minutes of its expiry a token counts as expired (kubernetes.config.kube_config), so each refresh
-    # runs the plugin again; between refreshes the client reuses what it has.
-    cfg = config.load_kubeconfig(exec_plugin.kubeconfig(kube.url, tmp_path, expires_in=datetime.timedelta(minutes=1)))
-    manual = clock.ManualClock()
-    async with rest.RestClient(cfg, clock=manual) as api:
-        await api.list(resources.NODES)
-        await api.list(resources.NODES)
-        manual.advance(rest.TOKEN_FILE_REFRESH)
-        await api.list(resources.NODES)
-    assert _sent(kube) == ["Bearer from-plugin-2", "Bearer from-plugin-2", "Bearer from-plugin-3"]
-    assert json.loads((tmp_path / "runs").read_text()) == 3
 
 
 def test_without_the_kubernetes_package_a_kubeconfig_is_a_clear_error(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The controller image runs in-cluster without it; only reading a kubeconfig needs the `kubeconfig` extra.
+    # The controller image does without it; only reading a kubeconfig needs the `kubeconfig` extra.
     path = _write(tmp_path, _doc({"token": "t"}))
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     with pytest.raises(

@@ -1,16 +1,19 @@
-"""`RestClient` against the emulated API server: CRUD, patches, subresources, selectors, watches, errors."""
+"""`RestClient` against the emulated API server: CRUD, patches, subresources, selectors, watches, errors, and one
+re-login after a 401."""
 
 from __future__ import annotations
 
 import asyncio
-import pathlib
+import collections
+import contextlib
 from collections.abc import AsyncIterator
 
+import kmock
 import pytest
 from tests import builders
 
 from karpy import clock
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, credentials, resources, rest
 from karpy_emulator.apiserver import runner, server
 
 NS = builders.NS
@@ -35,7 +38,7 @@ async def test_delete_of_a_missing_object_is_false_and_get_is_none(api: rest.Res
 
 
 async def test_list_follows_continue_tokens(kube: runner.KubeAPIRunner) -> None:
-    cfg = config.Config(server=kube.url)
+    cfg = credentials.Credentials(kube.url)
     async with rest.RestClient(cfg, clock=clock.SystemClock(), page_size=2) as small_pages:
         for i in range(5):
             await small_pages.create(resources.NODES, builders.node(f"n{i}"))
@@ -176,7 +179,7 @@ async def test_live_watch_sees_writes_and_cancels_cleanly(api: rest.RestClient) 
 async def test_watch_from_a_compacted_version_raises_expired() -> None:
     async with (
         runner.KubeAPIRunner(server.FakeKubeAPI(watch_history=2)) as kube,
-        rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as api,
+        rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as api,
     ):
         _, start = await api.list(resources.NODES)
         for i in range(4):
@@ -187,17 +190,50 @@ async def test_watch_from_a_compacted_version_raises_expired() -> None:
     assert expired.value.status == 410
 
 
-async def test_requests_carry_the_bearer_token_from_a_rotating_file(
-    kube: runner.KubeAPIRunner, tmp_path: pathlib.Path
-) -> None:
-    token = tmp_path / "token"
-    token.write_text("first\n")
-    manual = clock.ManualClock()
-    async with rest.RestClient(config.Config(server=kube.url, token_file=str(token)), clock=manual) as api:
-        await api.list(resources.NODES)
-        token.write_text("second")
-        await api.list(resources.NODES)
-        manual.advance(rest.TOKEN_FILE_REFRESH)
-        await api.list(resources.NODES)
-    sent = [r.headers.get("Authorization") for r in list(kube.api) if r.url.path == "/api/v1/nodes"]
-    assert sent == ["Bearer first", "Bearer first", "Bearer second"]
+async def test_a_401_logs_in_again_once_and_the_request_succeeds(kube: runner.KubeAPIRunner) -> None:
+    # An expired token (a projected service-account token, an exec plugin's): the server refuses it from now on.
+    async def refuse_the_stale_token() -> None:
+        kube.api[kmock.headers(Authorization="Bearer stale")] << 401
+
+    await asyncio.to_thread(kube.call, refuse_the_stale_token)
+    logins: list[str] = []
+
+    async def relogin() -> credentials.Credentials:
+        logins.append("fresh")
+        return credentials.bearer(kube.url, "fresh")
+
+    stale = credentials.bearer(kube.url, "stale")
+    async with rest.RestClient(stale, clock=clock.SystemClock(), relogin=relogin) as api:
+        # Two requests refused at once: one login serves both, and each is sent again once.
+        await asyncio.gather(api.create(resources.NODES, builders.node("n1")), api.list(resources.NODES))
+        assert logins == ["fresh"]
+        assert api.credentials.authorization == "Bearer fresh"
+    async with rest.RestClient(stale, clock=clock.SystemClock(), relogin=relogin) as api:
+        async with contextlib.aclosing(api.watch(resources.NODES, resource_version="", timeout_seconds=5)) as stream:
+            first = await anext(stream)  # a refused watch is opened again with the new credentials
+        assert first.object["metadata"]["name"] == "n1"
+    assert logins == ["fresh", "fresh"]
+    sent = collections.Counter(r.headers.get("Authorization") for r in list(kube.api))
+    assert sent == {"Bearer stale": 3, "Bearer fresh": 3}
+
+
+async def test_a_401_without_a_way_to_log_in_again_or_after_it_is_an_error(kube: runner.KubeAPIRunner) -> None:
+    async def refuse_everyone() -> None:
+        kube.api[kmock.method.GET] << 401
+
+    await asyncio.to_thread(kube.call, refuse_everyone)
+    logins: list[str] = []
+
+    async def relogin() -> credentials.Credentials:
+        logins.append("again")
+        return credentials.bearer(kube.url, f"token-{len(logins)}")
+
+    async with rest.RestClient(credentials.bearer(kube.url, "t"), clock=clock.SystemClock()) as api:
+        with pytest.raises(client.KubeError) as refused:
+            await api.list(resources.NODES)
+    assert refused.value.status == 401
+    async with rest.RestClient(credentials.bearer(kube.url, "t"), clock=clock.SystemClock(), relogin=relogin) as api:
+        with pytest.raises(client.KubeError) as refused:
+            await api.list(resources.NODES)
+    assert refused.value.status == 401
+    assert logins == ["again"]  # one login per refusal, not a loop

@@ -10,7 +10,7 @@ from typing import cast
 from tests import polling
 
 from karpy import clock
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, credentials, resources, rest
 from karpy_emulator.apiserver import runner
 
 
@@ -38,7 +38,7 @@ def _lease(name: str) -> dict[str, object]:
 
 async def test_every_request_is_busy_from_start_to_end(kube: runner.KubeAPIRunner) -> None:
     recorder = Recorder()
-    cfg = config.Config(server=kube.url, token="t")
+    cfg = credentials.bearer(kube.url, "t")
     async with rest.RestClient(cfg, clock=clock.SystemClock(), activity=recorder) as api:
         await api.create(resources.LEASES, _lease("a"))
         assert await api.get(resources.LEASES, "missing", namespace="default") is None
@@ -47,7 +47,7 @@ async def test_every_request_is_busy_from_start_to_end(kube: runner.KubeAPIRunne
 
 async def test_a_watch_is_busy_until_open_and_touches_at_every_event(kube: runner.KubeAPIRunner) -> None:
     recorder = Recorder()
-    cfg = config.Config(server=kube.url, token="t")
+    cfg = credentials.bearer(kube.url, "t")
     async with rest.RestClient(cfg, clock=clock.SystemClock(), activity=recorder) as api:
         _, version = await api.list(resources.LEASES, namespace="default")
         recorder.log.clear()

@@ -21,8 +21,7 @@ from karpy.api import decoding, labels, parse
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import client, dryrun, resources, rest
-from karpy.kube import config as kube_config
+from karpy.kube import client, credentials, dryrun, resources, rest
 from karpy.nodeclaim import conditions_controller, disruption_conditions
 from karpy.state import cluster as cluster_mod
 from karpy.state import informer
@@ -580,7 +579,7 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
     manual = clock_mod.ManualClock(NOW)
     async with (
         runner.KubeAPIRunner(server.FakeKubeAPI(seed=5, clock=manual.now)) as served,
-        rest.RestClient(kube_config.Config(server=served.url, token="t"), clock=clock_mod.SystemClock()) as api,
+        rest.RestClient(credentials.bearer(served.url, "t"), clock=clock_mod.SystemClock()) as api,
     ):
         pool = builders.nodepool(
             template={

@@ -1,10 +1,15 @@
 """Helpers shared by the operator tests that run the app on a wall clock (import as `from tests.operator import
-support`): a condition lookup. They wait with `tests.polling.until`."""
+support`): a condition lookup, the fake cloud provider's parts. They wait with `tests.polling.until`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from karpy import clock, settings
+from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.runtime import parts
+from karpy.state import cluster as cluster_module
 
 
 def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any]:
@@ -13,3 +18,8 @@ def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any]:
         if c.get("type") == type_:
             return dict(c)
     return {}
+
+
+def fake_cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+    """The cloud factory of `karpy run` with the fake provider."""
+    return parts.CloudParts(provider=fake_provider.FakeCloudProvider())

@@ -1,6 +1,6 @@
-"""The running controller on the emulated API server with the fake cloud provider (no moto): Kopf routes events to
-the work queues, the NodePool and EC2NodeClass controllers write status, leader election gates the loops, and the
-HTTP endpoints answer. Each test runs `app.run` in its own loop task and stops it through the stop flag."""
+"""The running controller on the emulated API server with the fake cloud provider (no moto): the state cache routes
+events to the work queues, the NodePool and EC2NodeClass controllers write status, leader election gates the loops,
+and the HTTP endpoints answer. Each test runs `app.run` in its own loop task and stops it through the stop flag."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.operator import support
 from karpy import clock, settings
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import config, dryrun, resources, rest
+from karpy.kube import credentials, dryrun, resources, rest
 from karpy.operator import app
 from karpy.provisioning import provisioner
 from karpy.runtime import leadership, lease, parts
@@ -70,7 +70,7 @@ async def kube() -> AsyncIterator[runner.KubeAPIRunner]:
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
-    async with rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as c:
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as c:
         yield c
 
 
@@ -90,7 +90,7 @@ def make_settings(**env: str) -> settings.Settings:
 async def running(
     kube: runner.KubeAPIRunner, s: settings.Settings, *, identity: str = "karpy-0_test"
 ) -> AsyncIterator[Running]:
-    cfg = config.Config(server=kube.url)
+    cfg = credentials.Credentials(kube.url)
     wall = clock.SystemClock()
     nodeclasses = FakeNodeClasses(wall.now)
 
@@ -106,20 +106,17 @@ async def running(
             state.metrics_port, state.health_port = metrics_port, health_port
             bound.set()
 
-        stop, kopf_ready = asyncio.Event(), asyncio.Event()
+        stop = asyncio.Event()
         task = asyncio.create_task(
             app.run(
                 ctrl,
-                connection=app.connection_info(cfg),
                 stop=stop,
                 endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
                 on_bound=on_bound,
-                ready=kopf_ready,
             )
         )
         try:
             await bound.wait()
-            await kopf_ready.wait()  # stopping Kopf mid-login makes it retry for seconds
             yield state
         finally:
             stop.set()
@@ -215,7 +212,6 @@ async def test_metrics_and_probes_answer_over_http(kube: runner.KubeAPIRunner, a
 
 async def test_readyz_names_the_failing_check(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
     async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run, aiohttp.ClientSession() as http:
-        # Kopf's watches are up once a handler routed an event (stopping it mid-discovery costs seconds of retries)
         await api.create(resources.NODEPOOLS, builders.nodepool("any"))
         await polling.until(lambda: run.ctrl.queues[parts.NODEPOOLS].reconciled)
         run.ctrl.cluster.expect(resources.Resource("example.com", "v1", "never", "Never", False))  # never listed
@@ -283,7 +279,7 @@ class StubQueue:
 
 async def test_wiring_follows_the_settings() -> None:
     s = make_settings(DRY_RUN="true", DISABLE_LEADER_ELECTION="true", BATCH_MAX_DURATION="3s")
-    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+    inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
 
     def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
         return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), queue=StubQueue())
@@ -301,7 +297,7 @@ async def test_wiring_follows_the_settings() -> None:
 
 
 async def test_wiring_without_queue_or_dry_run_uses_the_client_and_elects() -> None:
-    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+    inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
 
     def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
         return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
@@ -424,3 +420,27 @@ async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRu
 
             text = await polling.until(scraped)
         assert 'nodepool="default",reason="expired"} ' in text
+
+
+async def test_cancelling_run_stops_it_and_the_cancellation_goes_through(kube: runner.KubeAPIRunner) -> None:
+    # The caller's own cancellation (the emulation's stop, a test's teardown) must not be swallowed on the way out.
+    s = make_settings(DISABLE_LEADER_ELECTION="true")
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as kube_client:
+        ctrl = graph.build(
+            s, kube=kube_client, clock=clock.SystemClock(), cloud_factory=support.fake_cloud, identity="x"
+        )
+        bound = asyncio.Event()
+        local = app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0)
+        task = asyncio.create_task(
+            app.run(ctrl, stop=asyncio.Event(), endpoints=local, on_bound=lambda *_: bound.set())
+        )
+        await bound.wait()
+        await polling.until(ctrl.cluster.synced)
+        leader_loops = await polling.until(
+            lambda: [t for t in asyncio.all_tasks() if t.get_name() in leadership.singletons(ctrl)]
+        )
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert task.cancelled()
+    assert all(t.done() for t in leader_loops)  # and nothing it started outlives it

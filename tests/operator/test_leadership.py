@@ -1,22 +1,18 @@
 """Losing the Lease ends `app.run` with LeadershipLost (after an orderly stop), and `karpy run` exits 1 so the
-Deployment restarts it as a follower — upstream's behaviour; `karpy run` logs in through a kubeconfig's exec
-plugin. Emulated API server, fake provider, wall clock."""
+Deployment restarts it as a follower — upstream's behaviour. Emulated API server, fake provider, wall clock."""
 
 from __future__ import annotations
 
 import asyncio
-import datetime
-import pathlib
 from typing import Any
 
 import pytest
 from tests import polling
-from tests.kube import exec_plugin
 
 from karpy import clock, settings
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import config, resources, rest
-from karpy.operator import app, main
+from karpy.kube import credentials, resources, rest
+from karpy.operator import app, login, main
 from karpy.operator import logging as operator_logging
 from karpy.runtime import leadership, parts
 from karpy.runtime import lease as lease_module
@@ -37,25 +33,18 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
     kube: runner.KubeAPIRunner, api: rest.RestClient
 ) -> None:
     s = settings.Settings.from_env({"CLUSTER_NAME": "test"})
-    cfg = config.Config(server=kube.url)
+    cfg = credentials.Credentials(kube.url)
     wall = clock.SystemClock()
     async with rest.RestClient(cfg, clock=wall) as kube_client:
         ctrl = graph.build(s, kube=kube_client, clock=wall, cloud_factory=fake_cloud, identity="me", namespace="karpy")
         ctrl.elector = lease_module.LeaderElector(
             kube_client, name=LEASE, namespace="karpy", clock=wall, identity="me", renew_period=FAST, retry_period=FAST
         )
-        stop, ready = asyncio.Event(), asyncio.Event()
+        stop = asyncio.Event()
         task = asyncio.create_task(
-            app.run(
-                ctrl,
-                connection=app.connection_info(cfg),
-                stop=stop,
-                endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
-                ready=ready,
-            )
+            app.run(ctrl, stop=stop, endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0))
         )
         try:
-            await ready.wait()
             await ctrl.elector.elected.wait()
             leader_tasks = await _leader_loops(names=set(leadership.singletons(ctrl)))
             # Another replica takes the Lease over (as after a long pause of ours: our renewals stopped landing).
@@ -94,33 +83,5 @@ def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPat
     # Only the exit-code mapping is under test: no real server, and no rewiring of the test run's root logger.
     monkeypatch.setattr(main, "serve", deposed)
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
-    monkeypatch.setattr(graph, "kube_config", lambda _: config.Config(server="http://127.0.0.1:1"))
+    monkeypatch.setattr(login, "login", lambda _: credentials.Credentials("http://127.0.0.1:1"))
     assert main.main({"CLUSTER_NAME": "test"}) == main.EXIT_LEADERSHIP_LOST == 1
-
-
-async def test_karpy_run_authenticates_with_an_exec_plugin_on_every_request(
-    kube: runner.KubeAPIRunner, tmp_path: pathlib.Path
-) -> None:
-    # The kubeconfig `aws eks update-kubeconfig` writes. Its tokens here are near expiry, so every look at the
-    # credentials runs the plugin again: Kopf's login (the `login` handler) must ask the plugin, not reuse the
-    # token read at start, and the controller's own client sends plugin tokens too; no request goes without one.
-    path = exec_plugin.kubeconfig(kube.url, tmp_path, expires_in=datetime.timedelta(minutes=1))
-    cfg = config.load_kubeconfig(path)
-    s = settings.Settings.from_env({"CLUSTER_NAME": "test", "DISABLE_LEADER_ELECTION": "true"})
-    stop = asyncio.Event()
-    local = app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0)
-    task = asyncio.create_task(main.serve(s, cfg, environ={}, cloud_factory=fake_cloud, stop=stop, endpoints=local))
-
-    def kopf_requests() -> list[Any]:
-        return [r for r in list(kube.api) if "kopf" in r.headers.get("User-Agent", "")]
-
-    try:
-        await polling.until(lambda: kopf_requests() or task.done())
-    finally:
-        stop.set()
-        await task
-    assert kopf_requests(), "Kopf sent no request"
-    stale = f"Bearer {exec_plugin.TOKEN_PREFIX}-1"
-    assert {r.headers.get("Authorization") for r in kopf_requests()} - {stale}
-    assert stale not in {r.headers.get("Authorization") for r in kopf_requests()}
-    assert all(r.headers.get("Authorization", "").startswith(f"Bearer {exec_plugin.TOKEN_PREFIX}-") for r in kube.api)

@@ -9,7 +9,7 @@ from tests import builders
 
 from karpy import clock, settings
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, credentials, resources, rest
 from karpy.runtime import leadership, parts, routing
 from karpy.state import cluster as cluster_module
 from karpy.wiring import graph
@@ -30,7 +30,7 @@ def _controller(*, instance_status: _Source | None = None) -> parts.Controller:
         return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), instance_status=instance_status)
 
     s = settings.Settings.from_env({"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true"})
-    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+    inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
     return graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
 
 
@@ -63,3 +63,15 @@ def test_an_instance_status_source_runs_as_a_leader_loop_of_its_own() -> None:
     bare = _controller()
     assert bare.instance_status is None
     assert "instance status" not in leadership.singletons(bare)
+
+
+def test_the_state_caches_changes_are_routed_to_the_work_queues() -> None:
+    # `karpy run` and the emulation alike: the graph's cache listener queues work from the informer's one watch.
+    ctrl = _controller()
+    claim = builders.nodeclaim("claim-1", pool="default")
+    _apply(ctrl, resources.NODECLAIMS, client.ADDED, claim)
+    _apply(ctrl, resources.NODEPOOLS, client.ADDED, builders.nodepool("other"))
+    assert (len(ctrl.queue(parts.NODECLAIMS)), len(ctrl.queue(parts.NODEPOOLS))) == (1, 2)
+    _apply(ctrl, resources.PODS, client.ADDED, builders.pod("web-1"))  # pods are not routed to a queue
+    _apply(ctrl, resources.NODECLAIMS, client.DELETED, claim)  # a deleted claim: its pool's status, not itself
+    assert (len(ctrl.queue(parts.NODECLAIMS)), len(ctrl.queue(parts.NODEPOOLS))) == (1, 2)

@@ -10,7 +10,7 @@ import pytest
 from tests import builders, polling
 
 from karpy import clock
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, credentials, resources, rest
 from karpy.state import cluster, informer
 from karpy_emulator.apiserver import runner, server
 
@@ -22,7 +22,7 @@ NS = builders.NS
 async def api() -> AsyncIterator[rest.RestClient]:
     async with (
         runner.KubeAPIRunner(server.FakeKubeAPI(seed=3)) as kube,
-        rest.RestClient(config.Config(server=kube.url), clock=clock.SystemClock()) as served,
+        rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as served,
     ):
         yield served
 

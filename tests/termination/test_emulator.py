@@ -14,7 +14,7 @@ from tests.nodeclaim import builders as b
 from karpy import clock as clock_mod
 from karpy import events
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import config, resources, rest
+from karpy.kube import credentials, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.termination import controller
 from karpy_emulator.apiserver import runner, server
@@ -37,7 +37,7 @@ def kube(clock: clock_mod.ManualClock) -> Iterator[runner.KubeAPIRunner]:
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner, clock: clock_mod.ManualClock) -> AsyncIterator[rest.RestClient]:
     # The limiter would sleep on the virtual clock; give it room enough never to wait.
-    async with rest.RestClient(config.Config(server=kube.url), clock=clock, qps=1e6, burst=10**6) as client:
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock, qps=1e6, burst=10**6) as client:
         yield client
 
 

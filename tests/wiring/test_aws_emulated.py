@@ -26,7 +26,7 @@ from karpy import clock, settings
 from karpy.api import labels
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import provider as aws_provider
-from karpy.kube import config, resources, rest
+from karpy.kube import credentials, resources, rest
 from karpy.operator import app
 from karpy.runtime import leadership
 from karpy.runtime import parts as runtime_parts
@@ -143,8 +143,8 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
     )
     built: list[runtime_parts.CloudParts] = []
     api = emulated.client
-    cfg = config.Config(server=emulated.api_url)
-    stop, ready = asyncio.Event(), asyncio.Event()
+    cfg = credentials.Credentials(emulated.api_url)
+    stop = asyncio.Event()
     ports: dict[str, int] = {}
 
     def on_bound(metrics_port: int, health_port: int) -> None:
@@ -162,15 +162,12 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
         task = asyncio.create_task(
             app.run(
                 ctrl,
-                connection=app.connection_info(cfg),
                 stop=stop,
                 endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
                 on_bound=on_bound,
-                ready=ready,
             )
         )
         try:
-            await ready.wait()
             assert ctrl.interruption is not None  # the factory's SQS queue is wired to the interruption controller
             assert ctrl.instance_status is not None  # and its instance-status poller to a second such loop
             assert "instance status" in leadership.singletons(ctrl)  # run by the leader only, with the other loops

@@ -9,7 +9,7 @@ import pytest
 from karpy import clock, settings
 from karpy.cloudprovider import overlay, types
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import client, config, resources, rest
+from karpy.kube import client, credentials, resources, rest
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.runtime import leadership, parts, routing
 from karpy.state import cluster as cluster_module
@@ -27,7 +27,7 @@ def _controller(gates: str, *, policies: tuple[types.RepairPolicy, ...] = (POLIC
 
     env = {"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates}
     s = settings.Settings.from_env(env)
-    inner = rest.RestClient(config.Config(server="http://127.0.0.1:1"), clock=clock.SystemClock())
+    inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
     return graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
 
 

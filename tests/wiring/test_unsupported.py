@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from karpy import settings
-from karpy.kube import config
+from karpy.kube import credentials
 from karpy.operator import logging as operator_logging
-from karpy.operator import main
-from karpy.wiring import graph, unsupported
+from karpy.operator import login, main
+from karpy.wiring import unsupported
 
 CORE_OPTIONS = (
     "KARPENTER_SERVICE", "METRICS_PORT", "HEALTH_PROBE_PORT", "KUBE_CLIENT_QPS", "KUBE_CLIENT_BURST",
@@ -147,7 +147,7 @@ def test_karpy_run_logs_each_notice_once_and_starts(
 
     monkeypatch.setattr(main, "serve", serve)
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
-    monkeypatch.setattr(graph, "kube_config", lambda _: config.Config(server="http://127.0.0.1:1"))
+    monkeypatch.setattr(login, "login", lambda _: credentials.Credentials("http://127.0.0.1:1"))
     environ = {**UPSTREAM_CHART_ENV, "ENABLE_ZONAL_SHIFT": "true", "FEATURE_GATES": "CapacityBuffer=true"}
     with caplog.at_level(logging.INFO, logger="karpy"):
         assert main.main(environ) == main.EXIT_OK

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Self
 from karpy import clock as clock_module
 from karpy import tasks
 from karpy.cloudprovider import catalog
-from karpy.kube import config, rest
+from karpy.kube import credentials, rest
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, workloads
 from karpy_emulator.apiserver import runner, server, validation
 from karpy_emulator.aws import seeding
@@ -244,7 +244,7 @@ class EmulatedCluster:
         self.kubeconfig = self._kube.write_kubeconfig(self._workdir / "kubeconfig")
         # The stand-ins' client limits its rate on the wall clock: a virtual clock would park it until time moves.
         self._client = rest.RestClient(
-            config.Config(server=self._kube.url),
+            credentials.Credentials(self._kube.url),
             clock=clock_module.SystemClock(),
             qps=1000.0,
             burst=2000,

@@ -2,10 +2,10 @@
 
 It is the real controller: the object graph `karpy run` builds (`wiring.graph.build`: the AWS provider on boto3
 pointed at moto by the cluster's `AWS_ENDPOINT_URL`, a RestClient on the emulator's API server, the informer-fed
-`state.Cluster`, every reconciler and status controller), run by the operator's own `leadership.lead` (the leader's
-loops, resync, LeadershipLost), with watch events routed by `routing.route` as Kopf's handlers route them. With
-`Options(kopf=True)` it runs `app.run` itself, Kopf included. Optional Lease leader election gates everything but
-the informers.
+`state.Cluster`, every reconciler and status controller, the state cache's listener routing watch events to the
+work queues), run by the operator's own `leadership.lead` (the leader's loops, resync, LeadershipLost). With
+`Options(run_app=True)` it runs `app.run` itself, metrics and health servers included. Optional Lease leader election
+gates everything but the informers.
 
 Every write and cloud call passes a checkpoint (`hooks`), so a test can kill the controller at an exact step and
 start a fresh one with fresh state against the same cluster.
@@ -17,8 +17,8 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from karpy import clock as clock_module
 from karpy import settings as settings_module
@@ -27,8 +27,9 @@ from karpy.cloudprovider import interruption as interruption_module
 from karpy.cloudprovider.aws import accounting, clients, ec2batch, instancestatus, interruption_queue, provider
 from karpy.cloudprovider.aws import faults as aws_faults
 from karpy.disruption import controller as disruption_controller
-from karpy.kube import client, config, resources, rest
-from karpy.runtime import leadership, parts, routing
+from karpy.kube import client, credentials, rest
+from karpy.operator import app
+from karpy.runtime import leadership, parts
 from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 from karpy_emulator import autojump, hooks
@@ -66,9 +67,9 @@ class Options:
     fault reaches the controller and no SDK backoff sleeps on the wall clock)."""
     faults: aws_faults.Faults | None = None
     """Faults injected into the controller's AWS calls (its own clients only: the emulation's calls are not hit)."""
-    kopf: bool = False
-    """Run `karpy.operator.app.run` itself (Kopf's watches, metrics and health servers) instead of its loops with the
-    state cache routing events: the whole `karpy run` path, at the cost of Kopf's own watch streams."""
+    run_app: bool = False
+    """Run `karpy.operator.app.run` itself (its metrics and health servers on ephemeral ports) instead of only the
+    loops it starts: the whole `karpy run` path after the login."""
 
 
 class _ShortPollQueue:
@@ -136,7 +137,7 @@ class ControlPlane:
         self._dead = False
         # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves.
         self._rest = rest.RestClient(
-            config.Config(server=emulated.api_url, token=CONTROLLER_USER),
+            credentials.bearer(emulated.api_url, CONTROLLER_USER),
             clock=clock_module.SystemClock(),
             qps=opts.qps,
             burst=opts.burst,
@@ -153,7 +154,7 @@ class ControlPlane:
     def _build(self) -> parts.Controller:
         """The object graph `karpy run` builds (`graph.build`), with the checkpoints around every side effect."""
         opts = self.options
-        ctrl = graph.build(
+        return graph.build(
             self.settings(),
             kube=hooks.HookedClient(self._rest, self._checkpoint),
             clock=self.clock,
@@ -162,9 +163,6 @@ class ControlPlane:
             namespace="default",
             timings=parts.Timings(disruption_poll=opts.disruption_poll, validation_delay=opts.validation_delay),
         )
-        if not opts.kopf:  # Kopf's watches route the events in `karpy run`; here the state cache's listener does
-            ctrl.cluster.add_listener(functools.partial(_route, ctrl))
-        return ctrl
 
     async def _checkpoint(self, point: str) -> None:
         """Every write and cloud call passes here: a killed replica reaches nothing any more (see `kill`)."""
@@ -269,25 +267,10 @@ class ControlPlane:
         if self.options.faults is not None:
             self.options.faults.clear()  # slow answers under way would otherwise hold worker threads past the stop
         if self._task is not None:
-            for error in await self._stopped(self._task):
+            for error in await tasks.cancel_and_wait([self._task]):
                 log.error("controller %s ended with an error", self.options.identity, exc_info=error)
             self._task = None
         await self._rest.close()
-
-    async def _stopped(self, task: asyncio.Task[None]) -> list[BaseException]:
-        """Cancel the controller task and wait for it to end; what it failed with."""
-        try:
-            return await tasks.cancel_and_wait([task])
-        except asyncio.CancelledError:
-            if not self.options.kopf or task.done():
-                raise
-            # Kopf, once its stop flag is set, waits 5 s for every task started after it and then cancels them as
-            # "hung" (kopf/_core/reactor/running.py run_tasks): the task stopping it is one of them. That
-            # cancellation is Kopf's, not our caller's: the stop goes on.
-            current = asyncio.current_task()
-            assert current is not None
-            current.uncancel()
-            return await tasks.cancel_and_wait([task])
 
     async def kill(self) -> None:
         """Die as a crashed process does: from now on no write or cloud call leaves this replica, so it cannot give
@@ -307,19 +290,12 @@ class ControlPlane:
 
     async def _incarnation(self) -> None:
         """One life of the process: what `karpy.operator.app.run` runs, until it ends (LeadershipLost) or is
-        cancelled. With `Options.kopf` it *is* `app.run` (Kopf's watches route the events, metrics and health
-        servers on ephemeral ports); without, the same informers, elector, recorder and `leadership.lead`, with the
-        state cache's listener routing the events (no Kopf watch streams to set up and tear down)."""
+        cancelled. With `Options.run_app` it *is* `app.run` (metrics and health servers on ephemeral ports); without,
+        the same informers, elector, recorder and `leadership.lead`."""
         ctrl = self.ctrl
-        if self.options.kopf:
-            # Imported here: Kopf is the operator's dependency; the emulation needs it only in this mode.
-            from karpy.operator import app
-
+        if self.options.run_app:
             await app.run(
-                ctrl,
-                connection=app.connection_info(config.Config(server=self.emulated.api_url, token=CONTROLLER_USER)),
-                stop=asyncio.Event(),
-                endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
+                ctrl, stop=asyncio.Event(), endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0)
             )
             return
         background = leadership.start(ctrl)
@@ -328,18 +304,3 @@ class ControlPlane:
         finally:
             results = await leadership.cancel(background)
         leadership.raise_ending(background, results)
-
-
-def _route(
-    ctrl: parts.Controller,
-    res: resources.Resource,
-    before: Mapping[str, Any] | None,
-    current: Mapping[str, Any] | None,
-) -> None:
-    """A state-cache change as the watch event Kopf would hand to `routing.route`."""
-    if res not in routing.ROUTED:
-        return
-    if current is not None:
-        routing.route(ctrl, res, client.MODIFIED, current)
-    elif before is not None:
-        routing.route(ctrl, res, client.DELETED, before)

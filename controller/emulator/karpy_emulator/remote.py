@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Self
 
 from karpy import clock as clock_module
-from karpy.kube import config, rest
+from karpy.kube import credentials, rest
 from karpy_emulator import cluster
 
 START_TIMEOUT = 120.0
@@ -135,7 +135,7 @@ class RemoteCluster:
         self._endpoints = Endpoints(**json.loads(line))
         self._environment.apply(self.aws_env)
         self._client = rest.RestClient(
-            config.Config(server=self.api_url), clock=clock_module.SystemClock(), qps=1000.0, burst=2000
+            credentials.Credentials(self.api_url), clock=clock_module.SystemClock(), qps=1000.0, burst=2000
         )
 
     async def _stop(self) -> None:

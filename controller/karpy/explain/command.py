@@ -14,7 +14,7 @@ from typing import Any
 
 from karpy import clock as clock_mod
 from karpy.explain import catalogs, report, run, sources
-from karpy.kube import client, config, resources
+from karpy.kube import client, config, credentials, resources
 from karpy.simulate import plan
 
 
@@ -43,7 +43,7 @@ def kubeconfig_path(explicit: str, environ: Mapping[str, str]) -> str:
     return from_env.split(os.pathsep)[0] if from_env else os.path.expanduser("~/.kube/config")
 
 
-async def _read_live(cfg: config.Config) -> tuple[sources.Snapshot, list[str]]:
+async def _read_live(cfg: credentials.Credentials) -> tuple[sources.Snapshot, list[str]]:
     from karpy.kube import rest  # here: its HTTP client takes a tenth of a second to import, and a dump needs none
 
     kube = rest.RestClient(cfg, clock=clock_mod.SystemClock())

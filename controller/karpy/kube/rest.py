@@ -1,5 +1,10 @@
 """`RestClient`: the `KubeClient` protocol over aiohttp, with a client-side QPS/burst limit on an injected clock.
 
+Hand-written because the official client is synchronous (a thread per call and per watch) and Kopf's async client
+is private (`kopf._cogs.clients.api`). It authenticates with `credentials.Credentials` and, when the API server
+answers 401, logs in again once (`relogin`: projected service-account tokens and `exec` plugin tokens expire) and
+repeats the request, as client-go's refreshing transports and Kopf's vault do.
+
 Errors come back as `client.KubeError` subclasses built from the API server's `Status` body. Watches are async
 generators over the JSON-lines stream; leaving the `async for` early (or cancelling the task) closes the HTTP
 response, so no connection or task outlives its consumer (wrap in `contextlib.aclosing` when breaking out).
@@ -9,10 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
-import os
+import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -20,7 +24,7 @@ from typing import Any, Self
 import aiohttp
 
 from karpy import clock as clock_module
-from karpy.kube import client, config, ratelimit, resources
+from karpy.kube import client, credentials, ratelimit, resources
 
 log = logging.getLogger(__name__)
 
@@ -30,41 +34,33 @@ REQUEST_TIMEOUT = 30.0
 """Seconds for a non-watch request (connect + answer)."""
 WATCH_READ_MARGIN = 30.0
 """Seconds a watch may stay silent beyond its timeoutSeconds before the client gives up on the connection."""
-TOKEN_FILE_REFRESH = 60.0
-"""Seconds between re-reads of a token file (client-go re-reads projected service-account tokens each minute)."""
 _MERGE_PATCH = "application/merge-patch+json"
 _JSON_PATCH = "application/json-patch+json"
 
 
 class RestClient:
-    """Use as `async with RestClient(cfg, clock=...) as kube:` (or call `close()`): it owns an aiohttp session."""
+    """Use as `async with RestClient(creds, clock=...) as kube:` (or call `close()`): it owns an aiohttp session."""
 
     def __init__(
         self,
-        cfg: config.Config,
+        creds: credentials.Credentials,
         *,
         clock: clock_module.Clock,
+        relogin: credentials.Login | None = None,
         qps: float = 200.0,
         burst: int = 300,
         page_size: int = LIST_PAGE_SIZE,
         activity: clock_module.Activity = clock_module.UNTRACKED,
     ) -> None:
-        self.config = cfg
+        self.credentials = creds
+        """What requests authenticate with now (replaced by a re-login)."""
+        self._relogin = relogin
+        self._relogging = asyncio.Lock()
         self._clock = clock
         self._activity = activity
         self._limiter = ratelimit.TokenBucket(qps, burst, clock=clock)
         self._page_size = page_size
         self._session: aiohttp.ClientSession | None = None
-        self._token = cfg.token
-        self._token_read_at: float | None = None
-
-    @classmethod
-    def from_kubeconfig(cls, path: str | os.PathLike[str], *, clock: clock_module.Clock, **kwargs: Any) -> Self:
-        return cls(config.load_kubeconfig(path), clock=clock, **kwargs)
-
-    @classmethod
-    def in_cluster(cls, *, clock: clock_module.Clock, **kwargs: Any) -> Self:
-        return cls(config.in_cluster(os.environ), clock=clock, **kwargs)
 
     async def __aenter__(self) -> Self:
         self._ensure_session()
@@ -84,37 +80,33 @@ class RestClient:
 
     def _ensure_session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            tls = self.config.ssl_context()
-            connector = aiohttp.TCPConnector(ssl=tls if tls is not None else False, limit=0)
             self._session = aiohttp.ClientSession(
-                self.config.server,
-                connector=connector,
+                connector=aiohttp.TCPConnector(limit=0),
                 timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
                 raise_for_status=False,
             )
         return self._session
 
-    async def _headers(self, content_type: str = "") -> dict[str, str]:
+    def _target(self, creds: credentials.Credentials, path: str, content_type: str = "") -> dict[str, Any]:
+        """The URL, headers and TLS of one request with `creds` (per request: a re-login may change them)."""
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
-        token = await self._current_token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return headers
+        if creds.authorization:
+            headers["Authorization"] = creds.authorization
+        tls: ssl.SSLContext | bool = creds.ssl_context if creds.ssl_context is not None else True
+        return {"url": f"{creds.server}{path}", "headers": headers, "ssl": tls}
 
-    async def _current_token(self) -> str:
-        """The static token, or the token file's / credential plugin's, looked at again every TOKEN_FILE_REFRESH
-        (a plugin's token is renewed by the client library 5 min before it expires, so a minute is in time)."""
-        path, plugin = self.config.token_file, self.config.credentials
-        if not path and plugin is None:
-            return self._token
-        now = self._clock.now()
-        if self._token_read_at is None or now - self._token_read_at >= TOKEN_FILE_REFRESH:
-            read = plugin if plugin is not None else functools.partial(_read_text, path)
-            self._token = (await asyncio.to_thread(read)).strip()
-            self._token_read_at = now
-        return self._token
+    async def _renewed(self, refused: credentials.Credentials) -> bool:
+        """Log in again after `refused` got a 401, unless a concurrent request already did: one login serves every
+        request refused at once. False when there is no way to log in again."""
+        if self._relogin is None:
+            return False
+        async with self._relogging:
+            if self.credentials is refused:
+                log.info("the API server refused the credentials (401); logging in again")
+                self.credentials = await self._relogin()
+        return True
 
     async def _request(
         self,
@@ -126,14 +118,18 @@ class RestClient:
         content_type: str = "application/json",
     ) -> tuple[int, Any]:
         """(HTTP status, decoded JSON body or text); raises nothing for HTTP errors (callers map them)."""
+        data = None if body is None else json.dumps(body)
         with self._activity.busy():
             await self._limiter.acquire()
             session = self._ensure_session()
-            data = None if body is None else json.dumps(body)
-            headers = await self._headers(content_type if data is not None else "")
-            async with session.request(method, path, params=params, data=data, headers=headers) as response:
-                text = await response.text()
-                status = response.status
+            for retry in (False, True):  # once more after a 401 and a new login, not again after that
+                creds = self.credentials
+                target = self._target(creds, path, content_type if data is not None else "")
+                async with session.request(method, params=params, data=data, **target) as response:
+                    text = await response.text()
+                    status = response.status
+                if status != 401 or retry or not await self._renewed(creds):
+                    break
         try:
             payload: Any = json.loads(text) if text else None
         except json.JSONDecodeError:
@@ -190,10 +186,13 @@ class RestClient:
             with self._activity.busy():
                 await self._limiter.acquire()
                 session = self._ensure_session()
-                headers = await self._headers()
-                resp = await stack.enter_async_context(
-                    session.get(res.path(namespace=namespace), params=params, headers=headers, timeout=timeout)
-                )
+                for retry in (False, True):
+                    creds = self.credentials
+                    target = self._target(creds, res.path(namespace=namespace))
+                    resp = await stack.enter_async_context(session.get(params=params, timeout=timeout, **target))
+                    if resp.status != 401 or retry or not await self._renewed(creds):
+                        break
+                    resp.release()
                 if resp.status >= 400:
                     text = await resp.text()
                     try:
@@ -254,11 +253,6 @@ class RestClient:
     async def bind(self, namespace: str, name: str, node: str) -> None:
         path = resources.PODS.path(name, namespace=namespace, subresource="binding")
         await self._call("POST", path, body=client.binding_body(namespace, name, node))
-
-
-def _read_text(path: str) -> str:
-    with open(path) as file:
-        return file.read()
 
 
 async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:

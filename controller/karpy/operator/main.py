@@ -1,4 +1,5 @@
-"""`karpy run`: settings from the environment → validate → JSON logs → build → run until SIGTERM.
+"""`karpy run`: settings from the environment → validate → JSON logs → log in (`login`, through Kopf) → build →
+run until SIGTERM.
 
 Exit codes: 0 after a clean stop, 1 when the leader lost its Lease (restart as a follower), 2 on bad settings or an
 unusable kubeconfig (the message names the variable).
@@ -7,17 +8,21 @@ unusable kubeconfig (the message names the variable).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import os
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Final
 
 from karpy import clock as clock_module
 from karpy import settings as settings_module
 from karpy.api import errors
-from karpy.kube import config
-from karpy.operator import app
+from karpy.kube import credentials
+from karpy.operator import app, login
 from karpy.operator import logging as logs
 from karpy.runtime import leadership, lease, parts
 from karpy.wiring import graph, unsupported
@@ -28,6 +33,7 @@ EXIT_OK: Final = 0
 EXIT_INVALID: Final = 2
 EXIT_LEADERSHIP_LOST: Final = 1
 """The leader lost its Lease: exit so the Deployment restarts the container as a follower (as upstream does)."""
+STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
 
 def load(environ: Mapping[str, str]) -> settings_module.Settings | str:
@@ -40,31 +46,46 @@ def load(environ: Mapping[str, str]) -> settings_module.Settings | str:
 
 async def serve(
     settings: settings_module.Settings,
-    cfg: config.Config,
+    creds: credentials.Credentials,
     *,
     environ: Mapping[str, str],
+    relogin: credentials.Login | None = None,
     cloud_factory: parts.CloudFactory | None = None,
     stop: asyncio.Event | None = None,
     endpoints: app.Endpoints | None = None,
 ) -> None:
+    """Run the controller with `creds` (and `relogin` after a 401) until `stop` is set or a signal arrives."""
     clock = clock_module.SystemClock()
     pod_name = environ.get("POD_NAME") or environ.get("HOSTNAME", "")
-    async with graph.rest_client(settings, cfg, clock=clock) as kube:
+    async with graph.rest_client(settings, creds, clock=clock, relogin=relogin) as kube:
         ctrl = graph.build(
             settings,
             kube=kube,
             clock=clock,
             cloud_factory=cloud_factory or graph.aws_cloud(environ),
             identity=lease.identity(pod_name),
-            namespace=environ.get("SYSTEM_NAMESPACE") or cfg.namespace,
+            namespace=environ.get("SYSTEM_NAMESPACE") or creds.namespace,
         )
-        await app.run(
-            ctrl,
-            connection=app.connection_info(cfg),
-            credentials=cfg.credentials,
-            stop=stop or asyncio.Event(),
-            endpoints=endpoints or app.endpoints_from(settings),
-        )
+        stop = stop or asyncio.Event()
+        with stopped_by_signals(stop):
+            await app.run(ctrl, stop=stop, endpoints=endpoints or app.endpoints_from(settings))
+
+
+@contextlib.contextmanager
+def stopped_by_signals(stop: asyncio.Event) -> Iterator[None]:
+    """SIGTERM (the kubelet stopping the pod) and SIGINT set `stop`: the controller then stops in order and gives its
+    Lease up. Only the main thread can take signals; elsewhere (a test's helper thread) nothing is installed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        yield
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:
@@ -77,12 +98,13 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     logs.log_settings(loaded, log)
     unsupported.log_notices(env, log)
     try:
-        cfg = graph.kube_config(env)
-    except (config.ConfigError, OSError) as error:
-        print(f"karpy run: cannot reach the Kubernetes API: {error}", file=sys.stderr)
+        creds = login.login(env)
+    except (login.LoginError, OSError) as error:
+        print(f"karpy run: cannot log in to the Kubernetes API: {error}", file=sys.stderr)
         return EXIT_INVALID
+    relogin = functools.partial(asyncio.to_thread, login.login, env)
     try:
-        asyncio.run(serve(loaded, cfg, environ=env))
+        asyncio.run(serve(loaded, creds, environ=env, relogin=relogin))
     except leadership.LeadershipLost as lost:
         log.error("exiting: %s", lost)
         return EXIT_LEADERSHIP_LOST

@@ -1,8 +1,8 @@
 """What a running controller does besides watching: how watch events become work, and what the leader runs.
 
-Shared by `karpy run` (`app`: Kopf's event handlers call `route`) and the in-process emulation
-(`karpy_emulator.controlplane`: the state cache's listener calls `route`), so the demo, the end-to-end tests and the
-benchmark run exactly the loops, resync and leadership rules of the real operator. No Kopf here.
+Shared by `karpy run` (`app`) and the in-process emulation (`karpy_emulator.controlplane`), in both of which the
+state cache's listener calls `routing.route`, so the demo, the end-to-end tests and the benchmark run exactly the
+loops, resync and leadership rules of the real operator. No Kopf here.
 
 Routing (upstream: each controller's watches and their mappings):
 * a NodeClaim's change reconciles it and its NodePool's status;

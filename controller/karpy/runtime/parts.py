@@ -65,7 +65,7 @@ CloudFactory = Callable[[settings_module.Settings, cluster_module.Cluster, clock
 
 @dataclasses.dataclass(slots=True)
 class Controller:
-    """Everything `app.run` starts. `queues` hold per-object work fed by Kopf's event handlers."""
+    """Everything `app.run` starts. `queues` hold per-object work fed by the state cache's listener (`routing`)."""
 
     settings: settings_module.Settings
     kube: client.KubeClient

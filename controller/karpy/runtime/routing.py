@@ -1,6 +1,8 @@
 """How watch events become work (upstream: each controller's watches and their mappings): the state cache's
-listener calls `route` for every change of a NodeClaim, Node, NodePool or EC2NodeClass, in `karpy run` and in the
-emulation alike.
+listener (`listener`, added by `karpy.wiring.graph.build`) calls `route` for every change of a NodeClaim, Node,
+NodePool or EC2NodeClass, in `karpy run` and in the emulation alike. So the informer's watch is the only one of each
+resource: the reconcilers' work and the cache come from the same stream (docs/ARCHITECTURE.md, "Why the informer and
+work queue, not Kopf handlers").
 
 * a NodeClaim's change reconciles it and its NodePool's status;
 * a Node's change reconciles the NodeClaims it belongs to (registration, Ready and startup taints move their
@@ -20,6 +22,7 @@ from typing import Any, Final
 from karpy.api import labels
 from karpy.kube import client, resources
 from karpy.runtime import parts
+from karpy.state import cluster as state_cluster
 
 
 def deleting_with_finalizer(body: Mapping[str, Any], finalizer: str) -> bool:
@@ -65,3 +68,18 @@ def route(ctrl: parts.Controller, res: resources.Resource, event_type: str, body
 
 ROUTED: Final = (resources.NODECLAIMS, resources.NODES, resources.NODEPOOLS, resources.EC2NODECLASSES)
 """The resources `route` acts on (pods reach the provisioner through `observers`, not through a queue)."""
+
+
+def listener(ctrl: parts.Controller) -> state_cluster.Listener:
+    """A `state.Cluster` listener that routes each change of a ROUTED resource as its watch event: the object as
+    it is now (MODIFIED), or as it was last seen when it is gone (DELETED)."""
+
+    def on_change(res: resources.Resource, before: Mapping[str, Any] | None, current: Mapping[str, Any] | None) -> None:
+        if res not in ROUTED:
+            return
+        if current is not None:
+            route(ctrl, res, client.MODIFIED, current)
+        elif before is not None:
+            route(ctrl, res, client.DELETED, before)
+
+    return on_change

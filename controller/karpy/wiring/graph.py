@@ -9,7 +9,6 @@ graph depend on boto3, which the layering contract forbids (only `karpy.cloudpro
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -22,7 +21,7 @@ from karpy.disruption import controller as disruption_controller
 from karpy.disruption import staticpools
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
-from karpy.kube import client, config, dryrun, resources, rest
+from karpy.kube import client, credentials, dryrun, resources, rest
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import registration as registration_health
@@ -30,7 +29,7 @@ from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.provisioning import batcher, provisioner, snapshot
-from karpy.runtime import lease, metrics, observers, parts, workqueue
+from karpy.runtime import lease, metrics, observers, parts, routing, workqueue
 from karpy.state import cluster as cluster_module
 from karpy.termination import controller as termination_controller
 from karpy.wiring import views
@@ -103,13 +102,6 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
         )
 
     return build
-
-
-def kube_config(environ: Mapping[str, str]) -> config.Config:
-    """In-cluster when the service-account environment is there, else $KUBECONFIG (or ~/.kube/config)."""
-    if environ.get("KUBERNETES_SERVICE_HOST"):
-        return config.in_cluster(environ)
-    return config.load_kubeconfig(environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
 
 
 def _reconcile_result(
@@ -350,12 +342,22 @@ def build(
             )
         )
     )
+    # The informer's watch of each resource also feeds the work queues: no second watch (runtime.routing).
+    cluster.add_listener(routing.listener(controller))
     return controller
 
 
 def rest_client(
-    settings: settings_module.Settings, cfg: config.Config, *, clock: clock_module.Clock
+    settings: settings_module.Settings,
+    creds: credentials.Credentials,
+    *,
+    clock: clock_module.Clock,
+    relogin: credentials.Login | None = None,
 ) -> rest.RestClient:
     return rest.RestClient(
-        cfg, clock=clock, qps=settings.runtime.kube_client_qps, burst=settings.runtime.kube_client_burst
+        creds,
+        clock=clock,
+        relogin=relogin,
+        qps=settings.runtime.kube_client_qps,
+        burst=settings.runtime.kube_client_burst,
     )
