@@ -4,7 +4,8 @@
 through the `KubeClient` protocol the way client-go's recorder does: a repeat of (object uid, reason, message)
 bumps `count` and `lastTimestamp` on the existing Event instead of creating another, and a per-object token
 bucket (burst 25, one more every 5 minutes: client-go's spam filter) keeps a hot loop from flooding the API.
-No aiohttp here: only the protocol.
+No aiohttp here: only the protocol. Hand-written: `kopf.event` posts a new Event per call (no count bump, no spam
+filter) and only while `kopf.operator` runs.
 """
 
 from __future__ import annotations

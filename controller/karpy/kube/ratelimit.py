@@ -1,7 +1,8 @@
 """A token bucket on an injected clock: client-side QPS/burst towards the API server (client-go's flowcontrol).
 
 Callers that find the bucket empty take a token "on credit" and sleep until it would have been refilled, so
-concurrent callers are served in arrival order and none spins.
+concurrent callers are served in arrival order and none spins. Hand-written: nothing in Kopf or aiohttp limits
+a client's request rate, and this one must sleep on the injected (virtual) clock.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Leader election on a `coordination.k8s.io/v1` Lease, as client-go's `leaderelection` does it.
 
-Kopf's peering only pauses operators that see a higher-priority peer; it is not an election, so two replicas would
-both act. Here one replica holds the Lease and renews it; the others keep watching it and take it over once its
-record has not changed for `leaseDurationSeconds` *as observed on their own clock* (client-go compares the local
-time the record was last seen to change, never the holder's timestamps, so clock skew between nodes cannot make two
-leaders). Every write carries the resourceVersion it was computed from: a 409 means another replica won the race.
+Hand-written: Kopf's peering only pauses operators that see a higher-priority peer; it is not an election, so two
+replicas would both act; and `kubernetes.leaderelection` runs in threads on the wall clock, not on the injected one.
+
+One replica holds the Lease and renews it; the others keep watching it and take it over once its record has not
+changed for `leaseDurationSeconds` *as observed on their own clock* (client-go compares the local time the record was
+last seen to change, never the holder's timestamps, so clock skew between nodes cannot make two leaders). Every
+write carries the resourceVersion it was computed from: a 409 means another replica won the race.
 
 The decision of what to write (`decide`) is a pure function of the observed Lease; `LeaderElector` is the thin async
 loop around it. Leadership is published as `is_leader()` and two asyncio Events (`elected`, `deposed`).

@@ -3,6 +3,8 @@
 
 Liveness answers as long as the event loop does; readiness asks the injected checks (informers synced, cloud
 reachable, leader state known) and names the ones failing, as controller-runtime's healthz handler does.
+Hand-written: upstream's chart probes /healthz and /readyz on one port and scrapes /metrics on another; Kopf's
+liveness endpoint serves one path.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A keyed work queue, as controller-runtime's: a key is reconciled by one worker at a time, re-adding a key that is
 queued is a no-op, a key re-added while it is being reconciled runs once more afterwards, and `requeue_after` comes
-back through `add(key, after=...)` on the injected clock. Kopf's event handlers only `add`; the leader's workers
-drain it. No decisions here.
+back through `add(key, after=...)` on the injected clock. The state cache's listener (`routing`) only `add`s; the
+leader's workers drain it. No decisions here. Hand-written, not Kopf's handlers: Kopf's retries, backoff and timers
+re-trigger by writing annotations or its finalizer on the object, which upstream never does.
 
 A reconcile that raises affects its own key only: it is retried after a per-key backoff (5 s doubling to 5 min, as
 controller-runtime's rate limiter backs off a failing item) and handed to `on_error` (the operator reports the

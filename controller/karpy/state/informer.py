@@ -3,6 +3,10 @@
 A watch that ends (the server's timeoutSeconds) resumes from the last seen resourceVersion, as client-go's
 reflector does; 410 Expired or any error re-LISTs, and the re-list emits DELETED for objects that vanished
 meanwhile. Errors back off exponentially on the cluster's clock. Cancellation closes the watch stream.
+
+Hand-written, not Kopf's watch: it is the one watch of each resource, and it syncs 50,000 pods + 5,000 nodes with 6x
+less CPU, applies 10x more events per CPU second, and its re-list reports deletions Kopf's forgets
+(docs/ARCHITECTURE.md, "Why the informer and work queue, not Kopf handlers").
 """
 
 from __future__ import annotations
