@@ -17,7 +17,7 @@ from karpy.api import labels, meta, quantity
 from karpy.cloudprovider import catalog as aws_catalog
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import pods, repack, results, scheduler
+from karpy.scheduling import capped, pods, repack, results, scheduler
 
 CPUS = ("100m", "250m", "500m", "1", "1500m")
 MEMORIES = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
@@ -341,3 +341,52 @@ def test_a_fixed_bin_that_took_pods_keeps_taking_smaller_ones_of_its_group() -> 
     assert sorted(len(cl.pods) for cl in res.new_nodeclaims) == [4, 4, 4]  # a db, two big and a small pod each
     assert all(cl.requests[labels.RESOURCE_CPU] == 2000 for cl in res.new_nodeclaims)
     assert res.cost_per_hour <= res.lower_bound_per_hour * (1 + 1e-6)
+
+
+def test_pods_tied_only_by_hostname_caps_share_nodes_across_groups_on_the_aws_catalog() -> None:
+    # Seven hostname-spread apps (maxSkew 1) and an anti-affine one, undecided in zone, every app its own request
+    # shape. First-fit puts one pod of each app on a claim sized to all eight. Those pods are tied only by per-node
+    # caps, so the repack may move them to any node that keeps every cap (one pod of each app per node): packed
+    # afresh, two to four small pods share a small node, a third cheaper than the first-fit claims the fixed-bin
+    # path keeps (which `capped` refusing, mocked below, falls back to).
+    its = aws_catalog.load("us-east-1")
+    shapes = (("250m", "256Mi"), ("500m", "512Mi"), ("100m", "1Gi"), ("1", "256Mi"), ("250m", "2Gi"), ("500m", "100Mi"))
+    ps: list[pods.Pod] = []
+    for app, (cpu, mem) in zip("abcdefg", (*shapes, ("100m", "512Mi")), strict=True):
+        spec = c.workload_spec("host-spread", app)
+        ps += c.make_pods(6, prefix=f"s{app}", cpu=cpu, memory=mem, labels_={"app": app}, spec=spec)
+    anti = c.workload_spec("host-anti", "db")
+    ps += c.make_pods(8, prefix="db", cpu="250m", memory="512Mi", labels_={"app": "db"}, spec=anti)
+    inp = _input(ps, its)
+    res, before = _solve(inp), _solve(inp, post_pass=False)
+    with mock.patch.object(capped, "pack", return_value=None):
+        fixed = _solve(inp)
+    _check_plan(res, ps, its)
+    _check_hostname_rules(res, before)
+    assert fixed.cost_per_hour == before.cost_per_hour  # the fixed bins alone: nothing cheaper found
+    assert res.cost_per_hour < 0.75 * fixed.cost_per_hour, (res.cost_per_hour, fixed.cost_per_hour)
+    assert any(len({p.labels["app"] for p in cl.pods}) > 1 for cl in res.new_nodeclaims)
+    assert max(len(cl.pods) for cl in res.new_nodeclaims) < 8
+
+
+def test_capped_pods_keep_the_caps_of_rules_that_select_other_groups_pods() -> None:
+    # The "web" hostname spread (maxSkew 1) selects tier=front, which the anti-affine "db" pods carry too. The db
+    # pods go first (larger), so no web pod may join one (its spread would count two there): first-fit gives every
+    # pod a small node of its own. A web and a db pod would fill one node better, but re-packed by caps a web pod
+    # stays the only tier=front pod on its node.
+    its = c.fake_catalog(16)
+    spread = {
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": labels.LABEL_HOSTNAME, "labelSelector": {"matchLabels": {"tier": "front"}}}
+        ]
+    }
+    db = {"app": "db", "tier": "front"}
+    ps = c.make_pods(6, prefix="db", cpu="500m", memory="1Gi", labels_=db, spec=c.workload_spec("host-anti", "db"))
+    front = {"app": "web", "tier": "front"}
+    ps += c.make_pods(6, prefix="web", cpu="250m", memory="256Mi", labels_=front, spec=spread)
+    inp = _input(ps, its)
+    res, before = _solve(inp), _solve(inp, post_pass=False)
+    _check_plan(res, ps, its)
+    _check_hostname_rules(res, before)
+    assert all(len(cl.pods) == 1 for cl in before.new_nodeclaims)
+    assert all(len(cl.pods) == 1 for cl in res.new_nodeclaims), [[p.name for p in cl.pods] for cl in res.new_nodeclaims]

@@ -31,13 +31,26 @@ class Types:
     anchor: catalog.BoolArray  # types a node may be filled up to while keeping minValues
 
 
-def pack(req: catalog.IntArray, counts: catalog.IntArray, cand: Types) -> list[tuple[catalog.IntArray, int]] | None:
+def collapsed(cand: Types, usable: catalog.IntArray) -> Types:
+    """`cand` with room `usable` (never more than a type's own), types of equal room and minValues anchoring
+    collapsed into the cheapest (the first on a tie): a plan never needs a dearer one, and every type less is a
+    column fewer for the pattern LP to price."""
+    order = np.lexsort((np.arange(len(cand.price)), cand.price))
+    rows = np.concatenate([usable, cand.anchor[:, None].astype(np.int64)], axis=1)[order]
+    _, first = np.unique(rows, axis=0, return_index=True)
+    keep = np.sort(order[first])
+    return Types(cand.ids[keep], usable[keep], cand.price[keep], cand.anchor[keep])
+
+
+def pack(
+    req: catalog.IntArray, counts: catalog.IntArray, cand: Types, *, replan_pods: int = REPLAN_PODS
+) -> list[tuple[catalog.IntArray, int]] | None:
     """Patterns (pods per shape on one node) with repeat counts, covering `counts` exactly; None if impossible.
 
     Up to `bound.PATTERN_CLASSES` shapes the pattern LP's rounding (`_round_patterns`) places nearly everything;
     beyond, its rounds would cost seconds, so the per-resource LP's shares fill whole nodes of each type it buys.
     What is left goes to the cheapest type that takes all of it, or else to an LP-guided greedy fill. In a group of
-    at most `REPLAN_PODS` pods (and pattern LP path) whose leftover plan is well above its LP bound, `_replan` plans
+    at most `replan_pods` pods (and pattern LP path) whose leftover plan is well above its LP bound, `_replan` plans
     those pods again with whole patterns only, and its plan is kept when cheaper."""
     fits = (req[:, None, :] <= cand.usable[None, :, :]).all(axis=2) & cand.anchor[None, :]  # shapes × types
     if not fits.any(axis=1).all():
@@ -71,7 +84,7 @@ def pack(req: catalog.IntArray, counts: catalog.IntArray, cand: Types) -> list[t
         reps = _repeats(movable, pattern, limit=max(1, int(solution_lp.nodes[t])))
         out.append((pattern, reps))
         left -= pattern * reps
-    if tail is not None and tail < len(out) and int(counts.sum()) <= REPLAN_PODS:
+    if tail is not None and tail < len(out) and int(counts.sum()) <= replan_pods:
         tail_pods = sum((p * r for p, r in out[tail:]), np.zeros_like(counts))
         rest_cost = _cost(req, fits, cand, out[tail:])
         relaxed = _lp(req, tail_pods, fits, cand)  # a lower bound on any plan for those pods

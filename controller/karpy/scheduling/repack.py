@@ -8,6 +8,9 @@ owns, or selected by a hostname-keyed affinity group); every other pod may move 
 topology count (every other key's domains are identical there). A claim without tied pods is dissolved; one with
 tied pods is a *fixed bin* (kept, with its hostname, unless its pool has limits or its requirements minValues): its
 other pods leave, and movable pods fill the room its tied pods leave on its cheapest option (`fixedbins.fill`).
+Bins that took nothing and hold only pods that per-node caps alone tie (hostname anti-affinity, hostname spread:
+`tying.Traits.capped`) are then dissolved and their pods packed afresh, several groups per node within the caps
+(`capped`), when that is cheaper.
 
 For each group, the movable pods no bin took (counted per request vector: the work scales with shapes, not pods):
 1. solve the pattern LP of `patterns` over the group's compatible instance types (allocatable minus daemon
@@ -40,7 +43,7 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, fixedbins, nodes, packing, pods, topology, tying
+from karpy.scheduling import capped, catalog, fixedbins, nodes, packing, pods, topology, tying
 
 _POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims
@@ -144,6 +147,7 @@ def _repack_pool(groups: list[_Group], ties: tying.Ties, *, names: Iterator[int]
         if packed is None:
             return None
         new.append(packed)
+    found, gone = _repack_capped(found, groups, ties, prices=prices, bases=bases, new=new, names=names)
     if pool.pool.limits and not all(_fit_limits(g, n) for g, n in zip(groups, new, strict=True)):
         return None
     bins = _bin_slots(found, pool=pool, groups=groups, bases=bases)
@@ -154,12 +158,60 @@ def _repack_pool(groups: list[_Group], ties: tying.Ties, *, names: Iterator[int]
         return None
     out = [_Repacked({}, slots) for slots in new]
     originals = {id(c) for g in groups for c in g.fixed}
+    for b in gone:
+        if id(b.claim) in originals:
+            out[b.home].fixed[id(b.claim)] = None
     for b, slot in bins:
         if id(b.claim) not in originals:  # a part split off a bin (`fixedbins.bins`): a claim of its own
             out[b.home].new.append(slot)
         else:
             out[b.home].fixed[id(b.claim)] = slot if slot.placed else None  # a bin all of whose pods left: gone
     return out
+
+
+def _repack_capped(
+    found: list[fixedbins.Bin],
+    groups: list[_Group],
+    ties: tying.Ties,
+    *,
+    prices: list[_Prices],
+    bases: list[catalog.BoolArray],
+    new: list[list[nodes.Slot]],
+    names: Iterator[int],
+) -> tuple[list[fixedbins.Bin], list[fixedbins.Bin]]:
+    """Per group, the bins that took nothing and hold only pods that caps alone tie (`capped`) are dissolved and
+    their pods re-packed onto new claims (appended to `new[group]`), when that is cheaper than those bins. Returns
+    (the bins kept, the bins dissolved)."""
+    pool = groups[0].pool
+    gone: list[fixedbins.Bin] = []
+    for i, g in enumerate(groups):
+        mine = [
+            b
+            for b in found
+            if b.home == b.group == i and not b.added and all(ties.of(p).capped for p in b.kept) and b.kept
+        ]
+        if len(mine) < 2:
+            continue
+        cand = _candidate_types(pool, g.requirements)
+        made = capped.pack([p for b in mine for p in b.kept], ties, index=pool.index, cand=cand) if cand else None
+        if made is None:
+            continue
+        masks = fixedbins.options(pool, bases[i], np.array([used for _, used in made], dtype=np.int64))
+        slots = []
+        reuse = iter(mine)
+        for (placed, used), options in zip(made, masks, strict=True):
+            was = next(reuse, None)
+            if was is not None:
+                name, reqs = was.claim.name, was.claim.requirements
+            else:
+                name = f"hostname-placeholder-{next(names):04d}"
+                reqs = g.requirements.add(requirements.Requirement(labels.LABEL_HOSTNAME, False, frozenset((name,))))
+            slots.append(nodes.Slot(name, reqs, pool.taints, used, pool=pool, options=options, placed=placed))
+        if sum(prices[i](s) for s in slots) < sum(b.price for b in mine) * (1 - _MIN_SAVING):
+            new[i].extend(slots)
+            gone += mine
+    dropped = {id(b) for b in gone}
+    return [b for b in found if id(b) not in dropped], gone
 
 
 def _pack(group: _Group, movable: list[pods.Pod], *, names: Iterator[int]) -> list[nodes.Slot] | None:
@@ -182,7 +234,7 @@ def _pack(group: _Group, movable: list[pods.Pod], *, names: Iterator[int]) -> li
     cand = _candidate_types(pool, group.requirements)
     if cand is None:
         return None
-    plan = packing.pack(req, counts, cand)
+    plan = packing.pack(req, counts, packing.collapsed(cand, cand.usable))
     if plan is None:
         return None
     return _build_slots(group, plan, req, [by_shape[k] for k in keys], names)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import pods, topology
+from karpy.scheduling import exclusion, pods, topology
 
 Term = tuple[requirements.Requirements | None, frozenset[str], requirements.Requirements | None]
 """(label selector, namespaces, namespace selector) of a hostname-keyed term a tied pod owns."""
@@ -31,6 +31,10 @@ class Traits:
     """It owns, or counts in, a rule keyed on something other than hostname: its claim may not narrow."""
     terms: tuple[Term, ...]
     """The hostname-keyed spread and anti-affinity terms it owns (its node may not take pods they select)."""
+    capped: tuple[tuple[topology.GroupKey, int], ...] = ()
+    """When every term it owns is a per-node cap (`exclusion.groups_of`: a node holds at most `cap` pods the group's
+    term selects) and nothing else ties it: those groups; it may then move to any node of its claim's requirements
+    that keeps every cap (`capped`). Empty otherwise."""
 
 
 class Ties:
@@ -86,7 +90,9 @@ class Ties:
         pinned = any(k != host for k in owned) or any(
             g.selects(pod, self.namespace_labels) for g in self._domain_groups
         )
-        return Traits(bool(pod.host_ports or terms or company), company, pinned, terms)
+        caps = exclusion.groups_of(pod)
+        capped = caps if terms and len(caps) == len(terms) and not (pod.host_ports or company) else ()
+        return Traits(bool(pod.host_ports or terms or company), company, pinned, terms, capped)
 
     def selects(self, term: Term, pod: pods.Pod) -> bool:
         selector, namespaces, namespace_selector = term
