@@ -25,9 +25,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from karpy.scheduling import catalog, packing, pods, topology, tying
+from karpy.scheduling import bound, catalog, packing, pods, topology, tying
 
-_ROUNDS = 2  # pattern plans per pack: the second takes what slots the caps refused left (a third gains ~0.03%)
+_ROUNDS = 2  # plans per pack: the second takes what slots the caps refused left (a third gains ~0.03%)
+_PATTERN_PODS = 2000  # up to this many pods, the pattern LP's plan too (bench/scheduling.py: ~0.25 s at 4,600)
 
 
 def pack(
@@ -58,13 +59,34 @@ def pack(
         shape_of.setdefault(shape, vec)
         classes[(shape, owned, sel)].append(p)
     keys = list(classes)
-    table = _Table(
-        [list(reversed(classes[k])) for k in keys],  # handed out from the end: first pods first
-        req=np.array([shape_of[k[0]] for k in keys], dtype=np.int64).reshape(len(keys), -1),
-        owns=[k[1] for k in keys],
-        selected=[k[2] for k in keys],
-        cap=cap,
-    )
+    req = np.array([shape_of[k[0]] for k in keys], dtype=np.int64).reshape(len(keys), -1)
+
+    def plan(pattern_shapes: int) -> list[tuple[list[pods.Pod], catalog.IntArray]] | None:
+        table = _Table(
+            [list(reversed(classes[k])) for k in keys],  # handed out from the end: first pods first
+            req=req,
+            owns=[k[1] for k in keys],
+            selected=[k[2] for k in keys],
+            cap=cap,
+        )
+        return _rounds(table, cand, pattern_shapes=pattern_shapes)
+
+    # The per-resource LP's plan is cheap; the pattern LP's is often cheaper (1-2%) but costs seconds' fractions
+    # per thousand pods: both when few pods, the cheaper kept.
+    made = plan(0)
+    if made is not None and len(members) <= _PATTERN_PODS:
+        other = plan(bound.PATTERN_CLASSES)
+        if other is not None and _cost(other, cand) < _cost(made, cand):
+            made = other
+    return made
+
+
+def _rounds(
+    table: _Table, cand: packing.Types, *, pattern_shapes: int
+) -> list[tuple[list[pods.Pod], catalog.IntArray]] | None:
+    """Nodes for the table's pods: `_ROUNDS` plans of `packing` (patterns of up to `pattern_shapes` shapes, else by
+    the per-resource LP) handed out within the caps, then a node for each pod left."""
+    cap = np.array(table.cap, dtype=np.int64)
     out: list[tuple[list[pods.Pod], catalog.IntArray]] = []
     for _ in range(_ROUNDS):
         left = np.array(table.left, dtype=np.int64)
@@ -83,7 +105,7 @@ def pack(
         usable = types.usable
         # no whole-pattern re-plan of the rounded tail: here every type is small (few pods), so it would price
         # every column again for the same plan (bench/scheduling.py, 1,000 pods: 0.3 s more, same cost)
-        plan = packing.pack(shapes, counts, types, replan_pods=0)
+        plan = packing.pack(shapes, counts, types, replan_pods=0, pattern_shapes=pattern_shapes)
         if plan is None:
             return None
         least = shapes.min(axis=0)  # a node with less room than this in some resource takes no more pods
@@ -102,6 +124,13 @@ def pack(
                 reps -= 1 + len(copies)
     out += table.alone()
     return out
+
+
+def _cost(nodes: list[tuple[list[pods.Pod], catalog.IntArray]], cand: packing.Types) -> float:
+    """$/h of `nodes`, each on the cheapest type of `cand` that holds it (what the caller's claims will cost)."""
+    used = np.array([u for _, u in nodes], dtype=np.int64).reshape(len(nodes), -1)
+    holds = (cand.usable[None, :, :] >= used[:, None, :]).all(axis=2) & cand.anchor[None, :]
+    return float(np.where(holds, cand.price[None, :], np.inf).min(axis=1).sum())
 
 
 class _Table:

@@ -43,7 +43,12 @@ def collapsed(cand: Types, usable: catalog.IntArray) -> Types:
 
 
 def pack(
-    req: catalog.IntArray, counts: catalog.IntArray, cand: Types, *, replan_pods: int = REPLAN_PODS
+    req: catalog.IntArray,
+    counts: catalog.IntArray,
+    cand: Types,
+    *,
+    replan_pods: int = REPLAN_PODS,
+    pattern_shapes: int = bound.PATTERN_CLASSES,
 ) -> list[tuple[catalog.IntArray, int]] | None:
     """Patterns (pods per shape on one node) with repeat counts, covering `counts` exactly; None if impossible.
 
@@ -57,7 +62,7 @@ def pack(
         return None
     out: list[tuple[catalog.IntArray, int]] = []
     tail = None  # where the rounded part of the plan (fractions rounded up, and what is left) begins
-    if len(req) <= bound.PATTERN_CLASSES:
+    if len(req) <= pattern_shapes:
         rounding = _round_patterns(req, counts, fits, cand, out)
         left, tail = (None, None) if rounding is None else rounding
     else:
