@@ -295,18 +295,9 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
     p = _Parser()
     md = p.mapping(obj.get("metadata"), "metadata")
     spec = p.mapping(obj.get("spec"), "spec")
-    name = md.get("name") or md.get("generateName") or ""
-    namespace = str(md.get("namespace") or "default")
-    if not name:
-        p.fail("metadata.name", "required")
+    name, namespace = _name(p, md)
     pod_labels = p.string_map(md.get("labels"), "metadata.labels")
-    owner_kind = ""
-    for i, ref in enumerate(p.seq(md.get("ownerReferences"), "metadata.ownerReferences")):
-        r = p.mapping(ref, f"metadata.ownerReferences[{i}]")
-        if r.get("controller"):
-            owner_kind = str(r.get("kind", ""))
-    created = md.get("creationTimestamp")
-    creation = float(created) if isinstance(created, int | float) else 0.0
+    owner_kind = _owner_kind(p, md)
 
     def containers(field_name: str) -> list[resources.Container]:
         out = []
@@ -444,20 +435,76 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         requests = interner.mapping("requests", requests)
         node_selector = interner.mapping("node_selector", node_selector)
         parts = {kind: interner.value(kind, part) if part else () for kind, part in parts.items()}
+    shared = Pod(
+        namespace=namespace,
+        name="",
+        labels=pod_labels,
+        requests=requests,
+        node_selector=node_selector,
+        unsupported=unsupported,
+        dra=has_dra_requirements(spec),
+        **parts,
+    )
+    return _own(shared, md, spec, name=name, owner_kind=owner_kind)
+
+
+def stamp(template: Pod, obj: Mapping[str, Any]) -> Pod | None:
+    """The pod `obj` read as `template` with `obj`'s own fields (name, uid, owner, times, node), for a pod whose
+    namespace, labels and spec but its nodeName equal those `template` was parsed from (`podtemplates`): what
+    `from_manifest(obj)` returns, at a fraction of the cost. None when one of those own fields has a problem:
+    `from_manifest` says which."""
+    p = _Parser()
+    md = p.mapping(obj.get("metadata"), "metadata")
+    spec = p.mapping(obj.get("spec"), "spec")
+    name, _ = _name(p, md)
+    owner_kind = _owner_kind(p, md)
+    return None if p.problems else _own(template, md, spec, name=name, owner_kind=owner_kind)
+
+
+def _name(p: _Parser, md: Mapping[str, Any]) -> tuple[Any, str]:
+    name = md.get("name") or md.get("generateName") or ""
+    if not name:
+        p.fail("metadata.name", "required")
+    return name, str(md.get("namespace") or "default")
+
+
+def _owner_kind(p: _Parser, md: Mapping[str, Any]) -> str:
+    owner_kind = ""
+    for i, ref in enumerate(p.seq(md.get("ownerReferences"), "metadata.ownerReferences")):
+        r = p.mapping(ref, f"metadata.ownerReferences[{i}]")
+        if r.get("controller"):
+            owner_kind = str(r.get("kind", ""))
+    return owner_kind
+
+
+def _own(shared: Pod, md: Mapping[str, Any], spec: Mapping[str, Any], *, name: Any, owner_kind: str) -> Pod:
+    """`shared`'s parts (what a pod template decides) with a pod's own fields read from its metadata and spec."""
+    namespace = shared.namespace
+    created = md.get("creationTimestamp")
     return Pod(
         namespace=namespace,
         name=str(name),
         uid=str(md.get("uid") or f"{namespace}/{name}"),
-        labels=pod_labels,
-        creation_timestamp=creation,
-        requests=requests,
+        labels=shared.labels,
+        creation_timestamp=float(created) if isinstance(created, int | float) else 0.0,
+        requests=shared.requests,
         node_name=str(spec.get("nodeName") or ""),
-        node_selector=node_selector,
+        node_selector=shared.node_selector,
+        required_node_terms=shared.required_node_terms,
+        preferred_node_terms=shared.preferred_node_terms,
+        tolerations=shared.tolerations,
+        spread=shared.spread,
+        affinity=shared.affinity,
+        preferred_affinity=shared.preferred_affinity,
+        anti_affinity=shared.anti_affinity,
+        preferred_anti_affinity=shared.preferred_anti_affinity,
+        host_ports=shared.host_ports,
+        pvc_names=shared.pvc_names,
         owner_kind=owner_kind,
         terminating=md.get("deletionTimestamp") is not None,
-        unsupported=unsupported,
-        dra=has_dra_requirements(spec),
-        **parts,
+        unsupported=shared.unsupported,
+        dra=shared.dra,
+        from_candidate=shared.from_candidate,
     )
 
 

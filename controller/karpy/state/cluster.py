@@ -29,7 +29,7 @@ from karpy.api import nodeoverlay as nodeoverlay_api
 from karpy.api import nodepool as nodepool_api
 from karpy.kube import client, resources
 from karpy.scheduling import pods as pods_api
-from karpy.scheduling import volumes
+from karpy.scheduling import podtemplates, volumes
 from karpy.state import facts, statenode, trimming
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,7 @@ class Cluster:
         self._nodeclaims: _Parsed[nodeclaim_api.NodeClaim] = _Parsed()
         self._nodeoverlays: _Parsed[nodeoverlay_api.NodeOverlay] = _Parsed()
         self._pods: _Parsed[pods_api.Pod] = _Parsed()
+        self._pod_templates = podtemplates.Templates()
         self._daemonsets: _Parsed[pods_api.Pod] = _Parsed()
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._raw: dict[resources.Resource, dict[str, Mapping[str, Any]]] = collections.defaultdict(dict)
@@ -305,7 +306,7 @@ class Cluster:
                     del self._pods_by_node[old_facts.node_name]
         self._provisionable.pop(key, None)
         self._forget_unreadable(key)
-        parse_pod = lambda pod: pods_api.from_manifest(facts.with_epoch_creation(pod))  # noqa: E731
+        parse_pod = lambda pod: self._pod_templates.parse(facts.with_epoch_creation(pod))  # noqa: E731
         self._parse_into(resources.PODS, self._pods, key, obj, parse_pod)
         pod = self._pods.get(key)
         if obj is not None and pod is None:
