@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from karpy.api import (
+    crdcheck,
     decode_ec2nodeclass,
     decoding,
     durations,
@@ -55,12 +56,18 @@ def _schema(kind: str) -> core.Schema:
     return builders[kind]()
 
 
+@functools.cache
+def _validate(kind: str) -> crdcheck.Validate:
+    """`validator.validate` against the CRD schema of `kind`, its fast path compiled once (`crdcheck`)."""
+    return crdcheck.validate_with(_schema(kind))
+
+
 def nodepool(obj: Mapping[str, Any]) -> nodepool_api.NodePool:
-    return _parse(obj, "NodePool", f"{labels.GROUP}/{labels.VERSION}", _schema("NodePool"), _decode_nodepool)
+    return _parse(obj, "NodePool", f"{labels.GROUP}/{labels.VERSION}", _validate("NodePool"), _decode_nodepool)
 
 
 def nodeclaim(obj: Mapping[str, Any]) -> nodeclaim_api.NodeClaim:
-    return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", _schema("NodeClaim"), _decode_nodeclaim)
+    return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", _validate("NodeClaim"), _decode_nodeclaim)
 
 
 def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
@@ -68,13 +75,13 @@ def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
         obj,
         "EC2NodeClass",
         f"{labels.AWS_GROUP}/{labels.VERSION}",
-        _schema("EC2NodeClass"),
+        _validate("EC2NodeClass"),
         decode_ec2nodeclass.decode,
     )
 
 
 def nodeoverlay(obj: Mapping[str, Any]) -> nodeoverlay_api.NodeOverlay:
-    return _parse(obj, "NodeOverlay", nodeoverlay_api.API_VERSION, _schema("NodeOverlay"), _decode_nodeoverlay)
+    return _parse(obj, "NodeOverlay", nodeoverlay_api.API_VERSION, _validate("NodeOverlay"), _decode_nodeoverlay)
 
 
 def any(
@@ -113,7 +120,7 @@ def _name(obj: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _parse(obj: Any, kind: str, api_version: str, schema: core.Schema, decode: Decoder[T]) -> T:
+def _parse(obj: Any, kind: str, api_version: str, validate: crdcheck.Validate, decode: Decoder[T]) -> T:
     if not isinstance(obj, Mapping):
         raise errors.ValidationError(kind, "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
     problems: list[errors.Problem] = []
@@ -121,7 +128,7 @@ def _parse(obj: Any, kind: str, api_version: str, schema: core.Schema, decode: D
         if obj.get(field) != expected:
             problems.append(errors.Problem(field, f"must be {expected!r}, got {obj.get(field)!r}"))
     body = {k: v for k, v in obj.items() if k != "metadata"}
-    defaulted, schema_problems = validator.validate(body, schema)
+    defaulted, schema_problems = validate(body)
     problems += [p for p in schema_problems if p.path not in ("apiVersion", "kind")]
     if "spec" not in defaulted and "spec" not in {p.path for p in problems}:
         # EC2NodeClass's CRD admits an object without one, but nothing can be done with it

@@ -61,7 +61,7 @@ def _is_mapping(value: Any) -> bool:
     return kind is dict or (kind not in _PLAIN and isinstance(value, Mapping))
 
 
-def _has_type(value: Any, expected: str) -> bool:
+def has_type(value: Any, expected: str) -> bool:
     match expected:
         case "object":
             return _is_mapping(value)
@@ -85,7 +85,7 @@ def _walk(value: Any, schema: Mapping[str, Any], path: str, problems: list[error
         if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
             problems.append(errors.Problem(path, f"must be an integer or a string, got {type_name(value)}"))
             return value
-    elif "type" in schema and not _has_type(value, schema["type"]):
+    elif "type" in schema and not has_type(value, schema["type"]):
         problems.append(errors.Problem(path, f"must be of type {schema['type']}, got {type_name(value)}"))
         return value
 
@@ -104,12 +104,12 @@ def _walk(value: Any, schema: Mapping[str, Any], path: str, problems: list[error
 
     if len(problems) == before:
         for rule in schema.get("x-kubernetes-validations", ()):
-            if isinstance(rule, core.Rule) and rule.check is not None and not _holds(rule, result):
+            if isinstance(rule, core.Rule) and rule.check is not None and not holds(rule, result):
                 problems.append(errors.Problem(path, rule.message))
     return result
 
 
-def _holds(rule: core.Rule, value: Any) -> bool:
+def holds(rule: core.Rule, value: Any) -> bool:
     assert rule.check is not None
     try:
         return bool(rule.check(value))
@@ -196,11 +196,11 @@ def _check_string(value: str, schema: Mapping[str, Any], path: str, problems: li
     # Go's regexp.MatchString finds a match anywhere: upstream's unanchored patterns ("subnet-[0-9a-z]+") rely on it.
     if "pattern" in schema and re.search(schema["pattern"], value) is None:
         problems.append(errors.Problem(path, f"invalid value {_quote(value)}: must match '{schema['pattern']}'"))
-    if schema.get("format") == "date-time" and not _is_timestamp(value):
+    if schema.get("format") == "date-time" and not is_timestamp(value):
         problems.append(errors.Problem(path, f"invalid value {_quote(value)}: must be an RFC 3339 date-time"))
 
 
-def _is_timestamp(value: str) -> bool:
+def is_timestamp(value: str) -> bool:
     try:
         datetime.datetime.fromisoformat(value)
     except ValueError:
