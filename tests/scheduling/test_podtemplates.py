@@ -191,3 +191,10 @@ def test_pods_in_another_namespace_or_with_other_labels_are_another_template(cha
     change(other["metadata"])
     assert templates.parse(other) == pods.from_manifest(other)
     assert len(templates) == 2
+
+
+def test_an_unbound_pod_is_the_pod_off_its_node() -> None:
+    pod = pods.from_manifest(_pod("web-abc-1"))
+    moved = dataclasses.replace(pod, from_candidate=True, terminating=True)
+    for original in (pod, moved):
+        assert pods.unbound(original) == dataclasses.replace(original, node_name="")

@@ -15,7 +15,6 @@ SavingsRatio = price / RescheduleDisruptionCost (sorted descending); IsEmpty ⇔
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -267,7 +266,7 @@ def new_candidate(
         zone=offering.zone,
         price=offering.price,
         pod_infos=infos,
-        reschedulable_pods=tuple(_unbound(p) for p in node.pods if p.key in movable),
+        reschedulable_pods=tuple(pods.unbound(p) for p in node.pods if p.key in movable),
         disruption_cost=disruption_cost(infos, lifetime_remaining(node.nodeclaim, now)),
         reschedule_cost=reschedule_disruption_cost(infos),
     )
@@ -285,7 +284,3 @@ def condition_since(claim: nodeclaim.NodeClaim, type_: str) -> float:
 
 def _bare_info(pod: pods.Pod) -> PodInfo:
     return PodInfo(pod.key, pod.namespace, pod.labels, False, 0, 0.0, not pod.is_daemon)
-
-
-def _unbound(pod: pods.Pod) -> pods.Pod:
-    return dataclasses.replace(pod, node_name="")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from karpy.cloudprovider import types
 from karpy.provisioning import isolation, ports, snapshot
-from karpy.scheduling import results, scheduler
+from karpy.scheduling import pods, results, scheduler
 
 STAY_PUT = frozenset({"DaemonSet", "Node"})
 """Owners whose pods belong to their node (DaemonSet pods come with every node; mirror pods are the node's own)."""
@@ -45,7 +45,7 @@ def prepare(
 ) -> Prepared:
     state_nodes = list(cluster.state_nodes())
     managed = [n for n in state_nodes if n.nodepool]
-    moving = [dataclasses.replace(p, node_name="") for n in managed for p in n.pods if p.owner_kind not in STAY_PUT]
+    moving = [pods.unbound(p) for n in managed for p in n.pods if p.owner_kind not in STAY_PUT]
     stay = [n for n in state_nodes if not n.nodepool]
     inp = snapshot.provisioning_input(
         cluster,
