@@ -82,7 +82,13 @@ async def test_pods_of_a_deployment_run_on_a_joined_instance() -> None:
         assert all(not p["spec"].get("nodeName") for p in pods)
         assert {c["reason"] for p in pods for c in p["status"]["conditions"]} == {"Unschedulable"}
 
+        emulated.api.accesses.clear()
         await emulated.run_for(15.0)  # booted (20 s): bound and running
+        # The stand-ins read the shared view of the store (`reads`), as controllers read informer caches: their
+        # passes write (bind, start pods, turn the node Ready) but never LIST or WATCH over HTTP.
+        verbs = {a.verb for a in emulated.api.accesses.snapshot()}
+        assert {"create", "patch"} <= verbs
+        assert verbs.isdisjoint({"list", "watch"})
         pods, _ = await api.list(resources.PODS, namespace="default")
         nodes, _ = await api.list(resources.NODES)
         (node,) = nodes

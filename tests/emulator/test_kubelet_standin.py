@@ -7,6 +7,7 @@ collected.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -110,7 +111,10 @@ async def test_node_follows_the_instance(
     manual.advance(BOOT_DELAY - 1)
     assert (await standin.sync()).became_ready == []
     manual.advance(1)
+    (shared,), _ = await emulated.reader.list(resources.NODES)
+    listed = copy.deepcopy(shared)
     assert (await standin.sync()).became_ready == [name]
+    assert shared == listed  # the store's own object, shared with every reader: turned Ready by a patch, not in place
     node = await api.get(resources.NODES, name)
     assert node is not None
     assert kubelet.is_ready(node)

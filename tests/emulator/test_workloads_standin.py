@@ -9,7 +9,7 @@ import pytest
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
-from karpy_emulator import workloads
+from karpy_emulator import reads, workloads
 from karpy_emulator.apiserver import runner
 
 
@@ -36,8 +36,8 @@ async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
 
 
 @pytest.fixture
-def controller(api: rest.RestClient) -> workloads.WorkloadController:
-    return workloads.WorkloadController(api, clock=clock.ManualClock())
+def controller(api: rest.RestClient, kube: runner.KubeAPIRunner) -> workloads.WorkloadController:
+    return workloads.WorkloadController(api, clock=clock.ManualClock(), reader=reads.StoreReader(kube))
 
 
 async def _pods(api: rest.RestClient) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from karpy import clock as clock_module
 from karpy import tasks
 from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
-from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, workloads
+from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
 from karpy_emulator.apiserver import runner, server, validation
 from karpy_emulator.aws import seeding
 
@@ -177,6 +177,13 @@ class EmulatedCluster:
         return self._kube.api
 
     @property
+    def reader(self) -> reads.StoreReader:
+        """The stand-ins' shared view of the store (`reads`): what a LIST answers, without a request."""
+        if self._kube is None:
+            raise RuntimeError("the emulated cluster is not running")
+        return reads.StoreReader(self._kube, activity=autojump.activity_of(self.clock))
+
+    @property
     def client(self) -> rest.RestClient:
         """The stand-ins' own client (wall-clock rate limiter), usable by tests and demo scripts."""
         if self._client is None:
@@ -250,6 +257,8 @@ class EmulatedCluster:
             burst=2000,
             activity=autojump.activity_of(self.clock),
         )
+        # The stand-ins read one shared view of the store, as a control plane's controllers share informer caches.
+        reader = self.reader
         types = await asyncio.to_thread(catalog.load, opts.region)
         self.kubelet = kubelet.Kubelet(
             self._client,
@@ -263,13 +272,19 @@ class EmulatedCluster:
             ),
             clock=self.clock,
             instance_types={t.name: t for t in types},
+            reader=reader,
         )
         self.scheduler = kube_scheduler.KubeScheduler(
-            self._client, clock=self.clock, settings=kube_scheduler.SchedulerSettings(interval=opts.interval)
+            self._client,
+            clock=self.clock,
+            settings=kube_scheduler.SchedulerSettings(interval=opts.interval),
+            reader=reader,
         )
-        self.workloads = workloads.WorkloadController(self._client, clock=self.clock, interval=opts.interval)
-        self.pdbs = pdbs.DisruptionController(self._client, clock=self.clock, interval=opts.interval)
-        self.garbage = garbage.GarbageCollector(self._client, clock=self.clock, interval=opts.interval)
+        self.workloads = workloads.WorkloadController(
+            self._client, clock=self.clock, interval=opts.interval, reader=reader
+        )
+        self.pdbs = pdbs.DisruptionController(self._client, clock=self.clock, interval=opts.interval, reader=reader)
+        self.garbage = garbage.GarbageCollector(self._client, clock=self.clock, interval=opts.interval, reader=reader)
         if opts.autojump or not opts.virtual_time:
             for name, loop in (
                 ("kubelet", self.kubelet.run),

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from karpy import clock as clock_module
 from karpy.kube import client, resources
-from karpy_emulator import loop
+from karpy_emulator import loop, reads
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,10 @@ class GarbageCollector:
         clock: clock_module.Clock,
         interval: float = 1.0,
         owned: Sequence[tuple[resources.Resource, resources.Resource]] = OWNED,
+        reader: reads.Reader | None = None,
     ) -> None:
         self._kube = kube
+        self._reads: reads.Reader = reader or kube
         self._clock = clock
         self._interval = interval
         self._owned = owned
@@ -56,8 +58,8 @@ class GarbageCollector:
         """One pass; returns what it deleted or released (`kind/name`)."""
         done: list[str] = []
         for dependent_res, owner_res in self._owned:
-            owners, _ = await self._kube.list(owner_res)
-            dependents, _ = await self._kube.list(dependent_res)
+            owners, _ = await self._reads.list(owner_res)
+            dependents, _ = await self._reads.list(dependent_res)
             by_uid = {str(_meta(o).get("uid")): o for o in owners}
             for dependent in dependents:
                 refs = _owner_refs(dependent, owner_res)

@@ -32,7 +32,7 @@ from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import resources as scheduling_resources
 from karpy.scheduling import scheduler
 from karpy.scheduling import volumes as scheduling_volumes
-from karpy_emulator import loop, volumes
+from karpy_emulator import loop, reads, volumes
 
 log = logging.getLogger(__name__)
 
@@ -243,9 +243,15 @@ class KubeScheduler:
     """`await kube_scheduler.run()` schedules every `settings.interval` until cancelled; `sync()` is one pass."""
 
     def __init__(
-        self, kube: client.KubeClient, *, clock: clock_module.Clock, settings: SchedulerSettings | None = None
+        self,
+        kube: client.KubeClient,
+        *,
+        clock: clock_module.Clock,
+        settings: SchedulerSettings | None = None,
+        reader: reads.Reader | None = None,
     ) -> None:
         self._kube = kube
+        self._reads: reads.Reader = reader or kube
         self._clock = clock
         self._settings = settings or SchedulerSettings()
         self._marked_at: dict[str, float] = {}  # pod key -> when this stand-in last wrote its Unschedulable message
@@ -256,11 +262,11 @@ class KubeScheduler:
 
     async def sync(self) -> ScheduleReport:
         report = ScheduleReport()
-        raw_pods, _ = await self._kube.list(resources.PODS)
+        raw_pods, _ = await self._reads.list(resources.PODS)
         waiting = [p for p in raw_pods if is_pending(p, scheduler_name=self._settings.scheduler_name)]
         if not waiting:
             return report
-        nodes, _ = await self._kube.list(resources.NODES)
+        nodes, _ = await self._reads.list(resources.NODES)
         considered = [n for n in nodes if not is_deleting(n)]
         bound: dict[str, list[scheduling_pods.Pod]] = {}
         self._forget(raw_pods)
@@ -281,7 +287,7 @@ class KubeScheduler:
             pending.append(parsed)
             by_key[parsed.key] = raw
         # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
-        snap = await volumes.read(self._kube) if any(p.pvc_names for p in pending) else volumes.Snapshot()
+        snap = await volumes.read(self._reads) if any(p.pvc_names for p in pending) else volumes.Snapshot()
         due = {key for key, raw in by_key.items() if self._mark_due(key, raw, now)}
         placements, reasons = plan(pending, considered, bound, volume_catalog=snap.catalog, explain_keys=due)
         pods_by_key = {p.key: p for p in pending}

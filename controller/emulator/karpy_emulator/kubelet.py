@@ -27,7 +27,7 @@ from karpy import clock as clock_module
 from karpy.api import labels, quantity
 from karpy.cloudprovider import types
 from karpy.kube import client, resources
-from karpy_emulator import bootstrap, loop
+from karpy_emulator import bootstrap, loop, reads
 from karpy_emulator.aws import seeding
 
 log = logging.getLogger(__name__)
@@ -41,13 +41,11 @@ GONE_STATES = frozenset({"shutting-down", "terminated"})
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 READY_POD_CONDITIONS = ("Initialized", "ContainersReady", "Ready", "PodScheduled")
 REGISTER_CONCURRENCY = 16
-BOUND_PODS = "spec.nodeName!="
-"""The field selector of the pods bound to a node."""
 """Nodes registering at once (each reads its user data from EC2 and creates its Node)."""
 CONCURRENCY = 16
+"""Status writes in flight at once (nodes turning Ready, pods starting): every node's kubelet writes its own."""
 BOUND_PODS = "spec.nodeName!="
 """The field selector of the pods bound to a node."""
-"""Status writes in flight at once (nodes turning Ready, pods starting): every node's kubelet writes its own."""
 
 
 class InstanceSource(Protocol):
@@ -241,8 +239,10 @@ class Kubelet:
         settings: KubeletSettings,
         clock: clock_module.Clock,
         instance_types: Mapping[str, types.InstanceType],
+        reader: reads.Reader | None = None,
     ) -> None:
         self._kube = kube
+        self._reads: reads.Reader = reader or kube
         self._source = source
         self._settings = settings
         self._clock = clock
@@ -258,9 +258,9 @@ class Kubelet:
         # Pods before nodes: a pod listed as bound to a node that the later node list lacks is really orphaned.
         # Only pods bound to some node, as each real kubelet watches only its own node's (`spec.nodeName=<node>`):
         # the pending ones are none of a kubelet's business, and listing them every pass costs the most.
-        pods, _ = await self._kube.list(resources.PODS, field_selector=BOUND_PODS)
+        pods, _ = await self._reads.list(resources.PODS, field_selector=BOUND_PODS)
         instances = await asyncio.to_thread(self._source.cluster_instances, self._settings.cluster_name)
-        nodes, _ = await self._kube.list(resources.NODES)
+        nodes, _ = await self._reads.list(resources.NODES)
         live = {provider_id(i): i for i in instances if i.state not in GONE_STATES}
         by_provider = {str((n.get("spec") or {}).get("providerID") or ""): n for n in nodes}
         now = self._clock.now()
@@ -288,15 +288,19 @@ class Kubelet:
             survivors.append(node)
             if managed and not is_ready(node) and self._boot_done(node, now):
                 booted.append(node)
-        await loop.gather_limited([functools.partial(self._turn_ready, n, now) for n in booted], limit=CONCURRENCY)
+        turned = await loop.gather_limited(
+            [functools.partial(self._turn_ready, n, now) for n in booted], limit=CONCURRENCY
+        )
         report.became_ready.extend(str(n["metadata"]["name"]) for n in booted)
+        # The Ready nodes as the API server answered: the listed ones are the store's own, never changed here.
+        ready_now = {str(n["metadata"]["name"]): n for n in turned}
+        survivors = [ready_now.get(str(n["metadata"]["name"]), n) for n in survivors]
         await self._pods(pods, {str(n["metadata"]["name"]): n for n in nodes}, survivors, now, report)
         return report
 
-    async def _turn_ready(self, node: dict[str, Any], now: float) -> None:
+    async def _turn_ready(self, node: Mapping[str, Any], now: float) -> dict[str, Any]:
         patch = ready_status_patch(node, now)
-        await self._kube.patch(resources.NODES, str(node["metadata"]["name"]), patch, subresource="status")
-        node.setdefault("status", {})["conditions"] = patch["status"]["conditions"]
+        return await self._kube.patch(resources.NODES, str(node["metadata"]["name"]), patch, subresource="status")
 
     async def _pods(
         self,

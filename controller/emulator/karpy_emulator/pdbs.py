@@ -20,7 +20,7 @@ from typing import Any
 from karpy import clock as clock_module
 from karpy.api import decoding
 from karpy.kube import client, resources
-from karpy_emulator import loop, workloads
+from karpy_emulator import loop, reads, workloads
 from karpy_emulator.apiserver import disruption
 
 log = logging.getLogger(__name__)
@@ -135,8 +135,16 @@ class DisruptionController:
     """`await controller.run()` refreshes every PDB's status every `interval` seconds until cancelled; `sync()` is
     one pass."""
 
-    def __init__(self, kube: client.KubeClient, *, clock: clock_module.Clock, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        kube: client.KubeClient,
+        *,
+        clock: clock_module.Clock,
+        interval: float = 1.0,
+        reader: reads.Reader | None = None,
+    ) -> None:
         self._kube = kube
+        self._reads: reads.Reader = reader or kube
         self._clock = clock
         self._interval = interval
 
@@ -145,13 +153,13 @@ class DisruptionController:
 
     async def sync(self) -> PDBReport:
         report = PDBReport()
-        pdbs, _ = await self._kube.list(resources.PDBS)
+        pdbs, _ = await self._reads.list(resources.PDBS)
         if not pdbs:
             return report
-        pods, _ = await self._kube.list(resources.PODS)
+        pods, _ = await self._reads.list(resources.PODS)
         owners: dict[tuple[str, str, str], Mapping[str, Any]] = {}
         for kind, res in _SCALED.items():
-            listed, _ = await self._kube.list(res)
+            listed, _ = await self._reads.list(res)
             owners.update(((kind, str(_meta(o).get("namespace") or ""), str(_meta(o).get("name"))), o) for o in listed)
         by_namespace: dict[str, list[Mapping[str, Any]]] = {}
         for pod in pods:

@@ -28,6 +28,7 @@ from karpy.api import errors, labels
 from karpy.kube import client, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import volumes as scheduling_volumes
+from karpy_emulator import reads
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def snapshot(
     return Snapshot(raw_pvcs, raw_pvs, raw_classes, catalog)
 
 
-async def read(kube: client.KubeClient) -> Snapshot:
+async def read(kube: reads.Reader) -> Snapshot:
     pvcs, _ = await kube.list(resources.PVCS)
     pvs, _ = await kube.list(resources.PVS)
     classes, _ = await kube.list(resources.STORAGECLASSES)

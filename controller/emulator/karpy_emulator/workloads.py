@@ -5,7 +5,8 @@ A Deployment owns one ReplicaSet per pod template (`<name>-<pod-template-hash>`)
 `spec.replicas` live pods: it creates missing ones (generateName, ownerReference, `pod-template-hash` label) and
 deletes surplus ones in upstream's order of preference (unscheduled first, then not running, then not ready, then
 newest). Evicted or deleted pods are replaced on the next pass. ReplicaSets and pods whose controller is gone are
-deleted, as the garbage collector does. Status replicas/readyReplicas are written only when they change.
+deleted, as the garbage collector does. Status replicas/readyReplicas are written only when they change. Reads
+come from the shared view of the store (`reads`), writes go over HTTP.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from karpy import clock as clock_module
 from karpy.kube import client, resources
-from karpy_emulator import loop
+from karpy_emulator import loop, reads
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +141,16 @@ def _key(obj: Mapping[str, Any]) -> str:
 class WorkloadController:
     """`await controller.run()` reconciles every `interval` seconds until cancelled; `sync()` is one pass."""
 
-    def __init__(self, kube: client.KubeClient, *, clock: clock_module.Clock, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        kube: client.KubeClient,
+        *,
+        clock: clock_module.Clock,
+        interval: float = 1.0,
+        reader: reads.Reader | None = None,
+    ) -> None:
         self._kube = kube
+        self._reads: reads.Reader = reader or kube
         self._clock = clock
         self._interval = interval
 
@@ -150,13 +159,13 @@ class WorkloadController:
 
     async def sync(self) -> WorkloadReport:
         report = WorkloadReport()
-        deployments, _ = await self._kube.list(DEPLOYMENTS)
-        replicasets, _ = await self._kube.list(REPLICASETS)
+        deployments, _ = await self._reads.list(DEPLOYMENTS)
+        replicasets, _ = await self._reads.list(REPLICASETS)
         await self._deployments(deployments, replicasets, report)
-        replicasets, _ = await self._kube.list(REPLICASETS)
-        pods, _ = await self._kube.list(resources.PODS)
+        replicasets, _ = await self._reads.list(REPLICASETS)
+        pods, _ = await self._reads.list(resources.PODS)
         await self._replicasets(replicasets, pods, report)
-        replicasets, _ = await self._kube.list(REPLICASETS)  # with the statuses just written
+        replicasets, _ = await self._reads.list(REPLICASETS)  # with the statuses just written
         for deployment in deployments:
             uid = _meta(deployment).get("uid")
             if not _meta(deployment).get("deletionTimestamp"):

@@ -82,6 +82,17 @@ class KubeAPIRunner:
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(fn(), self._loop)
         return future.result(timeout)
 
+    async def read(self, fn: Callable[[], T]) -> T:
+        """`fn()` run on the server's loop, awaited from another loop: a read of the store that no write of the
+        server interleaves with (the server changes its store only on its own loop)."""
+        if self._loop is None:
+            raise RuntimeError("the API server is not running")
+
+        async def run() -> T:
+            return fn()
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self._loop))
+
     def write_kubeconfig(self, path: pathlib.Path, *, context: str = "fake") -> pathlib.Path:
         """A kubeconfig pointing at this server with a dummy token (nothing checks it)."""
         config = {

@@ -128,6 +128,14 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         log keeps each distinct one once): how tests count watch streams and LISTs per resource."""
         return [access for request in list(self) if (access := audit.access(request)).user == user]
 
+    def snapshot(self, resource: kmock.resource, watch: watching.Filter) -> tuple[list[dict[str, Any]], str]:
+        """The stored objects a LIST with `watch`'s selectors would return, in its order, and the list's
+        resourceVersion: the stored dicts themselves, never copied or encoded (the emulated control plane's
+        in-process reads, `karpy_emulator.reads`; readers must not change them). Call on the server's loop."""
+        matching = [(key, obj) for key, obj in self._db.live_items(resource, watch.namespace) if watch.matches(obj)]
+        matching.sort(key=lambda item: (item[0][1] or "", item[0][2]))  # by namespace, then name, as `_list`
+        return [obj for _, obj in matching], str(self._db.resource_version)
+
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.

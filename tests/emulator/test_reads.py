@@ -1,0 +1,78 @@
+"""reads.StoreReader: the stand-ins' shared view of the store answers exactly what the API server's LIST answers
+(objects, order, namespace, label and field selectors), sees every write answered before it, and sends no request."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from karpy import clock
+from karpy.kube import credentials, resources, rest
+from karpy_emulator import reads
+from karpy_emulator.apiserver import runner
+
+
+@pytest.fixture
+async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
+    async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client:
+        yield client
+
+
+def _pod(name: str, namespace: str, *, app: str, node: str = "") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
+        "spec": {"containers": [{"name": "c", "image": "pause"}], **({"nodeName": node} if node else {})},
+    }
+
+
+QUERIES = [
+    (resources.PODS, {}),
+    (resources.PODS, {"namespace": "b"}),
+    (resources.PODS, {"label_selector": "app=web"}),
+    (resources.PODS, {"label_selector": "app in (web,db)", "namespace": "a"}),
+    (resources.PODS, {"field_selector": "spec.nodeName!="}),
+    (resources.PODS, {"field_selector": "spec.nodeName="}),
+    (resources.NODES, {}),
+    (resources.NODES, {"label_selector": "zone=z1"}),
+]
+
+
+@pytest.mark.parametrize(("res", "query"), QUERIES, ids=[f"{r.plural}-{q}" for r, q in QUERIES])
+async def test_the_store_view_answers_as_the_list(
+    api: rest.RestClient, kube: runner.KubeAPIRunner, res: resources.Resource, query: dict[str, str]
+) -> None:
+    for name, namespace, app, node in (
+        ("z", "b", "web", "n1"),
+        ("a", "b", "db", ""),
+        ("m", "a", "web", ""),
+        ("c", "a", "db", "n2"),
+        ("q", "a", "batch", "n1"),
+    ):
+        await api.create(resources.PODS, _pod(name, namespace, app=app, node=node))
+    for name, zone in (("n2", "z2"), ("n1", "z1")):
+        await api.create(resources.NODES, {"metadata": {"name": name, "labels": {"zone": zone}}})
+    await api.delete(resources.PODS, "q", namespace="a")
+    reader = reads.StoreReader(kube)
+
+    listed, _ = await api.list(res, **query)
+    viewed, version = await reader.list(res, **query)
+    assert viewed == listed
+    assert [o["metadata"]["name"] for o in viewed] == [o["metadata"]["name"] for o in listed]
+    assert listed  # every query matches something: the comparison is not between two empty lists
+    assert int(version) == kube.api.resource_version
+
+
+async def test_the_view_sees_writes_at_once_and_sends_no_request(
+    api: rest.RestClient, kube: runner.KubeAPIRunner
+) -> None:
+    reader = reads.StoreReader(kube)
+    await api.create(resources.PODS, _pod("web", "default", app="web"))
+    kube.api.accesses.clear()
+    await api.bind("default", "web", "n1")
+    (pod,), _ = await reader.list(resources.PODS, field_selector="spec.nodeName=n1")
+    assert pod["spec"]["nodeName"] == "n1"
+    assert {a.verb for a in kube.api.accesses.snapshot()} == {"create"}  # the binding only, no list
