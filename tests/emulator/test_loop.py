@@ -1,4 +1,5 @@
-"""sim.loop.gather_limited: bounded concurrency, results in order, the first failure raised and the rest cancelled."""
+"""loop.gather_limited: bounded concurrency, results in order, the first failure raised and the rest cancelled;
+loop.slow_start_batch: batches of 1, 2, 4, ... side by side, stopping after the first batch with a failure."""
 
 from __future__ import annotations
 
@@ -51,3 +52,36 @@ async def test_the_first_failure_is_raised_as_is_and_cancels_the_calls_still_run
 
 async def test_no_calls_no_results() -> None:
     assert await loop.gather_limited([], limit=16) == []
+
+
+async def test_slow_start_batches_double_and_each_runs_side_by_side() -> None:
+    finished = 0
+    seen_at_start: list[int] = []  # how many calls had finished when each call started
+
+    async def call() -> int:
+        nonlocal finished
+        seen_at_start.append(finished)
+        await asyncio.sleep(0)  # every call of a batch starts before any of them finishes
+        finished += 1
+        return finished
+
+    done, error = await loop.slow_start_batch(10, call)
+    assert error is None
+    assert len(done) == 10
+    assert seen_at_start == [0, 1, 1, 3, 3, 3, 3, 7, 7, 7]  # batches of 1, 2, 4, then the 3 left
+
+
+async def test_slow_start_stops_after_the_batch_with_a_failure() -> None:
+    calls = 0
+
+    async def call() -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise client.Conflict(409, "Conflict", "no")
+        return calls
+
+    done, error = await loop.slow_start_batch(10, call)
+    assert isinstance(error, client.Conflict)
+    assert done == [1, 2]  # the first batch and the second's success; no third batch started
+    assert calls == 3

@@ -148,3 +148,19 @@ def test_deletion_order_prefers_unscheduled_then_not_running_then_newest() -> No
         ]
     )
     assert [p["metadata"]["name"] for p in ordered] == ["unscheduled", "bound-pending", "new-running", "old-running"]
+
+
+async def test_a_pass_creates_at_most_a_burst_in_slow_start_batches(
+    api: rest.RestClient, kube: runner.KubeAPIRunner
+) -> None:
+    controller = workloads.WorkloadController(
+        api, clock=clock.ManualClock(), reader=reads.StoreReader(kube), burst_replicas=5
+    )
+    await api.create(workloads.DEPLOYMENTS, deployment(12))
+    created = [len((await controller.sync()).created) for _ in range(4)]
+    assert created == [5, 5, 2, 0]  # kube-controller-manager's BurstReplicas per sync, then converged
+    assert len(await _pods(api)) == 12
+    await _scale(api, 1)
+    deleted = [len((await controller.sync()).deleted) for _ in range(3)]
+    assert deleted == [5, 5, 1]
+    assert len(await _pods(api)) == 1

@@ -4,13 +4,15 @@ A Deployment owns one ReplicaSet per pod template (`<name>-<pod-template-hash>`)
 `spec.replicas`, older ones are scaled to zero (a Recreate rollout: enough for the demo). A ReplicaSet keeps
 `spec.replicas` live pods: it creates missing ones (generateName, ownerReference, `pod-template-hash` label) and
 deletes surplus ones in upstream's order of preference (unscheduled first, then not running, then not ready, then
-newest). Evicted or deleted pods are replaced on the next pass. ReplicaSets and pods whose controller is gone are
-deleted, as the garbage collector does. Status replicas/readyReplicas are written only when they change. Reads
-come from the shared view of the store (`reads`), writes go over HTTP.
+newest), at most `BURST_REPLICAS` per pass, creating in slow-start batches (1, 2, 4, ... side by side) as
+pkg/controller/replicaset/replica_set.go does. Evicted or deleted pods are replaced on the next pass. ReplicaSets
+and pods whose controller is gone are deleted, as the garbage collector does. Status replicas/readyReplicas are
+written only when they change. Reads come from the shared view of the store (`reads`), writes go over HTTP.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -27,6 +29,10 @@ log = logging.getLogger(__name__)
 DEPLOYMENTS = resources.Resource("apps", "v1", "deployments", "Deployment", True)
 REPLICASETS = resources.Resource("apps", "v1", "replicasets", "ReplicaSet", True)
 POD_TEMPLATE_HASH = "pod-template-hash"
+BURST_REPLICAS = 500
+"""Pods one pass of a ReplicaSet creates or deletes at most (kube-controller-manager's BurstReplicas)."""
+SLOW_START_INITIAL_BATCH = 1
+"""The first batch of a pass's creates (controller.SlowStartInitialBatchSize); each next batch doubles."""
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -148,9 +154,11 @@ class WorkloadController:
         clock: clock_module.Clock,
         interval: float = 1.0,
         reader: reads.Reader | None = None,
+        burst_replicas: int = BURST_REPLICAS,
     ) -> None:
         self._kube = kube
         self._reads: reads.Reader = reader or kube
+        self._burst = burst_replicas
         self._clock = clock
         self._interval = interval
 
@@ -223,18 +231,36 @@ class WorkloadController:
                 continue
             live = by_owner.get(str(_meta(rs).get("uid")), [])
             wanted = int((rs.get("spec") or {}).get("replicas", 1))
-            for _ in range(wanted - len(live)):
-                created = await self._kube.create(resources.PODS, pod_for(rs))
-                live.append(created)
-                report.created.append(_key(created))
-            for surplus in deletion_order(live)[: len(live) - wanted] if len(live) > wanted else ():
-                await self._delete(resources.PODS, surplus, report.deleted)
-                live = [p for p in live if p is not surplus]
+            if len(live) < wanted:
+                live = [*live, *await self._create_pods(rs, min(wanted - len(live), self._burst), report)]
+            elif len(live) > wanted:
+                surplus = deletion_order(live)[: min(len(live) - wanted, self._burst)]
+                deleted = await loop.gather_limited(
+                    [functools.partial(self._delete, resources.PODS, pod, report.deleted) for pod in surplus],
+                    limit=self._burst,
+                )
+                gone = {id(pod) for pod, ok in zip(surplus, deleted, strict=True) if ok}
+                live = [p for p in live if id(p) not in gone]
             await self._status(REPLICASETS, rs, live)
 
-    async def _delete(self, res: resources.Resource, obj: Mapping[str, Any], into: list[str], kind: str = "") -> None:
+    async def _create_pods(self, rs: Mapping[str, Any], count: int, report: WorkloadReport) -> list[dict[str, Any]]:
+        """Create `count` pods of `rs` in slow-start batches (1, 2, 4, ... side by side); the first failed batch
+        ends the pass after its successes are counted, as upstream's manageReplicas does."""
+
+        async def create() -> dict[str, Any]:
+            return await self._kube.create(resources.PODS, pod_for(rs))
+
+        created, error = await loop.slow_start_batch(count, create, initial=SLOW_START_INITIAL_BATCH)
+        report.created.extend(_key(pod) for pod in created)
+        if error is not None:
+            raise error
+        return created
+
+    async def _delete(self, res: resources.Resource, obj: Mapping[str, Any], into: list[str], kind: str = "") -> bool:
         if await self._kube.delete(res, str(_meta(obj)["name"]), namespace=_ns(obj)):
             into.append(f"{kind} {_key(obj)}" if kind else _key(obj))
+            return True
+        return False
 
     async def _status(self, res: resources.Resource, obj: Mapping[str, Any], members: list[dict[str, Any]]) -> None:
         """replicas/readyReplicas: live pods of a ReplicaSet, or summed over a Deployment's ReplicaSets."""
