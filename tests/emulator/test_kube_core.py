@@ -10,7 +10,7 @@ import kubernetes
 import pytest
 from tests import builders
 
-from karpy_emulator.apiserver import runner, server
+from karpy_emulator.apiserver import objects, runner, server
 
 NS = "default"
 
@@ -42,6 +42,20 @@ def test_generate_name_makes_a_unique_name(core: kubernetes.client.CoreV1Api) ->
     names = {core.create_namespaced_pod(NS, body).metadata.name for _ in range(3)}
     assert len(names) == 3
     assert all(name.startswith("worker-") and len(name) == len("worker-") + 5 for name in names)
+
+
+def test_a_generated_name_already_taken_is_drawn_again(
+    core: kubernetes.client.CoreV1Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suffixes = iter(["aaaaa", "aaaaa", "aaaaa", "bbbbb", *["aaaaa"] * server.GENERATE_NAME_ATTEMPTS])
+    monkeypatch.setattr(objects, "generate_name", lambda prefix, _rng: prefix + next(suffixes))
+    body = builders.pod("")
+    body["metadata"] = {"generateName": "worker-"}
+    assert core.create_namespaced_pod(NS, body).metadata.name == "worker-aaaaa"
+    assert core.create_namespaced_pod(NS, body).metadata.name == "worker-bbbbb"  # after two taken draws
+    with pytest.raises(kubernetes.client.ApiException) as error:  # every draw taken: the API server gives up
+        core.create_namespaced_pod(NS, body)
+    assert _refusal(error)["reason"] == "AlreadyExists"
 
 
 def test_duplicate_create_is_409_already_exists(core: kubernetes.client.CoreV1Api) -> None:

@@ -42,6 +42,9 @@ _PATCH_TYPES = {
 }
 Key = store.Key
 FOREGROUND_DELETION = "foregroundDeletion"
+GENERATE_NAME_ATTEMPTS = 8
+"""Names drawn for one `generateName` create before AlreadyExists (apiserver registry/store.go's
+maxNameGenerationCreateAttempts)."""
 
 
 def _ok(payload: Any, code: int = 200) -> kmock_private.Response:
@@ -336,7 +339,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         async with self._lock:
             name = str(meta.get("name") or "")
             if not name and meta.get("generateName"):
-                name = objects.generate_name(str(meta["generateName"]), self._rng)
+                name = self._generated_name(request, kind, str(meta["generateName"]))
             if not name:
                 cause = api_status.Cause("metadata.name", "Required value: name or generateName is required")
                 raise api_status.invalid(kind.kind, kind.group, "", [cause])
@@ -360,6 +363,17 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 return watching.encode(obj)
             await self._db.add(key, obj)
         return self._db.encoded_as(key, obj)
+
+    def _generated_name(self, request: kmock.Request, kind: objects.Kind, prefix: str) -> str:
+        """A name from `generateName` that no live object has: a taken one is drawn again, up to
+        `GENERATE_NAME_ATTEMPTS` names, as the API server does since Kubernetes 1.31 (RetryGenerateName); five random
+        characters collide a few times among 10,000 pods of one ReplicaSet. The last draw is kept (AlreadyExists)."""
+        name = ""
+        for _ in range(GENERATE_NAME_ATTEMPTS):
+            name = objects.generate_name(prefix, self._rng)
+            if self._db.live(self._key(request, kind, name)) is None:
+                break
+        return name
 
     async def _patch(self, request: kmock.Request, kind: objects.Kind) -> bytes:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
