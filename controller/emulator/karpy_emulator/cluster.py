@@ -37,7 +37,7 @@ from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
 from karpy_emulator.apiserver import runner, server, validation
-from karpy_emulator.aws import seeding
+from karpy_emulator.aws import moto_instances, seeding
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
@@ -262,7 +262,9 @@ class EmulatedCluster:
         types = await asyncio.to_thread(catalog.load, opts.region)
         self.kubelet = kubelet.Kubelet(
             self._client,
-            seeding.InstanceReader(region=opts.region, endpoint_url=self.aws_endpoint_url),
+            # moto runs in this process: the kubelet reads its backend instead of describing every instance twice
+            # a second (`moto_instances`).
+            moto_instances.MotoInstances(region=opts.region, endpoint_url=self.aws_endpoint_url),
             settings=kubelet.KubeletSettings(
                 cluster_name=opts.cluster_name,
                 region=opts.region,
