@@ -27,7 +27,12 @@ class Env:
     def deps(self) -> controller.Deps:
         metrics = controller.Metrics(disrupted=lambda *labels: self.disrupted.append(labels))
         return controller.Deps(
-            client=self.kube, cloud=self.cloud, clock=self.clock, recorder=self.recorder, metrics=metrics
+            client=self.kube,
+            cloud=self.cloud,
+            clock=self.clock,
+            recorder=self.recorder,
+            metrics=metrics,
+            nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
         )
 
     def claims(self) -> controller.NodeClaimController:

@@ -91,6 +91,29 @@ async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> N
     assert len(env.cloud.create_calls) == 1
 
 
+async def test_registration_finds_the_node_in_the_state_cache_not_by_a_list() -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    listed: list[resources.Resource] = []
+    list_from_api = env.kube.list
+
+    async def counted_list(res: resources.Resource, **kwargs: Any) -> Any:
+        listed.append(res)
+        return await list_from_api(res, **kwargs)
+
+    env.kube.list = counted_list  # type: ignore[method-assign]
+    cached: list[dict[str, Any]] = []
+    ctl = controller.NodeClaimController(dataclasses.replace(env.deps, nodes=lambda: cached))
+    await ctl.reconcile(NAME)
+    _add_node(env)  # in the API server, not yet in the cache: the claim waits for its watch event
+    await ctl.reconcile(NAME)
+    assert _condition(env, "Registered") == ("Unknown", "NodeNotFound")
+    cached.extend(env.kube.all(resources.NODES))
+    await ctl.reconcile(NAME)
+    assert _condition(env, "Registered") == ("True", "Registered")
+    assert resources.NODES not in listed  # one LIST of every Node per claim is O(claims x nodes) at scale
+
+
 @pytest.mark.parametrize(
     ("error", "reason", "label"),
     [

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from karpy import clock as clock_mod
@@ -66,6 +66,10 @@ class Deps:
     """Where NodeClaims that do not parse, and objects whose handling raised, are reported."""
     registration: registration.RegistrationHealth | None = None
     """Where registration outcomes go (the NodePools' NodeRegistrationHealthy); None: not tracked."""
+    nodes: Callable[[], Iterable[Mapping[str, Any]]] | None = None
+    """The Nodes of the cluster-state cache, where a claim's Node is looked up by providerID (upstream reads its
+    informer cache, nodeclaimutils.NodeForNodeClaim; a LIST of every Node per claim costs O(claims x nodes) at
+    scale). None: LIST them from the API server."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -407,9 +411,13 @@ class NodeClaimController:
             )
         return after
 
-    async def _nodes_for(self, provider_id: str) -> list[dict[str, Any]]:
+    async def _nodes_for(self, provider_id: str) -> list[Mapping[str, Any]]:
         # Nodes have no providerID field selector on a real API server; filter here.
-        nodes, _ = await self._deps.client.list(resources.NODES)
+        nodes: Iterable[Mapping[str, Any]]
+        if self._deps.nodes is not None:
+            nodes = self._deps.nodes()
+        else:
+            nodes, _ = await self._deps.client.list(resources.NODES)
         return [n for n in nodes if (n.get("spec") or {}).get("providerID") == provider_id]
 
 

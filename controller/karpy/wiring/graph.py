@@ -9,6 +9,7 @@ graph depend on boto3, which the layering contract forbids (only `karpy.cloudpro
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -161,6 +162,7 @@ def build(
         recorder=recorder,
         metrics=registry.nodeclaim_hooks(),
         rejections=rejected,
+        nodes=functools.partial(cluster.objects, resources.NODES),
     )
     prov = provisioner.Provisioner(
         provisioner.Deps(
