@@ -4,6 +4,7 @@ instance on dedicated hardware, and the instance reads back as dedicated; defaul
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import boto3
 import pytest
@@ -16,6 +17,7 @@ from tests.scheduling import conftest as scheduling_conftest
 from karpy import events
 from karpy.api import ec2nodeclass, labels, meta, nodepool, parse
 from karpy.clock import ManualClock
+from karpy.cloudprovider import tenancy
 from karpy.cloudprovider.aws import instances, provider
 from karpy.kube import fake, resources
 from karpy.provisioning import provisioner
@@ -128,3 +130,26 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
     (config,) = fleets[0]["LaunchTemplateConfigs"]  # type: ignore[misc]
     placement = _template_placement(config["LaunchTemplateSpecification"]["LaunchTemplateName"])
     assert placement == ({"Tenancy": "dedicated"} if launched == "dedicated" else None)
+
+
+async def test_launches_label_the_catalog_once_per_tenancy(ready: Ready, monkeypatch: pytest.MonkeyPatch) -> None:
+    aws_provider, nodeclass = ready
+    labelled: list[str] = []
+    for_claim = tenancy.for_claim
+
+    def counted(types_: Any, wanted: str) -> Any:
+        labelled.append(wanted)
+        return for_claim(types_, wanted)
+
+    monkeypatch.setattr(tenancy, "for_claim", counted)
+    dedicated = (M5, req(labels.LABEL_INSTANCE_TENANCY, meta.Operator.IN, "dedicated"))
+    for index, terms in enumerate([(M5,), (M5,), dedicated, (M5,), dedicated]):
+        created = await aws_provider.create(make_nodeclaim(f"claim-{index}", requirements=terms))
+        assert created.metadata.labels[labels.LABEL_INSTANCE_TENANCY] == (
+            "dedicated" if terms is dedicated else "default"
+        )
+    assert labelled == ["default", "dedicated"]  # ~800 types relabelled per launch cost seconds at 1,000 launches
+    catalog = await aws_provider.instance_type_provider.list(nodeclass)
+    rebuilt = tuple(list(catalog))  # a rebuilt catalog (new prices, an offering marked unavailable) is labelled afresh
+    assert aws_provider._for_tenancy(rebuilt, "default") is not aws_provider._for_tenancy(catalog, "default")
+    assert labelled == ["default", "dedicated", "default", "default"]

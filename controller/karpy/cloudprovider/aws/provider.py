@@ -120,6 +120,9 @@ class AWSCloudProvider:
         self.batchers = ec2batch.EC2Batchers(aws=deps.aws, now=deps.clock, sleep=deps.sleep, windows=s.batch_windows)
         self._instances: dict[str, Mapping[str, Any]] = {}
         """Instances by id as last described or listed (`_describe`)."""
+        self._labelled: dict[str, tuple[Sequence[types.InstanceType], Sequence[types.InstanceType]]] = {}
+        """Per tenancy: the catalog last labelled with it (the instance-type provider's tuple, stable until it is
+        rebuilt) and the labelled copy, so that 1,000 launches do not relabel 1,000 catalogs of ~800 types."""
         self.tagger = tagging.Tagger(
             aws=deps.aws,
             batchers=self.batchers,
@@ -201,7 +204,7 @@ class AWSCloudProvider:
         wanted = tenancy.choose(claim.spec.requirements)
 
         async def listed() -> Sequence[types.InstanceType]:
-            listed_types = tenancy.for_claim(await self._instance_types(nc), wanted)
+            listed_types = self._for_tenancy(await self._instance_types(nc), wanted)
             if self._overlays is None:
                 return listed_types
             return self._overlays.for_launch(claim.metadata.labels, listed_types)
@@ -210,6 +213,14 @@ class AWSCloudProvider:
         return launch.launched_claim(
             claim, nc, launched, provider_id=instances.provider_id(launched.zone, launched.instance_id)
         )
+
+    def _for_tenancy(self, catalog: Sequence[types.InstanceType], wanted: str) -> Sequence[types.InstanceType]:
+        """`tenancy.for_claim`, memoised on the identity of the catalog (see `_labelled`)."""
+        memo = self._labelled.get(wanted)
+        if memo is None or memo[0] is not catalog:
+            memo = (catalog, tenancy.for_claim(catalog, wanted))
+            self._labelled[wanted] = memo
+        return memo[1]
 
     async def _describe(self, provider_id: str, *, fresh: bool = False) -> Mapping[str, Any]:
         """The instance behind `provider_id`, from the instance cache unless `fresh` (aws: instance.go Get: the
