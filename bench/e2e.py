@@ -36,7 +36,9 @@ AWS calls: `aws_calls` is every call the controller's clients made from the end 
 pods were bound, per `service:Operation` (`aws_calls_total` their sum), counted by the same hooks as the
 `karpy_cloudprovider_api_calls_total` metric; `create_fleet_batches` is how many merged CreateFleet calls launched
 how many instances, and `create_fleet_target` the most merged calls batching should need: distinct launch
-configurations × ceil(nodes / 1,000) per provisioning pass that created NodeClaims. The consolidation phase reports
+configurations × ceil(nodes / 1,000) per provisioning pass that created NodeClaims; `create_fleet_per_pass` gives
+the same per pass (its batch window): NodeClaims created, merged CreateFleet calls and instances until the next such
+pass, its own target, and when each call went out. The consolidation phase reports
 the calls of its provisioning and of its scale-down apart.
 
     .venv/bin/python bench/e2e.py --json
@@ -48,6 +50,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import math
 import os
@@ -61,7 +64,7 @@ from karpy import clock as clock_module
 from karpy.api import labels, parse
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import accounting, ec2batch
-from karpy.kube import client, resources
+from karpy.kube import client, resources, rest
 from karpy.scheduling import workloads as scheduling_workloads
 from karpy.simulate import manifests, plan
 from karpy_emulator import autojump, cluster, controlplane, demo, remote, workloads
@@ -181,6 +184,7 @@ async def benchmark(
     consolidation_within: float,
     skip_consolidation: bool = False,
     skip_provisioning: bool = False,
+    memory_report: bool = False,
 ) -> dict[str, Any]:
     if skip_provisioning:
         return {
@@ -204,6 +208,15 @@ async def benchmark(
             return outcome
 
         plane.ctrl.provisioner.provision = timed_provision  # type: ignore[method-assign]
+        fleets: list[tuple[float, int]] = []  # (monotonic, instances asked) of each merged CreateFleet call
+        record_batch = plane.aws_calls.record_batch
+
+        def recorded_batch(name: str, *, size: int, window_seconds: float) -> None:
+            if name == "create_fleet":
+                fleets.append((time.monotonic(), size))
+            record_batch(name, size=size, window_seconds=window_seconds)
+
+        plane.aws_calls.record_batch = recorded_batch  # type: ignore[method-assign]
         async with plane:
             warmup = await _warm_up(plane, within=within)
             calls_before = plane.aws_calls.calls()
@@ -221,6 +234,7 @@ async def benchmark(
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
             rss_peak = _rss_mb("VmHWM")
+            held = _largest_types() if memory_report else None
             first = next((p for p in passes if p[2] > 0), None)
             last = next((p for p in reversed(passes) if p[2] > 0), None)
             claims, _ = await api.list(resources.NODECLAIMS)
@@ -245,8 +259,10 @@ async def benchmark(
                 "aws_calls": accounting.by_operation(calls),
                 "create_fleet_batches": _fleet_batches(plane.aws_calls),
                 "create_fleet_target": create_fleet_target(claims, [p[2] for p in passes]),
+                "create_fleet_per_pass": create_fleet_per_pass(claims, passes, fleets),
                 **({} if skip_consolidation else {"consolidation_virtual_s": None, "consolidation_node_ratio": None}),
                 "error": error,
+                **({"controller_memory_by_type": held} if held is not None else {}),
             }
     if out["error"] is None and not skip_consolidation:
         out.update(await consolidation(replicas, within=within, consolidation_within=consolidation_within))
@@ -317,6 +333,19 @@ async def consolidation(replicas: int, *, within: float, consolidation_within: f
     }
 
 
+def _largest_types(top: int = 15) -> dict[str, list[float]]:
+    """What the controller process holds once provisioning is over: [MB, objects] of the `top` types by the summed
+    shallow size of their live objects that the garbage collector tracks (dicts, lists, dataclasses; str and int
+    are untracked and not counted), largest first."""
+    sizes: dict[str, list[float]] = {}
+    for obj in gc.get_objects():
+        entry = sizes.setdefault(type(obj).__qualname__, [0.0, 0])
+        entry[0] += sys.getsizeof(obj)
+        entry[1] += 1
+    largest = sorted(sizes.items(), key=lambda item: -item[1][0])[:top]
+    return {name: [round(size / 2**20, 1), count] for name, (size, count) in largest}
+
+
 def create_fleet_target(claims: list[dict[str, Any]], created_per_pass: list[int]) -> int:
     """The most CreateFleet calls batching should need: distinct launch configurations × ceil(nodes / 1,000) per
     window, a provisioning pass counting as one window. NodeClaims of one NodePool, node class and requirements send
@@ -336,6 +365,30 @@ def create_fleet_target(claims: list[dict[str, Any]], created_per_pass: list[int
     return len(configurations) * sum(math.ceil(n / per_call) for n in created_per_pass if n > 0)
 
 
+def create_fleet_per_pass(
+    claims: list[dict[str, Any]], passes: list[tuple[float, float, int]], fleets: list[tuple[float, int]]
+) -> list[dict[str, Any]]:
+    """Per provisioning pass that created NodeClaims (its batch window): the NodeClaims it created, the merged
+    CreateFleet calls from its start until the next such pass started (its launches) with the instances they asked
+    for, the target for the pass alone (`create_fleet_target`), and when its calls went out (seconds after the
+    pass started)."""
+    creating = [p for p in passes if p[2] > 0]
+    out = []
+    for index, (start, _, created) in enumerate(creating):
+        end = creating[index + 1][0] if index + 1 < len(creating) else math.inf
+        calls = [(at, size) for at, size in fleets if start <= at < end]
+        out.append(
+            {
+                "nodeclaims": created,
+                "create_fleet_calls": len(calls),
+                "instances": sum(size for _, size in calls),
+                "target": create_fleet_target(claims, [created]),
+                "calls_at_s": [round(at - start, 2) for at, _ in calls],
+            }
+        )
+    return out
+
+
 def _fleet_batches(calls: accounting.ApiCalls) -> dict[str, int]:
     """Merged CreateFleet calls and the instances they asked for, since the controller started."""
     stats = calls.batches().get("create_fleet")
@@ -353,8 +406,14 @@ async def _live_nodes(api: Any) -> list[dict[str, Any]]:
 
 
 async def _settled(api: Any, replicas: int) -> bool:
-    """Exactly `replicas` live pods, all bound, and no NodeClaim being deleted. Asks first for the unbound pods only:
-    this loop runs in the controller's process, and a LIST of 10,000 pods every second would count in its RSS."""
+    """Exactly `replicas` live pods, all bound, and no NodeClaim being deleted. Asks first whether one pod is still
+    unbound (a page of one): this loop runs in the controller's process, and a LIST of the 10,000 pending pods every
+    second would count in its RSS."""
+    if isinstance(api, rest.RestClient):
+        params = {"fieldSelector": UNBOUND_PODS, "limit": "1"}
+        page = await api._call("GET", resources.PODS.path(namespace="default"), params=params)
+        if any(not p["metadata"].get("deletionTimestamp") for p in page.get("items") or ()):
+            return False
     unbound, _ = await api.list(resources.PODS, namespace="default", field_selector=UNBOUND_PODS)
     if any(not p["metadata"].get("deletionTimestamp") for p in unbound):
         return False
@@ -379,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--skip-consolidation", action="store_true", help="stop after provisioning")
     parser.add_argument(
+        "--memory-report", action="store_true", help="report the controller's largest object types after provisioning"
+    )
+    parser.add_argument(
         "--skip-provisioning", action="store_true", help="run only the consolidation phase (on virtual time)"
     )
     args = parser.parse_args(argv)
@@ -390,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
             consolidation_within=args.consolidation_within,
             skip_consolidation=args.skip_consolidation,
             skip_provisioning=args.skip_provisioning,
+            memory_report=args.memory_report,
         )
     )
     # The machine is shared: the load average says how far the wall-clock figures are other processes' turns.
