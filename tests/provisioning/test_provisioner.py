@@ -6,8 +6,9 @@ import asyncio
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from tests import polling, tasks
@@ -191,6 +192,33 @@ async def test_limits_count_claims_created_earlier_in_the_batch() -> None:
     assert len(created) == 1
     assert len(failures) == 1
     assert "nodes resource usage of 3 exceeds limit of 2" in failures[0][1]
+
+
+async def test_a_pass_creates_all_its_nodeclaims_at_once() -> None:
+    pool = parsed_nodepool("default")
+    env = _env(Cluster(pools=[pool]))
+    res = scheduler.solve(
+        scheduler.SchedulingInput(
+            pods=[make_pod("a", cpu="1")], nodepools=[pool], instance_types={"default": fake_catalog(4)}
+        )
+    )
+    in_flight, peak = 0, 0
+    create = env.client.create
+
+    async def counted_create(res_: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        for _ in range(3):  # every create of the pass is started before the first one is answered
+            await asyncio.sleep(0)
+        in_flight -= 1
+        return await create(res_, body)
+
+    env.client.create = counted_create  # type: ignore[method-assign,assignment]
+    created, failures = await env.prov.create_nodeclaims([res.new_nodeclaims[0]] * 100, {"default": pool})
+    assert (len(created), failures) == (100, [])
+    # Upstream's CreateNodeClaims runs one worker per claim; the client's QPS limit paces them, not a pool of 32.
+    assert peak == 100
 
 
 async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:

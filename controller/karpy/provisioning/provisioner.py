@@ -31,8 +31,11 @@ SYNC_POLL = 1.0
 """Seconds between checks while waiting for the cluster state to finish its first LISTs."""
 ERROR_BACKOFF = 5.0
 """Seconds to wait after a provisioning pass failed unexpectedly before the next one."""
-MAX_PARALLEL_CREATES = 32
-"""NodeClaim creations in flight at once (bounded so a burst of hundreds does not flood the API server)."""
+MAX_PARALLEL_CREATES = 1000
+"""NodeClaim creations in flight at once. Upstream creates every NodeClaim of a pass at once
+(provisioner.go CreateNodeClaims: ParallelizeUntil with one worker per claim) and lets the client's QPS limit pace
+them (KUBE_CLIENT_QPS/BURST, here too): a pass's creates then reach the lifecycle controller, and its launches the
+CreateFleet batcher, together rather than over several 1 s windows."""
 LOGGED_NAMES = 5
 """Names a log field lists before "and N other(s)" (upstream pretty.Slice(..., 5))."""
 LIMITS_EXCEEDED = "limits_exceeded"
