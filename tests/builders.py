@@ -7,9 +7,14 @@ namespace out of the body, as a client posting to a namespaced URL does (the API
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from karpy.scheduling import pods
+
 NS = "default"
+DELETED_AT = "2026-01-01T00:00:00Z"
+HOSTNAME_KEY = "kubernetes.io/hostname"
 _NODE_CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
 
@@ -23,23 +28,101 @@ def _metadata(name: str, namespace: str | None, labels: dict[str, str] | None = 
 
 
 def pod(
-    name: str,
+    name: str = "p",
     *,
     namespace: str | None = NS,
     labels: dict[str, str] | None = None,
     node: str = "",
     cpu: str | None = "1",
     memory: str | None = None,
+    requests: Mapping[str, Any] | None = None,
+    image: str = "pause",
+    uid: str | None = None,
+    annotations: dict[str, str] | None = None,
+    claims: Sequence[str] = (),
+    owners: Sequence[Mapping[str, Any]] = (),
+    created: str | None = None,
+    phase: str | None = None,
+    started: str | None = None,
+    status: Mapping[str, Any] | None = None,
+    **spec: Any,
 ) -> dict[str, Any]:
-    """A one-container pod requesting `cpu` and `memory` (None: no such request), bound to `node` if given."""
-    requests = {key: value for key, value in (("cpu", cpu), ("memory", memory)) if value is not None}
-    container: dict[str, Any] = {"name": "app", "image": "pause"}
+    """A one-container pod requesting `cpu` and `memory` (None: no such request), bound to `node` if given.
+
+    `requests` replaces the cpu/memory pair verbatim (even malformed values, for admission tests); `claims` mounts
+    those PersistentVolumeClaims as volumes `v0`, `v1`, ...;
+    `owners` are its ownerReferences, `created` its creationTimestamp; `phase`, `started` (startTime) and `status`
+    make up its status (none without them); other keyword arguments are spec fields.
+    """
+    if requests is None:
+        requests = {key: value for key, value in (("cpu", cpu), ("memory", memory)) if value is not None}
+    container: dict[str, Any] = {"name": "app", "image": image}
     if requests:
-        container["resources"] = {"requests": requests}
-    spec: dict[str, Any] = {"containers": [container]}
+        container["resources"] = {"requests": dict(requests)}
+    body: dict[str, Any] = {"containers": [container]}
     if node:
-        spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": _metadata(name, namespace, labels or {}), "spec": spec}
+        body["nodeName"] = node
+    if claims:
+        body["volumes"] = [claim_volume(f"v{i}", claim) for i, claim in enumerate(claims)]
+    body.update(copy.deepcopy(spec))
+    metadata = _metadata(name, namespace, labels or {})
+    if uid is not None:
+        metadata["uid"] = uid
+    if annotations is not None:
+        metadata["annotations"] = dict(annotations)
+    if owners:
+        metadata["ownerReferences"] = [dict(owner) for owner in owners]
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    out = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body}
+    shortcuts = {"phase": phase, "startTime": started}
+    pod_status = {
+        **{key: value for key, value in shortcuts.items() if value is not None},
+        **copy.deepcopy(status or {}),
+    }
+    if pod_status:
+        out["status"] = pod_status
+    return out
+
+
+def parsed_pod(name: str = "p", **fields: Any) -> pods.Pod:
+    """`pod(name, **fields)` as the scheduler sees it."""
+    return pods.from_manifest(pod(name, **fields))
+
+
+def deployment(
+    name: str = "inflate", replicas: int = 1, *, namespace: str | None = NS, **pod_fields: Any
+) -> dict[str, Any]:
+    """A Deployment of `replicas` pods labelled `app: name`, each `pod(**pod_fields)`."""
+    template = pod(name, namespace=None, labels={"app": name}, **pod_fields)
+    del template["metadata"]["name"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(name, namespace),
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": template["metadata"], "spec": template["spec"]},
+        },
+    }
+
+
+def claim_volume(volume_name: str, claim: str) -> dict[str, Any]:
+    """A pod volume that mounts PersistentVolumeClaim `claim`."""
+    return {"name": volume_name, "persistentVolumeClaim": {"claimName": claim}}
+
+
+def deleting(obj: dict[str, Any], *, at: str = DELETED_AT) -> dict[str, Any]:
+    """A copy marked for deletion at `at` (the API server's deletionTimestamp)."""
+    out = copy.deepcopy(obj)
+    out["metadata"]["deletionTimestamp"] = at
+    return out
+
+
+def condition(type_: str, status: str = "True", **fields: str) -> dict[str, str]:
+    """A status condition; keyword arguments add fields such as `reason` or `lastTransitionTime`."""
+    return {"type": type_, "status": status, **fields}
 
 
 def ready(obj: dict[str, Any]) -> dict[str, Any]:
@@ -59,31 +142,66 @@ def unschedulable(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def node(name: str, *, provider_id: str = "", labels: dict[str, str] | None = None) -> dict[str, Any]:
+def node(
+    name: str,
+    *,
+    provider_id: str = "",
+    labels: dict[str, str] | None = None,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    ready: bool | None = None,
+    taints: Sequence[Mapping[str, str]] | None = None,
+    unschedulable: bool = False,
+    hostname: bool = False,
+) -> dict[str, Any]:
+    """A Node with `cpu`/`memory` allocatable; `ready` adds the Ready condition, `taints` the spec taints, and
+    `hostname` the kubelet's hostname label."""
+    node_labels = {HOSTNAME_KEY: name} if hostname else {}
     obj: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": dict(labels or {})},
+        "metadata": {"name": name, "labels": {**node_labels, **(labels or {})}},
         "spec": {},
-        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
     }
     if provider_id:
         obj["spec"]["providerID"] = provider_id
+    if taints is not None:
+        obj["spec"]["taints"] = [dict(taint) for taint in taints]
+    if unschedulable:
+        obj["spec"]["unschedulable"] = True
+    if ready is not None:
+        obj["status"]["conditions"] = [condition("Ready", "True" if ready else "False")]
     return obj
 
 
-def pdb(name: str, selector: dict[str, str], *, namespace: str | None = NS, **spec: Any) -> dict[str, Any]:
-    """A PodDisruptionBudget over the pods labelled `selector`; keyword arguments are spec fields."""
-    return {
+def pdb(
+    name: str,
+    selector: dict[str, Any],
+    *,
+    namespace: str | None = NS,
+    match_labels: bool = True,
+    status: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A PodDisruptionBudget over the pods labelled `selector` (the whole label selector when `match_labels` is
+    False); keyword arguments are spec fields, `status` its status."""
+    obj: dict[str, Any] = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": _metadata(name, namespace),
-        "spec": {"selector": {"matchLabels": selector}, **spec},
+        "spec": {"selector": {"matchLabels": selector} if match_labels else selector, **spec},
     }
+    if status is not None:
+        obj["status"] = copy.deepcopy(status)
+    return obj
 
 
-def nodepool(name: str = "default", **spec: Any) -> dict[str, Any]:
-    """A minimal valid NodePool (amd64, class `default`); keyword arguments replace top-level spec fields."""
+def nodepool(
+    name: str = "default", *, requirements: Sequence[Mapping[str, Any]] | None = None, **spec: Any
+) -> dict[str, Any]:
+    """A minimal valid NodePool (amd64 unless `requirements` says otherwise, class `default`); keyword arguments
+    replace top-level spec fields."""
     manifest: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
@@ -97,27 +215,47 @@ def nodepool(name: str = "default", **spec: Any) -> dict[str, Any]:
             }
         },
     }
+    if requirements is not None:
+        manifest["spec"]["template"]["spec"]["requirements"] = copy.deepcopy(list(requirements))
     manifest["spec"].update(copy.deepcopy(spec))
     return manifest
 
 
 def nodeclaim(
-    name: str, *, pool: str = "default", finalizers: list[str] | None = None, **status: Any
+    name: str,
+    *,
+    pool: str = "default",
+    finalizers: list[str] | None = None,
+    labels: dict[str, str] | None = None,
+    provider_id: str = "",
+    node_name: str = "",
+    capacity: Mapping[str, str] | None = None,
+    conditions: Sequence[Mapping[str, str]] = (),
+    spec: Mapping[str, Any] | None = None,
+    **status: Any,
 ) -> dict[str, Any]:
-    """A NodeClaim of `pool`; keyword arguments are status fields (no status at all without them)."""
+    """A NodeClaim of `pool` with extra `labels`, `spec` replacing top-level spec fields; `provider_id`,
+    `node_name`, `capacity` (allocatable alike), `conditions` and other keyword arguments are status fields (no
+    status at all without them)."""
     manifest: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool}},
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool, **(labels or {})}},
         "spec": {
             "nodeClassRef": dict(_NODE_CLASS_REF),
             "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}],
         },
     }
+    manifest["spec"].update(copy.deepcopy(dict(spec or {})))
     if finalizers:
         manifest["metadata"]["finalizers"] = list(finalizers)
+    shortcuts: dict[str, Any] = {"providerID": provider_id, "nodeName": node_name}
+    if capacity:
+        shortcuts |= {"capacity": dict(capacity), "allocatable": dict(capacity)}
+    shortcuts["conditions"] = [dict(c) for c in conditions]
+    status = {**{key: value for key, value in shortcuts.items() if value}, **copy.deepcopy(status)}
     if status:
-        manifest["status"] = copy.deepcopy(status)
+        manifest["status"] = status
     return manifest
 
 
@@ -136,3 +274,56 @@ def ec2nodeclass(name: str = "default", **spec: Any) -> dict[str, Any]:
     }
     manifest["spec"].update(copy.deepcopy(spec))
     return manifest
+
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+EBS_ZONE_KEY = "topology.ebs.csi.aws.com/zone"
+
+
+def storage_class(
+    name: str = "gp3",
+    *,
+    mode: str = "WaitForFirstConsumer",
+    zones: Sequence[str] = (),
+    key: str = ZONE_KEY,
+    default: bool = False,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "ebs.csi.aws.com",
+        "parameters": {"type": "gp3", "csi.storage.k8s.io/fstype": "xfs"},
+        "reclaimPolicy": "Retain",
+        "volumeBindingMode": mode,
+    }
+    if zones:
+        body["allowedTopologies"] = [{"matchLabelExpressions": [{"key": key, "values": list(zones)}]}]
+    if default:
+        body["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    return body
+
+
+def pvc(name: str, *, storage_class_name: str | None = "gp3", volume: str = "", size: str = "10Gi") -> dict[str, Any]:
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+    if storage_class_name is not None:
+        spec["storageClassName"] = storage_class_name
+    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
+    if volume:  # bound, as the PV controller leaves a claim it bound
+        spec["volumeName"] = volume
+        metadata["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
+
+
+def pv(name: str, *, zone: str, key: str = ZONE_KEY, claim: str = "") -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": key, "operator": "In", "values": [zone]}]}
+    spec: dict[str, Any] = {
+        "capacity": {"storage": "10Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "gp3",
+        "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{name}"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+    }
+    if claim:
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": "default", "name": claim}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}

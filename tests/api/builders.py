@@ -1,5 +1,5 @@
-"""Manifest builders of the api tests only (the NodePool and EC2NodeClass ones are `tests.builders`): a bare
-NodeClaim with spec overrides, and a NodePool with template-spec overrides."""
+"""Manifest edits of the api tests only (the objects themselves come from `tests.builders`): a NodePool with
+template-spec or template-label overrides."""
 
 from __future__ import annotations
 
@@ -17,17 +17,3 @@ def with_template_labels(manifest: dict[str, Any], labels: dict[str, str]) -> di
     result = copy.deepcopy(manifest)
     result["spec"]["template"].setdefault("metadata", {})["labels"] = dict(labels)
     return result
-
-
-def nodeclaim_manifest(**spec: Any) -> dict[str, Any]:
-    manifest: dict[str, Any] = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": "default-abcde"},
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-            "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]}],
-        },
-    }
-    manifest["spec"].update(copy.deepcopy(spec))
-    return manifest

@@ -5,30 +5,18 @@ each are accepted."""
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import pytest
+from tests import builders
 
 from karpy.api import corekinds, corerules
 
-
-def pod(**spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}], **spec},
-    }
-
-
-def deployment(**spec: Any) -> dict[str, Any]:
-    template = {"metadata": {"labels": {"app": "web"}}, "spec": pod()["spec"]}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "d"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template, **spec},
-    }
+# A pod and a deployment as a client posts them (no namespace: the URL carries it), the pod labelled for the
+# deployment's selector.
+web = functools.partial(builders.pod, "p", namespace=None, labels={"app": "web"})
+WEB_DEPLOYMENT = builders.deployment("web", 2, namespace=None)
 
 
 def with_(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -58,16 +46,20 @@ def problems(obj: dict[str, Any]) -> list[str]:
 
 
 VALID = [
-    pod(),
-    pod(topologySpreadConstraints=[SPREAD, {**SPREAD, "whenUnsatisfiable": "ScheduleAnyway"}]),
-    pod(topologySpreadConstraints=[{**SPREAD, "minDomains": 2}]),
-    pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [TERM]}}}),
-    pod(tolerations=[{"operator": "Exists"}, {"key": "a", "operator": "Exists", "effect": "NoSchedule"}]),
-    pod(initContainers=[{"name": "i", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}]),
-    with_(pod(), "metadata.name", "") | {"metadata": {"generateName": "p-"}},
-    deployment(),
-    deployment(selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]}),
-    deployment(replicas=0),
+    web(),
+    web(topologySpreadConstraints=[SPREAD, {**SPREAD, "whenUnsatisfiable": "ScheduleAnyway"}]),
+    web(topologySpreadConstraints=[{**SPREAD, "minDomains": 2}]),
+    web(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [TERM]}}}),
+    web(tolerations=[{"operator": "Exists"}, {"key": "a", "operator": "Exists", "effect": "NoSchedule"}]),
+    web(initContainers=[{"name": "i", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}]),
+    with_(web(), "metadata.name", "") | {"metadata": {"generateName": "p-"}},
+    WEB_DEPLOYMENT,
+    with_(
+        WEB_DEPLOYMENT,
+        "spec.selector",
+        {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]},
+    ),
+    with_(WEB_DEPLOYMENT, "spec.replicas", 0),
 ]
 
 
@@ -78,43 +70,43 @@ def test_valid_objects_pass(obj: dict[str, Any]) -> None:
 
 CASES: list[tuple[dict[str, Any], str]] = [
     # Pods and pod templates (pkg/apis/core/validation: ValidatePodSpec and what it calls)
-    (with_(pod(), "spec.containers", []), "spec.containers: Required value"),
-    (with_(pod(), "metadata.name", ""), "metadata.name: Required value"),
-    (with_(pod(), "spec.containers.0.name", ""), "spec.containers[0].name: Required value"),
+    (with_(web(), "spec.containers", []), "spec.containers: Required value"),
+    (with_(web(), "metadata.name", ""), "metadata.name: Required value"),
+    (with_(web(), "spec.containers.0.name", ""), "spec.containers[0].name: Required value"),
     (
-        with_(pod(), "spec.containers.0.resources", {"requests": {"cpu": "-1"}}),
+        with_(web(), "spec.containers.0.resources", {"requests": {"cpu": "-1"}}),
         "requests[cpu]: must be greater than or equal to 0",
     ),
     (
-        with_(pod(), "spec.containers.0.resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
+        with_(web(), "spec.containers.0.resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
         "must be less than or equal to cpu limit of 1",
     ),
-    (pod(overhead={"memory": "-1Gi"}), "spec.overhead[memory]: must be greater than or equal to 0"),
+    (web(overhead={"memory": "-1Gi"}), "spec.overhead[memory]: must be greater than or equal to 0"),
     (
-        pod(topologySpreadConstraints=[{**SPREAD, "maxSkew": 0}]),
+        web(topologySpreadConstraints=[{**SPREAD, "maxSkew": 0}]),
         "spec.topologySpreadConstraints[0].maxSkew: must be greater than zero",
     ),
-    (pod(topologySpreadConstraints=[{**SPREAD, "minDomains": 0}]), "minDomains: must be greater than zero"),
+    (web(topologySpreadConstraints=[{**SPREAD, "minDomains": 0}]), "minDomains: must be greater than zero"),
     (
-        pod(topologySpreadConstraints=[{**SPREAD, "minDomains": 2, "whenUnsatisfiable": "ScheduleAnyway"}]),
+        web(topologySpreadConstraints=[{**SPREAD, "minDomains": 2, "whenUnsatisfiable": "ScheduleAnyway"}]),
         "minDomains: can only be set",
     ),
     (
-        pod(topologySpreadConstraints=[{**SPREAD, "whenUnsatisfiable": "Never"}]),
+        web(topologySpreadConstraints=[{**SPREAD, "whenUnsatisfiable": "Never"}]),
         'whenUnsatisfiable: unsupported value "Never"',
     ),
-    (pod(topologySpreadConstraints=[{**SPREAD, "topologyKey": ""}]), "topologyKey: Required value"),
-    (pod(topologySpreadConstraints=[SPREAD, SPREAD]), "spec.topologySpreadConstraints[1]: Duplicate value"),
+    (web(topologySpreadConstraints=[{**SPREAD, "topologyKey": ""}]), "topologyKey: Required value"),
+    (web(topologySpreadConstraints=[SPREAD, SPREAD]), "spec.topologySpreadConstraints[1]: Duplicate value"),
     (
-        pod(topologySpreadConstraints=[{**SPREAD, "nodeAffinityPolicy": "Always"}]),
+        web(topologySpreadConstraints=[{**SPREAD, "nodeAffinityPolicy": "Always"}]),
         "nodeAffinityPolicy: unsupported value",
     ),
     (
-        pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}),
+        web(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}),
         "nodeSelectorTerms: Required value: must have at least one node selector term",
     ),
     (
-        pod(
+        web(
             affinity={
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -126,7 +118,7 @@ CASES: list[tuple[dict[str, Any], str]] = [
         "matchExpressions[0].values: Required value",
     ),
     (
-        pod(
+        web(
             affinity={
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -140,7 +132,7 @@ CASES: list[tuple[dict[str, Any], str]] = [
         'unsupported operator "Equals"',
     ),
     (
-        pod(
+        web(
             affinity={
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -152,7 +144,7 @@ CASES: list[tuple[dict[str, Any], str]] = [
         "must be a single integer",
     ),
     (
-        pod(
+        web(
             affinity={
                 "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": TERM}]}
             }
@@ -160,11 +152,11 @@ CASES: list[tuple[dict[str, Any], str]] = [
         "preferredDuringSchedulingIgnoredDuringExecution[0].weight: must be in the range 1-100",
     ),
     (
-        pod(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ""}]}}),
+        web(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ""}]}}),
         "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value",
     ),
     (
-        pod(
+        web(
             affinity={
                 "podAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -180,51 +172,61 @@ CASES: list[tuple[dict[str, Any], str]] = [
         ),
         "values: may not be specified when `operator` is 'Exists'",
     ),
-    (pod(tolerations=[{"key": "a", "operator": "Exists", "value": "b"}]), "spec.tolerations[0].value: must be empty"),
-    (pod(tolerations=[{"value": "b"}]), "spec.tolerations[0].operator: must be 'Exists' when `key` is empty"),
-    (pod(tolerations=[{"key": "a", "operator": "In"}]), 'spec.tolerations[0].operator: unsupported operator "In"'),
-    (pod(tolerations=[{"key": "a", "effect": "NoStart"}]), 'spec.tolerations[0].effect: unsupported value "NoStart"'),
-    (pod(nodeSelector={"bad key!": "x"}), "spec.nodeSelector[bad key!]: invalid key"),
-    (with_(pod(), "metadata.labels", {"app": "-web"}), 'metadata.labels[app]: invalid label value "-web"'),
     (
-        pod(volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": ""}}]),
+        web(tolerations=[{"key": "a", "operator": "Exists", "value": "b"}]),
+        "spec.tolerations[0].value: must be empty",
+    ),
+    (web(tolerations=[{"value": "b"}]), "spec.tolerations[0].operator: must be 'Exists' when `key` is empty"),
+    (web(tolerations=[{"key": "a", "operator": "In"}]), 'spec.tolerations[0].operator: unsupported operator "In"'),
+    (
+        web(tolerations=[{"key": "a", "effect": "NoStart"}]),
+        'spec.tolerations[0].effect: unsupported value "NoStart"',
+    ),
+    (web(nodeSelector={"bad key!": "x"}), "spec.nodeSelector[bad key!]: invalid key"),
+    (with_(web(), "metadata.labels", {"app": "-web"}), 'metadata.labels[app]: invalid label value "-web"'),
+    (
+        web(volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": ""}}]),
         "persistentVolumeClaim.claimName: Required value",
     ),
     (
-        with_(pod(), "spec.containers.0.ports", [{"containerPort": 80, "hostPort": 70000}]),
+        with_(web(), "spec.containers.0.ports", [{"containerPort": 80, "hostPort": 70000}]),
         "ports[0].hostPort: must be between 0 and 65535",
     ),
     (
-        pod(restartPolicy="Never")
+        web(restartPolicy="Never")
         | {
             "kind": "Deployment",
             "apiVersion": "apps/v1",
             "spec": {
                 "selector": {"matchLabels": {"a": "b"}},
-                "template": {"metadata": {"labels": {"a": "b"}}, "spec": pod(restartPolicy="Never")["spec"]},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": web(restartPolicy="Never")["spec"]},
             },
         },
         'spec.template.spec.restartPolicy: unsupported value "Never"',
     ),
     # Workloads (pkg/apis/apps/validation, pkg/apis/batch/validation)
     (
-        with_(deployment(), "spec.template.metadata.labels", {"app": "api"}),
+        with_(WEB_DEPLOYMENT, "spec.template.metadata.labels", {"app": "api"}),
         "spec.template.metadata.labels: `selector` does not match template `labels`",
     ),
     (
-        deployment(selector={"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}),
+        with_(
+            WEB_DEPLOYMENT,
+            "spec.selector",
+            {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]},
+        ),
         "`selector` does not match",
     ),
-    (deployment(selector={}), "spec.selector: empty selector is invalid"),
-    (with_(deployment(), "spec.selector", _DELETE), "spec.selector: Required value"),
-    (deployment(replicas=-1), "spec.replicas: must be greater than or equal to 0"),
-    (with_(deployment(), "spec.template.spec.containers", []), "spec.template.spec.containers: Required value"),
+    (with_(WEB_DEPLOYMENT, "spec.selector", {}), "spec.selector: empty selector is invalid"),
+    (with_(WEB_DEPLOYMENT, "spec.selector", _DELETE), "spec.selector: Required value"),
+    (with_(WEB_DEPLOYMENT, "spec.replicas", -1), "spec.replicas: must be greater than or equal to 0"),
+    (with_(WEB_DEPLOYMENT, "spec.template.spec.containers", []), "spec.template.spec.containers: Required value"),
     (
         {
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": "j"},
-            "spec": {"template": {"spec": pod()["spec"]}},
+            "spec": {"template": {"spec": web()["spec"]}},
         },
         'spec.template.spec.restartPolicy: unsupported value "Always"',
     ),
@@ -235,7 +237,7 @@ CASES: list[tuple[dict[str, Any], str]] = [
             "metadata": {"name": "s"},
             "spec": {
                 "selector": {"matchLabels": {"app": "web"}},
-                "template": deployment()["spec"]["template"],
+                "template": WEB_DEPLOYMENT["spec"]["template"],
                 "volumeClaimTemplates": [
                     {"metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}
                 ],

@@ -12,7 +12,6 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests import builders
-from tests.api import builders as api_builders
 
 from karpy.api import errors, hashing, manifest, meta, nodepool, parse
 
@@ -21,10 +20,13 @@ EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[2] / "examples" / "n
 
 def test_round_trip_on_every_example_and_nodeclaim() -> None:
     objects: list[Any] = [parse.any(d) for p in EXAMPLES for d in yaml.safe_load_all(p.read_text()) if d]
-    claim = api_builders.nodeclaim_manifest(
-        resources={"requests": {"cpu": "1500m", "memory": "2Gi"}},
-        taints=[{"key": "a", "effect": "NoSchedule", "value": "b"}],
-        terminationGracePeriod="1h",
+    claim = builders.nodeclaim(
+        "default-abcde",
+        spec=dict(
+            resources={"requests": {"cpu": "1500m", "memory": "2Gi"}},
+            taints=[{"key": "a", "effect": "NoSchedule", "value": "b"}],
+            terminationGracePeriod="1h",
+        ),
     )
     objects.append(parse.nodeclaim(claim))
     for obj in objects:
@@ -125,7 +127,7 @@ def test_random_values_only_raise_validation_error(obj: Any) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.sampled_from([builders.nodepool(), api_builders.nodeclaim_manifest(), builders.ec2nodeclass()]).flatmap(
+    st.sampled_from([builders.nodepool(), builders.nodeclaim("default-abcde"), builders.ec2nodeclass()]).flatmap(
         _mutations
     )
 )

@@ -22,12 +22,15 @@ def problems_of(obj: dict[str, Any]) -> list[str]:
 
 
 def test_every_field_is_read() -> None:
-    obj = api_builders.nodeclaim_manifest(
-        taints=[{"key": "example.com/gpu", "effect": "NoSchedule", "value": "true"}],
-        startupTaints=[{"key": "example.com/init", "effect": "NoExecute"}],
-        resources={"requests": {"cpu": "1500m", "memory": "2Gi", "pods": "3"}},
-        terminationGracePeriod="30m",
-        expireAfter="Never",
+    obj = builders.nodeclaim(
+        "default-abcde",
+        spec=dict(
+            taints=[{"key": "example.com/gpu", "effect": "NoSchedule", "value": "true"}],
+            startupTaints=[{"key": "example.com/init", "effect": "NoExecute"}],
+            resources={"requests": {"cpu": "1500m", "memory": "2Gi", "pods": "3"}},
+            terminationGracePeriod="30m",
+            expireAfter="Never",
+        ),
     )
     obj["metadata"].update(
         {
@@ -74,7 +77,7 @@ def test_every_field_is_read() -> None:
 
 
 def test_defaults() -> None:
-    claim = parse.nodeclaim(api_builders.nodeclaim_manifest())
+    claim = parse.nodeclaim(builders.nodeclaim("default-abcde"))
     assert claim.spec.expire_after == 720 * 3600
     assert claim.spec.termination_grace_period is None
     assert claim.spec.resources == {}
@@ -116,7 +119,7 @@ def test_defaults() -> None:
     ],
 )
 def test_rules(spec: dict[str, Any], expected: str) -> None:
-    obj = api_builders.nodeclaim_manifest()
+    obj = builders.nodeclaim("default-abcde")
     for key, value in spec.items():
         if value is None:
             obj["spec"].pop(key)
@@ -128,7 +131,7 @@ def test_rules(spec: dict[str, Any], expected: str) -> None:
 
 
 def test_nodepool_label_is_allowed_in_nodeclaim_requirements_only() -> None:
-    claim = parse.nodeclaim(api_builders.nodeclaim_manifest())
+    claim = parse.nodeclaim(builders.nodeclaim("default-abcde"))
     assert claim.spec.requirements[0].key == "karpenter.sh/nodepool"
     pool = api_builders.with_template_spec(
         builders.nodepool(), requirements=[{"key": "karpenter.sh/nodepool", "operator": "Exists"}]

@@ -37,7 +37,7 @@ def _ec2(**spec: Any) -> dict[str, Any]:
 
 
 def _nodeclaim_without_name_check() -> dict[str, Any]:
-    manifest = api_builders.nodeclaim_manifest(resources={"requests": {"cpu": "1500m", "pods": 3}})
+    manifest = builders.nodeclaim("default-abcde", spec=dict(resources={"requests": {"cpu": "1500m", "pods": 3}}))
     return manifest
 
 
@@ -72,10 +72,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         "np nodeClassRef group slash",
         api_builders.with_template_spec(builders.nodepool(), nodeClassRef={"group": "a/b", "kind": "K", "name": "n"}),
     ),
-    ("nc minimal", api_builders.nodeclaim_manifest()),
+    ("nc minimal", builders.nodeclaim("default-abcde")),
     ("nc requests", _nodeclaim_without_name_check()),
-    ("nc nodepool key allowed", api_builders.nodeclaim_manifest()),
-    ("nc bad taint effect", api_builders.nodeclaim_manifest(taints=[{"key": "a", "effect": "Never"}])),
+    ("nc nodepool key allowed", builders.nodeclaim("default-abcde")),
+    ("nc bad taint effect", builders.nodeclaim("default-abcde", spec=dict(taints=[{"key": "a", "effect": "Never"}]))),
     ("ec2 minimal", _ec2()),
     ("ec2 role and profile", _ec2(instanceProfile="p")),
     ("ec2 neither role nor profile", _ec2(role=None)),

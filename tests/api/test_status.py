@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 from tests import builders
-from tests.api import builders as api_builders
 from tests.api.test_parse_ec2nodeclass import FULL_SPEC, FULL_STATUS, ec2
 from tests.api.test_parse_nodeclaim import CONDITION
 
@@ -30,7 +29,7 @@ def test_ec2nodeclass_status_round_trips() -> None:
 
 
 def test_nodeclaim_and_nodepool_status_round_trip() -> None:
-    claim_obj = api_builders.nodeclaim_manifest()
+    claim_obj = builders.nodeclaim("default-abcde")
     claim_obj["status"] = {
         "nodeName": "n1",
         "providerID": "aws:///us-west-2a/i-1",

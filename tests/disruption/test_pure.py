@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.disruption import world as world_mod
 
 from karpy.api import labels, nodepool, parse
@@ -15,14 +17,10 @@ from karpy.nodeclaim import disruption_conditions
 Reason = nodepool.DisruptionReason
 T0 = world_mod.T0
 DND = labels.ANNOTATION_DO_NOT_DISRUPT
+NS = builders.NS
 
 
-def _pod(**md: Any) -> dict[str, Any]:
-    spec = md.pop("spec", {})
-    status = {"phase": md.pop("phase", "Running")}
-    if "started" in md:
-        status["startTime"] = world_mod.ts(md.pop("started"))
-    return {"metadata": {"name": "p", "namespace": "default", **md}, "spec": spec, "status": status}
+running = functools.partial(builders.pod, phase="Running")
 
 
 @pytest.mark.parametrize(
@@ -39,33 +37,33 @@ def _pod(**md: Any) -> dict[str, Any]:
 )
 def test_eviction_cost(annotations: dict[str, str], priority: int | None, expected: float) -> None:
     spec = {} if priority is None else {"priority": priority}
-    assert candidates.eviction_cost(candidates.pod_info(_pod(annotations=annotations, spec=spec), now=T0)) == expected
+    assert candidates.eviction_cost(candidates.pod_info(running(annotations=annotations, **spec), now=T0)) == expected
 
 
 @pytest.mark.parametrize(
     ("pod", "do_not_disrupt", "reschedulable"),
     [
-        (_pod(annotations={DND: "true"}), True, True),
-        (_pod(annotations={DND: "false"}), False, True),
-        (_pod(annotations={DND: "junk"}), False, True),
+        (running(annotations={DND: "true"}), True, True),
+        (running(annotations={DND: "false"}), False, True),
+        (running(annotations={DND: "junk"}), False, True),
         # the duration form (core: IsDoNotDisruptActive): that long after the pod started, for ever until it has
-        (_pod(annotations={DND: "10m"}, started=T0 - 599), True, True),
-        (_pod(annotations={DND: "10m"}, started=T0 - 600), False, True),
-        (_pod(annotations={DND: "1h30m"}, started=T0 - 3600), True, True),
-        (_pod(annotations={DND: "10m"}), True, True),  # not started yet: fail safe
-        (_pod(annotations={DND: "0s"}), False, True),  # not a positive duration: ignored
-        (_pod(annotations={DND: "true"}, phase="Succeeded"), False, False),  # terminal pods block nothing
-        (_pod(annotations={DND: "10m"}, phase="Failed"), False, False),
+        (running(annotations={DND: "10m"}, started=world_mod.ts(T0 - 599)), True, True),
+        (running(annotations={DND: "10m"}, started=world_mod.ts(T0 - 600)), False, True),
+        (running(annotations={DND: "1h30m"}, started=world_mod.ts(T0 - 3600)), True, True),
+        (running(annotations={DND: "10m"}), True, True),  # not started yet: fail safe
+        (running(annotations={DND: "0s"}), False, True),  # not a positive duration: ignored
+        (running(annotations={DND: "true"}, phase="Succeeded"), False, False),  # terminal pods block nothing
+        (running(annotations={DND: "10m"}, phase="Failed"), False, False),
         (
-            _pod(annotations={DND: "true"}, deletionTimestamp="2024-01-01T00:00:00Z"),
+            builders.deleting(running(annotations={DND: "true"}), at="2024-01-01T00:00:00Z"),
             False,
             False,
         ),
-        (_pod(ownerReferences=[{"kind": "DaemonSet", "controller": True}]), False, False),
-        (_pod(ownerReferences=[{"kind": "Node", "controller": True}]), False, False),  # a mirror pod
-        (_pod(ownerReferences=[{"kind": "DaemonSet"}]), False, True),  # not its controller
-        (_pod(annotations={DND: "true"}, phase="Pending"), True, True),
-        (_pod(annotations={"kubernetes.io/config.mirror": "x"}), False, False),
+        (running(owners=[{"kind": "DaemonSet", "controller": True}]), False, False),
+        (running(owners=[{"kind": "Node", "controller": True}]), False, False),  # a mirror pod
+        (running(owners=[{"kind": "DaemonSet"}]), False, True),  # not its controller
+        (running(annotations={DND: "true"}, phase="Pending"), True, True),
+        (running(annotations={"kubernetes.io/config.mirror": "x"}), False, False),
     ],
 )
 def test_pod_info_do_not_disrupt_forms(pod: dict[str, Any], do_not_disrupt: bool, reschedulable: bool) -> None:
@@ -74,11 +72,11 @@ def test_pod_info_do_not_disrupt_forms(pod: dict[str, Any], do_not_disrupt: bool
 
 
 def test_reschedule_cost_and_emptiness_ignore_daemons_and_negative_costs() -> None:
-    daemon = candidates.pod_info(_pod(ownerReferences=[{"kind": "DaemonSet", "controller": True}]), now=T0)
-    cheap = candidates.pod_info(_pod(annotations={candidates.POD_DELETION_COST: str(-(2**30))}), now=T0)
+    daemon = candidates.pod_info(running(owners=[{"kind": "DaemonSet", "controller": True}]), now=T0)
+    cheap = candidates.pod_info(running(annotations={candidates.POD_DELETION_COST: str(-(2**30))}), now=T0)
     assert candidates.reschedule_disruption_cost([daemon]) == 1.0  # only daemons: empty
     assert candidates.reschedule_disruption_cost([cheap]) == 1.0  # negative costs count as 0
-    assert candidates.reschedule_disruption_cost([candidates.pod_info(_pod(), now=T0)]) == 2.0
+    assert candidates.reschedule_disruption_cost([candidates.pod_info(running(), now=T0)]) == 2.0
 
 
 @pytest.mark.parametrize(
@@ -102,17 +100,11 @@ def test_pdb_blockers(pdbs: list[dict[str, Any]], blocked: bool) -> None:
         )
         for i, p in enumerate(pdbs)
     ]
-    info = candidates.pod_info(_pod(labels={"app": "a"}), now=T0)
+    info = candidates.pod_info(running(labels={"app": "a"}), now=T0)
     assert (candidates.eviction_blocker(info, [p for p in parsed if p is not None]) is not None) == blocked
 
 
-def _pdb(selector: Any, status: Any = None, namespace: str | None = "default") -> dict[str, Any]:
-    md = {"name": "guard"} if namespace is None else {"name": "guard", "namespace": namespace}
-    return {
-        "metadata": md,
-        "spec": {"selector": selector},
-        "status": {"disruptionsAllowed": 0} if status is None else status,
-    }
+blocking_pdb = functools.partial(builders.pdb, "guard", match_labels=False, status={"disruptionsAllowed": 0})
 
 
 @pytest.mark.parametrize(
@@ -135,10 +127,10 @@ def _pdb(selector: Any, status: Any = None, namespace: str | None = "default") -
     ],
 )
 def test_pdb_selectors(selector: dict[str, Any], pod_labels: dict[str, str], selects: bool) -> None:
-    pdb = candidates.pdb_from_manifest(_pdb(selector))
+    pdb = candidates.pdb_from_manifest(blocking_pdb(selector))
     assert pdb is not None
     assert (pdb.key, pdb.namespace, pdb.disruptions_allowed) == ("default/guard", "default", 0)
-    info = candidates.pod_info(_pod(labels=pod_labels), now=T0)
+    info = candidates.pod_info(running(labels=pod_labels), now=T0)
     assert (candidates.eviction_blocker(info, [pdb]) is not None) is selects
 
 
@@ -151,7 +143,7 @@ def test_pdb_selectors(selector: dict[str, Any], pod_labels: dict[str, str], sel
     ],
 )
 def test_unusable_pdb_selectors_are_ignored(selector: Any) -> None:
-    assert candidates.pdb_from_manifest(_pdb(selector)) is None
+    assert candidates.pdb_from_manifest(blocking_pdb(selector)) is None
 
 
 @pytest.mark.parametrize(
@@ -160,16 +152,16 @@ def test_unusable_pdb_selectors_are_ignored(selector: Any) -> None:
 )
 def test_pdb_disruptions_allowed_defaults_to_none(status: dict[str, Any], allowed: int) -> None:
     """What the PDB controller has not computed yet allows nothing."""
-    pdb = candidates.pdb_from_manifest(_pdb({"matchLabels": {"app": "a"}}, status))
+    pdb = candidates.pdb_from_manifest(blocking_pdb({"matchLabels": {"app": "a"}}, status=status))
     assert pdb is not None
     assert pdb.disruptions_allowed == allowed
 
 
 def test_a_pdb_guards_only_pods_of_its_namespace() -> None:
-    pdb = candidates.pdb_from_manifest(_pdb({}, namespace=None))
+    pdb = candidates.pdb_from_manifest(blocking_pdb({}, namespace=None))
     assert pdb is not None
     assert pdb.namespace == ""
-    assert candidates.eviction_blocker(candidates.pod_info(_pod(), now=T0), [pdb]) is None
+    assert candidates.eviction_blocker(candidates.pod_info(running(), now=T0), [pdb]) is None
 
 
 def _world_nodes(w: world_mod.World) -> list[Any]:
@@ -238,8 +230,8 @@ def test_drift_by_hash_and_requirements() -> None:
 
 
 def test_a_pod_under_two_pdbs_names_both() -> None:
-    pdbs = [candidates.pdb_from_manifest({**_pdb({}), "metadata": {"name": n, "namespace": "default"}}) for n in "ab"]
-    info = candidates.pod_info(_pod(), now=T0)
+    pdbs = [candidates.pdb_from_manifest(blocking_pdb({}) | {"metadata": {"name": n, "namespace": NS}}) for n in "ab"]
+    info = candidates.pod_info(running(), now=T0)
     assert candidates.eviction_blocker(info, [p for p in pdbs if p is not None]) == (
         blockers.several_pdbs("default/p", ["default/a", "default/b"])
     )

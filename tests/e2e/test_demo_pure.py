@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests import builders
 
 from karpy.api import labels, parse
 from karpy_emulator import demo, view
@@ -13,26 +14,22 @@ from karpy_emulator import demo, view
 PRICES = {("c6a.large", "us-east-1a", "on-demand"): 0.0765}
 
 
-def _claim(name: str, *conditions: str, deleting: bool = False, typed: bool = True) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {}}
-    if typed:
-        meta["labels"] = {
-            labels.LABEL_INSTANCE_TYPE: "c6a.large",
-            labels.LABEL_ZONE: "us-east-1a",
-            labels.LABEL_CAPACITY_TYPE: "on-demand",
-        }
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return {"metadata": meta, "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]}}
+TYPED = {
+    labels.LABEL_INSTANCE_TYPE: "c6a.large",
+    labels.LABEL_ZONE: "us-east-1a",
+    labels.LABEL_CAPACITY_TYPE: "on-demand",
+}
+LAUNCHED = [builders.condition("Launched"), builders.condition("Registered")]
+READY = [*LAUNCHED, builders.condition("Initialized")]
 
 
 @pytest.mark.parametrize(
     ("claim", "state", "price"),
     [
-        (_claim("a", typed=False), "launching", None),
-        (_claim("b", "Launched", "Registered"), "registered", 0.0765),
-        (_claim("c", "Launched", "Registered", "Initialized"), "ready", 0.0765),
-        (_claim("d", "Launched", "Registered", "Initialized", deleting=True), "deleting", 0.0765),
+        (builders.nodeclaim("a"), "launching", None),
+        (builders.nodeclaim("b", labels=TYPED, conditions=LAUNCHED), "registered", 0.0765),
+        (builders.nodeclaim("c", labels=TYPED, conditions=READY), "ready", 0.0765),
+        (builders.deleting(builders.nodeclaim("d", labels=TYPED, conditions=READY)), "deleting", 0.0765),
     ],
 )
 def test_claim_row(claim: dict[str, Any], state: str, price: float | None) -> None:
@@ -40,13 +37,11 @@ def test_claim_row(claim: dict[str, Any], state: str, price: float | None) -> No
     assert (row.state, row.price) == (state, price)
 
 
-def _pod(bound: bool) -> dict[str, Any]:
-    return {"metadata": {"name": "p"}, "spec": {"nodeName": "n1"} if bound else {}}
-
-
 def _snap(pods: int, *, bound: bool = True, claims: int = 1, deleting: int = 0) -> demo.Snapshot:
-    claim_list = [_claim(f"c{i}", deleting=i < deleting) for i in range(claims)]
-    return demo.Snapshot([_pod(bound) for _ in range(pods)], claim_list, [{"metadata": {}}] * claims)
+    claim_list = [builders.nodeclaim(f"c{i}", labels=TYPED) for i in range(claims)]
+    claim_list[:deleting] = [builders.deleting(claim) for claim in claim_list[:deleting]]
+    pod_list = [builders.pod(node="n1" if bound else "") for _ in range(pods)]
+    return demo.Snapshot(pod_list, claim_list, [{"metadata": {}}] * claims)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +63,12 @@ def test_settled(snap: demo.Snapshot, replicas: int, previous: int, removed: boo
 
 
 def test_frame_and_summary_render() -> None:
-    rows = (demo.claim_row(_claim("default-abc", "Initialized"), PRICES), demo.claim_row(_claim("x"), PRICES))
+    rows = (
+        demo.claim_row(
+            builders.nodeclaim("default-abc", labels=TYPED, conditions=[builders.condition("Initialized")]), PRICES
+        ),
+        demo.claim_row(builders.nodeclaim("x", labels=TYPED), PRICES),
+    )
     frame = view.Frame("scale 0 → 8", 1.5, pods=8, pending=2, claims=rows, nodes=2, nodes_ready=1, events=("e1",))
     text = "\n".join(view.render(frame))
     assert "8 (2 pending)" in text

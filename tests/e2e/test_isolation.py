@@ -14,6 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
+from tests import builders
 from tests.e2e import support
 
 from karpy.api import labels
@@ -31,16 +32,6 @@ POISON = (
 
 def _pinned(name: str, pool: str) -> dict[str, Any]:
     return support.deployment(name, 1, spec_extra={"nodeSelector": {labels.LABEL_NODEPOOL: pool}})
-
-
-def _pod(name: str, requests: Any, **spec: Any) -> dict[str, Any]:
-    container = {"name": "c", "image": "pause", "resources": {"requests": requests}}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [container], **spec},
-    }
 
 
 async def _claim_of(emulated: cluster.EmulatedCluster, pool: str) -> dict[str, Any] | None:
@@ -67,8 +58,8 @@ async def test_bad_objects_and_poison_messages_affect_only_themselves() -> None:
         broken = support.pool("broken")
         broken["spec"]["template"]["spec"]["requirements"] = [{"key": "kubernetes.io/arch", "operator": "Sideways"}]
         await support.apply_defaults(emulated, support.pool(), spot, broken)
-        await api.create(resources.PODS, _pod("unreadable", {"cpu": [1]}))
-        await api.create(resources.PODS, _pod("giant", {"memory": "1e999999999"}))
+        await api.create(resources.PODS, builders.pod("unreadable", requests={"cpu": [1]}))
+        await api.create(resources.PODS, builders.pod("giant", requests={"memory": "1e999999999"}))
         await api.create(workloads.DEPLOYMENTS, _pinned("web", "default"))
         await api.create(workloads.DEPLOYMENTS, _pinned("batch", "spot"))
         await support.eventually(
@@ -84,7 +75,7 @@ async def test_bad_objects_and_poison_messages_affect_only_themselves() -> None:
         spoiled = [*web["spec"]["requirements"], {"key": labels.LABEL_ZONE, "operator": "Sideways"}]
         await api.patch(resources.NODECLAIMS, web["metadata"]["name"], {"spec": {"requirements": spoiled}})
         spoiled_at = emulated.clock.now()
-        strange = _pod("strange", {"cpu": "10m"}, nodeName=web["status"]["nodeName"], tolerations=[5])
+        strange = builders.pod("strange", cpu="10m", node=web["status"]["nodeName"], tolerations=[5])
         await api.create(resources.PODS, strange)
 
         # Poison beside a spot warning for the batch node.

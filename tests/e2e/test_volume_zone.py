@@ -13,72 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.e2e import support
 
 from karpy.api import labels
 from karpy.kube import resources
 from karpy_emulator import cluster, controlplane
-from karpy_emulator import volumes as sim_volumes
-
-CPU = "1"
-
-
-def storage_class(name: str, *, zones: list[str] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "StorageClass",
-        "metadata": {"name": name},
-        "provisioner": sim_volumes.PROVISIONER_EBS,
-        "parameters": {"type": "gp3"},
-        "reclaimPolicy": "Delete",
-        "volumeBindingMode": "WaitForFirstConsumer",
-    }
-    if zones:
-        body["allowedTopologies"] = [{"matchLabelExpressions": [{"key": labels.LABEL_ZONE, "values": zones}]}]
-    return body
-
-
-def claim(name: str, *, storage_class_name: str, volume: str = "") -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "accessModes": ["ReadWriteOnce"],
-        "storageClassName": storage_class_name,
-        "resources": {"requests": {"storage": "10Gi"}},
-    }
-    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
-    if volume:
-        spec["volumeName"] = volume
-        metadata["annotations"] = {sim_volumes.ANN_BIND_COMPLETED: "yes"}
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
-
-
-def zonal_volume(name: str, *, zone: str, claim_name: str) -> dict[str, Any]:
-    term = {"matchExpressions": [{"key": labels.LABEL_ZONE, "operator": "In", "values": [zone]}]}
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "10Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "gp3",
-            "persistentVolumeReclaimPolicy": "Retain",
-            "csi": {"driver": sim_volumes.PROVISIONER_EBS, "volumeHandle": "vol-0123456789abcdef0"},
-            "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": claim_name},
-            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
-        },
-    }
-
-
-def pod(name: str, claim_name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "volume-zone"}},
-        "spec": {
-            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": CPU}}}],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}],
-        },
-    }
 
 
 def claim_zones(nodeclaim: dict[str, Any]) -> list[str]:
@@ -116,18 +56,18 @@ async def test_volume_zones_steer_nodeclaims_and_binding(
     zone_x, zone_y = zones[0], zones[2]
     api = emulated.client
     await support.apply_defaults(emulated)
-    await api.create(resources.STORAGECLASSES, storage_class("gp3"))
-    await api.create(resources.STORAGECLASSES, storage_class("gp3-y", zones=[zone_y]))
-    await api.create(resources.PVS, zonal_volume("pv-db-0", zone=zone_x, claim_name="data-db-0"))
-    await api.create(resources.PVCS, claim("data-db-0", storage_class_name="gp3", volume="pv-db-0"))
+    await api.create(resources.STORAGECLASSES, builders.storage_class("gp3"))
+    await api.create(resources.STORAGECLASSES, builders.storage_class("gp3-y", zones=[zone_y]))
+    await api.create(resources.PVS, builders.pv("pv-db-0", zone=zone_x, claim="data-db-0"))
+    await api.create(resources.PVCS, builders.pvc("data-db-0", storage_class_name="gp3", volume="pv-db-0"))
     await api.patch(
         resources.PVCS, "data-db-0", {"status": {"phase": "Bound"}}, namespace="default", subresource="status"
     )
     await api.patch(resources.PVS, "pv-db-0", {"status": {"phase": "Bound"}}, subresource="status")
     for name in ("cache-0", "cache-1"):
-        await api.create(resources.PVCS, claim(f"data-{name}", storage_class_name="gp3-y"))
+        await api.create(resources.PVCS, builders.pvc(f"data-{name}", storage_class_name="gp3-y"))
     for name in ("db-0", "cache-0", "cache-1"):
-        await api.create(resources.PODS, pod(name, f"data-{name}"))
+        await api.create(resources.PODS, builders.pod(name, labels={"app": "volume-zone"}, claims=[f"data-{name}"]))
 
     bound = await support.eventually(
         lambda: support.all_bound(emulated, "volume-zone", 3),

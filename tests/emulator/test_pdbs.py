@@ -136,22 +136,6 @@ async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
         yield client
 
 
-def _deployment(replicas: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "pause"}]},
-            },
-        },
-    }
-
-
 async def _make_ready(api: rest.RestClient) -> list[dict[str, Any]]:
     pods, _ = await api.list(resources.PODS, namespace="default", label_selector="app=web")
     for pod in pods:
@@ -172,7 +156,7 @@ async def test_status_follows_the_pods_and_is_written_only_on_change(api: rest.R
     stand_in = pdbs.DisruptionController(api, clock=clock.ManualClock(NOW))
     replicas = workloads.WorkloadController(api, clock=clock.ManualClock(NOW))
     assert (await stand_in.sync()).written == []  # no PDB: nothing to do
-    await api.create(workloads.DEPLOYMENTS, _deployment(3))
+    await api.create(workloads.DEPLOYMENTS, builders.deployment("web", 3, cpu=None))
     for pdb in (
         builders.pdb("web", {"app": "web"}, maxUnavailable=1),
         builders.pdb("other", {"app": "x"}, minAvailable=1),

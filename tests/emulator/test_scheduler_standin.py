@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests import builders
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
@@ -17,37 +19,10 @@ from karpy_emulator.apiserver import runner
 NOW = 1_700_000_000.0
 
 
-def node(
-    name: str,
-    *,
-    cpu: str = "2",
-    ready: bool = True,
-    taints: list[dict[str, str]] | None = None,
-    unschedulable: bool = False,
-    node_labels: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(node_labels or {})}},
-        "spec": {"taints": taints or [], "unschedulable": unschedulable},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
-
-
-def pod(name: str, *, cpu: str = "500m", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
-        "spec": {
-            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
-            **spec,
-        },
-    }
+# The stand-in's nodes: Ready, 2 cpu and 4Gi unless told, with the kubelet's hostname label; pods request
+# 500m unless told.
+node = functools.partial(builders.node, cpu="2", memory="4Gi", ready=True, hostname=True)
+pod = functools.partial(builders.pod, cpu="500m")
 
 
 @pytest.fixture
@@ -69,10 +44,10 @@ def _scheduled(p: dict[str, Any]) -> dict[str, Any]:
 async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.RestClient) -> None:
     for body in (
         node("plain", cpu="1"),
-        node("gpu", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}], node_labels={"gpu": "y"}),
+        node("gpu", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}], labels={"gpu": "y"}),
         node("booting", cpu="64", ready=False),
         node("cordoned", cpu="64", unschedulable=True),
-        node("soft", cpu="1", taints=[{"key": "spare", "effect": "PreferNoSchedule"}], node_labels={"soft": "y"}),
+        node("soft", cpu="1", taints=[{"key": "spare", "effect": "PreferNoSchedule"}], labels={"soft": "y"}),
     ):
         await api.create(resources.NODES, body)
     toleration = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
@@ -168,8 +143,8 @@ async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestCl
 
 async def test_a_not_ready_node_still_counts_as_a_spread_domain(api: rest.RestClient) -> None:
     zone = "topology.kubernetes.io/zone"
-    await api.create(resources.NODES, node("up", cpu="8", node_labels={zone: "a"}))
-    await api.create(resources.NODES, node("booting", cpu="8", ready=False, node_labels={zone: "b"}))
+    await api.create(resources.NODES, node("up", cpu="8", labels={zone: "a"}))
+    await api.create(resources.NODES, node("booting", cpu="8", ready=False, labels={zone: "b"}))
     spread = {
         "maxSkew": 1,
         "topologyKey": zone,
@@ -177,8 +152,7 @@ async def test_a_not_ready_node_still_counts_as_a_spread_domain(api: rest.RestCl
         "labelSelector": {"matchLabels": {"app": "spread"}},
     }
     for i in range(4):
-        body = pod(f"spread-{i}", topologySpreadConstraints=[spread])
-        body["metadata"]["labels"] = {"app": "spread"}
+        body = pod(f"spread-{i}", labels={"app": "spread"}, topologySpreadConstraints=[spread])
         await api.create(resources.PODS, body)
     report = await kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
     # Zone b is a domain with no pods (nodeTaintsPolicy Ignore): zone a may hold one pod, not all four.
@@ -213,11 +187,8 @@ def test_interchangeable_pods_get_the_reason_each_would_get_alone() -> None:
     pending = [
         scheduling_pods.from_manifest(body)
         for body in (
-            *(pod(f"big-{i}", cpu="4") | {"metadata": {"name": f"big-{i}", "namespace": "default"}} for i in range(3)),
-            *(
-                pod(f"huge-{i}", cpu="64") | {"metadata": {"name": f"huge-{i}", "namespace": "default"}}
-                for i in range(2)
-            ),
+            *(pod(f"big-{i}", cpu="4") for i in range(3)),  # no per-name label: interchangeable
+            *(pod(f"huge-{i}", cpu="64") for i in range(2)),
             pod("tolerant", cpu="4", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
         )
     ]

@@ -4,11 +4,11 @@ zone, bound both ways."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.emulator import volume_builders as vb
+from tests import builders
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
@@ -20,37 +20,15 @@ NOW = 1_700_000_000.0
 ZONES = ("zone-a", "zone-b")
 
 
-def node(zone: str) -> dict[str, Any]:
-    name = f"node-{zone}"
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, vb.ZONE_KEY: zone}},
-        "spec": {},
-        "status": {
-            "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-def pod(name: str, claims: Sequence[str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "containers": [{"name": "app", "image": "pause", "resources": {"requests": {"cpu": "100m"}}}],
-            "volumes": [vb.claim_volume(f"v{i}", c) for i, c in enumerate(claims)],
-        },
-    }
+def zone_node(zone: str) -> dict[str, Any]:
+    return builders.node(f"node-{zone}", labels={builders.ZONE_KEY: zone}, cpu="8", ready=True, hostname=True)
 
 
 @pytest.fixture
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
     async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client:
         for zone in ZONES:
-            await client.create(resources.NODES, node(zone))
+            await client.create(resources.NODES, zone_node(zone))
         yield client
 
 
@@ -77,22 +55,22 @@ async def _pv_zone_of_claim(api: rest.RestClient, claim: str) -> str:
     pv = await _get(api, resources.PVS, pvc["spec"]["volumeName"])
     (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     (expression,) = term["matchExpressions"]
-    assert (expression["key"], expression["operator"]) == (vb.ZONE_KEY, "In")
+    assert (expression["key"], expression["operator"]) == (builders.ZONE_KEY, "In")
     (zone,) = expression["values"]
     return str(zone)
 
 
-@pytest.mark.parametrize("key", [vb.ZONE_KEY, vb.EBS_ZONE_KEY])
+@pytest.mark.parametrize("key", [builders.ZONE_KEY, builders.EBS_ZONE_KEY])
 async def test_a_bound_volume_pins_its_zone(api: rest.RestClient, key: str) -> None:
     await _create(
         api,
-        vb.storage_class(),
-        vb.pv("pv-b", zone="zone-b", key=key, claim="data-b"),
-        vb.pvc("data-b", volume="pv-b"),
-        vb.pv("pv-c", zone="zone-c", key=key, claim="data-c"),
-        vb.pvc("data-c", volume="pv-c"),
-        pod("in-b", ["data-b"]),
-        pod("in-c", ["data-c"]),
+        builders.storage_class(),
+        builders.pv("pv-b", zone="zone-b", key=key, claim="data-b"),
+        builders.pvc("data-b", volume="pv-b"),
+        builders.pv("pv-c", zone="zone-c", key=key, claim="data-c"),
+        builders.pvc("data-c", volume="pv-c"),
+        builders.pod("in-b", claims=["data-b"]),
+        builders.pod("in-c", claims=["data-c"]),
     )
     report = await _sync(api)
     assert report.bound == {"default/in-b": "node-zone-b"}
@@ -102,8 +80,10 @@ async def test_a_bound_volume_pins_its_zone(api: rest.RestClient, key: str) -> N
 
 
 async def test_wait_for_first_consumer_provisions_in_an_allowed_zone_and_binds_both_ways(api: rest.RestClient) -> None:
-    await _create(api, vb.storage_class("only-b", zones=["zone-b"]), vb.pvc("data", storage_class_name="only-b"))
-    await _create(api, pod("app", ["data"]))
+    await _create(
+        api, builders.storage_class("only-b", zones=["zone-b"]), builders.pvc("data", storage_class_name="only-b")
+    )
+    await _create(api, builders.pod("app", claims=["data"]))
 
     report = await _sync(api)
 
@@ -124,9 +104,12 @@ async def test_wait_for_first_consumer_provisions_in_an_allowed_zone_and_binds_b
 
 async def test_wait_for_first_consumer_without_topologies_follows_the_chosen_node(api: rest.RestClient) -> None:
     await _create(
-        api, vb.storage_class("gp3", default=True), vb.pvc("named"), vb.pvc("defaulted", storage_class_name=None)
+        api,
+        builders.storage_class("gp3", default=True),
+        builders.pvc("named"),
+        builders.pvc("defaulted", storage_class_name=None),
     )
-    await _create(api, pod("app", ["named", "defaulted"]))
+    await _create(api, builders.pod("app", claims=["named", "defaulted"]))
     report = await _sync(api)
     node_name = report.bound["default/app"]
     zone = node_name.removeprefix("node-")
@@ -135,8 +118,10 @@ async def test_wait_for_first_consumer_without_topologies_follows_the_chosen_nod
 
 
 async def test_no_allowed_zone_has_a_node(api: rest.RestClient) -> None:
-    await _create(api, vb.storage_class("only-c", zones=["zone-c"]), vb.pvc("data", storage_class_name="only-c"))
-    await _create(api, pod("app", ["data"]))
+    await _create(
+        api, builders.storage_class("only-c", zones=["zone-c"]), builders.pvc("data", storage_class_name="only-c")
+    )
+    await _create(api, builders.pod("app", claims=["data"]))
     report = await _sync(api)
     assert report.unschedulable == {"default/app": f"0/2 nodes are available: 2 {sim_volumes.BIND_CONFLICT}."}
     assert (await api.list(resources.PVS))[0] == []  # nothing provisioned for a pod that did not bind
@@ -147,16 +132,16 @@ async def test_no_allowed_zone_has_a_node(api: rest.RestClient) -> None:
     [
         ([], "persistentvolumeclaim default/data not found"),
         (
-            [vb.storage_class("now", mode="Immediate"), vb.pvc("data", storage_class_name="now")],
+            [builders.storage_class("now", mode="Immediate"), builders.pvc("data", storage_class_name="now")],
             "persistentvolumeclaim default/data is unbound and storageclass now binds Immediate",
         ),
-        ([vb.pvc("data", volume="gone")], "persistentvolume gone bound to default/data not found"),
+        ([builders.pvc("data", volume="gone")], "persistentvolume gone bound to default/data not found"),
     ],
 )
 async def test_volumes_that_cannot_be_resolved_leave_the_pod_unschedulable(
     api: rest.RestClient, objects: list[dict[str, Any]], message: str
 ) -> None:
-    await _create(api, *objects, pod("app", ["data"]))
+    await _create(api, *objects, builders.pod("app", claims=["data"]))
     report = await _sync(api)
     assert report.bound == {}
     assert report.unschedulable["default/app"].startswith(f"0/2 nodes are available: {message}")
@@ -166,8 +151,8 @@ async def test_volumes_that_cannot_be_resolved_leave_the_pod_unschedulable(
 
 
 async def test_pods_sharing_an_unbound_claim_end_up_in_its_zone(api: rest.RestClient) -> None:
-    await _create(api, vb.storage_class(), vb.pvc("shared"))
-    await _create(api, pod("first", ["shared"]), pod("second", ["shared"]))
+    await _create(api, builders.storage_class(), builders.pvc("shared"))
+    await _create(api, builders.pod("first", claims=["shared"]), builders.pod("second", claims=["shared"]))
     first = await _sync(api)
     assert len(first.bound) == 1  # the second waits: the claim's zone was only just chosen
     second = await _sync(api)
@@ -178,7 +163,9 @@ async def test_pods_sharing_an_unbound_claim_end_up_in_its_zone(api: rest.RestCl
 
 
 async def test_an_unbound_claim_with_no_class_to_provision_from_waits(api: rest.RestClient) -> None:
-    await _create(api, vb.pvc("static", storage_class_name=None), pod("app", ["static"]))  # no default class
+    await _create(
+        api, builders.pvc("static", storage_class_name=None), builders.pod("app", claims=["static"])
+    )  # no default class
     report = await _sync(api)
     assert report.bound == {}
     # an unbound claim without a class is bound immediately or never: kube-scheduler refuses it in PreFilter
@@ -188,10 +175,10 @@ async def test_an_unbound_claim_with_no_class_to_provision_from_waits(api: rest.
 
 
 async def test_a_volume_left_by_an_interrupted_pass_is_bound_and_its_zone_respected(api: rest.RestClient) -> None:
-    await _create(api, vb.storage_class(), vb.pvc("data"))
+    await _create(api, builders.storage_class(), builders.pvc("data"))
     uid = (await _get(api, resources.PVCS, "data", "default"))["metadata"]["uid"]
-    await _create(api, vb.pv(f"pvc-{uid}", zone="zone-c"))  # provisioned for an earlier choice, never bound
-    await _create(api, pod("app", ["data"]))
+    await _create(api, builders.pv(f"pvc-{uid}", zone="zone-c"))  # provisioned for an earlier choice, never bound
+    await _create(api, builders.pod("app", claims=["data"]))
 
     first = await _sync(api)
     assert first.bound == {}  # zone-c has no node: binding the pod now would strand it

@@ -5,22 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.emulator import volume_builders as vb
+from tests import builders
 
-from karpy.scheduling import pods, volumes
+from karpy.scheduling import volumes
 from karpy_emulator import volumes as sim_volumes
-
-
-def _pod(*claims: str) -> pods.Pod:
-    return pods.from_manifest(
-        {
-            "metadata": {"name": "app", "namespace": "default"},
-            "spec": {
-                "containers": [{"name": "app", "image": "pause"}],
-                "volumes": [vb.claim_volume(f"v{i}", c) for i, c in enumerate(claims)],
-            },
-        }
-    )
 
 
 def _with_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
@@ -31,9 +19,12 @@ def _with_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("node", "expected"),
     [
-        ({vb.ZONE_KEY: "us-east-1a"}, {vb.ZONE_KEY: "us-east-1a", vb.EBS_ZONE_KEY: "us-east-1a"}),
+        ({builders.ZONE_KEY: "us-east-1a"}, {builders.ZONE_KEY: "us-east-1a", builders.EBS_ZONE_KEY: "us-east-1a"}),
         ({"kubernetes.io/hostname": "n"}, {"kubernetes.io/hostname": "n"}),  # no zone, nothing to register
-        ({vb.ZONE_KEY: "a", vb.EBS_ZONE_KEY: "x"}, {vb.ZONE_KEY: "a", vb.EBS_ZONE_KEY: "x"}),  # the node's own wins
+        (
+            {builders.ZONE_KEY: "a", builders.EBS_ZONE_KEY: "x"},
+            {builders.ZONE_KEY: "a", builders.EBS_ZONE_KEY: "x"},
+        ),  # the node's own wins
     ],
 )
 def test_node_labels_add_the_csi_zone(node: dict[str, str], expected: dict[str, str]) -> None:
@@ -42,18 +33,18 @@ def test_node_labels_add_the_csi_zone(node: dict[str, str], expected: dict[str, 
 
 SNAP = sim_volumes.snapshot(
     pvcs=[
-        vb.pvc("bound-a", volume="pv-a"),
-        vb.pvc("bound-ebs-a", volume="pv-ebs-a"),
-        vb.pvc("wait-b", storage_class_name="only-b"),
-        vb.pvc("wait-ebs-b", storage_class_name="only-ebs-b"),
-        vb.pvc("wait-any"),
-        vb.pvc("wait-default", storage_class_name=None),
+        builders.pvc("bound-a", volume="pv-a"),
+        builders.pvc("bound-ebs-a", volume="pv-ebs-a"),
+        builders.pvc("wait-b", storage_class_name="only-b"),
+        builders.pvc("wait-ebs-b", storage_class_name="only-ebs-b"),
+        builders.pvc("wait-any"),
+        builders.pvc("wait-default", storage_class_name=None),
     ],
-    pvs=[vb.pv("pv-a", zone="a", claim="bound-a"), vb.pv("pv-ebs-a", zone="a", key=vb.EBS_ZONE_KEY)],
+    pvs=[builders.pv("pv-a", zone="a", claim="bound-a"), builders.pv("pv-ebs-a", zone="a", key=builders.EBS_ZONE_KEY)],
     storage_classes=[
-        vb.storage_class("gp3", default=True),
-        vb.storage_class("only-b", zones=["b"]),
-        vb.storage_class("only-ebs-b", zones=["b"], key=vb.EBS_ZONE_KEY),
+        builders.storage_class("gp3", default=True),
+        builders.storage_class("only-b", zones=["b"]),
+        builders.storage_class("only-ebs-b", zones=["b"], key=builders.EBS_ZONE_KEY),
     ],
 )
 
@@ -76,12 +67,16 @@ SNAP = sim_volumes.snapshot(
     ],
 )
 def test_node_conflict_is_volume_bindings_filter(claims: tuple[str, ...], zone: str, expected: str) -> None:
-    node = sim_volumes.node_labels({vb.ZONE_KEY: zone, "kubernetes.io/hostname": f"node-{zone}"})
-    assert sim_volumes.node_conflict(_pod(*claims), node, SNAP.catalog) == expected
+    node = sim_volumes.node_labels({builders.ZONE_KEY: zone, "kubernetes.io/hostname": f"node-{zone}"})
+    assert (
+        sim_volumes.node_conflict(builders.parsed_pod("app", cpu=None, claims=claims), node, SNAP.catalog) == expected
+    )
 
 
 def test_unbound_claims_are_those_without_a_volume_in_pod_order() -> None:
-    got = sim_volumes.unbound_claims(_pod("wait-b", "bound-a", "missing", "wait-any"), SNAP)
+    got = sim_volumes.unbound_claims(
+        builders.parsed_pod("app", cpu=None, claims=["wait-b", "bound-a", "missing", "wait-any"]), SNAP
+    )
     assert [c["metadata"]["name"] for c in got] == ["wait-b", "wait-any"]
 
 
@@ -92,20 +87,20 @@ def test_storage_class_of_falls_back_to_the_default_class() -> None:
     assert named["metadata"]["name"] == "only-b"
     assert defaulted is not None
     assert defaulted["metadata"]["name"] == "gp3"
-    no_default = sim_volumes.snapshot([vb.pvc("c", storage_class_name=None)], [], [vb.storage_class("gp3")])
+    no_default = sim_volumes.snapshot([builders.pvc("c", storage_class_name=None)], [], [builders.storage_class("gp3")])
     assert sim_volumes.storage_class_of(no_default.pvcs["default/c"], no_default) is None
 
 
 def test_snapshot_leaves_out_objects_that_do_not_parse() -> None:
-    broken = vb.pv("broken", zone="a")
+    broken = builders.pv("broken", zone="a")
     broken["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] = "Near"
-    snap = sim_volumes.snapshot([], [broken, vb.pv("fine", zone="a")], [])
+    snap = sim_volumes.snapshot([], [broken, builders.pv("fine", zone="a")], [])
     assert set(snap.pvs) == set(snap.catalog.pvs) == {"fine"}
 
 
 def test_pv_manifest_is_the_claims_volume_pinned_to_the_zone() -> None:
-    claim = _with_uid(vb.pvc("data-0", size="20Gi"), "1234")
-    manifest = sim_volumes.pv_manifest(claim, vb.storage_class("gp3"), zone="us-east-1b")
+    claim = _with_uid(builders.pvc("data-0", size="20Gi"), "1234")
+    manifest = sim_volumes.pv_manifest(claim, builders.storage_class("gp3"), zone="us-east-1b")
     assert manifest["metadata"]["name"] == "pvc-1234"  # external-provisioner's naming: pvc-<claim uid>
     assert manifest["metadata"]["annotations"] == {sim_volumes.ANN_PROVISIONED_BY: "ebs.csi.aws.com"}
     spec = manifest["spec"]
@@ -128,7 +123,7 @@ def test_pv_manifest_is_the_claims_volume_pinned_to_the_zone() -> None:
 
 
 def test_pv_manifest_without_a_zone_has_no_node_affinity() -> None:
-    manifest = sim_volumes.pv_manifest(_with_uid(vb.pvc("c"), "9"), vb.storage_class("gp3"), zone="")
+    manifest = sim_volumes.pv_manifest(_with_uid(builders.pvc("c"), "9"), builders.storage_class("gp3"), zone="")
     assert "nodeAffinity" not in manifest["spec"]
     assert volumes.pv_from_manifest(manifest).node_affinity == ()
 

@@ -6,27 +6,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests import builders
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
 from karpy_emulator import reads, workloads
 from karpy_emulator.apiserver import runner
-
-
-def deployment(replicas: int, *, image: str = "pause") -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "inflate", "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "inflate"}},
-            "template": {
-                "metadata": {"labels": {"app": "inflate"}},
-                "spec": {"containers": [{"name": "inflate", "image": image, "resources": {"requests": {"cpu": "1"}}}]},
-            },
-        },
-    }
 
 
 @pytest.fixture
@@ -50,7 +35,7 @@ async def _scale(api: rest.RestClient, replicas: int) -> None:
 
 
 async def test_scaling_inflate_up_and_down(api: rest.RestClient, controller: workloads.WorkloadController) -> None:
-    await api.create(workloads.DEPLOYMENTS, deployment(0))
+    await api.create(workloads.DEPLOYMENTS, builders.deployment("inflate", 0))
     await controller.sync()
     replicasets, _ = await api.list(workloads.REPLICASETS, namespace="default")
     assert len(replicasets) == 1
@@ -88,7 +73,7 @@ async def test_scaling_inflate_up_and_down(api: rest.RestClient, controller: wor
 async def test_deleted_pods_are_replaced_and_unscheduled_pods_go_first(
     api: rest.RestClient, controller: workloads.WorkloadController
 ) -> None:
-    await api.create(workloads.DEPLOYMENTS, deployment(4))
+    await api.create(workloads.DEPLOYMENTS, builders.deployment("inflate", 4))
     await controller.sync()
     pods = await _pods(api)
     bound = sorted(p["metadata"]["name"] for p in pods)[:2]
@@ -109,12 +94,12 @@ async def test_deleted_pods_are_replaced_and_unscheduled_pods_go_first(
 async def test_template_change_rolls_and_deletion_collects(
     api: rest.RestClient, controller: workloads.WorkloadController
 ) -> None:
-    await api.create(workloads.DEPLOYMENTS, deployment(3))
+    await api.create(workloads.DEPLOYMENTS, builders.deployment("inflate", 3))
     await controller.sync()
     await api.patch(
         workloads.DEPLOYMENTS,
         "inflate",
-        {"spec": {"template": deployment(3, image="pause:v2")["spec"]["template"]}},
+        {"spec": {"template": builders.deployment("inflate", 3, image="pause:v2")["spec"]["template"]}},
         namespace="default",
     )
     await controller.sync()

@@ -33,20 +33,15 @@ async def api() -> AsyncIterator[rest.RestClient]:
         yield served
 
 
-def _claim() -> dict[str, Any]:
-    body = builders.nodeclaim("default-abcde")
-    body["metadata"]["labels"].update(
-        {
-            "node.kubernetes.io/instance-type": "m5.large",
-            "topology.kubernetes.io/zone": "us-east-1a",
-            "karpenter.sh/capacity-type": "spot",
-        }
-    )
-    return body
+CLAIM_LABELS = {
+    "node.kubernetes.io/instance-type": "m5.large",
+    "topology.kubernetes.io/zone": "us-east-1a",
+    "karpenter.sh/capacity-type": "spot",
+}
 
 
 async def _state_of(api: rest.RestClient) -> cluster.Cluster:
-    created = await api.create(R.NODECLAIMS, _claim())
+    created = await api.create(R.NODECLAIMS, builders.nodeclaim("default-abcde", labels=CLAIM_LABELS))
     created["status"] = {"providerID": f"aws:///us-east-1a/{INSTANCE}", "nodeName": "ip-10-0-0-1.ec2.internal"}
     await api.patch(R.NODECLAIMS, created["metadata"]["name"], {"status": created["status"]}, subresource="status")
     state = cluster.Cluster(clock=clock.SystemClock())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.nodeclaim import builders as b
 from tests.nodeclaim import harness
 
@@ -22,54 +23,41 @@ DISRUPTED = {"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}
 DELETING = "2023-11-14T22:13:20Z"
 
 
-def pod(*, scheduled: bool = False, node: str = "", deleting: bool = False) -> dict[str, Any]:
-    conditions = [] if scheduled else [UNSCHEDULABLE]
-    md: dict[str, Any] = {"name": "web", "namespace": "default", "uid": "uid-web"}
-    if deleting:
-        md["deletionTimestamp"] = DELETING
-    spec: dict[str, Any] = {"containers": [{"name": "c"}], **({"nodeName": node} if node else {})}
-    return {"metadata": md, "spec": spec, "status": {"phase": "Pending", "conditions": conditions}}
+WEB = builders.pod("web", uid="uid-web")
+UNSCHEDULABLE_WEB = builders.unschedulable(WEB)
+BOUND_WEB = builders.unschedulable(builders.pod("web", uid="uid-web", node="n1"))  # bound but not yet updated
+CLAIM = builders.nodeclaim("default-x", labels={labels.LABEL_CAPACITY_TYPE: "spot", labels.LABEL_ZONE: "us-east-1a"})
+DELETING_CLAIM = builders.deleting(CLAIM)
+N1 = builders.node("n1", taints=())
 
 
-def node(*, deleting: bool = False, taints: tuple[dict[str, str], ...] = ()) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": "n1"}
-    if deleting:
-        md["deletionTimestamp"] = DELETING
-    return {"metadata": md, "spec": {"taints": list(taints)}}
-
-
-def claim(*, deleting: bool = False, registered: str | None = None) -> dict[str, Any]:
-    md: dict[str, Any] = {
-        "name": "default-x",
-        "labels": {
-            labels.LABEL_NODEPOOL: "default",
-            labels.LABEL_CAPACITY_TYPE: "spot",
-            labels.LABEL_ZONE: "us-east-1a",
-        },
-    }
-    if deleting:
-        md["deletionTimestamp"] = DELETING
-    conditions = [] if registered is None else [{"type": "Registered", "status": registered}]
-    return {"metadata": md, "status": {"conditions": conditions}}
+def registered(claim: dict[str, Any], status: str) -> dict[str, Any]:
+    """A copy of `claim` whose Registered condition has `status`."""
+    return dict(claim, status={"conditions": [builders.condition("Registered", status)]})
 
 
 @pytest.mark.parametrize(
     ("res", "old", "new", "expected"),
     [
-        (resources.PODS, None, pod(), "uid-web"),  # new and unschedulable
-        (resources.PODS, pod(scheduled=True), pod(), "uid-web"),  # became unschedulable
-        (resources.PODS, pod(), pod(node="n1"), None),  # bound
-        (resources.PODS, None, pod(deleting=True), None),  # leaving
-        (resources.PODS, pod(), None, None),  # gone
-        (resources.NODECLAIMS, claim(), claim(deleting=True), "nodeclaim/default-x"),  # deletion starts
-        (resources.NODECLAIMS, None, claim(deleting=True), "nodeclaim/default-x"),  # first seen deleting
-        (resources.NODECLAIMS, claim(deleting=True), claim(deleting=True), None),  # already known
-        (resources.NODECLAIMS, claim(), claim(registered="True"), None),  # other changes
-        (resources.NODES, node(), node(deleting=True), "node/n1"),
-        (resources.NODES, node(), node(taints=(DISRUPTED,)), "node/n1"),  # disruption taints it first
-        (resources.NODES, node(taints=(DISRUPTED,)), node(taints=(DISRUPTED,)), None),
-        (resources.NODES, node(), node(taints=({"key": "other", "effect": "NoSchedule"},)), None),
-        (resources.NODES, node(deleting=True), None, None),
+        (resources.PODS, None, UNSCHEDULABLE_WEB, "uid-web"),  # new and unschedulable
+        (resources.PODS, WEB, UNSCHEDULABLE_WEB, "uid-web"),  # became unschedulable
+        (
+            resources.PODS,
+            UNSCHEDULABLE_WEB,
+            builders.unschedulable(builders.pod("web", uid="uid-web", node="n1")),
+            None,
+        ),  # bound
+        (resources.PODS, None, builders.deleting(UNSCHEDULABLE_WEB), None),  # leaving
+        (resources.PODS, UNSCHEDULABLE_WEB, None, None),  # gone
+        (resources.NODECLAIMS, CLAIM, DELETING_CLAIM, "nodeclaim/default-x"),  # deletion starts
+        (resources.NODECLAIMS, None, DELETING_CLAIM, "nodeclaim/default-x"),  # first seen deleting
+        (resources.NODECLAIMS, DELETING_CLAIM, DELETING_CLAIM, None),  # already known
+        (resources.NODECLAIMS, CLAIM, registered(CLAIM, "True"), None),  # other changes
+        (resources.NODES, N1, builders.deleting(N1), "node/n1"),
+        (resources.NODES, N1, builders.node("n1", taints=[DISRUPTED]), "node/n1"),  # disruption taints it first
+        (resources.NODES, builders.node("n1", taints=[DISRUPTED]), builders.node("n1", taints=[DISRUPTED]), None),
+        (resources.NODES, N1, builders.node("n1", taints=[{"key": "other", "effect": "NoSchedule"}]), None),
+        (resources.NODES, builders.deleting(N1), None, None),
         (resources.NODEPOOLS, None, {"metadata": {"name": "default"}}, None),
     ],
 )
@@ -80,21 +68,21 @@ def test_provisioning_triggers(
 
 
 def test_a_nodeclaim_that_is_gone_counts_with_its_labels() -> None:
-    gone = observers.nodeclaim_gone(resources.NODECLAIMS, claim(deleting=True), None)
+    gone = observers.nodeclaim_gone(resources.NODECLAIMS, DELETING_CLAIM, None)
     assert gone == observers.NodeClaimGone(nodepool="default", capacity_type="spot", zone="us-east-1a")
-    assert observers.nodeclaim_gone(resources.NODECLAIMS, None, claim()) is None
-    assert observers.nodeclaim_gone(resources.NODECLAIMS, claim(), claim(deleting=True)) is None
-    assert observers.nodeclaim_gone(resources.NODES, node(), None) is None
+    assert observers.nodeclaim_gone(resources.NODECLAIMS, None, CLAIM) is None
+    assert observers.nodeclaim_gone(resources.NODECLAIMS, CLAIM, DELETING_CLAIM) is None
+    assert observers.nodeclaim_gone(resources.NODES, N1, None) is None
 
 
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        (claim(registered="Unknown"), claim(registered="True"), "default"),
-        (None, claim(registered="True"), "default"),  # first seen registered (e.g. a relist)
-        (claim(registered="True"), claim(registered="True"), None),  # already counted
-        (claim(), claim(registered="False"), None),
-        (claim(registered="True"), None, None),
+        (registered(CLAIM, "Unknown"), registered(CLAIM, "True"), "default"),
+        (None, registered(CLAIM, "True"), "default"),  # first seen registered (e.g. a relist)
+        (registered(CLAIM, "True"), registered(CLAIM, "True"), None),  # already counted
+        (CLAIM, registered(CLAIM, "False"), None),
+        (registered(CLAIM, "True"), None, None),
     ],
 )
 def test_node_created_when_a_claim_turns_registered(
@@ -123,10 +111,10 @@ def test_only_the_leader_reacts() -> None:
     leader, follower = Recorded(leading=True), Recorded(leading=False)
     for recorded in (leader, follower):
         observe = observers.Observer(recorded.hooks())
-        observe(resources.PODS, None, pod())
-        observe(resources.NODECLAIMS, claim(), claim(registered="True"))
-        observe(resources.NODECLAIMS, claim(registered="True"), claim(deleting=True, registered="True"))
-        observe(resources.NODECLAIMS, claim(deleting=True), None)
+        observe(resources.PODS, None, UNSCHEDULABLE_WEB)
+        observe(resources.NODECLAIMS, CLAIM, registered(CLAIM, "True"))
+        observe(resources.NODECLAIMS, registered(CLAIM, "True"), registered(DELETING_CLAIM, "True"))
+        observe(resources.NODECLAIMS, DELETING_CLAIM, None)
     assert leader.triggers == ["uid-web", "nodeclaim/default-x"]
     assert leader.created == ["default"]
     assert [g.nodepool for g in leader.terminated] == ["default"]
@@ -176,10 +164,8 @@ async def test_termination_reports_the_released_node_with_its_nodepool() -> None
 
 def timed_pod(*conditions: tuple[str, str, str]) -> dict[str, Any]:
     """A pod created at 22:13:20 with (type, status, lastTransitionTime) conditions."""
-    return {
-        "metadata": {"name": "web", "namespace": "default", "creationTimestamp": "2023-11-14T22:13:20Z"},
-        "status": {"conditions": [{"type": t, "status": s, "lastTransitionTime": at} for t, s, at in conditions]},
-    }
+    timed = [builders.condition(t, s, lastTransitionTime=at) for t, s, at in conditions]
+    return builders.pod("web", created="2023-11-14T22:13:20Z", status={"conditions": timed})
 
 
 PENDING = ("PodScheduled", "False", "2023-11-14T22:13:20Z")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests import builders
 from tests.state.conftest import add, delete, modify
 
@@ -15,17 +13,18 @@ I1 = "aws:///us-east-1a/i-1"
 I2 = "aws:///us-east-1b/i-2"
 
 
-def _claim(name: str, *, provider_id: str = "", node_name: str = "") -> dict[str, Any]:
-    status: dict[str, Any] = {k: v for k, v in (("providerID", provider_id), ("nodeName", node_name)) if v}
-    return builders.nodeclaim(name, **status)
-
-
 def _names(state: cluster.Cluster, provider_id: str) -> list[str]:
     return [c.name for c in state.nodeclaims_for_provider_id(provider_id)]
 
 
 def test_added_claim_is_found_by_its_provider_id(state: cluster.Cluster) -> None:
-    add(state, R.NODECLAIMS, _claim("a", provider_id=I1), _claim("b", provider_id=I2), _claim("launching"))
+    add(
+        state,
+        R.NODECLAIMS,
+        builders.nodeclaim("a", provider_id=I1),
+        builders.nodeclaim("b", provider_id=I2),
+        builders.nodeclaim("launching"),
+    )
     assert _names(state, I1) == ["a"]
     assert _names(state, I2) == ["b"]
     assert _names(state, "aws:///us-east-1a/i-9") == []
@@ -33,21 +32,21 @@ def test_added_claim_is_found_by_its_provider_id(state: cluster.Cluster) -> None
 
 
 def test_update_moves_the_claim_to_its_new_provider_id(state: cluster.Cluster) -> None:
-    add(state, R.NODECLAIMS, _claim("a"))
+    add(state, R.NODECLAIMS, builders.nodeclaim("a"))
     assert _names(state, I1) == []
-    modify(state, R.NODECLAIMS, _claim("a", provider_id=I1))  # launched
+    modify(state, R.NODECLAIMS, builders.nodeclaim("a", provider_id=I1))  # launched
     assert _names(state, I1) == ["a"]
-    modify(state, R.NODECLAIMS, _claim("a", provider_id=I2))
+    modify(state, R.NODECLAIMS, builders.nodeclaim("a", provider_id=I2))
     assert _names(state, I1) == []
     assert _names(state, I2) == ["a"]
     # The index hands out the claim as last seen, not the one it was indexed with.
-    modify(state, R.NODECLAIMS, _claim("a", provider_id=I2, node_name="ip-2"))
+    modify(state, R.NODECLAIMS, builders.nodeclaim("a", provider_id=I2, node_name="ip-2"))
     (found,) = state.nodeclaims_for_provider_id(I2)
     assert found.status.node_name == "ip-2"
 
 
 def test_delete_forgets_the_claim(state: cluster.Cluster) -> None:
-    claim = _claim("a", provider_id=I1, node_name="ip-1")
+    claim = builders.nodeclaim("a", provider_id=I1, node_name="ip-1")
     add(state, R.NODECLAIMS, claim)
     delete(state, R.NODECLAIMS, claim)
     assert _names(state, I1) == []
@@ -55,7 +54,7 @@ def test_delete_forgets_the_claim(state: cluster.Cluster) -> None:
 
 
 def test_two_claims_racing_for_one_id_are_both_kept_until_each_goes(state: cluster.Cluster) -> None:
-    first, second = _claim("b-first", provider_id=I1), _claim("a-second", provider_id=I1)
+    first, second = builders.nodeclaim("b-first", provider_id=I1), builders.nodeclaim("a-second", provider_id=I1)
     add(state, R.NODECLAIMS, first, second)
     assert _names(state, I1) == ["a-second", "b-first"]  # all of them, by name: the caller decides
     # The one indexed last leaving must not take the other with it (a one-slot index would forget "b-first").
@@ -63,14 +62,14 @@ def test_two_claims_racing_for_one_id_are_both_kept_until_each_goes(state: clust
     assert _names(state, I1) == ["b-first"]
     add(state, R.NODECLAIMS, second)
     # ... nor must one moving away.
-    modify(state, R.NODECLAIMS, _claim("b-first", provider_id=I2))
+    modify(state, R.NODECLAIMS, builders.nodeclaim("b-first", provider_id=I2))
     assert _names(state, I1) == ["a-second"]
     assert _names(state, I2) == ["b-first"]
 
 
 def test_an_invalid_update_drops_the_claim_from_the_index(state: cluster.Cluster) -> None:
-    add(state, R.NODECLAIMS, _claim("a", provider_id=I1))
-    broken = _claim("a", provider_id=I1)
+    add(state, R.NODECLAIMS, builders.nodeclaim("a", provider_id=I1))
+    broken = builders.nodeclaim("a", provider_id=I1)
     broken["spec"]["requirements"] = "not a list"
     modify(state, R.NODECLAIMS, broken)
     assert "a" in state.nodeclaim_errors()
@@ -78,7 +77,12 @@ def test_an_invalid_update_drops_the_claim_from_the_index(state: cluster.Cluster
 
 
 def test_node_lookup_by_provider_id_then_node_name(state: cluster.Cluster) -> None:
-    add(state, R.NODECLAIMS, _claim("by-pid", provider_id=I1, node_name="other"), _claim("by-name", node_name="ip-2"))
+    add(
+        state,
+        R.NODECLAIMS,
+        builders.nodeclaim("by-pid", provider_id=I1, node_name="other"),
+        builders.nodeclaim("by-name", node_name="ip-2"),
+    )
     assert [c.name for c in state.nodeclaims_for_node(builders.node("ip-1", provider_id=I1))] == ["by-pid"]
     # No claim names the Node's providerID (or it has none): its name decides.
     assert [c.name for c in state.nodeclaims_for_node(builders.node("ip-2", provider_id=I2))] == ["by-name"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import gc
 import weakref
-from typing import Any
 
 from tests import builders
 from tests.state.conftest import add, delete, modify
@@ -17,34 +16,9 @@ from karpy.state import cluster
 R = resources
 
 
-def _claim(
-    name: str,
-    *,
-    pool: str = "default",
-    provider_id: str = "",
-    node_name: str = "",
-    capacity: dict[str, str] | None = None,
-    initialized: bool = False,
-) -> dict[str, Any]:
-    status: dict[str, Any] = {}
-    if provider_id:
-        status["providerID"] = provider_id
-    if node_name:
-        status["nodeName"] = node_name
-    if capacity:
-        status["capacity"] = capacity
-        status["allocatable"] = capacity
-    if initialized:
-        status["conditions"] = [
-            {
-                "type": "Initialized",
-                "status": "True",
-                "reason": "Initialized",
-                "message": "",
-                "lastTransitionTime": "2024-01-01T00:00:00Z",
-            }
-        ]
-    return builders.nodeclaim(name, pool=pool, **status)
+INITIALIZED = builders.condition(
+    "Initialized", reason="Initialized", message="", lastTransitionTime="2024-01-01T00:00:00Z"
+)
 
 
 def test_one_invalid_nodepool_does_not_hide_the_others(state: cluster.Cluster) -> None:
@@ -107,9 +81,9 @@ def test_node_and_nodeclaim_join_by_provider_id_then_node_name(state: cluster.Cl
     add(
         state,
         R.NODECLAIMS,
-        _claim("by-pid", provider_id="aws:///z/i-1", capacity={"cpu": "2"}, initialized=True),
-        _claim("by-name", node_name="ip-2"),
-        _claim("in-flight", provider_id="aws:///z/i-3", capacity={"cpu": "8"}),
+        builders.nodeclaim("by-pid", provider_id="aws:///z/i-1", capacity={"cpu": "2"}, conditions=[INITIALIZED]),
+        builders.nodeclaim("by-name", node_name="ip-2"),
+        builders.nodeclaim("in-flight", provider_id="aws:///z/i-3", capacity={"cpu": "8"}),
     )
     add(
         state,
@@ -133,7 +107,7 @@ def test_node_and_nodeclaim_join_by_provider_id_then_node_name(state: cluster.Cl
 
 
 def test_a_node_replaced_under_the_same_provider_id_rejoins(state: cluster.Cluster) -> None:
-    add(state, R.NODECLAIMS, _claim("c", provider_id="aws:///z/i-1"))
+    add(state, R.NODECLAIMS, builders.nodeclaim("c", provider_id="aws:///z/i-1"))
     node = builders.node("ip-1", provider_id="aws:///z/i-1")
     add(state, R.NODES, node)
     delete(state, R.NODES, node)
@@ -143,11 +117,11 @@ def test_a_node_replaced_under_the_same_provider_id_rejoins(state: cluster.Clust
 
 
 def test_nodepool_usage_sums_capacity_and_counts_nodes(state: cluster.Cluster) -> None:
-    a = _claim("a", capacity={"cpu": "2", "memory": "4Gi"})
-    b = _claim("b", capacity={"cpu": "4"})
-    add(state, R.NODECLAIMS, a, b, _claim("x", pool="other", capacity={"cpu": "1"}))
+    a = builders.nodeclaim("a", capacity={"cpu": "2", "memory": "4Gi"})
+    b = builders.nodeclaim("b", capacity={"cpu": "4"})
+    add(state, R.NODECLAIMS, a, b, builders.nodeclaim("x", pool="other", capacity={"cpu": "1"}))
     assert state.nodepool_usage("default") == {"cpu": 6000, "memory": 4 * 1024**3 * 1000, "nodes": 2000}
-    modify(state, R.NODECLAIMS, _claim("b", capacity={"cpu": "8"}))
+    modify(state, R.NODECLAIMS, builders.nodeclaim("b", capacity={"cpu": "8"}))
     assert state.nodepool_usage("default")["cpu"] == 10000
     delete(state, R.NODECLAIMS, a)
     assert state.nodepool_usage("default") == {"cpu": 8000, "nodes": 1000}
@@ -173,7 +147,7 @@ def test_nominations_expire_with_the_clock(state: cluster.Cluster, manual: clock
 
 
 def test_marks_for_deletion_and_seq(state: cluster.Cluster) -> None:
-    add(state, R.NODECLAIMS, _claim("c", provider_id="aws:///z/i-1"))
+    add(state, R.NODECLAIMS, builders.nodeclaim("c", provider_id="aws:///z/i-1"))
     add(state, R.NODES, builders.node("ip-1", provider_id="aws:///z/i-1"))
     seq = state.seq
     assert not state.changed_since(seq)
@@ -237,16 +211,16 @@ def test_pending_pods_are_oldest_first(state: cluster.Cluster) -> None:
 
 def test_a_created_claim_is_in_flight_until_its_launch_resolves(state: cluster.Cluster) -> None:
     assert state.launches_resolved()
-    state.record_created(R.NODECLAIMS, _claim("new"))  # the create response, before any watch event
+    state.record_created(R.NODECLAIMS, builders.nodeclaim("new"))  # the create response, before any watch event
     assert [c.metadata.name for c in state.nodeclaims()] == ["new"]
     assert not state.launches_resolved()  # provisioning and disruption wait: it holds no capacity yet
-    modify(state, R.NODECLAIMS, _claim("new", provider_id="aws:///z/i-1", capacity={"cpu": "2"}))
+    modify(state, R.NODECLAIMS, builders.nodeclaim("new", provider_id="aws:///z/i-1", capacity={"cpu": "2"}))
     assert state.launches_resolved()
 
 
 def test_a_late_creation_response_never_replaces_what_the_watch_delivered(state: cluster.Cluster) -> None:
-    add(state, R.NODECLAIMS, _claim("raced", provider_id="aws:///z/i-1", capacity={"cpu": "2"}))
-    state.record_created(R.NODECLAIMS, _claim("raced"))  # older: no providerID yet
+    add(state, R.NODECLAIMS, builders.nodeclaim("raced", provider_id="aws:///z/i-1", capacity={"cpu": "2"}))
+    state.record_created(R.NODECLAIMS, builders.nodeclaim("raced"))  # older: no providerID yet
     (claim,) = state.nodeclaims()
     assert claim.status.provider_id == "aws:///z/i-1"
     assert state.launches_resolved()
@@ -280,7 +254,7 @@ def test_a_csinode_sets_the_volume_limits_of_its_registered_node(state: cluster.
             ]
         },
     }
-    add(state, R.NODECLAIMS, _claim("in-flight", provider_id="aws:///z/i-3"))
+    add(state, R.NODECLAIMS, builders.nodeclaim("in-flight", provider_id="aws:///z/i-3"))
     add(state, R.NODES, builders.node("ip-1"))
     add(state, R.CSINODES, csinode, {**csinode, "metadata": {"name": "in-flight"}})
     nodes = {n.name: n for n in state.state_nodes()}
@@ -295,7 +269,7 @@ def test_a_dropped_cluster_is_freed_without_the_cyclic_collector(manual: clock.M
     for (and cost) a full collection, at exit if nothing else."""
     state = cluster.Cluster(clock=manual)
     add(state, R.NODEPOOLS, builders.nodepool("default"))
-    add(state, R.NODECLAIMS, _claim("c1", provider_id="aws:///z/i-1"))
+    add(state, R.NODECLAIMS, builders.nodeclaim("c1", provider_id="aws:///z/i-1"))
     dropped = weakref.ref(state)
     was = gc.isenabled()
     gc.disable()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.nodeclaim import builders as b
 from tests.nodeclaim import harness
 
@@ -112,19 +113,10 @@ async def test_empty_node_still_waits_the_minimum_drain_time() -> None:
     assert env.clock.now() - start == controller.MIN_DRAIN_TIME  # no later than the minimum either
 
 
-def _pdb(name: str, *, min_available: int, app: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}},
-    }
-
-
 async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -> None:
     env = harness.make_env()
     await _registered(env, tgp="1h")  # even with a TGP, no PDB-protected pod is deleted before it
-    env.kube.put(resources.PDBS, _pdb("web", min_available=2, app="web"))
+    env.kube.put(resources.PDBS, builders.pdb("web", {"app": "web"}, minAvailable=2))
     for name in ("web-1", "web-2"):
         env.kube.put(resources.PODS, b.pod_dict(name, pod_labels={"app": "web"}))
     await _delete_node(env)
@@ -294,8 +286,8 @@ async def test_node_without_nodeclaim_still_terminates_its_instance() -> None:
 async def test_failed_eviction_backs_off_and_is_reported() -> None:
     env = harness.make_env()
     await _registered(env)
-    env.kube.put(resources.PDBS, _pdb("one", min_available=0, app="web"))
-    env.kube.put(resources.PDBS, _pdb("two", min_available=0, app="web"))
+    env.kube.put(resources.PDBS, builders.pdb("one", {"app": "web"}, minAvailable=0))
+    env.kube.put(resources.PDBS, builders.pdb("two", {"app": "web"}, minAvailable=0))
     env.kube.put(resources.PODS, b.pod_dict("web-1", pod_labels={"app": "web"}))
     await _delete_node(env)
     term = controller.TerminationController(env.deps, backoff=drain.Backoff(base=1.0, cap=4.0))

@@ -88,38 +88,16 @@ async def emulated() -> AsyncIterator[cluster.EmulatedCluster]:
     assert [t for t in started if t.is_alive()] == []
 
 
-def nodeclass(role: str) -> dict[str, Any]:
-    selector = [{"tags": {seeding.DISCOVERY_TAG: CLUSTER}}]
-    return builders.ec2nodeclass(role=role, subnetSelectorTerms=selector, securityGroupSelectorTerms=selector)
-
-
-NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                "requirements": [
-                    {"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
-                    {"key": labels.LABEL_ARCH, "operator": "In", "values": ["amd64"]},
-                    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m"]},
-                ],
-            }
-        },
-        "limits": {"cpu": "100"},
-    },
-}
-POD = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "web-1", "namespace": "default"},
-    "spec": {
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "web", "image": "pause", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-    },
-}
+NODEPOOL = builders.nodepool(
+    requirements=[
+        {"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+        {"key": labels.LABEL_ARCH, "operator": "In", "values": ["amd64"]},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m"]},
+    ],
+    limits={"cpu": "100"},
+)
+POD = builders.pod("web-1", memory="1Gi", terminationGracePeriodSeconds=0)
+SELECTOR = [{"tags": {seeding.DISCOVERY_TAG: CLUSTER}}]
 
 
 def described_instances(region: str) -> list[Mapping[str, Any]]:
@@ -173,7 +151,12 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             assert "instance status" in leadership.singletons(ctrl)  # run by the leader only, with the other loops
             assert "launch template janitor" in leadership.singletons(ctrl)  # as is the launch-template sweep
             assert "instance tagger" in leadership.singletons(ctrl)  # and the tagging of registered instances
-            await api.create(resources.EC2NODECLASSES, nodeclass(seeded.node_role))
+            await api.create(
+                resources.EC2NODECLASSES,
+                builders.ec2nodeclass(
+                    role=seeded.node_role, subnetSelectorTerms=SELECTOR, securityGroupSelectorTerms=SELECTOR
+                ),
+            )
             await api.create(resources.NODEPOOLS, NODEPOOL)
 
             async def nodeclass_ready() -> Mapping[str, Any] | None:
