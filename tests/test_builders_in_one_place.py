@@ -1,0 +1,144 @@
+"""Builders of Kubernetes and karpy objects live in `tests/builders.py`: a test module that needs another shape passes
+parameters to them (or binds some with `functools.partial`) instead of defining its own `pod()`, `node()`, ... so one
+fix to an object's shape reaches every test."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+TESTS = pathlib.Path(__file__).parent
+SHARED = TESTS / "builders.py"
+
+# The objects a builder's name may say it builds, and the spellings that decorate such a name.
+KINDS = frozenset(
+    {
+        "claim",
+        "daemonset",
+        "deployment",
+        "ec2nodeclass",
+        "node",
+        "nodeclaim",
+        "nodeclass",
+        "nodepool",
+        "pdb",
+        "pod",
+        "pool",
+        "pv",
+        "pvc",
+        "storage_class",
+    }
+)
+PREFIXES = ("make_", "build_", "parsed_", "new_")
+SUFFIXES = ("_dict", "_manifest", "_body", "_obj")
+
+# Local builders that build something the shared ones do not, with the reason. Keep this short.
+_DEMO = "the demo's own manifest (karpy_emulator.demo) with e2e knobs: e2e runs what `make demo` applies"
+_UPSTREAM = "what upstream Karpenter leaves in a cluster, rebuilt from a PoolSpec and a moto instance (adoption)"
+_YAML = "YAML text for `karpy simulate` input files (the text and its line numbers are the point), not an object"
+DIFFERENT = {
+    "e2e/support.py::pool": _DEMO,
+    "e2e/support.py::deployment": _DEMO,
+    "e2e/upstream_cluster.py::nodeclass_manifest": _UPSTREAM,
+    "e2e/upstream_cluster.py::nodepool_manifest": _UPSTREAM,
+    "e2e/upstream_cluster.py::nodeclaim_manifest": _UPSTREAM,
+    "simulate/builders.py::pod_manifest": _YAML,
+    "simulate/test_strict.py::pod": _YAML,
+    "simulate/test_strict.py::deployment": _YAML,
+}
+# Builders still to fold into tests/builders.py (mostly of parsed objects, which need `parsed_*` variants there);
+# this list may only shrink.
+_PARSED = "builds a parsed object: fold into a builders.parsed_* variant"
+_FOLDER = "the folder's shared builders: fold their parameters into tests/builders.py"
+NOT_YET_FOLDED = {
+    "api/test_budgets.py::_pool": _PARSED,
+    "api/test_examples_and_crds.py::_pool": _PARSED,
+    "api/test_manifest_hashing_garbage.py::_pool": _PARSED,
+    "cloudprovider/aws/builders.py::make_nodeclass": _PARSED,
+    "cloudprovider/aws/builders.py::make_nodeclaim": _PARSED,
+    "cloudprovider/aws/test_provider.py::_pool": _PARSED,
+    "cloudprovider/contract.py::make_nodepool": _PARSED,
+    "cloudprovider/contract.py::make_nodeclaim": _PARSED,
+    "cloudprovider/test_fake_provider.py::claim": _PARSED,
+    "cloudprovider/test_overlay.py::_pool": _PARSED,
+    "cloudprovider/test_tenancy.py::_pool": _PARSED,
+    "disruption/test_rules.py::_node": _PARSED,
+    "disruption/test_rules.py::_claim": _PARSED,
+    "disruption/world.py::pool_manifest": _FOLDER,
+    "emulator/test_kube_scale.py::_pool": _PARSED,
+    "interruption/test_controller.py::_claim": _PARSED,
+    "interruption/test_handler.py::_claim": _PARSED,
+    "nodeclaim/builders.py::claim_dict": _FOLDER,
+    "nodeclaim/builders.py::claim": _FOLDER,
+    "nodeclaim/builders.py::node_dict": _FOLDER,
+    "nodeclaim/builders.py::pod_dict": _FOLDER,
+    "nodeclaim/test_conditions_controller.py::pod": _FOLDER,
+    "nodeclaim/test_conditions_controller.py::_claim": _FOLDER,
+    "nodeclaim/test_controller.py::_claim": _FOLDER,
+    "nodeclaim/test_garbagecollection.py::_claim": _PARSED,
+    "nodeclaim/test_registration_health.py::claim": _FOLDER,
+    "nodeclaim/test_repair.py::node": _FOLDER,
+    "nodepool/test_status.py::nodeclass": _PARSED,
+    "provisioning/builders.py::parsed_nodepool": _PARSED,
+    "runtime/test_metrics.py::node": _PARSED,
+    "scheduling/conftest.py::make_nodepool": _PARSED,
+    "scheduling/conftest.py::make_pod": _PARSED,
+    "scheduling/test_daemons.py::_pod": _PARSED,
+    "scheduling/test_diagnosis.py::node": _PARSED,
+    "scheduling/test_domains_and_limits.py::_node": _PARSED,
+    "scheduling/test_reuse.py::_pod": _PARSED,
+    "scheduling/test_reuse.py::_node": _PARSED,
+    "scheduling/test_volume_scenarios.py::_pod": _PARSED,
+    "termination/test_drain.py::_pod": _PARSED,
+}
+ALLOWED = DIFFERENT | NOT_YET_FOLDED
+
+
+def builds(name: str) -> str | None:
+    """The kind a top-level function's name says it builds, or None."""
+    stem = name.lstrip("_")
+    for prefix in PREFIXES:
+        stem = stem.removeprefix(prefix)
+    for suffix in SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    return stem if stem in KINDS else None
+
+
+def local_builders(source: str) -> list[str]:
+    """Names of the top-level (sync) functions in `source` that build an object of a known kind."""
+    tree = ast.parse(source)
+    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and builds(node.name)]
+
+
+def test_builders_are_recognised_by_name() -> None:
+    source = (
+        "def pod(): ...\n"
+        "def _node(): ...\n"
+        "def make_nodepool(): ...\n"
+        "def parsed_nodeclaim(): ...\n"
+        "def claim_dict(): ...\n"
+        "def pool_manifest(): ...\n"
+        "async def nodes(): ...\n"  # an async read of the API server, not a builder
+        "def node_zone(): ...\n"
+        "def test_pod(): ...\n"
+        "class Pods:\n    def pod(self): ...\n"
+    )
+    assert local_builders(source) == [
+        "pod",
+        "_node",
+        "make_nodepool",
+        "parsed_nodeclaim",
+        "claim_dict",
+        "pool_manifest",
+    ]
+
+
+def test_no_test_module_defines_its_own_object_builder() -> None:
+    found = {
+        f"{path.relative_to(TESTS).as_posix()}::{name}"
+        for path in sorted(TESTS.rglob("*.py"))
+        if path != SHARED
+        for name in local_builders(path.read_text(encoding="utf-8"))
+    }
+    assert sorted(found - ALLOWED.keys()) == [], "add parameters to tests/builders.py instead"
+    assert sorted(ALLOWED.keys() - found) == [], "an allowed builder is gone: drop it from ALLOWED"
