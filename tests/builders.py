@@ -10,6 +10,9 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from karpy.api import ec2nodeclass as ec2nodeclass_api
+from karpy.api import nodeclaim as nodeclaim_api
+from karpy.api import parse
 from karpy.scheduling import pods
 
 NS = "default"
@@ -86,7 +89,7 @@ def pod(
 
 
 def parsed_pod(name: str = "p", **fields: Any) -> pods.Pod:
-    """`pod(name, **fields)` as the scheduler sees it."""
+    """`pod(name, **fields)` through the real parser, as the scheduler sees it."""
     return pods.from_manifest(pod(name, **fields))
 
 
@@ -153,9 +156,10 @@ def node(
     taints: Sequence[Mapping[str, str]] | None = None,
     unschedulable: bool = False,
     hostname: bool = False,
+    conditions: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """A Node with `cpu`/`memory` allocatable; `ready` adds the Ready condition, `taints` the spec taints, and
-    `hostname` the kubelet's hostname label."""
+    """A Node with `cpu`/`memory` allocatable; `ready` adds the Ready condition and `conditions` others, `taints`
+    sets the spec taints, and `hostname` the kubelet's hostname label."""
     node_labels = {HOSTNAME_KEY: name} if hostname else {}
     obj: dict[str, Any] = {
         "apiVersion": "v1",
@@ -170,8 +174,9 @@ def node(
         obj["spec"]["taints"] = [dict(taint) for taint in taints]
     if unschedulable:
         obj["spec"]["unschedulable"] = True
-    if ready is not None:
-        obj["status"]["conditions"] = [condition("Ready", "True" if ready else "False")]
+    ready_condition = [] if ready is None else [condition("Ready", "True" if ready else "False")]
+    if ready_condition or conditions:
+        obj["status"]["conditions"] = [*ready_condition, *(dict(c) for c in conditions)]
     return obj
 
 
@@ -259,8 +264,11 @@ def nodeclaim(
     return manifest
 
 
-def ec2nodeclass(name: str = "default", **spec: Any) -> dict[str, Any]:
-    """A minimal valid EC2NodeClass (discovery tag `demo`); keyword arguments replace top-level spec fields."""
+def ec2nodeclass(
+    name: str = "default", *, generation: int | None = None, status: Mapping[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
+    """A minimal valid EC2NodeClass (discovery tag `demo`) at `generation`, with `status`; keyword arguments replace
+    top-level spec fields."""
     manifest: dict[str, Any] = {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
@@ -273,7 +281,21 @@ def ec2nodeclass(name: str = "default", **spec: Any) -> dict[str, Any]:
         },
     }
     manifest["spec"].update(copy.deepcopy(spec))
+    if generation is not None:
+        manifest["metadata"]["generation"] = generation
+    if status is not None:
+        manifest["status"] = copy.deepcopy(dict(status))
     return manifest
+
+
+def parsed_ec2nodeclass(name: str = "default", **fields: Any) -> ec2nodeclass_api.EC2NodeClass:
+    """`ec2nodeclass(name, **fields)` through the real parser."""
+    return parse.ec2nodeclass(ec2nodeclass(name, **fields))
+
+
+def parsed_nodeclaim(name: str, **fields: Any) -> nodeclaim_api.NodeClaim:
+    """`nodeclaim(name, **fields)` through the real parser."""
+    return parse.nodeclaim(nodeclaim(name, **fields))
 
 
 ZONE_KEY = "topology.kubernetes.io/zone"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,66 +36,81 @@ ts = decoding.format_timestamp
 # --- pod_event_time ------------------------------------------------------------------------------------------------
 
 
-def pod(
-    *,
-    node: str = "n0",
-    scheduled: float | None = None,
-    phase: str = "Running",
-    deleting: bool = False,
-    daemon: bool = False,
-) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": "p", "namespace": "default"}
-    if deleting:
-        md["deletionTimestamp"] = ts(NOW)
-    if daemon:
-        md["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds", "controller": True}]
-    conds = []
-    if scheduled is not None:
-        conds.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(scheduled)})
-    return {"metadata": md, "spec": {"nodeName": node}, "status": {"phase": phase, "conditions": conds}}
+on_n0 = functools.partial(builders.pod, node="n0", phase="Running")
+PENDING = builders.unschedulable(builders.pod())
+DAEMON_OWNER = {"kind": "DaemonSet", "name": "ds", "controller": True}
 
 
-PENDING = {
-    "metadata": {"name": "p", "namespace": "default"},
-    "spec": {},
-    "status": {
-        "phase": "Pending",
-        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-    },
-}
+def scheduled_at(at: float) -> dict[str, Any]:
+    """A pod status whose PodScheduled condition turned True at `at`."""
+    return {"conditions": [builders.condition("PodScheduled", lastTransitionTime=ts(at))]}
+
+
 BOUND_AT = NOW - 30
 
 
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        pytest.param(PENDING, pod(scheduled=BOUND_AT), BOUND_AT, id="bind: the PodScheduled transition time"),
-        pytest.param(None, pod(scheduled=BOUND_AT), BOUND_AT, id="first sight of a bound pod (list)"),
-        pytest.param(pod(scheduled=BOUND_AT), pod(scheduled=BOUND_AT), None, id="status churn, same binding"),
-        pytest.param(pod(scheduled=BOUND_AT), pod(scheduled=BOUND_AT + 5), BOUND_AT + 5, id="re-scheduled"),
-        pytest.param(pod(scheduled=BOUND_AT), pod(scheduled=BOUND_AT, phase="Succeeded"), NOW, id="turns terminal"),
-        pytest.param(pod(scheduled=BOUND_AT), pod(scheduled=BOUND_AT, phase="Failed"), NOW, id="fails"),
-        pytest.param(pod(scheduled=BOUND_AT), pod(scheduled=BOUND_AT, deleting=True), NOW, id="starts terminating"),
-        pytest.param(pod(deleting=True), pod(deleting=True, phase="Succeeded"), None, id="already leaving"),
-        pytest.param(pod(scheduled=BOUND_AT), None, NOW, id="vanishes while running: leaves"),
-        pytest.param(pod(phase="Succeeded"), None, None, id="deleted after terminal (counted then)"),
-        pytest.param(pod(deleting=True), None, None, id="deleted after terminating (counted then)"),
-        pytest.param(PENDING, pod(), NOW, id="bound without a PodScheduled time: now"),
-        pytest.param(None, pod(), None, id="listed bound pod without a time: unknown, not now"),
+        pytest.param(
+            PENDING, on_n0(status=scheduled_at(BOUND_AT)), BOUND_AT, id="bind: the PodScheduled transition time"
+        ),
+        pytest.param(None, on_n0(status=scheduled_at(BOUND_AT)), BOUND_AT, id="first sight of a bound pod (list)"),
+        pytest.param(
+            on_n0(status=scheduled_at(BOUND_AT)),
+            on_n0(status=scheduled_at(BOUND_AT)),
+            None,
+            id="status churn, same binding",
+        ),
+        pytest.param(
+            on_n0(status=scheduled_at(BOUND_AT)),
+            on_n0(status=scheduled_at(BOUND_AT + 5)),
+            BOUND_AT + 5,
+            id="re-scheduled",
+        ),
+        pytest.param(
+            on_n0(status=scheduled_at(BOUND_AT)),
+            on_n0(status=scheduled_at(BOUND_AT), phase="Succeeded"),
+            NOW,
+            id="turns terminal",
+        ),
+        pytest.param(
+            on_n0(status=scheduled_at(BOUND_AT)), on_n0(status=scheduled_at(BOUND_AT), phase="Failed"), NOW, id="fails"
+        ),
+        pytest.param(
+            on_n0(status=scheduled_at(BOUND_AT)),
+            builders.deleting(on_n0(status=scheduled_at(BOUND_AT)), at=ts(NOW)),
+            NOW,
+            id="starts terminating",
+        ),
+        pytest.param(
+            builders.deleting(on_n0(), at=ts(NOW)),
+            builders.deleting(on_n0(phase="Succeeded"), at=ts(NOW)),
+            None,
+            id="already leaving",
+        ),
+        pytest.param(on_n0(status=scheduled_at(BOUND_AT)), None, NOW, id="vanishes while running: leaves"),
+        pytest.param(on_n0(phase="Succeeded"), None, None, id="deleted after terminal (counted then)"),
+        pytest.param(builders.deleting(on_n0(), at=ts(NOW)), None, None, id="deleted after terminating (counted then)"),
+        pytest.param(PENDING, on_n0(), NOW, id="bound without a PodScheduled time: now"),
+        pytest.param(None, on_n0(), None, id="listed bound pod without a time: unknown, not now"),
         pytest.param(PENDING, PENDING, None, id="still pending: no node"),
-        pytest.param(None, pod(scheduled=BOUND_AT, daemon=True), None, id="daemonset pods never count"),
-        pytest.param(pod(daemon=True), None, None, id="daemonset pod deleted"),
+        pytest.param(
+            None, on_n0(status=scheduled_at(BOUND_AT), owners=[DAEMON_OWNER]), None, id="daemonset pods never count"
+        ),
+        pytest.param(on_n0(owners=[DAEMON_OWNER]), None, None, id="daemonset pod deleted"),
         pytest.param(None, None, None, id="nothing"),
-        pytest.param(pod(), pod(phase="Running"), None, id="bound before and after, no PodScheduled time: no event"),
+        pytest.param(
+            on_n0(), on_n0(phase="Running"), None, id="bound before and after, no PodScheduled time: no event"
+        ),
         pytest.param(
             PENDING,
-            {
-                **pod(),
-                "status": {
+            on_n0(
+                status={
                     "phase": "Pending",
-                    "conditions": [{"type": "PodScheduled", "status": "False", "lastTransitionTime": ts(BOUND_AT)}],
-                },
-            },
+                    "conditions": [builders.condition("PodScheduled", "False", lastTransitionTime=ts(BOUND_AT))],
+                }
+            ),
             NOW,
             id="a False PodScheduled does not date the bind",
         ),
@@ -563,10 +579,12 @@ async def test_a_transport_failure_costs_the_claim_a_backoff_not_the_loop() -> N
 
 def test_observe_ignores_other_resources_and_keeps_the_latest_time() -> None:
     env = Env()
-    env.ctrl.observe(resources.NODES, None, pod(scheduled=BOUND_AT))
+    env.ctrl.observe(resources.NODES, None, on_n0(status=scheduled_at(BOUND_AT)))
     assert env.ctrl.pending_pod_event("n0") is None
-    env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT))
-    env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT - 100))  # an older bind does not move it back
+    env.ctrl.observe(resources.PODS, None, on_n0(status=scheduled_at(BOUND_AT)))
+    env.ctrl.observe(
+        resources.PODS, None, on_n0(status=scheduled_at(BOUND_AT - 100))
+    )  # an older bind does not move it back
     assert env.ctrl.pending_pod_event("n0") == BOUND_AT
 
 
@@ -656,11 +674,11 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
 async def test_a_pod_event_seen_during_the_write_stays_pending() -> None:
     env = Env(after="1h")
     env.node(initialized_at=env.now - 7200)
-    env.ctrl.observe(resources.PODS, None, pod(scheduled=env.now - 20))
+    env.ctrl.observe(resources.PODS, None, on_n0(status=scheduled_at(env.now - 20)))
     real_patch = env.w.kube.patch
 
     async def patch_while_a_pod_binds(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        env.ctrl.observe(resources.PODS, None, pod(scheduled=env.now - 10))  # arrives while we write
+        env.ctrl.observe(resources.PODS, None, on_n0(status=scheduled_at(env.now - 10)))  # arrives while we write
         return await real_patch(*args, **kwargs)
 
     env.w.kube.patch = patch_while_a_pod_binds  # type: ignore[method-assign]
@@ -672,8 +690,8 @@ async def test_a_pod_event_seen_during_the_write_stays_pending() -> None:
 def test_pod_events_of_nodes_without_a_claim_are_dropped() -> None:
     env = Env()
     env.node("n0")
-    env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT, node="n0"))
-    env.ctrl.observe(resources.PODS, None, pod(scheduled=BOUND_AT, node="someone-elses"))
+    env.ctrl.observe(resources.PODS, None, on_n0(node="n0", status=scheduled_at(BOUND_AT)))
+    env.ctrl.observe(resources.PODS, None, on_n0(node="someone-elses", status=scheduled_at(BOUND_AT)))
     assert env.ctrl.route_pod_events(env.w.cluster.nodeclaims()) == {"n0"}
     assert env.ctrl.pending_pod_event("someone-elses") is None
     assert env.ctrl.pending_pod_event("n0") == BOUND_AT

@@ -4,9 +4,9 @@ forceful delete, with cases after core's node/health suite (the AWS policies, si
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
+from tests import builders
 from tests.disruption import world as world_mod
 
 from karpy.api import decoding, labels
@@ -18,16 +18,9 @@ AWS = aws_repair.REPAIR_POLICIES
 MIN = 60.0
 
 
-def node(*conditions: tuple[str, str, float]) -> dict[str, Any]:
-    """A Node with (type, status, lastTransitionTime) conditions."""
-    return {
-        "metadata": {"name": "n"},
-        "status": {
-            "conditions": [
-                {"type": t, "status": s, "lastTransitionTime": decoding.format_timestamp(at)} for t, s, at in conditions
-            ]
-        },
-    }
+def timed(*conditions: tuple[str, str, float]) -> list[dict[str, str]]:
+    """(type, status, lastTransitionTime) conditions."""
+    return [builders.condition(t, s, lastTransitionTime=decoding.format_timestamp(at)) for t, s, at in conditions]
 
 
 T = world_mod.T0
@@ -54,7 +47,7 @@ T = world_mod.T0
 def test_unhealthy_by_the_aws_policies(
     conditions: Sequence[tuple[str, str, float]], expected: tuple[str, float] | None
 ) -> None:
-    found = repair.unhealthy(node(*conditions), AWS)
+    found = repair.unhealthy(builders.node("n", conditions=timed(*conditions)), AWS)
     assert (None if found is None else (found.condition_type, found.due)) == expected
 
 
@@ -63,7 +56,7 @@ def test_unhealthy_by_the_aws_policies(
     [(1, 1, True), (3, 1, True), (3, 2, False), (5, 1, True), (5, 2, False), (10, 2, True), (10, 3, False)],
 )
 def test_twenty_percent_rounded_up_may_be_unhealthy(total: int, sick: int, healthy: bool) -> None:
-    nodes = [node(("Ready", "False" if i < sick else "True", T)) for i in range(total)]
+    nodes = [builders.node("n", conditions=timed(("Ready", "False" if i < sick else "True", T))) for i in range(total)]
     assert repair.pool_healthy(nodes, AWS) is healthy
 
 

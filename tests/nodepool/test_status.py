@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import pytest
 from tests import builders
 
-from karpy.api import ec2nodeclass, hashing, labels, meta, parse
+from karpy.api import hashing, labels, meta, parse
 from karpy.kube import patches
 from karpy.nodepool import drift_hash
 from karpy.nodepool import status as nodepool_status
@@ -17,22 +18,15 @@ NOW = 1_700_000_000.0
 GiB = 1024**3 * 1000
 
 
-def nodeclass(ready: str | None) -> ec2nodeclass.EC2NodeClass:
-    raw: dict[str, Any] = {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": "default", "generation": 3},
-        "spec": {
-            "role": "r",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": {"a": "b"}}],
-            "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
-        },
-    }
-    if ready is not None:
-        raw["status"] = {"conditions": [{"type": "Ready", "status": ready, "reason": "R", "message": "why",
-                                         "lastTransitionTime": "2023-11-14T22:13:20Z"}]}  # fmt: skip
-    return parse.ec2nodeclass(raw)
+parsed_nodeclass = functools.partial(builders.parsed_ec2nodeclass, generation=3)
+
+
+def nodeclass_status(ready: str | None) -> dict[str, Any] | None:
+    """An EC2NodeClass status whose Ready condition is `ready` (None: not reconciled yet, no status)."""
+    if ready is None:
+        return None
+    at = "2023-11-14T22:13:20Z"
+    return {"conditions": [builders.condition("Ready", ready, reason="R", message="why", lastTransitionTime=at)]}
 
 
 POOL = parse.nodepool(builders.nodepool("good"))
@@ -50,7 +44,7 @@ POOL = parse.nodepool(builders.nodepool("good"))
     ],
 )
 def test_condition_table(nc_ready: str | None, error: str, expected: tuple[str, str, str]) -> None:
-    classes = {} if nc_ready == "missing" else {"default": nodeclass(nc_ready)}
+    classes = {} if nc_ready == "missing" else {"default": parsed_nodeclass(status=nodeclass_status(nc_ready))}
     conds = nodepool_status.nodepool_conditions(
         (), pool=None if error else POOL, validation_error=error, nodeclasses=classes, now=NOW
     )
@@ -77,7 +71,7 @@ def test_reasons_and_messages_name_the_problem() -> None:
 
 
 def test_transition_time_moves_only_when_status_changes() -> None:
-    classes = {"default": nodeclass("True")}
+    classes = {"default": parsed_nodeclass(status=nodeclass_status("True"))}
     first = nodepool_status.nodepool_conditions((), pool=POOL, validation_error="", nodeclasses=classes, now=NOW)
     same = nodepool_status.nodepool_conditions(first, pool=POOL, validation_error="", nodeclasses=classes, now=NOW + 60)
     assert meta.condition(same, "Ready") == meta.condition(first, "Ready")
@@ -90,7 +84,7 @@ def test_transition_time_moves_only_when_status_changes() -> None:
 def test_status_patch_carries_usage_and_is_none_once_written() -> None:
     raw = builders.nodepool("good")
     usage = {"cpu": 4000, "memory": 16 * GiB, "nodes": 2000}
-    classes = {"default": nodeclass("True")}
+    classes = {"default": parsed_nodeclass(status=nodeclass_status("True"))}
     patch = nodepool_status.nodepool_status_patch(raw, pool=POOL, validation_error="", nodeclasses=classes, usage=usage,
                                              now=NOW)  # fmt: skip
     assert patch is not None
