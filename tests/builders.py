@@ -237,6 +237,7 @@ def nodeclaim(
     capacity: Mapping[str, str] | None = None,
     conditions: Sequence[Mapping[str, str]] = (),
     spec: Mapping[str, Any] | None = None,
+    uid: str | None = None,
     **status: Any,
 ) -> dict[str, Any]:
     """A NodeClaim of `pool` with extra `labels`, `spec` replacing top-level spec fields; `provider_id`,
@@ -252,6 +253,8 @@ def nodeclaim(
         },
     }
     manifest["spec"].update(copy.deepcopy(dict(spec or {})))
+    if uid is not None:
+        manifest["metadata"]["uid"] = uid
     if finalizers:
         manifest["metadata"]["finalizers"] = list(finalizers)
     shortcuts: dict[str, Any] = {"providerID": provider_id, "nodeName": node_name}

@@ -67,8 +67,6 @@ NOT_YET_FOLDED = {
     "disruption/test_rules.py::_claim": _PARSED,
     "disruption/world.py::pool_manifest": _FOLDER,
     "emulator/test_kube_scale.py::_pool": _PARSED,
-    "interruption/test_controller.py::_claim": _PARSED,
-    "interruption/test_handler.py::_claim": _PARSED,
     "nodeclaim/builders.py::claim_dict": _FOLDER,
     "nodeclaim/builders.py::claim": _FOLDER,
     "nodeclaim/builders.py::node_dict": _FOLDER,

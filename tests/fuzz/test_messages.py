@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests import mutations
-from tests.interruption.test_controller import Queue, _claim, _env
+from tests.interruption.test_controller import Queue, _env, running_claim
 
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import interruption_queue
@@ -78,7 +78,7 @@ def test_reading_a_message_never_raises(body: str) -> None:
 @given(st.lists(bodies(), min_size=1, max_size=9))
 @settings(FUZZ, max_examples=100)
 async def test_a_poisoned_batch_is_handled_in_one_poll_with_its_spot_warning(batch: list[str]) -> None:
-    env = await _env(_claim("target", "i-target", node="ip-1"))
+    env = await _env(running_claim("target", "i-target", node="ip-1"))
     queue: Queue = env.queue
     for i, body in enumerate(batch):
         queue.waiting.append(interruption_queue.read({"ReceiptHandle": f"fuzz-{i}", "Body": body}))

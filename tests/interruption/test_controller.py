@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from tests import tasks
+from tests import builders, tasks
 from tests.provisioning.builders import parsed_nodepool
 
 from karpy import events
-from karpy.api import labels, meta, nodeclaim, nodepool
+from karpy.api import labels, nodeclaim, nodepool
 from karpy.clock import ManualClock
 from karpy.cloudprovider import interruption
 from karpy.interruption import controller
@@ -107,20 +107,14 @@ class Counts:
         return [args for n, args in self.calls if n == name]
 
 
-def _claim(name: str, instance: str, *, node: str = "", pool: str = "default") -> nodeclaim.NodeClaim:
-    return nodeclaim.NodeClaim(
-        metadata=meta.ObjectMeta(
-            name=name,
-            uid=f"uid-{name}",
-            labels={
-                labels.LABEL_NODEPOOL: pool,
-                labels.LABEL_INSTANCE_TYPE: "c5.xlarge",
-                labels.LABEL_ZONE: "us-east-1b",
-                labels.LABEL_CAPACITY_TYPE: "spot",
-            },
-        ),
-        spec=nodeclaim.NodeClaimSpec(node_class_ref=meta.NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default")),
-        status=nodeclaim.NodeClaimStatus(node_name=node, provider_id=f"aws:///us-east-1b/{instance}"),
+C5_SPOT = {labels.LABEL_INSTANCE_TYPE: "c5.xlarge", labels.LABEL_ZONE: "us-east-1b", labels.LABEL_CAPACITY_TYPE: "spot"}
+
+
+def running_claim(name: str, instance: str, *, node: str = "", pool: str = "default") -> nodeclaim.NodeClaim:
+    """A spot NodeClaim of `pool` on EC2 instance `instance`, registered as `node` if given."""
+    provider_id = f"aws:///us-east-1b/{instance}"
+    return builders.parsed_nodeclaim(
+        name, pool=pool, uid=f"uid-{name}", labels=C5_SPOT, provider_id=provider_id, node_name=node
     )
 
 
@@ -178,7 +172,7 @@ def _names(kube: fake.FakeKubeClient) -> set[str]:
 
 
 async def test_spot_interruption_drains_marks_and_deletes_the_message() -> None:
-    env = await _env(_claim("a", "i-a", node="ip-1"), _claim("b", "i-b", node="ip-2"))
+    env = await _env(running_claim("a", "i-a", node="ip-1"), running_claim("b", "i-b", node="ip-2"))
     item = env.queue.put(K.SPOT_INTERRUPTION, "i-a")
     (handled,) = await env.ctl.poll()
     assert handled.deleted_from_queue
@@ -200,7 +194,7 @@ async def test_spot_interruption_drains_marks_and_deletes_the_message() -> None:
 
 
 async def test_delete_is_logged_with_upstream_message_and_fields(caplog: pytest.LogCaptureFixture) -> None:
-    env = await _env(_claim("a", "i-a", node="ip-1"))
+    env = await _env(running_claim("a", "i-a", node="ip-1"))
     env.queue.put(K.SCHEDULED_CHANGE, "i-a")
     with caplog.at_level(logging.INFO, logger=controller.__name__):
         await env.ctl.poll()
@@ -214,7 +208,7 @@ async def test_delete_is_logged_with_upstream_message_and_fields(caplog: pytest.
 
 
 async def test_a_claim_already_gone_is_neither_logged_nor_counted(caplog: pytest.LogCaptureFixture) -> None:
-    env = await _env(_claim("a", "i-a"))
+    env = await _env(running_claim("a", "i-a"))
     await env.kube.delete(resources.NODECLAIMS, "a")  # deleted by someone else after the cache was read
     env.queue.put(K.SPOT_INTERRUPTION, "i-a")
     with caplog.at_level(logging.INFO, logger=controller.__name__):
@@ -227,8 +221,8 @@ async def test_a_claim_already_gone_is_neither_logged_nor_counted(caplog: pytest
 async def test_rebalance_is_an_event_unless_the_pool_opts_in() -> None:
     replace = parsed_nodepool("replace", annotations_={labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"})
     env = await _env(
-        _claim("a", "i-a", node="ip-1"),
-        _claim("r", "i-r", node="ip-2", pool="replace"),
+        running_claim("a", "i-a", node="ip-1"),
+        running_claim("r", "i-r", node="ip-2", pool="replace"),
         pools=[parsed_nodepool("default"), replace],
     )
     env.queue.put(K.REBALANCE_RECOMMENDATION, "i-a")
@@ -246,7 +240,7 @@ async def test_rebalance_is_an_event_unless_the_pool_opts_in() -> None:
 
 
 async def test_unknown_instance_message_is_deleted_without_action() -> None:
-    env = await _env(_claim("a", "i-a"))
+    env = await _env(running_claim("a", "i-a"))
     env.queue.put(K.INSTANCE_TERMINATED, "i-somebody-else")
     (handled,) = await env.ctl.poll()
     assert handled.decisions == ()
@@ -263,7 +257,7 @@ class RefusingClient(fake.FakeKubeClient):
 
 
 async def test_failed_action_leaves_the_message_for_a_retry() -> None:
-    env = await _env(_claim("a", "i-a"))
+    env = await _env(running_claim("a", "i-a"))
     refusing = RefusingClient(env.clock)
     ctl = _on(env, refusing)
     env.queue.put(K.INSTANCE_STOPPED, "i-a")
@@ -274,7 +268,7 @@ async def test_failed_action_leaves_the_message_for_a_retry() -> None:
 
 
 async def test_failed_action_is_dropped_once_the_message_was_received_max_times() -> None:
-    env = await _env(_claim("a", "i-a"))
+    env = await _env(running_claim("a", "i-a"))
     refusing = RefusingClient(env.clock)
     ctl = _on(env, refusing)
     env.queue.put(K.INSTANCE_STOPPED, "i-a", receive_count=controller.MAX_RECEIVES - 1)
@@ -288,7 +282,7 @@ async def test_failed_action_is_dropped_once_the_message_was_received_max_times(
 
 
 async def test_poison_is_dropped_in_the_same_pass_as_the_spot_warning_beside_it() -> None:
-    env = await _env(_claim("a", "i-a", node="ip-1"))
+    env = await _env(running_claim("a", "i-a", node="ip-1"))
     poison = [
         env.queue.put_unreadable(reason)
         for reason in (interruption.DropReason.NOT_JSON, interruption.DropReason.MALFORMED)
@@ -315,7 +309,7 @@ class BuggyClient(fake.FakeKubeClient):
 async def test_a_message_whose_handling_raises_is_dropped_and_its_batch_handled(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    env = await _env(_claim("a", "i-a"), _claim("b", "i-b"))
+    env = await _env(running_claim("a", "i-a"), running_claim("b", "i-b"))
     buggy = BuggyClient(env.clock)
     await buggy.create(resources.NODECLAIMS, {"metadata": {"name": "b"}, "spec": {}})
     ctl = _on(env, buggy)
@@ -332,7 +326,7 @@ async def test_a_message_whose_handling_raises_is_dropped_and_its_batch_handled(
 
 
 async def test_a_failed_queue_delete_does_not_stop_the_batch() -> None:
-    env = await _env(_claim("a", "i-a"), _claim("b", "i-b"))
+    env = await _env(running_claim("a", "i-a"), running_claim("b", "i-b"))
     first = env.queue.put(K.SPOT_INTERRUPTION, "i-a")
     second = env.queue.put(K.SPOT_INTERRUPTION, "i-b")
     env.queue.fail_deletes.add(first.receipt_handle)
@@ -360,7 +354,7 @@ class SlowClient(fake.FakeKubeClient):
 
 
 async def test_at_most_ten_messages_in_flight() -> None:
-    claims = [_claim(f"c{i}", f"i-{i}") for i in range(12)]
+    claims = [running_claim(f"c{i}", f"i-{i}") for i in range(12)]
     env = await _env(*claims)
     slow = SlowClient(env.clock)
     for c in claims:
@@ -388,7 +382,7 @@ def _all_at_once(items: list[interruption.Received | interruption.Unreadable]) -
 
 
 async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
-    env = await _env(_claim("a", "i-a"))
+    env = await _env(running_claim("a", "i-a"))
     env.cluster.is_synced = False
     env.queue.fail_receives = 1
     env.queue.put(K.SPOT_INTERRUPTION, "i-a")
@@ -405,14 +399,14 @@ async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
 
 
 async def test_a_failed_status_check_sets_the_termination_time_to_now_then_deletes() -> None:
-    already = _claim("b", "i-b")
+    already = running_claim("b", "i-b")
     already = dataclasses.replace(
         already,
         metadata=dataclasses.replace(
             already.metadata, annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "2030-01-01T00:00:00Z"}
         ),
     )
-    env = await _env(_claim("a", "i-a", node="ip-1"), already)
+    env = await _env(running_claim("a", "i-a", node="ip-1"), already)
     env.clock.advance(90.0)
     writes: list[tuple[str, str, Any]] = []
     patch, delete = env.kube.patch, env.kube.delete
@@ -442,9 +436,9 @@ async def test_a_failed_status_check_sets_the_termination_time_to_now_then_delet
 
 
 async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_uid() -> None:
-    env = await _env(_claim("a", "i-a", node="ip-1"))
+    env = await _env(running_claim("a", "i-a", node="ip-1"))
     anonymous = dataclasses.replace(
-        _claim("b", "i-b"), metadata=dataclasses.replace(_claim("b", "i-b").metadata, uid="")
+        running_claim("b", "i-b"), metadata=dataclasses.replace(running_claim("b", "i-b").metadata, uid="")
     )
     env.cluster.claims.append(anonymous)
     recorder = events.MemoryRecorder()
@@ -468,7 +462,7 @@ async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_ui
 
 
 async def test_a_failed_action_still_reports_the_message_and_its_decisions() -> None:
-    env = await _env(_claim("a", "i-a"))
+    env = await _env(running_claim("a", "i-a"))
     ctl = controller.InterruptionController(
         controller.Deps(
             client=RefusingClient(env.clock),

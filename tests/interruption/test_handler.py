@@ -4,8 +4,9 @@ matching, rebalance opt-in."""
 from __future__ import annotations
 
 import pytest
+from tests import builders
 
-from karpy.api import ec2nodeclass, labels, meta, nodeclaim
+from karpy.api import ec2nodeclass, labels, meta, nodeclaim, parse
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider.aws import cache, instancetypes
 from karpy.interruption import handler, queue
@@ -14,44 +15,33 @@ K = interruption.Kind
 R = handler.Reason
 
 
-def _claim(
-    name: str,
-    instance: str,
-    *,
-    node: str = "",
-    pool: str = "default",
-    deleting: bool = False,
-    reservation: str = "",
+def launched_claim(
+    name: str, instance: str, *, node: str = "", pool: str = "default", deleting: bool = False, reservation: str = ""
 ) -> nodeclaim.NodeClaim:
+    """An m5.large NodeClaim of `pool` on EC2 instance `instance` (none: not launched), spot unless `reservation`
+    names a capacity reservation, registered as `node` if given."""
     capacity = {labels.LABEL_CAPACITY_TYPE: "spot"}
     if reservation:
         capacity = {labels.LABEL_CAPACITY_TYPE: "reserved", labels.LABEL_CAPACITY_RESERVATION_ID: reservation}
-    return nodeclaim.NodeClaim(
-        metadata=meta.ObjectMeta(
-            name=name,
-            uid=f"uid-{name}",
-            labels={
-                labels.LABEL_NODEPOOL: pool,
-                labels.LABEL_INSTANCE_TYPE: "m5.large",
-                labels.LABEL_ZONE: "us-east-1a",
-                **capacity,
-            },
-            deletion_timestamp=1.0 if deleting else None,
-        ),
-        spec=nodeclaim.NodeClaimSpec(node_class_ref=meta.NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default")),
-        status=nodeclaim.NodeClaimStatus(
-            node_name=node, provider_id=f"aws:///us-east-1a/{instance}" if instance else ""
-        ),
+    offering = {labels.LABEL_INSTANCE_TYPE: "m5.large", labels.LABEL_ZONE: "us-east-1a", **capacity}
+    body = builders.nodeclaim(
+        name,
+        pool=pool,
+        uid=f"uid-{name}",
+        labels=offering,
+        provider_id=f"aws:///us-east-1a/{instance}" if instance else "",
+        node_name=node,
     )
+    return parse.nodeclaim(builders.deleting(body) if deleting else body)
 
 
 CLAIMS = [
-    _claim("a", "i-a", node="ip-10-0-0-1"),
-    _claim("b", "i-b"),  # launched, no node yet
-    _claim("gone", "i-gone", node="ip-10-0-0-9", deleting=True),
-    _claim("optin", "i-optin", node="ip-10-0-0-2", pool="replace"),
-    _claim("unlaunched", ""),
-    _claim("reserved", "i-r", node="ip-10-0-0-3", reservation="cr-0a"),
+    launched_claim("a", "i-a", node="ip-10-0-0-1"),
+    launched_claim("b", "i-b"),  # launched, no node yet
+    launched_claim("gone", "i-gone", node="ip-10-0-0-9", deleting=True),
+    launched_claim("optin", "i-optin", node="ip-10-0-0-2", pool="replace"),
+    launched_claim("unlaunched", ""),
+    launched_claim("reserved", "i-r", node="ip-10-0-0-3", reservation="cr-0a"),
 ]
 
 
@@ -187,7 +177,7 @@ def test_an_unknown_instance_does_not_hide_the_known_ones_after_it() -> None:
 
 
 def test_a_rebalance_for_a_pool_without_annotations_is_an_event_only() -> None:
-    targets = handler.index_by_instance([_claim("elsewhere", "i-e", pool="not-in-the-map")])
+    targets = handler.index_by_instance([launched_claim("elsewhere", "i-e", pool="not-in-the-map")])
     (decision,) = handler.decide(
         interruption.Message(K.REBALANCE_RECOMMENDATION, ("i-e",)), targets, pool_annotations={}
     )
@@ -195,7 +185,7 @@ def test_a_rebalance_for_a_pool_without_annotations_is_an_event_only() -> None:
 
 
 def test_an_offering_is_marked_only_when_the_claim_names_both_type_and_zone() -> None:
-    claim = _claim("typeless", "i-t")
+    claim = launched_claim("typeless", "i-t")
     typeless = nodeclaim.NodeClaim(
         metadata=meta.ObjectMeta(
             name="typeless",
