@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
+from tests import builders
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
@@ -18,15 +18,6 @@ from karpy_emulator.apiserver import runner
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
     async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client:
         yield client
-
-
-def _pod(name: str, namespace: str, *, app: str, node: str = "") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
-        "spec": {"containers": [{"name": "c", "image": "pause"}], **({"nodeName": node} if node else {})},
-    }
 
 
 QUERIES = [
@@ -52,7 +43,9 @@ async def test_the_store_view_answers_as_the_list(
         ("c", "a", "db", "n2"),
         ("q", "a", "batch", "n1"),
     ):
-        await api.create(resources.PODS, _pod(name, namespace, app=app, node=node))
+        await api.create(
+            resources.PODS, builders.pod(name, namespace=namespace, labels={"app": app}, node=node, cpu=None)
+        )
     for name, zone in (("n2", "z2"), ("n1", "z1")):
         await api.create(resources.NODES, {"metadata": {"name": name, "labels": {"zone": zone}}})
     await api.delete(resources.PODS, "q", namespace="a")
@@ -70,7 +63,7 @@ async def test_the_view_sees_writes_at_once_and_sends_no_request(
     api: rest.RestClient, kube: runner.KubeAPIRunner
 ) -> None:
     reader = reads.StoreReader(kube)
-    await api.create(resources.PODS, _pod("web", "default", app="web"))
+    await api.create(resources.PODS, builders.pod("web", namespace="default", labels={"app": "web"}, cpu=None))
     kube.api.accesses.clear()
     await api.bind("default", "web", "n1")
     (pod,), _ = await reader.list(resources.PODS, field_selector="spec.nodeName=n1")
