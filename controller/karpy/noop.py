@@ -7,6 +7,6 @@ Prometheus, and tests, benchmarks and offline tools leave them here. Nothing els
 from __future__ import annotations
 
 
-def ignore(*_: object) -> None:
-    """Accepts any positional arguments and does nothing."""
+def ignore(*_: object, **__: object) -> None:
+    """Accepts any arguments and does nothing (hooks such as `nodeclaim.DisruptedHook` take keywords too)."""
     return None

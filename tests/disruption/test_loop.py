@@ -37,6 +37,7 @@ class FlakyMethod:
     """A disruption method that raises (a bug) on the calls `fails` picks (counted from 0): the pass fails."""
 
     name = "flaky"
+    reason = nodepool.DisruptionReason.EMPTY
 
     def __init__(self, clock: clock_mod.ManualClock, fails: Callable[[int], bool]) -> None:
         self._clock, self._fails = clock, fails

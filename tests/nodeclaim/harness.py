@@ -25,7 +25,7 @@ class Env:
 
     @property
     def deps(self) -> controller.Deps:
-        metrics = controller.Metrics(disrupted=lambda *labels: self.disrupted.append(labels))
+        metrics = controller.Metrics(disrupted=lambda *labels, **_: self.disrupted.append(labels))
         return controller.Deps(
             client=self.kube,
             cloud=self.cloud,

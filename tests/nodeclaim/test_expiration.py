@@ -35,7 +35,7 @@ class Env:
                 cluster=self.cluster,
                 clock=self.clock,
                 recorder=self.recorder,
-                metrics=expiration.Metrics(disrupted=lambda *a: self.disrupted.append(a)),
+                metrics=expiration.Metrics(disrupted=lambda *a, **_: self.disrupted.append(a)),
             )
         )
 

@@ -78,7 +78,7 @@ def blocked(w: world_mod.World, name: str) -> list[str]:
 def controller(w: world_mod.World) -> tuple[repair.RepairController, Recorded]:
     seen = Recorded()
     metrics = repair.Metrics(
-        disrupted=lambda *a: seen.disrupted.append(a), unhealthy_disrupted=lambda *a: seen.unhealthy.append(a)
+        disrupted=lambda *a, **_: seen.disrupted.append(a), unhealthy_disrupted=lambda *a: seen.unhealthy.append(a)
     )
     deps = repair.Deps(
         client=w.kube, cluster=w.cluster, clock=w.clock, recorder=w.recorder, policies=AWS, metrics=metrics

@@ -419,7 +419,7 @@ async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRu
                 return text if 'karpenter_nodeclaims_disrupted_total{capacity_type="' in text else ""
 
             text = await polling.until(scraped)
-        assert 'nodepool="default",reason="expired"} ' in text
+        assert 'nodepool="default",reason="expired",termination_mode="graceful"} ' in text
 
 
 async def test_cancelling_run_stops_it_and_the_cancellation_goes_through(kube: runner.KubeAPIRunner) -> None:

@@ -173,10 +173,13 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
 def test_drift_and_expiry_hooks() -> None:
     m = metrics.Metrics()
     m.drift_hooks().drifted("NodePoolDrifted", "web")
-    m.expiry_hooks().disrupted("Expired", "web", "spot")
+    m.expiry_hooks().disrupted("Expired", "web", "spot", termination_mode="graceful")
     got = samples(m)
     assert got[("karpy_nodeclaims_drifted_total", (("nodepool", "web"), ("type", "NodePoolDrifted")))] == 1
-    disrupted = (("capacity_type", "spot"), ("nodepool", "web"), ("reason", "expired"))
+    disrupted = (
+        ("capacity_type", "spot"), ("consolidation_policy", ""), ("nodepool", "web"), ("reason", "expired"),
+        ("termination_mode", "graceful"),
+    )  # fmt: skip
     assert got[("karpenter_nodeclaims_disrupted_total", disrupted)] == 1
 
 
@@ -184,8 +187,16 @@ DISRUPTED = "karpenter_nodeclaims_disrupted_total"
 CREATED = "karpenter_nodeclaims_created_total"
 
 
-def disrupted(reason: str, pool: str = "web", capacity_type: str = "spot") -> tuple[str, tuple[tuple[str, str], ...]]:
-    return (DISRUPTED, (("capacity_type", capacity_type), ("nodepool", pool), ("reason", reason)))
+def disrupted(
+    reason: str, pool: str = "web", capacity_type: str = "spot", mode: str = ""
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return (
+        DISRUPTED,
+        (
+            ("capacity_type", capacity_type), ("consolidation_policy", ""), ("nodepool", pool), ("reason", reason),
+            ("termination_mode", mode),
+        ),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,10 @@ async def test_a_claim_deleted_for_insufficient_capacity_counts_as_disrupted() -
     await nodeclaim_controller.NodeClaimController(deps).reconcile("web-abc12")
     deleted = env.claim_obj("web-abc12")
     assert deleted is None or deleted["metadata"].get("deletionTimestamp")
-    labels = {"reason": "insufficient_capacity", "nodepool": "web", "capacity_type": ""}  # not launched: no type
+    labels = {
+        "reason": "insufficient_capacity", "nodepool": "web", "capacity_type": "",  # not launched: no type
+        "consolidation_policy": "", "termination_mode": "graceful",
+    }  # fmt: skip
     assert counter(m, "karpenter_nodeclaims_disrupted_total", **labels) == 1
 
 

@@ -91,7 +91,6 @@ NOT_EXPORTED: Mapping[str, str] = {
     "karpenter_nodes_total_daemon_limits": "not yet: the state cache keeps requests, not limits",
     "karpenter_nodes_total_daemon_requests": "not yet",
     "karpenter_nodes_total_pod_limits": "not yet: the state cache keeps requests, not limits",
-    "karpenter_pods_disruption_initiated_total": "not yet",
     "karpenter_pods_drained_total": "not yet",
     "karpenter_pods_eviction_requests_total": "not yet",
     "karpenter_pods_provisioning_bound_duration_seconds": "not yet: needs the time the provisioner first saw the pod",
@@ -106,17 +105,11 @@ NOT_EXPORTED: Mapping[str, str] = {
     "karpenter_scheduler_pending_pods_by_effective_zone_count": "not yet",
     "karpenter_scheduler_queue_depth": "not yet",
     "karpenter_scheduler_unfinished_work_seconds": "not yet",
-    "karpenter_voluntary_disruption_consolidation_timeouts_total": "not yet",
-    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds": "not yet",
-    "karpenter_voluntary_disruption_decisions_by_nodepool_total": "not yet",
-    "karpenter_voluntary_disruption_failed_validations_total": "not yet",
-    "karpenter_voluntary_disruption_queue_failures_total": "not yet",
 }  # fmt: skip
 """Upstream series karpy does not export, and why."""
 
 LABELS_DIFFER: Mapping[str, str] = {
     "karpenter_nodeclaims_created_total": "no min_values_relaxed yet: the scheduler knows, the NodeClaim does not say",
-    "karpenter_nodeclaims_disrupted_total": "no consolidation_policy and termination_mode yet",
     "karpenter_voluntary_disruption_eligible_nodes": (
         "by disruption_class (graceful/eventual, the candidates of a pass before any method's filter), not by reason"
     ),

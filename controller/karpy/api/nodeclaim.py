@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from karpy.api import meta
 
@@ -59,3 +60,30 @@ class NodeClaim:
     def is_true(self, type_: str) -> bool:
         found = self.condition(type_)
         return found is not None and found.is_true
+
+
+class DisruptedHook(Protocol):
+    """Counts one NodeClaim disrupted: (reason, nodepool, capacity type), with the consolidation policy (only
+    consolidation has one), the termination mode (`termination_mode`) and the reschedulable pods it disrupts;
+    the labels of karpenter_nodeclaims_disrupted_total and karpenter_pods_disruption_initiated_total."""
+
+    def __call__(
+        self,
+        reason: str,
+        nodepool: str,
+        capacity_type: str,
+        /,
+        *,
+        consolidation_policy: str = "",
+        termination_mode: str = "",
+        pods: int = 0,
+    ) -> None: ...
+
+
+def termination_mode(claim: NodeClaim) -> str:
+    """graceful (no terminationGracePeriod), forceful (a zero one) or eventual: the termination_mode label of the
+    disruption series (core: utils/nodeclaim/nodeclaim.go `DisruptionTerminationMode`)."""
+    grace = claim.spec.termination_grace_period
+    if grace is None:
+        return "graceful"
+    return "forceful" if grace <= 0 else "eventual"

@@ -83,8 +83,20 @@ class Metrics:
     """(disruption class, number of candidates) every pass (gauge)."""
     replacement_created: Callable[[str, str], None] = noop.ignore
     """(nodepool, disruption reason) for every replacement NodeClaim the queue creates."""
-    disrupted: Callable[[str, str, str], None] = noop.ignore
-    """(disruption reason, nodepool, capacity type) for every candidate NodeClaim the queue deletes."""
+    disrupted: nodeclaim.DisruptedHook = noop.ignore
+    """(disruption reason, nodepool, capacity type, consolidation policy, termination mode, reschedulable pods) for
+    every candidate NodeClaim the queue deletes."""
+    pool_decision: Callable[[str, str, str, str], None] = noop.ignore
+    """(nodepool, method, reason, decision) once per NodePool of every command acted on (core: disruption/queue.go
+    `NodepoolDecisionsPerformed`)."""
+    evaluated: Callable[[str, str, float], None] = noop.ignore
+    """(method, reason, seconds) for every method a pass tried (core: disruption/controller.go `disrupt`)."""
+    timed_out: Callable[[str], None] = noop.ignore
+    """(method) when a consolidation method gives up at its timeout."""
+    failed_validation: Callable[[str, int], None] = noop.ignore
+    """(method, candidates) when a command fails its re-check (core: disruption/validation.go)."""
+    queue_failed: Callable[[str, str, str, int], None] = noop.ignore
+    """(method, reason, decision, replacements not initialized) when the queue abandons a command."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -130,6 +142,7 @@ class DisruptionController:
             recorder=deps.recorder,
             replacement_created=deps.metrics.replacement_created,
             disrupted=deps.metrics.disrupted,
+            failed=deps.metrics.queue_failed,
         )
 
     async def run(self) -> None:
@@ -161,7 +174,9 @@ class DisruptionController:
         ctx = await self.context()
         self._report_failed(ctx)
         self._publish_blocked(ctx)
-        command = passes.first_command(self.methods, ctx)
+        command = passes.first_command(
+            self.methods, ctx, measured=lambda m, seconds: deps.metrics.evaluated(m.name, str(m.reason), seconds)
+        )
         if command is None:
             return None
         why = await validation.validate_later(
@@ -169,9 +184,12 @@ class DisruptionController:
         )
         if why is not None:
             log.info("abandoning disruption command: %s", why, extra=describe(command))
+            deps.metrics.failed_validation(command.method, len(command.candidates))
             return None
         log.info("disrupting nodeclaim(s)%s", " (dry run)" if deps.settings.dry_run else "", extra=describe(command))
         deps.metrics.decision(command.method, str(command.reason), command.decision)
+        for pool in dict.fromkeys(c.pool.name for c in command.candidates):
+            deps.metrics.pool_decision(pool, command.method, str(command.reason), command.decision)
         if not deps.settings.dry_run:
             await self.queue.start(command)
         return command
@@ -204,6 +222,7 @@ class DisruptionController:
             solver=deps.solver,
             note=self._publish_note,
             seq=seq,
+            timed_out=deps.metrics.timed_out,
         )
         deps.metrics.eligible_nodes(str(candidates.DisruptionClass.GRACEFUL), len(ctx.graceful))
         deps.metrics.eligible_nodes(str(candidates.DisruptionClass.EVENTUAL), len(ctx.eventual))

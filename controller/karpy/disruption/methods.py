@@ -57,6 +57,9 @@ class Context:
     """Nodes whose evaluation raised (a bug): neither candidates nor rejected, left alone."""
     static_counts: Mapping[str, staticpools.Counts] = field(default_factory=dict)
     """Per static NodePool, its NodeClaims active, deleting and pending disruption (`StaticDrift` reads them)."""
+    timed_out: Callable[[str], None] = field(default=noop.ignore)
+    """(method name) when a consolidation gives up at its timeout (karpenter_voluntary_disruption_consolidation_
+    timeouts_total, core: disruption/multinodeconsolidation.go, singlenodeconsolidation.go)."""
 
 
 def is_static(c: Candidate) -> bool:
@@ -217,7 +220,10 @@ class MultiNodeConsolidation:
         if len(pool) >= 2:
             start = ctx.clock.now()
             low, high = 1, min(len(pool) - 1, MULTI_NODE_MAX_BATCH)
-            while low <= high and ctx.clock.now() - start < MULTI_NODE_TIMEOUT:
+            while low <= high:
+                if ctx.clock.now() - start >= MULTI_NODE_TIMEOUT:
+                    ctx.timed_out(self.name)
+                    break
                 mid = (low + high) // 2
                 prefix = pool[: mid + 1]
                 cmd = self._try(ctx, prefix, ctx.graceful)
@@ -254,6 +260,7 @@ class SingleNodeConsolidation:
         start = ctx.clock.now()
         for i, c in enumerate(order):
             if ctx.clock.now() - start >= SINGLE_NODE_TIMEOUT:
+                ctx.timed_out(self.name)
                 # Only pools none of whose nodes were tried lead next time (upstream PreviouslyUnseenNodePools):
                 # a pool tried in this pass keeps its place in the round-robin.
                 tried = {x.pool.name for x in order[:i]}

@@ -91,6 +91,8 @@ class Item:
     deadline: float
     waiting_told: set[str] = dataclasses.field(default_factory=set)
     """Replacements already given their DisruptionWaitingReadiness event (once each, not on every pass)."""
+    initialized: set[str] = dataclasses.field(default_factory=set)
+    """Replacements seen Initialized (the others count as failed launches when the command is given up)."""
 
 
 def _initialized(raw: Mapping[str, Any]) -> bool:
@@ -109,7 +111,8 @@ class Queue:
         clock: clock_mod.Clock,
         recorder: events.Recorder,
         replacement_created: Callable[[str, str], None] = noop.ignore,
-        disrupted: Callable[[str, str, str], None] = noop.ignore,
+        disrupted: nodeclaim.DisruptedHook = noop.ignore,
+        failed: Callable[[str, str, str, int], None] = noop.ignore,
     ) -> None:
         self._client = client
         self._cluster = cluster
@@ -118,7 +121,9 @@ class Queue:
         self._replacement_created = replacement_created
         """(nodepool, disruption reason) for each replacement NodeClaim created."""
         self._disrupted = disrupted
-        """(disruption reason, nodepool, capacity type) for each candidate NodeClaim deleted."""
+        """(disruption reason, nodepool, capacity type, ...) for each candidate NodeClaim deleted."""
+        self._failed = failed
+        """(method, reason, decision, replacements not initialized) for each command given up."""
         self.items: list[Item] = []
 
     def names(self) -> frozenset[str]:
@@ -167,7 +172,9 @@ class Queue:
             raw = await self._client.get(resources.NODECLAIMS, name)
             if raw is None or facts.metadata(raw).get("deletionTimestamp"):
                 return await self._fail(item, f"replacement nodeclaim {name} was deleted")
-            if not _initialized(raw):
+            if _initialized(raw):
+                item.initialized.add(name)
+            else:
                 ready = False
                 if name not in item.waiting_told:
                     item.waiting_told.add(name)
@@ -175,7 +182,16 @@ class Queue:
         if ready:
             for c in item.command.candidates:
                 if await self._client.delete(resources.NODECLAIMS, c.name):  # upstream counts at this delete
-                    self._disrupted(str(item.command.reason), c.pool.name, c.capacity_type)
+                    self._disrupted(
+                        str(item.command.reason), c.pool.name, c.capacity_type,
+                        # drift flows through this queue too: only a consolidation reports a policy (queue.go)
+                        consolidation_policy=str(c.pool.disruption.consolidation_policy)
+                        if item.command.reason == nodepool.DisruptionReason.UNDERUTILIZED
+                        or item.command.reason == nodepool.DisruptionReason.EMPTY
+                        else "",
+                        termination_mode=nodeclaim.termination_mode(c.claim),
+                        pods=len(c.reschedulable_pods),
+                    )  # fmt: skip
                 message = f"Disrupting node via {item.command.reason}"
                 self._recorder.record(claim_ref(c.claim), "Normal", "DisruptionTerminating", message)
                 if c.node.node is not None:
@@ -188,6 +204,9 @@ class Queue:
 
     async def _fail(self, item: Item, why: str) -> str:
         log.warning("disruption command failed: %s", why, extra={"replacements": item.replacements})
+        command = item.command
+        not_ready = len([r for r in item.replacements if r not in item.initialized])
+        self._failed(command.method, str(command.reason), command.decision, not_ready)
         await self._unmark(item.command)
         self._cluster.unmark_for_deletion(*_names(item.command))
         return why

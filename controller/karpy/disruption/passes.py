@@ -84,6 +84,7 @@ def context(
     note: Callable[[methods.Note], None] = noop.ignore,
     seq: int | None = None,
     existing: Sequence[scheduler.ExistingNode] = (),
+    timed_out: Callable[[str], None] = noop.ignore,
 ) -> methods.Context:
     """The methods' view of `cluster` now; `queued` names the NodeClaims already being disrupted, `seq` replaces
     the cluster's as the methods' memo key (a pass that could not see every pool must not be remembered). A node
@@ -151,9 +152,22 @@ def context(
             for p in pools
             if p.replicas is not None
         },
+        timed_out=timed_out,
     )
 
 
-def first_command(method_list: Sequence[methods.Method], ctx: methods.Context) -> consolidation.Command | None:
-    """The first command a method returns, in order: what one pass acts on (before validation)."""
-    return next((c for m in method_list if (c := m.compute(ctx)) is not None), None)
+def first_command(
+    method_list: Sequence[methods.Method],
+    ctx: methods.Context,
+    *,
+    measured: Callable[[methods.Method, float], None] = noop.ignore,
+) -> consolidation.Command | None:
+    """The first command a method returns, in order: what one pass acts on (before validation). `measured` gets
+    each method tried and the seconds it took on the context's clock (upstream times each `disrupt(method)`)."""
+    for method in method_list:
+        start = ctx.clock.now()
+        command = method.compute(ctx)
+        measured(method, ctx.clock.now() - start)
+        if command is not None:
+            return command
+    return None

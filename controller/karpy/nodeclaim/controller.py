@@ -50,7 +50,7 @@ NODECLASS_NOT_READY: Final = "nodeclass_not_ready"
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    disrupted: Callable[[str, str, str], None] = noop.ignore
+    disrupted: nodeclaim.DisruptedHook = noop.ignore
     """(reason, nodepool, capacity type) per claim this controller deleted: insufficient_capacity,
     nodeclass_not_ready, launch_timeout, registration_timeout (karpenter_nodeclaims_disrupted_total)."""
 
@@ -245,8 +245,9 @@ class NodeClaimController:
     def _disrupted(self, claim: nodeclaim.NodeClaim, reason: str) -> None:
         claim_labels = claim.metadata.labels
         self._deps.metrics.disrupted(
-            reason, claim_labels.get(labels.LABEL_NODEPOOL, ""), claim_labels.get(labels.LABEL_CAPACITY_TYPE, "")
-        )
+            reason, claim_labels.get(labels.LABEL_NODEPOOL, ""), claim_labels.get(labels.LABEL_CAPACITY_TYPE, ""),
+            termination_mode=nodeclaim.termination_mode(claim),
+        )  # fmt: skip
 
     async def _launch(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim | None:
         if claim.status.provider_id:

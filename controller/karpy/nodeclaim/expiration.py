@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
@@ -62,7 +62,7 @@ class ClusterView(Protocol):
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    disrupted: Callable[[str, str, str], None] = noop.ignore
+    disrupted: nodeclaim.DisruptedHook = noop.ignore
     """(reason "Expired", nodepool, capacity type) per expired claim deleted (karpenter_nodeclaims_disrupted_total)."""
 
 
@@ -125,7 +125,7 @@ class ExpirationController:
         node = deps.cluster.node(claim.status.node_name) if claim.status.node_name else None
         if node is not None:
             deps.recorder.record(node, "Normal", "DisruptionTerminating", message)
-        deps.metrics.disrupted(REASON, pool, capacity_type)
+        deps.metrics.disrupted(REASON, pool, capacity_type, termination_mode=nodeclaim.termination_mode(claim))
         return None
 
     def _deadline(self, claim: nodeclaim.NodeClaim) -> tuple[float, str] | None:

@@ -25,7 +25,7 @@ from typing import Any, Final, Protocol
 
 from karpy import clock as clock_mod
 from karpy import events, noop
-from karpy.api import decoding, labels
+from karpy.api import decoding, labels, nodeclaim
 from karpy.cloudprovider import types
 from karpy.kube import client as kube
 from karpy.kube import resources
@@ -100,7 +100,7 @@ class ClusterView(Protocol):
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
 
-    disrupted: Callable[[str, str, str], None] = noop.ignore
+    disrupted: nodeclaim.DisruptedHook = noop.ignore
     """(reason "unhealthy", nodepool, capacity type) per repaired claim (karpenter_nodeclaims_disrupted_total)."""
     unhealthy_disrupted: Callable[[str, str, str, str], None] = noop.ignore
     """(condition, nodepool, capacity type, image id) (karpenter_nodeclaims_unhealthy_disrupted_total)."""
@@ -205,7 +205,10 @@ class RepairController:
             "deleting unhealthy node",
             extra={"node": n.node_name, "nodeclaim": claim.name, "condition": found.condition_type},
         )
-        deps.metrics.disrupted(REASON, n.nodepool, capacity_type)
+        deps.metrics.disrupted(
+            REASON, n.nodepool, capacity_type, termination_mode=nodeclaim.termination_mode(claim),
+            pods=sum(1 for pod in n.pods if not pod.is_daemon),  # the pods still to drain, as upstream lists them
+        )  # fmt: skip
         image = claim.status.image_id
         deps.metrics.unhealthy_disrupted(snake_case(found.condition_type), n.nodepool, capacity_type, image)
 

@@ -50,6 +50,10 @@ CONSOLIDATION_TYPES: Final = {
 }
 """consolidation_type of a disruption method (upstream `ConsolidationType()`; drift has none)."""
 
+DISRUPTED_LABELS: Final = ("reason", "nodepool", "capacity_type", "consolidation_policy", "termination_mode")
+"""Labels of karpenter_nodeclaims_disrupted_total and karpenter_pods_disruption_initiated_total (core:
+pkg/metrics/metrics.go)."""
+
 PROVISIONING_REASON: Final = "provisioning"
 """reason of `karpenter_nodeclaims_created_total` for claims the provisioner creates for pending pods."""
 
@@ -207,6 +211,12 @@ class _Instruments:
     pods_bound_duration: prometheus_client.Histogram
     pods_startup_duration: prometheus_client.Summary
     disruption_decisions: prometheus_client.Counter
+    disruption_pool_decisions: prometheus_client.Counter
+    disruption_evaluation: prometheus_client.Histogram
+    consolidation_timeouts: prometheus_client.Counter
+    failed_validations: prometheus_client.Counter
+    queue_failures: prometheus_client.Counter
+    pods_disruption_initiated: prometheus_client.Counter
     disruption_eligible_nodes: prometheus_client.Gauge
     interruption_received: prometheus_client.Counter
     interruption_deleted: prometheus_client.Counter
@@ -247,7 +257,13 @@ class Metrics:
             nodeclaims_disrupted=prometheus_client.Counter(
                 f"{NAMESPACE}_nodeclaims_disrupted",
                 "NodeClaims deleted by a disruption (expiration, interruption, launch failure, timeout, ...)",
-                ["reason", "nodepool", "capacity_type"],
+                DISRUPTED_LABELS,
+                registry=r,
+            ),
+            pods_disruption_initiated=prometheus_client.Counter(
+                f"{NAMESPACE}_pods_disruption_initiated",
+                "Pod disruptions initiated: the reschedulable pods of each NodeClaim disrupted",
+                DISRUPTED_LABELS,
                 registry=r,
             ),
             nodeclaims_drifted=prometheus_client.Counter(
@@ -292,6 +308,37 @@ class Metrics:
             disruption_decisions=prometheus_client.Counter(
                 f"{NAMESPACE}_voluntary_disruption_decisions",
                 "Disruption decisions taken",
+                ["decision", "reason", "consolidation_type"],
+                registry=r,
+            ),
+            disruption_pool_decisions=prometheus_client.Counter(
+                f"{NAMESPACE}_voluntary_disruption_decisions_by_nodepool",
+                "Disruption decisions taken, by NodePool of their candidates",
+                ["nodepool", "decision", "reason", "consolidation_type"],
+                registry=r,
+            ),
+            disruption_evaluation=prometheus_client.Histogram(
+                f"{NAMESPACE}_voluntary_disruption_decision_evaluation_duration_seconds",
+                "Duration of the disruption decision evaluation process in seconds, by method",
+                ["reason", "consolidation_type"],
+                buckets=DURATION_BUCKETS,
+                registry=r,
+            ),
+            consolidation_timeouts=prometheus_client.Counter(
+                f"{NAMESPACE}_voluntary_disruption_consolidation_timeouts",
+                "Times a consolidation method reached its timeout",
+                ["consolidation_type"],
+                registry=r,
+            ),
+            failed_validations=prometheus_client.Counter(
+                f"{NAMESPACE}_voluntary_disruption_failed_validations",
+                "Candidates selected for disruption that failed validation",
+                ["consolidation_type"],
+                registry=r,
+            ),
+            queue_failures=prometheus_client.Counter(
+                f"{NAMESPACE}_voluntary_disruption_queue_failures",
+                "Replacements of disruption commands the queue gave up on before they initialized",
                 ["decision", "reason", "consolidation_type"],
                 registry=r,
             ),
@@ -350,6 +397,8 @@ class Metrics:
                 registry=r,
             ),
         )
+        for consolidation_type in ("multi", "single"):  # upstream starts both at 0 (disruption/metrics.go init)
+            self.instruments.consolidation_timeouts.labels(consolidation_type=consolidation_type)
         # upstream's labels; goversion carries the Python runtime, the language this build runs on
         self.instruments.build_info.labels(
             version=karpy.__version__, goversion=f"python{platform.python_version()}",
@@ -390,12 +439,26 @@ class Metrics:
     def nodeclaim_create_failed(self, nodepool_name: str, reason: str) -> None:
         self.instruments.nodeclaims_create_failed.labels(nodepool=nodepool_name, reason=reason).inc()
 
-    def nodeclaim_disrupted(self, reason: str, nodepool_name: str, capacity_type: str) -> None:
+    def nodeclaim_disrupted(
+        self,
+        reason: str,
+        nodepool_name: str,
+        capacity_type: str,
+        /,
+        *,
+        consolidation_policy: str = "",
+        termination_mode: str = "",
+        pods: int = 0,
+    ) -> None:
         """One NodeClaim deleted for `reason` (a disruption reason such as Drifted or Expired, or an upstream
-        label value already), counted under upstream's snake_case label value."""
-        self.instruments.nodeclaims_disrupted.labels(
-            reason=snake_case(reason), nodepool=nodepool_name, capacity_type=capacity_type
-        ).inc()
+        label value already), counted under upstream's snake_case label value, and its reschedulable `pods` as
+        disruptions initiated."""
+        values = {
+            "reason": snake_case(reason), "nodepool": nodepool_name, "capacity_type": capacity_type,
+            "consolidation_policy": snake_case(consolidation_policy), "termination_mode": termination_mode,
+        }  # fmt: skip
+        self.instruments.nodeclaims_disrupted.labels(**values).inc()
+        self.instruments.pods_disruption_initiated.labels(**values).inc(pods)
 
     def replacement_created(self, nodepool_name: str, reason: str) -> None:
         """A replacement NodeClaim launched by the disruption queue, counted like upstream under the lowercased
@@ -446,11 +509,28 @@ class Metrics:
         def eligible(disruption_class: str, count: int) -> None:
             self.instruments.disruption_eligible_nodes.labels(disruption_class=disruption_class).set(count)
 
+        i = self.instruments
+        kind = CONSOLIDATION_TYPES.get
         return disruption_controller.Metrics(
             decision=decision,
             eligible_nodes=eligible,
             replacement_created=self.replacement_created,
             disrupted=self.nodeclaim_disrupted,
+            pool_decision=lambda pool, method, reason, decision: i.disruption_pool_decisions.labels(
+                nodepool=pool, decision=decision, reason=reason.lower(), consolidation_type=kind(method, "")
+            ).inc(),
+            evaluated=lambda method, reason, seconds: i.disruption_evaluation.labels(
+                reason=reason.lower(), consolidation_type=kind(method, "")
+            ).observe(seconds),
+            timed_out=lambda method: i.consolidation_timeouts.labels(consolidation_type=kind(method, "")).inc(),
+            failed_validation=lambda method, count: i.failed_validations.labels(
+                consolidation_type=kind(method, "")
+            ).inc(count),
+            # upstream fills consolidation_type with the decision here (disruption/queue.go); karpy puts the
+            # consolidation type the label names, as every other disruption series does
+            queue_failed=lambda method, reason, decision, count: i.queue_failures.labels(
+                decision=decision, reason=snake_case(reason), consolidation_type=kind(method, "")
+            ).inc(count),
         )
 
     def provisioner_hooks(self) -> provisioner.Metrics:
