@@ -110,12 +110,28 @@ class Resolver:
     def buckets(self, expr: str) -> list[float]:
         expr = re.sub(r"//[^\n]*", "", expr).strip()
         if expr.startswith("[]float64"):
-            return _floats(expr[expr.index("{") + 1 : expr.rindex("}")])
+            return [_go_seconds(item) for item in _split_top(expr[expr.index("{") + 1 : expr.rindex("}")])]
         exponential = re.fullmatch(r"prometheus\.ExponentialBuckets\(([^,]+),([^,]+),([^)]+)\)", expr.replace(" ", ""))
         if exponential:
             start, factor, count = (float(g) for g in exponential.groups())
             return [start * factor**i for i in range(int(count))]
         return list(self.bucket_functions[expr.rsplit(".", 1)[-1].removesuffix("()")])
+
+
+_GO_DURATIONS = {"time.Second": 1.0, "time.Minute": 60.0, "time.Hour": 3600.0, "dayDuration": 86400.0}
+"""Go durations upstream's bucket lists are written in (`dayDuration` is node/termination/metrics.go's constant)."""
+
+
+def _go_seconds(item: str) -> float:
+    """A bucket bound: a number, or a Go duration product such as `(time.Minute * 15).Seconds()`."""
+    item = item.strip()
+    if not item.endswith(".Seconds()"):
+        return float(item)
+    product = 1.0
+    for factor in item.removesuffix(".Seconds()").strip("()").split("*"):
+        factor = factor.strip()
+        product *= _GO_DURATIONS[factor] if factor in _GO_DURATIONS else float(factor)
+    return product
 
 
 def _strip_comments(text: str) -> str:

@@ -53,6 +53,12 @@ class Metrics:
     disrupted: nodeclaim.DisruptedHook = noop.ignore
     """(reason, nodepool, capacity type) per claim this controller deleted: insufficient_capacity,
     nodeclass_not_ready, launch_timeout, registration_timeout (karpenter_nodeclaims_disrupted_total)."""
+    instance_terminated: Callable[[str, float], None] = noop.ignore
+    """(nodepool, seconds since InstanceTerminating turned True) once the cloud no longer finds the instance
+    (core: nodeclaim/lifecycle/controller.go, karpenter_nodeclaims_instance_termination_duration_seconds)."""
+    terminated: Callable[[str, float], None] = noop.ignore
+    """(nodepool, seconds since the deletion request) when the finalizer is released
+    (karpenter_nodeclaims_termination_duration_seconds)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -379,7 +385,11 @@ class NodeClaimController:
             try:
                 await self._deps.cloud.delete(claim)
             except cloud_errors.NodeClaimNotFound:
-                pass
+                terminating = claim.condition(nodeclaim.INSTANCE_TERMINATING)
+                if terminating is not None and terminating.is_true and terminating.last_transition_time is not None:
+                    self._deps.metrics.instance_terminated(
+                        _pool(claim), self._deps.clock.now() - terminating.last_transition_time
+                    )
             else:
                 now = self._deps.clock.now()
                 await self._write_status(
@@ -390,6 +400,8 @@ class NodeClaimController:
         rest = [f for f in claim.metadata.finalizers if f != labels.FINALIZER_TERMINATION]
         await self._deps.client.patch(resources.NODECLAIMS, claim.name, _finalizers_patch(claim, rest))
         log.info("deleted nodeclaim", extra={"nodeclaim": claim.name})
+        if claim.metadata.deletion_timestamp is not None:
+            self._deps.metrics.terminated(_pool(claim), self._deps.clock.now() - claim.metadata.deletion_timestamp)
         return DONE
 
     # --- plumbing -----------------------------------------------------------------------------------------------
@@ -439,3 +451,7 @@ def _ref(claim: nodeclaim.NodeClaim) -> dict[str, Any]:
         "kind": "NodeClaim",
         "metadata": {"name": claim.name, "uid": claim.metadata.uid},
     }
+
+
+def _pool(claim: nodeclaim.NodeClaim) -> str:
+    return claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")

@@ -29,8 +29,15 @@ from karpy.provisioning import provisioner
 from karpy.runtime import scrapemetrics
 from karpy.scheduling import pods as pods_api
 from karpy.state import statenode
+from karpy.termination import controller as termination_controller
 
 NAMESPACE: Final = "karpenter"
+_DAY: Final = 24 * 3600.0
+LIFETIME_BUCKETS: Final = (
+    *(m * 60.0 for m in (15, 30, 45)), *(h * 3600.0 for h in (1, 2, 4, 6, 8, 10, 12, 16, 20)),
+    *(d * _DAY for d in (1, 2, 3, 5, 10, 15, 20, 25, 30)),
+)  # fmt: skip
+"""Upstream's node lifetime buckets, 15 min to 30 days (core: node/termination/metrics.go)."""
 MILLI_PER_UNIT: Final = 1000
 DURATION_BUCKETS: Final = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
@@ -205,6 +212,13 @@ class _Instruments:
     nodeclaims_drifted: prometheus_client.Counter
     nodeclaims_unhealthy_disrupted: prometheus_client.Counter
     nodes_created: prometheus_client.Counter
+    nodes_drained: prometheus_client.Counter
+    nodes_termination_duration: prometheus_client.Summary
+    nodes_lifetime: prometheus_client.Histogram
+    pods_drained: prometheus_client.Counter
+    pods_eviction_requests: prometheus_client.Counter
+    nodeclaims_termination_duration: prometheus_client.Histogram
+    nodeclaims_instance_termination_duration: prometheus_client.Histogram
     nodes_terminated: prometheus_client.Counter
     scheduling_duration: prometheus_client.Histogram
     unschedulable_pods: prometheus_client.Gauge
@@ -277,6 +291,48 @@ class Metrics:
             ),
             nodes_created=prometheus_client.Counter(
                 f"{NAMESPACE}_nodes_created", "Nodes registered for a NodeClaim", ["nodepool", "zone"], registry=r
+            ),
+            nodes_drained=prometheus_client.Counter(
+                f"{NAMESPACE}_nodes_drained", "Nodes drained by karpy", ["nodepool"], registry=r
+            ),
+            nodes_termination_duration=prometheus_client.Summary(
+                f"{NAMESPACE}_nodes_termination_duration_seconds",
+                "The time taken between a node's deletion request and the removal of its finalizer",
+                ["nodepool"],
+                registry=r,
+            ),
+            nodes_lifetime=prometheus_client.Histogram(
+                f"{NAMESPACE}_nodes_lifetime_duration_seconds",
+                "The lifetime duration of the nodes since creation",
+                ["nodepool"],
+                buckets=LIFETIME_BUCKETS,
+                registry=r,
+            ),
+            pods_drained=prometheus_client.Counter(
+                f"{NAMESPACE}_pods_drained",
+                "Pods drained during node termination, by the disruption reason of their node",
+                ["reason"],
+                registry=r,
+            ),
+            pods_eviction_requests=prometheus_client.Counter(
+                f"{NAMESPACE}_pods_eviction_requests",
+                "Pod eviction requests made, by response code",
+                ["code"],
+                registry=r,
+            ),
+            nodeclaims_termination_duration=prometheus_client.Histogram(
+                f"{NAMESPACE}_nodeclaims_termination_duration_seconds",
+                "Duration of NodeClaim termination in seconds",
+                ["nodepool"],
+                buckets=tuple(2.0**e for e in range(12)),  # upstream ExponentialBuckets(1, 2, 12)
+                registry=r,
+            ),
+            nodeclaims_instance_termination_duration=prometheus_client.Histogram(
+                f"{NAMESPACE}_nodeclaims_instance_termination_duration_seconds",
+                "Duration of CloudProvider Instance termination in seconds",
+                ["nodepool"],
+                buckets=tuple(2.0**e for e in range(11)),  # upstream ExponentialBuckets(1, 2, 11)
+                registry=r,
             ),
             nodes_terminated=prometheus_client.Counter(
                 f"{NAMESPACE}_nodes_terminated", "Nodes drained and terminated", ["nodepool", "zone"], registry=r
@@ -500,7 +556,31 @@ class Metrics:
         )
 
     def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
-        return nodeclaim_controller.Metrics(disrupted=self.nodeclaim_disrupted)
+        i = self.instruments
+        return nodeclaim_controller.Metrics(
+            disrupted=self.nodeclaim_disrupted,
+            instance_terminated=lambda pool, seconds: i.nodeclaims_instance_termination_duration.labels(
+                nodepool=pool
+            ).observe(seconds),
+            terminated=lambda pool, seconds: i.nodeclaims_termination_duration.labels(nodepool=pool).observe(seconds),
+        )
+
+    def termination_hooks(self) -> termination_controller.Metrics:
+        i = self.instruments
+
+        def released(pool: str, since_deletion: float | None, lifetime: float | None) -> None:
+            if since_deletion is not None:
+                i.nodes_termination_duration.labels(nodepool=pool).observe(since_deletion)
+            if lifetime is not None:
+                i.nodes_lifetime.labels(nodepool=pool).observe(lifetime)
+
+        return termination_controller.Metrics(
+            node_terminated=self.node_terminated,
+            node_released=released,
+            node_drained=lambda pool: i.nodes_drained.labels(nodepool=pool).inc(),
+            eviction_requested=lambda code: i.pods_eviction_requests.labels(code=code).inc(),
+            pod_drained=lambda reason: i.pods_drained.labels(reason=reason).inc(),
+        )
 
     def disruption_hooks(self) -> disruption_controller.Metrics:
         def decision(method: str, reason: str, decision: str) -> None:

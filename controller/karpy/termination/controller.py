@@ -55,6 +55,35 @@ class Metrics:
     node_terminated: Callable[[str, str], None] = noop.ignore
     """Called with the Node's NodePool ("" if unmanaged) and zone when its finalizer is released
     (nodes_terminated)."""
+    node_released: Callable[[str, float | None, float | None], None] = noop.ignore
+    """(nodepool, seconds since the deletion request, seconds since creation; None when unknown) when the finalizer
+    is released (core: node/termination/controller.go: nodes_termination_duration_seconds, _lifetime_...)."""
+    node_drained: Callable[[str], None] = noop.ignore
+    """(nodepool) when the NodeClaim's Drained condition first turns True (karpenter_nodes_drained_total)."""
+    eviction_requested: Callable[[str], None] = noop.ignore
+    """(HTTP status code of the Eviction API's answer) for every eviction request (pods_eviction_requests_total)."""
+    pod_drained: Callable[[str], None] = noop.ignore
+    """(the NodeClaim's disruption reason, or "Forceful Termination") per pod evicted or deleted
+    (core: node/termination/terminator/eviction.go `evictionReason`, karpenter_pods_drained_total)."""
+
+
+EVICTION_CODES: Final = {
+    kube.EvictionOutcome.EVICTED: "200",
+    kube.EvictionOutcome.BLOCKED: "429",
+    kube.EvictionOutcome.NOT_FOUND: "404",
+    kube.EvictionOutcome.FAILED: "500",
+}
+"""The code label of an eviction's outcome (FAILED is the 500 a pod matching several budgets gets, the usual one)."""
+FORCEFUL: Final = "Forceful Termination"
+"""pods_drained_total's reason when the NodeClaim carries no DisruptionReason (upstream's value)."""
+
+
+def drain_reason(claim: nodeclaim.NodeClaim | None) -> str:
+    """Why the node's pods are drained: its NodeClaim's DisruptionReason, else forceful (upstream: "" with no claim)."""
+    if claim is None:
+        return ""
+    found = claim.condition(nodeclaim.DISRUPTION_REASON)
+    return found.reason if found is not None and found.is_true else FORCEFUL
 
 
 class ClaimIndex(Protocol):
@@ -153,8 +182,8 @@ class TerminationController:
         raw_pods, _ = await client.list(resources.PODS, field_selector=f"spec.nodeName={node_name}")
         pods = [self._drain_pod(p) for p in raw_pods]
         plan = drain.plan(pods, now=now, termination_time=termination_time)
-        await self._delete_expiring(plan.delete, termination_time, now)
-        await self._evict(node_name, plan.evict, now)
+        await self._delete_expiring(plan.delete, termination_time, now, reason=drain_reason(claim))
+        await self._evict(node_name, plan.evict, now, reason=drain_reason(claim))
         if not plan.drained or not self._min_drain_elapsed(claim, now):
             if claim is not None:
                 claim = await self._set(claim, nodeclaim.DRAINED, conditions.UNKNOWN, "Draining", "Draining")
@@ -167,7 +196,10 @@ class TerminationController:
                 )
             return Result(DRAIN_POLL)
         if claim is not None:
+            drained = claim.condition(nodeclaim.DRAINED)
             claim = await self._set(claim, nodeclaim.DRAINED, conditions.TRUE)
+            if drained is None or not drained.is_true:  # once, not on every later pass
+                self._metrics.node_drained(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
 
         blocking = await self._blocking_attachments(node_name, pods, now)
         tgp_elapsed = termination_time is not None and now >= termination_time
@@ -205,7 +237,7 @@ class TerminationController:
     # --- steps --------------------------------------------------------------------------------------------------
 
     async def _delete_expiring(
-        self, pods: tuple[drain.DrainPod, ...], termination_time: float | None, now: float
+        self, pods: tuple[drain.DrainPod, ...], termination_time: float | None, now: float, *, reason: str
     ) -> None:
         if termination_time is None:
             return
@@ -215,6 +247,7 @@ class TerminationController:
                 resources.PODS, pod.name, namespace=pod.namespace, grace_period_seconds=grace
             )
             self.counters.pods_deleted += 1
+            self._metrics.pod_drained(reason)
             self._deps.recorder.record(
                 _pod_ref(pod),
                 "Normal",  # upstream's type (core: node/termination/terminator/events/events.go)
@@ -223,17 +256,19 @@ class TerminationController:
             )
             log.info("deleting pod", extra={"pod": pod.key, "delete.gracePeriodSeconds": grace})
 
-    async def _evict(self, node_name: str, pods: tuple[drain.DrainPod, ...], now: float) -> None:
+    async def _evict(self, node_name: str, pods: tuple[drain.DrainPod, ...], now: float, *, reason: str) -> None:
         retries = self._retries.setdefault(node_name, {})
         for pod in pods:
             retry = retries.setdefault(pod.key, _Retry())
             if now < retry.not_before:
                 continue
             outcome = await self._deps.client.evict(pod.namespace, pod.name)
+            self._metrics.eviction_requested(EVICTION_CODES[outcome])
             if outcome in (kube.EvictionOutcome.EVICTED, kube.EvictionOutcome.NOT_FOUND):
                 retries.pop(pod.key, None)
                 if outcome is kube.EvictionOutcome.EVICTED:
                     self.counters.evictions += 1
+                    self._metrics.pod_drained(reason)
                     self._deps.recorder.record(_pod_ref(pod), "Normal", "Evicted", "Evicted pod")
                     log.info("evicted pod", extra={"pod": pod.key})
                 continue
@@ -284,8 +319,12 @@ class TerminationController:
         self._retries.pop(node_name, None)
         self.counters.nodes_terminated += 1
         node_labels = md.get("labels") or {}
-        self._metrics.node_terminated(
-            str(node_labels.get(labels.LABEL_NODEPOOL) or ""), str(node_labels.get(labels.LABEL_ZONE) or "")
+        pool = str(node_labels.get(labels.LABEL_NODEPOOL) or "")
+        self._metrics.node_terminated(pool, str(node_labels.get(labels.LABEL_ZONE) or ""))
+        now = self._deps.clock.now()
+        deleted, created = drain.timestamp(md.get("deletionTimestamp")), drain.timestamp(md.get("creationTimestamp"))
+        self._metrics.node_released(
+            pool, None if deleted is None else now - deleted, None if created is None else now - created
         )
         log.info("deleted node", extra={"node": node_name})
         return DONE

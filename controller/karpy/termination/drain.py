@@ -92,7 +92,8 @@ class DrainPlan:
         return not self.waiting
 
 
-def _timestamp(value: Any) -> float | None:
+def timestamp(value: Any) -> float | None:
+    """An RFC 3339 field as epoch seconds; None when absent or unreadable."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -139,7 +140,7 @@ def from_manifest(pod: Mapping[str, Any]) -> DrainPod:
         tolerates_disrupted=taints.untolerated([DISRUPTED_TAINT], tolerations) is None,
         do_not_disrupt=annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT),
         started=donotdisrupt.start_time(pod),
-        deletion_timestamp=_timestamp(md.get("deletionTimestamp")),
+        deletion_timestamp=timestamp(md.get("deletionTimestamp")),
         grace_seconds=int(grace) if isinstance(grace, int) else DEFAULT_POD_GRACE,
         pvc_names=tuple(
             str(v["persistentVolumeClaim"]["claimName"])

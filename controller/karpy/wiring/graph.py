@@ -274,7 +274,7 @@ def build(
         clock=clock,
         nodeclaims=nodeclaim_controller.NodeClaimController(deps),
         termination=termination_controller.TerminationController(
-            deps, metrics=termination_controller.Metrics(node_terminated=registry.node_terminated), claims=cluster
+            deps, metrics=registry.termination_hooks(), claims=cluster
         ),
         provisioner=prov,
         disruption=disruption,

@@ -1,0 +1,91 @@
+"""The termination series, driven through the real Node finalizer and NodeClaim finalizer with the operator's
+hooks (core: node/termination/controller.go, terminator/eviction.go, nodeclaim/lifecycle/controller.go): each is
+read back from the registry, so an update that stops being made fails here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.nodeclaim import builders as b
+from tests.nodeclaim import harness
+from tests.runtime import test_metrics_hooks as hooks_test
+
+from karpy.kube import resources
+from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.runtime import metrics
+from karpy.termination import controller
+
+CLAIM = "team-abc12"
+NODE = "ip-10-0-0-1"
+
+
+def _claims(env: harness.Env, m: metrics.Metrics) -> nodeclaim_controller.NodeClaimController:
+    deps = nodeclaim_controller.Deps(
+        client=env.kube, cloud=env.cloud, clock=env.clock, recorder=env.recorder, metrics=m.nodeclaim_hooks()
+    )
+    return nodeclaim_controller.NodeClaimController(deps)
+
+
+async def _registered(env: harness.Env, m: metrics.Metrics) -> None:
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(CLAIM, pool="team"))
+    await _claims(env, m).reconcile(CLAIM)
+    raw: Any = env.claim_obj(CLAIM)
+    env.kube.put(resources.NODES, b.node_dict(NODE, provider_id=raw["status"]["providerID"]))
+    await _claims(env, m).reconcile(CLAIM)
+
+
+def _pdb(app: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": app, "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+    }  # fmt: skip
+
+
+def value(m: metrics.Metrics, name: str, **label_values: str) -> float:
+    return hooks_test.counter(m, name, **label_values)
+
+
+async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> None:
+    m, env = metrics.Metrics(), harness.make_env()
+    await _registered(env, m)
+    env.kube.put(resources.PODS, b.pod_dict("web"))
+    env.kube.put(resources.PODS, b.pod_dict("db", pod_labels={"app": "db"}))
+    env.kube.put(resources.PDBS, _pdb("db"))
+    env.clock.advance(7200)  # two hours old when its deletion is asked for
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps, metrics=m.termination_hooks())
+    for _ in range(5):  # the budget refuses db's eviction: 429s, retried with backoff
+        result = await term.reconcile(NODE)
+        env.clock.advance(result.requeue_after or 1.0)
+    assert value(m, "karpenter_pods_eviction_requests_total", code="429") >= 1
+    assert value(m, "karpenter_pods_eviction_requests_total", code="200") == 1  # web went at once
+    assert value(m, "karpenter_pods_drained_total", reason=controller.FORCEFUL) == 1  # no DisruptionReason
+    env.kube.put(resources.PODS, b.pod_dict("db-2", node="other", pod_labels={"app": "db"}))
+    started = env.clock.now() - 5 * 1.0
+    await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
+    assert value(m, "karpenter_pods_drained_total", reason=controller.FORCEFUL) == 2
+    assert value(m, "karpenter_nodes_drained_total", nodepool="team") == 1  # once, over many passes
+    assert value(m, "karpenter_nodes_termination_duration_seconds_count", nodepool="team") == 1
+    assert value(m, "karpenter_nodes_termination_duration_seconds_sum", nodepool="team") >= env.clock.now() - started
+    assert value(m, "karpenter_nodes_lifetime_duration_seconds_count", nodepool="team") == 1
+    assert value(m, "karpenter_nodes_lifetime_duration_seconds_bucket", nodepool="team", le="7200.0") == 0
+    assert value(m, "karpenter_nodes_lifetime_duration_seconds_bucket", nodepool="team", le="14400.0") == 1
+
+    claims = _claims(env, m)
+    await harness.drive(lambda: claims.reconcile(CLAIM), env, until=lambda: env.claim_obj(CLAIM) is None)
+    assert value(m, "karpenter_nodeclaims_termination_duration_seconds_count", nodepool="team") == 1
+    assert value(m, "karpenter_nodeclaims_instance_termination_duration_seconds_count", nodepool="team") == 1
+
+
+async def test_drained_pods_carry_their_nodes_disruption_reason() -> None:
+    m, env = metrics.Metrics(), harness.make_env()
+    await _registered(env, m)
+    raw: Any = env.claim_obj(CLAIM)
+    raw["status"]["conditions"].append(
+        {"type": "DisruptionReason", "status": "True", "reason": "Underutilized", "lastTransitionTime": b.ts(b.T0)}
+    )
+    env.kube.put(resources.PODS, b.pod_dict("web"))
+    await env.kube.delete(resources.NODES, NODE)
+    term = controller.TerminationController(env.deps, metrics=m.termination_hooks())
+    await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
+    assert value(m, "karpenter_pods_drained_total", reason="Underutilized") == 1
