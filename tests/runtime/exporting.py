@@ -36,20 +36,39 @@ def _cluster() -> cluster.Cluster:
     )  # fmt: skip
     claim["metadata"]["labels"] = dict(node_labels)
     node = {
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": node_labels},
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n1", "labels": node_labels, "creationTimestamp": "2023-11-14T22:13:20Z"},
         "spec": {"providerID": "aws:///us-east-1a/i-1"},
-        "status": {"allocatable": {"cpu": "2"}, "capacity": {"cpu": "2"}, "conditions": [ready]},
+        "status": {"allocatable": {"cpu": "1900m"}, "capacity": {"cpu": "2"}, "conditions": [ready]},
     }  # fmt: skip
     pod = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u-p"},
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u-p", "creationTimestamp": "2023-11-14T22:13:20Z"},
         "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
         "status": {"phase": "Running"},
+    }  # fmt: skip
+    daemon = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "d", "namespace": "kube-system", "uid": "u-d", "creationTimestamp": "2023-11-14T22:13:20Z",
+            "ownerReferences": [{"kind": "DaemonSet", "name": "ds", "uid": "ds", "controller": True}],
+        },
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {
+            "requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }  # fmt: skip
+    pending = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "q", "namespace": "default", "uid": "u-q", "creationTimestamp": "2023-11-14T22:13:20Z"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]},
     }  # fmt: skip
     nodeclass = builders.ec2nodeclass("default")
     nodeclass["status"] = {"conditions": [ready]}
     for res, obj in (
         (resources.NODEPOOLS, pool), (resources.EC2NODECLASSES, nodeclass), (resources.NODECLAIMS, claim),
-        (resources.NODES, node), (resources.PODS, pod),
+        (resources.NODES, node), (resources.PODS, pod), (resources.PODS, daemon), (resources.PODS, pending),
     ):  # fmt: skip
         state.apply(res, client.WatchEvent(client.ADDED, obj))
     return state

@@ -26,7 +26,7 @@ from karpy.interruption import controller as interruption_controller
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.provisioning import provisioner
-from karpy.runtime import scrapemetrics
+from karpy.runtime import nodemetrics, scrapemetrics
 from karpy.scheduling import pods as pods_api
 from karpy.state import statenode
 from karpy.termination import controller as termination_controller
@@ -149,9 +149,15 @@ class StateCollector(prometheus_client.registry.Collector):
         cost = prom_core.GaugeMetricFamily(
             "karpy_nodepool_cost_per_hour", "On-demand/spot $/h of the nodes of each NodePool", labels=["nodepool"]
         )
+        # upstream's name for the same sum (core: controllers/metrics/nodepool/controller.go)
+        cost_total = prom_core.GaugeMetricFamily(
+            f"{NAMESPACE}_nodepools_cost_total", "The $/h of the offerings of a NodePool's nodes", labels=["nodepool"]
+        )
         for pool, dollars in sorted(nodepool_costs(nodes, self._price).items()):
             cost.add_metric([pool], dollars)
+            cost_total.add_metric([pool], dollars)
         yield cost
+        yield cost_total
 
     def _nodes(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prom_core.Metric]:
         names = ["node_name", "nodepool", "resource_type"]
@@ -468,6 +474,7 @@ class Metrics:
         """Budgets and status conditions from the state cache, the instance-type gauges from the last listing."""
         self.registry.register(scrapemetrics.BudgetCollector(cluster, now=now))
         self.registry.register(scrapemetrics.StatusConditionCollector(cluster, now=now))
+        self.registry.register(nodemetrics.NodeSeriesCollector(cluster, now=now))
         self.registry.register(self.catalog)
 
     def instance_types_listed(self, instance_types: Sequence[types.InstanceType]) -> None:

@@ -23,6 +23,7 @@ from karpy.api import budgets as budgets_api
 from karpy.api import decoding, ec2nodeclass, meta, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets
+from karpy.kube import resources
 from karpy.state import statenode
 
 CONDITION_LABELS: Final = ("namespace", "name", "group", "kind", "type", "status", "reason")
@@ -31,6 +32,8 @@ MILLI_PER_UNIT: Final = 1000
 
 
 class ClusterState(Protocol):
+    def synced(self) -> bool: ...
+    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
     def state_nodes(self) -> list[statenode.StateNode]: ...
     def nodepools(self) -> list[nodepool.NodePool]: ...
     def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...

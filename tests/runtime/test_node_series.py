@@ -1,0 +1,56 @@
+"""Upstream's node, cluster and pod gauges read back from a scrape of a populated state cache (core:
+controllers/metrics/node/controller.go, metrics/pod/controller.go, metrics/nodepool/controller.go,
+controllers/state/metrics.go)."""
+
+from __future__ import annotations
+
+import prometheus_client.parser
+import pytest
+from tests.runtime import exporting
+
+from karpy import clock
+from karpy.kube import resources
+from karpy.runtime import metrics
+from karpy.state import cluster
+
+NODE = {"node_name": "n1", "nodepool": "web"}
+
+
+def scraped(m: metrics.Metrics, series: str, label_values: dict[str, str]) -> float:
+    """The sample's value, 0 when absent (pods are labelled `name`, so labels are not passed as keywords)."""
+    for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode()):
+        for s in family.samples:
+            if s.name == series and s.labels == label_values:
+                return float(s.value)
+    return 0.0
+
+
+@pytest.mark.parametrize(
+    ("series", "label_values", "expected"),
+    [
+        ("karpenter_nodes_system_overhead", {**NODE, "resource_type": "cpu"}, 0.1),  # capacity 2, allocatable 1.9
+        ("karpenter_nodes_total_daemon_requests", {**NODE, "resource_type": "cpu"}, 0.1),  # the DaemonSet pod only
+        ("karpenter_nodes_current_lifetime_seconds", NODE, 60.0),  # created at START, scraped a minute later
+        ("karpenter_cluster_utilization_percent", {"resource_type": "cpu"}, 55.0),  # 1.1 of 2 cores requested
+        ("karpenter_pods_unbound_time_seconds", {"name": "q", "namespace": "default"}, 60.0),
+        ("karpenter_pods_unstarted_time_seconds", {"name": "p", "namespace": "default"}, 60.0),  # bound, not Ready
+        ("karpenter_pods_unstarted_time_seconds", {"name": "d", "namespace": "kube-system"}, 0.0),  # Ready: absent
+        ("karpenter_nodepools_cost_total", {"nodepool": "web"}, 0.096),  # one m5.large on demand
+        ("karpenter_cluster_state_unsynced_time_seconds", {}, 0.0),  # every informer listed
+    ],
+)
+def test_scrape_time_gauges(series: str, label_values: dict[str, str], expected: float) -> None:
+    assert scraped(exporting.driven(), series, label_values) == pytest.approx(expected)
+
+
+def test_unsynced_time_counts_from_the_first_scrape_that_saw_the_cache_unsynced() -> None:
+    manual = clock.ManualClock(exporting.START)
+    state = cluster.Cluster(clock=manual)
+    m = metrics.Metrics()
+    m.watch_cluster_series(state, now=manual.now)
+    name = "karpenter_cluster_state_unsynced_time_seconds"
+    assert scraped(m, name, {}) == 0.0
+    manual.advance(30)
+    assert scraped(m, name, {}) == 30.0
+    state.mark_listed(resources.NODES)
+    assert scraped(m, name, {}) == 0.0
