@@ -3,14 +3,19 @@ scrape-time collector registered on a populated cluster (shared by the upstream-
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import prometheus_client.parser
 from tests import builders
 
 from karpy import clock
+from karpy.api import parse
+from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import accounting
+from karpy.cloudprovider.fake import provider as fake
 from karpy.kube import client, resources
 from karpy.runtime import metrics
 from karpy.state import cluster
@@ -95,6 +100,13 @@ def driven() -> metrics.Metrics:
     m.disruption_decision("delete", "empty", "empty")
     m.drift_hooks().drifted("NodePoolDrifted", "web")
     m.repair_hooks().unhealthy_disrupted("Ready", "web", "spot", "ami-1")
+    provider = m.metered(fake.FakeCloudProvider(), "provisioner", clock=clock.ManualClock(START))
+    asyncio.run(provider.list())
+    failing = fake.FakeCloudProvider()
+    failing.next_error = cloud_errors.InsufficientCapacity("none")
+    claim = parse.nodeclaim(builders.nodeclaim("web-x", pool="web"))
+    with contextlib.suppress(cloud_errors.InsufficientCapacity):
+        asyncio.run(m.metered(failing, "provisioner", clock=clock.ManualClock(START)).create(claim))
     claims = m.nodeclaim_hooks()
     claims.instance_terminated("web", 3.0)
     claims.terminated("web", 30.0)

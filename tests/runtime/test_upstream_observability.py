@@ -70,8 +70,6 @@ NOT_EXPORTED: Mapping[str, str] = {
     )},
     "karpenter_consolidation_moves_total": "not yet: balanced consolidation does not report its scores",
     "karpenter_consolidation_score": "not yet: balanced consolidation does not report its scores",
-    "karpenter_cloudprovider_duration_seconds": "not yet: karpy times each AWS call, not each provider method",
-    "karpenter_cloudprovider_errors_total": "not yet: karpy_cloudprovider_api_errors_total counts by AWS error code",
     "karpenter_cloudprovider_instance_launch_failures_total": "not yet",
     "karpenter_cloudprovider_instance_termination_failures_total": "not yet",
     "karpenter_ec2nodeclasses_userdata_bytes": "not yet",

@@ -18,9 +18,10 @@ from prometheus_client import core as prom_core
 from prometheus_client import registry as prom_registry
 
 import karpy
+from karpy import clock as clock_mod
 from karpy import rejections
 from karpy.api import labels, nodepool
-from karpy.cloudprovider import interruption, types
+from karpy.cloudprovider import interruption, metered, types
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import controller as interruption_controller
 from karpy.nodeclaim import conditions_controller, expiration, repair
@@ -45,6 +46,9 @@ DURATION_BUCKETS: Final = (
     120, 150, 300, 450, 600,
 )  # fmt: skip
 """Upstream's buckets for duration histograms (core: pkg/metrics/constants.go `DurationBuckets`)."""
+GO_DEFAULT_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""Prometheus's Go client `DefBuckets`, which upstream's histograms without buckets of their own get (Python's
+default list differs)."""
 PROVISIONER: Final = "provisioner"
 """The `controller` label of the scheduler series the provisioner feeds (upstream's controller name)."""
 LEADER_LEASE: Final = "karpy-leader-election"
@@ -227,6 +231,8 @@ class _Instruments:
     nodeclaims_instance_termination_duration: prometheus_client.Histogram
     nodes_terminated: prometheus_client.Counter
     scheduling_duration: prometheus_client.Histogram
+    cloudprovider_duration: prometheus_client.Histogram
+    cloudprovider_errors: prometheus_client.Counter
     unschedulable_pods: prometheus_client.Gauge
     pods_bound_duration: prometheus_client.Histogram
     pods_startup_duration: prometheus_client.Summary
@@ -348,6 +354,19 @@ class Metrics:
                 "Duration of scheduling simulations used for deprovisioning and provisioning in seconds",
                 ["controller"],
                 buckets=DURATION_BUCKETS,
+                registry=r,
+            ),
+            cloudprovider_duration=prometheus_client.Histogram(
+                f"{NAMESPACE}_cloudprovider_duration_seconds",
+                "Duration of cloud provider method calls, by the controller, method name and provider",
+                ["controller", "method", "provider"],
+                buckets=GO_DEFAULT_BUCKETS,
+                registry=r,
+            ),
+            cloudprovider_errors=prometheus_client.Counter(
+                f"{NAMESPACE}_cloudprovider_errors",
+                "Errors of cloud provider method calls, by the controller, method name, provider and error kind",
+                ["controller", "method", "provider", "error"],
                 registry=r,
             ),
             unschedulable_pods=prometheus_client.Gauge(
@@ -487,6 +506,23 @@ class Metrics:
 
     def pod_started(self, seconds: float) -> None:
         self.instruments.pods_startup_duration.observe(seconds)
+
+    def metered(
+        self, provider: types.CloudProvider, controller: str, *, clock: clock_mod.Clock
+    ) -> metered.MeteredProvider:
+        """`provider` as `controller` calls it, timed and its errors counted (the cloudprovider series)."""
+        i, name = self.instruments, provider.name
+        return metered.MeteredProvider(
+            provider,
+            controller,
+            clock=clock,
+            observe=lambda ctrl, method, seconds: i.cloudprovider_duration.labels(
+                controller=ctrl, method=method, provider=name
+            ).observe(seconds),
+            failed=lambda ctrl, method, error: i.cloudprovider_errors.labels(
+                controller=ctrl, method=method, provider=name, error=error
+            ).inc(),
+        )
 
     def watch_cloud_calls(self, source: CloudCalls) -> None:
         self.registry.register(CloudCallCollector(source))

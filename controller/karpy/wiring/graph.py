@@ -18,6 +18,7 @@ from karpy import events, rejections
 from karpy import settings as settings_module
 from karpy.cloudprovider import dryrun as cloud_dryrun
 from karpy.cloudprovider import overlay
+from karpy.cloudprovider import types as cloud_types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import staticpools
 from karpy.interruption import controller as interruption_controller
@@ -154,10 +155,15 @@ def build(
             identity=identity,
         )
     registration = registration_health.RegistrationHealth()
+
+    def metered(controller: str) -> cloud_types.CloudProvider:
+        """The provider as `controller` (upstream's controller name) calls it, timed and its errors counted."""
+        return registry.metered(cloud.provider, controller, clock=clock)
+
     deps = nodeclaim_controller.Deps(
         client=writer,
         registration=registration,
-        cloud=cloud.provider,
+        cloud=metered("nodeclaim.lifecycle"),
         clock=clock,
         recorder=recorder,
         metrics=registry.nodeclaim_hooks(),
@@ -168,7 +174,7 @@ def build(
         provisioner.Deps(
             client=writer,
             cluster=views.ProvisioningView(cluster),
-            cloud=cloud.provider,
+            cloud=metered("provisioner"),
             clock=clock,
             recorder=recorder,
             settings=provisioner.Settings(
@@ -189,7 +195,7 @@ def build(
         disruption_controller.Deps(
             client=writer,
             cluster=cluster,
-            cloud=cloud.provider,
+            cloud=metered("disruption"),
             clock=clock,
             recorder=recorder,
             settings=disruption_controller.Settings(
@@ -226,7 +232,11 @@ def build(
     interruption = interruption_loop(cloud.queue)
     nodeclaim_conditions = conditions_controller.NodeClaimConditionsController(
         conditions_controller.Deps(
-            client=writer, cluster=cluster, cloud=cloud.provider, clock=clock, metrics=registry.drift_hooks()
+            client=writer,
+            cluster=cluster,
+            cloud=metered("nodeclaim.disruption"),
+            clock=clock,
+            metrics=registry.drift_hooks(),
         )
     )
     cluster.add_listener(nodeclaim_conditions.observe)
@@ -274,7 +284,9 @@ def build(
         clock=clock,
         nodeclaims=nodeclaim_controller.NodeClaimController(deps),
         termination=termination_controller.TerminationController(
-            deps, metrics=registry.termination_hooks(), claims=cluster
+            dataclasses.replace(deps, cloud=metered("node.termination")),
+            metrics=registry.termination_hooks(),
+            claims=cluster,
         ),
         provisioner=prov,
         disruption=disruption,
