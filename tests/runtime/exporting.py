@@ -130,6 +130,8 @@ def driven() -> metrics.Metrics:
     interruption.action("CordonAndDrain", "SpotInterruption")
     interruption.failed("SpotInterruption")
     interruption.dropped("not_json")
+    interruption.latency(4.0)
+    interruption.unhealthy("SystemStatus")
     m.rejection_hooks().rejected("Pod", "invalid")
     m.set_leader(True)
     m.pod_bound(1.0)

@@ -73,8 +73,6 @@ NOT_EXPORTED: Mapping[str, str] = {
     "karpenter_cloudprovider_instance_launch_failures_total": "not yet",
     "karpenter_cloudprovider_instance_termination_failures_total": "not yet",
     "karpenter_ec2nodeclasses_userdata_bytes": "not yet",
-    "karpenter_interruption_instance_status_unhealthy_total": "not yet",
-    "karpenter_interruption_message_queue_duration_seconds": "not yet: needs the message's SentTimestamp",
     **{name: (
         "the state cache keeps a pod's requests, not its limits: state/trimming.py drops the container specs once a "
         "pod is parsed, which is what keeps 10,000 pods in memory"

@@ -64,6 +64,9 @@ class Message:
     event_id: str = ""
     event_time: float | None = None
     detail: str = ""
+    status_category: str = ""
+    """The EC2 status-check category (InstanceStatus, SystemStatus, EventStatus) of a message the instance status
+    poll made; "" for a message from the queue."""
 
     @property
     def action(self) -> Action:

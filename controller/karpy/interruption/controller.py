@@ -69,6 +69,12 @@ class Metrics:
     disrupted: Callable[[str, str, str], None] = noop.ignore
     """Called with (message kind, nodepool, capacity type) for every NodeClaim whose deletion a message started
     (karpenter_nodeclaims_disrupted_total, whose reason upstream is the message kind)."""
+    latency: Callable[[float], None] = noop.ignore
+    """Seconds from a queue message's event to the end of its handling, before it is deleted (aws:
+    interruption/controller.go `MessageLatency`, karpenter_interruption_message_queue_duration_seconds)."""
+    unhealthy: Callable[[str], None] = noop.ignore
+    """(status-check category) once per instance of this cluster a status-poll finding is acted on, while it lasts
+    (aws: interruption/instancestatus_controller.go, karpenter_interruption_instance_status_unhealthy_total)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -143,6 +149,10 @@ class InterruptionController:
             decisions = tuple(handler.decide(message, targets, pool_annotations=pool_annotations))
             for decision in decisions:
                 await self._act(message, decision)
+            if message.status_category and decisions:  # the poll hands each finding over once while it lasts
+                deps.metrics.unhealthy(message.status_category)
+            elif not message.status_category and message.event_time is not None:
+                deps.metrics.latency(max(0.0, deps.clock.now() - message.event_time))
         except TRANSIENT_ERRORS as exc:
             deps.metrics.failed(message.kind.value)
             if received.receive_count < MAX_RECEIVES:

@@ -249,6 +249,8 @@ class _Instruments:
     interruption_actions: prometheus_client.Counter
     interruption_failed: prometheus_client.Counter
     interruption_dropped: prometheus_client.Counter
+    interruption_latency: prometheus_client.Histogram
+    interruption_unhealthy: prometheus_client.Counter
     objects_rejected: prometheus_client.Counter
     leader: prometheus_client.Gauge
     leader_election: prometheus_client.Gauge
@@ -455,6 +457,18 @@ class Metrics:
                 "Interruption messages deleted without being acted on: unreadable (not_json, malformed, "
                 "unknown_event), internal_error, or retries_exhausted",
                 ["reason"],
+                registry=r,
+            ),
+            interruption_latency=prometheus_client.Histogram(
+                f"{NAMESPACE}_interruption_message_queue_duration_seconds",
+                "Time from an interruption event until its message was handled",
+                buckets=DURATION_BUCKETS,
+                registry=r,
+            ),
+            interruption_unhealthy=prometheus_client.Counter(
+                f"{NAMESPACE}_interruption_instance_status_unhealthy",
+                "Unique unhealthy instance statuses found by DescribeInstanceStatus, by status-check category",
+                ["category"],
                 registry=r,
             ),
             objects_rejected=prometheus_client.Counter(
@@ -678,6 +692,8 @@ class Metrics:
             disrupted=lambda kind, pool, capacity_type: self.nodeclaim_disrupted(
                 interruption_kind(kind), pool, capacity_type
             ),
+            latency=i.interruption_latency.observe,
+            unhealthy=lambda category: i.interruption_unhealthy.labels(category=category).inc(),
         )
 
     def rejection_hooks(self) -> rejections.Metrics:

@@ -77,6 +77,7 @@ def test_scheduled_events_drain_and_impaired_checks_terminate_forcefully() -> No
     assert event.instance_ids == ("i-1",)
     assert event.detail == "system-maintenance"
     assert event.action is interruption.Action.CORDON_AND_DRAIN
+    assert event.status_category == "EventStatus"  # upstream's category label of the unhealthy-status counter
     for kind, expected in (
         (K.SYSTEM_STATUS, interruption.Kind.SYSTEM_STATUS),
         (K.INSTANCE_STATUS, interruption.Kind.INSTANCE_STATUS),
@@ -84,6 +85,7 @@ def test_scheduled_events_drain_and_impaired_checks_terminate_forcefully() -> No
         impaired = instancestatus.to_message(F(kind, "i-1", "reachability", event_time=5.0))
         assert (impaired.kind, impaired.instance_ids) == (expected, ("i-1",))
         assert impaired.action is interruption.Action.FORCEFUL_TERMINATION
+        assert impaired.status_category == kind.value
         # One id per (instance, check) while it lasts, whatever its details: the poller's dedup key.
         assert impaired.event_id == instancestatus.to_message(F(kind, "i-1", "other", event_time=9.0)).event_id
 

@@ -105,6 +105,7 @@ def to_message(finding: Finding) -> interruption.Message:
             event_id=f"{finding.instance_id}/{finding.detail}/{finding.event_time}",
             event_time=finding.event_time,
             detail=finding.detail,
+            status_category=finding.kind.value,
         )
     return interruption.Message(
         _IMPAIRED_KINDS[finding.kind],
@@ -112,6 +113,7 @@ def to_message(finding: Finding) -> interruption.Message:
         event_id=f"{finding.instance_id}/{finding.kind.value}",
         event_time=finding.event_time,
         detail=finding.detail,
+        status_category=finding.kind.value,
     )
 
 
