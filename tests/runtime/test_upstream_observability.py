@@ -70,8 +70,6 @@ NOT_EXPORTED: Mapping[str, str] = {
     )},
     "karpenter_consolidation_moves_total": "not yet: balanced consolidation does not report its scores",
     "karpenter_consolidation_score": "not yet: balanced consolidation does not report its scores",
-    "karpenter_cloudprovider_instance_launch_failures_total": "not yet",
-    "karpenter_cloudprovider_instance_termination_failures_total": "not yet",
     "karpenter_ec2nodeclasses_userdata_bytes": "not yet",
     **{name: (
         "the state cache keeps a pod's requests, not its limits: state/trimming.py drops the container specs once a "

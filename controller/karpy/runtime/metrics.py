@@ -733,6 +733,8 @@ class CloudCalls(Protocol):
     def attempts(self) -> Mapping[tuple[str, str], int]: ...
     def errors(self) -> Mapping[tuple[str, str, str], int]: ...
     def batches(self) -> Mapping[str, BatchSnapshot]: ...
+    def launch_failures(self) -> Mapping[tuple[str, str, str, str], int]: ...
+    def termination_failures(self) -> Mapping[tuple[str, str], int]: ...
 
 
 class CloudCallCollector(prometheus_client.registry.Collector):
@@ -764,6 +766,22 @@ class CloudCallCollector(prometheus_client.registry.Collector):
         for key, count in sorted(source.errors().items()):
             errors.add_metric(list(key), count)
         yield errors
+        launches = prom_core.CounterMetricFamily(
+            f"{NAMESPACE}_cloudprovider_instance_launch_failures",
+            "Instance launch failures, by zone, zone id, capacity type and reason (aws: providers/instance/metrics.go)",
+            labels=["zone", "zone_id", "capacity_type", "reason"],
+        )
+        for failure, count in sorted(source.launch_failures().items()):
+            launches.add_metric(list(failure), count)
+        yield launches
+        terminations = prom_core.CounterMetricFamily(
+            f"{NAMESPACE}_cloudprovider_instance_termination_failures",
+            "Failed instance terminations, by zone and zone id",
+            labels=["zone", "zone_id"],
+        )
+        for zone_key, count in sorted(source.termination_failures().items()):
+            terminations.add_metric(list(zone_key), count)
+        yield terminations
         sizes = prom_core.HistogramMetricFamily(
             f"{NAMESPACE}_cloudprovider_batcher_batch_size", "Size of the request batch per batcher", labels=["batcher"]
         )

@@ -84,6 +84,8 @@ class ApiCalls:
         self._attempts: dict[CallKey, int] = {}
         self._errors: dict[ErrorKey, int] = {}
         self._batches: dict[str, tuple[_Histogram, _Histogram]] = {}
+        self._launch_failures: dict[tuple[str, str, str, str], int] = {}
+        self._termination_failures: dict[tuple[str, str], int] = {}
 
     def install(self, client: Any) -> None:
         """Count `client`'s calls here (its own event hooks: other clients of the same session are unaffected)."""
@@ -123,6 +125,25 @@ class ApiCalls:
             )
             sizes.observe(size)
             windows.observe(window_seconds)
+
+    # --- instance failures (karpenter_cloudprovider_instance_{launch,termination}_failures_total) ---------------
+
+    def record_launch_failure(self, *, zone: str, zone_id: str, capacity_type: str, reason: str) -> None:
+        """One error of a CreateFleet answer, for the override it names (aws: providers/instance/instance.go)."""
+        self._add(self._launch_failures, (zone, zone_id, capacity_type, reason))
+
+    def record_termination_failure(self, *, zone: str, zone_id: str) -> None:
+        self._add(self._termination_failures, (zone, zone_id))
+
+    def launch_failures(self) -> dict[tuple[str, str, str, str], int]:
+        """(zone, zone id, capacity type, reason) -> failures."""
+        with self._lock:
+            return dict(self._launch_failures)
+
+    def termination_failures(self) -> dict[tuple[str, str], int]:
+        """(zone, zone id) -> failed TerminateInstances calls."""
+        with self._lock:
+            return dict(self._termination_failures)
 
     # --- reading ----------------------------------------------------------------------------------------------
 

@@ -171,3 +171,36 @@ def to_create_error(exc: BaseException, *, stage: errors.CreateErrorReason) -> e
     if kind in (Kind.INSUFFICIENT_CAPACITY, Kind.SUBNET_FULL):
         return errors.InsufficientCapacity(str(exc))
     return errors.CreateError(_CREATE_REASONS.get(kind, stage), f"{error_code(exc)}: {exc}")
+
+
+LAUNCH_FAILURE_REASONS: tuple[tuple[str, str], ...] = (
+    ("AuthFailure.ServiceLinkedRoleCreationNotPermitted", "SpotSLRCreationFailed"),
+    ("Not authorized for images", "AMIAuthorizationFailure"),
+    ("UnauthorizedOperation", "Unauthorized"),
+    ("AccessDenied", "Unauthorized"),
+    ("AuthFailure", "Unauthorized"),
+    ("iamInstanceProfile.name is invalid", "InstanceProfileNameInvalid"),
+    ("InvalidLaunchTemplateId.NotFound", "LaunchTemplateNotFound"),
+    ("User data is limited to", "UserDataSizeLimitExceeded"),
+    ("InvalidAMIID.Malformed", "InvalidAMIID"),
+    ("InvalidAMIID.NotFound", "AMINotFound"),
+    ("RequestLimitExceeded", "RequestLimitExceeded"),
+    ("InternalError", "InternalError"),
+    ("not eligible for Free Tier", "FreeTierIneligible"),
+    ("MaxFleetCountExceeded", "FleetQuotaExceeded"),
+    ("PendingVerification", "AccountPendingVerification"),
+    ("MaxSpotInstanceCountExceeded", "SpotQuotaExceeded"),
+    ("VcpuLimitExceeded", "VCPULimitExceeded"),
+    ("InsufficientFreeAddressesInSubnet", "InsufficientFreeAddressesInSubnet"),
+)
+"""The reason label of a fleet error, the first whose text occurs in "code: message", else LaunchFailed (aws:
+pkg/errors/errors.go `ToReasonMessage`, in its order; SG/subnet VPC mismatch is matched separately)."""
+
+
+def launch_failure_reason(code: str, message: str) -> str:
+    text = f"{code}: {message}"
+    if "InvalidParameter" in text and "belong to different networks" in text:
+        return "SecurityGroupSubnetVPCMismatch"
+    if "with an explicit deny in a" in text and any(s in text for s in ("UnauthorizedOperation", "AccessDenied")):
+        return "Unauthorized"
+    return next((reason for needle, reason in LAUNCH_FAILURE_REASONS if needle in text), "LaunchFailed")

@@ -18,6 +18,7 @@ from karpy import requirements
 from karpy.api import ec2nodeclass, labels, nodeclaim
 from karpy.cloudprovider import errors, tenancy, types
 from karpy.cloudprovider.aws import (
+    accounting,
     cache,
     error_codes,
     fleet,
@@ -117,8 +118,10 @@ class Launcher:
         launch_templates: templates.LaunchTemplates,
         unavailable: cache.UnavailableOfferings,
         cluster_name: str,
+        failures: accounting.ApiCalls | None = None,
     ) -> None:
         self._create_fleet = create_fleet
+        self._failures = failures
         self._resolver = resolver
         self._templates = launch_templates
         self._unavailable = unavailable
@@ -360,6 +363,8 @@ class Launcher:
         for err in response.get("Errors") or ():
             override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
             kind = error_codes.classify_code(str(err.get("ErrorCode", "")))
+            if self._failures is not None:
+                self._count_failure(err, override, capacity_type, by_template)
             if kind is error_codes.Kind.INSUFFICIENT_CAPACITY:
                 unavailable_as = capacity_type
                 if capacity_type == labels.CAPACITY_TYPE_RESERVED:
@@ -372,6 +377,20 @@ class Launcher:
                 )
             elif kind is error_codes.Kind.SUBNET_FULL:
                 self._unavailable.mark_subnet(str(override.get("SubnetId", "")))
+
+    def _count_failure(
+        self,
+        err: Mapping[str, Any],
+        override: Mapping[str, Any],
+        capacity_type: str,
+        by_template: Mapping[str, tuple[str, list[fleet.Candidate]]],
+    ) -> None:
+        assert self._failures is not None
+        zone = str(override.get("AvailabilityZone", ""))
+        offerings = (o for _, members in by_template.values() for m in members for o in m.offerings)
+        zone_id = next((o.zone_id for o in offerings if o.zone == zone and o.zone_id), "")
+        reason = error_codes.launch_failure_reason(str(err.get("ErrorCode", "")), str(err.get("ErrorMessage", "")))
+        self._failures.record_launch_failure(zone=zone, zone_id=zone_id, capacity_type=capacity_type, reason=reason)
 
     @staticmethod
     def _raise_fatal(response: Mapping[str, Any], claim: nodeclaim.NodeClaim) -> None:

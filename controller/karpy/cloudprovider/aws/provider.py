@@ -138,6 +138,7 @@ class AWSCloudProvider:
             launch_templates=self.launch_templates,
             unavailable=self.unavailable,
             cluster_name=s.cluster_name,
+            failures=deps.aws.calls,
         )
 
     @property
@@ -283,6 +284,11 @@ class AWSCloudProvider:
         try:
             await self.batchers.terminate_instance(str(instance["InstanceId"]))
         except _AWS_ERRORS as exc:
+            placement = instance.get("Placement") or {}
+            zone_id = placement.get("AvailabilityZoneId") or claim.metadata.labels.get(labels.LABEL_ZONE_ID, "")
+            self._deps.aws.calls.record_termination_failure(
+                zone=str(placement.get("AvailabilityZone", "")), zone_id=str(zone_id)
+            )
             raise error_codes.to_domain(exc, operation=f"terminating {instance['InstanceId']}") from exc
         self._forget_instance(str(instance["InstanceId"]))  # a get from now on asks EC2 how far it got
         if reservation_id := instance.get("CapacityReservationId"):
