@@ -126,6 +126,8 @@ def driven() -> metrics.Metrics:
     provisioner = m.provisioner_hooks()
     provisioner.scheduling_duration(0.1)
     provisioner.pods_unschedulable(0)
+    provisioner.pods_ignored(1)
+    provisioner.solve_started("id-1", 3, START)
     interruption = m.interruption_hooks()
     interruption.received("SpotInterruption")
     interruption.deleted("SpotInterruption")

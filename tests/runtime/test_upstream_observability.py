@@ -68,24 +68,27 @@ NOT_EXPORTED: Mapping[str, str] = {
         "operator_status_condition_transition_seconds", "operator_status_condition_transitions_total",
         "operator_termination_current_time_seconds", "operator_termination_duration_seconds",
     )},
-    "karpenter_consolidation_moves_total": "not yet: balanced consolidation does not report its scores",
-    "karpenter_consolidation_score": "not yet: balanced consolidation does not report its scores",
-    "karpenter_ec2nodeclasses_userdata_bytes": "not yet",
+    **{name: (
+        "not yet: karpy's Balanced policy (disruption/consolidation.py balanced_ok) decides each move but does not "
+        "report its score"
+    ) for name in ("karpenter_consolidation_moves_total", "karpenter_consolidation_score")},
+    "karpenter_ec2nodeclasses_userdata_bytes": "not yet: the launch template builder does not report user data sizes",
     **{name: (
         "the state cache keeps a pod's requests, not its limits: state/trimming.py drops the container specs once a "
         "pod is parsed, which is what keeps 10,000 pods in memory"
     ) for name in ("karpenter_nodes_total_pod_limits", "karpenter_nodes_total_daemon_limits")},
     "karpenter_nodepools_cost_tracker_errors_total": "karpy's cost is computed at scrape time; it has no tracker",
-    "karpenter_pods_provisioning_bound_duration_seconds": "not yet: needs the time the provisioner first saw the pod",
-    "karpenter_pods_provisioning_scheduling_undecided_time_seconds": "not yet",
-    "karpenter_pods_provisioning_startup_duration_seconds": "not yet",
-    "karpenter_pods_provisioning_unbound_time_seconds": "not yet",
-    "karpenter_pods_provisioning_unstarted_time_seconds": "not yet",
-    "karpenter_pods_scheduling_decision_duration_seconds": "not yet",
-    "karpenter_scheduler_ignored_pods_count": "not yet",
-    "karpenter_scheduler_pending_pods_by_effective_zone_count": "not yet",
-    "karpenter_scheduler_queue_depth": "not yet",
-    "karpenter_scheduler_unfinished_work_seconds": "not yet",
+    **{name: "not yet: needs the time the provisioner first considered each pod (upstream's pod ack time in cluster "
+       "state), which karpy's state cache does not keep" for name in (
+        "karpenter_pods_provisioning_bound_duration_seconds", "karpenter_pods_provisioning_startup_duration_seconds",
+        "karpenter_pods_provisioning_unbound_time_seconds", "karpenter_pods_provisioning_unstarted_time_seconds",
+        "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+        "karpenter_pods_scheduling_decision_duration_seconds",
+    )},
+    "karpenter_scheduler_pending_pods_by_effective_zone_count": (
+        "not yet: needs each pod's effective zone (its zone signals, volume topology and spread constraints "
+        "intersected), which karpy's scheduler does not report"
+    ),
 }  # fmt: skip
 """Upstream series karpy does not export, and why."""
 

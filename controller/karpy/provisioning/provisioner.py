@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -59,6 +60,14 @@ class Metrics:
     """Called with (NodePool name, LIMITS_EXCEEDED or API_ERROR) when a create was refused or failed (counter)."""
     pods_unschedulable: Callable[[int], None] = noop.ignore
     """How many pods the last batch could not place (gauge)."""
+    pods_ignored: Callable[[int], None] = noop.ignore
+    """How many pending pods the last batch refused outright: unsupported constraints, or DRA requests while
+    IGNORE_DRA_REQUESTS is on (core: provisioning/provisioner.go `Validate`, karpenter_scheduler_ignored_pods_count)."""
+    solve_started: Callable[[str, int, float], None] = noop.ignore
+    """(scheduling id, pods queued, start time) when a solve starts (karpenter_scheduler_queue_depth and
+    _unfinished_work_seconds, while it runs)."""
+    solve_finished: Callable[[str], None] = noop.ignore
+    """(scheduling id) when that solve ended, however."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,6 +150,9 @@ class Provisioner:
             cluster, state_nodes, pending, instance_types=catalog, options=deps.settings.scheduling
         )
         started = deps.clock.now()
+        deps.metrics.pods_ignored(
+            sum(1 for p in pending if p.unsupported or (p.dra and deps.settings.scheduling.ignore_dra_requests))
+        )
         plan, timed_out = await self._solve(inp)
         _log_plan(plan, pending, duration=deps.clock.now() - started)
         created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in inp.nodepools})
@@ -261,7 +273,12 @@ class Provisioner:
         start = deps.clock.now()
         timeout = deps.settings.solve_timeout
         bounded = dataclasses.replace(inp, deadline=lambda: deps.clock.now() - start >= timeout)
-        outcome = await asyncio.to_thread(isolation.solve, deps.solver, bounded)
+        scheduling_id = str(uuid.uuid4())  # upstream labels each solve's in-flight gauges with a fresh id
+        deps.metrics.solve_started(scheduling_id, len(inp.pods), start)
+        try:
+            outcome = await asyncio.to_thread(isolation.solve, deps.solver, bounded)
+        finally:
+            deps.metrics.solve_finished(scheduling_id)
         plan = outcome.results
         for pod in (p for p in inp.pods if p.key in outcome.set_aside):
             deps.rejections.report(

@@ -234,6 +234,7 @@ class _Instruments:
     cloudprovider_duration: prometheus_client.Histogram
     cloudprovider_errors: prometheus_client.Counter
     unschedulable_pods: prometheus_client.Gauge
+    ignored_pods: prometheus_client.Gauge
     pods_bound_duration: prometheus_client.Histogram
     pods_startup_duration: prometheus_client.Summary
     disruption_decisions: prometheus_client.Counter
@@ -265,6 +266,7 @@ class Metrics:
         self.registry = prom_registry.CollectorRegistry(auto_describe=True)
         self.prices = PriceBook()
         self.catalog = scrapemetrics.CatalogBook()
+        self.solves = scrapemetrics.InFlightSolves()
         r = self.registry
         self.instruments = _Instruments(
             nodeclaims_created=prometheus_client.Counter(
@@ -369,6 +371,11 @@ class Metrics:
                 f"{NAMESPACE}_cloudprovider_errors",
                 "Errors of cloud provider method calls, by the controller, method name, provider and error kind",
                 ["controller", "method", "provider", "error"],
+                registry=r,
+            ),
+            ignored_pods=prometheus_client.Gauge(
+                f"{NAMESPACE}_scheduler_ignored_pods_count",
+                "Pending pods the last provisioning pass refused outright (unsupported constraints, DRA requests)",
                 registry=r,
             ),
             unschedulable_pods=prometheus_client.Gauge(
@@ -508,6 +515,7 @@ class Metrics:
         self.registry.register(scrapemetrics.BudgetCollector(cluster, now=now))
         self.registry.register(scrapemetrics.StatusConditionCollector(cluster, now=now))
         self.registry.register(nodemetrics.NodeSeriesCollector(cluster, now=now))
+        self.registry.register(self.solves.collector(now=now))
         self.registry.register(self.catalog)
 
     def instance_types_listed(self, instance_types: Sequence[types.InstanceType]) -> None:
@@ -677,6 +685,11 @@ class Metrics:
             nodeclaim_created=self.nodeclaim_created,
             nodeclaim_create_failed=self.nodeclaim_create_failed,
             pods_unschedulable=i.unschedulable_pods.labels(controller=PROVISIONER).set,
+            pods_ignored=i.ignored_pods.set,
+            solve_started=lambda scheduling_id, pods, start: self.solves.started(
+                PROVISIONER, scheduling_id, pods=pods, start=start
+            ),
+            solve_finished=self.solves.finished,
         )
 
     def interruption_hooks(self) -> interruption_controller.Metrics:

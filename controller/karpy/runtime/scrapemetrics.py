@@ -189,3 +189,42 @@ class CatalogBook:
             available.add_metric(list(key), 1 if is_available else 0)
             price.add_metric(list(key), dollars)
         yield from (cpu, memory, available, price)
+
+
+class InFlightSolves:
+    """The scheduling simulations running now (in a worker thread), for upstream's per-solve gauges
+    `karpenter_scheduler_queue_depth` and `_unfinished_work_seconds` (core: provisioning/scheduling/metrics.go):
+    a series per solve, gone when it ends. karpy's solve does not report its progress, so the depth is the number
+    of pods it was given."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, tuple[str, int, float]] = {}
+
+    def started(self, controller: str, scheduling_id: str, *, pods: int, start: float) -> None:
+        self._running[scheduling_id] = (controller, pods, start)
+
+    def finished(self, scheduling_id: str) -> None:
+        self._running.pop(scheduling_id, None)
+
+    def collector(self, *, now: Callable[[], float]) -> prometheus_client.registry.Collector:
+        running = self._running
+
+        class _Collector(prometheus_client.registry.Collector):
+            def collect(self) -> Iterator[prom_core.Metric]:
+                names = ["controller", "scheduling_id"]
+                depth = prom_core.GaugeMetricFamily(
+                    "karpenter_scheduler_queue_depth", "The number of pods waiting to be scheduled", labels=names
+                )
+                unfinished = prom_core.GaugeMetricFamily(
+                    "karpenter_scheduler_unfinished_work_seconds",
+                    "Seconds of work in progress not yet observed by scheduling_duration_seconds",
+                    labels=names,
+                )
+                at = now()
+                for scheduling_id, (controller, pods, start) in sorted(dict(running).items()):
+                    depth.add_metric([controller, scheduling_id], pods)
+                    unfinished.add_metric([controller, scheduling_id], max(0.0, at - start))
+                yield depth
+                yield unfinished
+
+        return _Collector()

@@ -1,0 +1,62 @@
+"""The provisioner's in-flight and ignored-pod scheduler series (core: provisioning/scheduling/metrics.go,
+provisioning/provisioner.go): a scrape taken while the solve runs in its worker thread shows that solve's queue
+depth and unfinished work, and nothing once it ended; pods refused outright are counted."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.provisioning.builders import Cluster, parsed_nodepool
+from tests.runtime import test_metrics_hooks as hooks_test
+from tests.scheduling.conftest import fake_catalog, make_pod
+
+from karpy import events
+from karpy.clock import ManualClock
+from karpy.cloudprovider.fake import provider as fake
+from karpy.kube import fake as kube_fake
+from karpy.provisioning import provisioner
+from karpy.runtime import metrics
+from karpy.scheduling import results, scheduler
+
+DEPTH = "karpenter_scheduler_queue_depth"
+UNFINISHED = "karpenter_scheduler_unfinished_work_seconds"
+
+
+async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() -> None:
+    m, manual = metrics.Metrics(), ManualClock(100.0)
+    cluster = Cluster(pools=[parsed_nodepool("web")], pending=[make_pod("a", cpu="1"), make_pod("b", cpu="1")])
+    m.registry.register(m.solves.collector(now=lambda: manual.now() + 7.0))  # scraped 7 s into the solve
+    seen: list[str] = []
+
+    def solver(inp: scheduler.SchedulingInput) -> results.Results:
+        seen.append(m.exposition().decode())  # in the solve's worker thread, as a scrape would come
+        return scheduler.solve(inp)
+
+    deps = provisioner.Deps(
+        client=kube_fake.FakeKubeClient(manual), cluster=cluster, cloud=fake.FakeCloudProvider(fake_catalog(8)),
+        clock=manual,
+        recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(), solver=solver,
+    )  # fmt: skip
+    await provisioner.Provisioner(deps).provision()
+    (during,) = seen
+    depth = [line for line in during.splitlines() if line.startswith(f'{DEPTH}{{controller="provisioner"')]
+    unfinished = [line for line in during.splitlines() if line.startswith(f'{UNFINISHED}{{controller="provisioner"')]
+    assert len(depth) == 1
+    assert depth[0].endswith(" 2.0")
+    assert unfinished[0].endswith(" 7.0")
+    after = m.exposition().decode()
+    assert f"{DEPTH}{{" not in after
+    assert f"{UNFINISHED}{{" not in after
+
+
+async def test_pods_refused_outright_are_counted() -> None:
+    m = metrics.Metrics()
+    dra = dataclasses.replace(make_pod("claims-a-gpu", cpu="1"), dra=True)
+    cluster = Cluster(pools=[parsed_nodepool("web")], pending=[dra, make_pod("plain", cpu="1")])
+    deps = provisioner.Deps(
+        client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
+        cloud=fake.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),
+        recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(),
+    )  # fmt: skip
+    await provisioner.Provisioner(deps).provision()
+    assert hooks_test.counter(m, "karpenter_scheduler_ignored_pods_count") == 1
