@@ -8,11 +8,26 @@ negative duration included, is ignored. Disruption (candidates) and termination 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from karpy.api import decoding, durations, labels
 
 PROTECTS_FOR_EVER = "true"
+INVALID: Final = "InvalidDoNotDisruptAnnotation"
+UNTIL: Final = "DoNotDisruptUntil"
+ELAPSED: Final = "DoNotDisruptGracePeriodElapsed"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """The Event upstream publishes about a pod whose annotation it evaluates for disruption (core:
+    pkg/utils/pod/events.go); `dedupe` is what makes two of them the same event."""
+
+    type: str
+    reason: str
+    message: str
+    dedupe: str
 
 
 def start_time(pod: Mapping[str, Any]) -> float | None:
@@ -45,3 +60,28 @@ def pod_active(pod: Mapping[str, Any], *, now: float) -> bool:
     """Whether a pod manifest's annotation protects it at `now` (whatever its phase; callers decide that)."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     return active(annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT), started=start_time(pod), now=now)
+
+
+def notice(pod: Mapping[str, Any], *, now: float) -> Notice | None:
+    """The Event about `pod`'s duration-form annotation as evaluated at `now`: invalid (a Warning; the annotation is
+    ignored), still protecting until a time, or elapsed. None for "true", no annotation, or a pod not started."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT)
+    if value is None or value == PROTECTS_FOR_EVER:
+        return None
+    try:
+        window = durations.parse(str(value))
+        if window <= 0:
+            raise durations.DurationError(f"duration must be positive, got {value!r}")
+    except durations.DurationError as error:
+        message = f"Invalid {labels.ANNOTATION_DO_NOT_DISRUPT} annotation: {error}, ignoring annotation"
+        return Notice("Warning", INVALID, message, dedupe=str(error))
+    started = start_time(pod)
+    if started is None:
+        return None
+    if now < started + window:
+        until = decoding.format_timestamp(started + window)
+        message = f"The {labels.ANNOTATION_DO_NOT_DISRUPT} grace period will elapse at {until}"
+        return Notice("Normal", UNTIL, message, dedupe=until)
+    message = f"The {labels.ANNOTATION_DO_NOT_DISRUPT} grace period has elapsed, pod is now disruptable"
+    return Notice("Normal", ELAPSED, message, dedupe="")

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from karpy import backoff, events, noop, rejections
 from karpy import clock as clock_mod
-from karpy.api import labels, nodeclaim, nodepool
+from karpy.api import donotdisrupt, labels, nodeclaim, nodepool
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.cloudprovider import types
 from karpy.disruption import blockers, candidates, consolidation, methods, orchestration, passes, validation
@@ -223,6 +223,7 @@ class DisruptionController:
             note=self._publish_note,
             seq=seq,
             timed_out=deps.metrics.timed_out,
+            pod_notice=self._publish_pod_notice,
         )
         deps.metrics.eligible_nodes(str(candidates.DisruptionClass.GRACEFUL), len(ctx.graceful))
         deps.metrics.eligible_nodes(str(candidates.DisruptionClass.EVENTUAL), len(ctx.eventual))
@@ -264,6 +265,10 @@ class DisruptionController:
                 message = blockers.pool_budget_blocked(str(reason))
                 self._dedupe(pool_ref(pool), blockers.DISRUPTION_BLOCKED, message, key=(str(reason),), window=60.0)
 
+    def _publish_pod_notice(self, pod: Mapping[str, Any], notice: donotdisrupt.Notice) -> None:
+        """A pod's do-not-disrupt Event, deduplicated as upstream's (by pod and its dedupe value)."""
+        self._dedupe(pod, notice.reason, notice.message, window=EVENT_DEDUPE, key=(notice.dedupe,), type_=notice.type)
+
     def _publish_note(self, note: methods.Note) -> None:
         if note.event:
             self._publish(note.candidate.node.node, note.candidate.claim, note.event, note.blocker.message)
@@ -278,7 +283,14 @@ class DisruptionController:
         self._dedupe(orchestration.claim_ref(claim), reason, message, window=window)
 
     def _dedupe(
-        self, obj: Mapping[str, Any], reason: str, message: str, *, window: float, key: tuple[str, ...] = ()
+        self,
+        obj: Mapping[str, Any],
+        reason: str,
+        message: str,
+        *,
+        window: float,
+        key: tuple[str, ...] = (),
+        type_: str = "Normal",
     ) -> None:
         now = self._deps.clock.now()
         identity = (reason, str(obj.get("kind")), str(facts.metadata(obj).get("uid") or facts.key(obj)), *key)
@@ -287,7 +299,7 @@ class DisruptionController:
         if len(self._published) > DEDUPE_ENTRIES:
             self._published = {k: until for k, until in self._published.items() if until > now}
         self._published[identity] = now + window
-        self._deps.recorder.record(obj, "Normal", reason, message)
+        self._deps.recorder.record(obj, type_, reason, message)
 
 
 def pool_ref(pool: nodepool.NodePool) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from karpy import clock as clock_mod
 from karpy import noop
-from karpy.api import nodepool
+from karpy.api import donotdisrupt, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, simulation, staticpools
 from karpy.kube import resources
@@ -53,17 +53,29 @@ class Options:
 
 class _PodInfos(Mapping[str, candidates.PodInfo]):
     """`candidates.pod_info` of each pod, read once per pass when a node asks (so a pod that cannot be read fails
-    its node's evaluation, not the pass)."""
+    its node's evaluation, not the pass); `notice` gets the do-not-disrupt Event of each pod read (upstream
+    publishes one wherever it evaluates the annotation for disruption)."""
 
-    def __init__(self, raw: Mapping[str, Mapping[str, Any]], *, now: float) -> None:
+    def __init__(
+        self,
+        raw: Mapping[str, Mapping[str, Any]],
+        *,
+        now: float,
+        notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None] = noop.ignore,
+    ) -> None:
         self._raw = raw
         self._now = now
+        self._notice = notice
         self._read: dict[str, candidates.PodInfo] = {}
 
     def __getitem__(self, key: str) -> candidates.PodInfo:
         found = self._read.get(key)
         if found is None:
-            found = self._read[key] = candidates.pod_info(self._raw[key], now=self._now)
+            obj = self._raw[key]
+            found = self._read[key] = candidates.pod_info(obj, now=self._now)
+            told = donotdisrupt.notice(obj, now=self._now)
+            if told is not None:
+                self._notice(obj, told)
         return found
 
     def __iter__(self) -> Iterator[str]:
@@ -85,6 +97,7 @@ def context(
     seq: int | None = None,
     existing: Sequence[scheduler.ExistingNode] = (),
     timed_out: Callable[[str], None] = noop.ignore,
+    pod_notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None] = noop.ignore,
 ) -> methods.Context:
     """The methods' view of `cluster` now; `queued` names the NodeClaims already being disrupted, `seq` replaces
     the cluster's as the methods' memo key (a pass that could not see every pool must not be remembered). A node
@@ -99,7 +112,7 @@ def context(
         candidates.new_candidate,
         pools={p.name: p for p in pools},
         instance_types={pool: {t.name: t for t in found} for pool, found in instance_types.items()},
-        pod_infos=_PodInfos({facts.key(o): o for o in cluster.objects(resources.PODS)}, now=now),
+        pod_infos=_PodInfos({facts.key(o): o for o in cluster.objects(resources.PODS)}, now=now, notice=pod_notice),
         pdbs=pdbs,
         now=now,
         queued=queued,
