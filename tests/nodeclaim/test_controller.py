@@ -402,3 +402,17 @@ async def test_reserved_capacity_whose_reservation_ended_is_relabelled_on_demand
     writes = len(env.kube.writes)
     await ctl.collect_garbage()
     assert len(env.kube.writes) == writes  # once
+
+
+async def test_a_node_without_the_unregistered_taint_warns_on_its_nodeclaim() -> None:
+    """Upstream's Warning UnregisteredTaintMissing (core: nodeclaim/lifecycle/registration.go), on the claim."""
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    await env.claims().reconcile(NAME)
+    provider_id = _claim(env).status.provider_id
+    env.kube.put(resources.NODES, b.node_dict("ip-10-0-0-1", provider_id=provider_id, taints=()))
+    await env.claims().reconcile(NAME)
+    warned = [
+        (e.kind, e.name, e.type, e.message) for e in env.recorder.events if e.reason == "UnregisteredTaintMissing"
+    ]
+    assert warned == [("NodeClaim", NAME, "Warning", controller.UNREGISTERED_TAINT_MISSING_MESSAGE)]

@@ -46,6 +46,15 @@ NODECLASS_NOT_READY: Final = "nodeclass_not_ready"
 """Upstream's reason labels for a claim deleted because its launch failed (core: lifecycle/launch.go)."""
 
 
+UNREGISTERED_TAINT_MISSING: Final = "UnregisteredTaintMissing"
+UNREGISTERED_TAINT_MISSING_MESSAGE: Final = (
+    f"Missing {labels.TAINT_UNREGISTERED_KEY} taint which prevents registration related race conditions on "
+    "Karpenter-managed nodes"
+)
+"""The Warning a NodeClaim gets when its Node registered without the unregistered taint (core:
+nodeclaim/lifecycle/events.go)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
@@ -314,6 +323,11 @@ class NodeClaimController:
         outcome = lifecycle.registration_patch(claim, nodes[0], now=now)
         if outcome.error:
             log.error("registering nodeclaim failed: %s", outcome.error, extra={"nodeclaim": claim.name})
+            failed = outcome.claim.condition(nodeclaim.REGISTERED)
+            if failed is not None and failed.reason == lifecycle.UNREGISTERED_TAINT_NOT_FOUND:
+                self._deps.recorder.record(
+                    _ref(claim), "Warning", UNREGISTERED_TAINT_MISSING, UNREGISTERED_TAINT_MISSING_MESSAGE
+                )
             return await self._write_status(claim, outcome.claim)
         if outcome.node_patch is not None:
             await self._deps.client.patch(resources.NODES, outcome.claim.status.node_name, outcome.node_patch)

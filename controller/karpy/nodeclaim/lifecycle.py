@@ -22,6 +22,9 @@ REGISTRATION_TIMEOUT: Final = 15 * 60.0
 
 LIFECYCLE_CONDITIONS: Final = (nodeclaim.LAUNCHED, nodeclaim.REGISTERED, nodeclaim.INITIALIZED)
 
+UNREGISTERED_TAINT_NOT_FOUND: Final = "UnregisteredTaintNotFound"
+"""The Registered=False reason of a Node that joined without the `karpenter.sh/unregistered` taint."""
+
 
 class LivenessReason(enum.StrEnum):
     """Why liveness deletes a NodeClaim (upstream's metric reason labels)."""
@@ -184,7 +187,7 @@ def registration_patch(claim: nodeclaim.NodeClaim, node: Mapping[str, Any], *, n
             f"Invariant violated, {labels.TAINT_UNREGISTERED_KEY} taint must be present on Karpenter-managed nodes"
         )
         failed = with_condition(
-            claim, nodeclaim.REGISTERED, conditions.FALSE, now=now, reason="UnregisteredTaintNotFound", message=message
+            claim, nodeclaim.REGISTERED, conditions.FALSE, now=now, reason=UNREGISTERED_TAINT_NOT_FOUND, message=message
         )
         return Registration(node_patch=None, claim=failed, error=message)
 
