@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests import builders
 
-from karpy import clock
+from karpy import clock, events
 from karpy.api import ec2nodeclass, hashing, labels, meta, parse
 from karpy.cloudprovider.aws import cache, drift
 from karpy.kube import client as kube_client
@@ -164,3 +164,34 @@ async def test_node_registration_healthy_is_written_and_reset_by_a_pool_change(a
     ready = meta.condition(nodepool_status.observed_conditions(stored), "Ready")
     assert ready is not None
     assert "NodeRegistrationHealthy" not in ready.message  # no dependent of Ready
+
+
+async def test_a_deleted_nodeclass_in_use_says_which_nodeclaims_it_waits_on(api: rest.RestClient) -> None:
+    """aws: nodeclass/controller.go `finalize` publishes WaitingOnNodeClaimTermination, again every 10 minutes."""
+    now = clock.ManualClock()
+    cache = cluster.Cluster(clock=now)
+    body = builders.ec2nodeclass("default")
+    body["metadata"]["finalizers"] = [labels.FINALIZER_AWS_TERMINATION]
+    cache.apply(
+        resources.EC2NODECLASSES,
+        kube_client.WatchEvent(kube_client.ADDED, await api.create(resources.EC2NODECLASSES, body)),
+    )
+    for i in range(7):
+        claim = builders.nodeclaim(f"default-{i}", pool="default")
+        cache.apply(resources.NODECLAIMS, kube_client.WatchEvent(kube_client.ADDED, claim))
+    await api.delete(resources.EC2NODECLASSES, "default")
+    recorder = events.MemoryRecorder()
+    controller = nodeclass_controller.NodeClassController(
+        nodeclass_controller.NodeClassDeps(kube=api, cluster=cache, cloud=Resolver(now), clock=now, recorder=recorder)
+    )
+    assert await controller.reconcile("default") == nodeclass_controller.NODECLASS_IN_USE_POLL
+    (told,) = recorder.events
+    assert (told.type, told.reason) == ("Normal", "WaitingOnNodeClaimTermination")
+    expected = "default-0, default-1, default-2, default-3, default-4 and 2 other(s)"
+    assert told.message == f"Waiting on NodeClaim termination for {expected}"
+    now.advance(nodeclass_controller.NODECLASS_IN_USE_POLL)
+    await controller.reconcile("default")
+    assert len(recorder.events) == 1  # not on every poll
+    now.advance(nodeclass_controller.WAITING_EVENT_PERIOD)
+    await controller.reconcile("default")
+    assert len(recorder.events) == 2

@@ -118,7 +118,6 @@ NOT_EMITTED: Mapping[str, str] = {
     "FailedConsistencyCheck": "karpy has no NodeClaim consistency controller",
     "FailedTermination": "declared by upstream (pkg/events/reason.go) and emitted by no controller",
     "NoCompatibleInstanceTypes": "not yet: karpy says so in the pod's FailedScheduling event",
-    "WaitingOnNodeClaimTermination": "not yet",
     "ZonalShiftActive": "karpy does not watch ARC zonal shifts",
     "ZonalShiftCleared": "karpy does not watch ARC zonal shifts",
 }

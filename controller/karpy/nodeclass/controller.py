@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from karpy import clock as clock_module
+from karpy import events
 from karpy.api import ec2nodeclass, errors, hashing, labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloud_errors
 from karpy.kube import client, patches, resources
@@ -47,6 +48,15 @@ NODECLASS_ERROR_RETRY: Final = 30.0
 
 
 NODECLASS_IN_USE_POLL: Final = 10.0
+WAITING_EVENT_PERIOD: Final = 600.0
+"""Seconds between two WaitingOnNodeClaimTermination events about one class (upstream re-fires it every 10 min)."""
+WAITING_ON_NODECLAIM_TERMINATION: Final = "WaitingOnNodeClaimTermination"
+
+
+def waiting_message(names: Sequence[str], *, shown: int = 5) -> str:
+    """aws: nodeclass/events.go, with its names as utils.PrettySlice lists them (five, then "and N other(s)")."""
+    listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} other(s)" if len(names) > shown else "")
+    return f"Waiting on NodeClaim termination for {listed}"
 
 
 class NodeClassReconciler(Protocol):
@@ -63,11 +73,15 @@ class NodeClassDeps:
     cluster: cluster_module.Cluster
     cloud: NodeClassReconciler
     clock: clock_module.Clock
+    recorder: events.Recorder | None = None
+    """Where WaitingOnNodeClaimTermination goes while a deleted class still has NodeClaims (None: nowhere)."""
 
 
 class NodeClassController:
     def __init__(self, deps: NodeClassDeps) -> None:
         self._deps = deps
+        self._told: dict[str, float] = {}
+        """Class uid -> when it was last told it waits on its NodeClaims."""
 
     async def reconcile(self, name: str) -> float | None:
         kube = self._deps.kube
@@ -105,7 +119,15 @@ class NodeClassController:
         using = sorted(c.name for c in self._deps.cluster.nodeclaims() if c.spec.node_class_ref.name == nc.name)
         if using:  # upstream waits for every NodeClaim of the class before cleaning up its launch templates
             log.info("waiting on nodeclaims to terminate", extra={"ec2nodeclass": nc.name, "nodeclaims": using[:10]})
+            now, uid = self._deps.clock.now(), nc.metadata.uid or nc.name
+            if (
+                self._deps.recorder is not None
+                and now - self._told.get(uid, -WAITING_EVENT_PERIOD) >= WAITING_EVENT_PERIOD
+            ):
+                self._told[uid] = now
+                self._deps.recorder.record(raw, "Normal", WAITING_ON_NODECLAIM_TERMINATION, waiting_message(using))
             return NODECLASS_IN_USE_POLL
+        self._told.pop(nc.metadata.uid or nc.name, None)
         try:
             await self._deps.cloud.finalize_nodeclass(nc)
         except cloud_errors.CloudProviderError as error:

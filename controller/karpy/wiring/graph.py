@@ -246,7 +246,9 @@ def build(
     nodeclasses = None
     if cloud.nodeclasses is not None:
         nodeclasses = nodeclass_controller.NodeClassController(
-            nodeclass_controller.NodeClassDeps(kube=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock)
+            nodeclass_controller.NodeClassDeps(
+                kube=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock, recorder=recorder
+            )
         )
     repairer = None
     policies = cloud.provider.repair_policies()
