@@ -17,7 +17,7 @@ from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import accounting
 from karpy.cloudprovider.fake import provider as fake
 from karpy.kube import client, resources
-from karpy.runtime import metrics
+from karpy.runtime import metrics, queuemetrics, workqueue
 from karpy.state import cluster
 
 START = 1_700_000_000.0
@@ -79,6 +79,10 @@ def _cluster() -> cluster.Cluster:
     return state
 
 
+async def _never(key: str) -> float | None:
+    raise AssertionError(f"the exporting queue is never run ({key})")
+
+
 def driven() -> metrics.Metrics:
     """A registry with every hook called once and every collector registered on a populated cluster."""
     m = metrics.Metrics()
@@ -136,6 +140,15 @@ def driven() -> metrics.Metrics:
     interruption.dropped("not_json")
     interruption.latency(4.0)
     interruption.unhealthy("SystemStatus")
+    series = queuemetrics.QueueSeries(m.registry)
+    queue_hooks = series.hooks("nodeclaims")
+    queue_hooks.added()
+    queue_hooks.waited(0.01)
+    queue_hooks.worked(0.2)
+    queue_hooks.reconciled(workqueue.ERROR)
+    queue_hooks.retried()
+    queue = workqueue.WorkQueue("nodeclaims", _never, clock=clock.ManualClock(START))
+    m.registry.register(queuemetrics.QueueCollector(lambda: {"nodeclaims": queue}, now=lambda: START))
     m.rejection_hooks().rejected("Pod", "invalid")
     m.set_leader(True)
     m.pod_bound(1.0)

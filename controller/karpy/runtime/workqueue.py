@@ -12,8 +12,9 @@ object: an Event, a log line with the traceback, a counter), while every other k
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from karpy import clock as clock_module
 from karpy import tasks
@@ -25,6 +26,28 @@ Reconcile = Callable[[str], Awaitable[float | None]]
 ErrorHook = Callable[[str, Exception], None]
 ERROR_BACKOFF = 5.0
 ERROR_BACKOFF_MAX = 300.0
+SUCCESS, ERROR, REQUEUE_AFTER = "success", "error", "requeue_after"
+"""controller-runtime's `result` label values of a reconcile (controller_runtime_reconcile_total)."""
+
+
+def _ignore(*_: object) -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Metrics:
+    """Hooks for client-go's workqueue series and controller-runtime's reconcile series; no-ops by default."""
+
+    added: Callable[[], None] = _ignore
+    """A key queued that was not queued already (workqueue_adds_total)."""
+    waited: Callable[[float], None] = _ignore
+    """Seconds a key spent queued before a worker took it (workqueue_queue_duration_seconds)."""
+    worked: Callable[[float], None] = _ignore
+    """Seconds one reconcile took (workqueue_work_duration_seconds, controller_runtime_reconcile_time_seconds)."""
+    reconciled: Callable[[str], None] = _ignore
+    """A reconcile's result: SUCCESS, ERROR or REQUEUE_AFTER (controller_runtime_reconcile_total)."""
+    retried: Callable[[], None] = _ignore
+    """A failed key queued again after its backoff (workqueue_retries_total)."""
 
 
 class WorkQueue:
@@ -36,8 +59,10 @@ class WorkQueue:
         clock: clock_module.Clock,
         workers: int = 4,
         on_error: ErrorHook | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.name = name
+        self.metrics = metrics or Metrics()
         self._reconcile = reconcile
         self._on_error = on_error
         self._failures: dict[str, int] = {}
@@ -45,7 +70,9 @@ class WorkQueue:
         self._workers = workers
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._queued: set[str] = set()
-        self._active: set[str] = set()
+        self._active: dict[str, float] = {}
+        """Key -> when its reconcile started."""
+        self._queued_at: dict[str, float] = {}
         self._dirty: set[str] = set()
         self._timers: dict[str, asyncio.Task[None]] = {}
         self.reconciled = 0
@@ -60,10 +87,20 @@ class WorkQueue:
             self._dirty.add(key)
         elif key not in self._queued:
             self._queued.add(key)
+            self._queued_at[key] = self._clock.now()
             self._queue.put_nowait(key)
+            self.metrics.added()
 
     def __len__(self) -> int:
         return len(self._queued)
+
+    @property
+    def workers(self) -> int:
+        return self._workers
+
+    def running_since(self) -> Mapping[str, float]:
+        """Key -> start time of every reconcile running now (for the unfinished-work gauges)."""
+        return dict(self._active)
 
     async def _later(self, key: str, after: float) -> None:
         try:
@@ -86,17 +123,23 @@ class WorkQueue:
         while True:
             key = await self._queue.get()
             self._queued.discard(key)
-            self._active.add(key)
+            start = self._clock.now()
+            self.metrics.waited(start - self._queued_at.pop(key, start))
+            self._active[key] = start
             again: float | None
             try:
                 again = await self._reconcile(key)
                 self._failures.pop(key, None)
+                self.metrics.reconciled(SUCCESS if again is None else REQUEUE_AFTER)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # one broken object must not stop the others: report and retry later
                 again = self._failed(key, exc)
+                self.metrics.reconciled(ERROR)
+                self.metrics.retried()
             finally:
-                self._active.discard(key)
+                self._active.pop(key, None)
+                self.metrics.worked(self._clock.now() - start)
             self.reconciled += 1
             if key in self._dirty:
                 self._dirty.discard(key)
@@ -122,4 +165,5 @@ class WorkQueue:
         while not self._queue.empty():
             self._queue.get_nowait()
         self._queued.clear()
+        self._queued_at.clear()
         self._dirty.clear()

@@ -31,7 +31,7 @@ from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.provisioning import batcher, provisioner, snapshot
-from karpy.runtime import lease, metrics, observers, parts, routing, workqueue
+from karpy.runtime import lease, metrics, observers, parts, queuemetrics, routing, workqueue
 from karpy.state import cluster as cluster_module
 from karpy.termination import controller as termination_controller
 from karpy.wiring import views
@@ -312,8 +312,12 @@ def build(
 
         return report
 
+    queue_series = queuemetrics.QueueSeries(registry.registry)
+
     def queue(name: str, reconcile: workqueue.Reconcile, res: resources.Resource, workers: int) -> workqueue.WorkQueue:
-        return workqueue.WorkQueue(name, reconcile, clock=clock, workers=workers, on_error=reporting(res))
+        return workqueue.WorkQueue(
+            name, reconcile, clock=clock, workers=workers, on_error=reporting(res), metrics=queue_series.hooks(name)
+        )
 
     controller.queues = {
         parts.NODECLAIMS: queue(
@@ -342,6 +346,7 @@ def build(
         cluster.add_listener(overlay_controller.listener(controller.queues[parts.NODEOVERLAYS].add))
     registry.watch_state(cluster)
     registry.watch_cluster_series(cluster, now=clock.now)
+    registry.registry.register(queuemetrics.QueueCollector(lambda: controller.queues, now=clock.now))
     if cloud.api_calls is not None:
         registry.watch_cloud_calls(cloud.api_calls)
     cluster.add_listener(
