@@ -34,7 +34,8 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     try:
         cluster = manifests.load(args.files)
-        result = plan.to_json(plan.run(cluster, options, clock=clock.SystemClock()))
+        planned, conflicting = plan.run_with_overlays(cluster, options, clock=clock.SystemClock())
+        result = plan.to_json(planned, overlays=plan.overlay_statuses(cluster, conflicting))
     except manifests.InputError as exc:
         print(f"karpy simulate: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -101,3 +101,33 @@ def test_a_bad_overlay_is_refused_naming_file_and_field(tmp_path: Path, capsys: 
     assert "o.yaml" in err
     assert "NodeOverlay" in err
     assert "spec.capacity" in err
+
+
+def test_overlays_of_equal_weight_that_both_price_a_type_are_reported_in_conflict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The later of two same-weight overlays setting one offering's price is refused everywhere, as the controller
+    refuses it with ValidationSucceeded=False, reason Conflict; simulate says so and plans without it."""
+    m7i = f"  requirements: [{{key: {TYPE}, operator: In, values: [m7i.large]}}]\n"
+    # equal weights go in reverse name order (core: OrderByWeight): b-cheap first, a-dear is the later one
+    first = _overlay("b-cheap", m7i + '  weight: 10\n  price: "0.001"\n')
+    second = _overlay("a-dear", m7i + '  weight: 10\n  price: "9"\n')
+    lighter = _overlay("c-light", m7i + '  weight: 1\n  priceAdjustment: "+1%"\n')
+    (tmp_path / "m.yaml").write_text(POOL_M5 + builders.pod_manifest("a") + first + second + lighter)
+    doc = plan(capsys, "-f", str(tmp_path))
+    assert doc["nodeoverlays"] == [
+        {"name": "a-dear", "applied": False, "reason": "Conflict", "message": "conflict with another overlay"},
+        {"name": "b-cheap", "applied": True},
+        {"name": "c-light", "applied": True},  # a lighter overlay conflicts with nobody
+    ]
+    (claim,) = doc["nodeclaims"]
+    assert (claim["instance_type"], claim["price_per_hour"]) == ("m7i.large", pytest.approx(0.001))
+    code, table, _ = run(capsys, "-f", str(tmp_path))
+    assert code == 0
+    assert "NodeOverlays not applied: 1" in table
+    assert "a-dear: Conflict, conflict with another overlay" in table
+
+
+def test_a_plan_without_overlays_has_no_overlay_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "m.yaml").write_text(POOL_M5 + builders.pod_manifest("a"))
+    assert "nodeoverlays" not in plan(capsys, "-f", str(tmp_path))

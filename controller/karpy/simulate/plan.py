@@ -20,14 +20,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as clock_module
-from karpy.api import ec2nodeclass, quantity
+from karpy.api import ec2nodeclass, nodeoverlay, quantity
 from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
+from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.scheduling import nodes, preferences, results, scheduler
 from karpy.simulate import existing, manifests
 
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
 
+
+CONFLICT_MESSAGE = nodeoverlay_controller.CONFLICT_MESSAGE
 
 SOLVE_TIMEOUT = 60.0
 """Seconds the scheduling simulation may take (the controller's, and upstream's, Solve() deadline): pods it has not
@@ -47,11 +50,29 @@ class Options:
 def instance_types(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
     """The instance types each NodePool can use, with its EC2NodeClass's kubelet settings and the input's
     NodeOverlays applied (as the controller applies them under the NodeOverlay gate)."""
+    return overlaid(cluster, options)[0]
+
+
+def overlaid(
+    cluster: manifests.Cluster, options: Options
+) -> tuple[dict[str, Sequence[types.InstanceType]], frozenset[str]]:
+    """`instance_types`, and the NodeOverlays refused for a conflict with another of the same weight (whose
+    ValidationSucceeded the controller sets False with reason Conflict)."""
     listed = _listed(cluster, options)
     if not cluster.nodeoverlays:
-        return listed
-    store = overlay.evaluate(cluster.nodeoverlays, cluster.nodepools, listed).store
-    return {name: store.apply(name, its) for name, its in listed.items()}
+        return listed, frozenset()
+    evaluation = overlay.evaluate(cluster.nodeoverlays, cluster.nodepools, listed)
+    return {name: evaluation.store.apply(name, its) for name, its in listed.items()}, evaluation.conflicting
+
+
+def overlay_statuses(cluster: manifests.Cluster, conflicting: frozenset[str]) -> list[dict[str, Any]]:
+    """Each input NodeOverlay as the controller would mark it: applied, or refused with the Conflict reason."""
+    return [
+        {"name": o.name, "applied": True}
+        if o.name not in conflicting
+        else {"name": o.name, "applied": False, "reason": nodeoverlay.REASON_CONFLICT, "message": CONFLICT_MESSAGE}
+        for o in sorted(cluster.nodeoverlays, key=lambda o: o.name)
+    ]
 
 
 def _listed(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
@@ -77,12 +98,20 @@ def _listed(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[
 
 def run(cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clock | None = None) -> results.Results:
     """The plan for `cluster`; with a `clock`, the solve stops after `options.solve_timeout` seconds of it."""
+    return run_with_overlays(cluster, options, clock=clock)[0]
+
+
+def run_with_overlays(
+    cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clock | None = None
+) -> tuple[results.Results, frozenset[str]]:
+    """`run`, and the NodeOverlays refused for a conflict (`overlaid`)."""
     deadline = None
     if clock is not None:
         start = clock.now()
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
-    inp = scheduling_input(cluster, options, instance_types(cluster, options))
-    return scheduler.solve(dataclasses.replace(inp, deadline=deadline))
+    catalog_, conflicting = overlaid(cluster, options)
+    inp = scheduling_input(cluster, options, catalog_)
+    return scheduler.solve(dataclasses.replace(inp, deadline=deadline)), conflicting
 
 
 def scheduling_input(
@@ -108,7 +137,8 @@ def _pod_key(pod: Any) -> str:
     return f"{pod.namespace}/{pod.name}"
 
 
-def to_json(results: results.Results) -> dict[str, Any]:
+def to_json(results: results.Results, *, overlays: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The plan as JSON; `overlays` (`overlay_statuses`), when the input has NodeOverlays, under "nodeoverlays"."""
     claims: list[dict[str, Any]] = []
     counters: dict[str, int] = {}
     for claim in results.new_nodeclaims:
@@ -133,13 +163,16 @@ def to_json(results: results.Results) -> dict[str, Any]:
         if pods
     ]
     unschedulable = [{"pod": key, "reason": reason} for key, reason in sorted(results.unschedulable.items())]
-    return {
+    out: dict[str, Any] = {
         "nodeclaims": claims,
         "existing_nodes": existing,
         "unschedulable": unschedulable,
         "cost_per_hour": round(results.cost_per_hour, 6),
         "lower_bound_per_hour": round(results.lower_bound_per_hour, 6),
     }
+    if overlays:
+        out["nodeoverlays"] = [dict(o) for o in overlays]
+    return out
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -179,6 +212,11 @@ def to_table(plan: dict[str, Any], *, max_options: int = 3) -> str:
         lines.append("")
         lines.append(f"Pods that cannot be scheduled: {len(plan['unschedulable'])}")
         lines += [f"  {u['pod']}: {u['reason']}" for u in plan["unschedulable"]]
+    refused = [o for o in plan.get("nodeoverlays", ()) if not o["applied"]]
+    if refused:
+        lines.append("")
+        lines.append(f"NodeOverlays not applied: {len(refused)}")
+        lines += [f"  {o['name']}: {o['reason']}, {o['message']}" for o in refused]
     lines.append("")
     lines.append(
         f"Cost: ${plan['cost_per_hour']:.4f}/h for new capacity "
