@@ -69,6 +69,7 @@ def _explain(args: argparse.Namespace) -> int:
         context=args.context,
         catalog=plan.Options(catalog=args.catalog, region=args.region, zones=zones),
         now=now,
+        node_overlay=args.node_overlay,
         options=run.Options(
             node=args.node,
             pod=args.pod,
@@ -128,6 +129,9 @@ def _explain_parser(commands: Any) -> None:
     explain.add_argument("--region", default="", help="AWS region of the catalog (default: the nodes' region)")
     explain.add_argument("--zones", default="", help="comma-separated zones (default: each node class's subnets)")
     explain.add_argument("--spot-to-spot", action="store_true", help="as with feature gate SpotToSpotConsolidation")
+    explain.add_argument(
+        "--node-overlay", action="store_true", help="as with feature gate NodeOverlay: apply the NodeOverlays read"
+    )
     explain.add_argument("--preference-policy", choices=("Respect", "Ignore"), default="Respect")
     explain.add_argument("--min-values-policy", choices=("Strict", "BestEffort"), default="Strict")
     explain.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")

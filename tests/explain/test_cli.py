@@ -162,3 +162,39 @@ def test_an_unreachable_cluster_exits_1(capsys: pytest.CaptureFixture[str], tmp_
     code, _, err = explain(capsys, "--kubeconfig", str(kubeconfig))
     assert code == 1
     assert "cannot list the cluster's objects" in err
+
+
+@pytest.mark.parametrize(("flag", "price"), [((), NODE_PRICE), (("--node-overlay",), 1.0)])
+def test_node_overlays_price_the_nodes_as_the_controller_does_under_its_gate(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, flag: tuple[str, ...], price: float
+) -> None:
+    """With the NodeOverlay gate the controller prices every offering through the overlays (core:
+    cloudprovider/overlay); explain does with --node-overlay, and leaves them out without it, as the controller."""
+    doc = dumps.dump(SHAPE)
+    doc["items"].append({
+        "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "flat-rate"},
+        "spec": {
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.2xlarge"]}],
+            "price": "1",
+        },
+    })  # fmt: skip
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    explained = as_json(capsys, "-f", str(path), *flag)
+    assert explained["repack"]["cost_per_hour"] == pytest.approx(4 * price)
+    assert explained["next_pass"]["savings_per_hour"] == pytest.approx(price)
+
+
+def test_an_invalid_overlay_is_left_out_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    doc = dumps.dump(SHAPE)
+    doc["items"].append({
+        "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "broken"},
+        "spec": {"requirements": [], "price": "cheap"},
+    })  # fmt: skip
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    explained = as_json(capsys, "-f", str(path), "--node-overlay")
+    assert any("NodeOverlay broken left out" in w for w in explained["warnings"])
+    assert explained["repack"]["cost_per_hour"] == pytest.approx(4 * NODE_PRICE)

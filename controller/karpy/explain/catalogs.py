@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from karpy.api import ec2nodeclass, labels, nodepool
-from karpy.cloudprovider import types
+from karpy.api import ec2nodeclass, labels, nodeoverlay, nodepool
+from karpy.cloudprovider import overlay, types
 from karpy.simulate import manifests, plan
 from karpy.state import facts
 
@@ -37,11 +37,18 @@ def instance_types(
     pools: Sequence[nodepool.NodePool],
     nodeclasses: Mapping[str, ec2nodeclass.EC2NodeClass],
     options: plan.Options,
+    *,
+    overlays: Sequence[nodeoverlay.NodeOverlay] = (),
 ) -> dict[str, Sequence[types.InstanceType]]:
-    """Pool name -> its instance types; `options.zones`, when given, replaces every node class's own zones."""
+    """Pool name -> its instance types; `options.zones`, when given, replaces every node class's own zones.
+    `overlays` are applied as the controller applies them: evaluated once over every pool (a conflict anywhere
+    refuses an overlay everywhere), then each pool's types read through the result."""
     out: dict[str, Sequence[types.InstanceType]] = {}
     for pool in pools:
         zones = options.zones or subnet_zones(nodeclasses.get(pool.template.node_class_ref.name))
         one = manifests.Cluster(nodepools=[pool], nodeclasses=dict(nodeclasses))
         out.update(plan.instance_types(one, dataclasses.replace(options, zones=zones)))
-    return out
+    if not overlays:
+        return out
+    store = overlay.evaluate(overlays, pools, out).store
+    return {name: store.apply(name, listed) for name, listed in out.items()}

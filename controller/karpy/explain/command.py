@@ -34,6 +34,8 @@ class Request:
     now: float | None = None
     """Evaluate as of this time (epoch seconds); None: now, on the wall clock."""
     options: run.Options = field(default_factory=run.Options)
+    node_overlay: bool = False
+    """Feature gate NodeOverlay, as the controller runs with it: apply the cluster's NodeOverlays."""
 
 
 def kubeconfig_path(explicit: str, environ: Mapping[str, str]) -> str:
@@ -91,7 +93,8 @@ def _explain(request: Request) -> dict[str, Any]:
     options = request.catalog
     if not options.region:
         options = plan.Options(options.catalog, catalogs.region_of(cluster.objects(resources.NODES)), options.zones)
-    instance_types = catalogs.instance_types(cluster.nodepools(), cluster.nodeclasses(), options)
+    overlays = cluster.nodeoverlays() if request.node_overlay else ()
+    instance_types = catalogs.instance_types(cluster.nodepools(), cluster.nodeclasses(), options, overlays=overlays)
     prepared = run.prepare(cluster, instance_types, clock=clock, options=request.options)
     return report.to_json(run.explain(prepared, warnings=[*skipped, *warnings]))
 

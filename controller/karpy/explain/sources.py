@@ -24,8 +24,11 @@ from karpy.simulate import manifests
 from karpy.state import cluster as cluster_mod
 from karpy.state import facts, informer
 
-KINDS: Mapping[str, resources.Resource] = {r.kind: r for r in informer.INFORMED}
-"""The kinds explain reads: exactly what the controller's cluster model watches."""
+READ: tuple[resources.Resource, ...] = (*informer.INFORMED, resources.NODEOVERLAYS)
+"""What explain reads: what the controller's cluster model watches, NodeOverlays included (watched under the
+NodeOverlay gate; explain applies them only with --node-overlay, as the controller under its gate)."""
+KINDS: Mapping[str, resources.Resource] = {r.kind: r for r in READ}
+"""The kinds explain reads."""
 InputError = manifests.InputError
 MAX_JSON_BYTES = 2**30
 """Largest JSON dump read (1 GiB, some 40,000 nodes with 400,000 pods): a bound on the memory explain may take.
@@ -124,7 +127,7 @@ def read_dump(paths: Sequence[str]) -> Snapshot:
 # --- live -------------------------------------------------------------------------------------------------------
 
 
-OPTIONAL = frozenset({resources.EC2NODECLASSES, resources.VOLUMEATTACHMENTS})
+OPTIONAL = frozenset({resources.EC2NODECLASSES, resources.VOLUMEATTACHMENTS, resources.NODEOVERLAYS})
 """Resources a cluster may not serve (another provider's node classes, an old API server): read as empty."""
 
 
@@ -132,7 +135,7 @@ async def read_live(kube: client.KubeClient) -> tuple[Snapshot, list[str]]:
     """One LIST of every resource the controller watches, all namespaces; and what could not be read."""
     snap = Snapshot()
     skipped: list[str] = []
-    for res in informer.INFORMED:
+    for res in READ:
         try:
             items, _ = await kube.list(res)
         except client.NotFound:
@@ -154,7 +157,7 @@ def to_cluster(snap: Snapshot, *, clock: clock_mod.Clock) -> tuple[cluster_mod.C
     brought up to `clock`'s now (the controller refreshes it every second; a dump may be older, and a stopped
     controller does not refresh it at all); and one warning per object the model had to leave out."""
     cluster = cluster_mod.Cluster(clock=clock)
-    for res in informer.INFORMED:
+    for res in READ:
         cluster.mark_listed(res)
         for obj in snap.objects.get(res, ()):
             cluster.apply(res, client.WatchEvent(client.ADDED, obj))
@@ -165,6 +168,7 @@ def to_cluster(snap: Snapshot, *, clock: clock_mod.Clock) -> tuple[cluster_mod.C
         (resources.EC2NODECLASSES, cluster.nodeclass_errors()),
         (resources.NODECLAIMS, cluster.nodeclaim_errors()),
         (resources.PODS, cluster.pod_errors()),
+        (resources.NODEOVERLAYS, cluster.nodeoverlay_errors()),
     ):
         for key, error in sorted(found.items()):
             where = snap.sources.get((res, key), f"{res.kind} {key}")
