@@ -35,16 +35,12 @@ class _SlowFake(fake_provider.FakeCloudProvider):
         return await super().list()
 
 
-def _claim() -> Any:
-    return parse.nodeclaim(builders.nodeclaim("web-x", pool="web"))
-
-
 CALLS: list[tuple[str, Callable[[types.CloudProvider], Awaitable[object]]]] = [
-    ("Create", lambda p: p.create(_claim())),
+    ("Create", lambda p: p.create(builders.parsed_nodeclaim("web-x", pool="web"))),
     ("Get", lambda p: p.get("fake://nowhere/i-0")),
     ("List", lambda p: p.list()),
     ("GetInstanceTypes", lambda p: p.instance_types(parse.nodepool(builders.nodepool("web")))),
-    ("IsDrifted", lambda p: p.is_drifted(_claim())),
+    ("IsDrifted", lambda p: p.is_drifted(builders.parsed_nodeclaim("web-x", pool="web"))),
 ]
 
 
@@ -79,7 +75,9 @@ async def test_errors_are_counted_by_upstreams_kind(error: Exception, label: str
     m, inner = metrics.Metrics(), fake_provider.FakeCloudProvider()
     inner.next_error = error
     with pytest.raises(type(error)):
-        await m.metered(inner, "nodeclaim.lifecycle", clock=clock.ManualClock(0.0)).create(_claim())
+        await m.metered(inner, "nodeclaim.lifecycle", clock=clock.ManualClock(0.0)).create(
+            builders.parsed_nodeclaim("web-x", pool="web")
+        )
     labels = {"controller": "nodeclaim.lifecycle", "method": "Create", "provider": "fake", "error": label}
     assert hooks_test.counter(m, ERRORS, **labels) == 1
 

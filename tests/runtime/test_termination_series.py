@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests import builders
 from tests.nodeclaim import builders as b
 from tests.nodeclaim import harness
 from tests.runtime import test_metrics_hooks as hooks_test
@@ -34,13 +35,6 @@ async def _registered(env: harness.Env, m: metrics.Metrics) -> None:
     await _claims(env, m).reconcile(CLAIM)
 
 
-def _pdb(app: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": app, "namespace": "default"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
-    }  # fmt: skip
-
-
 def value(m: metrics.Metrics, name: str, **label_values: str) -> float:
     return hooks_test.counter(m, name, **label_values)
 
@@ -50,7 +44,7 @@ async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> 
     await _registered(env, m)
     env.kube.put(resources.PODS, b.pod_dict("web"))
     env.kube.put(resources.PODS, b.pod_dict("db", pod_labels={"app": "db"}))
-    env.kube.put(resources.PDBS, _pdb("db"))
+    env.kube.put(resources.PDBS, builders.pdb("db", {"app": "db"}, namespace="default", minAvailable=1))
     env.clock.advance(7200)  # two hours old when its deletion is asked for
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps, metrics=m.termination_hooks())
