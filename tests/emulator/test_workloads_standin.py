@@ -141,7 +141,7 @@ async def test_a_pass_creates_at_most_a_burst_in_slow_start_batches(
     controller = workloads.WorkloadController(
         api, clock=clock.ManualClock(), reader=reads.StoreReader(kube), burst_replicas=5
     )
-    await api.create(workloads.DEPLOYMENTS, deployment(12))
+    await api.create(workloads.DEPLOYMENTS, builders.deployment("inflate", 12))
     created = [len((await controller.sync()).created) for _ in range(4)]
     assert created == [5, 5, 2, 0]  # kube-controller-manager's BurstReplicas per sync, then converged
     assert len(await _pods(api)) == 12
