@@ -176,7 +176,7 @@ def test_bound_never_exceeds_the_plan_cost(shapes: list[tuple[str, str]], kind: 
 
 constrained = st.lists(
     st.tuples(
-        st.sampled_from(("generic", "host-anti", "host-spread", "host-spread-2", "zone-spread")),
+        st.sampled_from(("generic", "host-anti", "host-spread", "host-spread-2", "zone-spread", "zone-pinned")),
         st.sampled_from(("100m", "500m", "1500m", "3")),
         st.sampled_from(("256Mi", "2Gi", "6Gi")),
         st.integers(1, 10),
@@ -225,6 +225,22 @@ def test_hostname_rules_bound_at_the_nodes_they_force(rule: str, count: int, lp:
     assert res.lp_bound_per_hour == pytest.approx(lp, rel=1e-6)
     assert res.lower_bound_per_hour == pytest.approx(tightened, rel=1e-6)
     assert res.cost_per_hour == pytest.approx(tightened)
+
+
+def test_zone_pinned_parts_each_buy_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Zone spread over three zones puts one pod in each; nodes in different zones are never shared, so each pod
+    # buys a small node of its own ($3). The per-resource LP (what solves with many classes fall back to) sees
+    # three quarter-full small nodes' worth of cpu ($0.75).
+    monkeypatch.setattr(bound, "PATTERN_CLASSES", 0)
+    its = [
+        c.make_instance_type("small", cpu=2, memory_gib=4, price=1.0),
+        c.make_instance_type("big", cpu=16, memory_gib=32, price=8.0),
+    ]
+    spec = c.workload_spec("zone-spread", "web")
+    res = c.solve(c.make_pods(3, cpu="500m", memory="512Mi", labels_={"app": "web"}, spec=spec), catalog=its)
+    assert res.lp_bound_per_hour == pytest.approx(0.75, rel=1e-6)
+    assert res.lower_bound_per_hour == pytest.approx(3.0, rel=1e-6)
+    assert res.cost_per_hour == pytest.approx(3.0)
 
 
 def _mixed_catalog() -> list[types.InstanceType]:
