@@ -18,7 +18,7 @@ UNHEALTHY = "karpenter_interruption_instance_status_unhealthy_total"
 
 
 async def _env(m: metrics.Metrics) -> harness.Env:
-    env = await harness._env(harness._claim("a", "i-a", node="n-a"))
+    env = await harness._env(harness.running_claim("a", "i-a", node="n-a"))
     env.ctl = controller.InterruptionController(
         controller.Deps(
             client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder,
