@@ -12,7 +12,7 @@ import json
 import statistics
 import time
 
-from moto.ec2.models import instance_types as moto_types
+from moto.ec2.models import instance_types as models_instance_types
 
 from karpy.api import ec2nodeclass, meta
 from karpy.cloudprovider import catalog
@@ -26,9 +26,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    shapes = list(moto_types.INSTANCE_TYPES.values())
+    shapes = list(models_instance_types.INSTANCE_TYPES.values())
     offered: dict[str, set[str]] = {}
-    for row in moto_types.INSTANCE_TYPE_OFFERINGS["availability-zone"][REGION]:
+    for row in models_instance_types.INSTANCE_TYPE_OFFERINGS["availability-zone"][REGION]:
         offered.setdefault(row["InstanceType"], set()).add(row["Location"])
     frozen = {k: frozenset(v) for k, v in offered.items()}
     zones = [("us-east-1a", "use1-az1"), ("us-east-1b", "use1-az2"), ("us-east-1c", "use1-az4")]

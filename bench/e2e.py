@@ -60,7 +60,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import labels, parse
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.aws import accounting, ec2batch
@@ -124,9 +124,9 @@ async def _until(
     within: float,
     what: str,
     step: float = 0.2,
-    clock: clock_module.Clock | None = None,
+    clock: karpy_clock.Clock | None = None,
 ) -> float:
-    clock = clock or clock_module.SystemClock()
+    clock = clock or karpy_clock.SystemClock()
     start = clock.now()
     while not await _answered(check):
         if clock.now() - start > within:

@@ -57,7 +57,7 @@ def run_explain(path: Path, now: str) -> tuple[dict[str, Any], float, float, flo
 def phases(path: Path, now: float) -> dict[str, float]:
     """CPU seconds of each step `karpy explain` takes (`karpy.explain.command.explain`, step by step, in this
     process, with the collector paused as the command pauses it)."""
-    from karpy import clock as clock_mod
+    from karpy import clock as karpy_clock
     from karpy.explain import catalogs, pending, repack, run, sources, verdicts
     from karpy.kube import resources
     from karpy.simulate import plan
@@ -70,7 +70,7 @@ def phases(path: Path, now: float) -> dict[str, float]:
         out[name] = round(time.process_time() - mark, 2)
         mark = time.process_time()
 
-    clock = clock_mod.ManualClock(now)
+    clock = karpy_clock.ManualClock(now)
     gc.disable()
     try:
         snap = sources.read_dump([str(path)])

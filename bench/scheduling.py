@@ -115,9 +115,9 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
     `warm` imports the LP solver (scipy, imported lazily by the lower bound) before the timer starts, so the row
     measures solving rather than a one-off module import. `profile` writes cProfile stats of the solve there."""
     from karpy.api import meta, nodepool
-    from karpy.cloudprovider import catalog as aws_catalog
+    from karpy.cloudprovider import catalog as cloudprovider_catalog
     from karpy.cloudprovider.fake import generator
-    from karpy.scheduling import pods as pod_model
+    from karpy.scheduling import pods as scheduling_pods
     from karpy.scheduling import scheduler
 
     pool = nodepool.NodePool(
@@ -126,10 +126,10 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
             node_class_ref=meta.NodeClassRef(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
         ),
     )
-    types = generator.instance_types(400) if catalog == "fake" else aws_catalog.load("us-east-1")
+    types = generator.instance_types(400) if catalog == "fake" else cloudprovider_catalog.load("us-east-1")
     # Parsed as generated (never all manifests alive at once) and through one interner, as a controller parsing a
     # watch stream would: pods stamped from one template share their labels, requests and constraints.
-    pending = pod_model.from_manifests(iter_pod_manifests(pods, mix=mix))
+    pending = scheduling_pods.from_manifests(iter_pod_manifests(pods, mix=mix))
     inp = scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
     if warm:
         importlib.import_module("scipy.optimize")
@@ -185,11 +185,11 @@ def exact_row(*, catalog: str, pods: int, node_limit: int) -> dict[str, Any]:
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     from karpy.api import labels, meta, nodepool
-    from karpy.cloudprovider import catalog as aws_catalog
+    from karpy.cloudprovider import catalog as cloudprovider_catalog
     from karpy.cloudprovider.fake import generator
-    from karpy.scheduling import catalog as pool_catalog
+    from karpy.scheduling import catalog as scheduling_catalog
     from karpy.scheduling import exclusion, scheduler
-    from karpy.scheduling import pods as pod_model
+    from karpy.scheduling import pods as scheduling_pods
 
     pool = nodepool.NodePool(
         metadata=meta.ObjectMeta(name="default"),
@@ -197,13 +197,13 @@ def exact_row(*, catalog: str, pods: int, node_limit: int) -> dict[str, Any]:
             node_class_ref=meta.NodeClassRef(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
         ),
     )
-    types = generator.instance_types(400) if catalog == "fake" else aws_catalog.load("us-east-1")
-    pending = pod_model.from_manifests(iter_pod_manifests(pods, mix="diverse"))
+    types = generator.instance_types(400) if catalog == "fake" else cloudprovider_catalog.load("us-east-1")
+    pending = scheduling_pods.from_manifests(iter_pod_manifests(pods, mix="diverse"))
     results = scheduler.solve(
         scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
     )
-    index = pool_catalog.ResourceIndex.build([p.requests for p in pending])
-    offered = pool_catalog.PoolCatalog(pool, types, index=index)
+    index = scheduling_catalog.ResourceIndex.build([p.requests for p in pending])
+    offered = scheduling_catalog.PoolCatalog(pool, types, index=index)
     unit = np.array([1, 1024 * 1024 * 1000, 1000], dtype=np.int64)  # cpu in m, memory in Mi, pods: exact for these
     usable = offered.usable[:, :3] // unit
     exclusions = exclusion.Exclusions()

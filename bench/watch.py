@@ -196,13 +196,13 @@ def _kopf_registry(url: str, cluster: Any, meter: Meter, *, indexed: bool) -> An
 async def consume(variant: str, url: str, *, expected: int, churn: int) -> dict[str, Any]:
     import kopf
 
-    from karpy import clock as clock_module
+    from karpy import clock as karpy_clock
     from karpy.kube import credentials, resources, rest
-    from karpy.state import cluster as cluster_module
+    from karpy.state import cluster as state_cluster
     from karpy.state import informer
 
-    clock = clock_module.SystemClock()
-    cluster = cluster_module.Cluster(clock=clock)
+    clock = karpy_clock.SystemClock()
+    cluster = state_cluster.Cluster(clock=clock)
     meter = Meter(expected=expected, churn=churn)
     cluster.add_listener(meter.observe)
     result: dict[str, Any] = {"variant": variant, "baseline_rss_mb": _rss_mb("VmRSS")}

@@ -10,8 +10,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.api import ec2nodeclass as ec2nodeclass_api
-from karpy.api import nodeclaim as nodeclaim_api
+from karpy.api import ec2nodeclass as api_ec2nodeclass
+from karpy.api import nodeclaim as api_nodeclaim
 from karpy.api import parse
 from karpy.scheduling import pods
 
@@ -291,12 +291,12 @@ def ec2nodeclass(
     return manifest
 
 
-def parsed_ec2nodeclass(name: str = "default", **fields: Any) -> ec2nodeclass_api.EC2NodeClass:
+def parsed_ec2nodeclass(name: str = "default", **fields: Any) -> api_ec2nodeclass.EC2NodeClass:
     """`ec2nodeclass(name, **fields)` through the real parser."""
     return parse.ec2nodeclass(ec2nodeclass(name, **fields))
 
 
-def parsed_nodeclaim(name: str, **fields: Any) -> nodeclaim_api.NodeClaim:
+def parsed_nodeclaim(name: str, **fields: Any) -> api_nodeclaim.NodeClaim:
     """`nodeclaim(name, **fields)` through the real parser."""
     return parse.nodeclaim(nodeclaim(name, **fields))
 

@@ -9,13 +9,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 
 
 async def forever(
     step: Callable[[], Awaitable[object]],
     *,
-    clock: clock_module.Clock,
+    clock: karpy_clock.Clock,
     log: logging.Logger,
     what: str,
     delay: float,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import client, ratelimit, resources
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class KubeRecorder:
         self,
         kube: client.KubeClient,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         component: str = "karpenter",
         instance: str = "",
         burst: int = SPAM_BURST,

@@ -20,10 +20,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from pulumi_karpy import args as args_
+from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import charts, defaults, identity, image, interruption
-from pulumi_karpy import scope as scope_
-from pulumi_karpy import spec as spec_
+from pulumi_karpy import scope as pulumi_karpy_scope
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 TYPE_TOKEN = "karpy:index:Karpenter"
 
@@ -64,12 +64,14 @@ class Karpenter(pulumi.ComponentResource):
     release_status: pulumi.Output[str | None]
     """Helm status of the controller release (`deployed`)."""
 
-    def __init__(self, name: str, args: args_.KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: pulumi_karpy_args.KarpenterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         spec = _resolved(name, args)
         chart_root = charts.charts_dir(spec.helm.charts_dir)
         super().__init__(TYPE_TOKEN, name, None, opts)
         invoke = pulumi.InvokeOutputOptions(parent=self)
-        scope = scope_.Scope(
+        scope = pulumi_karpy_scope.Scope(
             name=name,
             spec=spec,
             child=pulumi.ResourceOptions(parent=self),
@@ -138,7 +140,7 @@ class Karpenter(pulumi.ComponentResource):
 
     def _helm(
         self,
-        scope: scope_.Scope,
+        scope: pulumi_karpy_scope.Scope,
         chart_root: Any,
         *,
         controller: identity.ControllerRole,
@@ -154,7 +156,7 @@ class Karpenter(pulumi.ComponentResource):
             cluster_endpoint=spec.cluster_endpoint,
             interruption_queue=queue.queue.name if queue is not None else None,
             service_account=spec.service_account,
-            irsa_role_arn=controller.role.arn if spec.identity_mode == args_.IdentityMode.IRSA else None,
+            irsa_role_arn=controller.role.arn if spec.identity_mode == pulumi_karpy_args.IdentityMode.IRSA else None,
             replicas=helm.replicas,
             resources=helm.resources,
             log_level=helm.log_level,
@@ -164,7 +166,7 @@ class Karpenter(pulumi.ComponentResource):
             f"{scope.name}-controller",
             name=helm.release_name,
             chart=charts.chart_path(chart_root, charts.CONTROLLER_CHART),
-            version=args_.VERSION,
+            version=pulumi_karpy_args.VERSION,
             namespace=spec.namespace,
             skip_crds=True,
             atomic=True,
@@ -175,8 +177,8 @@ class Karpenter(pulumi.ComponentResource):
 
     def _defaults(
         self,
-        scope: scope_.Scope,
-        pool: spec_.DefaultNodePool,
+        scope: pulumi_karpy_scope.Scope,
+        pool: pulumi_karpy_spec.DefaultNodePool,
         *,
         node_role_name: pulumi.Output[str],
         release: k8s.helm.v3.Release,
@@ -202,14 +204,14 @@ class Karpenter(pulumi.ComponentResource):
         )
 
 
-def _crds(scope: scope_.Scope, chart_root: Any) -> k8s.helm.v3.Release | None:
+def _crds(scope: pulumi_karpy_scope.Scope, chart_root: Any) -> k8s.helm.v3.Release | None:
     """The CRD release the controller release waits for (after its adoption patches), or None (crds: skip)."""
     spec = scope.spec
-    if spec.crds == args_.CrdMode.SKIP:
+    if spec.crds == pulumi_karpy_args.CrdMode.SKIP:
         return None
     release_name = f"{spec.helm.release_name}-crd"
     adopted: list[pulumi.Resource] = []
-    if spec.crds == args_.CrdMode.ADOPT:
+    if spec.crds == pulumi_karpy_args.CrdMode.ADOPT:
         metadata = charts.adoption_metadata(release=release_name, namespace=spec.namespace)
         adopted = [
             k8s.apiextensions.v1.CustomResourceDefinitionPatch(
@@ -225,7 +227,7 @@ def _crds(scope: scope_.Scope, chart_root: Any) -> k8s.helm.v3.Release | None:
         f"{scope.name}-crd",
         name=release_name,
         chart=charts.chart_path(chart_root, charts.CRD_CHART),
-        version=args_.VERSION,
+        version=pulumi_karpy_args.VERSION,
         namespace=spec.namespace,
         create_namespace=spec.helm.create_namespace,
         timeout=spec.helm.timeout_seconds,
@@ -233,13 +235,13 @@ def _crds(scope: scope_.Scope, chart_root: Any) -> k8s.helm.v3.Release | None:
     )
 
 
-def _resolved(name: str, args: Mapping[str, Any]) -> spec_.Karpenter:
+def _resolved(name: str, args: Mapping[str, Any]) -> pulumi_karpy_spec.Karpenter:
     try:
-        spec = spec_.resolve(args)
-    except spec_.InvalidArguments as exc:
+        spec = pulumi_karpy_spec.resolve(args)
+    except pulumi_karpy_spec.InvalidArguments as exc:
         problems = str(exc).splitlines()
     else:
-        problems = spec_.validate(spec) + _auto_name_problems(name, spec)
+        problems = pulumi_karpy_spec.validate(spec) + _auto_name_problems(name, spec)
         problems += charts.chart_problems(charts.charts_dir(spec.helm.charts_dir))
         if spec.image.build:
             problems += image.context_problems(spec.image.context)
@@ -248,7 +250,7 @@ def _resolved(name: str, args: Mapping[str, Any]) -> spec_.Karpenter:
     return spec
 
 
-def _auto_name_problems(name: str, spec: spec_.Karpenter) -> list[str]:
+def _auto_name_problems(name: str, spec: pulumi_karpy_spec.Karpenter) -> list[str]:
     """Auto-named IAM roles (64) and queues (80) must fit their limits; say which explicit name to set instead."""
     checks = [
         (f"{name}-controller", spec.controller_role.name, 64, "controller_role.name"),

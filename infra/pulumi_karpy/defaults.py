@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pulumi_karpy import spec as spec_
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 DELETION_POLICY_ANNOTATION: Final = "pulumi.com/deletionPropagationPolicy"
 """pulumi-kubernetes (>= 4.12) deletes with this propagation policy and waits for the object to be gone."""
 
 
-def ec2nodeclass_spec(pool: spec_.DefaultNodePool, *, role: object, discovery_value: object) -> dict[str, Any]:
+def ec2nodeclass_spec(
+    pool: pulumi_karpy_spec.DefaultNodePool, *, role: object, discovery_value: object
+) -> dict[str, Any]:
     """`role` and `discovery_value` may be pulumi Outputs (the node role name, the cluster name)."""
     selector = [{"tags": {pool.discovery_tag_key: discovery_value}}]
     return {
@@ -21,7 +23,7 @@ def ec2nodeclass_spec(pool: spec_.DefaultNodePool, *, role: object, discovery_va
     }
 
 
-def nodepool_spec(pool: spec_.DefaultNodePool) -> dict[str, Any]:
+def nodepool_spec(pool: pulumi_karpy_spec.DefaultNodePool) -> dict[str, Any]:
     return {
         "template": {
             "spec": {

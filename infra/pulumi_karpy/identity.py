@@ -18,9 +18,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
-from pulumi_karpy import args as args_
+from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import documents, policy
-from pulumi_karpy import scope as scope_
+from pulumi_karpy import scope as pulumi_karpy_scope
 
 POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
 
@@ -39,7 +39,7 @@ class ControllerRole:
     """The role, its policies and attachments, the Pod Identity association and agent add-on."""
 
 
-def node_role(scope: scope_.Scope) -> NodeRole:
+def node_role(scope: pulumi_karpy_scope.Scope) -> NodeRole:
     node = scope.spec.node_role
     if not node.create:
         arn = pulumi.Output.from_input(node.existing_arn).apply(lambda a: str(a))
@@ -81,7 +81,7 @@ def node_role(scope: scope_.Scope) -> NodeRole:
     return NodeRole(arn=role.arn, name=role.name, resources=resources)
 
 
-def instance_profile(scope: scope_.Scope, node: NodeRole) -> aws.iam.InstanceProfile | None:
+def instance_profile(scope: pulumi_karpy_scope.Scope, node: NodeRole) -> aws.iam.InstanceProfile | None:
     if not scope.spec.node_role.create_instance_profile:
         return None
     return aws.iam.InstanceProfile(
@@ -94,7 +94,7 @@ def instance_profile(scope: scope_.Scope, node: NodeRole) -> aws.iam.InstancePro
 
 
 def controller_role(
-    scope: scope_.Scope, *, node_role_arn: pulumi.Output[str], queue: aws.sqs.Queue | None
+    scope: pulumi_karpy_scope.Scope, *, node_role_arn: pulumi.Output[str], queue: aws.sqs.Queue | None
 ) -> ControllerRole:
     spec = scope.spec.controller_role
     role = aws.iam.Role(
@@ -153,16 +153,18 @@ def controller_role(
         )
         resources += [extra, _attach(scope, "controller-extra", role, extra.arn)]
     resources += [_attach(scope, f"controller-attach-{key}", role, arn) for key, arn in spec.extra_policy_arns.items()]
-    if scope.spec.identity_mode == args_.IdentityMode.POD_IDENTITY:
+    if scope.spec.identity_mode == pulumi_karpy_args.IdentityMode.POD_IDENTITY:
         resources += _pod_identity(scope, role)
     return ControllerRole(role=role, resources=resources)
 
 
-def _attach(scope: scope_.Scope, suffix: str, role: aws.iam.Role, arn: pulumi.Input[str]) -> pulumi.Resource:
+def _attach(
+    scope: pulumi_karpy_scope.Scope, suffix: str, role: aws.iam.Role, arn: pulumi.Input[str]
+) -> pulumi.Resource:
     return aws.iam.RolePolicyAttachment(f"{scope.name}-{suffix}", role=role.name, policy_arn=arn, opts=scope.child)
 
 
-def _pod_identity(scope: scope_.Scope, role: aws.iam.Role) -> list[pulumi.Resource]:
+def _pod_identity(scope: pulumi_karpy_scope.Scope, role: aws.iam.Role) -> list[pulumi.Resource]:
     found: list[pulumi.Resource] = []
     if scope.spec.create_pod_identity_agent:
         found.append(
@@ -189,7 +191,7 @@ def _pod_identity(scope: scope_.Scope, role: aws.iam.Role) -> list[pulumi.Resour
 
 
 def _trust_policy(spec: Any) -> pulumi.Output[str]:
-    if spec.identity_mode == args_.IdentityMode.POD_IDENTITY:
+    if spec.identity_mode == pulumi_karpy_args.IdentityMode.POD_IDENTITY:
         return pulumi.Output.from_input(json.dumps(documents.pod_identity_trust_policy()))
     return pulumi.Output.all(spec.oidc_provider_arn, spec.oidc_issuer_url).apply(
         lambda v: json.dumps(
@@ -204,10 +206,10 @@ def _trust_policy(spec: Any) -> pulumi.Output[str]:
 
 
 def node_access(
-    scope: scope_.Scope, *, node: NodeRole, queue_policy: aws.sqs.QueuePolicy | None
+    scope: pulumi_karpy_scope.Scope, *, node: NodeRole, queue_policy: aws.sqs.QueuePolicy | None
 ) -> pulumi.Resource | None:
     access = scope.spec.access
-    if access.mode == args_.AccessMode.ACCESS_ENTRY:
+    if access.mode == pulumi_karpy_args.AccessMode.ACCESS_ENTRY:
         # terraform-aws-eks waits on the queue policy first: a just-created role is not yet visible to EKS.
         return aws.eks.AccessEntry(
             f"{scope.name}-node-access",
@@ -217,7 +219,7 @@ def node_access(
             tags=dict(scope.tags),
             opts=scope.after(queue_policy),
         )
-    if access.mode == args_.AccessMode.AWS_AUTH:
+    if access.mode == pulumi_karpy_args.AccessMode.AWS_AUTH:
         map_roles = node.arn.apply(
             lambda arn: aws_auth_map_roles(
                 access.aws_auth_map_roles, arn, windows=access.access_entry_type == "EC2_WINDOWS"

@@ -14,8 +14,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-from pulumi_karpy import args as args_
-from pulumi_karpy import scope as scope_
+from pulumi_karpy import args as pulumi_karpy_args
+from pulumi_karpy import scope as pulumi_karpy_scope
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 """Where an installed-from-source package's Dockerfile is: the repository root (infra/pulumi_karpy/../..)."""
@@ -56,7 +56,7 @@ def reference_values(reference: str) -> dict[str, str]:
     return {key: value for key, value in match.groupdict().items() if value}
 
 
-def declare(scope: scope_.Scope) -> ControllerImage:
+def declare(scope: pulumi_karpy_scope.Scope) -> ControllerImage:
     spec = scope.spec.image
     if not spec.build:
         reference = pulumi.Output.from_input(spec.reference).apply(str)
@@ -85,7 +85,7 @@ def declare(scope: scope_.Scope) -> ControllerImage:
         dockerfile=docker_build.DockerfileArgs(location=relative(context / "Dockerfile")),
         platforms=[docker_build.Platform(p) for p in spec.platforms],
         push=True,
-        tags=[repository.repository_url.apply(lambda url: f"{url}:{args_.VERSION}")],
+        tags=[repository.repository_url.apply(lambda url: f"{url}:{pulumi_karpy_args.VERSION}")],
         registries=[
             docker_build.RegistryArgs(
                 address=repository.repository_url,

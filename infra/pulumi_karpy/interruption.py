@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from pulumi_karpy import documents
-from pulumi_karpy import scope as scope_
+from pulumi_karpy import scope as pulumi_karpy_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class Interruption:
         return [self.queue, self.queue_policy, *self.rules, *self.targets]
 
 
-def declare(scope: scope_.Scope) -> Interruption:
+def declare(scope: pulumi_karpy_scope.Scope) -> Interruption:
     spec = scope.spec.queue
     kms = spec.kms_master_key_id
     queue = aws.sqs.Queue(

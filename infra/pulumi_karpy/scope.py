@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 import pulumi
 
-from pulumi_karpy import spec as spec_
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 
 @dataclass(frozen=True, slots=True)
 class Scope:
     name: str
     """The component's name: every child is `f"{name}-<role>"`."""
-    spec: spec_.Karpenter
+    spec: pulumi_karpy_spec.Karpenter
     child: pulumi.ResourceOptions
     """`parent=` the component, so the caller's providers are inherited."""
     partition: pulumi.Output[str]

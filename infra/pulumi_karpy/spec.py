@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from pulumi_karpy import args as args_
+from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import policy
 
 DEFAULT_PLATFORMS = ("linux/amd64", "linux/arm64")
@@ -47,7 +47,7 @@ class NodeRole:
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    mode: args_.AccessMode = args_.AccessMode.ACCESS_ENTRY
+    mode: pulumi_karpy_args.AccessMode = pulumi_karpy_args.AccessMode.ACCESS_ENTRY
     access_entry_type: str = "EC2_LINUX"
     aws_auth_map_roles: Sequence[Mapping[str, Any]] = ()
 
@@ -70,7 +70,7 @@ class Helm:
     )
     log_level: str = "info"
     values: Mapping[str, Any] = field(default_factory=dict)
-    chart_version: str = args_.VERSION
+    chart_version: str = pulumi_karpy_args.VERSION
     charts_dir: str | None = None
     release_name: str = "karpy"
     create_namespace: bool = False
@@ -105,7 +105,7 @@ class DefaultNodePool:
 class Karpenter:
     cluster_name: pulumi.Input[str]
     cluster_endpoint: pulumi.Input[str] | None = None
-    identity_mode: args_.IdentityMode = args_.IdentityMode.POD_IDENTITY
+    identity_mode: pulumi_karpy_args.IdentityMode = pulumi_karpy_args.IdentityMode.POD_IDENTITY
     oidc_provider_arn: pulumi.Input[str] | None = None
     oidc_issuer_url: pulumi.Input[str] | None = None
     create_pod_identity_agent: bool = False
@@ -119,7 +119,7 @@ class Karpenter:
     image: Image = Image()
     default_node_pool: DefaultNodePool | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
-    crds: args_.CrdMode = args_.CrdMode.INSTALL
+    crds: pulumi_karpy_args.CrdMode = pulumi_karpy_args.CrdMode.INSTALL
 
 
 GROUPS: Mapping[str, type[Any]] = {
@@ -134,14 +134,14 @@ GROUPS: Mapping[str, type[Any]] = {
 """The nested argument groups and the dataclass each resolves to."""
 
 SPEC_OF_ARGS: Mapping[type[Any], type[Any]] = {
-    args_.KarpenterArgs: Karpenter,
-    args_.ControllerRoleArgs: ControllerRole,
-    args_.NodeRoleArgs: NodeRole,
-    args_.AccessArgs: Access,
-    args_.QueueArgs: Queue,
-    args_.HelmArgs: Helm,
-    args_.ImageArgs: Image,
-    args_.DefaultNodePoolArgs: DefaultNodePool,
+    pulumi_karpy_args.KarpenterArgs: Karpenter,
+    pulumi_karpy_args.ControllerRoleArgs: ControllerRole,
+    pulumi_karpy_args.NodeRoleArgs: NodeRole,
+    pulumi_karpy_args.AccessArgs: Access,
+    pulumi_karpy_args.QueueArgs: Queue,
+    pulumi_karpy_args.HelmArgs: Helm,
+    pulumi_karpy_args.ImageArgs: Image,
+    pulumi_karpy_args.DefaultNodePoolArgs: DefaultNodePool,
 }
 """Each public TypedDict and the dataclass it resolves to: the same keys (tests/infra checks it)."""
 
@@ -154,13 +154,13 @@ def resolve(raw: Mapping[str, Any]) -> Karpenter:
     """Defaults filled in, enums parsed; raises `InvalidArguments` on unknown keys, wrong shapes or bad enum values."""
     problems: list[str] = []
     top = _fields(Karpenter, raw, "", problems)
-    _parse_enum(top, "identity_mode", args_.IdentityMode, "", problems)
-    _parse_enum(top, "crds", args_.CrdMode, "", problems)
+    _parse_enum(top, "identity_mode", pulumi_karpy_args.IdentityMode, "", problems)
+    _parse_enum(top, "crds", pulumi_karpy_args.CrdMode, "", problems)
     for key, group in GROUPS.items():
         if key in top:
             values = _fields(group, top[key], f"{key}.", problems)
             if group is Access:
-                _parse_enum(values, "mode", args_.AccessMode, "access.", problems)
+                _parse_enum(values, "mode", pulumi_karpy_args.AccessMode, "access.", problems)
             top[key] = group(**values)
     if "cluster_name" not in top:
         problems.append("cluster_name is required")
@@ -202,7 +202,7 @@ def validate(spec: Karpenter) -> list[str]:
         problems.append(f"cluster_name: {spec.cluster_name!r} is not an EKS cluster name (1-100 letters/digits/-/_)")
     if isinstance(spec.cluster_endpoint, str) and not spec.cluster_endpoint.startswith("https://"):
         problems.append(f"cluster_endpoint: {spec.cluster_endpoint!r} is not an https:// URL")
-    if spec.identity_mode == args_.IdentityMode.IRSA:
+    if spec.identity_mode == pulumi_karpy_args.IdentityMode.IRSA:
         if spec.oidc_provider_arn is None:
             problems.append("identity_mode 'irsa' needs oidc_provider_arn")
         if spec.oidc_issuer_url is None:
@@ -234,7 +234,7 @@ def _roles(spec: Karpenter) -> list[str]:
         problems.append("node_role: extra_policy_arns/ipv6 only apply to a role the component creates")
     if spec.access.access_entry_type not in ("EC2_LINUX", "EC2_WINDOWS"):
         problems.append(f"access.access_entry_type: {spec.access.access_entry_type!r} must be EC2_LINUX or EC2_WINDOWS")
-    if spec.access.aws_auth_map_roles and spec.access.mode != args_.AccessMode.AWS_AUTH:
+    if spec.access.aws_auth_map_roles and spec.access.mode != pulumi_karpy_args.AccessMode.AWS_AUTH:
         problems.append("access.aws_auth_map_roles is only used with access.mode 'aws_auth'")
     return problems
 
@@ -270,8 +270,10 @@ def _helm_and_image(spec: Karpenter) -> list[str]:
         problems.append(f"helm.replicas: {helm.replicas} must be >= 1")
     if helm.log_level not in ("debug", "info", "warning", "error"):
         problems.append(f"helm.log_level: {helm.log_level!r} is not one of debug, info, warning, error")
-    if helm.chart_version != args_.VERSION:
-        problems.append(f"helm.chart_version: {helm.chart_version!r} differs from the bundled charts ({args_.VERSION})")
+    if helm.chart_version != pulumi_karpy_args.VERSION:
+        problems.append(
+            f"helm.chart_version: {helm.chart_version!r} differs from the bundled charts ({pulumi_karpy_args.VERSION})"
+        )
     if not _K8S_NAME.match(helm.release_name):
         problems.append(f"helm.release_name: {helm.release_name!r} is not a Helm release name")
     image = spec.image

@@ -12,10 +12,10 @@ import jsonschema
 from celpy import celtypes
 
 from karpy.api import crds, validator
-from karpy.api.schema import ec2nodeclass as ec2_schema
-from karpy.api.schema import nodeclaim as nodeclaim_schema
-from karpy.api.schema import nodeoverlay as nodeoverlay_schema
-from karpy.api.schema import nodepool as nodepool_schema
+from karpy.api.schema import ec2nodeclass as schema_ec2nodeclass
+from karpy.api.schema import nodeclaim as schema_nodeclaim
+from karpy.api.schema import nodeoverlay as schema_nodeoverlay
+from karpy.api.schema import nodepool as schema_nodepool
 from karpy_emulator.apiserver import transitions
 
 CEL = celpy.Environment()
@@ -81,10 +81,10 @@ def schema_verdict(manifest: dict[str, Any]) -> bool:
     crd = next(c for c in crds.build_crds() if c["spec"]["names"]["kind"] == manifest["kind"])
     rendered = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     source = {
-        "NodePool": nodepool_schema,
-        "NodeClaim": nodeclaim_schema,
-        "EC2NodeClass": ec2_schema,
-        "NodeOverlay": nodeoverlay_schema,
+        "NodePool": schema_nodepool,
+        "NodeClaim": schema_nodeclaim,
+        "EC2NodeClass": schema_ec2nodeclass,
+        "NodeOverlay": schema_nodeoverlay,
     }[manifest["kind"]]
     body = {k: v for k, v in manifest.items() if k != "metadata"}
     defaulted, _ = validator.validate(body, source.schema())  # the API server defaults before validating

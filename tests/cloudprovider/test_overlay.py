@@ -13,7 +13,7 @@ import pytest
 from tests import builders
 
 from karpy.api import errors, labels, nodeoverlay, nodepool, parse, quantity
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import overlay, types
 from karpy.cloudprovider.fake import generator
 
@@ -278,16 +278,16 @@ def test_a_conflict_in_one_pool_refuses_the_overlay_in_every_pool() -> None:
 def test_a_pool_not_evaluated_is_refused_until_it_is() -> None:
     listed, unlisted = _pool("listed"), _pool("unlisted")
     store = overlay.evaluate([], [listed, unlisted], {"listed": _catalog()}).store
-    with pytest.raises(cloud_errors.UnevaluatedNodePool):
+    with pytest.raises(cloudprovider_errors.UnevaluatedNodePool):
         store.apply("unlisted", [])
-    with pytest.raises(cloud_errors.UnevaluatedNodePool):
+    with pytest.raises(cloudprovider_errors.UnevaluatedNodePool):
         overlay.Store().apply("listed", [])
 
 
 def test_launches_of_a_standalone_claim_see_list_prices() -> None:
     holder, catalog = overlay.Overlays(), _catalog()
     assert holder.for_launch({}, catalog) is catalog
-    with pytest.raises(cloud_errors.UnevaluatedNodePool):
+    with pytest.raises(cloudprovider_errors.UnevaluatedNodePool):
         holder.for_launch({labels.LABEL_NODEPOOL: "default"}, catalog)
 
 

@@ -5,7 +5,7 @@ invalid (a Warning; the annotation is ignored). Repeats within the dedupe window
 from __future__ import annotations
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import decoding, labels
 
@@ -22,7 +22,7 @@ from karpy.api import decoding, labels
 async def test_a_pod_with_a_duration_annotation_gets_upstreams_event(
     value: str, started_ago: float, type_: str, reason: str, message: str
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     started = w.clock.now() - started_ago
@@ -35,7 +35,7 @@ async def test_a_pod_with_a_duration_annotation_gets_upstreams_event(
 
 
 async def test_true_and_no_annotation_publish_nothing() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     w.pod("forever", "n0", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}, started=w.clock.now())

@@ -6,7 +6,7 @@ terminationGracePeriod is replaced anyway, as upstream's eventual class tolerate
 
 from __future__ import annotations
 
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool
 from karpy.kube import resources
@@ -16,13 +16,13 @@ DND = labels.ANNOTATION_DO_NOT_DISRUPT
 MIN = 60.0
 
 
-def protected(w: world_mod.World, pod: str, node: str, *, window: str = "30m", cpu: str = "1") -> None:
+def protected(w: disruption_world.World, pod: str, node: str, *, window: str = "30m", cpu: str = "1") -> None:
     """A pod on `node` that started ten minutes ago and asks for `window` of protection."""
     w.pod(pod, node, cpu=cpu, annotations={DND: window}, started=w.clock.now() - 10 * MIN)
 
 
 async def test_emptiness_waits_for_a_daemonset_pods_window() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     protected(w, "agent", "a")
@@ -36,7 +36,7 @@ async def test_emptiness_waits_for_a_daemonset_pods_window() -> None:
 
 
 async def test_consolidation_waits_for_the_window() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     w.node("b")
@@ -52,7 +52,7 @@ async def test_consolidation_waits_for_the_window() -> None:
 
 
 async def test_drift_waits_for_the_window_unless_a_grace_period_bounds_it() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",))
     w.node("bounded", conditions=("Drifted",), tgp="1h")
@@ -65,7 +65,10 @@ async def test_drift_waits_for_the_window_unless_a_grace_period_bounds_it() -> N
     w.clock.advance(20 * MIN)
     replacement = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] not in ("a", "bounded")]
     for claim in replacement:  # the first replacement settles, so the next pass may act again
-        claim["status"] = {"providerID": "fake:///test-zone-1/i-new", "conditions": [world_mod.cond("Initialized")]}
+        claim["status"] = {
+            "providerID": "fake:///test-zone-1/i-new",
+            "conditions": [disruption_world.cond("Initialized")],
+        }
     await ctrl.queue.reconcile()
     cmd = await w.reconcile(ctrl)
     assert cmd is not None
@@ -73,7 +76,7 @@ async def test_drift_waits_for_the_window_unless_a_grace_period_bounds_it() -> N
 
 
 async def test_on_the_node_only_true_blocks() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("timed", node_annotations={DND: "30m"})
     w.node("forever", node_annotations={DND: "true"})

@@ -4,7 +4,7 @@ not be simulated, so its node stays (upstream: the simulation's pods fail with t
 from __future__ import annotations
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.disruption import blockers
 
@@ -13,7 +13,7 @@ from karpy.disruption import blockers
 async def test_a_node_with_a_dra_pod_is_consolidated_only_when_dra_is_not_ignored(
     ignore: bool, consolidated: bool
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     w.node("b")

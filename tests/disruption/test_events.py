@@ -3,7 +3,7 @@ NodeClaim (and on a NodePool whose budget blocks outright), deduplicated per obj
 
 from __future__ import annotations
 
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels
 from karpy.disruption import blockers, orchestration
@@ -13,7 +13,7 @@ from karpy.kube import resources
 BLOCKED, UNCONSOLIDATABLE = blockers.DISRUPTION_BLOCKED, blockers.UNCONSOLIDATABLE
 
 
-def _about(w: world_mod.World, reason: str) -> dict[tuple[str, str], list[str]]:
+def _about(w: disruption_world.World, reason: str) -> dict[tuple[str, str], list[str]]:
     out: dict[tuple[str, str], list[str]] = {}
     for e in w.recorder.events:
         if e.reason == reason:
@@ -22,7 +22,7 @@ def _about(w: world_mod.World, reason: str) -> dict[tuple[str, str], list[str]]:
 
 
 async def test_a_pdb_and_a_do_not_disrupt_pod_block_with_their_names() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("guarded")
     w.pod("web", "guarded", pod_labels={"app": "web"})
@@ -46,7 +46,7 @@ async def test_a_pdb_and_a_do_not_disrupt_pod_block_with_their_names() -> None:
 
 
 async def test_events_are_not_repeated_within_upstreams_dedupe_windows() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(capacity_types=("spot",))
     w.node("s", itype="c8", capacity_type="spot")  # spot-to-spot is off: Unconsolidatable every pass
     w.pod("p", "s", cpu="5")  # too big for the other node: only a (spot) replacement could take it
@@ -67,7 +67,7 @@ async def test_events_are_not_repeated_within_upstreams_dedupe_windows() -> None
 
 
 async def test_a_nodepool_whose_budget_allows_nothing_is_told_so() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "0", "reasons": ["Underutilized"]}, {"nodes": "100%"}])
     w.node("n0")
     await w.reconcile(w.controller())
@@ -77,7 +77,7 @@ async def test_a_nodepool_whose_budget_allows_nothing_is_told_so() -> None:
 
 
 async def test_a_drifted_node_whose_pods_fit_nowhere_is_blocked() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("old", conditions=("Consolidatable", "Drifted"))
     w.pod("huge", "old", cpu="3")  # no other node; the replacement must launch, so this one fits (c4)
@@ -100,7 +100,7 @@ _NOT_ON_A_NEW_NODE = {
 
 
 async def test_a_replacement_is_announced_launching_and_waiting_once_as_upstream_does() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "1"}])
     w.node("a", conditions=("Drifted",))
     w.pod("p1", "a", cpu="3")

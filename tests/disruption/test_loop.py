@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 
 import pytest
 from tests import tasks
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import errors, types
 from karpy.cloudprovider.fake import provider
@@ -21,8 +21,8 @@ from karpy.kube import client, resources
 class FlakyCloud(provider.FakeCloudProvider):
     """`instance_types` fails on the calls `fails` picks (counted from 0) and remembers when each call came."""
 
-    def __init__(self, clock: clock_mod.ManualClock, fails: Callable[[int], bool]) -> None:
-        super().__init__(list(world_mod.CATALOG))
+    def __init__(self, clock: karpy_clock.ManualClock, fails: Callable[[int], bool]) -> None:
+        super().__init__(list(disruption_world.CATALOG))
         self._clock, self._fails = clock, fails
         self.calls: list[float] = []
 
@@ -39,7 +39,7 @@ class FlakyMethod:
     name = "flaky"
     reason = nodepool.DisruptionReason.EMPTY
 
-    def __init__(self, clock: clock_mod.ManualClock, fails: Callable[[int], bool]) -> None:
+    def __init__(self, clock: karpy_clock.ManualClock, fails: Callable[[int], bool]) -> None:
         self._clock, self._fails = clock, fails
         self.calls: list[float] = []
 
@@ -59,7 +59,7 @@ async def test_a_cloud_provider_error_leaves_that_pools_nodes_and_the_next_pass_
 ) -> None:
     """As upstream's BuildNodePoolMap: a pool whose instance types cannot be listed has its nodes left out of the
     pass (logged), the pass itself goes on, and the next pass handles them."""
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")  # empty: Emptiness deletes it once its pool's instance types are known
     w.cloud = FlakyCloud(w.clock, lambda call: call == 0)
@@ -79,7 +79,7 @@ async def test_a_cloud_provider_error_leaves_that_pools_nodes_and_the_next_pass_
 async def test_a_refused_replacement_is_logged_and_the_command_is_decided_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")
@@ -111,7 +111,7 @@ async def test_a_refused_replacement_is_logged_and_the_command_is_decided_again(
 async def test_failed_passes_back_off_exponentially_to_a_minute(
     failing_calls: set[int] | None, offsets: list[float], caplog: pytest.LogCaptureFixture
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()  # no nodes: every pass that gets through finds nothing and polls again in 10 s
     start = w.clock.now()
     ctrl = w.controller()

@@ -7,9 +7,9 @@ import math
 from collections.abc import Sequence
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import requirements
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
@@ -19,7 +19,7 @@ from karpy.scheduling import results
 
 Reason = nodepool.DisruptionReason
 OD, SPOT, RESERVED = labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_RESERVED
-candidate = world_mod.candidate
+candidate = disruption_world.candidate
 
 
 def offering(capacity_type: str, price: float, *, zone: str = "a", available: bool = True) -> types.Offering:
@@ -186,7 +186,7 @@ def test_interleave(ordered: list[str], first: list[str], expected: list[str]) -
 class _SlowSimulation:
     """Every simulation takes `cost` virtual seconds and ends as `outcome`; remembers whom it was asked about."""
 
-    def __init__(self, clock: clock_mod.ManualClock, *, cost: float, fits: bool) -> None:
+    def __init__(self, clock: karpy_clock.ManualClock, *, cost: float, fits: bool) -> None:
         self.clock, self.cost, self.fits = clock, cost, fits
         self.asked: list[list[str]] = []
 
@@ -200,7 +200,11 @@ class _SlowSimulation:
 
 
 def _context(
-    clock: clock_mod.ManualClock, cands: Sequence[candidates.Candidate], simulate: simulation.Simulate, *, seq: int = 1
+    clock: karpy_clock.ManualClock,
+    cands: Sequence[candidates.Candidate],
+    simulate: simulation.Simulate,
+    *,
+    seq: int = 1,
 ) -> methods.Context:
     budgets = {Reason.UNDERUTILIZED: {c.pool.name: 100 for c in cands}}
     return methods.Context(clock=clock, seq=seq, graceful=cands, eventual=(), budgets=budgets, simulate=simulate)
@@ -219,7 +223,7 @@ def _context(
 def test_single_node_gives_up_after_three_minutes_and_leads_with_the_pools_it_never_reached(
     nodes: list[str], cost: float, first: list[str], second: list[str]
 ) -> None:
-    clock = clock_mod.ManualClock()
+    clock = karpy_clock.ManualClock()
     cands = [candidate(n, pool=n[0], price=1.0 - i / 10) for i, n in enumerate(nodes)]  # most savings first
     sim = _SlowSimulation(clock, cost=cost, fits=False)
     method = methods.SingleNodeConsolidation()
@@ -231,7 +235,7 @@ def test_single_node_gives_up_after_three_minutes_and_leads_with_the_pools_it_ne
 
 
 def test_single_node_completes_below_the_timeout_and_then_memoizes() -> None:
-    clock = clock_mod.ManualClock()
+    clock = karpy_clock.ManualClock()
     cands = [candidate("a1", pool="a"), candidate("b1", pool="b")]
     sim = _SlowSimulation(clock, cost=89.0, fits=False)
     method = methods.SingleNodeConsolidation()
@@ -254,7 +258,7 @@ def test_single_node_completes_below_the_timeout_and_then_memoizes() -> None:
 def test_multi_node_binary_search_stops_at_one_minute_with_its_last_good_command(
     cost: float, expected_sizes: list[int], command_size: int
 ) -> None:
-    clock = clock_mod.ManualClock()
+    clock = karpy_clock.ManualClock()
     cands = [candidate(f"n{i}", price=1.0 - i / 10) for i in range(6)]
     sim = _SlowSimulation(clock, cost=cost, fits=True)
     command = methods.MultiNodeConsolidation().compute(_context(clock, cands, sim))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool, parse
 from karpy.disruption import blockers, budgets, candidates
@@ -15,7 +15,7 @@ from karpy.kube import resources
 from karpy.nodeclaim import disruption_conditions
 
 Reason = nodepool.DisruptionReason
-T0 = world_mod.T0
+T0 = disruption_world.T0
 DND = labels.ANNOTATION_DO_NOT_DISRUPT
 NS = builders.NS
 
@@ -47,9 +47,9 @@ def test_eviction_cost(annotations: dict[str, str], priority: int | None, expect
         (running(annotations={DND: "false"}), False, True),
         (running(annotations={DND: "junk"}), False, True),
         # the duration form (core: IsDoNotDisruptActive): that long after the pod started, for ever until it has
-        (running(annotations={DND: "10m"}, started=world_mod.ts(T0 - 599)), True, True),
-        (running(annotations={DND: "10m"}, started=world_mod.ts(T0 - 600)), False, True),
-        (running(annotations={DND: "1h30m"}, started=world_mod.ts(T0 - 3600)), True, True),
+        (running(annotations={DND: "10m"}, started=disruption_world.ts(T0 - 599)), True, True),
+        (running(annotations={DND: "10m"}, started=disruption_world.ts(T0 - 600)), False, True),
+        (running(annotations={DND: "1h30m"}, started=disruption_world.ts(T0 - 3600)), True, True),
         (running(annotations={DND: "10m"}), True, True),  # not started yet: fail safe
         (running(annotations={DND: "0s"}), False, True),  # not a positive duration: ignored
         (running(annotations={DND: "true"}, phase="Succeeded"), False, False),  # terminal pods block nothing
@@ -164,7 +164,7 @@ def test_a_pdb_guards_only_pods_of_its_namespace() -> None:
     assert candidates.eviction_blocker(candidates.pod_info(running(), now=T0), [pdb]) is None
 
 
-def _world_nodes(w: world_mod.World) -> list[Any]:
+def _world_nodes(w: disruption_world.World) -> list[Any]:
     w.sync()
     return w.cluster.state_nodes()
 
@@ -181,7 +181,7 @@ def _world_nodes(w: world_mod.World) -> list[Any]:
     ],
 )
 def test_budget_mapping(budget: dict[str, Any], nodes: int, not_ready: int, expected: int) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[budget])
     for i in range(nodes):
         w.node(f"n{i}", ready=i >= not_ready)
@@ -191,14 +191,14 @@ def test_budget_mapping(budget: dict[str, Any], nodes: int, not_ready: int, expe
 
 
 def test_consolidatable_waits_for_consolidate_after() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(after="10m")
     w.node("n0", conditions=())
     w.sync()
     claim = w.cluster.nodeclaim("n0")
     assert claim is not None
     pool = w.cluster.nodepools()[0]
-    initialized_at = world_mod.T0
+    initialized_at = disruption_world.T0
     early = disruption_conditions.consolidatable(claim, pool, now=initialized_at + 60)
     assert not early.ready
     assert early.wait == 540
@@ -206,7 +206,7 @@ def test_consolidatable_waits_for_consolidate_after() -> None:
 
 
 def test_drift_by_hash_and_requirements() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     w.sync()
@@ -238,7 +238,7 @@ def test_a_pod_under_two_pdbs_names_both() -> None:
 
 
 def test_an_uninitialized_claim_is_never_consolidatable() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(after="0s")
     w.node("n0", conditions=())
     raw = w.kube.objects[("nodeclaims", "", "n0")]
@@ -251,7 +251,7 @@ def test_an_uninitialized_claim_is_never_consolidatable() -> None:
 
 
 def test_a_claim_that_has_not_launched_sheds_a_drifted_condition() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0", conditions=("Drifted",))
     raw = w.kube.objects[("nodeclaims", "", "n0")]

@@ -7,8 +7,8 @@ import dataclasses
 from typing import Any
 
 import pytest
-from tests.disruption import world as world_mod
-from tests.nodeclaim import builders as b
+from tests.disruption import world as disruption_world
+from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy.api import labels, nodeclaim, nodepool, parse
 from karpy.cloudprovider import types
@@ -16,13 +16,13 @@ from karpy.disruption import blockers, budgets, candidates
 from karpy.kube import resources
 from karpy.state import statenode
 
-T0 = world_mod.T0
+T0 = disruption_world.T0
 NOW = T0 + 3600
 
 
 def _node(name: str = "n0", **claim_conditions: str) -> statenode.StateNode:
     """A synced, managed, initialized node of pool "default" (an extra claim condition per keyword)."""
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node(name, conditions=tuple(claim_conditions))
     w.sync()
@@ -103,13 +103,15 @@ def test_node_ready(node: dict[str, Any] | None, ready: bool) -> None:
 
 
 def test_a_budget_is_computed_for_its_own_reason() -> None:
-    pool = parse.nodepool(world_mod.pool_manifest(budgets=[{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "1"}]))
+    pool = parse.nodepool(
+        disruption_world.pool_manifest(budgets=[{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "1"}])
+    )
     assert budgets.budget_mapping([pool], [BASE], nodepool.DisruptionReason.DRIFTED, now=NOW) == {"default": 0}
     assert budgets.budget_mapping([pool], [BASE], nodepool.DisruptionReason.EMPTY, now=NOW) == {"default": 1}
 
 
 def _claim(expire_after: str, created: float) -> nodeclaim.NodeClaim:
-    return b.claim("c", expire_after=expire_after, created=created)
+    return nodeclaim_builders.claim("c", expire_after=expire_after, created=created)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +143,7 @@ def test_the_cheapest_matching_offering_prices_the_node() -> None:
         types.Offering(zone="z2", capacity_type="spot", price=0.01),
         types.Offering(zone="z1", capacity_type="on-demand", price=0.02),
     ]
-    it = world_mod.instance_type("c4", 4, 1.0)
+    it = disruption_world.instance_type("c4", 4, 1.0)
     it = dataclasses.replace(it, offerings=tuple(offerings))
     node_labels = {labels.LABEL_ZONE: "z1", labels.LABEL_CAPACITY_TYPE: "spot"}
     found = candidates.find_offering(it, node_labels)
@@ -150,14 +152,14 @@ def test_the_cheapest_matching_offering_prices_the_node() -> None:
     assert candidates.find_offering(it, {labels.LABEL_ZONE: "z3", labels.LABEL_CAPACITY_TYPE: "spot"}) is None
 
 
-def _infos(w: world_mod.World) -> dict[str, candidates.PodInfo]:
+def _infos(w: disruption_world.World) -> dict[str, candidates.PodInfo]:
     return {f"default/{o['metadata']['name']}": candidates.pod_info(o, now=NOW) for o in w.kube.all(resources.PODS)}
 
 
 def _build(node: statenode.StateNode, **overrides: Any) -> candidates.Candidate | candidates.Rejection:
     kwargs: dict[str, Any] = {
-        "pools": {"default": parse.nodepool(world_mod.pool_manifest())},
-        "instance_types": {"default": world_mod.CATALOG_BY_NAME},
+        "pools": {"default": parse.nodepool(disruption_world.pool_manifest())},
+        "instance_types": {"default": disruption_world.CATALOG_BY_NAME},
         "pod_infos": {},
         "pdbs": [],
         "disruption_class": candidates.DisruptionClass.GRACEFUL,
@@ -172,7 +174,7 @@ def _build(node: statenode.StateNode, **overrides: Any) -> candidates.Candidate 
         ({"pools": {}}, blockers.nodepool_not_found("default")),
         ({"instance_types": {}}, blockers.instance_type_not_found("c4")),
         (
-            {"instance_types": {"default": {"c8": world_mod.CATALOG_BY_NAME["c8"]}}},
+            {"instance_types": {"default": {"c8": disruption_world.CATALOG_BY_NAME["c8"]}}},
             blockers.instance_type_not_found("c4"),
         ),
     ],
@@ -192,7 +194,7 @@ def test_a_blocked_node_is_rejected_with_its_blocker() -> None:
 
 
 def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     w.pod("web", "n0", priority=2**25)
@@ -203,7 +205,7 @@ def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
     assert (found.name, found.node_name, found.zone, found.capacity_type, found.price) == (
         "n0",
         "n0",
-        world_mod.ZONE,
+        disruption_world.ZONE,
         "on-demand",
         0.20,
     )
@@ -217,7 +219,7 @@ def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
 
 
 def test_a_pool_without_nodes_may_disrupt_none() -> None:
-    pool = parse.nodepool(world_mod.pool_manifest(budgets=[{"nodes": "100%"}]))
+    pool = parse.nodepool(disruption_world.pool_manifest(budgets=[{"nodes": "100%"}]))
     assert budgets.budget_mapping([pool], [], nodepool.DisruptionReason.EMPTY, now=NOW) == {"default": 0}
 
 
@@ -229,7 +231,7 @@ def test_a_node_without_an_instance_type_label_is_rejected_by_name() -> None:
 
 
 def test_a_node_blocked_by_its_pods_is_rejected_with_the_pod() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     w.pod("pinned", "n0", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool
 
@@ -16,15 +16,15 @@ Reason = nodepool.DisruptionReason
 DND = labels.ANNOTATION_DO_NOT_DISRUPT
 
 
-def _do_not_disrupt(w: world_mod.World) -> None:
+def _do_not_disrupt(w: disruption_world.World) -> None:
     w.pod("guarded", "a", annotations={DND: "true"})
 
 
-def _do_not_disrupt_for_an_hour(w: world_mod.World) -> None:
+def _do_not_disrupt_for_an_hour(w: disruption_world.World) -> None:
     w.pod("guarded", "a", annotations={DND: "1h"}, started=w.clock.now() - 60)
 
 
-def _pdb_allows_nothing(w: world_mod.World) -> None:
+def _pdb_allows_nothing(w: disruption_world.World) -> None:
     w.pod("guarded", "a", pod_labels={"app": "db"})
     w.pdb("db", {"app": "db"}, allowed=0)
 
@@ -34,21 +34,21 @@ BLOCKERS = pytest.mark.parametrize(
 )
 
 
-def _big_neighbour(w: world_mod.World) -> None:
+def _big_neighbour(w: disruption_world.World) -> None:
     """Node "b": room for a small pod, but its own pod fits nowhere cheaper, so only "a" could be consolidated."""
     w.node("b", itype="c8")
     w.pod("big", "b", cpu="6")
 
 
-def _untouched(w: world_mod.World, *names: str) -> bool:
+def _untouched(w: disruption_world.World, *names: str) -> bool:
     return all(not w.deleting(n) and labels.TAINT_DISRUPTED_KEY not in w.taints(n) for n in names)
 
 
 @BLOCKERS
 async def test_drift_leaves_a_node_with_blocking_pods_without_a_termination_grace_period(
-    block: Callable[[world_mod.World], None],
+    block: Callable[[disruption_world.World], None],
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",))
     block(w)
@@ -58,9 +58,9 @@ async def test_drift_leaves_a_node_with_blocking_pods_without_a_termination_grac
 
 @BLOCKERS
 async def test_drift_passes_blocking_pods_when_the_claim_has_a_termination_grace_period(
-    block: Callable[[world_mod.World], None],
+    block: Callable[[disruption_world.World], None],
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",), tgp="1h")
     block(w)
@@ -72,9 +72,9 @@ async def test_drift_passes_blocking_pods_when_the_claim_has_a_termination_grace
 
 @BLOCKERS
 async def test_consolidation_never_passes_blocking_pods_even_with_a_termination_grace_period(
-    block: Callable[[world_mod.World], None],
+    block: Callable[[disruption_world.World], None],
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a", tgp="1h")
     _big_neighbour(w)
@@ -84,7 +84,7 @@ async def test_consolidation_never_passes_blocking_pods_even_with_a_termination_
 
 
 async def test_a_do_not_disrupt_duration_protects_only_until_it_runs_out() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     _big_neighbour(w)
@@ -99,7 +99,7 @@ async def test_a_do_not_disrupt_duration_protects_only_until_it_runs_out() -> No
 
 @pytest.mark.parametrize("tgp", [None, "1h"])
 async def test_a_node_annotated_do_not_disrupt_is_never_a_candidate(tgp: str | None) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",), node_annotations={DND: "true"}, tgp=tgp)
     w.node("b", node_annotations={DND: "true"})  # empty
@@ -117,7 +117,7 @@ async def test_a_node_annotated_do_not_disrupt_is_never_a_candidate(tgp: str | N
     ids=["zero", "zero-percent", "zero-for-every-reason"],
 )
 async def test_a_budget_of_zero_holds_every_node(budgets: list[dict[str, object]]) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=budgets)
     w.node("drifted", conditions=("Drifted",))
     w.pod("p", "drifted")
@@ -129,7 +129,7 @@ async def test_a_budget_of_zero_holds_every_node(budgets: list[dict[str, object]
 
 
 async def test_a_zero_budget_for_one_reason_holds_only_that_reason() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "100%"}])
     w.node("drifted", conditions=("Drifted",))
     w.pod("p", "drifted", cpu="3")
@@ -144,12 +144,12 @@ async def test_a_zero_budget_for_one_reason_holds_only_that_reason() -> None:
 
 @pytest.mark.parametrize("leaving", ["not-ready", "deleting"])
 async def test_nodes_already_leaving_use_up_the_budget(leaving: str) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "1"}])
     w.node("busy", ready=leaving != "not-ready")
     w.pod("p", "busy", cpu="3")
     if leaving == "deleting":
-        w.kube.objects[("nodeclaims", "", "busy")]["metadata"]["deletionTimestamp"] = world_mod.ts(w.clock.now())
+        w.kube.objects[("nodeclaims", "", "busy")]["metadata"]["deletionTimestamp"] = disruption_world.ts(w.clock.now())
     w.node("empty")
     assert await w.reconcile(w.controller()) is None
     assert _untouched(w, "empty")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool, quantity
 from karpy.kube import resources
@@ -15,7 +15,7 @@ Reason = nodepool.DisruptionReason
 
 
 async def test_empty_nodes_are_deleted_within_the_budget() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "2"}])
     for i in range(4):
         w.node(f"n{i}")
@@ -37,7 +37,7 @@ async def test_empty_nodes_are_deleted_within_the_budget() -> None:
 
 
 async def test_drifted_node_is_replaced_respecting_a_budget_of_one() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "1"}])
     w.node("a", conditions=("Drifted",))
     w.node("b", conditions=("Drifted",))
@@ -55,7 +55,7 @@ async def test_drifted_node_is_replaced_respecting_a_budget_of_one() -> None:
     assert await w.reconcile(ctrl) is None
     # replacement initializes -> the candidate is deleted
     replacement = created[0]["metadata"]["name"]
-    w.kube.objects[("nodeclaims", "", replacement)]["status"] = {"conditions": [world_mod.cond("Initialized")]}
+    w.kube.objects[("nodeclaims", "", replacement)]["status"] = {"conditions": [disruption_world.cond("Initialized")]}
     await ctrl.queue.reconcile()
     assert w.deleting("a")
     assert not w.deleting("b")
@@ -63,7 +63,7 @@ async def test_drifted_node_is_replaced_respecting_a_budget_of_one() -> None:
 
 
 async def test_no_second_decision_while_a_replacement_is_still_launching() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "100%"}])
     w.node("a", conditions=("Drifted",))
     w.node("b", conditions=("Drifted",))
@@ -88,7 +88,7 @@ async def test_no_second_decision_while_a_replacement_is_still_launching() -> No
 
 
 async def test_consolidation_deletes_a_node_whose_pods_fit_elsewhere() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     w.node("b")
@@ -108,7 +108,7 @@ async def test_consolidation_deletes_a_node_whose_pods_fit_elsewhere() -> None:
 async def test_consolidation_does_not_delete_a_node_whose_pods_would_take_a_pending_pods_room() -> None:
     # pa (2 CPU) fits in b's free room, but so does the pending pp (1.5 CPU), not both: deleting a would leave pp
     # needing a new node, so "nothing new is needed" is false and a plain delete must not be decided.
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     w.node("b")
@@ -120,7 +120,7 @@ async def test_consolidation_does_not_delete_a_node_whose_pods_would_take_a_pend
 
 
 async def test_multi_node_consolidation_merges_two_nodes_into_one_cheaper() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("big", itype="c8")
     w.node("small", itype="c2")
@@ -137,7 +137,7 @@ async def test_multi_node_consolidation_merges_two_nodes_into_one_cheaper() -> N
 
 
 async def test_consolidation_replaces_with_a_cheaper_single_node() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")
@@ -151,7 +151,7 @@ async def test_consolidation_replaces_with_a_cheaper_single_node() -> None:
 
 
 async def test_spot_node_is_not_replaced_without_spot_to_spot() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(capacity_types=("spot",))
     w.node("s", itype="c8", capacity_type="spot")
     w.pod("p", "s", cpu="1")
@@ -162,7 +162,7 @@ async def test_spot_node_is_not_replaced_without_spot_to_spot() -> None:
 
 
 async def test_on_demand_replacement_is_pinned_to_spot_when_either_is_allowed() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(capacity_types=("spot", "on-demand"))
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")
@@ -175,7 +175,7 @@ async def test_on_demand_replacement_is_pinned_to_spot_when_either_is_allowed() 
 
 
 async def test_do_not_disrupt_blocks_pod_and_node_forms() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("pinned", node_annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
     w.node("guarded")
@@ -185,7 +185,7 @@ async def test_do_not_disrupt_blocks_pod_and_node_forms() -> None:
 
 
 async def test_validation_rejects_when_a_pod_lands_during_the_delay() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     ctrl = w.controller()
@@ -203,7 +203,7 @@ async def test_validation_rejects_when_a_pod_lands_during_the_delay() -> None:
 async def test_an_empty_node_is_deleted_once_its_nomination_runs_out_with_nothing_else_happening() -> None:
     """Emptiness remembers "nothing to do" per cluster state; a nomination running out is a change of that state,
     or a quiet cluster would keep a node it no longer needs until some unrelated watch event came."""
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     w.cluster.nominate("n0", w.clock.now() + 20)  # the provisioner counted on it for pods that went away since
@@ -219,7 +219,7 @@ async def test_an_empty_node_is_deleted_once_its_nomination_runs_out_with_nothin
 async def test_an_empty_node_goes_once_a_blocking_budget_window_closes_with_nothing_else_happening() -> None:
     """A budget's schedule window closing is no watch event; upstream's five-minute forced revalidation is what ends
     the "nothing to do" memo. The world's clock starts at 23:13:20 UTC, inside the window 23:13–23:23."""
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "0", "schedule": "13 23 * * *", "duration": "10m"}, {"nodes": "100%"}])
     w.node("n0")
     ctrl = w.controller()
@@ -232,7 +232,7 @@ async def test_an_empty_node_goes_once_a_blocking_budget_window_closes_with_noth
 
 
 async def test_dry_run_decides_but_writes_nothing() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     cmd = await w.reconcile(w.controller(dry_run=True))
@@ -242,7 +242,7 @@ async def test_dry_run_decides_but_writes_nothing() -> None:
 
 
 async def test_not_synced_does_nothing() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0")
     ctrl = w.controller()
@@ -251,7 +251,7 @@ async def test_not_synced_does_nothing() -> None:
 
 
 async def test_failed_replacement_untaints_and_drops_the_command() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")
@@ -272,7 +272,7 @@ async def test_failed_replacement_untaints_and_drops_the_command() -> None:
 
 
 async def test_replacement_timeout_undoes_the_command() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")
@@ -285,7 +285,7 @@ async def test_replacement_timeout_undoes_the_command() -> None:
 
 
 async def test_stale_marks_are_stripped_after_a_restart() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("n0", conditions=("DisruptionReason",))
     w.pod("p", "n0")
@@ -299,7 +299,7 @@ async def test_stale_marks_are_stripped_after_a_restart() -> None:
 
 
 async def test_unconsolidatable_is_published_on_the_node_and_the_nodeclaim() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(capacity_types=("spot",))
     w.node("s", itype="c8", capacity_type="spot")
     w.pod("p", "s", cpu="1")
@@ -343,7 +343,7 @@ async def test_simulations_schedule_with_the_provisioners_policies(
         seen.add((inp.preference_policy, inp.min_values_policy))
         return scheduler.solve(inp)
 
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     w.node("b")
@@ -357,7 +357,7 @@ async def test_simulations_schedule_with_the_provisioners_policies(
 
 
 async def test_candidates_pods_stay_off_a_node_inside_its_consolidate_after_window() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(after="10m")
     w.node("a", itype="c2")
     w.node("b", itype="c2", conditions=(), last_pod_event=w.clock.now() - 60)  # a pod landed a minute ago
@@ -370,7 +370,7 @@ async def test_candidates_pods_stay_off_a_node_inside_its_consolidate_after_wind
     # b's window ends; the conditions controller marks it Consolidatable (a cluster change: methods look again)
     w.clock.advance(600)
     claim = w.kube.objects[("nodeclaims", "", "b")]
-    claim["status"]["conditions"].append(world_mod.cond("Consolidatable", at=w.clock.now()))
+    claim["status"]["conditions"].append(disruption_world.cond("Consolidatable", at=w.clock.now()))
     cmd = await w.reconcile(ctrl)
     assert cmd is not None
     assert cmd.decision == "delete"
@@ -378,7 +378,7 @@ async def test_candidates_pods_stay_off_a_node_inside_its_consolidate_after_wind
 
 
 async def test_pending_pods_and_drift_may_still_use_a_settling_node() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(after="10m")
     w.node("a", itype="c2")
     w.node("b", itype="c2", conditions=(), last_pod_event=w.clock.now() - 60)
@@ -395,7 +395,7 @@ async def test_pending_pods_and_drift_may_still_use_a_settling_node() -> None:
 
 
 async def test_drift_takes_the_longest_drifted_node_first() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "1"}])
     w.node("a", conditions=("Drifted",))
     w.node("b", conditions=("Drifted",))
@@ -404,7 +404,7 @@ async def test_drift_takes_the_longest_drifted_node_first() -> None:
     for name, drifted_at in (("a", w.clock.now() - 60), ("b", w.clock.now() - 600)):
         claim = w.kube.objects[("nodeclaims", "", name)]
         drifted = next(c for c in claim["status"]["conditions"] if c["type"] == "Drifted")
-        drifted["lastTransitionTime"] = world_mod.ts(drifted_at)
+        drifted["lastTransitionTime"] = disruption_world.ts(drifted_at)
     cmd = await w.reconcile(w.controller())
     assert cmd is not None
     assert [c.name for c in cmd.candidates] == ["b"]  # drifted nine minutes earlier, though "a" sorts first by name

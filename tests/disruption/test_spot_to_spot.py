@@ -6,7 +6,7 @@ node without that minimum; the replacement is pinned to spot."""
 
 from __future__ import annotations
 
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
@@ -17,13 +17,13 @@ Reason = nodepool.DisruptionReason
 
 def catalog(cheaper: int) -> list[types.InstanceType]:
     """A 16-CPU type at $1.00 spot and `cheaper` 4-CPU types whose spot prices climb from $0.10 by one cent."""
-    big = world_mod.instance_type("big", 16, 2.0, 1.0)
-    small = [world_mod.instance_type(f"t{i:02d}", 4, 0.9, 0.10 + 0.01 * i) for i in range(cheaper)]
+    big = disruption_world.instance_type("big", 16, 2.0, 1.0)
+    small = [disruption_world.instance_type(f"t{i:02d}", 4, 0.9, 0.10 + 0.01 * i) for i in range(cheaper)]
     return [big, *small]
 
 
-def spot_world(cheaper: int) -> world_mod.World:
-    w = world_mod.World(catalog(cheaper))
+def spot_world(cheaper: int) -> disruption_world.World:
+    w = disruption_world.World(catalog(cheaper))
     w.pool(capacity_types=("spot", "on-demand"))  # the pin to spot is the consolidation's, not the pool's
     return w
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool, parse
 from karpy.disruption import methods, staticpools
@@ -19,8 +19,10 @@ from karpy.scheduling import results
 Reason = nodepool.DisruptionReason
 
 
-def static_pool(w: world_mod.World, replicas: int, *, nodes_limit: int | None = None, budget: str = "100%") -> None:
-    body = world_mod.pool_manifest("static", budgets=[{"nodes": budget}])
+def static_pool(
+    w: disruption_world.World, replicas: int, *, nodes_limit: int | None = None, budget: str = "100%"
+) -> None:
+    body = disruption_world.pool_manifest("static", budgets=[{"nodes": budget}])
     body["spec"]["replicas"] = replicas
     if nodes_limit is not None:
         body["spec"]["limits"] = {"nodes": str(nodes_limit)}
@@ -30,7 +32,7 @@ def static_pool(w: world_mod.World, replicas: int, *, nodes_limit: int | None = 
 class Creator:
     """What the provisioner's `create_nodeclaims` does with a plan, minus limits and metrics: the real manifest."""
 
-    def __init__(self, w: world_mod.World) -> None:
+    def __init__(self, w: disruption_world.World) -> None:
         self.w = w
         self.plans: list[results.PlannedNodeClaim] = []
 
@@ -45,13 +47,13 @@ class Creator:
         return None
 
 
-def controller(w: world_mod.World) -> tuple[staticpools.StaticPoolController, Creator]:
+def controller(w: disruption_world.World) -> tuple[staticpools.StaticPoolController, Creator]:
     creator = Creator(w)
     deps = staticpools.Deps(client=w.kube, cluster=w.cluster, clock=w.clock, create=creator)
     return staticpools.StaticPoolController(deps), creator
 
 
-def static_claims(w: world_mod.World) -> list[dict[str, Any]]:
+def static_claims(w: disruption_world.World) -> list[dict[str, Any]]:
     return [
         c
         for c in w.kube.all(resources.NODECLAIMS)
@@ -60,7 +62,7 @@ def static_claims(w: world_mod.World) -> list[dict[str, Any]]:
 
 
 async def test_scale_up_creates_the_missing_replicas_with_the_pools_requirements_only() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 3)
     w.node("s1", pool="static")
     w.sync()
@@ -82,7 +84,7 @@ async def test_scale_up_creates_the_missing_replicas_with_the_pools_requirements
 
 
 async def test_scale_up_stops_at_the_node_limit() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 5, nodes_limit=3)
     w.node("s1", pool="static")
     w.sync()
@@ -93,11 +95,11 @@ async def test_scale_up_stops_at_the_node_limit() -> None:
 
 
 async def test_dynamic_pools_and_unsynced_state_are_left_alone() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     static_pool(w, 2)
     ctrl, creator = controller(w)
-    for res in world_mod.SYNCED:  # objects arrive, but no list has completed yet
+    for res in disruption_world.SYNCED:  # objects arrive, but no list has completed yet
         for obj in w.kube.all(res):
             w.cluster.record_created(res, obj)
     assert await ctrl.reconcile("static") == staticpools.SYNC_RETRY
@@ -108,7 +110,7 @@ async def test_dynamic_pools_and_unsynced_state_are_left_alone() -> None:
 
 
 async def test_scale_down_takes_empty_nodes_before_busy_ones_and_busy_before_do_not_disrupt() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 1)
     for name in ("busy", "empty", "protected", "keep"):
         w.node(name, pool="static")
@@ -125,7 +127,7 @@ async def test_scale_down_takes_empty_nodes_before_busy_ones_and_busy_before_do_
 
 
 async def test_scale_down_takes_a_node_with_only_daemonset_pods_before_a_cheaper_busy_one() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 1)
     w.node("daemons", pool="static")
     w.node("busy", pool="static")
@@ -140,7 +142,7 @@ async def test_scale_down_takes_a_node_with_only_daemonset_pods_before_a_cheaper
 
 
 def test_a_node_being_replaced_counts_as_pending_disruption() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 2)
     w.node("replaced", pool="static", conditions=("DisruptionReason",))
     w.node("kept", pool="static")
@@ -150,7 +152,7 @@ def test_a_node_being_replaced_counts_as_pending_disruption() -> None:
 
 
 def test_scale_down_order_takes_unlaunched_claims_first() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 0)
     w.node("launched", pool="static")
     w.node("unlaunched", pool="static")
@@ -174,7 +176,7 @@ def test_scale_down_order_takes_unlaunched_claims_first() -> None:
     ],
 )
 def test_to_create(replicas: int, limit: int | None, found: staticpools.Counts, expected: int) -> None:
-    body = world_mod.pool_manifest("static")
+    body = disruption_world.pool_manifest("static")
     body["spec"]["replicas"] = replicas
     if limit is not None:
         body["spec"]["limits"] = {"nodes": str(limit)}
@@ -182,7 +184,7 @@ def test_to_create(replicas: int, limit: int | None, found: staticpools.Counts, 
 
 
 async def test_drift_replaces_a_static_node_one_for_one() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 2, budget="1")
     w.node("a", pool="static", conditions=("Drifted",))
     w.node("b", pool="static", conditions=("Drifted",))
@@ -201,7 +203,7 @@ async def test_drift_replaces_a_static_node_one_for_one() -> None:
 
 
 async def test_static_nodes_are_never_consolidated_and_drift_waits_for_scale_down() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     static_pool(w, 1)
     w.node("a", pool="static", conditions=("Consolidatable", "Drifted"))
     w.node("b", pool="static", conditions=("Consolidatable",))

@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy import rejections
 from karpy.api import nodepool
@@ -20,7 +20,7 @@ from karpy.scheduling import scheduler
 Reason = nodepool.DisruptionReason
 
 
-def _unreadable_pod(w: world_mod.World, name: str, node: str) -> None:
+def _unreadable_pod(w: disruption_world.World, name: str, node: str) -> None:
     """A pod karpy's parser refuses (a request that is no quantity), bound to `node`."""
     w.pod(name, node)
     obj: Any = w.kube.obj(resources.PODS, name, namespace="default")
@@ -32,7 +32,7 @@ def _with_sink(ctrl: disruption_controller.DisruptionController, sink: rejection
 
 
 async def test_a_node_with_a_pod_karpy_cannot_read_is_never_disrupted() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "100%"}])
     w.node("empty")
     w.node("looks-empty")  # its only pod cannot be read: not empty, not known
@@ -55,7 +55,7 @@ async def test_a_node_with_a_pod_karpy_cannot_read_is_never_disrupted() -> None:
 async def test_a_node_whose_evaluation_raises_is_left_out_and_the_others_disrupted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "100%"}])
     for name in ("a", "b", "c"):
         w.node(name)
@@ -81,7 +81,7 @@ def _raising_solver(_: scheduler.SchedulingInput) -> Any:
 
 
 async def test_a_simulation_that_raises_disrupts_nothing() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "100%"}])
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")  # consolidation would replace it with something smaller, if it could simulate

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import decoding, hashing, labels, parse, quantity
 from karpy.cloudprovider import types
@@ -16,7 +16,7 @@ from karpy.disruption import candidates, consolidation, simulation
 from karpy.disruption import controller as disruption_controller
 from karpy.kube import client, fake, resources
 from karpy.scheduling import scheduler
-from karpy.state import cluster as cluster_mod
+from karpy.state import cluster as state_cluster
 from karpy.state import facts, statenode
 
 T0 = 1_700_000_000.0
@@ -129,9 +129,9 @@ def candidate(
 
 class World:
     def __init__(self, catalog: Sequence[types.InstanceType] = CATALOG) -> None:
-        self.clock = clock_mod.ManualClock(T0 + 3600)
+        self.clock = karpy_clock.ManualClock(T0 + 3600)
         self.kube = fake.FakeKubeClient(self.clock)
-        self.cluster = cluster_mod.Cluster(clock=self.clock)
+        self.cluster = state_cluster.Cluster(clock=self.clock)
         self.cloud = provider.FakeCloudProvider(list(catalog))
         self.recorder = events.MemoryRecorder()
         self.catalog = {t.name: t for t in catalog}

@@ -15,12 +15,12 @@ from typing import Any, Self, TypeVar
 
 import boto3
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import labels
 from karpy.cloudprovider import catalog
 from karpy.kube import client, resources
 from karpy_emulator import cluster, controlplane, demo, workloads
-from karpy_emulator.apiserver import disruption as kube_disruption
+from karpy_emulator.apiserver import disruption as apiserver_disruption
 from karpy_emulator.aws import seeding
 
 T = TypeVar("T")
@@ -50,7 +50,7 @@ def cluster_options(**overrides: Any) -> cluster.ClusterOptions:
 async def eventually(
     check: Callable[[], Awaitable[T | None]],
     *,
-    clock: clock_module.Clock,
+    clock: karpy_clock.Clock,
     within: float,
     what: str,
     every: float = POLL,
@@ -244,7 +244,7 @@ class Sampler:
     block runs and keeps what it returned in `s.samples` (the cluster seen through time, for "at no moment"
     assertions)."""
 
-    def __init__(self, probe: Callable[[], Awaitable[T]], *, clock: clock_module.Clock, every: float = 0.2) -> None:
+    def __init__(self, probe: Callable[[], Awaitable[T]], *, clock: karpy_clock.Clock, every: float = 0.2) -> None:
         self._probe = probe
         self._clock = clock
         self._every = every
@@ -350,7 +350,7 @@ class HealthyPods(Following):
         if deleted:
             self._healthy.pop(name, None)
         else:
-            self._healthy[name] = kube_disruption.is_healthy(pod)
+            self._healthy[name] = apiserver_disruption.is_healthy(pod)
         return True
 
     def listed(self, items: Sequence[Mapping[str, Any]]) -> None:

@@ -14,7 +14,7 @@ from tests.e2e import support
 
 from karpy import settings
 from karpy.kube import resources
-from karpy.runtime import lease as lease_module
+from karpy.runtime import lease as runtime_lease
 from karpy_emulator import cluster, controlplane, workloads
 
 
@@ -57,7 +57,7 @@ async def test_only_the_leader_acts_and_the_other_takes_over_when_it_dies(emulat
             return _leader(planes) == ["b"]
 
         await support.eventually(
-            b_leads, clock=emulated.clock, within=lease_module.LEASE_DURATION + 30, what="replica b to take over"
+            b_leads, clock=emulated.clock, within=runtime_lease.LEASE_DURATION + 30, what="replica b to take over"
         )
         assert await _holder(emulated) == "b"
         await support.scale(emulated, "ha", 4)

@@ -14,7 +14,7 @@ import pytest
 from tests.e2e import support
 
 from karpy.api import decoding
-from karpy.termination import controller as termination
+from karpy.termination import controller as termination_controller
 from karpy_emulator import autojump, cluster, controlplane, workloads
 
 BOOT_DELAY = 5.0
@@ -54,10 +54,10 @@ async def test_an_empty_node_goes_after_consolidate_after_and_validation_in_virt
             lambda: support.nothing_left(emulated), clock=emulated.clock, within=90, what="the empty node removed"
         )
         took = clock.now() - emptied
-    assert CONSOLIDATE_AFTER + UPSTREAM.validation_delay + termination.MIN_DRAIN_TIME <= took
-    timers = UPSTREAM.disruption_poll + UPSTREAM.validation_delay + termination.MIN_DRAIN_TIME
+    assert CONSOLIDATE_AFTER + UPSTREAM.validation_delay + termination_controller.MIN_DRAIN_TIME <= took
+    timers = UPSTREAM.disruption_poll + UPSTREAM.validation_delay + termination_controller.MIN_DRAIN_TIME
     # Slack for the stand-ins' 1 s ticks (the pods' deletion, the instance's shutdown) and this wait's own polls.
-    assert took <= CONSOLIDATE_AFTER + timers + termination.INSTANCE_TERMINATION_POLL + STAND_IN_SLACK
+    assert took <= CONSOLIDATE_AFTER + timers + termination_controller.INSTANCE_TERMINATION_POLL + STAND_IN_SLACK
     assert clock.jumps > 0
 
 

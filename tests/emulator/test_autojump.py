@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy_emulator import autojump
 
 REAL_BOUND = 5.0
@@ -80,8 +80,8 @@ def test_the_tracker_counts_calls_in_flight_and_stamps_every_event() -> None:
 def test_only_the_autojump_clock_tracks_activity() -> None:
     clock = autojump.AutojumpClock()
     assert autojump.activity_of(clock) is clock.activity
-    assert autojump.activity_of(clock_module.SystemClock()) is clock_module.UNTRACKED
-    assert autojump.activity_of(clock_module.ManualClock()) is clock_module.UNTRACKED
+    assert autojump.activity_of(karpy_clock.SystemClock()) is karpy_clock.UNTRACKED
+    assert autojump.activity_of(karpy_clock.ManualClock()) is karpy_clock.UNTRACKED
 
 
 def test_the_idle_window_must_be_positive() -> None:

@@ -13,7 +13,7 @@ from karpy import clock
 from karpy.kube import credentials, resources, rest
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import scheduler as scheduling_scheduler
-from karpy_emulator import kube_scheduler as kube_scheduler_module
+from karpy_emulator import kube_scheduler as karpy_emulator_kube_scheduler
 from karpy_emulator.apiserver import runner
 
 NOW = 1_700_000_000.0
@@ -63,7 +63,7 @@ async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.Res
     ):
         await api.create(resources.PODS, body)
 
-    kube_scheduler = kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW))
+    kube_scheduler = karpy_emulator_kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW))
     report = await kube_scheduler.sync()
 
     assert report.bound["default/on-gpu"] == "gpu"
@@ -99,7 +99,7 @@ async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.Res
 
 async def test_unchanged_verdicts_write_nothing_and_new_capacity_binds(api: rest.RestClient) -> None:
     await api.create(resources.PODS, pod("big", cpu="3"))
-    kube_scheduler = kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW))
+    kube_scheduler = karpy_emulator_kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW))
     first = await kube_scheduler.sync()
     assert first.unschedulable["default/big"].startswith("0/0 nodes are available")
     version = (await _pod(api, "big"))["metadata"]["resourceVersion"]
@@ -115,8 +115,8 @@ async def test_unchanged_verdicts_write_nothing_and_new_capacity_binds(api: rest
 async def test_a_changed_message_waits_for_the_refresh_interval(api: rest.RestClient) -> None:
     await api.create(resources.PODS, pod("big", cpu="3"))
     now = clock.ManualClock(NOW)
-    kube_scheduler = kube_scheduler_module.KubeScheduler(
-        api, clock=now, settings=kube_scheduler_module.SchedulerSettings(message_refresh=10)
+    kube_scheduler = karpy_emulator_kube_scheduler.KubeScheduler(
+        api, clock=now, settings=karpy_emulator_kube_scheduler.SchedulerSettings(message_refresh=10)
     )
     await kube_scheduler.sync()
     assert _scheduled(await _pod(api, "big"))["message"].startswith("0/0 nodes")
@@ -134,8 +134,10 @@ async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestCl
     await api.create(resources.NODES, node("wide", cpu="64"))
     for i in range(40):
         await api.create(resources.PODS, pod(f"p{i}", cpu="1"))
-    settings = kube_scheduler_module.SchedulerSettings(bind_concurrency=7)
-    report = await kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW), settings=settings).sync()
+    settings = karpy_emulator_kube_scheduler.SchedulerSettings(bind_concurrency=7)
+    report = await karpy_emulator_kube_scheduler.KubeScheduler(
+        api, clock=clock.ManualClock(NOW), settings=settings
+    ).sync()
     assert report.bound == {f"default/p{i}": "wide" for i in range(40)}
     pods, _ = await api.list(resources.PODS, namespace="default")
     assert {p["spec"].get("nodeName") for p in pods} == {"wide"}
@@ -154,7 +156,7 @@ async def test_a_not_ready_node_still_counts_as_a_spread_domain(api: rest.RestCl
     for i in range(4):
         body = pod(f"spread-{i}", labels={"app": "spread"}, topologySpreadConstraints=[spread])
         await api.create(resources.PODS, body)
-    report = await kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
+    report = await karpy_emulator_kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
     # Zone b is a domain with no pods (nodeTaintsPolicy Ignore): zone a may hold one pod, not all four.
     assert list(report.bound.values()) == ["up"]
     assert len(report.unschedulable) == 3
@@ -164,20 +166,20 @@ async def test_resources_of_bound_pods_count(api: rest.RestClient) -> None:
     await api.create(resources.NODES, node("n1", cpu="1"))
     await api.create(resources.PODS, pod("resident", cpu="800m", nodeName="n1"))
     await api.create(resources.PODS, pod("newcomer", cpu="500m"))
-    report = await kube_scheduler_module.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
+    report = await karpy_emulator_kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW)).sync()
     assert report.bound == {}
     assert "default/newcomer" in report.unschedulable
 
 
 def test_unschedulable_patch_keeps_other_conditions() -> None:
     raw = {"status": {"conditions": [{"type": "Custom", "status": "True"}]}}
-    patch = kube_scheduler_module.unschedulable_patch(raw, "0/1 nodes are available: x", NOW)
+    patch = karpy_emulator_kube_scheduler.unschedulable_patch(raw, "0/1 nodes are available: x", NOW)
     assert patch is not None
     types = [c["type"] for c in patch["status"]["conditions"]]
     assert types == ["Custom", "PodScheduled"]
     raw["status"]["conditions"] = patch["status"]["conditions"]
-    assert kube_scheduler_module.unschedulable_patch(raw, "0/1 nodes are available: x", NOW) is None
-    assert kube_scheduler_module.unschedulable_patch(raw, "0/2 nodes are available: y", NOW) is not None
+    assert karpy_emulator_kube_scheduler.unschedulable_patch(raw, "0/1 nodes are available: x", NOW) is None
+    assert karpy_emulator_kube_scheduler.unschedulable_patch(raw, "0/2 nodes are available: y", NOW) is not None
 
 
 def test_interchangeable_pods_get_the_reason_each_would_get_alone() -> None:
@@ -192,18 +194,18 @@ def test_interchangeable_pods_get_the_reason_each_would_get_alone() -> None:
             pod("tolerant", cpu="4", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
         )
     ]
-    placements, reasons = kube_scheduler_module.plan(pending, nodes, {})
+    placements, reasons = karpy_emulator_kube_scheduler.plan(pending, nodes, {})
     assert placements == {}
     existing = [
         scheduling_scheduler.ExistingNode(
             name=n["metadata"]["name"],
             labels=n["metadata"]["labels"],
-            taints=kube_scheduler_module.hard_taints(n),
-            allocatable=kube_scheduler_module.allocatable(n),
+            taints=karpy_emulator_kube_scheduler.hard_taints(n),
+            allocatable=karpy_emulator_kube_scheduler.allocatable(n),
         )
         for n in nodes
     ]
-    alone = {p.key: kube_scheduler_module.explain(p, existing, solver_reason="") for p in pending}
+    alone = {p.key: karpy_emulator_kube_scheduler.explain(p, existing, solver_reason="") for p in pending}
     assert reasons == alone
     assert len(set(reasons.values())) == 2  # the big and huge pods fail alike; the tolerant pod differs
     assert reasons["default/tolerant"] != reasons["default/big-0"]

@@ -13,7 +13,7 @@ from tests import builders
 from karpy import clock
 from karpy.kube import credentials, resources, rest
 from karpy_emulator import kube_scheduler
-from karpy_emulator import volumes as sim_volumes
+from karpy_emulator import volumes as karpy_emulator_volumes
 from karpy_emulator.apiserver import runner
 
 NOW = 1_700_000_000.0
@@ -74,7 +74,9 @@ async def test_a_bound_volume_pins_its_zone(api: rest.RestClient, key: str) -> N
     )
     report = await _sync(api)
     assert report.bound == {"default/in-b": "node-zone-b"}
-    assert report.unschedulable == {"default/in-c": f"0/2 nodes are available: 2 {sim_volumes.NODE_AFFINITY_CONFLICT}."}
+    assert report.unschedulable == {
+        "default/in-c": f"0/2 nodes are available: 2 {karpy_emulator_volumes.NODE_AFFINITY_CONFLICT}."
+    }
     assert (await _get(api, resources.PVS, "pv-b"))["spec"]["claimRef"]["name"] == "data-b"  # untouched
     assert [pv["metadata"]["name"] for pv in (await api.list(resources.PVS))[0]] == ["pv-b", "pv-c"]  # none made
 
@@ -93,8 +95,8 @@ async def test_wait_for_first_consumer_provisions_in_an_allowed_zone_and_binds_b
     assert pv["metadata"]["name"] == f"pvc-{pvc['metadata']['uid']}"
     assert await _pv_zone_of_claim(api, "data") == "zone-b"
     annotations = pvc["metadata"]["annotations"]
-    assert annotations[sim_volumes.ANN_SELECTED_NODE] == "node-zone-b"
-    assert annotations[sim_volumes.ANN_BIND_COMPLETED] == "yes"
+    assert annotations[karpy_emulator_volumes.ANN_SELECTED_NODE] == "node-zone-b"
+    assert annotations[karpy_emulator_volumes.ANN_BIND_COMPLETED] == "yes"
     assert pvc["status"]["phase"] == pv["status"]["phase"] == "Bound"
     claim_ref = pv["spec"]["claimRef"]
     assert (claim_ref["namespace"], claim_ref["name"], claim_ref["uid"]) == ("default", "data", pvc["metadata"]["uid"])
@@ -123,7 +125,9 @@ async def test_no_allowed_zone_has_a_node(api: rest.RestClient) -> None:
     )
     await _create(api, builders.pod("app", claims=["data"]))
     report = await _sync(api)
-    assert report.unschedulable == {"default/app": f"0/2 nodes are available: 2 {sim_volumes.BIND_CONFLICT}."}
+    assert report.unschedulable == {
+        "default/app": f"0/2 nodes are available: 2 {karpy_emulator_volumes.BIND_CONFLICT}."
+    }
     assert (await api.list(resources.PVS))[0] == []  # nothing provisioned for a pod that did not bind
 
 
@@ -184,5 +188,7 @@ async def test_a_volume_left_by_an_interrupted_pass_is_bound_and_its_zone_respec
     assert first.bound == {}  # zone-c has no node: binding the pod now would strand it
     assert await _pv_zone_of_claim(api, "data") == "zone-c"  # but the claim took the volume, as the PV controller does
     second = await _sync(api)
-    assert second.unschedulable == {"default/app": f"0/2 nodes are available: 2 {sim_volumes.NODE_AFFINITY_CONFLICT}."}
+    assert second.unschedulable == {
+        "default/app": f"0/2 nodes are available: 2 {karpy_emulator_volumes.NODE_AFFINITY_CONFLICT}."
+    }
     assert len((await api.list(resources.PVS))[0]) == 1

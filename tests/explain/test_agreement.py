@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import labels
 from karpy.disruption import blockers
 from karpy.explain import run, verdicts
 
-World = world_mod.World
+World = disruption_world.World
 DNR = {labels.ANNOTATION_DO_NOT_DISRUPT: "true"}
 
 
@@ -96,7 +96,7 @@ SCENARIOS: dict[str, Callable[[World], None]] = {
 
 def explained(w: World) -> verdicts.Verdicts:
     w.sync()
-    prepared = run.prepare(w.cluster, {"default": list(world_mod.CATALOG)}, clock=w.clock, options=run.Options())
+    prepared = run.prepare(w.cluster, {"default": list(disruption_world.CATALOG)}, clock=w.clock, options=run.Options())
     found = run.explain(prepared).verdicts
     assert found is not None
     return found
@@ -217,7 +217,7 @@ async def test_the_survey_stops_at_its_simulation_limit_and_says_so() -> None:
     w = World()
     budget_blocks_underutilized(w)  # the pass takes the empty node: no simulation of its own
     w.sync()
-    catalog = {"default": list(world_mod.CATALOG)}
+    catalog = {"default": list(disruption_world.CATALOG)}
     prepared = run.prepare(w.cluster, catalog, clock=w.clock, options=run.Options(simulations=0))
     found = run.explain(prepared).verdicts
     assert found is not None

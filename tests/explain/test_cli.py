@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from karpy import cli
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.explain import sources
 from karpy.kube import credentials, rest
 from karpy_emulator import dumps
@@ -124,7 +124,7 @@ def test_a_bad_dump_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str], 
 
 
 async def _seed(url: str) -> None:
-    kube = rest.RestClient(credentials.Credentials(url), clock=clock_mod.SystemClock())
+    kube = rest.RestClient(credentials.Credentials(url), clock=karpy_clock.SystemClock())
     try:
         for obj in dumps.objects(SHAPE):
             res = sources.KINDS[obj["kind"]]

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy import events
 from karpy.api import labels
-from karpy.cloudprovider.fake import provider as fake
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.explain import pending, run
 from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.provisioning import provisioner
 
-World = world_mod.World
-CATALOG = {"default": list(world_mod.CATALOG)}
+World = disruption_world.World
+CATALOG = {"default": list(disruption_world.CATALOG)}
 
 
 def zone_pinned(w: World, name: str, zone: str) -> None:
@@ -51,7 +51,7 @@ async def provisioned(w: World) -> tuple[events.MemoryRecorder, provisioner.Outc
         provisioner.Deps(
             client=kube_fake.FakeKubeClient(w.clock),
             cluster=w.cluster,
-            cloud=fake.FakeCloudProvider(list(world_mod.CATALOG)),
+            cloud=fake_provider.FakeCloudProvider(list(disruption_world.CATALOG)),
             clock=w.clock,
             recorder=recorder,
         )

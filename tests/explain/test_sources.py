@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import nodeclaim
 from karpy.explain import sources
 from karpy_emulator import dumps
@@ -79,7 +79,7 @@ def _cluster(objects: list[dict[str, Any]], *, now: float) -> tuple[Any, list[st
     snap = sources.Snapshot()
     for obj in objects:
         snap.add(sources.KINDS[obj["kind"]], obj, f"dump.json items[{obj['metadata']['name']}]")
-    return sources.to_cluster(snap, clock=clock_mod.ManualClock(now))
+    return sources.to_cluster(snap, clock=karpy_clock.ManualClock(now))
 
 
 def test_objects_the_controller_would_leave_out_are_warned_about_with_their_source() -> None:

@@ -16,13 +16,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests import mutations
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy import events, rejections
 from karpy.api import parse
 from karpy.kube import fake, resources
 from karpy.provisioning import provisioner
-from karpy.scheduling import pods as pods_api
+from karpy.scheduling import pods as scheduling_pods
 from karpy.state import facts
 from karpy.wiring import views
 
@@ -32,8 +32,8 @@ ODD = st.sampled_from(
 MUTABLE = (resources.NODEPOOLS, resources.NODECLAIMS, resources.NODES, resources.PODS)
 
 
-def _cluster() -> world_mod.World:
-    w = world_mod.World()
+def _cluster() -> disruption_world.World:
+    w = disruption_world.World()
     w.pool()
     w.pool("spot", capacity_types=("spot",))
     w.node("empty")
@@ -65,7 +65,9 @@ def mutations_of(draw: st.DrawFn) -> list[tuple[resources.Resource, str, tuple[A
     return out
 
 
-def _mutate(w: world_mod.World, changes: list[tuple[resources.Resource, str, tuple[Any, ...], str, Any]]) -> None:
+def _mutate(
+    w: disruption_world.World, changes: list[tuple[resources.Resource, str, tuple[Any, ...], str, Any]]
+) -> None:
     for res, key, path, action, value in changes:
         obj = next((o for o in w.kube.all(res) if facts.key(o) == key), None)
         if obj is None:
@@ -91,7 +93,7 @@ def _reads(res: resources.Resource, obj: Any) -> bool:
     parsers = {
         resources.NODEPOOLS: parse.nodepool,
         resources.NODECLAIMS: parse.nodeclaim,
-        resources.PODS: lambda o: pods_api.from_manifest(facts.with_epoch_creation(o)),
+        resources.PODS: lambda o: scheduling_pods.from_manifest(facts.with_epoch_creation(o)),
     }
     try:
         parsers[res](obj)

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from karpy.api import crds as api_crds
-from pulumi_karpy import args as args_
+from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import charts, component, discovery, documents, identity, policy
-from pulumi_karpy import spec as spec_
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 from .conftest import ACCOUNT, REGION, Deployment, Run
 
@@ -36,7 +36,7 @@ CR_NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 CR_NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
-def deploy(run: Run, karpenter_args: args_.KarpenterArgs, *, partition: str = "aws") -> Deployment:
+def deploy(run: Run, karpenter_args: pulumi_karpy_args.KarpenterArgs, *, partition: str = "aws") -> Deployment:
     def program() -> Mapping[str, Any]:
         aws_provider = aws.Provider("aws", region=REGION)
         k8s_provider = k8s.Provider("k8s", kubeconfig="{}")
@@ -109,12 +109,12 @@ def expected_children(*, queue: bool = True, pod_identity: bool = True) -> list[
 
 
 def test_pod_identity_with_queue_declares_exactly_the_upstream_set(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
     assert children(deployment) == expected_children()
 
 
 def test_every_child_is_parented_and_uses_the_callers_providers(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
     for resource in deployment.resources:
         if resource.type.startswith("pulumi:providers:") or resource.type == "karpy:index:Karpenter":
             continue
@@ -131,7 +131,7 @@ def test_every_child_is_parented_and_uses_the_callers_providers(pulumi_run: Run)
 
 
 def test_outputs(pulumi_run: Run) -> None:
-    outputs = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo")).outputs
+    outputs = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo")).outputs
     assert outputs["controller_role_arn"].startswith(f"arn:aws:iam::{ACCOUNT}:role/karpy-controller-")
     assert outputs["controller_role_name"] in outputs["controller_role_arn"]
     assert outputs["node_role_arn"].startswith(f"arn:aws:iam::{ACCOUNT}:role/karpy-node-")
@@ -150,7 +150,7 @@ def test_outputs(pulumi_run: Run) -> None:
 
 
 def test_controller_policies_are_the_pure_builders_output(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
     node_role_arn = deployment.outputs["node_role_arn"]
     expected = policy.build_controller_policies(
         policy.PolicyContext("aws", REGION, ACCOUNT, "demo", node_role_arn, deployment.outputs["queue_arn"])
@@ -170,7 +170,9 @@ def test_controller_policies_are_the_pure_builders_output(pulumi_run: Run) -> No
 
 
 def test_pod_identity_trust_and_association(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", namespace="karpy", service_account="ctl"))
+    deployment = deploy(
+        pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo", namespace="karpy", service_account="ctl")
+    )
     trust = json.loads(deployment.get(ROLE, "karpy-controller").inputs["assumeRolePolicy"])
     assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert trust["Statement"][0]["Action"] == ["sts:AssumeRole", "sts:TagSession"]
@@ -191,9 +193,9 @@ def controller_values(deployment: Deployment) -> dict[str, Any]:
 def test_irsa_trust_and_service_account_annotation(pulumi_run: Run) -> None:
     deployment = deploy(
         pulumi_run,
-        args_.KarpenterArgs(
+        pulumi_karpy_args.KarpenterArgs(
             cluster_name="demo",
-            identity_mode=args_.IdentityMode.IRSA,
+            identity_mode=pulumi_karpy_args.IdentityMode.IRSA,
             oidc_provider_arn=OIDC_ARN,
             oidc_issuer_url=OIDC_URL,
         ),
@@ -214,7 +216,7 @@ def test_irsa_trust_and_service_account_annotation(pulumi_run: Run) -> None:
 
 
 def test_queue_and_rules(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", tags={"team": "platform"}))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo", tags={"team": "platform"}))
     queue = deployment.get(QUEUE, "karpy-queue").inputs
     assert queue["messageRetentionSeconds"] == 300
     assert queue["sqsManagedSseEnabled"] is True
@@ -251,7 +253,8 @@ def test_queue_and_rules(pulumi_run: Run) -> None:
 def test_kms_key_replaces_sse_sqs(pulumi_run: Run) -> None:
     key = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234"
     deployment = deploy(
-        pulumi_run, args_.KarpenterArgs(cluster_name="demo", queue=args_.QueueArgs(kms_master_key_id=key))
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(cluster_name="demo", queue=pulumi_karpy_args.QueueArgs(kms_master_key_id=key)),
     )
     queue = deployment.get(QUEUE, "karpy-queue").inputs
     assert queue["kmsMasterKeyId"] == key
@@ -259,7 +262,10 @@ def test_kms_key_replaces_sse_sqs(pulumi_run: Run) -> None:
 
 
 def test_without_queue(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", queue=args_.QueueArgs(enabled=False)))
+    deployment = deploy(
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(cluster_name="demo", queue=pulumi_karpy_args.QueueArgs(enabled=False)),
+    )
     assert children(deployment) == expected_children(queue=False)
     assert deployment.outputs["queue_name"] is None
     assert deployment.outputs["queue_arn"] is None
@@ -271,10 +277,10 @@ def test_without_queue(pulumi_run: Run) -> None:
 def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
     deployment = deploy(
         pulumi_run,
-        args_.KarpenterArgs(
+        pulumi_karpy_args.KarpenterArgs(
             cluster_name="demo",
             cluster_endpoint="https://ABC.gr7.us-west-2.eks.amazonaws.com",
-            helm=args_.HelmArgs(
+            helm=pulumi_karpy_args.HelmArgs(
                 replicas=3,
                 log_level="debug",
                 values={"settings": {"batchMaxDuration": "20s", "clusterName": "ignored"}, "nodeSelector": {"a": "b"}},
@@ -286,8 +292,14 @@ def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
     assert crd.inputs["chart"].endswith("charts/karpy-crd")
     assert controller.inputs["chart"].endswith("charts/karpy")
     assert not Path(controller.inputs["chart"]).is_absolute()  # another checkout shows no diff
-    assert (crd.inputs["version"], controller.inputs["version"]) == (args_.VERSION, args_.VERSION)
-    assert yaml.safe_load((Path(controller.inputs["chart"]) / "Chart.yaml").read_text())["version"] == args_.VERSION
+    assert (crd.inputs["version"], controller.inputs["version"]) == (
+        pulumi_karpy_args.VERSION,
+        pulumi_karpy_args.VERSION,
+    )
+    assert (
+        yaml.safe_load((Path(controller.inputs["chart"]) / "Chart.yaml").read_text())["version"]
+        == pulumi_karpy_args.VERSION
+    )
     assert controller.inputs["skipCrds"] is True
     assert "skipCrds" not in crd.inputs
     assert (crd.inputs["namespace"], controller.inputs["namespace"]) == ("kube-system", "kube-system")
@@ -310,7 +322,7 @@ def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
 
 
 def test_access_entry_waits_for_the_queue_policy(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
     access = deployment.get(ACCESS, "karpy-node-access")
     assert access.inputs["type"] == "EC2_LINUX"
     assert access.inputs["principalArn"] == deployment.outputs["node_role_arn"]
@@ -322,9 +334,11 @@ def test_aws_auth_mode_writes_map_roles(pulumi_run: Run) -> None:
     existing = [{"rolearn": "arn:aws:iam::1:role/ng", "username": "system:node:{{EC2PrivateDNSName}}", "groups": ["x"]}]
     deployment = deploy(
         pulumi_run,
-        args_.KarpenterArgs(
+        pulumi_karpy_args.KarpenterArgs(
             cluster_name="demo",
-            access=args_.AccessArgs(mode=args_.AccessMode.AWS_AUTH, aws_auth_map_roles=existing),
+            access=pulumi_karpy_args.AccessArgs(
+                mode=pulumi_karpy_args.AccessMode.AWS_AUTH, aws_auth_map_roles=existing
+            ),
         ),
     )
     assert deployment.of_type("aws:eks/accessEntry:AccessEntry") == []
@@ -343,10 +357,10 @@ def test_reused_node_role_with_instance_profile_and_no_access(pulumi_run: Run) -
     arn = f"arn:aws:iam::{ACCOUNT}:role/eks-node-group-role"
     deployment = deploy(
         pulumi_run,
-        args_.KarpenterArgs(
+        pulumi_karpy_args.KarpenterArgs(
             cluster_name="demo",
-            node_role=args_.NodeRoleArgs(create=False, existing_arn=arn, create_instance_profile=True),
-            access=args_.AccessArgs(mode=args_.AccessMode.NONE),
+            node_role=pulumi_karpy_args.NodeRoleArgs(create=False, existing_arn=arn, create_instance_profile=True),
+            access=pulumi_karpy_args.AccessArgs(mode=pulumi_karpy_args.AccessMode.NONE),
         ),
     )
     names = [name for _, name in children(deployment)]
@@ -364,12 +378,12 @@ def test_reused_node_role_with_instance_profile_and_no_access(pulumi_run: Run) -
 def test_node_role_options(pulumi_run: Run) -> None:
     deployment = deploy(
         pulumi_run,
-        args_.KarpenterArgs(
+        pulumi_karpy_args.KarpenterArgs(
             cluster_name="demo",
-            node_role=args_.NodeRoleArgs(
+            node_role=pulumi_karpy_args.NodeRoleArgs(
                 name="KarpyNode-demo", path="/karpy/", ipv6=True, extra_policy_arns={"s3": "arn:aws:iam::aws:policy/S3"}
             ),
-            controller_role=args_.ControllerRoleArgs(
+            controller_role=pulumi_karpy_args.ControllerRoleArgs(
                 permissions_boundary_arn=f"arn:aws:iam::{ACCOUNT}:policy/boundary",
                 extra_statements=[{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*"}],
                 extra_policy_arns={"ro": "arn:aws:iam::aws:policy/ReadOnlyAccess"},
@@ -401,7 +415,8 @@ def test_node_role_options(pulumi_run: Run) -> None:
 
 def test_default_nodepool_and_nodeclass(pulumi_run: Run) -> None:
     deployment = deploy(
-        pulumi_run, args_.KarpenterArgs(cluster_name="demo", default_node_pool=args_.DefaultNodePoolArgs())
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(cluster_name="demo", default_node_pool=pulumi_karpy_args.DefaultNodePoolArgs()),
     )
     nodeclass = deployment.get(CR_NODECLASS, "karpy-default-nodeclass")
     nodepool = deployment.get(CR_NODEPOOL, "karpy-default-nodepool")
@@ -455,56 +470,84 @@ def test_discovery_tags(pulumi_run: Run) -> None:
     ("karpenter_args", "message"),
     [
         (
-            args_.KarpenterArgs(cluster_name="demo", identity_mode=args_.IdentityMode.IRSA),
+            pulumi_karpy_args.KarpenterArgs(cluster_name="demo", identity_mode=pulumi_karpy_args.IdentityMode.IRSA),
             "identity_mode 'irsa' needs oidc_provider_arn",
         ),
-        (args_.KarpenterArgs(cluster_name="demo", oidc_provider_arn=OIDC_ARN), "only used with identity_mode 'irsa'"),
-        (args_.KarpenterArgs(cluster_name="bad name"), "cluster_name: 'bad name' is not an EKS cluster name"),
-        (args_.KarpenterArgs(cluster_name="demo", cluster_endpoint="http://x"), "cluster_endpoint"),
         (
-            args_.KarpenterArgs(cluster_name="demo", node_role=args_.NodeRoleArgs(create=False)),
+            pulumi_karpy_args.KarpenterArgs(cluster_name="demo", oidc_provider_arn=OIDC_ARN),
+            "only used with identity_mode 'irsa'",
+        ),
+        (
+            pulumi_karpy_args.KarpenterArgs(cluster_name="bad name"),
+            "cluster_name: 'bad name' is not an EKS cluster name",
+        ),
+        (pulumi_karpy_args.KarpenterArgs(cluster_name="demo", cluster_endpoint="http://x"), "cluster_endpoint"),
+        (
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", node_role=pulumi_karpy_args.NodeRoleArgs(create=False)
+            ),
             "create=False needs existing_arn",
         ),
         (
-            args_.KarpenterArgs(
-                cluster_name="demo", node_role=args_.NodeRoleArgs(existing_arn="arn:aws:iam::1:role/x")
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", node_role=pulumi_karpy_args.NodeRoleArgs(existing_arn="arn:aws:iam::1:role/x")
             ),
             "set create=False to reuse a role",
         ),
         (
-            args_.KarpenterArgs(cluster_name="demo", queue=args_.QueueArgs(enabled=False, name="q")),
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", queue=pulumi_karpy_args.QueueArgs(enabled=False, name="q")
+            ),
             "the queue is disabled",
         ),
         (
-            args_.KarpenterArgs(cluster_name="demo", queue=args_.QueueArgs(kms_data_key_reuse_period_seconds=60)),
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", queue=pulumi_karpy_args.QueueArgs(kms_data_key_reuse_period_seconds=60)
+            ),
             "needs queue.kms_master_key_id",
         ),
         (
-            args_.KarpenterArgs(cluster_name="demo", access=args_.AccessArgs(access_entry_type="STANDARD")),
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", access=pulumi_karpy_args.AccessArgs(access_entry_type="STANDARD")
+            ),
             "must be EC2_LINUX or EC2_WINDOWS",
         ),
-        (args_.KarpenterArgs(cluster_name="demo", helm=args_.HelmArgs(replicas=0)), "helm.replicas: 0 must be >= 1"),
-        (args_.KarpenterArgs(cluster_name="demo", helm=args_.HelmArgs(chart_version="9.9.9")), "helm.chart_version"),
         (
-            args_.KarpenterArgs(cluster_name="demo", helm=args_.HelmArgs(charts_dir="/nonexistent")),
+            pulumi_karpy_args.KarpenterArgs(cluster_name="demo", helm=pulumi_karpy_args.HelmArgs(replicas=0)),
+            "helm.replicas: 0 must be >= 1",
+        ),
+        (
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", helm=pulumi_karpy_args.HelmArgs(chart_version="9.9.9")
+            ),
+            "helm.chart_version",
+        ),
+        (
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", helm=pulumi_karpy_args.HelmArgs(charts_dir="/nonexistent")
+            ),
             "no karpy-crd/Chart.yaml under /nonexistent",
         ),
-        (args_.KarpenterArgs(cluster_name="demo", namespace="Kube_System"), "namespace: 'Kube_System'"),
+        (pulumi_karpy_args.KarpenterArgs(cluster_name="demo", namespace="Kube_System"), "namespace: 'Kube_System'"),
         (
-            args_.KarpenterArgs(cluster_name="demo", controller_role=args_.ControllerRoleArgs(name="x" * 65)),
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo", controller_role=pulumi_karpy_args.ControllerRoleArgs(name="x" * 65)
+            ),
             "controller_role.name",
         ),
         (
-            args_.KarpenterArgs(
+            pulumi_karpy_args.KarpenterArgs(
                 cluster_name="demo",
-                controller_role=args_.ControllerRoleArgs(extra_statements=[{"Effect": "Allow", "Action": "s3:*"}]),
+                controller_role=pulumi_karpy_args.ControllerRoleArgs(
+                    extra_statements=[{"Effect": "Allow", "Action": "s3:*"}]
+                ),
             ),
             "extra_statements[0]: needs Resource",
         ),
     ],
 )
 def test_bad_arguments_fail_before_any_resource(
-    pulumi_run: Run, karpenter_args: args_.KarpenterArgs, message: str
+    pulumi_run: Run, karpenter_args: pulumi_karpy_args.KarpenterArgs, message: str
 ) -> None:
     with pytest.raises(ValueError, match="invalid arguments") as caught:
         deploy(pulumi_run, karpenter_args)
@@ -515,7 +558,7 @@ def test_long_component_names_need_explicit_resource_names(pulumi_run: Run) -> N
     long_name = "platform-team-" + "x" * 40
 
     def program() -> Mapping[str, Any]:
-        component.Karpenter(long_name, args_.KarpenterArgs(cluster_name="demo"))
+        component.Karpenter(long_name, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
         return {}
 
     with pytest.raises(ValueError, match="too long for an auto-named") as caught:
@@ -527,10 +570,10 @@ def test_long_component_names_need_explicit_resource_names(pulumi_run: Run) -> N
     def explicit() -> Mapping[str, Any]:
         karpenter = component.Karpenter(
             long_name,
-            args_.KarpenterArgs(
+            pulumi_karpy_args.KarpenterArgs(
                 cluster_name="demo",
-                controller_role=args_.ControllerRoleArgs(name="demo-karpy-controller"),
-                node_role=args_.NodeRoleArgs(name="demo-karpy-node"),
+                controller_role=pulumi_karpy_args.ControllerRoleArgs(name="demo-karpy-controller"),
+                node_role=pulumi_karpy_args.NodeRoleArgs(name="demo-karpy-node"),
             ),
         )
         return {"role": karpenter.controller_role_name}
@@ -543,7 +586,10 @@ def test_bad_arguments_declare_nothing(pulumi_run: Run) -> None:
 
     def program() -> Mapping[str, Any]:
         try:
-            component.Karpenter("karpy", args_.KarpenterArgs(cluster_name="demo", helm=args_.HelmArgs(replicas=0)))
+            component.Karpenter(
+                "karpy",
+                pulumi_karpy_args.KarpenterArgs(cluster_name="demo", helm=pulumi_karpy_args.HelmArgs(replicas=0)),
+            )
         except ValueError as exc:
             declared.append(str(exc))
         return {}
@@ -554,10 +600,12 @@ def test_bad_arguments_declare_nothing(pulumi_run: Run) -> None:
 
 
 def test_every_problem_is_reported_at_once() -> None:
-    problems = spec_.validate(
-        spec_.resolve(
-            args_.KarpenterArgs(
-                cluster_name="demo", identity_mode=args_.IdentityMode.IRSA, helm=args_.HelmArgs(log_level="loud")
+    problems = pulumi_karpy_spec.validate(
+        pulumi_karpy_spec.resolve(
+            pulumi_karpy_args.KarpenterArgs(
+                cluster_name="demo",
+                identity_mode=pulumi_karpy_args.IdentityMode.IRSA,
+                helm=pulumi_karpy_args.HelmArgs(log_level="loud"),
             )
         )
     )
@@ -573,7 +621,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def test_crds_install_by_default_and_are_kept(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
     assert deployment.of_type(CRD_PATCH) == []
     crd = deployment.get(RELEASE, "karpy-crd")
     values = yaml.safe_load((Path(crd.inputs["chart"]) / "values.yaml").read_text())
@@ -581,7 +629,9 @@ def test_crds_install_by_default_and_are_kept(pulumi_run: Run) -> None:
 
 
 def test_crds_adopted_from_upstream_get_the_releases_ownership_first(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", crds=args_.CrdMode.ADOPT))
+    deployment = deploy(
+        pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo", crds=pulumi_karpy_args.CrdMode.ADOPT)
+    )
     patches = {p.inputs["metadata"]["name"]: p for p in deployment.of_type(CRD_PATCH)}
     assert sorted(patches) == sorted(crd["metadata"]["name"] for crd in api_crds.build_crds())
     for patch in patches.values():
@@ -601,7 +651,9 @@ def test_crds_adopted_from_upstream_get_the_releases_ownership_first(pulumi_run:
 
 
 def test_crds_skipped_leave_the_crds_to_their_owner(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", crds=args_.CrdMode.SKIP))
+    deployment = deploy(
+        pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo", crds=pulumi_karpy_args.CrdMode.SKIP)
+    )
     assert [r.name for r in deployment.of_type(RELEASE)] == ["karpy-controller"]
     assert deployment.of_type(CRD_PATCH) == []
     assert deployment.get(RELEASE, "karpy-controller").inputs["skipCrds"] is True

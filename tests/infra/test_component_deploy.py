@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pulumi_karpy import args as args_
+from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import defaults, documents, image, policy
-from pulumi_karpy import spec as spec_
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 from .conftest import ACCOUNT, REGION, Deployment, Run
 from .test_component import POLICY, QUEUE_POLICY, controller_values, deploy
@@ -70,15 +70,15 @@ def deletion_order(deployment: Deployment) -> list[str]:
     [
         {},
         {"create_pod_identity_agent": True},
-        {"access": args_.AccessArgs(mode=args_.AccessMode.AWS_AUTH)},
-        {"node_role": args_.NodeRoleArgs(create_instance_profile=True, ipv6=True)},
+        {"access": pulumi_karpy_args.AccessArgs(mode=pulumi_karpy_args.AccessMode.AWS_AUTH)},
+        {"node_role": pulumi_karpy_args.NodeRoleArgs(create_instance_profile=True, ipv6=True)},
     ],
     ids=["default", "agent", "aws-auth", "profile-ipv6"],
 )
 def test_the_release_waits_for_every_identity_access_queue_and_image_resource(
     pulumi_run: Run, options: dict[str, Any]
 ) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", **options))  # type: ignore[typeddict-item]
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo", **options))  # type: ignore[typeddict-item]
     graph = dependency_graph(deployment)
     release = urn_of(deployment, RELEASE, "karpy-controller")
     prerequisites = {f"{r.type}::{r.name}" for r in deployment.resources if r.type in PREREQUISITE_TYPES}
@@ -95,7 +95,8 @@ def test_the_release_waits_for_every_identity_access_queue_and_image_resource(
 
 def test_destroy_deletes_the_node_pool_first_and_iam_last(pulumi_run: Run) -> None:
     deployment = deploy(
-        pulumi_run, args_.KarpenterArgs(cluster_name="demo", default_node_pool=args_.DefaultNodePoolArgs())
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(cluster_name="demo", default_node_pool=pulumi_karpy_args.DefaultNodePoolArgs()),
     )
     order = deletion_order(deployment)
     position = {urn: i for i, urn in enumerate(order)}
@@ -114,7 +115,7 @@ def test_destroy_deletes_the_node_pool_first_and_iam_last(pulumi_run: Run) -> No
 
 
 def test_by_default_the_stack_builds_and_pushes_the_image_and_pins_its_digest(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
     repository = deployment.get("aws:ecr/repository:Repository", "karpy-image").inputs
     assert repository["forceDelete"] is True
     assert repository["imageScanningConfiguration"] == {"scanOnPush": True}
@@ -126,7 +127,7 @@ def test_by_default_the_stack_builds_and_pushes_the_image_and_pins_its_digest(pu
     assert built["platforms"] == ["linux/amd64", "linux/arm64"]
     assert built["push"] is True
     url = deployment.outputs["image_repository_url"]
-    assert built["tags"] == [f"{url}:{args_.VERSION}"]
+    assert built["tags"] == [f"{url}:{pulumi_karpy_args.VERSION}"]
     registries = built["registries"]
     assert isinstance(registries, dict), "the ECR password must reach the engine as a secret"
     (registry,) = registries["value"]
@@ -138,7 +139,8 @@ def test_by_default_the_stack_builds_and_pushes_the_image_and_pins_its_digest(pu
 def test_an_image_reference_builds_nothing(pulumi_run: Run) -> None:
     reference = "registry.example.com/karpy:0.1.0@sha256:" + "b" * 64
     deployment = deploy(
-        pulumi_run, args_.KarpenterArgs(cluster_name="demo", image=args_.ImageArgs(reference=reference))
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(cluster_name="demo", image=pulumi_karpy_args.ImageArgs(reference=reference)),
     )
     assert deployment.of_type("docker-build:index:Image") == []
     assert deployment.of_type("aws:ecr/repository:Repository") == []
@@ -183,7 +185,8 @@ def test_a_wheel_install_without_sources_must_name_an_image(tmp_path: Path) -> N
 )
 def test_a_customer_key_grants_the_controller_kms_decrypt(pulumi_run: Run, key: str) -> None:
     deployment = deploy(
-        pulumi_run, args_.KarpenterArgs(cluster_name="demo", queue=args_.QueueArgs(kms_master_key_id=key))
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(cluster_name="demo", queue=pulumi_karpy_args.QueueArgs(kms_master_key_id=key)),
     )
     statements = json.loads(deployment.get(POLICY, "karpy-controller-interruption").inputs["policy"])["Statement"]
     decrypt = [s for s in statements if s["Action"] == "kms:Decrypt"]
@@ -198,13 +201,18 @@ def test_a_customer_key_grants_the_controller_kms_decrypt(pulumi_run: Run, key: 
 
 
 def test_sse_sqs_needs_no_kms_grant(pulumi_run: Run) -> None:
-    deployment = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo"))
+    deployment = deploy(pulumi_run, pulumi_karpy_args.KarpenterArgs(cluster_name="demo"))
     policy_text = deployment.get(POLICY, "karpy-controller-interruption").inputs["policy"]
     assert "kms:" not in policy_text
 
 
 def test_rules_are_named_from_prefixes_so_two_stacks_coexist(pulumi_run: Run) -> None:
-    one = deploy(pulumi_run, args_.KarpenterArgs(cluster_name="demo", queue=args_.QueueArgs(rule_name_prefix="blue-")))
+    one = deploy(
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(
+            cluster_name="demo", queue=pulumi_karpy_args.QueueArgs(rule_name_prefix="blue-")
+        ),
+    )
     rules = one.of_type("aws:cloudwatch/eventRule:EventRule")
     assert sorted(r.inputs["namePrefix"] for r in rules) == sorted(f"blue-{s.name}-" for s in documents.EVENT_RULES)
     assert all(len(r.inputs["namePrefix"]) + 26 <= 64 for r in rules)
@@ -218,7 +226,10 @@ def test_extra_queue_policy_statements(pulumi_run: Run) -> None:
         "Action": "sqs:SendMessage",
     }
     deployment = deploy(
-        pulumi_run, args_.KarpenterArgs(cluster_name="demo", queue=args_.QueueArgs(policy_statements=[extra]))
+        pulumi_run,
+        pulumi_karpy_args.KarpenterArgs(
+            cluster_name="demo", queue=pulumi_karpy_args.QueueArgs(policy_statements=[extra])
+        ),
     )
     statements = json.loads(deployment.get(QUEUE_POLICY, "karpy-queue-policy").inputs["policy"])["Statement"]
     assert [s["Sid"] for s in statements] == ["AllowEventBridgeToSend", "DenyHTTP", "OtherBus"]
@@ -228,14 +239,16 @@ def test_extra_queue_policy_statements(pulumi_run: Run) -> None:
 @pytest.mark.parametrize(
     ("queue", "message"),
     [
-        (args_.QueueArgs(policy_statements=[{"Effect": "Allow", "Action": "sqs:*"}]), "needs Principal"),
-        (args_.QueueArgs(kms_master_key_id="alias/karpy"), "not an alias"),
-        (args_.QueueArgs(kms_master_key_id="k", kms_data_key_reuse_period_seconds=5), "60..86400"),
-        (args_.QueueArgs(rule_name_prefix="x" * 24), "queue.rule_name_prefix"),
+        (pulumi_karpy_args.QueueArgs(policy_statements=[{"Effect": "Allow", "Action": "sqs:*"}]), "needs Principal"),
+        (pulumi_karpy_args.QueueArgs(kms_master_key_id="alias/karpy"), "not an alias"),
+        (pulumi_karpy_args.QueueArgs(kms_master_key_id="k", kms_data_key_reuse_period_seconds=5), "60..86400"),
+        (pulumi_karpy_args.QueueArgs(rule_name_prefix="x" * 24), "queue.rule_name_prefix"),
     ],
 )
-def test_bad_queue_arguments(queue: args_.QueueArgs, message: str) -> None:
-    problems = spec_.validate(spec_.resolve(args_.KarpenterArgs(cluster_name="demo", queue=queue)))
+def test_bad_queue_arguments(queue: pulumi_karpy_args.QueueArgs, message: str) -> None:
+    problems = pulumi_karpy_spec.validate(
+        pulumi_karpy_spec.resolve(pulumi_karpy_args.KarpenterArgs(cluster_name="demo", queue=queue))
+    )
     assert any(message in p for p in problems), problems
 
 
@@ -258,9 +271,9 @@ def test_plain_dictionaries_with_string_enums_resolve(pulumi_run: Run) -> None:
         "access": {"mode": "aws_auth", "access_entry_type": None},
         "queue": {"enabled": False},
     }
-    resolved = spec_.resolve(raw)
-    assert resolved.identity_mode is args_.IdentityMode.IRSA
-    assert resolved.access.mode is args_.AccessMode.AWS_AUTH
+    resolved = pulumi_karpy_spec.resolve(raw)
+    assert resolved.identity_mode is pulumi_karpy_args.IdentityMode.IRSA
+    assert resolved.access.mode is pulumi_karpy_args.AccessMode.AWS_AUTH
     assert resolved.access.access_entry_type == "EC2_LINUX"
     assert resolved.queue.enabled is False
     deployment = deploy(pulumi_run, raw)  # type: ignore[arg-type]
@@ -279,17 +292,17 @@ def test_plain_dictionaries_with_string_enums_resolve(pulumi_run: Run) -> None:
     ],
 )
 def test_resolve_names_every_bad_argument(raw: dict[str, Any], message: str) -> None:
-    with pytest.raises(spec_.InvalidArguments, match=message):
-        spec_.resolve(raw)
+    with pytest.raises(pulumi_karpy_spec.InvalidArguments, match=message):
+        pulumi_karpy_spec.resolve(raw)
 
 
 def test_every_public_argument_has_a_resolved_field() -> None:
-    for typed_dict, resolved in spec_.SPEC_OF_ARGS.items():
+    for typed_dict, resolved in pulumi_karpy_spec.SPEC_OF_ARGS.items():
         keys = set(typed_dict.__annotations__)
         assert keys == {f.name for f in dataclasses.fields(resolved)}, typed_dict.__name__
     nested = {
         key
-        for key, hint in args_.KarpenterArgs.__annotations__.items()
+        for key, hint in pulumi_karpy_args.KarpenterArgs.__annotations__.items()
         if any(typing.is_typeddict(a) for a in (hint, *typing.get_args(hint)))
     }
-    assert set(spec_.GROUPS) == nested
+    assert set(pulumi_karpy_spec.GROUPS) == nested

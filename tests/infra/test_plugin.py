@@ -15,7 +15,7 @@ import yaml
 from pulumi.provider.experimental import analyzer, component, schema
 
 import pulumi_karpy
-from pulumi_karpy import spec as spec_
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 REPO = Path(__file__).resolve().parents[2]
 INFRA = REPO / "infra"
@@ -131,10 +131,10 @@ def test_inputs_from_another_language_reach_the_component() -> None:
         },
         provider._component_defs["Karpenter"],
     )
-    resolved = spec_.resolve(mapped)
+    resolved = pulumi_karpy_spec.resolve(mapped)
     assert resolved.identity_mode is pulumi_karpy.IdentityMode.IRSA
     assert resolved.queue.rule_name_prefix == "blue-"
-    assert resolved.default_node_pool == spec_.DefaultNodePool(capacity_types=["spot"])
+    assert resolved.default_node_pool == pulumi_karpy_spec.DefaultNodePool(capacity_types=["spot"])
 
 
 # ---- the examples, checked against the schema -------------------------------------------------------------------

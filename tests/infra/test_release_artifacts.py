@@ -9,7 +9,7 @@ import yaml
 
 import karpy
 import pulumi_karpy
-from pulumi_karpy import spec as spec_
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ def test_one_version_for_the_whole_stack() -> None:
         "pyproject": package,
         "karpy.__version__": karpy.__version__,
         "pulumi_karpy.VERSION": pulumi_karpy.VERSION,
-        "component default chart version": spec_.Helm().chart_version,
+        "component default chart version": pulumi_karpy_spec.Helm().chart_version,
     }
     for chart in ("karpy", "karpy-crd"):
         meta = yaml.safe_load((REPO / "charts" / chart / "Chart.yaml").read_text())

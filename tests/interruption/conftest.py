@@ -3,9 +3,9 @@ interruption queue and its EventBridge rules) are shared with the AWS provider t
 
 from __future__ import annotations
 
-from tests.cloudprovider.aws import moto_fixtures as aws_fixtures
+from tests.cloudprovider.aws import moto_fixtures as aws_moto_fixtures
 
-moto_url = aws_fixtures.moto_url
-aws_env = aws_fixtures.aws_env
-seeded = aws_fixtures.seeded
-aws = aws_fixtures.aws
+moto_url = aws_moto_fixtures.moto_url
+aws_env = aws_moto_fixtures.aws_env
+seeded = aws_moto_fixtures.seeded
+aws = aws_moto_fixtures.aws

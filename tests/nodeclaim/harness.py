@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable
 
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
@@ -18,7 +18,7 @@ from karpy.nodeclaim import controller
 class Env:
     kube: fake.FakeKubeClient
     cloud: fake_provider.FakeCloudProvider
-    clock: clock_mod.ManualClock
+    clock: karpy_clock.ManualClock
     recorder: events.MemoryRecorder
     disrupted: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
     """(reason, nodepool, capacity type) of every claim the controller deleted as a disruption."""
@@ -44,7 +44,7 @@ class Env:
 
 
 def make_env() -> Env:
-    clock = clock_mod.ManualClock(b.T0)
+    clock = karpy_clock.ManualClock(nodeclaim_builders.T0)
     return Env(
         kube=fake.FakeKubeClient(clock),
         cloud=fake_provider.FakeCloudProvider(),

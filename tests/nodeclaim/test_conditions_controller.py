@@ -15,20 +15,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests import builders, polling, tasks
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import decoding, labels, parse
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, dryrun, resources, rest
 from karpy.nodeclaim import conditions_controller, disruption_conditions
-from karpy.state import cluster as cluster_mod
+from karpy.state import cluster as state_cluster
 from karpy.state import informer
 from karpy_emulator.apiserver import runner, server
 
-T0 = world_mod.T0
+T0 = disruption_world.T0
 NOW = 1_700_010_000.0
 ts = decoding.format_timestamp
 
@@ -129,7 +129,7 @@ def test_pod_event_time(old: Mapping[str, Any] | None, new: Mapping[str, Any] | 
 def _claim(**extra_labels: str) -> Any:
     base = {
         labels.LABEL_INSTANCE_TYPE: "c4",
-        labels.LABEL_ZONE: world_mod.ZONE,
+        labels.LABEL_ZONE: disruption_world.ZONE,
         labels.LABEL_CAPACITY_TYPE: labels.CAPACITY_TYPE_ON_DEMAND,
     }
     merged = {k: v for k, v in {**base, **extra_labels}.items() if v}
@@ -146,7 +146,7 @@ def _claim(**extra_labels: str) -> Any:
     )
 
 
-_C4 = world_mod.instance_type("c4", 4, 0.2, 0.08)
+_C4 = disruption_world.instance_type("c4", 4, 0.2, 0.08)
 C4_SPOT_ONLY = types.InstanceType(
     name="c4",
     labels=_C4.labels,
@@ -158,7 +158,7 @@ C4_EXHAUSTED = types.InstanceType(
     labels=_C4.labels,
     capacity=_C4.capacity,
     offerings=tuple(
-        types.Offering(zone=world_mod.ZONE, capacity_type=ct, price=0.2, available=False)
+        types.Offering(zone=disruption_world.ZONE, capacity_type=ct, price=0.2, available=False)
         for ct in (labels.CAPACITY_TYPE_ON_DEMAND, labels.CAPACITY_TYPE_SPOT)
     ),
 )
@@ -167,15 +167,15 @@ C4_EXHAUSTED = types.InstanceType(
 @pytest.mark.parametrize(
     ("claim_labels", "catalog", "missing"),
     [
-        pytest.param({}, world_mod.CATALOG, False, id="type and offering present"),
-        pytest.param({}, [t for t in world_mod.CATALOG if t.name != "c4"], True, id="type gone"),
+        pytest.param({}, disruption_world.CATALOG, False, id="type and offering present"),
+        pytest.param({}, [t for t in disruption_world.CATALOG if t.name != "c4"], True, id="type gone"),
         pytest.param({}, [], True, id="empty catalogue"),
-        pytest.param({labels.LABEL_INSTANCE_TYPE: ""}, world_mod.CATALOG, True, id="claim has no instance type"),
+        pytest.param({labels.LABEL_INSTANCE_TYPE: ""}, disruption_world.CATALOG, True, id="claim has no instance type"),
         pytest.param({}, [C4_SPOT_ONLY], True, id="on-demand offering gone"),
         pytest.param({labels.LABEL_CAPACITY_TYPE: "spot"}, [C4_SPOT_ONLY], False, id="spot claim, spot offering"),
-        pytest.param({labels.LABEL_ZONE: "test-zone-9"}, world_mod.CATALOG, True, id="zone gone"),
+        pytest.param({labels.LABEL_ZONE: "test-zone-9"}, disruption_world.CATALOG, True, id="zone gone"),
         pytest.param({}, [C4_EXHAUSTED], False, id="unavailable (ICE) is not gone"),
-        pytest.param({labels.LABEL_ZONE: ""}, world_mod.CATALOG, False, id="no zone label: any zone"),
+        pytest.param({labels.LABEL_ZONE: ""}, disruption_world.CATALOG, False, id="no zone label: any zone"),
     ],
 )
 def test_instance_type_missing(claim_labels: dict[str, str], catalog: list[types.InstanceType], missing: bool) -> None:
@@ -202,7 +202,7 @@ class Env:
     """A World whose Cluster informs the controller of pod changes, as the operator wires it."""
 
     def __init__(self, *, after: str = "10m") -> None:
-        self.w = world_mod.World()
+        self.w = disruption_world.World()
         self.w.pool(after=after)
         self.drifted: list[tuple[str, str]] = []
         self.ctrl = conditions_controller.NodeClaimConditionsController(
@@ -392,7 +392,7 @@ async def test_provider_errors_keep_the_current_drift_verdict() -> None:
     writes = env.status_writes()
 
     async def failing(claim: object) -> None:
-        raise cloud_errors.NodeClaimNotFound("gone for now")
+        raise cloudprovider_errors.NodeClaimNotFound("gone for now")
 
     env.w.cloud.is_drifted = failing  # type: ignore[method-assign]
     await env.reconcile()
@@ -413,7 +413,7 @@ async def test_unlaunched_claims_are_never_drifted() -> None:
 async def test_removed_instance_type_drifts_only_after_an_hour() -> None:
     env = Env()
     env.node(created=env.now)
-    env.w.cloud.catalog = [t for t in world_mod.CATALOG if t.name != "c4"]  # the claim runs on c4
+    env.w.cloud.catalog = [t for t in disruption_world.CATALOG if t.name != "c4"]  # the claim runs on c4
     created = env.now
     assert await env.reconcile() == disruption_conditions.DRIFT_REQUEUE
     env.w.clock.set(created + 59 * 60)
@@ -504,7 +504,7 @@ async def test_deleting_missing_or_poolless_claims_are_left_alone() -> None:
 async def test_run_marks_consolidatable_on_time_and_follows_pool_changes_and_pod_events() -> None:
     env = Env(after="10m")
     env.node(initialized_at=env.now)
-    for res in world_mod.SYNCED:
+    for res in disruption_world.SYNCED:
         env.w.cluster.mark_listed(res)
     async with tasks.running(env.ctrl.run):
         await env.w.clock.run_for(599)
@@ -538,7 +538,7 @@ async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_re
     nodeclass = builders.ec2nodeclass("default")
     nodeclass["metadata"]["resourceVersion"] = "1"
     env.w.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.ADDED, nodeclass))
-    for res in world_mod.SYNCED:
+    for res in disruption_world.SYNCED:
         env.w.cluster.mark_listed(res)
     async with tasks.running(env.ctrl.run):
         await env.w.clock.run_for(2)
@@ -557,7 +557,7 @@ async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_re
 async def test_a_transport_failure_costs_the_claim_a_backoff_not_the_loop() -> None:
     env = Env()
     env.node()
-    for res in world_mod.SYNCED:
+    for res in disruption_world.SYNCED:
         env.w.cluster.mark_listed(res)
     real = env.w.cloud.is_drifted
     timeouts: list[object] = []
@@ -594,10 +594,10 @@ def test_observe_ignores_other_resources_and_keeps_the_latest_time() -> None:
 async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informers() -> None:
     """RestClient + informers + the kmock-based API server: guarded status writes are accepted, the bind seen by the
     informer dates lastPodEventTime, a no-op pass writes nothing, and dry-run writes nothing."""
-    manual = clock_mod.ManualClock(NOW)
+    manual = karpy_clock.ManualClock(NOW)
     async with (
         runner.KubeAPIRunner(server.FakeKubeAPI(seed=5, clock=manual.now)) as served,
-        rest.RestClient(credentials.bearer(served.url, "t"), clock=clock_mod.SystemClock()) as api,
+        rest.RestClient(credentials.bearer(served.url, "t"), clock=karpy_clock.SystemClock()) as api,
     ):
         pool = builders.nodepool(
             template={
@@ -614,14 +614,14 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
             {labels.LABEL_CAPACITY_TYPE: "on-demand", labels.LABEL_INSTANCE_TYPE: "c4", labels.LABEL_ZONE: "z"}
         )
         await api.create(resources.NODECLAIMS, claim)
-        launched = [world_mod.cond(t, at=NOW - 3600) for t in ("Launched", "Registered", "Initialized")]
+        launched = [disruption_world.cond(t, at=NOW - 3600) for t in ("Launched", "Registered", "Initialized")]
         status = {"status": {"providerID": "fake://z/i-1", "nodeName": "n1", "conditions": launched}}
         await api.patch(resources.NODECLAIMS, "default-x", status, subresource="status")
         await api.create(resources.NODES, builders.node("n1", provider_id="fake://z/i-1"))
         await api.create(resources.PODS, builders.pod("web"))
 
-        state = cluster_mod.Cluster(clock=manual)
-        cloud = fake_provider.FakeCloudProvider(list(world_mod.CATALOG))
+        state = state_cluster.Cluster(clock=manual)
+        cloud = fake_provider.FakeCloudProvider(list(disruption_world.CATALOG))
         ctrl = conditions_controller.NodeClaimConditionsController(
             conditions_controller.Deps(client=api, cluster=state, cloud=cloud, clock=manual)
         )
@@ -771,7 +771,7 @@ async def test_removing_the_last_condition_is_persisted() -> None:
     env = Env(after="Never")
     env.w.node("n0", conditions=())
     obj = env.claim_obj()
-    obj["status"]["conditions"] = [world_mod.cond("Consolidatable")]  # nothing else: the list must become empty
+    obj["status"]["conditions"] = [disruption_world.cond("Consolidatable")]  # nothing else: the list must become empty
     env.w.sync()
     await env.reconcile()
     assert env.claim_obj()["status"]["conditions"] == []

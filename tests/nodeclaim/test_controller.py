@@ -9,11 +9,11 @@ import logging
 from typing import Any
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy.api import labels, parse
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import fake, resources
 from karpy.nodeclaim import controller
 
@@ -34,7 +34,7 @@ def _condition(env: harness.Env, type_: str) -> tuple[str, str]:
 
 def _add_node(env: harness.Env, *, ready: bool = False, name: str = "ip-10-0-0-1") -> None:
     pid = _claim(env).status.provider_id
-    env.kube.put(resources.NODES, b.node_dict(name, provider_id=pid, ready=ready))
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict(name, provider_id=pid, ready=ready))
 
 
 def _set_ready(env: harness.Env, name: str = "ip-10-0-0-1") -> None:
@@ -50,7 +50,7 @@ def _node_writes(env: harness.Env) -> list[fake.Write]:
 async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="karpy.nodeclaim.controller")
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     ctl = env.claims()
 
     result = await ctl.reconcile(NAME)
@@ -93,7 +93,7 @@ async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> N
 
 async def test_registration_finds_the_node_in_the_state_cache_not_by_a_list() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     listed: list[resources.Resource] = []
     list_from_api = env.kube.list
 
@@ -117,13 +117,17 @@ async def test_registration_finds_the_node_in_the_state_cache_not_by_a_list() ->
 @pytest.mark.parametrize(
     ("error", "reason", "label"),
     [
-        (cloud_errors.InsufficientCapacity("no capacity"), "InsufficientCapacityError", "insufficient_capacity"),
-        (cloud_errors.NodeClassNotReady("no AMI"), "NodeClassNotReady", "nodeclass_not_ready"),
+        (
+            cloudprovider_errors.InsufficientCapacity("no capacity"),
+            "InsufficientCapacityError",
+            "insufficient_capacity",
+        ),
+        (cloudprovider_errors.NodeClassNotReady("no AMI"), "NodeClassNotReady", "nodeclass_not_ready"),
     ],
 )
 async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception, reason: str, label: str) -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.cloud.next_error = error
     await harness.drive(lambda: env.claims().reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     e = env.recorder.events[0]
@@ -134,7 +138,7 @@ async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception,
 
 async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.cloud.allowed_creates = 0
     ctl = env.claims()
     attempts: list[float] = []
@@ -153,12 +157,24 @@ async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
     assert took == 299  # deleted once Launched stayed False for 5 min (from the first failure)
     assert env.disrupted == [("launch_timeout", "default", "")]
     # Retries back off: after 0, 1, 2, 4, 8, 16, 32, 64 s, then every minute until the timeout.
-    assert [round(t - b.T0) for t in attempts] == [0, 1, 2, 4, 8, 16, 32, 64, 124, 184, 244]  # none at 300
+    assert [round(t - nodeclaim_builders.T0) for t in attempts] == [
+        0,
+        1,
+        2,
+        4,
+        8,
+        16,
+        32,
+        64,
+        124,
+        184,
+        244,
+    ]  # none at 300
 
 
 async def test_registration_timeout_deletes_claim_and_terminates_instance() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     ctl = env.claims()
     took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     assert 900 <= took <= 900 + controller.POLL
@@ -168,19 +184,19 @@ async def test_registration_timeout_deletes_claim_and_terminates_instance() -> N
 
 async def test_termination_timestamp_annotation_on_deletion() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME, tgp="1h"))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME, tgp="1h"))
     ctl = env.claims()
     await ctl.reconcile(NAME)
     env.clock.advance(10)
     await env.kube.delete(resources.NODECLAIMS, NAME)
     await ctl.reconcile(NAME)
     ann = _claim(env).metadata.annotations[labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP]
-    assert ann == b.ts(b.T0 + 10 + 3600)
+    assert ann == nodeclaim_builders.ts(nodeclaim_builders.T0 + 10 + 3600)
 
 
 async def test_finalizer_waits_for_the_node_then_terminates() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     ctl = env.claims()
     await ctl.reconcile(NAME)
     _add_node(env, ready=True)
@@ -209,7 +225,7 @@ def _status_write_with_provider_id(w: fake.Write) -> bool:
 
 async def test_crash_between_create_and_status_write_does_not_leak() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.kube.crash_on = _status_write_with_provider_id
     with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
@@ -226,7 +242,7 @@ async def test_crash_between_create_and_status_write_does_not_leak() -> None:
 
 async def test_crash_between_status_and_label_write_restores_labels() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.kube.crash_on = lambda w: (
         w.verb == "patch" and w.plural == "nodeclaims" and "labels" in (w.body.get("metadata") or {})
     )
@@ -244,7 +260,7 @@ async def test_crash_between_status_and_label_write_restores_labels() -> None:
 
 async def test_crash_between_node_sync_and_registered_status() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     await env.claims().reconcile(NAME)
     _add_node(env)
     env.kube.crash_on = lambda w: w.subresource == "status" and w.body["status"].get("nodeName") == "ip-10-0-0-1"
@@ -258,7 +274,7 @@ async def test_crash_between_node_sync_and_registered_status() -> None:
 
 async def test_crash_between_initialized_label_and_status() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     await env.claims().reconcile(NAME)
     _add_node(env, ready=True)
     env.kube.crash_on = lambda w: (
@@ -273,7 +289,7 @@ async def test_crash_between_initialized_label_and_status() -> None:
 
 async def test_crash_before_finalizer_add_launches_nothing() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.kube.crash_on = lambda w: w.plural == "nodeclaims" and "finalizers" in (w.body.get("metadata") or {})
     with pytest.raises(fake.Crash):
         await env.claims().reconcile(NAME)
@@ -284,7 +300,7 @@ async def test_crash_before_finalizer_add_launches_nothing() -> None:
 
 async def test_crash_after_instance_delete_before_instance_terminating_condition() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     await env.claims().reconcile(NAME)
     await env.kube.delete(resources.NODECLAIMS, NAME)
     env.kube.crash_on = lambda w: w.subresource == "status"
@@ -297,7 +313,7 @@ async def test_crash_after_instance_delete_before_instance_terminating_condition
 
 async def test_crash_before_finalizer_removal() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     await env.claims().reconcile(NAME)
     await env.kube.delete(resources.NODECLAIMS, NAME)
     await env.claims().reconcile(NAME)  # instance deleted, InstanceTerminating=True
@@ -312,7 +328,7 @@ async def test_crash_before_finalizer_removal() -> None:
 
 async def test_claim_removed_without_finalizer_leaves_instance_to_gc() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     ctl = env.claims()
     await ctl.reconcile(NAME)
     del env.kube.objects[("nodeclaims", "", NAME)]  # someone stripped the finalizer and deleted it
@@ -325,7 +341,7 @@ async def test_claim_removed_without_finalizer_leaves_instance_to_gc() -> None:
 
 async def test_instance_gone_outside_karpy_deletes_registered_claim() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     ctl = env.claims()
     await ctl.reconcile(NAME)
     _add_node(env, ready=True)
@@ -364,7 +380,7 @@ async def test_reserved_capacity_whose_reservation_ended_is_relabelled_on_demand
     """aws: capacityreservation/capacitytype: the cloud now reports the instance on-demand, so the claim and its
     Node lose `reserved` and the reservation's labels; nothing else about them changes."""
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     ctl = env.claims()
     await ctl.reconcile(NAME)
     _add_node(env, ready=True)
@@ -407,10 +423,10 @@ async def test_reserved_capacity_whose_reservation_ended_is_relabelled_on_demand
 async def test_a_node_without_the_unregistered_taint_warns_on_its_nodeclaim() -> None:
     """Upstream's Warning UnregisteredTaintMissing (core: nodeclaim/lifecycle/registration.go), on the claim."""
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     await env.claims().reconcile(NAME)
     provider_id = _claim(env).status.provider_id
-    env.kube.put(resources.NODES, b.node_dict("ip-10-0-0-1", provider_id=provider_id, taints=()))
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict("ip-10-0-0-1", provider_id=provider_id, taints=()))
     await env.claims().reconcile(NAME)
     warned = [
         (e.kind, e.name, e.type, e.message) for e in env.recorder.events if e.reason == "UnregisteredTaintMissing"

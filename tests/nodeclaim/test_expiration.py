@@ -9,23 +9,23 @@ from typing import Any
 
 import pytest
 from tests import builders, tasks
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import labels
 from karpy.kube import client, dryrun, fake, resources
 from karpy.nodeclaim import expiration
-from karpy.state import cluster as cluster_mod
+from karpy.state import cluster as state_cluster
 
 DAY = 24 * 3600.0
 
 
 class Env:
     def __init__(self, *, dry_run: bool = False) -> None:
-        self.clock = clock_mod.ManualClock(b.T0)
+        self.clock = karpy_clock.ManualClock(nodeclaim_builders.T0)
         self.kube = fake.FakeKubeClient(self.clock)
-        self.cluster = cluster_mod.Cluster(clock=self.clock)
+        self.cluster = state_cluster.Cluster(clock=self.clock)
         self.recorder = events.MemoryRecorder()
         self.disrupted: list[tuple[str, str, str]] = []
         writer: client.KubeClient = dryrun.DryRunClient(self.kube) if dry_run else self.kube
@@ -44,7 +44,7 @@ class Env:
         extra = {labels.LABEL_CAPACITY_TYPE: "spot"}
         self.kube.put(
             resources.NODECLAIMS,
-            b.claim_dict(
+            nodeclaim_builders.claim_dict(
                 name,
                 created=self.clock.now(),
                 expire_after=expire_after,
@@ -54,7 +54,7 @@ class Env:
             ),
         )
         if node:
-            self.kube.put(resources.NODES, b.node_dict(node))
+            self.kube.put(resources.NODES, nodeclaim_builders.node_dict(node))
         self.sync()
 
     def sync(self) -> None:
@@ -143,7 +143,7 @@ async def test_run_deletes_each_claim_at_its_expiry_and_not_before() -> None:
         assert not env.deletes()
         await env.clock.run_for(1)
         assert env.deletes() == ["short"]
-        assert env.clock.now() == b.T0 + 3600
+        assert env.clock.now() == nodeclaim_builders.T0 + 3600
         env.sync()
         await env.clock.run_for(3600 - 2)
         assert env.deletes() == ["short"]
@@ -181,7 +181,7 @@ async def test_dry_run_deletes_nothing_and_logs_once(caplog: pytest.LogCaptureFi
 
 # --- capacity blocks ----------------------------------------------------------------------------------------------
 
-BLOCK_END = b.T0 + 3 * 3600.0
+BLOCK_END = nodeclaim_builders.T0 + 3 * 3600.0
 
 
 def _rfc3339(epoch: float) -> str:
@@ -211,7 +211,7 @@ def _with_block(env: Env, *, reservation_type: str = "capacity-block") -> None:
 def _reserved_claim(env: Env, name: str) -> None:
     env.kube.put(
         resources.NODECLAIMS,
-        b.claim_dict(
+        nodeclaim_builders.claim_dict(
             name,
             created=env.clock.now(),
             expire_after="720h",
@@ -234,7 +234,7 @@ async def test_a_claim_in_a_capacity_block_is_deleted_40_minutes_before_the_bloc
     _reserved_claim(env, "gpu")
     env.claim("other")  # not in the block: untouched
     async with tasks.running(env.ctrl.run):
-        await env.clock.run_for(BLOCK_END - 40 * 60 - b.T0 - 1)
+        await env.clock.run_for(BLOCK_END - 40 * 60 - nodeclaim_builders.T0 - 1)
         assert env.deletes() == []
         with caplog.at_level(logging.INFO):
             await env.clock.run_for(1)
@@ -249,5 +249,5 @@ async def test_an_ordinary_reservation_has_no_pre_drain() -> None:
     _with_block(env, reservation_type="default")
     _reserved_claim(env, "odcr")
     async with tasks.running(env.ctrl.run):
-        await env.clock.run_for(BLOCK_END - b.T0 + 3600)
+        await env.clock.run_for(BLOCK_END - nodeclaim_builders.T0 + 3600)
         assert env.deletes() == []

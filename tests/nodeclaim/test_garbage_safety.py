@@ -7,11 +7,11 @@ import dataclasses
 from collections.abc import Sequence
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy.api import nodeclaim, parse
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import resources
 
 NAME = "default-abc12"
@@ -19,12 +19,12 @@ NAME = "default-abc12"
 
 async def _registered(env: harness.Env, name: str = NAME, node: str = "ip-10-0-0-1") -> str:
     """Launch a claim, register its node (Ready), and return the instance's provider id."""
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(name))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(name))
     await env.claims().reconcile(name)
     raw = env.claim_obj(name)
     assert raw is not None
     pid = parse.nodeclaim(raw).status.provider_id
-    env.kube.put(resources.NODES, b.node_dict(node, provider_id=pid, ready=True))
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict(node, provider_id=pid, ready=True))
     await env.claims().reconcile(name)
     assert parse.nodeclaim(env.claim_obj(name) or {}).is_true(nodeclaim.REGISTERED)
     return pid
@@ -73,7 +73,7 @@ async def test_a_claim_the_cloud_list_misses_is_kept_while_get_still_finds_its_i
 
 async def test_a_claim_not_yet_registered_is_left_to_liveness() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     await env.claims().reconcile(NAME)  # launched, no node yet
     env.cloud.instances.clear()
     env.clock.advance(120)
@@ -107,7 +107,7 @@ async def test_an_instance_that_vanished_before_its_termination_does_not_end_the
 ) -> None:
     env = harness.make_env()
     gone = await _registered(env)
-    leaked = (await env.cloud.create(b.claim("orphan"))).status.provider_id  # launched, never recorded
+    leaked = (await env.cloud.create(nodeclaim_builders.claim("orphan"))).status.provider_id  # launched, never recorded
     ctl = env.claims()
     await ctl.collect_garbage()  # first sighting of the unclaimed instance
     assert not _deleting(env)
@@ -116,7 +116,7 @@ async def test_an_instance_that_vanished_before_its_termination_does_not_end_the
 
     async def already_gone(claim: nodeclaim.NodeClaim) -> None:
         env.cloud.instances.pop(claim.status.provider_id, None)
-        raise cloud_errors.NodeClaimNotFound("terminated meanwhile")
+        raise cloudprovider_errors.NodeClaimNotFound("terminated meanwhile")
 
     monkeypatch.setattr(env.cloud, "delete", already_gone)
     await ctl.collect_garbage()
@@ -126,7 +126,7 @@ async def test_an_instance_that_vanished_before_its_termination_does_not_end_the
 
 async def test_an_instance_without_a_launch_time_is_collected_30_s_after_it_was_first_seen() -> None:
     env = harness.make_env()
-    launched = await env.cloud.create(b.claim("orphan"))  # launched, never recorded by a claim
+    launched = await env.cloud.create(nodeclaim_builders.claim("orphan"))  # launched, never recorded by a claim
     bare = dataclasses.replace(launched, metadata=dataclasses.replace(launched.metadata, creation_timestamp=None))
     env.cloud.instances[launched.status.provider_id] = bare
     ctl = env.claims()

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy.api import nodeclaim
-from karpy.nodeclaim import garbagecollection as gc
+from karpy.nodeclaim import garbagecollection as nodeclaim_garbagecollection
 
-T0 = b.T0
+T0 = nodeclaim_builders.T0
 
 
 def _instance(pid: str, created: float | None = None) -> nodeclaim.NodeClaim:
-    claim = b.claim(f"i-{pid[-4:]}")
+    claim = nodeclaim_builders.claim(f"i-{pid[-4:]}")
     return dataclasses.replace(
         claim,
         metadata=dataclasses.replace(claim.metadata, creation_timestamp=created),
@@ -22,8 +22,8 @@ def _instance(pid: str, created: float | None = None) -> nodeclaim.NodeClaim:
 
 
 def _claim(name: str, pid: str, *, registered: bool = True, deleting: bool = False) -> nodeclaim.NodeClaim:
-    conds = [b.cond("Registered", "True" if registered else "Unknown", T0)]
-    return b.claim(
+    conds = [nodeclaim_builders.cond("Registered", "True" if registered else "Unknown", T0)]
+    return nodeclaim_builders.claim(
         name,
         status={"providerID": pid, "conditions": conds},
         deleted=T0 if deleting else None,
@@ -34,26 +34,32 @@ def _claim(name: str, pid: str, *, registered: bool = True, deleting: bool = Fal
 def test_unclaimed_instance_is_leaked_only_after_the_grace() -> None:
     instances = [_instance("p-0001"), _instance("p-0002")]
     claims = [_claim("a", "p-0001")]
-    seen = gc.track_unclaimed(instances, claims, first_seen={}, now=T0)
+    seen = nodeclaim_garbagecollection.track_unclaimed(instances, claims, first_seen={}, now=T0)
     assert seen == {"p-0002": T0}  # the claimed one is not tracked
-    assert gc.leaked_instances(instances, claims, first_seen=seen, now=T0 + 30) == []
-    seen = gc.track_unclaimed(instances, claims, first_seen=seen, now=T0 + 31)
+    assert nodeclaim_garbagecollection.leaked_instances(instances, claims, first_seen=seen, now=T0 + 30) == []
+    seen = nodeclaim_garbagecollection.track_unclaimed(instances, claims, first_seen=seen, now=T0 + 31)
     assert seen == {"p-0002": T0}  # the first sighting is kept
-    assert [i.status.provider_id for i in gc.leaked_instances(instances, claims, first_seen=seen, now=T0 + 31)] == [
-        "p-0002"
-    ]
+    assert [
+        i.status.provider_id
+        for i in nodeclaim_garbagecollection.leaked_instances(instances, claims, first_seen=seen, now=T0 + 31)
+    ] == ["p-0002"]
 
 
 def test_instance_creation_time_counts_as_first_sighting() -> None:
     instances = [_instance("p-0003", created=T0 - 100)]
-    seen = gc.track_unclaimed(instances, [], first_seen={}, now=T0)
-    assert [i.status.provider_id for i in gc.leaked_instances(instances, [], first_seen=seen, now=T0)] == ["p-0003"]
+    seen = nodeclaim_garbagecollection.track_unclaimed(instances, [], first_seen={}, now=T0)
+    assert [
+        i.status.provider_id
+        for i in nodeclaim_garbagecollection.leaked_instances(instances, [], first_seen=seen, now=T0)
+    ] == ["p-0003"]
 
 
 def test_instance_claimed_later_is_forgotten() -> None:
     instances = [_instance("p-0004")]
-    seen = gc.track_unclaimed(instances, [], first_seen={}, now=T0)
-    seen = gc.track_unclaimed(instances, [_claim("late", "p-0004", registered=False)], first_seen=seen, now=T0 + 5)
+    seen = nodeclaim_garbagecollection.track_unclaimed(instances, [], first_seen={}, now=T0)
+    seen = nodeclaim_garbagecollection.track_unclaimed(
+        instances, [_claim("late", "p-0004", registered=False)], first_seen=seen, now=T0 + 5
+    )
     assert seen == {}
 
 
@@ -65,7 +71,7 @@ def test_orphaned_claims_are_registered_not_deleting_and_missing_from_the_cloud(
         _claim("leaving", "p-0004", deleting=True),  # its finalizer owns it
     ]
     instances = [_instance("p-0002")]
-    assert [c.name for c in gc.orphaned_claims(claims, instances)] == ["gone"]
+    assert [c.name for c in nodeclaim_garbagecollection.orphaned_claims(claims, instances)] == ["gone"]
 
 
 def test_a_deleting_claim_still_claims_its_instance() -> None:
@@ -73,28 +79,38 @@ def test_a_deleting_claim_still_claims_its_instance() -> None:
     seen unclaimed (an instance the launch had not yet recorded when the GC first looked)."""
     instances = [_instance("p-0005")]
     draining = [_claim("draining", "p-0005", deleting=True)]
-    assert gc.track_unclaimed(instances, draining, first_seen={"p-0005": T0 - 3600}, now=T0) == {}
-    assert gc.leaked_instances(instances, draining, first_seen={"p-0005": T0 - 3600}, now=T0) == []
+    assert (
+        nodeclaim_garbagecollection.track_unclaimed(instances, draining, first_seen={"p-0005": T0 - 3600}, now=T0) == {}
+    )
+    assert (
+        nodeclaim_garbagecollection.leaked_instances(instances, draining, first_seen={"p-0005": T0 - 3600}, now=T0)
+        == []
+    )
 
 
 def test_a_claimed_instance_is_never_leaked_even_with_a_stale_first_sighting() -> None:
     instances = [_instance("p-0006")]
     claims = [_claim("late", "p-0006", registered=False)]
-    assert gc.leaked_instances(instances, claims, first_seen={"p-0006": T0 - 3600}, now=T0) == []
+    assert (
+        nodeclaim_garbagecollection.leaked_instances(instances, claims, first_seen={"p-0006": T0 - 3600}, now=T0) == []
+    )
 
 
 def test_an_instance_without_a_provider_id_is_never_leaked() -> None:
     bare = _instance("")
-    assert gc.track_unclaimed([bare], [], first_seen={}, now=T0) == {}
-    assert gc.leaked_instances([bare], [], first_seen={"": T0 - 3600}, now=T0) == []
+    assert nodeclaim_garbagecollection.track_unclaimed([bare], [], first_seen={}, now=T0) == {}
+    assert nodeclaim_garbagecollection.leaked_instances([bare], [], first_seen={"": T0 - 3600}, now=T0) == []
 
 
 def test_leaked_instances_and_orphaned_claims_come_in_a_stable_order() -> None:
     instances = [_instance("p-0009"), _instance("p-0008")]
     seen = {"p-0008": T0 - 60, "p-0009": T0 - 60}
-    assert [i.status.provider_id for i in gc.leaked_instances(instances, [], first_seen=seen, now=T0)] == [
+    assert [
+        i.status.provider_id
+        for i in nodeclaim_garbagecollection.leaked_instances(instances, [], first_seen=seen, now=T0)
+    ] == [
         "p-0008",
         "p-0009",
     ]
     claims = [_claim("zulu", "p-0010"), _claim("alpha", "p-0011")]
-    assert [c.name for c in gc.orphaned_claims(claims, [])] == ["alpha", "zulu"]
+    assert [c.name for c in nodeclaim_garbagecollection.orphaned_claims(claims, [])] == ["alpha", "zulu"]

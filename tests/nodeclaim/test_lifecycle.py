@@ -6,12 +6,12 @@ import dataclasses
 from typing import Any
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy.api import labels, meta, nodeclaim
 from karpy.nodeclaim import conditions, expiration, lifecycle
 
-T0 = b.T0
+T0 = nodeclaim_builders.T0
 UNREG = {"key": labels.TAINT_UNREGISTERED_KEY, "effect": "NoExecute"}
 
 
@@ -50,7 +50,7 @@ def test_bad_condition_status_is_refused() -> None:
 
 
 def test_launch_result_copies_instance_facts() -> None:
-    claim = b.claim()
+    claim = nodeclaim_builders.claim()
     resolved = dataclasses.replace(
         claim,
         metadata=dataclasses.replace(
@@ -78,8 +78,11 @@ def test_launch_result_copies_instance_facts() -> None:
 
 
 def _launched(**kwargs: Any) -> nodeclaim.NodeClaim:
-    return b.claim(
-        status={"providerID": "fake://zone-a/i-00000001", "conditions": [b.cond("Launched", "True", T0)]},
+    return nodeclaim_builders.claim(
+        status={
+            "providerID": "fake://zone-a/i-00000001",
+            "conditions": [nodeclaim_builders.cond("Launched", "True", T0)],
+        },
         **kwargs,
     )
 
@@ -90,7 +93,7 @@ def test_registration_syncs_everything_onto_the_node() -> None:
         startup_taints=[{"key": "cni", "effect": "NoSchedule"}],
         annotations={"karpenter.sh/nodepool-hash": "123"},
     )
-    node = b.node_dict(taints=[UNREG, {"key": "other", "effect": "NoExecute"}], finalizers=["x/keep"])
+    node = nodeclaim_builders.node_dict(taints=[UNREG, {"key": "other", "effect": "NoExecute"}], finalizers=["x/keep"])
     out = lifecycle.registration_patch(claim, node, now=T0 + 60)
     assert out.error == ""
     patch = out.node_patch
@@ -123,14 +126,14 @@ def test_registration_does_not_sync_taints_when_told_not_to() -> None:
         taints=[{"key": "team", "value": "a", "effect": "NoSchedule"}],
         extra_labels={labels.LABEL_DO_NOT_SYNC_TAINTS: "true"},
     )
-    out = lifecycle.registration_patch(claim, b.node_dict(), now=T0)
+    out = lifecycle.registration_patch(claim, nodeclaim_builders.node_dict(), now=T0)
     assert out.node_patch is not None
     assert out.node_patch["spec"]["taints"] == []  # only the unregistered taint went
 
 
 def test_registration_keeps_an_existing_taint_with_the_same_key_and_effect() -> None:
     claim = _launched(taints=[{"key": "team", "value": "a", "effect": "NoSchedule"}])
-    node = b.node_dict(taints=[UNREG, {"key": "team", "value": "b", "effect": "NoSchedule"}])
+    node = nodeclaim_builders.node_dict(taints=[UNREG, {"key": "team", "value": "b", "effect": "NoSchedule"}])
     out = lifecycle.registration_patch(claim, node, now=T0)
     assert out.node_patch is not None
     assert out.node_patch["spec"]["taints"] == [{"key": "team", "value": "b", "effect": "NoSchedule"}]
@@ -138,9 +141,9 @@ def test_registration_keeps_an_existing_taint_with_the_same_key_and_effect() -> 
 
 def test_registration_rerun_on_a_synced_node_writes_nothing_to_it() -> None:
     claim = _launched()
-    first = lifecycle.registration_patch(claim, b.node_dict(), now=T0)
+    first = lifecycle.registration_patch(claim, nodeclaim_builders.node_dict(), now=T0)
     assert first.node_patch is not None
-    synced = b.node_dict(
+    synced = nodeclaim_builders.node_dict(
         taints=[],
         node_labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_REGISTERED: "true"},
         finalizers=[labels.FINALIZER_TERMINATION],
@@ -152,7 +155,7 @@ def test_registration_rerun_on_a_synced_node_writes_nothing_to_it() -> None:
 
 
 def test_registration_refuses_a_node_without_the_unregistered_taint() -> None:
-    out = lifecycle.registration_patch(_launched(), b.node_dict(taints=[]), now=T0)
+    out = lifecycle.registration_patch(_launched(), nodeclaim_builders.node_dict(taints=[]), now=T0)
     assert out.node_patch is None
     assert "karpenter.sh/unregistered" in out.error
     found = out.claim.condition(nodeclaim.REGISTERED)
@@ -215,14 +218,19 @@ def test_registration_refuses_a_node_without_the_unregistered_taint() -> None:
     ],
 )
 def test_initialized(node_kwargs: dict[str, Any], claim_kwargs: dict[str, Any], expected: tuple[bool, str]) -> None:
-    ok, reason, message = lifecycle.initialized(_launched(**claim_kwargs), b.node_dict(**node_kwargs))
+    ok, reason, message = lifecycle.initialized(_launched(**claim_kwargs), nodeclaim_builders.node_dict(**node_kwargs))
     assert (ok, reason) == expected
     assert bool(message) == (not ok)
 
 
 def test_initialization_patch_only_when_label_missing() -> None:
-    assert lifecycle.initialization_patch(b.node_dict()) == {"metadata": {"labels": {labels.LABEL_INITIALIZED: "true"}}}
-    assert lifecycle.initialization_patch(b.node_dict(node_labels={labels.LABEL_INITIALIZED: "true"})) is None
+    assert lifecycle.initialization_patch(nodeclaim_builders.node_dict()) == {
+        "metadata": {"labels": {labels.LABEL_INITIALIZED: "true"}}
+    }
+    assert (
+        lifecycle.initialization_patch(nodeclaim_builders.node_dict(node_labels={labels.LABEL_INITIALIZED: "true"}))
+        is None
+    )
 
 
 # --- liveness ---------------------------------------------------------------------------------------------------
@@ -233,20 +241,31 @@ def test_initialization_patch_only_when_label_missing() -> None:
     [
         ([], 299.0, None),
         ([], 300.0, lifecycle.LivenessReason.LAUNCH_TIMEOUT),
-        ([b.cond("Launched", "False", T0 + 100)], 399.0, None),  # measured from the condition's transition
-        ([b.cond("Launched", "False", T0 + 100)], 400.0, lifecycle.LivenessReason.LAUNCH_TIMEOUT),
-        ([b.cond("Launched", "True", T0 + 10)], 899.0, None),
-        ([b.cond("Launched", "True", T0 + 10)], 900.0, lifecycle.LivenessReason.REGISTRATION_TIMEOUT),
         (
-            [b.cond("Launched", "True", T0 + 10), b.cond("Registered", "Unknown", T0)],
+            [nodeclaim_builders.cond("Launched", "False", T0 + 100)],
+            399.0,
+            None,
+        ),  # measured from the condition's transition
+        ([nodeclaim_builders.cond("Launched", "False", T0 + 100)], 400.0, lifecycle.LivenessReason.LAUNCH_TIMEOUT),
+        ([nodeclaim_builders.cond("Launched", "True", T0 + 10)], 899.0, None),
+        ([nodeclaim_builders.cond("Launched", "True", T0 + 10)], 900.0, lifecycle.LivenessReason.REGISTRATION_TIMEOUT),
+        (
+            [
+                nodeclaim_builders.cond("Launched", "True", T0 + 10),
+                nodeclaim_builders.cond("Registered", "Unknown", T0),
+            ],
             900.0,
             lifecycle.LivenessReason.REGISTRATION_TIMEOUT,
         ),
-        ([b.cond("Launched", "True", T0), b.cond("Registered", "True", T0 + 60)], 10_000.0, None),
+        (
+            [nodeclaim_builders.cond("Launched", "True", T0), nodeclaim_builders.cond("Registered", "True", T0 + 60)],
+            10_000.0,
+            None,
+        ),
     ],
 )
 def test_liveness(conds: list[dict[str, str]], elapsed: float, expected: lifecycle.LivenessReason | None) -> None:
-    claim = b.claim(status={"conditions": conds} if conds else None)
+    claim = nodeclaim_builders.claim(status={"conditions": conds} if conds else None)
     assert lifecycle.liveness(claim, T0 + elapsed) == expected
 
 
@@ -254,13 +273,13 @@ def test_liveness(conds: list[dict[str, str]], elapsed: float, expected: lifecyc
 
 
 def test_termination_timestamp_annotation() -> None:
-    assert lifecycle.termination_timestamp_annotation(b.claim(tgp="1h")) is None  # not deleting
-    assert lifecycle.termination_timestamp_annotation(b.claim(deleted=T0)) is None  # no TGP
-    text = lifecycle.termination_timestamp_annotation(b.claim(tgp="1h30m", deleted=T0 + 5))
+    assert lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(tgp="1h")) is None  # not deleting
+    assert lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(deleted=T0)) is None  # no TGP
+    text = lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(tgp="1h30m", deleted=T0 + 5))
     assert text == "2023-11-14T23:43:25Z"  # T0 = 2023-11-14T22:13:20Z; + 5 s + 90 min
-    annotated = b.claim(annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: text})
+    annotated = nodeclaim_builders.claim(annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: text})
     assert lifecycle.termination_time(annotated) == T0 + 5 + 5400
-    broken = b.claim(annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "soon"})
+    broken = nodeclaim_builders.claim(annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "soon"})
     assert lifecycle.termination_time(broken) is None
 
 
@@ -269,11 +288,13 @@ def test_termination_timestamp_annotation() -> None:
     [("720h", 720 * 3600 - 1, False), ("720h", 720 * 3600, True), ("30s", 31, True), ("Never", 10**9, False)],
 )
 def test_expired(expire_after: str, elapsed: float, expected: bool) -> None:
-    assert expiration.expired(b.claim(expire_after=expire_after), T0 + elapsed) is expected
+    assert expiration.expired(nodeclaim_builders.claim(expire_after=expire_after), T0 + elapsed) is expected
 
 
 def test_a_deleting_claim_does_not_expire_again() -> None:
-    assert not expiration.expired(b.claim(expire_after="1s", deleted=T0 + 5, finalizers=["x"]), T0 + 100)
+    assert not expiration.expired(
+        nodeclaim_builders.claim(expire_after="1s", deleted=T0 + 5, finalizers=["x"]), T0 + 100
+    )
 
 
 def test_format_taint() -> None:

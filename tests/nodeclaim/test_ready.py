@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy.api import decoding, parse
@@ -57,7 +57,7 @@ def _cond(type_: str, status: str, at: float, reason: str = "", message: str = "
 def test_ready_is_derived_from_the_lifecycle_conditions(
     conditions: list[dict[str, Any]], expected: tuple[str, str, str]
 ) -> None:
-    raw = b.claim_dict(NAME)
+    raw = nodeclaim_builders.claim_dict(NAME)
     raw["status"] = {"conditions": conditions}
     assert lifecycle.ready_condition(parse.nodeclaim(raw)) == expected
 
@@ -72,14 +72,14 @@ def _ready(env: harness.Env) -> tuple[str, str]:
 
 async def test_ready_follows_the_claim_through_its_lifecycle() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     ctl = env.claims()
     await ctl.reconcile(NAME)
     assert _ready(env) == ("Unknown", "NodeNotFound")  # launched, not registered yet
     raw = env.claim_obj(NAME)
     assert raw is not None
     pid = parse.nodeclaim(raw).status.provider_id
-    env.kube.put(resources.NODES, b.node_dict("ip-10-0-0-1", provider_id=pid, ready=False))
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict("ip-10-0-0-1", provider_id=pid, ready=False))
     await ctl.reconcile(NAME)
     assert _ready(env) == ("False", "NodeNotReady")
     node = env.kube.obj(resources.NODES, "ip-10-0-0-1")

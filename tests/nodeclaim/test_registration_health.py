@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy.api import meta, parse
@@ -18,7 +18,7 @@ UID = "pool-uid"
 
 
 def claim(*, launched: str | None = "True", reason: str = "", message: str = "") -> Any:
-    raw = b.claim_dict("c")
+    raw = nodeclaim_builders.claim_dict("c")
     raw["metadata"]["ownerReferences"] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default",
                                            "uid": UID}]  # fmt: skip
     if launched is not None:
@@ -115,14 +115,14 @@ def test_after_a_restart_the_buffer_is_seeded_from_the_condition() -> None:
 
 def test_claims_no_pool_owns_are_not_counted() -> None:
     tracker = registration.RegistrationHealth()
-    orphan = parse.nodeclaim(b.claim_dict("orphan"))
+    orphan = parse.nodeclaim(nodeclaim_builders.claim_dict("orphan"))
     tracker.record(orphan, registered=False)
     tracker.record(orphan, registered=False)
     assert tracker.health(UID) is registration.Health.UNKNOWN
 
 
 def _owned(name: str) -> dict[str, Any]:
-    raw = b.claim_dict(name)
+    raw = nodeclaim_builders.claim_dict(name)
     raw["metadata"]["ownerReferences"] = [{"kind": "NodePool", "name": "default", "uid": UID}]
     return raw
 
@@ -150,6 +150,6 @@ async def test_the_lifecycle_reports_launch_timeouts_and_registrations() -> None
     raw = env.claim_obj("c")
     assert raw is not None
     pid = parse.nodeclaim(raw).status.provider_id
-    env.kube.put(resources.NODES, b.node_dict("ip-10-0-0-3", provider_id=pid, ready=True))
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict("ip-10-0-0-3", provider_id=pid, ready=True))
     await ctl.reconcile("c")
     assert tracker.outcomes(UID) == (False, False, True)

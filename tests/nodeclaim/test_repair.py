@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 from tests import builders
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 
 from karpy.api import decoding, labels
 from karpy.cloudprovider.aws import repair as aws_repair
@@ -23,7 +23,7 @@ def timed(*conditions: tuple[str, str, float]) -> list[dict[str, str]]:
     return [builders.condition(t, s, lastTransitionTime=decoding.format_timestamp(at)) for t, s, at in conditions]
 
 
-T = world_mod.T0
+T = disruption_world.T0
 
 
 @pytest.mark.parametrize(
@@ -71,11 +71,11 @@ class Recorded:
         self.unhealthy: list[tuple[str, ...]] = []
 
 
-def blocked(w: world_mod.World, name: str) -> list[str]:
+def blocked(w: disruption_world.World, name: str) -> list[str]:
     return [e.reason for e in w.recorder.events if e.name == name and e.type == "Warning"]
 
 
-def controller(w: world_mod.World) -> tuple[repair.RepairController, Recorded]:
+def controller(w: disruption_world.World) -> tuple[repair.RepairController, Recorded]:
     seen = Recorded()
     metrics = repair.Metrics(
         disrupted=lambda *a, **_: seen.disrupted.append(a), unhealthy_disrupted=lambda *a: seen.unhealthy.append(a)
@@ -86,7 +86,7 @@ def controller(w: world_mod.World) -> tuple[repair.RepairController, Recorded]:
     return repair.RepairController(deps), seen
 
 
-def set_condition(w: world_mod.World, name: str, type_: str, status: str, at: float) -> None:
+def set_condition(w: disruption_world.World, name: str, type_: str, status: str, at: float) -> None:
     obj = w.kube.objects[("nodes", "", name)]
     kept = [c for c in obj["status"]["conditions"] if c["type"] != type_]
     obj["status"]["conditions"] = [
@@ -96,7 +96,7 @@ def set_condition(w: world_mod.World, name: str, type_: str, status: str, at: fl
 
 
 async def test_a_node_unhealthy_past_its_toleration_is_deleted_forcefully() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     for name in ("a", "b", "c", "d", "e"):
         w.node(name)
@@ -119,7 +119,7 @@ async def test_a_node_unhealthy_past_its_toleration_is_deleted_forcefully() -> N
 
 
 async def test_the_next_pass_is_due_when_the_soonest_toleration_runs_out() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     set_condition(w, "a", "AcceleratedHardwareReady", "False", w.clock.now() - (10 * MIN - 4))
@@ -129,7 +129,7 @@ async def test_the_next_pass_is_due_when_the_soonest_toleration_runs_out() -> No
 
 
 async def test_no_repair_while_more_than_twenty_percent_of_the_pool_is_unhealthy() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.pool("other")
     for name in ("a", "b", "c", "d", "e"):
@@ -162,7 +162,7 @@ async def test_no_repair_while_more_than_twenty_percent_of_the_pool_is_unhealthy
 
 
 async def test_an_earlier_termination_timestamp_is_kept() -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a")
     earlier = decoding.format_timestamp(w.clock.now() - 5 * MIN)
@@ -178,7 +178,7 @@ async def test_an_earlier_termination_timestamp_is_kept() -> None:
     assert w.deleting("a")
 
 
-def standalone(w: world_mod.World, name: str) -> None:
+def standalone(w: disruption_world.World, name: str) -> None:
     """A node whose NodeClaim belongs to no NodePool (created by hand)."""
     w.node(name)
     for plural in ("nodeclaims", "nodes"):
@@ -187,7 +187,7 @@ def standalone(w: world_mod.World, name: str) -> None:
 
 @pytest.mark.parametrize(("sick_in_pool", "repaired"), [(0, True), (2, False)])
 async def test_a_standalone_nodeclaim_is_held_to_the_clusters_share(sick_in_pool: int, repaired: bool) -> None:
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     for name in ("a", "b", "c", "d", "e"):
         w.node(name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy import rejections
@@ -33,7 +33,7 @@ def _spoil(env: harness.Env, name: str, *, keep_provider_id: bool = True) -> Non
 
 async def _launched(env: harness.Env, *names: str) -> None:
     for name in names:
-        env.kube.put(resources.NODECLAIMS, b.claim_dict(name))
+        env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(name))
         await env.claims().reconcile(name)
     assert len(env.cloud.instances) == len(names)
 
@@ -117,7 +117,7 @@ async def test_one_instance_failing_does_not_stop_the_others() -> None:
 
 async def test_reconciling_an_unreadable_claim_launches_nothing() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(NAME))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     _spoil(env, NAME)
     sink = rejections.MemorySink()
     result = await _controller(env, sink).reconcile(NAME)

@@ -16,7 +16,7 @@ from karpy.cloudprovider import errors, overlay
 from karpy.cloudprovider.fake import generator, provider
 from karpy.kube import client as kube_client
 from karpy.kube import resources, rest
-from karpy.nodeoverlay import controller as overlaystatus
+from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.runtime import workqueue
 from karpy.state import cluster
 
@@ -40,7 +40,7 @@ async def test_statuses_store_and_triggers(api: rest.RestClient) -> None:
     cache = cluster.Cluster(clock=now)
     cloud = provider.FakeCloudProvider([generator.new_instance_type("m5.large")])
     overlays = overlay.Overlays()
-    controller = overlaystatus.NodeOverlayController(api, cache, cloud=cloud, overlays=overlays, clock=now)
+    controller = nodeoverlay_controller.NodeOverlayController(api, cache, cloud=cloud, overlays=overlays, clock=now)
     bodies = [
         (resources.NODEPOOLS, builders.nodepool()),
         (resources.NODEOVERLAYS, _overlay("a-loses", labels.LABEL_INSTANCE_TYPE, weight=3, price="1")),
@@ -54,7 +54,7 @@ async def test_statuses_store_and_triggers(api: rest.RestClient) -> None:
     with pytest.raises(errors.UnevaluatedNodePool):  # nothing is priced before the first evaluation
         overlays.apply(pool.name, await cloud.instance_types(pool))
 
-    assert await controller.reconcile() == overlaystatus.RESYNC
+    assert await controller.reconcile() == nodeoverlay_controller.RESYNC
     verdicts = {
         name: _verdict(await api.get(resources.NODEOVERLAYS, name)) for name in ("a-loses", "b-wins", "too-long")
     }

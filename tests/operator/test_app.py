@@ -22,7 +22,7 @@ from karpy.kube import credentials, dryrun, resources, rest
 from karpy.operator import app
 from karpy.provisioning import provisioner
 from karpy.runtime import leadership, lease, parts
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 from karpy_emulator.apiserver import api_status, runner, server, validation
 
@@ -94,7 +94,7 @@ async def running(
     wall = clock.SystemClock()
     nodeclasses = FakeNodeClasses(wall.now)
 
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
         return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses)
 
     async with rest.RestClient(cfg, clock=wall) as kube_client:
@@ -281,7 +281,7 @@ async def test_wiring_follows_the_settings() -> None:
     s = make_settings(DRY_RUN="true", DISABLE_LEADER_ELECTION="true", BATCH_MAX_DURATION="3s")
     inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
 
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
         return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), queue=StubQueue())
 
     ctrl = graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
@@ -299,7 +299,7 @@ async def test_wiring_follows_the_settings() -> None:
 async def test_wiring_without_queue_or_dry_run_uses_the_client_and_elects() -> None:
     inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
 
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
         return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
 
     s = make_settings(LEADER_ELECTION_NAME="karpenter-leader-election")

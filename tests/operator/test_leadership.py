@@ -15,8 +15,8 @@ from karpy.kube import credentials, resources, rest
 from karpy.operator import app, login, main
 from karpy.operator import logging as operator_logging
 from karpy.runtime import leadership, parts
-from karpy.runtime import lease as lease_module
-from karpy.state import cluster as cluster_module
+from karpy.runtime import lease as runtime_lease
+from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 from karpy_emulator.apiserver import runner
 
@@ -25,7 +25,7 @@ FAST = 0.1
 """Seconds between election rounds here (upstream: renew every 5 s, retry every 2 s)."""
 
 
-def fake_cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+def fake_cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
     return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
 
 
@@ -37,7 +37,7 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
     wall = clock.SystemClock()
     async with rest.RestClient(cfg, clock=wall) as kube_client:
         ctrl = graph.build(s, kube=kube_client, clock=wall, cloud_factory=fake_cloud, identity="me", namespace="karpy")
-        ctrl.elector = lease_module.LeaderElector(
+        ctrl.elector = runtime_lease.LeaderElector(
             kube_client, name=LEASE, namespace="karpy", clock=wall, identity="me", renew_period=FAST, retry_period=FAST
         )
         stop = asyncio.Event()

@@ -7,13 +7,13 @@ import json
 import logging
 
 from karpy import settings
-from karpy.operator import logging as logs
+from karpy.operator import logging as operator_logging
 
 
 def test_one_json_object_per_line_with_extra_fields() -> None:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(logs.JSONFormatter())
+    handler.setFormatter(operator_logging.JSONFormatter())
     logger = logging.getLogger("karpy.test.json")
     logger.addHandler(handler)
     logger.propagate = False
@@ -35,8 +35,8 @@ def test_one_json_object_per_line_with_extra_fields() -> None:
 
 def test_settings_are_logged_with_secrets_redacted() -> None:
     s = settings.Settings.from_env({"CLUSTER_NAME": "demo", "CLUSTER_CA_BUNDLE": "LS0tLS1CRUdJTi=="})
-    shown = logs.redact(s.effective())
-    assert shown["CLUSTER_CA_BUNDLE"] == logs.REDACTED
+    shown = operator_logging.redact(s.effective())
+    assert shown["CLUSTER_CA_BUNDLE"] == operator_logging.REDACTED
     assert shown["CLUSTER_NAME"] == "demo"
     assert shown["BATCH_MAX_DURATION"] == 10.0
-    assert logs.redact({"SOME_TOKEN": ""}) == {"SOME_TOKEN": ""}  # unset stays visible
+    assert operator_logging.redact({"SOME_TOKEN": ""}) == {"SOME_TOKEN": ""}  # unset stays visible

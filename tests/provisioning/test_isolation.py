@@ -11,7 +11,7 @@ from tests.scheduling.conftest import fake_catalog, make_pod
 
 from karpy import events, rejections
 from karpy.clock import ManualClock
-from karpy.cloudprovider.fake import provider as fake
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake as kube_fake
 from karpy.provisioning import isolation, provisioner
 from karpy.scheduling import results, scheduler
@@ -35,7 +35,7 @@ async def test_the_pods_the_solver_fails_on_are_set_aside_and_the_others_provisi
         provisioner.Deps(
             client=kube_fake.FakeKubeClient(ManualClock(0.0)),
             cluster=Cluster(pools=[parsed_nodepool("default")], pending=[*bad, *good]),
-            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=ManualClock(0.0),
             recorder=recorder,
             solver=_solver_failing_on("odd"),

@@ -19,7 +19,7 @@ from karpy import events
 from karpy.api import labels, meta, nodepool, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider import types
-from karpy.cloudprovider.fake import provider as fake
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client as kube_client
 from karpy.kube import fake as kube_fake
 from karpy.kube import resources
@@ -59,7 +59,7 @@ def _env(cluster: Cluster, *, cloud: types.CloudProvider | None = None, **deps: 
     d = provisioner.Deps(
         client=client,
         cluster=cluster,
-        cloud=cloud or fake.FakeCloudProvider(fake_catalog(8)),
+        cloud=cloud or fake_provider.FakeCloudProvider(fake_catalog(8)),
         clock=clock,
         recorder=recorder,
         metrics=counters.metrics(),
@@ -318,7 +318,7 @@ async def test_solve_past_deadline_stops_and_leaves_the_pods_for_the_next_pass(g
     assert outcome.created == ()
 
 
-class BrokenCloud(fake.FakeCloudProvider):
+class BrokenCloud(fake_provider.FakeCloudProvider):
     def __init__(self) -> None:
         super().__init__(fake_catalog(4))
         self.failures = 1

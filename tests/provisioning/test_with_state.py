@@ -12,7 +12,7 @@ from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
 from karpy.clock import ManualClock
-from karpy.cloudprovider.fake import provider as fake
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, dryrun, resources
 from karpy.kube import fake as kube_fake
 from karpy.provisioning import provisioner
@@ -51,7 +51,11 @@ async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
     kube, recorder = kube_fake.FakeKubeClient(clock), events.MemoryRecorder()
     prov = provisioner.Provisioner(
         provisioner.Deps(
-            client=kube, cluster=state, cloud=fake.FakeCloudProvider(fake_catalog(8)), clock=clock, recorder=recorder
+            client=kube,
+            cluster=state,
+            cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
+            clock=clock,
+            recorder=recorder,
         )
     )
     first = await prov.provision()
@@ -88,7 +92,7 @@ async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
         provisioner.Deps(
             client=kube,
             cluster=state,
-            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=clock,
             recorder=events.MemoryRecorder(),
         )
@@ -107,7 +111,7 @@ async def test_dry_run_creates_nothing_but_says_what_it_would_do(caplog: pytest.
         provisioner.Deps(
             client=dryrun.DryRunClient(inner),
             cluster=state,
-            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=clock,
             recorder=events.MemoryRecorder(),
         )

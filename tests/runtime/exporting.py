@@ -12,10 +12,10 @@ from tests import builders
 
 from karpy import clock
 from karpy.api import parse
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import accounting
-from karpy.cloudprovider.fake import provider as fake
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, resources
 from karpy.runtime import metrics, queuemetrics, workqueue
 from karpy.state import cluster
@@ -106,12 +106,12 @@ def driven() -> metrics.Metrics:
     m.disruption_decision("delete", "empty", "empty")
     m.drift_hooks().drifted("NodePoolDrifted", "web")
     m.repair_hooks().unhealthy_disrupted("Ready", "web", "spot", "ami-1")
-    provider = m.metered(fake.FakeCloudProvider(), "provisioner", clock=clock.ManualClock(START))
+    provider = m.metered(fake_provider.FakeCloudProvider(), "provisioner", clock=clock.ManualClock(START))
     asyncio.run(provider.list())
-    failing = fake.FakeCloudProvider()
-    failing.next_error = cloud_errors.InsufficientCapacity("none")
+    failing = fake_provider.FakeCloudProvider()
+    failing.next_error = cloudprovider_errors.InsufficientCapacity("none")
     claim = parse.nodeclaim(builders.nodeclaim("web-x", pool="web"))
-    with contextlib.suppress(cloud_errors.InsufficientCapacity):
+    with contextlib.suppress(cloudprovider_errors.InsufficientCapacity):
         asyncio.run(m.metered(failing, "provisioner", clock=clock.ManualClock(START)).create(claim))
     claims = m.nodeclaim_hooks()
     claims.instance_terminated("web", 3.0)

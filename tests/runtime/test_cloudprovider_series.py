@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.runtime import test_metrics_hooks as hooks_test
-from tests.wiring import test_gated_controllers as gated
+from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
+from tests.wiring import test_gated_controllers as wiring_test_gated_controllers
 
 from karpy import clock
 from karpy.api import parse
@@ -53,14 +53,14 @@ async def test_every_method_is_timed_under_its_upstream_name(
     with contextlib.suppress(errors.CloudProviderError):  # Get of an unknown instance: still timed
         await call(provider)
     labels = {"controller": "provisioner", "method": method, "provider": "fake"}
-    assert hooks_test.counter(m, f"{DURATION}_count", **labels) == 1
+    assert runtime_test_metrics_hooks.counter(m, f"{DURATION}_count", **labels) == 1
 
 
 async def test_the_time_is_the_injected_clocks() -> None:
     m, manual = metrics.Metrics(), clock.ManualClock(0.0)
     await m.metered(_SlowFake(manual), "disruption", clock=manual).list()
     labels = {"controller": "disruption", "method": "List", "provider": "fake"}
-    assert hooks_test.counter(m, f"{DURATION}_sum", **labels) == 3.0
+    assert runtime_test_metrics_hooks.counter(m, f"{DURATION}_sum", **labels) == 3.0
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ async def test_errors_are_counted_by_upstreams_kind(error: Exception, label: str
             builders.parsed_nodeclaim("web-x", pool="web")
         )
     labels = {"controller": "nodeclaim.lifecycle", "method": "Create", "provider": "fake", "error": label}
-    assert hooks_test.counter(m, ERRORS, **labels) == 1
+    assert runtime_test_metrics_hooks.counter(m, ERRORS, **labels) == 1
 
 
 def test_a_missing_instance_is_labelled_not_found() -> None:
@@ -87,7 +87,7 @@ def test_a_missing_instance_is_labelled_not_found() -> None:
 
 
 def test_each_reconciler_calls_the_provider_under_its_upstream_controller_name() -> None:
-    ctrl = gated._controller("")
+    ctrl = wiring_test_gated_controllers._controller("")
     wired = {
         "provisioner": ctrl.provisioner._deps.cloud,
         "disruption": ctrl.disruption._deps.cloud,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tests.disruption import world as world_mod
-from tests.runtime import test_metrics_hooks as hooks_test
+from tests.disruption import world as disruption_world
+from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import nodepool
 from karpy.disruption import methods, simulation
 from karpy.kube import resources
@@ -20,18 +20,21 @@ Reason = nodepool.DisruptionReason
 
 
 async def test_an_empty_node_is_a_decision_of_its_pool_and_every_method_tried_is_timed() -> None:
-    m, w = metrics.Metrics(), world_mod.World()
+    m, w = metrics.Metrics(), disruption_world.World()
     w.pool()
     w.node("n0")
     assert await w.reconcile(w.controller(metrics=m.disruption_hooks())) is not None
     decision = {"nodepool": "default", "decision": "delete", "reason": "empty", "consolidation_type": "empty"}
-    assert hooks_test.counter(m, "karpenter_voluntary_disruption_decisions_by_nodepool_total", **decision) == 1
+    assert (
+        runtime_test_metrics_hooks.counter(m, "karpenter_voluntary_disruption_decisions_by_nodepool_total", **decision)
+        == 1
+    )
     timed = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count"
-    assert hooks_test.counter(m, timed, reason="empty", consolidation_type="empty") == 1
+    assert runtime_test_metrics_hooks.counter(m, timed, reason="empty", consolidation_type="empty") == 1
 
 
 async def test_a_command_that_fails_validation_counts_its_candidates() -> None:
-    m, w = metrics.Metrics(), world_mod.World()
+    m, w = metrics.Metrics(), disruption_world.World()
     w.pool()
     w.node("n0")
     ctrl = w.controller(metrics=m.disruption_hooks())
@@ -43,11 +46,11 @@ async def test_a_command_that_fails_validation_counts_its_candidates() -> None:
     await w.clock.run_for(11)
     assert await task is None
     failed = "karpenter_voluntary_disruption_failed_validations_total"
-    assert hooks_test.counter(m, failed, consolidation_type="empty") == 1
+    assert runtime_test_metrics_hooks.counter(m, failed, consolidation_type="empty") == 1
 
 
 async def test_a_replacement_that_vanishes_counts_as_a_queue_failure() -> None:
-    m, w = metrics.Metrics(), world_mod.World()
+    m, w = metrics.Metrics(), disruption_world.World()
     w.pool()
     w.node("big", itype="c8")
     w.pod("p", "big", cpu="1")
@@ -58,7 +61,7 @@ async def test_a_replacement_that_vanishes_counts_as_a_queue_failure() -> None:
     del w.kube.objects[("nodeclaims", "", ctrl.queue.items[0].replacements[0])]  # ICE: the lifecycle deleted it
     await ctrl.queue.reconcile()
     labels = {"decision": "replace", "reason": "underutilized", "consolidation_type": "single"}
-    assert hooks_test.counter(m, "karpenter_voluntary_disruption_queue_failures_total", **labels) == 1
+    assert runtime_test_metrics_hooks.counter(m, "karpenter_voluntary_disruption_queue_failures_total", **labels) == 1
 
 
 @pytest.mark.parametrize(
@@ -68,7 +71,7 @@ async def test_a_replacement_that_vanishes_counts_as_a_queue_failure() -> None:
 async def test_a_disrupted_nodeclaim_counts_its_reschedulable_pods_with_upstreams_labels(
     tgp: str | None, mode: str
 ) -> None:
-    m, w = metrics.Metrics(), world_mod.World()
+    m, w = metrics.Metrics(), disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",), tgp=tgp)
     w.pod("p1", "a", cpu="1")
@@ -77,19 +80,19 @@ async def test_a_disrupted_nodeclaim_counts_its_reschedulable_pods_with_upstream
     assert await w.reconcile(ctrl) is not None
     (replacement,) = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] != "a"]
     w.kube.objects[("nodeclaims", "", replacement["metadata"]["name"])]["status"] = {
-        "conditions": [world_mod.cond("Initialized")]
+        "conditions": [disruption_world.cond("Initialized")]
     }
     await ctrl.queue.reconcile()
     labels = {
         "reason": "drifted", "nodepool": "default", "capacity_type": "on-demand",
         "consolidation_policy": "", "termination_mode": mode,
     }  # fmt: skip
-    assert hooks_test.counter(m, "karpenter_pods_disruption_initiated_total", **labels) == 2
-    assert hooks_test.counter(m, "karpenter_nodeclaims_disrupted_total", **labels) == 1
+    assert runtime_test_metrics_hooks.counter(m, "karpenter_pods_disruption_initiated_total", **labels) == 2
+    assert runtime_test_metrics_hooks.counter(m, "karpenter_nodeclaims_disrupted_total", **labels) == 1
 
 
 async def test_a_consolidation_deletion_carries_its_pools_policy() -> None:
-    m, w = metrics.Metrics(), world_mod.World()
+    m, w = metrics.Metrics(), disruption_world.World()
     w.pool()
     w.node("n0")
     ctrl = w.controller(metrics=m.disruption_hooks())
@@ -99,13 +102,13 @@ async def test_a_consolidation_deletion_carries_its_pools_policy() -> None:
         "reason": "empty", "nodepool": "default", "capacity_type": "on-demand",
         "consolidation_policy": "when_empty_or_underutilized", "termination_mode": "graceful",
     }  # fmt: skip
-    assert hooks_test.counter(m, "karpenter_nodeclaims_disrupted_total", **labels) == 1
+    assert runtime_test_metrics_hooks.counter(m, "karpenter_nodeclaims_disrupted_total", **labels) == 1
 
 
 class _SlowNoFit:
     """Each simulation costs `cost` virtual seconds and finds no room."""
 
-    def __init__(self, clock: clock_mod.ManualClock, cost: float) -> None:
+    def __init__(self, clock: karpy_clock.ManualClock, cost: float) -> None:
         self.clock, self.cost = clock, cost
 
     def __call__(self, chosen: object, /, *, consolidation: bool = True) -> simulation.Simulation:
@@ -125,12 +128,12 @@ class _SlowNoFit:
 def test_a_consolidation_that_reaches_its_timeout_is_counted(
     method: methods.Method, cost: float, label: str, timeouts: int
 ) -> None:
-    m, clock = metrics.Metrics(), clock_mod.ManualClock()
-    cands = [world_mod.candidate(f"n{i}", price=1.0 - i / 10) for i in range(4)]
+    m, clock = metrics.Metrics(), karpy_clock.ManualClock()
+    cands = [disruption_world.candidate(f"n{i}", price=1.0 - i / 10) for i in range(4)]
     ctx = methods.Context(
         clock=clock, seq=1, graceful=cands, eventual=(), budgets={Reason.UNDERUTILIZED: {"default": 100}},
         simulate=_SlowNoFit(clock, cost), timed_out=m.disruption_hooks().timed_out,
     )  # fmt: skip
     method.compute(ctx)
     name = "karpenter_voluntary_disruption_consolidation_timeouts_total"
-    assert hooks_test.counter(m, name, consolidation_type=label) == timeouts
+    assert runtime_test_metrics_hooks.counter(m, name, consolidation_type=label) == timeouts

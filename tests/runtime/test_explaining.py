@@ -8,21 +8,21 @@ from typing import Any
 
 import aiohttp
 from tests import builders, polling
-from tests.disruption import world as world_mod
+from tests.disruption import world as disruption_world
 from tests.operator.test_app import make_settings, running
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.explain import report, run
 from karpy.kube import resources, rest
 from karpy.runtime import explaining, servers
-from karpy.state import cluster as cluster_mod
+from karpy.state import cluster as state_cluster
 from karpy_emulator.apiserver import runner
 
-CATALOG = {"default": list(world_mod.CATALOG)}
+CATALOG = {"default": list(disruption_world.CATALOG)}
 
 
-def world() -> world_mod.World:
-    w = world_mod.World()
+def world() -> disruption_world.World:
+    w = disruption_world.World()
     w.pool(budgets=[{"nodes": "1"}])
     w.node("a")
     w.node("b")
@@ -35,7 +35,7 @@ def world() -> world_mod.World:
     return w
 
 
-def source(cluster: cluster_mod.Cluster, w: world_mod.World) -> explaining.Source:
+def source(cluster: state_cluster.Cluster, w: disruption_world.World) -> explaining.Source:
     return explaining.Source(cluster=cluster, cloud=w.cloud, clock=w.clock, queued=frozenset, options=run.Options())
 
 
@@ -65,7 +65,7 @@ async def test_an_unknown_node_is_404_and_an_unsynced_state_503() -> None:
     w = world()
     status, body = await get(source(w.cluster, w), "/explain/node/ghost")
     assert (status, body) == (404, {"error": "node 'ghost' not found"})
-    empty = cluster_mod.Cluster(clock=clock_mod.ManualClock(), expected=[resources.NODES])
+    empty = state_cluster.Cluster(clock=karpy_clock.ManualClock(), expected=[resources.NODES])
     status, body = await get(source(empty, w), "/explain/node/a")
     assert status == 503
 

@@ -5,8 +5,8 @@ and each unhealthy status-check finding about an instance of this cluster counte
 from __future__ import annotations
 
 import pytest
-from tests.interruption import test_controller as harness
-from tests.runtime import test_metrics_hooks as hooks_test
+from tests.interruption import test_controller as interruption_test_controller
+from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 
 from karpy.cloudprovider import interruption
 from karpy.interruption import controller
@@ -17,8 +17,8 @@ LATENCY = "karpenter_interruption_message_queue_duration_seconds"
 UNHEALTHY = "karpenter_interruption_instance_status_unhealthy_total"
 
 
-async def _env(m: metrics.Metrics) -> harness.Env:
-    env = await harness._env(harness.running_claim("a", "i-a", node="n-a"))
+async def _env(m: metrics.Metrics) -> interruption_test_controller.Env:
+    env = await interruption_test_controller._env(interruption_test_controller.running_claim("a", "i-a", node="n-a"))
     env.ctl = controller.InterruptionController(
         controller.Deps(
             client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder,
@@ -28,7 +28,7 @@ async def _env(m: metrics.Metrics) -> harness.Env:
     return env
 
 
-def _put(env: harness.Env, message: interruption.Message) -> None:
+def _put(env: interruption_test_controller.Env, message: interruption.Message) -> None:
     env.queue.waiting.append(interruption.Received(message, f"rh-{message.event_id}"))
 
 
@@ -38,8 +38,8 @@ async def test_a_queue_message_observes_the_time_since_its_event() -> None:
     env.clock.advance(100.0)
     _put(env, interruption.Message(K.SPOT_INTERRUPTION, ("i-a",), event_id="e1", event_time=58.0))
     await env.ctl.poll()
-    assert hooks_test.counter(m, f"{LATENCY}_count") == 1
-    assert hooks_test.counter(m, f"{LATENCY}_sum") == 42.0
+    assert runtime_test_metrics_hooks.counter(m, f"{LATENCY}_count") == 1
+    assert runtime_test_metrics_hooks.counter(m, f"{LATENCY}_sum") == 42.0
 
 
 @pytest.mark.parametrize(
@@ -58,5 +58,5 @@ async def test_an_unhealthy_finding_about_a_cluster_instance_is_counted_by_categ
     env = await _env(m)
     _put(env, interruption.Message(kind, (instance,), event_id="f1", event_time=0.0, status_category=category))
     await env.ctl.poll()
-    assert hooks_test.counter(m, UNHEALTHY, category=category) == counted
-    assert hooks_test.counter(m, f"{LATENCY}_count") == 0  # the status poll is no queue
+    assert runtime_test_metrics_hooks.counter(m, UNHEALTHY, category=category) == counted
+    assert runtime_test_metrics_hooks.counter(m, f"{LATENCY}_count") == 0  # the status poll is no queue

@@ -10,7 +10,7 @@ from tests import polling
 
 from karpy import clock
 from karpy.kube import resources, rest
-from karpy.runtime import lease as lease_module
+from karpy.runtime import lease as runtime_lease
 
 NAME, NS = "karpenter-leader-election", "kube-system"
 NOW = 1_700_000_000.0
@@ -19,52 +19,52 @@ NOW = 1_700_000_000.0
 @pytest.mark.parametrize(
     ("current", "observed_at", "now", "expected"),
     [
-        (None, 0.0, NOW, lease_module.Action.CREATE),
-        (lease_module.Record("me"), NOW - 100, NOW, lease_module.Action.RENEW),  # ours: renew even if stale
-        (lease_module.Record("other", 15), NOW - 14.9, NOW, lease_module.Action.WAIT),  # live for another 0.1 s
+        (None, 0.0, NOW, runtime_lease.Action.CREATE),
+        (runtime_lease.Record("me"), NOW - 100, NOW, runtime_lease.Action.RENEW),  # ours: renew even if stale
+        (runtime_lease.Record("other", 15), NOW - 14.9, NOW, runtime_lease.Action.WAIT),  # live for another 0.1 s
         (
-            lease_module.Record("other", 15),
+            runtime_lease.Record("other", 15),
             NOW - 15,
             NOW,
-            lease_module.Action.TAKE,
+            runtime_lease.Action.TAKE,
         ),  # expired exactly at the duration
-        (lease_module.Record("", 15), NOW, NOW, lease_module.Action.TAKE),  # released
+        (runtime_lease.Record("", 15), NOW, NOW, runtime_lease.Action.TAKE),  # released
     ],
 )
 def test_decide(
-    current: lease_module.Record | None, observed_at: float, now: float, expected: lease_module.Action
+    current: runtime_lease.Record | None, observed_at: float, now: float, expected: runtime_lease.Action
 ) -> None:
-    action, record = lease_module.decide(current, me="me", observed_at=observed_at, now=now)
+    action, record = runtime_lease.decide(current, me="me", observed_at=observed_at, now=now)
     assert action is expected
-    if expected is lease_module.Action.WAIT:
+    if expected is runtime_lease.Action.WAIT:
         assert record is None
     else:
         assert record is not None
         assert record.holder == "me"
-        assert record.renew_time == lease_module.micro_time(now)
+        assert record.renew_time == runtime_lease.micro_time(now)
 
 
 def test_take_counts_a_transition_and_renew_keeps_acquire_time() -> None:
-    old = lease_module.Record("other", 15, "a", "b", transitions=3)
-    _, taken = lease_module.decide(old, me="me", observed_at=0.0, now=NOW)
+    old = runtime_lease.Record("other", 15, "a", "b", transitions=3)
+    _, taken = runtime_lease.decide(old, me="me", observed_at=0.0, now=NOW)
     assert taken is not None
     assert taken.transitions == 4
-    assert taken.acquire_time == lease_module.micro_time(NOW)
-    _, renewed = lease_module.decide(taken, me="me", observed_at=NOW, now=NOW + 10)
+    assert taken.acquire_time == runtime_lease.micro_time(NOW)
+    _, renewed = runtime_lease.decide(taken, me="me", observed_at=NOW, now=NOW + 10)
     assert renewed is not None
     assert renewed.acquire_time == taken.acquire_time
     assert renewed.transitions == 4
 
 
 def test_micro_time_is_rfc3339_with_microseconds() -> None:
-    assert lease_module.micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
+    assert runtime_lease.micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
 
 
 def electors(
     api: rest.RestClient, manual: clock.ManualClock
-) -> tuple[lease_module.LeaderElector, lease_module.LeaderElector]:
+) -> tuple[runtime_lease.LeaderElector, runtime_lease.LeaderElector]:
     a, b = (
-        lease_module.LeaderElector(api, name=NAME, namespace=NS, clock=manual, identity=f"karpy-{x}_uuid")
+        runtime_lease.LeaderElector(api, name=NAME, namespace=NS, clock=manual, identity=f"karpy-{x}_uuid")
         for x in ("a", "b")
     )
     return a, b
@@ -80,13 +80,13 @@ async def test_one_leads_and_the_other_takes_over_only_after_renewals_stop(api: 
     assert a.elected.is_set()
     # a renews every retry period for a minute: b never takes over, and there is never a second leader
     for _ in range(30):
-        manual.advance(lease_module.RETRY_PERIOD)
+        manual.advance(runtime_lease.RETRY_PERIOD)
         assert await a.try_acquire_or_renew()
         assert not await b.try_acquire_or_renew()
         assert a.is_leader()
         assert not b.is_leader()
     # a dies without releasing: b waits out the lease duration from when it last saw the record change
-    manual.advance(lease_module.LEASE_DURATION - 0.5)
+    manual.advance(runtime_lease.LEASE_DURATION - 0.5)
     assert not await b.try_acquire_or_renew()
     manual.advance(0.5)
     assert await b.try_acquire_or_renew()
@@ -108,7 +108,7 @@ async def test_a_stale_write_loses_the_race(api: rest.RestClient) -> None:
     a, b = electors(api, manual)
     assert await a.try_acquire_or_renew()
     assert not await b.try_acquire_or_renew()
-    manual.advance(lease_module.LEASE_DURATION)
+    manual.advance(runtime_lease.LEASE_DURATION)
     # both see an expired lease; a third writer renews in between, so b's write carries a stale resourceVersion
     stale = await api.get(resources.LEASES, NAME, namespace=NS)
     assert stale is not None
@@ -121,12 +121,12 @@ async def test_a_stale_write_loses_the_race(api: rest.RestClient) -> None:
 
         async def get(self, res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, object]:
             await api.patch(
-                res, name, {"spec": {"renewTime": lease_module.micro_time(manual.now())}}, namespace=namespace
+                res, name, {"spec": {"renewTime": runtime_lease.micro_time(manual.now())}}, namespace=namespace
             )
             return dict(stale or {})
 
-    racer = lease_module.LeaderElector(Racing(), name=NAME, namespace=NS, clock=manual, identity="c")  # type: ignore[arg-type]
-    racer._observed, racer._observed_at = lease_module.Record.of(stale), NOW  # it has watched the lease since NOW
+    racer = runtime_lease.LeaderElector(Racing(), name=NAME, namespace=NS, clock=manual, identity="c")  # type: ignore[arg-type]
+    racer._observed, racer._observed_at = runtime_lease.Record.of(stale), NOW  # it has watched the lease since NOW
     assert not await racer.try_acquire_or_renew()
     assert not racer.is_leader()
 

@@ -4,16 +4,16 @@ that stops being wired (or called) fails here, not only in a scrape on a live cl
 from __future__ import annotations
 
 import prometheus_client.parser
-from tests.disruption import world as world_mod
-from tests.nodeclaim import builders as claim_builders
+from tests.disruption import world as disruption_world
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 from tests.provisioning.builders import Cluster, parsed_nodepool
 from tests.scheduling.conftest import fake_catalog, make_pod
 
 from karpy import events
 from karpy.clock import ManualClock
-from karpy.cloudprovider import errors as cloud_errors
-from karpy.cloudprovider.fake import provider as fake
+from karpy.cloudprovider import errors as cloudprovider_errors
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client as kube_client
 from karpy.kube import fake as kube_fake
 from karpy.kube import resources
@@ -39,7 +39,7 @@ def _provisioner(m: metrics.Metrics, cluster: Cluster, client: kube_fake.FakeKub
         provisioner.Deps(
             client=client,
             cluster=cluster,
-            cloud=fake.FakeCloudProvider(fake_catalog(8)),
+            cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=ManualClock(0.0),
             recorder=events.MemoryRecorder(),
             metrics=m.provisioner_hooks(),
@@ -66,8 +66,8 @@ async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> Non
 
 async def test_a_claim_deleted_for_insufficient_capacity_counts_as_disrupted() -> None:
     m, env = metrics.Metrics(), harness.make_env()
-    env.kube.put(resources.NODECLAIMS, claim_builders.claim_dict("web-abc12", pool="web"))
-    env.cloud.next_error = cloud_errors.InsufficientCapacity("no capacity")
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict("web-abc12", pool="web"))
+    env.cloud.next_error = cloudprovider_errors.InsufficientCapacity("no capacity")
     deps = nodeclaim_controller.Deps(
         client=env.kube, cloud=env.cloud, clock=env.clock, recorder=env.recorder, metrics=m.nodeclaim_hooks()
     )
@@ -93,7 +93,7 @@ def _total(m: metrics.Metrics, name: str, **label_values: str) -> float:
 
 async def test_disruption_counts_its_replacements_and_the_nodeclaims_it_deletes() -> None:
     m = metrics.Metrics()
-    w = world_mod.World()
+    w = disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",))
     w.pod("p1", "a", cpu="3")
@@ -103,7 +103,7 @@ async def test_disruption_counts_its_replacements_and_the_nodeclaims_it_deletes(
     assert _total(m, DISRUPTED, reason="drifted") == 0  # not before its replacement is ready
     (replacement,) = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] != "a"]
     w.kube.objects[("nodeclaims", "", replacement["metadata"]["name"])]["status"] = {
-        "conditions": [world_mod.cond("Initialized")]
+        "conditions": [disruption_world.cond("Initialized")]
     }
     await ctrl.queue.reconcile()
     assert w.deleting("a")

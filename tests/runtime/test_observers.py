@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy import clock
 from karpy.api import labels
 from karpy.kube import client, resources
 from karpy.runtime import observers
-from karpy.state import cluster as cluster_module
-from karpy.termination import controller as termination
+from karpy.state import cluster as state_cluster
+from karpy.termination import controller as termination_controller
 from karpy.wiring import views
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
@@ -122,38 +122,41 @@ def test_only_the_leader_reacts() -> None:
 
 
 def test_the_provisioner_waits_for_in_flight_launches() -> None:
-    cluster = cluster_module.Cluster(clock=clock.ManualClock(b.T0))
+    cluster = state_cluster.Cluster(clock=clock.ManualClock(nodeclaim_builders.T0))
     view = views.ProvisioningView(cluster)
     for res in (resources.NODECLAIMS, resources.NODES, resources.PODS):
         cluster.mark_listed(res)
     assert cluster.synced()
     assert view.synced()
-    cluster.apply(resources.NODECLAIMS, client.WatchEvent("ADDED", b.claim_dict("default-a")))
+    cluster.apply(resources.NODECLAIMS, client.WatchEvent("ADDED", nodeclaim_builders.claim_dict("default-a")))
     assert cluster.synced()  # informers (readiness, metrics) are unaffected
     assert not view.synced()  # but the provisioner must not plan around a claim with no capacity yet
-    launched = b.claim_dict("default-a", status={"providerID": "fake:///i-1"})
+    launched = nodeclaim_builders.claim_dict("default-a", status={"providerID": "fake:///i-1"})
     cluster.apply(resources.NODECLAIMS, client.WatchEvent("MODIFIED", launched))
     assert view.synced()
-    cluster.apply(resources.NODECLAIMS, client.WatchEvent("ADDED", b.claim_dict("default-b", deleted=b.T0)))
+    cluster.apply(
+        resources.NODECLAIMS,
+        client.WatchEvent("ADDED", nodeclaim_builders.claim_dict("default-b", deleted=nodeclaim_builders.T0)),
+    )
     assert view.synced()  # a claim deleted before its launch never launches: nothing to wait for
 
 
 async def test_termination_reports_the_released_node_with_its_nodepool() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, b.claim_dict("default-abc12", pool="batch"))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict("default-abc12", pool="batch"))
     claims = env.claims()
     await claims.reconcile("default-abc12")
     raw = env.claim_obj("default-abc12")
     assert raw is not None
-    env.kube.put(resources.NODES, b.node_dict("n1", provider_id=raw["status"]["providerID"]))  # type: ignore[index]
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict("n1", provider_id=raw["status"]["providerID"]))  # type: ignore[index]
     await claims.reconcile("default-abc12")  # registration puts the nodepool label and finalizer on the Node
     stored = env.kube.obj(resources.NODES, "n1")
     assert stored is not None
     stored["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
     env.cloud.instances.clear()  # the instance is gone: the finalizer is released at once
     terminated: list[str] = []
-    terminator = termination.TerminationController(
-        env.deps, metrics=termination.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
+    terminator = termination_controller.TerminationController(
+        env.deps, metrics=termination_controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
     )
     await env.kube.delete(resources.NODES, "n1")
     await terminator.reconcile("n1")

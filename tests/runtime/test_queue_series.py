@@ -8,7 +8,7 @@ import asyncio
 
 import prometheus_client
 import prometheus_client.parser
-from tests.wiring import test_gated_controllers as gated
+from tests.wiring import test_gated_controllers as wiring_test_gated_controllers
 
 from karpy import clock
 from karpy.runtime import parts, queuemetrics, workqueue
@@ -78,7 +78,7 @@ async def test_a_queue_reports_what_client_go_and_controller_runtime_report() ->
 
 
 def test_the_object_graph_reports_every_queue() -> None:
-    ctrl = gated._controller("NodeOverlay=true")
+    ctrl = wiring_test_gated_controllers._controller("NodeOverlay=true")
     text = ctrl.metrics.exposition().decode()
     for queue in ctrl.queues:
         controller = queuemetrics.controller_of(queue)

@@ -11,7 +11,7 @@ from karpy import clock, settings
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, resources, rest
 from karpy.runtime import leadership, parts, routing
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 
 
@@ -26,7 +26,7 @@ class _Source:
 
 
 def _controller(*, instance_status: _Source | None = None) -> parts.Controller:
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
         return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), instance_status=instance_status)
 
     s = settings.Settings.from_env({"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true"})

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 from tests.provisioning.builders import Cluster, parsed_nodepool
-from tests.runtime import test_metrics_hooks as hooks_test
+from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 from tests.scheduling.conftest import fake_catalog, make_pod
 
 from karpy import events
 from karpy.clock import ManualClock
-from karpy.cloudprovider.fake import provider as fake
+from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake as kube_fake
 from karpy.provisioning import provisioner
 from karpy.runtime import metrics
@@ -33,8 +33,8 @@ async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() ->
         return scheduler.solve(inp)
 
     deps = provisioner.Deps(
-        client=kube_fake.FakeKubeClient(manual), cluster=cluster, cloud=fake.FakeCloudProvider(fake_catalog(8)),
-        clock=manual,
+        client=kube_fake.FakeKubeClient(manual), cluster=cluster,
+        cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=manual,
         recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(), solver=solver,
     )  # fmt: skip
     await provisioner.Provisioner(deps).provision()
@@ -55,8 +55,8 @@ async def test_pods_refused_outright_are_counted() -> None:
     cluster = Cluster(pools=[parsed_nodepool("web")], pending=[dra, make_pod("plain", cpu="1")])
     deps = provisioner.Deps(
         client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
-        cloud=fake.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),
+        cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),
         recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(),
     )  # fmt: skip
     await provisioner.Provisioner(deps).provision()
-    assert hooks_test.counter(m, "karpenter_scheduler_ignored_pods_count") == 1
+    assert runtime_test_metrics_hooks.counter(m, "karpenter_scheduler_ignored_pods_count") == 1

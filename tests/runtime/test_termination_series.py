@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests import builders
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
-from tests.runtime import test_metrics_hooks as hooks_test
+from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 
 from karpy.kube import resources
 from karpy.nodeclaim import controller as nodeclaim_controller
@@ -28,22 +28,22 @@ def _claims(env: harness.Env, m: metrics.Metrics) -> nodeclaim_controller.NodeCl
 
 
 async def _registered(env: harness.Env, m: metrics.Metrics) -> None:
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(CLAIM, pool="team"))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, pool="team"))
     await _claims(env, m).reconcile(CLAIM)
     raw: Any = env.claim_obj(CLAIM)
-    env.kube.put(resources.NODES, b.node_dict(NODE, provider_id=raw["status"]["providerID"]))
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict(NODE, provider_id=raw["status"]["providerID"]))
     await _claims(env, m).reconcile(CLAIM)
 
 
 def value(m: metrics.Metrics, name: str, **label_values: str) -> float:
-    return hooks_test.counter(m, name, **label_values)
+    return runtime_test_metrics_hooks.counter(m, name, **label_values)
 
 
 async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> None:
     m, env = metrics.Metrics(), harness.make_env()
     await _registered(env, m)
-    env.kube.put(resources.PODS, b.pod_dict("web"))
-    env.kube.put(resources.PODS, b.pod_dict("db", pod_labels={"app": "db"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("db", pod_labels={"app": "db"}))
     env.kube.put(resources.PDBS, builders.pdb("db", {"app": "db"}, namespace="default", minAvailable=1))
     env.clock.advance(7200)  # two hours old when its deletion is asked for
     await env.kube.delete(resources.NODES, NODE)
@@ -54,7 +54,7 @@ async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> 
     assert value(m, "karpenter_pods_eviction_requests_total", code="429") >= 1
     assert value(m, "karpenter_pods_eviction_requests_total", code="200") == 1  # web went at once
     assert value(m, "karpenter_pods_drained_total", reason=controller.FORCEFUL) == 1  # no DisruptionReason
-    env.kube.put(resources.PODS, b.pod_dict("db-2", node="other", pod_labels={"app": "db"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("db-2", node="other", pod_labels={"app": "db"}))
     started = env.clock.now() - 5 * 1.0
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
     assert value(m, "karpenter_pods_drained_total", reason=controller.FORCEFUL) == 2
@@ -76,9 +76,14 @@ async def test_drained_pods_carry_their_nodes_disruption_reason() -> None:
     await _registered(env, m)
     raw: Any = env.claim_obj(CLAIM)
     raw["status"]["conditions"].append(
-        {"type": "DisruptionReason", "status": "True", "reason": "Underutilized", "lastTransitionTime": b.ts(b.T0)}
+        {
+            "type": "DisruptionReason",
+            "status": "True",
+            "reason": "Underutilized",
+            "lastTransitionTime": nodeclaim_builders.ts(nodeclaim_builders.T0),
+        }
     )
-    env.kube.put(resources.PODS, b.pod_dict("web"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web"))
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps, metrics=m.termination_hooks())
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)

@@ -7,7 +7,7 @@ import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.scheduling import conftest as c
+from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, meta
 from karpy.cloudprovider import types
@@ -123,7 +123,7 @@ def test_a_class_without_any_usable_type_has_no_solution() -> None:
 def test_bound_of_a_solve_with_known_optimum() -> None:
     # 10 pods × 1 cpu on the fake catalog (price 0.3 per cpu step, 110 pods each): fake-it-9 has 10 cpu, so the
     # fractional optimum is exactly one fake-it-9 node.
-    res = c.solve(c.make_pods(10, memory="1Gi"))
+    res = scheduling_conftest.solve(scheduling_conftest.make_pods(10, memory="1Gi"))
     assert res.lower_bound_per_hour == pytest.approx(0.3 * 10)
     assert res.cost_per_hour == pytest.approx(res.lower_bound_per_hour)
 
@@ -131,7 +131,7 @@ def test_bound_of_a_solve_with_known_optimum() -> None:
 def test_bound_of_one_pod_is_its_cheapest_node() -> None:
     # One 500m pod on the fake catalog: every node holds at most one pod of this solve, so the bound counts whole
     # nodes — the cheapest type that fits it (fake-it-0, $0.3) — where the per-resource LP would buy half of one.
-    res = c.solve([c.make_pod("one", cpu="500m", memory="1Gi")])
+    res = scheduling_conftest.solve([scheduling_conftest.make_pod("one", cpu="500m", memory="1Gi")])
     assert res.lower_bound_per_hour == pytest.approx(0.3)
     assert res.cost_per_hour == pytest.approx(0.3)
 
@@ -139,18 +139,18 @@ def test_bound_of_one_pod_is_its_cheapest_node() -> None:
 def test_bound_respects_offering_requirements() -> None:
     # Spot is 30% cheaper in the helper catalog; an on-demand-only pool must be bounded at on-demand prices.
     its = [
-        c.make_instance_type(
+        scheduling_conftest.make_instance_type(
             "big", cpu=8, memory_gib=32, capacity_types=(labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND)
         )
     ]
-    od = c.make_nodepool(
+    od = scheduling_conftest.make_nodepool(
         requirements=[
             meta.NodeSelectorRequirement(
                 labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, (labels.CAPACITY_TYPE_ON_DEMAND,)
             )
         ]
     )
-    res = c.solve(c.make_pods(4, cpu="2", memory="1Gi"), pools=[od], catalog=its)
+    res = scheduling_conftest.solve(scheduling_conftest.make_pods(4, cpu="2", memory="1Gi"), pools=[od], catalog=its)
     on_demand = 0.1 * 8 + 0.1 * 32
     assert res.lower_bound_per_hour == pytest.approx(on_demand)  # exactly one node's worth of cpu
     assert res.cost_per_hour == pytest.approx(on_demand)
@@ -166,9 +166,12 @@ workload = st.lists(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workload, st.sampled_from(("fake", "mixed")))
 def test_bound_never_exceeds_the_plan_cost(shapes: list[tuple[str, str]], kind: str) -> None:
-    ps = [c.make_pod(f"p-{i}", cpu=cpu, memory=mem, created=float(i)) for i, (cpu, mem) in enumerate(shapes)]
-    its = c.fake_catalog(16) if kind == "fake" else _mixed_catalog()
-    res = c.solve(ps, catalog=its)
+    ps = [
+        scheduling_conftest.make_pod(f"p-{i}", cpu=cpu, memory=mem, created=float(i))
+        for i, (cpu, mem) in enumerate(shapes)
+    ]
+    its = scheduling_conftest.fake_catalog(16) if kind == "fake" else _mixed_catalog()
+    res = scheduling_conftest.solve(ps, catalog=its)
     assert not res.unschedulable
     assert res.lower_bound_per_hour > 0
     assert res.lower_bound_per_hour <= res.cost_per_hour * (1 + 1e-9)
@@ -196,10 +199,17 @@ def test_tightened_bound_never_exceeds_the_plan_cost(
     ps = []
     for g, (rule, cpu, mem, count) in enumerate(groups):
         app = "shared" if shared_app else f"app{g}"
-        ps += c.make_pods(
-            count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=c.workload_spec(rule, app)
+        ps += scheduling_conftest.make_pods(
+            count,
+            prefix=f"g{g}",
+            cpu=cpu,
+            memory=mem,
+            labels_={"app": app},
+            spec=scheduling_conftest.workload_spec(rule, app),
         )
-    res = c.solve(ps, catalog=c.fake_catalog(16) if kind == "fake" else _mixed_catalog())
+    res = scheduling_conftest.solve(
+        ps, catalog=scheduling_conftest.fake_catalog(16) if kind == "fake" else _mixed_catalog()
+    )
     assert not res.unschedulable
     assert 0 < res.lp_bound_per_hour <= res.lower_bound_per_hour <= res.cost_per_hour * (1 + 1e-9)
 
@@ -217,11 +227,13 @@ def test_tightened_bound_never_exceeds_the_plan_cost(
 )
 def test_hostname_rules_bound_at_the_nodes_they_force(rule: str, count: int, lp: float, tightened: float) -> None:
     its = [
-        c.make_instance_type("small", cpu=2, memory_gib=4, price=1.0),
-        c.make_instance_type("big", cpu=16, memory_gib=32, price=4.0),
+        scheduling_conftest.make_instance_type("small", cpu=2, memory_gib=4, price=1.0),
+        scheduling_conftest.make_instance_type("big", cpu=16, memory_gib=32, price=4.0),
     ]
-    spec = c.workload_spec(rule, "db")
-    res = c.solve(c.make_pods(count, cpu="500m", memory="512Mi", labels_={"app": "db"}, spec=spec), catalog=its)
+    spec = scheduling_conftest.workload_spec(rule, "db")
+    res = scheduling_conftest.solve(
+        scheduling_conftest.make_pods(count, cpu="500m", memory="512Mi", labels_={"app": "db"}, spec=spec), catalog=its
+    )
     assert res.lp_bound_per_hour == pytest.approx(lp, rel=1e-6)
     assert res.lower_bound_per_hour == pytest.approx(tightened, rel=1e-6)
     assert res.cost_per_hour == pytest.approx(tightened)
@@ -233,11 +245,13 @@ def test_zone_pinned_parts_each_buy_a_node(monkeypatch: pytest.MonkeyPatch) -> N
     # three quarter-full small nodes' worth of cpu ($0.75).
     monkeypatch.setattr(bound, "PATTERN_CLASSES", 0)
     its = [
-        c.make_instance_type("small", cpu=2, memory_gib=4, price=1.0),
-        c.make_instance_type("big", cpu=16, memory_gib=32, price=8.0),
+        scheduling_conftest.make_instance_type("small", cpu=2, memory_gib=4, price=1.0),
+        scheduling_conftest.make_instance_type("big", cpu=16, memory_gib=32, price=8.0),
     ]
-    spec = c.workload_spec("zone-spread", "web")
-    res = c.solve(c.make_pods(3, cpu="500m", memory="512Mi", labels_={"app": "web"}, spec=spec), catalog=its)
+    spec = scheduling_conftest.workload_spec("zone-spread", "web")
+    res = scheduling_conftest.solve(
+        scheduling_conftest.make_pods(3, cpu="500m", memory="512Mi", labels_={"app": "web"}, spec=spec), catalog=its
+    )
     assert res.lp_bound_per_hour == pytest.approx(0.75, rel=1e-6)
     assert res.lower_bound_per_hour == pytest.approx(3.0, rel=1e-6)
     assert res.cost_per_hour == pytest.approx(3.0)
@@ -247,9 +261,13 @@ def _mixed_catalog() -> list[types.InstanceType]:
     """CPU-rich, memory-rich and balanced families at different prices per unit, so the LP mixes types."""
     out = []
     for size in (1, 2, 4, 8, 16):
-        out.append(c.make_instance_type(f"c-{size}", cpu=2 * size, memory_gib=2 * size, price=0.08 * size))
-        out.append(c.make_instance_type(f"r-{size}", cpu=size, memory_gib=8 * size, price=0.1 * size))
-        out.append(c.make_instance_type(f"m-{size}", cpu=2 * size, memory_gib=8 * size, price=0.15 * size))
+        out.append(
+            scheduling_conftest.make_instance_type(f"c-{size}", cpu=2 * size, memory_gib=2 * size, price=0.08 * size)
+        )
+        out.append(scheduling_conftest.make_instance_type(f"r-{size}", cpu=size, memory_gib=8 * size, price=0.1 * size))
+        out.append(
+            scheduling_conftest.make_instance_type(f"m-{size}", cpu=2 * size, memory_gib=8 * size, price=0.15 * size)
+        )
     return out
 
 
@@ -287,9 +305,9 @@ def test_pattern_bound_never_exceeds_the_integer_optimum(
     shapes: list[tuple[int, int, int]], kinds: list[tuple[int, int, int, int]]
 ) -> None:
     # Brute force over whole nodes: the cheapest multiset of nodes (each holding a feasible pattern) covering all pods.
-    req = np.array([[c, m] for c, m, _ in shapes], dtype=np.int64)
+    req = np.array([[cpu, mem] for cpu, mem, _ in shapes], dtype=np.int64)
     counts = np.array([n for _, _, n in shapes], dtype=np.int64)
-    cap = np.array([[c, m] for c, m, _, _ in kinds], dtype=np.int64)
+    cap = np.array([[cpu, mem] for cpu, mem, _, _ in kinds], dtype=np.int64)
     slots = [p for _, _, p, _ in kinds]
     price = np.array([float(x) for *_, x in kinds])
     req3 = np.concatenate([req, np.ones((len(shapes), 1), np.int64)], axis=1)

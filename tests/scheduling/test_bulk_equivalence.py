@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.scheduling import conftest as c
+from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, meta, quantity
 from karpy.scheduling import nodes, scheduler
@@ -50,7 +50,11 @@ def _spread(
 
 def _two_zones() -> dict[str, Any]:
     """Node affinity to two of the three zones: the spread counts only those (Honor) or all three (Ignore)."""
-    term = {"matchExpressions": [{"key": labels.LABEL_ZONE, "operator": "In", "values": list(c.ZONES[:2])}]}
+    term = {
+        "matchExpressions": [
+            {"key": labels.LABEL_ZONE, "operator": "In", "values": list(scheduling_conftest.ZONES[:2])}
+        ]
+    }
     return {
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
     }
@@ -86,9 +90,9 @@ def _spec(kind: str, app: str) -> dict[str, Any]:
 
 def _uneven_catalog() -> list[Any]:
     """Types whose offerings cover different zones, so a claim's zone choice changes which types remain."""
-    zones = c.ZONES
+    zones = scheduling_conftest.ZONES
     return [
-        c.make_instance_type(
+        scheduling_conftest.make_instance_type(
             f"uneven-{i}",
             cpu=2 * (i + 1),
             memory_gib=4 * (i + 1),
@@ -135,7 +139,7 @@ def _shape(res: Any) -> tuple[Any, ...]:
 def _existing_node() -> scheduler.ExistingNode:
     return scheduler.ExistingNode(
         "node-a",
-        {labels.LABEL_ZONE: c.ZONES[1], labels.LABEL_NODEPOOL: "default"},
+        {labels.LABEL_ZONE: scheduling_conftest.ZONES[1], labels.LABEL_NODEPOOL: "default"},
         (),
         {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 20_000},
     )
@@ -162,7 +166,9 @@ def test_bulk_equals_pod_by_pod(
     app = "app0"
     for g, (kind, cpu, mem, count, share) in enumerate(groups):
         app = app if share and g else f"app{g}"
-        all_pods += c.make_pods(count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=_spec(kind, app))
+        all_pods += scheduling_conftest.make_pods(
+            count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=_spec(kind, app)
+        )
     limits = {}
     if cpu_limit:
         limits[labels.RESOURCE_CPU] = cpu_limit
@@ -170,11 +176,11 @@ def test_bulk_equals_pod_by_pod(
         limits[labels.RESOURCE_NODES] = nodes_limit
     # minValues: a claim keeps at least 3 instance types, so it fills up before its largest type would
     flexible = (meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, meta.Operator.EXISTS, (), 3),)
-    pool = c.make_nodepool(limits=limits or None, requirements=flexible if min_values else ())
+    pool = scheduling_conftest.make_nodepool(limits=limits or None, requirements=flexible if min_values else ())
     inp = scheduler.SchedulingInput(
         pods=all_pods,
         nodepools=[pool],
-        instance_types={"default": _uneven_catalog() if uneven else c.fake_catalog(12)},
+        instance_types={"default": _uneven_catalog() if uneven else scheduling_conftest.fake_catalog(12)},
         existing_nodes=[_existing_node()] if with_node else (),
         compute_lower_bound=False,
         min_values_policy=min_values or nodes.MIN_VALUES_STRICT,
@@ -194,13 +200,13 @@ def test_zonal_spread_on_pinned_nodes_needs_no_check_per_pod(monkeypatch: Any) -
             (),
             {labels.RESOURCE_CPU: 64_000, labels.RESOURCE_MEMORY: 256 * quantity.GI, labels.RESOURCE_PODS: 200_000},
         )
-        for zone in c.ZONES
+        for zone in scheduling_conftest.ZONES
     ]
     spread = _spec("zone-spread", "web")
     inp = scheduler.SchedulingInput(
-        pods=c.make_pods(90, cpu="250m", memory="256Mi", labels_={"app": "web"}, spec=spread),
-        nodepools=[c.make_nodepool()],
-        instance_types={"default": c.fake_catalog(4)},
+        pods=scheduling_conftest.make_pods(90, cpu="250m", memory="256Mi", labels_={"app": "web"}, spec=spread),
+        nodepools=[scheduling_conftest.make_nodepool()],
+        instance_types={"default": scheduling_conftest.fake_catalog(4)},
         existing_nodes=existing,
         compute_lower_bound=False,
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.scheduling import conftest as c
+from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, meta, quantity
 from karpy.cloudprovider.fake import generator
@@ -44,13 +44,13 @@ def _pod(name: str = "p", *, host_port: int = 0, requests: dict[str, str] | None
 
 
 def _capacity_of_choice(pool_taints: tuple[meta.Taint, ...] = (), **kwargs: Any) -> dict[str, int]:
-    res = c.solve(
+    res = scheduling_conftest.solve(
         [_pod(requests={"cpu": "1", "memory": "1Gi"}, tolerations=[{"operator": "Exists"}])],
-        pools=[c.make_nodepool(taints=pool_taints, template_labels={"foo": "bar"})],
+        pools=[scheduling_conftest.make_nodepool(taints=pool_taints, template_labels={"foo": "bar"})],
         catalog=CATALOG,
         **kwargs,
     )
-    (claim,) = c.expect_provisioned(res, 1)
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert claim.cheapest is not None
     chosen = next(t for t in CATALOG if t.name == claim.cheapest.instance_type)
     return {k: chosen.capacity[k] for k in CAPACITY_4}
@@ -60,8 +60,8 @@ def test_overhead_larger_than_every_type_blocks_a_pod_without_requests() -> None
     # suite_test.go "should not schedule if daemonset overhead is too large"
     huge = _daemon(cpu="10000", memory="10000Gi")
     pod = _pod()
-    res = c.solve([pod], catalog=CATALOG, daemonsets=[huge])
-    c.expect_not_scheduled(res, pod)
+    res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[huge])
+    scheduling_conftest.expect_not_scheduled(res, pod)
     assert not res.new_nodeclaims
 
 
@@ -86,10 +86,12 @@ def test_daemon_ignores_a_pools_prefer_no_schedule_taint() -> None:
 def test_daemon_host_port_blocks_a_pod_needing_it() -> None:
     # suite_test.go (provisioning) "should account for daemonset hostports"
     pod = _pod(host_port=8080, requests={"cpu": "1", "memory": "1Gi"})
-    res = c.solve([pod], catalog=CATALOG, daemonsets=[_daemon(host_port=8080)])
-    c.expect_not_scheduled(res, pod)
+    res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[_daemon(host_port=8080)])
+    scheduling_conftest.expect_not_scheduled(res, pod)
     other = _pod("q", host_port=8081, requests={"cpu": "1", "memory": "1Gi"})
-    c.expect_scheduled(c.solve([other], catalog=CATALOG, daemonsets=[_daemon(host_port=8080)]), other)
+    scheduling_conftest.expect_scheduled(
+        scheduling_conftest.solve([other], catalog=CATALOG, daemonsets=[_daemon(host_port=8080)]), other
+    )
 
 
 def test_daemon_host_port_only_blocks_the_types_the_daemon_runs_on() -> None:
@@ -98,8 +100,8 @@ def test_daemon_host_port_only_blocks_the_types_the_daemon_runs_on() -> None:
     large = _daemon("large", cpu="4", memory="4Gi", host_port=8080, nodeSelector={generator.LABEL_SIZE: "large"})
     small = _daemon("small", host_port=8081, nodeSelector={generator.LABEL_SIZE: "small"})
     pod = _pod(host_port=8080, requests={"cpu": "1", "memory": "1Gi"}, nodeSelector={generator.LABEL_SIZE: "small"})
-    res = c.solve([pod], catalog=CATALOG, daemonsets=[large, small])
-    (claim,) = c.expect_provisioned(res, 1)
+    res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[large, small])
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert claim.cheapest is not None
     assert claim.cheapest.instance_type == "default-instance-type"
 
@@ -123,7 +125,7 @@ def test_claim_requests_fit_every_offered_type(
         for i, (r, s) in enumerate(zip(daemon_requests, sizes, strict=False))
     ]
     ps = [_pod(f"p-{i}", requests=r) for i, r in enumerate(pod_requests)]
-    res = c.solve(ps, catalog=CATALOG, daemonsets=daemons)
+    res = scheduling_conftest.solve(ps, catalog=CATALOG, daemonsets=daemons)
     for claim in res.new_nodeclaims:
         assert claim.instance_type_options
         for option in claim.instance_type_options:
@@ -150,20 +152,23 @@ def test_an_existing_node_keeps_room_for_the_daemons_still_to_come() -> None:
     # scheduled": an in-flight node of 15.9 CPU keeps 1 CPU for a 1-CPU daemon not bound there yet, so a 15-CPU pod
     # does not fit; once the daemon's pod is bound, its own requests count instead and 14.9 CPU are left
     ds = _daemon(cpu="1", memory="1Gi")
-    res = c.solve(
+    res = scheduling_conftest.solve(
         [_pod("big", requests={"cpu": "15"})], catalog=CATALOG, daemonsets=[ds], existing_nodes=[_in_flight()]
     )
     assert "in-flight" not in res.existing_nodes
     bound = dataclasses.replace(_daemon("ds-pod", cpu="1", memory="2Gi"), node_name="in-flight")
     pod = _pod("big", requests={"cpu": "14900m"})
-    res = c.solve([pod], catalog=CATALOG, daemonsets=[ds], existing_nodes=[_in_flight(bound)])
+    res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[ds], existing_nodes=[_in_flight(bound)])
     assert [p.name for p in res.existing_nodes["in-flight"]] == ["big"]
     # a daemon the node's labels do not admit reserves nothing
     picky = _daemon(cpu="1", memory="1Gi", nodeSelector={"my-node-label": "value"})
     big = _pod("big", requests={"cpu": "15"})
-    res = c.solve([big], catalog=CATALOG, daemonsets=[picky], existing_nodes=[_in_flight()])
+    res = scheduling_conftest.solve([big], catalog=CATALOG, daemonsets=[picky], existing_nodes=[_in_flight()])
     assert [p.name for p in res.existing_nodes["in-flight"]] == ["big"]
     admitted = _in_flight(labels_={"my-node-label": "value"})
     assert (
-        "in-flight" not in c.solve([big], catalog=CATALOG, daemonsets=[picky], existing_nodes=[admitted]).existing_nodes
+        "in-flight"
+        not in scheduling_conftest.solve(
+            [big], catalog=CATALOG, daemonsets=[picky], existing_nodes=[admitted]
+        ).existing_nodes
     )

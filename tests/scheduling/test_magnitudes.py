@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.scheduling import conftest as c
+from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, quantity
 from karpy.scheduling import catalog, scheduler
@@ -18,24 +18,26 @@ GIANT = ["9Pi", "1Ei", "1e30", "1e999999999", "9" * 5000]
 @pytest.mark.parametrize("memory", GIANT)
 @pytest.mark.parametrize("pod_by_pod", [False, True])
 def test_a_pod_no_type_can_hold_is_unschedulable_and_the_others_are_placed(memory: str, pod_by_pod: bool) -> None:
-    normal = c.make_pods(4)
-    giant = c.make_pod("giant", memory=memory, created=-1.0)  # first in the queue
+    normal = scheduling_conftest.make_pods(4)
+    giant = scheduling_conftest.make_pod("giant", memory=memory, created=-1.0)  # first in the queue
     res = scheduler.solve(
         scheduler.SchedulingInput(
-            pods=[giant, *normal], nodepools=[c.make_nodepool()], instance_types={"default": c.fake_catalog(20)}
+            pods=[giant, *normal],
+            nodepools=[scheduling_conftest.make_nodepool()],
+            instance_types={"default": scheduling_conftest.fake_catalog(20)},
         ),
         pod_by_pod=pod_by_pod,
     )
-    c.expect_scheduled(res, *normal)
-    c.expect_not_scheduled(res, giant)
+    scheduling_conftest.expect_scheduled(res, *normal)
+    scheduling_conftest.expect_not_scheduled(res, giant)
     shown = quantity.format_resource(labels.RESOURCE_MEMORY, quantity.parse(memory))
     assert f'"memory":"{shown}"' in res.unschedulable[giant.key], "the reason shows the exact request"
-    assert res.cost_per_hour <= c.solve(normal).cost_per_hour + 1e-9
+    assert res.cost_per_hour <= scheduling_conftest.solve(normal).cost_per_hour + 1e-9
 
 
 def test_a_giant_cpu_request_reads_back_exactly_in_the_reason() -> None:
-    giant = c.make_pod("giant", cpu="1e30")
-    res = c.solve([giant])
+    giant = scheduling_conftest.make_pod("giant", cpu="1e30")
+    res = scheduling_conftest.solve([giant])
     assert '"cpu":"1000000000000000000000000000000"' in res.unschedulable[giant.key]
 
 
@@ -51,26 +53,29 @@ def test_existing_nodes_with_beyond_int64_allocatable_still_take_pods() -> None:
             labels.RESOURCE_MEMORY: quantity.parse("1Ei"),
             labels.RESOURCE_PODS: quantity.parse("110"),
         },
-        pods=tuple(c.make_pods(3, prefix="bound", memory="1Ti")),
+        pods=tuple(scheduling_conftest.make_pods(3, prefix="bound", memory="1Ti")),
     )
-    fits = c.make_pod("fits", cpu="1e6", memory="1Pi")
-    beyond = c.make_pod("beyond", memory="3Pi")  # 3 PiB > catalog.BEYOND milli-bytes
+    fits = scheduling_conftest.make_pod("fits", cpu="1e6", memory="1Pi")
+    beyond = scheduling_conftest.make_pod("beyond", memory="3Pi")  # 3 PiB > catalog.BEYOND milli-bytes
     assert quantity.parse("1Pi") < catalog.BEYOND < quantity.parse("3Pi")
-    res = c.solve([fits, beyond], existing_nodes=[node])
+    res = scheduling_conftest.solve([fits, beyond], existing_nodes=[node])
     assert [p.key for p in res.existing_nodes["huge"]] == [fits.key]
-    c.expect_not_scheduled(res, beyond)
+    scheduling_conftest.expect_not_scheduled(res, beyond)
 
 
 def test_daemonset_overhead_beyond_int64_makes_the_pool_useless_not_broken() -> None:
-    daemons = [dataclasses.replace(c.make_pod(f"ds-{i}", memory="1Ei"), owner_kind="DaemonSet") for i in range(4)]
-    workload = c.make_pods(2)
-    res = c.solve(workload, daemonsets=daemons)
-    c.expect_not_scheduled(res, *workload)
+    daemons = [
+        dataclasses.replace(scheduling_conftest.make_pod(f"ds-{i}", memory="1Ei"), owner_kind="DaemonSet")
+        for i in range(4)
+    ]
+    workload = scheduling_conftest.make_pods(2)
+    res = scheduling_conftest.solve(workload, daemonsets=daemons)
+    scheduling_conftest.expect_not_scheduled(res, *workload)
     assert "daemonset overhead" in res.unschedulable[workload[0].key]
 
 
 def test_nodepool_limits_of_any_magnitude() -> None:
-    pool = c.make_nodepool(limits={labels.RESOURCE_CPU: quantity.parse("1e999999999")})
-    ps = c.make_pods(3)
-    res = c.solve(ps, pools=[pool])
-    c.expect_scheduled(res, *ps)
+    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_CPU: quantity.parse("1e999999999")})
+    ps = scheduling_conftest.make_pods(3)
+    res = scheduling_conftest.solve(ps, pools=[pool])
+    scheduling_conftest.expect_scheduled(res, *ps)

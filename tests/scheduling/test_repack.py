@@ -10,11 +10,11 @@ from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.scheduling import conftest as c
+from tests.scheduling import conftest as scheduling_conftest
 
 from karpy import requirements
 from karpy.api import labels, meta, quantity
-from karpy.cloudprovider import catalog as aws_catalog
+from karpy.cloudprovider import catalog as cloudprovider_catalog
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
 from karpy.scheduling import capped, pods, repack, results, scheduler
@@ -27,7 +27,9 @@ def _generic(count: int, *, seed: int = 7) -> list[pods.Pod]:
     """The benchmark's unconstrained mix (bench/scheduling.py `generic`), seeded."""
     rng = random.Random(seed)
     return [
-        c.make_pod(f"g-{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMORIES), labels_={"my-label": rng.choice("abc")})
+        scheduling_conftest.make_pod(
+            f"g-{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMORIES), labels_={"my-label": rng.choice("abc")}
+        )
         for i in range(count)
     ]
 
@@ -40,7 +42,7 @@ def _solve(inp: scheduler.SchedulingInput, *, post_pass: bool = True) -> results
 
 
 def _input(ps: Sequence[pods.Pod], its: Sequence[types.InstanceType], **kwargs: Any) -> scheduler.SchedulingInput:
-    pool = kwargs.pop("pool", None) or c.make_nodepool()
+    pool = kwargs.pop("pool", None) or scheduling_conftest.make_nodepool()
     return scheduler.SchedulingInput(pods=ps, nodepools=[pool], instance_types={pool.name: its}, **kwargs)
 
 
@@ -86,7 +88,7 @@ def test_generic_mix_reaches_the_bound_on_the_aws_catalog() -> None:
     # The real catalog's cheapest capacity is small spot types holding a handful of pods each (t4g/t3a micro..medium),
     # where the per-resource LP is unreachable: the bound is the pattern LP's, and the repack rounds its patterns.
     ps = _generic(400)
-    its = aws_catalog.load("us-east-1")
+    its = cloudprovider_catalog.load("us-east-1")
     res = _solve(_input(ps, its))
     _check_plan(res, ps, its)
     assert not res.unschedulable
@@ -99,7 +101,7 @@ def test_a_small_generic_group_reaches_the_bound_on_the_aws_catalog() -> None:
     # up to a whole node (or the cheapest type taking all its pods) is a large share of so small a plan's cost. The
     # leftover's re-plan with whole patterns only brings the plan back within 5% of the bound.
     ps = _generic(100, seed=42)
-    its = aws_catalog.load("us-east-1")
+    its = cloudprovider_catalog.load("us-east-1")
     res = _solve(_input(ps, its))
     _check_plan(res, ps, its)
     assert not res.unschedulable
@@ -111,9 +113,12 @@ def test_small_types_are_packed_with_mixed_shapes() -> None:
     # Proportional types only. A cpu-heavy pod (1.5 cpu) and a memory-heavy pod (6Gi) each fill an m-1 (2 cpu,
     # 8Gi) in one dimension alone, but one of each fits too (1.75 cpu, 6.5Gi): mixing shapes needs 40 m-1 at most
     # ($4.0), where packing each shape apart needs more than that in every dimension it binds.
-    its = [c.make_instance_type(f"m-{s}", cpu=2 * s, memory_gib=8 * s, price=0.1 * s) for s in (1, 2, 4, 8)]
-    ps = c.make_pods(40, prefix="cpu", cpu="1500m", memory="512Mi")
-    ps += c.make_pods(40, prefix="mem", cpu="250m", memory="6Gi")
+    its = [
+        scheduling_conftest.make_instance_type(f"m-{s}", cpu=2 * s, memory_gib=8 * s, price=0.1 * s)
+        for s in (1, 2, 4, 8)
+    ]
+    ps = scheduling_conftest.make_pods(40, prefix="cpu", cpu="1500m", memory="512Mi")
+    ps += scheduling_conftest.make_pods(40, prefix="mem", cpu="250m", memory="6Gi")
     res = _solve(_input(ps, its))
     _check_plan(res, ps, its)
     assert res.cost_per_hour <= 4.0 + 1e-9
@@ -124,8 +129,11 @@ def test_small_types_are_packed_with_mixed_shapes() -> None:
 def test_many_shapes_take_the_per_resource_path_and_stay_valid() -> None:
     # More distinct request shapes than the pattern LP takes (bound.PATTERN_CLASSES): the repack fills the
     # per-resource LP's shares instead; the plan must still place every pod once, fit, and never cost more.
-    its = c.fake_catalog(16)
-    ps = [c.make_pod(f"s-{i}", cpu=f"{100 + 10 * (i % 70)}m", memory=f"{128 + 32 * (i % 70)}Mi") for i in range(280)]
+    its = scheduling_conftest.fake_catalog(16)
+    ps = [
+        scheduling_conftest.make_pod(f"s-{i}", cpu=f"{100 + 10 * (i % 70)}m", memory=f"{128 + 32 * (i % 70)}Mi")
+        for i in range(280)
+    ]
     assert len({(p.requests[labels.RESOURCE_CPU], p.requests[labels.RESOURCE_MEMORY]) for p in ps}) > 64
     res = _solve(_input(ps, its))
     _check_plan(res, ps, its)
@@ -137,7 +145,7 @@ def test_many_shapes_take_the_per_resource_path_and_stay_valid() -> None:
 def test_limits_are_not_exceeded_by_the_repack() -> None:
     its = generator.instance_types(64)
     limit = 200 * quantity.MILLI
-    pool = c.make_nodepool(limits={labels.RESOURCE_CPU: limit})
+    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_CPU: limit})
     ps = _generic(300)
     res = _solve(_input(ps, its, pool=pool))
     before = _solve(_input(ps, its, pool=pool), post_pass=False)
@@ -152,7 +160,7 @@ def test_limits_are_not_exceeded_by_the_repack() -> None:
 
 def test_min_values_keep_enough_options_on_every_claim() -> None:
     its = generator.instance_types(64)
-    pool = c.make_nodepool(
+    pool = scheduling_conftest.make_nodepool(
         requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, meta.Operator.EXISTS, (), min_values=5)]
     )
     ps = _generic(400)
@@ -165,7 +173,7 @@ def test_min_values_keep_enough_options_on_every_claim() -> None:
 
 def test_daemon_overhead_is_kept_free_on_every_claim() -> None:
     its = generator.instance_types(32)
-    daemon = c.make_pod("ds", cpu="500m", memory="1Gi")
+    daemon = scheduling_conftest.make_pod("ds", cpu="500m", memory="1Gi")
     ps = _generic(300)
     res = _solve(_input(ps, its, daemonsets=[daemon]))
     _check_plan(res, ps, its)  # requests include the daemon overhead and fit the chosen type
@@ -177,11 +185,11 @@ def test_daemon_overhead_is_kept_free_on_every_claim() -> None:
 def test_zone_pinned_and_tainted_requirements_survive() -> None:
     its = generator.instance_types(32)
     taint = meta.Taint("dedicated", "NoSchedule", "x")
-    pool = c.make_nodepool(taints=[taint])
+    pool = scheduling_conftest.make_nodepool(taints=[taint])
     toleration = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
     zone_a = {"nodeSelector": {labels.LABEL_ZONE: "test-zone-1"}, **toleration}
-    ps = c.make_pods(30, prefix="a", cpu="1500m", memory="256Mi", spec=zone_a)
-    ps += c.make_pods(30, prefix="b", cpu="250m", memory="4Gi", spec=toleration)
+    ps = scheduling_conftest.make_pods(30, prefix="a", cpu="1500m", memory="256Mi", spec=zone_a)
+    ps += scheduling_conftest.make_pods(30, prefix="b", cpu="250m", memory="4Gi", spec=toleration)
     res = _solve(_input(ps, its, pool=pool))
     _check_plan(res, ps, its)
     for cl in res.new_nodeclaims:
@@ -212,10 +220,15 @@ def test_repack_never_costs_more_and_keeps_every_pod(groups: list[tuple[str, str
     ps: list[pods.Pod] = []
     for g, (kind, cpu, mem, count) in enumerate(groups):
         app = "shared" if shared_app else f"app{g}"
-        ps += c.make_pods(
-            count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=c.workload_spec(kind, app)
+        ps += scheduling_conftest.make_pods(
+            count,
+            prefix=f"g{g}",
+            cpu=cpu,
+            memory=mem,
+            labels_={"app": app},
+            spec=scheduling_conftest.workload_spec(kind, app),
         )
-    its = c.fake_catalog(12)
+    its = scheduling_conftest.fake_catalog(12)
     inp = _input(ps, its)
     res = _solve(inp)
     before = _solve(inp, post_pass=False)
@@ -274,11 +287,16 @@ def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_
     # Hostname-anti-affine pods each hold a node of their own, undecided in zone, with room to spare; small pods
     # pinned to one zone fill that room (the bins narrow to the zone) instead of buying nodes of their own. A bin whose
     # tied pod counts in a zone spread may not narrow: its zone decides a count.
-    its = c.fake_catalog(16)
-    anti = c.workload_spec("host-anti", "db")
-    ps = c.make_pods(6, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
-    ps += c.make_pods(
-        12, prefix="web", cpu="250m", memory="256Mi", labels_={"app": "web"}, spec=c.workload_spec("zone-pinned", "")
+    its = scheduling_conftest.fake_catalog(16)
+    anti = scheduling_conftest.workload_spec("host-anti", "db")
+    ps = scheduling_conftest.make_pods(6, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
+    ps += scheduling_conftest.make_pods(
+        12,
+        prefix="web",
+        cpu="250m",
+        memory="256Mi",
+        labels_={"app": "web"},
+        spec=scheduling_conftest.workload_spec("zone-pinned", ""),
     )
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
@@ -300,7 +318,9 @@ def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_
             }
         ]
     }
-    counted = c.make_pods(3, prefix="dbz", cpu="100m", memory="100Mi", labels_={"app": "db"}, spec=spread)
+    counted = scheduling_conftest.make_pods(
+        3, prefix="dbz", cpu="100m", memory="100Mi", labels_={"app": "db"}, spec=spread
+    )
     inp = _input([*ps, *counted], its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_domains_kept(res, before)
@@ -311,11 +331,11 @@ def test_tied_pods_of_several_groups_split_onto_small_nodes_on_the_aws_catalog()
     # one small spot node per pod costs far less than that large node. The repack splits such bins (each pod keeps
     # its claim's requirements on a node of its own) and the plan ends below what first-fit bought, no claim holding
     # two tied pods any more, within 10% of the bound (first-fit's plan is 22% above it).
-    its = aws_catalog.load("us-east-1")
+    its = cloudprovider_catalog.load("us-east-1")
     ps: list[pods.Pod] = []
     for app in "abcdefg":
-        spec = c.workload_spec("host-spread", app)
-        ps += c.make_pods(4, prefix=f"s{app}", cpu="1", memory="2Gi", labels_={"app": app}, spec=spec)
+        spec = scheduling_conftest.workload_spec("host-spread", app)
+        ps += scheduling_conftest.make_pods(4, prefix=f"s{app}", cpu="1", memory="2Gi", labels_={"app": app}, spec=spec)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_plan(res, ps, its)
@@ -329,11 +349,11 @@ def test_a_fixed_bin_that_took_pods_keeps_taking_smaller_ones_of_its_group() -> 
     # Three anti-affine 1.5-CPU pods hold a 2-CPU node each. Two 200m pods fill each node to 1.9 CPU; the 100m pods
     # that come after (smaller shapes go later) must still find the 100m left, not a node of their own: a bin
     # leaves its group's candidates only once it has less room than the group's smallest pod asks.
-    its = c.fake_catalog(16)
-    anti = c.workload_spec("host-anti", "db")
-    ps = c.make_pods(3, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
-    ps += c.make_pods(6, prefix="big", cpu="200m", memory="256Mi", labels_={"app": "web"})
-    ps += c.make_pods(3, prefix="small", cpu="100m", memory="100Mi", labels_={"app": "web"})
+    its = scheduling_conftest.fake_catalog(16)
+    anti = scheduling_conftest.workload_spec("host-anti", "db")
+    ps = scheduling_conftest.make_pods(3, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
+    ps += scheduling_conftest.make_pods(6, prefix="big", cpu="200m", memory="256Mi", labels_={"app": "web"})
+    ps += scheduling_conftest.make_pods(3, prefix="small", cpu="100m", memory="100Mi", labels_={"app": "web"})
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_plan(res, ps, its)
@@ -349,14 +369,14 @@ def test_pods_tied_only_by_hostname_caps_share_nodes_across_groups_on_the_aws_ca
     # caps, so the repack may move them to any node that keeps every cap (one pod of each app per node): packed
     # afresh, two to four small pods share a small node, a third cheaper than the first-fit claims the fixed-bin
     # path keeps (which `capped` refusing, mocked below, falls back to).
-    its = aws_catalog.load("us-east-1")
+    its = cloudprovider_catalog.load("us-east-1")
     shapes = (("250m", "256Mi"), ("500m", "512Mi"), ("100m", "1Gi"), ("1", "256Mi"), ("250m", "2Gi"), ("500m", "100Mi"))
     ps: list[pods.Pod] = []
     for app, (cpu, mem) in zip("abcdefg", (*shapes, ("100m", "512Mi")), strict=True):
-        spec = c.workload_spec("host-spread", app)
-        ps += c.make_pods(6, prefix=f"s{app}", cpu=cpu, memory=mem, labels_={"app": app}, spec=spec)
-    anti = c.workload_spec("host-anti", "db")
-    ps += c.make_pods(8, prefix="db", cpu="250m", memory="512Mi", labels_={"app": "db"}, spec=anti)
+        spec = scheduling_conftest.workload_spec("host-spread", app)
+        ps += scheduling_conftest.make_pods(6, prefix=f"s{app}", cpu=cpu, memory=mem, labels_={"app": app}, spec=spec)
+    anti = scheduling_conftest.workload_spec("host-anti", "db")
+    ps += scheduling_conftest.make_pods(8, prefix="db", cpu="250m", memory="512Mi", labels_={"app": "db"}, spec=anti)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     with mock.patch.object(capped, "pack", return_value=None):
@@ -374,16 +394,18 @@ def test_capped_pods_keep_the_caps_of_rules_that_select_other_groups_pods() -> N
     # pods go first (larger), so no web pod may join one (its spread would count two there): first-fit gives every
     # pod a small node of its own. A web and a db pod would fill one node better, but re-packed by caps a web pod
     # stays the only tier=front pod on its node.
-    its = c.fake_catalog(16)
+    its = scheduling_conftest.fake_catalog(16)
     spread = {
         "topologySpreadConstraints": [
             {"maxSkew": 1, "topologyKey": labels.LABEL_HOSTNAME, "labelSelector": {"matchLabels": {"tier": "front"}}}
         ]
     }
     db = {"app": "db", "tier": "front"}
-    ps = c.make_pods(6, prefix="db", cpu="500m", memory="1Gi", labels_=db, spec=c.workload_spec("host-anti", "db"))
+    ps = scheduling_conftest.make_pods(
+        6, prefix="db", cpu="500m", memory="1Gi", labels_=db, spec=scheduling_conftest.workload_spec("host-anti", "db")
+    )
     front = {"app": "web", "tier": "front"}
-    ps += c.make_pods(6, prefix="web", cpu="250m", memory="256Mi", labels_=front, spec=spread)
+    ps += scheduling_conftest.make_pods(6, prefix="web", cpu="250m", memory="256Mi", labels_=front, spec=spread)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_plan(res, ps, its)

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.scheduling import conftest as c
-from tests.scheduling import test_bulk_equivalence as bulk
+from tests.scheduling import conftest as scheduling_conftest
+from tests.scheduling import test_bulk_equivalence as scheduling_test_bulk_equivalence
 
 from karpy import requirements
 from karpy.api import labels, quantity
 from karpy.scheduling import catalog, nodes, pods, scheduler
-from karpy.scheduling import slots as slots_mod
+from karpy.scheduling import slots as scheduling_slots
 
 KINDS = ("generic", "zone-spread", "host-spread-1", "host-anti", "zone-anti", "zone-affinity")
 
@@ -29,10 +29,10 @@ def _pod(
     name: str, kind: str, app: str, *, cpu: str, node: str = "", port: int | None = None, label: str = ""
 ) -> pods.Pod:
     """A pod whose constraint of `kind` selects `app`, labelled `label` (default: `app`, selecting itself)."""
-    spec = dict(bulk._spec(kind, app))
+    spec = dict(scheduling_test_bulk_equivalence._spec(kind, app))
     if node:
         spec["nodeName"] = node
-    pod = c.make_pod(name, cpu=cpu, memory="1Gi", labels_={"app": label or app}, spec=spec)
+    pod = scheduling_conftest.make_pod(name, cpu=cpu, memory="1Gi", labels_={"app": label or app}, spec=spec)
     if port is not None:
         pod = dataclasses.replace(pod, host_ports=(pods.HostPort(port=port, protocol="TCP", ip="0.0.0.0"),))
     return pod
@@ -41,7 +41,11 @@ def _pod(
 def _node(i: int, bound: list[pods.Pod]) -> scheduler.ExistingNode:
     return scheduler.ExistingNode(
         f"node-{i}",
-        {labels.LABEL_ZONE: c.ZONES[i % 3], labels.LABEL_NODEPOOL: "default", labels.LABEL_INSTANCE_TYPE: "big"},
+        {
+            labels.LABEL_ZONE: scheduling_conftest.ZONES[i % 3],
+            labels.LABEL_NODEPOOL: "default",
+            labels.LABEL_INSTANCE_TYPE: "big",
+        },
         (),
         {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 16 * quantity.GI, labels.RESOURCE_PODS: 8000},
         pods=tuple(bound),
@@ -89,10 +93,20 @@ def _series(
     queued = [
         dataclasses.replace(p, host_ports=port if taken else ())
         for g, (kind, cpu, n, taken, like) in enumerate(waiting)
-        for p in c.make_pods(n, f"w{g}", cpu=cpu, spec=bulk._spec(kind, f"app-{kind}"), labels_={"app": f"app-{like}"})
+        for p in scheduling_conftest.make_pods(
+            n,
+            f"w{g}",
+            cpu=cpu,
+            spec=scheduling_test_bulk_equivalence._spec(kind, f"app-{kind}"),
+            labels_={"app": f"app-{like}"},
+        )
     ]
     derived = [scheduler.derive(n) for n in nodes]
-    pool, types, shared = c.make_nodepool(), {"default": c.fake_catalog(8)}, catalog.Catalogs()
+    pool, types, shared = (
+        scheduling_conftest.make_nodepool(),
+        {"default": scheduling_conftest.fake_catalog(8)},
+        catalog.Catalogs(),
+    )
     reused, reference = [], []
     for leaving, settling in [(set(), set()), *series]:
         moving = [
@@ -119,8 +133,8 @@ def _series(
         reference.append(
             dataclasses.replace(
                 inp,
-                nodepools=[c.make_nodepool()],
-                instance_types={"default": c.fake_catalog(8)},
+                nodepools=[scheduling_conftest.make_nodepool()],
+                instance_types={"default": scheduling_conftest.fake_catalog(8)},
                 existing_nodes=bare,
                 bound_pods=[p for n in nodes for p in n.pods],
                 catalogs=None,
@@ -137,19 +151,19 @@ def test_reused_set_up_places_as_a_fresh_one(
     series: list[tuple[set[int], set[int]]],
 ) -> None:
     reused, reference = _series(per_node, waiting, series)
-    assert [bulk._shape(scheduler.solve(inp)) for inp in reused] == [
-        bulk._shape(scheduler.solve(inp)) for inp in reference
+    assert [scheduling_test_bulk_equivalence._shape(scheduler.solve(inp)) for inp in reused] == [
+        scheduling_test_bulk_equivalence._shape(scheduler.solve(inp)) for inp in reference
     ]
 
 
 def test_existing_nodes_enter_the_table_as_one_by_one() -> None:
     """`SlotTable.add_nodes` (a solve's thousands of nodes at once) leaves the table as `add` per node does."""
     index = catalog.ResourceIndex.build([{labels.RESOURCE_CPU: 1}])
-    made = [slots_mod.SlotTable(len(index.names)) for _ in range(2)]
+    made = [scheduling_slots.SlotTable(len(index.names)) for _ in range(2)]
     added = [
         nodes.node_slot(
             f"n{i}",
-            requirements.Requirements.from_labels({labels.LABEL_ZONE: c.ZONES[i % 3]}),
+            requirements.Requirements.from_labels({labels.LABEL_ZONE: scheduling_conftest.ZONES[i % 3]}),
             (),
             alloc=index.capacity_vector({labels.RESOURCE_CPU: 1000 * i}),
             used=index.vector({labels.RESOURCE_CPU: 100 * i}),
@@ -183,25 +197,29 @@ def test_pods_listed_twice_or_apart_are_placed_as_before() -> None:
     twice = _pod("twice", "host-anti", "app-x", cpu="3", node="node-0")
     extra = _pod("extra", "generic", "app-y", cpu="3", node="node-1")
     nodes = [_node(0, [twice]), _node(1, [twice])]
-    waiting = c.make_pods(2, "w", cpu="2", labels_={"app": "app-x"}, spec=bulk._spec("host-anti", "app-x"))
+    waiting = scheduling_conftest.make_pods(
+        2, "w", cpu="2", labels_={"app": "app-x"}, spec=scheduling_test_bulk_equivalence._spec("host-anti", "app-x")
+    )
     inp = scheduler.SchedulingInput(
         pods=waiting,
-        nodepools=[c.make_nodepool()],
-        instance_types={"default": c.fake_catalog(8)},
+        nodepools=[scheduling_conftest.make_nodepool()],
+        instance_types={"default": scheduling_conftest.fake_catalog(8)},
         existing_nodes=nodes,
         bound_pods=[extra],
         compute_lower_bound=False,
     )
     derived = dataclasses.replace(inp, existing_nodes=[scheduler.derive(n) for n in nodes])
     placed = scheduler.solve(derived)
-    assert bulk._shape(placed) == bulk._shape(scheduler.solve(inp))
+    assert scheduling_test_bulk_equivalence._shape(placed) == scheduling_test_bulk_equivalence._shape(
+        scheduler.solve(inp)
+    )
     # `twice` counts on node-1 (listed last), which `extra` fills: node-0 is free, for one pod (anti-affinity)
     assert {k: [p.name for p in v] for k, v in placed.existing_nodes.items()} == {"node-0": ["w-0"]}
     assert len(placed.new_nodeclaims) == 1
 
 
 def test_a_catalog_is_reused_only_for_the_same_inputs() -> None:
-    pool, types = c.make_nodepool(), c.fake_catalog(4)
+    pool, types = scheduling_conftest.make_nodepool(), scheduling_conftest.fake_catalog(4)
     index = catalog.ResourceIndex.build([t.allocatable for t in types])
     cache = catalog.Catalogs()
     first = cache.get(pool, types, index=index, daemons=())
@@ -209,7 +227,7 @@ def test_a_catalog_is_reused_only_for_the_same_inputs() -> None:
     wider = catalog.ResourceIndex.build([*(t.allocatable for t in types), {"example.com/gpu": 1000}])
     assert cache.get(pool, types, index=wider, daemons=()).index is wider
     assert cache.get(pool, types, index=index, daemons=()) is first, "one per index"
-    daemon = c.make_pod("daemon", cpu="100m")
+    daemon = scheduling_conftest.make_pod("daemon", cpu="100m")
     assert cache.get(pool, types, index=index, daemons=(daemon,)) is not first
     assert cache.get(pool, list(types), index=index, daemons=()) is not first
 
@@ -222,7 +240,7 @@ def test_what_solves_share_cannot_be_changed_by_one() -> None:
     assert used[0] == 1000
     with pytest.raises(ValueError, match="read-only"):
         used += 1
-    made = catalog.PoolCatalog(c.make_nodepool(), c.fake_catalog(4), index=index)
+    made = catalog.PoolCatalog(scheduling_conftest.make_nodepool(), scheduling_conftest.fake_catalog(4), index=index)
     with pytest.raises(ValueError, match="read-only"):
         made.usable[0, 0] = 0
     assert node.derived.columns(node, index)[0] is alloc, "made once per index"
@@ -234,9 +252,9 @@ def test_a_bound_pods_anti_affinity_keeps_the_pods_it_selects_away(derive: bool)
     keeper = _pod("keeper", "host-anti", "app-web", cpu="500m", node="node-0", label="app-db")
     node = _node(0, [keeper])
     inp = scheduler.SchedulingInput(
-        pods=c.make_pods(1, "web", cpu="250m", labels_={"app": "app-web"}),
-        nodepools=[c.make_nodepool()],
-        instance_types={"default": c.fake_catalog(8)},
+        pods=scheduling_conftest.make_pods(1, "web", cpu="250m", labels_={"app": "app-web"}),
+        nodepools=[scheduling_conftest.make_nodepool()],
+        instance_types={"default": scheduling_conftest.fake_catalog(8)},
         existing_nodes=[scheduler.derive(node) if derive else node],
         compute_lower_bound=False,
     )

@@ -8,7 +8,7 @@ import gc
 from typing import Any
 
 import pytest
-from tests.scheduling import conftest as c
+from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, meta, quantity
 from karpy.cloudprovider.fake import generator
@@ -18,10 +18,10 @@ Op = meta.Operator
 
 
 def test_generic_pods_pack_onto_one_cheapest_node_at_the_lower_bound() -> None:
-    ps = c.make_pods(10)
-    res = c.solve(ps)
-    c.expect_scheduled(res, *ps)
-    (claim,) = c.expect_provisioned(res, 1)
+    ps = scheduling_conftest.make_pods(10)
+    res = scheduling_conftest.solve(ps)
+    scheduling_conftest.expect_scheduled(res, *ps)
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert claim.cheapest is not None
     assert claim.cheapest.instance_type == "fake-it-9"  # 10 cpu for 10×1 cpu pods (+10 pods slots)
     assert res.cost_per_hour >= res.lower_bound_per_hour - 1e-9
@@ -38,14 +38,14 @@ def test_zonal_spread_is_3_3_3() -> None:
             }
         ]
     }
-    ps = c.make_pods(9, labels_={"app": "web"}, spec=spread)
-    res = c.solve(ps)
-    c.expect_scheduled(res, *ps)
+    ps = scheduling_conftest.make_pods(9, labels_={"app": "web"}, spec=spread)
+    res = scheduling_conftest.solve(ps)
+    scheduling_conftest.expect_scheduled(res, *ps)
     per_zone: collections.Counter[str | None] = collections.Counter()
     for claim in res.new_nodeclaims:
-        per_zone[c.zone_of(claim)] += len(claim.pods)
+        per_zone[scheduling_conftest.zone_of(claim)] += len(claim.pods)
     assert sorted(per_zone.values()) == [3, 3, 3]
-    assert set(per_zone) == set(c.ZONES)
+    assert set(per_zone) == set(scheduling_conftest.ZONES)
 
 
 def test_hostname_anti_affinity_puts_one_pod_per_node() -> None:
@@ -58,10 +58,10 @@ def test_hostname_anti_affinity_puts_one_pod_per_node() -> None:
             }
         }
     }
-    ps = c.make_pods(5, labels_={"app": "db"}, spec=anti)
-    res = c.solve(ps)
-    c.expect_scheduled(res, *ps)
-    claims = c.expect_provisioned(res, 5)
+    ps = scheduling_conftest.make_pods(5, labels_={"app": "db"}, spec=anti)
+    res = scheduling_conftest.solve(ps)
+    scheduling_conftest.expect_scheduled(res, *ps)
+    claims = scheduling_conftest.expect_provisioned(res, 5)
     assert all(len(cl.pods) == 1 for cl in claims)
 
 
@@ -75,44 +75,52 @@ def test_zonal_self_affinity_keeps_a_deployment_in_one_zone() -> None:
             }
         }
     }
-    ps = c.make_pods(30, cpu="4", labels_={"app": "cache"}, spec=aff)
-    res = c.solve(ps, catalog=c.fake_catalog(8))
-    c.expect_scheduled(res, *ps)
+    ps = scheduling_conftest.make_pods(30, cpu="4", labels_={"app": "cache"}, spec=aff)
+    res = scheduling_conftest.solve(ps, catalog=scheduling_conftest.fake_catalog(8))
+    scheduling_conftest.expect_scheduled(res, *ps)
     assert len(res.new_nodeclaims) > 1
-    assert len({c.zone_of(cl) for cl in res.new_nodeclaims}) == 1
+    assert len({scheduling_conftest.zone_of(cl) for cl in res.new_nodeclaims}) == 1
 
 
 def test_pvc_zone_is_honoured() -> None:
     pv = volumes.PersistentVolume("pv-1", (volumes.zone_term("test-zone-1b"),))
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv-1")
-    pod = c.make_pod("p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]})
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
-    (claim,) = c.expect_provisioned(res, 1)
-    assert c.zone_of(claim) == "test-zone-1b"
+    pod = scheduling_conftest.make_pod(
+        "p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
+    )
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
+    assert scheduling_conftest.zone_of(claim) == "test-zone-1b"
 
 
 def test_unbound_immediate_pvc_is_refused_with_reason() -> None:
     pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name="gp2")
     sc = volumes.StorageClass("gp2", volumes.BINDING_IMMEDIATE)
-    pod = c.make_pod("p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]})
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
+    pod = scheduling_conftest.make_pod(
+        "p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
+    )
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
     assert "Immediate" in res.unschedulable[pod.key]
 
 
 def test_weighted_pool_is_preferred() -> None:
-    light = c.make_nodepool("light", weight=10)
-    heavy = c.make_nodepool("heavy", weight=50)
-    ps = c.make_pods(3)
-    res = c.solve(ps, pools=[light, heavy])
+    light = scheduling_conftest.make_nodepool("light", weight=10)
+    heavy = scheduling_conftest.make_nodepool("heavy", weight=50)
+    ps = scheduling_conftest.make_pods(3)
+    res = scheduling_conftest.solve(ps, pools=[light, heavy])
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"heavy"}
 
 
 def test_equal_weight_pools_go_by_name_descending() -> None:
     # pkg/utils/nodepool OrderByWeight: equal weights sort by name, descending, so "b" is tried before "a"
-    ps = c.make_pods(2)
-    res = c.solve(ps, pools=[c.make_nodepool("a"), c.make_nodepool("b")])
+    ps = scheduling_conftest.make_pods(2)
+    res = scheduling_conftest.solve(
+        ps, pools=[scheduling_conftest.make_nodepool("a"), scheduling_conftest.make_nodepool("b")]
+    )
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"b"}
-    res = c.solve(ps, pools=[c.make_nodepool("a", weight=2), c.make_nodepool("b", weight=1)])
+    res = scheduling_conftest.solve(
+        ps, pools=[scheduling_conftest.make_nodepool("a", weight=2), scheduling_conftest.make_nodepool("b", weight=1)]
+    )
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"a"}
 
 
@@ -120,18 +128,18 @@ def test_a_label_the_providers_types_define_is_well_known() -> None:
     # upstream providers register their instance-type labels as well-known (the fake's "size"), so a pod may select
     # on one that the pool leaves undefined; an unknown key still fails
     catalog = generator.default_instance_types()
-    small = c.make_pod("small", spec={"nodeSelector": {generator.LABEL_SIZE: "large"}})
-    res = c.solve([small], catalog=catalog)
-    (claim,) = c.expect_provisioned(res, 1)
+    small = scheduling_conftest.make_pod("small", spec={"nodeSelector": {generator.LABEL_SIZE: "large"}})
+    res = scheduling_conftest.solve([small], catalog=catalog)
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert {t.labels[generator.LABEL_SIZE] for t in claim.instance_type_options} == {"large"}
-    unknown = c.make_pod("unknown", spec={"nodeSelector": {"example.com/size": "large"}})
-    c.expect_not_scheduled(c.solve([unknown], catalog=catalog), unknown)
+    unknown = scheduling_conftest.make_pod("unknown", spec={"nodeSelector": {"example.com/size": "large"}})
+    scheduling_conftest.expect_not_scheduled(scheduling_conftest.solve([unknown], catalog=catalog), unknown)
 
 
 def test_limits_are_respected_with_a_reason_for_the_rest() -> None:
-    pool = c.make_nodepool(limits={labels.RESOURCE_CPU: 4000})
-    ps = c.make_pods(6, cpu="1")
-    res = c.solve(ps, pools=[pool], catalog=c.fake_catalog(4))
+    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_CPU: 4000})
+    ps = scheduling_conftest.make_pods(6, cpu="1")
+    res = scheduling_conftest.solve(ps, pools=[pool], catalog=scheduling_conftest.fake_catalog(4))
     placed = res.placements()
     assert 0 < len(placed) < 6
     total_cpu = sum(cl.instance_type_options[0].capacity[labels.RESOURCE_CPU] for cl in res.new_nodeclaims)
@@ -142,7 +150,7 @@ def test_limits_are_respected_with_a_reason_for_the_rest() -> None:
 
 
 def test_nodes_limit() -> None:
-    pool = c.make_nodepool(limits={labels.RESOURCE_NODES: 2000})
+    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_NODES: 2000})
     anti = {
         "affinity": {
             "podAntiAffinity": {
@@ -152,57 +160,61 @@ def test_nodes_limit() -> None:
             }
         }
     }
-    ps = c.make_pods(3, labels_={"app": "x"}, spec=anti)
-    res = c.solve(ps, pools=[pool])
-    c.expect_provisioned(res, 2)
+    ps = scheduling_conftest.make_pods(3, labels_={"app": "x"}, spec=anti)
+    res = scheduling_conftest.solve(ps, pools=[pool])
+    scheduling_conftest.expect_provisioned(res, 2)
     assert len(res.unschedulable) == 1
     assert "nodes limit" in next(iter(res.unschedulable.values()))
 
 
 def test_untolerated_taints_are_refused() -> None:
-    pool = c.make_nodepool(taints=[meta.Taint("dedicated", "NoSchedule", "gpu")])
-    plain = c.make_pod("plain")
-    tolerant = c.make_pod("tolerant", spec={"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu"}]})
-    res = c.solve([plain, tolerant], pools=[pool])
+    pool = scheduling_conftest.make_nodepool(taints=[meta.Taint("dedicated", "NoSchedule", "gpu")])
+    plain = scheduling_conftest.make_pod("plain")
+    tolerant = scheduling_conftest.make_pod(
+        "tolerant", spec={"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu"}]}
+    )
+    res = scheduling_conftest.solve([plain, tolerant], pools=[pool])
     assert "did not tolerate dedicated=gpu:NoSchedule" in res.unschedulable[plain.key]
     assert 'nodepool "default"' in res.unschedulable[plain.key]
-    c.expect_scheduled(res, tolerant)
+    scheduling_conftest.expect_scheduled(res, tolerant)
 
 
 def test_prefer_no_schedule_taint_is_relaxed_last() -> None:
-    pool = c.make_nodepool(taints=[meta.Taint("soft", "PreferNoSchedule")])
-    pod = c.make_pod("p")
-    res = c.solve([pod], pools=[pool])
-    c.expect_scheduled(res, pod)
+    pool = scheduling_conftest.make_nodepool(taints=[meta.Taint("soft", "PreferNoSchedule")])
+    pod = scheduling_conftest.make_pod("p")
+    res = scheduling_conftest.solve([pod], pools=[pool])
+    scheduling_conftest.expect_scheduled(res, pod)
 
 
 def test_daemonset_overhead_is_counted() -> None:
-    daemon = c.make_pod("ds", cpu="1", memory="1Gi")
+    daemon = scheduling_conftest.make_pod("ds", cpu="1", memory="1Gi")
     # Two 1-cpu pods fit a 2-cpu type alone, but with a 1-cpu daemon they need the 3-cpu type.
-    res = c.solve(c.make_pods(2), catalog=c.fake_catalog(6), daemonsets=[daemon])
-    (claim,) = c.expect_provisioned(res, 1)
+    res = scheduling_conftest.solve(
+        scheduling_conftest.make_pods(2), catalog=scheduling_conftest.fake_catalog(6), daemonsets=[daemon]
+    )
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert claim.cheapest is not None
     assert claim.cheapest.instance_type == "fake-it-2"
     assert claim.requests[labels.RESOURCE_CPU] == 3000
 
 
 def test_min_values_honoured() -> None:
-    pool = c.make_nodepool(
+    pool = scheduling_conftest.make_nodepool(
         requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, Op.EXISTS, (), min_values=3)]
     )
-    ps = c.make_pods(5, cpu="1")
-    res = c.solve(ps, pools=[pool], catalog=c.fake_catalog(8))
-    c.expect_scheduled(res, *ps)
+    ps = scheduling_conftest.make_pods(5, cpu="1")
+    res = scheduling_conftest.solve(ps, pools=[pool], catalog=scheduling_conftest.fake_catalog(8))
+    scheduling_conftest.expect_scheduled(res, *ps)
     for claim in res.new_nodeclaims:
         assert len(claim.instance_type_options) >= 3
 
 
 def test_min_values_strict_refuses_when_catalog_too_small() -> None:
-    pool = c.make_nodepool(
+    pool = scheduling_conftest.make_nodepool(
         requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, Op.EXISTS, (), min_values=3)]
     )
-    pod = c.make_pod("p", cpu="1")
-    res = c.solve([pod], pools=[pool], catalog=c.fake_catalog(2))
+    pod = scheduling_conftest.make_pod("p", cpu="1")
+    res = scheduling_conftest.solve([pod], pools=[pool], catalog=scheduling_conftest.fake_catalog(2))
     assert "minValues" in res.unschedulable[pod.key]
 
 
@@ -215,10 +227,10 @@ def test_existing_node_is_used_before_new_claims() -> None:
         (),
         {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 110_000},
     )
-    ps = c.make_pods(2)
-    res = c.solve(ps, existing_nodes=[node])
+    ps = scheduling_conftest.make_pods(2)
+    res = scheduling_conftest.solve(ps, existing_nodes=[node])
     assert set(res.existing_nodes) == {"node-a"}
-    c.expect_provisioned(res, 0)
+    scheduling_conftest.expect_provisioned(res, 0)
 
 
 @pytest.mark.parametrize("pod_by_pod", [False, True])
@@ -233,11 +245,14 @@ def test_a_node_inside_consolidate_after_refuses_only_pods_moved_off_candidates(
         {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 110_000},
         under_consolidate_after=settling,
     )
-    pending = c.make_pods(2, prefix="pending")
-    moved = [dataclasses.replace(p, from_candidate=True) for p in c.make_pods(2, prefix="moved")]
-    pool = c.make_nodepool()
+    pending = scheduling_conftest.make_pods(2, prefix="pending")
+    moved = [dataclasses.replace(p, from_candidate=True) for p in scheduling_conftest.make_pods(2, prefix="moved")]
+    pool = scheduling_conftest.make_nodepool()
     inp = scheduler.SchedulingInput(
-        pods=[*moved, *pending], nodepools=[pool], instance_types={pool.name: c.fake_catalog(20)}, existing_nodes=[node]
+        pods=[*moved, *pending],
+        nodepools=[pool],
+        instance_types={pool.name: scheduling_conftest.fake_catalog(20)},
+        existing_nodes=[node],
     )
     placed = scheduler.solve(inp, pod_by_pod=pod_by_pod).placements()
     assert {placed[p.key] for p in pending} == {"node/node-a"}  # pending pods need a home either way
@@ -245,8 +260,8 @@ def test_a_node_inside_consolidate_after_refuses_only_pods_moved_off_candidates(
 
 
 def test_node_selector_on_unknown_custom_label_names_the_label() -> None:
-    pod = c.make_pod("p", spec={"nodeSelector": {"team": "a"}})
-    res = c.solve([pod])
+    pod = scheduling_conftest.make_pod("p", spec={"nodeSelector": {"team": "a"}})
+    res = scheduling_conftest.solve([pod])
     assert 'label "team" does not have known values' in res.unschedulable[pod.key]
 
 
@@ -265,9 +280,9 @@ def test_preferred_node_affinity_is_relaxed_when_impossible() -> None:
             }
         }
     }
-    pod = c.make_pod("p", spec=spec)
-    res = c.solve([pod])
-    c.expect_scheduled(res, pod)
+    pod = scheduling_conftest.make_pod("p", spec=spec)
+    res = scheduling_conftest.solve([pod])
+    scheduling_conftest.expect_scheduled(res, pod)
 
 
 def test_bad_manifest_names_the_field() -> None:
@@ -282,8 +297,10 @@ def test_bad_manifest_names_the_field() -> None:
 
 
 def test_a_deadline_stops_the_solve_between_runs_and_keeps_what_it_placed() -> None:
-    big = c.make_pods(3, prefix="big", cpu="4")  # one run (same shape), placed first: larger requests go first
-    small = c.make_pods(5, prefix="small", cpu="1")  # a second run
+    big = scheduling_conftest.make_pods(
+        3, prefix="big", cpu="4"
+    )  # one run (same shape), placed first: larger requests go first
+    small = scheduling_conftest.make_pods(5, prefix="small", cpu="1")  # a second run
     checks = 0
 
     def after_the_first_run() -> bool:
@@ -291,18 +308,18 @@ def test_a_deadline_stops_the_solve_between_runs_and_keeps_what_it_placed() -> N
         checks += 1
         return checks > 1
 
-    res = c.solve([*small, *big], deadline=after_the_first_run)
+    res = scheduling_conftest.solve([*small, *big], deadline=after_the_first_run)
     assert res.timed_out
-    c.expect_scheduled(res, *big)
+    scheduling_conftest.expect_scheduled(res, *big)
     assert {p.key: res.unschedulable.get(p.key) for p in small} == {p.key: scheduler.TIMED_OUT for p in small}
     assert res.lower_bound_per_hour == 0.0  # no time for the bound either
 
 
 def test_no_deadline_means_no_time_out() -> None:
-    ps = c.make_pods(4)
-    res = c.solve(ps, deadline=lambda: False)
+    ps = scheduling_conftest.make_pods(4)
+    res = scheduling_conftest.solve(ps, deadline=lambda: False)
     assert not res.timed_out
-    c.expect_scheduled(res, *ps)
+    scheduling_conftest.expect_scheduled(res, *ps)
 
 
 def _term(key: str, app: str) -> dict[str, object]:
@@ -317,9 +334,9 @@ def test_self_affinity_on_hostname_uses_the_first_node_only() -> None:
             "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels.LABEL_HOSTNAME, "s2")]}
         }
     }
-    ps = c.make_pods(10, cpu="0", memory="0", labels_={"app": "s2"}, spec=affinity)
-    res = c.solve(ps, catalog=generator.default_instance_types())
-    (claim,) = c.expect_provisioned(res, 1)
+    ps = scheduling_conftest.make_pods(10, cpu="0", memory="0", labels_={"app": "s2"}, spec=affinity)
+    res = scheduling_conftest.solve(ps, catalog=generator.default_instance_types())
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert len(claim.pods) == 5
     assert len(res.unschedulable) == 5
 
@@ -327,16 +344,16 @@ def test_self_affinity_on_hostname_uses_the_first_node_only() -> None:
 def test_zone_anti_affinity_to_a_pod_whose_zone_is_undecided() -> None:
     # topology_test.go "should not violate pod anti-affinity on zone (other schedules first)": the selected pod goes
     # first onto a claim open to every zone, so it may end up in any of them and the anti-affine pod must wait
-    first = c.make_pod("first", cpu="2", labels_={"app": "s2"})
+    first = scheduling_conftest.make_pod("first", cpu="2", labels_={"app": "s2"})
     anti = {
         "affinity": {
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels.LABEL_ZONE, "s2")]}
         }
     }
-    avoider = c.make_pod("avoider", cpu="0", memory="0", spec=anti)
-    res = c.solve([first, avoider])
-    c.expect_scheduled(res, first)
-    c.expect_not_scheduled(res, avoider)
+    avoider = scheduling_conftest.make_pod("avoider", cpu="0", memory="0", spec=anti)
+    res = scheduling_conftest.solve([first, avoider])
+    scheduling_conftest.expect_scheduled(res, first)
+    scheduling_conftest.expect_not_scheduled(res, avoider)
 
 
 def test_solve_pauses_the_collector_and_restores_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -349,12 +366,12 @@ def test_solve_pauses_the_collector_and_restores_it(monkeypatch: pytest.MonkeyPa
         return real(*args, **kwargs)
 
     monkeypatch.setattr(repack, "repack", spy)
-    assert not c.solve(c.make_pods(3)).unschedulable
+    assert not scheduling_conftest.solve(scheduling_conftest.make_pods(3)).unschedulable
     assert during == [False]
     assert gc.isenabled()
     gc.disable()
     try:
-        c.solve(c.make_pods(3))
+        scheduling_conftest.solve(scheduling_conftest.make_pods(3))
         assert not gc.isenabled()  # it was off before: the solve does not turn it on
     finally:
         gc.enable()
@@ -371,22 +388,27 @@ def test_terminating_pods_count_in_no_spread(pod_by_pod: bool) -> None:
     }
     leaving = [
         dataclasses.replace(p, node_name="node-a", terminating=True)
-        for p in c.make_pods(2, prefix="old", labels_={"app": "web"})
+        for p in scheduling_conftest.make_pods(2, prefix="old", labels_={"app": "web"})
     ]
     node = scheduler.ExistingNode(
         "node-a",
-        {labels.LABEL_ZONE: c.ZONES[0]},
+        {labels.LABEL_ZONE: scheduling_conftest.ZONES[0]},
         (),
         {labels.RESOURCE_CPU: 100, labels.RESOURCE_PODS: 110_000},
         pods=tuple(leaving),
     )
-    pending = c.make_pods(3, cpu="1", labels_={"app": "web"}, spec=spread)
-    pool = c.make_nodepool()
+    pending = scheduling_conftest.make_pods(3, cpu="1", labels_={"app": "web"}, spec=spread)
+    pool = scheduling_conftest.make_nodepool()
     res = scheduler.solve(
         scheduler.SchedulingInput(
-            pods=pending, nodepools=[pool], instance_types={pool.name: c.fake_catalog(8)}, existing_nodes=[node]
+            pods=pending,
+            nodepools=[pool],
+            instance_types={pool.name: scheduling_conftest.fake_catalog(8)},
+            existing_nodes=[node],
         ),
         pod_by_pod=pod_by_pod,
     )
     assert not res.unschedulable
-    assert sorted(c.zone_of(cl) or "" for cl in res.new_nodeclaims) == sorted(c.ZONES)
+    assert sorted(scheduling_conftest.zone_of(cl) or "" for cl in res.new_nodeclaims) == sorted(
+        scheduling_conftest.ZONES
+    )

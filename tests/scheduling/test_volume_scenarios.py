@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.scheduling import conftest as c
+from tests.scheduling import conftest as scheduling_conftest
 
 from karpy import requirements
 from karpy.api import errors, labels
@@ -16,7 +16,7 @@ WAIT = volumes.BINDING_WAIT
 
 def _pod(name: str, *claims: str) -> pods.Pod:
     vols = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": cl}} for i, cl in enumerate(claims)]
-    return c.make_pod(name, spec={"volumes": vols})
+    return scheduling_conftest.make_pod(name, spec={"volumes": vols})
 
 
 def _zones(*zones: str) -> requirements.Requirements:
@@ -27,18 +27,20 @@ def test_wait_for_first_consumer_class_limits_zones_by_allowed_topologies() -> N
     sc = volumes.StorageClass("regional", WAIT, (_zones("test-zone-1c"),))
     pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name="regional")
     pod = _pod("p", "data")
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
-    (claim,) = c.expect_provisioned(res, 1)
-    assert c.zone_of(claim) == "test-zone-1c"
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
+    assert scheduling_conftest.zone_of(claim) == "test-zone-1c"
 
 
 def test_pvc_without_class_uses_the_default_class() -> None:
     default = volumes.StorageClass("gp3", WAIT, (_zones("test-zone-1b"),), default=True)
     other = volumes.StorageClass("other", WAIT, (_zones("test-zone-1a"),))
     pvc = volumes.PersistentVolumeClaim("default", "data")
-    res = c.solve([_pod("p", "data")], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[default, other]))
-    (claim,) = c.expect_provisioned(res, 1)
-    assert c.zone_of(claim) == "test-zone-1b"
+    res = scheduling_conftest.solve(
+        [_pod("p", "data")], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[default, other])
+    )
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
+    assert scheduling_conftest.zone_of(claim) == "test-zone-1b"
 
 
 @pytest.mark.parametrize("storage_class", [None, ""])
@@ -49,7 +51,7 @@ def test_unbound_pvc_without_a_class_blocks_the_pod(storage_class: str | None) -
     pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name=storage_class)
     pod = _pod("p", "data")
     classes = [default] if storage_class == "" else []
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=classes))
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=classes))
     assert "has no storage class" in res.unschedulable[pod.key]
     assert not res.new_nodeclaims
 
@@ -66,11 +68,13 @@ def test_local_volume_hostname_term_is_ignored(source: dict[str, object]) -> Non
     )
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv")
     pod = _pod("p", "data")
-    c.expect_scheduled(c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv])), pod)
+    scheduling_conftest.expect_scheduled(
+        scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv])), pod
+    )
     # a network volume's hostname term still binds: no new node is that host
     pinned = dataclasses.replace(pv, node_local=False)
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pinned]))
-    c.expect_not_scheduled(res, pod)
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pinned]))
+    scheduling_conftest.expect_not_scheduled(res, pod)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +95,7 @@ def test_claims_kube_scheduler_would_refuse_block_the_pod(
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv", **claim)
     pv = volumes.PersistentVolume("pv", **volume)
     pod = _pod("p", "data")
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
     assert reason in res.unschedulable[pod.key]
 
 
@@ -126,7 +130,7 @@ def test_claim_and_volume_manifests_carry_what_validation_reads() -> None:
 )
 def test_missing_volume_objects_are_named_in_the_reason(catalog: volumes.VolumeCatalog, reason: str) -> None:
     pod = _pod("p", "data")
-    res = c.solve([pod], volumes=catalog)
+    res = scheduling_conftest.solve([pod], volumes=catalog)
     assert res.unschedulable[pod.key] == reason
 
 
@@ -140,7 +144,7 @@ def test_two_volumes_in_different_zones_have_no_common_topology() -> None:
         volumes.PersistentVolumeClaim("default", "b", volume_name="pv-b"),
     ]
     pod = _pod("p", "a", "b")
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
     assert res.unschedulable[pod.key] == "volumes of default/p have no common topology"
 
 
@@ -154,22 +158,22 @@ def test_ored_pv_terms_intersect_with_the_other_volume() -> None:
         volumes.PersistentVolumeClaim("default", "a", volume_name="pv-a"),
         volumes.PersistentVolumeClaim("default", "b", volume_name="pv-b"),
     ]
-    res = c.solve([_pod("p", "a", "b")], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
-    (claim,) = c.expect_provisioned(res, 1)
-    assert c.zone_of(claim) == "test-zone-1b"
+    res = scheduling_conftest.solve([_pod("p", "a", "b")], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
+    (claim,) = scheduling_conftest.expect_provisioned(res, 1)
+    assert scheduling_conftest.zone_of(claim) == "test-zone-1b"
 
 
 def test_volume_zone_conflicting_with_node_selector_is_refused() -> None:
     pv = volumes.PersistentVolume("pv-1", (_zones("test-zone-1a"),))
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv-1")
-    pod = c.make_pod(
+    pod = scheduling_conftest.make_pod(
         "p",
         spec={
             "nodeSelector": {labels.LABEL_ZONE: "test-zone-1b"},
             "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
         },
     )
-    res = c.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
     assert "incompatible volume requirements" in res.unschedulable[pod.key]
 
 
@@ -177,13 +181,15 @@ def test_pods_sharing_a_zonal_volume_share_its_zone() -> None:
     pv = volumes.PersistentVolume("pv-1", (_zones("test-zone-1c"),))
     pvc = volumes.PersistentVolumeClaim("default", "shared", volume_name="pv-1")
     ps = [_pod(f"p-{i}", "shared") for i in range(4)]
-    res = c.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]))
-    c.expect_scheduled(res, *ps)
-    assert {c.zone_of(cl) for cl in res.new_nodeclaims} == {"test-zone-1c"}
+    res = scheduling_conftest.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    scheduling_conftest.expect_scheduled(res, *ps)
+    assert {scheduling_conftest.zone_of(cl) for cl in res.new_nodeclaims} == {"test-zone-1c"}
 
 
 def test_generic_ephemeral_volume_names_its_claim_after_the_pod() -> None:
-    pod = c.make_pod("web", spec={"volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]})
+    pod = scheduling_conftest.make_pod(
+        "web", spec={"volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]}
+    )
     assert pod.pvc_names == ("web-scratch",)
 
 
@@ -233,13 +239,13 @@ def test_csi_attach_limit_of_an_existing_node_is_honoured() -> None:
     ps = [_pod(f"p-{i}", f"a-{i}", f"b-{i}") for i in range(6)]
     catalog = volumes.VolumeCatalog.build(pvcs, storage_classes=[sc])
     node = _existing_node(volume_limits={"fake.csi.provider": 10})
-    res = c.solve(ps, volumes=catalog, existing_nodes=[node])
-    c.expect_scheduled(res, *ps)
+    res = scheduling_conftest.solve(ps, volumes=catalog, existing_nodes=[node])
+    scheduling_conftest.expect_scheduled(res, *ps)
     assert len(res.existing_nodes["node-a"]) == 5
-    assert sum(len(cl.pods) for cl in c.expect_provisioned(res, 1)) == 1
+    assert sum(len(cl.pods) for cl in scheduling_conftest.expect_provisioned(res, 1)) == 1
     # another driver's limit, or none, leaves every pod on the node
     for limits in ({"other.csi.provider": 1}, {}):
-        res = c.solve(ps, volumes=catalog, existing_nodes=[_existing_node(volume_limits=limits)])
+        res = scheduling_conftest.solve(ps, volumes=catalog, existing_nodes=[_existing_node(volume_limits=limits)])
         assert len(res.existing_nodes["node-a"]) == 6
 
 
@@ -249,7 +255,7 @@ def test_pods_sharing_one_claim_attach_it_once() -> None:
     pvc = volumes.PersistentVolumeClaim("default", "shared", volume_name="pv")
     ps = [_pod(f"p-{i}", "shared") for i in range(20)]
     node = _existing_node(volume_limits={volumes.EBS_CSI_DRIVER: 1})
-    res = c.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]), existing_nodes=[node])
+    res = scheduling_conftest.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]), existing_nodes=[node])
     assert len(res.existing_nodes["node-a"]) == 20
     assert not res.new_nodeclaims
 

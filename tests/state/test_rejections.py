@@ -10,7 +10,7 @@ from tests import builders
 
 from karpy import clock, rejections
 from karpy.kube import client, resources
-from karpy.scheduling import pods as pods_api
+from karpy.scheduling import pods as scheduling_pods
 from karpy.state import cluster
 
 R = resources
@@ -61,14 +61,14 @@ def test_a_fixed_or_deleted_pod_is_accepted_again_and_leaves_its_node() -> None:
 
 def test_a_parser_that_raises_is_a_reported_bug_not_a_stopped_informer(monkeypatch: pytest.MonkeyPatch) -> None:
     model, sink = _model()
-    real = pods_api.from_manifest
+    real = scheduling_pods.from_manifest
 
     def broken(obj: Any, **kwargs: Any) -> Any:
         if obj["metadata"]["name"] == "odd":
             raise RecursionError("a shape no one foresaw")
         return real(obj, **kwargs)
 
-    monkeypatch.setattr(pods_api, "from_manifest", broken)
+    monkeypatch.setattr(scheduling_pods, "from_manifest", broken)
     _apply(model, R.PODS, builders.unschedulable(builders.pod("odd")))
     _apply(model, R.PODS, builders.unschedulable(builders.pod("fine")))
     assert [p.name for p in model.pending_pods()] == ["fine"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy.api import labels, parse
@@ -25,12 +25,12 @@ def _terminator(env: harness.Env) -> controller.TerminationController:
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
     """A launched, registered, initialized NodeClaim with its Node, through the lifecycle reconciler itself."""
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(CLAIM, tgp=tgp))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, tgp=tgp))
     claims = env.claims()
     await claims.reconcile(CLAIM)
     raw = env.claim_obj(CLAIM)
     assert raw is not None
-    env.kube.put(resources.NODES, b.node_dict(NODE, provider_id=raw["status"]["providerID"]))  # type: ignore[index]
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict(NODE, provider_id=raw["status"]["providerID"]))  # type: ignore[index]
     await claims.reconcile(CLAIM)
     node = env.kube.obj(resources.NODES, NODE)
     assert node is not None
@@ -60,15 +60,17 @@ async def test_full_termination_in_tier_order() -> None:
     env = harness.make_env()
     await _registered(env)
     for pod in (
-        b.pod_dict("crit-ds", daemon=True, priority_class="system-node-critical"),
-        b.pod_dict("crit", priority_class="system-cluster-critical"),
-        b.pod_dict("ds", daemon=True),
-        b.pod_dict("app-1"),
-        b.pod_dict("app-2"),
-        b.pod_dict("mirror", mirror=True),
-        b.pod_dict("tolerant", tolerations=[{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]),
-        b.pod_dict("done", phase="Succeeded"),
-        b.pod_dict("elsewhere", node="other-node"),
+        nodeclaim_builders.pod_dict("crit-ds", daemon=True, priority_class="system-node-critical"),
+        nodeclaim_builders.pod_dict("crit", priority_class="system-cluster-critical"),
+        nodeclaim_builders.pod_dict("ds", daemon=True),
+        nodeclaim_builders.pod_dict("app-1"),
+        nodeclaim_builders.pod_dict("app-2"),
+        nodeclaim_builders.pod_dict("mirror", mirror=True),
+        nodeclaim_builders.pod_dict(
+            "tolerant", tolerations=[{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]
+        ),
+        nodeclaim_builders.pod_dict("done", phase="Succeeded"),
+        nodeclaim_builders.pod_dict("elsewhere", node="other-node"),
     ):
         env.kube.put(resources.PODS, pod)
     await _delete_node(env)
@@ -118,7 +120,7 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     await _registered(env, tgp="1h")  # even with a TGP, no PDB-protected pod is deleted before it
     env.kube.put(resources.PDBS, builders.pdb("web", {"app": "web"}, minAvailable=2))
     for name in ("web-1", "web-2"):
-        env.kube.put(resources.PODS, b.pod_dict(name, pod_labels={"app": "web"}))
+        env.kube.put(resources.PODS, nodeclaim_builders.pod_dict(name, pod_labels={"app": "web"}))
     await _delete_node(env)
     term = _terminator(env)
 
@@ -142,7 +144,7 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     assert attempts.count("web-1") == attempts.count("web-2")  # each pod on its own backoff, neither starved
 
     # A replacement becomes Ready elsewhere: exactly one eviction is allowed, then the budget blocks again.
-    env.kube.put(resources.PODS, b.pod_dict("web-3", node="other", pod_labels={"app": "web"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-3", node="other", pod_labels={"app": "web"}))
     for _ in range(30):
         result = await term.reconcile(NODE)
         assert healthy() >= 2
@@ -150,17 +152,20 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     assert term.counters.evictions == 1
     assert len([p for p in _pods(env) if p in ("web-1", "web-2")]) == 1
 
-    env.kube.put(resources.PODS, b.pod_dict("web-4", node="other", pod_labels={"app": "web"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-4", node="other", pod_labels={"app": "web"}))
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _node_gone(env))
     assert term.counters.evictions == 2
     assert term.counters.pods_deleted == 0
-    assert env.clock.now() < b.T0 + 3600  # all before the TGP: only evictions were used
+    assert env.clock.now() < nodeclaim_builders.T0 + 3600  # all before the TGP: only evictions were used
 
 
 async def test_do_not_disrupt_blocks_until_the_termination_grace_period_forces_it() -> None:
     env = harness.make_env()
     await _registered(env, tgp="2m")
-    env.kube.put(resources.PODS, b.pod_dict("batch", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}, grace=30))
+    env.kube.put(
+        resources.PODS,
+        nodeclaim_builders.pod_dict("batch", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}, grace=30),
+    )
     deleted_at = env.clock.now()
     await _delete_node(env)
     term = _terminator(env)
@@ -180,7 +185,7 @@ async def test_do_not_disrupt_blocks_until_the_termination_grace_period_forces_i
 async def test_not_ready_node_without_instance_is_released_at_once() -> None:
     env = harness.make_env()
     await _registered(env)
-    env.kube.put(resources.PODS, b.pod_dict("app"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("app"))
     node = env.kube.obj(resources.NODES, NODE)
     assert node is not None
     node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
@@ -222,7 +227,9 @@ async def test_volume_attachment_of_an_undrainable_pod_does_not_block() -> None:
     await _registered(env)
     env.kube.put(
         resources.PODS,
-        b.pod_dict("agent", pvcs=["data"], tolerations=[{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]),
+        nodeclaim_builders.pod_dict(
+            "agent", pvcs=["data"], tolerations=[{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]
+        ),
     )
     env.kube.put(
         resources.PVCS,
@@ -259,7 +266,7 @@ async def test_restart_mid_drain_resumes() -> None:
     env = harness.make_env()
     await _registered(env)
     for name in ("a", "b"):
-        env.kube.put(resources.PODS, b.pod_dict(name))
+        env.kube.put(resources.PODS, nodeclaim_builders.pod_dict(name))
     await _delete_node(env)
     env.kube.crash_on = lambda w: w.verb == "evict" and w.name == "b"
     with pytest.raises(fake.Crash):
@@ -288,7 +295,7 @@ async def test_failed_eviction_backs_off_and_is_reported() -> None:
     await _registered(env)
     env.kube.put(resources.PDBS, builders.pdb("one", {"app": "web"}, minAvailable=0))
     env.kube.put(resources.PDBS, builders.pdb("two", {"app": "web"}, minAvailable=0))
-    env.kube.put(resources.PODS, b.pod_dict("web-1", pod_labels={"app": "web"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-1", pod_labels={"app": "web"}))
     await _delete_node(env)
     term = controller.TerminationController(env.deps, backoff=drain.Backoff(base=1.0, cap=4.0))
     attempts = []

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy.api import labels
 from karpy.termination import drain
 
-T0 = b.T0
+T0 = nodeclaim_builders.T0
 DND = labels.ANNOTATION_DO_NOT_DISRUPT
 
 
 def _pod(name: str, **kwargs: Any) -> drain.DrainPod:
-    return drain.from_manifest(b.pod_dict(name, **kwargs))
+    return drain.from_manifest(nodeclaim_builders.pod_dict(name, **kwargs))
 
 
 def _names(pods: tuple[drain.DrainPod, ...]) -> list[str]:
@@ -135,7 +135,7 @@ def test_blocking_attachments() -> None:
 
 
 def test_disrupted_patch() -> None:
-    node = b.node_dict(
+    node = nodeclaim_builders.node_dict(
         taints=[
             {"key": labels.TAINT_DISRUPTED_KEY, "value": "x", "effect": "NoSchedule"},
             {"key": "k", "effect": "NoExecute"},
@@ -148,16 +148,16 @@ def test_disrupted_patch() -> None:
         },
         "metadata": {"labels": {labels.LABEL_EXCLUDE_FROM_LB: "karpenter"}, "resourceVersion": "7"},
     }
-    done = b.node_dict(
+    done = nodeclaim_builders.node_dict(
         taints=[{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}],
         node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"},
     )
     assert drain.disrupted_patch(done) is None
-    tainted_only = b.node_dict(taints=[{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}])
+    tainted_only = nodeclaim_builders.node_dict(taints=[{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}])
     assert drain.disrupted_patch(tainted_only) == {
         "metadata": {"labels": {labels.LABEL_EXCLUDE_FROM_LB: "karpenter"}, "resourceVersion": "7"}
     }
-    labelled_only = b.node_dict(taints=[], node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"})
+    labelled_only = nodeclaim_builders.node_dict(taints=[], node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"})
     assert drain.disrupted_patch(labelled_only) == {
         "spec": {"taints": [{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}]},
         "metadata": {"resourceVersion": "7"},
@@ -172,8 +172,8 @@ def test_backoff(failures: int, delay: float) -> None:
 def test_a_duration_counts_from_the_pods_start_not_its_creation() -> None:
     """A pod bound long after it was created (it waited for capacity) and not yet started keeps its do-not-disrupt
     duration: upstream reads only status.startTime and fails safe without it."""
-    manifest = b.pod_dict("late", annotations={DND: "10m"}, started=None)
-    manifest["metadata"]["creationTimestamp"] = b.ts(T0 - 86400)
+    manifest = nodeclaim_builders.pod_dict("late", annotations={DND: "10m"}, started=None)
+    manifest["metadata"]["creationTimestamp"] = nodeclaim_builders.ts(T0 - 86400)
     pod = drain.from_manifest(manifest)
     assert pod.started is None
     step = drain.plan([pod], now=T0, termination_time=None)
@@ -213,7 +213,7 @@ def test_which_tolerations_let_a_pod_stay_on_a_disrupted_node(toleration: dict[s
 
 
 def test_only_persistent_volume_claims_are_volumes_to_wait_for() -> None:
-    manifest = b.pod_dict("p", pvcs=["data"])
+    manifest = nodeclaim_builders.pod_dict("p", pvcs=["data"])
     manifest["spec"]["volumes"] += [
         {"name": "scratch", "emptyDir": {}},
         {"name": "odd", "persistentVolumeClaim": {"readOnly": True}},

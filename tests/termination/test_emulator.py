@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, resources, rest
@@ -24,25 +24,25 @@ NODE = "ip-10-0-0-9"
 
 
 @pytest.fixture
-def clock() -> clock_mod.ManualClock:
-    return clock_mod.ManualClock(b.T0)
+def clock() -> karpy_clock.ManualClock:
+    return karpy_clock.ManualClock(nodeclaim_builders.T0)
 
 
 @pytest.fixture
-def kube(clock: clock_mod.ManualClock) -> Iterator[runner.KubeAPIRunner]:
+def kube(clock: karpy_clock.ManualClock) -> Iterator[runner.KubeAPIRunner]:
     with runner.KubeAPIRunner(server.FakeKubeAPI(seed=3, clock=clock.now)) as served:
         yield served
 
 
 @pytest.fixture
-async def api(kube: runner.KubeAPIRunner, clock: clock_mod.ManualClock) -> AsyncIterator[rest.RestClient]:
+async def api(kube: runner.KubeAPIRunner, clock: karpy_clock.ManualClock) -> AsyncIterator[rest.RestClient]:
     # The limiter would sleep on the virtual clock; give it room enough never to wait.
     async with rest.RestClient(credentials.Credentials(kube.url), clock=clock, qps=1e6, burst=10**6) as client:
         yield client
 
 
 async def _ready_pod(api: rest.RestClient, name: str, node: str) -> None:
-    body = b.pod_dict(name, node=node, pod_labels={"app": "web"})
+    body = nodeclaim_builders.pod_dict(name, node=node, pod_labels={"app": "web"})
     status = body.pop("status")
     for key in ("uid", "creationTimestamp", "ownerReferences"):
         body["metadata"].pop(key)
@@ -56,7 +56,7 @@ async def _healthy_web(api: rest.RestClient) -> int:
 
 
 async def test_drain_respects_a_pdb_end_to_end(
-    api: rest.RestClient, kube: runner.KubeAPIRunner, clock: clock_mod.ManualClock
+    api: rest.RestClient, kube: runner.KubeAPIRunner, clock: karpy_clock.ManualClock
 ) -> None:
     cloud = fake_provider.FakeCloudProvider()
     recorder = events.MemoryRecorder()
@@ -64,13 +64,13 @@ async def test_drain_respects_a_pdb_end_to_end(
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(deps)
 
-    body = b.claim_dict(CLAIM)
+    body = nodeclaim_builders.claim_dict(CLAIM)
     body["metadata"] = {"name": CLAIM, "labels": body["metadata"]["labels"]}
     await api.create(resources.NODECLAIMS, body)
     await claims.reconcile(CLAIM)
     claim = await api.get(resources.NODECLAIMS, CLAIM)
     assert claim is not None
-    node_body: dict[str, Any] = b.node_dict(NODE, provider_id=claim["status"]["providerID"])
+    node_body: dict[str, Any] = nodeclaim_builders.node_dict(NODE, provider_id=claim["status"]["providerID"])
     node_status = node_body.pop("status")
     node_body["metadata"] = {"name": NODE}
     await api.create(resources.NODES, node_body)

@@ -3,7 +3,7 @@ the Node's resourceVersion, the metrics name the NodePool, and Events point at t
 
 from __future__ import annotations
 
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy.api import labels
@@ -16,13 +16,13 @@ OTHER_FINALIZER = "example.com/keep-me"
 
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(CLAIM, tgp=tgp, pool="team"))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, tgp=tgp, pool="team"))
     await env.claims().reconcile(CLAIM)
     raw = env.claim_obj(CLAIM)
     assert raw is not None
     env.kube.put(
         resources.NODES,
-        b.node_dict(NODE, provider_id=raw["status"]["providerID"]),  # type: ignore[index]
+        nodeclaim_builders.node_dict(NODE, provider_id=raw["status"]["providerID"]),  # type: ignore[index]
     )
     await env.claims().reconcile(CLAIM)
 
@@ -63,10 +63,11 @@ async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None
 async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None:
     env = harness.make_env()
     await _registered(env, tgp="10m")
-    env.kube.put(resources.PODS, b.pod_dict("web", namespace="shop"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web", namespace="shop"))
     for name in ("pinned", "pinned-too"):
         env.kube.put(
-            resources.PODS, b.pod_dict(name, namespace="shop", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
+            resources.PODS,
+            nodeclaim_builders.pod_dict(name, namespace="shop", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}),
         )
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy.api import labels, parse
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller, drain
@@ -20,13 +20,13 @@ NODE = "ip-10-0-0-1"
 
 
 async def _registered(env: harness.Env) -> dict[str, Any]:
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(CLAIM))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM))
     await env.claims().reconcile(CLAIM)
     raw = env.claim_obj(CLAIM)
     assert raw is not None
-    env.kube.put(resources.NODES, b.node_dict(NODE, provider_id=raw["status"]["providerID"]))  # type: ignore[index]
+    env.kube.put(resources.NODES, nodeclaim_builders.node_dict(NODE, provider_id=raw["status"]["providerID"]))  # type: ignore[index]
     await env.claims().reconcile(CLAIM)
-    env.kube.put(resources.PODS, b.pod_dict("app"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("app"))
     node = env.kube.obj(resources.NODES, NODE)
     assert node is not None
     return node
@@ -105,7 +105,9 @@ async def test_two_claims_with_the_nodes_provider_id_are_ambiguous() -> None:
 async def test_a_node_whose_pods_cannot_leave_says_so() -> None:
     env = harness.make_env()
     await _registered(env)
-    env.kube.put(resources.PODS, b.pod_dict("pinned", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}))
+    env.kube.put(
+        resources.PODS, nodeclaim_builders.pod_dict("pinned", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
+    )
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps)
     for _ in range(3):
@@ -181,7 +183,9 @@ async def test_a_claim_of_another_api_group_never_names_the_claim_to_delete() ->
     name exists: that one belongs to another node, and deleting it would take that node down."""
     env = harness.make_env()
     node = await _registered(env)
-    env.kube.put(resources.NODECLAIMS, b.claim_dict("bystander", status={"providerID": "fake://zone-a/i-other"}))
+    env.kube.put(
+        resources.NODECLAIMS, nodeclaim_builders.claim_dict("bystander", status={"providerID": "fake://zone-a/i-other"})
+    )
     node["metadata"]["ownerReferences"] = [{"apiVersion": "example.com/v1", "kind": "NodeClaim", "name": "bystander"}]
     await env.kube.delete(resources.NODES, NODE)
     await controller.TerminationController(env.deps).reconcile(NODE)
@@ -206,7 +210,7 @@ async def test_a_write_conflict_is_retried_soon() -> None:
     await env.kube.delete(resources.NODES, NODE)
 
     async def conflicting(*_: Any, **__: Any) -> Any:
-        raise kube.Conflict(409, "Conflict", "the object has been modified")
+        raise kube_client.Conflict(409, "Conflict", "the object has been modified")
 
     env.kube.patch = conflicting  # type: ignore[method-assign]
     result = await controller.TerminationController(env.deps).reconcile(NODE)
@@ -230,8 +234,10 @@ async def test_volumes_of_pods_the_drain_does_not_wait_for_do_not_block() -> Non
     env = harness.make_env()
     await _registered(env)
     del env.kube.objects[("pods", "default", "app")]
-    env.kube.put(resources.PODS, b.pod_dict("a-done", phase="Succeeded", pvcs=["done-data"]))
-    env.kube.put(resources.PODS, b.pod_dict("b-stuck", deleted=env.clock.now() - 120, pvcs=["stuck-data"]))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("a-done", phase="Succeeded", pvcs=["done-data"]))
+    env.kube.put(
+        resources.PODS, nodeclaim_builders.pod_dict("b-stuck", deleted=env.clock.now() - 120, pvcs=["stuck-data"])
+    )
     for claim, volume in (("done-data", "pv-done"), ("stuck-data", "pv-stuck")):
         env.kube.put(
             resources.PVCS, {"metadata": {"name": claim, "namespace": "default"}, "spec": {"volumeName": volume}}
@@ -260,7 +266,9 @@ async def test_the_index_naming_a_claim_that_moved_to_another_instance_finds_non
     claim = env.claim_obj(CLAIM)
     assert claim is not None
     index = state_cluster.Cluster(clock=env.clock)
-    index.apply(resources.NODECLAIMS, kube.WatchEvent(kube.ADDED, claim))  # the cache still has the old id
+    index.apply(
+        resources.NODECLAIMS, kube_client.WatchEvent(kube_client.ADDED, claim)
+    )  # the cache still has the old id
     claim["status"]["providerID"] = "fake://zone-a/i-someone-else"  # the claim itself says otherwise now
     await env.kube.delete(resources.NODES, NODE)
     await controller.TerminationController(env.deps, claims=index).reconcile(NODE)
@@ -294,16 +302,16 @@ async def test_a_pod_backing_off_does_not_hold_up_the_pods_after_it() -> None:
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
         },
     )
-    env.kube.put(resources.PODS, b.pod_dict("a-db", pod_labels={"app": "db"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("a-db", pod_labels={"app": "db"}))
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps, backoff=drain.Backoff(base=10.0, cap=10.0))
     await term.reconcile(NODE)  # refused: a-db backs off for 10 s
-    env.kube.put(resources.PODS, b.pod_dict("c-web"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("c-web"))
     env.clock.advance(1.0)
     await term.reconcile(NODE)
     assert [(name, outcome) for _, name, outcome in env.kube.evictions] == [
-        ("a-db", kube.EvictionOutcome.BLOCKED),
-        ("c-web", kube.EvictionOutcome.EVICTED),
+        ("a-db", kube_client.EvictionOutcome.BLOCKED),
+        ("c-web", kube_client.EvictionOutcome.EVICTED),
     ]
 
 
@@ -327,7 +335,7 @@ async def test_every_released_node_is_counted() -> None:
     for name in ("gone-1", "gone-2"):  # NotReady, instance already gone: released at once
         env.kube.put(
             resources.NODES,
-            b.node_dict(
+            nodeclaim_builders.node_dict(
                 name, provider_id=f"fake://zone-a/i-{name}", ready=False, finalizers=[labels.FINALIZER_TERMINATION]
             ),
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.nodeclaim import builders as b
+from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
 from karpy import rejections
@@ -20,11 +20,11 @@ NODE = "ip-10-0-0-1"
 
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
-    env.kube.put(resources.NODECLAIMS, b.claim_dict(CLAIM, tgp=tgp))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, tgp=tgp))
     claims = env.claims()
     await claims.reconcile(CLAIM)
     raw: Any = env.claim_obj(CLAIM)
-    node = b.node_dict(NODE, provider_id=raw["status"]["providerID"])
+    node = nodeclaim_builders.node_dict(NODE, provider_id=raw["status"]["providerID"])
     node["metadata"]["ownerReferences"] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": CLAIM}]
     env.kube.put(resources.NODES, node)
     await claims.reconcile(CLAIM)
@@ -37,7 +37,7 @@ def _terminator(env: harness.Env, sink: rejections.MemorySink) -> controller.Ter
 async def test_a_node_whose_nodeclaim_cannot_be_read_is_neither_drained_nor_terminated() -> None:
     env = harness.make_env()
     await _registered(env)
-    env.kube.put(resources.PODS, b.pod_dict("app"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("app"))
     raw: Any = env.claim_obj(CLAIM)
     raw["spec"]["requirements"][0]["operator"] = "Equals"  # what karpy's parser refuses
     await env.kube.delete(resources.NODES, NODE)
@@ -58,8 +58,8 @@ async def test_a_node_whose_nodeclaim_cannot_be_read_is_neither_drained_nor_term
 async def test_an_unreadable_pod_holds_the_drain_and_is_left_alone_even_past_the_grace_period() -> None:
     env = harness.make_env()
     await _registered(env, tgp="1m")
-    env.kube.put(resources.PODS, b.pod_dict("app"))
-    strange = b.pod_dict("strange")
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("app"))
+    strange = nodeclaim_builders.pod_dict("strange")
     strange["spec"]["tolerations"] = [5]  # what from_manifest cannot read
     env.kube.put(resources.PODS, strange)
     await env.kube.delete(resources.NODES, NODE)

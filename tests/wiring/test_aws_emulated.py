@@ -30,7 +30,7 @@ from karpy.kube import credentials, resources, rest
 from karpy.operator import app
 from karpy.runtime import leadership
 from karpy.runtime import parts as runtime_parts
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 from karpy_emulator import cluster
 from karpy_emulator.aws import seeding
@@ -61,7 +61,7 @@ def real_aws(emulated: cluster.EmulatedCluster, built: list[runtime_parts.CloudP
     in-process catalog answers (moto serialises ~1,400 shapes over HTTP in ~20 s) and a short SQS poll."""
     production = graph.aws_cloud(dict(emulated.aws_env))
 
-    def build(s: settings.Settings, state: cluster_module.Cluster, c: clock.Clock) -> runtime_parts.CloudParts:
+    def build(s: settings.Settings, state: state_cluster.Cluster, c: clock.Clock) -> runtime_parts.CloudParts:
         parts = production(s, state, c)
         assert isinstance(parts.provider, aws_provider.AWSCloudProvider)
         seeding.install_fast_catalog(parts.provider._deps.aws.ec2, region=emulated.region)

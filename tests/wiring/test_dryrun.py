@@ -11,14 +11,14 @@ from tests import builders
 
 from karpy import clock, settings
 from karpy.api import parse
-from karpy.cloudprovider import dryrun as cloud_dryrun
+from karpy.cloudprovider import dryrun as cloudprovider_dryrun
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import dryrun, resources, rest
 from karpy.nodeclaim import garbagecollection
 from karpy.runtime import parts as runtime_parts
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 
 
@@ -47,7 +47,7 @@ class _NodeClasses:
 def _build(api: rest.RestClient, cloud: fake_provider.FakeCloudProvider, *, dry_run: bool, **parts: Any) -> Any:
     env = {"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true", "DRY_RUN": str(dry_run).lower()}
 
-    def factory(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> runtime_parts.CloudParts:
+    def factory(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> runtime_parts.CloudParts:
         return runtime_parts.CloudParts(provider=cloud, **parts)
 
     return graph.build(
@@ -70,7 +70,7 @@ async def test_garbage_collection_terminates_a_leaked_instance_only_for_real(
     provider_id = await _leaked_instance(cloud)
     ctrl = _build(api, cloud, dry_run=dry_run)
     assert isinstance(ctrl.kube, dryrun.DryRunClient) is dry_run
-    assert isinstance(ctrl.cloud.provider, cloud_dryrun.DryRunCloud) is dry_run
+    assert isinstance(ctrl.cloud.provider, cloudprovider_dryrun.DryRunCloud) is dry_run
     await ctrl.nodeclaims.collect_garbage()  # first sighting
     ctrl.clock.advance(garbagecollection.INSTANCE_GRACE + 1)
     with caplog.at_level(logging.INFO):

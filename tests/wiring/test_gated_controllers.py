@@ -12,7 +12,7 @@ from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, resources, rest
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.runtime import leadership, parts, routing
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 
 POLICY = types.RepairPolicy("Ready", "False", 1800.0)
@@ -22,7 +22,7 @@ def _controller(gates: str, *, policies: tuple[types.RepairPolicy, ...] = (POLIC
     fake = fake_provider.FakeCloudProvider()
     fake.repair = list(policies)
 
-    def cloud(_: settings.Settings, __: cluster_module.Cluster, ___: clock.Clock) -> parts.CloudParts:
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
         return parts.CloudParts(provider=fake)
 
     env = {"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates}

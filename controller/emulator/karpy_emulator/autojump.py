@@ -23,7 +23,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy import tasks
 
 IDLE_SECONDS = 0.02
@@ -98,7 +98,7 @@ class TrackedExecutor(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
-class AutojumpClock(clock_module.ManualClock):
+class AutojumpClock(karpy_clock.ManualClock):
     """Virtual time for a whole emulated system; see the module docstring. A test may still `advance` it by hand."""
 
     def __init__(self, start: float = 1_700_000_000.0, *, idle: float = IDLE_SECONDS) -> None:
@@ -134,6 +134,6 @@ class AutojumpClock(clock_module.ManualClock):
                 self.jumps += 1
 
 
-def activity_of(clock: clock_module.Clock) -> clock_module.Activity:
+def activity_of(clock: karpy_clock.Clock) -> karpy_clock.Activity:
     """Where I/O on `clock` reports its work: the autojump clock's tracker, or nowhere."""
-    return clock.activity if isinstance(clock, AutojumpClock) else clock_module.UNTRACKED
+    return clock.activity if isinstance(clock, AutojumpClock) else karpy_clock.UNTRACKED

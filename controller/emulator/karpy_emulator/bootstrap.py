@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import documents as yaml_documents
+from karpy.api import documents as api_documents
 from karpy.api import labels, meta
 
 NODEADM_CONTENT_TYPE = "application/node.eks.aws"
@@ -83,8 +83,8 @@ def _mime_parts(text: str) -> list[Bootstrap]:
 
 def _node_configs(payload: str, where: str) -> list[Bootstrap]:
     try:
-        documents = [d.body for d in yaml_documents.load_all(payload) if d.body is not None]
-    except yaml_documents.DocumentError as exc:
+        documents = [d.body for d in api_documents.load_all(payload) if d.body is not None]
+    except api_documents.DocumentError as exc:
         raise BootstrapError(f"{where}: NodeConfig is not YAML: {exc}") from exc
     out = []
     for document in documents:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy import tasks
 from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
@@ -110,13 +110,13 @@ class ClusterOptions:
 class EmulatedCluster:
     def __init__(self, options: ClusterOptions | None = None, *, workdir: pathlib.Path | None = None) -> None:
         self.options = options or ClusterOptions()
-        self.clock: clock_module.Clock
+        self.clock: karpy_clock.Clock
         if self.options.autojump:
             self.clock = autojump.AutojumpClock(self.options.start_time)
         elif self.options.virtual_time:
-            self.clock = clock_module.ManualClock(self.options.start_time)
+            self.clock = karpy_clock.ManualClock(self.options.start_time)
         else:
-            self.clock = clock_module.SystemClock()
+            self.clock = karpy_clock.SystemClock()
         self._driving = contextlib.AsyncExitStack()
         self._workdir = workdir
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
@@ -252,7 +252,7 @@ class EmulatedCluster:
         # The stand-ins' client limits its rate on the wall clock: a virtual clock would park it until time moves.
         self._client = rest.RestClient(
             credentials.Credentials(self._kube.url),
-            clock=clock_module.SystemClock(),
+            clock=karpy_clock.SystemClock(),
             qps=1000.0,
             burst=2000,
             activity=autojump.activity_of(self.clock),
@@ -343,7 +343,7 @@ class EmulatedCluster:
     async def run_for(self, seconds: float) -> None:
         """Manual virtual time: advance `seconds` in `interval` steps, one `step()` after each. Wall-clock or autojump
         time: sleep on the cluster's clock while the stand-ins run."""
-        if not isinstance(self.clock, clock_module.ManualClock) or isinstance(self.clock, autojump.AutojumpClock):
+        if not isinstance(self.clock, karpy_clock.ManualClock) or isinstance(self.clock, autojump.AutojumpClock):
             await self.clock.sleep(seconds)
             return
         remaining = seconds

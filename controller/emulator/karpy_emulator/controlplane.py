@@ -20,10 +20,10 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from karpy import clock as clock_module
-from karpy import settings as settings_module
+from karpy import clock as karpy_clock
+from karpy import settings as karpy_settings
 from karpy import tasks
-from karpy.cloudprovider import interruption as interruption_module
+from karpy.cloudprovider import interruption as cloudprovider_interruption
 from karpy.cloudprovider.aws import accounting, clients, ec2batch, instancestatus, interruption_queue, provider
 from karpy.cloudprovider.aws import faults as aws_faults
 from karpy.disruption import controller as disruption_controller
@@ -33,7 +33,7 @@ from karpy.runtime import leadership, parts
 from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 from karpy_emulator import autojump, hooks
-from karpy_emulator import cluster as emulated_cluster
+from karpy_emulator import cluster as karpy_emulator_cluster
 from karpy_emulator.aws import seeding
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class Options:
     fast_catalog: bool = True
     """Answer the catalog calls from moto's data in this process (moto serialises ~1,400 shapes over HTTP in ~20 s).
     Off for measuring the controller: importing moto's EC2 data costs the process ~120 MB no real controller has."""
-    feature_gates: settings_module.FeatureGates = dataclasses.field(default_factory=settings_module.FeatureGates)
+    feature_gates: karpy_settings.FeatureGates = dataclasses.field(default_factory=karpy_settings.FeatureGates)
     """FEATURE_GATES as `karpy run` would read them (upstream's defaults unless a test turns one on)."""
     sdk_max_attempts: int = 3
     """Retries botocore makes of a failed AWS call before the controller sees the error (0: none, so every injected
@@ -78,19 +78,21 @@ class _ShortPollQueue:
     clock that counts as work in flight, and a poller that always has one open would hold virtual time still; on
     any clock, stopping would wait for the blocked thread."""
 
-    def __init__(self, inner: interruption_queue.InterruptionQueue, *, clock: clock_module.Clock) -> None:
+    def __init__(self, inner: interruption_queue.InterruptionQueue, *, clock: karpy_clock.Clock) -> None:
         self._inner = inner
         self._clock = clock
 
     async def receive(
         self, *, wait_seconds: int = QUEUE_WAIT_SECONDS
-    ) -> Sequence[interruption_module.Received | interruption_module.Unreadable]:
+    ) -> Sequence[cloudprovider_interruption.Received | cloudprovider_interruption.Unreadable]:
         found = await self._inner.receive(wait_seconds=0)
         if not found:
             await self._clock.sleep(min(wait_seconds, QUEUE_WAIT_SECONDS))
         return found
 
-    async def delete(self, received: interruption_module.Received | interruption_module.Unreadable) -> None:
+    async def delete(
+        self, received: cloudprovider_interruption.Received | cloudprovider_interruption.Unreadable
+    ) -> None:
         await self._inner.delete(received)
 
 
@@ -99,10 +101,10 @@ class Target(Protocol):
     (boto3 finds the emulated AWS through the `AWS_*` variables both set in `os.environ`)."""
 
     @property
-    def clock(self) -> clock_module.Clock: ...
+    def clock(self) -> karpy_clock.Clock: ...
 
     @property
-    def options(self) -> emulated_cluster.ClusterOptions: ...
+    def options(self) -> karpy_emulator_cluster.ClusterOptions: ...
 
     @property
     def cluster_name(self) -> str: ...
@@ -138,7 +140,7 @@ class ControlPlane:
         # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves.
         self._rest = rest.RestClient(
             credentials.bearer(emulated.api_url, CONTROLLER_USER),
-            clock=clock_module.SystemClock(),
+            clock=karpy_clock.SystemClock(),
             qps=opts.qps,
             burst=opts.burst,
             activity=autojump.activity_of(self.clock),
@@ -170,22 +172,22 @@ class ControlPlane:
             raise client.KubeError(503, "ServiceUnavailable", f"{self.options.identity} is dead ({point})")
         await self._hook(point)
 
-    def settings(self) -> settings_module.Settings:
+    def settings(self) -> karpy_settings.Settings:
         opts, emulated = self.options, self.emulated
-        return settings_module.Settings(
-            cluster=settings_module.ClusterSettings(name=emulated.cluster_name, endpoint=emulated.api_url),
-            aws=settings_module.AWSSettings(
+        return karpy_settings.Settings(
+            cluster=karpy_settings.ClusterSettings(name=emulated.cluster_name, endpoint=emulated.api_url),
+            aws=karpy_settings.AWSSettings(
                 region=emulated.region,
                 interruption_queue=emulated.queue_name if opts.interruption else "",
                 isolated_vpc=True,
             ),
-            batch=settings_module.BatchSettings(max_duration=opts.batch_max, idle_duration=opts.batch_idle),
+            batch=karpy_settings.BatchSettings(max_duration=opts.batch_max, idle_duration=opts.batch_idle),
             feature_gates=opts.feature_gates,
-            leader_election=settings_module.LeaderElectionSettings(disabled=not opts.leader_election),
+            leader_election=karpy_settings.LeaderElectionSettings(disabled=not opts.leader_election),
         )
 
     def _cloud(
-        self, settings: settings_module.Settings, cluster: state_cluster.Cluster, clock: clock_module.Clock
+        self, settings: karpy_settings.Settings, cluster: state_cluster.Cluster, clock: karpy_clock.Clock
     ) -> parts.CloudParts:
         """The AWS parts as `karpy.cloudprovider.aws.factory` builds them, plus the emulator's fast catalog hooks,
         a short SQS poll and the checkpoints."""

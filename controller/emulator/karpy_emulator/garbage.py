@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import client, resources
 from karpy_emulator import loop, reads
 
@@ -40,7 +40,7 @@ class GarbageCollector:
         self,
         kube: client.KubeClient,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         interval: float = 1.0,
         owned: Sequence[tuple[resources.Resource, resources.Resource]] = OWNED,
         reader: reads.Reader | None = None,

@@ -14,7 +14,7 @@ from typing import Any
 
 from karpy.api import nodeclaim
 from karpy.cloudprovider import types
-from karpy.cloudprovider import wrapping as cloud_wrapping
+from karpy.cloudprovider import wrapping as cloudprovider_wrapping
 from karpy.kube import client, resources, wrapping
 
 Hook = Callable[[str], Awaitable[None]]
@@ -95,7 +95,7 @@ class HookedClient(wrapping.ReadThrough):
         await self._around("bind pods", lambda: self.inner.bind(namespace, name, node))
 
 
-class HookedCloud(cloud_wrapping.ReadThrough):
+class HookedCloud(cloudprovider_wrapping.ReadThrough):
     """A CloudProvider whose create/delete pass checkpoints "before|after cloud.create" and "... cloud.delete"."""
 
     def __init__(self, inner: types.CloudProvider, hook: Hook) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import errors, labels, meta, quantity
 from karpy.kube import client, resources
 from karpy.scheduling import pods as scheduling_pods
@@ -246,7 +246,7 @@ class KubeScheduler:
         self,
         kube: client.KubeClient,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         settings: SchedulerSettings | None = None,
         reader: reads.Reader | None = None,
     ) -> None:

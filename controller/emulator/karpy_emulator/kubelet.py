@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import labels, quantity
 from karpy.cloudprovider import types
 from karpy.kube import client, resources
@@ -237,7 +237,7 @@ class Kubelet:
         source: InstanceSource,
         *,
         settings: KubeletSettings,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         instance_types: Mapping[str, types.InstanceType],
         reader: reads.Reader | None = None,
     ) -> None:

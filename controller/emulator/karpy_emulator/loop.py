@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import NoReturn, TypeVar
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import client
 
 log = logging.getLogger(__name__)
@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 
 async def every(
-    interval: float, sync: Callable[[], Awaitable[object]], *, clock: clock_module.Clock, name: str
+    interval: float, sync: Callable[[], Awaitable[object]], *, clock: karpy_clock.Clock, name: str
 ) -> NoReturn:
     """Run `sync` every `interval` seconds. A pass the API server or moto fails (restarting, say) is logged and the
     next one tries again, as a real controller's would."""

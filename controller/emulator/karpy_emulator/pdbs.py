@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import decoding
 from karpy.kube import client, resources
 from karpy_emulator import loop, reads, workloads
@@ -139,7 +139,7 @@ class DisruptionController:
         self,
         kube: client.KubeClient,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         interval: float = 1.0,
         reader: reads.Reader | None = None,
     ) -> None:

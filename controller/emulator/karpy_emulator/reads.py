@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import kmock
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import resources
 from karpy_emulator.apiserver import runner, selectors, watching
 
@@ -38,9 +38,7 @@ class StoreReader:
     `activity`: where the read reports itself as work in flight (an autojump clock must not move time while the
     stand-ins are still reading)."""
 
-    def __init__(
-        self, served: runner.KubeAPIRunner, *, activity: clock_module.Activity = clock_module.UNTRACKED
-    ) -> None:
+    def __init__(self, served: runner.KubeAPIRunner, *, activity: karpy_clock.Activity = karpy_clock.UNTRACKED) -> None:
         self._served = served
         self._activity = activity
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import credentials, rest
 from karpy_emulator import cluster
 
@@ -67,7 +67,7 @@ class RemoteCluster:
         self.options = options or cluster.ClusterOptions()
         if self.options.virtual_time:
             raise ValueError("options.virtual_time: a cluster in another process cannot share a virtual clock")
-        self.clock: clock_module.Clock = clock_module.SystemClock()
+        self.clock: karpy_clock.Clock = karpy_clock.SystemClock()
         self._process: asyncio.subprocess.Process | None = None
         self._endpoints: Endpoints | None = None
         self._client: rest.RestClient | None = None
@@ -135,7 +135,7 @@ class RemoteCluster:
         self._endpoints = Endpoints(**json.loads(line))
         self._environment.apply(self.aws_env)
         self._client = rest.RestClient(
-            credentials.Credentials(self.api_url), clock=clock_module.SystemClock(), qps=1000.0, burst=2000
+            credentials.Credentials(self.api_url), clock=karpy_clock.SystemClock(), qps=1000.0, burst=2000
         )
 
     async def _stop(self) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import client, resources
 from karpy_emulator import loop, reads
 
@@ -151,7 +151,7 @@ class WorkloadController:
         self,
         kube: client.KubeClient,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         interval: float = 1.0,
         reader: reads.Reader | None = None,
         burst_replicas: int = BURST_REPLICAS,

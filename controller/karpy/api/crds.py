@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from karpy.api import labels
-from karpy.api import nodeoverlay as nodeoverlay_api
+from karpy.api import nodeoverlay as api_nodeoverlay
 from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
 
 _READY = '.status.conditions[?(@.type=="Ready")].status'
@@ -117,7 +117,7 @@ def build_crds() -> list[dict[str, Any]]:
             schema=nodeoverlay.schema(),
             columns=[_column("Ready", _READY), _AGE, _column("Weight", ".spec.weight", "integer", priority=1)],
             short_names=("overlays",),
-            version=nodeoverlay_api.VERSION,
+            version=api_nodeoverlay.VERSION,
         ),
     ]
 

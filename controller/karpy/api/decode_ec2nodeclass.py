@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpy.api import decoding, errors, labels, meta, quantity, semantics, validator
-from karpy.api import ec2nodeclass as api
-from karpy.api.schema import ec2nodeclass_instance as instance_schema
+from karpy.api import ec2nodeclass as api_ec2nodeclass
+from karpy.api.schema import ec2nodeclass_instance as schema_ec2nodeclass_instance
 
 
-def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeClass:
+def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api_ec2nodeclass.EC2NodeClass:
     spec = obj["spec"]
     out = semantics.Collector(problems)
     for key in spec.get("tags", {}):
@@ -19,15 +19,15 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
             out.add(f"spec.tags[{key}]", f'tag key "{key}" is restricted')
     kubelet = spec.get("kubelet")
     status = obj.get("status", {})
-    return api.EC2NodeClass(
+    return api_ec2nodeclass.EC2NodeClass(
         metadata=obj["metadata"],
-        spec=api.EC2NodeClassSpec(
+        spec=api_ec2nodeclass.EC2NodeClassSpec(
             subnet_selector_terms=tuple(
-                api.SubnetSelectorTerm(tags=decoding.frozen_map(t.get("tags")), id=t.get("id", ""))
+                api_ec2nodeclass.SubnetSelectorTerm(tags=decoding.frozen_map(t.get("tags")), id=t.get("id", ""))
                 for t in spec["subnetSelectorTerms"]
             ),
             security_group_selector_terms=tuple(
-                api.SecurityGroupSelectorTerm(
+                api_ec2nodeclass.SecurityGroupSelectorTerm(
                     tags=decoding.frozen_map(t.get("tags")),
                     id=t.get("id", ""),
                     name=t.get("name", ""),
@@ -36,7 +36,7 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
                 for t in spec["securityGroupSelectorTerms"]
             ),
             ami_selector_terms=tuple(
-                api.AMISelectorTerm(
+                api_ec2nodeclass.AMISelectorTerm(
                     alias=t.get("alias", ""),
                     tags=decoding.frozen_map(t.get("tags")),
                     id=t.get("id", ""),
@@ -46,7 +46,7 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
                 )
                 for t in spec["amiSelectorTerms"]
             ),
-            ami_family=api.AMIFamily(spec["amiFamily"]) if "amiFamily" in spec else None,
+            ami_family=api_ec2nodeclass.AMIFamily(spec["amiFamily"]) if "amiFamily" in spec else None,
             role=spec.get("role", ""),
             instance_profile=spec.get("instanceProfile", ""),
             tags=decoding.frozen_map(spec.get("tags")),
@@ -55,7 +55,7 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
                 _block_device_mapping(m, f"spec.blockDeviceMappings[{i}]", problems)
                 for i, m in enumerate(spec.get("blockDeviceMappings", ()))
             ),
-            metadata_options=api.MetadataOptions(
+            metadata_options=api_ec2nodeclass.MetadataOptions(
                 http_endpoint=spec["metadataOptions"]["httpEndpoint"],
                 http_protocol_ipv6=spec["metadataOptions"]["httpProtocolIPv6"],
                 http_put_response_hop_limit=spec["metadataOptions"]["httpPutResponseHopLimit"],
@@ -66,7 +66,7 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
             associate_public_ip_address=spec.get("associatePublicIPAddress"),
             instance_store_policy=spec.get("instanceStorePolicy", ""),
             capacity_reservation_selector_terms=tuple(
-                api.CapacityReservationSelectorTerm(
+                api_ec2nodeclass.CapacityReservationSelectorTerm(
                     tags=decoding.frozen_map(t.get("tags")),
                     id=t.get("id", ""),
                     owner_id=t.get("ownerID", ""),
@@ -77,16 +77,17 @@ def decode(obj: dict[str, Any], problems: list[errors.Problem]) -> api.EC2NodeCl
             context=spec.get("context", ""),
             **_launch_fields(spec),
         ),
-        status=api.EC2NodeClassStatus(
+        status=api_ec2nodeclass.EC2NodeClassStatus(
             subnets=tuple(
-                api.SubnetStatus(id=s["id"], zone=s["zone"], zone_id=s.get("zoneID", ""))
+                api_ec2nodeclass.SubnetStatus(id=s["id"], zone=s["zone"], zone_id=s.get("zoneID", ""))
                 for s in status.get("subnets", ())
             ),
             security_groups=tuple(
-                api.SecurityGroupStatus(id=g["id"], name=g.get("name", "")) for g in status.get("securityGroups", ())
+                api_ec2nodeclass.SecurityGroupStatus(id=g["id"], name=g.get("name", ""))
+                for g in status.get("securityGroups", ())
             ),
             amis=tuple(
-                api.AMIStatus(
+                api_ec2nodeclass.AMIStatus(
                     id=a["id"],
                     name=a.get("name", ""),
                     deprecated=a.get("deprecated", False),
@@ -113,21 +114,21 @@ def _launch_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     enclave = spec.get("enclaveOptions")
     return {
         "placement_group_selector": (
-            api.PlacementGroupSelector(name=placement.get("name", ""), id=placement.get("id", ""))
+            api_ec2nodeclass.PlacementGroupSelector(name=placement.get("name", ""), id=placement.get("id", ""))
             if placement is not None
             else None
         ),
         "ip_prefix_count": spec.get("ipPrefixCount"),
         "network_interfaces": tuple(
-            api.NetworkInterface(
+            api_ec2nodeclass.NetworkInterface(
                 network_card_index=n["networkCardIndex"],
                 device_index=n["deviceIndex"],
-                interface_type=api.NetworkInterfaceType(n["interfaceType"]),
+                interface_type=api_ec2nodeclass.NetworkInterfaceType(n["interfaceType"]),
             )
             for n in spec.get("networkInterfaces", ())
         ),
         "connection_tracking": (
-            api.ConnectionTracking(
+            api_ec2nodeclass.ConnectionTracking(
                 tcp_established_timeout=tracking.get("tcpEstablishedTimeout"),
                 udp_stream_timeout=tracking.get("udpStreamTimeout"),
                 udp_timeout=tracking.get("udpTimeout"),
@@ -135,14 +136,14 @@ def _launch_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
             if tracking is not None
             else None
         ),
-        "cpu_options": api.CPUOptions(cpu.get("nestedVirtualization", "")) if cpu is not None else None,
-        "enclave_options": api.EnclaveOptions(enclave.get("enabled")) if enclave is not None else None,
+        "cpu_options": api_ec2nodeclass.CPUOptions(cpu.get("nestedVirtualization", "")) if cpu is not None else None,
+        "enclave_options": api_ec2nodeclass.EnclaveOptions(enclave.get("enabled")) if enclave is not None else None,
     }
 
 
-def _capacity_reservation(r: Mapping[str, Any]) -> api.CapacityReservationStatus:
+def _capacity_reservation(r: Mapping[str, Any]) -> api_ec2nodeclass.CapacityReservationStatus:
     end = r.get("endTime")
-    return api.CapacityReservationStatus(
+    return api_ec2nodeclass.CapacityReservationStatus(
         id=r["id"],
         availability_zone=r["availabilityZone"],
         instance_type=r["instanceType"],
@@ -159,16 +160,16 @@ def _operator(text: str) -> meta.Operator:
     return meta.Operator(text)
 
 
-def _kubelet(raw: Mapping[str, Any], problems: list[errors.Problem]) -> api.KubeletConfiguration:
+def _kubelet(raw: Mapping[str, Any], problems: list[errors.Problem]) -> api_ec2nodeclass.KubeletConfiguration:
     """The fields karpy implements, checked as upstream's nodeclass validation checks them; every other field is kept
     as it came (`passthrough`)."""
-    typed = {key: value for key, value in raw.items() if key in instance_schema.KUBELET_FIELDS}
-    k, found = validator.validate(typed, instance_schema.typed_kubelet(), path="spec.kubelet")
+    typed = {key: value for key, value in raw.items() if key in schema_ec2nodeclass_instance.KUBELET_FIELDS}
+    k, found = validator.validate(typed, schema_ec2nodeclass_instance.typed_kubelet(), path="spec.kubelet")
     problems.extend(found)
     if found:
         k = {}
     passthrough = {key: copy.deepcopy(value) for key, value in raw.items() if key not in typed}
-    return api.KubeletConfiguration(
+    return api_ec2nodeclass.KubeletConfiguration(
         passthrough=decoding.frozen_map(passthrough),
         cluster_dns=tuple(k.get("clusterDNS", ())),
         max_pods=k.get("maxPods"),
@@ -185,7 +186,9 @@ def _kubelet(raw: Mapping[str, Any], problems: list[errors.Problem]) -> api.Kube
     )
 
 
-def _block_device_mapping(m: Mapping[str, Any], path: str, problems: list[errors.Problem]) -> api.BlockDeviceMapping:
+def _block_device_mapping(
+    m: Mapping[str, Any], path: str, problems: list[errors.Problem]
+) -> api_ec2nodeclass.BlockDeviceMapping:
     ebs = m.get("ebs")
     device = None
     if ebs is not None:
@@ -195,7 +198,7 @@ def _block_device_mapping(m: Mapping[str, Any], path: str, problems: list[errors
                 size = quantity.parse(ebs["volumeSize"])
             except quantity.QuantityError as exc:
                 problems.append(errors.Problem(f"{path}.ebs.volumeSize", str(exc)))
-        device = api.BlockDevice(
+        device = api_ec2nodeclass.BlockDevice(
             delete_on_termination=ebs.get("deleteOnTermination"),
             encrypted=ebs.get("encrypted"),
             iops=ebs.get("iops"),
@@ -206,6 +209,6 @@ def _block_device_mapping(m: Mapping[str, Any], path: str, problems: list[errors
             volume_size=size,
             volume_type=ebs.get("volumeType", ""),
         )
-    return api.BlockDeviceMapping(
+    return api_ec2nodeclass.BlockDeviceMapping(
         device_name=m.get("deviceName", ""), root_volume=m.get("rootVolume", False), ebs=device
     )

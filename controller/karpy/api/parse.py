@@ -22,22 +22,22 @@ from karpy.api import (
     validator,
 )
 from karpy.api import (
-    ec2nodeclass as ec2nodeclass_api,
+    ec2nodeclass as api_ec2nodeclass,
 )
 from karpy.api import (
-    nodeclaim as nodeclaim_api,
+    nodeclaim as api_nodeclaim,
 )
 from karpy.api import (
-    nodeoverlay as nodeoverlay_api,
+    nodeoverlay as api_nodeoverlay,
 )
 from karpy.api import (
-    nodepool as nodepool_api,
+    nodepool as api_nodepool,
 )
 from karpy.api.schema import core
-from karpy.api.schema import ec2nodeclass as ec2nodeclass_schema
-from karpy.api.schema import nodeclaim as nodeclaim_schema
-from karpy.api.schema import nodeoverlay as nodeoverlay_schema
-from karpy.api.schema import nodepool as nodepool_schema
+from karpy.api.schema import ec2nodeclass as schema_ec2nodeclass
+from karpy.api.schema import nodeclaim as schema_nodeclaim
+from karpy.api.schema import nodeoverlay as schema_nodeoverlay
+from karpy.api.schema import nodepool as schema_nodepool
 
 T = TypeVar("T")
 Decoder = Callable[[dict[str, Any], list[errors.Problem]], T]
@@ -48,10 +48,10 @@ def _schema(kind: str) -> core.Schema:
     """The CRD schema of `kind`, built once: it is only read (the validator copies the defaults it applies), and
     building it cost as much as validating a NodeClaim against it."""
     builders: dict[str, Callable[[], core.Schema]] = {
-        "NodePool": nodepool_schema.schema,
-        "NodeClaim": nodeclaim_schema.schema,
-        "EC2NodeClass": ec2nodeclass_schema.schema,
-        "NodeOverlay": nodeoverlay_schema.schema,
+        "NodePool": schema_nodepool.schema,
+        "NodeClaim": schema_nodeclaim.schema,
+        "EC2NodeClass": schema_ec2nodeclass.schema,
+        "NodeOverlay": schema_nodeoverlay.schema,
     }
     return builders[kind]()
 
@@ -62,15 +62,15 @@ def _validate(kind: str) -> crdcheck.Validate:
     return crdcheck.validate_with(_schema(kind))
 
 
-def nodepool(obj: Mapping[str, Any]) -> nodepool_api.NodePool:
+def nodepool(obj: Mapping[str, Any]) -> api_nodepool.NodePool:
     return _parse(obj, "NodePool", f"{labels.GROUP}/{labels.VERSION}", _validate("NodePool"), _decode_nodepool)
 
 
-def nodeclaim(obj: Mapping[str, Any]) -> nodeclaim_api.NodeClaim:
+def nodeclaim(obj: Mapping[str, Any]) -> api_nodeclaim.NodeClaim:
     return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", _validate("NodeClaim"), _decode_nodeclaim)
 
 
-def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
+def ec2nodeclass(obj: Mapping[str, Any]) -> api_ec2nodeclass.EC2NodeClass:
     return _parse(
         obj,
         "EC2NodeClass",
@@ -80,13 +80,13 @@ def ec2nodeclass(obj: Mapping[str, Any]) -> ec2nodeclass_api.EC2NodeClass:
     )
 
 
-def nodeoverlay(obj: Mapping[str, Any]) -> nodeoverlay_api.NodeOverlay:
-    return _parse(obj, "NodeOverlay", nodeoverlay_api.API_VERSION, _validate("NodeOverlay"), _decode_nodeoverlay)
+def nodeoverlay(obj: Mapping[str, Any]) -> api_nodeoverlay.NodeOverlay:
+    return _parse(obj, "NodeOverlay", api_nodeoverlay.API_VERSION, _validate("NodeOverlay"), _decode_nodeoverlay)
 
 
 def any(
     obj: Mapping[str, Any],
-) -> nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass | nodeoverlay_api.NodeOverlay:
+) -> api_nodepool.NodePool | api_nodeclaim.NodeClaim | api_ec2nodeclass.EC2NodeClass | api_nodeoverlay.NodeOverlay:
     """Parse whichever v1 kind `obj` declares; an unknown apiVersion/kind is a ValidationError naming `kind`."""
     if not isinstance(obj, Mapping):
         raise errors.ValidationError("object", "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
@@ -95,7 +95,7 @@ def any(
         (f"{labels.GROUP}/{labels.VERSION}", "NodePool"): nodepool,
         (f"{labels.GROUP}/{labels.VERSION}", "NodeClaim"): nodeclaim,
         (f"{labels.AWS_GROUP}/{labels.VERSION}", "EC2NodeClass"): ec2nodeclass,
-        (nodeoverlay_api.API_VERSION, "NodeOverlay"): nodeoverlay,
+        (api_nodeoverlay.API_VERSION, "NodeOverlay"): nodeoverlay,
     }
     key = (api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
     if key is None or key not in parsers:
@@ -105,7 +105,7 @@ def any(
         )
         raise errors.ValidationError(str(kind) if kind else "object", _name(obj), [problem])
     result: (
-        nodepool_api.NodePool | nodeclaim_api.NodeClaim | ec2nodeclass_api.EC2NodeClass | nodeoverlay_api.NodeOverlay
+        api_nodepool.NodePool | api_nodeclaim.NodeClaim | api_ec2nodeclass.EC2NodeClass | api_nodeoverlay.NodeOverlay
     ) = parsers[key](obj)
     return result
 
@@ -143,7 +143,7 @@ def _parse(obj: Any, kind: str, api_version: str, validate: crdcheck.Validate, d
     return result
 
 
-def _decode_nodepool(obj: dict[str, Any], problems: list[errors.Problem]) -> nodepool_api.NodePool:
+def _decode_nodepool(obj: dict[str, Any], problems: list[errors.Problem]) -> api_nodepool.NodePool:
     spec = obj["spec"]
     template, disruption = spec["template"], spec["disruption"]
     tspec = template["spec"]
@@ -156,9 +156,9 @@ def _decode_nodepool(obj: dict[str, Any], problems: list[errors.Problem]) -> nod
     limits = decoding.resources(spec.get("limits"), "spec.limits", problems)
     status = obj.get("status", {})
     status_resources = decoding.resources(status.get("resources"), "status.resources", problems)
-    return nodepool_api.NodePool(
+    return api_nodepool.NodePool(
         metadata=obj["metadata"],
-        template=nodepool_api.NodeClaimTemplate(
+        template=api_nodepool.NodeClaimTemplate(
             node_class_ref=decoding.node_class_ref(tspec["nodeClassRef"]),
             requirements=decoding.requirements(tspec["requirements"]),
             labels=decoding.frozen_map(tmeta.get("labels")),
@@ -168,15 +168,15 @@ def _decode_nodepool(obj: dict[str, Any], problems: list[errors.Problem]) -> nod
             expire_after=durations.parse_or_never(tspec["expireAfter"]),
             termination_grace_period=_optional_duration(tspec.get("terminationGracePeriod")),
         ),
-        disruption=nodepool_api.Disruption(
-            consolidation_policy=nodepool_api.ConsolidationPolicy(disruption["consolidationPolicy"]),
+        disruption=api_nodepool.Disruption(
+            consolidation_policy=api_nodepool.ConsolidationPolicy(disruption["consolidationPolicy"]),
             consolidate_after=durations.parse_or_never(disruption["consolidateAfter"]),
             budgets=tuple(
-                nodepool_api.Budget(
+                api_nodepool.Budget(
                     nodes=b["nodes"],
                     schedule=b.get("schedule"),
                     duration=_optional_duration(b.get("duration")),
-                    reasons=tuple(nodepool_api.DisruptionReason(r) for r in b["reasons"]) if "reasons" in b else None,
+                    reasons=tuple(api_nodepool.DisruptionReason(r) for r in b["reasons"]) if "reasons" in b else None,
                 )
                 for b in disruption["budgets"]
             ),
@@ -184,7 +184,7 @@ def _decode_nodepool(obj: dict[str, Any], problems: list[errors.Problem]) -> nod
         limits=limits,
         weight=spec.get("weight"),
         replicas=spec.get("replicas"),
-        status=nodepool_api.NodePoolStatus(
+        status=api_nodepool.NodePoolStatus(
             resources=status_resources,
             nodes=status.get("nodes", 0),
             node_class_observed_generation=status.get("nodeClassObservedGeneration", 0),
@@ -193,16 +193,16 @@ def _decode_nodepool(obj: dict[str, Any], problems: list[errors.Problem]) -> nod
     )
 
 
-def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> nodeclaim_api.NodeClaim:
+def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> api_nodeclaim.NodeClaim:
     # Upstream validates NodeClaims only by their CRD: every claim its API server stored must parse here, or karpy
     # could not account for the instance behind it.
     spec = obj["spec"]
     requests = decoding.resources(spec.get("resources", {}).get("requests"), "spec.resources.requests", problems)
     status = obj.get("status", {})
     last_event = status.get("lastPodEventTime")
-    return nodeclaim_api.NodeClaim(
+    return api_nodeclaim.NodeClaim(
         metadata=obj["metadata"],
-        spec=nodeclaim_api.NodeClaimSpec(
+        spec=api_nodeclaim.NodeClaimSpec(
             node_class_ref=decoding.node_class_ref(spec["nodeClassRef"]),
             requirements=decoding.requirements(spec["requirements"]),
             taints=decoding.taints(spec.get("taints")),
@@ -211,7 +211,7 @@ def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> no
             expire_after=durations.parse_or_never(spec["expireAfter"]),
             termination_grace_period=_optional_duration(spec.get("terminationGracePeriod")),
         ),
-        status=nodeclaim_api.NodeClaimStatus(
+        status=api_nodeclaim.NodeClaimStatus(
             node_name=status.get("nodeName", ""),
             provider_id=status.get("providerID", ""),
             image_id=status.get("imageID", ""),
@@ -223,21 +223,21 @@ def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> no
     )
 
 
-def _decode_nodeoverlay(obj: dict[str, Any], problems: list[errors.Problem]) -> nodeoverlay_api.NodeOverlay:
+def _decode_nodeoverlay(obj: dict[str, Any], problems: list[errors.Problem]) -> api_nodeoverlay.NodeOverlay:
     # Upstream's RuntimeValidate (core: pkg/apis/v1alpha1/nodeoverlay_validation.go): what the CRD cannot check of
     # the requirements; the validation controller reports an overlay refused here as ValidationSucceeded=False.
     spec = obj["spec"]
     semantics.requirements(spec["requirements"], "spec.requirements", semantics.Collector(problems))
-    return nodeoverlay_api.NodeOverlay(
+    return api_nodeoverlay.NodeOverlay(
         metadata=obj["metadata"],
-        spec=nodeoverlay_api.NodeOverlaySpec(
+        spec=api_nodeoverlay.NodeOverlaySpec(
             requirements=decoding.requirements(spec["requirements"]),
             price=spec.get("price"),
             price_adjustment=spec.get("priceAdjustment"),
             capacity=decoding.resources(spec.get("capacity"), "spec.capacity", problems),
             weight=spec.get("weight", 0),
         ),
-        status=nodeoverlay_api.NodeOverlayStatus(
+        status=api_nodeoverlay.NodeOverlayStatus(
             conditions=decoding.conditions(obj.get("status", {}).get("conditions"))
         ),
     )

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import nodeclaim, nodepool
 from karpy.cloudprovider import errors, types
 
@@ -36,7 +36,7 @@ class MeteredProvider:
         inner: types.CloudProvider,
         controller: str,
         *,
-        clock: clock_mod.Clock,
+        clock: karpy_clock.Clock,
         observe: Observe,
         failed: Failed,
     ) -> None:

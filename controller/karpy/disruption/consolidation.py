@@ -19,7 +19,7 @@ from karpy import requirements
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import blockers, simulation
-from karpy.disruption import candidates as candidates_mod
+from karpy.disruption import candidates as disruption_candidates
 from karpy.nodeclaim import disruption_conditions
 from karpy.scheduling import results
 
@@ -36,7 +36,7 @@ getCapacityType)."""
 class Command:
     method: str
     reason: nodepool.DisruptionReason
-    candidates: tuple[candidates_mod.Candidate, ...]
+    candidates: tuple[disruption_candidates.Candidate, ...]
     replacements: tuple[results.PlannedNodeClaim, ...] = ()
 
     @property
@@ -87,7 +87,7 @@ def filter_by_price(
 
 
 def filter_out_same_instance_type(
-    plan: results.PlannedNodeClaim, chosen: Sequence[candidates_mod.Candidate]
+    plan: results.PlannedNodeClaim, chosen: Sequence[disruption_candidates.Candidate]
 ) -> tuple[types.InstanceType, ...]:
     """Multi-node: the replacement must be cheaper than the cheapest candidate of any type it shares with them, so
     N nodes are not "consolidated" into one of their own kind at the same price."""
@@ -143,8 +143,8 @@ def _min_values_needed(plan: results.PlannedNodeClaim) -> int:
 
 
 def compute(
-    chosen: Sequence[candidates_mod.Candidate],
-    simulate: Callable[[Sequence[candidates_mod.Candidate]], simulation.Simulation],
+    chosen: Sequence[disruption_candidates.Candidate],
+    simulate: Callable[[Sequence[disruption_candidates.Candidate]], simulation.Simulation],
     *,
     method: str,
     spot_to_spot: bool = False,
@@ -202,7 +202,7 @@ def balanced_ok(
     return (savings / pool_cost) / (disruption / pool_disruption) >= 1.0 / k
 
 
-def balanced_allows(command: Command, pool_members: Sequence[candidates_mod.Candidate]) -> bool:
+def balanced_allows(command: Command, pool_members: Sequence[disruption_candidates.Candidate]) -> bool:
     """Every Balanced pool touched by `command` must approve its share of the move (savings split by price)."""
     total_price = sum(c.price for c in command.candidates) or 1.0
     for pool_name in {c.pool.name for c in command.candidates}:
@@ -227,7 +227,7 @@ def pods_do_not_fit(sim: simulation.Simulation) -> blockers.Blocker:
     return blockers.Blocker(blockers.Kind.PODS_DO_NOT_FIT, f"Not all pods would schedule, {key} => {why}")
 
 
-def consolidatable_blocker(candidate: candidates_mod.Candidate, *, now: float) -> blockers.Blocker | None:
+def consolidatable_blocker(candidate: disruption_candidates.Candidate, *, now: float) -> blockers.Blocker | None:
     """Why no consolidation (emptiness included) may act on `candidate` yet: consolidateAfter is Never, or the
     claim's Consolidatable condition is not True (the message says how long ago its pods changed)."""
     if candidate.pool.disruption.consolidate_after is None:
@@ -238,7 +238,7 @@ def consolidatable_blocker(candidate: candidates_mod.Candidate, *, now: float) -
     return None
 
 
-def eligible(candidate: candidates_mod.Candidate, *, now: float) -> blockers.Blocker | None:
+def eligible(candidate: disruption_candidates.Candidate, *, now: float) -> blockers.Blocker | None:
     """Why consolidation skips `candidate` (None when it may be consolidated)."""
     if candidate.pool.disruption.consolidate_after is None:
         return blockers.consolidation_disabled(candidate.pool.name)

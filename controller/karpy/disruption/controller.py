@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from karpy import backoff, events, noop, rejections
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import donotdisrupt, labels, nodeclaim, nodepool
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.disruption import blockers, candidates, consolidation, methods, orchestration, passes, validation
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import nodes, preferences, results, scheduler
@@ -101,10 +101,10 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    client: kube.KubeClient
+    client: kube_client.KubeClient
     cluster: ClusterView
     cloud: types.CloudProvider
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     recorder: events.Recorder
     settings: Settings = dataclasses.field(default_factory=Settings)
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
@@ -233,7 +233,7 @@ class DisruptionController:
         """The pool's catalog; None (its nodes are no candidates this pass) when the cloud cannot tell now."""
         try:
             return list(await self._deps.cloud.instance_types(pool))
-        except cloud_errors.CloudProviderError as error:
+        except cloudprovider_errors.CloudProviderError as error:
             # upstream (disruption/helpers.go BuildNodePoolMap): its nodes are not handled; the others are
             log.error("failed listing instance types", extra={"nodepool": pool.name, "error": str(error)})
             return None

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import noop
 from karpy.api import nodeclaim, nodepool
 from karpy.disruption import blockers, consolidation, simulation, staticpools
-from karpy.disruption import candidates as candidates_mod
+from karpy.disruption import candidates as disruption_candidates
 from karpy.state import statenode
 
 MULTI_NODE_TIMEOUT = 60.0
@@ -25,7 +25,7 @@ MULTI_NODE_MAX_BATCH = 100
 
 Reason = nodepool.DisruptionReason
 Command = consolidation.Command
-Candidate = candidates_mod.Candidate
+Candidate = disruption_candidates.Candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class Note:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     seq: int  # cluster.seq when the snapshot was taken
     graceful: Sequence[Candidate]  # candidates for emptiness and consolidation
     eventual: Sequence[Candidate]  # candidates for drift (pod blockers tolerated under a terminationGracePeriod)
@@ -49,7 +49,7 @@ class Context:
     simulate: simulation.Simulate
     spot_to_spot: bool = False
     note: Callable[[Note], None] = field(default=noop.ignore)
-    rejected: Sequence[candidates_mod.Rejection] = ()
+    rejected: Sequence[disruption_candidates.Rejection] = ()
     """Nodes that are no candidate (graceful class), and why: each gets a DisruptionBlocked event."""
     blocked: Mapping[Reason, Sequence[nodepool.NodePool]] = field(default_factory=dict)
     """Pools with nodes whose budgets allow no disruption for a reason at all now."""
@@ -118,7 +118,7 @@ class Emptiness:
     def ready(self, ctx: Context) -> list[Candidate]:
         """The empty candidates consolidation may act on, in order (noting the empty ones it may not yet)."""
         out = []
-        for c in candidates_mod.by_savings(ctx.graceful):
+        for c in disruption_candidates.by_savings(ctx.graceful):
             if not c.is_empty or is_static(c):
                 continue
             why = consolidation.consolidatable_blocker(c, now=ctx.clock.now())
@@ -146,7 +146,9 @@ class Drift:
 
     def order(self, ctx: Context) -> list[Candidate]:
         drifted = [c for c in ctx.eventual if c.claim.is_true(nodeclaim.DRIFTED) and not is_static(c)]
-        drifted.sort(key=lambda c: (not c.is_empty, candidates_mod.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
+        drifted.sort(
+            key=lambda c: (not c.is_empty, disruption_candidates.condition_since(c.claim, nodeclaim.DRIFTED), c.name)
+        )
         return drifted
 
     def attempt(self, ctx: Context, c: Candidate, budget: Mapping[str, int]) -> Command | None:
@@ -174,7 +176,7 @@ class StaticDrift:
     def compute(self, ctx: Context) -> Command | None:
         budget = ctx.budgets.get(self.reason, {})
         drifted = [c for c in ctx.eventual if is_static(c) and c.claim.is_true(nodeclaim.DRIFTED)]
-        drifted.sort(key=lambda c: (candidates_mod.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
+        drifted.sort(key=lambda c: (disruption_candidates.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
         for c in drifted:
             found = ctx.static_counts.get(c.pool.name, staticpools.Counts())
             if found.active + found.pending > (c.pool.replicas or 0):
@@ -192,7 +194,7 @@ class StaticDrift:
 def _underutilized(ctx: Context, method: str) -> list[Candidate]:
     out = []
     now = ctx.clock.now()
-    for c in candidates_mod.by_savings(ctx.graceful):
+    for c in disruption_candidates.by_savings(ctx.graceful):
         if c.is_empty or is_static(c):
             continue  # Emptiness handles it; a static pool keeps its replicas
         if why := consolidation.eligible(c, now=now):

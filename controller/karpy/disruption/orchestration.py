@@ -17,11 +17,11 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events, noop
 from karpy.api import labels, meta, nodeclaim, nodepool, parse, status
 from karpy.disruption import consolidation
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions
 from karpy.provisioning import nodeclaim_builder
@@ -106,9 +106,9 @@ class Queue:
     def __init__(
         self,
         *,
-        client: kube.KubeClient,
+        client: kube_client.KubeClient,
         cluster: ClusterMarks,
-        clock: clock_mod.Clock,
+        clock: karpy_clock.Clock,
         recorder: events.Recorder,
         replacement_created: Callable[[str, str], None] = noop.ignore,
         disrupted: nodeclaim.DisruptedHook = noop.ignore,
@@ -144,7 +144,7 @@ class Queue:
                 created.append(str(body["metadata"]["name"]))
                 self._replacement_created(plan.nodepool, str(command.reason))
                 self._recorder.record(body, "Normal", DISRUPTION_LAUNCHING, launching_message(command.reason))
-        except (kube.KubeError, LookupError) as error:
+        except (kube_client.KubeError, LookupError) as error:
             log.warning("launching replacements failed, abandoning the command: %s", error)
             await self._unmark(command)
             raise
@@ -157,7 +157,7 @@ class Queue:
         for item in list(self.items):
             try:
                 outcome = await self._progress(item)
-            except kube.KubeError as error:
+            except kube_client.KubeError as error:
                 log.warning("progressing a disruption command failed; retrying: %s", error)
                 continue
             except Exception:  # not an API failure: retrying would fail the same way, so give the command up
@@ -230,7 +230,7 @@ class Queue:
         for c in command.candidates:
             try:
                 await self._mark(c.node_name, c.name, None)
-            except kube.NotFound:
+            except kube_client.NotFound:
                 continue
 
     async def strip_stale(self, nodes: Iterable[statenode.StateNode]) -> int:

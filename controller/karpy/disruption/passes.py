@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import noop
 from karpy.api import donotdisrupt, nodepool
 from karpy.cloudprovider import types
@@ -89,7 +89,7 @@ def context(
     cluster: ClusterView,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
-    clock: clock_mod.Clock,
+    clock: karpy_clock.Clock,
     queued: frozenset[str] = frozenset(),
     options: Options = Options(),
     solver: simulation.Solver = scheduler.solve,

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from karpy.api import nodepool
 from karpy.cloudprovider import types
-from karpy.disruption import candidates as candidates_mod
+from karpy.disruption import candidates as disruption_candidates
 from karpy.nodeclaim import disruption_conditions
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import catalog, pods, results, scheduler, volumes
@@ -76,7 +76,9 @@ class Simulation:
 class Simulate(Protocol):
     """`simulate` bound to one snapshot: what removing `chosen` would take."""
 
-    def __call__(self, chosen: Sequence[candidates_mod.Candidate], /, *, consolidation: bool = True) -> Simulation: ...
+    def __call__(
+        self, chosen: Sequence[disruption_candidates.Candidate], /, *, consolidation: bool = True
+    ) -> Simulation: ...
 
 
 def settling_nodes(
@@ -98,7 +100,7 @@ def settling_nodes(
 
 def simulate(
     snap: Snapshot,
-    chosen: Sequence[candidates_mod.Candidate],
+    chosen: Sequence[disruption_candidates.Candidate],
     *,
     consolidation: bool = True,
     solver: Solver = scheduler.solve,
@@ -140,7 +142,7 @@ FAILED_SIMULATION = "<simulation>"
 def guarded(simulate_: Simulate) -> Simulate:
     """`simulate_` that never raises: a simulation that fails disrupts nothing (never "all scheduled")."""
 
-    def run(chosen: Sequence[candidates_mod.Candidate], /, *, consolidation: bool = True) -> Simulation:
+    def run(chosen: Sequence[disruption_candidates.Candidate], /, *, consolidation: bool = True) -> Simulation:
         try:
             return simulate_(chosen, consolidation=consolidation)
         except Exception as exc:

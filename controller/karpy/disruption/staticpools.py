@@ -23,10 +23,10 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import labels, meta, nodeclaim, nodepool
 from karpy.disruption import candidates
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.scheduling import catalog, results
 from karpy.state import statenode
@@ -152,9 +152,9 @@ Create = Callable[[Sequence[results.PlannedNodeClaim], Mapping[str, nodepool.Nod
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    client: kube.KubeClient
+    client: kube_client.KubeClient
     cluster: ClusterView
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     create: Create
     dry_run: bool = False
     """Deletions go through a dry-run client and only log; the state cache is then not marked either."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Awaitable, Callable
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import nodepool
 from karpy.disruption import blockers, consolidation, methods
 
@@ -63,7 +63,7 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> str | No
 async def validate_later(
     command: consolidation.Command,
     *,
-    clock: clock_mod.Clock,
+    clock: karpy_clock.Clock,
     rebuild: Callable[[], Awaitable[methods.Context]],
     delay: float = VALIDATION_DELAY,
 ) -> str | None:

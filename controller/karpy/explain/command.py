@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.explain import catalogs, report, run, sources
 from karpy.kube import client, config, credentials, resources
 from karpy.simulate import plan
@@ -48,7 +48,7 @@ def kubeconfig_path(explicit: str, environ: Mapping[str, str]) -> str:
 async def _read_live(cfg: credentials.Credentials) -> tuple[sources.Snapshot, list[str]]:
     from karpy.kube import rest  # here: its HTTP client takes a tenth of a second to import, and a dump needs none
 
-    kube = rest.RestClient(cfg, clock=clock_mod.SystemClock())
+    kube = rest.RestClient(cfg, clock=karpy_clock.SystemClock())
     try:
         return await sources.read_live(kube)
     except (client.KubeError, OSError, TimeoutError) as exc:
@@ -82,7 +82,9 @@ def explain(request: Request) -> dict[str, Any]:
 
 
 def _explain(request: Request) -> dict[str, Any]:
-    clock: clock_mod.Clock = clock_mod.ManualClock(request.now) if request.now is not None else clock_mod.SystemClock()
+    clock: karpy_clock.Clock = (
+        karpy_clock.ManualClock(request.now) if request.now is not None else karpy_clock.SystemClock()
+    )
     skipped: list[str] = []
     if request.files:
         snap = sources.read_dump(request.files)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import candidates, methods, passes
@@ -16,7 +16,7 @@ from karpy.explain import pending, repack, verdicts
 from karpy.kube import resources
 from karpy.provisioning import ports, snapshot
 from karpy.scheduling import pods, scheduler, volumes
-from karpy.state import cluster as cluster_mod
+from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
 
@@ -82,7 +82,7 @@ class _ReadOnce:
     """The cluster model with its snapshot views (state nodes, pending pods) built once: each build walks every
     node and pod, and one explanation reads them three times."""
 
-    def __init__(self, cluster: cluster_mod.Cluster) -> None:
+    def __init__(self, cluster: state_cluster.Cluster) -> None:
         self._cluster = cluster
         self._nodes = cluster.state_nodes()
         self._pending = cluster.pending_pods()
@@ -117,10 +117,10 @@ class _ReadOnce:
 
 
 def prepare(
-    cluster: cluster_mod.Cluster,
+    cluster: state_cluster.Cluster,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
-    clock: clock_mod.Clock,
+    clock: karpy_clock.Clock,
     options: Options = Options(),
     queued: frozenset[str] = frozenset(),
 ) -> Prepared:

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.api import labels, status
 from karpy.kube import client, resources
 from karpy.nodeclaim import disruption_conditions
 from karpy.simulate import manifests
-from karpy.state import cluster as cluster_mod
+from karpy.state import cluster as state_cluster
 from karpy.state import facts, informer
 
 READ: tuple[resources.Resource, ...] = (*informer.INFORMED, resources.NODEOVERLAYS)
@@ -152,11 +152,11 @@ async def read_live(kube: client.KubeClient) -> tuple[Snapshot, list[str]]:
 # --- the model --------------------------------------------------------------------------------------------------
 
 
-def to_cluster(snap: Snapshot, *, clock: clock_mod.Clock) -> tuple[cluster_mod.Cluster, list[str]]:
+def to_cluster(snap: Snapshot, *, clock: karpy_clock.Clock) -> tuple[state_cluster.Cluster, list[str]]:
     """A `state.Cluster` fed with the snapshot as the informers would, with the NodeClaims' Consolidatable condition
     brought up to `clock`'s now (the controller refreshes it every second; a dump may be older, and a stopped
     controller does not refresh it at all); and one warning per object the model had to leave out."""
-    cluster = cluster_mod.Cluster(clock=clock)
+    cluster = state_cluster.Cluster(clock=clock)
     for res in READ:
         cluster.mark_listed(res)
         for obj in snap.objects.get(res, ()):
@@ -176,7 +176,7 @@ def to_cluster(snap: Snapshot, *, clock: clock_mod.Clock) -> tuple[cluster_mod.C
     return cluster, warnings
 
 
-def _refresh_consolidatable(cluster: cluster_mod.Cluster, *, now: float) -> None:
+def _refresh_consolidatable(cluster: state_cluster.Cluster, *, now: float) -> None:
     raw = {facts.key(o): o for o in cluster.objects(resources.NODECLAIMS)}
     for claim in cluster.nodeclaims():
         pool = cluster.nodepool(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import decoding
 from karpy.kube import client, patches, resources
 
@@ -54,7 +54,7 @@ class _Change:
 class FakeKubeClient:
     """See the module docstring. Deterministic: resourceVersions and generated names come from counters."""
 
-    def __init__(self, clock: clock_module.Clock) -> None:
+    def __init__(self, clock: karpy_clock.Clock) -> None:
         self.clock = clock
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[Write] = []

@@ -7,11 +7,11 @@ a client's request rate, and this one must sleep on the injected (virtual) clock
 
 from __future__ import annotations
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 
 
 class TokenBucket:
-    def __init__(self, qps: float, burst: int, *, clock: clock_module.Clock) -> None:
+    def __init__(self, qps: float, burst: int, *, clock: karpy_clock.Clock) -> None:
         if qps <= 0 or burst < 1:
             raise ValueError(f"a token bucket needs qps > 0 and burst >= 1 (got qps={qps}, burst={burst})")
         self.qps = qps

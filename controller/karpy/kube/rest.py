@@ -23,7 +23,7 @@ from typing import Any, Self
 
 import aiohttp
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import client, credentials, ratelimit, resources
 
 log = logging.getLogger(__name__)
@@ -45,12 +45,12 @@ class RestClient:
         self,
         creds: credentials.Credentials,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         relogin: credentials.Login | None = None,
         qps: float = 200.0,
         burst: int = 300,
         page_size: int = LIST_PAGE_SIZE,
-        activity: clock_module.Activity = clock_module.UNTRACKED,
+        activity: karpy_clock.Activity = karpy_clock.UNTRACKED,
     ) -> None:
         self.credentials = creds
         """What requests authenticate with now (replaced by a re-login)."""

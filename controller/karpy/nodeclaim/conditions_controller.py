@@ -21,12 +21,12 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import noop, rejections
 from karpy.api import decoding, ec2nodeclass, labels, nodeclaim, nodepool, parse, status
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import disruption_conditions
 
@@ -62,10 +62,10 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    client: kube.KubeClient
+    client: kube_client.KubeClient
     cluster: ClusterView
     cloud: types.CloudProvider
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
 
 
@@ -116,10 +116,10 @@ class NodeClaimConditionsController:
         """Bring one claim's conditions up to date; seconds until it should be looked at again (None: on change)."""
         try:
             return await self._reconcile(name)
-        except kube.NotFound:
+        except kube_client.NotFound:
             self.forget(name)
             return None
-        except kube.Conflict:
+        except kube_client.Conflict:
             return CONFLICT_RETRY
 
     async def _reconcile(self, name: str) -> float | None:
@@ -178,7 +178,7 @@ class NodeClaimConditionsController:
         if due == 0.0:
             try:
                 catalog = await self._deps.cloud.instance_types(pool)
-            except cloud_errors.CloudProviderError as error:
+            except cloudprovider_errors.CloudProviderError as error:
                 log.warning("listing instance types for drift failed: %s", error, extra={"nodeclaim": claim.name})
             else:
                 memory.catalog_checked = now
@@ -187,7 +187,7 @@ class NodeClaimConditionsController:
             return str(disruption_conditions.CoreDriftReason.INSTANCE_TYPE_NOT_FOUND)
         try:
             reason = await self._deps.cloud.is_drifted(claim)
-        except cloud_errors.CloudProviderError as error:
+        except cloudprovider_errors.CloudProviderError as error:
             # Unknown is not "not drifted": keep whatever the claim says until the provider answers again.
             log.warning("checking drift failed: %s", error, extra={"nodeclaim": claim.name})
             current = claim.condition(nodeclaim.DRIFTED)
@@ -251,7 +251,7 @@ class NodeClaimConditionsController:
             async with limit:
                 try:
                     after = await self.reconcile(name)
-                except (kube.KubeError, cloud_errors.CloudProviderError, OSError, TimeoutError) as error:
+                except (kube_client.KubeError, cloudprovider_errors.CloudProviderError, OSError, TimeoutError) as error:
                     # A transport failure too (an overloaded API server times out): one claim's, not the loop's.
                     log.warning(
                         "reconciling nodeclaim disruption conditions failed: %s", error, extra={"nodeclaim": name}

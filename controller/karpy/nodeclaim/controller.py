@@ -20,12 +20,12 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events, noop, rejections
 from karpy.api import labels, nodeclaim, parse, status
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import capacitytype, conditions, garbagecollection, lifecycle, registration
 
@@ -72,9 +72,9 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    client: kube.KubeClient
+    client: kube_client.KubeClient
     cloud: types.CloudProvider
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     recorder: events.Recorder
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
@@ -120,9 +120,9 @@ class NodeClaimController:
             if claim.metadata.deletion_timestamp is not None:
                 return await self._finalize(claim)
             return await self._reconcile_live(claim)
-        except kube.NotFound:
+        except kube_client.NotFound:
             return DONE  # deleted while we worked; the DELETED event ends it
-        except kube.Conflict:
+        except kube_client.Conflict:
             return Result(FINALIZE_POLL)  # someone wrote in between: re-read and retry
 
     async def collect_garbage(self) -> None:
@@ -147,7 +147,7 @@ class NodeClaimController:
         ):
             holder = instance.metadata.name or instance.status.provider_id
             with self._on_its_own(rejections.about(resources.NODECLAIMS, name=holder)):
-                with contextlib.suppress(cloud_errors.NodeClaimNotFound):
+                with contextlib.suppress(cloudprovider_errors.NodeClaimNotFound):
                     await self._deps.cloud.delete(instance)
                 self._unclaimed_since.pop(instance.status.provider_id, None)
                 log.info("garbage collected cloudprovider instance", extra={"provider-id": instance.status.provider_id})
@@ -170,7 +170,7 @@ class NodeClaimController:
         try:  # the list may lag a launch or a retry: confirm before deleting
             await self._deps.cloud.get(claim.status.provider_id)
             return
-        except cloud_errors.NodeClaimNotFound:
+        except cloudprovider_errors.NodeClaimNotFound:
             pass
         await self._deps.client.delete(resources.NODECLAIMS, claim.name)
         self._deps.recorder.record(
@@ -186,7 +186,7 @@ class NodeClaimController:
         """Handle one object: an API or cloud failure is logged (the next pass retries), anything else reported."""
         try:
             yield
-        except (kube.KubeError, cloud_errors.CloudProviderError) as error:
+        except (kube_client.KubeError, cloudprovider_errors.CloudProviderError) as error:
             log.warning("garbage collection of one object failed: %s", error, extra={"object": about["metadata"]})
         except Exception as exc:
             self._deps.rejections.report(
@@ -199,7 +199,7 @@ class NodeClaimController:
         while True:
             try:
                 await self.collect_garbage()
-            except (kube.KubeError, cloud_errors.CloudProviderError, OSError, TimeoutError) as error:
+            except (kube_client.KubeError, cloudprovider_errors.CloudProviderError, OSError, TimeoutError) as error:
                 log.warning("garbage collection failed: %s", error)  # transport failures too: retried next run
             except Exception:  # a bug must cost one pass, not the loop (the leader would exit)
                 log.exception("garbage collection pass raised")
@@ -271,15 +271,15 @@ class NodeClaimController:
             return claim
         try:
             resolved = await self._deps.cloud.create(claim)
-        except (cloud_errors.InsufficientCapacity, cloud_errors.NodeClassNotReady) as error:
-            ice = isinstance(error, cloud_errors.InsufficientCapacity)
+        except (cloudprovider_errors.InsufficientCapacity, cloudprovider_errors.NodeClassNotReady) as error:
+            ice = isinstance(error, cloudprovider_errors.InsufficientCapacity)
             reason = "InsufficientCapacityError" if ice else "NodeClassNotReady"
             self._deps.recorder.record(_ref(claim), "Warning", reason, f"NodeClaim {claim.name} event: {error}")
             if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
                 log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": reason})
                 self._disrupted(claim, INSUFFICIENT_CAPACITY if ice else NODECLASS_NOT_READY)
             return None
-        except cloud_errors.CreateError as error:
+        except cloudprovider_errors.CreateError as error:
             failed = lifecycle.launch_failed(claim, error.reason.value, error.message, now=self._deps.clock.now())
             log.warning("launching nodeclaim failed: %s", error, extra={"nodeclaim": claim.name})
             return await self._write_status(claim, failed)
@@ -304,7 +304,7 @@ class NodeClaimController:
     async def _restore_labels(self, claim: nodeclaim.NodeClaim) -> None:
         try:
             instance = await self._deps.cloud.get(claim.status.provider_id)
-        except cloud_errors.NodeClaimNotFound:
+        except cloudprovider_errors.NodeClaimNotFound:
             return  # GC deletes the claim once it is Registered; liveness before that
         new_labels = lifecycle.missing_labels(claim, instance.metadata.labels)
         if new_labels:
@@ -398,7 +398,7 @@ class NodeClaimController:
                 return Result(FINALIZE_POLL)  # the Node finalizer drains; wait until the Node is gone
             try:
                 await self._deps.cloud.delete(claim)
-            except cloud_errors.NodeClaimNotFound:
+            except cloudprovider_errors.NodeClaimNotFound:
                 terminating = claim.condition(nodeclaim.INSTANCE_TERMINATING)
                 if terminating is not None and terminating.is_true and terminating.last_transition_time is not None:
                     self._deps.metrics.instance_terminated(

@@ -18,10 +18,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events, noop, rejections
 from karpy.api import ec2nodeclass, labels, nodeclaim, parse
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import capacityblocks
 
@@ -68,9 +68,9 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    client: kube.KubeClient
+    client: kube_client.KubeClient
     cluster: ClusterView
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     recorder: events.Recorder
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
 
@@ -97,7 +97,7 @@ class ExpirationController:
             return when - now
         try:
             await deps.client.delete(resources.NODECLAIMS, claim.name)
-        except kube.NotFound:
+        except kube_client.NotFound:
             return None
         if reason == CAPACITY_BLOCK_EXPIRING:
             log.info(
@@ -171,7 +171,7 @@ class ExpirationController:
                 continue
             try:
                 again = await self.reconcile(claim.name)
-            except kube.KubeError as error:
+            except kube_client.KubeError as error:
                 log.warning("expiring nodeclaim failed: %s", error, extra={"nodeclaim": claim.name})
                 soonest = min(soonest, ERROR_BACKOFF)
                 continue

@@ -23,11 +23,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events, noop
 from karpy.api import decoding, labels, nodeclaim
 from karpy.cloudprovider import types
-from karpy.kube import client as kube
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.state import statenode
 
@@ -108,9 +108,9 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    client: kube.KubeClient
+    client: kube_client.KubeClient
     cluster: ClusterView
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     recorder: events.Recorder
     policies: Sequence[types.RepairPolicy]
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
@@ -133,7 +133,7 @@ class RepairController:
             if self._deps.cluster.synced():
                 try:
                     wait = min(wait, await self.reconcile())
-                except kube.KubeError as error:
+                except kube_client.KubeError as error:
                     log.warning("node repair pass failed: %s", error)
             await self._deps.clock.sleep(max(wait, 0.0))
 
@@ -195,7 +195,7 @@ class RepairController:
             patch = {"metadata": {"annotations": {key: decoding.format_timestamp(now)}}}
             try:
                 await deps.client.patch(resources.NODECLAIMS, claim.name, patch)
-            except kube.NotFound:
+            except kube_client.NotFound:
                 return
         if not await deps.client.delete(resources.NODECLAIMS, claim.name):
             return

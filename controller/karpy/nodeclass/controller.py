@@ -13,13 +13,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import ec2nodeclass, errors, hashing, labels, nodeclaim, nodepool, parse, status
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import client, patches, resources
 from karpy.nodepool import drift_hash
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +70,9 @@ class NodeClassReconciler(Protocol):
 @dataclasses.dataclass(frozen=True, slots=True)
 class NodeClassDeps:
     kube: client.KubeClient
-    cluster: cluster_module.Cluster
+    cluster: state_cluster.Cluster
     cloud: NodeClassReconciler
-    clock: clock_module.Clock
+    clock: karpy_clock.Clock
     recorder: events.Recorder | None = None
     """Where WaitingOnNodeClaimTermination goes while a deleted class still has NodeClaims (None: nowhere)."""
 
@@ -105,7 +105,7 @@ class NodeClassController:
             await kube.patch(resources.EC2NODECLASSES, name, annotations)
         try:
             resolved = await self._deps.cloud.reconcile_nodeclass(nc)
-        except cloud_errors.CloudProviderError as error:
+        except cloudprovider_errors.CloudProviderError as error:
             log.warning("resolving ec2nodeclass failed: %s", error, extra={"ec2nodeclass": name})
             return NODECLASS_ERROR_RETRY
         body = status.to_status(dataclasses.replace(nc, status=resolved))
@@ -130,7 +130,7 @@ class NodeClassController:
         self._told.pop(nc.metadata.uid or nc.name, None)
         try:
             await self._deps.cloud.finalize_nodeclass(nc)
-        except cloud_errors.CloudProviderError as error:
+        except cloudprovider_errors.CloudProviderError as error:
             log.warning("finalizing ec2nodeclass failed: %s", error, extra={"ec2nodeclass": nc.name})
             return NODECLASS_ERROR_RETRY
         remove = patches.finalizers_patch(raw, remove=labels.FINALIZER_AWS_TERMINATION)

@@ -15,14 +15,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import meta, nodeoverlay, status
-from karpy.cloudprovider import errors as cloud_errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import overlay, types
 from karpy.kube import client, resources
-from karpy.nodeclaim import conditions as cond
+from karpy.nodeclaim import conditions as nodeclaim_conditions
 from karpy.nodepool import status as nodepool_status
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +40,11 @@ class NodeOverlayController:
     def __init__(
         self,
         kube: client.KubeClient,
-        cluster: cluster_module.Cluster,
+        cluster: state_cluster.Cluster,
         *,
         cloud: types.CloudProvider,
         overlays: overlay.Overlays,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
     ) -> None:
         self._kube = kube
         self._cluster = cluster
@@ -53,7 +53,7 @@ class NodeOverlayController:
         self._overlays = overlays
         self._clock = clock
 
-    def listener(self, enqueue: Callable[[str], None]) -> cluster_module.Listener:
+    def listener(self, enqueue: Callable[[str], None]) -> state_cluster.Listener:
         """A state-cache listener that queues (`enqueue(KEY)`) an evaluation on every change that can alter one."""
 
         def changed(
@@ -71,7 +71,7 @@ class NodeOverlayController:
         for pool in pools:
             try:
                 listed[pool.name] = await self._cloud.instance_types(pool)
-            except cloud_errors.CloudProviderError as error:
+            except cloudprovider_errors.CloudProviderError as error:
                 # One broken pool (its node class missing, say) leaves the others evaluated (upstream alike).
                 failed = True
                 log.warning(
@@ -83,13 +83,15 @@ class NodeOverlayController:
         now = self._clock.now()
         for item in valid:
             verdict = (
-                (cond.FALSE, nodeoverlay.REASON_CONFLICT, CONFLICT_MESSAGE)
+                (nodeclaim_conditions.FALSE, nodeoverlay.REASON_CONFLICT, CONFLICT_MESSAGE)
                 if item.name in evaluation.conflicting
-                else (cond.TRUE, "", "")
+                else (nodeclaim_conditions.TRUE, "", "")
             )
             await self._write(item.name, verdict, now=now)
         for name, problem in self._cluster.nodeoverlay_errors().items():
-            await self._write(name, (cond.FALSE, nodeoverlay.REASON_RUNTIME_VALIDATION, problem), now=now)
+            await self._write(
+                name, (nodeclaim_conditions.FALSE, nodeoverlay.REASON_RUNTIME_VALIDATION, problem), now=now
+            )
         return RETRY if failed else RESYNC
 
     async def _write(self, name: str, verdict: tuple[str, str, str], *, now: float) -> None:
@@ -108,7 +110,7 @@ def conditions(
 ) -> tuple[meta.Condition, ...]:
     """ValidationSucceeded as `verdict` (status, reason, message) says, and Ready following it."""
     state, reason, message = verdict
-    out = cond.set_condition(
+    out = nodeclaim_conditions.set_condition(
         previous,
         nodeoverlay.VALIDATION_SUCCEEDED,
         state,
@@ -117,7 +119,7 @@ def conditions(
         message=message,
         observed_generation=generation,
     )
-    return cond.set_condition(
+    return nodeclaim_conditions.set_condition(
         out, nodeoverlay.READY, state, now=now, reason=reason, message=message, observed_generation=generation
     )
 

@@ -11,13 +11,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import errors, labels, meta, nodepool, parse
 from karpy.kube import client, resources
-from karpy.nodeclaim import registration as registration_health
+from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.nodepool import drift_hash
 from karpy.nodepool import status as nodepool_status
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,10 @@ class NodePoolController:
     def __init__(
         self,
         kube: client.KubeClient,
-        cluster: cluster_module.Cluster,
+        cluster: state_cluster.Cluster,
         *,
-        clock: clock_module.Clock,
-        registration: registration_health.RegistrationHealth | None = None,
+        clock: karpy_clock.Clock,
+        registration: nodeclaim_registration.RegistrationHealth | None = None,
     ) -> None:
         self._kube = kube
         self._cluster = cluster

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from karpy.api import decoding, ec2nodeclass, meta, nodepool, quantity, status
-from karpy.nodeclaim import conditions as cond
+from karpy.nodeclaim import conditions as nodeclaim_conditions
 
 VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
 NODECLASS_READY: Final = "NodeClassReady"
@@ -47,17 +47,29 @@ def nodeclass_condition(
 ) -> tuple[str, str, str]:
     """(status, reason, message) of NodeClassReady."""
     if pool is None:
-        return cond.UNKNOWN, "AwaitingReconciliation", "the NodePool does not validate"
+        return nodeclaim_conditions.UNKNOWN, "AwaitingReconciliation", "the NodePool does not validate"
     ref = pool.template.node_class_ref
     nc = nodeclasses.get(ref.name)
     if nc is None:
-        return cond.FALSE, Reason.NODECLASS_NOT_FOUND, f"{ref.kind or 'EC2NodeClass'} {ref.name!r} not found"
+        return (
+            nodeclaim_conditions.FALSE,
+            Reason.NODECLASS_NOT_FOUND,
+            f"{ref.kind or 'EC2NodeClass'} {ref.name!r} not found",
+        )
     ready = meta.condition(nc.status.conditions, ec2nodeclass.READY)
     if ready is None:
-        return cond.UNKNOWN, "AwaitingReconciliation", f"EC2NodeClass {ref.name!r} has no Ready condition yet"
+        return (
+            nodeclaim_conditions.UNKNOWN,
+            "AwaitingReconciliation",
+            f"EC2NodeClass {ref.name!r} has no Ready condition yet",
+        )
     if not ready.is_true:
-        return cond.FALSE, Reason.NODECLASS_NOT_READY, ready.message or f"EC2NodeClass {ref.name!r} is not ready"
-    return cond.TRUE, NODECLASS_READY, ""
+        return (
+            nodeclaim_conditions.FALSE,
+            Reason.NODECLASS_NOT_READY,
+            ready.message or f"EC2NodeClass {ref.name!r} is not ready",
+        )
+    return nodeclaim_conditions.TRUE, NODECLASS_READY, ""
 
 
 def nodepool_conditions(
@@ -75,7 +87,7 @@ def nodepool_conditions(
     out = previous
     if registration is not None:
         r_status, r_reason, r_message = registration
-        out = cond.set_condition(
+        out = nodeclaim_conditions.set_condition(
             out,
             NODE_REGISTRATION_HEALTHY,
             r_status,
@@ -85,19 +97,28 @@ def nodepool_conditions(
             observed_generation=generation,
         )
     if validation_error:
-        out = cond.set_condition(
-            out, VALIDATION_SUCCEEDED, cond.FALSE, now=now, reason=Reason.VALIDATION_FAILED, message=validation_error
+        out = nodeclaim_conditions.set_condition(
+            out,
+            VALIDATION_SUCCEEDED,
+            nodeclaim_conditions.FALSE,
+            now=now,
+            reason=Reason.VALIDATION_FAILED,
+            message=validation_error,
         )
     else:
-        out = cond.set_condition(out, VALIDATION_SUCCEEDED, cond.TRUE, now=now)
+        out = nodeclaim_conditions.set_condition(out, VALIDATION_SUCCEEDED, nodeclaim_conditions.TRUE, now=now)
     nc_status, nc_reason, nc_message = nodeclass_condition(pool, nodeclasses)
-    out = cond.set_condition(out, NODECLASS_READY, nc_status, now=now, reason=nc_reason, message=nc_message)
+    out = nodeclaim_conditions.set_condition(
+        out, NODECLASS_READY, nc_status, now=now, reason=nc_reason, message=nc_message
+    )
     unhealthy = [c.type for c in out if c.type in (VALIDATION_SUCCEEDED, NODECLASS_READY) and not c.is_true]
     if unhealthy:
         message = "; ".join(f"{t}={meta.condition(out, t).status}" for t in unhealthy)  # type: ignore[union-attr]
-        out = cond.set_condition(out, READY, cond.FALSE, now=now, reason=Reason.UNHEALTHY_DEPENDENTS, message=message)
+        out = nodeclaim_conditions.set_condition(
+            out, READY, nodeclaim_conditions.FALSE, now=now, reason=Reason.UNHEALTHY_DEPENDENTS, message=message
+        )
     else:
-        out = cond.set_condition(out, READY, cond.TRUE, now=now)
+        out = nodeclaim_conditions.set_condition(out, READY, nodeclaim_conditions.TRUE, now=now)
     return out
 
 

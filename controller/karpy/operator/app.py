@@ -19,7 +19,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 
-from karpy import settings as settings_module
+from karpy import settings as karpy_settings
 from karpy import tasks
 from karpy.runtime import explaining, leadership, parts, servers
 
@@ -80,5 +80,5 @@ async def run(
         leadership.raise_ending(background, results)
 
 
-def endpoints_from(settings: settings_module.Settings) -> Endpoints:
+def endpoints_from(settings: karpy_settings.Settings) -> Endpoints:
     return Endpoints(metrics_port=settings.runtime.metrics_port, health_port=settings.runtime.health_probe_port)

@@ -14,18 +14,18 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final, TextIO
 
-from karpy import settings as settings_module
+from karpy import settings as karpy_settings
 
 _STANDARD: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 """Attributes every LogRecord has: anything else on a record came from `extra=` and is a structured field."""
 SECRET_MARKERS: Final = ("TOKEN", "SECRET", "PASSWORD", "CA_BUNDLE", "KEY")
 """Settings whose names contain one of these are logged as "<redacted>" (CLUSTER_CA_BUNDLE is long and private)."""
 REDACTED: Final = "<redacted>"
-LEVELS: Final[Mapping[settings_module.LogLevel, int]] = {
-    settings_module.LogLevel.DEBUG: logging.DEBUG,
-    settings_module.LogLevel.INFO: logging.INFO,
-    settings_module.LogLevel.WARNING: logging.WARNING,
-    settings_module.LogLevel.ERROR: logging.ERROR,
+LEVELS: Final[Mapping[karpy_settings.LogLevel, int]] = {
+    karpy_settings.LogLevel.DEBUG: logging.DEBUG,
+    karpy_settings.LogLevel.INFO: logging.INFO,
+    karpy_settings.LogLevel.WARNING: logging.WARNING,
+    karpy_settings.LogLevel.ERROR: logging.ERROR,
 }
 
 
@@ -55,7 +55,7 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(entry, separators=(",", ":"))
 
 
-def configure(level: settings_module.LogLevel, *, stream: TextIO | None = None) -> logging.Handler:
+def configure(level: karpy_settings.LogLevel, *, stream: TextIO | None = None) -> logging.Handler:
     """Route every logger (ours and Kopf's) through one JSON handler on stderr at LOG_LEVEL; returns the handler."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JSONFormatter())
@@ -77,5 +77,5 @@ def redact(effective: Mapping[str, object]) -> dict[str, object]:
     }
 
 
-def log_settings(settings: settings_module.Settings, logger: logging.Logger) -> None:
+def log_settings(settings: karpy_settings.Settings, logger: logging.Logger) -> None:
     logger.info("starting karpy with settings", extra={"settings": redact(settings.effective())})

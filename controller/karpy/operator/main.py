@@ -18,12 +18,12 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from karpy import clock as clock_module
-from karpy import settings as settings_module
+from karpy import clock as karpy_clock
+from karpy import settings as karpy_settings
 from karpy.api import errors
 from karpy.kube import credentials
 from karpy.operator import app, login
-from karpy.operator import logging as logs
+from karpy.operator import logging as operator_logging
 from karpy.runtime import leadership, lease, parts
 from karpy.wiring import graph, unsupported
 
@@ -36,16 +36,16 @@ EXIT_LEADERSHIP_LOST: Final = 1
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
 
-def load(environ: Mapping[str, str]) -> settings_module.Settings | str:
+def load(environ: Mapping[str, str]) -> karpy_settings.Settings | str:
     """The settings, or the message to print when they are invalid."""
     try:
-        return settings_module.Settings.from_env(environ)
+        return karpy_settings.Settings.from_env(environ)
     except errors.ValidationError as invalid:
         return f"karpy run: {invalid}"
 
 
 async def serve(
-    settings: settings_module.Settings,
+    settings: karpy_settings.Settings,
     creds: credentials.Credentials,
     *,
     environ: Mapping[str, str],
@@ -55,7 +55,7 @@ async def serve(
     endpoints: app.Endpoints | None = None,
 ) -> None:
     """Run the controller with `creds` (and `relogin` after a 401) until `stop` is set or a signal arrives."""
-    clock = clock_module.SystemClock()
+    clock = karpy_clock.SystemClock()
     pod_name = environ.get("POD_NAME") or environ.get("HOSTNAME", "")
     async with graph.rest_client(settings, creds, clock=clock, relogin=relogin) as kube:
         ctrl = graph.build(
@@ -94,8 +94,8 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     if isinstance(loaded, str):
         print(loaded, file=sys.stderr)
         return EXIT_INVALID
-    logs.configure(loaded.runtime.log_level)
-    logs.log_settings(loaded, log)
+    operator_logging.configure(loaded.runtime.log_level)
+    operator_logging.log_settings(loaded, log)
     unsupported.log_notices(env, log)
     try:
         creds = login.login(env)

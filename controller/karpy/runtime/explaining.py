@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy.cloudprovider import errors, types
 from karpy.explain import report, run
 from karpy.provisioning import snapshot
 from karpy.runtime import parts
-from karpy.state import cluster as cluster_mod
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +33,9 @@ OK = 200
 class Source:
     """What the endpoint reads: the controller's own parts."""
 
-    cluster: cluster_mod.Cluster
+    cluster: state_cluster.Cluster
     cloud: types.CloudProvider
-    clock: clock_mod.Clock
+    clock: karpy_clock.Clock
     queued: Callable[[], frozenset[str]]
     """NodeClaims the disruption queue is disrupting now (they are no candidates)."""
     options: run.Options

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.kube import client, resources
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ class LeaderElector:
         *,
         name: str,
         namespace: str,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         identity: str,
         lease_duration: float = LEASE_DURATION,
         renew_period: float = RENEW_PERIOD,

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Protocol
 
 import prometheus_client
-from prometheus_client import core as prom_core
-from prometheus_client import registry as prom_registry
+from prometheus_client import core as prometheus_client_core
+from prometheus_client import registry as prometheus_client_registry
 
 import karpy
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import rejections
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import interruption, metered, types
@@ -28,7 +28,7 @@ from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.provisioning import provisioner
 from karpy.runtime import nodemetrics, scrapemetrics
-from karpy.scheduling import pods as pods_api
+from karpy.scheduling import pods as scheduling_pods
 from karpy.state import statenode
 from karpy.termination import controller as termination_controller
 
@@ -102,7 +102,7 @@ class ClusterSource(Protocol):
     def state_nodes(self) -> list[statenode.StateNode]: ...
     def nodepools(self) -> list[nodepool.NodePool]: ...
     def nodepool_usage(self, name: str) -> dict[str, int]: ...
-    def pending_pods(self) -> list[pods_api.Pod]: ...
+    def pending_pods(self) -> list[scheduling_pods.Pod]: ...
 
 
 def node_price(node: statenode.StateNode, price: PriceLookup) -> float | None:
@@ -138,23 +138,23 @@ class StateCollector(prometheus_client.registry.Collector):
         self._cluster = cluster
         self._price = price
 
-    def collect(self) -> Iterator[prom_core.Metric]:
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
         synced = self._cluster.synced()
-        yield prom_core.GaugeMetricFamily(
+        yield prometheus_client_core.GaugeMetricFamily(
             f"{NAMESPACE}_cluster_state_synced", "1 when the cluster state cache has listed everything", synced
         )
         nodes = self._cluster.state_nodes()
-        yield prom_core.GaugeMetricFamily(
+        yield prometheus_client_core.GaugeMetricFamily(
             f"{NAMESPACE}_cluster_state_node_count", "Nodes (and in-flight NodeClaims) in the state cache", len(nodes)
         )
         yield from self._nodes(nodes)
         yield from self._nodepools()
         yield from self._pods(nodes)
-        cost = prom_core.GaugeMetricFamily(
+        cost = prometheus_client_core.GaugeMetricFamily(
             "karpy_nodepool_cost_per_hour", "On-demand/spot $/h of the nodes of each NodePool", labels=["nodepool"]
         )
         # upstream's name for the same sum (core: controllers/metrics/nodepool/controller.go)
-        cost_total = prom_core.GaugeMetricFamily(
+        cost_total = prometheus_client_core.GaugeMetricFamily(
             f"{NAMESPACE}_nodepools_cost_total", "The $/h of the offerings of a NodePool's nodes", labels=["nodepool"]
         )
         for pool, dollars in sorted(nodepool_costs(nodes, self._price).items()):
@@ -163,12 +163,12 @@ class StateCollector(prometheus_client.registry.Collector):
         yield cost
         yield cost_total
 
-    def _nodes(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prom_core.Metric]:
+    def _nodes(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
         names = ["node_name", "nodepool", "resource_type"]
-        allocatable = prom_core.GaugeMetricFamily(
+        allocatable = prometheus_client_core.GaugeMetricFamily(
             f"{NAMESPACE}_nodes_allocatable", "Node allocatable by resource", labels=names
         )
-        requests = prom_core.GaugeMetricFamily(
+        requests = prometheus_client_core.GaugeMetricFamily(
             f"{NAMESPACE}_nodes_total_pod_requests", "Sum of the requests of the pods bound to the node", labels=names
         )
         for node in nodes:
@@ -185,12 +185,14 @@ class StateCollector(prometheus_client.registry.Collector):
         yield allocatable
         yield requests
 
-    def _nodepools(self) -> Iterator[prom_core.Metric]:
+    def _nodepools(self) -> Iterator[prometheus_client_core.Metric]:
         names = ["nodepool", "resource_type"]
-        usage = prom_core.GaugeMetricFamily(
+        usage = prometheus_client_core.GaugeMetricFamily(
             f"{NAMESPACE}_nodepools_usage", "Resources used by a NodePool", labels=names
         )
-        limit = prom_core.GaugeMetricFamily(f"{NAMESPACE}_nodepools_limit", "Limits of a NodePool", labels=names)
+        limit = prometheus_client_core.GaugeMetricFamily(
+            f"{NAMESPACE}_nodepools_limit", "Limits of a NodePool", labels=names
+        )
         for pool in self._cluster.nodepools():
             for resource, milli in sorted(self._cluster.nodepool_usage(pool.name).items()):
                 usage.add_metric([pool.name, resource], _resource_value(milli))
@@ -199,8 +201,8 @@ class StateCollector(prometheus_client.registry.Collector):
         yield usage
         yield limit
 
-    def _pods(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prom_core.Metric]:
-        state = prom_core.GaugeMetricFamily(
+    def _pods(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
+        state = prometheus_client_core.GaugeMetricFamily(
             f"{NAMESPACE}_pods_state",
             "Pods the controller knows of: 1 per pod with its node, NodePool and phase",
             labels=["name", "namespace", "node", "nodepool", "phase"],
@@ -263,7 +265,7 @@ class Metrics:
 
     def __init__(self, *, lease_name: str = LEADER_LEASE) -> None:
         self.lease_name = lease_name
-        self.registry = prom_registry.CollectorRegistry(auto_describe=True)
+        self.registry = prometheus_client_registry.CollectorRegistry(auto_describe=True)
         self.prices = PriceBook()
         self.catalog = scrapemetrics.CatalogBook()
         self.solves = scrapemetrics.InFlightSolves()
@@ -530,7 +532,7 @@ class Metrics:
         self.instruments.pods_startup_duration.observe(seconds)
 
     def metered(
-        self, provider: types.CloudProvider, controller: str, *, clock: clock_mod.Clock
+        self, provider: types.CloudProvider, controller: str, *, clock: karpy_clock.Clock
     ) -> metered.MeteredProvider:
         """`provider` as `controller` calls it, timed and its errors counted (the cloudprovider series)."""
         i, name = self.instruments, provider.name
@@ -757,7 +759,7 @@ class CloudCallCollector(prometheus_client.registry.Collector):
     def __init__(self, source: CloudCalls) -> None:
         self._source = source
 
-    def collect(self) -> Iterator[prom_core.Metric]:
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
         source = self._source
         for name, doc, table in (
             ("karpy_cloudprovider_api_calls", "Cloud provider API calls by service and operation", source.calls()),
@@ -767,11 +769,11 @@ class CloudCallCollector(prometheus_client.registry.Collector):
                 source.attempts(),
             ),
         ):
-            family = prom_core.CounterMetricFamily(name, doc, labels=["service", "operation"])
+            family = prometheus_client_core.CounterMetricFamily(name, doc, labels=["service", "operation"])
             for (service, operation), count in sorted(table.items()):
                 family.add_metric([service, operation], count)
             yield family
-        errors = prom_core.CounterMetricFamily(
+        errors = prometheus_client_core.CounterMetricFamily(
             "karpy_cloudprovider_api_errors",
             "Cloud provider API calls that failed after their retries, by error code",
             labels=["service", "operation", "code"],
@@ -779,7 +781,7 @@ class CloudCallCollector(prometheus_client.registry.Collector):
         for key, count in sorted(source.errors().items()):
             errors.add_metric(list(key), count)
         yield errors
-        launches = prom_core.CounterMetricFamily(
+        launches = prometheus_client_core.CounterMetricFamily(
             f"{NAMESPACE}_cloudprovider_instance_launch_failures",
             "Instance launch failures, by zone, zone id, capacity type and reason (aws: providers/instance/metrics.go)",
             labels=["zone", "zone_id", "capacity_type", "reason"],
@@ -787,7 +789,7 @@ class CloudCallCollector(prometheus_client.registry.Collector):
         for failure, count in sorted(source.launch_failures().items()):
             launches.add_metric(list(failure), count)
         yield launches
-        terminations = prom_core.CounterMetricFamily(
+        terminations = prometheus_client_core.CounterMetricFamily(
             f"{NAMESPACE}_cloudprovider_instance_termination_failures",
             "Failed instance terminations, by zone and zone id",
             labels=["zone", "zone_id"],
@@ -795,10 +797,10 @@ class CloudCallCollector(prometheus_client.registry.Collector):
         for zone_key, count in sorted(source.termination_failures().items()):
             terminations.add_metric(list(zone_key), count)
         yield terminations
-        sizes = prom_core.HistogramMetricFamily(
+        sizes = prometheus_client_core.HistogramMetricFamily(
             f"{NAMESPACE}_cloudprovider_batcher_batch_size", "Size of the request batch per batcher", labels=["batcher"]
         )
-        times = prom_core.HistogramMetricFamily(
+        times = prometheus_client_core.HistogramMetricFamily(
             f"{NAMESPACE}_cloudprovider_batcher_batch_time_seconds",
             "Duration of the batching window per batcher",
             labels=["batcher"],

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
 import prometheus_client
-from prometheus_client import core as prom_core
+from prometheus_client import core as prometheus_client_core
 
 from karpy.api import decoding, labels, quantity
 from karpy.kube import resources as kube_resources
@@ -86,10 +86,12 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         self._now = now
         self._unsynced_since: float | None = None
 
-    def _family(self, name: str, doc: str, names: Iterable[str] = NODE_LABELS) -> prom_core.GaugeMetricFamily:
-        return prom_core.GaugeMetricFamily(name, doc, labels=list(names))
+    def _family(
+        self, name: str, doc: str, names: Iterable[str] = NODE_LABELS
+    ) -> prometheus_client_core.GaugeMetricFamily:
+        return prometheus_client_core.GaugeMetricFamily(name, doc, labels=list(names))
 
-    def collect(self) -> Iterator[prom_core.Metric]:
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
         now = self._now()
         yield from self._synced(now)
         pods = [p for p in self._cluster.objects(kube_resources.PODS) if not facts.pod_facts(p).terminal]
@@ -99,13 +101,13 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         yield from self._nodes(self._cluster.state_nodes(), by_node, now)
         yield from self._pods(pods, now)
 
-    def _synced(self, now: float) -> Iterator[prom_core.Metric]:
+    def _synced(self, now: float) -> Iterator[prometheus_client_core.Metric]:
         if self._cluster.synced():
             self._unsynced_since = None
         elif self._unsynced_since is None:
             self._unsynced_since = now
         since = self._unsynced_since
-        yield prom_core.GaugeMetricFamily(
+        yield prometheus_client_core.GaugeMetricFamily(
             "karpenter_cluster_state_unsynced_time_seconds",
             "The time for which cluster state is not synced",
             0.0 if since is None else now - since,
@@ -113,7 +115,7 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
 
     def _nodes(
         self, nodes: Iterable[statenode.StateNode], by_node: Mapping[str, list[Mapping[str, Any]]], now: float
-    ) -> Iterator[prom_core.Metric]:
+    ) -> Iterator[prometheus_client_core.Metric]:
         overhead = self._family("karpenter_nodes_system_overhead", "Node capacity minus allocatable, by resource")
         daemon_requests = self._family(
             "karpenter_nodes_total_daemon_requests", "Sum of the requests of the node's DaemonSet pods"
@@ -155,7 +157,7 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
                 utilization.add_metric([resource_type(name)], 100.0 * requested.get(name, 0) / total)
         yield utilization
 
-    def _pods(self, pods: Iterable[Mapping[str, Any]], now: float) -> Iterator[prom_core.Metric]:
+    def _pods(self, pods: Iterable[Mapping[str, Any]], now: float) -> Iterator[prometheus_client_core.Metric]:
         unbound = self._family(
             "karpenter_pods_unbound_time_seconds", "Seconds a pod has not been bound since it was created",
             ("name", "namespace"),

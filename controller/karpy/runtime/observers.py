@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from karpy.api import decoding, labels
-from karpy.api import nodeclaim as nodeclaim_api
+from karpy.api import nodeclaim as api_nodeclaim
 from karpy.kube import resources
 from karpy.state import facts
 
@@ -92,7 +92,7 @@ def node_registered(res: resources.Resource, old: Obj, new: Obj) -> str | None:
     """The NodePool of a NodeClaim that just turned Registered (its Node joined), else None (pure)."""
     if res != resources.NODECLAIMS or new is None:
         return None
-    if _condition_true(new, nodeclaim_api.REGISTERED) and not _condition_true(old, nodeclaim_api.REGISTERED):
+    if _condition_true(new, api_nodeclaim.REGISTERED) and not _condition_true(old, api_nodeclaim.REGISTERED):
         return str((_meta(new).get("labels") or {}).get(labels.LABEL_NODEPOOL, ""))
     return None
 

@@ -9,9 +9,9 @@ import dataclasses
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy import events, rejections
-from karpy import settings as settings_module
+from karpy import settings as karpy_settings
 from karpy.cloudprovider import overlay, types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import staticpools
@@ -25,7 +25,7 @@ from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.provisioning import provisioner
 from karpy.runtime import lease, metrics, workqueue
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 
 
@@ -60,22 +60,22 @@ class Timings:
     """Seconds a consolidation command waits before it is validated again (upstream 15 s)."""
 
 
-CloudFactory = Callable[[settings_module.Settings, cluster_module.Cluster, clock_module.Clock], CloudParts]
+CloudFactory = Callable[[karpy_settings.Settings, state_cluster.Cluster, karpy_clock.Clock], CloudParts]
 
 
 @dataclasses.dataclass(slots=True)
 class Controller:
     """Everything `app.run` starts. `queues` hold per-object work fed by the state cache's listener (`routing`)."""
 
-    settings: settings_module.Settings
+    settings: karpy_settings.Settings
     kube: client.KubeClient
-    cluster: cluster_module.Cluster
+    cluster: state_cluster.Cluster
     cloud: CloudParts
     recorder: events.KubeRecorder
     rejections: rejections.Rejections
     metrics: metrics.Metrics
     elector: lease.LeaderElector | lease.AlwaysLeader
-    clock: clock_module.Clock
+    clock: karpy_clock.Clock
     nodeclaims: nodeclaim_controller.NodeClaimController
     termination: termination_controller.TerminationController
     provisioner: provisioner.Provisioner

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
 import prometheus_client
-from prometheus_client import core as prom_core
-from prometheus_client import registry as prom_registry
+from prometheus_client import core as prometheus_client_core
+from prometheus_client import registry as prometheus_client_registry
 
 from karpy.runtime import parts, workqueue
 
@@ -41,7 +41,7 @@ def controller_of(queue: str) -> str:
 
 
 class QueueSeries:
-    def __init__(self, registry: prom_registry.CollectorRegistry) -> None:
+    def __init__(self, registry: prometheus_client_registry.CollectorRegistry) -> None:
         names = ["controller", "name"]
         r = registry
         self.adds = prometheus_client.Counter(
@@ -113,25 +113,25 @@ class QueueCollector(prometheus_client.registry.Collector):
         self._queues = queues
         self._now = now
 
-    def collect(self) -> Iterator[prom_core.Metric]:
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
         names = ["controller", "name"]
-        depth = prom_core.GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=names)
-        unfinished = prom_core.GaugeMetricFamily(
+        depth = prometheus_client_core.GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=names)
+        unfinished = prometheus_client_core.GaugeMetricFamily(
             "workqueue_unfinished_work_seconds",
             "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
             labels=names,
         )
-        longest = prom_core.GaugeMetricFamily(
+        longest = prometheus_client_core.GaugeMetricFamily(
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running",
             labels=names,
         )
-        active = prom_core.GaugeMetricFamily(
+        active = prometheus_client_core.GaugeMetricFamily(
             "controller_runtime_active_workers",
             "Number of currently used workers per controller",
             labels=["controller"],
         )
-        limit = prom_core.GaugeMetricFamily(
+        limit = prometheus_client_core.GaugeMetricFamily(
             "controller_runtime_max_concurrent_reconciles",
             "Maximum number of concurrent reconciles per controller",
             labels=["controller"],

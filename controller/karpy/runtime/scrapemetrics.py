@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
 import prometheus_client
-from prometheus_client import core as prom_core
+from prometheus_client import core as prometheus_client_core
 
-from karpy.api import budgets as budgets_api
+from karpy.api import budgets as api_budgets
 from karpy.api import decoding, ec2nodeclass, meta, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets
@@ -47,13 +47,13 @@ class BudgetCollector(prometheus_client.registry.Collector):
         self._cluster = cluster
         self._now = now
 
-    def collect(self) -> Iterator[prom_core.Metric]:
-        allowed = prom_core.GaugeMetricFamily(
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
+        allowed = prometheus_client_core.GaugeMetricFamily(
             "karpenter_nodepools_allowed_disruptions",
             "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time",
             labels=["nodepool", "reason"],
         )
-        consuming = prom_core.GaugeMetricFamily(
+        consuming = prometheus_client_core.GaugeMetricFamily(
             "karpenter_nodepools_nodes_consuming_budgets",
             "The number of nodes consuming the budget of a nodepool at a point in time",
             labels=["nodepool", "reason"],
@@ -64,7 +64,7 @@ class BudgetCollector(prometheus_client.registry.Collector):
         for pool in self._cluster.nodepools():
             for reason in nodepool.DisruptionReason:
                 count = total.get(pool.name, 0)
-                allowed.add_metric([pool.name, str(reason)], budgets_api.allowed_disruptions(pool, reason, count, now))
+                allowed.add_metric([pool.name, str(reason)], api_budgets.allowed_disruptions(pool, reason, count, now))
                 consuming.add_metric([pool.name, str(reason)], disrupting.get(pool.name, 0))
         yield allowed
         yield consuming
@@ -124,15 +124,15 @@ class StatusConditionCollector(prometheus_client.registry.Collector):
             (_Object("", name, c.status.conditions) for name, c in sorted(cluster.nodeclasses().items())),
         )
 
-    def collect(self) -> Iterator[prom_core.Metric]:
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
         now = self._now()
         for prefix, group, kind, objects in self._kinds():
-            count = prom_core.GaugeMetricFamily(
+            count = prometheus_client_core.GaugeMetricFamily(
                 f"operator_{prefix}_status_condition_count",
                 "The number of a condition for a given object, type and status",
                 labels=list(CONDITION_LABELS),
             )
-            current = prom_core.GaugeMetricFamily(
+            current = prometheus_client_core.GaugeMetricFamily(
                 f"operator_{prefix}_status_condition_current_status_seconds",
                 "The current amount of time in seconds that a status condition has been in a specific state",
                 labels=list(CONDITION_LABELS),
@@ -162,12 +162,12 @@ class CatalogBook:
             for o in it.offerings:
                 self._offerings[(it.name, o.capacity_type, o.zone)] = (o.available, o.price)
 
-    def collect(self) -> Iterator[prom_core.Metric]:
-        cpu = prom_core.GaugeMetricFamily(
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
+        cpu = prometheus_client_core.GaugeMetricFamily(
             "karpenter_cloudprovider_instance_type_cpu_cores", "VCPUs cores for a given instance type",
             labels=["instance_type"],
         )  # fmt: skip
-        memory = prom_core.GaugeMetricFamily(
+        memory = prometheus_client_core.GaugeMetricFamily(
             "karpenter_cloudprovider_instance_type_memory_bytes", "Memory, in bytes, for a given instance type",
             labels=["instance_type"],
         )  # fmt: skip
@@ -175,12 +175,12 @@ class CatalogBook:
             cpu.add_metric([name], cores)
             memory.add_metric([name], bytes_)
         names = ["instance_type", "capacity_type", "zone"]
-        available = prom_core.GaugeMetricFamily(
+        available = prometheus_client_core.GaugeMetricFamily(
             "karpenter_cloudprovider_instance_type_offering_available",
             "Instance type offering availability, based on instance type, capacity type, and zone",
             labels=names,
         )
-        price = prom_core.GaugeMetricFamily(
+        price = prometheus_client_core.GaugeMetricFamily(
             "karpenter_cloudprovider_instance_type_offering_price_estimate",
             "Instance type offering estimated hourly price, based on instance type, capacity type, and zone",
             labels=names,
@@ -210,12 +210,12 @@ class InFlightSolves:
         running = self._running
 
         class _Collector(prometheus_client.registry.Collector):
-            def collect(self) -> Iterator[prom_core.Metric]:
+            def collect(self) -> Iterator[prometheus_client_core.Metric]:
                 names = ["controller", "scheduling_id"]
-                depth = prom_core.GaugeMetricFamily(
+                depth = prometheus_client_core.GaugeMetricFamily(
                     "karpenter_scheduler_queue_depth", "The number of pods waiting to be scheduled", labels=names
                 )
-                unfinished = prom_core.GaugeMetricFamily(
+                unfinished = prometheus_client_core.GaugeMetricFamily(
                     "karpenter_scheduler_unfinished_work_seconds",
                     "Seconds of work in progress not yet observed by scheduling_duration_seconds",
                     labels=names,

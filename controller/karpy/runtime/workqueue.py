@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy import tasks
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class WorkQueue:
         name: str,
         reconcile: Reconcile,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         workers: int = 4,
         on_error: ErrorHook | None = None,
         metrics: Metrics | None = None,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from karpy.api import corekinds, corerules, documents, ec2nodeclass, errors, labels, nodeoverlay, nodepool, parse
-from karpy.scheduling import pods as pod_model
+from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import volumes, workloads
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,10 @@ class Cluster:
     nodepools: list[nodepool.NodePool] = field(default_factory=list)
     nodeclasses: dict[str, ec2nodeclass.EC2NodeClass] = field(default_factory=dict)
     nodeoverlays: list[nodeoverlay.NodeOverlay] = field(default_factory=list)
-    pending: list[pod_model.Pod] = field(default_factory=list)
-    bound: list[pod_model.Pod] = field(default_factory=list)
+    pending: list[scheduling_pods.Pod] = field(default_factory=list)
+    bound: list[scheduling_pods.Pod] = field(default_factory=list)
     bound_manifests: list[Mapping[str, Any]] = field(default_factory=list)  # the same pods, as written
-    daemonsets: list[pod_model.Pod] = field(default_factory=list)
+    daemonsets: list[scheduling_pods.Pod] = field(default_factory=list)
     nodes: list[Mapping[str, Any]] = field(default_factory=list)
     nodeclaims: list[Mapping[str, Any]] = field(default_factory=list)  # launched, maybe not registered (in flight)
     pvcs: list[volumes.PersistentVolumeClaim] = field(default_factory=list)
@@ -141,7 +141,7 @@ class _Read:
     """A core-kind object as read, and (for Pods) the scheduler's pod parsed from it, once."""
 
     body: Mapping[str, Any]
-    pod: pod_model.Pod | None = None
+    pod: scheduling_pods.Pod | None = None
 
 
 def _template_key(kind: str, body: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -173,7 +173,7 @@ def _read(doc: Document, kind: str, known: dict[tuple[str, str], _Read]) -> _Rea
     problems = problems or corerules.check(body, kind)
     if problems:
         raise errors.ValidationError(kind, _name(doc.body), problems)
-    pod = pod_model.from_manifest(body) if kind == "Pod" else None
+    pod = scheduling_pods.from_manifest(body) if kind == "Pod" else None
     read = _Read(body, pod)
     # A pod's generic ephemeral volumes are claims named after it: such pods are parsed one by one.
     if key is not None and not (pod is not None and any("ephemeral" in v for v in body["spec"].get("volumes", ()))):
@@ -224,7 +224,7 @@ def _add(cluster: Cluster, doc: Document) -> None:
     _register(cluster, doc, kind, body)
     if kind == "Pod":
         _admit(cluster, doc, "metadata.name", 1)
-        pod = read.pod or pod_model.from_manifest(body)
+        pod = read.pod or scheduling_pods.from_manifest(body)
         (cluster.bound if pod.node_name else cluster.pending).append(pod)
         if pod.node_name:
             cluster.bound_manifests.append(body)

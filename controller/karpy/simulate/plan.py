@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, nodeoverlay, quantity
 from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
@@ -96,13 +96,13 @@ def _listed(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[
     return out
 
 
-def run(cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clock | None = None) -> results.Results:
+def run(cluster: manifests.Cluster, options: Options, *, clock: karpy_clock.Clock | None = None) -> results.Results:
     """The plan for `cluster`; with a `clock`, the solve stops after `options.solve_timeout` seconds of it."""
     return run_with_overlays(cluster, options, clock=clock)[0]
 
 
 def run_with_overlays(
-    cluster: manifests.Cluster, options: Options, *, clock: clock_module.Clock | None = None
+    cluster: manifests.Cluster, options: Options, *, clock: karpy_clock.Clock | None = None
 ) -> tuple[results.Results, frozenset[str]]:
     """`run`, and the NodeOverlays refused for a conflict (`overlaid`)."""
     deadline = None

@@ -20,15 +20,15 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from karpy import clock as clock_module
-from karpy import rejections as rejections_module
+from karpy import clock as karpy_clock
+from karpy import rejections as karpy_rejections
 from karpy.api import corekinds, errors, labels, parse
-from karpy.api import ec2nodeclass as ec2nodeclass_api
-from karpy.api import nodeclaim as nodeclaim_api
-from karpy.api import nodeoverlay as nodeoverlay_api
-from karpy.api import nodepool as nodepool_api
+from karpy.api import ec2nodeclass as api_ec2nodeclass
+from karpy.api import nodeclaim as api_nodeclaim
+from karpy.api import nodeoverlay as api_nodeoverlay
+from karpy.api import nodepool as api_nodepool
 from karpy.kube import client, resources
-from karpy.scheduling import pods as pods_api
+from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import podtemplates, volumes
 from karpy.state import facts, statenode, trimming
 
@@ -56,24 +56,24 @@ class Cluster:
     def __init__(
         self,
         *,
-        clock: clock_module.Clock,
+        clock: karpy_clock.Clock,
         expected: Iterable[resources.Resource] = (),
-        rejections: rejections_module.Sink | None = None,
+        rejections: karpy_rejections.Sink | None = None,
     ) -> None:
         self.clock = clock
-        self.rejections: rejections_module.Sink = rejections or rejections_module.Discard()
+        self.rejections: karpy_rejections.Sink = rejections or karpy_rejections.Discard()
         self._seq = 0
         self._seq_seen = (0, clock.now())
         """`seq` as last read, and when it first read so: the start of its forced-revalidation period."""
         self._expected: set[resources.Resource] = set(expected)
         self._listed: set[resources.Resource] = set()
-        self._nodepools: _Parsed[nodepool_api.NodePool] = _Parsed()
-        self._nodeclasses: _Parsed[ec2nodeclass_api.EC2NodeClass] = _Parsed()
-        self._nodeclaims: _Parsed[nodeclaim_api.NodeClaim] = _Parsed()
-        self._nodeoverlays: _Parsed[nodeoverlay_api.NodeOverlay] = _Parsed()
-        self._pods: _Parsed[pods_api.Pod] = _Parsed()
+        self._nodepools: _Parsed[api_nodepool.NodePool] = _Parsed()
+        self._nodeclasses: _Parsed[api_ec2nodeclass.EC2NodeClass] = _Parsed()
+        self._nodeclaims: _Parsed[api_nodeclaim.NodeClaim] = _Parsed()
+        self._nodeoverlays: _Parsed[api_nodeoverlay.NodeOverlay] = _Parsed()
+        self._pods: _Parsed[scheduling_pods.Pod] = _Parsed()
         self._pod_templates = podtemplates.Templates()
-        self._daemonsets: _Parsed[pods_api.Pod] = _Parsed()
+        self._daemonsets: _Parsed[scheduling_pods.Pod] = _Parsed()
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._raw: dict[resources.Resource, dict[str, Mapping[str, Any]]] = collections.defaultdict(dict)
         self._malformed: dict[resources.Resource, dict[str, tuple[Mapping[str, Any], str]]] = collections.defaultdict(
@@ -86,7 +86,7 @@ class Cluster:
         self._volume_limits: dict[str, dict[str, int]] = {}  # node name -> CSI driver -> attachable volumes
         # indexes, maintained per event
         self._pod_facts: dict[str, facts.PodFacts] = {}
-        self._pods_by_node: dict[str, dict[str, pods_api.Pod]] = collections.defaultdict(dict)
+        self._pods_by_node: dict[str, dict[str, scheduling_pods.Pod]] = collections.defaultdict(dict)
         self._unreadable_by_node: dict[str, dict[str, None]] = {}
         self._unreadable_node_of: dict[str, str] = {}  # unreadable pod key -> the node it is bound to
         self._provisionable: dict[str, None] = {}
@@ -198,14 +198,14 @@ class Cluster:
             return False
         problem = "; ".join(map(str, problems))
         self._malformed[res][key] = (obj, problem)
-        about = rejections_module.about(res, obj)
-        self.rejections.report(about, reason=rejections_module.Reason.INVALID, problem=problem)
+        about = karpy_rejections.about(res, obj)
+        self.rejections.report(about, reason=karpy_rejections.Reason.INVALID, problem=problem)
         return True
 
     def _failed(self, res: resources.Resource, obj: Mapping[str, Any], exc: Exception) -> None:
         self.rejections.report(
-            rejections_module.about(res, obj),
-            reason=rejections_module.Reason.HANDLING_FAILED,
+            karpy_rejections.about(res, obj),
+            reason=karpy_rejections.Reason.HANDLING_FAILED,
             problem=f"{type(exc).__name__}: {exc}",
             exc=exc,
         )
@@ -220,8 +220,8 @@ class Cluster:
             parsed = parser(obj)
         except errors.ValidationError as error:
             problem = "; ".join(str(p) for p in error.problems) or str(error)
-            about = rejections_module.about(res, obj)
-            self.rejections.report(about, reason=rejections_module.Reason.INVALID, problem=problem)
+            about = karpy_rejections.about(res, obj)
+            self.rejections.report(about, reason=karpy_rejections.Reason.INVALID, problem=problem)
             return str(error)
         except Exception as exc:  # a parser must raise ValidationError only; anything else is a bug to report
             self._failed(res, obj, exc)
@@ -263,7 +263,7 @@ class Cluster:
         if new is not None:
             self._index_claim(key, new, remove=False)
 
-    def _index_claim(self, key: str, claim: nodeclaim_api.NodeClaim, *, remove: bool) -> None:
+    def _index_claim(self, key: str, claim: api_nodeclaim.NodeClaim, *, remove: bool) -> None:
         pairs = (
             (self._claims_by_provider, claim.status.provider_id),
             (self._claims_by_node_name, claim.status.node_name),
@@ -339,7 +339,7 @@ class Cluster:
                 self._unreadable_by_node.pop(node, None)
 
     def _apply_daemonset(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        parse_daemonset = lambda ds: pods_api.from_manifest(facts.daemonset_pod(ds))  # noqa: E731
+        parse_daemonset = lambda ds: scheduling_pods.from_manifest(facts.daemonset_pod(ds))  # noqa: E731
         self._parse_into(resources.DAEMONSETS, self._daemonsets, key, obj, parse_daemonset)
 
     def _apply_volume_object(
@@ -423,24 +423,24 @@ class Cluster:
 
     # -- views --------------------------------------------------------------------------------------------------
 
-    def nodepools(self) -> list[nodepool_api.NodePool]:
+    def nodepools(self) -> list[api_nodepool.NodePool]:
         """Valid NodePools not being deleted, by name."""
         pools = (p for p in self._nodepools.values() if p.metadata.deletion_timestamp is None)
         return sorted(pools, key=lambda p: p.metadata.name)
 
-    def nodepool(self, name: str) -> nodepool_api.NodePool | None:
+    def nodepool(self, name: str) -> api_nodepool.NodePool | None:
         return self._nodepools.get(name)
 
     def nodepool_errors(self) -> dict[str, str]:
         return dict(self._nodepools.errors)
 
-    def nodeclasses(self) -> dict[str, ec2nodeclass_api.EC2NodeClass]:
+    def nodeclasses(self) -> dict[str, api_ec2nodeclass.EC2NodeClass]:
         return dict(self._nodeclasses)
 
     def nodeclass_errors(self) -> dict[str, str]:
         return dict(self._nodeclasses.errors)
 
-    def nodeoverlays(self) -> list[nodeoverlay_api.NodeOverlay]:
+    def nodeoverlays(self) -> list[api_nodeoverlay.NodeOverlay]:
         """Valid NodeOverlays (watched only under the NodeOverlay gate), by name."""
         return sorted(self._nodeoverlays.values(), key=lambda o: o.name)
 
@@ -448,27 +448,27 @@ class Cluster:
         """Why each NodeOverlay that does not parse is refused, by name."""
         return dict(self._nodeoverlays.errors)
 
-    def nodeclaims(self) -> list[nodeclaim_api.NodeClaim]:
+    def nodeclaims(self) -> list[api_nodeclaim.NodeClaim]:
         return sorted(self._nodeclaims.values(), key=lambda c: c.metadata.name)
 
-    def nodeclaim(self, name: str) -> nodeclaim_api.NodeClaim | None:
+    def nodeclaim(self, name: str) -> api_nodeclaim.NodeClaim | None:
         return self._nodeclaims.get(name)
 
     def nodeclaim_errors(self) -> dict[str, str]:
         return dict(self._nodeclaims.errors)
 
-    def nodeclaims_for_provider_id(self, provider_id: str) -> list[nodeclaim_api.NodeClaim]:
+    def nodeclaims_for_provider_id(self, provider_id: str) -> list[api_nodeclaim.NodeClaim]:
         """The NodeClaims whose status.providerID is `provider_id`, by name (O(1) index; usually zero or one)."""
         return self._claims_in(self._claims_by_provider, provider_id)
 
-    def nodeclaims_for_node(self, node: Mapping[str, Any]) -> list[nodeclaim_api.NodeClaim]:
+    def nodeclaims_for_node(self, node: Mapping[str, Any]) -> list[api_nodeclaim.NodeClaim]:
         """The NodeClaims a Node belongs to: by spec.providerID, else (no claim names that id) by status.nodeName."""
         by_provider = self._claims_in(self._claims_by_provider, facts.node_provider_id(node))
         if by_provider:
             return by_provider
         return self._claims_in(self._claims_by_node_name, facts.key(node))
 
-    def _claims_in(self, index: Mapping[str, Mapping[str, None]], value: str) -> list[nodeclaim_api.NodeClaim]:
+    def _claims_in(self, index: Mapping[str, Mapping[str, None]], value: str) -> list[api_nodeclaim.NodeClaim]:
         if not value:
             return []
         keys = sorted(index.get(value, ()))
@@ -480,19 +480,19 @@ class Cluster:
     def pod_errors(self) -> dict[str, str]:
         return {**self._pods.errors, **{key: why for key, (_, why) in self._malformed[resources.PODS].items()}}
 
-    def pods(self) -> list[pods_api.Pod]:
+    def pods(self) -> list[scheduling_pods.Pod]:
         return list(self._pods.values())
 
-    def pending_pods(self) -> list[pods_api.Pod]:
+    def pending_pods(self) -> list[scheduling_pods.Pod]:
         """Provisionable pods (module `facts`), oldest first."""
         pending = [self._pods[key] for key in self._provisionable]
         return sorted(pending, key=lambda p: (p.creation_timestamp, p.namespace, p.name))
 
-    def pods_on(self, node_name: str) -> list[pods_api.Pod]:
+    def pods_on(self, node_name: str) -> list[scheduling_pods.Pod]:
         """Non-terminal pods bound to `node_name`."""
         return list(self._pods_by_node.get(node_name, {}).values())
 
-    def daemonsets(self) -> list[pods_api.Pod]:
+    def daemonsets(self) -> list[scheduling_pods.Pod]:
         """The pod each DaemonSet would run on a new node (its template, owned by the DaemonSet)."""
         return list(self._daemonsets.values())
 
@@ -552,7 +552,7 @@ class Cluster:
 
     def _state_node(
         self,
-        claim: nodeclaim_api.NodeClaim | None,
+        claim: api_nodeclaim.NodeClaim | None,
         node: Mapping[str, Any] | None,
         name: str,
         claim_name: str,

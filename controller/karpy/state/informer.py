@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from karpy.kube import client, resources
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.state import facts
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ BACKOFF_MAX = 30.0
 
 async def _relist(
     kube: client.KubeClient,
-    cluster: cluster_module.Cluster,
+    cluster: state_cluster.Cluster,
     res: resources.Resource,
     known: dict[str, Mapping[str, Any]],
     *,
@@ -67,7 +67,7 @@ async def _relist(
 
 
 def _kept(
-    cluster: cluster_module.Cluster, res: resources.Resource, key: str, obj: Mapping[str, Any]
+    cluster: state_cluster.Cluster, res: resources.Resource, key: str, obj: Mapping[str, Any]
 ) -> Mapping[str, Any]:
     """What to remember of a listed or watched object for the DELETED event a re-list may owe: the cache's own
     (trimmed) copy, so that the informer does not hold a second, whole copy of every object."""
@@ -76,7 +76,7 @@ def _kept(
 
 async def _watch(
     kube: client.KubeClient,
-    cluster: cluster_module.Cluster,
+    cluster: state_cluster.Cluster,
     res: resources.Resource,
     known: dict[str, Mapping[str, Any]],
     *,
@@ -104,7 +104,7 @@ async def _watch(
 
 async def run_informer(
     kube: client.KubeClient,
-    cluster: cluster_module.Cluster,
+    cluster: state_cluster.Cluster,
     res: resources.Resource,
     *,
     namespace: str = "",
@@ -137,7 +137,7 @@ async def run_informer(
 
 async def run_informers(
     kube: client.KubeClient,
-    cluster: cluster_module.Cluster,
+    cluster: state_cluster.Cluster,
     informed: Iterable[resources.Resource] = INFORMED,
     *,
     timeout_seconds: int = WATCH_TIMEOUT,

@@ -12,21 +12,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.api import labels, meta
-from karpy.api import nodeclaim as nodeclaim_api
-from karpy.scheduling import pods as pods_api
+from karpy.api import nodeclaim as api_nodeclaim
+from karpy.scheduling import pods as scheduling_pods
 from karpy.state import facts
 
 
 @dataclass(frozen=True, slots=True)
 class StateNode:
     name: str  # the Node's name once registered, else the NodeClaim's
-    nodeclaim: nodeclaim_api.NodeClaim | None
+    nodeclaim: api_nodeclaim.NodeClaim | None
     node: Mapping[str, Any] | None  # raw Node object (read-only)
     labels: Mapping[str, str]
     taints: tuple[meta.Taint, ...]
     allocatable: Mapping[str, int]
     capacity: Mapping[str, int]
-    pods: tuple[pods_api.Pod, ...] = ()
+    pods: tuple[scheduling_pods.Pod, ...] = ()
     nodepool: str = ""
     initialized: bool = False
     marked_for_deletion: bool = False
@@ -52,15 +52,15 @@ class StateNode:
         return self.nominated_until > now
 
 
-def _condition_true(claim: nodeclaim_api.NodeClaim, kind: str) -> bool:
+def _condition_true(claim: api_nodeclaim.NodeClaim, kind: str) -> bool:
     return any(c.type == kind and c.status == "True" for c in claim.status.conditions)
 
 
 def build(
     *,
-    claim: nodeclaim_api.NodeClaim | None,
+    claim: api_nodeclaim.NodeClaim | None,
     node: Mapping[str, Any] | None,
-    pods: tuple[pods_api.Pod, ...] = (),
+    pods: tuple[scheduling_pods.Pod, ...] = (),
     unreadable_pods: tuple[str, ...] = (),
     marked: bool = False,
     nominated_until: float = 0.0,
@@ -75,7 +75,7 @@ def build(
     nodepool = node_labels.get(labels.LABEL_NODEPOOL) or claim_labels.get(labels.LABEL_NODEPOOL, "")
     managed = bool(nodepool)
     if claim is not None:
-        initialized = _condition_true(claim, nodeclaim_api.INITIALIZED) and node is not None
+        initialized = _condition_true(claim, api_nodeclaim.INITIALIZED) and node is not None
     else:
         initialized = node is not None
     use_claim = claim is not None and (node is None or not initialized)

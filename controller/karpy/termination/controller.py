@@ -17,9 +17,9 @@ from typing import Any, Final, Protocol
 
 from karpy import noop, rejections
 from karpy.api import labels, nodeclaim
-from karpy.api import status as status_api
-from karpy.cloudprovider import errors as cloud_errors
-from karpy.kube import client as kube
+from karpy.api import status as api_status
+from karpy.cloudprovider import errors as cloudprovider_errors
+from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions, lifecycle
 from karpy.nodeclaim import controller as nodeclaim_controller
@@ -68,10 +68,10 @@ class Metrics:
 
 
 EVICTION_CODES: Final = {
-    kube.EvictionOutcome.EVICTED: "200",
-    kube.EvictionOutcome.BLOCKED: "429",
-    kube.EvictionOutcome.NOT_FOUND: "404",
-    kube.EvictionOutcome.FAILED: "500",
+    kube_client.EvictionOutcome.EVICTED: "200",
+    kube_client.EvictionOutcome.BLOCKED: "429",
+    kube_client.EvictionOutcome.NOT_FOUND: "404",
+    kube_client.EvictionOutcome.FAILED: "500",
 }
 """The code label of an eviction's outcome (FAILED is the 500 a pod matching several budgets gets, the usual one)."""
 FORCEFUL: Final = "Forceful Termination"
@@ -132,9 +132,9 @@ class TerminationController:
     async def reconcile(self, node_name: str) -> Result:
         try:
             return await self._reconcile(node_name)
-        except kube.NotFound:
+        except kube_client.NotFound:
             return DONE
-        except kube.Conflict:
+        except kube_client.Conflict:
             return Result(DRAIN_POLL)
 
     async def _reconcile(self, node_name: str) -> Result:
@@ -161,7 +161,7 @@ class TerminationController:
         if not lifecycle.node_ready(node):
             try:
                 await cloud.get(provider_id)
-            except cloud_errors.NodeClaimNotFound:
+            except cloudprovider_errors.NodeClaimNotFound:
                 return await self._release(node_name, node)
         target = claim
         if target is None:
@@ -169,7 +169,7 @@ class TerminationController:
             log.error("no nodeclaim for terminating node; terminating its instance", extra={"node": node_name})
             try:
                 target = await cloud.get(provider_id)
-            except cloud_errors.NodeClaimNotFound:
+            except cloudprovider_errors.NodeClaimNotFound:
                 return await self._release(node_name, node)
 
         termination_time = lifecycle.termination_time(claim) if claim is not None else None
@@ -228,7 +228,7 @@ class TerminationController:
 
         try:
             await cloud.delete(target)
-        except cloud_errors.NodeClaimNotFound:
+        except cloudprovider_errors.NodeClaimNotFound:
             return await self._release(node_name, node)
         if claim is not None:
             await self._set(claim, nodeclaim.INSTANCE_TERMINATING, conditions.TRUE)
@@ -264,9 +264,9 @@ class TerminationController:
                 continue
             outcome = await self._deps.client.evict(pod.namespace, pod.name)
             self._metrics.eviction_requested(EVICTION_CODES[outcome])
-            if outcome in (kube.EvictionOutcome.EVICTED, kube.EvictionOutcome.NOT_FOUND):
+            if outcome in (kube_client.EvictionOutcome.EVICTED, kube_client.EvictionOutcome.NOT_FOUND):
                 retries.pop(pod.key, None)
-                if outcome is kube.EvictionOutcome.EVICTED:
+                if outcome is kube_client.EvictionOutcome.EVICTED:
                     self.counters.evictions += 1
                     self._metrics.pod_drained(reason)
                     self._deps.recorder.record(_pod_ref(pod), "Normal", "Evicted", "Evicted pod")
@@ -274,7 +274,7 @@ class TerminationController:
                 continue
             retry.failures += 1
             retry.not_before = now + self._backoff.delay(retry.failures)
-            if outcome is kube.EvictionOutcome.BLOCKED:
+            if outcome is kube_client.EvictionOutcome.BLOCKED:
                 self.counters.evictions_blocked += 1
             else:
                 self.counters.evictions_failed += 1
@@ -376,7 +376,7 @@ class TerminationController:
         updated = lifecycle.with_condition(claim, type_, status, now=now, reason=reason, message=message)
         if updated.status != claim.status:
             await self._deps.client.patch(
-                resources.NODECLAIMS, claim.name, {"status": status_api.to_status(updated)}, subresource="status"
+                resources.NODECLAIMS, claim.name, {"status": api_status.to_status(updated)}, subresource="status"
             )
         return updated
 

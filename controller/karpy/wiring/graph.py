@@ -13,12 +13,12 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy import events, rejections
-from karpy import settings as settings_module
-from karpy.cloudprovider import dryrun as cloud_dryrun
+from karpy import settings as karpy_settings
+from karpy.cloudprovider import dryrun as cloudprovider_dryrun
 from karpy.cloudprovider import overlay
-from karpy.cloudprovider import types as cloud_types
+from karpy.cloudprovider import types as cloudprovider_types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import staticpools
 from karpy.interruption import controller as interruption_controller
@@ -26,13 +26,13 @@ from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, credentials, dryrun, resources, rest
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.nodeclaim import registration as registration_health
+from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.provisioning import batcher, provisioner, snapshot
 from karpy.runtime import lease, metrics, observers, parts, queuemetrics, routing, workqueue
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 from karpy.wiring import views
 
@@ -43,8 +43,10 @@ DEFAULT_TIMINGS: Final = parts.Timings()
 def dry_run_cloud(cloud: parts.CloudParts) -> parts.CloudParts:
     """DRY_RUN on the cloud side: no launch, termination, node-class cleanup or queue deletion, only logs."""
     return parts.CloudParts(
-        provider=cloud_dryrun.DryRunCloud(cloud.provider),
-        nodeclasses=cloud_dryrun.DryRunNodeClasses(cloud.nodeclasses) if cloud.nodeclasses is not None else None,
+        provider=cloudprovider_dryrun.DryRunCloud(cloud.provider),
+        nodeclasses=cloudprovider_dryrun.DryRunNodeClasses(cloud.nodeclasses)
+        if cloud.nodeclasses is not None
+        else None,
         queue=interruption_queue.DryRunQueue(cloud.queue) if cloud.queue is not None else None,
         offerings=cloud.offerings,
         instance_status=cloud.instance_status,
@@ -65,14 +67,14 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
     """The production factory: AWSCloudProvider (boto3 honours AWS_ENDPOINT_URL) and the SQS interruption queue."""
 
     def build(
-        settings: settings_module.Settings, cluster: cluster_module.Cluster, clock: clock_module.Clock
+        settings: karpy_settings.Settings, cluster: state_cluster.Cluster, clock: karpy_clock.Clock
     ) -> parts.CloudParts:
         # Imported here, not at module level: tests and `karpy run` with another provider never load boto3.
         from karpy.cloudprovider.aws import ec2batch, factory
-        from karpy.cloudprovider.aws import provider as provider_module
+        from karpy.cloudprovider.aws import provider as aws_provider
 
         region = settings.aws.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
-        aws_settings = provider_module.Settings(
+        aws_settings = aws_provider.Settings(
             cluster_name=settings.cluster.name,
             region=region,
             cluster_endpoint=settings.cluster.endpoint,
@@ -117,10 +119,10 @@ def _reconcile_result(
 
 
 def build(
-    settings: settings_module.Settings,
+    settings: karpy_settings.Settings,
     *,
     kube: client.KubeClient,
-    clock: clock_module.Clock,
+    clock: karpy_clock.Clock,
     cloud_factory: parts.CloudFactory,
     identity: str,
     namespace: str = "",
@@ -132,7 +134,7 @@ def build(
     recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
     registry = metrics.Metrics(lease_name=settings.leader_election.name)
     rejected = rejections.Rejections(recorder, metrics=registry.rejection_hooks())
-    cluster = cluster_module.Cluster(clock=clock, rejections=rejected)
+    cluster = state_cluster.Cluster(clock=clock, rejections=rejected)
     cloud = cloud_factory(settings, cluster, clock)
     if settings.runtime.dry_run:
         cloud = dry_run_cloud(cloud)
@@ -154,9 +156,9 @@ def build(
             clock=clock,
             identity=identity,
         )
-    registration = registration_health.RegistrationHealth()
+    registration = nodeclaim_registration.RegistrationHealth()
 
-    def metered(controller: str) -> cloud_types.CloudProvider:
+    def metered(controller: str) -> cloudprovider_types.CloudProvider:
         """The provider as `controller` (upstream's controller name) calls it, timed and its errors counted."""
         return registry.metered(cloud.provider, controller, clock=clock)
 
@@ -369,10 +371,10 @@ def build(
 
 
 def rest_client(
-    settings: settings_module.Settings,
+    settings: karpy_settings.Settings,
     creds: credentials.Credentials,
     *,
-    clock: clock_module.Clock,
+    clock: karpy_clock.Clock,
     relogin: credentials.Login | None = None,
 ) -> rest.RestClient:
     return rest.RestClient(

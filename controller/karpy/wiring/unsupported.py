@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from karpy import settings as settings_module
+from karpy import settings as karpy_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def notices(environ: Mapping[str, str]) -> list[Notice]:
         same = var.default is None or value.strip().lower() == var.default
         level = Level.INFO if same else Level.WARNING
         out.append(Notice(var.env, value, f"accepted but not supported: {var.instead}", level))
-    core = settings_module.FEATURE_GATE_NAMES.keys()
+    core = karpy_settings.FEATURE_GATE_NAMES.keys()
     out += gate_notices("FEATURE_GATES", environ.get("FEATURE_GATES", ""), known=core, karpy=KARPY_GATES)
     aws = KARPY_AWS_GATES.keys()
     out += gate_notices("AWS_FEATURE_GATES", environ.get("AWS_FEATURE_GATES", ""), known=aws, karpy=KARPY_AWS_GATES)
@@ -114,7 +114,7 @@ def gate_notices(env: str, text: str, *, known: Iterable[str], karpy: Mapping[st
     """Gates set to what karpy does not do (a warning), and names upstream does not know (ignored, as upstream
     ignores them). A malformed value is `settings`' error, not a notice."""
     try:
-        values = settings_module.gate_values(text)
+        values = karpy_settings.gate_values(text)
     except ValueError:
         return []
     known = set(known)

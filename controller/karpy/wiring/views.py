@@ -16,13 +16,13 @@ from karpy.api import ec2nodeclass, nodepool
 from karpy.kube import resources
 from karpy.provisioning import ports
 from karpy.scheduling import pods, volumes
-from karpy.state import cluster as cluster_module
+from karpy.state import cluster as state_cluster
 
 
 class ProvisioningView:
     """`ports.ClusterView` over a `Cluster` whose `synced()` also waits for in-flight launches."""
 
-    def __init__(self, cluster: cluster_module.Cluster) -> None:
+    def __init__(self, cluster: state_cluster.Cluster) -> None:
         self._cluster = cluster
 
     def synced(self) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.cloudprovider.aws import batcher
 
 WINDOW = batcher.Window(idle=0.1, max_duration=1.0, max_items=5)
@@ -33,8 +33,8 @@ class Recorder:
 
 
 @pytest.fixture
-def clock() -> clock_module.ManualClock:
-    return clock_module.ManualClock()
+def clock() -> karpy_clock.ManualClock:
+    return karpy_clock.ManualClock()
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def recorder() -> Recorder:
 
 
 def make(
-    clock: clock_module.ManualClock, recorder: Recorder, window: batcher.Window = WINDOW
+    clock: karpy_clock.ManualClock, recorder: Recorder, window: batcher.Window = WINDOW
 ) -> batcher.Batcher[str, str]:
     return batcher.Batcher(
         "test",
@@ -57,7 +57,7 @@ def make(
 
 
 async def test_requests_within_the_idle_window_are_one_call_and_each_gets_its_own_outcome(
-    clock: clock_module.ManualClock, recorder: Recorder
+    clock: karpy_clock.ManualClock, recorder: Recorder
 ) -> None:
     batch = make(clock, recorder)
     first = asyncio.create_task(batch.add("a1"))
@@ -76,7 +76,7 @@ async def test_requests_within_the_idle_window_are_one_call_and_each_gets_its_ow
     assert recorder.observed == [("test", 2, pytest.approx(0.19))]
 
 
-async def test_different_keys_are_different_calls(clock: clock_module.ManualClock, recorder: Recorder) -> None:
+async def test_different_keys_are_different_calls(clock: karpy_clock.ManualClock, recorder: Recorder) -> None:
     batch = make(clock, recorder)
     tasks = [asyncio.create_task(batch.add(r)) for r in ("a1", "b1", "a2", "a3", "b2")]
     await clock.run_for(0.1)
@@ -84,7 +84,7 @@ async def test_different_keys_are_different_calls(clock: clock_module.ManualCloc
     assert await asyncio.gather(*tasks) == ["A1", "B1", "A2", "A3", "B2"]
 
 
-async def test_a_busy_window_closes_at_its_maximum(clock: clock_module.ManualClock, recorder: Recorder) -> None:
+async def test_a_busy_window_closes_at_its_maximum(clock: karpy_clock.ManualClock, recorder: Recorder) -> None:
     batch = make(clock, recorder, batcher.Window(idle=0.1, max_duration=0.35, max_items=100))
     tasks = []
     for i in range(6):  # a request every 80 ms: the idle timer never runs out
@@ -97,7 +97,7 @@ async def test_a_busy_window_closes_at_its_maximum(clock: clock_module.ManualClo
     await asyncio.gather(*tasks)
 
 
-async def test_a_full_bucket_goes_at_once(clock: clock_module.ManualClock, recorder: Recorder) -> None:
+async def test_a_full_bucket_goes_at_once(clock: karpy_clock.ManualClock, recorder: Recorder) -> None:
     batch = make(clock, recorder)
     tasks = [asyncio.create_task(batch.add(f"a{i}")) for i in range(7)]
     await clock.settle()
@@ -108,7 +108,7 @@ async def test_a_full_bucket_goes_at_once(clock: clock_module.ManualClock, recor
     await asyncio.gather(*tasks)
 
 
-async def test_a_failed_request_fails_only_its_caller(clock: clock_module.ManualClock, recorder: Recorder) -> None:
+async def test_a_failed_request_fails_only_its_caller(clock: karpy_clock.ManualClock, recorder: Recorder) -> None:
     batch = make(clock, recorder)
     good, bad = asyncio.create_task(batch.add("b1")), asyncio.create_task(batch.add("bad"))
     await clock.run_for(0.1)
@@ -118,7 +118,7 @@ async def test_a_failed_request_fails_only_its_caller(clock: clock_module.Manual
         await bad
 
 
-async def test_a_merged_call_that_raises_fails_every_caller(clock: clock_module.ManualClock) -> None:
+async def test_a_merged_call_that_raises_fails_every_caller(clock: karpy_clock.ManualClock) -> None:
     async def broken(requests: list[str]) -> Sequence[str]:
         raise ConnectionError("down")
 
@@ -132,7 +132,7 @@ async def test_a_merged_call_that_raises_fails_every_caller(clock: clock_module.
             await task
 
 
-async def test_too_few_outcomes_fail_the_callers_left_without_one(clock: clock_module.ManualClock) -> None:
+async def test_too_few_outcomes_fail_the_callers_left_without_one(clock: karpy_clock.ManualClock) -> None:
     async def short(requests: list[str]) -> Sequence[str]:
         return ["only one"]
 
@@ -147,7 +147,7 @@ async def test_too_few_outcomes_fail_the_callers_left_without_one(clock: clock_m
 
 
 async def test_a_caller_that_gave_up_is_left_out_and_an_abandoned_window_is_dropped(
-    clock: clock_module.ManualClock, recorder: Recorder
+    clock: karpy_clock.ManualClock, recorder: Recorder
 ) -> None:
     batch = make(clock, recorder)
     kept, dropped = asyncio.create_task(batch.add("a1")), asyncio.create_task(batch.add("a2"))
@@ -167,7 +167,7 @@ async def test_a_caller_that_gave_up_is_left_out_and_an_abandoned_window_is_drop
 
 
 async def test_close_cancels_open_windows_and_calls_in_flight(
-    clock: clock_module.ManualClock, recorder: Recorder
+    clock: karpy_clock.ManualClock, recorder: Recorder
 ) -> None:
     batch = make(clock, recorder)
     recorder.gate = asyncio.Event()
@@ -183,7 +183,7 @@ async def test_close_cancels_open_windows_and_calls_in_flight(
 
 
 async def test_zero_windows_merge_only_what_arrives_together(
-    clock: clock_module.ManualClock, recorder: Recorder
+    clock: karpy_clock.ManualClock, recorder: Recorder
 ) -> None:
     batch = make(clock, recorder, batcher.Window(idle=0.0, max_duration=0.0, max_items=100))
     together = [asyncio.create_task(batch.add(r)) for r in ("a1", "a2")]

@@ -15,7 +15,7 @@ import pytest
 from botocore import exceptions as botocore_exceptions
 from tests.cloudprovider.aws import moto_fixtures
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.api import labels
 from karpy.cloudprovider.aws import clients, ec2batch, faults, fleet
 from karpy_emulator.aws import seeding
@@ -24,8 +24,8 @@ REGION = moto_fixtures.REGION
 
 
 @pytest.fixture
-def manual() -> clock_module.ManualClock:
-    return clock_module.ManualClock()
+def manual() -> karpy_clock.ManualClock:
+    return karpy_clock.ManualClock()
 
 
 @pytest.fixture
@@ -34,11 +34,11 @@ def one_try(seeded: seeding.Seeded, request: pytest.FixtureRequest) -> clients.C
     return clients.build_clients(region=REGION, max_attempts=0, session=moto_fixtures.boto_session(request.config))
 
 
-def batchers_on(aws: clients.Clients, manual: clock_module.ManualClock) -> ec2batch.EC2Batchers:
+def batchers_on(aws: clients.Clients, manual: karpy_clock.ManualClock) -> ec2batch.EC2Batchers:
     return ec2batch.EC2Batchers(aws=aws, now=manual.now, sleep=manual.sleep)
 
 
-async def together(manual: clock_module.ManualClock, *calls: Awaitable[Any]) -> list[Any]:
+async def together(manual: karpy_clock.ManualClock, *calls: Awaitable[Any]) -> list[Any]:
     """Start every call, let them all reach their batcher, then close every window (≤ 1 s): outcomes in order,
     exceptions returned."""
     tasks = [asyncio.ensure_future(c) for c in calls]
@@ -94,7 +94,7 @@ def instance_ids(response: dict[str, Any]) -> list[str]:
 
 
 async def test_identical_fleet_requests_are_one_call_for_their_sum(
-    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: karpy_clock.ManualClock
 ) -> None:
     batchers = batchers_on(aws, manual)
     sent = record_params(aws.ec2, "CreateFleet")
@@ -109,7 +109,7 @@ async def test_identical_fleet_requests_are_one_call_for_their_sum(
 
 
 async def test_different_fleet_requests_are_different_calls(
-    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: karpy_clock.ManualClock
 ) -> None:
     batchers = batchers_on(aws, manual)
     sent = record_params(aws.ec2, "CreateFleet")
@@ -146,7 +146,7 @@ def fulfil_only(ec2: Any, launched: int, errors: list[dict[str, Any]]) -> None:
 
 
 async def test_partial_fulfilment_gives_instances_in_order_and_the_errors_to_every_caller(
-    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: karpy_clock.ManualClock
 ) -> None:
     batchers = batchers_on(aws, manual)
     subnet = seeded.subnet_ids[0]
@@ -181,7 +181,7 @@ def test_split_fleet(launched: list[str], errors: list[str], callers: int, expec
 
 
 async def test_a_failed_fleet_call_fails_every_caller_once(
-    one_try: clients.Clients, seeded: seeding.Seeded, template: str, manual: clock_module.ManualClock
+    one_try: clients.Clients, seeded: seeding.Seeded, template: str, manual: karpy_clock.ManualClock
 ) -> None:
     batchers = batchers_on(one_try, manual)
     injected = faults.Faults()
@@ -194,7 +194,7 @@ async def test_a_failed_fleet_call_fails_every_caller_once(
     assert one_try.calls.calls() == {("ec2", "CreateFleet"): 1}
 
 
-async def test_only_single_instance_fleets_are_batched(aws: clients.Clients, manual: clock_module.ManualClock) -> None:
+async def test_only_single_instance_fleets_are_batched(aws: clients.Clients, manual: karpy_clock.ManualClock) -> None:
     request = fleet_request("t", "subnet-1", "z")
     request["TargetCapacitySpecification"]["TotalTargetCapacity"] = 2
     with pytest.raises(ec2batch.SingleInstanceOnly):
@@ -220,7 +220,7 @@ def answered_for(call: Call, outcome: Any) -> str:
 
 @BY_ID
 async def test_single_id_requests_are_one_call(
-    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
+    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: karpy_clock.ManualClock
 ) -> None:
     ids = _run_instances(seeded, 5)
     batchers = batchers_on(aws, manual)
@@ -232,7 +232,7 @@ async def test_single_id_requests_are_one_call(
 
 @BY_ID
 async def test_the_same_id_asked_for_again_is_asked_once(
-    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
+    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: karpy_clock.ManualClock
 ) -> None:
     first, second = _run_instances(seeded, 2)
     asked = [first, first, first, second, second]
@@ -245,7 +245,7 @@ async def test_the_same_id_asked_for_again_is_asked_once(
 
 @BY_ID
 async def test_an_id_the_merged_call_fails_on_is_retried_alone_and_fails_alone(
-    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
+    call: Call, aws: clients.Clients, seeded: seeding.Seeded, manual: karpy_clock.ManualClock
 ) -> None:
     good = _run_instances(seeded, 2)
     unknown = "i-00000000000000bad"
@@ -263,7 +263,7 @@ async def test_an_id_the_merged_call_fails_on_is_retried_alone_and_fails_alone(
 @BY_ID
 @pytest.mark.parametrize("kind", [faults.Kind.THROTTLED, faults.Kind.UNAVAILABLE])
 async def test_a_merged_call_throttled_or_failing_on_the_server_is_not_repeated_per_id(
-    call: Call, kind: faults.Kind, one_try: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
+    call: Call, kind: faults.Kind, one_try: clients.Clients, seeded: seeding.Seeded, manual: karpy_clock.ManualClock
 ) -> None:
     ids = _run_instances(seeded, 3)
     injected = faults.Faults()
@@ -276,7 +276,7 @@ async def test_a_merged_call_throttled_or_failing_on_the_server_is_not_repeated_
 
 
 async def test_an_id_ec2_does_not_answer_for_is_described_alone(
-    aws: clients.Clients, seeded: seeding.Seeded, manual: clock_module.ManualClock
+    aws: clients.Clients, seeded: seeding.Seeded, manual: karpy_clock.ManualClock
 ) -> None:
     """EC2 is eventually consistent: a merged describe may leave out an instance it knows (upstream's "partial")."""
     ids = _run_instances(seeded, 3)

@@ -10,7 +10,7 @@ import boto3
 from tests.cloudprovider.aws.builders import make_nodeclaim, req
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION
 
-from karpy import clock as clock_mod
+from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.aws import instances, provider
@@ -63,7 +63,7 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
     # No NodeClaim at all, an hour after the launch: every instance the GC can see is leaked.
     launched = listed[0].metadata.creation_timestamp
     assert launched is not None
-    clock = clock_mod.ManualClock(launched + 3600)
+    clock = karpy_clock.ManualClock(launched + 3600)
     gc = controller.NodeClaimController(
         controller.Deps(
             client=fake.FakeKubeClient(clock), cloud=aws_provider, clock=clock, recorder=events.MemoryRecorder()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from botocore import exceptions as boto_exceptions
+from botocore import exceptions as botocore_exceptions
 from tests.cloudprovider.aws import test_provider
 from tests.cloudprovider.aws.builders import make_nodeclaim
 
@@ -33,7 +33,7 @@ async def test_a_refused_termination_is_a_termination_failure_of_its_zone(ready:
     created = await aws_provider.create(make_nodeclaim(requirements=test_provider.SMALL))
 
     def refuse(**_: Any) -> None:
-        raise boto_exceptions.ClientError(
+        raise botocore_exceptions.ClientError(
             {"Error": {"Code": "UnauthorizedOperation", "Message": "no"}}, "TerminateInstances"
         )
 

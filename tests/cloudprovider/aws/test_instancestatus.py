@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore import stub
-from moto.ec2.models import instances as moto_instances
+from moto.ec2.models import instances as models_instances
 from tests.cloudprovider.aws.builders import make_nodeclaim
 from tests.cloudprovider.aws.moto_fixtures import Clock
 
@@ -239,7 +239,7 @@ async def test_impaired_and_retiring_instances_on_the_emulator_are_acted_on(
     broken_id, retiring_id = (instances.parse_provider_id(c.status.provider_id) for c in (broken, retiring))
     clock = Clock()
     long_ago = datetime.datetime.fromtimestamp(clock() - 600, tz=datetime.UTC)
-    healthy_status = moto_instances.Instance.system_status
+    healthy_status = models_instances.Instance.system_status
 
     def system_status(self: Any) -> dict[str, Any]:
         if self.id == broken_id:
@@ -252,8 +252,8 @@ async def test_impaired_and_retiring_instances_on_the_emulator_are_acted_on(
             return [{"Code": "instance-retirement", "Description": "scheduled", "NotBefore": _NOT_BEFORE}]
         return []
 
-    monkeypatch.setattr(moto_instances.Instance, "system_status", property(system_status))
-    monkeypatch.setattr(moto_instances.Instance, "events", property(scheduled_events), raising=False)
+    monkeypatch.setattr(models_instances.Instance, "system_status", property(system_status))
+    monkeypatch.setattr(models_instances.Instance, "events", property(scheduled_events), raising=False)
 
     kube = fake.FakeKubeClient(ManualClock(clock()))
     for claim in (broken, retiring, healthy):

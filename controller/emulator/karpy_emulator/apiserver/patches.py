@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from karpy.kube import patches as json_patches
+from karpy.kube import patches as kube_patches
 from karpy_emulator.apiserver import objects
 
 # The generic formats live in karpy.kube.patches (shared with the dry-run client); the emulator adds strategic merge.
-PatchError = json_patches.PatchError
-merge_patch = json_patches.merge_patch
-json_patch = json_patches.json_patch
+PatchError = kube_patches.PatchError
+merge_patch = kube_patches.merge_patch
+json_patch = kube_patches.json_patch
 
 
 # Lists merged by key under strategic merge patch; the path is the chain of field names (list items add no part).

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from karpy.api import decoding, errors, labels, validator
-from karpy.api import nodeoverlay as nodeoverlay_api
+from karpy.api import nodeoverlay as api_nodeoverlay
 from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
 from karpy_emulator.apiserver import api_status, transitions
 
@@ -26,7 +26,7 @@ Defaulter = Callable[[Mapping[str, Any]], dict[str, Any]]
 NODEPOOLS = f"{labels.GROUP}/{labels.VERSION}/nodepools"
 NODECLAIMS = f"{labels.GROUP}/{labels.VERSION}/nodeclaims"
 EC2NODECLASSES = f"{labels.AWS_GROUP}/{labels.VERSION}/ec2nodeclasses"
-NODEOVERLAYS = f"{labels.GROUP}/{nodeoverlay_api.VERSION}/nodeoverlays"
+NODEOVERLAYS = f"{labels.GROUP}/{api_nodeoverlay.VERSION}/nodeoverlays"
 
 
 def from_schema_rules(schema: core.Schema) -> Validator:

@@ -166,7 +166,7 @@ def install_fast_catalog(ec2_client: Any, *, region: str, families: frozenset[st
     only those families' types, for tests that do not need all ~1,400 shapes priced and converted per provider.
     """
     from botocore import awsrequest
-    from moto.ec2.models import instance_types as moto_types
+    from moto.ec2.models import instance_types as models_instance_types
 
     from karpy.cloudprovider import catalog
 
@@ -175,10 +175,10 @@ def install_fast_catalog(ec2_client: Any, *, region: str, families: frozenset[st
     def wanted(name: object) -> bool:
         return families is None or str(name).split(".", 1)[0] in families
 
-    shapes = [shape for name, shape in moto_types.INSTANCE_TYPES.items() if wanted(name)]
+    shapes = [shape for name, shape in models_instance_types.INSTANCE_TYPES.items() if wanted(name)]
     offerings = [
         {"InstanceType": o["InstanceType"], "Location": o["Location"], "LocationType": "availability-zone"}
-        for o in moto_types.INSTANCE_TYPE_OFFERINGS["availability-zone"].get(region, ())
+        for o in models_instance_types.INSTANCE_TYPE_OFFERINGS["availability-zone"].get(region, ())
         if wanted(o["InstanceType"])
     ]
     stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)

@@ -20,8 +20,8 @@ from botocore import exceptions as botocore_exceptions
 
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import cache, clients, error_codes, fleet, launchtemplate, nodeclass_status, userdata
-from karpy.cloudprovider.aws import cluster as cluster_module
-from karpy.cloudprovider.aws import nodeclass as nodeclass_module
+from karpy.cloudprovider.aws import cluster as aws_cluster
+from karpy.cloudprovider.aws import nodeclass as aws_nodeclass
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class AuthorizationValidator:
         aws: clients.Clients,
         clock: cache.Clock,
         cluster_name: str,
-        resolver: nodeclass_module.NodeClassResolver,
+        resolver: aws_nodeclass.NodeClassResolver,
         disabled: bool = False,
     ) -> None:
         self._aws = aws
@@ -124,7 +124,7 @@ class AuthorizationValidator:
                     cluster_endpoint=cluster.endpoint,
                     ca_bundle=cluster.ca_bundle,
                     cluster_cidr=cluster.service_cidr,
-                    kubelet=cluster_module.with_cluster_dns(nc.spec.kubelet, cluster),
+                    kubelet=aws_cluster.with_cluster_dns(nc.spec.kubelet, cluster),
                     user_data=nc.spec.user_data,
                     instance_store_policy=nc.spec.instance_store_policy,
                 ),

@@ -14,13 +14,13 @@ from typing import Any
 
 from karpy.api import ec2nodeclass, nodeclaim
 from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, provider
-from karpy.cloudprovider.aws import interruption_queue as interruption_queue_module
+from karpy.cloudprovider.aws import interruption_queue as aws_interruption_queue
 
 
 @dataclass(frozen=True, slots=True)
 class Built:
     provider: provider.AWSCloudProvider
-    queue: interruption_queue_module.InterruptionQueue | None
+    queue: aws_interruption_queue.InterruptionQueue | None
     """None when INTERRUPTION_QUEUE is empty (interruption handling disabled)."""
     offerings: cache.UnavailableOfferings
     instance_status: instancestatus.InstanceStatusPoller
@@ -54,9 +54,7 @@ def build(
         )
     )
     queue = (
-        interruption_queue_module.InterruptionQueue(aws=aws, queue_name=interruption_queue)
-        if interruption_queue
-        else None
+        aws_interruption_queue.InterruptionQueue(aws=aws, queue_name=interruption_queue) if interruption_queue else None
     )
     poller = instancestatus.InstanceStatusPoller(aws=aws, clock=clock, sleep=sleep)
     janitor = functools.partial(cloud.launch_templates.run_janitor, sleep=sleep)

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from botocore import awsrequest, httpsession
 
-from karpy import clock as clock_module
+from karpy import clock as karpy_clock
 from karpy.cloudprovider.aws import clients
 
 
@@ -136,7 +136,7 @@ class Faults:
         self,
         *,
         sleep: Callable[[float], Coroutine[Any, Any, None]] = asyncio.sleep,
-        activity: clock_module.Activity = clock_module.UNTRACKED,
+        activity: karpy_clock.Activity = karpy_clock.UNTRACKED,
     ) -> None:
         self._sleep = sleep
         self._activity = activity

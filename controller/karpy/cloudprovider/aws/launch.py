@@ -29,7 +29,7 @@ from karpy.cloudprovider.aws import (
     templates,
     userdata,
 )
-from karpy.cloudprovider.aws import cluster as cluster_module
+from karpy.cloudprovider.aws import cluster as aws_cluster
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class Launcher:
                 key = (image_for(c.instance_type, nc.status.amis), pods, efa, reservation_id)
                 groups.setdefault(key, []).append(fleet.Candidate(c.instance_type, offerings))
         reservation_types = {cr.id: cr.reservation_type for cr in nc.status.capacity_reservations}
-        kubelet = cluster_module.with_cluster_dns(nc.spec.kubelet, cluster)
+        kubelet = aws_cluster.with_cluster_dns(nc.spec.kubelet, cluster)
         out: dict[str, tuple[str, list[fleet.Candidate]]] = {}
         for (image_id, pods, efa, reservation_id), members in groups.items():
             options = userdata.BootstrapOptions(

@@ -25,7 +25,7 @@ from karpy.cloudprovider.aws import (
     reservations,
     selectors,
 )
-from karpy.cloudprovider.aws import cluster as cluster_module
+from karpy.cloudprovider.aws import cluster as aws_cluster
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class NodeClassResolver:
         self._endpoint = cluster_endpoint
         self._k8s_version = k8s_version
         self._dry_run = dry_run
-        self._cluster: cache.TTLCache[str, cluster_module.ClusterInfo] = cache.TTLCache(
+        self._cluster: cache.TTLCache[str, aws_cluster.ClusterInfo] = cache.TTLCache(
             cache.INSTANCE_PROFILE_TTL, clock=clock
         )
         self._ssm: cache.TTLCache[str, str] = cache.TTLCache(cache.SSM_TTL, clock=clock)
@@ -97,11 +97,11 @@ class NodeClassResolver:
             cache.INSTANCE_PROFILE_TTL, clock=clock
         )
 
-    async def cluster(self) -> cluster_module.ClusterInfo:
+    async def cluster(self) -> aws_cluster.ClusterInfo:
         cached = self._cluster.get("cluster")
         if cached is None:
             described = (await clients.call(self._aws.eks, "describe_cluster", name=self._cluster_name))["cluster"]
-            cached = cluster_module.cluster_info(
+            cached = aws_cluster.cluster_info(
                 described, name=self._cluster_name, endpoint=self._endpoint, version=self._k8s_version
             )
             self._cluster.set("cluster", cached)

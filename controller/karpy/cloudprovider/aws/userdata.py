@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from karpy.api import ec2nodeclass, labels, meta
-from karpy.cloudprovider.aws import kubelet as kubelet_fields
+from karpy.cloudprovider.aws import kubelet as aws_kubelet
 
 MIME_BOUNDARY = "//"
 NODEADM_CONTENT_TYPE = "application/node.eks.aws"
@@ -224,7 +224,7 @@ def _al2(options: BootstrapOptions) -> str:
         f"--apiserver-endpoint {_quote(options.cluster_endpoint)}",
         f"--b64-cluster-ca {_quote(options.ca_bundle)}",
     ]
-    if kubelet.cluster_dns and kubelet_fields.is_ipv6(kubelet.cluster_dns[0]):
+    if kubelet.cluster_dns and aws_kubelet.is_ipv6(kubelet.cluster_dns[0]):
         args.append("--ip-family ipv6")  # an IPv6 cluster: the node takes its IPv6 address as its node IP
     if kubelet.cluster_dns:
         args.append(f"--dns-cluster-ip {_quote(kubelet.cluster_dns[0])}")
