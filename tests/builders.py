@@ -12,6 +12,7 @@ from typing import Any
 
 from karpy.api import ec2nodeclass as api_ec2nodeclass
 from karpy.api import nodeclaim as api_nodeclaim
+from karpy.api import nodepool as api_nodepool
 from karpy.api import parse
 from karpy.scheduling import pods
 
@@ -203,27 +204,58 @@ def pdb(
 
 
 def nodepool(
-    name: str = "default", *, requirements: Sequence[Mapping[str, Any]] | None = None, **spec: Any
+    name: str = "default",
+    *,
+    requirements: Sequence[Mapping[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] | None = None,
+    template_spec: Mapping[str, Any] | None = None,
+    node_class: str = "default",
+    uid: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+    **spec: Any,
 ) -> dict[str, Any]:
-    """A minimal valid NodePool (amd64 unless `requirements` says otherwise, class `default`); keyword arguments
-    replace top-level spec fields."""
+    """A minimal valid NodePool (amd64 unless `requirements` says otherwise, class `node_class`); `labels` and
+    `taints` are its template's, `template_spec` other fields of the template's spec, `uid` and `annotations` the
+    pool's own; other keyword arguments replace top-level spec fields."""
+    claim_spec: dict[str, Any] = {
+        "nodeClassRef": {**_NODE_CLASS_REF, "name": node_class},
+        "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+    }
+    if requirements is not None:
+        claim_spec["requirements"] = copy.deepcopy(list(requirements))
+    if taints is not None:
+        claim_spec["taints"] = [dict(taint) for taint in taints]
+    claim_spec.update(copy.deepcopy(dict(template_spec or {})))
+    metadata: dict[str, Any] = {"name": name}
+    if uid is not None:
+        metadata["uid"] = uid
+    if annotations is not None:
+        metadata["annotations"] = dict(annotations)
+    pool_template: dict[str, Any] = {"spec": claim_spec}
+    if labels is not None:
+        pool_template["metadata"] = {"labels": dict(labels)}
     manifest: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": dict(_NODE_CLASS_REF),
-                    "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
-                }
-            }
-        },
+        "metadata": metadata,
+        "spec": {"template": pool_template},
     }
-    if requirements is not None:
-        manifest["spec"]["template"]["spec"]["requirements"] = copy.deepcopy(list(requirements))
     manifest["spec"].update(copy.deepcopy(spec))
     return manifest
+
+
+def parsed_nodepool(name: str = "default", **fields: Any) -> api_nodepool.NodePool:
+    """`nodepool(name, **fields)` through the real parser."""
+    return parse.nodepool(nodepool(name, **fields))
+
+
+def requirement(key: str, operator: str, *values: str) -> dict[str, Any]:
+    """A node selector requirement as manifests spell it (no `values` for Exists and DoesNotExist)."""
+    out: dict[str, Any] = {"key": key, "operator": operator}
+    if values or operator in ("In", "NotIn"):
+        out["values"] = list(values)
+    return out
 
 
 def nodeclaim(

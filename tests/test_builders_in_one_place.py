@@ -45,6 +45,8 @@ DIFFERENT = {
     "simulate/builders.py::pod_manifest": _YAML,
     "simulate/test_strict.py::pod": _YAML,
     "simulate/test_strict.py::deployment": _YAML,
+    "api/test_examples_and_crds.py::_pool": "returns the NodePool an example file declares; builds none",
+    "disruption/test_rules.py::_node": "the StateNode the real state cache made of a World's objects",
     "nodeclaim/test_controller.py::_claim": "reads and parses the NodeClaim the controller stored; builds nothing",
     "scheduling/test_podtemplates.py::_pod": "one maximal Deployment pod carrying every part the scheduler reads, so a"
     " part the template cache does not carry over shows; a fixture, not a builder",
@@ -54,21 +56,13 @@ DIFFERENT = {
 _PARSED = "builds a parsed object: fold into a builders.parsed_* variant"
 _FOLDER = "the folder's shared builders: fold their parameters into tests/builders.py"
 NOT_YET_FOLDED = {
-    "api/test_budgets.py::_pool": _PARSED,
-    "api/test_examples_and_crds.py::_pool": _PARSED,
-    "api/test_manifest_hashing_garbage.py::_pool": _PARSED,
     "cloudprovider/aws/builders.py::make_nodeclass": _PARSED,
     "cloudprovider/aws/builders.py::make_nodeclaim": _PARSED,
-    "cloudprovider/aws/test_provider.py::_pool": _PARSED,
     "cloudprovider/contract.py::make_nodepool": _PARSED,
     "cloudprovider/contract.py::make_nodeclaim": _PARSED,
     "cloudprovider/test_fake_provider.py::claim": _PARSED,
-    "cloudprovider/test_overlay.py::_pool": _PARSED,
     "cloudprovider/test_tenancy.py::_pool": _PARSED,
-    "disruption/test_rules.py::_node": _PARSED,
     "disruption/test_rules.py::_claim": _PARSED,
-    "disruption/world.py::pool_manifest": _FOLDER,
-    "emulator/test_kube_scale.py::_pool": _PARSED,
     "nodeclaim/builders.py::claim_dict": _FOLDER,
     "nodeclaim/builders.py::claim": _FOLDER,
     "nodeclaim/builders.py::node_dict": _FOLDER,

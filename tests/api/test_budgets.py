@@ -149,11 +149,6 @@ def test_never_firing_schedule_is_active_like_upstream() -> None:
     assert budgets.budget_is_active(never, at(2024, 1, 1))
 
 
-def _pool(*budget_list: nodepool.Budget) -> nodepool.NodePool:
-    base = parse.nodepool(builders.nodepool())
-    return dataclasses.replace(base, disruption=dataclasses.replace(base.disruption, budgets=budget_list))
-
-
 NOON = at(2024, 1, 1, 12)
 EMPTY, DRIFTED, UNDER = (
     nodepool.DisruptionReason.EMPTY,
@@ -193,7 +188,10 @@ EMPTY, DRIFTED, UNDER = (
 def test_allowed_disruptions(
     budget_list: tuple[nodepool.Budget, ...], reason: nodepool.DisruptionReason, num_nodes: int, expected: int
 ) -> None:
-    assert budgets.allowed_disruptions(_pool(*budget_list), reason, num_nodes, NOON) == expected
+    # Set on the parsed pool: the table holds budgets the parser refuses (a bad cron), to show they fail closed.
+    base = builders.parsed_nodepool()
+    pool = dataclasses.replace(base, disruption=dataclasses.replace(base.disruption, budgets=budget_list))
+    assert budgets.allowed_disruptions(pool, reason, num_nodes, NOON) == expected
 
 
 def test_allowed_disruptions_on_a_parsed_pool() -> None:

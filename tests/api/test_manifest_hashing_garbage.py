@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests import builders
 
-from karpy.api import errors, hashing, manifest, meta, nodepool, parse
+from karpy.api import errors, hashing, manifest, nodepool, parse
 
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[2] / "examples" / "nodepools").glob("*.yaml"))
 
@@ -33,32 +33,29 @@ def test_round_trip_on_every_example_and_nodeclaim() -> None:
         assert parse.any(manifest.to_manifest(obj)) == obj
 
 
-def _pool(**template: Any) -> nodepool.NodePool:
-    base = parse.nodepool(builders.nodepool())
-    return dataclasses.replace(base, template=dataclasses.replace(base.template, **template))
-
-
 def test_nodepool_hash_ignores_behavioural_fields_and_requirements() -> None:
-    base = _pool()
+    base = builders.parsed_nodepool()
     reference = hashing.nodepool_hash(base)
     assert hashing.nodepool_hash(dataclasses.replace(base, weight=10)) == reference
     assert hashing.nodepool_hash(dataclasses.replace(base, limits={"cpu": 1000})) == reference
     assert hashing.nodepool_hash(dataclasses.replace(base, disruption=nodepool.Disruption(consolidate_after=None))) == (
         reference
     )
-    assert hashing.nodepool_hash(_pool(requirements=())) == reference
-    assert hashing.nodepool_hash(_pool(expire_after=3600.0)) != reference
-    assert hashing.nodepool_hash(_pool(labels={"a": "b"})) != reference
-    assert hashing.nodepool_hash(_pool(taints=(meta.Taint("a", "NoSchedule"),))) != reference
+    assert hashing.nodepool_hash(builders.parsed_nodepool(requirements=[])) == reference
+    assert hashing.nodepool_hash(builders.parsed_nodepool(template_spec={"expireAfter": "1h"})) != reference
+    assert hashing.nodepool_hash(builders.parsed_nodepool(labels={"a": "b"})) != reference
+    assert hashing.nodepool_hash(builders.parsed_nodepool(taints=[{"key": "a", "effect": "NoSchedule"}])) != reference
 
 
 def test_nodepool_hash_is_order_independent() -> None:
-    t1, t2 = meta.Taint("a", "NoSchedule"), meta.Taint("b", "NoExecute")
-    assert hashing.nodepool_hash(_pool(taints=(t1, t2))) == hashing.nodepool_hash(_pool(taints=(t2, t1)))
-    assert hashing.nodepool_hash(_pool(labels={"a": "1", "b": "2"})) == hashing.nodepool_hash(
-        _pool(labels={"b": "2", "a": "1"})
+    t1, t2 = {"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoExecute"}
+    assert hashing.nodepool_hash(builders.parsed_nodepool(taints=[t1, t2])) == hashing.nodepool_hash(
+        builders.parsed_nodepool(taints=[t2, t1])
     )
-    assert hashing.nodepool_hash(_pool()) == hashing.nodepool_hash(_pool())
+    assert hashing.nodepool_hash(builders.parsed_nodepool(labels={"a": "1", "b": "2"})) == hashing.nodepool_hash(
+        builders.parsed_nodepool(labels={"b": "2", "a": "1"})
+    )
+    assert hashing.nodepool_hash(builders.parsed_nodepool()) == hashing.nodepool_hash(builders.parsed_nodepool())
 
 
 def test_ec2nodeclass_hash_ignores_selectors_but_not_launch_fields() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tests import builders
 
-from karpy.api import errors, labels, nodeoverlay, nodepool, parse, quantity
+from karpy.api import errors, labels, nodeoverlay, parse, quantity
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import overlay, types
 from karpy.cloudprovider.fake import generator
@@ -42,12 +42,6 @@ def _overlay(name: str, *requirements: Mapping[str, Any], **spec: Any) -> nodeov
 
 def _req(key: str, op: str, *values: str) -> dict[str, Any]:
     return {"key": key, "operator": op, "values": list(values)} if values else {"key": key, "operator": op}
-
-
-def _pool(name: str = "default", **template_labels: str) -> nodepool.NodePool:
-    manifest = builders.nodepool(name)
-    manifest["spec"]["template"]["metadata"] = {"labels": template_labels}
-    return parse.nodepool(manifest)
 
 
 TYPE = labels.LABEL_INSTANCE_TYPE
@@ -237,7 +231,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_overlays_as_upstream_applies_them(case: Case) -> None:
-    pool, catalog = _pool(), _catalog()
+    pool, catalog = builders.parsed_nodepool(), _catalog()
     evaluation = overlay.evaluate(case.overlays, [pool], {pool.name: catalog})
     assert evaluation.conflicting == case.conflicting
     applied = {it.name: it for it in evaluation.store.apply(pool.name, catalog)}
@@ -257,7 +251,10 @@ def test_overlays_as_upstream_applies_them(case: Case) -> None:
 
 
 def test_the_pools_template_labels_select() -> None:
-    ml, web = _pool("ml", team="ml"), _pool("web", team="web")
+    ml, web = (
+        builders.parsed_nodepool("ml", labels={"team": "ml"}),
+        builders.parsed_nodepool("web", labels={"team": "web"}),
+    )
     catalog = _catalog()
     chosen = _overlay("a", _req("team", "In", "ml"), capacity={FUSE: "1"})
     evaluation = overlay.evaluate([chosen], [ml, web], {"ml": catalog, "web": catalog})
@@ -266,7 +263,7 @@ def test_the_pools_template_labels_select() -> None:
 
 
 def test_a_conflict_in_one_pool_refuses_the_overlay_in_every_pool() -> None:
-    a, b = _pool("a"), _pool("b")
+    a, b = builders.parsed_nodepool("a"), builders.parsed_nodepool("b")
     catalog = _catalog()
     only_a = _overlay("overlay-z", _req(labels.LABEL_NODEPOOL, "In", "a"), weight=5, price="1")
     everywhere = _overlay("overlay-y", _req(TYPE, "Exists"), weight=5, price="2")
@@ -276,7 +273,7 @@ def test_a_conflict_in_one_pool_refuses_the_overlay_in_every_pool() -> None:
 
 
 def test_a_pool_not_evaluated_is_refused_until_it_is() -> None:
-    listed, unlisted = _pool("listed"), _pool("unlisted")
+    listed, unlisted = builders.parsed_nodepool("listed"), builders.parsed_nodepool("unlisted")
     store = overlay.evaluate([], [listed, unlisted], {"listed": _catalog()}).store
     with pytest.raises(cloudprovider_errors.UnevaluatedNodePool):
         store.apply("unlisted", [])

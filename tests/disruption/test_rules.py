@@ -7,10 +7,11 @@ import dataclasses
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.disruption import world as disruption_world
 from tests.nodeclaim import builders as nodeclaim_builders
 
-from karpy.api import labels, nodeclaim, nodepool, parse
+from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import blockers, budgets, candidates
 from karpy.kube import resources
@@ -103,9 +104,8 @@ def test_node_ready(node: dict[str, Any] | None, ready: bool) -> None:
 
 
 def test_a_budget_is_computed_for_its_own_reason() -> None:
-    pool = parse.nodepool(
-        disruption_world.pool_manifest(budgets=[{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "1"}])
-    )
+    budget_list = [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "1"}]
+    pool = builders.parsed_nodepool(uid="uid-default", **disruption_world.pool_fields(budgets=budget_list))
     assert budgets.budget_mapping([pool], [BASE], nodepool.DisruptionReason.DRIFTED, now=NOW) == {"default": 0}
     assert budgets.budget_mapping([pool], [BASE], nodepool.DisruptionReason.EMPTY, now=NOW) == {"default": 1}
 
@@ -158,7 +158,7 @@ def _infos(w: disruption_world.World) -> dict[str, candidates.PodInfo]:
 
 def _build(node: statenode.StateNode, **overrides: Any) -> candidates.Candidate | candidates.Rejection:
     kwargs: dict[str, Any] = {
-        "pools": {"default": parse.nodepool(disruption_world.pool_manifest())},
+        "pools": {"default": builders.parsed_nodepool(uid="uid-default", **disruption_world.pool_fields())},
         "instance_types": {"default": disruption_world.CATALOG_BY_NAME},
         "pod_infos": {},
         "pdbs": [],
@@ -219,7 +219,7 @@ def test_a_candidate_carries_its_offering_pods_and_costs() -> None:
 
 
 def test_a_pool_without_nodes_may_disrupt_none() -> None:
-    pool = parse.nodepool(disruption_world.pool_manifest(budgets=[{"nodes": "100%"}]))
+    pool = builders.parsed_nodepool(uid="uid-default", **disruption_world.pool_fields(budgets=[{"nodes": "100%"}]))
     assert budgets.budget_mapping([pool], [], nodepool.DisruptionReason.EMPTY, now=NOW) == {"default": 0}
 
 

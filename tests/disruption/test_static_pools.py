@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool, parse
@@ -22,7 +23,7 @@ Reason = nodepool.DisruptionReason
 def static_pool(
     w: disruption_world.World, replicas: int, *, nodes_limit: int | None = None, budget: str = "100%"
 ) -> None:
-    body = disruption_world.pool_manifest("static", budgets=[{"nodes": budget}])
+    body = builders.nodepool("static", uid="uid-static", **disruption_world.pool_fields(budgets=[{"nodes": budget}]))
     body["spec"]["replicas"] = replicas
     if nodes_limit is not None:
         body["spec"]["limits"] = {"nodes": str(nodes_limit)}
@@ -176,7 +177,7 @@ def test_scale_down_order_takes_unlaunched_claims_first() -> None:
     ],
 )
 def test_to_create(replicas: int, limit: int | None, found: staticpools.Counts, expected: int) -> None:
-    body = disruption_world.pool_manifest("static")
+    body = builders.nodepool("static", uid="uid-static", **disruption_world.pool_fields())
     body["spec"]["replicas"] = replicas
     if limit is not None:
         body["spec"]["limits"] = {"nodes": str(limit)}

@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tests import builders
+
 from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import decoding, hashing, labels, parse, quantity
@@ -51,29 +53,18 @@ def cond(type_: str, at: float = T0, reason: str = "") -> dict[str, str]:
     return {"type": type_, "status": "True", "reason": reason or type_, "message": "", "lastTransitionTime": ts(at)}
 
 
-def pool_manifest(
-    name: str = "default",
+def pool_fields(
     *,
     policy: str = "WhenEmptyOrUnderutilized",
     after: str = "0s",
     budgets: Sequence[Mapping[str, Any]] = ({"nodes": "100%"},),
     capacity_types: Sequence[str] = ("on-demand",),
 ) -> dict[str, Any]:
+    """`builders.nodepool` arguments of a scenario's pool: consolidation `policy` after `after`, `budgets` (every
+    node at once unless told), launching only `capacity_types`."""
     return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name, "uid": f"uid-{name}"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
-                    "requirements": [
-                        {"key": labels.LABEL_CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)}
-                    ],
-                }
-            },
-            "disruption": {"consolidationPolicy": policy, "consolidateAfter": after, "budgets": list(budgets)},
-        },
+        "requirements": [builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", *capacity_types)],
+        "disruption": {"consolidationPolicy": policy, "consolidateAfter": after, "budgets": list(budgets)},
     }
 
 
@@ -115,7 +106,7 @@ def candidate(
     return candidates.Candidate(
         node=node,
         claim=claim,
-        pool=parse.nodepool(pool_manifest(pool, policy=policy)),
+        pool=builders.parsed_nodepool(pool, uid=f"uid-{pool}", **pool_fields(policy=policy)),
         instance_type=CATALOG_BY_NAME[itype],
         capacity_type=capacity_type,
         zone=ZONE,
@@ -139,8 +130,8 @@ class World:
     # --- objects ------------------------------------------------------------------------------------------------
 
     def pool(self, name: str = "default", **spec: Any) -> dict[str, Any]:
-        """Store a NodePool; `spec` as `pool_manifest` takes it."""
-        return self.kube.put(resources.NODEPOOLS, pool_manifest(name, **spec))
+        """Store a NodePool; `spec` as `pool_fields` takes it."""
+        return self.kube.put(resources.NODEPOOLS, builders.nodepool(name, uid=f"uid-{name}", **pool_fields(**spec)))
 
     def node(
         self,

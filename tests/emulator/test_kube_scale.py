@@ -3,39 +3,24 @@ client: read, merge-patch and replace map onto `.spec.replicas`, `.status.nodes`
 
 from __future__ import annotations
 
-from typing import Any
-
 import kubernetes
 import pytest
+from tests import builders
 
 from karpy.api import labels
 
 GROUP, VERSION, PLURAL = labels.GROUP, labels.VERSION, "nodepools"
 
 
-def _pool(custom: kubernetes.client.CustomObjectsApi, replicas: int | None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "NodePool",
-        "metadata": {"name": "static"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "requirements": [],
-                    "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
-                }
-            }
-        },
-    }
-    if replicas is not None:
-        body["spec"]["replicas"] = replicas
-    made: dict[str, Any] = custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
+def _create_static_pool(custom: kubernetes.client.CustomObjectsApi, replicas: int) -> None:
+    """Create NodePool `static` of `replicas`, its status saying 2 nodes were observed."""
+    body = builders.nodepool("static", requirements=[], replicas=replicas)
+    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
     custom.patch_cluster_custom_object_status(GROUP, VERSION, PLURAL, "static", {"status": {"nodes": 2}})
-    return made
 
 
 def test_scale_reads_replicas_and_observed_nodes(custom: kubernetes.client.CustomObjectsApi) -> None:
-    _pool(custom, 3)
+    _create_static_pool(custom, 3)
     scale = custom.get_cluster_custom_object_scale(GROUP, VERSION, PLURAL, "static")
     assert scale["kind"] == "Scale"
     assert scale["apiVersion"] == "autoscaling/v1"
@@ -44,7 +29,7 @@ def test_scale_reads_replicas_and_observed_nodes(custom: kubernetes.client.Custo
 
 
 def test_patching_the_scale_sets_spec_replicas(custom: kubernetes.client.CustomObjectsApi) -> None:
-    _pool(custom, 3)
+    _create_static_pool(custom, 3)
     answer = custom.patch_cluster_custom_object_scale(GROUP, VERSION, PLURAL, "static", {"spec": {"replicas": 5}})
     assert answer["spec"] == {"replicas": 5}
     pool = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "static")
@@ -53,7 +38,7 @@ def test_patching_the_scale_sets_spec_replicas(custom: kubernetes.client.CustomO
 
 
 def test_replacing_the_scale_checks_its_resource_version(custom: kubernetes.client.CustomObjectsApi) -> None:
-    _pool(custom, 3)
+    _create_static_pool(custom, 3)
     scale = custom.get_cluster_custom_object_scale(GROUP, VERSION, PLURAL, "static")
     scale["spec"]["replicas"] = 0
     custom.replace_cluster_custom_object_scale(GROUP, VERSION, PLURAL, "static", scale)
@@ -64,7 +49,7 @@ def test_replacing_the_scale_checks_its_resource_version(custom: kubernetes.clie
 
 
 def test_a_negative_replica_count_is_refused(custom: kubernetes.client.CustomObjectsApi) -> None:
-    _pool(custom, 1)
+    _create_static_pool(custom, 1)
     with pytest.raises(kubernetes.client.ApiException) as refused:
         custom.patch_cluster_custom_object_scale(GROUP, VERSION, PLURAL, "static", {"spec": {"replicas": -1}})
     assert refused.value.status == 422

@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore import awsrequest
+from tests import builders
 from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses
 
@@ -170,18 +171,9 @@ async def test_everything_refused_is_insufficient_capacity_and_expires_after_3_m
         await aws_provider.create(make_nodeclaim(requirements=SMALL))
     assert len(calls) == 1  # one fleet call refused everything; nothing was left to retry with
     clock.step(181)
-    pool_types = await aws_provider.instance_types(_pool())
+    pool_types = await aws_provider.instance_types(builders.parsed_nodepool(requirements=[]))
     m5 = next(t for t in pool_types if t.name == "m5.large")
     assert all(o.available for o in m5.offerings)
-
-
-def _pool() -> Any:
-    from karpy.api import nodepool
-
-    ref = meta.NodeClassRef(group=labels.AWS_GROUP, kind="EC2NodeClass", name="default")
-    return nodepool.NodePool(
-        metadata=meta.ObjectMeta(name="default"), template=nodepool.NodeClaimTemplate(node_class_ref=ref)
-    )
 
 
 class _Raw:
