@@ -14,7 +14,10 @@ from karpy.api import ec2nodeclass as api_ec2nodeclass
 from karpy.api import nodeclaim as api_nodeclaim
 from karpy.api import nodepool as api_nodepool
 from karpy.api import parse
-from karpy.scheduling import pods
+from karpy.provisioning import snapshot
+from karpy.scheduling import pods as scheduling_pods
+from karpy.scheduling import scheduler
+from karpy.state import statenode
 
 NS = "default"
 DELETED_AT = "2026-01-01T00:00:00Z"
@@ -41,11 +44,12 @@ def pod(
     memory: str | None = None,
     requests: Mapping[str, Any] | None = None,
     image: str = "pause",
+    ports: Sequence[Mapping[str, Any]] = (),
     uid: str | None = None,
     annotations: dict[str, str] | None = None,
     claims: Sequence[str] = (),
     owners: Sequence[Mapping[str, Any]] = (),
-    created: str | None = None,
+    created: str | float | None = None,
     phase: str | None = None,
     started: str | None = None,
     status: Mapping[str, Any] | None = None,
@@ -53,16 +57,19 @@ def pod(
 ) -> dict[str, Any]:
     """A one-container pod requesting `cpu` and `memory` (None: no such request), bound to `node` if given.
 
-    `requests` replaces the cpu/memory pair verbatim (even malformed values, for admission tests); `claims` mounts
-    those PersistentVolumeClaims as volumes `v0`, `v1`, ...;
-    `owners` are its ownerReferences, `created` its creationTimestamp; `phase`, `started` (startTime) and `status`
-    make up its status (none without them); other keyword arguments are spec fields.
+    `requests` replaces the cpu/memory pair verbatim (even malformed values, for admission tests), `ports` are the
+    container's; `claims` mounts
+    those PersistentVolumeClaims as volumes `v0`, `v1`, ...; `owners` are its ownerReferences, `created` its
+    creationTimestamp (the scheduler's parser orders pods by a number there); `phase`, `started` (startTime) and
+    `status` make up its status (none without them); other keyword arguments are spec fields.
     """
     if requests is None:
         requests = {key: value for key, value in (("cpu", cpu), ("memory", memory)) if value is not None}
     container: dict[str, Any] = {"name": "app", "image": image}
     if requests:
         container["resources"] = {"requests": dict(requests)}
+    if ports:
+        container["ports"] = [dict(port) for port in ports]
     body: dict[str, Any] = {"containers": [container]}
     if node:
         body["nodeName"] = node
@@ -89,9 +96,9 @@ def pod(
     return out
 
 
-def parsed_pod(name: str = "p", **fields: Any) -> pods.Pod:
+def parsed_pod(name: str = "p", **fields: Any) -> scheduling_pods.Pod:
     """`pod(name, **fields)` through the real parser, as the scheduler sees it."""
-    return pods.from_manifest(pod(name, **fields))
+    return scheduling_pods.from_manifest(pod(name, **fields))
 
 
 def deployment(
@@ -153,13 +160,14 @@ def node(
     labels: dict[str, str] | None = None,
     cpu: str = "4",
     memory: str = "16Gi",
+    pods: str = "110",
     ready: bool | None = None,
     taints: Sequence[Mapping[str, str]] | None = None,
     unschedulable: bool = False,
     hostname: bool = False,
     conditions: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """A Node with `cpu`/`memory` allocatable; `ready` adds the Ready condition and `conditions` others, `taints`
+    """A Node with `cpu`/`memory`/`pods` allocatable; `ready` adds the Ready condition and `conditions` others, `taints`
     sets the spec taints, and `hostname` the kubelet's hostname label."""
     node_labels = {HOSTNAME_KEY: name} if hostname else {}
     obj: dict[str, Any] = {
@@ -167,7 +175,7 @@ def node(
         "kind": "Node",
         "metadata": {"name": name, "labels": {**node_labels, **(labels or {})}},
         "spec": {},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
     }
     if provider_id:
         obj["spec"]["providerID"] = provider_id
@@ -179,6 +187,19 @@ def node(
     if ready_condition or conditions:
         obj["status"]["conditions"] = [*ready_condition, *(dict(c) for c in conditions)]
     return obj
+
+
+def parsed_state_node(name: str, *, bound: Sequence[scheduling_pods.Pod] = (), **fields: Any) -> statenode.StateNode:
+    """`node(name, **fields)` with the `bound` pods, as the cluster-state cache joins them (no NodeClaim)."""
+    return statenode.build(claim=None, node=node(name, **fields), pods=tuple(bound))
+
+
+def parsed_existing_node(
+    name: str, *, bound: Sequence[scheduling_pods.Pod] = (), **fields: Any
+) -> scheduler.ExistingNode:
+    """`parsed_state_node(name, bound=bound, **fields)` as the provisioner hands it to the scheduler."""
+    (existing,) = snapshot.existing_nodes([parsed_state_node(name, bound=bound, **fields)])
+    return existing
 
 
 def pdb(
@@ -208,6 +229,7 @@ def nodepool(
     *,
     requirements: Sequence[Mapping[str, Any]] | None = None,
     labels: Mapping[str, str] | None = None,
+    template_annotations: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, str]] | None = None,
     template_spec: Mapping[str, Any] | None = None,
     node_class: str = "default",
@@ -215,9 +237,9 @@ def nodepool(
     annotations: Mapping[str, str] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A minimal valid NodePool (amd64 unless `requirements` says otherwise, class `node_class`); `labels` and
-    `taints` are its template's, `template_spec` other fields of the template's spec, `uid` and `annotations` the
-    pool's own; other keyword arguments replace top-level spec fields."""
+    """A minimal valid NodePool (amd64 unless `requirements` says otherwise, class `node_class`); `labels`,
+    `template_annotations` and `taints` are its template's, `template_spec` other fields of the template's spec,
+    `uid` and `annotations` the pool's own; other keyword arguments replace top-level spec fields."""
     claim_spec: dict[str, Any] = {
         "nodeClassRef": {**_NODE_CLASS_REF, "name": node_class},
         "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
@@ -233,8 +255,9 @@ def nodepool(
     if annotations is not None:
         metadata["annotations"] = dict(annotations)
     pool_template: dict[str, Any] = {"spec": claim_spec}
-    if labels is not None:
-        pool_template["metadata"] = {"labels": dict(labels)}
+    template_metadata = {"labels": labels, "annotations": template_annotations}
+    if any(value is not None for value in template_metadata.values()):
+        pool_template["metadata"] = {key: dict(value) for key, value in template_metadata.items() if value is not None}
     manifest: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
@@ -250,11 +273,13 @@ def parsed_nodepool(name: str = "default", **fields: Any) -> api_nodepool.NodePo
     return parse.nodepool(nodepool(name, **fields))
 
 
-def requirement(key: str, operator: str, *values: str) -> dict[str, Any]:
+def requirement(key: str, operator: str, *values: str, min_values: int | None = None) -> dict[str, Any]:
     """A node selector requirement as manifests spell it (no `values` for Exists and DoesNotExist)."""
     out: dict[str, Any] = {"key": key, "operator": operator}
     if values or operator in ("In", "NotIn"):
         out["values"] = list(values)
+    if min_values is not None:
+        out["minValues"] = min_values
     return out
 
 

@@ -70,16 +70,7 @@ NOT_YET_FOLDED = {
     "nodeclaim/test_conditions_controller.py::_claim": _FOLDER,
     "nodeclaim/test_garbagecollection.py::_claim": _PARSED,
     "nodeclaim/test_registration_health.py::claim": _FOLDER,
-    "provisioning/builders.py::parsed_nodepool": _PARSED,
     "runtime/test_metrics.py::node": _PARSED,
-    "scheduling/conftest.py::make_nodepool": _PARSED,
-    "scheduling/conftest.py::make_pod": _PARSED,
-    "scheduling/test_daemons.py::_pod": _PARSED,
-    "scheduling/test_diagnosis.py::node": _PARSED,
-    "scheduling/test_domains_and_limits.py::_node": _PARSED,
-    "scheduling/test_reuse.py::_pod": _PARSED,
-    "scheduling/test_reuse.py::_node": _PARSED,
-    "scheduling/test_volume_scenarios.py::_pod": _PARSED,
     "termination/test_drain.py::_pod": _PARSED,
 }
 ALLOWED = DIFFERENT | NOT_YET_FOLDED

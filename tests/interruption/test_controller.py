@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from tests import builders, tasks
-from tests.provisioning.builders import parsed_nodepool
 
 from karpy import events
 from karpy.api import labels, nodeclaim, nodepool
@@ -141,7 +140,7 @@ async def _env(*claims: nodeclaim.NodeClaim, pools: list[nodepool.NodePool] | No
     )
     for c in claims:
         await kube.create(resources.NODECLAIMS, {"metadata": {"name": c.name}, "spec": {}})
-    cluster = Cluster(list(claims), pools or [parsed_nodepool("default")])
+    cluster = Cluster(list(claims), pools or [builders.parsed_nodepool("default", requirements=[])])
     deps = controller.Deps(
         client=kube,
         cluster=cluster,
@@ -219,11 +218,13 @@ async def test_a_claim_already_gone_is_neither_logged_nor_counted(caplog: pytest
 
 
 async def test_rebalance_is_an_event_unless_the_pool_opts_in() -> None:
-    replace = parsed_nodepool("replace", annotations_={labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"})
+    replace = builders.parsed_nodepool(
+        "replace", annotations={labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"}, requirements=[]
+    )
     env = await _env(
         running_claim("a", "i-a", node="ip-1"),
         running_claim("r", "i-r", node="ip-2", pool="replace"),
-        pools=[parsed_nodepool("default"), replace],
+        pools=[builders.parsed_nodepool("default", requirements=[]), replace],
     )
     env.queue.put(K.REBALANCE_RECOMMENDATION, "i-a")
     env.queue.put(K.REBALANCE_RECOMMENDATION, "i-r")

@@ -6,31 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.api import ec2nodeclass, meta, nodepool, parse
+from karpy.api import ec2nodeclass, meta, nodepool
 from karpy.kube import resources
 from karpy.scheduling import pods, volumes
-
-NODECLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
-
-
-def parsed_nodepool(name: str = "default", *, uid: str = "", **template_spec: Any) -> nodepool.NodePool:
-    """A NodePool through the real parser; keyword arguments are spec.template.spec fields, plus `metadata_`
-    (spec.template.metadata), `limits` and `annotations_` (the pool's own annotations)."""
-    template_meta = template_spec.pop("metadata_", {})
-    limits = template_spec.pop("limits", None)
-    own_annotations = template_spec.pop("annotations_", {})
-    spec: dict[str, Any] = {
-        "template": {
-            "metadata": template_meta,
-            "spec": {"nodeClassRef": NODECLASS_REF, "requirements": [], **template_spec},
-        }
-    }
-    if limits is not None:
-        spec["limits"] = limits
-    metadata: dict[str, Any] = {"name": name, "annotations": own_annotations}
-    if uid:
-        metadata["uid"] = uid
-    return parse.nodepool({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": metadata, "spec": spec})
 
 
 @dataclass

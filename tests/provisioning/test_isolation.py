@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.provisioning.builders import Cluster, parsed_nodepool
-from tests.scheduling.conftest import fake_catalog, make_pod
+from tests import builders
+from tests.provisioning.builders import Cluster
+from tests.scheduling.conftest import fake_catalog
 
 from karpy import events, rejections
 from karpy.clock import ManualClock
@@ -27,14 +28,14 @@ def _solver_failing_on(label: str) -> Any:
 
 
 async def test_the_pods_the_solver_fails_on_are_set_aside_and_the_others_provisioned() -> None:
-    good = [make_pod(f"web-{i}", labels_={"app": "web"}) for i in range(3)]
-    bad = [make_pod(f"odd-{i}", cpu="2", labels_={"app": "odd"}) for i in range(2)]
+    good = [builders.parsed_pod(f"web-{i}", labels={"app": "web"}, memory="1Gi") for i in range(3)]
+    bad = [builders.parsed_pod(f"odd-{i}", cpu="2", labels={"app": "odd"}, memory="1Gi") for i in range(2)]
     sink = rejections.MemorySink()
     recorder = events.MemoryRecorder()
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=kube_fake.FakeKubeClient(ManualClock(0.0)),
-            cluster=Cluster(pools=[parsed_nodepool("default")], pending=[*bad, *good]),
+            cluster=Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=[*bad, *good]),
             cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=ManualClock(0.0),
             recorder=recorder,
@@ -57,18 +58,25 @@ def test_a_failure_no_single_group_explains_is_raised() -> None:
             raise RuntimeError("fails only on the whole")
         return scheduler.solve(inp)
 
-    pods = [make_pod("a", labels_={"app": "a"}), make_pod("b", labels_={"app": "b"})]
+    pods = [
+        builders.parsed_pod("a", labels={"app": "a"}, memory="1Gi"),
+        builders.parsed_pod("b", labels={"app": "b"}, memory="1Gi"),
+    ]
     inp = scheduler.SchedulingInput(
-        pods=pods, nodepools=[parsed_nodepool("default")], instance_types={"default": fake_catalog(4)}
+        pods=pods,
+        nodepools=[builders.parsed_nodepool("default", requirements=[])],
+        instance_types={"default": fake_catalog(4)},
     )
     with pytest.raises(RuntimeError, match="fails only on the whole"):
         isolation.solve(broken, inp)
 
 
 def test_a_solve_that_succeeds_is_untouched() -> None:
-    pods = [make_pod("a")]
+    pods = [builders.parsed_pod("a", memory="1Gi")]
     inp = scheduler.SchedulingInput(
-        pods=pods, nodepools=[parsed_nodepool("default")], instance_types={"default": fake_catalog(4)}
+        pods=pods,
+        nodepools=[builders.parsed_nodepool("default", requirements=[])],
+        instance_types={"default": fake_catalog(4)},
     )
     outcome = isolation.solve(scheduler.solve, inp)
     assert outcome.set_aside == {}

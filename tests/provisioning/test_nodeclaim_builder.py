@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.provisioning.builders import parsed_nodepool
+from tests import builders
 from tests.scheduling.conftest import make_instance_type
 
 from karpy import requirements
@@ -47,14 +47,18 @@ def _plan(**overrides: Any) -> results.PlannedNodeClaim:
     return results.PlannedNodeClaim(**fields)
 
 
-POOL = parsed_nodepool(
+POOL = builders.parsed_nodepool(
     "general",
     uid="pool-uid-1",
-    metadata_={"labels": {"team": "a"}, "annotations": {"example.com/owner": "me"}},
+    labels={"team": "a"},
+    template_annotations={"example.com/owner": "me"},
     taints=[{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
-    startupTaints=[{"key": "example.com/booting", "effect": "NoSchedule"}],
-    expireAfter="24h",
-    terminationGracePeriod="1h",
+    template_spec={
+        "startupTaints": [{"key": "example.com/booting", "effect": "NoSchedule"}],
+        "expireAfter": "24h",
+        "terminationGracePeriod": "1h",
+    },
+    requirements=[],
 )
 
 
@@ -137,7 +141,7 @@ def test_optional_annotations() -> None:
 
 
 def test_pool_without_uid_and_minimal_template() -> None:
-    pool = parsed_nodepool("bare")
+    pool = builders.parsed_nodepool("bare", requirements=[])
     got = nodeclaim_builder.build_nodeclaim(_plan(nodepool="bare"), pool)
     assert got["metadata"]["ownerReferences"] == [
         {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "bare", "blockOwnerDeletion": True}
@@ -148,7 +152,7 @@ def test_pool_without_uid_and_minimal_template() -> None:
 
 
 def test_template_label_cannot_be_overridden_by_nodepool_label() -> None:
-    pool = parsed_nodepool("general", metadata_={"labels": {"team": "a"}})
+    pool = builders.parsed_nodepool("general", labels={"team": "a"}, requirements=[])
     got = nodeclaim_builder.build_nodeclaim(_plan(), pool)
     assert got["metadata"]["labels"][labels.LABEL_NODEPOOL] == "general"
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from tests import polling, tasks
-from tests.provisioning.builders import Cluster, StateNode, parsed_nodepool
-from tests.scheduling.conftest import fake_catalog, make_pod
+from tests import builders, polling, tasks
+from tests.provisioning.builders import Cluster, StateNode
+from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
 from karpy.api import labels, meta, nodepool, quantity
@@ -74,8 +74,8 @@ def test_nomination_window() -> None:
 
 
 async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
-    pods_ = [make_pod(f"web-{i}", cpu="1") for i in range(3)]
-    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=pods_))
+    pods_ = [builders.parsed_pod(f"web-{i}", cpu="1", memory="1Gi") for i in range(3)]
+    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=pods_))
     outcome = await env.prov.provision()
     claims = env.client.all(resources.NODECLAIMS)
     assert len(claims) == 1
@@ -104,8 +104,8 @@ async def test_pods_fitting_an_existing_node_nominate_it() -> None:
         allocatable={labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 10_000},
         nodepool="default",
     )
-    pod = make_pod("web", cpu="1")
-    env = _env(Cluster(pools=[parsed_nodepool("default")], nodes=[node], pending=[pod]))
+    pod = builders.parsed_pod("web", cpu="1", memory="1Gi")
+    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], nodes=[node], pending=[pod]))
     env.clock.set(100.0)
     outcome = await env.prov.provision()
     assert env.client.all(resources.NODECLAIMS) == []
@@ -123,8 +123,8 @@ def _logged(caplog: pytest.LogCaptureFixture, message: str) -> logging.LogRecord
 
 
 async def test_upstream_log_lines_carry_their_values_as_fields(caplog: pytest.LogCaptureFixture) -> None:
-    pods_ = [make_pod(f"web-{i}", cpu="1") for i in range(7)]
-    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=pods_))
+    pods_ = [builders.parsed_pod(f"web-{i}", cpu="1", memory="1Gi") for i in range(7)]
+    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=pods_))
     with caplog.at_level(logging.INFO, logger=provisioner.__name__):
         outcome = await env.prov.provision()
     found = _logged(caplog, "found provisionable pod(s)")
@@ -145,7 +145,13 @@ async def test_unready_node_line_and_no_found_line_without_new_capacity(caplog: 
         allocatable={labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 10_000},
         nodepool="default",
     )
-    env = _env(Cluster(pools=[parsed_nodepool("default")], nodes=[node], pending=[make_pod("web", cpu="1")]))
+    env = _env(
+        Cluster(
+            pools=[builders.parsed_nodepool("default", requirements=[])],
+            nodes=[node],
+            pending=[builders.parsed_pod("web", cpu="1", memory="1Gi")],
+        )
+    )
     with caplog.at_level(logging.INFO, logger=provisioner.__name__):
         await env.prov.provision()
     fits = _logged(caplog, "computed unready node(s) will fit pod(s)")
@@ -155,9 +161,9 @@ async def test_unready_node_line_and_no_found_line_without_new_capacity(caplog: 
 
 
 async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
-    small = make_pod("small", cpu="1")
-    huge = make_pod("huge", cpu="500")
-    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[small, huge]))
+    small = builders.parsed_pod("small", cpu="1", memory="1Gi")
+    huge = builders.parsed_pod("huge", cpu="500", memory="1Gi")
+    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=[small, huge]))
     outcome = await env.prov.provision()
     assert set(outcome.failed) == {huge.key}
     (event,) = [e for e in env.recorder.events if e.name == huge.name]
@@ -168,8 +174,12 @@ async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
 
 
 async def test_limits_rechecked_before_create() -> None:
-    pool = parsed_nodepool("default", limits={"cpu": "16"})
-    env = _env(Cluster(pools=[pool], pending=[make_pod("web", cpu="1")], usage={"default": {"cpu": 17000}}))
+    pool = builders.parsed_nodepool("default", limits={"cpu": "16"}, requirements=[])
+    env = _env(
+        Cluster(
+            pools=[pool], pending=[builders.parsed_pod("web", cpu="1", memory="1Gi")], usage={"default": {"cpu": 17000}}
+        )
+    )
     # The scheduler's snapshot thinks the pool is empty; the state says another claim already used it up.
     outcome = await env.prov.provision()
     assert env.client.all(resources.NODECLAIMS) == []
@@ -179,9 +189,9 @@ async def test_limits_rechecked_before_create() -> None:
 
 
 async def test_limits_count_claims_created_earlier_in_the_batch() -> None:
-    pool = parsed_nodepool("default", limits={"nodes": "2"})
+    pool = builders.parsed_nodepool("default", limits={"nodes": "2"}, requirements=[])
     env = _env(Cluster(pools=[pool], usage={"default": {"nodes": 2000}}))
-    one = make_pod("a", cpu="1")
+    one = builders.parsed_pod("a", cpu="1", memory="1Gi")
 
     res = scheduler.solve(
         scheduler.SchedulingInput(pods=[one], nodepools=[pool], instance_types={"default": fake_catalog(4)})
@@ -195,11 +205,13 @@ async def test_limits_count_claims_created_earlier_in_the_batch() -> None:
 
 
 async def test_a_pass_creates_all_its_nodeclaims_at_once() -> None:
-    pool = parsed_nodepool("default")
+    pool = builders.parsed_nodepool("default", requirements=[])
     env = _env(Cluster(pools=[pool]))
     res = scheduler.solve(
         scheduler.SchedulingInput(
-            pods=[make_pod("a", cpu="1")], nodepools=[pool], instance_types={"default": fake_catalog(4)}
+            pods=[builders.parsed_pod("a", cpu="1", memory="1Gi")],
+            nodepools=[pool],
+            instance_types={"default": fake_catalog(4)},
         )
     )
     in_flight, peak = 0, 0
@@ -222,8 +234,10 @@ async def test_a_pass_creates_all_its_nodeclaims_at_once() -> None:
 
 
 async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
-    leaving_pod = dataclasses.replace(make_pod("db", cpu="2"), node_name="old")
-    daemon = dataclasses.replace(make_pod("ds", cpu="1"), node_name="old", owner_kind="DaemonSet")
+    leaving_pod = dataclasses.replace(builders.parsed_pod("db", cpu="2", memory="1Gi"), node_name="old")
+    daemon = dataclasses.replace(
+        builders.parsed_pod("ds", cpu="1", memory="1Gi"), node_name="old", owner_kind="DaemonSet"
+    )
     old = StateNode(
         "old",
         labels={labels.LABEL_NODEPOOL: "default"},
@@ -232,7 +246,7 @@ async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
         nodepool="default",
         marked_for_deletion=True,
     )
-    env = _env(Cluster(pools=[parsed_nodepool("default")], nodes=[old]))
+    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], nodes=[old]))
     outcome = await env.prov.provision()
     assert len(outcome.created) == 1
     assert outcome.created[0].pods == ("default/db",)  # not onto the leaving node, and not the DaemonSet pod
@@ -240,7 +254,12 @@ async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
 
 
 async def test_create_failure_reported_on_pods() -> None:
-    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]))
+    env = _env(
+        Cluster(
+            pools=[builders.parsed_nodepool("default", requirements=[])],
+            pending=[builders.parsed_pod("web", memory="1Gi")],
+        )
+    )
     env.client.next_create_error = kube_client.KubeError(500, "InternalError", "injected")
     outcome = await env.prov.provision()
     assert outcome.created == ()
@@ -249,19 +268,23 @@ async def test_create_failure_reported_on_pods() -> None:
 
 
 async def test_not_ready_pool_is_not_used() -> None:
-    ready = parsed_nodepool("ready")
-    broken = parsed_nodepool("broken")
+    ready = builders.parsed_nodepool("ready", requirements=[])
+    broken = builders.parsed_nodepool("broken", requirements=[])
     not_ready = meta.Condition("Ready", "False", reason="NodeClassNotReady")
     broken = dataclasses.replace(  # the heavier pool would win if it were considered
         broken, weight=100, status=dataclasses.replace(broken.status, conditions=(not_ready,))
     )
-    env = _env(Cluster(pools=[broken, ready], pending=[make_pod("web")]))
+    env = _env(Cluster(pools=[broken, ready], pending=[builders.parsed_pod("web", memory="1Gi")]))
     outcome = await env.prov.provision()
     assert [c.nodepool for c in outcome.created] == ["ready"]
 
 
 async def test_reconcile_batches_triggers_then_waits_for_sync() -> None:
-    cluster = Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")], is_synced=False)
+    cluster = Cluster(
+        pools=[builders.parsed_nodepool("default", requirements=[])],
+        pending=[builders.parsed_pod("web", memory="1Gi")],
+        is_synced=False,
+    )
     env = _env(cluster)
     task = asyncio.ensure_future(env.prov.reconcile())
     await env.clock.settle()
@@ -278,7 +301,12 @@ async def test_reconcile_batches_triggers_then_waits_for_sync() -> None:
 
 
 async def test_reconcile_rescans_pending_pods_without_triggers() -> None:
-    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]))
+    env = _env(
+        Cluster(
+            pools=[builders.parsed_nodepool("default", requirements=[])],
+            pending=[builders.parsed_pod("web", memory="1Gi")],
+        )
+    )
     task = asyncio.ensure_future(env.prov.reconcile())
     await env.clock.run_for(1.0)
     outcome = await task
@@ -291,7 +319,7 @@ async def test_reconcile_rescans_pending_pods_without_triggers() -> None:
 
 
 async def test_nothing_pending_means_nothing_done() -> None:
-    env = _env(Cluster(pools=[parsed_nodepool("default")]))
+    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])]))
     assert await env.prov.provision() == provisioner.Outcome()
     assert env.recorder.events == []
 
@@ -309,7 +337,13 @@ async def test_solve_past_deadline_stops_and_leaves_the_pods_for_the_next_pass(g
         assert gate.wait(timeout=60), "test never released the solver"
         return scheduler.solve(inp)  # the provisioner's deadline has passed by now: the solve stops at once
 
-    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]), solver=slow_solve)
+    env = _env(
+        Cluster(
+            pools=[builders.parsed_nodepool("default", requirements=[])],
+            pending=[builders.parsed_pod("web", memory="1Gi")],
+        ),
+        solver=slow_solve,
+    )
     task = asyncio.ensure_future(env.prov.provision())
     await env.clock.run_for(provisioner.SOLVE_TIMEOUT)
     gate.set()
@@ -332,7 +366,13 @@ class BrokenCloud(fake_provider.FakeCloudProvider):
 
 async def test_run_survives_a_failed_pass() -> None:
     cloud = BrokenCloud()
-    env = _env(Cluster(pools=[parsed_nodepool("default")], pending=[make_pod("web")]), cloud=cloud)
+    env = _env(
+        Cluster(
+            pools=[builders.parsed_nodepool("default", requirements=[])],
+            pending=[builders.parsed_pod("web", memory="1Gi")],
+        ),
+        cloud=cloud,
+    )
     async with tasks.running(env.prov.run):
         await env.clock.run_for(1.0)  # first batch: the provider fails, the loop backs off
         assert env.client.all(resources.NODECLAIMS) == []
@@ -354,7 +394,9 @@ async def test_run_survives_a_failed_pass() -> None:
 )
 def test_pods_of_a_leaving_node_that_need_a_new_home(owner: str, terminating: bool, moves: bool) -> None:
     # upstream's IsReschedulable (pkg/utils/pod/scheduling.go)
-    pod = dataclasses.replace(make_pod("p"), node_name="n1", owner_kind=owner, terminating=terminating)
+    pod = dataclasses.replace(
+        builders.parsed_pod("p", memory="1Gi"), node_name="n1", owner_kind=owner, terminating=terminating
+    )
     leaving = StateNode("n1", pods=[pod], deleting=True)
     staying = StateNode(
         "n2", pods=[dataclasses.replace(pod, name="q", node_name="n2", owner_kind="", terminating=False)]

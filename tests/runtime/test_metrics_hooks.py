@@ -4,11 +4,12 @@ that stops being wired (or called) fails here, not only in a scrape on a live cl
 from __future__ import annotations
 
 import prometheus_client.parser
+from tests import builders
 from tests.disruption import world as disruption_world
 from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
-from tests.provisioning.builders import Cluster, parsed_nodepool
-from tests.scheduling.conftest import fake_catalog, make_pod
+from tests.provisioning.builders import Cluster
+from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
 from karpy.clock import ManualClock
@@ -49,17 +50,24 @@ def _provisioner(m: metrics.Metrics, cluster: Cluster, client: kube_fake.FakeKub
 
 async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> None:
     m, client = metrics.Metrics(), kube_fake.FakeKubeClient(ManualClock(0.0))
-    pool = parsed_nodepool("web")
-    await _provisioner(m, Cluster(pools=[pool], pending=[make_pod("a", cpu="1")]), client).provision()
+    pool = builders.parsed_nodepool("web", requirements=[])
+    await _provisioner(
+        m, Cluster(pools=[pool], pending=[builders.parsed_pod("a", cpu="1", memory="1Gi")]), client
+    ).provision()
     assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1
 
-    full = Cluster(pools=[parsed_nodepool("web", limits={"cpu": "1"})], pending=[make_pod("b", cpu="1")])
+    full = Cluster(
+        pools=[builders.parsed_nodepool("web", limits={"cpu": "1"}, requirements=[])],
+        pending=[builders.parsed_pod("b", cpu="1", memory="1Gi")],
+    )
     full.usage = {"web": {"cpu": 2000}}
     await _provisioner(m, full, client).provision()
     assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.LIMITS_EXCEEDED) == 1
 
     client.next_create_error = kube_client.KubeError(500, "InternalError", "injected")
-    await _provisioner(m, Cluster(pools=[pool], pending=[make_pod("c", cpu="1")]), client).provision()
+    await _provisioner(
+        m, Cluster(pools=[pool], pending=[builders.parsed_pod("c", cpu="1", memory="1Gi")]), client
+    ).provision()
     assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.API_ERROR) == 1
     assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1  # failures are not creations
 

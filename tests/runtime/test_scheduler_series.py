@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.provisioning.builders import Cluster, parsed_nodepool
+from tests import builders
+from tests.provisioning.builders import Cluster
 from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
-from tests.scheduling.conftest import fake_catalog, make_pod
+from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
 from karpy.clock import ManualClock
@@ -24,7 +25,10 @@ UNFINISHED = "karpenter_scheduler_unfinished_work_seconds"
 
 async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() -> None:
     m, manual = metrics.Metrics(), ManualClock(100.0)
-    cluster = Cluster(pools=[parsed_nodepool("web")], pending=[make_pod("a", cpu="1"), make_pod("b", cpu="1")])
+    cluster = Cluster(
+        pools=[builders.parsed_nodepool("web", requirements=[])],
+        pending=[builders.parsed_pod("a", cpu="1", memory="1Gi"), builders.parsed_pod("b", cpu="1", memory="1Gi")],
+    )
     m.registry.register(m.solves.collector(now=lambda: manual.now() + 7.0))  # scraped 7 s into the solve
     seen: list[str] = []
 
@@ -51,8 +55,11 @@ async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() ->
 
 async def test_pods_refused_outright_are_counted() -> None:
     m = metrics.Metrics()
-    dra = dataclasses.replace(make_pod("claims-a-gpu", cpu="1"), dra=True)
-    cluster = Cluster(pools=[parsed_nodepool("web")], pending=[dra, make_pod("plain", cpu="1")])
+    dra = dataclasses.replace(builders.parsed_pod("claims-a-gpu", cpu="1", memory="1Gi"), dra=True)
+    cluster = Cluster(
+        pools=[builders.parsed_nodepool("web", requirements=[])],
+        pending=[dra, builders.parsed_pod("plain", cpu="1", memory="1Gi")],
+    )
     deps = provisioner.Deps(
         client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),

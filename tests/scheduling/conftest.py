@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.api import labels, meta, nodepool, quantity
+from tests import builders
+
+from karpy.api import labels, nodepool, quantity
 from karpy.cloudprovider import types
 from karpy.scheduling import pods, results, scheduler
 
@@ -49,57 +51,11 @@ def fake_catalog(n: int) -> list[types.InstanceType]:
     ]
 
 
-def make_nodepool(
-    name: str = "default",
-    *,
-    requirements: Sequence[meta.NodeSelectorRequirement] = (),
-    taints: Sequence[meta.Taint] = (),
-    weight: int | None = None,
-    limits: Mapping[str, int] | None = None,
-    template_labels: Mapping[str, str] | None = None,
-) -> nodepool.NodePool:
-    return nodepool.NodePool(
-        metadata=meta.ObjectMeta(name=name),
-        template=nodepool.NodeClaimTemplate(
-            node_class_ref=meta.NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "default"),
-            requirements=tuple(requirements),
-            taints=tuple(taints),
-            labels=dict(template_labels or {}),
-        ),
-        limits=dict(limits or {}),
-        weight=weight,
-    )
-
-
-def make_pod(
-    name: str,
-    *,
-    cpu: str = "1",
-    memory: str = "1Gi",
-    namespace: str = "default",
-    labels_: Mapping[str, str] | None = None,
-    spec: Mapping[str, Any] | None = None,
-    created: float = 0.0,
-) -> pods.Pod:
-    body: dict[str, Any] = {
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
-        **(spec or {}),
-    }
-    return pods.from_manifest(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": dict(labels_ or {}),
-                "creationTimestamp": created,
-            },
-            "spec": body,
-        }
-    )
-
-
-def make_pods(count: int, prefix: str = "p", **kwargs: Any) -> list[pods.Pod]:
-    return [make_pod(f"{prefix}-{i}", created=float(i), **kwargs) for i in range(count)]
+def make_pods(count: int, prefix: str = "p", **fields: Any) -> list[pods.Pod]:
+    """`count` pods `prefix-0`, `prefix-1`, ... created in that order, each `builders.parsed_pod(**fields)` requesting
+    1Gi of memory unless `fields` say otherwise."""
+    fields.setdefault("memory", "1Gi")
+    return [builders.parsed_pod(f"{prefix}-{i}", created=float(i), **fields) for i in range(count)]
 
 
 def solve(
@@ -108,7 +64,7 @@ def solve(
     catalog: Sequence[types.InstanceType] | None = None,
     **kwargs: Any,
 ) -> results.Results:
-    pools = pools or [make_nodepool()]
+    pools = pools or [builders.parsed_nodepool(requirements=[])]
     its = list(catalog) if catalog is not None else fake_catalog(20)
     return scheduler.solve(
         scheduler.SchedulingInput(pods=pods_, nodepools=pools, instance_types={p.name: its for p in pools}, **kwargs)

@@ -7,9 +7,10 @@ import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
-from karpy.api import labels, meta
+from karpy.api import labels
 from karpy.cloudprovider import types
 from karpy.scheduling import bound, patterns
 
@@ -131,7 +132,7 @@ def test_bound_of_a_solve_with_known_optimum() -> None:
 def test_bound_of_one_pod_is_its_cheapest_node() -> None:
     # One 500m pod on the fake catalog: every node holds at most one pod of this solve, so the bound counts whole
     # nodes — the cheapest type that fits it (fake-it-0, $0.3) — where the per-resource LP would buy half of one.
-    res = scheduling_conftest.solve([scheduling_conftest.make_pod("one", cpu="500m", memory="1Gi")])
+    res = scheduling_conftest.solve([builders.parsed_pod("one", cpu="500m", memory="1Gi")])
     assert res.lower_bound_per_hour == pytest.approx(0.3)
     assert res.cost_per_hour == pytest.approx(0.3)
 
@@ -143,12 +144,8 @@ def test_bound_respects_offering_requirements() -> None:
             "big", cpu=8, memory_gib=32, capacity_types=(labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND)
         )
     ]
-    od = scheduling_conftest.make_nodepool(
-        requirements=[
-            meta.NodeSelectorRequirement(
-                labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, (labels.CAPACITY_TYPE_ON_DEMAND,)
-            )
-        ]
+    od = builders.parsed_nodepool(
+        requirements=[builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", labels.CAPACITY_TYPE_ON_DEMAND)]
     )
     res = scheduling_conftest.solve(scheduling_conftest.make_pods(4, cpu="2", memory="1Gi"), pools=[od], catalog=its)
     on_demand = 0.1 * 8 + 0.1 * 32
@@ -166,10 +163,7 @@ workload = st.lists(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workload, st.sampled_from(("fake", "mixed")))
 def test_bound_never_exceeds_the_plan_cost(shapes: list[tuple[str, str]], kind: str) -> None:
-    ps = [
-        scheduling_conftest.make_pod(f"p-{i}", cpu=cpu, memory=mem, created=float(i))
-        for i, (cpu, mem) in enumerate(shapes)
-    ]
+    ps = [builders.parsed_pod(f"p-{i}", cpu=cpu, memory=mem, created=float(i)) for i, (cpu, mem) in enumerate(shapes)]
     its = scheduling_conftest.fake_catalog(16) if kind == "fake" else _mixed_catalog()
     res = scheduling_conftest.solve(ps, catalog=its)
     assert not res.unschedulable
@@ -204,8 +198,8 @@ def test_tightened_bound_never_exceeds_the_plan_cost(
             prefix=f"g{g}",
             cpu=cpu,
             memory=mem,
-            labels_={"app": app},
-            spec=scheduling_conftest.workload_spec(rule, app),
+            labels={"app": app},
+            **scheduling_conftest.workload_spec(rule, app),
         )
     res = scheduling_conftest.solve(
         ps, catalog=scheduling_conftest.fake_catalog(16) if kind == "fake" else _mixed_catalog()
@@ -232,7 +226,7 @@ def test_hostname_rules_bound_at_the_nodes_they_force(rule: str, count: int, lp:
     ]
     spec = scheduling_conftest.workload_spec(rule, "db")
     res = scheduling_conftest.solve(
-        scheduling_conftest.make_pods(count, cpu="500m", memory="512Mi", labels_={"app": "db"}, spec=spec), catalog=its
+        scheduling_conftest.make_pods(count, cpu="500m", memory="512Mi", labels={"app": "db"}, **spec), catalog=its
     )
     assert res.lp_bound_per_hour == pytest.approx(lp, rel=1e-6)
     assert res.lower_bound_per_hour == pytest.approx(tightened, rel=1e-6)
@@ -250,7 +244,7 @@ def test_zone_pinned_parts_each_buy_a_node(monkeypatch: pytest.MonkeyPatch) -> N
     ]
     spec = scheduling_conftest.workload_spec("zone-spread", "web")
     res = scheduling_conftest.solve(
-        scheduling_conftest.make_pods(3, cpu="500m", memory="512Mi", labels_={"app": "web"}, spec=spec), catalog=its
+        scheduling_conftest.make_pods(3, cpu="500m", memory="512Mi", labels={"app": "web"}, **spec), catalog=its
     )
     assert res.lp_bound_per_hour == pytest.approx(0.75, rel=1e-6)
     assert res.lower_bound_per_hour == pytest.approx(3.0, rel=1e-6)

@@ -14,9 +14,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
-from karpy.api import labels, meta, quantity
+from karpy.api import labels, quantity
 from karpy.scheduling import nodes, scheduler
 
 KINDS = (
@@ -167,16 +168,16 @@ def test_bulk_equals_pod_by_pod(
     for g, (kind, cpu, mem, count, share) in enumerate(groups):
         app = app if share and g else f"app{g}"
         all_pods += scheduling_conftest.make_pods(
-            count, prefix=f"g{g}", cpu=cpu, memory=mem, labels_={"app": app}, spec=_spec(kind, app)
+            count, prefix=f"g{g}", cpu=cpu, memory=mem, labels={"app": app}, **_spec(kind, app)
         )
     limits = {}
     if cpu_limit:
-        limits[labels.RESOURCE_CPU] = cpu_limit
+        limits[labels.RESOURCE_CPU] = f"{cpu_limit}m"
     if nodes_limit:
-        limits[labels.RESOURCE_NODES] = nodes_limit
+        limits[labels.RESOURCE_NODES] = f"{nodes_limit}m"
     # minValues: a claim keeps at least 3 instance types, so it fills up before its largest type would
-    flexible = (meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, meta.Operator.EXISTS, (), 3),)
-    pool = scheduling_conftest.make_nodepool(limits=limits or None, requirements=flexible if min_values else ())
+    flexible = [builders.requirement(labels.LABEL_INSTANCE_TYPE, "Exists", min_values=3)]
+    pool = builders.parsed_nodepool(limits=limits, requirements=flexible if min_values else [])
     inp = scheduler.SchedulingInput(
         pods=all_pods,
         nodepools=[pool],
@@ -204,8 +205,8 @@ def test_zonal_spread_on_pinned_nodes_needs_no_check_per_pod(monkeypatch: Any) -
     ]
     spread = _spec("zone-spread", "web")
     inp = scheduler.SchedulingInput(
-        pods=scheduling_conftest.make_pods(90, cpu="250m", memory="256Mi", labels_={"app": "web"}, spec=spread),
-        nodepools=[scheduling_conftest.make_nodepool()],
+        pods=scheduling_conftest.make_pods(90, cpu="250m", memory="256Mi", labels={"app": "web"}, **spread),
+        nodepools=[builders.parsed_nodepool(requirements=[])],
         instance_types={"default": scheduling_conftest.fake_catalog(4)},
         existing_nodes=existing,
         compute_lower_bound=False,

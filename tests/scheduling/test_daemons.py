@@ -8,18 +8,24 @@ node of that type. Invariant: a claim's requests (its pods plus the daemon overh
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
-from karpy.api import labels, meta, quantity
+from karpy.api import labels, quantity
 from karpy.cloudprovider.fake import generator
 from karpy.scheduling import pods, resources, scheduler
 
 CATALOG = generator.default_instance_types()
 CAPACITY_4 = {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 4 * quantity.GI}
+
+
+def _host_port(port: int) -> dict[str, int]:
+    return {"containerPort": port, "hostPort": port}
 
 
 def _daemon(name: str = "ds", *, cpu: str = "2", memory: str = "2Gi", host_port: int = 0, **spec: Any) -> pods.Pod:
@@ -34,19 +40,10 @@ def _daemon(name: str = "ds", *, cpu: str = "2", memory: str = "2Gi", host_port:
     )
 
 
-def _pod(name: str = "p", *, host_port: int = 0, requests: dict[str, str] | None = None, **spec: Any) -> pods.Pod:
-    container: dict[str, Any] = {"name": "c"}
-    if requests is not None:
-        container["resources"] = {"requests": requests}
-    if host_port:
-        container["ports"] = [{"containerPort": host_port, "hostPort": host_port}]
-    return pods.from_manifest({"metadata": {"name": name}, "spec": {"containers": [container], **spec}})
-
-
-def _capacity_of_choice(pool_taints: tuple[meta.Taint, ...] = (), **kwargs: Any) -> dict[str, int]:
+def _capacity_of_choice(pool_taints: Sequence[Mapping[str, str]] = (), **kwargs: Any) -> dict[str, int]:
     res = scheduling_conftest.solve(
-        [_pod(requests={"cpu": "1", "memory": "1Gi"}, tolerations=[{"operator": "Exists"}])],
-        pools=[scheduling_conftest.make_nodepool(taints=pool_taints, template_labels={"foo": "bar"})],
+        [builders.parsed_pod(requests={"cpu": "1", "memory": "1Gi"}, tolerations=[{"operator": "Exists"}])],
+        pools=[builders.parsed_nodepool(taints=pool_taints, labels={"foo": "bar"}, requirements=[])],
         catalog=CATALOG,
         **kwargs,
     )
@@ -59,7 +56,7 @@ def _capacity_of_choice(pool_taints: tuple[meta.Taint, ...] = (), **kwargs: Any)
 def test_overhead_larger_than_every_type_blocks_a_pod_without_requests() -> None:
     # suite_test.go "should not schedule if daemonset overhead is too large"
     huge = _daemon(cpu="10000", memory="10000Gi")
-    pod = _pod()
+    pod = builders.parsed_pod(cpu=None)
     res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[huge])
     scheduling_conftest.expect_not_scheduled(res, pod)
     assert not res.new_nodeclaims
@@ -79,16 +76,16 @@ def test_daemon_with_a_matching_second_affinity_term_is_counted() -> None:
 
 def test_daemon_ignores_a_pools_prefer_no_schedule_taint() -> None:
     # suite_test.go "should consider a daemonset schedulable with a PreferNoSchedule taint"
-    taint = meta.Taint(key="test", effect=labels.EFFECT_PREFER_NO_SCHEDULE)
-    assert _capacity_of_choice((taint,), daemonsets=[_daemon()]) == CAPACITY_4
+    taint = {"key": "test", "effect": labels.EFFECT_PREFER_NO_SCHEDULE}
+    assert _capacity_of_choice([taint], daemonsets=[_daemon()]) == CAPACITY_4
 
 
 def test_daemon_host_port_blocks_a_pod_needing_it() -> None:
     # suite_test.go (provisioning) "should account for daemonset hostports"
-    pod = _pod(host_port=8080, requests={"cpu": "1", "memory": "1Gi"})
+    pod = builders.parsed_pod(requests={"cpu": "1", "memory": "1Gi"}, ports=[_host_port(8080)])
     res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[_daemon(host_port=8080)])
     scheduling_conftest.expect_not_scheduled(res, pod)
-    other = _pod("q", host_port=8081, requests={"cpu": "1", "memory": "1Gi"})
+    other = builders.parsed_pod("q", requests={"cpu": "1", "memory": "1Gi"}, ports=[_host_port(8081)])
     scheduling_conftest.expect_scheduled(
         scheduling_conftest.solve([other], catalog=CATALOG, daemonsets=[_daemon(host_port=8080)]), other
     )
@@ -99,7 +96,9 @@ def test_daemon_host_port_only_blocks_the_types_the_daemon_runs_on() -> None:
     # selected node": the 8080 daemon runs only on large types, so a small type still takes the pod
     large = _daemon("large", cpu="4", memory="4Gi", host_port=8080, nodeSelector={generator.LABEL_SIZE: "large"})
     small = _daemon("small", host_port=8081, nodeSelector={generator.LABEL_SIZE: "small"})
-    pod = _pod(host_port=8080, requests={"cpu": "1", "memory": "1Gi"}, nodeSelector={generator.LABEL_SIZE: "small"})
+    pod = builders.parsed_pod(
+        requests={"cpu": "1", "memory": "1Gi"}, ports=[_host_port(8080)], nodeSelector={generator.LABEL_SIZE: "small"}
+    )
     res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[large, small])
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert claim.cheapest is not None
@@ -124,7 +123,7 @@ def test_claim_requests_fit_every_offered_type(
         _daemon(f"ds-{i}", **r, **({"nodeSelector": {generator.LABEL_SIZE: s}} if s else {}))
         for i, (r, s) in enumerate(zip(daemon_requests, sizes, strict=False))
     ]
-    ps = [_pod(f"p-{i}", requests=r) for i, r in enumerate(pod_requests)]
+    ps = [builders.parsed_pod(f"p-{i}", requests=r, cpu=None) for i, r in enumerate(pod_requests)]
     res = scheduling_conftest.solve(ps, catalog=CATALOG, daemonsets=daemons)
     for claim in res.new_nodeclaims:
         assert claim.instance_type_options
@@ -153,16 +152,19 @@ def test_an_existing_node_keeps_room_for_the_daemons_still_to_come() -> None:
     # does not fit; once the daemon's pod is bound, its own requests count instead and 14.9 CPU are left
     ds = _daemon(cpu="1", memory="1Gi")
     res = scheduling_conftest.solve(
-        [_pod("big", requests={"cpu": "15"})], catalog=CATALOG, daemonsets=[ds], existing_nodes=[_in_flight()]
+        [builders.parsed_pod("big", requests={"cpu": "15"})],
+        catalog=CATALOG,
+        daemonsets=[ds],
+        existing_nodes=[_in_flight()],
     )
     assert "in-flight" not in res.existing_nodes
     bound = dataclasses.replace(_daemon("ds-pod", cpu="1", memory="2Gi"), node_name="in-flight")
-    pod = _pod("big", requests={"cpu": "14900m"})
+    pod = builders.parsed_pod("big", requests={"cpu": "14900m"})
     res = scheduling_conftest.solve([pod], catalog=CATALOG, daemonsets=[ds], existing_nodes=[_in_flight(bound)])
     assert [p.name for p in res.existing_nodes["in-flight"]] == ["big"]
     # a daemon the node's labels do not admit reserves nothing
     picky = _daemon(cpu="1", memory="1Gi", nodeSelector={"my-node-label": "value"})
-    big = _pod("big", requests={"cpu": "15"})
+    big = builders.parsed_pod("big", requests={"cpu": "15"})
     res = scheduling_conftest.solve([big], catalog=CATALOG, daemonsets=[picky], existing_nodes=[_in_flight()])
     assert [p.name for p in res.existing_nodes["in-flight"]] == ["big"]
     admitted = _in_flight(labels_={"my-node-label": "value"})

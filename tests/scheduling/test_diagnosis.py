@@ -8,34 +8,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
-from karpy.api import labels, meta, quantity
+from karpy.api import labels
 from karpy.scheduling import pods, results, scheduler, volumes
 
 ZONE_A, ZONE_B = scheduling_conftest.ZONES[0], scheduling_conftest.ZONES[1]
 NO_SCHEDULE = labels.EFFECT_NO_SCHEDULE
 
 
-def node(
-    name: str,
-    *,
-    cpu: int = 4,
-    zone: str = ZONE_A,
-    taints: Sequence[meta.Taint] = (),
-    bound: Sequence[pods.Pod] = (),
-) -> scheduler.ExistingNode:
-    return scheduler.ExistingNode(
-        name=name,
-        labels={labels.LABEL_ZONE: zone, labels.LABEL_HOSTNAME: name},
-        taints=tuple(taints),
-        allocatable={
-            labels.RESOURCE_CPU: cpu * 1000,
-            labels.RESOURCE_MEMORY: 16 * quantity.GI,
-            labels.RESOURCE_PODS: 110_000,
-        },
-        pods=tuple(bound),
-    )
+IN_ZONE_A = {labels.LABEL_ZONE: ZONE_A}
 
 
 def bound_to(name: str, pod: pods.Pod) -> pods.Pod:
@@ -62,7 +45,7 @@ def kinds(found: results.Diagnosis) -> tuple[dict[str, int], dict[str, str]]:
     return {r.kind: r.count for r in found.nodes}, {p.nodepool: p.kind for p in found.nodepools}
 
 
-TAINT = meta.Taint("dedicated", NO_SCHEDULE, "gpu")
+TAINT = {"key": "dedicated", "effect": NO_SCHEDULE, "value": "gpu"}
 ZONE_B_ONLY = {"nodeSelector": {labels.LABEL_ZONE: ZONE_B}}
 
 
@@ -70,22 +53,40 @@ ZONE_B_ONLY = {"nodeSelector": {labels.LABEL_ZONE: ZONE_B}}
     ("pod", "existing", "pool_spec", "nodes_by_kind", "pool_kind"),
     [
         # too big for every node and every instance type
-        (scheduling_conftest.make_pod("huge", cpu="64"), [node("n1"), node("n2")], {}, {"resources": 2}, "resources"),
+        (
+            builders.parsed_pod("huge", cpu="64", memory="1Gi"),
+            [
+                builders.parsed_existing_node("n1", labels=IN_ZONE_A, hostname=True),
+                builders.parsed_existing_node("n2", labels=IN_ZONE_A, hostname=True),
+            ],
+            {},
+            {"resources": 2},
+            "resources",
+        ),
         # a zone neither the nodes nor the pool's offerings have
-        (scheduling_conftest.make_pod("z", spec=ZONE_B_ONLY), [node("n1")], {}, {"requirements": 1}, "requirements"),
+        (
+            builders.parsed_pod("z", **ZONE_B_ONLY, memory="1Gi"),
+            [builders.parsed_existing_node("n1", labels=IN_ZONE_A, hostname=True)],
+            {},
+            {"requirements": 1},
+            "requirements",
+        ),
         # a taint the pod does not tolerate, on a node and on the pool
         (
-            scheduling_conftest.make_pod("t", cpu="3"),
-            [node("tainted", taints=[TAINT]), node("small", cpu=1)],
+            builders.parsed_pod("t", cpu="3", memory="1Gi"),
+            [
+                builders.parsed_existing_node("tainted", labels=IN_ZONE_A, hostname=True, taints=[TAINT]),
+                builders.parsed_existing_node("small", labels=IN_ZONE_A, hostname=True, cpu="1"),
+            ],
             {"taints": [TAINT]},
             {"taint": 1, "resources": 1},
             "taint",
         ),
         # the pool's limits are below its smallest instance type
         (
-            scheduling_conftest.make_pod("l", cpu="6"),
-            [node("n1", cpu=2)],
-            {"limits": {labels.RESOURCE_CPU: 1000}},
+            builders.parsed_pod("l", cpu="6", memory="1Gi"),
+            [builders.parsed_existing_node("n1", labels=IN_ZONE_A, hostname=True, cpu="2")],
+            {"limits": {labels.RESOURCE_CPU: "1"}},
             {"resources": 1},
             "limits",
         ),
@@ -98,7 +99,7 @@ def test_each_place_says_which_constraint_rules_it_out(
     nodes_by_kind: dict[str, int],
     pool_kind: str,
 ) -> None:
-    found = diagnose(pod, existing, pools=[scheduling_conftest.make_nodepool(**pool_spec)])
+    found = diagnose(pod, existing, pools=[builders.parsed_nodepool(**pool_spec, requirements=[])])
     assert found.existing_nodes == len(existing)
     assert kinds(found) == (nodes_by_kind, {"default": pool_kind})
     (refusal,) = found.nodepools
@@ -115,32 +116,40 @@ def test_hostname_anti_affinity_is_a_topology_refusal_with_the_blocking_node_nam
             }
         }
     }
-    twin = bound_to("busy", scheduling_conftest.make_pod("twin", labels_={"app": "solo"}, spec=apart))
-    pod = scheduling_conftest.make_pod("solo", labels_={"app": "solo"}, spec={**apart, **ZONE_B_ONLY})
-    found = diagnose(pod, [node("busy", zone=ZONE_B, bound=[twin])])
+    twin = bound_to("busy", builders.parsed_pod("twin", labels={"app": "solo"}, **apart, memory="1Gi"))
+    pod = builders.parsed_pod("solo", labels={"app": "solo"}, **apart, **ZONE_B_ONLY, memory="1Gi")
+    found = diagnose(
+        pod, [builders.parsed_existing_node("busy", labels={labels.LABEL_ZONE: ZONE_B}, hostname=True, bound=[twin])]
+    )
     assert [(r.kind, r.example) for r in found.nodes] == [("topology", "busy")]
 
 
 def test_a_volume_in_another_zone_rules_the_pool_out_as_volume() -> None:
     pv = volumes.PersistentVolume("pv-b", (volumes.zone_term(ZONE_B),))
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv-b")
-    pod = scheduling_conftest.make_pod(
-        "db", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
+    pod = builders.parsed_pod(
+        "db", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}], memory="1Gi"
     )
-    found = diagnose(pod, [node("n1")], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
+    found = diagnose(
+        pod,
+        [builders.parsed_existing_node("n1", labels=IN_ZONE_A, hostname=True)],
+        volumes=volumes.VolumeCatalog.build([pvc], [pv]),
+    )
     assert kinds(found) == ({"volume": 1}, {"default": "requirements"})
 
 
 def test_a_pod_nothing_can_take_is_diagnosed_as_such() -> None:
-    pod = scheduling_conftest.make_pod(
-        "lost", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "missing"}}]}
+    pod = builders.parsed_pod(
+        "lost", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "missing"}}], memory="1Gi"
     )
-    found = diagnose(pod, [node("n1")])
+    found = diagnose(pod, [builders.parsed_existing_node("n1", labels=IN_ZONE_A, hostname=True)])
     assert (found.kind, found.nodes, found.nodepools) == ("volume", (), ())
 
 
 def test_nothing_is_diagnosed_unless_asked() -> None:
-    pod = scheduling_conftest.make_pod("huge", cpu="64")
-    res = scheduling_conftest.solve([pod], existing_nodes=[node("n1")])
+    pod = builders.parsed_pod("huge", cpu="64", memory="1Gi")
+    res = scheduling_conftest.solve(
+        [pod], existing_nodes=[builders.parsed_existing_node("n1", labels=IN_ZONE_A, hostname=True)]
+    )
     scheduling_conftest.expect_not_scheduled(res, pod)
     assert res.diagnoses == {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.scheduling import pods, scheduler
@@ -23,12 +24,12 @@ INIT_CLAIM = {
     [({}, False), (CLAIMED, True), (CONTAINER_CLAIM, True), (INIT_CLAIM, True), ({"resourceClaims": []}, False)],
 )
 def test_dra_requirements_are_recognised(spec: dict[str, Any], dra: bool) -> None:
-    assert scheduling_conftest.make_pod("p", spec=spec).dra is dra
+    assert builders.parsed_pod("p", **spec, memory="1Gi").dra is dra
 
 
 def test_dra_pods_are_refused_by_default_and_the_others_still_placed() -> None:
-    claimed = scheduling_conftest.make_pod("claimed", spec=CLAIMED)
-    plain = scheduling_conftest.make_pod("plain")
+    claimed = builders.parsed_pod("claimed", **CLAIMED, memory="1Gi")
+    plain = builders.parsed_pod("plain", memory="1Gi")
     res = scheduling_conftest.solve([claimed, plain])
     scheduling_conftest.expect_scheduled(res, plain)
     assert res.unschedulable == {claimed.key: scheduler.DRA_REFUSED}
@@ -37,7 +38,7 @@ def test_dra_pods_are_refused_by_default_and_the_others_still_placed() -> None:
 
 
 def test_dra_pods_are_placed_as_ordinary_pods_when_not_ignored() -> None:
-    claimed = scheduling_conftest.make_pod("claimed", spec=CONTAINER_CLAIM)
+    claimed = builders.parsed_pod("claimed", **CONTAINER_CLAIM, memory="1Gi")
     res = scheduling_conftest.solve([claimed], ignore_dra_requests=False)
     scheduling_conftest.expect_scheduled(res, claimed)
 
@@ -61,7 +62,7 @@ def _daemon(name: str, spec: dict[str, Any]) -> pods.Pod:
 @pytest.mark.parametrize(("ignore", "daemon_cpu"), [(True, 0), (False, 2000)])
 def test_a_dra_daemonset_adds_overhead_only_when_not_ignored(ignore: bool, daemon_cpu: int) -> None:
     daemon = _daemon("gpu-agent", CLAIMED)
-    pod = scheduling_conftest.make_pod("p")
+    pod = builders.parsed_pod("p", memory="1Gi")
     res = scheduling_conftest.solve([pod], daemonsets=[daemon], ignore_dra_requests=ignore)
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert claim.requests["cpu"] == 1000 + daemon_cpu

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, quantity
@@ -19,11 +20,11 @@ GIANT = ["9Pi", "1Ei", "1e30", "1e999999999", "9" * 5000]
 @pytest.mark.parametrize("pod_by_pod", [False, True])
 def test_a_pod_no_type_can_hold_is_unschedulable_and_the_others_are_placed(memory: str, pod_by_pod: bool) -> None:
     normal = scheduling_conftest.make_pods(4)
-    giant = scheduling_conftest.make_pod("giant", memory=memory, created=-1.0)  # first in the queue
+    giant = builders.parsed_pod("giant", memory=memory, created=-1.0)  # first in the queue
     res = scheduler.solve(
         scheduler.SchedulingInput(
             pods=[giant, *normal],
-            nodepools=[scheduling_conftest.make_nodepool()],
+            nodepools=[builders.parsed_nodepool(requirements=[])],
             instance_types={"default": scheduling_conftest.fake_catalog(20)},
         ),
         pod_by_pod=pod_by_pod,
@@ -36,7 +37,7 @@ def test_a_pod_no_type_can_hold_is_unschedulable_and_the_others_are_placed(memor
 
 
 def test_a_giant_cpu_request_reads_back_exactly_in_the_reason() -> None:
-    giant = scheduling_conftest.make_pod("giant", cpu="1e30")
+    giant = builders.parsed_pod("giant", cpu="1e30", memory="1Gi")
     res = scheduling_conftest.solve([giant])
     assert '"cpu":"1000000000000000000000000000000"' in res.unschedulable[giant.key]
 
@@ -55,8 +56,8 @@ def test_existing_nodes_with_beyond_int64_allocatable_still_take_pods() -> None:
         },
         pods=tuple(scheduling_conftest.make_pods(3, prefix="bound", memory="1Ti")),
     )
-    fits = scheduling_conftest.make_pod("fits", cpu="1e6", memory="1Pi")
-    beyond = scheduling_conftest.make_pod("beyond", memory="3Pi")  # 3 PiB > catalog.BEYOND milli-bytes
+    fits = builders.parsed_pod("fits", cpu="1e6", memory="1Pi")
+    beyond = builders.parsed_pod("beyond", memory="3Pi")  # 3 PiB > catalog.BEYOND milli-bytes
     assert quantity.parse("1Pi") < catalog.BEYOND < quantity.parse("3Pi")
     res = scheduling_conftest.solve([fits, beyond], existing_nodes=[node])
     assert [p.key for p in res.existing_nodes["huge"]] == [fits.key]
@@ -65,8 +66,7 @@ def test_existing_nodes_with_beyond_int64_allocatable_still_take_pods() -> None:
 
 def test_daemonset_overhead_beyond_int64_makes_the_pool_useless_not_broken() -> None:
     daemons = [
-        dataclasses.replace(scheduling_conftest.make_pod(f"ds-{i}", memory="1Ei"), owner_kind="DaemonSet")
-        for i in range(4)
+        dataclasses.replace(builders.parsed_pod(f"ds-{i}", memory="1Ei"), owner_kind="DaemonSet") for i in range(4)
     ]
     workload = scheduling_conftest.make_pods(2)
     res = scheduling_conftest.solve(workload, daemonsets=daemons)
@@ -75,7 +75,7 @@ def test_daemonset_overhead_beyond_int64_makes_the_pool_useless_not_broken() -> 
 
 
 def test_nodepool_limits_of_any_magnitude() -> None:
-    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_CPU: quantity.parse("1e999999999")})
+    pool = builders.parsed_nodepool(limits={labels.RESOURCE_CPU: "1e999999999"}, requirements=[])
     ps = scheduling_conftest.make_pods(3)
     res = scheduling_conftest.solve(ps, pools=[pool])
     scheduling_conftest.expect_scheduled(res, *ps)

@@ -10,10 +10,11 @@ from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
 from karpy import requirements
-from karpy.api import labels, meta, quantity
+from karpy.api import labels, quantity
 from karpy.cloudprovider import catalog as cloudprovider_catalog
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
@@ -27,8 +28,8 @@ def _generic(count: int, *, seed: int = 7) -> list[pods.Pod]:
     """The benchmark's unconstrained mix (bench/scheduling.py `generic`), seeded."""
     rng = random.Random(seed)
     return [
-        scheduling_conftest.make_pod(
-            f"g-{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMORIES), labels_={"my-label": rng.choice("abc")}
+        builders.parsed_pod(
+            f"g-{i}", cpu=rng.choice(CPUS), memory=rng.choice(MEMORIES), labels={"my-label": rng.choice("abc")}
         )
         for i in range(count)
     ]
@@ -42,7 +43,7 @@ def _solve(inp: scheduler.SchedulingInput, *, post_pass: bool = True) -> results
 
 
 def _input(ps: Sequence[pods.Pod], its: Sequence[types.InstanceType], **kwargs: Any) -> scheduler.SchedulingInput:
-    pool = kwargs.pop("pool", None) or scheduling_conftest.make_nodepool()
+    pool = kwargs.pop("pool", None) or builders.parsed_nodepool(requirements=[])
     return scheduler.SchedulingInput(pods=ps, nodepools=[pool], instance_types={pool.name: its}, **kwargs)
 
 
@@ -131,7 +132,7 @@ def test_many_shapes_take_the_per_resource_path_and_stay_valid() -> None:
     # per-resource LP's shares instead; the plan must still place every pod once, fit, and never cost more.
     its = scheduling_conftest.fake_catalog(16)
     ps = [
-        scheduling_conftest.make_pod(f"s-{i}", cpu=f"{100 + 10 * (i % 70)}m", memory=f"{128 + 32 * (i % 70)}Mi")
+        builders.parsed_pod(f"s-{i}", cpu=f"{100 + 10 * (i % 70)}m", memory=f"{128 + 32 * (i % 70)}Mi")
         for i in range(280)
     ]
     assert len({(p.requests[labels.RESOURCE_CPU], p.requests[labels.RESOURCE_MEMORY]) for p in ps}) > 64
@@ -145,7 +146,7 @@ def test_many_shapes_take_the_per_resource_path_and_stay_valid() -> None:
 def test_limits_are_not_exceeded_by_the_repack() -> None:
     its = generator.instance_types(64)
     limit = 200 * quantity.MILLI
-    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_CPU: limit})
+    pool = builders.parsed_nodepool(limits={labels.RESOURCE_CPU: f"{limit}m"}, requirements=[])
     ps = _generic(300)
     res = _solve(_input(ps, its, pool=pool))
     before = _solve(_input(ps, its, pool=pool), post_pass=False)
@@ -160,8 +161,8 @@ def test_limits_are_not_exceeded_by_the_repack() -> None:
 
 def test_min_values_keep_enough_options_on_every_claim() -> None:
     its = generator.instance_types(64)
-    pool = scheduling_conftest.make_nodepool(
-        requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, meta.Operator.EXISTS, (), min_values=5)]
+    pool = builders.parsed_nodepool(
+        requirements=[builders.requirement(labels.LABEL_INSTANCE_TYPE, "Exists", min_values=5)]
     )
     ps = _generic(400)
     res = _solve(_input(ps, its, pool=pool))
@@ -173,7 +174,7 @@ def test_min_values_keep_enough_options_on_every_claim() -> None:
 
 def test_daemon_overhead_is_kept_free_on_every_claim() -> None:
     its = generator.instance_types(32)
-    daemon = scheduling_conftest.make_pod("ds", cpu="500m", memory="1Gi")
+    daemon = builders.parsed_pod("ds", cpu="500m", memory="1Gi")
     ps = _generic(300)
     res = _solve(_input(ps, its, daemonsets=[daemon]))
     _check_plan(res, ps, its)  # requests include the daemon overhead and fit the chosen type
@@ -184,12 +185,13 @@ def test_daemon_overhead_is_kept_free_on_every_claim() -> None:
 
 def test_zone_pinned_and_tainted_requirements_survive() -> None:
     its = generator.instance_types(32)
-    taint = meta.Taint("dedicated", "NoSchedule", "x")
-    pool = scheduling_conftest.make_nodepool(taints=[taint])
+    pool = builders.parsed_nodepool(
+        taints=[{"key": "dedicated", "effect": "NoSchedule", "value": "x"}], requirements=[]
+    )
     toleration = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
     zone_a = {"nodeSelector": {labels.LABEL_ZONE: "test-zone-1"}, **toleration}
-    ps = scheduling_conftest.make_pods(30, prefix="a", cpu="1500m", memory="256Mi", spec=zone_a)
-    ps += scheduling_conftest.make_pods(30, prefix="b", cpu="250m", memory="4Gi", spec=toleration)
+    ps = scheduling_conftest.make_pods(30, prefix="a", cpu="1500m", memory="256Mi", **zone_a)
+    ps += scheduling_conftest.make_pods(30, prefix="b", cpu="250m", memory="4Gi", **toleration)
     res = _solve(_input(ps, its, pool=pool))
     _check_plan(res, ps, its)
     for cl in res.new_nodeclaims:
@@ -225,8 +227,8 @@ def test_repack_never_costs_more_and_keeps_every_pod(groups: list[tuple[str, str
             prefix=f"g{g}",
             cpu=cpu,
             memory=mem,
-            labels_={"app": app},
-            spec=scheduling_conftest.workload_spec(kind, app),
+            labels={"app": app},
+            **scheduling_conftest.workload_spec(kind, app),
         )
     its = scheduling_conftest.fake_catalog(12)
     inp = _input(ps, its)
@@ -289,14 +291,14 @@ def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_
     # tied pod counts in a zone spread may not narrow: its zone decides a count.
     its = scheduling_conftest.fake_catalog(16)
     anti = scheduling_conftest.workload_spec("host-anti", "db")
-    ps = scheduling_conftest.make_pods(6, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
+    ps = scheduling_conftest.make_pods(6, prefix="db", cpu="1500m", memory="256Mi", labels={"app": "db"}, **anti)
     ps += scheduling_conftest.make_pods(
         12,
         prefix="web",
         cpu="250m",
         memory="256Mi",
-        labels_={"app": "web"},
-        spec=scheduling_conftest.workload_spec("zone-pinned", ""),
+        labels={"app": "web"},
+        **scheduling_conftest.workload_spec("zone-pinned", ""),
     )
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
@@ -318,9 +320,7 @@ def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_
             }
         ]
     }
-    counted = scheduling_conftest.make_pods(
-        3, prefix="dbz", cpu="100m", memory="100Mi", labels_={"app": "db"}, spec=spread
-    )
+    counted = scheduling_conftest.make_pods(3, prefix="dbz", cpu="100m", memory="100Mi", labels={"app": "db"}, **spread)
     inp = _input([*ps, *counted], its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_domains_kept(res, before)
@@ -335,7 +335,7 @@ def test_tied_pods_of_several_groups_split_onto_small_nodes_on_the_aws_catalog()
     ps: list[pods.Pod] = []
     for app in "abcdefg":
         spec = scheduling_conftest.workload_spec("host-spread", app)
-        ps += scheduling_conftest.make_pods(4, prefix=f"s{app}", cpu="1", memory="2Gi", labels_={"app": app}, spec=spec)
+        ps += scheduling_conftest.make_pods(4, prefix=f"s{app}", cpu="1", memory="2Gi", labels={"app": app}, **spec)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_plan(res, ps, its)
@@ -351,9 +351,9 @@ def test_a_fixed_bin_that_took_pods_keeps_taking_smaller_ones_of_its_group() -> 
     # leaves its group's candidates only once it has less room than the group's smallest pod asks.
     its = scheduling_conftest.fake_catalog(16)
     anti = scheduling_conftest.workload_spec("host-anti", "db")
-    ps = scheduling_conftest.make_pods(3, prefix="db", cpu="1500m", memory="256Mi", labels_={"app": "db"}, spec=anti)
-    ps += scheduling_conftest.make_pods(6, prefix="big", cpu="200m", memory="256Mi", labels_={"app": "web"})
-    ps += scheduling_conftest.make_pods(3, prefix="small", cpu="100m", memory="100Mi", labels_={"app": "web"})
+    ps = scheduling_conftest.make_pods(3, prefix="db", cpu="1500m", memory="256Mi", labels={"app": "db"}, **anti)
+    ps += scheduling_conftest.make_pods(6, prefix="big", cpu="200m", memory="256Mi", labels={"app": "web"})
+    ps += scheduling_conftest.make_pods(3, prefix="small", cpu="100m", memory="100Mi", labels={"app": "web"})
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_plan(res, ps, its)
@@ -374,9 +374,9 @@ def test_pods_tied_only_by_hostname_caps_share_nodes_across_groups_on_the_aws_ca
     ps: list[pods.Pod] = []
     for app, (cpu, mem) in zip("abcdefg", (*shapes, ("100m", "512Mi")), strict=True):
         spec = scheduling_conftest.workload_spec("host-spread", app)
-        ps += scheduling_conftest.make_pods(6, prefix=f"s{app}", cpu=cpu, memory=mem, labels_={"app": app}, spec=spec)
+        ps += scheduling_conftest.make_pods(6, prefix=f"s{app}", cpu=cpu, memory=mem, labels={"app": app}, **spec)
     anti = scheduling_conftest.workload_spec("host-anti", "db")
-    ps += scheduling_conftest.make_pods(8, prefix="db", cpu="250m", memory="512Mi", labels_={"app": "db"}, spec=anti)
+    ps += scheduling_conftest.make_pods(8, prefix="db", cpu="250m", memory="512Mi", labels={"app": "db"}, **anti)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     with mock.patch.object(capped, "pack", return_value=None):
@@ -402,10 +402,10 @@ def test_capped_pods_keep_the_caps_of_rules_that_select_other_groups_pods() -> N
     }
     db = {"app": "db", "tier": "front"}
     ps = scheduling_conftest.make_pods(
-        6, prefix="db", cpu="500m", memory="1Gi", labels_=db, spec=scheduling_conftest.workload_spec("host-anti", "db")
+        6, prefix="db", cpu="500m", memory="1Gi", labels=db, **scheduling_conftest.workload_spec("host-anti", "db")
     )
     front = {"app": "web", "tier": "front"}
-    ps += scheduling_conftest.make_pods(6, prefix="web", cpu="250m", memory="256Mi", labels_=front, spec=spread)
+    ps += scheduling_conftest.make_pods(6, prefix="web", cpu="250m", memory="256Mi", labels=front, **spread)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
     _check_plan(res, ps, its)

@@ -9,48 +9,39 @@ pods, some nodes inside consolidateAfter. Every solve of the series reuses what 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 from tests.scheduling import test_bulk_equivalence as scheduling_test_bulk_equivalence
 
 from karpy import requirements
-from karpy.api import labels, quantity
+from karpy.api import labels
 from karpy.scheduling import catalog, nodes, pods, scheduler
 from karpy.scheduling import slots as scheduling_slots
 
 KINDS = ("generic", "zone-spread", "host-spread-1", "host-anti", "zone-anti", "zone-affinity")
 
 
-def _pod(
-    name: str, kind: str, app: str, *, cpu: str, node: str = "", port: int | None = None, label: str = ""
-) -> pods.Pod:
-    """A pod whose constraint of `kind` selects `app`, labelled `label` (default: `app`, selecting itself)."""
-    spec = dict(scheduling_test_bulk_equivalence._spec(kind, app))
-    if node:
-        spec["nodeName"] = node
-    pod = scheduling_conftest.make_pod(name, cpu=cpu, memory="1Gi", labels_={"app": label or app}, spec=spec)
-    if port is not None:
-        pod = dataclasses.replace(pod, host_ports=(pods.HostPort(port=port, protocol="TCP", ip="0.0.0.0"),))
-    return pod
+HOST_PORT = {"containerPort": 8080, "hostPort": 8080, "hostIP": "0.0.0.0"}
 
 
-def _node(i: int, bound: list[pods.Pod]) -> scheduler.ExistingNode:
-    return scheduler.ExistingNode(
-        f"node-{i}",
-        {
-            labels.LABEL_ZONE: scheduling_conftest.ZONES[i % 3],
-            labels.LABEL_NODEPOOL: "default",
-            labels.LABEL_INSTANCE_TYPE: "big",
-        },
-        (),
-        {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 16 * quantity.GI, labels.RESOURCE_PODS: 8000},
-        pods=tuple(bound),
-        nodepool="default",
-    )
+def _shape(kind: str, app: str) -> dict[str, Any]:
+    """The spec fields of a pod whose constraint of `kind` selects pods labelled app=`app`."""
+    return scheduling_test_bulk_equivalence._spec(kind, app)
+
+
+def _node_labels(i: int) -> dict[str, str]:
+    """Node `node-{i}` of pool default: instance type big, in the i-th zone (round robin)."""
+    return {
+        labels.LABEL_ZONE: scheduling_conftest.ZONES[i % 3],
+        labels.LABEL_NODEPOOL: "default",
+        labels.LABEL_INSTANCE_TYPE: "big",
+    }
 
 
 cluster = st.lists(  # per node: its pods as (kind, cpu, host port?, the kind whose pods' label it has)
@@ -86,8 +77,11 @@ def _series(
     of bound pods through `bound_pods`, which it works out pod by pod."""
     port = (pods.HostPort(port=8080, protocol="TCP", ip="0.0.0.0"),)
     nodes = [
-        _node(i, [_pod(f"n{i}-{j}", kind, f"app-{kind}", cpu=cpu, node=f"node-{i}", port=8080 if taken else None,
-                       label=f"app-{like}") for j, (kind, cpu, taken, like) in enumerate(specs)])
+        builders.parsed_existing_node(f"node-{i}", labels=_node_labels(i), pods="8", bound=[
+            builders.parsed_pod(f"n{i}-{j}", cpu=cpu, memory="1Gi", node=f"node-{i}", labels={"app": f"app-{like}"},
+                                ports=[HOST_PORT] if taken else [], **_shape(kind, f"app-{kind}"))
+            for j, (kind, cpu, taken, like) in enumerate(specs)
+        ])
         for i, specs in enumerate(per_node)
     ]  # fmt: skip
     queued = [
@@ -97,13 +91,13 @@ def _series(
             n,
             f"w{g}",
             cpu=cpu,
-            spec=scheduling_test_bulk_equivalence._spec(kind, f"app-{kind}"),
-            labels_={"app": f"app-{like}"},
+            **scheduling_test_bulk_equivalence._spec(kind, f"app-{kind}"),
+            labels={"app": f"app-{like}"},
         )
     ]
     derived = [scheduler.derive(n) for n in nodes]
     pool, types, shared = (
-        scheduling_conftest.make_nodepool(),
+        builders.parsed_nodepool(requirements=[]),
         {"default": scheduling_conftest.fake_catalog(8)},
         catalog.Catalogs(),
     )
@@ -133,7 +127,7 @@ def _series(
         reference.append(
             dataclasses.replace(
                 inp,
-                nodepools=[scheduling_conftest.make_nodepool()],
+                nodepools=[builders.parsed_nodepool(requirements=[])],
                 instance_types={"default": scheduling_conftest.fake_catalog(8)},
                 existing_nodes=bare,
                 bound_pods=[p for n in nodes for p in n.pods],
@@ -194,15 +188,19 @@ def test_existing_nodes_enter_the_table_as_one_by_one() -> None:
 def test_pods_listed_twice_or_apart_are_placed_as_before() -> None:
     """A pod on two nodes counts on the last; `bound_pods` adds pods to nodes: what was derived per node does not
     cover these, and the solve works them out pod by pod."""
-    twice = _pod("twice", "host-anti", "app-x", cpu="3", node="node-0")
-    extra = _pod("extra", "generic", "app-y", cpu="3", node="node-1")
-    nodes = [_node(0, [twice]), _node(1, [twice])]
+    twice = builders.parsed_pod(
+        "twice", cpu="3", memory="1Gi", node="node-0", labels={"app": "app-x"}, **_shape("host-anti", "app-x")
+    )
+    extra = builders.parsed_pod("extra", cpu="3", memory="1Gi", node="node-1", labels={"app": "app-y"})
+    nodes = [
+        builders.parsed_existing_node(f"node-{i}", labels=_node_labels(i), pods="8", bound=[twice]) for i in (0, 1)
+    ]
     waiting = scheduling_conftest.make_pods(
-        2, "w", cpu="2", labels_={"app": "app-x"}, spec=scheduling_test_bulk_equivalence._spec("host-anti", "app-x")
+        2, "w", cpu="2", labels={"app": "app-x"}, **scheduling_test_bulk_equivalence._spec("host-anti", "app-x")
     )
     inp = scheduler.SchedulingInput(
         pods=waiting,
-        nodepools=[scheduling_conftest.make_nodepool()],
+        nodepools=[builders.parsed_nodepool(requirements=[])],
         instance_types={"default": scheduling_conftest.fake_catalog(8)},
         existing_nodes=nodes,
         bound_pods=[extra],
@@ -219,7 +217,7 @@ def test_pods_listed_twice_or_apart_are_placed_as_before() -> None:
 
 
 def test_a_catalog_is_reused_only_for_the_same_inputs() -> None:
-    pool, types = scheduling_conftest.make_nodepool(), scheduling_conftest.fake_catalog(4)
+    pool, types = builders.parsed_nodepool(requirements=[]), scheduling_conftest.fake_catalog(4)
     index = catalog.ResourceIndex.build([t.allocatable for t in types])
     cache = catalog.Catalogs()
     first = cache.get(pool, types, index=index, daemons=())
@@ -227,20 +225,23 @@ def test_a_catalog_is_reused_only_for_the_same_inputs() -> None:
     wider = catalog.ResourceIndex.build([*(t.allocatable for t in types), {"example.com/gpu": 1000}])
     assert cache.get(pool, types, index=wider, daemons=()).index is wider
     assert cache.get(pool, types, index=index, daemons=()) is first, "one per index"
-    daemon = scheduling_conftest.make_pod("daemon", cpu="100m")
+    daemon = builders.parsed_pod("daemon", cpu="100m", memory="1Gi")
     assert cache.get(pool, types, index=index, daemons=(daemon,)) is not first
     assert cache.get(pool, list(types), index=index, daemons=()) is not first
 
 
 def test_what_solves_share_cannot_be_changed_by_one() -> None:
-    node = scheduler.derive(_node(0, [_pod("a", "generic", "app", cpu="1", node="node-0")]))
+    bound = builders.parsed_pod("a", cpu="1", memory="1Gi", node="node-0", labels={"app": "app"})
+    node = scheduler.derive(builders.parsed_existing_node("node-0", labels=_node_labels(0), pods="8", bound=[bound]))
     assert node.derived is not None
     index = catalog.ResourceIndex.build([node.allocatable])
     alloc, used = node.derived.columns(node, index)
     assert used[0] == 1000
     with pytest.raises(ValueError, match="read-only"):
         used += 1
-    made = catalog.PoolCatalog(scheduling_conftest.make_nodepool(), scheduling_conftest.fake_catalog(4), index=index)
+    made = catalog.PoolCatalog(
+        builders.parsed_nodepool(requirements=[]), scheduling_conftest.fake_catalog(4), index=index
+    )
     with pytest.raises(ValueError, match="read-only"):
         made.usable[0, 0] = 0
     assert node.derived.columns(node, index)[0] is alloc, "made once per index"
@@ -249,11 +250,13 @@ def test_what_solves_share_cannot_be_changed_by_one() -> None:
 @pytest.mark.parametrize("derive", [False, True])
 def test_a_bound_pods_anti_affinity_keeps_the_pods_it_selects_away(derive: bool) -> None:
     """The pending pod has no constraint of its own: only the bound pod's term (its inverse group) refuses node-0."""
-    keeper = _pod("keeper", "host-anti", "app-web", cpu="500m", node="node-0", label="app-db")
-    node = _node(0, [keeper])
+    keeper = builders.parsed_pod(
+        "keeper", cpu="500m", memory="1Gi", node="node-0", labels={"app": "app-db"}, **_shape("host-anti", "app-web")
+    )
+    node = builders.parsed_existing_node("node-0", labels=_node_labels(0), pods="8", bound=[keeper])
     inp = scheduler.SchedulingInput(
-        pods=scheduling_conftest.make_pods(1, "web", cpu="250m", labels_={"app": "app-web"}),
-        nodepools=[scheduling_conftest.make_nodepool()],
+        pods=scheduling_conftest.make_pods(1, "web", cpu="250m", labels={"app": "app-web"}),
+        nodepools=[builders.parsed_nodepool(requirements=[])],
         instance_types={"default": scheduling_conftest.fake_catalog(8)},
         existing_nodes=[scheduler.derive(node) if derive else node],
         compute_lower_bound=False,

@@ -8,6 +8,7 @@ import gc
 from typing import Any
 
 import pytest
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, meta, quantity
@@ -38,7 +39,7 @@ def test_zonal_spread_is_3_3_3() -> None:
             }
         ]
     }
-    ps = scheduling_conftest.make_pods(9, labels_={"app": "web"}, spec=spread)
+    ps = scheduling_conftest.make_pods(9, labels={"app": "web"}, **spread)
     res = scheduling_conftest.solve(ps)
     scheduling_conftest.expect_scheduled(res, *ps)
     per_zone: collections.Counter[str | None] = collections.Counter()
@@ -58,7 +59,7 @@ def test_hostname_anti_affinity_puts_one_pod_per_node() -> None:
             }
         }
     }
-    ps = scheduling_conftest.make_pods(5, labels_={"app": "db"}, spec=anti)
+    ps = scheduling_conftest.make_pods(5, labels={"app": "db"}, **anti)
     res = scheduling_conftest.solve(ps)
     scheduling_conftest.expect_scheduled(res, *ps)
     claims = scheduling_conftest.expect_provisioned(res, 5)
@@ -75,7 +76,7 @@ def test_zonal_self_affinity_keeps_a_deployment_in_one_zone() -> None:
             }
         }
     }
-    ps = scheduling_conftest.make_pods(30, cpu="4", labels_={"app": "cache"}, spec=aff)
+    ps = scheduling_conftest.make_pods(30, cpu="4", labels={"app": "cache"}, **aff)
     res = scheduling_conftest.solve(ps, catalog=scheduling_conftest.fake_catalog(8))
     scheduling_conftest.expect_scheduled(res, *ps)
     assert len(res.new_nodeclaims) > 1
@@ -85,8 +86,8 @@ def test_zonal_self_affinity_keeps_a_deployment_in_one_zone() -> None:
 def test_pvc_zone_is_honoured() -> None:
     pv = volumes.PersistentVolume("pv-1", (volumes.zone_term("test-zone-1b"),))
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv-1")
-    pod = scheduling_conftest.make_pod(
-        "p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
+    pod = builders.parsed_pod(
+        "p", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}], memory="1Gi"
     )
     res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
@@ -96,16 +97,16 @@ def test_pvc_zone_is_honoured() -> None:
 def test_unbound_immediate_pvc_is_refused_with_reason() -> None:
     pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name="gp2")
     sc = volumes.StorageClass("gp2", volumes.BINDING_IMMEDIATE)
-    pod = scheduling_conftest.make_pod(
-        "p", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
+    pod = builders.parsed_pod(
+        "p", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}], memory="1Gi"
     )
     res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
     assert "Immediate" in res.unschedulable[pod.key]
 
 
 def test_weighted_pool_is_preferred() -> None:
-    light = scheduling_conftest.make_nodepool("light", weight=10)
-    heavy = scheduling_conftest.make_nodepool("heavy", weight=50)
+    light = builders.parsed_nodepool("light", weight=10, requirements=[])
+    heavy = builders.parsed_nodepool("heavy", weight=50, requirements=[])
     ps = scheduling_conftest.make_pods(3)
     res = scheduling_conftest.solve(ps, pools=[light, heavy])
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"heavy"}
@@ -115,11 +116,15 @@ def test_equal_weight_pools_go_by_name_descending() -> None:
     # pkg/utils/nodepool OrderByWeight: equal weights sort by name, descending, so "b" is tried before "a"
     ps = scheduling_conftest.make_pods(2)
     res = scheduling_conftest.solve(
-        ps, pools=[scheduling_conftest.make_nodepool("a"), scheduling_conftest.make_nodepool("b")]
+        ps, pools=[builders.parsed_nodepool("a", requirements=[]), builders.parsed_nodepool("b", requirements=[])]
     )
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"b"}
     res = scheduling_conftest.solve(
-        ps, pools=[scheduling_conftest.make_nodepool("a", weight=2), scheduling_conftest.make_nodepool("b", weight=1)]
+        ps,
+        pools=[
+            builders.parsed_nodepool("a", weight=2, requirements=[]),
+            builders.parsed_nodepool("b", weight=1, requirements=[]),
+        ],
     )
     assert {cl.nodepool for cl in res.new_nodeclaims} == {"a"}
 
@@ -128,16 +133,16 @@ def test_a_label_the_providers_types_define_is_well_known() -> None:
     # upstream providers register their instance-type labels as well-known (the fake's "size"), so a pod may select
     # on one that the pool leaves undefined; an unknown key still fails
     catalog = generator.default_instance_types()
-    small = scheduling_conftest.make_pod("small", spec={"nodeSelector": {generator.LABEL_SIZE: "large"}})
+    small = builders.parsed_pod("small", nodeSelector={generator.LABEL_SIZE: "large"}, memory="1Gi")
     res = scheduling_conftest.solve([small], catalog=catalog)
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert {t.labels[generator.LABEL_SIZE] for t in claim.instance_type_options} == {"large"}
-    unknown = scheduling_conftest.make_pod("unknown", spec={"nodeSelector": {"example.com/size": "large"}})
+    unknown = builders.parsed_pod("unknown", nodeSelector={"example.com/size": "large"}, memory="1Gi")
     scheduling_conftest.expect_not_scheduled(scheduling_conftest.solve([unknown], catalog=catalog), unknown)
 
 
 def test_limits_are_respected_with_a_reason_for_the_rest() -> None:
-    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_CPU: 4000})
+    pool = builders.parsed_nodepool(limits={labels.RESOURCE_CPU: "4"}, requirements=[])
     ps = scheduling_conftest.make_pods(6, cpu="1")
     res = scheduling_conftest.solve(ps, pools=[pool], catalog=scheduling_conftest.fake_catalog(4))
     placed = res.placements()
@@ -150,7 +155,7 @@ def test_limits_are_respected_with_a_reason_for_the_rest() -> None:
 
 
 def test_nodes_limit() -> None:
-    pool = scheduling_conftest.make_nodepool(limits={labels.RESOURCE_NODES: 2000})
+    pool = builders.parsed_nodepool(limits={labels.RESOURCE_NODES: "2"}, requirements=[])
     anti = {
         "affinity": {
             "podAntiAffinity": {
@@ -160,7 +165,7 @@ def test_nodes_limit() -> None:
             }
         }
     }
-    ps = scheduling_conftest.make_pods(3, labels_={"app": "x"}, spec=anti)
+    ps = scheduling_conftest.make_pods(3, labels={"app": "x"}, **anti)
     res = scheduling_conftest.solve(ps, pools=[pool])
     scheduling_conftest.expect_provisioned(res, 2)
     assert len(res.unschedulable) == 1
@@ -168,10 +173,12 @@ def test_nodes_limit() -> None:
 
 
 def test_untolerated_taints_are_refused() -> None:
-    pool = scheduling_conftest.make_nodepool(taints=[meta.Taint("dedicated", "NoSchedule", "gpu")])
-    plain = scheduling_conftest.make_pod("plain")
-    tolerant = scheduling_conftest.make_pod(
-        "tolerant", spec={"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu"}]}
+    pool = builders.parsed_nodepool(
+        taints=[{"key": "dedicated", "effect": "NoSchedule", "value": "gpu"}], requirements=[]
+    )
+    plain = builders.parsed_pod("plain", memory="1Gi")
+    tolerant = builders.parsed_pod(
+        "tolerant", tolerations=[{"key": "dedicated", "operator": "Equal", "value": "gpu"}], memory="1Gi"
     )
     res = scheduling_conftest.solve([plain, tolerant], pools=[pool])
     assert "did not tolerate dedicated=gpu:NoSchedule" in res.unschedulable[plain.key]
@@ -180,14 +187,14 @@ def test_untolerated_taints_are_refused() -> None:
 
 
 def test_prefer_no_schedule_taint_is_relaxed_last() -> None:
-    pool = scheduling_conftest.make_nodepool(taints=[meta.Taint("soft", "PreferNoSchedule")])
-    pod = scheduling_conftest.make_pod("p")
+    pool = builders.parsed_nodepool(taints=[{"key": "soft", "effect": "PreferNoSchedule"}], requirements=[])
+    pod = builders.parsed_pod("p", memory="1Gi")
     res = scheduling_conftest.solve([pod], pools=[pool])
     scheduling_conftest.expect_scheduled(res, pod)
 
 
 def test_daemonset_overhead_is_counted() -> None:
-    daemon = scheduling_conftest.make_pod("ds", cpu="1", memory="1Gi")
+    daemon = builders.parsed_pod("ds", cpu="1", memory="1Gi")
     # Two 1-cpu pods fit a 2-cpu type alone, but with a 1-cpu daemon they need the 3-cpu type.
     res = scheduling_conftest.solve(
         scheduling_conftest.make_pods(2), catalog=scheduling_conftest.fake_catalog(6), daemonsets=[daemon]
@@ -199,8 +206,8 @@ def test_daemonset_overhead_is_counted() -> None:
 
 
 def test_min_values_honoured() -> None:
-    pool = scheduling_conftest.make_nodepool(
-        requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, Op.EXISTS, (), min_values=3)]
+    pool = builders.parsed_nodepool(
+        requirements=[builders.requirement(labels.LABEL_INSTANCE_TYPE, "Exists", min_values=3)]
     )
     ps = scheduling_conftest.make_pods(5, cpu="1")
     res = scheduling_conftest.solve(ps, pools=[pool], catalog=scheduling_conftest.fake_catalog(8))
@@ -210,10 +217,10 @@ def test_min_values_honoured() -> None:
 
 
 def test_min_values_strict_refuses_when_catalog_too_small() -> None:
-    pool = scheduling_conftest.make_nodepool(
-        requirements=[meta.NodeSelectorRequirement(labels.LABEL_INSTANCE_TYPE, Op.EXISTS, (), min_values=3)]
+    pool = builders.parsed_nodepool(
+        requirements=[builders.requirement(labels.LABEL_INSTANCE_TYPE, "Exists", min_values=3)]
     )
-    pod = scheduling_conftest.make_pod("p", cpu="1")
+    pod = builders.parsed_pod("p", cpu="1", memory="1Gi")
     res = scheduling_conftest.solve([pod], pools=[pool], catalog=scheduling_conftest.fake_catalog(2))
     assert "minValues" in res.unschedulable[pod.key]
 
@@ -247,7 +254,7 @@ def test_a_node_inside_consolidate_after_refuses_only_pods_moved_off_candidates(
     )
     pending = scheduling_conftest.make_pods(2, prefix="pending")
     moved = [dataclasses.replace(p, from_candidate=True) for p in scheduling_conftest.make_pods(2, prefix="moved")]
-    pool = scheduling_conftest.make_nodepool()
+    pool = builders.parsed_nodepool(requirements=[])
     inp = scheduler.SchedulingInput(
         pods=[*moved, *pending],
         nodepools=[pool],
@@ -260,7 +267,7 @@ def test_a_node_inside_consolidate_after_refuses_only_pods_moved_off_candidates(
 
 
 def test_node_selector_on_unknown_custom_label_names_the_label() -> None:
-    pod = scheduling_conftest.make_pod("p", spec={"nodeSelector": {"team": "a"}})
+    pod = builders.parsed_pod("p", nodeSelector={"team": "a"}, memory="1Gi")
     res = scheduling_conftest.solve([pod])
     assert 'label "team" does not have known values' in res.unschedulable[pod.key]
 
@@ -280,7 +287,7 @@ def test_preferred_node_affinity_is_relaxed_when_impossible() -> None:
             }
         }
     }
-    pod = scheduling_conftest.make_pod("p", spec=spec)
+    pod = builders.parsed_pod("p", **spec, memory="1Gi")
     res = scheduling_conftest.solve([pod])
     scheduling_conftest.expect_scheduled(res, pod)
 
@@ -334,7 +341,7 @@ def test_self_affinity_on_hostname_uses_the_first_node_only() -> None:
             "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels.LABEL_HOSTNAME, "s2")]}
         }
     }
-    ps = scheduling_conftest.make_pods(10, cpu="0", memory="0", labels_={"app": "s2"}, spec=affinity)
+    ps = scheduling_conftest.make_pods(10, cpu="0", memory="0", labels={"app": "s2"}, **affinity)
     res = scheduling_conftest.solve(ps, catalog=generator.default_instance_types())
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert len(claim.pods) == 5
@@ -344,13 +351,13 @@ def test_self_affinity_on_hostname_uses_the_first_node_only() -> None:
 def test_zone_anti_affinity_to_a_pod_whose_zone_is_undecided() -> None:
     # topology_test.go "should not violate pod anti-affinity on zone (other schedules first)": the selected pod goes
     # first onto a claim open to every zone, so it may end up in any of them and the anti-affine pod must wait
-    first = scheduling_conftest.make_pod("first", cpu="2", labels_={"app": "s2"})
+    first = builders.parsed_pod("first", cpu="2", labels={"app": "s2"}, memory="1Gi")
     anti = {
         "affinity": {
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels.LABEL_ZONE, "s2")]}
         }
     }
-    avoider = scheduling_conftest.make_pod("avoider", cpu="0", memory="0", spec=anti)
+    avoider = builders.parsed_pod("avoider", cpu="0", memory="0", **anti)
     res = scheduling_conftest.solve([first, avoider])
     scheduling_conftest.expect_scheduled(res, first)
     scheduling_conftest.expect_not_scheduled(res, avoider)
@@ -388,7 +395,7 @@ def test_terminating_pods_count_in_no_spread(pod_by_pod: bool) -> None:
     }
     leaving = [
         dataclasses.replace(p, node_name="node-a", terminating=True)
-        for p in scheduling_conftest.make_pods(2, prefix="old", labels_={"app": "web"})
+        for p in scheduling_conftest.make_pods(2, prefix="old", labels={"app": "web"})
     ]
     node = scheduler.ExistingNode(
         "node-a",
@@ -397,8 +404,8 @@ def test_terminating_pods_count_in_no_spread(pod_by_pod: bool) -> None:
         {labels.RESOURCE_CPU: 100, labels.RESOURCE_PODS: 110_000},
         pods=tuple(leaving),
     )
-    pending = scheduling_conftest.make_pods(3, cpu="1", labels_={"app": "web"}, spec=spread)
-    pool = scheduling_conftest.make_nodepool()
+    pending = scheduling_conftest.make_pods(3, cpu="1", labels={"app": "web"}, **spread)
+    pool = builders.parsed_nodepool(requirements=[])
     res = scheduler.solve(
         scheduler.SchedulingInput(
             pods=pending,

@@ -5,18 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
 from karpy import requirements
 from karpy.api import errors, labels
-from karpy.scheduling import pods, scheduler, volumes
+from karpy.scheduling import scheduler, volumes
 
 WAIT = volumes.BINDING_WAIT
-
-
-def _pod(name: str, *claims: str) -> pods.Pod:
-    vols = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": cl}} for i, cl in enumerate(claims)]
-    return scheduling_conftest.make_pod(name, spec={"volumes": vols})
 
 
 def _zones(*zones: str) -> requirements.Requirements:
@@ -26,7 +22,7 @@ def _zones(*zones: str) -> requirements.Requirements:
 def test_wait_for_first_consumer_class_limits_zones_by_allowed_topologies() -> None:
     sc = volumes.StorageClass("regional", WAIT, (_zones("test-zone-1c"),))
     pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name="regional")
-    pod = _pod("p", "data")
+    pod = builders.parsed_pod("p", memory="1Gi", claims=["data"])
     res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[sc]))
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert scheduling_conftest.zone_of(claim) == "test-zone-1c"
@@ -37,7 +33,8 @@ def test_pvc_without_class_uses_the_default_class() -> None:
     other = volumes.StorageClass("other", WAIT, (_zones("test-zone-1a"),))
     pvc = volumes.PersistentVolumeClaim("default", "data")
     res = scheduling_conftest.solve(
-        [_pod("p", "data")], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[default, other])
+        [builders.parsed_pod("p", memory="1Gi", claims=["data"])],
+        volumes=volumes.VolumeCatalog.build([pvc], storage_classes=[default, other]),
     )
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert scheduling_conftest.zone_of(claim) == "test-zone-1b"
@@ -49,7 +46,7 @@ def test_unbound_pvc_without_a_class_blocks_the_pod(storage_class: str | None) -
     # (which a default class does not override)
     default = volumes.StorageClass("gp3", WAIT, default=True)
     pvc = volumes.PersistentVolumeClaim("default", "data", storage_class_name=storage_class)
-    pod = _pod("p", "data")
+    pod = builders.parsed_pod("p", memory="1Gi", claims=["data"])
     classes = [default] if storage_class == "" else []
     res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], storage_classes=classes))
     assert "has no storage class" in res.unschedulable[pod.key]
@@ -67,7 +64,7 @@ def test_local_volume_hostname_term_is_ignored(source: dict[str, object]) -> Non
         {"metadata": {"name": "pv"}, "spec": {**source, "nodeAffinity": {"required": {"nodeSelectorTerms": terms}}}}
     )
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv")
-    pod = _pod("p", "data")
+    pod = builders.parsed_pod("p", memory="1Gi", claims=["data"])
     scheduling_conftest.expect_scheduled(
         scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv])), pod
     )
@@ -94,7 +91,7 @@ def test_claims_kube_scheduler_would_refuse_block_the_pod(
     # defined volumeName (when pv.kubernetes.io/bind-completed is missing)"
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv", **claim)
     pv = volumes.PersistentVolume("pv", **volume)
-    pod = _pod("p", "data")
+    pod = builders.parsed_pod("p", memory="1Gi", claims=["data"])
     res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
     assert reason in res.unschedulable[pod.key]
 
@@ -129,7 +126,7 @@ def test_claim_and_volume_manifests_carry_what_validation_reads() -> None:
     ids=["missing-pvc", "missing-pv", "missing-class"],
 )
 def test_missing_volume_objects_are_named_in_the_reason(catalog: volumes.VolumeCatalog, reason: str) -> None:
-    pod = _pod("p", "data")
+    pod = builders.parsed_pod("p", memory="1Gi", claims=["data"])
     res = scheduling_conftest.solve([pod], volumes=catalog)
     assert res.unschedulable[pod.key] == reason
 
@@ -143,7 +140,7 @@ def test_two_volumes_in_different_zones_have_no_common_topology() -> None:
         volumes.PersistentVolumeClaim("default", "a", volume_name="pv-a"),
         volumes.PersistentVolumeClaim("default", "b", volume_name="pv-b"),
     ]
-    pod = _pod("p", "a", "b")
+    pod = builders.parsed_pod("p", memory="1Gi", claims=["a", "b"])
     res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
     assert res.unschedulable[pod.key] == "volumes of default/p have no common topology"
 
@@ -158,7 +155,9 @@ def test_ored_pv_terms_intersect_with_the_other_volume() -> None:
         volumes.PersistentVolumeClaim("default", "a", volume_name="pv-a"),
         volumes.PersistentVolumeClaim("default", "b", volume_name="pv-b"),
     ]
-    res = scheduling_conftest.solve([_pod("p", "a", "b")], volumes=volumes.VolumeCatalog.build(pvcs, pvs))
+    res = scheduling_conftest.solve(
+        [builders.parsed_pod("p", memory="1Gi", claims=["a", "b"])], volumes=volumes.VolumeCatalog.build(pvcs, pvs)
+    )
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert scheduling_conftest.zone_of(claim) == "test-zone-1b"
 
@@ -166,12 +165,11 @@ def test_ored_pv_terms_intersect_with_the_other_volume() -> None:
 def test_volume_zone_conflicting_with_node_selector_is_refused() -> None:
     pv = volumes.PersistentVolume("pv-1", (_zones("test-zone-1a"),))
     pvc = volumes.PersistentVolumeClaim("default", "data", volume_name="pv-1")
-    pod = scheduling_conftest.make_pod(
+    pod = builders.parsed_pod(
         "p",
-        spec={
-            "nodeSelector": {labels.LABEL_ZONE: "test-zone-1b"},
-            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
-        },
+        nodeSelector={labels.LABEL_ZONE: "test-zone-1b"},
+        volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+        memory="1Gi",
     )
     res = scheduling_conftest.solve([pod], volumes=volumes.VolumeCatalog.build([pvc], [pv]))
     assert "incompatible volume requirements" in res.unschedulable[pod.key]
@@ -180,15 +178,15 @@ def test_volume_zone_conflicting_with_node_selector_is_refused() -> None:
 def test_pods_sharing_a_zonal_volume_share_its_zone() -> None:
     pv = volumes.PersistentVolume("pv-1", (_zones("test-zone-1c"),))
     pvc = volumes.PersistentVolumeClaim("default", "shared", volume_name="pv-1")
-    ps = [_pod(f"p-{i}", "shared") for i in range(4)]
+    ps = [builders.parsed_pod(f"p-{i}", memory="1Gi", claims=["shared"]) for i in range(4)]
     res = scheduling_conftest.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]))
     scheduling_conftest.expect_scheduled(res, *ps)
     assert {scheduling_conftest.zone_of(cl) for cl in res.new_nodeclaims} == {"test-zone-1c"}
 
 
 def test_generic_ephemeral_volume_names_its_claim_after_the_pod() -> None:
-    pod = scheduling_conftest.make_pod(
-        "web", spec={"volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]}
+    pod = builders.parsed_pod(
+        "web", volumes=[{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}], memory="1Gi"
     )
     assert pod.pvc_names == ("web-scratch",)
 
@@ -236,7 +234,7 @@ def test_csi_attach_limit_of_an_existing_node_is_honoured() -> None:
     pvcs = [
         volumes.PersistentVolumeClaim("default", f"{ab}-{i}", storage_class_name="csi") for i in range(6) for ab in "ab"
     ]
-    ps = [_pod(f"p-{i}", f"a-{i}", f"b-{i}") for i in range(6)]
+    ps = [builders.parsed_pod(f"p-{i}", memory="1Gi", claims=[f"a-{i}", f"b-{i}"]) for i in range(6)]
     catalog = volumes.VolumeCatalog.build(pvcs, storage_classes=[sc])
     node = _existing_node(volume_limits={"fake.csi.provider": 10})
     res = scheduling_conftest.solve(ps, volumes=catalog, existing_nodes=[node])
@@ -253,7 +251,7 @@ def test_pods_sharing_one_claim_attach_it_once() -> None:
     # suite_test.go "should launch a single node if all pods use the same PVC" (and in-tree EBS counts as the driver)
     pv = volumes.pv_from_manifest({"metadata": {"name": "pv"}, "spec": {"awsElasticBlockStore": {"volumeID": "vol-1"}}})
     pvc = volumes.PersistentVolumeClaim("default", "shared", volume_name="pv")
-    ps = [_pod(f"p-{i}", "shared") for i in range(20)]
+    ps = [builders.parsed_pod(f"p-{i}", memory="1Gi", claims=["shared"]) for i in range(20)]
     node = _existing_node(volume_limits={volumes.EBS_CSI_DRIVER: 1})
     res = scheduling_conftest.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]), existing_nodes=[node])
     assert len(res.existing_nodes["node-a"]) == 20
@@ -271,7 +269,7 @@ def test_attachments_resolve_the_driver_of_each_claim() -> None:
         volumes.PersistentVolumeClaim("default", "no-driver", storage_class_name="x"),
     ]
     pv = volumes.PersistentVolume("pv", driver="efs.csi.aws.com")
-    pod = _pod("p", "bound", "intree", "no-driver", "missing")
+    pod = builders.parsed_pod("p", memory="1Gi", claims=["bound", "intree", "no-driver", "missing"])
     assert volumes.attachments(pod, volumes.VolumeCatalog.build(pvcs, [pv], classes)) == {
         "efs.csi.aws.com": frozenset({"default/bound"}),
         volumes.EBS_CSI_DRIVER: frozenset({"default/intree"}),

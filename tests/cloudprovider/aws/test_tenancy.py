@@ -8,11 +8,11 @@ from typing import Any
 
 import boto3
 import pytest
+from tests import builders
 from tests.cloudprovider import contract
 from tests.cloudprovider.aws.builders import make_nodeclaim, req
 from tests.cloudprovider.aws.moto_fixtures import REGION
 from tests.provisioning import builders as provisioning_builders
-from tests.scheduling import conftest as scheduling_conftest
 
 from karpy import events
 from karpy.api import ec2nodeclass, labels, meta, nodepool, parse
@@ -95,15 +95,15 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
     ready: Ready, pod_tenancy: str | None, launched: str
 ) -> None:
     aws_provider, nc = ready
-    pool = provisioning_builders.parsed_nodepool(
+    pool = builders.parsed_nodepool(
         requirements=[
-            {"key": labels.LABEL_INSTANCE_TENANCY, "operator": "In", "values": ["default", "dedicated"]},
-            {"key": labels.LABEL_INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
+            builders.requirement(labels.LABEL_INSTANCE_TENANCY, "In", "default", "dedicated"),
+            builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),
         ]
     )
     selector = {"nodeSelector": {labels.LABEL_INSTANCE_TENANCY: pod_tenancy}} if pod_tenancy else {}
     cluster = provisioning_builders.Cluster(
-        pools=[pool], pending=[scheduling_conftest.make_pod("p", spec=selector)], classes={nc.name: nc}
+        pools=[pool], pending=[builders.parsed_pod("p", **selector, memory="1Gi")], classes={nc.name: nc}
     )
     client = fake.FakeKubeClient(ManualClock(0.0))
     prov = provisioner.Provisioner(
