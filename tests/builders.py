@@ -18,6 +18,7 @@ from karpy.provisioning import snapshot
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import scheduler
 from karpy.state import statenode
+from karpy.termination import drain
 
 NS = "default"
 DELETED_AT = "2026-01-01T00:00:00Z"
@@ -50,6 +51,7 @@ def pod(
     claims: Sequence[str] = (),
     owners: Sequence[Mapping[str, Any]] = (),
     created: str | float | None = None,
+    deleted: str | None = None,
     phase: str | None = None,
     started: str | None = None,
     status: Mapping[str, Any] | None = None,
@@ -58,10 +60,10 @@ def pod(
     """A one-container pod requesting `cpu` and `memory` (None: no such request), bound to `node` if given.
 
     `requests` replaces the cpu/memory pair verbatim (even malformed values, for admission tests), `ports` are the
-    container's; `claims` mounts
-    those PersistentVolumeClaims as volumes `v0`, `v1`, ...; `owners` are its ownerReferences, `created` its
-    creationTimestamp (the scheduler's parser orders pods by a number there); `phase`, `started` (startTime) and
-    `status` make up its status (none without them); other keyword arguments are spec fields.
+    container's; `claims` mounts those PersistentVolumeClaims as volumes `v0`, `v1`, ...; `owners` are its
+    ownerReferences, `created` its creationTimestamp (the scheduler's parser orders pods by a number there),
+    `deleted` its deletionTimestamp; `phase`, `started` (startTime) and `status` make up its status (none without
+    them); other keyword arguments are spec fields.
     """
     if requests is None:
         requests = {key: value for key, value in (("cpu", cpu), ("memory", memory)) if value is not None}
@@ -85,6 +87,8 @@ def pod(
         metadata["ownerReferences"] = [dict(owner) for owner in owners]
     if created is not None:
         metadata["creationTimestamp"] = created
+    if deleted is not None:
+        metadata["deletionTimestamp"] = deleted
     out = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body}
     shortcuts = {"phase": phase, "startTime": started}
     pod_status = {
@@ -99,6 +103,11 @@ def pod(
 def parsed_pod(name: str = "p", **fields: Any) -> scheduling_pods.Pod:
     """`pod(name, **fields)` through the real parser, as the scheduler sees it."""
     return scheduling_pods.from_manifest(pod(name, **fields))
+
+
+def parsed_drain_pod(name: str = "p", **fields: Any) -> drain.DrainPod:
+    """`pod(name, **fields)` as the termination controller's drain sees it."""
+    return drain.from_manifest(pod(name, **fields))
 
 
 def deployment(
@@ -154,29 +163,40 @@ def unschedulable(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def node(
-    name: str,
+    name: str = "ip-10-0-0-1",
     *,
     provider_id: str = "",
     labels: dict[str, str] | None = None,
     cpu: str = "4",
     memory: str = "16Gi",
     pods: str = "110",
+    allocatable: Mapping[str, str] | None = None,
     ready: bool | None = None,
     taints: Sequence[Mapping[str, str]] | None = None,
     unschedulable: bool = False,
     hostname: bool = False,
     conditions: Sequence[Mapping[str, str]] = (),
+    finalizers: Sequence[str] = (),
+    owners: Sequence[Mapping[str, Any]] = (),
+    resource_version: str | None = None,
 ) -> dict[str, Any]:
-    """A Node with `cpu`/`memory`/`pods` allocatable; `ready` adds the Ready condition and `conditions` others, `taints`
-    sets the spec taints, and `hostname` the kubelet's hostname label."""
+    """A Node with `cpu`/`memory`/`pods` allocatable (`allocatable` replaces all three); `ready` adds the Ready
+    condition and `conditions` others, `taints` sets the spec taints, `hostname` the kubelet's hostname label;
+    `finalizers`, `owners` (ownerReferences) and `resource_version` go to its metadata."""
     node_labels = {HOSTNAME_KEY: name} if hostname else {}
     obj: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {**node_labels, **(labels or {})}},
         "spec": {},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
+        "status": {"allocatable": dict(allocatable or {"cpu": cpu, "memory": memory, "pods": pods})},
     }
+    if finalizers:
+        obj["metadata"]["finalizers"] = list(finalizers)
+    if owners:
+        obj["metadata"]["ownerReferences"] = [dict(owner) for owner in owners]
+    if resource_version is not None:
+        obj["metadata"]["resourceVersion"] = resource_version
     if provider_id:
         obj["spec"]["providerID"] = provider_id
     if taints is not None:
@@ -284,43 +304,77 @@ def requirement(key: str, operator: str, *values: str, min_values: int | None = 
 
 
 def nodeclaim(
-    name: str,
+    name: str = "default-abc12",
     *,
     pool: str = "default",
-    finalizers: list[str] | None = None,
-    labels: dict[str, str] | None = None,
+    finalizers: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    created: str | None = None,
+    deleted: str | None = None,
+    requirements: Sequence[Mapping[str, Any]] | None = None,
+    requests: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    startup_taints: Sequence[Mapping[str, str]] = (),
+    expire_after: str | None = None,
+    termination_grace_period: str | None = None,
+    spec: Mapping[str, Any] | None = None,
+    uid: str | None = None,
+    resource_version: str | None = None,
+    owners: Sequence[Mapping[str, Any]] = (),
     provider_id: str = "",
     node_name: str = "",
     capacity: Mapping[str, str] | None = None,
     conditions: Sequence[Mapping[str, str]] = (),
-    spec: Mapping[str, Any] | None = None,
-    uid: str | None = None,
-    **status: Any,
+    status: Mapping[str, Any] | None = None,
+    **status_fields: Any,
 ) -> dict[str, Any]:
-    """A NodeClaim of `pool` with extra `labels`, `spec` replacing top-level spec fields; `provider_id`,
-    `node_name`, `capacity` (allocatable alike), `conditions` and other keyword arguments are status fields (no
-    status at all without them)."""
-    manifest: dict[str, Any] = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": pool, **(labels or {})}},
-        "spec": {
-            "nodeClassRef": dict(_NODE_CLASS_REF),
-            "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}],
-        },
+    """A NodeClaim of `pool` with extra `labels`, `annotations`, `created`/`deleted` (creation/deletionTimestamp),
+    `uid`, `resource_version` and `owners` (ownerReferences).
+
+    Its spec: `requirements` (default: of `pool`), resource `requests`, `taints`, `startup_taints`, `expire_after`,
+    `termination_grace_period`, then `spec` replacing top-level fields. Its status: `provider_id`, `node_name`,
+    `capacity` (allocatable alike), `conditions`, the fields of `status` and other keyword arguments (no status at
+    all without them)."""
+    claim_spec: dict[str, Any] = {
+        "nodeClassRef": dict(_NODE_CLASS_REF),
+        "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}],
     }
-    manifest["spec"].update(copy.deepcopy(dict(spec or {})))
-    if uid is not None:
-        manifest["metadata"]["uid"] = uid
-    if finalizers:
-        manifest["metadata"]["finalizers"] = list(finalizers)
+    if requirements is not None:
+        claim_spec["requirements"] = copy.deepcopy(list(requirements))
+    spec_shortcuts = {
+        "resources": {"requests": dict(requests)} if requests else None,
+        "taints": [dict(t) for t in taints],
+        "startupTaints": [dict(t) for t in startup_taints],
+        "expireAfter": expire_after,
+        "terminationGracePeriod": termination_grace_period,
+    }
+    claim_spec |= {key: value for key, value in spec_shortcuts.items() if value}
+    claim_spec.update(copy.deepcopy(dict(spec or {})))
+    metadata: dict[str, Any] = {"name": name, "labels": {"karpenter.sh/nodepool": pool, **(labels or {})}}
+    metadata_shortcuts = {
+        "uid": uid,
+        "resourceVersion": resource_version,
+        "annotations": dict(annotations) if annotations else None,
+        "finalizers": list(finalizers) if finalizers else None,
+        "ownerReferences": [dict(owner) for owner in owners] if owners else None,
+        "creationTimestamp": created,
+        "deletionTimestamp": deleted,
+    }
+    metadata |= {key: value for key, value in metadata_shortcuts.items() if value is not None}
+    manifest: dict[str, Any] = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": metadata}
+    manifest["spec"] = claim_spec
     shortcuts: dict[str, Any] = {"providerID": provider_id, "nodeName": node_name}
     if capacity:
         shortcuts |= {"capacity": dict(capacity), "allocatable": dict(capacity)}
     shortcuts["conditions"] = [dict(c) for c in conditions]
-    status = {**{key: value for key, value in shortcuts.items() if value}, **copy.deepcopy(status)}
-    if status:
-        manifest["status"] = status
+    claim_status = {
+        **{key: value for key, value in shortcuts.items() if value},
+        **copy.deepcopy(dict(status or {})),
+        **copy.deepcopy(status_fields),
+    }
+    if claim_status:
+        manifest["status"] = claim_status
     return manifest
 
 
@@ -353,7 +407,7 @@ def parsed_ec2nodeclass(name: str = "default", **fields: Any) -> api_ec2nodeclas
     return parse.ec2nodeclass(ec2nodeclass(name, **fields))
 
 
-def parsed_nodeclaim(name: str, **fields: Any) -> api_nodeclaim.NodeClaim:
+def parsed_nodeclaim(name: str = "default-abc12", **fields: Any) -> api_nodeclaim.NodeClaim:
     """`nodeclaim(name, **fields)` through the real parser."""
     return parse.nodeclaim(nodeclaim(name, **fields))
 

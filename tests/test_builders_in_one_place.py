@@ -62,16 +62,7 @@ NOT_YET_FOLDED = {
     "cloudprovider/contract.py::make_nodeclaim": _PARSED,
     "cloudprovider/test_fake_provider.py::claim": _PARSED,
     "cloudprovider/test_tenancy.py::_pool": _PARSED,
-    "disruption/test_rules.py::_claim": _PARSED,
-    "nodeclaim/builders.py::claim_dict": _FOLDER,
-    "nodeclaim/builders.py::claim": _FOLDER,
-    "nodeclaim/builders.py::node_dict": _FOLDER,
-    "nodeclaim/builders.py::pod_dict": _FOLDER,
-    "nodeclaim/test_conditions_controller.py::_claim": _FOLDER,
-    "nodeclaim/test_garbagecollection.py::_claim": _PARSED,
-    "nodeclaim/test_registration_health.py::claim": _FOLDER,
     "runtime/test_metrics.py::node": _PARSED,
-    "termination/test_drain.py::_pod": _PARSED,
 }
 ALLOWED = DIFFERENT | NOT_YET_FOLDED
 

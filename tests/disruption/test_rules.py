@@ -11,7 +11,7 @@ from tests import builders
 from tests.disruption import world as disruption_world
 from tests.nodeclaim import builders as nodeclaim_builders
 
-from karpy.api import labels, nodeclaim, nodepool
+from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import blockers, budgets, candidates
 from karpy.kube import resources
@@ -110,28 +110,25 @@ def test_a_budget_is_computed_for_its_own_reason() -> None:
     assert budgets.budget_mapping([pool], [BASE], nodepool.DisruptionReason.EMPTY, now=NOW) == {"default": 1}
 
 
-def _claim(expire_after: str, created: float) -> nodeclaim.NodeClaim:
-    return nodeclaim_builders.claim("c", expire_after=expire_after, created=created)
-
-
 @pytest.mark.parametrize(
-    ("claim", "remaining"),
+    ("expire_after", "created", "remaining"),
     [
-        (_claim("Never", T0), 1.0),
-        (_claim("0s", T0), 1.0),
-        (_claim("2h", NOW - 1800), 0.75),
-        (_claim("2h", NOW), 1.0),
-        (_claim("2h", NOW - 3 * 3600), 0.0),  # past its expiry: nothing left
-        (_claim("2h", NOW + 3600), 1.0),  # a clock behind the creation time: capped
-        (_claim("1s", NOW - 1), 0.0),  # a one-second expireAfter is a lifetime like any other
+        ("Never", T0, 1.0),
+        ("0s", T0, 1.0),
+        ("2h", NOW - 1800, 0.75),
+        ("2h", NOW, 1.0),
+        ("2h", NOW - 3 * 3600, 0.0),  # past its expiry: nothing left
+        ("2h", NOW + 3600, 1.0),  # a clock behind the creation time: capped
+        ("1s", NOW - 1, 0.0),  # a one-second expireAfter is a lifetime like any other
     ],
 )
-def test_lifetime_remaining(claim: nodeclaim.NodeClaim, remaining: float) -> None:
+def test_lifetime_remaining(expire_after: str, created: float, remaining: float) -> None:
+    claim = nodeclaim_builders.claim("c", expire_after=expire_after, created=nodeclaim_builders.ts(created))
     assert candidates.lifetime_remaining(claim, NOW) == remaining
 
 
 def test_lifetime_remaining_without_a_creation_time() -> None:
-    claim = _claim("2h", NOW)
+    claim = nodeclaim_builders.claim("c", expire_after="2h", created=nodeclaim_builders.ts(NOW))
     bare = dataclasses.replace(claim, metadata=dataclasses.replace(claim.metadata, creation_timestamp=None))
     assert candidates.lifetime_remaining(bare, NOW) == 1.0
 

@@ -18,7 +18,7 @@ from tests import builders, polling, tasks
 from tests.disruption import world as disruption_world
 
 from karpy import clock as karpy_clock
-from karpy.api import decoding, labels, parse
+from karpy.api import decoding, labels
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -126,24 +126,11 @@ def test_pod_event_time(old: Mapping[str, Any] | None, new: Mapping[str, Any] | 
 # --- instance-type drift -------------------------------------------------------------------------------------------
 
 
-def _claim(**extra_labels: str) -> Any:
-    base = {
-        labels.LABEL_INSTANCE_TYPE: "c4",
-        labels.LABEL_ZONE: disruption_world.ZONE,
-        labels.LABEL_CAPACITY_TYPE: labels.CAPACITY_TYPE_ON_DEMAND,
-    }
-    merged = {k: v for k, v in {**base, **extra_labels}.items() if v}
-    return parse.nodeclaim(
-        {
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodeClaim",
-            "metadata": {"name": "c", "labels": merged, "creationTimestamp": ts(T0)},
-            "spec": {
-                "nodeClassRef": {"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"},
-                "requirements": [],
-            },
-        }
-    )
+C4_ON_DEMAND = {
+    labels.LABEL_INSTANCE_TYPE: "c4",
+    labels.LABEL_ZONE: disruption_world.ZONE,
+    labels.LABEL_CAPACITY_TYPE: labels.CAPACITY_TYPE_ON_DEMAND,
+}
 
 
 _C4 = disruption_world.instance_type("c4", 4, 0.2, 0.08)
@@ -179,7 +166,9 @@ C4_EXHAUSTED = types.InstanceType(
     ],
 )
 def test_instance_type_missing(claim_labels: dict[str, str], catalog: list[types.InstanceType], missing: bool) -> None:
-    assert disruption_conditions.instance_type_missing(_claim(**claim_labels), catalog) is missing
+    claim_labels = {k: v for k, v in {**C4_ON_DEMAND, **claim_labels}.items() if v}  # "" leaves the label out
+    claim = builders.parsed_nodeclaim("c", labels=claim_labels, created=ts(T0), requirements=[])
+    assert disruption_conditions.instance_type_missing(claim, catalog) is missing
 
 
 @pytest.mark.parametrize(
@@ -192,7 +181,8 @@ def test_instance_type_missing(claim_labels: dict[str, str], catalog: list[types
     ],
 )
 def test_instance_type_check_due(now: float, last_check: float | None, due: float) -> None:
-    assert disruption_conditions.instance_type_check_due(_claim(), now=now, last_check=last_check) == due
+    claim = builders.parsed_nodeclaim("c", labels=C4_ON_DEMAND, created=ts(T0), requirements=[])
+    assert disruption_conditions.instance_type_check_due(claim, now=now, last_check=last_check) == due
 
 
 # --- scenarios -----------------------------------------------------------------------------------------------------

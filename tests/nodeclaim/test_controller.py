@@ -184,7 +184,7 @@ async def test_registration_timeout_deletes_claim_and_terminates_instance() -> N
 
 async def test_termination_timestamp_annotation_on_deletion() -> None:
     env = harness.make_env()
-    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME, tgp="1h"))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME, termination_grace_period="1h"))
     ctl = env.claims()
     await ctl.reconcile(NAME)
     env.clock.advance(10)

@@ -46,11 +46,11 @@ class Env:
             resources.NODECLAIMS,
             nodeclaim_builders.claim_dict(
                 name,
-                created=self.clock.now(),
+                created=nodeclaim_builders.ts(self.clock.now()),
                 expire_after=expire_after,
                 status=status,
                 finalizers=[labels.FINALIZER_TERMINATION],
-                extra_labels=extra,
+                labels=extra,
             ),
         )
         if node:
@@ -213,10 +213,10 @@ def _reserved_claim(env: Env, name: str) -> None:
         resources.NODECLAIMS,
         nodeclaim_builders.claim_dict(
             name,
-            created=env.clock.now(),
+            created=nodeclaim_builders.ts(env.clock.now()),
             expire_after="720h",
             finalizers=[labels.FINALIZER_TERMINATION],
-            extra_labels={
+            labels={
                 labels.LABEL_CAPACITY_TYPE: "reserved",
                 labels.LABEL_CAPACITY_RESERVATION_ID: "cr-block",
                 labels.LABEL_CAPACITY_RESERVATION_TYPE: "capacity-block",

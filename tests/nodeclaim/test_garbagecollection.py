@@ -21,19 +21,14 @@ def _instance(pid: str, created: float | None = None) -> nodeclaim.NodeClaim:
     )
 
 
-def _claim(name: str, pid: str, *, registered: bool = True, deleting: bool = False) -> nodeclaim.NodeClaim:
-    conds = [nodeclaim_builders.cond("Registered", "True" if registered else "Unknown", T0)]
-    return nodeclaim_builders.claim(
-        name,
-        status={"providerID": pid, "conditions": conds},
-        deleted=T0 if deleting else None,
-        finalizers=["karpenter.sh/termination"] if deleting else (),
-    )
+REGISTERED = [nodeclaim_builders.cond("Registered", "True", T0)]
+NOT_REGISTERED = [nodeclaim_builders.cond("Registered", "Unknown", T0)]
+LEAVING = {"deleted": nodeclaim_builders.ts(T0), "finalizers": ["karpenter.sh/termination"]}
 
 
 def test_unclaimed_instance_is_leaked_only_after_the_grace() -> None:
     instances = [_instance("p-0001"), _instance("p-0002")]
-    claims = [_claim("a", "p-0001")]
+    claims = [nodeclaim_builders.claim("a", provider_id="p-0001", conditions=REGISTERED)]
     seen = nodeclaim_garbagecollection.track_unclaimed(instances, claims, first_seen={}, now=T0)
     assert seen == {"p-0002": T0}  # the claimed one is not tracked
     assert nodeclaim_garbagecollection.leaked_instances(instances, claims, first_seen=seen, now=T0 + 30) == []
@@ -58,17 +53,22 @@ def test_instance_claimed_later_is_forgotten() -> None:
     instances = [_instance("p-0004")]
     seen = nodeclaim_garbagecollection.track_unclaimed(instances, [], first_seen={}, now=T0)
     seen = nodeclaim_garbagecollection.track_unclaimed(
-        instances, [_claim("late", "p-0004", registered=False)], first_seen=seen, now=T0 + 5
+        instances,
+        [nodeclaim_builders.claim("late", provider_id="p-0004", conditions=NOT_REGISTERED)],
+        first_seen=seen,
+        now=T0 + 5,
     )
     assert seen == {}
 
 
 def test_orphaned_claims_are_registered_not_deleting_and_missing_from_the_cloud() -> None:
     claims = [
-        _claim("gone", "p-0001"),
-        _claim("alive", "p-0002"),
-        _claim("young", "p-0003", registered=False),  # liveness owns it
-        _claim("leaving", "p-0004", deleting=True),  # its finalizer owns it
+        nodeclaim_builders.claim("gone", provider_id="p-0001", conditions=REGISTERED),
+        nodeclaim_builders.claim("alive", provider_id="p-0002", conditions=REGISTERED),
+        nodeclaim_builders.claim("young", provider_id="p-0003", conditions=NOT_REGISTERED),  # liveness owns it
+        nodeclaim_builders.claim(
+            "leaving", provider_id="p-0004", conditions=REGISTERED, **LEAVING
+        ),  # its finalizer owns it
     ]
     instances = [_instance("p-0002")]
     assert [c.name for c in nodeclaim_garbagecollection.orphaned_claims(claims, instances)] == ["gone"]
@@ -78,7 +78,7 @@ def test_a_deleting_claim_still_claims_its_instance() -> None:
     """A claim being deleted is still draining its node: its instance is not leaked, however long ago it was first
     seen unclaimed (an instance the launch had not yet recorded when the GC first looked)."""
     instances = [_instance("p-0005")]
-    draining = [_claim("draining", "p-0005", deleting=True)]
+    draining = [nodeclaim_builders.claim("draining", provider_id="p-0005", conditions=REGISTERED, **LEAVING)]
     assert (
         nodeclaim_garbagecollection.track_unclaimed(instances, draining, first_seen={"p-0005": T0 - 3600}, now=T0) == {}
     )
@@ -90,7 +90,7 @@ def test_a_deleting_claim_still_claims_its_instance() -> None:
 
 def test_a_claimed_instance_is_never_leaked_even_with_a_stale_first_sighting() -> None:
     instances = [_instance("p-0006")]
-    claims = [_claim("late", "p-0006", registered=False)]
+    claims = [nodeclaim_builders.claim("late", provider_id="p-0006", conditions=NOT_REGISTERED)]
     assert (
         nodeclaim_garbagecollection.leaked_instances(instances, claims, first_seen={"p-0006": T0 - 3600}, now=T0) == []
     )
@@ -112,5 +112,8 @@ def test_leaked_instances_and_orphaned_claims_come_in_a_stable_order() -> None:
         "p-0008",
         "p-0009",
     ]
-    claims = [_claim("zulu", "p-0010"), _claim("alpha", "p-0011")]
+    claims = [
+        nodeclaim_builders.claim("zulu", provider_id="p-0010", conditions=REGISTERED),
+        nodeclaim_builders.claim("alpha", provider_id="p-0011", conditions=REGISTERED),
+    ]
     assert [c.name for c in nodeclaim_garbagecollection.orphaned_claims(claims, [])] == ["alpha", "zulu"]

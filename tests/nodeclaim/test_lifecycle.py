@@ -124,7 +124,7 @@ def test_registration_syncs_everything_onto_the_node() -> None:
 def test_registration_does_not_sync_taints_when_told_not_to() -> None:
     claim = _launched(
         taints=[{"key": "team", "value": "a", "effect": "NoSchedule"}],
-        extra_labels={labels.LABEL_DO_NOT_SYNC_TAINTS: "true"},
+        labels={labels.LABEL_DO_NOT_SYNC_TAINTS: "true"},
     )
     out = lifecycle.registration_patch(claim, nodeclaim_builders.node_dict(), now=T0)
     assert out.node_patch is not None
@@ -145,7 +145,7 @@ def test_registration_rerun_on_a_synced_node_writes_nothing_to_it() -> None:
     assert first.node_patch is not None
     synced = nodeclaim_builders.node_dict(
         taints=[],
-        node_labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_REGISTERED: "true"},
+        labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_REGISTERED: "true"},
         finalizers=[labels.FINALIZER_TERMINATION],
         owners=[lifecycle.owner_reference(claim)],
     )
@@ -228,8 +228,7 @@ def test_initialization_patch_only_when_label_missing() -> None:
         "metadata": {"labels": {labels.LABEL_INITIALIZED: "true"}}
     }
     assert (
-        lifecycle.initialization_patch(nodeclaim_builders.node_dict(node_labels={labels.LABEL_INITIALIZED: "true"}))
-        is None
+        lifecycle.initialization_patch(nodeclaim_builders.node_dict(labels={labels.LABEL_INITIALIZED: "true"})) is None
     )
 
 
@@ -273,9 +272,15 @@ def test_liveness(conds: list[dict[str, str]], elapsed: float, expected: lifecyc
 
 
 def test_termination_timestamp_annotation() -> None:
-    assert lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(tgp="1h")) is None  # not deleting
-    assert lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(deleted=T0)) is None  # no TGP
-    text = lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(tgp="1h30m", deleted=T0 + 5))
+    assert (
+        lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(termination_grace_period="1h")) is None
+    )  # not deleting
+    assert (
+        lifecycle.termination_timestamp_annotation(nodeclaim_builders.claim(deleted=nodeclaim_builders.ts(T0))) is None
+    )  # no TGP
+    text = lifecycle.termination_timestamp_annotation(
+        nodeclaim_builders.claim(termination_grace_period="1h30m", deleted=nodeclaim_builders.ts(T0 + 5))
+    )
     assert text == "2023-11-14T23:43:25Z"  # T0 = 2023-11-14T22:13:20Z; + 5 s + 90 min
     annotated = nodeclaim_builders.claim(annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: text})
     assert lifecycle.termination_time(annotated) == T0 + 5 + 5400
@@ -293,7 +298,7 @@ def test_expired(expire_after: str, elapsed: float, expected: bool) -> None:
 
 def test_a_deleting_claim_does_not_expire_again() -> None:
     assert not expiration.expired(
-        nodeclaim_builders.claim(expire_after="1s", deleted=T0 + 5, finalizers=["x"]), T0 + 100
+        nodeclaim_builders.claim(expire_after="1s", deleted=nodeclaim_builders.ts(T0 + 5), finalizers=["x"]), T0 + 100
     )
 
 

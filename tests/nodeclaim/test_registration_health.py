@@ -3,8 +3,8 @@ lifecycle's outcomes make, and the reset and restart rules of nodepool/registrat
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 from tests.nodeclaim import builders as nodeclaim_builders
@@ -17,29 +17,20 @@ from karpy.nodeclaim import controller, registration
 UID = "pool-uid"
 
 
-def claim(*, launched: str | None = "True", reason: str = "", message: str = "") -> Any:
-    raw = nodeclaim_builders.claim_dict("c")
-    raw["metadata"]["ownerReferences"] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default",
-                                           "uid": UID}]  # fmt: skip
-    if launched is not None:
-        raw["status"] = {
-            "conditions": [
-                {
-                    "type": "Launched",
-                    "status": launched,
-                    "reason": reason or "Launched",
-                    "message": message,
-                    "lastTransitionTime": "2023-11-14T22:13:20Z",
-                }
-            ]
-        }
-    return parse.nodeclaim(raw)
+POOL_OWNER = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default", "uid": UID}
+claim = functools.partial(nodeclaim_builders.claim, "c", owners=[POOL_OWNER])
+"""NodeClaim `c` of the pool whose uid is UID; `conditions=[launched(...)]` says how its launch went."""
+
+
+def launched(status: str = "True", reason: str = "Launched", message: str = "") -> dict[str, str]:
+    """The Launched condition of a claim."""
+    return nodeclaim_builders.cond("Launched", status, nodeclaim_builders.T0, reason) | {"message": message}
 
 
 def run(outcomes: Sequence[bool]) -> registration.RegistrationHealth:
     tracker = registration.RegistrationHealth()
     for ok in outcomes:
-        tracker.record(claim(), registered=ok)
+        tracker.record(claim(conditions=[launched()]), registered=ok)
     return tracker
 
 
@@ -65,7 +56,7 @@ def cond(status: str, reason: str = "", generation: int = 1) -> meta.Condition:
 def test_a_first_condition_is_unknown_then_a_registration_makes_it_true() -> None:
     tracker = registration.RegistrationHealth()
     assert tracker.condition(UID, None, stale=False).status == "Unknown"
-    tracker.record(claim(), registered=True)
+    tracker.record(claim(conditions=[launched()]), registered=True)
     assert tracker.condition(UID, cond("Unknown"), stale=False) == registration.Wanted(
         "True", "NodeRegistrationHealthy"
     )
@@ -73,7 +64,7 @@ def test_a_first_condition_is_unknown_then_a_registration_makes_it_true() -> Non
 
 def test_launch_failures_make_it_false_with_the_launch_reason() -> None:
     tracker = registration.RegistrationHealth()
-    failed = claim(launched="False", reason="LaunchFailed", message="UnauthorizedOperation: not allowed")
+    failed = claim(conditions=[launched("False", "LaunchFailed", "UnauthorizedOperation: not allowed")])
     tracker.record(failed, registered=False)
     # One failure decides nothing: the stored condition stands.
     assert tracker.condition(UID, cond("True"), stale=False).status == "True"
@@ -85,7 +76,7 @@ def test_launch_failures_make_it_false_with_the_launch_reason() -> None:
 def test_a_launched_node_that_never_registered_is_a_registration_failure() -> None:
     tracker = run([])
     for _ in range(2):
-        tracker.record(claim(launched="True"), registered=False)
+        tracker.record(claim(conditions=[launched()]), registered=False)
     wanted = tracker.condition(UID, cond("Unknown"), stale=False)
     assert (wanted.status, wanted.reason) == ("False", registration.REGISTRATION_FAILED)
 
@@ -95,7 +86,7 @@ def test_a_change_of_the_pool_or_its_node_class_resets_to_unknown() -> None:
     assert tracker.condition(UID, cond("False"), stale=True).status == "Unknown"
     assert tracker.health(UID) is registration.Health.UNKNOWN
     # Afterwards one success is enough again.
-    tracker.record(claim(), registered=True)
+    tracker.record(claim(conditions=[launched()]), registered=True)
     assert tracker.condition(UID, cond("Unknown"), stale=False).status == "True"
 
 
@@ -103,13 +94,13 @@ def test_after_a_restart_the_buffer_is_seeded_from_the_condition() -> None:
     unhealthy = registration.RegistrationHealth()
     assert unhealthy.condition(UID, cond("False", "LaunchFailed"), stale=False).status == "False"
     # Seeded as two failures: one success does not make it healthy, as upstream's pre-hydration has it.
-    unhealthy.record(claim(), registered=True)
+    unhealthy.record(claim(conditions=[launched()]), registered=True)
     assert unhealthy.health(UID) is registration.Health.UNHEALTHY
     assert unhealthy.condition(UID, cond("False", "LaunchFailed"), stale=False).status == "False"
     healthy = registration.RegistrationHealth()
     assert healthy.condition(UID, cond("True"), stale=False).status == "True"
     assert healthy.outcomes(UID) == (True,)
-    healthy.record(claim(launched="False", reason="LaunchFailed"), registered=False)
+    healthy.record(claim(conditions=[launched("False", "LaunchFailed")]), registered=False)
     assert healthy.health(UID) is registration.Health.HEALTHY
 
 
@@ -121,12 +112,6 @@ def test_claims_no_pool_owns_are_not_counted() -> None:
     assert tracker.health(UID) is registration.Health.UNKNOWN
 
 
-def _owned(name: str) -> dict[str, Any]:
-    raw = nodeclaim_builders.claim_dict(name)
-    raw["metadata"]["ownerReferences"] = [{"kind": "NodePool", "name": "default", "uid": UID}]
-    return raw
-
-
 async def test_the_lifecycle_reports_launch_timeouts_and_registrations() -> None:
     env = harness.make_env()
     tracker = registration.RegistrationHealth()
@@ -136,7 +121,10 @@ async def test_the_lifecycle_reports_launch_timeouts_and_registrations() -> None
     )
 
     async def until_gone(name: str) -> None:
-        env.kube.put(resources.NODECLAIMS, _owned(name))
+        env.kube.put(
+            resources.NODECLAIMS,
+            nodeclaim_builders.claim_dict(name, owners=[{"kind": "NodePool", "name": "default", "uid": UID}]),
+        )
         await harness.drive(lambda: ctl.reconcile(name), env, until=lambda: env.claim_obj(name) is None)
 
     await until_gone("a")
@@ -145,7 +133,10 @@ async def test_the_lifecycle_reports_launch_timeouts_and_registrations() -> None
     assert (wanted.status, wanted.reason) == ("False", "InternalError")
     # A claim that launches and registers is a success.
     env.cloud.allowed_creates = None
-    env.kube.put(resources.NODECLAIMS, _owned("c"))
+    env.kube.put(
+        resources.NODECLAIMS,
+        nodeclaim_builders.claim_dict("c", owners=[{"kind": "NodePool", "name": "default", "uid": UID}]),
+    )
     await ctl.reconcile("c")
     raw = env.claim_obj("c")
     assert raw is not None

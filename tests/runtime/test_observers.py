@@ -136,7 +136,9 @@ def test_the_provisioner_waits_for_in_flight_launches() -> None:
     assert view.synced()
     cluster.apply(
         resources.NODECLAIMS,
-        client.WatchEvent("ADDED", nodeclaim_builders.claim_dict("default-b", deleted=nodeclaim_builders.T0)),
+        client.WatchEvent(
+            "ADDED", nodeclaim_builders.claim_dict("default-b", deleted=nodeclaim_builders.ts(nodeclaim_builders.T0))
+        ),
     )
     assert view.synced()  # a claim deleted before its launch never launches: nothing to wait for
 

@@ -43,7 +43,7 @@ async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> 
     m, env = metrics.Metrics(), harness.make_env()
     await _registered(env, m)
     env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web"))
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("db", pod_labels={"app": "db"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("db", labels={"app": "db"}))
     env.kube.put(resources.PDBS, builders.pdb("db", {"app": "db"}, namespace="default", minAvailable=1))
     env.clock.advance(7200)  # two hours old when its deletion is asked for
     await env.kube.delete(resources.NODES, NODE)
@@ -54,7 +54,7 @@ async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> 
     assert value(m, "karpenter_pods_eviction_requests_total", code="429") >= 1
     assert value(m, "karpenter_pods_eviction_requests_total", code="200") == 1  # web went at once
     assert value(m, "karpenter_pods_drained_total", reason=controller.FORCEFUL) == 1  # no DisruptionReason
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("db-2", node="other", pod_labels={"app": "db"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("db-2", node="other", labels={"app": "db"}))
     started = env.clock.now() - 5 * 1.0
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
     assert value(m, "karpenter_pods_drained_total", reason=controller.FORCEFUL) == 2

@@ -25,7 +25,7 @@ def _terminator(env: harness.Env) -> controller.TerminationController:
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
     """A launched, registered, initialized NodeClaim with its Node, through the lifecycle reconciler itself."""
-    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, tgp=tgp))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, termination_grace_period=tgp))
     claims = env.claims()
     await claims.reconcile(CLAIM)
     raw = env.claim_obj(CLAIM)
@@ -60,12 +60,14 @@ async def test_full_termination_in_tier_order() -> None:
     env = harness.make_env()
     await _registered(env)
     for pod in (
-        nodeclaim_builders.pod_dict("crit-ds", daemon=True, priority_class="system-node-critical"),
-        nodeclaim_builders.pod_dict("crit", priority_class="system-cluster-critical"),
-        nodeclaim_builders.pod_dict("ds", daemon=True),
+        nodeclaim_builders.pod_dict(
+            "crit-ds", owners=[nodeclaim_builders.DAEMONSET_OWNER], priorityClassName="system-node-critical"
+        ),
+        nodeclaim_builders.pod_dict("crit", priorityClassName="system-cluster-critical"),
+        nodeclaim_builders.pod_dict("ds", owners=[nodeclaim_builders.DAEMONSET_OWNER]),
         nodeclaim_builders.pod_dict("app-1"),
         nodeclaim_builders.pod_dict("app-2"),
-        nodeclaim_builders.pod_dict("mirror", mirror=True),
+        nodeclaim_builders.pod_dict("mirror", owners=[nodeclaim_builders.MIRROR_OWNER]),
         nodeclaim_builders.pod_dict(
             "tolerant", tolerations=[{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]
         ),
@@ -120,7 +122,7 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     await _registered(env, tgp="1h")  # even with a TGP, no PDB-protected pod is deleted before it
     env.kube.put(resources.PDBS, builders.pdb("web", {"app": "web"}, minAvailable=2))
     for name in ("web-1", "web-2"):
-        env.kube.put(resources.PODS, nodeclaim_builders.pod_dict(name, pod_labels={"app": "web"}))
+        env.kube.put(resources.PODS, nodeclaim_builders.pod_dict(name, labels={"app": "web"}))
     await _delete_node(env)
     term = _terminator(env)
 
@@ -144,7 +146,7 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     assert attempts.count("web-1") == attempts.count("web-2")  # each pod on its own backoff, neither starved
 
     # A replacement becomes Ready elsewhere: exactly one eviction is allowed, then the budget blocks again.
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-3", node="other", pod_labels={"app": "web"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-3", node="other", labels={"app": "web"}))
     for _ in range(30):
         result = await term.reconcile(NODE)
         assert healthy() >= 2
@@ -152,7 +154,7 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     assert term.counters.evictions == 1
     assert len([p for p in _pods(env) if p in ("web-1", "web-2")]) == 1
 
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-4", node="other", pod_labels={"app": "web"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-4", node="other", labels={"app": "web"}))
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _node_gone(env))
     assert term.counters.evictions == 2
     assert term.counters.pods_deleted == 0
@@ -164,7 +166,9 @@ async def test_do_not_disrupt_blocks_until_the_termination_grace_period_forces_i
     await _registered(env, tgp="2m")
     env.kube.put(
         resources.PODS,
-        nodeclaim_builders.pod_dict("batch", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}, grace=30),
+        nodeclaim_builders.pod_dict(
+            "batch", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}, terminationGracePeriodSeconds=30
+        ),
     )
     deleted_at = env.clock.now()
     await _delete_node(env)
@@ -228,7 +232,7 @@ async def test_volume_attachment_of_an_undrainable_pod_does_not_block() -> None:
     env.kube.put(
         resources.PODS,
         nodeclaim_builders.pod_dict(
-            "agent", pvcs=["data"], tolerations=[{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]
+            "agent", claims=["data"], tolerations=[{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]
         ),
     )
     env.kube.put(
@@ -295,7 +299,7 @@ async def test_failed_eviction_backs_off_and_is_reported() -> None:
     await _registered(env)
     env.kube.put(resources.PDBS, builders.pdb("one", {"app": "web"}, minAvailable=0))
     env.kube.put(resources.PDBS, builders.pdb("two", {"app": "web"}, minAvailable=0))
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-1", pod_labels={"app": "web"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-1", labels={"app": "web"}))
     await _delete_node(env)
     term = controller.TerminationController(env.deps, backoff=drain.Backoff(base=1.0, cap=4.0))
     attempts = []

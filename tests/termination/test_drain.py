@@ -14,22 +14,18 @@ T0 = nodeclaim_builders.T0
 DND = labels.ANNOTATION_DO_NOT_DISRUPT
 
 
-def _pod(name: str, **kwargs: Any) -> drain.DrainPod:
-    return drain.from_manifest(nodeclaim_builders.pod_dict(name, **kwargs))
-
-
 def _names(pods: tuple[drain.DrainPod, ...]) -> list[str]:
     return [p.name for p in pods]
 
 
 def test_parse_reads_what_draining_needs() -> None:
-    pod = _pod(
+    pod = nodeclaim_builders.drain_pod(
         "p",
-        daemon=True,
-        priority_class="system-node-critical",
-        grace=45,
-        deleted=T0 + 1,
-        pvcs=["data"],
+        owners=[nodeclaim_builders.DAEMONSET_OWNER],
+        priorityClassName="system-node-critical",
+        terminationGracePeriodSeconds=45,
+        deleted=nodeclaim_builders.ts(T0 + 1),
+        claims=["data"],
         annotations={DND: "true"},
     )
     assert (pod.daemon, pod.mirror, pod.tier) == (True, False, drain.Tier.CRITICAL_DAEMON)
@@ -44,10 +40,12 @@ def test_parse_reads_what_draining_needs() -> None:
 
 def test_only_the_first_non_empty_tier_is_evicted() -> None:
     pods = [
-        _pod("crit-ds", daemon=True, priority_class="system-node-critical"),
-        _pod("crit", priority_class="system-cluster-critical"),
-        _pod("ds", daemon=True),
-        _pod("app"),
+        nodeclaim_builders.drain_pod(
+            "crit-ds", owners=[nodeclaim_builders.DAEMONSET_OWNER], priorityClassName="system-node-critical"
+        ),
+        nodeclaim_builders.drain_pod("crit", priorityClassName="system-cluster-critical"),
+        nodeclaim_builders.drain_pod("ds", owners=[nodeclaim_builders.DAEMONSET_OWNER]),
+        nodeclaim_builders.drain_pod("app"),
     ]
     order = []
     while pods:
@@ -61,7 +59,7 @@ def test_only_the_first_non_empty_tier_is_evicted() -> None:
     ("kwargs", "waits", "evicts"),
     [
         ({}, True, True),
-        ({"mirror": True}, False, False),
+        ({"owners": [nodeclaim_builders.MIRROR_OWNER]}, False, False),
         ({"phase": "Succeeded"}, False, False),
         ({"phase": "Failed"}, False, False),
         ({"tolerations": [{"key": labels.TAINT_DISRUPTED_KEY, "operator": "Exists"}]}, False, False),
@@ -71,13 +69,13 @@ def test_only_the_first_non_empty_tier_is_evicted() -> None:
             True,
             True,
         ),
-        ({"deleted": T0 - 10}, True, False),  # terminating: wait for it, no second eviction
-        ({"deleted": T0 - 60}, True, False),  # a minute exactly: still waited for
-        ({"deleted": T0 - 61}, False, False),  # stuck terminating: stop waiting
+        ({"deleted": nodeclaim_builders.ts(T0 - 10)}, True, False),  # terminating: wait for it, no second eviction
+        ({"deleted": nodeclaim_builders.ts(T0 - 60)}, True, False),  # a minute exactly: still waited for
+        ({"deleted": nodeclaim_builders.ts(T0 - 61)}, False, False),  # stuck terminating: stop waiting
         ({"annotations": {DND: "true"}}, True, False),
-        ({"annotations": {DND: "10m"}, "started": T0 - 599}, True, False),
-        ({"annotations": {DND: "10m"}, "started": T0 - 600}, True, True),  # window over
-        ({"annotations": {DND: "1h30m"}, "started": T0 - 3600}, True, False),
+        ({"annotations": {DND: "10m"}, "started": nodeclaim_builders.ts(T0 - 599)}, True, False),
+        ({"annotations": {DND: "10m"}, "started": nodeclaim_builders.ts(T0 - 600)}, True, True),  # window over
+        ({"annotations": {DND: "1h30m"}, "started": nodeclaim_builders.ts(T0 - 3600)}, True, False),
         ({"annotations": {DND: "10m"}, "started": None}, True, False),  # not started: protected, however old
         ({"annotations": {DND: "0s"}, "started": None}, True, True),  # not a positive duration: ignored
         ({"annotations": {DND: "-5m"}, "started": None}, True, True),
@@ -86,7 +84,7 @@ def test_only_the_first_non_empty_tier_is_evicted() -> None:
     ],
 )
 def test_which_pods_hold_the_drain_and_which_are_evicted(kwargs: dict[str, Any], waits: bool, evicts: bool) -> None:
-    step = drain.plan([_pod("p", **kwargs)], now=T0, termination_time=None)
+    step = drain.plan([nodeclaim_builders.drain_pod("p", **kwargs)], now=T0, termination_time=None)
     assert (bool(step.waiting), bool(step.evict)) == (waits, evicts)
     assert step.delete == ()  # nothing is ever deleted without a termination grace period
     assert step.drained is not waits
@@ -103,18 +101,27 @@ def test_which_pods_hold_the_drain_and_which_are_evicted(kwargs: dict[str, Any],
     ],
 )
 def test_force_threshold_is_node_termination_time_minus_pod_grace(grace: int, now: float, deleted: bool) -> None:
-    step = drain.plan([_pod("p", grace=grace)], now=now, termination_time=T0 + 3600)
+    step = drain.plan(
+        [nodeclaim_builders.drain_pod("p", terminationGracePeriodSeconds=grace)], now=now, termination_time=T0 + 3600
+    )
     assert bool(step.delete) is deleted
     assert bool(step.evict) is not deleted  # forced pods are not evicted as well
 
 
 def test_force_covers_every_tier_and_do_not_disrupt_but_not_terminating_pods() -> None:
     pods = [
-        _pod("app", grace=30),
-        _pod("crit-ds", daemon=True, priority_class="system-node-critical", grace=30),
-        _pod("blocker", annotations={DND: "true"}, grace=30),
-        _pod("leaving", deleted=T0 + 3580, grace=30),
-        _pod("slow", grace=10),
+        nodeclaim_builders.drain_pod("app", terminationGracePeriodSeconds=30),
+        nodeclaim_builders.drain_pod(
+            "crit-ds",
+            owners=[nodeclaim_builders.DAEMONSET_OWNER],
+            priorityClassName="system-node-critical",
+            terminationGracePeriodSeconds=30,
+        ),
+        nodeclaim_builders.drain_pod("blocker", annotations={DND: "true"}, terminationGracePeriodSeconds=30),
+        nodeclaim_builders.drain_pod(
+            "leaving", deleted=nodeclaim_builders.ts(T0 + 3580), terminationGracePeriodSeconds=30
+        ),
+        nodeclaim_builders.drain_pod("slow", terminationGracePeriodSeconds=10),
     ]
     step = drain.plan(pods, now=T0 + 3580, termination_time=T0 + 3600)
     assert _names(step.delete) == ["app", "blocker", "crit-ds"]
@@ -150,14 +157,14 @@ def test_disrupted_patch() -> None:
     }
     done = nodeclaim_builders.node_dict(
         taints=[{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}],
-        node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"},
+        labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"},
     )
     assert drain.disrupted_patch(done) is None
     tainted_only = nodeclaim_builders.node_dict(taints=[{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}])
     assert drain.disrupted_patch(tainted_only) == {
         "metadata": {"labels": {labels.LABEL_EXCLUDE_FROM_LB: "karpenter"}, "resourceVersion": "7"}
     }
-    labelled_only = nodeclaim_builders.node_dict(taints=[], node_labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"})
+    labelled_only = nodeclaim_builders.node_dict(taints=[], labels={labels.LABEL_EXCLUDE_FROM_LB: "karpenter"})
     assert drain.disrupted_patch(labelled_only) == {
         "spec": {"taints": [{"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}]},
         "metadata": {"resourceVersion": "7"},
@@ -209,11 +216,11 @@ def test_owners_are_matched_by_api_version_and_kind() -> None:
     ],
 )
 def test_which_tolerations_let_a_pod_stay_on_a_disrupted_node(toleration: dict[str, str], tolerated: bool) -> None:
-    assert _pod("p", tolerations=[toleration]).tolerates_disrupted is tolerated
+    assert nodeclaim_builders.drain_pod("p", tolerations=[toleration]).tolerates_disrupted is tolerated
 
 
 def test_only_persistent_volume_claims_are_volumes_to_wait_for() -> None:
-    manifest = nodeclaim_builders.pod_dict("p", pvcs=["data"])
+    manifest = nodeclaim_builders.pod_dict("p", claims=["data"])
     manifest["spec"]["volumes"] += [
         {"name": "scratch", "emptyDir": {}},
         {"name": "odd", "persistentVolumeClaim": {"readOnly": True}},

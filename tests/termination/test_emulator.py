@@ -42,10 +42,8 @@ async def api(kube: runner.KubeAPIRunner, clock: karpy_clock.ManualClock) -> Asy
 
 
 async def _ready_pod(api: rest.RestClient, name: str, node: str) -> None:
-    body = nodeclaim_builders.pod_dict(name, node=node, pod_labels={"app": "web"})
+    body = nodeclaim_builders.pod_dict(name, node=node, labels={"app": "web"}, created=None)  # the server stamps it
     status = body.pop("status")
-    for key in ("uid", "creationTimestamp", "ownerReferences"):
-        body["metadata"].pop(key)
     await api.create(resources.PODS, body)
     await api.patch(resources.PODS, name, {"status": status}, namespace="default", subresource="status")
 

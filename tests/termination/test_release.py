@@ -16,7 +16,7 @@ OTHER_FINALIZER = "example.com/keep-me"
 
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
-    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, tgp=tgp, pool="team"))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, termination_grace_period=tgp, pool="team"))
     await env.claims().reconcile(CLAIM)
     raw = env.claim_obj(CLAIM)
     assert raw is not None
@@ -63,11 +63,13 @@ async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None
 async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None:
     env = harness.make_env()
     await _registered(env, tgp="10m")
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web", namespace="shop"))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web", namespace="shop", uid="uid-shop-web"))
     for name in ("pinned", "pinned-too"):
         env.kube.put(
             resources.PODS,
-            nodeclaim_builders.pod_dict(name, namespace="shop", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}),
+            nodeclaim_builders.pod_dict(
+                name, namespace="shop", uid=f"uid-shop-{name}", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"}
+            ),
         )
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps)

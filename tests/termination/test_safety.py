@@ -234,9 +234,12 @@ async def test_volumes_of_pods_the_drain_does_not_wait_for_do_not_block() -> Non
     env = harness.make_env()
     await _registered(env)
     del env.kube.objects[("pods", "default", "app")]
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("a-done", phase="Succeeded", pvcs=["done-data"]))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("a-done", phase="Succeeded", claims=["done-data"]))
     env.kube.put(
-        resources.PODS, nodeclaim_builders.pod_dict("b-stuck", deleted=env.clock.now() - 120, pvcs=["stuck-data"])
+        resources.PODS,
+        nodeclaim_builders.pod_dict(
+            "b-stuck", deleted=nodeclaim_builders.ts(env.clock.now() - 120), claims=["stuck-data"]
+        ),
     )
     for claim, volume in (("done-data", "pv-done"), ("stuck-data", "pv-stuck")):
         env.kube.put(
@@ -302,7 +305,7 @@ async def test_a_pod_backing_off_does_not_hold_up_the_pods_after_it() -> None:
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
         },
     )
-    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("a-db", pod_labels={"app": "db"}))
+    env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("a-db", labels={"app": "db"}))
     await env.kube.delete(resources.NODES, NODE)
     term = controller.TerminationController(env.deps, backoff=drain.Backoff(base=10.0, cap=10.0))
     await term.reconcile(NODE)  # refused: a-db backs off for 10 s

@@ -20,7 +20,7 @@ NODE = "ip-10-0-0-1"
 
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
-    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, tgp=tgp))
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(CLAIM, termination_grace_period=tgp))
     claims = env.claims()
     await claims.reconcile(CLAIM)
     raw: Any = env.claim_obj(CLAIM)
