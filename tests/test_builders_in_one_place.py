@@ -62,7 +62,6 @@ NOT_YET_FOLDED = {
     "cloudprovider/contract.py::make_nodeclaim": _PARSED,
     "cloudprovider/test_fake_provider.py::claim": _PARSED,
     "cloudprovider/test_tenancy.py::_pool": _PARSED,
-    "runtime/test_metrics.py::node": _PARSED,
 }
 ALLOWED = DIFFERENT | NOT_YET_FOLDED
 

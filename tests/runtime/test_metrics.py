@@ -5,6 +5,7 @@ from __future__ import annotations
 import aiohttp
 import prometheus_client.parser
 import pytest
+from tests import builders
 
 from karpy.api import labels
 from karpy.cloudprovider import types
@@ -14,17 +15,18 @@ from karpy.state import statenode
 PRICES = {("m5.large", "us-east-1a", "on-demand"): 0.096, ("m5.large", "us-east-1a", "spot"): 0.035}
 
 
-def node(name: str, pool: str, instance_type: str = "m5.large", capacity: str = "on-demand") -> statenode.StateNode:
-    node_labels = {
+def _labels(pool: str, instance_type: str = "m5.large", capacity: str = "on-demand") -> dict[str, str]:
+    """A node's labels: of `pool` ("": unmanaged), `instance_type` bought as `capacity` in us-east-1a."""
+    return {
         labels.LABEL_NODEPOOL: pool,
         labels.LABEL_INSTANCE_TYPE: instance_type,
         labels.LABEL_ZONE: "us-east-1a",
         labels.LABEL_CAPACITY_TYPE: capacity,
     }
-    return statenode.StateNode(
-        name=name, nodeclaim=None, node={"metadata": {"name": name, "labels": node_labels}}, labels=node_labels,
-        taints=(), allocatable={"cpu": 2000}, capacity={"cpu": 2000}, nodepool=pool, managed=bool(pool),
-    )  # fmt: skip
+
+
+WEB = builders.parsed_state_node("a", labels=_labels("web"), cpu="2")
+WEB_SPOT = builders.parsed_state_node("b", labels=_labels("web", capacity="spot"), cpu="2")
 
 
 def lookup(instance_type: str, zone: str, capacity_type: str) -> float | None:
@@ -32,13 +34,19 @@ def lookup(instance_type: str, zone: str, capacity_type: str) -> float | None:
 
 
 def test_nodepool_costs_sum_offering_prices_per_pool() -> None:
-    nodes = [node("a", "web"), node("b", "web", capacity="spot"), node("c", "batch"), node("u", "")]
+    nodes = [
+        WEB,
+        WEB_SPOT,
+        builders.parsed_state_node("c", labels=_labels("batch"), cpu="2"),
+        builders.parsed_state_node("u", labels=_labels(""), cpu="2"),
+    ]
     costs = metrics.nodepool_costs(nodes, lookup)
     assert costs == {"web": pytest.approx(0.096 + 0.035), "batch": pytest.approx(0.096)}  # unmanaged node ignored
 
 
 def test_unpriced_nodes_count_zero_but_keep_their_pool() -> None:
-    assert metrics.nodepool_costs([node("a", "web", instance_type="x9.huge")], lookup) == {"web": 0.0}
+    unpriced = builders.parsed_state_node("a", labels=_labels("web", instance_type="x9.huge"), cpu="2")
+    assert metrics.nodepool_costs([unpriced], lookup) == {"web": 0.0}
 
 
 def test_price_book_reads_offerings() -> None:
@@ -79,7 +87,7 @@ def samples(m: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 
 def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
     m = metrics.Metrics()
-    m.watch_state(Source([node("a", "web"), node("b", "web", capacity="spot")]))  # type: ignore[arg-type]
+    m.watch_state(Source([WEB, WEB_SPOT]))  # type: ignore[arg-type]
     m.prices.update(
         [
             types.InstanceType(
