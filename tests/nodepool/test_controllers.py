@@ -37,7 +37,7 @@ async def test_nodeclass_status_is_refreshed_every_minute_like_upstream(api: res
     now = clock.ManualClock()
     resolver = Resolver(now)
     controller = nodeclass_controller.NodeClassController(
-        nodeclass_controller.NodeClassDeps(kube=api, cluster=cluster.Cluster(clock=now), cloud=resolver, clock=now)
+        nodeclass_controller.Deps(client=api, cluster=cluster.Cluster(clock=now), cloud=resolver, clock=now)
     )
     await api.create(resources.EC2NODECLASSES, builders.ec2nodeclass("default"))
 
@@ -87,7 +87,7 @@ async def test_a_claim_stamped_by_upstream_is_restamped_with_karpys_hashes_and_n
     cache = await _taken_over(api, now)
     await nodepool_controller.NodePoolController(api, cache, clock=now).reconcile("default")
     await nodeclass_controller.NodeClassController(
-        nodeclass_controller.NodeClassDeps(kube=api, cluster=cache, cloud=Resolver(now), clock=now)
+        nodeclass_controller.Deps(client=api, cluster=cache, cloud=Resolver(now), clock=now)
     ).reconcile("default")
 
     stored = await api.get(resources.NODECLAIMS, "default-abcde")
@@ -182,7 +182,7 @@ async def test_a_deleted_nodeclass_in_use_says_which_nodeclaims_it_waits_on(api:
     await api.delete(resources.EC2NODECLASSES, "default")
     recorder = events.MemoryRecorder()
     controller = nodeclass_controller.NodeClassController(
-        nodeclass_controller.NodeClassDeps(kube=api, cluster=cache, cloud=Resolver(now), clock=now, recorder=recorder)
+        nodeclass_controller.Deps(client=api, cluster=cache, cloud=Resolver(now), clock=now, recorder=recorder)
     )
     assert await controller.reconcile("default") == nodeclass_controller.NODECLASS_IN_USE_POLL
     (told,) = recorder.events

@@ -101,6 +101,8 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The disruption loop's collaborators: provisioning's roles, but its own ClusterView, Settings and Metrics."""
+
     client: kube_client.KubeClient
     cluster: ClusterView
     cloud: types.CloudProvider

@@ -152,6 +152,8 @@ Create = Callable[[Sequence[results.PlannedNodeClaim], Mapping[str, nodepool.Nod
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The static-pool reconciler's collaborators: it launches through the provisioner's `create`, records nothing."""
+
     client: kube_client.KubeClient
     cluster: ClusterView
     clock: karpy_clock.Clock

@@ -79,6 +79,8 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The interruption poller's collaborators; the only loop with a message `queue` and the offering cache."""
+
     client: client.KubeClient
     cluster: ClusterView
     queue: QueueClient

@@ -62,6 +62,8 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The conditions reconciler's collaborators: it writes conditions only, so it needs no event recorder."""
+
     client: kube_client.KubeClient
     cluster: ClusterView
     cloud: types.CloudProvider

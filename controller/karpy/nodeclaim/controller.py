@@ -72,6 +72,8 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The lifecycle's collaborators: no ClusterView (Nodes come from `nodes`), and the registration tracker."""
+
     client: kube_client.KubeClient
     cloud: types.CloudProvider
     clock: karpy_clock.Clock

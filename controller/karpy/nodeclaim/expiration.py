@@ -68,6 +68,8 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The expiration reconciler's collaborators: repair's roles without `policies`, its own ClusterView."""
+
     client: kube_client.KubeClient
     cluster: ClusterView
     clock: karpy_clock.Clock

@@ -108,6 +108,8 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The repair loop's collaborators: expiration's roles plus the provider's repair `policies`."""
+
     client: kube_client.KubeClient
     cluster: ClusterView
     clock: karpy_clock.Clock

@@ -17,7 +17,8 @@ from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import ec2nodeclass, errors, hashing, labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloudprovider_errors
-from karpy.kube import client, patches, resources
+from karpy.kube import client as kube_client
+from karpy.kube import patches, resources
 from karpy.nodepool import drift_hash
 from karpy.state import cluster as state_cluster
 
@@ -68,8 +69,10 @@ class NodeClassReconciler(Protocol):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class NodeClassDeps:
-    kube: client.KubeClient
+class Deps:
+    """The EC2NodeClass reconciler's collaborators: it resolves through `NodeClassReconciler`, not the CloudProvider."""
+
+    client: kube_client.KubeClient
     cluster: state_cluster.Cluster
     cloud: NodeClassReconciler
     clock: karpy_clock.Clock
@@ -78,13 +81,13 @@ class NodeClassDeps:
 
 
 class NodeClassController:
-    def __init__(self, deps: NodeClassDeps) -> None:
+    def __init__(self, deps: Deps) -> None:
         self._deps = deps
         self._told: dict[str, float] = {}
         """Class uid -> when it was last told it waits on its NodeClaims."""
 
     async def reconcile(self, name: str) -> float | None:
-        kube = self._deps.kube
+        kube = self._deps.client
         raw = await kube.get(resources.EC2NODECLASSES, name)
         if raw is None:
             return None
@@ -135,7 +138,7 @@ class NodeClassController:
             return NODECLASS_ERROR_RETRY
         remove = patches.finalizers_patch(raw, remove=labels.FINALIZER_AWS_TERMINATION)
         if remove is not None:
-            await self._deps.kube.patch(resources.EC2NODECLASSES, nc.name, remove)
+            await self._deps.client.patch(resources.EC2NODECLASSES, nc.name, remove)
         return None
 
 

@@ -80,6 +80,8 @@ class Settings:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
+    """The provisioner's collaborators: disruption's roles, but its own ClusterView, Settings and Metrics."""
+
     client: client.KubeClient
     cluster: ports.ClusterView
     cloud: types.CloudProvider

@@ -248,8 +248,8 @@ def build(
     nodeclasses = None
     if cloud.nodeclasses is not None:
         nodeclasses = nodeclass_controller.NodeClassController(
-            nodeclass_controller.NodeClassDeps(
-                kube=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock, recorder=recorder
+            nodeclass_controller.Deps(
+                client=writer, cluster=cluster, cloud=cloud.nodeclasses, clock=clock, recorder=recorder
             )
         )
     repairer = None
