@@ -307,6 +307,7 @@ def nodeclaim(
     name: str = "default-abc12",
     *,
     pool: str = "default",
+    node_class: str = "default",
     finalizers: Sequence[str] | None = None,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
@@ -329,15 +330,15 @@ def nodeclaim(
     status: Mapping[str, Any] | None = None,
     **status_fields: Any,
 ) -> dict[str, Any]:
-    """A NodeClaim of `pool` with extra `labels`, `annotations`, `created`/`deleted` (creation/deletionTimestamp),
-    `uid`, `resource_version` and `owners` (ownerReferences).
+    """A NodeClaim of `pool` and EC2NodeClass `node_class` with extra `labels`, `annotations`, `created`/`deleted`
+    (creation/deletionTimestamp), `uid`, `resource_version` and `owners` (ownerReferences).
 
     Its spec: `requirements` (default: of `pool`), resource `requests`, `taints`, `startup_taints`, `expire_after`,
     `termination_grace_period`, then `spec` replacing top-level fields. Its status: `provider_id`, `node_name`,
     `capacity` (allocatable alike), `conditions`, the fields of `status` and other keyword arguments (no status at
     all without them)."""
     claim_spec: dict[str, Any] = {
-        "nodeClassRef": dict(_NODE_CLASS_REF),
+        "nodeClassRef": {**_NODE_CLASS_REF, "name": node_class},
         "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}],
     }
     if requirements is not None:

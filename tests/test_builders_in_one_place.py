@@ -57,11 +57,6 @@ _PARSED = "builds a parsed object: fold into a builders.parsed_* variant"
 _FOLDER = "the folder's shared builders: fold their parameters into tests/builders.py"
 NOT_YET_FOLDED = {
     "cloudprovider/aws/builders.py::make_nodeclass": _PARSED,
-    "cloudprovider/aws/builders.py::make_nodeclaim": _PARSED,
-    "cloudprovider/contract.py::make_nodepool": _PARSED,
-    "cloudprovider/contract.py::make_nodeclaim": _PARSED,
-    "cloudprovider/test_fake_provider.py::claim": _PARSED,
-    "cloudprovider/test_tenancy.py::_pool": _PARSED,
 }
 ALLOWED = DIFFERENT | NOT_YET_FOLDED
 

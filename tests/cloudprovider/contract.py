@@ -14,53 +14,42 @@ the tests only add requirements and resource requests to it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pytest
+from tests import builders
 
-from karpy.api import labels, meta, nodeclaim, nodepool
+from karpy.api import labels, nodeclaim, nodepool
 from karpy.cloudprovider import errors, types
 
-MakeClaim = Callable[[Sequence[meta.NodeSelectorRequirement], Mapping[str, int]], nodeclaim.NodeClaim]
+MakeClaim = Callable[[Sequence[Mapping[str, Any]], Mapping[str, str]], nodeclaim.NodeClaim]
 
 
 @dataclasses.dataclass(frozen=True)
 class Harness:
     provider: types.CloudProvider
     pool: nodepool.NodePool
-    make_claim: MakeClaim  # (requirements, resource requests in milli-units) -> a launchable NodeClaim
+    make_claim: MakeClaim  # (requirements, resource requests, as manifests spell both) -> a launchable NodeClaim
     unknown_provider_id: str  # well-formed for this provider, but no such instance
 
 
-def make_nodepool(name: str = "default", *, node_class: str = "default") -> nodepool.NodePool:
-    ref = meta.NodeClassRef(group=labels.AWS_GROUP, kind="EC2NodeClass", name=node_class)
-    return nodepool.NodePool(
-        metadata=meta.ObjectMeta(name=name), template=nodepool.NodeClaimTemplate(node_class_ref=ref)
-    )
+def claims_of(pool: nodepool.NodePool) -> MakeClaim:
+    """`Harness.make_claim` for `pool` (which has no requirements of its own): claims `<pool>-0`, `<pool>-1`, ... as
+    the provisioner makes them, with the pool's label and node class, the requirements and the requests."""
+    counter = itertools.count()
 
+    def make_claim(requirements: Sequence[Mapping[str, Any]], requests: Mapping[str, str]) -> nodeclaim.NodeClaim:
+        return builders.parsed_nodeclaim(
+            f"{pool.name}-{next(counter)}",
+            pool=pool.name,
+            node_class=pool.template.node_class_ref.name,
+            requirements=list(requirements),
+            requests=dict(requests),
+        )
 
-def make_nodeclaim(
-    pool: nodepool.NodePool,
-    requirements: Sequence[meta.NodeSelectorRequirement] = (),
-    resources: Mapping[str, int] | None = None,
-    *,
-    name: str = "",
-) -> nodeclaim.NodeClaim:
-    """A claim as the provisioner would create it from `pool`: pool label, node class ref, requirements, requests."""
-    return nodeclaim.NodeClaim(
-        metadata=meta.ObjectMeta(
-            name=name or f"{pool.metadata.name}-claim", labels={labels.LABEL_NODEPOOL: pool.metadata.name}
-        ),
-        spec=nodeclaim.NodeClaimSpec(
-            node_class_ref=pool.template.node_class_ref,
-            requirements=(*pool.template.requirements, *requirements),
-            resources=dict(resources or {}),
-        ),
-    )
-
-
-def req(key: str, operator: meta.Operator, *values: str) -> meta.NodeSelectorRequirement:
-    return meta.NodeSelectorRequirement(key=key, operator=operator, values=tuple(values))
+    return make_claim
 
 
 class CloudProviderContract:
@@ -82,7 +71,7 @@ class CloudProviderContract:
             assert all(0 <= it.allocatable[k] <= v for k, v in it.capacity.items())
 
     async def test_create_returns_resolved_claim(self, harness: Harness) -> None:
-        claim = harness.make_claim((), {labels.RESOURCE_CPU: 100})
+        claim = harness.make_claim((), {labels.RESOURCE_CPU: "100m"})
         created = await harness.provider.create(claim)
         assert created.name == claim.name
         assert created.status.provider_id
@@ -100,9 +89,9 @@ class CloudProviderContract:
         offering = target.available_offerings()[-1]
         claim = harness.make_claim(
             (
-                req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, target.name),
-                req(labels.LABEL_ZONE, meta.Operator.IN, offering.zone),
-                req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, offering.capacity_type),
+                builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", target.name),
+                builders.requirement(labels.LABEL_ZONE, "In", offering.zone),
+                builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", offering.capacity_type),
             ),
             {},
         )
@@ -134,12 +123,12 @@ class CloudProviderContract:
             await harness.provider.get(harness.unknown_provider_id)
 
     async def test_impossible_requirements_are_insufficient_capacity(self, harness: Harness) -> None:
-        claim = harness.make_claim((req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "no-such-type.nano"),), {})
+        claim = harness.make_claim((builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "no-such-type.nano"),), {})
         with pytest.raises(errors.InsufficientCapacity):
             await harness.provider.create(claim)
 
     async def test_impossible_resources_are_insufficient_capacity(self, harness: Harness) -> None:
-        claim = harness.make_claim((), {labels.RESOURCE_CPU: 100_000_000})  # 100k cores
+        claim = harness.make_claim((), {labels.RESOURCE_CPU: "100000"})  # 100k cores
         with pytest.raises(errors.InsufficientCapacity):
             await harness.provider.create(claim)
 

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import pytest
+from tests import builders
 from tests.cloudprovider import contract
 
-from karpy.api import meta, nodeclaim
 from karpy.cloudprovider import catalog
 from karpy.cloudprovider.fake import provider
 
 
 def _harness(fake: provider.FakeCloudProvider) -> contract.Harness:
-    pool = contract.make_nodepool("default")
-    counter = iter(range(1_000_000))
-
-    def make_claim(reqs: Sequence[meta.NodeSelectorRequirement], resources: Mapping[str, int]) -> nodeclaim.NodeClaim:
-        return contract.make_nodeclaim(pool, reqs, resources, name=f"default-{next(counter)}")
-
+    pool = builders.parsed_nodepool(requirements=[])
     return contract.Harness(
-        provider=fake, pool=pool, make_claim=make_claim, unknown_provider_id="fake://test-zone-1/i-99999999"
+        provider=fake,
+        pool=pool,
+        make_claim=contract.claims_of(pool),
+        unknown_provider_id="fake://test-zone-1/i-99999999",
     )
 
 

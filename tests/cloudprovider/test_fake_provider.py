@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
-from tests.cloudprovider import contract
+from typing import Any
 
-from karpy.api import labels, meta, nodeclaim, quantity
+import pytest
+from tests import builders
+
+from karpy.api import labels, quantity
 from karpy.cloudprovider import errors, types
 from karpy.cloudprovider.fake import generator, provider
 
 CPU = labels.RESOURCE_CPU
-POOL = contract.make_nodepool("default")
+POOL = builders.parsed_nodepool(requirements=[])
 
 
 def offering(zone: str, price: float, *, capacity_type: str = "on-demand", available: bool = True) -> types.Offering:
     return types.Offering(zone=zone, capacity_type=capacity_type, price=price, available=available)
-
-
-def claim(*reqs: meta.NodeSelectorRequirement, cpu: int = 0, name: str = "c") -> nodeclaim.NodeClaim:
-    return contract.make_nodeclaim(POOL, reqs, {CPU: cpu} if cpu else {}, name=name)
 
 
 CHEAP = generator.new_instance_type("cheap", offerings=[offering("z1", 0.5), offering("z2", 0.4, available=False)])
@@ -27,7 +25,7 @@ PRICEY = generator.new_instance_type("pricey", {CPU: 8000}, offerings=[offering(
 
 async def test_launches_the_cheapest_available_compatible_offering() -> None:
     fake = provider.FakeCloudProvider([PRICEY, CHEAP])
-    created = await fake.create(claim())
+    created = await fake.create(builders.parsed_nodeclaim("c", requirements=[]))
     # z2 at 0.4 is unavailable, so cheap/z1 at 0.5 wins over pricey's 1.0.
     assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "cheap"
     assert created.metadata.labels[labels.LABEL_ZONE] == "z1"
@@ -36,43 +34,48 @@ async def test_launches_the_cheapest_available_compatible_offering() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reqs", "cpu", "expected"),
+    ("reqs", "cpu", "expected"),  # cpu: what the claim requests, if anything
     [
-        ((contract.req(labels.LABEL_ZONE, meta.Operator.IN, "z2"),), 0, ("pricey", "z2")),
-        ((), 6000, ("pricey", "z2")),  # only pricey's 7.9 allocatable CPUs fit
-        ((contract.req(labels.LABEL_INSTANCE_TYPE, meta.Operator.NOT_IN, "cheap"),), 0, ("pricey", "z2")),
-        ((contract.req("team", meta.Operator.IN, "a"),), 0, ("cheap", "z1")),  # custom labels come from the claim
-        ((contract.req(labels.LABEL_INSTANCE_GPU_NAME, meta.Operator.NOT_IN, "a10g"),), 0, ("cheap", "z1")),
+        ((builders.requirement(labels.LABEL_ZONE, "In", "z2"),), None, ("pricey", "z2")),
+        ((), "6", ("pricey", "z2")),  # only pricey's 7.9 allocatable CPUs fit
+        ((builders.requirement(labels.LABEL_INSTANCE_TYPE, "NotIn", "cheap"),), None, ("pricey", "z2")),
+        ((builders.requirement("team", "In", "a"),), None, ("cheap", "z1")),  # custom labels come from the claim
+        ((builders.requirement(labels.LABEL_INSTANCE_GPU_NAME, "NotIn", "a10g"),), None, ("cheap", "z1")),
     ],
 )
 async def test_choice_respects_requirements_and_resources(
-    reqs: tuple[meta.NodeSelectorRequirement, ...], cpu: int, expected: tuple[str, str]
+    reqs: tuple[dict[str, Any], ...], cpu: str | None, expected: tuple[str, str]
 ) -> None:
-    created = await provider.FakeCloudProvider([PRICEY, CHEAP]).create(claim(*reqs, cpu=cpu))
+    claim = builders.parsed_nodeclaim("c", requirements=list(reqs), requests={CPU: cpu} if cpu else None)
+    created = await provider.FakeCloudProvider([PRICEY, CHEAP]).create(claim)
     assert (created.metadata.labels[labels.LABEL_INSTANCE_TYPE], created.metadata.labels[labels.LABEL_ZONE]) == expected
 
 
 async def test_missing_well_known_label_means_does_not_exist() -> None:
     fake = provider.FakeCloudProvider([CHEAP])
     with pytest.raises(errors.InsufficientCapacity):
-        await fake.create(claim(contract.req(labels.LABEL_INSTANCE_GPU_NAME, meta.Operator.IN, "a10g")))
+        await fake.create(
+            builders.parsed_nodeclaim(
+                "c", requirements=[builders.requirement(labels.LABEL_INSTANCE_GPU_NAME, "In", "a10g")]
+            )
+        )
 
 
 async def test_next_error_is_raised_once() -> None:
     fake = provider.FakeCloudProvider([CHEAP])
     fake.next_error = errors.InsufficientCapacity("boom")
     with pytest.raises(errors.InsufficientCapacity, match="boom"):
-        await fake.create(claim())
-    assert (await fake.create(claim())).status.provider_id
+        await fake.create(builders.parsed_nodeclaim("c", requirements=[]))
+    assert (await fake.create(builders.parsed_nodeclaim("c", requirements=[]))).status.provider_id
     assert len(fake.create_calls) == 2
 
 
 async def test_allowed_creates_caps_launches() -> None:
     fake = provider.FakeCloudProvider([CHEAP])
     fake.allowed_creates = 1
-    await fake.create(claim(name="a"))
+    await fake.create(builders.parsed_nodeclaim("a", requirements=[]))
     with pytest.raises(errors.CreateError) as failure:
-        await fake.create(claim(name="b"))
+        await fake.create(builders.parsed_nodeclaim("b", requirements=[]))
     assert failure.value.reason is errors.CreateErrorReason.INTERNAL
     assert len(await fake.list()) == 1
 
@@ -80,13 +83,17 @@ async def test_allowed_creates_caps_launches() -> None:
 async def test_instance_types_per_pool_win_over_the_global_catalog() -> None:
     fake = provider.FakeCloudProvider([CHEAP], instance_types_by_pool={"default": [PRICEY]})
     assert [it.name for it in await fake.instance_types(POOL)] == ["pricey"]
-    assert [it.name for it in await fake.instance_types(contract.make_nodepool("other"))] == ["cheap"]
-    assert (await fake.create(claim())).metadata.labels[labels.LABEL_INSTANCE_TYPE] == "pricey"
+    assert [it.name for it in await fake.instance_types(builders.parsed_nodepool("other", requirements=[]))] == [
+        "cheap"
+    ]
+    assert (await fake.create(builders.parsed_nodeclaim("c", requirements=[]))).metadata.labels[
+        labels.LABEL_INSTANCE_TYPE
+    ] == "pricey"
 
 
 async def test_drifted_knob_and_reset() -> None:
     fake = provider.FakeCloudProvider([CHEAP])
-    created = await fake.create(claim())
+    created = await fake.create(builders.parsed_nodeclaim("c", requirements=[]))
     fake.drifted = types.DriftReason.AMI
     fake.catalog = []
     assert await fake.is_drifted(created) is types.DriftReason.AMI
@@ -95,13 +102,15 @@ async def test_drifted_knob_and_reset() -> None:
     assert await fake.is_drifted(created) is None
     assert (fake.create_calls, fake.delete_calls, fake.instances) == ([], [], {})
     assert [it.name for it in await fake.instance_types(POOL)] == ["cheap"]
-    assert (await fake.create(claim())).status.provider_id == "fake://z1/i-00000001"  # counter restarts
+    assert (
+        await fake.create(builders.parsed_nodeclaim("c", requirements=[]))
+    ).status.provider_id == "fake://z1/i-00000001"  # counter restarts
 
 
 async def test_ids_are_deterministic_per_instance() -> None:
     a, b = provider.FakeCloudProvider([CHEAP]), provider.FakeCloudProvider([CHEAP])
-    ids_a = [(await a.create(claim(name=str(i)))).status.provider_id for i in range(3)]
-    ids_b = [(await b.create(claim(name=str(i)))).status.provider_id for i in range(3)]
+    ids_a = [(await a.create(builders.parsed_nodeclaim(str(i), requirements=[]))).status.provider_id for i in range(3)]
+    ids_b = [(await b.create(builders.parsed_nodeclaim(str(i), requirements=[]))).status.provider_id for i in range(3)]
     assert ids_a == ids_b == ["fake://z1/i-00000001", "fake://z1/i-00000002", "fake://z1/i-00000003"]
 
 

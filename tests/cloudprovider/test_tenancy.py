@@ -3,12 +3,10 @@ getTenancyType: default whenever allowed, dedicated only when asked for alone)."
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
-from tests.cloudprovider import contract
+from tests import builders
 
-from karpy.api import labels, meta, nodepool
+from karpy.api import labels, meta
 from karpy.cloudprovider import tenancy, types
 from karpy.cloudprovider.fake import generator, provider
 
@@ -37,11 +35,6 @@ def test_default_unless_only_dedicated_is_allowed(
     assert tenancy.choose(terms) == expected
 
 
-def _pool(*terms: meta.NodeSelectorRequirement) -> nodepool.NodePool:
-    pool = contract.make_nodepool("dedicated" if terms else "default")
-    return dataclasses.replace(pool, template=dataclasses.replace(pool.template, requirements=terms))
-
-
 TYPES = [
     generator.new_instance_type("m5.large", offerings=[types.Offering(zone="z1", capacity_type="on-demand", price=0.1)])
 ]
@@ -49,8 +42,14 @@ TYPES = [
 
 async def test_a_dedicated_only_pool_sees_and_launches_dedicated_types_on_the_fake() -> None:
     fake = provider.FakeCloudProvider(TYPES)
-    pool = _pool(_req(IN, "dedicated"))
+    dedicated_only = [builders.requirement(TENANCY, "In", "dedicated")]
+    pool = builders.parsed_nodepool("dedicated", requirements=dedicated_only)
     assert {it.labels.get(TENANCY, "default") for it in await fake.instance_types(pool)} == {"dedicated"}
-    assert {it.labels.get(TENANCY, "default") for it in await fake.instance_types(_pool())} == {"default"}
-    created = await fake.create(contract.make_nodeclaim(pool))
+    assert {
+        it.labels.get(TENANCY, "default") for it in await fake.instance_types(builders.parsed_nodepool(requirements=[]))
+    } == {"default"}
+    # as the provisioner makes it from the pool: the pool's label and requirements
+    created = await fake.create(
+        builders.parsed_nodeclaim("dedicated-claim", pool="dedicated", requirements=dedicated_only)
+    )
     assert created.metadata.labels[TENANCY] == "dedicated"

@@ -12,21 +12,22 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy import clock
-from karpy.api import ec2nodeclass, labels, meta
+from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import batcher, clients, ec2batch, provider
 from karpy.kube import resources
 from karpy_emulator import cluster, kubelet
 from karpy_emulator.aws import seeding
 
 BOOT_DELAY = 30.0
-SMALL = (
-    req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
-    req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
-)
-DEDICATED = meta.Taint(key="dedicated", value="batch", effect=labels.EFFECT_NO_SCHEDULE)
+SMALL = [
+    builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),
+    builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
+]
+DEDICATED = {"key": "dedicated", "value": "batch", "effect": labels.EFFECT_NO_SCHEDULE}
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ async def test_node_follows_the_instance(
     manual = emulated.clock
     assert isinstance(manual, clock.ManualClock)
     api = emulated.client
-    claim = make_nodeclaim(name="default-x7k2p", requirements=SMALL, taints=(DEDICATED,))
+    claim = builders.parsed_nodeclaim("default-x7k2p", requirements=SMALL, taints=[DEDICATED])
     launched = await aws_provider.create(claim)
     standin = _standin(emulated)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from karpy.api import ec2nodeclass, labels, meta, nodeclaim, quantity
+from karpy.api import ec2nodeclass, labels, meta, quantity
 from karpy.cloudprovider import types
 
 OD = labels.CAPACITY_TYPE_ON_DEMAND
@@ -64,30 +64,3 @@ def make_nodeclass(
         ),
         status=status or ec2nodeclass.EC2NodeClassStatus(),
     )
-
-
-def make_nodeclaim(
-    name: str = "default-abcde",
-    *,
-    nodepool: str = "default",
-    nodeclass: str = "default",
-    requirements: tuple[meta.NodeSelectorRequirement, ...] = (),
-    annotations: Mapping[str, str] = meta.EMPTY,
-    provider_id: str = "",
-    taints: tuple[meta.Taint, ...] = (),
-    resources: Mapping[str, int] | None = None,
-) -> nodeclaim.NodeClaim:
-    return nodeclaim.NodeClaim(
-        metadata=meta.ObjectMeta(name=name, labels={labels.LABEL_NODEPOOL: nodepool}, annotations=annotations),
-        spec=nodeclaim.NodeClaimSpec(
-            node_class_ref=meta.NodeClassRef(group=labels.AWS_GROUP, kind="EC2NodeClass", name=nodeclass),
-            requirements=requirements,
-            taints=taints,
-            resources=dict(resources or {}),
-        ),
-        status=nodeclaim.NodeClaimStatus(provider_id=provider_id),
-    )
-
-
-def req(key: str, op: meta.Operator, *values: str) -> meta.NodeSelectorRequirement:
-    return meta.NodeSelectorRequirement(key=key, operator=op, values=values)

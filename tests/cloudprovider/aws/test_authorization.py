@@ -12,7 +12,8 @@ from typing import Any
 
 import boto3
 import pytest
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import CATALOG_FAMILIES, CLUSTER, REGION, Clock, NodeClasses
 
 from karpy.api import ec2nodeclass
@@ -133,7 +134,7 @@ async def test_a_denied_launch_action_makes_the_class_not_ready_with_upstreams_r
     assert ready is not None
     assert ready.status == "False"
     with pytest.raises(errors.NodeClassNotReady):
-        await aws_provider.create(make_nodeclaim())
+        await aws_provider.create(builders.parsed_nodeclaim(requirements=[]))
 
 
 async def test_verdicts_are_cached_for_30_minutes_and_per_spec(
@@ -192,7 +193,7 @@ async def test_an_authorized_controller_dry_runs_all_three_once_and_launches(
     assert len(calls) == 3
     ec2 = boto3.client("ec2", region_name=REGION)
     assert ec2.describe_launch_templates()["LaunchTemplates"] == []  # the dry runs made nothing
-    await aws_provider.create(make_nodeclaim())
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=[]))
 
 
 async def test_disable_dry_run_accepts_the_class_without_asking_ec2(

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
 import pytest
+from tests import builders
 from tests.cloudprovider import contract
 from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import NodeClasses
 
-from karpy.api import meta, nodeclaim
 from karpy.cloudprovider.aws import provider
 from karpy_emulator.aws import seeding
 
@@ -28,17 +27,10 @@ class TestAWSContract(contract.CloudProviderContract):
         nc = make_nodeclass(role=seeded.node_role, discovery=seeded.cluster_name)
         nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
         nodeclasses.items[nc.name] = nc
-        pool = contract.make_nodepool("default")
-        counter = itertools.count()
-
-        def make_claim(
-            reqs: Sequence[meta.NodeSelectorRequirement], resources: Mapping[str, int]
-        ) -> nodeclaim.NodeClaim:
-            return contract.make_nodeclaim(pool, reqs, resources, name=f"default-{next(counter)}")
-
+        pool = builders.parsed_nodepool(requirements=[])
         return contract.Harness(
             provider=aws_provider,
             pool=pool,
-            make_claim=make_claim,
+            make_claim=contract.claims_of(pool),
             unknown_provider_id="aws:///us-east-1a/i-0123456789abcdef0",
         )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy.api import ec2nodeclass, hashing, labels, nodeclaim
 from karpy.cloudprovider import types
@@ -52,14 +53,14 @@ def test_drift_reason(
     instance: drift.InstanceFacts,
     expected: types.DriftReason | None,
 ) -> None:
-    claim = make_nodeclaim(annotations=claim_ann)
+    claim = builders.parsed_nodeclaim(annotations=claim_ann, requirements=[])
     nodeclass = make_nodeclass(annotations=class_ann, status=STATUS)
     assert drift.drift_reason(claim, nodeclass, instance) == expected
 
 
 def _labelled(key: str, value: str) -> nodeclaim.NodeClaim:
     """A launched claim, with label `key` when `value` is not empty."""
-    claim = make_nodeclaim()
+    claim = builders.parsed_nodeclaim(requirements=[])
     if not value:
         return claim
     return dataclasses.replace(
@@ -69,7 +70,7 @@ def _labelled(key: str, value: str) -> nodeclaim.NodeClaim:
 
 def test_unresolved_status_is_never_drift() -> None:
     facts = drift.InstanceFacts("ami-any", "subnet-any", frozenset({"sg-any"}))
-    assert drift.drift_reason(make_nodeclaim(), make_nodeclass(), facts) is None
+    assert drift.drift_reason(builders.parsed_nodeclaim(requirements=[]), make_nodeclass(), facts) is None
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,7 @@ def test_launch_options_drift_existing_nodes(changes: dict[str, object]) -> None
     before = make_nodeclass()
     after = dataclasses.replace(before, spec=dataclasses.replace(before.spec, **changes))
     stamped = {H: hashing.ec2nodeclass_hash(before), V: labels.EC2NODECLASS_HASH_VERSION}
-    claim = make_nodeclaim(annotations=stamped)
+    claim = builders.parsed_nodeclaim(annotations=stamped, requirements=[])
     now = {H: hashing.ec2nodeclass_hash(after), V: labels.EC2NODECLASS_HASH_VERSION}
     assert now[H] != stamped[H]
     nodeclass = make_nodeclass(annotations=now, status=STATUS)

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
-from tests.cloudprovider.aws.builders import make_nodeclaim, req
+from tests import builders
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION
 
 from karpy import clock as karpy_clock
 from karpy import events
-from karpy.api import ec2nodeclass, labels, meta
+from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import instances, provider
 from karpy.kube import fake
 from karpy.nodeclaim import controller
@@ -54,7 +54,7 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
     ec2 = boto3.client("ec2", region_name=REGION)
     foreign = {name: _run_instance(ec2, seeded, tags) for name, tags in FOREIGN.items()}
     ours = await aws_provider.create(
-        make_nodeclaim(requirements=(req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),))
+        builders.parsed_nodeclaim(requirements=(builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),))
     )
 
     listed = await aws_provider.list()

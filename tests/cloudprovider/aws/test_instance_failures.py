@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from botocore import exceptions as botocore_exceptions
+from tests import builders
 from tests.cloudprovider.aws import test_provider
-from tests.cloudprovider.aws.builders import make_nodeclaim
 
 from karpy.cloudprovider import errors
 from karpy.cloudprovider.aws import error_codes
@@ -19,7 +19,7 @@ async def test_each_fleet_error_is_a_launch_failure_of_its_zone(ready: test_prov
     aws_provider, _ = ready
     calls: list[list[str]] = []
     test_provider._install_ice(aws_provider._deps.aws.ec2, lambda o: o["InstanceType"] == "c5.large", calls)
-    await aws_provider.create(make_nodeclaim(requirements=test_provider.SMALL))
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=test_provider.SMALL))
     failures = aws_provider._deps.aws.calls.launch_failures()
     refused = calls[0].count("c5.large")  # one override per zone the subnets offer
     assert sorted(zone for zone, _, _, _ in failures) == ["us-east-1a", "us-east-1b", "us-east-1c"][:refused]
@@ -30,7 +30,7 @@ async def test_each_fleet_error_is_a_launch_failure_of_its_zone(ready: test_prov
 
 async def test_a_refused_termination_is_a_termination_failure_of_its_zone(ready: test_provider.Ready) -> None:
     aws_provider, _ = ready
-    created = await aws_provider.create(make_nodeclaim(requirements=test_provider.SMALL))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=test_provider.SMALL))
 
     def refuse(**_: Any) -> None:
         raise botocore_exceptions.ClientError(

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore import stub
 from moto.ec2.models import instances as models_instances
-from tests.cloudprovider.aws.builders import make_nodeclaim
+from tests import builders
 from tests.cloudprovider.aws.moto_fixtures import Clock
 
 from karpy import events
@@ -198,7 +198,7 @@ async def test_a_freshly_impaired_check_is_reported_once_it_lasted_two_minutes()
 
 async def test_poller_on_the_emulator_sees_healthy_instances_only(ready: Any) -> None:
     aws_provider, _ = ready
-    await aws_provider.create(make_nodeclaim())
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=[]))
     statuses: list[dict[str, Any]] = []
     ec2 = aws_provider._deps.aws.ec2
     ec2.meta.events.register(
@@ -233,9 +233,9 @@ async def test_impaired_and_retiring_instances_on_the_emulator_are_acted_on(
     """moto reports every running instance healthy and has no scheduled events: both are injected into its
     in-process EC2 model (the response is still moto's own DescribeInstanceStatus serialization)."""
     aws_provider, _ = ready
-    broken = await aws_provider.create(make_nodeclaim(name="broken"))
-    retiring = await aws_provider.create(make_nodeclaim(name="retiring"))
-    healthy = await aws_provider.create(make_nodeclaim(name="healthy"))
+    broken = await aws_provider.create(builders.parsed_nodeclaim(name="broken", requirements=[]))
+    retiring = await aws_provider.create(builders.parsed_nodeclaim(name="retiring", requirements=[]))
+    healthy = await aws_provider.create(builders.parsed_nodeclaim(name="healthy", requirements=[]))
     broken_id, retiring_id = (instances.parse_provider_id(c.status.provider_id) for c in (broken, retiring))
     clock = Clock()
     long_ago = datetime.datetime.fromtimestamp(clock() - 600, tz=datetime.UTC)

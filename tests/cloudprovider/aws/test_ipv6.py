@@ -12,10 +12,11 @@ import boto3
 import pytest
 import yaml
 from moto.eks import models as eks_models
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses
 
-from karpy.api import labels, meta
+from karpy.api import labels
 from karpy.cloudprovider.aws import clients, provider
 from karpy_emulator.aws import seeding
 
@@ -61,7 +62,7 @@ async def test_an_ipv6_cluster_launches_nodes_with_a_primary_ipv6_address(
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
     nodeclasses.items[nc.name] = nc
     await aws_provider.create(
-        make_nodeclaim(requirements=(req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),))
+        builders.parsed_nodeclaim(requirements=(builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),))
     )
 
     ec2 = boto3.client("ec2", region_name=REGION)

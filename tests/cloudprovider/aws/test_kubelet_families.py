@@ -9,15 +9,16 @@ from collections.abc import Callable
 
 import boto3
 import pytest
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
-from karpy.api import ec2nodeclass, labels, meta
+from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import errors
 from karpy.cloudprovider.aws import provider
 from karpy_emulator.aws import seeding
 
-SMALL = (req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),)
+SMALL = (builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),)
 UPSTREAM_FIELDS = ec2nodeclass.KubeletConfiguration(
     eviction_soft={"memory.available": "10%"},
     eviction_soft_grace_period={"memory.available": "1m"},
@@ -91,7 +92,7 @@ async def test_a_class_whose_family_applies_its_fields_launches_with_them(
     ready = nc.condition(ec2nodeclass.READY)
     assert ready is not None
     assert ready.is_true, ready
-    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     user_data = _launched_user_data()
     for text in expected:
         assert text in user_data
@@ -112,5 +113,5 @@ async def test_a_field_the_family_would_drop_keeps_the_class_from_launching(
     assert validation.reason == "UnsupportedKubeletConfiguration"
     assert validation.message.endswith("silently dropped: containerLogMaxSize, serializeImagePulls")
     with pytest.raises(errors.NodeClassNotReady):
-        await aws_provider.create(make_nodeclaim(requirements=SMALL))
+        await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     assert boto3.client("ec2", region_name=REGION).describe_launch_templates()["LaunchTemplates"] == []

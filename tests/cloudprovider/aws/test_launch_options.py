@@ -15,10 +15,11 @@ from typing import Any
 
 import boto3
 from botocore import awsrequest
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses
 
-from karpy.api import ec2nodeclass, labels, meta
+from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import instances, provider
 from karpy_emulator.aws import seeding
@@ -80,10 +81,10 @@ async def test_new_fields_resolve_and_reach_the_launch_template(
         ("cr-0b2", "m5.large", "targeted")
     ]
 
-    claim = make_nodeclaim(
+    claim = builders.parsed_nodeclaim(
         requirements=(
-            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
-            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+            builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),
+            builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
         )
     )
     created = await aws_provider.create(claim)
@@ -148,7 +149,7 @@ async def _reserving_nodeclass(
 
 
 # The claims admit every capacity type: the reservation is preferred as it is already paid for.
-_M5_OR_C5 = (req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "c5.large"),)
+_M5_OR_C5 = (builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large", "c5.large"),)
 
 
 async def test_reserved_capacity_is_launched_into_its_reservation(
@@ -163,7 +164,7 @@ async def test_reserved_capacity_is_launched_into_its_reservation(
         lambda params, **_: None if params.get("DryRun") else fleets.append(params),
     )
     await _reserving_nodeclass(aws_provider, seeded, nodeclasses)
-    created = await aws_provider.create(make_nodeclaim(requirements=_M5_OR_C5))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=_M5_OR_C5))
 
     assert created.metadata.labels[labels.LABEL_CAPACITY_TYPE] == "reserved"
     assert created.metadata.labels[labels.LABEL_CAPACITY_RESERVATION_ID] == "cr-0b2"
@@ -214,7 +215,7 @@ async def test_a_reservation_takes_only_as_many_instances_as_ec2_says_it_has_lef
     nc = await _reserving_nodeclass(aws_provider, seeded, nodeclasses)
 
     async def capacity_type_of_a_launch(name: str) -> str:
-        created = await aws_provider.create(make_nodeclaim(name, requirements=_M5_OR_C5))
+        created = await aws_provider.create(builders.parsed_nodeclaim(name, requirements=_M5_OR_C5))
         if created.metadata.labels[labels.LABEL_CAPACITY_TYPE] == labels.CAPACITY_TYPE_RESERVED:
             in_reservation.add(created.status.provider_id.rsplit("/", 1)[-1])
         return created.metadata.labels[labels.LABEL_CAPACITY_TYPE]
@@ -243,12 +244,12 @@ async def test_pods_asking_for_efa_get_efa_interfaces(
     nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
     nodeclasses.items[nc.name] = nc
-    claim = make_nodeclaim(
+    claim = builders.parsed_nodeclaim(
         requirements=(
-            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "g4dn.8xlarge"),
-            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+            builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "g4dn.8xlarge"),
+            builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
         ),
-        resources={labels.RESOURCE_EFA: 1000},
+        requests={labels.RESOURCE_EFA: "1"},
     )
     created = await aws_provider.create(claim)
     assert created.status.capacity[labels.RESOURCE_EFA] == 1000  # g4dn.8xlarge: one EFA interface
@@ -290,10 +291,10 @@ async def test_tracking_cpu_and_enclave_options_reach_the_launched_template(
     nc = dataclasses.replace(base, spec=spec)
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
     nodeclasses.items[nc.name] = nc
-    claim = make_nodeclaim(
+    claim = builders.parsed_nodeclaim(
         requirements=(
-            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
-            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+            builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),
+            builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
         )
     )
     created = await aws_provider.create(claim)
@@ -337,10 +338,10 @@ async def test_placement_group_drift(
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
     nodeclasses.items[nc.name] = nc
     m5 = (
-        req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
-        req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+        builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),
+        builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
     )
-    in_group = await aws_provider.create(make_nodeclaim(name="in-group", requirements=m5))
+    in_group = await aws_provider.create(builders.parsed_nodeclaim(name="in-group", requirements=m5))
     assert in_group.metadata.labels[labels.LABEL_PLACEMENT_GROUP_ID] == "pg-0a1"
     assert await aws_provider.is_drifted(in_group) is None
 
@@ -349,7 +350,7 @@ async def test_placement_group_drift(
 
     nodeclasses.items[nc.name] = dataclasses.replace(selecting(None), status=nc.status)
     assert await aws_provider.is_drifted(in_group) is types.DriftReason.PLACEMENT_GROUP
-    outside = await aws_provider.create(make_nodeclaim(name="outside", requirements=m5))
+    outside = await aws_provider.create(builders.parsed_nodeclaim(name="outside", requirements=m5))
     assert labels.LABEL_PLACEMENT_GROUP_ID not in outside.metadata.labels
     assert await aws_provider.is_drifted(outside) is None
 

@@ -8,16 +8,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.cloudprovider import contract
-from tests.cloudprovider.aws.builders import make_nodeclaim, req
+from tests import builders
 
-from karpy.api import ec2nodeclass, labels, meta, nodeoverlay, parse
+from karpy.api import ec2nodeclass, labels, nodeoverlay, parse
 from karpy.cloudprovider import errors, overlay
 from karpy.cloudprovider.aws import provider
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
-TYPES = req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "m5.xlarge")
-ON_DEMAND = req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand")
+TYPES = builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large", "m5.xlarge")
+ON_DEMAND = builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand")
 
 
 def _dear_m5_large() -> tuple[overlay.Overlays, nodeoverlay.NodeOverlay]:
@@ -44,19 +43,19 @@ async def test_a_launch_takes_the_overlaid_prices(ready: Ready) -> None:
     )
     overlays, dear = _dear_m5_large()
     aws_provider.use_overlays(overlays)
-    pool = contract.make_nodepool()
+    pool = builders.parsed_nodepool(requirements=[])
     listed = await aws_provider.instance_types(pool)
     overlays.store = overlay.evaluate([dear], [pool], {pool.name: listed}).store
 
-    standalone = make_nodeclaim("standalone", requirements=(TYPES, ON_DEMAND))
+    standalone = builders.parsed_nodeclaim("standalone", requirements=(TYPES, ON_DEMAND))
     standalone = dataclasses.replace(standalone, metadata=dataclasses.replace(standalone.metadata, labels={}))
     plain = await aws_provider.create(standalone)
     assert plain.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "m5.large"  # no pool: list prices, the cheaper one
     with pytest.raises(errors.UnevaluatedNodePool):
-        await aws_provider.create(make_nodeclaim("waiting", nodepool="unseen", requirements=(TYPES, ON_DEMAND)))
+        await aws_provider.create(builders.parsed_nodeclaim("waiting", pool="unseen", requirements=(TYPES, ON_DEMAND)))
     fleets.clear()
 
-    created = await aws_provider.create(make_nodeclaim("overlaid", requirements=(TYPES, ON_DEMAND)))
+    created = await aws_provider.create(builders.parsed_nodeclaim("overlaid", requirements=(TYPES, ON_DEMAND)))
     assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "m5.xlarge"
     (request,) = fleets
     assert request["OnDemandOptions"] == {"AllocationStrategy": "prioritized"}

@@ -13,18 +13,18 @@ import boto3
 import pytest
 from botocore import awsrequest
 from tests import builders
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses
 
-from karpy.api import ec2nodeclass, labels, meta
+from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import errors, types
 from karpy.cloudprovider.aws import cache, clients, instances, provider, templates
 from karpy_emulator.aws import seeding
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
 SMALL = (
-    req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "m5.xlarge", "c5.large"),
-    req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+    builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large", "m5.xlarge", "c5.large"),
+    builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
 )
 
 
@@ -35,7 +35,7 @@ def _instance(instance_id: str) -> dict[str, Any]:
 
 async def test_create_launches_one_tagged_instance_and_resolves_the_claim(ready: Ready) -> None:
     aws_provider, nc = ready
-    claim = make_nodeclaim(requirements=SMALL, resources={labels.RESOURCE_CPU: 1500})
+    claim = builders.parsed_nodeclaim(requirements=SMALL, requests={labels.RESOURCE_CPU: "1500m"})
     created = await aws_provider.create(claim)
     instance_id = instances.parse_provider_id(created.status.provider_id)
     instance = _instance(instance_id)
@@ -62,7 +62,7 @@ async def test_cheapest_type_goes_first_and_subnet_is_the_zones_emptiest(ready: 
         "provide-client-params.ec2.CreateFleet",
         lambda params, **_: None if params.get("DryRun") else captured.append(params),
     )
-    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     overrides = captured[0]["LaunchTemplateConfigs"][0]["Overrides"]
     # moto fills from the first override; the builder orders cheapest first (c5.large < m5.large < m5.xlarge)
     assert overrides[0]["InstanceType"] == "c5.large"
@@ -72,7 +72,7 @@ async def test_cheapest_type_goes_first_and_subnet_is_the_zones_emptiest(ready: 
 
 async def test_get_list_delete_by_provider_id(ready: Ready) -> None:
     aws_provider, _ = ready
-    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     assert (await aws_provider.get(created.status.provider_id)).name == ""  # named by the tag set at registration
     await aws_provider.tag_registered(created, node_name="ip-10-0-0-1.ec2.internal")
     got = await aws_provider.get(created.status.provider_id)
@@ -92,7 +92,7 @@ async def test_get_list_delete_by_provider_id(ready: Ready) -> None:
 
 async def test_tag_registered_adds_name_and_nodeclaim(ready: Ready) -> None:
     aws_provider, _ = ready
-    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     await aws_provider.tag_registered(created, node_name="ip-10-0-0-1.ec2.internal")
     tags = clients.tags_of(_instance(instances.parse_provider_id(created.status.provider_id)))
     assert tags["Name"] == "ip-10-0-0-1.ec2.internal"
@@ -102,15 +102,17 @@ async def test_tag_registered_adds_name_and_nodeclaim(ready: Ready) -> None:
 async def test_missing_or_unready_node_class(ready: Ready, nodeclasses: NodeClasses) -> None:
     aws_provider, nc = ready
     with pytest.raises(errors.InsufficientCapacity):
-        await aws_provider.create(make_nodeclaim(nodeclass="nope"))
+        await aws_provider.create(builders.parsed_nodeclaim(node_class="nope", requirements=[]))
     nodeclasses.items[nc.name] = dataclasses.replace(nc, metadata=dataclasses.replace(nc.metadata, generation=2))
     with pytest.raises(errors.NodeClassNotReady):
-        await aws_provider.create(make_nodeclaim())
+        await aws_provider.create(builders.parsed_nodeclaim(requirements=[]))
 
 
 async def test_no_compatible_type_is_insufficient_capacity(ready: Ready) -> None:
     aws_provider, _ = ready
-    claim = make_nodeclaim(requirements=(req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "no-such.type"),))
+    claim = builders.parsed_nodeclaim(
+        requirements=(builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "no-such.type"),)
+    )
     with pytest.raises(errors.InsufficientCapacity):
         await aws_provider.create(claim)
 
@@ -152,7 +154,7 @@ async def test_capacity_errors_mark_offerings_unavailable_and_retry_with_the_res
     calls: list[list[str]] = []
     # c5.large is refused in every zone: the retry must launch from the rest.
     _install_ice(aws_provider._deps.aws.ec2, lambda o: o["InstanceType"] == "c5.large", calls)
-    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     assert created.metadata.labels[labels.LABEL_INSTANCE_TYPE] == "m5.large"
     assert "c5.large" in calls[0]
     assert "c5.large" not in calls[1]
@@ -168,7 +170,7 @@ async def test_everything_refused_is_insufficient_capacity_and_expires_after_3_m
     calls: list[list[str]] = []
     _install_ice(aws_provider._deps.aws.ec2, lambda o: True, calls)
     with pytest.raises(errors.InsufficientCapacity):
-        await aws_provider.create(make_nodeclaim(requirements=SMALL))
+        await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     assert len(calls) == 1  # one fleet call refused everything; nothing was left to retry with
     clock.step(181)
     pool_types = await aws_provider.instance_types(builders.parsed_nodepool(requirements=[]))
@@ -200,14 +202,14 @@ async def test_throttling_is_retried_by_botocore_then_succeeds(ready: Ready) -> 
 
     # before-send sits inside botocore's retry loop, so this exercises the adaptive retry configuration.
     aws_provider._deps.aws.ec2.meta.events.register("before-send.ec2.CreateFleet", throttle_once)
-    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     assert len(attempts) == 2
     assert created.status.provider_id
 
 
 async def test_drift_on_ami_subnet_and_security_group_changes(ready: Ready, nodeclasses: NodeClasses) -> None:
     aws_provider, nc = ready
-    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     instance = _instance(instances.parse_provider_id(created.status.provider_id))
     # The emulator applies the launch template's groups, as EC2 does: a fresh instance is not drifted.
     assert [g["GroupId"] for g in instance["SecurityGroups"]] == [g.id for g in nc.status.security_groups]
@@ -227,7 +229,7 @@ async def test_drift_on_ami_subnet_and_security_group_changes(ready: Ready, node
 
 async def test_finalizing_a_node_class_deletes_its_launch_templates_and_instance_profile(ready: Ready) -> None:
     aws_provider, nc = ready
-    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     ec2 = boto3.client("ec2", region_name=REGION)
     iam = boto3.client("iam", region_name=REGION)
     names = [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]]
@@ -241,7 +243,7 @@ async def test_finalizing_a_node_class_deletes_its_launch_templates_and_instance
 
 async def test_launch_template_deleted_when_its_cache_entry_expires(ready: Ready, clock: Clock) -> None:
     aws_provider, _ = ready
-    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     ec2 = boto3.client("ec2", region_name=REGION)
     # one template per (AMI, pod density): m5.xlarge fits more pods than the two larges
     assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 2
@@ -268,7 +270,7 @@ async def test_a_restarted_provider_reuses_the_clusters_launch_templates(
     ready: Ready, make_provider: Callable[..., provider.AWSCloudProvider], clock: Clock
 ) -> None:
     first, _ = ready
-    await first.create(make_nodeclaim(requirements=SMALL))
+    await first.create(builders.parsed_nodeclaim(requirements=SMALL))
     ec2 = boto3.client("ec2", region_name=REGION)
     existing = sorted(t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"])
     restarted = make_provider()
@@ -276,7 +278,7 @@ async def test_a_restarted_provider_reuses_the_clusters_launch_templates(
     restarted._deps.aws.ec2.meta.events.register(
         "provide-client-params.ec2.*", lambda params, model, **_: calls.append((model.name, dict(params)))
     )
-    await restarted.create(make_nodeclaim(name="default-second", requirements=SMALL))
+    await restarted.create(builders.parsed_nodeclaim(name="default-second", requirements=SMALL))
     # One tag-filtered listing at start-up, then no per-name describe and no create: the templates were reused.
     lt_calls = [(name, params) for name, params in calls if "LaunchTemplate" in name]
     assert [name for name, _ in lt_calls] == ["DescribeLaunchTemplates"]
@@ -308,13 +310,13 @@ async def test_launches_in_flight_spread_over_a_zones_subnets(
         nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
         nodeclasses.items[nc.name] = nc
         in_zone_d = (
-            req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),
-            req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
-            req(labels.LABEL_ZONE, meta.Operator.IN, "us-east-1d"),
+            builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),
+            builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
+            builders.requirement(labels.LABEL_ZONE, "In", "us-east-1d"),
         )
         subnets_used = []
         for name in ("default-one", "default-two"):
-            created = await aws_provider.create(make_nodeclaim(name=name, requirements=in_zone_d))
+            created = await aws_provider.create(builders.parsed_nodeclaim(name=name, requirements=in_zone_d))
             subnets_used.append(_instance(instances.parse_provider_id(created.status.provider_id))["SubnetId"])
         # m5.large runs 29 pods: the first launch's claim on its subnet sends the second to the other one.
         assert subnets_used == [ids[1], ids[0]]
@@ -353,7 +355,7 @@ async def test_a_status_refresh_within_the_minute_calls_aws_once(ready: Ready, c
 
 async def test_the_janitor_deletes_templates_no_launch_used_for_a_minute(ready: Ready, clock: Clock) -> None:
     aws_provider, _ = ready
-    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     ec2 = boto3.client("ec2", region_name=REGION)
     assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 2
     swept = asyncio.Event()
@@ -382,7 +384,7 @@ async def test_the_janitor_deletes_templates_no_launch_used_for_a_minute(ready: 
 
 async def test_a_template_ec2_refused_to_delete_is_retried_by_the_next_sweep(ready: Ready, clock: Clock) -> None:
     aws_provider, _ = ready
-    await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     ec2 = boto3.client("ec2", region_name=REGION)
     asked: list[str] = []
 
@@ -429,7 +431,7 @@ async def test_known_instances_are_read_from_the_cache_that_list_refreshes(ready
     the garbage collector's list drops what EC2 no longer lists."""
     aws_provider, _ = ready
     calls = aws_provider._deps.aws.calls
-    created = await aws_provider.create(make_nodeclaim(requirements=SMALL))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
 
     def describes() -> int:
         return calls.calls().get(("ec2", "DescribeInstances"), 0)

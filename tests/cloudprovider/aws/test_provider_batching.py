@@ -9,17 +9,18 @@ import asyncio
 from typing import Any
 
 import pytest
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
-from karpy.api import ec2nodeclass, labels, meta
+from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import clients, instances, provider
 from karpy_emulator import autojump
 from karpy_emulator.aws import seeding
 
 ONE_SHAPE = (
-    req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large", "c5.large"),
-    req(labels.LABEL_CAPACITY_TYPE, meta.Operator.IN, "on-demand"),
+    builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large", "c5.large"),
+    builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", "on-demand"),
 )
 
 
@@ -45,7 +46,7 @@ async def batching(
 
 
 def claims(count: int) -> list[Any]:
-    return [make_nodeclaim(name=f"default-{i:05d}", requirements=ONE_SHAPE) for i in range(count)]
+    return [builders.parsed_nodeclaim(name=f"default-{i:05d}", requirements=ONE_SHAPE) for i in range(count)]
 
 
 def calls_of(aws: clients.Clients, before: dict[tuple[str, str], int]) -> dict[str, int]:

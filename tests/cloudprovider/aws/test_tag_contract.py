@@ -7,10 +7,11 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from tests.cloudprovider.aws.builders import make_nodeclaim, make_nodeclass, req
+from tests import builders
+from tests.cloudprovider.aws.builders import make_nodeclass
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 
-from karpy.api import labels, meta
+from karpy.api import labels
 from karpy.cloudprovider.aws import provider
 from karpy_emulator.aws import seeding
 
@@ -38,7 +39,9 @@ async def test_writes_carry_the_policy_tags(
     nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
     nc = dataclasses.replace(nc, status=await aws_provider.reconcile_nodeclass(nc))
     nodeclasses.items[nc.name] = nc
-    claim = make_nodeclaim(requirements=(req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large"),))
+    claim = builders.parsed_nodeclaim(
+        requirements=(builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),)
+    )
     created = await aws_provider.create(claim)
     await aws_provider.tag_registered(created, node_name="ip-10-0-0-1.ec2.internal")
 

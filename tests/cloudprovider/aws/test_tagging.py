@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import boto3
 import pytest
+from tests import builders
 from tests.cloudprovider.aws import moto_fixtures
-from tests.cloudprovider.aws.builders import make_nodeclaim
 
 from karpy.api import nodeclaim
 from karpy.cloudprovider.aws import clients, ec2batch, faults, instances, tagging
@@ -30,7 +30,9 @@ def _tags(instance_id: str) -> dict[str, str]:
 
 
 def _registered(name: str, instance_id: str, node: str = "") -> nodeclaim.NodeClaim:
-    claim = make_nodeclaim(name=name, provider_id=instances.provider_id("us-east-1a", instance_id))
+    claim = builders.parsed_nodeclaim(
+        name=name, provider_id=instances.provider_id("us-east-1a", instance_id), requirements=[]
+    )
     return dataclasses.replace(claim, status=dataclasses.replace(claim.status, node_name=node))
 
 

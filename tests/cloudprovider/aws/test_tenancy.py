@@ -3,19 +3,16 @@ instance on dedicated hardware, and the instance reads back as dedicated; defaul
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import boto3
 import pytest
 from tests import builders
-from tests.cloudprovider import contract
-from tests.cloudprovider.aws.builders import make_nodeclaim, req
 from tests.cloudprovider.aws.moto_fixtures import REGION
 from tests.provisioning import builders as provisioning_builders
 
 from karpy import events
-from karpy.api import ec2nodeclass, labels, meta, nodepool, parse
+from karpy.api import ec2nodeclass, labels, nodepool, parse
 from karpy.clock import ManualClock
 from karpy.cloudprovider import tenancy
 from karpy.cloudprovider.aws import instances, provider
@@ -23,7 +20,7 @@ from karpy.kube import fake, resources
 from karpy.provisioning import provisioner
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
-M5 = req(labels.LABEL_INSTANCE_TYPE, meta.Operator.IN, "m5.large")
+M5 = builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large")
 
 
 def _template_placement(name: str) -> object:
@@ -44,13 +41,13 @@ def _record_fleets(aws_provider: provider.AWSCloudProvider) -> list[dict[str, ob
 async def test_a_dedicated_claim_launches_on_dedicated_hardware(ready: Ready) -> None:
     aws_provider, _ = ready
     fleets = _record_fleets(aws_provider)
-    dedicated = (M5, req(labels.LABEL_INSTANCE_TENANCY, meta.Operator.IN, "dedicated"))
-    created = await aws_provider.create(make_nodeclaim(requirements=dedicated))
+    dedicated = (M5, builders.requirement(labels.LABEL_INSTANCE_TENANCY, "In", "dedicated"))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=dedicated))
     assert created.metadata.labels[labels.LABEL_INSTANCE_TENANCY] == "dedicated"
     (config,) = fleets[0]["LaunchTemplateConfigs"]  # type: ignore[misc]
     assert _template_placement(config["LaunchTemplateSpecification"]["LaunchTemplateName"]) == {"Tenancy": "dedicated"}
 
-    shared = await aws_provider.create(make_nodeclaim("shared", requirements=(M5,)))
+    shared = await aws_provider.create(builders.parsed_nodeclaim("shared", requirements=(M5,)))
     assert shared.metadata.labels[labels.LABEL_INSTANCE_TENANCY] == "default"
     (config,) = fleets[1]["LaunchTemplateConfigs"]  # type: ignore[misc]
     assert _template_placement(config["LaunchTemplateSpecification"]["LaunchTemplateName"]) is None
@@ -59,7 +56,7 @@ async def test_a_dedicated_claim_launches_on_dedicated_hardware(ready: Ready) ->
 async def test_an_instance_reads_back_with_its_tenancy(ready: Ready) -> None:
     aws_provider, _ = ready
     ec2 = boto3.client("ec2", region_name=REGION)
-    created = await aws_provider.create(make_nodeclaim(requirements=(M5,)))
+    created = await aws_provider.create(builders.parsed_nodeclaim(requirements=(M5,)))
     assert (await aws_provider.get(created.status.provider_id)).metadata.labels[labels.LABEL_INSTANCE_TENANCY] == (
         "default"
     )
@@ -72,9 +69,8 @@ async def test_an_instance_reads_back_with_its_tenancy(ready: Ready) -> None:
 
 
 def _pool_allowing(*tenancies: str) -> nodepool.NodePool:
-    pool = contract.make_nodepool()
-    terms = (req(labels.LABEL_INSTANCE_TENANCY, meta.Operator.IN, *tenancies),) if tenancies else ()
-    return dataclasses.replace(pool, template=dataclasses.replace(pool.template, requirements=terms))
+    terms = [builders.requirement(labels.LABEL_INSTANCE_TENANCY, "In", *tenancies)] if tenancies else []
+    return builders.parsed_nodepool(requirements=terms)
 
 
 async def test_a_pool_sees_its_types_with_the_tenancy_it_allows(ready: Ready) -> None:
@@ -142,9 +138,9 @@ async def test_launches_label_the_catalog_once_per_tenancy(ready: Ready, monkeyp
         return for_claim(types_, wanted)
 
     monkeypatch.setattr(tenancy, "for_claim", counted)
-    dedicated = (M5, req(labels.LABEL_INSTANCE_TENANCY, meta.Operator.IN, "dedicated"))
+    dedicated = (M5, builders.requirement(labels.LABEL_INSTANCE_TENANCY, "In", "dedicated"))
     for index, terms in enumerate([(M5,), (M5,), dedicated, (M5,), dedicated]):
-        created = await aws_provider.create(make_nodeclaim(f"claim-{index}", requirements=terms))
+        created = await aws_provider.create(builders.parsed_nodeclaim(f"claim-{index}", requirements=terms))
         assert created.metadata.labels[labels.LABEL_INSTANCE_TENANCY] == (
             "dedicated" if terms is dedicated else "default"
         )
