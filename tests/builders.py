@@ -209,16 +209,21 @@ def node(
     return obj
 
 
-def parsed_state_node(name: str, *, bound: Sequence[scheduling_pods.Pod] = (), **fields: Any) -> statenode.StateNode:
-    """`node(name, **fields)` with the `bound` pods, as the cluster-state cache joins them (no NodeClaim)."""
-    return statenode.build(claim=None, node=node(name, **fields), pods=tuple(bound))
+def parsed_state_node(
+    name: str = "ip-10-0-0-1",
+    *,
+    bound: Sequence[scheduling_pods.Pod] = (),
+    volume_limits: Mapping[str, int] | None = None,
+    **fields: Any,
+) -> statenode.StateNode:
+    """`node(name, **fields)` with the `bound` pods and CSI `volume_limits`, as the cluster-state cache joins them
+    (no NodeClaim)."""
+    return statenode.build(claim=None, node=node(name, **fields), pods=tuple(bound), volume_limits=volume_limits)
 
 
-def parsed_existing_node(
-    name: str, *, bound: Sequence[scheduling_pods.Pod] = (), **fields: Any
-) -> scheduler.ExistingNode:
-    """`parsed_state_node(name, bound=bound, **fields)` as the provisioner hands it to the scheduler."""
-    (existing,) = snapshot.existing_nodes([parsed_state_node(name, bound=bound, **fields)])
+def parsed_existing_node(name: str = "ip-10-0-0-1", **fields: Any) -> scheduler.ExistingNode:
+    """`parsed_state_node(name, **fields)` as the provisioner hands it to the scheduler."""
+    (existing,) = snapshot.existing_nodes([parsed_state_node(name, **fields)])
     return existing
 
 
@@ -380,24 +385,36 @@ def nodeclaim(
 
 
 def ec2nodeclass(
-    name: str = "default", *, generation: int | None = None, status: Mapping[str, Any] | None = None, **spec: Any
+    name: str = "default",
+    *,
+    generation: int | None = None,
+    uid: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+    alias: str = "al2023@latest",
+    discovery: str = "demo",
+    status: Mapping[str, Any] | None = None,
+    **spec: Any,
 ) -> dict[str, Any]:
-    """A minimal valid EC2NodeClass (discovery tag `demo`) at `generation`, with `status`; keyword arguments replace
-    top-level spec fields."""
+    """A minimal valid EC2NodeClass of AMI `alias`, its subnets and security groups tagged karpenter.sh/discovery:
+    `discovery`, at `generation`, with `uid`, `annotations` and `status`; keyword arguments replace top-level spec
+    fields."""
+    discovered = [{"tags": {"karpenter.sh/discovery": discovery}}]
+    metadata: dict[str, Any] = {"name": name}
+    metadata |= {key: value for key, value in (("uid", uid), ("generation", generation)) if value is not None}
+    if annotations is not None:
+        metadata["annotations"] = dict(annotations)
     manifest: dict[str, Any] = {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": {
             "role": "KarpenterNodeRole-demo",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+            "amiSelectorTerms": [{"alias": alias}],
+            "subnetSelectorTerms": copy.deepcopy(discovered),
+            "securityGroupSelectorTerms": copy.deepcopy(discovered),
         },
     }
     manifest["spec"].update(copy.deepcopy(spec))
-    if generation is not None:
-        manifest["metadata"]["generation"] = generation
     if status is not None:
         manifest["status"] = copy.deepcopy(dict(status))
     return manifest

@@ -17,6 +17,7 @@ KINDS = frozenset(
         "daemonset",
         "deployment",
         "ec2nodeclass",
+        "existing_node",
         "node",
         "nodeclaim",
         "nodeclass",
@@ -26,6 +27,7 @@ KINDS = frozenset(
         "pool",
         "pv",
         "pvc",
+        "state_node",
         "storage_class",
     }
 )
@@ -51,14 +53,7 @@ DIFFERENT = {
     "scheduling/test_podtemplates.py::_pod": "one maximal Deployment pod carrying every part the scheduler reads, so a"
     " part the template cache does not carry over shows; a fixture, not a builder",
 }
-# Builders still to fold into tests/builders.py (mostly of parsed objects, which need `parsed_*` variants there);
-# this list may only shrink.
-_PARSED = "builds a parsed object: fold into a builders.parsed_* variant"
-_FOLDER = "the folder's shared builders: fold their parameters into tests/builders.py"
-NOT_YET_FOLDED = {
-    "cloudprovider/aws/builders.py::make_nodeclass": _PARSED,
-}
-ALLOWED = DIFFERENT | NOT_YET_FOLDED
+ALLOWED = DIFFERENT
 
 
 def builds(name: str) -> str | None:
@@ -85,6 +80,7 @@ def test_builders_are_recognised_by_name() -> None:
         "def parsed_nodeclaim(): ...\n"
         "def claim_dict(): ...\n"
         "def pool_manifest(): ...\n"
+        "def _existing_node(): ...\n"
         "async def nodes(): ...\n"  # an async read of the API server, not a builder
         "def node_zone(): ...\n"
         "def test_pod(): ...\n"
@@ -97,6 +93,7 @@ def test_builders_are_recognised_by_name() -> None:
         "parsed_nodeclaim",
         "claim_dict",
         "pool_manifest",
+        "_existing_node",
     ]
 
 

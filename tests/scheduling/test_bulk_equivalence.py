@@ -137,13 +137,12 @@ def _shape(res: Any) -> tuple[Any, ...]:
     return claims, existing, tuple(sorted(res.unschedulable.items()))
 
 
-def _existing_node() -> scheduler.ExistingNode:
-    return scheduler.ExistingNode(
-        "node-a",
-        {labels.LABEL_ZONE: scheduling_conftest.ZONES[1], labels.LABEL_NODEPOOL: "default"},
-        (),
-        {labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 20_000},
-    )
+NODE_A = builders.parsed_existing_node(
+    "node-a",
+    labels={labels.LABEL_ZONE: scheduling_conftest.ZONES[1], labels.LABEL_NODEPOOL: "default"},
+    memory="8Gi",
+    pods="20",
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -182,7 +181,7 @@ def test_bulk_equals_pod_by_pod(
         pods=all_pods,
         nodepools=[pool],
         instance_types={"default": _uneven_catalog() if uneven else scheduling_conftest.fake_catalog(12)},
-        existing_nodes=[_existing_node()] if with_node else (),
+        existing_nodes=[NODE_A] if with_node else (),
         compute_lower_bound=False,
         min_values_policy=min_values or nodes.MIN_VALUES_STRICT,
     )

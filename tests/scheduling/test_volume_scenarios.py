@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import pytest
 from tests import builders
@@ -213,17 +214,11 @@ def test_bad_pv_affinity_names_the_field() -> None:
         volumes.pv_from_manifest(bad)
 
 
-def _existing_node(**kwargs: object) -> scheduler.ExistingNode:
-    return scheduler.ExistingNode(
-        name="node-a",
-        labels={labels.LABEL_ZONE: "test-zone-1a", labels.LABEL_NODEPOOL: "default"},
-        taints=(),
-        allocatable={
-            labels.RESOURCE_CPU: 64_000,
-            labels.RESOURCE_MEMORY: 256 * 2**30 * 1000,
-            labels.RESOURCE_PODS: 110_000,
-        },
-        **kwargs,  # type: ignore[arg-type]
+def _big_node(volume_limits: Mapping[str, int]) -> scheduler.ExistingNode:
+    """Node node-a of pool default in zone 1a: 64 cpu, 256Gi, 110 pods, and the CSI drivers' `volume_limits`."""
+    zone_and_pool = {labels.LABEL_ZONE: "test-zone-1a", labels.LABEL_NODEPOOL: "default"}
+    return builders.parsed_existing_node(
+        "node-a", labels=zone_and_pool, cpu="64", memory="256Gi", volume_limits=volume_limits
     )
 
 
@@ -236,14 +231,14 @@ def test_csi_attach_limit_of_an_existing_node_is_honoured() -> None:
     ]
     ps = [builders.parsed_pod(f"p-{i}", memory="1Gi", claims=[f"a-{i}", f"b-{i}"]) for i in range(6)]
     catalog = volumes.VolumeCatalog.build(pvcs, storage_classes=[sc])
-    node = _existing_node(volume_limits={"fake.csi.provider": 10})
+    node = _big_node({"fake.csi.provider": 10})
     res = scheduling_conftest.solve(ps, volumes=catalog, existing_nodes=[node])
     scheduling_conftest.expect_scheduled(res, *ps)
     assert len(res.existing_nodes["node-a"]) == 5
     assert sum(len(cl.pods) for cl in scheduling_conftest.expect_provisioned(res, 1)) == 1
     # another driver's limit, or none, leaves every pod on the node
     for limits in ({"other.csi.provider": 1}, {}):
-        res = scheduling_conftest.solve(ps, volumes=catalog, existing_nodes=[_existing_node(volume_limits=limits)])
+        res = scheduling_conftest.solve(ps, volumes=catalog, existing_nodes=[_big_node(limits)])
         assert len(res.existing_nodes["node-a"]) == 6
 
 
@@ -252,7 +247,7 @@ def test_pods_sharing_one_claim_attach_it_once() -> None:
     pv = volumes.pv_from_manifest({"metadata": {"name": "pv"}, "spec": {"awsElasticBlockStore": {"volumeID": "vol-1"}}})
     pvc = volumes.PersistentVolumeClaim("default", "shared", volume_name="pv")
     ps = [builders.parsed_pod(f"p-{i}", memory="1Gi", claims=["shared"]) for i in range(20)]
-    node = _existing_node(volume_limits={volumes.EBS_CSI_DRIVER: 1})
+    node = _big_node({volumes.EBS_CSI_DRIVER: 1})
     res = scheduling_conftest.solve(ps, volumes=volumes.VolumeCatalog.build([pvc], [pv]), existing_nodes=[node])
     assert len(res.existing_nodes["node-a"]) == 20
     assert not res.new_nodeclaims

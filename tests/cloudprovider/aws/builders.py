@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
-from karpy.api import ec2nodeclass, labels, meta, quantity
+from tests import builders
+
+from karpy.api import labels, quantity
 from karpy.cloudprovider import types
 
 OD = labels.CAPACITY_TYPE_ON_DEMAND
@@ -36,31 +39,13 @@ def make_instance_type(
     )
 
 
-def make_nodeclass(
-    name: str = "default",
-    *,
-    alias: str = "al2023@latest",
-    role: str = "KarpenterNodeRole-test",
-    instance_profile: str = "",
-    status: ec2nodeclass.EC2NodeClassStatus | None = None,
-    annotations: Mapping[str, str] = meta.EMPTY,
-    tags: Mapping[str, str] = meta.EMPTY,
-    generation: int = 1,
-    user_data: str | None = None,
-    discovery: str = "test-cluster",
-) -> ec2nodeclass.EC2NodeClass:
-    return ec2nodeclass.EC2NodeClass(
-        metadata=meta.ObjectMeta(name=name, uid=f"uid-{name}", annotations=annotations, generation=generation),
-        spec=ec2nodeclass.EC2NodeClassSpec(
-            subnet_selector_terms=(ec2nodeclass.SubnetSelectorTerm(tags={"karpenter.sh/discovery": discovery}),),
-            security_group_selector_terms=(
-                ec2nodeclass.SecurityGroupSelectorTerm(tags={"karpenter.sh/discovery": discovery}),
-            ),
-            ami_selector_terms=(ec2nodeclass.AMISelectorTerm(alias=alias),),
-            role="" if instance_profile else role,
-            instance_profile=instance_profile,
-            tags=tags,
-            user_data=user_data,
-        ),
-        status=status or ec2nodeclass.EC2NodeClassStatus(),
-    )
+make_nodeclass = functools.partial(
+    builders.parsed_ec2nodeclass,
+    uid="uid-default",
+    generation=1,
+    role="KarpenterNodeRole-test",
+    discovery="test-cluster",
+)
+"""EC2NodeClass `default` as the AWS tests start from: generation 1, role KarpenterNodeRole-test, subnets and
+security groups of cluster test-cluster (moto_fixtures.CLUSTER); a test sets a resolved status with
+dataclasses.replace, as the nodeclass reconciler does."""

@@ -217,7 +217,7 @@ async def test_bad_user_data_fails_validation_by_name(
     seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> None:
     aws_provider = make_provider()
-    nc = make_nodeclass(alias="bottlerocket@latest", role=seeded.node_role, discovery=CLUSTER, user_data="[oops")
+    nc = make_nodeclass(alias="bottlerocket@latest", role=seeded.node_role, discovery=CLUSTER, userData="[oops")
     seeding.seed_alias_images(region=REGION, k8s_version="1.31", alias="bottlerocket@latest")
     nc = await _reconciled(aws_provider, nodeclasses, nc)
     validation = nc.condition(ec2nodeclass.VALIDATION_SUCCEEDED)

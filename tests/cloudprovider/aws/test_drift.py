@@ -54,7 +54,7 @@ def test_drift_reason(
     expected: types.DriftReason | None,
 ) -> None:
     claim = builders.parsed_nodeclaim(annotations=claim_ann, requirements=[])
-    nodeclass = make_nodeclass(annotations=class_ann, status=STATUS)
+    nodeclass = dataclasses.replace(make_nodeclass(annotations=class_ann), status=STATUS)
     assert drift.drift_reason(claim, nodeclass, instance) == expected
 
 
@@ -95,7 +95,7 @@ def test_capacity_reservation_drift(
             for cr in resolved
         ),
     )
-    assert drift.drift_reason(claim, make_nodeclass(status=status), GOOD) == expected
+    assert drift.drift_reason(claim, dataclasses.replace(make_nodeclass(), status=status), GOOD) == expected
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_launch_options_drift_existing_nodes(changes: dict[str, object]) -> None
     claim = builders.parsed_nodeclaim(annotations=stamped, requirements=[])
     now = {H: hashing.ec2nodeclass_hash(after), V: labels.EC2NODECLASS_HASH_VERSION}
     assert now[H] != stamped[H]
-    nodeclass = make_nodeclass(annotations=now, status=STATUS)
+    nodeclass = dataclasses.replace(make_nodeclass(annotations=now), status=STATUS)
     nodeclass = dataclasses.replace(nodeclass, spec=after.spec)
     assert drift.drift_reason(claim, nodeclass, GOOD) is types.DriftReason.NODE_CLASS
 
@@ -138,5 +138,5 @@ def test_placement_group_drift(
 ) -> None:
     claim = _labelled(labels.LABEL_PLACEMENT_GROUP_ID, label)
     instance = dataclasses.replace(GOOD, placement_group_id=instance_group)
-    nodeclass = make_nodeclass(status=STATUS)
+    nodeclass = dataclasses.replace(make_nodeclass(), status=STATUS)
     assert drift.drift_reason(claim, nodeclass, instance, placement_group_id=wanted) == expected

@@ -70,9 +70,11 @@ def test_each_missing_part_names_itself_and_makes_ready_false(
 
 def test_transition_time_kept_while_status_unchanged_and_reset_on_flip() -> None:
     first = nodeclass_status.compute_status(make_nodeclass(), FULL, now=10.0)
-    same = nodeclass_status.compute_status(make_nodeclass(status=first), FULL, now=20.0)
+    same = nodeclass_status.compute_status(dataclasses.replace(make_nodeclass(), status=first), FULL, now=20.0)
     assert {c.last_transition_time for c in same.conditions} == {10.0}
-    flipped = nodeclass_status.compute_status(make_nodeclass(status=first), nodeclass_status.Resolution(), now=30.0)
+    flipped = nodeclass_status.compute_status(
+        dataclasses.replace(make_nodeclass(), status=first), nodeclass_status.Resolution(), now=30.0
+    )
     times = {c.type: c.last_transition_time for c in flipped.conditions}
     assert times.pop("ValidationSucceeded") == 10.0  # still True: nothing to validate failed
     assert set(times.values()) == {30.0}
@@ -80,8 +82,8 @@ def test_transition_time_kept_while_status_unchanged_and_reset_on_flip() -> None
 
 def test_is_ready_requires_the_current_generation() -> None:
     computed = nodeclass_status.compute_status(make_nodeclass(generation=1), FULL, now=1.0)
-    assert nodeclass_status.is_ready(make_nodeclass(generation=1, status=computed))
-    assert not nodeclass_status.is_ready(make_nodeclass(generation=2, status=computed))
+    assert nodeclass_status.is_ready(dataclasses.replace(make_nodeclass(generation=1), status=computed))
+    assert not nodeclass_status.is_ready(dataclasses.replace(make_nodeclass(generation=2), status=computed))
     assert not nodeclass_status.is_ready(make_nodeclass())
     _ = meta  # builders' meta used by make_nodeclass
 
