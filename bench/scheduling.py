@@ -15,6 +15,7 @@ unconstrained mix alone: there cost_ratio is held to <= 1.05; on the diverse mix
     .venv/bin/python bench/scheduling.py --json                 # the full table (several minutes)
     .venv/bin/python bench/scheduling.py --json --sizes 1000,20000 --catalogs fake
     .venv/bin/python bench/scheduling.py --exact 3000 --sizes 20 --catalogs fake,aws  # plan, bound and optimum
+    .venv/bin/python bench/scheduling.py --exact 3000 --sizes 20 --merge-to 4  # the same, classes merged as at scale
 """
 
 from __future__ import annotations
@@ -172,14 +173,15 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
     }
 
 
-def exact_row(*, catalog: str, pods: int, node_limit: int) -> dict[str, Any]:
+def exact_row(*, catalog: str, pods: int, node_limit: int, merge_to: int = 0) -> dict[str, Any]:
     """The plan, its lower bound and the integer optimum of the same instance (scipy's milp, HiGHS), for a small
     diverse mix: how much of cost / bound is packing waste (plan / optimum) and how much bound weakness
     (optimum / bound). Conditioned, like the bound, on the plan's requirement groups (zone and the rest, hostname
     aside): a class is (group, requests, hostname groups it counts in), a node buys one type of the group's
     whole-node front at the group's price and holds at most each hostname group's cap. Past `node_limit`
     branch-and-bound nodes (a limit, not a time, so a run is repeatable), `optimum` is the best plan found and
-    `optimum_at_least` the larger of the solver's proven bound and ours."""
+    `optimum_at_least` the larger of the solver's proven bound and ours. `merge_to` > 0: the bound merges its classes
+    down to that many (`bound.MERGED_CLASSES`), so a small solve takes the path of a large one."""
     import numpy as np
     from scipy import sparse
     from scipy.optimize import Bounds, LinearConstraint, milp
@@ -187,8 +189,8 @@ def exact_row(*, catalog: str, pods: int, node_limit: int) -> dict[str, Any]:
     from karpy.api import labels, meta, nodepool
     from karpy.cloudprovider import catalog as cloudprovider_catalog
     from karpy.cloudprovider.fake import generator
+    from karpy.scheduling import bound, exclusion, scheduler
     from karpy.scheduling import catalog as scheduling_catalog
-    from karpy.scheduling import exclusion, scheduler
     from karpy.scheduling import pods as scheduling_pods
 
     pool = nodepool.NodePool(
@@ -199,9 +201,14 @@ def exact_row(*, catalog: str, pods: int, node_limit: int) -> dict[str, Any]:
     )
     types = generator.instance_types(400) if catalog == "fake" else cloudprovider_catalog.load("us-east-1")
     pending = scheduling_pods.from_manifests(iter_pod_manifests(pods, mix="diverse"))
-    results = scheduler.solve(
-        scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
-    )
+    merged = bound.MERGED_CLASSES
+    bound.MERGED_CLASSES = merge_to or merged
+    try:
+        results = scheduler.solve(
+            scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
+        )
+    finally:
+        bound.MERGED_CLASSES = merged
     index = scheduling_catalog.ResourceIndex.build([p.requests for p in pending])
     offered = scheduling_catalog.PoolCatalog(pool, types, index=index)
     unit = np.array([1, 1024 * 1024 * 1000, 1000], dtype=np.int64)  # cpu in m, memory in Mi, pods: exact for these
@@ -291,6 +298,7 @@ def exact_row(*, catalog: str, pods: int, node_limit: int) -> dict[str, Any]:
         "catalog": catalog,
         "pods": pods,
         "classes": c_n,
+        "merged_classes": merge_to or None,
         "columns": k,
         "nodes": len(results.new_nodeclaims),
         "plan": round(results.cost_per_hour, 5),
@@ -315,6 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--exact", type=int, default=0, metavar="NODES", help="compare with the integer optimum (small sizes)"
     )
+    parser.add_argument(
+        "--merge-to", type=int, default=0, metavar="N", help="with --exact: the bound merges its classes down to N"
+    )
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # child mode: a single run
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -323,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.exact:
         for catalog in catalogs:
             for size in sizes:
-                print(json.dumps(exact_row(catalog=catalog, pods=size, node_limit=args.exact)), flush=True)
+                row = exact_row(catalog=catalog, pods=size, node_limit=args.exact, merge_to=args.merge_to)
+                print(json.dumps(row), flush=True)
         return 0
     if args.one:
         row = run_one(catalog=catalogs[0], pods=sizes[0], mix=mixes[0], warm=not args.cold, profile=args.profile)

@@ -12,7 +12,7 @@ from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels
 from karpy.cloudprovider import types
-from karpy.scheduling import bound, patterns
+from karpy.scheduling import bound, patterns, relaxation
 
 
 def _lp(demand: list[list[float]], compat: list[list[bool]], capacity: list[list[float]], price: list[float]) -> float:
@@ -235,9 +235,9 @@ def test_hostname_rules_bound_at_the_nodes_they_force(rule: str, count: int, lp:
 
 def test_zone_pinned_parts_each_buy_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
     # Zone spread over three zones puts one pod in each; nodes in different zones are never shared, so each pod
-    # buys a small node of its own ($3). The per-resource LP (what solves with many classes fall back to) sees
-    # three quarter-full small nodes' worth of cpu ($0.75).
-    monkeypatch.setattr(bound, "PATTERN_CLASSES", 0)
+    # buys a small node of its own ($3). The per-resource LP (what the bound falls back to when no merge of
+    # classes gets down to `MERGED_CLASSES`, here none) sees three quarter-full small nodes' worth of cpu ($0.75).
+    monkeypatch.setattr(bound, "MERGED_CLASSES", 0)
     its = [
         scheduling_conftest.make_instance_type("small", cpu=2, memory_gib=4, price=1.0),
         scheduling_conftest.make_instance_type("big", cpu=16, memory_gib=32, price=8.0),
@@ -318,16 +318,58 @@ def test_pattern_bound_never_exceeds_the_integer_optimum(
     assert got.cost >= got.bound - 1e-9
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)), min_size=1, max_size=3, unique=True),
+    st.lists(
+        st.tuples(st.integers(20, 60), st.integers(20, 60), st.integers(1, 4), st.integers(1, 9)),
+        min_size=2,
+        max_size=3,
+    ),
+    st.data(),
+)
+def test_merged_classes_bound_never_exceeds_the_integer_optimum(
+    shapes: list[tuple[int, int]], kinds: list[tuple[int, int, int, int]], data: st.DataObject
+) -> None:
+    # Classes merged down to fewer than there are (relaxation.merge: across columns, then rounded down) keep the
+    # pattern LP's bound below the cheapest plan of the classes as they were, each on its own columns. Classes
+    # share shapes (one zone's and another's pods) so that merging them matters.
+    n_cls = data.draw(st.integers(2, 4))
+    shape_of = data.draw(st.lists(st.integers(0, len(shapes) - 1), min_size=n_cls, max_size=n_cls))
+    req = np.array([[*shapes[s], 1] for s in shape_of], dtype=np.int64)
+    counts = np.array(data.draw(st.lists(st.integers(1, 3), min_size=n_cls, max_size=n_cls)), dtype=np.int64)
+    cap = np.array([[cpu, mem, slots] for cpu, mem, slots, _ in kinds], dtype=np.int64)
+    price = np.array([float(x) for *_, x in kinds])
+    rows = st.lists(st.booleans(), min_size=len(kinds), max_size=len(kinds))
+    compat = np.array(data.draw(st.lists(rows, min_size=n_cls, max_size=n_cls)), dtype=np.bool_)
+    compat &= (req[:, None, :] <= cap[None, :, :]).all(axis=2)
+    if not compat.any(axis=1).all():
+        return  # some class fits none of its columns: no plan to compare with
+    limit = data.draw(st.integers(1, n_cls - 1))
+    merged = relaxation.merge(req, counts, compat, limit=limit)
+    if merged is None:
+        return  # even one bit per resource leaves more shapes: the bound falls back to the per-resource LP
+    assert len(merged.sizes) <= limit
+    got = patterns.solve(merged.vectors, merged.sizes, merged.compat, cap, price)
+    assert got is not None
+    assert got.bound <= _integer_optimum(req, counts, cap, price, compat=compat) * (1 + 1e-9)
+
+
 def _integer_optimum(
     req: npt.NDArray[np.int64],
     counts: npt.NDArray[np.int64],
     cap: npt.NDArray[np.int64],
     price: npt.NDArray[np.float64],
+    *,
+    compat: npt.NDArray[np.bool_] | None = None,
 ) -> float:
     """Cheapest cover by whole nodes: memoised search over the remaining counts (a node takes a maximal-or-not
-    pattern of the remaining pods; every feasible pattern is tried)."""
+    pattern of the remaining pods of classes its type suits, `compat` classes × types, all by default; every
+    feasible pattern is tried)."""
     import functools
     import itertools
+
+    suits = compat if compat is not None else np.ones((len(counts), len(price)), dtype=np.bool_)
 
     @functools.cache
     def best(left: tuple[int, ...]) -> float:
@@ -336,7 +378,9 @@ def _integer_optimum(
         out = float("inf")
         first = next(i for i, n in enumerate(left) if n)  # the first remaining class goes on this node
         for k in range(len(price)):
-            for take in itertools.product(*(range(n + 1) for n in left)):
+            if not suits[first, k]:
+                continue
+            for take in itertools.product(*(range(n + 1) if suits[c, k] else range(1) for c, n in enumerate(left))):
                 if take[first] == 0:
                     continue
                 if ((np.array(take) @ req) <= cap[k]).all():
