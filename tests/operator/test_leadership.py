@@ -60,7 +60,7 @@ async def test_a_deposed_leader_stops_its_loops_and_run_raises(
                 await task
     assert all(t.done() for t in leader_tasks)  # every leader loop ended with it
     assert not ctrl.elector.is_leader()
-    assert ctrl.metrics.instruments.leader._value.get() == 0
+    assert ctrl.metrics.leader._value.get() == 0
     lease = await api.get(resources.LEASES, LEASE, namespace="karpy")
     assert lease is not None
     assert lease["spec"]["holderIdentity"] == "other_replica"  # the deposed replica did not write it back

@@ -17,7 +17,8 @@ from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import accounting
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, resources
-from karpy.runtime import metrics, queuemetrics, workqueue
+from karpy.runtime import metrics, workqueue
+from karpy.runtime.metrics import queues
 from karpy.state import cluster
 
 START = 1_700_000_000.0
@@ -140,7 +141,7 @@ def driven() -> metrics.Metrics:
     interruption.dropped("not_json")
     interruption.latency(4.0)
     interruption.unhealthy("SystemStatus")
-    series = queuemetrics.QueueSeries(m.registry)
+    series = queues.QueueSeries(m.registry)
     queue_hooks = series.hooks("nodeclaims")
     queue_hooks.added()
     queue_hooks.waited(0.01)
@@ -148,7 +149,7 @@ def driven() -> metrics.Metrics:
     queue_hooks.reconciled(workqueue.ERROR)
     queue_hooks.retried()
     queue = workqueue.WorkQueue("nodeclaims", _never, clock=clock.ManualClock(START))
-    m.registry.register(queuemetrics.QueueCollector(lambda: {"nodeclaims": queue}, now=lambda: START))
+    m.registry.register(queues.QueueCollector(lambda: {"nodeclaims": queue}, now=lambda: START))
     m.rejection_hooks().rejected("Pod", "invalid")
     m.set_leader(True)
     m.pod_bound(1.0)

@@ -10,6 +10,8 @@ from tests import builders
 from karpy.api import labels
 from karpy.cloudprovider import types
 from karpy.runtime import metrics, servers
+from karpy.runtime.metrics import cloudprovider as metrics_cloudprovider
+from karpy.runtime.metrics import cluster as metrics_cluster
 from karpy.state import statenode
 
 PRICES = {("m5.large", "us-east-1a", "on-demand"): 0.096, ("m5.large", "us-east-1a", "spot"): 0.035}
@@ -40,17 +42,17 @@ def test_nodepool_costs_sum_offering_prices_per_pool() -> None:
         builders.parsed_state_node("c", labels=_labels("batch"), cpu="2"),
         builders.parsed_state_node("u", labels=_labels(""), cpu="2"),
     ]
-    costs = metrics.nodepool_costs(nodes, lookup)
+    costs = metrics_cluster.nodepool_costs(nodes, lookup)
     assert costs == {"web": pytest.approx(0.096 + 0.035), "batch": pytest.approx(0.096)}  # unmanaged node ignored
 
 
 def test_unpriced_nodes_count_zero_but_keep_their_pool() -> None:
     unpriced = builders.parsed_state_node("a", labels=_labels("web", instance_type="x9.huge"), cpu="2")
-    assert metrics.nodepool_costs([unpriced], lookup) == {"web": 0.0}
+    assert metrics_cluster.nodepool_costs([unpriced], lookup) == {"web": 0.0}
 
 
 def test_price_book_reads_offerings() -> None:
-    book = metrics.PriceBook()
+    book = metrics_cloudprovider.PriceBook()
     offering = types.Offering(zone="us-east-1b", capacity_type="spot", price=0.5)
     book.update([types.InstanceType(name="c5.xlarge", labels={}, capacity={}, offerings=(offering,))])
     assert book.price("c5.xlarge", "us-east-1b", "spot") == 0.5
@@ -226,7 +228,7 @@ def test_disruption_reasons_become_upstream_snake_case_labels(reason: str, label
 
 def test_replacements_count_as_created_under_the_disruption_reason() -> None:
     m = metrics.Metrics()
-    m.replacement_created("web", "Underutilized")
+    m.lifecycle.replacement_created("web", "Underutilized")
     m.nodeclaim_created("web")
     got = samples(m)
     assert got[(CREATED, (("nodepool", "web"), ("reason", "underutilized")))] == 1

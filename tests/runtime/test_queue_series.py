@@ -11,7 +11,8 @@ import prometheus_client.parser
 from tests.wiring import test_gated_controllers as wiring_test_gated_controllers
 
 from karpy import clock
-from karpy.runtime import parts, queuemetrics, workqueue
+from karpy.runtime import parts, workqueue
+from karpy.runtime.metrics import queues
 
 NODECLAIMS = {"controller": "nodeclaim.lifecycle", "name": "nodeclaim.lifecycle"}
 
@@ -28,7 +29,7 @@ def scraped(registry: prometheus_client.CollectorRegistry, series: str, **label_
 async def test_a_queue_reports_what_client_go_and_controller_runtime_report() -> None:
     manual = clock.ManualClock(0.0)
     registry = prometheus_client.CollectorRegistry()
-    series = queuemetrics.QueueSeries(registry)
+    series = queues.QueueSeries(registry)
     gate = asyncio.Event()
 
     async def reconcile(key: str) -> float | None:
@@ -42,7 +43,7 @@ async def test_a_queue_reports_what_client_go_and_controller_runtime_report() ->
     queue = workqueue.WorkQueue(
         parts.NODECLAIMS, reconcile, clock=manual, workers=2, metrics=series.hooks(parts.NODECLAIMS)
     )
-    registry.register(queuemetrics.QueueCollector(lambda: {parts.NODECLAIMS: queue}, now=manual.now))
+    registry.register(queues.QueueCollector(lambda: {parts.NODECLAIMS: queue}, now=manual.now))
     task = asyncio.create_task(queue.run())
     try:
         for key in ("ok", "ok", "again", "broken", "slow"):
@@ -81,6 +82,6 @@ def test_the_object_graph_reports_every_queue() -> None:
     ctrl = wiring_test_gated_controllers._controller("NodeOverlay=true")
     text = ctrl.metrics.exposition().decode()
     for queue in ctrl.queues:
-        controller = queuemetrics.controller_of(queue)
+        controller = queues.controller_of(queue)
         assert f'workqueue_depth{{controller="{controller}",name="{controller}"}}' in text, queue
     assert ctrl.queue(parts.NODECLAIMS).metrics != workqueue.Metrics()  # the hooks are wired, not the no-ops

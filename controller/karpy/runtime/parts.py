@@ -25,6 +25,7 @@ from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.provisioning import provisioner
 from karpy.runtime import lease, metrics, workqueue
+from karpy.runtime.metrics import cloudprovider as metrics_cloudprovider
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 
@@ -43,7 +44,7 @@ class CloudParts:
     """Deletes launch templates unused for a minute (upstream: on cache eviction); leader only, never in a dry run."""
     tagger: Callable[[], Coroutine[Any, Any, None]] | None = None
     """Tags instances with their node's and NodeClaim's names once registered; leader only, never in a dry run."""
-    api_calls: metrics.CloudCalls | None = None
+    api_calls: metrics_cloudprovider.CloudCalls | None = None
     """The provider's count of its API calls, exposed as metrics; None when it keeps none (the fake)."""
     use_overlays: Callable[[overlay.Overlays], None] | None = None
     """Has the provider's launches apply the NodeOverlays (NodeOverlay gate); None: they see the list prices."""

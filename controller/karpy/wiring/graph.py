@@ -31,7 +31,8 @@ from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.provisioning import batcher, provisioner, snapshot
-from karpy.runtime import lease, metrics, observers, parts, queuemetrics, routing, workqueue
+from karpy.runtime import lease, metrics, observers, parts, routing, workqueue
+from karpy.runtime.metrics import queues
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 from karpy.wiring import views
@@ -314,7 +315,7 @@ def build(
 
         return report
 
-    queue_series = queuemetrics.QueueSeries(registry.registry)
+    queue_series = queues.QueueSeries(registry.registry)
 
     def queue(name: str, reconcile: workqueue.Reconcile, res: resources.Resource, workers: int) -> workqueue.WorkQueue:
         return workqueue.WorkQueue(
@@ -348,7 +349,7 @@ def build(
         cluster.add_listener(overlay_controller.listener(controller.queues[parts.NODEOVERLAYS].add))
     registry.watch_state(cluster)
     registry.watch_cluster_series(cluster, now=clock.now)
-    registry.registry.register(queuemetrics.QueueCollector(lambda: controller.queues, now=clock.now))
+    registry.registry.register(queues.QueueCollector(lambda: controller.queues, now=clock.now))
     if cloud.api_calls is not None:
         registry.watch_cloud_calls(cloud.api_calls)
     cluster.add_listener(

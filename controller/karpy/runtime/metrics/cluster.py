@@ -1,0 +1,142 @@
+"""Gauges describing the cluster (nodes, NodePool usage and limits, pods, cost per NodePool), computed at scrape
+time from the state cache, so they can never drift from what the controller decides on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol
+
+import prometheus_client
+from prometheus_client import core as prometheus_client_core
+
+from karpy.api import labels, nodepool
+from karpy.runtime.metrics import naming
+from karpy.scheduling import pods as scheduling_pods
+from karpy.state import statenode
+
+PriceLookup = Callable[[str, str, str], float | None]
+"""$/h of (instance type, zone, capacity type), None when unknown."""
+
+
+class ClusterSource(Protocol):
+    def synced(self) -> bool: ...
+    def state_nodes(self) -> list[statenode.StateNode]: ...
+    def nodepools(self) -> list[nodepool.NodePool]: ...
+    def nodepool_usage(self, name: str) -> dict[str, int]: ...
+    def pending_pods(self) -> list[scheduling_pods.Pod]: ...
+
+
+def node_price(node: statenode.StateNode, price: PriceLookup) -> float | None:
+    """The $/h the node's offering costs, from its instance-type, zone and capacity-type labels."""
+    node_labels = node.labels
+    instance_type = node_labels.get(labels.LABEL_INSTANCE_TYPE, "")
+    zone = node_labels.get(labels.LABEL_ZONE, "")
+    capacity_type = node_labels.get(labels.LABEL_CAPACITY_TYPE, "")
+    if not (instance_type and zone and capacity_type):
+        return None
+    return price(instance_type, zone, capacity_type)
+
+
+def nodepool_costs(nodes: Iterable[statenode.StateNode], price: PriceLookup) -> dict[str, float]:
+    """$/h per NodePool: Σ offering prices of its nodes (launched or registered); unpriced nodes count 0 (pure)."""
+    costs: dict[str, float] = {}
+    for node in nodes:
+        if not node.nodepool:
+            continue
+        costs[node.nodepool] = costs.get(node.nodepool, 0.0) + (node_price(node, price) or 0.0)
+    return costs
+
+
+def _resource_value(milli: int) -> float:
+    """Milli-units as the plain number Prometheus shows (cores, bytes, counts)."""
+    return milli / naming.MILLI_PER_UNIT
+
+
+class StateCollector(prometheus_client.registry.Collector):
+    """Gauges read from the state cache at scrape time."""
+
+    def __init__(self, cluster: ClusterSource, *, price: PriceLookup) -> None:
+        self._cluster = cluster
+        self._price = price
+
+    def collect(self) -> Iterator[prometheus_client_core.Metric]:
+        synced = self._cluster.synced()
+        yield prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_cluster_state_synced", "1 when the cluster state cache has listed everything", synced
+        )
+        nodes = self._cluster.state_nodes()
+        yield prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_cluster_state_node_count",
+            "Nodes (and in-flight NodeClaims) in the state cache",
+            len(nodes),
+        )
+        yield from self._nodes(nodes)
+        yield from self._nodepools()
+        yield from self._pods(nodes)
+        cost = prometheus_client_core.GaugeMetricFamily(
+            "karpy_nodepool_cost_per_hour", "On-demand/spot $/h of the nodes of each NodePool", labels=["nodepool"]
+        )
+        # upstream's name for the same sum (core: controllers/metrics/nodepool/controller.go)
+        cost_total = prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_nodepools_cost_total",
+            "The $/h of the offerings of a NodePool's nodes",
+            labels=["nodepool"],
+        )
+        for pool, dollars in sorted(nodepool_costs(nodes, self._price).items()):
+            cost.add_metric([pool], dollars)
+            cost_total.add_metric([pool], dollars)
+        yield cost
+        yield cost_total
+
+    def _nodes(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
+        names = ["node_name", "nodepool", "resource_type"]
+        allocatable = prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_nodes_allocatable", "Node allocatable by resource", labels=names
+        )
+        requests = prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_nodes_total_pod_requests",
+            "Sum of the requests of the pods bound to the node",
+            labels=names,
+        )
+        for node in nodes:
+            if node.node is None:
+                continue
+            for resource, milli in sorted(node.allocatable.items()):
+                allocatable.add_metric([node.name, node.nodepool, resource], _resource_value(milli))
+            totals: dict[str, int] = {}
+            for pod in node.pods:
+                for resource, milli in pod.requests.items():
+                    totals[resource] = totals.get(resource, 0) + milli
+            for resource, milli in sorted(totals.items()):
+                requests.add_metric([node.name, node.nodepool, resource], _resource_value(milli))
+        yield allocatable
+        yield requests
+
+    def _nodepools(self) -> Iterator[prometheus_client_core.Metric]:
+        names = ["nodepool", "resource_type"]
+        usage = prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_nodepools_usage", "Resources used by a NodePool", labels=names
+        )
+        limit = prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_nodepools_limit", "Limits of a NodePool", labels=names
+        )
+        for pool in self._cluster.nodepools():
+            for resource, milli in sorted(self._cluster.nodepool_usage(pool.name).items()):
+                usage.add_metric([pool.name, resource], _resource_value(milli))
+            for resource, milli in sorted(pool.limits.items()):
+                limit.add_metric([pool.name, resource], _resource_value(milli))
+        yield usage
+        yield limit
+
+    def _pods(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
+        state = prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_pods_state",
+            "Pods the controller knows of: 1 per pod with its node, NodePool and phase",
+            labels=["name", "namespace", "node", "nodepool", "phase"],
+        )
+        for pod in self._cluster.pending_pods():
+            state.add_metric([pod.name, pod.namespace, "", "", "Pending"], 1)
+        for node in nodes:
+            for pod in node.pods:
+                state.add_metric([pod.name, pod.namespace, node.name, node.nodepool, "Bound"], 1)
+        yield state

@@ -1,0 +1,107 @@
+"""Voluntary disruption series: decisions, their evaluation time, consolidation timeouts, failed validations,
+queue failures and eligible nodes (core: pkg/controllers/disruption/metrics.go), and the disruption loop's hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import prometheus_client
+from prometheus_client import registry as prometheus_client_registry
+
+from karpy.disruption import controller as disruption_controller
+from karpy.runtime.metrics import lifecycle, naming
+
+CONSOLIDATION_TYPES: Final[Mapping[str, str]] = {
+    "emptiness": "empty",
+    "multi-node-consolidation": "multi",
+    "single-node-consolidation": "single",
+}
+"""consolidation_type of a disruption method (upstream `ConsolidationType()`; drift has none)."""
+
+
+class DisruptionSeries:
+    """The voluntary disruption counters, histogram and gauge, and the hooks that feed them."""
+
+    def __init__(self, registry: prometheus_client_registry.CollectorRegistry) -> None:
+        r, ns = registry, naming.NAMESPACE
+        self.decisions = prometheus_client.Counter(
+            f"{ns}_voluntary_disruption_decisions",
+            "Disruption decisions taken",
+            ["decision", "reason", "consolidation_type"],
+            registry=r,
+        )
+        self.pool_decisions = prometheus_client.Counter(
+            f"{ns}_voluntary_disruption_decisions_by_nodepool",
+            "Disruption decisions taken, by NodePool of their candidates",
+            ["nodepool", "decision", "reason", "consolidation_type"],
+            registry=r,
+        )
+        self.evaluation = prometheus_client.Histogram(
+            f"{ns}_voluntary_disruption_decision_evaluation_duration_seconds",
+            "Duration of the disruption decision evaluation process in seconds, by method",
+            ["reason", "consolidation_type"],
+            buckets=naming.DURATION_BUCKETS,
+            registry=r,
+        )
+        self.consolidation_timeouts = prometheus_client.Counter(
+            f"{ns}_voluntary_disruption_consolidation_timeouts",
+            "Times a consolidation method reached its timeout",
+            ["consolidation_type"],
+            registry=r,
+        )
+        self.failed_validations = prometheus_client.Counter(
+            f"{ns}_voluntary_disruption_failed_validations",
+            "Candidates selected for disruption that failed validation",
+            ["consolidation_type"],
+            registry=r,
+        )
+        self.queue_failures = prometheus_client.Counter(
+            f"{ns}_voluntary_disruption_queue_failures",
+            "Replacements of disruption commands the queue gave up on before they initialized",
+            ["decision", "reason", "consolidation_type"],
+            registry=r,
+        )
+        self.eligible_nodes = prometheus_client.Gauge(
+            f"{ns}_voluntary_disruption_eligible_nodes",
+            "Nodes that are disruption candidates in the last pass, by disruption class (graceful/eventual)",
+            ["disruption_class"],
+            registry=r,
+        )
+        for consolidation_type in ("multi", "single"):  # upstream starts both at 0 (disruption/metrics.go init)
+            self.consolidation_timeouts.labels(consolidation_type=consolidation_type)
+
+    def decision(self, decision: str, reason: str, consolidation_type: str = "") -> None:
+        self.decisions.labels(decision=decision, reason=reason, consolidation_type=consolidation_type).inc()
+
+    def hooks(self, claims: lifecycle.LifecycleSeries) -> disruption_controller.Metrics:
+        """The disruption loop's hooks; replacements and disrupted claims are counted on `claims`."""
+
+        def decision(method: str, reason: str, decision: str) -> None:
+            self.decision(decision, reason.lower(), CONSOLIDATION_TYPES.get(method, ""))
+
+        def eligible(disruption_class: str, count: int) -> None:
+            self.eligible_nodes.labels(disruption_class=disruption_class).set(count)
+
+        kind = CONSOLIDATION_TYPES.get
+        return disruption_controller.Metrics(
+            decision=decision,
+            eligible_nodes=eligible,
+            replacement_created=claims.replacement_created,
+            disrupted=claims.nodeclaim_disrupted,
+            pool_decision=lambda pool, method, reason, decision: self.pool_decisions.labels(
+                nodepool=pool, decision=decision, reason=reason.lower(), consolidation_type=kind(method, "")
+            ).inc(),
+            evaluated=lambda method, reason, seconds: self.evaluation.labels(
+                reason=reason.lower(), consolidation_type=kind(method, "")
+            ).observe(seconds),
+            timed_out=lambda method: self.consolidation_timeouts.labels(consolidation_type=kind(method, "")).inc(),
+            failed_validation=lambda method, count: self.failed_validations.labels(
+                consolidation_type=kind(method, "")
+            ).inc(count),
+            # upstream fills consolidation_type with the decision here (disruption/queue.go); karpy puts the
+            # consolidation type the label names, as every other disruption series does
+            queue_failed=lambda method, reason, decision, count: self.queue_failures.labels(
+                decision=decision, reason=naming.snake_case(reason), consolidation_type=kind(method, "")
+            ).inc(count),
+        )

@@ -1,0 +1,66 @@
+"""Provisioning and scheduler series: solve duration, unschedulable and ignored pods (core:
+pkg/controllers/provisioning/scheduling/metrics.go), pod bound and startup durations (core:
+pkg/controllers/metrics/pod/controller.go), and the provisioner's hooks."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import prometheus_client
+from prometheus_client import registry as prometheus_client_registry
+
+from karpy.provisioning import provisioner
+from karpy.runtime.metrics import lifecycle, naming, scrape
+
+PROVISIONER: Final = "provisioner"
+"""The `controller` label of the scheduler series the provisioner feeds (upstream's controller name)."""
+
+
+class SchedulerSeries:
+    """The provisioner's scheduler series and the pod bound/startup durations, and the hooks that feed them."""
+
+    def __init__(self, registry: prometheus_client_registry.CollectorRegistry) -> None:
+        r, ns = registry, naming.NAMESPACE
+        self.scheduling_duration = prometheus_client.Histogram(
+            f"{ns}_scheduler_scheduling_duration_seconds",
+            "Duration of scheduling simulations used for deprovisioning and provisioning in seconds",
+            ["controller"],
+            buckets=naming.DURATION_BUCKETS,
+            registry=r,
+        )
+        self.ignored_pods = prometheus_client.Gauge(
+            f"{ns}_scheduler_ignored_pods_count",
+            "Pending pods the last provisioning pass refused outright (unsupported constraints, DRA requests)",
+            registry=r,
+        )
+        self.unschedulable_pods = prometheus_client.Gauge(
+            f"{ns}_scheduler_unschedulable_pods_count",
+            "Pods the last provisioning pass could not place",
+            ["controller"],
+            registry=r,
+        )
+        self.pods_bound_duration = prometheus_client.Histogram(
+            f"{ns}_pods_bound_duration_seconds",
+            "The time from pod creation until the pod is bound",
+            buckets=naming.DURATION_BUCKETS,
+            registry=r,
+        )
+        self.pods_startup_duration = prometheus_client.Summary(
+            f"{ns}_pods_startup_duration_seconds",
+            "The time from pod creation until the pod is running",
+            registry=r,
+        )
+
+    def hooks(self, claims: lifecycle.LifecycleSeries, solves: scrape.InFlightSolves) -> provisioner.Metrics:
+        """The provisioner's hooks; the NodeClaims it creates are counted on `claims`, its solves on `solves`."""
+        return provisioner.Metrics(
+            scheduling_duration=self.scheduling_duration.labels(controller=PROVISIONER).observe,
+            nodeclaim_created=claims.nodeclaim_created,
+            nodeclaim_create_failed=claims.nodeclaim_create_failed,
+            pods_unschedulable=self.unschedulable_pods.labels(controller=PROVISIONER).set,
+            pods_ignored=self.ignored_pods.set,
+            solve_started=lambda scheduling_id, pods, start: solves.started(
+                PROVISIONER, scheduling_id, pods=pods, start=start
+            ),
+            solve_finished=solves.finished,
+        )
