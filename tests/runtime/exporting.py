@@ -80,6 +80,20 @@ def _cluster() -> cluster.Cluster:
     return state
 
 
+class _PodTimes:
+    """The provisioner's instants for the populated cluster's pods: pending `q` seen and not decided on, `q` and
+    the unready `p` placed half a minute after creation (the real record is tested in test_pod_provisioning_series)."""
+
+    def seen_at(self, key: str) -> float | None:
+        return START if key == "default/q" else None
+
+    def decided_at(self, key: str) -> float | None:
+        return None
+
+    def schedulable_since(self, key: str) -> float | None:
+        return START + 30 if key in ("default/q", "default/p") else None
+
+
 async def _never(key: str) -> float | None:
     raise AssertionError(f"the exporting queue is never run ({key})")
 
@@ -89,7 +103,7 @@ def driven() -> metrics.Metrics:
     m = metrics.Metrics()
     state = _cluster()
     m.watch_state(state)
-    m.watch_cluster_series(state, now=lambda: START + 60)
+    m.watch_cluster_series(state, now=lambda: START + 60, pod_times=_PodTimes())
     calls = accounting.ApiCalls()
     calls.record_batch("create_fleet", size=3, window_seconds=0.2)
     calls.record_launch_failure(zone="us-east-1a", zone_id="use1-az1", capacity_type="spot", reason="LaunchFailed")
@@ -133,6 +147,7 @@ def driven() -> metrics.Metrics:
     provisioner.pods_unschedulable(0)
     provisioner.pods_ignored(1)
     provisioner.solve_started("id-1", 3, START)
+    provisioner.pod_decided(0.5)
     interruption = m.interruption_hooks()
     interruption.received("SpotInterruption")
     interruption.deleted("SpotInterruption")
@@ -154,6 +169,8 @@ def driven() -> metrics.Metrics:
     m.set_leader(True)
     m.pod_bound(1.0)
     m.pod_started(2.0)
+    m.pod_provisioning_bound(1.0)
+    m.pod_provisioning_started(2.0)
     return m
 
 

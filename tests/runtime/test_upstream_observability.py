@@ -76,13 +76,6 @@ NOT_EXPORTED: Mapping[str, str] = {
         "pod is parsed, which is what keeps 10,000 pods in memory"
     ) for name in ("karpenter_nodes_total_pod_limits", "karpenter_nodes_total_daemon_limits")},
     "karpenter_nodepools_cost_tracker_errors_total": "karpy's cost is computed at scrape time; it has no tracker",
-    **{name: "not yet: needs the time the provisioner first considered each pod (upstream's pod ack time in cluster "
-       "state), which karpy's state cache does not keep" for name in (
-        "karpenter_pods_provisioning_bound_duration_seconds", "karpenter_pods_provisioning_startup_duration_seconds",
-        "karpenter_pods_provisioning_unbound_time_seconds", "karpenter_pods_provisioning_unstarted_time_seconds",
-        "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
-        "karpenter_pods_scheduling_decision_duration_seconds",
-    )},
     "karpenter_scheduler_pending_pods_by_effective_zone_count": (
         "not yet: needs each pod's effective zone (its zone signals, volume topology and spread constraints "
         "intersected), which karpy's scheduler does not report"

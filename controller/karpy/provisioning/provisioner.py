@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 from karpy import backoff, events, noop, rejections
@@ -17,7 +17,7 @@ from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
 from karpy.kube import client, resources
-from karpy.provisioning import batcher, isolation, limits, nodeclaim_builder, podevents, ports, snapshot
+from karpy.provisioning import batcher, isolation, limits, nodeclaim_builder, podevents, podtimes, ports, snapshot
 from karpy.scheduling import pods, results, scheduler
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,9 @@ class Metrics:
     _unfinished_work_seconds, while it runs)."""
     solve_finished: Callable[[str], None] = noop.ignore
     """(scheduling id) when that solve ended, however."""
+    pod_decided: Callable[[float], None] = noop.ignore
+    """Seconds from the provisioner's first sight of a pending pod to the first solve that placed it or could not
+    (karpenter_pods_scheduling_decision_duration_seconds)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,6 +118,8 @@ class Provisioner:
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
         self.batcher = batcher.Batcher(deps.clock, settings=deps.settings.window)
+        self.pod_times = podtimes.PodTimes(deps.clock)
+        """When each pending pod was first seen, decided on and placed (the pod provisioning series read it)."""
         self._last_scan: float | None = None
 
     def trigger(self, uid: str) -> None:
@@ -159,6 +164,7 @@ class Provisioner:
         _log_plan(plan, pending, duration=deps.clock.now() - started)
         created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in inp.nodepools})
         nominated = self._nominate(plan.existing_nodes)
+        self._mark_decisions(plan, leaving={p.key for p in snapshot.reschedulable_pods(state_nodes)})
         failed = self._report_failures(pending, plan.unschedulable, create_failures)
         deps.metrics.pods_unschedulable(len(failed))
         return Outcome(tuple(created), nominated, failed, timed_out)
@@ -226,6 +232,17 @@ class Provisioner:
             nodeclass = self._deps.cluster.nodeclasses().get(ref.name)
             nodeclass_hash = hashing.ec2nodeclass_hash(nodeclass) if nodeclass is not None else None
         return nodeclaim_builder.build_nodeclaim(plan, pool, nodeclass_hash=nodeclass_hash)
+
+    def _mark_decisions(self, plan: results.Results, *, leaving: Set[str]) -> None:
+        """Record the solve's decision on each pending pod; pods of leaving nodes are bound already and not timed
+        (core: state/cluster.go MarkPodSchedulingDecisions skips scheduled pods)."""
+        placed = [p.key for c in plan.new_nodeclaims for p in c.pods]
+        placed += [p.key for on_node in plan.existing_nodes.values() for p in on_node]
+        waits = self.pod_times.decided(
+            failed=[k for k in plan.unschedulable if k not in leaving], placed=[k for k in placed if k not in leaving]
+        )
+        for seconds in waits:
+            self._deps.metrics.pod_decided(seconds)
 
     def _nominate(self, placements: Mapping[str, Sequence[pods.Pod]]) -> dict[str, tuple[str, ...]]:
         deps = self._deps
@@ -312,7 +329,10 @@ class Provisioner:
             return
         self._last_scan = now
         nodes = deps.cluster.state_nodes()
-        for p in snapshot.merge_pods(deps.cluster.pending_pods(), snapshot.reschedulable_pods(nodes)):
+        pending = deps.cluster.pending_pods()
+        for p in pending:  # a pod pending since before this replica led was never seen by its watch event
+            self.pod_times.seen(p.key)
+        for p in snapshot.merge_pods(pending, snapshot.reschedulable_pods(nodes)):
             self.batcher.trigger(p.uid or p.key)
 
     def _record(self, event: podevents.PodEvent) -> None:

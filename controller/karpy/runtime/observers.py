@@ -14,7 +14,13 @@ Metrics, counted only by the leader (each replica sees every event; one must cou
   `karpenter.sh/termination` finalizer is released only after its instance is terminated;
 * `karpenter_pods_bound_duration_seconds` when a pod's PodScheduled condition turns True and
   `karpenter_pods_startup_duration_seconds` when its Ready condition does: the condition's lastTransitionTime minus
-  the pod's creationTimestamp (core: controllers/metrics/pod/controller.go), so no clock is read.
+  the pod's creationTimestamp (core: controllers/metrics/pod/controller.go), so no clock is read;
+* `karpenter_pods_provisioning_bound_duration_seconds` and `_startup_duration_seconds` at the same transitions,
+  measured from when the provisioner first found the pod a place (`provisioning.podtimes`) instead.
+
+The provisioner's first sight of a pending pod is recorded here too, on the event that triggers it (upstream acks
+the pod in its provisioning trigger: core: provisioning/controller.go), and forgotten once the pod started, ended
+or is gone.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 from karpy.api import decoding, labels
 from karpy.api import nodeclaim as api_nodeclaim
 from karpy.kube import resources
+from karpy.provisioning import podtimes
 from karpy.state import facts
 
 Obj = Mapping[str, Any] | None
@@ -108,9 +115,9 @@ def _pod_condition(pod: Obj, type_: str) -> Mapping[str, Any] | None:
     return None
 
 
-def pod_condition_age(res: resources.Resource, old: Obj, new: Obj, condition: str) -> float | None:
-    """Seconds from the pod's creation until `condition` turned True, when this event is the one that turned it
-    True; None otherwise or when a timestamp is missing or unreadable (pure)."""
+def pod_condition_turned(res: resources.Resource, old: Obj, new: Obj, condition: str) -> float | None:
+    """When `condition` turned True (its lastTransitionTime), if this event is the one that turned it True; None
+    otherwise or when the timestamp is missing or unreadable (pure)."""
     if res != resources.PODS or new is None:
         return None
     now_true = _pod_condition(new, condition)
@@ -120,11 +127,36 @@ def pod_condition_age(res: resources.Resource, old: Obj, new: Obj, condition: st
     if before is not None and before.get("status") == "True":
         return None
     try:
+        return decoding.timestamp(str(now_true["lastTransitionTime"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def pod_condition_age(res: resources.Resource, old: Obj, new: Obj, condition: str) -> float | None:
+    """Seconds from the pod's creation until `condition` turned True, when this event is the one that turned it
+    True; None otherwise or when a timestamp is missing or unreadable (pure)."""
+    turned = pod_condition_turned(res, old, new, condition)
+    if turned is None:
+        return None
+    try:
         created = decoding.timestamp(str(_meta(new)["creationTimestamp"]))
-        turned = decoding.timestamp(str(now_true["lastTransitionTime"]))
     except (KeyError, ValueError):
         return None
     return max(0.0, turned - created)
+
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def pod_done(res: resources.Resource, old: Obj, new: Obj) -> str | None:
+    """The key of a pod that is gone, ended, or just turned Ready: nothing more is timed from it (pure)."""
+    if res != resources.PODS or (old is None and new is None):
+        return None
+    if new is None:
+        return facts.key(old or {})
+    if ((new.get("status") or {}).get("phase")) in TERMINAL_PHASES:
+        return facts.key(new)
+    return facts.key(new) if pod_condition_turned(res, old, new, POD_READY) is not None else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -139,6 +171,14 @@ class Hooks:
     """Seconds from a pod's creation until it was bound (karpenter_pods_bound_duration_seconds)."""
     pod_started: Callable[[float], None] = lambda _seconds: None
     """Seconds from a pod's creation until it was Ready (karpenter_pods_startup_duration_seconds)."""
+    pod_times: podtimes.PodTimes | None = None
+    """The provisioner's record of when it saw, decided on and placed each pending pod; None keeps none."""
+    pod_provisioning_bound: Callable[[float], None] = lambda _seconds: None
+    """Seconds from the provisioner first placing a pod until it was bound
+    (karpenter_pods_provisioning_bound_duration_seconds)."""
+    pod_provisioning_started: Callable[[float], None] = lambda _seconds: None
+    """Seconds from the provisioner first placing a pod until it was Ready
+    (karpenter_pods_provisioning_startup_duration_seconds)."""
 
 
 class Observer:
@@ -166,3 +206,21 @@ class Observer:
         started = pod_condition_age(res, old, new, POD_READY)
         if started is not None:
             hooks.pod_started(started)
+        if hooks.pod_times is not None and res == resources.PODS:
+            self._time_pod(hooks.pod_times, old, new, provisionable=key is not None)
+
+    def _time_pod(self, times: podtimes.PodTimes, old: Obj, new: Obj, *, provisionable: bool) -> None:
+        hooks = self._hooks
+        if provisionable and new is not None:
+            times.seen(facts.key(new))
+        for condition, observe in (
+            (POD_SCHEDULED, hooks.pod_provisioning_bound),
+            (POD_READY, hooks.pod_provisioning_started),
+        ):
+            turned = pod_condition_turned(resources.PODS, old, new, condition)
+            since = times.schedulable_since(facts.key(new or {}))
+            if turned is not None and since is not None:
+                observe(max(0.0, turned - since))
+        done = pod_done(resources.PODS, old, new)
+        if done is not None:
+            times.forget(done)

@@ -348,7 +348,7 @@ def build(
         )
         cluster.add_listener(overlay_controller.listener(controller.queues[parts.NODEOVERLAYS].add))
     registry.watch_state(cluster)
-    registry.watch_cluster_series(cluster, now=clock.now)
+    registry.watch_cluster_series(cluster, now=clock.now, pod_times=prov.pod_times)
     registry.registry.register(queues.QueueCollector(lambda: controller.queues, now=clock.now))
     if cloud.api_calls is not None:
         registry.watch_cloud_calls(cloud.api_calls)
@@ -362,6 +362,9 @@ def build(
                 node_created=registry.node_created,
                 pod_bound=registry.pod_bound,
                 pod_started=registry.pod_started,
+                pod_times=prov.pod_times,
+                pod_provisioning_bound=registry.pod_provisioning_bound,
+                pod_provisioning_started=registry.pod_provisioning_started,
                 leading=elector.is_leader,
             )
         )

@@ -94,11 +94,14 @@ class Metrics:
     def watch_state(self, source: cluster.ClusterSource) -> None:
         self.registry.register(cluster.StateCollector(source, price=self.prices.price))
 
-    def watch_cluster_series(self, state: scrape.ClusterState, *, now: Callable[[], float]) -> None:
-        """Budgets and status conditions from the state cache, the instance-type gauges from the last listing."""
+    def watch_cluster_series(
+        self, state: scrape.ClusterState, *, now: Callable[[], float], pod_times: nodes.PodTimes | None = None
+    ) -> None:
+        """Budgets and status conditions from the state cache, the instance-type gauges from the last listing; the
+        pod provisioning gauges from `pod_times` (the provisioner's record) when given."""
         self.registry.register(scrape.BudgetCollector(state, now=now))
         self.registry.register(scrape.StatusConditionCollector(state, now=now))
-        self.registry.register(nodes.NodeSeriesCollector(state, now=now))
+        self.registry.register(nodes.NodeSeriesCollector(state, now=now, pod_times=pod_times))
         self.registry.register(self.solves.collector(now=now))
         self.registry.register(self.catalog)
 
@@ -112,6 +115,12 @@ class Metrics:
 
     def pod_started(self, seconds: float) -> None:
         self.scheduler.pods_startup_duration.observe(seconds)
+
+    def pod_provisioning_bound(self, seconds: float) -> None:
+        self.scheduler.pods_provisioning_bound_duration.observe(seconds)
+
+    def pod_provisioning_started(self, seconds: float) -> None:
+        self.scheduler.pods_provisioning_startup_duration.observe(seconds)
 
     def metered(
         self, provider: types.CloudProvider, controller: str, *, clock: karpy_clock.Clock

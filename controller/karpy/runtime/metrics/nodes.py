@@ -6,7 +6,9 @@ controllers/metrics/node/controller.go, controllers/metrics/pod/controller.go, c
 - `karpenter_cluster_utilization_percent{resource_type}`: Σ pod requests / Σ allocatable over every node;
 - `karpenter_cluster_state_unsynced_time_seconds`: how long the cache has not been synced (0 when it is);
 - per pod: `karpenter_pods_unbound_time_seconds` (not bound yet) and `_unstarted_time_seconds` (bound, not Ready),
-  seconds since its creation.
+  seconds since its creation, and `karpenter_pods_provisioning_unbound_time_seconds` / `_unstarted_time_seconds`
+  since the provisioner first found it a place, `_scheduling_undecided_time_seconds` since it first saw a pending
+  pod it has not decided on yet (`provisioning.podtimes`).
 """
 
 from __future__ import annotations
@@ -80,10 +82,30 @@ def _sum(maps: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return resources.add(*maps)
 
 
+class PodTimes(Protocol):
+    """The provisioner's instants per pod key (`provisioning.podtimes.PodTimes`)."""
+
+    def seen_at(self, key: str) -> float | None: ...
+    def decided_at(self, key: str) -> float | None: ...
+    def schedulable_since(self, key: str) -> float | None: ...
+
+
+class _NoTimes:
+    def seen_at(self, key: str) -> float | None:
+        return None
+
+    def decided_at(self, key: str) -> float | None:
+        return None
+
+    def schedulable_since(self, key: str) -> float | None:
+        return None
+
+
 class NodeSeriesCollector(prometheus_client.registry.Collector):
-    def __init__(self, cluster: ClusterState, *, now: Callable[[], float]) -> None:
+    def __init__(self, cluster: ClusterState, *, now: Callable[[], float], pod_times: PodTimes | None = None) -> None:
         self._cluster = cluster
         self._now = now
+        self._times: PodTimes = pod_times or _NoTimes()
         self._unsynced_since: float | None = None
 
     def _family(
@@ -158,21 +180,47 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         yield utilization
 
     def _pods(self, pods: Iterable[Mapping[str, Any]], now: float) -> Iterator[prometheus_client_core.Metric]:
+        names = ("name", "namespace")
         unbound = self._family(
-            "karpenter_pods_unbound_time_seconds", "Seconds a pod has not been bound since it was created",
-            ("name", "namespace"),
-        )  # fmt: skip
+            "karpenter_pods_unbound_time_seconds", "Seconds a pod has not been bound since it was created", names
+        )
         unstarted = self._family(
-            "karpenter_pods_unstarted_time_seconds", "Seconds a bound pod has not been Ready since it was created",
-            ("name", "namespace"),
-        )  # fmt: skip
+            "karpenter_pods_unstarted_time_seconds",
+            "Seconds a bound pod has not been Ready since it was created",
+            names,
+        )
+        provisioning_unbound = self._family(
+            "karpenter_pods_provisioning_unbound_time_seconds",
+            "Seconds a pod has not been bound since the provisioner first found it a place",
+            names,
+        )
+        provisioning_unstarted = self._family(
+            "karpenter_pods_provisioning_unstarted_time_seconds",
+            "Seconds a bound pod has not been Ready since the provisioner first found it a place",
+            names,
+        )
+        undecided = self._family(
+            "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+            "Seconds since the provisioner first saw a pending pod it has not decided on yet",
+            names,
+        )
+        times = self._times
         for pod in pods:
             created = _created(pod)
             md = facts.metadata(pod)
             if created is None or md.get("deletionTimestamp"):
                 continue
-            family = unbound if not facts.pod_facts(pod).node_name else None if _ready(pod) else unstarted
-            if family is not None:
-                family.add_metric([str(md.get("name", "")), str(md.get("namespace", ""))], max(0.0, now - created))
-        yield unbound
-        yield unstarted
+            bound = bool(facts.pod_facts(pod).node_name)
+            if bound and _ready(pod):
+                continue
+            label_values = [str(md.get("name", "")), str(md.get("namespace", ""))]
+            (unstarted if bound else unbound).add_metric(label_values, max(0.0, now - created))
+            key = facts.key(pod)
+            since = times.schedulable_since(key)
+            if since is not None:
+                family = provisioning_unstarted if bound else provisioning_unbound
+                family.add_metric(label_values, max(0.0, now - since))
+            seen = times.seen_at(key)
+            if not bound and seen is not None and times.decided_at(key) is None:
+                undecided.add_metric(label_values, max(0.0, now - seen))
+        yield from (unbound, unstarted, provisioning_unbound, provisioning_unstarted, undecided)

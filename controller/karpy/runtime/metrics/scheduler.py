@@ -1,6 +1,7 @@
 """Provisioning and scheduler series: solve duration, unschedulable and ignored pods (core:
-pkg/controllers/provisioning/scheduling/metrics.go), pod bound and startup durations (core:
-pkg/controllers/metrics/pod/controller.go), and the provisioner's hooks."""
+pkg/controllers/provisioning/scheduling/metrics.go), pod bound and startup durations from creation and from the
+provisioner's first placement (core: pkg/controllers/metrics/pod/controller.go), the time to a pod's first
+scheduling decision (core: pkg/controllers/state/metrics.go), and the provisioner's hooks."""
 
 from __future__ import annotations
 
@@ -50,6 +51,24 @@ class SchedulerSeries:
             "The time from pod creation until the pod is running",
             registry=r,
         )
+        self.pods_provisioning_bound_duration = prometheus_client.Histogram(
+            f"{ns}_pods_provisioning_bound_duration_seconds",
+            "The time from when the provisioner first found the pod a place until it was bound",
+            buckets=naming.DURATION_BUCKETS,
+            registry=r,
+        )
+        self.pods_provisioning_startup_duration = prometheus_client.Histogram(
+            f"{ns}_pods_provisioning_startup_duration_seconds",
+            "The time from when the provisioner first found the pod a place until the pod was running",
+            buckets=naming.DURATION_BUCKETS,
+            registry=r,
+        )
+        self.pods_scheduling_decision_duration = prometheus_client.Histogram(
+            f"{ns}_pods_scheduling_decision_duration_seconds",
+            "The time from the provisioner first seeing a pending pod until its first scheduling decision",
+            buckets=naming.DURATION_BUCKETS,
+            registry=r,
+        )
 
     def hooks(self, claims: lifecycle.LifecycleSeries, solves: scrape.InFlightSolves) -> provisioner.Metrics:
         """The provisioner's hooks; the NodeClaims it creates are counted on `claims`, its solves on `solves`."""
@@ -63,4 +82,5 @@ class SchedulerSeries:
                 PROVISIONER, scheduling_id, pods=pods, start=start
             ),
             solve_finished=solves.finished,
+            pod_decided=self.pods_scheduling_decision_duration.observe,
         )
