@@ -108,7 +108,6 @@ NOT_EMITTED: Mapping[str, str] = {
     "ConsolidationRejected": "not yet: emitted by upstream's balanced consolidation with each candidate's score",
     "FailedConsistencyCheck": "karpy has no NodeClaim consistency controller",
     "FailedTermination": "declared by upstream (pkg/events/reason.go) and emitted by no controller",
-    "NoCompatibleInstanceTypes": "not yet: karpy says so in the pod's FailedScheduling event",
     "ZonalShiftActive": "karpy does not watch ARC zonal shifts",
     "ZonalShiftCleared": "karpy does not watch ARC zonal shifts",
 }

@@ -16,12 +16,13 @@ from typing import Any, Protocol
 
 from karpy import backoff, events, noop, rejections
 from karpy import clock as karpy_clock
-from karpy.api import donotdisrupt, labels, nodeclaim, nodepool
+from karpy.api import donotdisrupt, nodeclaim, nodepool
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.disruption import blockers, candidates, consolidation, methods, orchestration, passes, validation
 from karpy.kube import client as kube_client
 from karpy.kube import resources
+from karpy.provisioning import poolevents
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import nodes, preferences, results, scheduler
 from karpy.state import facts
@@ -265,7 +266,8 @@ class DisruptionController:
         for reason, pools in ctx.blocked.items():
             for pool in pools:
                 message = blockers.pool_budget_blocked(str(reason))
-                self._dedupe(pool_ref(pool), blockers.DISRUPTION_BLOCKED, message, key=(str(reason),), window=60.0)
+                ref = poolevents.pool_ref(pool)
+                self._dedupe(ref, blockers.DISRUPTION_BLOCKED, message, key=(str(reason),), window=60.0)
 
     def _publish_pod_notice(self, pod: Mapping[str, Any], notice: donotdisrupt.Notice) -> None:
         """A pod's do-not-disrupt Event, deduplicated as upstream's (by pod and its dedupe value)."""
@@ -302,12 +304,3 @@ class DisruptionController:
             self._published = {k: until for k, until in self._published.items() if until > now}
         self._published[identity] = now + window
         self._deps.recorder.record(obj, type_, reason, message)
-
-
-def pool_ref(pool: nodepool.NodePool) -> dict[str, Any]:
-    """The NodePool as the event recorder takes an object."""
-    return {
-        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
-        "kind": "NodePool",
-        "metadata": {"name": pool.name, "uid": pool.metadata.uid},
-    }

@@ -17,7 +17,17 @@ from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
 from karpy.kube import client, resources
-from karpy.provisioning import batcher, isolation, limits, nodeclaim_builder, podevents, podtimes, ports, snapshot
+from karpy.provisioning import (
+    batcher,
+    isolation,
+    limits,
+    nodeclaim_builder,
+    podevents,
+    podtimes,
+    poolevents,
+    ports,
+    snapshot,
+)
 from karpy.scheduling import pods, results, scheduler
 
 log = logging.getLogger(__name__)
@@ -121,6 +131,7 @@ class Provisioner:
         self.pod_times = podtimes.PodTimes(deps.clock)
         """When each pending pod was first seen, decided on and placed (the pod provisioning series read it)."""
         self._last_scan: float | None = None
+        self._incompatible = poolevents.IncompatiblePools(deps.recorder, deps.clock)
 
     def trigger(self, uid: str) -> None:
         """A pod became provisionable (or a node with pods started leaving): open or extend a batch window."""
@@ -153,6 +164,7 @@ class Provisioner:
         for name, why in skipped.items():
             log.debug("ignoring nodepool", extra={"nodepool": name, "reason": why})
         catalog = await self._instance_types(pools)
+        self._incompatible.report(pools, catalog)
         inp = snapshot.provisioning_input(
             cluster, state_nodes, pending, instance_types=catalog, options=deps.settings.scheduling
         )

@@ -1,0 +1,79 @@
+"""The NodePool the provisioner cannot launch for: its requirements leave none of its instance types (pure; core:
+pkg/controllers/provisioning/scheduling/scheduler.go `NewScheduler`, events.go `NoCompatibleInstanceTypes`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from karpy import events, requirements
+from karpy.api import labels, nodepool
+from karpy.clock import Clock
+from karpy.cloudprovider import types
+from karpy.scheduling import catalog
+
+log = logging.getLogger(__name__)
+
+NO_COMPATIBLE_INSTANCE_TYPES: Final = "NoCompatibleInstanceTypes"
+NO_COMPATIBLE_MESSAGE: Final = "NodePool requirements filtered out all compatible available instance types"
+DEDUPE_SECONDS: Final = 60.0
+"""Upstream publishes the event on every scheduler it builds, deduplicated per NodePool for a minute."""
+
+
+def pool_ref(pool: nodepool.NodePool) -> dict[str, Any]:
+    """The NodePool as the event recorder takes an object."""
+    return {
+        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
+        "kind": "NodePool",
+        "metadata": {"name": pool.name, "uid": pool.metadata.uid},
+    }
+
+
+def _type_requirements(instance_type: types.InstanceType) -> requirements.Requirements:
+    """The type's labels, and the zones and capacity types of its available offerings."""
+    offered = instance_type.available_offerings()
+    return requirements.Requirements.from_labels(instance_type.labels).add(
+        requirements.Requirement.in_(labels.LABEL_ZONE, {o.zone for o in offered}),
+        requirements.Requirement.in_(labels.LABEL_CAPACITY_TYPE, {o.capacity_type for o in offered}),
+    )
+
+
+def without_instance_types(
+    pools: Iterable[nodepool.NodePool], instance_types: Mapping[str, Sequence[types.InstanceType]]
+) -> list[nodepool.NodePool]:
+    """The pools whose requirements intersect none of their listed instance types (a pool not listed is left out:
+    its types did not resolve, which the provisioner reports on its own)."""
+    out = []
+    for pool in pools:
+        listed = instance_types.get(pool.name)
+        if listed is None:
+            continue
+        reqs = catalog.pool_requirements(pool)
+        if not any(reqs.intersects(_type_requirements(t)) is None for t in listed):
+            out.append(pool)
+    return out
+
+
+class IncompatiblePools:
+    """Records a Warning on each NodePool whose requirements leave none of its instance types, once a minute."""
+
+    def __init__(self, recorder: events.Recorder, clock: Clock) -> None:
+        self._recorder = recorder
+        self._clock = clock
+        self._quiet_until: dict[str, float] = {}
+
+    def report(
+        self, pools: Iterable[nodepool.NodePool], instance_types: Mapping[str, Sequence[types.InstanceType]]
+    ) -> list[str]:
+        """The names of the pools recorded now."""
+        now = self._clock.now()
+        recorded = []
+        for pool in without_instance_types(pools, instance_types):
+            if self._quiet_until.get(pool.name, -1.0) > now:
+                continue
+            self._quiet_until[pool.name] = now + DEDUPE_SECONDS
+            log.info("skipping, nodepool requirements filtered out all instance types", extra={"nodepool": pool.name})
+            self._recorder.record(pool_ref(pool), "Warning", NO_COMPATIBLE_INSTANCE_TYPES, NO_COMPATIBLE_MESSAGE)
+            recorded.append(pool.name)
+        return recorded
