@@ -104,8 +104,6 @@ LABELS_DIFFER: Mapping[str, str] = {
 
 NOT_EMITTED: Mapping[str, str] = {
     "ConsolidationApproved": "not yet: balanced consolidation does not report its scores",
-    "ConsolidationCandidate": "not yet: emitted by upstream's balanced consolidation with each candidate's score",
-    "ConsolidationRejected": "not yet: emitted by upstream's balanced consolidation with each candidate's score",
     "FailedConsistencyCheck": "karpy has no NodeClaim consistency controller",
     "FailedTermination": "declared by upstream (pkg/events/reason.go) and emitted by no controller",
     "ZonalShiftActive": "karpy does not watch ARC zonal shifts",

@@ -19,7 +19,16 @@ from karpy import clock as karpy_clock
 from karpy.api import donotdisrupt, nodeclaim, nodepool
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
-from karpy.disruption import blockers, candidates, consolidation, methods, orchestration, passes, validation
+from karpy.disruption import (
+    blockers,
+    candidates,
+    consolidation,
+    consolidationevents,
+    methods,
+    orchestration,
+    passes,
+    validation,
+)
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.provisioning import poolevents
@@ -182,12 +191,18 @@ class DisruptionController:
         )
         if command is None:
             return None
+        self._announce(command, consolidationevents.CONSOLIDATION_CANDIDATE, consolidationevents.candidate_message)
         why = await validation.validate_later(
             command, clock=deps.clock, rebuild=self.context, delay=deps.settings.validation_delay
         )
         if why is not None:
             log.info("abandoning disruption command: %s", why, extra=describe(command))
             deps.metrics.failed_validation(command.method, len(command.candidates))
+            self._announce(
+                command,
+                consolidationevents.CONSOLIDATION_REJECTED,
+                lambda cmd, candidate: consolidationevents.rejected_message(cmd, candidate, why),
+            )
             return None
         log.info("disrupting nodeclaim(s)%s", " (dry run)" if deps.settings.dry_run else "", extra=describe(command))
         deps.metrics.decision(command.method, str(command.reason), command.decision)
@@ -272,6 +287,23 @@ class DisruptionController:
     def _publish_pod_notice(self, pod: Mapping[str, Any], notice: donotdisrupt.Notice) -> None:
         """A pod's do-not-disrupt Event, deduplicated as upstream's (by pod and its dedupe value)."""
         self._dedupe(pod, notice.reason, notice.message, window=EVENT_DEDUPE, key=(notice.dedupe,), type_=notice.type)
+
+    def _announce(
+        self,
+        command: consolidation.Command,
+        reason: str,
+        message: Callable[[consolidation.Command, candidates.Candidate], str],
+    ) -> None:
+        """Tell each source Node and NodeClaim of a consolidation command, once per command text (upstream
+        deduplicates these events by object and command)."""
+        if not consolidationevents.announced(command):
+            return
+        for candidate in command.candidates:
+            text = message(command, candidate)
+            key = (consolidationevents.describe_for(command, candidate),)
+            for obj in (candidate.node.node, orchestration.claim_ref(candidate.claim)):
+                if obj is not None:
+                    self._dedupe(obj, reason, text, window=EVENT_DEDUPE, key=key)
 
     def _publish_note(self, note: methods.Note) -> None:
         if note.event:

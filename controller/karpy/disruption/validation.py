@@ -9,7 +9,9 @@ same shape: delete stays delete, and a replacement's instance types are among th
 from __future__ import annotations
 
 import collections
+import enum
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from karpy import clock as karpy_clock
 from karpy.api import nodepool
@@ -21,11 +23,29 @@ VALIDATION_DELAY = 15.0
 Reason = nodepool.DisruptionReason
 
 
+class Failure(enum.StrEnum):
+    """Why a command failed its re-check, as upstream classifies it (core: disruption/validation.go
+    `getValidationFailureReason`, the reason of ConsolidationRejected events)."""
+
+    CHURN = "churn"
+    BUDGET = "budget"
+    SCHEDULING = "scheduling"
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    failure: Failure
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def needs_delay(command: consolidation.Command) -> bool:
     return command.reason in (Reason.EMPTY, Reason.UNDERUTILIZED)
 
 
-def validate(command: consolidation.Command, fresh: methods.Context) -> str | None:
+def validate(command: consolidation.Command, fresh: methods.Context) -> Invalid | None:
     """None when `command` still holds in `fresh`, else why not."""
     pool = fresh.eventual if command.reason == Reason.DRIFTED else fresh.graceful
     by_name = {c.name: c for c in pool}
@@ -33,30 +53,32 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> str | No
     for old in command.candidates:
         now = by_name.get(old.name)
         if now is None:
-            return f"{old.name} is no longer a disruption candidate"
+            return Invalid(Failure.CHURN, f"{old.name} is no longer a disruption candidate")
         current.append(now)
     budget = fresh.budgets.get(command.reason, {})
     per_pool = collections.Counter(c.pool.name for c in current)
     for pool_name, count in per_pool.items():
         if budget.get(pool_name, 0) < count:
-            return f"the disruption budget of nodepool {pool_name} no longer allows {count} node(s)"
+            return Invalid(
+                Failure.BUDGET, f"the disruption budget of nodepool {pool_name} no longer allows {count} node(s)"
+            )
     if command.reason == Reason.EMPTY:
         busy = [c.name for c in current if not c.is_empty]
-        return f"{', '.join(busy)} no longer empty" if busy else None
+        return Invalid(Failure.CHURN, f"{', '.join(busy)} no longer empty") if busy else None
     if command.reason != Reason.UNDERUTILIZED:
         return None
     again = consolidation.compute(
         current, fresh.simulate, method=command.method, spot_to_spot=fresh.spot_to_spot, single=len(current) == 1
     )
     if isinstance(again, blockers.Blocker):
-        return f"consolidation no longer possible: {again}"
+        return Invalid(Failure.SCHEDULING, f"consolidation no longer possible: {again}")
     if again.decision != command.decision:
-        return f"consolidation would now {again.decision} instead of {command.decision}"
+        return Invalid(Failure.SCHEDULING, f"consolidation would now {again.decision} instead of {command.decision}")
     if command.replacements:
         before = {t.name for t in command.replacements[0].instance_type_options}
         after = {t.name for t in again.replacements[0].instance_type_options}
         if not after <= before:
-            return "the replacement would now need different instance types"
+            return Invalid(Failure.SCHEDULING, "the replacement would now need different instance types")
     return None
 
 
@@ -66,7 +88,7 @@ async def validate_later(
     clock: karpy_clock.Clock,
     rebuild: Callable[[], Awaitable[methods.Context]],
     delay: float = VALIDATION_DELAY,
-) -> str | None:
+) -> Invalid | None:
     """Wait `delay` (only for the methods that need it), take a fresh context, and validate."""
     if needs_delay(command):
         await clock.sleep(delay)
