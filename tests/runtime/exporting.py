@@ -108,6 +108,7 @@ def driven() -> metrics.Metrics:
     calls.record_batch("create_fleet", size=3, window_seconds=0.2)
     calls.record_launch_failure(zone="us-east-1a", zone_id="use1-az1", capacity_type="spot", reason="LaunchFailed")
     calls.record_termination_failure(zone="us-east-1a", zone_id="use1-az1")
+    calls.record_userdata("default", 2012)
     m.watch_cloud_calls(calls)
     offering = types.Offering(zone="us-east-1a", capacity_type="on-demand", price=0.096)
     shape = {"cpu": 2000, "memory": 8 << 40}

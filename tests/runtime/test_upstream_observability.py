@@ -70,7 +70,6 @@ NOT_EXPORTED: Mapping[str, str] = {
         "not yet: karpy's Balanced policy (disruption/consolidation.py balanced_ok) decides each move but does not "
         "report its score"
     ) for name in ("karpenter_consolidation_moves_total", "karpenter_consolidation_score")},
-    "karpenter_ec2nodeclasses_userdata_bytes": "not yet: the launch template builder does not report user data sizes",
     **{name: (
         "the state cache keeps a pod's requests, not its limits: state/trimming.py drops the container specs once a "
         "pod is parsed, which is what keeps 10,000 pods in memory"

@@ -86,6 +86,7 @@ class ApiCalls:
         self._batches: dict[str, tuple[_Histogram, _Histogram]] = {}
         self._launch_failures: dict[tuple[str, str, str, str], int] = {}
         self._termination_failures: dict[tuple[str, str], int] = {}
+        self._userdata_bytes: dict[str, int] = {}
 
     def install(self, client: Any) -> None:
         """Count `client`'s calls here (its own event hooks: other clients of the same session are unaffected)."""
@@ -144,6 +145,24 @@ class ApiCalls:
         """(zone, zone id) -> failed TerminateInstances calls."""
         with self._lock:
             return dict(self._termination_failures)
+
+    # --- rendered user data (karpenter_ec2nodeclasses_userdata_bytes) -------------------------------------------
+
+    def record_userdata(self, nodeclass: str, size: int) -> None:
+        """The user data rendered for `nodeclass`'s launch template, measured before CreateLaunchTemplate so an
+        oversized rendering shows even though EC2 refuses it (aws: providers/launchtemplate/launchtemplate.go)."""
+        with self._lock:
+            self._userdata_bytes[nodeclass] = size
+
+    def forget_userdata(self, nodeclass: str) -> None:
+        """The node class is gone: its templates were deleted and nothing is rendered for it any more."""
+        with self._lock:
+            self._userdata_bytes.pop(nodeclass, None)
+
+    def userdata_bytes(self) -> dict[str, int]:
+        """EC2NodeClass name -> bytes of the user data last rendered for it (raw, before base64)."""
+        with self._lock:
+            return dict(self._userdata_bytes)
 
     # --- reading ----------------------------------------------------------------------------------------------
 

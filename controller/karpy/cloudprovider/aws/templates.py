@@ -75,6 +75,7 @@ class LaunchTemplates:
                 error_codes.Kind.NOT_FOUND,
             ):
                 raise
+            self._aws.calls.record_userdata(spec.tags.get(labels.TAG_EC2NODECLASS, ""), len(spec.user_data.encode()))
             try:
                 await clients.call(
                     self._aws.ec2, "create_launch_template", **launchtemplate.build_create_launch_template_request(spec)
@@ -139,4 +140,5 @@ class LaunchTemplates:
         for name in names:
             self._cache.delete(name)
             await self._delete(name)
+        self._aws.calls.forget_userdata(nodeclass)
         return names

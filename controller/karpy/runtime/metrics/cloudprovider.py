@@ -1,6 +1,7 @@
 """The cloud provider's series: upstream's `karpenter_cloudprovider_*` method timings and errors (fed by
-`MeteredProvider`), and the counts of API calls, instance launch/termination failures and request batches the AWS
-provider keeps in its worker threads, read at scrape time. Offering prices for the cost gauges live here too."""
+`MeteredProvider`), and the counts of API calls, instance launch/termination failures, request batches and rendered
+user data sizes the AWS provider keeps in its worker threads, read at scrape time. Offering prices for the cost
+gauges live here too."""
 
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ class CloudCalls(Protocol):
     def batches(self) -> Mapping[str, BatchSnapshot]: ...
     def launch_failures(self) -> Mapping[tuple[str, str, str, str], int]: ...
     def termination_failures(self) -> Mapping[tuple[str, str], int]: ...
+    def userdata_bytes(self) -> Mapping[str, int]: ...
 
 
 class CloudCallCollector(prometheus_client.registry.Collector):
@@ -129,6 +131,14 @@ class CloudCallCollector(prometheus_client.registry.Collector):
         for zone_key, count in sorted(source.termination_failures().items()):
             terminations.add_metric(list(zone_key), count)
         yield terminations
+        userdata = prometheus_client_core.GaugeMetricFamily(
+            f"{naming.NAMESPACE}_ec2nodeclasses_userdata_bytes",
+            "Size in bytes of the rendered user data (raw, pre-base64) for the EC2NodeClass",
+            labels=["nodeclass"],
+        )
+        for nodeclass, size in sorted(source.userdata_bytes().items()):
+            userdata.add_metric([nodeclass], size)
+        yield userdata
         sizes = prometheus_client_core.HistogramMetricFamily(
             f"{naming.NAMESPACE}_cloudprovider_batcher_batch_size",
             "Size of the request batch per batcher",
