@@ -143,6 +143,8 @@ def driven() -> metrics.Metrics:
     disruption.evaluated("emptiness", "Empty", 0.1)
     disruption.failed_validation("single-node-consolidation", 1)
     disruption.queue_failed("drift", "Drifted", "replace", 1)
+    disruption.consolidation_move("approved", "web", "Balanced")
+    disruption.consolidation_score(1.5, "approved", "web", "Balanced")
     provisioner = m.provisioner_hooks()
     provisioner.scheduling_duration(0.1)
     provisioner.pods_unschedulable(0)
@@ -196,3 +198,13 @@ def exported(m: metrics.Metrics) -> dict[str, dict[str, Any]]:
                     buckets.append(bound)
         out[name] = {"type": family.type, "labels": label_names, "buckets": buckets, "samples": len(family.samples)}
     return out
+
+
+def samples(m: metrics.Metrics, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """Every sample of `name` in a scrape of `m`, by its sorted (label, value) pairs."""
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode())
+        for s in family.samples
+        if s.name == name
+    }

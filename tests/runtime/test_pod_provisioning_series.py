@@ -8,9 +8,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import prometheus_client.parser
 from tests import builders
 from tests.provisioning.builders import Cluster
+from tests.runtime import exporting
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import clock, events
@@ -26,16 +26,6 @@ DECISION = "karpenter_pods_scheduling_decision_duration_seconds"
 WEB_POOL = builders.parsed_nodepool("web", requirements=[])
 
 
-def samples(m: metrics.Metrics, name: str) -> dict[tuple[tuple[str, str], ...], float]:
-    """Every sample of `name` by its sorted labels."""
-    return {
-        tuple(sorted(s.labels.items())): s.value
-        for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode())
-        for s in family.samples
-        if s.name == name
-    }
-
-
 async def test_the_first_decision_on_each_pending_pod_is_timed_from_its_first_sight() -> None:
     m, manual = metrics.Metrics(), clock.ManualClock(START)
     pending = [builders.parsed_pod("fits", cpu="1"), builders.parsed_pod("too-big", cpu="1000")]
@@ -49,13 +39,13 @@ async def test_the_first_decision_on_each_pending_pod_is_timed_from_its_first_si
         prov.pod_times.seen(pod.key)
     manual.advance(4.0)
     await prov.provision()
-    assert samples(m, f"{DECISION}_count") == {(): 2.0}  # placed or not, each pod's first decision
-    assert samples(m, f"{DECISION}_sum") == {(): 8.0}
+    assert exporting.samples(m, f"{DECISION}_count") == {(): 2.0}  # placed or not, each pod's first decision
+    assert exporting.samples(m, f"{DECISION}_sum") == {(): 8.0}
     assert prov.pod_times.schedulable_since("default/fits") == START + 4.0
     assert prov.pod_times.schedulable_since("default/too-big") is None
     manual.advance(4.0)
     await prov.provision()
-    assert samples(m, f"{DECISION}_count") == {(): 2.0}  # decided already: not observed again
+    assert exporting.samples(m, f"{DECISION}_count") == {(): 2.0}  # decided already: not observed again
 
 
 def test_the_rescan_sees_pods_pending_since_before_this_replica_led() -> None:
@@ -155,12 +145,12 @@ def test_waiting_pods_are_scraped_from_first_sight_and_first_placement() -> None
     times.decided(failed=[], placed=["default/placed", "default/starting"])
     m = metrics.Metrics()
     m.watch_cluster_series(state, now=lambda: START + 30.0, pod_times=times)
-    assert samples(m, "karpenter_pods_provisioning_scheduling_undecided_time_seconds") == {
+    assert exporting.samples(m, "karpenter_pods_provisioning_scheduling_undecided_time_seconds") == {
         (("name", "waiting"), ("namespace", "default")): 30.0
     }
-    assert samples(m, "karpenter_pods_provisioning_unbound_time_seconds") == {
+    assert exporting.samples(m, "karpenter_pods_provisioning_unbound_time_seconds") == {
         (("name", "placed"), ("namespace", "default")): 20.0
     }
-    assert samples(m, "karpenter_pods_provisioning_unstarted_time_seconds") == {
+    assert exporting.samples(m, "karpenter_pods_provisioning_unstarted_time_seconds") == {
         (("name", "starting"), ("namespace", "default")): 20.0
     }

@@ -67,10 +67,6 @@ NOT_EXPORTED: Mapping[str, str] = {
         "operator_termination_current_time_seconds", "operator_termination_duration_seconds",
     )},
     **{name: (
-        "not yet: karpy's Balanced policy (disruption/consolidation.py balanced_ok) decides each move but does not "
-        "report its score"
-    ) for name in ("karpenter_consolidation_moves_total", "karpenter_consolidation_score")},
-    **{name: (
         "the state cache keeps a pod's requests, not its limits: state/trimming.py drops the container specs once a "
         "pod is parsed, which is what keeps 10,000 pods in memory"
     ) for name in ("karpenter_nodes_total_pod_limits", "karpenter_nodes_total_daemon_limits")},
@@ -102,7 +98,6 @@ LABELS_DIFFER: Mapping[str, str] = {
 """Exported series whose label names are not upstream's (or cannot be checked against it), and why."""
 
 NOT_EMITTED: Mapping[str, str] = {
-    "ConsolidationApproved": "not yet: balanced consolidation does not report its scores",
     "FailedConsistencyCheck": "karpy has no NodeClaim consistency controller",
     "FailedTermination": "declared by upstream (pkg/events/reason.go) and emitted by no controller",
     "ZonalShiftActive": "karpy does not watch ARC zonal shifts",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from karpy import requirements
@@ -191,34 +191,86 @@ def compute(
     return Command(method, reason, tuple(chosen), (_with_options(plan, options, spot_only=either and spot_offered),))
 
 
+@dataclass(frozen=True, slots=True)
+class BalancedScore:
+    """One Balanced pool's view of a move: its share of the pool's cost saved over its share of the pool's
+    disruption, approved at 1/K or more (core: disruption/types.go `ScoreResult`)."""
+
+    savings_fraction: float
+    disruption_fraction: float
+    k: int = BALANCED_K
+
+    @property
+    def score(self) -> float:
+        if self.savings_fraction <= 0:
+            return 0.0
+        return math.inf if self.disruption_fraction <= 0 else self.savings_fraction / self.disruption_fraction
+
+    @property
+    def threshold(self) -> float:
+        return 1.0 / self.k
+
+    @property
+    def approved(self) -> bool:
+        return self.score >= self.threshold
+
+
+def balanced_score(
+    *, savings: float, disruption: float, pool_cost: float, pool_disruption: float, k: int = BALANCED_K
+) -> BalancedScore:
+    """(savings / pool cost) / (disruption / pool disruption), against 1/K (core: disruption/balanced.go
+    `ScoreMove`); nothing saved or no pool cost scores 0, no disruption scores infinity."""
+    savings_fraction = savings / pool_cost if pool_cost > 0 else 0.0
+    disrupts = disruption > 0 and pool_disruption > 0
+    return BalancedScore(savings_fraction, disruption / pool_disruption if disrupts else 0.0, k)
+
+
 def balanced_ok(
     *, savings: float, disruption: float, pool_cost: float, pool_disruption: float, k: int = BALANCED_K
 ) -> bool:
     """(savings / pool cost) / (disruption / pool disruption) ≥ 1/K (core: disruption/balanced.go)."""
-    if savings <= 0 or pool_cost <= 0:
-        return False
-    if disruption <= 0 or pool_disruption <= 0:
-        return True
-    return (savings / pool_cost) / (disruption / pool_disruption) >= 1.0 / k
+    return balanced_score(
+        savings=savings, disruption=disruption, pool_cost=pool_cost, pool_disruption=pool_disruption, k=k
+    ).approved
 
 
-def balanced_allows(command: Command, pool_members: Sequence[disruption_candidates.Candidate]) -> bool:
-    """Every Balanced pool touched by `command` must approve its share of the move (savings split by price)."""
+def balanced_scores(
+    command: Command, pool_members: Sequence[disruption_candidates.Candidate]
+) -> dict[str, BalancedScore]:
+    """The score of each Balanced pool touched by `command`, its share of the savings split by price (core:
+    disruption/balanced.go `EvaluateBalancedMove`); pools of other policies are not scored."""
     total_price = sum(c.price for c in command.candidates) or 1.0
-    for pool_name in {c.pool.name for c in command.candidates}:
+    scores = {}
+    for pool_name in dict.fromkeys(c.pool.name for c in command.candidates):
         moved = [c for c in command.candidates if c.pool.name == pool_name]
         if moved[0].pool.disruption.consolidation_policy != nodepool.ConsolidationPolicy.BALANCED:
             continue
         members = [c for c in pool_members if c.pool.name == pool_name]
         share = sum(c.price for c in moved) / total_price
-        if not balanced_ok(
+        scores[pool_name] = balanced_score(
             savings=command.savings * share,
             disruption=sum(c.reschedule_cost for c in moved),
             pool_cost=sum(c.price for c in members),
             pool_disruption=sum(c.reschedule_cost for c in members),
-        ):
-            return False
-    return True
+        )
+    return scores
+
+
+def balanced_allows(command: Command, pool_members: Sequence[disruption_candidates.Candidate]) -> bool:
+    """Every Balanced pool touched by `command` must approve its share of the move (savings split by price)."""
+    return all(score.approved for score in balanced_scores(command, pool_members).values())
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A consolidation move as the Balanced policy judged it: the score of each Balanced pool it touches."""
+
+    command: Command
+    scores: Mapping[str, BalancedScore]
+
+    @property
+    def approved(self) -> bool:
+        return all(score.approved for score in self.scores.values())
 
 
 def pods_do_not_fit(sim: simulation.Simulation) -> blockers.Blocker:

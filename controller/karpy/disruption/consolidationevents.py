@@ -1,16 +1,24 @@
 """ConsolidationCandidate and ConsolidationRejected, the events upstream publishes on each source Node and NodeClaim
 of a consolidation command it computed, and of one that failed its re-check (pure; core:
 pkg/controllers/disruption/events/events.go, types.go `Command.String`, `StringForNode`). Emptiness and drift
-publish neither."""
+publish neither. ConsolidationApproved and the Balanced policy's verdict on each pool a move touches (core:
+disruption/balanced.go), which feed karpenter_consolidation_moves_total and karpenter_consolidation_score.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
+from karpy.api import nodepool
 from karpy.disruption import candidates, consolidation, validation
 
 CONSOLIDATION_CANDIDATE: Final = "ConsolidationCandidate"
 CONSOLIDATION_REJECTED: Final = "ConsolidationRejected"
+CONSOLIDATION_APPROVED: Final = "ConsolidationApproved"
+APPROVED: Final = "approved"
+REJECTED: Final = "rejected"
 CONSOLIDATION_METHODS: Final = frozenset({"single-node-consolidation", "multi-node-consolidation"})
 """The methods whose commands upstream announces (core: disruption/consolidation.go `computeConsolidation`)."""
 
@@ -50,3 +58,40 @@ def rejected_message(
         f"Consolidation rejected: {describe_for(command, candidate)}, reason: {invalid.failure} "
         f"(savings: ${command.savings:.2f})"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PoolVerdict:
+    """One pool's part of a scored move: the move's decision (every pool of a move counts it), and the pool's own
+    Balanced score when its policy is Balanced."""
+
+    pool: nodepool.NodePool
+    move: str
+    score: consolidation.BalancedScore | None
+
+    @property
+    def policy(self) -> str:
+        return str(self.pool.disruption.consolidation_policy)
+
+    @property
+    def score_decision(self) -> str:
+        return APPROVED if self.score is not None and self.score.approved else REJECTED
+
+
+def verdicts(scored: consolidation.Scored) -> list[PoolVerdict]:
+    move = APPROVED if scored.approved else REJECTED
+    pools = {c.pool.name: c.pool for c in scored.command.candidates}
+    return [PoolVerdict(pool, move, scored.scores.get(name)) for name, pool in pools.items()]
+
+
+def approved_message(score: consolidation.BalancedScore) -> str:
+    """`score 1.50 >= threshold 0.50 (k: 2, savings 30.0%, disruption 20.0%)` (upstream's form)."""
+    return (
+        f"score {score.score:.2f} >= threshold {score.threshold:.2f} (k: {score.k}, "
+        f"savings {score.savings_fraction * 100:.1f}%, disruption {score.disruption_fraction * 100:.1f}%)"
+    )
+
+
+def approved_sources(scored: consolidation.Scored) -> Sequence[candidates.Candidate]:
+    """Whose Node and NodeClaim hear of an approved single-node move; a multi-node move is told its NodePools."""
+    return scored.command.candidates if len(scored.command.candidates) == 1 else ()

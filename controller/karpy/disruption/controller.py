@@ -107,6 +107,11 @@ class Metrics:
     """(method, candidates) when a command fails its re-check (core: disruption/validation.go)."""
     queue_failed: Callable[[str, str, str, int], None] = noop.ignore
     """(method, reason, decision, replacements not initialized) when the queue abandons a command."""
+    consolidation_move: Callable[[str, str, str], None] = noop.ignore
+    """(decision approved|rejected, nodepool, consolidation policy) per pool of a scored move (core:
+    disruption/balanced.go `ConsolidationMovesTotal`)."""
+    consolidation_score: Callable[[float, str, str, str], None] = noop.ignore
+    """(score, decision, nodepool, policy) per Balanced pool of a scored move (`ConsolidationScoreHistogram`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -241,6 +246,7 @@ class DisruptionController:
             note=self._publish_note,
             seq=seq,
             timed_out=deps.metrics.timed_out,
+            scored=self._publish_scored,
             pod_notice=self._publish_pod_notice,
         )
         deps.metrics.eligible_nodes(str(candidates.DisruptionClass.GRACEFUL), len(ctx.graceful))
@@ -304,6 +310,28 @@ class DisruptionController:
             for obj in (candidate.node.node, orchestration.claim_ref(candidate.claim)):
                 if obj is not None:
                     self._dedupe(obj, reason, text, window=EVENT_DEDUPE, key=key)
+
+    def _publish_scored(self, scored: consolidation.Scored) -> None:
+        """Count a move the Balanced policy judged; tell of the pools that approved it (the sources' Node and
+        NodeClaim for a single-node move, the NodePool for a multi-node one)."""
+        metrics = self._deps.metrics
+        for verdict in consolidationevents.verdicts(scored):
+            metrics.consolidation_move(verdict.move, verdict.pool.name, verdict.policy)
+            score = verdict.score
+            if score is None:
+                continue
+            metrics.consolidation_score(score.score, verdict.score_decision, verdict.pool.name, verdict.policy)
+            if not score.approved:
+                continue
+            message = consolidationevents.approved_message(score)
+            sources = consolidationevents.approved_sources(scored)
+            for source in sources:
+                for obj in (source.node.node, orchestration.claim_ref(source.claim)):
+                    if obj is not None:
+                        self._dedupe(obj, consolidationevents.CONSOLIDATION_APPROVED, message, window=EVENT_DEDUPE)
+            if not sources:
+                ref = poolevents.pool_ref(verdict.pool)
+                self._dedupe(ref, consolidationevents.CONSOLIDATION_APPROVED, message, window=EVENT_DEDUPE)
 
     def _publish_note(self, note: methods.Note) -> None:
         if note.event:

@@ -60,6 +60,10 @@ class Context:
     timed_out: Callable[[str], None] = field(default=noop.ignore)
     """(method name) when a consolidation gives up at its timeout (karpenter_voluntary_disruption_consolidation_
     timeouts_total, core: disruption/multinodeconsolidation.go, singlenodeconsolidation.go)."""
+    scored: Callable[[consolidation.Scored], None] = field(default=noop.ignore)
+    """A consolidation move the Balanced policy judged, where upstream reports it (core: disruption/balanced.go
+    `ApproveCommand`, `EmitMultiNodeEvents`): every single-node move computed, and a multi-node search's chosen
+    move or, when it chose none, its last move the policy rejected."""
 
 
 def is_static(c: Candidate) -> bool:
@@ -219,6 +223,8 @@ class MultiNodeConsolidation:
             return None
         pool, _ = split_by_budget(_underutilized(ctx, self.name), ctx.budgets.get(self.reason, {}))
         best: Command | None = None
+        best_scored: consolidation.Scored | None = None
+        rejected: consolidation.Scored | None = None
         if len(pool) >= 2:
             start = ctx.clock.now()
             low, high = 1, min(len(pool) - 1, MULTI_NODE_MAX_BATCH)
@@ -228,20 +234,27 @@ class MultiNodeConsolidation:
                     break
                 mid = (low + high) // 2
                 prefix = pool[: mid + 1]
-                cmd = self._try(ctx, prefix, ctx.graceful)
-                if cmd is not None:
-                    best, low = cmd, mid + 1
+                scored = self._try(ctx, prefix, ctx.graceful)
+                if scored is not None and scored.approved:
+                    best, best_scored, low = scored.command, scored, mid + 1
                 else:
+                    rejected = scored or rejected
                     high = mid - 1
+        reported = best_scored or rejected
+        if reported is not None:
+            ctx.scored(reported)
         if best is None:
             self._nothing_at = ctx.seq
         return best
 
-    def _try(self, ctx: Context, prefix: Sequence[Candidate], members: Sequence[Candidate]) -> Command | None:
+    def _try(
+        self, ctx: Context, prefix: Sequence[Candidate], members: Sequence[Candidate]
+    ) -> consolidation.Scored | None:
+        """The move consolidating `prefix` with the Balanced policy's scores, or None when there is none."""
         cmd = consolidation.compute(prefix, ctx.simulate, method=self.name, spot_to_spot=ctx.spot_to_spot, single=False)
         if isinstance(cmd, blockers.Blocker):
             return None
-        return cmd if consolidation.balanced_allows(cmd, members) else None
+        return consolidation.Scored(cmd, consolidation.balanced_scores(cmd, members))
 
 
 class SingleNodeConsolidation:
@@ -295,7 +308,9 @@ class SingleNodeConsolidation:
         if isinstance(cmd, blockers.Blocker):
             ctx.note(Note(c, self.name, cmd, blockers.UNCONSOLIDATABLE))
             return None
-        if not consolidation.balanced_allows(cmd, ctx.graceful):
+        scored = consolidation.Scored(cmd, consolidation.balanced_scores(cmd, ctx.graceful))
+        ctx.scored(scored)
+        if not scored.approved:
             why = "Balanced policy: savings too small for the disruption"
             ctx.note(Note(c, self.name, blockers.Blocker(blockers.Kind.POLICY, why), blockers.UNCONSOLIDATABLE))
             return None

@@ -97,6 +97,7 @@ def context(
     seq: int | None = None,
     existing: Sequence[scheduler.ExistingNode] = (),
     timed_out: Callable[[str], None] = noop.ignore,
+    scored: Callable[[consolidation.Scored], None] = noop.ignore,
     pod_notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None] = noop.ignore,
 ) -> methods.Context:
     """The methods' view of `cluster` now; `queued` names the NodeClaims already being disrupted, `seq` replaces
@@ -166,6 +167,7 @@ def context(
             if p.replicas is not None
         },
         timed_out=timed_out,
+        scored=scored,
     )
 
 

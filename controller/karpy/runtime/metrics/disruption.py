@@ -1,5 +1,6 @@
 """Voluntary disruption series: decisions, their evaluation time, consolidation timeouts, failed validations,
-queue failures and eligible nodes (core: pkg/controllers/disruption/metrics.go), and the disruption loop's hooks."""
+queue failures, eligible nodes, and the Balanced policy's moves and scores (core:
+pkg/controllers/disruption/metrics.go), and the disruption loop's hooks."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ CONSOLIDATION_TYPES: Final[Mapping[str, str]] = {
     "single-node-consolidation": "single",
 }
 """consolidation_type of a disruption method (upstream `ConsolidationType()`; drift has none)."""
+
+
+SCORE_BUCKETS: Final = (0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0)
+"""Upstream's buckets for karpenter_consolidation_score, around the 1/K threshold (core: disruption/metrics.go)."""
 
 
 class DisruptionSeries:
@@ -68,6 +73,19 @@ class DisruptionSeries:
             ["disruption_class"],
             registry=r,
         )
+        self.consolidation_moves = prometheus_client.Counter(
+            f"{ns}_consolidation_moves",
+            "Consolidation moves the Balanced policy judged, by decision, NodePool and consolidation policy",
+            ["decision", "nodepool", "policy"],
+            registry=r,
+        )
+        self.consolidation_score = prometheus_client.Histogram(
+            f"{ns}_consolidation_score",
+            "Balanced policy scores of consolidation moves, by decision, NodePool and consolidation policy",
+            ["decision", "nodepool", "policy"],
+            buckets=SCORE_BUCKETS,
+            registry=r,
+        )
         for consolidation_type in ("multi", "single"):  # upstream starts both at 0 (disruption/metrics.go init)
             self.consolidation_timeouts.labels(consolidation_type=consolidation_type)
 
@@ -104,4 +122,10 @@ class DisruptionSeries:
             queue_failed=lambda method, reason, decision, count: self.queue_failures.labels(
                 decision=decision, reason=naming.snake_case(reason), consolidation_type=kind(method, "")
             ).inc(count),
+            consolidation_move=lambda decision, pool, policy: self.consolidation_moves.labels(
+                decision=decision, nodepool=pool, policy=policy
+            ).inc(),
+            consolidation_score=lambda score, decision, pool, policy: self.consolidation_score.labels(
+                decision=decision, nodepool=pool, policy=policy
+            ).observe(score),
         )
