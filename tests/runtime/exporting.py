@@ -50,7 +50,8 @@ def _cluster() -> cluster.Cluster:
     pod = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "p", "namespace": "default", "uid": "u-p", "creationTimestamp": "2023-11-14T22:13:20Z"},
-        "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "spec": {"nodeName": "n1", "containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}}]},
         "status": {"phase": "Running"},
     }  # fmt: skip
     daemon = {

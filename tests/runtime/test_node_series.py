@@ -11,6 +11,7 @@ from tests.runtime import exporting
 from karpy import clock
 from karpy.kube import resources
 from karpy.runtime import metrics
+from karpy.scheduling import pods
 from karpy.state import cluster
 
 NODE = {"node_name": "n1", "nodepool": "web"}
@@ -30,6 +31,8 @@ def scraped(m: metrics.Metrics, series: str, label_values: dict[str, str]) -> fl
     [
         ("karpenter_nodes_system_overhead", {**NODE, "resource_type": "cpu"}, 0.1),  # capacity 2, allocatable 1.9
         ("karpenter_nodes_total_daemon_requests", {**NODE, "resource_type": "cpu"}, 0.1),  # the DaemonSet pod only
+        ("karpenter_nodes_total_pod_limits", {**NODE, "resource_type": "cpu"}, 2.2),  # 2 + the DaemonSet's 0.2
+        ("karpenter_nodes_total_daemon_limits", {**NODE, "resource_type": "cpu"}, 0.2),
         ("karpenter_nodes_current_lifetime_seconds", NODE, 60.0),  # created at START, scraped a minute later
         ("karpenter_cluster_utilization_percent", {"resource_type": "cpu"}, 55.0),  # 1.1 of 2 cores requested
         ("karpenter_pods_unbound_time_seconds", {"name": "q", "namespace": "default"}, 60.0),
@@ -54,3 +57,27 @@ def test_unsynced_time_counts_from_the_first_scrape_that_saw_the_cache_unsynced(
     assert scraped(m, name, {}) == 30.0
     state.mark_listed(resources.NODES)
     assert scraped(m, name, {}) == 0.0
+
+
+def _container(name: str, cpu_limit: str, **fields: str) -> dict[str, object]:
+    return {"name": name, "resources": {"limits": {"cpu": cpu_limit}}, **fields}
+
+
+@pytest.mark.parametrize(
+    ("spec", "cpu"),
+    [
+        ({"containers": [_container("a", "1"), _container("b", "500m")]}, 1500),
+        ({"containers": [_container("a", "1")], "initContainers": [_container("i", "3")]}, 3000),  # init peak
+        (
+            {"containers": [_container("a", "1")], "initContainers": [_container("s", "1", restartPolicy="Always")]},
+            2000,  # a sidecar runs beside the containers
+        ),
+        ({"containers": [_container("a", "1")], "overhead": {"cpu": "250m", "memory": "1Gi"}}, 1250),
+        ({"containers": [_container("a", "1")], "resources": {"limits": {"cpu": "4"}}}, 4000),  # pod-level
+        ({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}, None),  # no limit
+    ],
+)
+def test_a_pods_limits_are_summed_as_the_kubelet_does(spec: dict[str, object], cpu: int | None) -> None:
+    parsed = pods.from_manifest({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})
+    assert parsed.limits.get("cpu") == cpu
+    assert "memory" not in parsed.limits  # overhead only adds to resources that have a limit

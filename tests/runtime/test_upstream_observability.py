@@ -66,10 +66,6 @@ NOT_EXPORTED: Mapping[str, str] = {
         "operator_status_condition_transition_seconds", "operator_status_condition_transitions_total",
         "operator_termination_current_time_seconds", "operator_termination_duration_seconds",
     )},
-    **{name: (
-        "the state cache keeps a pod's requests, not its limits: state/trimming.py drops the container specs once a "
-        "pod is parsed, which is what keeps 10,000 pods in memory"
-    ) for name in ("karpenter_nodes_total_pod_limits", "karpenter_nodes_total_daemon_limits")},
     "karpenter_nodepools_cost_tracker_errors_total": "karpy's cost is computed at scrape time; it has no tracker",
     "karpenter_scheduler_pending_pods_by_effective_zone_count": (
         "not yet: needs each pod's effective zone (its zone signals, volume topology and spread constraints "
@@ -90,6 +86,8 @@ LABELS_DIFFER: Mapping[str, str] = {
             "karpenter_nodes_total_pod_requests",
             "karpenter_nodes_system_overhead",
             "karpenter_nodes_total_daemon_requests",
+            "karpenter_nodes_total_pod_limits",
+            "karpenter_nodes_total_daemon_limits",
         )
     },
     "karpenter_nodes_current_lifetime_seconds": "node_name, nodepool; not the well-known labels",

@@ -31,7 +31,7 @@ def _pod(name: str, *, node: str = "n1", app: str = "web", **spec: Any) -> dict[
             "containers": [
                 {
                     "name": "app",
-                    "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}},
+                    "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "500m"}},
                     "ports": [{"containerPort": 80, "hostPort": 8080}],
                 }
             ],

@@ -8,6 +8,7 @@ which is what lets the scheduler place them in bulk.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -71,6 +72,10 @@ class HostPort:
         return self.ip in unspecified or other.ip in unspecified or self.ip == other.ip
 
 
+NO_LIMITS: Mapping[str, int] = types.MappingProxyType({})
+"""The limits of a parsed pod that sets none, shared by every such pod."""
+
+
 @dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
@@ -79,6 +84,8 @@ class Pod:
     labels: Mapping[str, str] = meta.EMPTY
     creation_timestamp: float = 0.0
     requests: Mapping[str, int] = field(default_factory=dict)
+    limits: Mapping[str, int] = field(default_factory=dict)
+    """What the pod's containers may use at most (`resources.pod_limits`); read only by the node limit gauges."""
     node_name: str = ""
     node_selector: Mapping[str, str] = meta.EMPTY
     required_node_terms: tuple[requirements.Requirements, ...] = ()
@@ -320,9 +327,9 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         requests=p.resources(pod_res.get("requests"), "spec.resources.requests"),
         limits=p.resources(pod_res.get("limits"), "spec.resources.limits"),
     )
-    requests = resources.pod_requests(
-        main, init, overhead=p.resources(spec.get("overhead"), "spec.overhead"), pod=pod_level
-    )
+    overhead = p.resources(spec.get("overhead"), "spec.overhead")
+    requests = resources.pod_requests(main, init, overhead=overhead, pod=pod_level)
+    limits = resources.pod_limits(main, init, overhead=overhead, pod=pod_level)
 
     host_ports: list[HostPort] = []
     for i, c in enumerate(p.seq(spec.get("containers"), "spec.containers")):
@@ -433,6 +440,7 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
     if interner is not None:
         pod_labels = interner.mapping("labels", pod_labels)
         requests = interner.mapping("requests", requests)
+        limits = interner.mapping("limits", limits)
         node_selector = interner.mapping("node_selector", node_selector)
         parts = {kind: interner.value(kind, part) if part else () for kind, part in parts.items()}
     shared = Pod(
@@ -440,6 +448,7 @@ def from_manifest(obj: Mapping[str, Any], *, interner: Interner | None = None) -
         name="",
         labels=pod_labels,
         requests=requests,
+        limits=limits or NO_LIMITS,
         node_selector=node_selector,
         unsupported=unsupported,
         dra=has_dra_requirements(spec),
@@ -515,6 +524,7 @@ def _with_own(
         labels=shared.labels,
         creation_timestamp=creation_timestamp,
         requests=shared.requests,
+        limits=shared.limits,
         node_name=node_name,
         node_selector=shared.node_selector,
         required_node_terms=shared.required_node_terms,

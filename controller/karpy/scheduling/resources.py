@@ -10,7 +10,7 @@ they name that may be set at pod level (cpu, memory, hugepages-*), with the same
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from karpy.api import labels, quantity
@@ -78,6 +78,23 @@ def pod_level(name: str) -> bool:
     return name in (labels.RESOURCE_CPU, labels.RESOURCE_MEMORY) or name.startswith("hugepages-")
 
 
+def _peak(
+    containers: Iterable[Container], init_containers: Iterable[Container], amounts: Callable[[Container], Resources]
+) -> dict[str, int]:
+    """max(init phase, run phase) of each container's `amounts`: init containers run one at a time beside the
+    sidecars started before them, then the containers run beside every sidecar (component-helpers resource)."""
+    run = add(*(amounts(c) for c in containers))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in init_containers:
+        if c.sidecar:
+            sidecars = add(sidecars, amounts(c))
+            init_peak = maximum(init_peak, sidecars)
+        else:
+            init_peak = maximum(init_peak, add(sidecars, amounts(c)))
+    return maximum(init_peak, add(run, sidecars))
+
+
 def pod_requests(
     containers: Iterable[Container],
     init_containers: Iterable[Container] = (),
@@ -87,18 +104,28 @@ def pod_requests(
 ) -> dict[str, int]:
     """max(init phase, run phase), with `pod`'s pod-level requests in place of the containers' for the resources
     they set, + overhead, plus one `pods` slot."""
-    run = add(*(c.effective() for c in containers))
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for c in init_containers:
-        if c.sidecar:
-            sidecars = add(sidecars, c.effective())
-            init_peak = maximum(init_peak, sidecars)
-        else:
-            init_peak = maximum(init_peak, add(sidecars, c.effective()))
-    total = maximum(init_peak, add(run, sidecars))
+    total = _peak(containers, init_containers, Container.effective)
     if pod is not None:
         total.update({name: amount for name, amount in pod.effective().items() if pod_level(name)})
     total = add(total, overhead or {})
     total[labels.RESOURCE_PODS] = quantity.MILLI
+    return total
+
+
+def pod_limits(
+    containers: Iterable[Container],
+    init_containers: Iterable[Container] = (),
+    *,
+    overhead: Resources | None = None,
+    pod: Container | None = None,
+) -> dict[str, int]:
+    """The pod's limits as the kubelet sums them (component-helpers resource.PodLimits, which upstream's
+    karpenter_nodes_total_pod_limits reads): max(init phase, run phase) of the containers' limits, `pod`'s
+    pod-level limits in their place where set, and the overhead added to the resources that have a limit."""
+    total = _peak(containers, init_containers, lambda c: c.limits)
+    if pod is not None:
+        total.update({name: amount for name, amount in pod.limits.items() if pod_level(name)})
+    for name, amount in (overhead or {}).items():
+        if name in total:
+            total[name] += amount
     return total

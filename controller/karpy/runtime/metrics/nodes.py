@@ -2,7 +2,7 @@
 controllers/metrics/node/controller.go, controllers/metrics/pod/controller.go, controllers/state/metrics.go):
 
 - per registered node: `karpenter_nodes_system_overhead` (the Node's capacity − allocatable),
-  `_total_daemon_requests` and `_current_lifetime_seconds`;
+  `_total_daemon_requests`, `_total_pod_limits`, `_total_daemon_limits` and `_current_lifetime_seconds`;
 - `karpenter_cluster_utilization_percent{resource_type}`: Σ pod requests / Σ allocatable over every node;
 - `karpenter_cluster_state_unsynced_time_seconds`: how long the cache has not been synced (0 when it is);
 - per pod: `karpenter_pods_unbound_time_seconds` (not bound yet) and `_unstarted_time_seconds` (bound, not Ready),
@@ -142,6 +142,13 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         daemon_requests = self._family(
             "karpenter_nodes_total_daemon_requests", "Sum of the requests of the node's DaemonSet pods"
         )
+        pod_limits = self._family(
+            "karpenter_nodes_total_pod_limits",
+            "Sum of the limits of the pods bound to the node, DaemonSet pods included",
+        )
+        daemon_limits = self._family(
+            "karpenter_nodes_total_daemon_limits", "Sum of the limits of the node's DaemonSet pods"
+        )
         lifetime = self._family(
             "karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created", ("node_name", "nodepool")
         )
@@ -159,6 +166,8 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
                     resources.subtract(_quantities(status.get("capacity")), _quantities(status.get("allocatable"))),
                 ),
                 (daemon_requests, _sum(dict(p.requests) for p in n.pods if p.key in daemon_pods)),
+                (pod_limits, _sum(p.limits for p in n.pods)),
+                (daemon_limits, _sum(p.limits for p in n.pods if p.key in daemon_pods)),
             ):
                 for name, milli in sorted(amounts.items()):
                     if milli > 0 and name != labels.RESOURCE_PODS:
@@ -168,7 +177,7 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
                 lifetime.add_metric([n.name, n.nodepool], max(0.0, now - created))
             allocatable = resources.add(allocatable, n.allocatable)
             requested = resources.add(requested, *(p.requests for p in n.pods))
-        yield from (overhead, daemon_requests, lifetime)
+        yield from (overhead, daemon_requests, pod_limits, daemon_limits, lifetime)
         utilization = self._family(
             "karpenter_cluster_utilization_percent",
             "Utilization of allocatable resources by pod requests",
