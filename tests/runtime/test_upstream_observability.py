@@ -66,10 +66,16 @@ NOT_EXPORTED: Mapping[str, str] = {
         "operator_status_condition_transition_seconds", "operator_status_condition_transitions_total",
         "operator_termination_current_time_seconds", "operator_termination_duration_seconds",
     )},
-    "karpenter_nodepools_cost_tracker_errors_total": "karpy's cost is computed at scrape time; it has no tracker",
+    "karpenter_nodepools_cost_tracker_errors_total": (
+        "counts failed NodePool and instance-type lookups of upstream's cost tracker (core: pkg/state/cost/cost.go); "
+        "karpy keeps no tracker: it prices the nodes at scrape time from the offerings it listed "
+        "(runtime/metrics/cluster.py), an unpriced node counting 0 $/h"
+    ),
     "karpenter_scheduler_pending_pods_by_effective_zone_count": (
-        "not yet: needs each pod's effective zone (its zone signals, volume topology and spread constraints "
-        "intersected), which karpy's scheduler does not report"
+        "not yet: upstream intersects each pending pod's strict zone requirement, its volumes' zones and its zonal "
+        "topology groups' valid domains at the start of a solve (core: pkg/controllers/provisioning/scheduling/"
+        "scheduler.go computeEffectiveZoneFromPod); karpy's scheduler builds those groups inside the solve and does "
+        "not report them"
     ),
 }  # fmt: skip
 """Upstream series karpy does not export, and why."""
@@ -96,11 +102,18 @@ LABELS_DIFFER: Mapping[str, str] = {
 """Exported series whose label names are not upstream's (or cannot be checked against it), and why."""
 
 NOT_EMITTED: Mapping[str, str] = {
-    "FailedConsistencyCheck": "karpy has no NodeClaim consistency controller",
-    "FailedTermination": "declared by upstream (pkg/events/reason.go) and emitted by no controller",
-    "ZonalShiftActive": "karpy does not watch ARC zonal shifts",
-    "ZonalShiftCleared": "karpy does not watch ARC zonal shifts",
-}
+    "FailedConsistencyCheck": (
+        "not yet: karpy has no NodeClaim consistency controller (core: pkg/controllers/nodeclaim/consistency/"
+        "controller.go, nodeshape.go compare a registered Node's capacity with its NodeClaim's)"
+    ),
+    "FailedTermination": (
+        "declared by upstream (core: pkg/events/reason.go TerminationFailed) and emitted by no controller"
+    ),
+    **{reason: (
+        "karpy has no ARC zonal shift controller (aws: pkg/controllers/arczonalshift/controller.go publishes these on "
+        "the NodePools of a shifted zone)"
+    ) for reason in ("ZonalShiftActive", "ZonalShiftCleared")},
+}  # fmt: skip
 """Upstream event reasons karpy never emits, and why."""
 
 
