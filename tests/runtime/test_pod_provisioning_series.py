@@ -56,8 +56,10 @@ def test_the_rescan_sees_pods_pending_since_before_this_replica_led() -> None:
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=manual, recorder=events.MemoryRecorder(),
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)
+    prov.pod_times.seen("default/deleted-while-following")  # its deletion event went to no listener of this replica
     prov._rescan_pending()
     assert prov.pod_times.seen_at("default/old") == START
+    assert prov.pod_times.seen_at("default/deleted-while-following") is None
 
 
 def _conditions(*conditions: tuple[str, str, str]) -> dict[str, Any]:

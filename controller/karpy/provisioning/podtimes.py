@@ -11,7 +11,7 @@ fails to. An entry goes when its pod starts, ends or is deleted, so the map hold
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 
 from karpy.clock import Clock
 
@@ -74,6 +74,12 @@ class PodTimes:
     def forget(self, key: str) -> None:
         """The pod started, ended or was deleted: nothing is measured from it any more."""
         self._pods.pop(key, None)
+
+    def retain(self, keys: Set[str]) -> None:
+        """Forget every pod but `keys` (the pods the cluster still has): one deleted while this replica did not
+        lead went unseen by `forget`."""
+        for key in [k for k in self._pods if k not in keys]:
+            del self._pods[key]
 
     def __len__(self) -> int:
         return len(self._pods)

@@ -344,6 +344,7 @@ class Provisioner:
         pending = deps.cluster.pending_pods()
         for p in pending:  # a pod pending since before this replica led was never seen by its watch event
             self.pod_times.seen(p.key)
+        self.pod_times.retain({p.key for p in pending} | {p.key for n in nodes for p in n.pods})
         for p in snapshot.merge_pods(pending, snapshot.reschedulable_pods(nodes)):
             self.batcher.trigger(p.uid or p.key)
 
