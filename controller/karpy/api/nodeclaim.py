@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from karpy.api import meta
+from karpy.api import labels, meta
 
 # Status condition types (core: pkg/apis/v1/nodeclaim_status.go).
 LAUNCHED = "Launched"
@@ -87,3 +87,12 @@ def termination_mode(claim: NodeClaim) -> str:
     if grace is None:
         return "graceful"
     return "forceful" if grace <= 0 else "eventual"
+
+
+def event_ref(claim: NodeClaim) -> dict[str, Any]:
+    """The NodeClaim as the event recorder takes an object (an Event names its object by kind, name and uid)."""
+    return {
+        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
+        "kind": "NodeClaim",
+        "metadata": {"name": claim.name, "uid": claim.metadata.uid},
+    }

@@ -307,7 +307,7 @@ class DisruptionController:
         for candidate in command.candidates:
             text = message(command, candidate)
             key = (consolidationevents.describe_for(command, candidate),)
-            for obj in (candidate.node.node, orchestration.claim_ref(candidate.claim)):
+            for obj in (candidate.node.node, nodeclaim.event_ref(candidate.claim)):
                 if obj is not None:
                     self._dedupe(obj, reason, text, window=EVENT_DEDUPE, key=key)
 
@@ -326,7 +326,7 @@ class DisruptionController:
             message = consolidationevents.approved_message(score)
             sources = consolidationevents.approved_sources(scored)
             for source in sources:
-                for obj in (source.node.node, orchestration.claim_ref(source.claim)):
+                for obj in (source.node.node, nodeclaim.event_ref(source.claim)):
                     if obj is not None:
                         self._dedupe(obj, consolidationevents.CONSOLIDATION_APPROVED, message, window=EVENT_DEDUPE)
             if not sources:
@@ -344,7 +344,7 @@ class DisruptionController:
         window = UNCONSOLIDATABLE_DEDUPE if reason == blockers.UNCONSOLIDATABLE else EVENT_DEDUPE
         if node is not None:
             self._dedupe(node, reason, message, window=window)
-        self._dedupe(orchestration.claim_ref(claim), reason, message, window=window)
+        self._dedupe(nodeclaim.event_ref(claim), reason, message, window=window)
 
     def _dedupe(
         self,

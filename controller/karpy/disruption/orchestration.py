@@ -193,7 +193,7 @@ class Queue:
                         pods=len(c.reschedulable_pods),
                     )  # fmt: skip
                 message = f"Disrupting node via {item.command.reason}"
-                self._recorder.record(claim_ref(c.claim), "Normal", "DisruptionTerminating", message)
+                self._recorder.record(nodeclaim.event_ref(c.claim), "Normal", "DisruptionTerminating", message)
                 if c.node.node is not None:
                     self._recorder.record(c.node.node, "Normal", "DisruptionTerminating", message)
             log.info("deleted disrupted nodeclaim(s)", extra={"nodeclaims": [c.name for c in item.command.candidates]})
@@ -254,12 +254,3 @@ def _node_taints(n: statenode.StateNode) -> Sequence[meta.Taint]:
 
 def _names(command: consolidation.Command) -> list[str]:
     return [name for c in command.candidates for name in (c.name, c.node_name) if name]
-
-
-def claim_ref(claim: nodeclaim.NodeClaim) -> dict[str, Any]:
-    """The NodeClaim as the event recorder takes an object (events name their object by kind, name and uid)."""
-    return {
-        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
-        "kind": "NodeClaim",
-        "metadata": {"name": claim.metadata.name, "uid": claim.metadata.uid},
-    }

@@ -154,10 +154,10 @@ class NodeClaimController:
                 self._unclaimed_since.pop(instance.status.provider_id, None)
                 log.info("garbage collected cloudprovider instance", extra={"provider-id": instance.status.provider_id})
         for claim in garbagecollection.orphaned_claims(claims, instances):
-            with self._on_its_own(_ref(claim)):
+            with self._on_its_own(nodeclaim.event_ref(claim)):
                 await self._collect_orphan(claim)
         for claim in capacitytype.demoted(claims, instances):
-            with self._on_its_own(_ref(claim)):
+            with self._on_its_own(nodeclaim.event_ref(claim)):
                 await self._demote(claim)
 
     async def _demote(self, claim: nodeclaim.NodeClaim) -> None:
@@ -176,7 +176,7 @@ class NodeClaimController:
             pass
         await self._deps.client.delete(resources.NODECLAIMS, claim.name)
         self._deps.recorder.record(
-            _ref(claim), "Warning", "GarbageCollected", "Instance was terminated outside of karpy"
+            nodeclaim.event_ref(claim), "Warning", "GarbageCollected", "Instance was terminated outside of karpy"
         )
         log.info(
             "garbage collecting nodeclaim with no cloudprovider representation",
@@ -276,7 +276,9 @@ class NodeClaimController:
         except (cloudprovider_errors.InsufficientCapacity, cloudprovider_errors.NodeClassNotReady) as error:
             ice = isinstance(error, cloudprovider_errors.InsufficientCapacity)
             reason = "InsufficientCapacityError" if ice else "NodeClassNotReady"
-            self._deps.recorder.record(_ref(claim), "Warning", reason, f"NodeClaim {claim.name} event: {error}")
+            self._deps.recorder.record(
+                nodeclaim.event_ref(claim), "Warning", reason, f"NodeClaim {claim.name} event: {error}"
+            )
             if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
                 log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": reason})
                 self._disrupted(claim, INSUFFICIENT_CAPACITY if ice else NODECLASS_NOT_READY)
@@ -328,7 +330,10 @@ class NodeClaimController:
             failed = outcome.claim.condition(nodeclaim.REGISTERED)
             if failed is not None and failed.reason == lifecycle.UNREGISTERED_TAINT_NOT_FOUND:
                 self._deps.recorder.record(
-                    _ref(claim), "Warning", UNREGISTERED_TAINT_MISSING, UNREGISTERED_TAINT_MISSING_MESSAGE
+                    nodeclaim.event_ref(claim),
+                    "Warning",
+                    UNREGISTERED_TAINT_MISSING,
+                    UNREGISTERED_TAINT_MISSING_MESSAGE,
                 )
             return await self._write_status(claim, outcome.claim)
         if outcome.node_patch is not None:
@@ -384,7 +389,7 @@ class NodeClaimController:
             patch = {"metadata": {"annotations": {key: annotation}, "resourceVersion": claim.metadata.resource_version}}
             await self._deps.client.patch(resources.NODECLAIMS, claim.name, patch)
             self._deps.recorder.record(
-                _ref(claim),
+                nodeclaim.event_ref(claim),
                 "Warning",
                 "TerminationGracePeriodExpiring",
                 f"All pods will be deleted by {annotation}",
@@ -458,15 +463,6 @@ def parse_or_report(raw: Mapping[str, Any], sink: rejections.Sink) -> nodeclaim.
 def _finalizers_patch(claim: nodeclaim.NodeClaim, finalizers: list[str]) -> dict[str, Any]:
     """A merge patch replaces the whole list, so it carries the resourceVersion: a concurrent change gets a 409."""
     return {"metadata": {"finalizers": finalizers, "resourceVersion": claim.metadata.resource_version}}
-
-
-def _ref(claim: nodeclaim.NodeClaim) -> dict[str, Any]:
-    """The object reference an Event is recorded against."""
-    return {
-        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
-        "kind": "NodeClaim",
-        "metadata": {"name": claim.name, "uid": claim.metadata.uid},
-    }
 
 
 def _pool(claim: nodeclaim.NodeClaim) -> str:

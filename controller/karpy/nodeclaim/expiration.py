@@ -123,7 +123,7 @@ class ExpirationController:
             },
         )
         message = f"Disrupting node via {REASON}"
-        deps.recorder.record(_ref(claim), "Normal", "DisruptionTerminating", message)
+        deps.recorder.record(nodeclaim.event_ref(claim), "Normal", "DisruptionTerminating", message)
         node = deps.cluster.node(claim.status.node_name) if claim.status.node_name else None
         if node is not None:
             deps.recorder.record(node, "Normal", "DisruptionTerminating", message)
@@ -186,11 +186,3 @@ class ExpirationController:
             else:  # the cache was behind the API server (e.g. expireAfter changed): check again then
                 soonest = min(soonest, max(again, 0.0))
         return soonest
-
-
-def _ref(claim: nodeclaim.NodeClaim) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
-        "kind": "NodeClaim",
-        "metadata": {"name": claim.name, "uid": claim.metadata.uid},
-    }
