@@ -292,6 +292,7 @@ async def test_wiring_follows_the_settings() -> None:
     assert set(leadership.singletons(ctrl)) == {
         "queue nodeclaims", "queue nodes", "queue nodepools", "provisioner", "disruption",
         "garbage collection", "prices", "interruption", "nodeclaim conditions", "expiration",
+        "nodeclaim consistency",
     }  # fmt: skip
     assert ctrl.provisioner.batcher._settings.max_duration == 3.0
 

@@ -102,10 +102,6 @@ LABELS_DIFFER: Mapping[str, str] = {
 """Exported series whose label names are not upstream's (or cannot be checked against it), and why."""
 
 NOT_EMITTED: Mapping[str, str] = {
-    "FailedConsistencyCheck": (
-        "not yet: karpy has no NodeClaim consistency controller (core: pkg/controllers/nodeclaim/consistency/"
-        "controller.go, nodeshape.go compare a registered Node's capacity with its NodeClaim's)"
-    ),
     "FailedTermination": (
         "declared by upstream (core: pkg/events/reason.go TerminationFailed) and emitted by no controller"
     ),

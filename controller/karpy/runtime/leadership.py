@@ -86,6 +86,7 @@ def singletons(ctrl: parts.Controller) -> dict[str, Callable[[], Coroutine[Any, 
         loops["instance status"] = ctrl.instance_status.run
     loops["nodeclaim conditions"] = ctrl.nodeclaim_conditions.run
     loops["expiration"] = ctrl.expiration.run
+    loops["nodeclaim consistency"] = ctrl.consistency.run
     if ctrl.repair is not None:
         loops["node repair"] = ctrl.repair.run
     if ctrl.cloud.janitor is not None:

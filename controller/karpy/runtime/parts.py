@@ -19,7 +19,7 @@ from karpy.disruption import validation as disruption_validation
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import client
-from karpy.nodeclaim import conditions_controller, expiration, repair
+from karpy.nodeclaim import conditions_controller, consistency, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodepool import controller as nodepool_controller
@@ -88,6 +88,8 @@ class Controller:
     """Consolidatable / Drifted conditions (fed pod events by a Cluster listener)."""
     expiration: expiration.ExpirationController
     """Deletes NodeClaims at creation + expireAfter."""
+    consistency: consistency.ConsistencyController
+    """Checks each registered node's shape against its NodeClaim every 10 minutes (ConsistentStateFound)."""
     instance_status: interruption_controller.InterruptionController | None = None
     """The interruption loop over instance health (impaired checks, scheduled events); None without a source."""
     repair: repair.RepairController | None = None

@@ -24,7 +24,7 @@ from karpy.disruption import staticpools
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, credentials, dryrun, resources, rest
-from karpy.nodeclaim import conditions_controller, expiration, repair
+from karpy.nodeclaim import conditions_controller, consistency, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.nodeclass import controller as nodeclass_controller
@@ -246,6 +246,9 @@ def build(
     expiry = expiration.ExpirationController(
         expiration.Deps(client=writer, cluster=cluster, clock=clock, recorder=recorder, metrics=registry.expiry_hooks())
     )
+    consistent = consistency.ConsistencyController(
+        consistency.Deps(client=writer, cluster=cluster, clock=clock, recorder=recorder)
+    )
     nodeclasses = None
     if cloud.nodeclasses is not None:
         nodeclasses = nodeclass_controller.NodeClassController(
@@ -300,6 +303,7 @@ def build(
         nodeclasses=nodeclasses,
         nodeclaim_conditions=nodeclaim_conditions,
         expiration=expiry,
+        consistency=consistent,
         instance_status=interruption_loop(cloud.instance_status),
         static_pools=static_pools,
         repair=repairer,
