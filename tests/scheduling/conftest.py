@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests import builders
 
+from karpy import requirements
 from karpy.api import labels, nodepool, quantity
 from karpy.cloudprovider import types
 from karpy.scheduling import pods, results, scheduler
@@ -113,3 +115,73 @@ def workload_spec(kind: str, app: str) -> dict[str, Any]:
         return {"containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}}, "ports": [{"hostPort": 80}]}]}
     assert kind == "generic", kind
     return {}
+
+
+def expect_valid_plan(res: results.Results, ps: Sequence[pods.Pod], its: Sequence[types.InstanceType]) -> None:
+    """Every pod exactly once; each claim's cheapest type is among its options, fits its pods and the daemon
+    overhead it reports, and every pod is compatible with the claim's requirements and that type's labels."""
+    placed = [p.key for cl in res.new_nodeclaims for p in cl.pods]
+    placed += [p.key for ps_ in res.existing_nodes.values() for p in ps_]
+    assert collections.Counter(placed) == collections.Counter(p.key for p in ps if p.key not in res.unschedulable)
+    by_name = {t.name: t for t in its}
+    for cl in res.new_nodeclaims:
+        assert cl.cheapest is not None
+        chosen = by_name[cl.cheapest.instance_type]
+        assert chosen in cl.instance_type_options
+        for name, amount in cl.requests.items():
+            assert amount <= chosen.allocatable.get(name, 0), (cl.hostname, name)
+        pod_sum: dict[str, int] = collections.Counter()
+        for p in cl.pods:
+            pod_sum.update(p.requests)
+        for name, amount in pod_sum.items():
+            assert amount <= cl.requests[name]
+        node_labels = {**chosen.labels, labels.LABEL_ZONE: cl.cheapest.zone}
+        node_labels[labels.LABEL_CAPACITY_TYPE] = cl.cheapest.capacity_type
+        allow = requirements.ALLOW_UNDEFINED_WELL_KNOWN
+        for p in cl.pods:
+            assert cl.requirements.compatible(p.node_requirements(), allow_undefined=allow) is None
+            assert p.node_requirements().admits({**node_labels, **cl.requirements.single_labels()})
+
+
+def _app_counts(res: results.Results) -> dict[str, int]:
+    """pod key -> pods of its app on its claim."""
+    return {
+        p.key: sum(1 for q in cl.pods if q.labels.get("app") == p.labels.get("app"))
+        for cl in res.new_nodeclaims
+        for p in cl.pods
+    }
+
+
+def expect_hostname_rules_kept(res: results.Results, before: results.Results) -> None:
+    """The post-pass breaks no hostname rule: an anti-affine pod has no other pod of its app beside it; a
+    hostname-spread owner's app counts no more pods on its claim than maxSkew (or than first-fit left there: a pod
+    it selects may join after it, as upstream allows); at most one pod takes a host port."""
+    was, now = _app_counts(before), _app_counts(res)
+    for cl in res.new_nodeclaims:
+        for p in cl.pods:
+            if p.anti_affinity:
+                assert now[p.key] == 1, (cl.hostname, p.key)
+            for spread in p.spread:
+                if spread.topology_key == labels.LABEL_HOSTNAME:
+                    assert now[p.key] <= max(spread.max_skew, was[p.key]), (cl.hostname, p.key)
+        assert sum(1 for p in cl.pods if p.host_ports) <= 1
+
+
+def expect_domains_kept(res: results.Results, before: results.Results) -> None:
+    """No pod changes zone: its claim's zone after the post-pass is the one it had, or a narrowing of an open one
+    (then nothing that counts zones selects it: here, no zone-spread pod shares its app)."""
+    zone_of = {p.key: cl.requirements.get(labels.LABEL_ZONE) for cl in before.new_nodeclaims for p in cl.pods}
+    counted = {
+        p.labels.get("app")
+        for cl in before.new_nodeclaims
+        for p in cl.pods
+        if p.spread and any(s.topology_key == labels.LABEL_ZONE for s in p.spread)
+    }
+    for cl in res.new_nodeclaims:
+        zone = cl.requirements.get(labels.LABEL_ZONE)
+        for p in cl.pods:
+            was = zone_of[p.key]
+            if was == zone:
+                continue
+            assert was is None or was.values() is None, (p.key, was, zone)
+            assert p.labels.get("app") not in counted, (p.key, was, zone)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +12,6 @@ from hypothesis import strategies as st
 from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
-from karpy import requirements
 from karpy.api import labels, quantity
 from karpy.cloudprovider import catalog as cloudprovider_catalog
 from karpy.cloudprovider import types
@@ -47,38 +45,12 @@ def _input(ps: Sequence[pods.Pod], its: Sequence[types.InstanceType], **kwargs: 
     return scheduler.SchedulingInput(pods=ps, nodepools=[pool], instance_types={pool.name: its}, **kwargs)
 
 
-def _check_plan(res: results.Results, ps: Sequence[pods.Pod], its: Sequence[types.InstanceType]) -> None:
-    """Every pod exactly once; each claim's cheapest type is among its options, fits its pods and the daemon
-    overhead it reports, and every pod is compatible with the claim's requirements and that type's labels."""
-    placed = [p.key for cl in res.new_nodeclaims for p in cl.pods]
-    placed += [p.key for ps_ in res.existing_nodes.values() for p in ps_]
-    assert collections.Counter(placed) == collections.Counter(p.key for p in ps if p.key not in res.unschedulable)
-    by_name = {t.name: t for t in its}
-    for cl in res.new_nodeclaims:
-        assert cl.cheapest is not None
-        chosen = by_name[cl.cheapest.instance_type]
-        assert chosen in cl.instance_type_options
-        for name, amount in cl.requests.items():
-            assert amount <= chosen.allocatable.get(name, 0), (cl.hostname, name)
-        pod_sum: dict[str, int] = collections.Counter()
-        for p in cl.pods:
-            pod_sum.update(p.requests)
-        for name, amount in pod_sum.items():
-            assert amount <= cl.requests[name]
-        node_labels = {**chosen.labels, labels.LABEL_ZONE: cl.cheapest.zone}
-        node_labels[labels.LABEL_CAPACITY_TYPE] = cl.cheapest.capacity_type
-        allow = requirements.ALLOW_UNDEFINED_WELL_KNOWN
-        for p in cl.pods:
-            assert cl.requirements.compatible(p.node_requirements(), allow_undefined=allow) is None
-            assert p.node_requirements().admits({**node_labels, **cl.requirements.single_labels()})
-
-
 def test_generic_mix_reaches_the_lp_bound_on_the_fake_catalog() -> None:
     ps = _generic(2000)
     its = generator.instance_types(400)
     before = _solve(_input(ps, its), post_pass=False)
     res = _solve(_input(ps, its))
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
     assert not res.unschedulable
     assert res.lower_bound_per_hour > 0
     assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
@@ -91,7 +63,7 @@ def test_generic_mix_reaches_the_bound_on_the_aws_catalog() -> None:
     ps = _generic(400)
     its = cloudprovider_catalog.load("us-east-1")
     res = _solve(_input(ps, its))
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
     assert not res.unschedulable
     assert res.lower_bound_per_hour > 0
     assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
@@ -104,7 +76,7 @@ def test_a_small_generic_group_reaches_the_bound_on_the_aws_catalog() -> None:
     ps = _generic(100, seed=42)
     its = cloudprovider_catalog.load("us-east-1")
     res = _solve(_input(ps, its))
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
     assert not res.unschedulable
     assert res.lower_bound_per_hour > 0
     assert res.cost_per_hour <= 1.05 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
@@ -121,7 +93,7 @@ def test_small_types_are_packed_with_mixed_shapes() -> None:
     ps = scheduling_conftest.make_pods(40, prefix="cpu", cpu="1500m", memory="512Mi")
     ps += scheduling_conftest.make_pods(40, prefix="mem", cpu="250m", memory="6Gi")
     res = _solve(_input(ps, its))
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
     assert res.cost_per_hour <= 4.0 + 1e-9
     assert res.cost_per_hour >= res.lower_bound_per_hour - 1e-9
     assert res.cost_per_hour <= _solve(_input(ps, its), post_pass=False).cost_per_hour + 1e-9
@@ -137,7 +109,7 @@ def test_many_shapes_take_the_per_resource_path_and_stay_valid() -> None:
     ]
     assert len({(p.requests[labels.RESOURCE_CPU], p.requests[labels.RESOURCE_MEMORY]) for p in ps}) > 64
     res = _solve(_input(ps, its))
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
     assert not res.unschedulable
     assert res.cost_per_hour <= _solve(_input(ps, its), post_pass=False).cost_per_hour + 1e-9
     assert res.lower_bound_per_hour <= res.cost_per_hour * (1 + 1e-9)
@@ -156,7 +128,7 @@ def test_limits_are_not_exceeded_by_the_repack() -> None:
     )
     assert charged <= max(limit, charged_before)
     assert res.cost_per_hour <= before.cost_per_hour
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
 
 
 def test_min_values_keep_enough_options_on_every_claim() -> None:
@@ -169,7 +141,7 @@ def test_min_values_keep_enough_options_on_every_claim() -> None:
     assert not res.unschedulable
     assert all(len(cl.instance_type_options) >= 5 for cl in res.new_nodeclaims)
     assert res.cost_per_hour <= _solve(_input(ps, its, pool=pool), post_pass=False).cost_per_hour
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
 
 
 def test_daemon_overhead_is_kept_free_on_every_claim() -> None:
@@ -177,7 +149,7 @@ def test_daemon_overhead_is_kept_free_on_every_claim() -> None:
     daemon = builders.parsed_pod("ds", cpu="500m", memory="1Gi")
     ps = _generic(300)
     res = _solve(_input(ps, its, daemonsets=[daemon]))
-    _check_plan(res, ps, its)  # requests include the daemon overhead and fit the chosen type
+    scheduling_conftest.expect_valid_plan(res, ps, its)  # requests include the daemon overhead and fit the chosen type
     for cl in res.new_nodeclaims:
         pod_cpu = sum(p.requests[labels.RESOURCE_CPU] for p in cl.pods)
         assert cl.requests[labels.RESOURCE_CPU] == pod_cpu + 500
@@ -193,7 +165,7 @@ def test_zone_pinned_and_tainted_requirements_survive() -> None:
     ps = scheduling_conftest.make_pods(30, prefix="a", cpu="1500m", memory="256Mi", **zone_a)
     ps += scheduling_conftest.make_pods(30, prefix="b", cpu="250m", memory="4Gi", **toleration)
     res = _solve(_input(ps, its, pool=pool))
-    _check_plan(res, ps, its)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
     for cl in res.new_nodeclaims:
         if any(p.name.startswith("a-") for p in cl.pods):
             zone = cl.requirements.get(labels.LABEL_ZONE)
@@ -236,53 +208,9 @@ def test_repack_never_costs_more_and_keeps_every_pod(groups: list[tuple[str, str
     before = _solve(inp, post_pass=False)
     assert res.cost_per_hour <= before.cost_per_hour + 1e-9
     assert res.unschedulable.keys() == before.unschedulable.keys()
-    _check_plan(res, ps, its)
-    _check_hostname_rules(res, before)
-    _check_domains_kept(res, before)
-
-
-def _app_counts(res: results.Results) -> dict[str, int]:
-    """pod key -> pods of its app on its claim."""
-    return {
-        p.key: sum(1 for q in cl.pods if q.labels.get("app") == p.labels.get("app"))
-        for cl in res.new_nodeclaims
-        for p in cl.pods
-    }
-
-
-def _check_hostname_rules(res: results.Results, before: results.Results) -> None:
-    """The post-pass breaks no hostname rule: an anti-affine pod has no other pod of its app beside it; a
-    hostname-spread owner's app counts no more pods on its claim than maxSkew (or than first-fit left there: a pod
-    it selects may join after it, as upstream allows); at most one pod takes a host port."""
-    was, now = _app_counts(before), _app_counts(res)
-    for cl in res.new_nodeclaims:
-        for p in cl.pods:
-            if p.anti_affinity:
-                assert now[p.key] == 1, (cl.hostname, p.key)
-            for spread in p.spread:
-                if spread.topology_key == labels.LABEL_HOSTNAME:
-                    assert now[p.key] <= max(spread.max_skew, was[p.key]), (cl.hostname, p.key)
-        assert sum(1 for p in cl.pods if p.host_ports) <= 1
-
-
-def _check_domains_kept(res: results.Results, before: results.Results) -> None:
-    """No pod changes zone: its claim's zone after the post-pass is the one it had, or a narrowing of an open one
-    (then nothing that counts zones selects it: here, no zone-spread pod shares its app)."""
-    zone_of = {p.key: cl.requirements.get(labels.LABEL_ZONE) for cl in before.new_nodeclaims for p in cl.pods}
-    counted = {
-        p.labels.get("app")
-        for cl in before.new_nodeclaims
-        for p in cl.pods
-        if p.spread and any(s.topology_key == labels.LABEL_ZONE for s in p.spread)
-    }
-    for cl in res.new_nodeclaims:
-        zone = cl.requirements.get(labels.LABEL_ZONE)
-        for p in cl.pods:
-            was = zone_of[p.key]
-            if was == zone:
-                continue
-            assert was is None or was.values() is None, (p.key, was, zone)
-            assert p.labels.get("app") not in counted, (p.key, was, zone)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
+    scheduling_conftest.expect_hostname_rules_kept(res, before)
+    scheduling_conftest.expect_domains_kept(res, before)
 
 
 def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_zone() -> None:
@@ -302,9 +230,9 @@ def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_
     )
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
-    _check_plan(res, ps, its)
-    _check_hostname_rules(res, before)
-    _check_domains_kept(res, before)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
+    scheduling_conftest.expect_hostname_rules_kept(res, before)
+    scheduling_conftest.expect_domains_kept(res, before)
     assert res.cost_per_hour < before.cost_per_hour
     shared = [p for p in res.new_nodeclaims if {q.labels["app"] for q in p.pods} == {"db", "web"}]
     assert shared, "web pods fill the db nodes' room"
@@ -323,7 +251,7 @@ def test_fixed_bins_take_movable_pods_and_narrow_only_when_nothing_counts_their_
     counted = scheduling_conftest.make_pods(3, prefix="dbz", cpu="100m", memory="100Mi", labels={"app": "db"}, **spread)
     inp = _input([*ps, *counted], its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
-    _check_domains_kept(res, before)
+    scheduling_conftest.expect_domains_kept(res, before)
 
 
 def test_tied_pods_of_several_groups_split_onto_small_nodes_on_the_aws_catalog() -> None:
@@ -338,8 +266,8 @@ def test_tied_pods_of_several_groups_split_onto_small_nodes_on_the_aws_catalog()
         ps += scheduling_conftest.make_pods(4, prefix=f"s{app}", cpu="1", memory="2Gi", labels={"app": app}, **spec)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
-    _check_plan(res, ps, its)
-    _check_hostname_rules(res, before)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
+    scheduling_conftest.expect_hostname_rules_kept(res, before)
     assert max(len(cl.pods) for cl in before.new_nodeclaims) == 7  # first-fit: one of each app together
     assert all(len(cl.pods) == 1 for cl in res.new_nodeclaims)
     assert res.cost_per_hour <= 1.1 * res.lower_bound_per_hour, (res.cost_per_hour, res.lower_bound_per_hour)
@@ -356,8 +284,8 @@ def test_a_fixed_bin_that_took_pods_keeps_taking_smaller_ones_of_its_group() -> 
     ps += scheduling_conftest.make_pods(3, prefix="small", cpu="100m", memory="100Mi", labels={"app": "web"})
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
-    _check_plan(res, ps, its)
-    _check_hostname_rules(res, before)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
+    scheduling_conftest.expect_hostname_rules_kept(res, before)
     assert sorted(len(cl.pods) for cl in res.new_nodeclaims) == [4, 4, 4]  # a db, two big and a small pod each
     assert all(cl.requests[labels.RESOURCE_CPU] == 2000 for cl in res.new_nodeclaims)
     assert res.cost_per_hour <= res.lower_bound_per_hour * (1 + 1e-6)
@@ -381,8 +309,8 @@ def test_pods_tied_only_by_hostname_caps_share_nodes_across_groups_on_the_aws_ca
     res, before = _solve(inp), _solve(inp, post_pass=False)
     with mock.patch.object(capped, "pack", return_value=None):
         fixed = _solve(inp)
-    _check_plan(res, ps, its)
-    _check_hostname_rules(res, before)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
+    scheduling_conftest.expect_hostname_rules_kept(res, before)
     assert fixed.cost_per_hour == before.cost_per_hour  # the fixed bins alone: nothing cheaper found
     assert res.cost_per_hour < 0.75 * fixed.cost_per_hour, (res.cost_per_hour, fixed.cost_per_hour)
     assert any(len({p.labels["app"] for p in cl.pods}) > 1 for cl in res.new_nodeclaims)
@@ -408,7 +336,7 @@ def test_capped_pods_keep_the_caps_of_rules_that_select_other_groups_pods() -> N
     ps += scheduling_conftest.make_pods(6, prefix="web", cpu="250m", memory="256Mi", labels=front, **spread)
     inp = _input(ps, its)
     res, before = _solve(inp), _solve(inp, post_pass=False)
-    _check_plan(res, ps, its)
-    _check_hostname_rules(res, before)
+    scheduling_conftest.expect_valid_plan(res, ps, its)
+    scheduling_conftest.expect_hostname_rules_kept(res, before)
     assert all(len(cl.pods) == 1 for cl in before.new_nodeclaims)
     assert all(len(cl.pods) == 1 for cl in res.new_nodeclaims), [[p.name for p in cl.pods] for cl in res.new_nodeclaims]
