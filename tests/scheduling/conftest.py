@@ -6,6 +6,7 @@ import collections
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hypothesis import strategies as st
 from tests import builders
 
 from karpy import requirements
@@ -117,6 +118,28 @@ def workload_spec(kind: str, app: str) -> dict[str, Any]:
     return {}
 
 
+def workload_groups(kinds: Sequence[str]) -> st.SearchStrategy[list[tuple[str, str, str, int]]]:
+    """Up to six groups of pods, each (a `workload_spec` kind of `kinds`, cpu, memory, count)."""
+    group = st.tuples(
+        st.sampled_from(kinds),
+        st.sampled_from(("100m", "500m", "1500m")),
+        st.sampled_from(("256Mi", "2Gi", "6Gi")),
+        st.integers(1, 12),
+    )
+    return st.lists(group, min_size=1, max_size=6)
+
+
+def workload_pods(groups: Sequence[tuple[str, str, str, int]], *, shared_app: bool) -> list[pods.Pod]:
+    """The pods of `workload_groups`' groups, labelled app=app<group> (or all app=shared), their rules selecting
+    their own app."""
+    out: list[pods.Pod] = []
+    for g, (kind, cpu, mem, count) in enumerate(groups):
+        app = "shared" if shared_app else f"app{g}"
+        spec = workload_spec(kind, app)
+        out += make_pods(count, prefix=f"g{g}", cpu=cpu, memory=mem, labels={"app": app}, **spec)
+    return out
+
+
 def expect_valid_plan(res: results.Results, ps: Sequence[pods.Pod], its: Sequence[types.InstanceType]) -> None:
     """Every pod exactly once; each claim's cheapest type is among its options, fits its pods and the daemon
     overhead it reports, and every pod is compatible with the claim's requirements and that type's labels."""
@@ -143,27 +166,31 @@ def expect_valid_plan(res: results.Results, ps: Sequence[pods.Pod], its: Sequenc
             assert p.node_requirements().admits({**node_labels, **cl.requirements.single_labels()})
 
 
-def _app_counts(res: results.Results) -> dict[str, int]:
-    """pod key -> pods of its app on its claim."""
-    return {
-        p.key: sum(1 for q in cl.pods if q.labels.get("app") == p.labels.get("app"))
-        for cl in res.new_nodeclaims
-        for p in cl.pods
-    }
+def _selected(claim: results.PlannedNodeClaim, selector: requirements.Requirements | None) -> int:
+    """Pods on `claim` that `selector` selects (all the tests' pods share one namespace)."""
+    return sum(1 for q in claim.pods if selector is not None and selector.admits(q.labels))
 
 
 def expect_hostname_rules_kept(res: results.Results, before: results.Results) -> None:
-    """The post-pass breaks no hostname rule: an anti-affine pod has no other pod of its app beside it; a
-    hostname-spread owner's app counts no more pods on its claim than maxSkew (or than first-fit left there: a pod
-    it selects may join after it, as upstream allows); at most one pod takes a host port."""
-    was, now = _app_counts(before), _app_counts(res)
+    """The post-passes break no hostname rule: an anti-affine pod has no pod its term selects beside it; a
+    hostname-spread owner's claim holds no more pods its selector selects than maxSkew (or than first-fit left
+    there: a pod it selects may join after it, as upstream allows); at most one pod takes a host port."""
+    was = {
+        (p.key, spread): _selected(cl, spread.selector)
+        for cl in before.new_nodeclaims
+        for p in cl.pods
+        for spread in p.spread
+    }
     for cl in res.new_nodeclaims:
         for p in cl.pods:
-            if p.anti_affinity:
-                assert now[p.key] == 1, (cl.hostname, p.key)
+            for term in p.anti_affinity:
+                if term.topology_key == labels.LABEL_HOSTNAME:
+                    itself = term.selector is not None and term.selector.admits(p.labels)
+                    assert _selected(cl, term.selector) == int(itself), (cl.hostname, p.key)
             for spread in p.spread:
                 if spread.topology_key == labels.LABEL_HOSTNAME:
-                    assert now[p.key] <= max(spread.max_skew, was[p.key]), (cl.hostname, p.key)
+                    most = max(spread.max_skew, was[(p.key, spread)])
+                    assert _selected(cl, spread.selector) <= most, (cl.hostname, p.key)
         assert sum(1 for p in cl.pods if p.host_ports) <= 1
 
 

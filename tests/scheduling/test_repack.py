@@ -16,7 +16,7 @@ from karpy.api import labels, quantity
 from karpy.cloudprovider import catalog as cloudprovider_catalog
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import capped, pods, repack, results, scheduler
+from karpy.scheduling import capped, localsearch, pods, repack, results, scheduler
 
 CPUS = ("100m", "250m", "500m", "1", "1500m")
 MEMORIES = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
@@ -36,7 +36,10 @@ def _generic(count: int, *, seed: int = 7) -> list[pods.Pod]:
 def _solve(inp: scheduler.SchedulingInput, *, post_pass: bool = True) -> results.Results:
     if post_pass:
         return scheduler.solve(inp)
-    with mock.patch.object(repack, "repack", lambda claims, *, topo: list(claims)):
+    with (
+        mock.patch.object(repack, "repack", lambda claims, **_: list(claims)),
+        mock.patch.object(localsearch, "improve", lambda claims, **_: list(claims)),
+    ):
         return scheduler.solve(inp)
 
 
@@ -176,32 +179,13 @@ def test_zone_pinned_and_tainted_requirements_survive() -> None:
 KINDS = ("generic", "generic", "host-anti", "zone-spread", "host-port", "host-spread", "zone-pinned")
 
 
-workload = st.lists(
-    st.tuples(
-        st.sampled_from(KINDS),
-        st.sampled_from(("100m", "500m", "1500m")),
-        st.sampled_from(("256Mi", "2Gi", "6Gi")),
-        st.integers(1, 12),
-    ),
-    min_size=1,
-    max_size=6,
-)
+workload = scheduling_conftest.workload_groups(KINDS)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workload, st.booleans())
 def test_repack_never_costs_more_and_keeps_every_pod(groups: list[tuple[str, str, str, int]], shared_app: bool) -> None:
-    ps: list[pods.Pod] = []
-    for g, (kind, cpu, mem, count) in enumerate(groups):
-        app = "shared" if shared_app else f"app{g}"
-        ps += scheduling_conftest.make_pods(
-            count,
-            prefix=f"g{g}",
-            cpu=cpu,
-            memory=mem,
-            labels={"app": app},
-            **scheduling_conftest.workload_spec(kind, app),
-        )
+    ps = scheduling_conftest.workload_pods(groups, shared_app=shared_app)
     its = scheduling_conftest.fake_catalog(12)
     inp = _input(ps, its)
     res = _solve(inp)

@@ -53,7 +53,7 @@ def pack(
             vec = vectors[id(p.requests)] = index.vector(p.requests)
         sel = selected.get((p.namespace, id(p.labels)))
         if sel is None:
-            sel = selected[(p.namespace, id(p.labels))] = tuple(i for i, r in enumerate(rules) if _selects(r, p))
+            sel = selected[(p.namespace, id(p.labels))] = tuple(i for i, r in enumerate(rules) if selects(r, p))
         owned = tuple(sorted(position[r] for r, _ in ties.of(p).capped))
         shape = vec.tobytes()
         shape_of.setdefault(shape, vec)
@@ -226,6 +226,6 @@ class _Table:
         return out
 
 
-def _selects(rule: topology.GroupKey, pod: pods.Pod) -> bool:
+def selects(rule: topology.GroupKey, pod: pods.Pod) -> bool:
     """Does the rule's term select `pod` (its selector, in its namespaces: cap rules have no namespace selector)?"""
     return rule.selector is not None and pod.namespace in rule.namespaces and rule.selector.admits(pod.labels)

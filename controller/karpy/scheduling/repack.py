@@ -63,7 +63,9 @@ class _Repacked:
     new: list[nodes.Slot]
 
 
-def repack(claims: Sequence[nodes.Slot], *, topo: topology.Topology) -> list[nodes.Slot]:
+def repack(
+    claims: Sequence[nodes.Slot], *, topo: topology.Topology, names: Iterator[int] | None = None
+) -> list[nodes.Slot]:
     """`claims` (in order) with re-packable groups replaced by a cheaper packing when one is found. A pool with fixed
     bins is re-packed as a whole (bins may take pods of its other groups); otherwise group by group. Fixed bins stay
     where they were; a group's new claims take the place of its first freely movable claim (or follow its first
@@ -84,7 +86,7 @@ def repack(claims: Sequence[nodes.Slot], *, topo: topology.Topology) -> list[nod
             continue  # limits or minValues would need each bin re-checked: left as it is
         member[i] = key
     replaced: dict[tuple[str, requirements.Requirements], _Repacked] = {}
-    names = itertools.count(len(claims))
+    names = itertools.count(len(claims)) if names is None else names  # numbers for the claims it opens
     by_pool: dict[str, list[tuple[str, requirements.Requirements]]] = collections.defaultdict(list)
     for key in groups:
         by_pool[key[0]].append(key)

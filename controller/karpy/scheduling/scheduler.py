@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -40,6 +41,7 @@ from karpy.scheduling import (
     bound,
     catalog,
     diagnosis,
+    localsearch,
     nodes,
     placement,
     plans,
@@ -287,7 +289,9 @@ class _Solver(board.Board):
                     queue.append(run)
                     break
         if not self.result.timed_out:  # the cost post-pass is worth its time only when there is time
-            self.claims = repack.repack(self.claims, topo=self.topology)  # same for both paths
+            names = itertools.count(len(self.claims))  # hostnames of the claims they open (first-fit's come first)
+            self.claims = repack.repack(self.claims, topo=self.topology, names=names)  # same for both paths
+            self.claims = localsearch.improve(self.claims, topo=self.topology, names=names, expired=expired)
         return self._results()
 
     def _runs(self) -> list[placement.Run]:
