@@ -24,7 +24,7 @@ from karpy.state import cluster
 START = 1_700_000_000.0
 
 
-def _cluster() -> cluster.Cluster:
+def cluster_of_everything() -> cluster.Cluster:
     """A cluster with one of everything the scrape-time collectors read."""
     state = cluster.Cluster(clock=clock.ManualClock(START))
     ready = {"type": "Ready", "status": "True", "reason": "Ready", "message": ""}
@@ -41,6 +41,9 @@ def _cluster() -> cluster.Cluster:
         capacity={"cpu": "2"}, allocatable={"cpu": "2"},
     )  # fmt: skip
     claim["metadata"]["labels"] = dict(node_labels)
+    # launched, of a type no listing priced: what karpenter_nodepools_cost_tracker_errors_total counts
+    unpriced = builders.nodeclaim("web-b", pool="web", providerID="aws:///us-east-1a/i-2", capacity={"cpu": "2"})
+    unpriced["metadata"]["labels"] = {**node_labels, "node.kubernetes.io/instance-type": "x9.unlisted"}
     node = {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "n1", "labels": node_labels, "creationTimestamp": "2023-11-14T22:13:20Z"},
@@ -75,6 +78,7 @@ def _cluster() -> cluster.Cluster:
     nodeclass["status"] = {"conditions": [ready]}
     for res, obj in (
         (resources.NODEPOOLS, pool), (resources.EC2NODECLASSES, nodeclass), (resources.NODECLAIMS, claim),
+        (resources.NODECLAIMS, unpriced),
         (resources.NODES, node), (resources.PODS, pod), (resources.PODS, daemon), (resources.PODS, pending),
     ):  # fmt: skip
         state.apply(res, client.WatchEvent(client.ADDED, obj))
@@ -102,7 +106,7 @@ async def _never(key: str) -> float | None:
 def driven() -> metrics.Metrics:
     """A registry with every hook called once and every collector registered on a populated cluster."""
     m = metrics.Metrics()
-    state = _cluster()
+    state = cluster_of_everything()
     m.watch_state(state)
     m.watch_cluster_series(state, now=lambda: START + 60, pod_times=_PodTimes())
     calls = accounting.ApiCalls()

@@ -9,6 +9,7 @@ import pytest
 from tests.runtime import exporting
 
 from karpy import clock
+from karpy.cloudprovider import types
 from karpy.kube import resources
 from karpy.runtime import metrics
 from karpy.scheduling import pods
@@ -81,3 +82,29 @@ def test_a_pods_limits_are_summed_as_the_kubelet_does(spec: dict[str, object], c
     parsed = pods.from_manifest({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})
     assert parsed.limits.get("cpu") == cpu
     assert "memory" not in parsed.limits  # overhead only adds to resources that have a limit
+
+
+def test_an_unpriceable_node_counts_one_cost_tracking_error_while_it_stays_so() -> None:
+    m = exporting.driven()  # web-b is launched as x9.unlisted, a type no listing priced
+    errors = "karpenter_nodepools_cost_tracker_errors_total"
+    assert exporting.samples(m, errors) == {(("nodepool", "web"),): 1.0}
+    assert exporting.samples(m, errors) == {(("nodepool", "web"),): 1.0}  # a second scrape counts nothing new
+    assert scraped(m, "karpenter_nodepools_cost_total", {"nodepool": "web"}) == pytest.approx(0.096)
+
+
+def test_a_node_missing_an_offering_label_is_not_a_cost_tracking_error() -> None:
+    state = cluster.Cluster(clock=clock.ManualClock(exporting.START))
+    claim = exporting.builders.nodeclaim("web-c", pool="web", providerID="aws:///us-east-1a/i-3")
+    state.apply(resources.NODECLAIMS, exporting.client.WatchEvent(exporting.client.ADDED, claim))
+    m = metrics.Metrics()
+    m.watch_state(state)
+    offering = types.Offering(zone="us-east-1a", capacity_type="on-demand", price=0.096)
+    m.instance_types_listed([types.InstanceType(name="m5.large", labels={}, capacity={}, offerings=(offering,))])
+    assert exporting.samples(m, "karpenter_nodepools_cost_tracker_errors_total") == {}  # no instance-type label yet
+
+
+def test_nothing_is_a_cost_tracking_error_before_the_first_listing() -> None:
+    state = exporting.cluster_of_everything()
+    m = metrics.Metrics()
+    m.watch_state(state)
+    assert exporting.samples(m, "karpenter_nodepools_cost_tracker_errors_total") == {}

@@ -66,11 +66,6 @@ NOT_EXPORTED: Mapping[str, str] = {
         "operator_status_condition_transition_seconds", "operator_status_condition_transitions_total",
         "operator_termination_current_time_seconds", "operator_termination_duration_seconds",
     )},
-    "karpenter_nodepools_cost_tracker_errors_total": (
-        "counts failed NodePool and instance-type lookups of upstream's cost tracker (core: pkg/state/cost/cost.go); "
-        "karpy keeps no tracker: it prices the nodes at scrape time from the offerings it listed "
-        "(runtime/metrics/cluster.py), an unpriced node counting 0 $/h"
-    ),
     "karpenter_scheduler_pending_pods_by_effective_zone_count": (
         "not yet: upstream intersects each pending pod's strict zone requirement, its volumes' zones and its zonal "
         "topology groups' valid domains at the start of a solve (core: pkg/controllers/provisioning/scheduling/"

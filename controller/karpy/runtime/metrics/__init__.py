@@ -92,7 +92,7 @@ class Metrics:
         ).set(1)  # fmt: skip
 
     def watch_state(self, source: cluster.ClusterSource) -> None:
-        self.registry.register(cluster.StateCollector(source, price=self.prices.price))
+        self.registry.register(cluster.StateCollector(source, price=self.prices.price, listed=self.prices.listed))
 
     def watch_cluster_series(
         self, state: scrape.ClusterState, *, now: Callable[[], float], pod_times: nodes.PodTimes | None = None

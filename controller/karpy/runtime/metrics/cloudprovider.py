@@ -177,3 +177,7 @@ class PriceBook:
 
     def price(self, instance_type: str, zone: str, capacity_type: str) -> float | None:
         return self._prices.get((instance_type, zone, capacity_type))
+
+    def listed(self) -> bool:
+        """True once a listing priced anything: before it, every node is unpriced and none of them is an error."""
+        return bool(self._prices)

@@ -47,6 +47,19 @@ def nodepool_costs(nodes: Iterable[statenode.StateNode], price: PriceLookup) -> 
     return costs
 
 
+def unpriced(nodes: Iterable[statenode.StateNode], price: PriceLookup) -> dict[str, str]:
+    """{node name: NodePool} of the NodePools' nodes whose offering labels are all set yet name no offering with a
+    price: what upstream's cost tracker fails to add (core: pkg/state/cost/cost.go `UpdateNodeClaim`). A node still
+    missing a label is not an error there either: the labels come later (pure)."""
+    out: dict[str, str] = {}
+    for node in nodes:
+        node_labels = node.labels
+        keys = (labels.LABEL_INSTANCE_TYPE, labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE)
+        if node.nodepool and all(node_labels.get(k) for k in keys) and node_price(node, price) is None:
+            out[node.name] = node.nodepool
+    return out
+
+
 def _resource_value(milli: int) -> float:
     """Milli-units as the plain number Prometheus shows (cores, bytes, counts)."""
     return milli / naming.MILLI_PER_UNIT
@@ -55,9 +68,14 @@ def _resource_value(milli: int) -> float:
 class StateCollector(prometheus_client.registry.Collector):
     """Gauges read from the state cache at scrape time."""
 
-    def __init__(self, cluster: ClusterSource, *, price: PriceLookup) -> None:
+    def __init__(
+        self, cluster: ClusterSource, *, price: PriceLookup, listed: Callable[[], bool] = lambda: True
+    ) -> None:
         self._cluster = cluster
         self._price = price
+        self._listed = listed
+        self._unpriced: set[str] = set()  # nodes already counted as a cost-tracking error, while they stay unpriced
+        self._cost_errors: dict[str, int] = {}  # NodePool -> errors counted
 
     def collect(self) -> Iterator[prometheus_client_core.Metric]:
         synced = self._cluster.synced()
@@ -87,6 +105,24 @@ class StateCollector(prometheus_client.registry.Collector):
             cost_total.add_metric([pool], dollars)
         yield cost
         yield cost_total
+        yield self._cost_tracker_errors(nodes)
+
+    def _cost_tracker_errors(self, nodes: Sequence[statenode.StateNode]) -> prometheus_client_core.Metric:
+        """karpenter_nodepools_cost_tracker_errors_total: one per node that turns unpriceable (counted once while it
+        stays so; again if it recovers and fails anew), by NodePool."""
+        failing = unpriced(nodes, self._price) if self._listed() else {}
+        for name, pool in failing.items():
+            if name not in self._unpriced:
+                self._cost_errors[pool] = self._cost_errors.get(pool, 0) + 1
+        self._unpriced = set(failing)
+        family = prometheus_client_core.CounterMetricFamily(
+            f"{naming.NAMESPACE}_nodepools_cost_tracker_errors",
+            "Nodes whose offering could not be priced for the NodePool cost, by NodePool",
+            labels=["nodepool"],
+        )
+        for pool, count in sorted(self._cost_errors.items()):
+            family.add_metric([pool], count)
+        return family
 
     def _nodes(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
         names = ["node_name", "nodepool", "resource_type"]
