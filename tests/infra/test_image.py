@@ -102,16 +102,22 @@ def shipped_modules() -> list[Path]:
     ]
 
 
+@cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per run: the tests below walk every shipped module three times."""
+    return ast.parse(path.read_text())
+
+
 def third_party_imports(path: Path) -> set[str]:
     """Top-level names of every import in a module (module level or inside functions), except karpy's own."""
-    return third_party_imports_of(ast.parse(path.read_text()))
+    return third_party_imports_of(parsed(path))
 
 
 def guarded_imports(path: Path) -> set[str]:
     """Top-level names imported inside a `try` that handles ImportError: an optional extra whose absence the module
     reports itself (karpy.kube.config reads kubeconfigs with the `kubeconfig` extra, which the image does without)."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if not isinstance(node, ast.Try):
             continue
         caught = {h.type.id for h in node.handlers if isinstance(h.type, ast.Name)}
@@ -131,8 +137,14 @@ def third_party_imports_of(tree: ast.AST) -> set[str]:
     return {name for name in names if name != "karpy" and name not in sys.stdlib_module_names}
 
 
+@cache
+def installed_distributions() -> dict[str, list[str]]:
+    """Top-level import name -> its distributions: one scan of site-packages (a scan per lookup cost 20 s a run)."""
+    return importlib.metadata.packages_distributions()
+
+
 def distributions_of(module: str) -> set[str]:
-    return {normalized(d) for d in importlib.metadata.packages_distributions().get(module, [])}
+    return {normalized(d) for d in installed_distributions().get(module, [])}
 
 
 # ---- the Dockerfile ---------------------------------------------------------------------------------------------
