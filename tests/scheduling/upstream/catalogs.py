@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -11,8 +12,11 @@ from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
 
 
-def assorted() -> list[types.InstanceType]:
-    """Upstream's fake.InstanceTypesAssorted: every (cpu, memory, zone, capacity type, os, arch) with one offering."""
+@functools.cache
+def assorted() -> tuple[types.InstanceType, ...]:
+    """Upstream's fake.InstanceTypesAssorted: every (cpu, memory, zone, capacity type, os, arch) with one offering.
+
+    Built once per run: its 1,344 frozen types took a fifth of the upstream cases' time when built per case."""
     out = []
     for cpu, mem, zone, ct, os, arch in itertools.product(
         (1, 2, 4, 8, 16, 32, 64),
@@ -26,7 +30,7 @@ def assorted() -> list[types.InstanceType]:
         offering = types.Offering(zone=zone, capacity_type=ct, price=generator.price_from_resources(res))
         name = f"{cpu}-cpu-{mem}-mem-{arch}-{os}-{zone}-{ct}"
         out.append(generator.new_instance_type(name, res, offerings=[offering], arch=arch, os=os))
-    return out
+    return tuple(out)
 
 
 def _inline(spec: Mapping[str, Any]) -> types.InstanceType:
@@ -56,7 +60,7 @@ def catalog(spec: Any) -> list[types.InstanceType]:
     if spec == "default":
         return generator.default_instance_types()
     if spec == "assorted":
-        return assorted()
+        return list(assorted())
     if isinstance(spec, Mapping) and set(spec) == {"assorted_without"}:
         # upstream's tests filter InstanceTypesAssorted: drop the types carrying every label given (a zone: offered
         # there)
