@@ -40,7 +40,7 @@ test: tools lint
 
 # The developer loop: the unit tests only (everything but tests/e2e), no lint; about 2 minutes on a quiet machine.
 test-fast: tools
-	$(PY) -m pytest -q --ignore=tests/e2e -p no:cacheprovider
+	$(PY) -m pytest -q --ignore=tests/e2e -p no:cacheprovider --hypothesis-profile=fast
 
 # The end-to-end tests alone: the real controller against the emulated cluster (moto + API server + stand-ins).
 e2e: tools

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests import hypothesis_profiles
 
 from karpy import requirements
 from karpy.api import labels, meta
@@ -235,7 +236,7 @@ def test_node_selector_round_trip_preserves_the_set(a: R) -> None:
     assert back.is_empty() == a.is_empty()
 
 
-@settings(max_examples=50)
+@settings(max_examples=hypothesis_profiles.examples(50))
 @given(st.lists(requirement(), max_size=3), st.dictionaries(st.sampled_from(("k",)), VALUE, max_size=1))
 def test_admits_agrees_with_has_and_absence(reqs: list[R], node_labels: dict[str, str]) -> None:
     combined = Rs(reqs)

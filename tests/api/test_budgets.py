@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests import builders
+from tests import builders, hypothesis_profiles
 
 from karpy.api import budgets, cron, nodepool, parse
 
@@ -99,7 +99,7 @@ def _schedules(draw: st.DrawFn) -> tuple[str, Callable[[datetime.datetime], bool
 _WINDOW_MINUTES = 8 * 24 * 60
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=hypothesis_profiles.examples(30), deadline=None)
 @given(_schedules(), st.floats(min_value=at(2020, 1, 1), max_value=at(2030, 1, 1)))
 def test_next_time_matches_brute_force(case: tuple[str, Callable[[datetime.datetime], bool]], after: float) -> None:
     schedule, fires = case

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests import mutations
+from tests import hypothesis_profiles, mutations
 from tools import gen_core_schemas
 
 from karpy.api import corekinds, documents
@@ -87,7 +87,12 @@ def _theirs(obj: dict[str, Any]) -> str | None:
 
 
 @given(mutants())
-@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=hypothesis_profiles.examples(300),
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 def test_refuses_what_the_real_schemas_refuse(obj: dict[str, Any]) -> None:
     kind = obj.get("kind")
     if not isinstance(kind, str) or kind not in corekinds.api_versions():
@@ -158,7 +163,12 @@ def test_nulls_read_as_absent() -> None:
 
 
 @given(mutants(), st.booleans())
-@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=hypothesis_profiles.examples(300),
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 def test_the_compiled_check_reads_as_the_walker(obj: dict[str, Any], strict: bool) -> None:
     kind = obj.get("kind")
     if not isinstance(kind, str) or kind not in corekinds.api_versions():

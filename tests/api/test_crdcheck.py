@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests import builders, mutations
+from tests import builders, hypothesis_profiles, mutations
 from tests.api import test_schema_agreement
 
 from karpy.api import crdcheck, parse, validator
@@ -111,7 +111,12 @@ def mutants(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @given(mutants())
-@settings(max_examples=400, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=hypothesis_profiles.examples(400),
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 def test_the_compiled_check_reads_as_the_walker(obj: dict[str, Any]) -> None:
     ours, theirs = _both(obj)
     assert ours == theirs

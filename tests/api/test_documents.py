@@ -10,6 +10,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests import hypothesis_profiles
 
 from karpy.api import documents
 
@@ -26,7 +27,7 @@ def bodies(text: str | bytes) -> list[Any]:
 
 
 @given(st.lists(json_values, min_size=1, max_size=3))
-@settings(max_examples=200, derandomize=True)
+@settings(max_examples=hypothesis_profiles.examples(200), derandomize=True)
 def test_reads_what_pyyaml_writes_as_pyyaml_reads_it(values: list[Any]) -> None:
     for style in (False, True, None):
         text = yaml.safe_dump_all(values, default_flow_style=style, allow_unicode=True)
@@ -43,7 +44,7 @@ json_documents = st.recursive(
 
 
 @given(st.lists(json_documents, min_size=1, max_size=3))
-@settings(max_examples=50, derandomize=True)
+@settings(max_examples=hypothesis_profiles.examples(50), derandomize=True)
 def test_json_is_read_as_json(values: list[Any]) -> None:
     """JSON is YAML, but for raw control characters and surrogate escapes, which YAML refuses."""
     text = json.dumps(values, ensure_ascii=False)  # YAML has no surrogate-pair escapes: characters as they are

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests import builders
+from tests import builders, hypothesis_profiles
 
 from karpy.api import errors, hashing, manifest, nodepool, parse
 
@@ -116,13 +116,13 @@ def _only_validation_errors(obj: Any) -> None:
         assert problems, "a ValidationError must carry at least one problem"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=hypothesis_profiles.examples(150), deadline=None)
 @given(_JSON)
 def test_random_values_only_raise_validation_error(obj: Any) -> None:
     _only_validation_errors(obj)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=hypothesis_profiles.examples(150), deadline=None)
 @given(
     st.sampled_from([builders.nodepool(), builders.nodeclaim("default-abcde"), builders.ec2nodeclass()]).flatmap(
         _mutations

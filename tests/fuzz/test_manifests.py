@@ -1,10 +1,11 @@
 """Fuzz: mutated manifests through the reader and `karpy simulate` (Hypothesis, derandomized, bounded).
 
-Every run tries the same 1,000 inputs: the example manifests, mutated as structures (a field renamed, retyped or
-dropped, a value swapped for another type, a list emptied, an integer pushed to an edge) and as text (lines cut,
-swapped or duplicated, YAML indicators and bytes that are not UTF-8 spliced in). Asserted for each: `karpy simulate`
-exits 0 or 2 and never raises; a refusal (2) names the file and a field or line, says what is wrong in a few lines
-and is never the catch-all "cannot read this document" (a reader bug); a plan (0) accounts for every pod it read.
+Every full run (`make test`) tries the same 1,000 inputs, `make test-fast` a quarter of them: the example manifests,
+mutated as structures (a field renamed, retyped or dropped, a value swapped for another type, a list emptied, an
+integer pushed to an edge) and as text (lines cut, swapped or duplicated, YAML indicators and bytes that are not UTF-8
+spliced in). Asserted for each: `karpy simulate` exits 0 or 2 and never raises; a refusal (2) names the file and a
+field or line, says what is wrong in a few lines and is never the catch-all "cannot read this document" (a reader
+bug); a plan (0) accounts for every pod it read.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests import mutations
+from tests import hypothesis_profiles, mutations
 
 from karpy import cli
 from karpy.api import documents
 from karpy.simulate import manifests
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "manifests"
-STRUCTURAL_EXAMPLES = 700
-TEXT_EXAMPLES = 300
+STRUCTURAL_EXAMPLES = hypothesis_profiles.examples(700)
+TEXT_EXAMPLES = hypothesis_profiles.examples(300)
 FUZZ = settings(
     max_examples=STRUCTURAL_EXAMPLES,
     derandomize=True,

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests import mutations
+from tests import hypothesis_profiles, mutations
 from tests.interruption.test_controller import Queue, _env, running_claim
 
 from karpy.cloudprovider import interruption
@@ -60,7 +60,11 @@ def bodies(draw: st.DrawFn) -> str:
 
 
 FUZZ = settings(
-    max_examples=300, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=hypothesis_profiles.examples(300),
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 
@@ -76,7 +80,7 @@ def test_reading_a_message_never_raises(body: str) -> None:
 
 
 @given(st.lists(bodies(), min_size=1, max_size=9))
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=hypothesis_profiles.examples(100))
 async def test_a_poisoned_batch_is_handled_in_one_poll_with_its_spot_warning(batch: list[str]) -> None:
     env = await _env(running_claim("target", "i-target", node="ip-1"))
     queue: Queue = env.queue

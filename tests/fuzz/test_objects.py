@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests import mutations
+from tests import hypothesis_profiles, mutations
 from tests.disruption import world as disruption_world
 
 from karpy import events, rejections
@@ -104,7 +104,11 @@ def _reads(res: resources.Resource, obj: Any) -> bool:
 
 @given(mutations_of())
 @settings(
-    max_examples=150, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=hypothesis_profiles.examples(150),
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 def test_malformed_objects_affect_only_themselves(
     changes: list[tuple[resources.Resource, str, tuple[Any, ...], str, Any]],

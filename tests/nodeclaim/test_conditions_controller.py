@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests import builders, polling, tasks
+from tests import builders, hypothesis_profiles, polling, tasks
 from tests.disruption import world as disruption_world
 
 from karpy import clock as karpy_clock
@@ -703,7 +703,7 @@ _ops = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=hypothesis_profiles.examples(60), deadline=None)
 @given(ops=_ops)
 def test_written_conditions_follow_the_reference_model(ops: list[tuple[str, Any]]) -> None:
     """After every reconcile: Consolidatable iff consolidateAfter passed since the latest pod event (or the

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests import hypothesis_profiles
 
 from karpy.clock import ManualClock
 from karpy.provisioning import batcher
@@ -138,7 +139,7 @@ _times = st.tuples(st.integers(0, 12), st.lists(st.integers(1, 12), max_size=25)
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=hypothesis_profiles.examples(80), deadline=None)
 @given(times=_times, uids=st.lists(st.sampled_from("abc"), min_size=26, max_size=26))
 def test_window_matches_reference_model(times: list[float], uids: list[str]) -> None:
     triggers = list(zip(times, uids, strict=False))
