@@ -19,6 +19,7 @@ from karpy import clock, settings
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, dryrun, resources, rest
+from karpy.nodeclaim import expiration
 from karpy.operator import app
 from karpy.provisioning import provisioner
 from karpy.runtime import leadership, lease, parts
@@ -388,8 +389,13 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(
         )
 
 
-async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRunner, api: rest.RestClient) -> None:
+async def test_expired_nodeclaims_are_deleted_and_counted(
+    kube: runner.KubeAPIRunner, api: rest.RestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The expiration and NodeClaim-conditions loops run under `karpy run` too."""
+    # The loop's 10 s poll would be 10 s of wall clock idling here; a claim created after the loop's first pass is
+    # then noticed within a second. Whether expiry waits for expireAfter is tests/nodeclaim's (on a ManualClock).
+    monkeypatch.setattr(expiration, "POLL", 1.0)
     async with running(kube, make_settings(DISABLE_LEADER_ELECTION="true")) as run:
         await api.create(resources.EC2NODECLASSES, NODECLASS)
         pool = builders.nodepool("default")
@@ -406,7 +412,7 @@ async def test_expired_nodeclaims_are_deleted_and_counted(kube: runner.KubeAPIRu
         name = await polling.until(first)
 
         async def expired() -> bool:
-            """the first NodeClaim expired: it is being deleted (the expiry loop sees new claims within 10 s)"""
+            """the first NodeClaim expired: it is being deleted (the expiry loop sees new claims within its poll)"""
             current = await api.get(resources.NODECLAIMS, name)
             return current is None or bool(current["metadata"].get("deletionTimestamp"))
 
