@@ -42,9 +42,10 @@ test: tools lint
 	$(PYTEST) -q
 
 # The developer loop: the unit tests only (everything but tests/e2e), no lint, a quarter of the Hypothesis examples
-# (tests/hypothesis_profiles.py): 176 s of CPU, 3 min 44 s at a load average of 2-3.5 (`/usr/bin/time make test-fast`).
+# (tests/hypothesis_profiles.py), one worker per core, each test file on one worker (pytest-xdist; CONTRIBUTING.md
+# has the figures).
 test-fast: tools
-	$(PYTEST) -q --ignore=tests/e2e -p no:cacheprovider --hypothesis-profile=fast
+	$(PYTEST) -q --ignore=tests/e2e -p no:cacheprovider --hypothesis-profile=fast -n auto --dist loadfile
 
 # The end-to-end tests alone: the real controller against the emulated cluster (moto + API server + stand-ins).
 e2e: tools
