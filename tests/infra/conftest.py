@@ -248,32 +248,25 @@ class Deployment:
 Run = Callable[..., Deployment]
 
 
-@pytest.fixture(scope="session")
-def pulumi_loops() -> Iterator[list[asyncio.AbstractEventLoop]]:
-    """The event loops `pulumi_run` had to create, closed when the session ends: Pulumi keeps callbacks scheduled on
-    a loop past the end of a program, so one cannot be closed after its test, and one left to the garbage collector
-    warns (an error here) in whichever later test happens to collect it."""
-    loops: list[asyncio.AbstractEventLoop] = []
-    yield loops
-    for loop in loops:
-        if not loop.is_closed():
-            loop.close()
+_PULUMI_LOOPS: list[asyncio.AbstractEventLoop] = []
 
 
 @pytest.fixture
-def pulumi_run(pulumi_loops: list[asyncio.AbstractEventLoop]) -> Iterator[Run]:
+def pulumi_run() -> Iterator[Run]:
     """Run a program under Pulumi's mocks (set here, never at import) and return what it declared.
 
     `pulumi.runtime.test` drives its work with `asyncio.get_event_loop()`, which raises once an earlier asyncio test
-    (pytest-asyncio) has unset the main thread's loop; such a test run gets a fresh loop set for the thread, closed
-    at the end of the session (`pulumi_loops`).
+    (pytest-asyncio) has unset the main thread's loop; such a test run gets a fresh loop set for the thread. It is
+    not closed here: Pulumi keeps callbacks scheduled on it past the end of a program. It is kept referenced for the
+    life of the process (`_PULUMI_LOOPS`): left to the garbage collector it would warn (an error here) inside whichever
+    later test collected it, which on parallel workers is an unrelated test.
     """
     policy_ = asyncio.get_event_loop_policy()
     try:
         policy_.get_event_loop()
     except RuntimeError:
         loop = policy_.new_event_loop()
-        pulumi_loops.append(loop)
+        _PULUMI_LOOPS.append(loop)
         policy_.set_event_loop(loop)
 
     def run(
