@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import prometheus_client.parser
 import pytest
 from tests import builders, polling
 from tests.operator import support
@@ -387,6 +388,15 @@ async def test_a_pending_pod_gets_a_launched_nodeclaim(
             f'karpenter_nodeclaims_terminated_total{{capacity_type="{ct}",nodepool="default",zone="{zone}"}} 1.0'
             in text
         )
+        # operatorpkg's series, counted from the same watch: the claim's deletion was timed and its launch counted
+        scraped_samples = {
+            (s.name, s.labels.get("type"), s.labels.get("status"), s.labels.get("karpenter_sh_nodepool")): s.value
+            for family in prometheus_client.parser.text_string_to_metric_families(text)
+            for s in family.samples
+        }
+        assert scraped_samples[("operator_nodeclaim_termination_duration_seconds_count", None, None, "default")] == 1
+        launched = ("operator_nodeclaim_status_condition_transitions_total", "Launched", "True", "default")
+        assert scraped_samples[launched] >= 1
 
 
 async def test_expired_nodeclaims_are_deleted_and_counted(

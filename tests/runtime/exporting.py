@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import prometheus_client.parser
@@ -99,6 +100,37 @@ class _PodTimes:
         return START + 30 if key in ("default/q", "default/p") else None
 
 
+def _drive_object_series(m: metrics.Metrics, state: cluster.Cluster) -> None:
+    """operatorpkg's series of each kind: an object whose Ready condition turns True a minute in and which is then
+    deleted (transitions, how long Unknown held, deletion duration), and one left being deleted (its gauge)."""
+    state.add_listener(m.object_listener(now=lambda: START + 90, leading=lambda: True))
+    # of no NodePool and with no allocatable, so that they change no other series
+    makers: tuple[tuple[resources.Resource, Callable[[str], dict[str, Any]]], ...] = (
+        (resources.NODECLAIMS, lambda name: builders.nodeclaim(name, pool="")),
+        (resources.NODEPOOLS, builders.nodepool),
+        (resources.NODES, lambda name: {**builders.node(name), "status": {}}),
+        (resources.EC2NODECLASSES, builders.ec2nodeclass),
+    )
+    for res, make in makers:
+        unknown = make(f"{res.kind.lower()}-gone")
+        unknown["status"] = {"conditions": [_ready("Unknown", _AT_START)]}
+        ready = builders.deleting(unknown, at=_AT_START)
+        ready["status"] = {"conditions": [_ready("True", _A_MINUTE_IN)]}
+        state.apply(res, client.WatchEvent(client.ADDED, unknown))
+        state.apply(res, client.WatchEvent(client.MODIFIED, ready))
+        state.apply(res, client.WatchEvent(client.DELETED, ready))
+        leaving = builders.deleting(make(f"{res.kind.lower()}-leaving"), at=_AT_START)
+        state.apply(res, client.WatchEvent(client.ADDED, leaving))
+
+
+_AT_START = "2023-11-14T22:13:20Z"
+_A_MINUTE_IN = "2023-11-14T22:14:20Z"
+
+
+def _ready(status: str, since: str) -> dict[str, str]:
+    return builders.condition("Ready", status, reason="Reconciled", message="", lastTransitionTime=since)
+
+
 async def _never(key: str) -> float | None:
     raise AssertionError(f"the exporting queue is never run ({key})")
 
@@ -109,6 +141,7 @@ def driven() -> metrics.Metrics:
     state = cluster_of_everything()
     m.watch_state(state)
     m.watch_cluster_series(state, now=lambda: START + 60, pod_times=_PodTimes())
+    _drive_object_series(m, state)
     calls = accounting.ApiCalls()
     calls.record_batch("create_fleet", size=3, window_seconds=0.2)
     calls.record_launch_failure(zone="us-east-1a", zone_id="use1-az1", capacity_type="spot", reason="LaunchFailed")

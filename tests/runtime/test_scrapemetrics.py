@@ -1,5 +1,5 @@
-"""Scrape-time series from the state cache: disruption budgets per NodePool and reason, status conditions per
-object, and the instance-type gauges of the last catalog listing."""
+"""Scrape-time series from the state cache: disruption budgets per NodePool and reason, and the instance-type gauges
+of the last catalog listing (the status-condition gauges: test_operator_series)."""
 
 from __future__ import annotations
 
@@ -63,31 +63,6 @@ def test_allowed_disruptions_and_nodes_consuming_budgets_per_pool_and_reason() -
     assert [allowed(r) for r in ("Underutilized", "Empty", "Drifted")] == [2, 2, 0]  # ceil(50 % of 4), and 0
     consuming = got[("karpenter_nodepools_nodes_consuming_budgets", (("nodepool", "web"), ("reason", "Empty")))]
     assert consuming == 1
-
-
-def test_status_conditions_are_counted_per_object_with_their_age() -> None:
-    state = cluster.Cluster(clock=clock.ManualClock(START))
-    pool = builders.nodepool("web")
-    pool["status"] = {"conditions": [condition("Ready", "False", "NodeClassNotReady")]}
-    state.apply(resources.NODEPOOLS, client.WatchEvent(client.ADDED, pool))
-    managed_node(state, "a")
-    got = scraped(state)
-    labels = (
-        ("group", "karpenter.sh"), ("kind", "NodePool"), ("name", "web"), ("namespace", ""),
-        ("reason", "NodeClassNotReady"), ("status", "False"), ("type", "Ready"),
-    )  # fmt: skip
-    assert got[("operator_nodepool_status_condition_count", labels)] == 1
-    assert got[("operator_nodepool_status_condition_current_status_seconds", labels)] == 600
-    node_ready = (
-        ("group", ""), ("kind", "Node"), ("name", "a"), ("namespace", ""),
-        ("reason", "Ok"), ("status", "True"), ("type", "Ready"),
-    )  # fmt: skip
-    assert got[("operator_node_status_condition_count", node_ready)] == 1
-    claim_initialized = (
-        ("group", "karpenter.sh"), ("kind", "NodeClaim"), ("name", "a"), ("namespace", ""),
-        ("reason", "Ok"), ("status", "True"), ("type", "Initialized"),
-    )  # fmt: skip
-    assert got[("operator_nodeclaim_status_condition_count", claim_initialized)] == 1
 
 
 def test_instance_type_gauges_follow_the_last_listing() -> None:

@@ -32,17 +32,6 @@ _AWS_SDK = (
     "karpy calls AWS through boto3, not the Go SDK; karpy_cloudprovider_api_calls_total, _api_attempts_total and "
     "_api_errors_total count every call, HTTP attempt and error by service and operation"
 )
-_TERMINATION_TIME = (
-    "operatorpkg's termination timers need the deletion timestamp of every object for the whole of its deletion; "
-    "karpy's termination reports karpenter_nodeclaims_terminated_total and karpenter_nodes_terminated_total instead"
-)
-_TRANSITIONS = (
-    "operatorpkg counts transitions it observes while reconciling; karpy exports the current conditions "
-    "(_status_condition_count and _current_status_seconds) from its state cache at scrape time"
-)
-_DEPRECATED = "deprecated upstream (replaced by the per-kind operator_<kind>_* families karpy exports)"
-
-_KINDS = ("node", "nodeclaim", "nodepool", "ec2nodeclass")
 
 NOT_EXPORTED: Mapping[str, str] = {
     **{name: _CONTROLLER_RUNTIME for name in (
@@ -57,15 +46,6 @@ NOT_EXPORTED: Mapping[str, str] = {
         "aws_sdk_go_request_duration_seconds", "aws_sdk_go_request_retry_count", "aws_sdk_go_request_total",
     )},
     "leader_election_slowpath_total": "client-go's lease renewal slow path; karpy's elector has one renewal path",
-    **{f"operator_{kind}_termination_{s}": _TERMINATION_TIME
-       for kind in _KINDS for s in ("current_time_seconds", "duration_seconds")},
-    **{f"operator_{kind}_status_condition_{s}": _TRANSITIONS
-       for kind in _KINDS for s in ("transition_seconds", "transitions_total")},
-    **{name: _DEPRECATED for name in (
-        "operator_status_condition_count", "operator_status_condition_current_status_seconds",
-        "operator_status_condition_transition_seconds", "operator_status_condition_transitions_total",
-        "operator_termination_current_time_seconds", "operator_termination_duration_seconds",
-    )},
     "karpenter_scheduler_pending_pods_by_effective_zone_count": (
         "not yet: upstream intersects each pending pod's strict zone requirement, its volumes' zones and its zonal "
         "topology groups' valid domains at the start of a solve (core: pkg/controllers/provisioning/scheduling/"

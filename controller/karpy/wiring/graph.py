@@ -373,6 +373,7 @@ def build(
             )
         )
     )
+    cluster.add_listener(registry.object_listener(now=clock.now, leading=elector.is_leader))
     # The informer's watch of each resource also feeds the work queues: no second watch (runtime.routing).
     cluster.add_listener(routing.listener(controller))
     return controller

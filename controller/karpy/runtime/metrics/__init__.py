@@ -2,9 +2,10 @@
 
 `Metrics` owns the registry and hands each reconciler its hooks; the series live in one module per area:
 `scheduler` (provisioning), `disruption`, `lifecycle` (NodeClaims and nodes), `interruption`, `cloudprovider`,
-`queues` (workqueue and controller-runtime), and the scrape-time collectors `cluster`, `nodes` and `scrape`, which
-read the state cache when Prometheus scrapes, so they can never drift from what the controller decides on. Nothing
-here decides anything: the hooks only count what the reconcilers report.
+`queues` (workqueue and controller-runtime), `operatorpkg` (the `operator_*` condition and termination series,
+counted on watch updates), and the scrape-time collectors `cluster`, `nodes`, `scrape` and `operatorpkg`'s, which read
+the state cache when Prometheus scrapes, so they can never drift from what the controller decides on. Nothing here
+decides anything: the hooks only count what the reconcilers and the watches report.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from karpy import rejections
 from karpy.cloudprovider import metered, types
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import controller as interruption_controller
+from karpy.kube import resources
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.provisioning import provisioner
@@ -33,6 +35,7 @@ from karpy.runtime.metrics import (
     lifecycle,
     naming,
     nodes,
+    operatorpkg,
     scheduler,
     scrape,
 )
@@ -57,6 +60,7 @@ class Metrics:
         self.cloudprovider = cloudprovider.CloudProviderSeries(r)
         self.disruption = disruption.DisruptionSeries(r)
         self.interruption = interruption.InterruptionSeries(r)
+        self.objects = operatorpkg.ObjectSeries(r)
         # the hooks callers count with directly (the wiring's observers, tests)
         self.nodeclaim_created = self.lifecycle.nodeclaim_created
         self.nodeclaim_create_failed = self.lifecycle.nodeclaim_create_failed
@@ -97,13 +101,19 @@ class Metrics:
     def watch_cluster_series(
         self, state: scrape.ClusterState, *, now: Callable[[], float], pod_times: nodes.PodTimes | None = None
     ) -> None:
-        """Budgets and status conditions from the state cache, the instance-type gauges from the last listing; the
-        pod provisioning gauges from `pod_times` (the provisioner's record) when given."""
+        """Budgets and operatorpkg's condition and deletion gauges from the state cache, the instance-type gauges
+        from the last listing; the pod provisioning gauges from `pod_times` (the provisioner's record) when given."""
         self.registry.register(scrape.BudgetCollector(state, now=now))
-        self.registry.register(scrape.StatusConditionCollector(state, now=now))
+        self.registry.register(operatorpkg.ObjectCollector(state, now=now))
         self.registry.register(nodes.NodeSeriesCollector(state, now=now, pod_times=pod_times))
         self.registry.register(self.solves.collector(now=now))
         self.registry.register(self.catalog)
+
+    def object_listener(
+        self, *, now: Callable[[], float], leading: Callable[[], bool]
+    ) -> Callable[[resources.Resource, operatorpkg.Obj, operatorpkg.Obj], None]:
+        """The `state.Cluster` listener counting operatorpkg's condition transitions and deletion durations."""
+        return self.objects.listener(now=now, leading=leading)
 
     def instance_types_listed(self, instance_types: Sequence[types.InstanceType]) -> None:
         """A NodePool's catalog as the provider listed it: prices for costs, shapes and offerings for gauges."""

@@ -1,18 +1,15 @@
 """Upstream series computed at scrape time from the state cache and the provider's catalog, so they can never
-drift from what the controller decides on: disruption budgets per NodePool, status conditions per object, and
-the instance-type gauges of the AWS provider.
+drift from what the controller decides on: disruption budgets per NodePool and the instance-type gauges of the AWS
+provider (the status-condition gauges are module `operatorpkg`'s).
 
 - `karpenter_nodepools_allowed_disruptions{nodepool,reason}` and `karpenter_nodepools_nodes_consuming_budgets`
   (core: disruption/helpers.go `BuildDisruptionBudgetMapping`, which sets them for every reason on each pass);
-- `operator_<kind>_status_condition_count` and `..._current_status_seconds` for NodePools, NodeClaims, Nodes
-  and EC2NodeClasses (operatorpkg: status/metrics.go, one family per kind since Karpenter v1.1);
 - `karpenter_cloudprovider_instance_type_{cpu_cores,memory_bytes,offering_available,offering_price_estimate}`
   (aws: providers/instancetype/metrics.go, controllers/metrics/metrics.go).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
@@ -20,14 +17,12 @@ import prometheus_client
 from prometheus_client import core as prometheus_client_core
 
 from karpy.api import budgets as api_budgets
-from karpy.api import decoding, ec2nodeclass, meta, nodeclaim, nodepool
+from karpy.api import ec2nodeclass, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets
 from karpy.kube import resources
 from karpy.state import statenode
 
-CONDITION_LABELS: Final = ("namespace", "name", "group", "kind", "type", "status", "reason")
-"""operatorpkg's labels of the per-object condition gauges (status/metrics.go)."""
 MILLI_PER_UNIT: Final = 1000
 
 
@@ -68,83 +63,6 @@ class BudgetCollector(prometheus_client.registry.Collector):
                 consuming.add_metric([pool.name, str(reason)], disrupting.get(pool.name, 0))
         yield allowed
         yield consuming
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Object:
-    namespace: str
-    name: str
-    conditions: tuple[meta.Condition, ...]
-
-
-def _node_conditions(node: Mapping[str, Any]) -> tuple[meta.Condition, ...]:
-    out = []
-    for raw in (node.get("status") or {}).get("conditions") or ():
-        if isinstance(raw, Mapping) and raw.get("type"):
-            try:
-                since: float | None = decoding.timestamp(str(raw["lastTransitionTime"]))
-            except (KeyError, ValueError):
-                since = None
-            out.append(meta.Condition(type=str(raw["type"]), status=str(raw.get("status", "")),
-                                      reason=str(raw.get("reason") or ""), last_transition_time=since))  # fmt: skip
-    return tuple(out)
-
-
-class StatusConditionCollector(prometheus_client.registry.Collector):
-    """One gauge sample per object and condition (operatorpkg's per-kind condition families)."""
-
-    def __init__(self, cluster: ClusterState, *, now: Callable[[], float]) -> None:
-        self._cluster = cluster
-        self._now = now
-
-    def _kinds(self) -> Iterator[tuple[str, str, str, Iterable[_Object]]]:
-        cluster = self._cluster
-        yield (
-            "nodepool",
-            "karpenter.sh",
-            "NodePool",
-            (_Object("", p.name, p.status.conditions) for p in cluster.nodepools()),
-        )
-        yield (
-            "nodeclaim",
-            "karpenter.sh",
-            "NodeClaim",
-            (_Object("", c.metadata.name, c.status.conditions) for c in cluster.nodeclaims()),
-        )
-        yield (
-            "node",
-            "",
-            "Node",
-            (_Object("", n.name, _node_conditions(n.node)) for n in cluster.state_nodes() if n.node is not None),
-        )
-        yield (
-            "ec2nodeclass",
-            "karpenter.k8s.aws",
-            "EC2NodeClass",
-            (_Object("", name, c.status.conditions) for name, c in sorted(cluster.nodeclasses().items())),
-        )
-
-    def collect(self) -> Iterator[prometheus_client_core.Metric]:
-        now = self._now()
-        for prefix, group, kind, objects in self._kinds():
-            count = prometheus_client_core.GaugeMetricFamily(
-                f"operator_{prefix}_status_condition_count",
-                "The number of a condition for a given object, type and status",
-                labels=list(CONDITION_LABELS),
-            )
-            current = prometheus_client_core.GaugeMetricFamily(
-                f"operator_{prefix}_status_condition_current_status_seconds",
-                "The current amount of time in seconds that a status condition has been in a specific state",
-                labels=list(CONDITION_LABELS),
-            )
-            for obj in objects:
-                for c in obj.conditions:
-                    values = [obj.namespace, obj.name, group, kind, c.type, c.status, c.reason]
-                    count.add_metric(values, 1)
-                    if c.last_transition_time is not None:
-                        current.add_metric(values, max(0.0, now - c.last_transition_time))
-            yield count
-            yield current
 
 
 class CatalogBook:
