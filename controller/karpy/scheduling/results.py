@@ -111,6 +111,10 @@ class Results:
     """The input's deadline passed mid-solve: pods not reached are unschedulable with `TIMED_OUT`, no repack ran."""
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     """Unschedulable pod key -> why, place by place (only with `SchedulingInput.diagnose`)."""
+    effective_zones: dict[str, list[pods.Pod]] = field(default_factory=dict)
+    """Zone -> the pods their zone requirement, volumes and zonal topology groups left there at the start of the
+    solve, or under "flexible" (several zones) or "none" (no zone) (`effective_zones`); pods refused outright
+    (unsupported fields, unusable volumes) are under no key."""
 
     def placements(self) -> dict[str, str]:
         """pod key -> where it goes ("node/<name>" or "claim/<index>"), handy for comparisons and tests."""

@@ -41,6 +41,7 @@ from karpy.scheduling import (
     bound,
     catalog,
     diagnosis,
+    effective_zones,
     localsearch,
     nodes,
     placement,
@@ -252,6 +253,15 @@ class _Solver(board.Board):
     # --- loop -------------------------------------------------------------------------------------------------
     def solve(self) -> results.Results:
         queue = collections.deque(self._runs())
+        # DRA pods the runs leave out are still pending pods of this solve (upstream refuses them in Solve)
+        refused = [[p] for p in self.inp.pods if p.dra and self.inp.ignore_dra_requests]
+        self.result.effective_zones = effective_zones.of_runs(
+            self.topology,
+            itertools.chain((run.pods for run in queue), refused),
+            volume_catalog=self.volume_catalog,
+            policy=self.inp.preference_policy,
+            prefer_taints_exist=self.prefer_taints,
+        )
         expired = self.inp.deadline or (lambda: False)
         while queue:
             if expired():

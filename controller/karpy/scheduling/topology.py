@@ -12,6 +12,7 @@ refusal permanent and lets the solver skip such nodes for the rest of a run.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -141,6 +142,23 @@ class Group:
         allowed = [d for d in self._candidates(node_domains) if self.counts.get(d, 0) == 0 and pod_domains.has(d)]
         return requirements.Requirement.in_(key, allowed)
 
+    def valid_domains(self, pod_domains: requirements.Requirement, *, self_selecting: bool) -> frozenset[str]:
+        """Every domain this group lets the pod land in on a node that leaves the key open: upstream's valid domains
+        of TopologyGroup.Get with nodeDomains Exists, which GetTopologyZoneConstraints asks for at the start of a
+        solve (core: scheduling/topology.go). A spread admits each domain within the skew (the pod's domains only
+        set the minimum, as in nextDomainTopologySpread), not just the best one `next_domains` picks; a self-affinity
+        with no domain yet may start in any domain the pod may use (upstream picks one or two at random there)."""
+        known = self.universe | self.positive
+        if self.key.kind is Kind.SPREAD:
+            threshold = self.key.max_skew + self.min_count(pod_domains) - (1 if self_selecting else 0)
+            return frozenset(d for d in known if self.counts.get(d, 0) <= threshold)
+        if self.key.kind is Kind.AFFINITY and not self.key.inverse:
+            anchored = frozenset(d for d in self.positive if pod_domains.has(d))
+            if anchored or not self_selecting:
+                return anchored
+            return frozenset(d for d in known if pod_domains.has(d))
+        return frozenset(d for d in known if self.counts.get(d, 0) == 0 and pod_domains.has(d))
+
     def unsatisfiable(self) -> str:
         return f"unsatisfiable {self.describe()}"
 
@@ -196,6 +214,7 @@ class Topology:
         # id(pod) -> (pod, group count, groups): the pod is kept so its id cannot be reused while cached
         self._selecting_pod: dict[int, tuple[pods.Pod, int, list[Group]]] = {}
         self._inverse_pod: dict[int, tuple[pods.Pod, list[Group]]] = {}  # same, for owned inverse groups
+        self._unregistered: dict[GroupKey, tuple[Group, int]] = {}  # `counted` groups: (group, placements counted)
         for b in bound:
             if self.groups or b.pod.anti_affinity:
                 self.record(b.pod, b.node_requirements, b.node_taints, b.count, counted=not b.pod.terminating)
@@ -227,10 +246,23 @@ class Topology:
     def group(self, key: GroupKey) -> Group:
         found = self.groups.get(key)
         if found is None:
-            found = Group(key, self._universe(key))
-            self.groups[key] = found
-            for b in self.placements:
-                self._count(found, b)
+            found = self.groups[key] = self._count_up(key)
+            del self._unregistered[key]
+        return found
+
+    def counted(self, key: GroupKey) -> Group:
+        """The group for `key` as the counts stand, for a query that must not register it (a new group changes how
+        the solve caches contexts and clones claims): the registered one, or else one counted from the placements so
+        far, which `group` takes over later instead of counting them again."""
+        found = self.groups.get(key)
+        return found if found is not None else self._count_up(key)
+
+    def _count_up(self, key: GroupKey) -> Group:
+        """The unregistered group for `key`, counted over every placement so far (only those since its last count)."""
+        found, counted = self._unregistered.get(key) or (Group(key, self._universe(key)), 0)
+        for b in itertools.islice(self.placements, counted, None):
+            self._count(found, b)
+        self._unregistered[key] = (found, len(self.placements))
         return found
 
     def owned(
