@@ -189,6 +189,7 @@ def driven() -> metrics.Metrics:
     provisioner.pods_ignored(1)
     provisioner.solve_started("id-1", 3, START)
     provisioner.pod_decided(0.5)
+    provisioner.pending_by_effective_zone({"us-east-1a": 1, "flexible": 2})
     interruption = m.interruption_hooks()
     interruption.received("SpotInterruption")
     interruption.deleted("SpotInterruption")

@@ -1,17 +1,20 @@
-"""The provisioner's in-flight and ignored-pod scheduler series (core: provisioning/scheduling/metrics.go,
-provisioning/provisioner.go): a scrape taken while the solve runs in its worker thread shows that solve's queue
-depth and unfinished work, and nothing once it ended; pods refused outright are counted."""
+"""The provisioner's in-flight, ignored-pod and effective-zone scheduler series (core: provisioning/scheduling/
+metrics.go, provisioning/provisioner.go): a scrape taken while the solve runs in its worker thread shows that solve's
+queue depth and unfinished work, and nothing once it ended; pods refused outright are counted; pending pods are
+counted by effective zone, as of the last solve."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from tests import builders
-from tests.provisioning.builders import Cluster
+from tests.provisioning.builders import Cluster, StateNode
+from tests.runtime import exporting
 from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
-from tests.scheduling.conftest import fake_catalog
+from tests.scheduling.conftest import ZONES, fake_catalog
 
 from karpy import events
+from karpy.api import labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake as kube_fake
@@ -21,6 +24,7 @@ from karpy.scheduling import results, scheduler
 
 DEPTH = "karpenter_scheduler_queue_depth"
 UNFINISHED = "karpenter_scheduler_unfinished_work_seconds"
+PENDING_BY_ZONE = "karpenter_scheduler_pending_pods_by_effective_zone_count"
 
 
 async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() -> None:
@@ -67,3 +71,34 @@ async def test_pods_refused_outright_are_counted() -> None:
     )  # fmt: skip
     await provisioner.Provisioner(deps).provision()
     assert runtime_test_metrics_hooks.counter(m, "karpenter_scheduler_ignored_pods_count") == 1
+
+
+async def test_pending_pods_by_effective_zone_are_the_last_solves_pending_pods() -> None:
+    """Pods of a leaving node are in the solve but not pending (upstream counts Pending pods only); a zone the next
+    solve has no pending pod in is dropped (upstream resets the series every solve)."""
+    m, zone = metrics.Metrics(), labels.LABEL_ZONE
+    first, second = ZONES[0], ZONES[1]
+    moved = builders.parsed_pod("moved", node="old", cpu="1", memory="1Gi", nodeSelector={zone: first})
+    cluster = Cluster(
+        pools=[builders.parsed_nodepool("web", requirements=[])],
+        nodes=[StateNode("old", pods=[moved], deleting=True)],
+        pending=[
+            builders.parsed_pod("pinned", cpu="1", memory="1Gi", nodeSelector={zone: first}),
+            builders.parsed_pod("free", cpu="1", memory="1Gi"),
+        ],
+    )
+    deps = provisioner.Deps(
+        client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
+        cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),
+        recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(),
+    )  # fmt: skip
+    prov = provisioner.Provisioner(deps)
+    await prov.provision()
+    by_zone = (("controller", "provisioner"), ("zone", first)), (("controller", "provisioner"), ("zone", "flexible"))
+    assert exporting.samples(m, PENDING_BY_ZONE) == dict.fromkeys(by_zone, 1.0)
+    cluster.nodes, cluster.pending = (
+        [],
+        [builders.parsed_pod("later", cpu="1", memory="1Gi", nodeSelector={zone: second})],
+    )
+    await prov.provision()
+    assert exporting.samples(m, PENDING_BY_ZONE) == {(("controller", "provisioner"), ("zone", second)): 1.0}

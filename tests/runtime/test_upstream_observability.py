@@ -46,12 +46,6 @@ NOT_EXPORTED: Mapping[str, str] = {
         "aws_sdk_go_request_duration_seconds", "aws_sdk_go_request_retry_count", "aws_sdk_go_request_total",
     )},
     "leader_election_slowpath_total": "client-go's lease renewal slow path; karpy's elector has one renewal path",
-    "karpenter_scheduler_pending_pods_by_effective_zone_count": (
-        "not yet: upstream intersects each pending pod's strict zone requirement, its volumes' zones and its zonal "
-        "topology groups' valid domains at the start of a solve (core: pkg/controllers/provisioning/scheduling/"
-        "scheduler.go computeEffectiveZoneFromPod); karpy's scheduler builds those groups inside the solve and does "
-        "not report them"
-    ),
 }  # fmt: skip
 """Upstream series karpy does not export, and why."""
 

@@ -78,6 +78,10 @@ class Metrics:
     _unfinished_work_seconds, while it runs)."""
     solve_finished: Callable[[str], None] = noop.ignore
     """(scheduling id) when that solve ended, however."""
+    pending_by_effective_zone: Callable[[Mapping[str, int]], None] = noop.ignore
+    """Pending pods (not those of leaving nodes) per effective zone of the last solve, replacing the previous counts
+    (core: scheduling/scheduler.go Solve resets karpenter_scheduler_pending_pods_by_effective_zone_count and sets
+    it from the zones computeEffectiveZoneFromPod gave at the start of the solve)."""
     pod_decided: Callable[[float], None] = noop.ignore
     """Seconds from the provisioner's first sight of a pending pod to the first solve that placed it or could not
     (karpenter_pods_scheduling_decision_duration_seconds)."""
@@ -173,10 +177,12 @@ class Provisioner:
             sum(1 for p in pending if p.unsupported or (p.dra and deps.settings.scheduling.ignore_dra_requests))
         )
         plan, timed_out = await self._solve(inp)
+        leaving = {p.key for p in snapshot.reschedulable_pods(state_nodes)}
+        deps.metrics.pending_by_effective_zone(_pending_by_zone(plan, leaving=leaving))
         _log_plan(plan, pending, duration=deps.clock.now() - started)
         created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in inp.nodepools})
         nominated = self._nominate(plan.existing_nodes)
-        self._mark_decisions(plan, leaving={p.key for p in snapshot.reschedulable_pods(state_nodes)})
+        self._mark_decisions(plan, leaving=leaving)
         failed = self._report_failures(pending, plan.unschedulable, create_failures)
         deps.metrics.pods_unschedulable(len(failed))
         return Outcome(tuple(created), nominated, failed, timed_out)
@@ -353,6 +359,16 @@ class Provisioner:
 
 
 _UNRESOLVED = "skipping, unable to resolve instance types"
+
+
+def _pending_by_zone(plan: results.Results, *, leaving: Set[str]) -> dict[str, int]:
+    """Pods per effective zone but those of leaving nodes, which are in the solve and not pending (upstream counts
+    the solve's Pending pods)."""
+    counts = {
+        zone: len(placed) - (sum(1 for p in placed if p.key in leaving) if leaving else 0)
+        for zone, placed in plan.effective_zones.items()
+    }
+    return {zone: count for zone, count in counts.items() if count}
 
 
 def _pod_ref(pod: pods.Pod) -> dict[str, Any]:

@@ -105,6 +105,7 @@ _EXPECTATIONS = frozenset(
         "options",
         "options_at_least",
         "options_hold",
+        "effective_zones",
     }
 )
 
@@ -206,6 +207,7 @@ class Outcome:
     price: Mapping[str, float]  # new claim -> its cheapest offering's price
     options: Mapping[str, tuple[types.InstanceType, ...]]  # new claim -> the instance types it offers
     requests: Mapping[str, Mapping[str, int]]  # new claim -> its pods' requests and daemon overhead
+    effective_zones: Mapping[str, int]  # effective zone -> pending pods there (the provisioner's report, if it ran)
 
 
 def _policies(case: Case) -> tuple[str, str]:
@@ -241,9 +243,11 @@ def _controller_state(case: Case) -> state_cluster.Cluster:
     return state
 
 
-async def run_controller(case: Case) -> tuple[results.Results, scheduler.SchedulingInput]:
+async def run_controller(case: Case) -> tuple[results.Results, scheduler.SchedulingInput, Mapping[str, int]]:
+    """The solve of one provisioner pass, its input, and the pending pods per effective zone it reported."""
     state = _controller_state(case)
     captured: list[tuple[results.Results, scheduler.SchedulingInput]] = []
+    reported: dict[str, int] = {}
 
     def solve(inp: scheduler.SchedulingInput) -> results.Results:
         out = scheduler.solve(dataclasses.replace(inp, compute_lower_bound=True))
@@ -263,17 +267,21 @@ async def run_controller(case: Case) -> tuple[results.Results, scheduler.Schedul
             recorder=events.MemoryRecorder(),
             settings=settings,
             solver=solve,
+            metrics=provisioner.Metrics(pending_by_effective_zone=reported.update),
         )
     )
     done = await prov.provision()
     if not captured:  # nothing pending: nothing to solve
-        return results.Results(), scheduler.SchedulingInput(pods=(), nodepools=(), instance_types={})
+        return results.Results(), scheduler.SchedulingInput(pods=(), nodepools=(), instance_types={}), reported
     (found,) = captured
     assert len(done.created) == len(found[0].new_nodeclaims), "every planned claim was created"
-    return found
+    return (*found, reported)
 
 
-def outcome(res: results.Results, inp: scheduler.SchedulingInput) -> Outcome:
+def outcome(
+    res: results.Results, inp: scheduler.SchedulingInput, *, reported: Mapping[str, int] | None = None
+) -> Outcome:
+    """`reported`: the pending pods per effective zone a provisioner reported; else counted from the solve."""
     placed: dict[str, str] = {}
     node_labels: dict[str, dict[str, str]] = {}
     capacity: dict[str, dict[str, int]] = {}
@@ -306,9 +314,11 @@ def outcome(res: results.Results, inp: scheduler.SchedulingInput) -> Outcome:
         node_labels[node] = resolved
     bound = {p.key: p.node_name for n in inp.existing_nodes for p in n.pods}
     bound.update({p.key: p.node_name for p in inp.bound_pods if p.node_name})
+    zones = reported if reported is not None else {zone: len(ps) for zone, ps in res.effective_zones.items()}
     return Outcome(
-        placed, dict(res.unschedulable), node_labels, capacity, len(res.new_nodeclaims), bound, price, options, requests
-    )
+        placed, dict(res.unschedulable), node_labels, capacity, len(res.new_nodeclaims), bound, price, options,
+        requests, dict(zones),
+    )  # fmt: skip
 
 
 # --- expectations -----------------------------------------------------------------------------------------------
@@ -406,6 +416,8 @@ def check(case: Case, out: Outcome) -> None:
         for t in out.options[node]:
             short = {r: v for r, v in out.requests[node].items() if v > t.allocatable.get(r, 0)}
             assert not short, f"{pod}: {t.name} cannot hold {short} (allocatable {dict(t.allocatable)})"
+    if "effective_zones" in exp:  # karpenter_scheduler_pending_pods_by_effective_zone_count after the solve
+        assert out.effective_zones == exp["effective_zones"], f"pending pods by effective zone: {out.effective_zones}"
     for pod, text in (exp.get("reason") or {}).items():
         assert text in out.unschedulable.get(_key(pod), ""), f"{pod}: {out.unschedulable.get(_key(pod))!r}"
 

@@ -29,5 +29,5 @@ def test_through_simulate(case: harness.Case, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", [c for c in CASES if "controller" in c.paths], ids=lambda c: c.id)
 async def test_through_the_controller(case: harness.Case) -> None:
-    res, inp = await harness.run_controller(case)
-    harness.check(case, harness.outcome(res, inp))
+    res, inp, reported = await harness.run_controller(case)
+    harness.check(case, harness.outcome(res, inp, reported=reported))

@@ -1,10 +1,11 @@
-"""Provisioning and scheduler series: solve duration, unschedulable and ignored pods (core:
-pkg/controllers/provisioning/scheduling/metrics.go), pod bound and startup durations from creation and from the
-provisioner's first placement (core: pkg/controllers/metrics/pod/controller.go), the time to a pod's first
+"""Provisioning and scheduler series: solve duration, unschedulable and ignored pods, pending pods by effective
+zone (core: pkg/controllers/provisioning/scheduling/metrics.go), pod bound and startup durations from creation and
+from the provisioner's first placement (core: pkg/controllers/metrics/pod/controller.go), the time to a pod's first
 scheduling decision (core: pkg/controllers/state/metrics.go), and the provisioner's hooks."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 import prometheus_client
@@ -40,6 +41,16 @@ class SchedulerSeries:
             ["controller"],
             registry=r,
         )
+        self.pending_by_effective_zone = prometheus_client.Gauge(
+            f"{ns}_scheduler_pending_pods_by_effective_zone_count",
+            "Pending pods by effective zone: the intersection of their zone requirement, their volumes' zones and "
+            "their zonal topology constraints at the start of the last solve; a zone name, 'flexible' (several "
+            "zones) or 'none' (no zone)",
+            ["controller", "zone"],
+            registry=r,
+        )
+        self._zones_reported: dict[str, set[str]] = {}
+        """controller -> the zones it last reported, removed when its next solve has no pod there."""
         self.pods_bound_duration = prometheus_client.Histogram(
             f"{ns}_pods_bound_duration_seconds",
             "The time from pod creation until the pod is bound",
@@ -70,6 +81,14 @@ class SchedulerSeries:
             registry=r,
         )
 
+    def report_effective_zones(self, controller: str, counts: Mapping[str, int]) -> None:
+        """`controller`'s last solve's pending pods per effective zone, in place of its previous counts."""
+        for zone in self._zones_reported.get(controller, set()) - counts.keys():
+            self.pending_by_effective_zone.remove(controller, zone)
+        for zone, count in counts.items():
+            self.pending_by_effective_zone.labels(controller=controller, zone=zone).set(count)
+        self._zones_reported[controller] = set(counts)
+
     def hooks(self, claims: lifecycle.LifecycleSeries, solves: scrape.InFlightSolves) -> provisioner.Metrics:
         """The provisioner's hooks; the NodeClaims it creates are counted on `claims`, its solves on `solves`."""
         return provisioner.Metrics(
@@ -83,4 +102,5 @@ class SchedulerSeries:
             ),
             solve_finished=solves.finished,
             pod_decided=self.pods_scheduling_decision_duration.observe,
+            pending_by_effective_zone=lambda counts: self.report_effective_zones(PROVISIONER, counts),
         )
