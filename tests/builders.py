@@ -171,6 +171,7 @@ def node(
     memory: str = "16Gi",
     pods: str = "110",
     allocatable: Mapping[str, str] | None = None,
+    capacity: Mapping[str, str] | None = None,
     ready: bool | None = None,
     taints: Sequence[Mapping[str, str]] | None = None,
     unschedulable: bool = False,
@@ -180,9 +181,10 @@ def node(
     owners: Sequence[Mapping[str, Any]] = (),
     resource_version: str | None = None,
 ) -> dict[str, Any]:
-    """A Node with `cpu`/`memory`/`pods` allocatable (`allocatable` replaces all three); `ready` adds the Ready
-    condition and `conditions` others, `taints` sets the spec taints, `hostname` the kubelet's hostname label;
-    `finalizers`, `owners` (ownerReferences) and `resource_version` go to its metadata."""
+    """A Node with `cpu`/`memory`/`pods` allocatable (`allocatable` replaces all three; `capacity`, when given, is
+    its status capacity); `ready` adds the Ready condition and `conditions` others, `taints` sets the spec taints,
+    `hostname` the kubelet's hostname label; `finalizers`, `owners` (ownerReferences) and `resource_version` go to
+    its metadata."""
     node_labels = {HOSTNAME_KEY: name} if hostname else {}
     obj: dict[str, Any] = {
         "apiVersion": "v1",
@@ -191,6 +193,8 @@ def node(
         "spec": {},
         "status": {"allocatable": dict(allocatable or {"cpu": cpu, "memory": memory, "pods": pods})},
     }
+    if capacity is not None:
+        obj["status"]["capacity"] = dict(capacity)
     if finalizers:
         obj["metadata"]["finalizers"] = list(finalizers)
     if owners:

@@ -10,11 +10,13 @@ Sources, read from git directories of the two upstream repositories (no work tre
 - core `pkg/events/reason.go` and every `events.go` / `events/events.go`: each event reason with the event
   types (Normal/Warning) it is emitted with and the file that emits it.
 
-Label lists upstream computes at run time (the node and pod gauges add the cloud provider's well-known labels) are
-recorded as null with the Go expression in `labels_from`. Series the page lists that no Go file of the two
-repositories defines (controller-runtime, workqueue, client-go, the AWS SDK, leader election and operatorpkg's
-`operator_*` status-condition and termination families) keep their name, section and stability, with `type`
-derived from the name where it is unambiguous and `labels` null.
+Label lists upstream computes at run time are evaluated with the Go expression kept in `labels_from`: a function
+returning a `[]string{...}` literal or `append(<list>, names...)`, where the node gauges' list starts with the
+names of the well-known labels (core `WellKnownLabels` plus what the AWS provider inserts into it, each key's part
+after the `/`, lowercased, `-` as `_`: core pkg/controllers/metrics/node/controller.go `getWellKnownLabels`).
+Series the page lists that no Go file of the two repositories defines (controller-runtime, workqueue, client-go,
+the AWS SDK, leader election and operatorpkg's `operator_*` status-condition and termination families) keep their
+name, section and stability, with `type` derived from the name where it is unambiguous and `labels` null.
 
 Usage: python tools/gen_upstream_observability.py [--check] [--core GITDIR] [--aws GITDIR] [--version v1.14].
 With --check, exit 1 when the committed file differs from what the mirrors generate.
@@ -142,7 +144,94 @@ def _floats(text: str) -> list[float]:
     return [float(v) for v in re.findall(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", _strip_comments(text))]
 
 
-def metrics_in(files: Mapping[str, str], resolver: Resolver, repo: str) -> Iterator[dict[str, Any]]:
+_K8S_LABELS = {
+    "LabelTopologyZone": "topology.kubernetes.io/zone",
+    "LabelTopologyRegion": "topology.kubernetes.io/region",
+    "LabelInstanceTypeStable": "node.kubernetes.io/instance-type",
+    "LabelArchStable": "kubernetes.io/arch",
+    "LabelOSStable": "kubernetes.io/os",
+    "LabelWindowsBuild": "node.kubernetes.io/windows-build",
+}
+"""The k8s.io/api core/v1 label keys (well_known_labels.go) in upstream's well-known set: neither mirror holds them."""
+_ASSIGNMENT = re.compile(r"^\s*(\w+)\s*(?:\w+\s*)?=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _go_strings(text: str, packages: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """`Name = "a" + pkg.Other + Local` assignments of a Go file, evaluated (the ones that are not strings left out)."""
+    exprs = dict(_ASSIGNMENT.findall(_strip_comments(text)))
+    out: dict[str, str] = {}
+
+    def value(expr: str, depth: int = 0) -> str | None:
+        parts = []
+        for term in (t.strip() for t in expr.split("+")):
+            if term.startswith('"') and term.endswith('"'):
+                parts.append(term[1:-1])
+            elif "." in term and term.split(".", 1)[0] in packages:
+                pkg, name = term.split(".", 1)
+                if name not in packages[pkg]:
+                    return None
+                parts.append(packages[pkg][name])
+            elif re.fullmatch(r"\w+", term) and term in exprs and depth < 8:
+                found = value(exprs[term], depth + 1)
+                if found is None:
+                    return None
+                parts.append(found)
+            else:
+                return None
+        return "".join(parts)
+
+    for name, expr in exprs.items():
+        found = value(expr)
+        if found is not None:
+            out[name] = found
+    return out
+
+
+def _set_members(text: str, opening: str) -> list[str]:
+    """The identifiers inside the call that starts with `opening` (e.g. `WellKnownLabels = sets.New(`)."""
+    start = _strip_comments(text).index(opening) + len(opening)
+    return _split_top(_call_body(_strip_comments(text), start))
+
+
+def well_known_label_names(core: Mapping[str, str], aws: Mapping[str, str]) -> list[str]:
+    """The metric label names of upstream's well-known labels, with the AWS provider's added, sorted."""
+    core_group = _go_strings(core["pkg/apis/apis.go"], {})
+    aws_group = _go_strings(aws["pkg/apis/apis.go"], {})
+    core_labels = _go_strings(core["pkg/apis/v1/labels.go"], {"apis": core_group, "v1": _K8S_LABELS})
+    aws_labels = _go_strings(
+        aws["pkg/apis/v1/labels.go"],
+        {"apis": aws_group, "coreapis": core_group, "karpv1": core_labels, "corev1": _K8S_LABELS},
+    )
+    keys = []
+    for member in _set_members(core["pkg/apis/v1/labels.go"], "WellKnownLabels = sets.New("):
+        keys.append(_K8S_LABELS[member[3:]] if member.startswith("v1.") else core_labels[member])
+    for member in _set_members(aws["pkg/apis/v1/labels.go"], "karpv1.WellKnownLabels = karpv1.WellKnownLabels.Insert("):
+        keys.append(_K8S_LABELS[member[7:]] if member.startswith("corev1.") else aws_labels[member])
+    return sorted({k.split("/")[1].lower().replace("-", "_") for k in keys if k.count("/") == 1})
+
+
+def computed_labels(path: str, text: str, expr: str, resolver: Resolver, well_known: list[str]) -> list[str]:
+    """The label names a Go expression computes: `f()` of the same file, `[]string{...}` or `append(list, ...)`."""
+    expr = expr.strip()
+    if expr.startswith("[]string{"):
+        return [resolver.string(path, e) for e in _split_top(expr[expr.index("{") + 1 : expr.rindex("}")])]
+    if expr.startswith("append("):
+        head, *names = _split_top(expr[len("append(") : expr.rindex(")")])
+        return computed_labels(path, text, head, resolver, well_known) + [resolver.string(path, n) for n in names]
+    if "getWellKnownLabels()" in expr:
+        return list(well_known)
+    function = re.fullmatch(r"(\w+)\(\)", expr)
+    if function is None:
+        raise ValueError(f"{path}: cannot evaluate the label list {expr!r}")
+    body = re.search(rf"func {function.group(1)}\(\) \[\]string \{{\s*return (.*?)\n\}}", text, re.DOTALL)
+    if body is None:
+        raise ValueError(f"{path}: no function {function.group(1)} returning []string")
+    return computed_labels(path, text, body.group(1), resolver, well_known)
+
+
+def metrics_in(
+    files: Mapping[str, str], resolver: Resolver, repo: str, well_known: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
     for path, raw in sorted(files.items()):
         text = _strip_comments(raw)
         for match in _CONSTRUCTOR.finditer(text):
@@ -163,7 +252,10 @@ def metrics_in(files: Mapping[str, str], resolver: Resolver, repo: str) -> Itera
                 entry["labels"] = [
                     resolver.string(path, e) for e in _split_top(label_arg[label_arg.index("{") + 1 : -1])
                 ]
-            else:  # computed at run time (well-known labels the cloud provider injects): named, not evaluated
+            elif well_known is not None:  # computed at run time: evaluated, the expression kept
+                entry["labels"] = computed_labels(path, text, label_arg, resolver, well_known)
+                entry["labels_from"] = label_arg
+            else:
                 entry["labels"] = None
                 entry["labels_from"] = label_arg
             if kind == "histogram":
@@ -197,10 +289,11 @@ def _type_from_name(name: str) -> str | None:
 def series(core: pathlib.Path, aws: pathlib.Path, version: str) -> list[dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     resolver: Resolver | None = None
-    for repo, gitdir in (("core", core), ("aws", aws)):  # the AWS provider uses core's constants (metrics.Namespace)
-        files = go_files(gitdir)
+    sources = {"core": go_files(core), "aws": go_files(aws)}
+    well_known = well_known_label_names(sources["core"], sources["aws"])
+    for repo, files in sources.items():  # the AWS provider uses core's constants (metrics.Namespace)
         resolver = Resolver(files, fallback=resolver)
-        for entry in metrics_in(files, resolver, repo):
+        for entry in metrics_in(files, resolver, repo, well_known):
             found.setdefault(entry["name"], entry)
     docs = documented(aws, version)
     out = []

@@ -19,10 +19,12 @@ from karpy.cloudprovider.aws import accounting
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, resources
 from karpy.runtime import metrics, workqueue
-from karpy.runtime.metrics import queues
+from karpy.runtime.metrics import nodelabels, queues
 from karpy.state import cluster
 
 START = 1_700_000_000.0
+NODE_LABELS = {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "topology.kubernetes.io/region": "us-east-1"}
+"""Labels of the populated cluster's Node beside its NodeClaim's."""
 
 
 def cluster_of_everything() -> cluster.Cluster:
@@ -45,11 +47,14 @@ def cluster_of_everything() -> cluster.Cluster:
     # launched, of a type no listing priced: what karpenter_nodepools_cost_tracker_errors_total counts
     unpriced = builders.nodeclaim("web-b", pool="web", providerID="aws:///us-east-1a/i-2", capacity={"cpu": "2"})
     unpriced["metadata"]["labels"] = {**node_labels, "node.kubernetes.io/instance-type": "x9.unlisted"}
+    # the Node carries every other well-known label too, so that each label of the node gauges is checked
+    every_label = {**{key: "v" for key in nodelabels.UPSTREAM_WELL_KNOWN}, **NODE_LABELS, **node_labels}
     node = {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": "n1", "labels": node_labels, "creationTimestamp": "2023-11-14T22:13:20Z"},
+        "metadata": {"name": "n1", "labels": every_label, "creationTimestamp": "2023-11-14T22:13:20Z"},
         "spec": {"providerID": "aws:///us-east-1a/i-1"},
-        "status": {"allocatable": {"cpu": "1900m"}, "capacity": {"cpu": "2"}, "conditions": [ready]},
+        "status": {"allocatable": {"cpu": "1900m"}, "capacity": {"cpu": "2"}, "conditions": [ready],
+                   "phase": "Running"},
     }  # fmt: skip
     pod = {
         "apiVersion": "v1", "kind": "Pod",

@@ -15,21 +15,27 @@ from karpy.runtime import metrics
 from karpy.scheduling import pods
 from karpy.state import cluster
 
-NODE = {"node_name": "n1", "nodepool": "web"}
+NODE = {"node_name": "n1", "nodepool": "web", "managed": "true"}
 
 
 def scraped(m: metrics.Metrics, series: str, label_values: dict[str, str]) -> float:
-    """The sample's value, 0 when absent (pods are labelled `name`, so labels are not passed as keywords)."""
-    for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode()):
-        for s in family.samples:
-            if s.name == series and s.labels == label_values:
-                return float(s.value)
-    return 0.0
+    """The value of the one sample whose labels include `label_values`, 0 when none does (pods are labelled `name`,
+    so labels are not passed as keywords)."""
+    found = [
+        float(s.value)
+        for family in prometheus_client.parser.text_string_to_metric_families(m.exposition().decode())
+        for s in family.samples
+        if s.name == series and label_values.items() <= s.labels.items()
+    ]
+    assert len(found) <= 1, f"{len(found)} samples of {series} match {label_values}"
+    return found[0] if found else 0.0
 
 
 @pytest.mark.parametrize(
     ("series", "label_values", "expected"),
     [
+        ("karpenter_nodes_allocatable", {**NODE, "resource_type": "cpu"}, 1.9),  # the Node's status
+        ("karpenter_nodes_total_pod_requests", {**NODE, "resource_type": "cpu"}, 1.1),  # 1 + the DaemonSet's 0.1
         ("karpenter_nodes_system_overhead", {**NODE, "resource_type": "cpu"}, 0.1),  # capacity 2, allocatable 1.9
         ("karpenter_nodes_total_daemon_requests", {**NODE, "resource_type": "cpu"}, 0.1),  # the DaemonSet pod only
         ("karpenter_nodes_total_pod_limits", {**NODE, "resource_type": "cpu"}, 2.2),  # 2 + the DaemonSet's 0.2

@@ -54,19 +54,6 @@ LABELS_DIFFER: Mapping[str, str] = {
     "karpenter_voluntary_disruption_eligible_nodes": (
         "by disruption_class (graceful/eventual, the candidates of a pass before any method's filter), not by reason"
     ),
-    "karpenter_nodes_allocatable": "node_name, nodepool, resource_type; not the cloud provider's well-known labels",
-    **{
-        name: "node_name, nodepool, resource_type; not the well-known labels"
-        for name in (
-            "karpenter_nodes_total_pod_requests",
-            "karpenter_nodes_system_overhead",
-            "karpenter_nodes_total_daemon_requests",
-            "karpenter_nodes_total_pod_limits",
-            "karpenter_nodes_total_daemon_limits",
-        )
-    },
-    "karpenter_nodes_current_lifetime_seconds": "node_name, nodepool; not the well-known labels",
-    "karpenter_pods_state": "name, namespace, node, nodepool, phase; not owner, zone, arch, instance type, readiness",
 }
 """Exported series whose label names are not upstream's (or cannot be checked against it), and why."""
 

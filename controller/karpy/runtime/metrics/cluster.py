@@ -1,5 +1,6 @@
-"""Gauges describing the cluster (nodes, NodePool usage and limits, pods, cost per NodePool), computed at scrape
-time from the state cache, so they can never drift from what the controller decides on."""
+"""Gauges describing the cluster (NodePool usage and limits, cost per NodePool), computed at scrape time from the
+state cache, so they can never drift from what the controller decides on. The per-node and per-pod gauges, which
+need the raw Node and Pod objects for upstream's labels, are `nodes`'."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from prometheus_client import core as prometheus_client_core
 
 from karpy.api import labels, nodepool
 from karpy.runtime.metrics import naming
-from karpy.scheduling import pods as scheduling_pods
 from karpy.state import statenode
 
 PriceLookup = Callable[[str, str, str], float | None]
@@ -23,7 +23,6 @@ class ClusterSource(Protocol):
     def state_nodes(self) -> list[statenode.StateNode]: ...
     def nodepools(self) -> list[nodepool.NodePool]: ...
     def nodepool_usage(self, name: str) -> dict[str, int]: ...
-    def pending_pods(self) -> list[scheduling_pods.Pod]: ...
 
 
 def node_price(node: statenode.StateNode, price: PriceLookup) -> float | None:
@@ -88,9 +87,7 @@ class StateCollector(prometheus_client.registry.Collector):
             "Nodes (and in-flight NodeClaims) in the state cache",
             len(nodes),
         )
-        yield from self._nodes(nodes)
         yield from self._nodepools()
-        yield from self._pods(nodes)
         cost = prometheus_client_core.GaugeMetricFamily(
             "karpy_nodepool_cost_per_hour", "On-demand/spot $/h of the nodes of each NodePool", labels=["nodepool"]
         )
@@ -124,30 +121,6 @@ class StateCollector(prometheus_client.registry.Collector):
             family.add_metric([pool], count)
         return family
 
-    def _nodes(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
-        names = ["node_name", "nodepool", "resource_type"]
-        allocatable = prometheus_client_core.GaugeMetricFamily(
-            f"{naming.NAMESPACE}_nodes_allocatable", "Node allocatable by resource", labels=names
-        )
-        requests = prometheus_client_core.GaugeMetricFamily(
-            f"{naming.NAMESPACE}_nodes_total_pod_requests",
-            "Sum of the requests of the pods bound to the node",
-            labels=names,
-        )
-        for node in nodes:
-            if node.node is None:
-                continue
-            for resource, milli in sorted(node.allocatable.items()):
-                allocatable.add_metric([node.name, node.nodepool, resource], _resource_value(milli))
-            totals: dict[str, int] = {}
-            for pod in node.pods:
-                for resource, milli in pod.requests.items():
-                    totals[resource] = totals.get(resource, 0) + milli
-            for resource, milli in sorted(totals.items()):
-                requests.add_metric([node.name, node.nodepool, resource], _resource_value(milli))
-        yield allocatable
-        yield requests
-
     def _nodepools(self) -> Iterator[prometheus_client_core.Metric]:
         names = ["nodepool", "resource_type"]
         usage = prometheus_client_core.GaugeMetricFamily(
@@ -163,16 +136,3 @@ class StateCollector(prometheus_client.registry.Collector):
                 limit.add_metric([pool.name, resource], _resource_value(milli))
         yield usage
         yield limit
-
-    def _pods(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
-        state = prometheus_client_core.GaugeMetricFamily(
-            f"{naming.NAMESPACE}_pods_state",
-            "Pods the controller knows of: 1 per pod with its node, NodePool and phase",
-            labels=["name", "namespace", "node", "nodepool", "phase"],
-        )
-        for pod in self._cluster.pending_pods():
-            state.add_metric([pod.name, pod.namespace, "", "", "Pending"], 1)
-        for node in nodes:
-            for pod in node.pods:
-                state.add_metric([pod.name, pod.namespace, node.name, node.nodepool, "Bound"], 1)
-        yield state

@@ -1,8 +1,10 @@
 """Upstream's node, cluster and pod gauges, computed at scrape time from the state cache (core:
 controllers/metrics/node/controller.go, controllers/metrics/pod/controller.go, controllers/state/metrics.go):
 
-- per registered node: `karpenter_nodes_system_overhead` (the Node's capacity − allocatable),
-  `_total_daemon_requests`, `_total_pod_limits`, `_total_daemon_limits` and `_current_lifetime_seconds`;
+- per registered node, labelled as upstream (`nodelabels`): `karpenter_nodes_allocatable`, `_system_overhead` (the
+  Node's capacity − allocatable), `_total_pod_requests`, `_total_daemon_requests`, `_total_pod_limits`,
+  `_total_daemon_limits` and `_current_lifetime_seconds`;
+- per pod, terminal ones included: `karpenter_pods_state`, labelled as upstream (`nodelabels`);
 - `karpenter_cluster_utilization_percent{resource_type}`: Σ pod requests / Σ allocatable over every node;
 - `karpenter_cluster_state_unsynced_time_seconds`: how long the cache has not been synced (0 when it is);
 - per pod: `karpenter_pods_unbound_time_seconds` (not bound yet) and `_unstarted_time_seconds` (bound, not Ready),
@@ -13,6 +15,8 @@ controllers/metrics/node/controller.go, controllers/metrics/pod/controller.go, c
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
@@ -21,12 +25,11 @@ from prometheus_client import core as prometheus_client_core
 
 from karpy.api import decoding, labels, quantity
 from karpy.kube import resources as kube_resources
+from karpy.runtime.metrics import nodelabels
 from karpy.scheduling import resources
 from karpy.state import facts, statenode
 
 MILLI_PER_UNIT: Final = 1000
-NODE_LABELS: Final = ("node_name", "nodepool", "resource_type")
-"""The labels of karpy's per-node resource gauges (upstream adds every well-known node label)."""
 
 
 class ClusterState(Protocol):
@@ -54,13 +57,6 @@ def _quantities(raw: Any) -> dict[str, int]:
     return out
 
 
-def _daemon(pod: Mapping[str, Any]) -> bool:
-    return any(
-        _mapping(ref).get("controller") and _mapping(ref).get("kind") == "DaemonSet"
-        for ref in facts.metadata(pod).get("ownerReferences") or ()
-    )
-
-
 def _created(obj: Mapping[str, Any]) -> float | None:
     value = facts.metadata(obj).get("creationTimestamp")
     if isinstance(value, int | float):
@@ -78,8 +74,25 @@ def _ready(pod: Mapping[str, Any]) -> bool:
     )
 
 
-def _sum(maps: Iterable[Mapping[str, int]]) -> dict[str, int]:
-    return resources.add(*maps)
+def _pod_sum(maps: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Σ of pods' requests or limits, without the pod slot karpy counts as a request (upstream's sums have none)."""
+    total = resources.add(*maps)
+    total.pop(labels.RESOURCE_PODS, None)
+    return total
+
+
+def _value(name: str, milli: int) -> float:
+    """A quantity as upstream reports it: cores for cpu, else the integer `Quantity.Value()` (rounded up)."""
+    if name == labels.RESOURCE_CPU:
+        return milli / MILLI_PER_UNIT
+    return float(-(-milli // MILLI_PER_UNIT))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _PodFacts:
+    node_name: str
+    terminal: bool
+    ready: bool
 
 
 class PodTimes(Protocol):
@@ -107,21 +120,33 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         self._now = now
         self._times: PodTimes = pod_times or _NoTimes()
         self._unsynced_since: float | None = None
+        self._node_labels: nodelabels.PerObject[dict[str, str]] = nodelabels.PerObject()
+        self._pod_labels: nodelabels.PerObject[dict[str, str]] = nodelabels.PerObject()
+        self._pod_facts: nodelabels.PerObject[_PodFacts] = nodelabels.PerObject()
 
-    def _family(
-        self, name: str, doc: str, names: Iterable[str] = NODE_LABELS
-    ) -> prometheus_client_core.GaugeMetricFamily:
+    def _family(self, name: str, doc: str, names: Iterable[str] = ()) -> prometheus_client_core.GaugeMetricFamily:
         return prometheus_client_core.GaugeMetricFamily(name, doc, labels=list(names))
 
     def collect(self) -> Iterator[prometheus_client_core.Metric]:
         now = self._now()
         yield from self._synced(now)
-        pods = [p for p in self._cluster.objects(kube_resources.PODS) if not facts.pod_facts(p).terminal]
-        by_node: dict[str, list[Mapping[str, Any]]] = {}
-        for pod in pods:
-            by_node.setdefault(facts.pod_facts(pod).node_name, []).append(pod)
-        yield from self._nodes(self._cluster.state_nodes(), by_node, now)
-        yield from self._pods(pods, now)
+        nodes = [n for n in self._cluster.state_nodes() if n.node is not None]
+        yield from self._nodes(nodes, now)
+        by_name = {n.node_name: n.node for n in nodes if n.node is not None}
+        pods = [(p, self._facts(p)) for p in self._cluster.objects(kube_resources.PODS)]
+        yield self._pod_state(pods, by_name)
+        yield from self._pods([p for p, f in pods if not f.terminal], now)
+        for cache in (self._node_labels, self._pod_labels, self._pod_facts):
+            cache.scraped()
+
+    def _facts(self, pod: Mapping[str, Any]) -> _PodFacts:
+        """What the pod gauges read of a pod, kept while the pod does not change."""
+
+        def build() -> _PodFacts:
+            found = facts.pod_facts(pod)
+            return _PodFacts(node_name=found.node_name, terminal=found.terminal, ready=_ready(pod))
+
+        return self._pod_facts.get(pod, None, build)
 
     def _synced(self, now: float) -> Iterator[prometheus_client_core.Metric]:
         if self._cluster.synced():
@@ -135,49 +160,49 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
             0.0 if since is None else now - since,
         )
 
-    def _nodes(
-        self, nodes: Iterable[statenode.StateNode], by_node: Mapping[str, list[Mapping[str, Any]]], now: float
-    ) -> Iterator[prometheus_client_core.Metric]:
-        overhead = self._family("karpenter_nodes_system_overhead", "Node capacity minus allocatable, by resource")
-        daemon_requests = self._family(
-            "karpenter_nodes_total_daemon_requests", "Sum of the requests of the node's DaemonSet pods"
-        )
-        pod_limits = self._family(
-            "karpenter_nodes_total_pod_limits",
-            "Sum of the limits of the pods bound to the node, DaemonSet pods included",
-        )
-        daemon_limits = self._family(
-            "karpenter_nodes_total_daemon_limits", "Sum of the limits of the node's DaemonSet pods"
-        )
-        lifetime = self._family(
-            "karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created", ("node_name", "nodepool")
-        )
+    def _nodes(self, nodes: Iterable[statenode.StateNode], now: float) -> Iterator[prometheus_client_core.Metric]:
+        families = {
+            name: self._family(f"karpenter_nodes_{name}", doc)
+            for name, doc in (
+                ("allocatable", "Node allocatable are the resources allocatable by nodes."),
+                ("total_pod_requests", "Sum of the requests of the pods bound to the node, DaemonSet pods included"),
+                ("system_overhead", "Node capacity minus allocatable, by resource"),
+                ("total_daemon_requests", "Sum of the requests of the node's DaemonSet pods"),
+                ("total_pod_limits", "Sum of the limits of the pods bound to the node, DaemonSet pods included"),
+                ("total_daemon_limits", "Sum of the limits of the node's DaemonSet pods"),
+            )
+        }
+        lifetime = self._family("karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created")
         allocatable: dict[str, int] = {}
         requested: dict[str, int] = {}
         for n in nodes:
-            if n.node is None:
-                continue
-            on_node = by_node.get(n.node_name, [])
-            daemon_pods = {facts.key(p) for p in on_node if _daemon(p)}
+            assert n.node is not None
             status = _mapping(n.node.get("status"))
-            for family, amounts in (
-                (
-                    overhead,
-                    resources.subtract(_quantities(status.get("capacity")), _quantities(status.get("allocatable"))),
-                ),
-                (daemon_requests, _sum(dict(p.requests) for p in n.pods if p.key in daemon_pods)),
-                (pod_limits, _sum(p.limits for p in n.pods)),
-                (daemon_limits, _sum(p.limits for p in n.pods if p.key in daemon_pods)),
+            capacity, node_allocatable = _quantities(status.get("capacity")), _quantities(status.get("allocatable"))
+            node, managed = n.node, n.nodeclaim is not None
+            node_labels = self._node_labels.get(
+                node, managed, functools.partial(nodelabels.node_labels, node, managed=managed)
+            )
+            daemons = [p for p in n.pods if p.is_daemon]
+            for name, amounts in (
+                ("allocatable", node_allocatable),
+                ("system_overhead", {k: v - node_allocatable.get(k, 0) for k, v in capacity.items()}),
+                ("total_pod_requests", _pod_sum(p.requests for p in n.pods)),
+                ("total_daemon_requests", _pod_sum(p.requests for p in daemons)),
+                ("total_pod_limits", _pod_sum(p.limits for p in n.pods)),
+                ("total_daemon_limits", _pod_sum(p.limits for p in daemons)),
             ):
-                for name, milli in sorted(amounts.items()):
-                    if milli > 0 and name != labels.RESOURCE_PODS:
-                        family.add_metric([n.name, n.nodepool, resource_type(name)], milli / MILLI_PER_UNIT)
+                family = families[name]
+                for resource, milli in sorted(amounts.items()):
+                    sample = {**node_labels, "resource_type": resource_type(resource)}
+                    family.add_sample(family.name, sample, _value(resource, milli))
             created = _created(n.node)
             if created is not None:
-                lifetime.add_metric([n.name, n.nodepool], max(0.0, now - created))
+                lifetime.add_sample(lifetime.name, node_labels, max(0.0, now - created))
             allocatable = resources.add(allocatable, n.allocatable)
             requested = resources.add(requested, *(p.requests for p in n.pods))
-        yield from (overhead, daemon_requests, pod_limits, daemon_limits, lifetime)
+        yield from families.values()
+        yield lifetime
         utilization = self._family(
             "karpenter_cluster_utilization_percent",
             "Utilization of allocatable resources by pod requests",
@@ -187,6 +212,22 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
             if total > 0:
                 utilization.add_metric([resource_type(name)], 100.0 * requested.get(name, 0) / total)
         yield utilization
+
+    def _pod_state(
+        self, pods: Iterable[tuple[Mapping[str, Any], _PodFacts]], nodes: Mapping[str, Mapping[str, Any]]
+    ) -> prometheus_client_core.Metric:
+        """`karpenter_pods_state`: 1 per pod, terminal ones included, labelled as upstream's pod controller does."""
+        family = self._family(
+            "karpenter_pods_state",
+            "Pod state is the current state of pods, labelled by the pod's name, namespace, owner, node, NodePool, "
+            "zone, architecture, capacity type, instance type, phase and readiness",
+        )
+        for pod, found in pods:
+            node = nodes.get(found.node_name)
+            ready = found.ready
+            sample = self._pod_labels.get(pod, node, functools.partial(nodelabels.pod_labels, pod, node, ready=ready))
+            family.add_sample(family.name, sample, 1.0)
+        return family
 
     def _pods(self, pods: Iterable[Mapping[str, Any]], now: float) -> Iterator[prometheus_client_core.Metric]:
         names = ("name", "namespace")
