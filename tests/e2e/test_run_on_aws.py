@@ -236,7 +236,8 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
                     return text if created else ""  # labelled with the zone it launched in, as upstream
 
                 text = await polling.until(scraped)
-            assert 'karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"} 1.0' in text
+            labelled = 'min_values_relaxed="false",nodepool="default",reason="provisioning"'
+            assert f"karpenter_nodeclaims_created_total{{{labelled}}} 1.0" in text
             # every AWS call of the factory's clients is counted (the node class's authorization dry runs are
             # CreateFleet calls too), and the one launch is one merged CreateFleet of one instance
             assert 'karpy_cloudprovider_api_calls_total{operation="CreateFleet",service="ec2"}' in text

@@ -29,7 +29,7 @@ from karpy.scheduling import results, scheduler
 
 @dataclass
 class Counters:
-    created: list[str] = field(default_factory=list)
+    created: list[tuple[str, bool]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     durations: list[float] = field(default_factory=list)
     unschedulable: list[int] = field(default_factory=list)
@@ -37,7 +37,7 @@ class Counters:
     def metrics(self) -> provisioner.Metrics:
         return provisioner.Metrics(
             scheduling_duration=self.durations.append,
-            nodeclaim_created=self.created.append,
+            nodeclaim_created=lambda pool, relaxed: self.created.append((pool, relaxed)),
             nodeclaim_create_failed=lambda pool, reason: self.failed.append((pool, reason)),
             pods_unschedulable=self.unschedulable.append,
         )
@@ -91,7 +91,7 @@ async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
     assert {e.message for e in env.recorder.events} == {
         f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}"
     }
-    assert env.counters.created == ["default"]
+    assert env.counters.created == [("default", False)]
     assert len(env.counters.durations) == 1
     assert env.counters.unschedulable == [0]
     assert not outcome.failed

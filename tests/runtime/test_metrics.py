@@ -107,7 +107,11 @@ def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
     hooks.deleted("SpotInterruption")
     m.provisioner_hooks().scheduling_duration(0.2)
     got = samples(m)
-    assert got[("karpenter_nodeclaims_created_total", (("nodepool", "web"), ("reason", "provisioning")))] == 1
+    created = (
+        "karpenter_nodeclaims_created_total",
+        (("min_values_relaxed", "false"), ("nodepool", "web"), ("reason", "provisioning")),
+    )
+    assert got[created] == 1
     key = (("consolidation_type", ""), ("decision", "delete"), ("reason", "Empty"))
     assert got[("karpenter_voluntary_disruption_decisions_total", key)] == 1
     assert got[("karpenter_interruption_received_messages_total", (("message_type", "spot_interrupted"),))] == 1
@@ -115,9 +119,7 @@ def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
     assert got[("karpenter_scheduler_scheduling_duration_seconds_count", (("controller", "provisioner"),))] == 1
     assert got[("karpy_nodepool_cost_per_hour", (("nodepool", "web"),))] == pytest.approx(0.096 + 0.035)
     # a fresh Metrics shares nothing with the first (no process-global registry)
-    assert ("karpenter_nodeclaims_created_total", (("nodepool", "web"), ("reason", "provisioning"))) not in samples(
-        metrics.Metrics()
-    )
+    assert created not in samples(metrics.Metrics())
 
 
 async def test_servers_answer_on_random_local_ports() -> None:
@@ -225,11 +227,11 @@ def test_disruption_reasons_become_upstream_snake_case_labels(reason: str, label
 
 def test_replacements_count_as_created_under_the_disruption_reason() -> None:
     m = metrics.Metrics()
-    m.lifecycle.replacement_created("web", "Underutilized")
+    m.lifecycle.replacement_created("web", "Underutilized", True)
     m.nodeclaim_created("web")
     got = samples(m)
-    assert got[(CREATED, (("nodepool", "web"), ("reason", "underutilized")))] == 1
-    assert got[(CREATED, (("nodepool", "web"), ("reason", "provisioning")))] == 1
+    assert got[(CREATED, (("min_values_relaxed", "true"), ("nodepool", "web"), ("reason", "underutilized")))] == 1
+    assert got[(CREATED, (("min_values_relaxed", "false"), ("nodepool", "web"), ("reason", "provisioning")))] == 1
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ that stops being wired (or called) fails here, not only in a scrape on a live cl
 from __future__ import annotations
 
 import prometheus_client.parser
+import pytest
 from tests import builders
 from tests.disruption import world as disruption_world
 from tests.nodeclaim import builders as nodeclaim_builders
@@ -12,6 +13,7 @@ from tests.provisioning.builders import Cluster
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
+from karpy.api import labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -19,8 +21,9 @@ from karpy.kube import client as kube_client
 from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.provisioning import provisioner
+from karpy.provisioning import provisioner, snapshot
 from karpy.runtime import metrics
+from karpy.scheduling import nodes
 
 CREATED = "karpenter_nodeclaims_created_total"
 CREATE_FAILED = "karpy_nodeclaims_create_failed_total"
@@ -35,7 +38,13 @@ def counter(m: metrics.Metrics, name: str, **label_values: str) -> float:
     return 0.0
 
 
-def _provisioner(m: metrics.Metrics, cluster: Cluster, client: kube_fake.FakeKubeClient) -> provisioner.Provisioner:
+def _provisioner(
+    m: metrics.Metrics,
+    cluster: Cluster,
+    client: kube_fake.FakeKubeClient,
+    *,
+    settings: provisioner.Settings | None = None,
+) -> provisioner.Provisioner:
     return provisioner.Provisioner(
         provisioner.Deps(
             client=client,
@@ -44,6 +53,7 @@ def _provisioner(m: metrics.Metrics, cluster: Cluster, client: kube_fake.FakeKub
             clock=ManualClock(0.0),
             recorder=events.MemoryRecorder(),
             metrics=m.provisioner_hooks(),
+            settings=settings or provisioner.Settings(),
         )
     )
 
@@ -54,7 +64,7 @@ async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> Non
     await _provisioner(
         m, Cluster(pools=[pool], pending=[builders.parsed_pod("a", cpu="1", memory="1Gi")]), client
     ).provision()
-    assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1
+    assert counter(m, CREATED, nodepool="web", reason="provisioning", min_values_relaxed="false") == 1
 
     full = Cluster(
         pools=[builders.parsed_nodepool("web", limits={"cpu": "1"}, requirements=[])],
@@ -69,7 +79,28 @@ async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> Non
         m, Cluster(pools=[pool], pending=[builders.parsed_pod("c", cpu="1", memory="1Gi")]), client
     ).provision()
     assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.API_ERROR) == 1
-    assert counter(m, CREATED, nodepool="web", reason="provisioning") == 1  # failures are not creations
+    created = counter(m, CREATED, nodepool="web", reason="provisioning", min_values_relaxed="false")
+    assert created == 1  # failures are not creations
+
+
+@pytest.mark.parametrize(("policy", "relaxed"), [(nodes.MIN_VALUES_BEST_EFFORT, "true"), (nodes.MIN_VALUES_STRICT, "")])
+async def test_a_claim_whose_min_values_were_relaxed_counts_as_such(policy: str, relaxed: str) -> None:
+    """More instance types asked for (minValues 20) than the catalog's 8: BestEffort relaxes it and says so on the
+    NodeClaim and in the counter (core: scheduling/scheduler.go, provisioner.go `Create`); Strict creates nothing."""
+    m, client = metrics.Metrics(), kube_fake.FakeKubeClient(ManualClock(0.0))
+    wide = builders.requirement(labels.LABEL_INSTANCE_TYPE, "Exists", min_values=20)
+    pool = builders.parsed_nodepool("web", requirements=[wide])
+    settings = provisioner.Settings(scheduling=snapshot.SchedulingOptions(min_values_policy=policy))
+    cluster = Cluster(pools=[pool], pending=[builders.parsed_pod("a", cpu="1", memory="1Gi")])
+    await _provisioner(m, cluster, client, settings=settings).provision()
+    claims = client.all(resources.NODECLAIMS)
+    annotations = [
+        c["metadata"].get("annotations", {}).get(labels.ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED) for c in claims
+    ]
+    assert annotations == ([relaxed] if relaxed else [])
+    assert counter(m, CREATED, nodepool="web", reason="provisioning", min_values_relaxed="true") == (
+        1 if relaxed else 0
+    )
 
 
 async def test_a_claim_deleted_for_insufficient_capacity_counts_as_disrupted() -> None:
@@ -107,7 +138,7 @@ async def test_disruption_counts_its_replacements_and_the_nodeclaims_it_deletes(
     w.pod("p1", "a", cpu="3")
     ctrl = w.controller(metrics=m.disruption_hooks())
     assert await w.reconcile(ctrl) is not None
-    assert counter(m, CREATED, nodepool="default", reason="drifted") == 1
+    assert counter(m, CREATED, nodepool="default", reason="drifted", min_values_relaxed="false") == 1
     assert _total(m, DISRUPTED, reason="drifted") == 0  # not before its replacement is ready
     (replacement,) = [o for o in w.kube.all(resources.NODECLAIMS) if o["metadata"]["name"] != "a"]
     w.kube.objects[("nodeclaims", "", replacement["metadata"]["name"])]["status"] = {

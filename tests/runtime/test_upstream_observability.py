@@ -50,7 +50,6 @@ NOT_EXPORTED: Mapping[str, str] = {
 """Upstream series karpy does not export, and why."""
 
 LABELS_DIFFER: Mapping[str, str] = {
-    "karpenter_nodeclaims_created_total": "no min_values_relaxed yet: the scheduler knows, the NodeClaim does not say",
     "karpenter_voluntary_disruption_eligible_nodes": (
         "by disruption_class (graceful/eventual, the candidates of a pass before any method's filter), not by reason"
     ),

@@ -91,8 +91,8 @@ class Metrics:
     """(method, reason, decision "delete"|"replace") for every command acted on (or logged in dry-run)."""
     eligible_nodes: Callable[[str, int], None] = noop.ignore
     """(disruption class, number of candidates) every pass (gauge)."""
-    replacement_created: Callable[[str, str], None] = noop.ignore
-    """(nodepool, disruption reason) for every replacement NodeClaim the queue creates."""
+    replacement_created: Callable[[str, str, bool], None] = noop.ignore
+    """(nodepool, disruption reason, minValues relaxed) for every replacement NodeClaim the queue creates."""
     disrupted: nodeclaim.DisruptedHook = noop.ignore
     """(disruption reason, nodepool, capacity type, consolidation policy, termination mode, reschedulable pods) for
     every candidate NodeClaim the queue deletes."""

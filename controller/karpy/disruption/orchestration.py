@@ -110,7 +110,7 @@ class Queue:
         cluster: ClusterMarks,
         clock: karpy_clock.Clock,
         recorder: events.Recorder,
-        replacement_created: Callable[[str, str], None] = noop.ignore,
+        replacement_created: Callable[[str, str, bool], None] = noop.ignore,
         disrupted: nodeclaim.DisruptedHook = noop.ignore,
         failed: Callable[[str, str, str, int], None] = noop.ignore,
     ) -> None:
@@ -119,7 +119,7 @@ class Queue:
         self._clock = clock
         self._recorder = recorder
         self._replacement_created = replacement_created
-        """(nodepool, disruption reason) for each replacement NodeClaim created."""
+        """(nodepool, disruption reason, minValues relaxed) for each replacement NodeClaim created."""
         self._disrupted = disrupted
         """(disruption reason, nodepool, capacity type, ...) for each candidate NodeClaim deleted."""
         self._failed = failed
@@ -142,7 +142,7 @@ class Queue:
                 body = await self._client.create(resources.NODECLAIMS, nodeclaim_builder.build_nodeclaim(plan, pool))
                 self._cluster.record_created(resources.NODECLAIMS, body)  # in flight before its watch event arrives
                 created.append(str(body["metadata"]["name"]))
-                self._replacement_created(plan.nodepool, str(command.reason))
+                self._replacement_created(plan.nodepool, str(command.reason), plan.min_values_relaxed)
                 self._recorder.record(body, "Normal", DISRUPTION_LAUNCHING, launching_message(command.reason))
         except (kube_client.KubeError, LookupError) as error:
             log.warning("launching replacements failed, abandoning the command: %s", error)

@@ -64,8 +64,8 @@ class Metrics:
 
     scheduling_duration: Callable[[float], None] = noop.ignore
     """Seconds one Solve took (histogram)."""
-    nodeclaim_created: Callable[[str], None] = noop.ignore
-    """Called with the NodePool name for every NodeClaim created (counter)."""
+    nodeclaim_created: Callable[[str, bool], None] = noop.ignore
+    """Called with (NodePool name, whether minValues was relaxed for it) for every NodeClaim created (counter)."""
     nodeclaim_create_failed: Callable[[str, str], None] = noop.ignore
     """Called with (NodePool name, LIMITS_EXCEEDED or API_ERROR) when a create was refused or failed (counter)."""
     pods_unschedulable: Callable[[int], None] = noop.ignore
@@ -223,7 +223,7 @@ class Provisioner:
                     "instance-types": _instance_types_summary(plan),
                 },
             )
-            deps.metrics.nodeclaim_created(pool.name)
+            deps.metrics.nodeclaim_created(pool.name, plan.min_values_relaxed)
             created.append(Created(name, pool.name, tuple(p.key for p in plan.pods)))
             for p in plan.pods:
                 self._record(podevents.nominated(p, nodeclaim=name))

@@ -111,7 +111,7 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
             recorder=events.MemoryRecorder(),
             metrics=provisioner.Metrics(
                 scheduling_duration=lambda _: None,
-                nodeclaim_created=lambda _: None,
+                nodeclaim_created=lambda *_: None,
                 nodeclaim_create_failed=lambda _pool, _reason: None,
                 pods_unschedulable=lambda _: None,
             ),

@@ -28,7 +28,10 @@ class LifecycleSeries:
     def __init__(self, registry: prometheus_client_registry.CollectorRegistry) -> None:
         r, ns = registry, naming.NAMESPACE
         self.nodeclaims_created = prometheus_client.Counter(
-            f"{ns}_nodeclaims_created", "NodeClaims created", ["nodepool", "reason"], registry=r
+            f"{ns}_nodeclaims_created",
+            "NodeClaims created, by reason, NodePool and whether minValues was relaxed for them",
+            ["reason", "nodepool", "min_values_relaxed"],
+            registry=r,
         )
         self.nodeclaims_create_failed = prometheus_client.Counter(
             "karpy_nodeclaims_create_failed",
@@ -112,8 +115,13 @@ class LifecycleSeries:
             f"{ns}_nodes_terminated", "Nodes drained and terminated", ["nodepool", "zone"], registry=r
         )
 
-    def nodeclaim_created(self, nodepool_name: str, reason: str = PROVISIONING_REASON) -> None:
-        self.nodeclaims_created.labels(nodepool=nodepool_name, reason=reason).inc()
+    def nodeclaim_created(
+        self, nodepool_name: str, min_values_relaxed: bool = False, *, reason: str = PROVISIONING_REASON
+    ) -> None:
+        """A NodeClaim created; `min_values_relaxed` as its karpenter.sh/nodeclaim-min-values-relaxed annotation
+        says (core: provisioning/provisioner.go `Create`, which counts a claim without it as not relaxed)."""
+        relaxed = "true" if min_values_relaxed else "false"
+        self.nodeclaims_created.labels(reason=reason, nodepool=nodepool_name, min_values_relaxed=relaxed).inc()
 
     def nodeclaim_create_failed(self, nodepool_name: str, reason: str) -> None:
         self.nodeclaims_create_failed.labels(nodepool=nodepool_name, reason=reason).inc()
@@ -139,10 +147,10 @@ class LifecycleSeries:
         self.nodeclaims_disrupted.labels(**values).inc()
         self.pods_disruption_initiated.labels(**values).inc(pods)
 
-    def replacement_created(self, nodepool_name: str, reason: str) -> None:
+    def replacement_created(self, nodepool_name: str, reason: str, min_values_relaxed: bool = False) -> None:
         """A replacement NodeClaim launched by the disruption queue, counted like upstream under the lowercased
         disruption reason (empty, drifted, underutilized)."""
-        self.nodeclaim_created(nodepool_name, naming.snake_case(reason))
+        self.nodeclaim_created(nodepool_name, min_values_relaxed, reason=naming.snake_case(reason))
 
     def nodeclaim_terminated(self, nodepool_name: str, capacity_type: str = "", zone: str = "") -> None:
         self.nodeclaims_terminated.labels(nodepool=nodepool_name, capacity_type=capacity_type, zone=zone).inc()
