@@ -181,7 +181,7 @@ def driven() -> metrics.Metrics:
     termination.eviction_requested("429")
     termination.pod_drained("Underutilized")
     disruption = m.disruption_hooks()
-    disruption.eligible_nodes("graceful", 1)
+    disruption.eligible_nodes("Underutilized", 1)
     disruption.pool_decision("web", "emptiness", "Empty", "delete")
     disruption.evaluated("emptiness", "Empty", 0.1)
     disruption.failed_validation("single-node-consolidation", 1)

@@ -155,8 +155,8 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
     disruption.decision("multi-node-consolidation", "Underutilized", "replace")
     disruption.decision("emptiness", "Empty", "delete")
     disruption.decision("drift", "Drifted", "replace")
-    disruption.eligible_nodes("graceful", 4)
-    disruption.eligible_nodes("graceful", 3)  # a gauge: the last pass wins
+    disruption.eligible_nodes("Underutilized", 4)
+    disruption.eligible_nodes("Underutilized", 3)  # a gauge: the last pass wins
     interruption = m.interruption_hooks()
     interruption.failed("SpotInterruption")
     interruption.dropped("not_json")
@@ -171,7 +171,7 @@ def test_lifecycle_disruption_and_interruption_hooks_feed_upstream_names() -> No
     assert got[(decisions, (("consolidation_type", "multi"), ("decision", "replace"), ("reason", "underutilized")))]
     assert got[(decisions, (("consolidation_type", "empty"), ("decision", "delete"), ("reason", "empty")))] == 1
     assert got[(decisions, (("consolidation_type", ""), ("decision", "replace"), ("reason", "drifted")))] == 1
-    eligible = ("karpenter_voluntary_disruption_eligible_nodes", (("disruption_class", "graceful"),))
+    eligible = ("karpenter_voluntary_disruption_eligible_nodes", (("reason", "underutilized"),))
     assert got[eligible] == 3
     assert got[("karpy_interruption_failed_messages_total", (("message_type", "spot_interrupted"),))] == 1
     dropped = "karpy_interruption_messages_dropped_total"

@@ -10,6 +10,7 @@ from tests.disruption import world as disruption_world
 from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 from tests.provisioning.builders import Cluster
+from tests.runtime import exporting
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
@@ -147,3 +148,32 @@ async def test_disruption_counts_its_replacements_and_the_nodeclaims_it_deletes(
     await ctrl.queue.reconcile()
     assert w.deleting("a")
     assert _total(m, DISRUPTED, reason="drifted", nodepool="default") == 1
+
+
+ELIGIBLE = "karpenter_voluntary_disruption_eligible_nodes"
+
+
+@pytest.mark.parametrize(
+    ("drifted", "expected"),
+    [
+        # emptiness (none empty), static drift (none static), drift acts on the drifted node: the pass ends there
+        (True, {"empty": 0.0, "drifted": 1.0}),
+        # nothing empty or drifted: both consolidations are tried, over the two consolidatable nodes
+        (False, {"empty": 0.0, "drifted": 0.0, "underutilized": 2.0}),
+    ],
+)
+async def test_eligible_nodes_are_each_tried_methods_candidates_by_reason(
+    drifted: bool, expected: dict[str, float]
+) -> None:
+    m = metrics.Metrics()
+    w = disruption_world.World()
+    w.pool()
+    w.node("a")
+    w.pod("p1", "a", cpu="3")
+    w.node("b", conditions=("Consolidatable", "Drifted") if drifted else ("Consolidatable",))
+    w.pod("p2", "b", cpu="3")
+    w.node("c", conditions=())  # not consolidatable (its pods changed lately), not drifted: no method's candidate
+    w.pod("p3", "c", cpu="3")
+    await w.reconcile(w.controller(metrics=m.disruption_hooks()))
+    got = {dict(k)["reason"]: v for k, v in exporting.samples(m, ELIGIBLE).items()}
+    assert got == expected

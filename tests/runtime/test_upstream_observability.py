@@ -49,11 +49,7 @@ NOT_EXPORTED: Mapping[str, str] = {
 }  # fmt: skip
 """Upstream series karpy does not export, and why."""
 
-LABELS_DIFFER: Mapping[str, str] = {
-    "karpenter_voluntary_disruption_eligible_nodes": (
-        "by disruption_class (graceful/eventual, the candidates of a pass before any method's filter), not by reason"
-    ),
-}
+LABELS_DIFFER: Mapping[str, str] = {}
 """Exported series whose label names are not upstream's (or cannot be checked against it), and why."""
 
 NOT_EMITTED: Mapping[str, str] = {

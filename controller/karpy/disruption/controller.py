@@ -90,7 +90,7 @@ class Metrics:
     decision: Callable[[str, str, str], None] = noop.ignore
     """(method, reason, decision "delete"|"replace") for every command acted on (or logged in dry-run)."""
     eligible_nodes: Callable[[str, int], None] = noop.ignore
-    """(disruption class, number of candidates) every pass (gauge)."""
+    """(disruption reason, candidates the method considers) for every method a pass tried (gauge)."""
     replacement_created: Callable[[str, str, bool], None] = noop.ignore
     """(nodepool, disruption reason, minValues relaxed) for every replacement NodeClaim the queue creates."""
     disrupted: nodeclaim.DisruptedHook = noop.ignore
@@ -191,9 +191,7 @@ class DisruptionController:
         ctx = await self.context()
         self._report_failed(ctx)
         self._publish_blocked(ctx)
-        command = passes.first_command(
-            self.methods, ctx, measured=lambda m, seconds: deps.metrics.evaluated(m.name, str(m.reason), seconds)
-        )
+        command = passes.first_command(self.methods, ctx, measured=functools.partial(self._measured, ctx))
         if command is None:
             return None
         self._announce(command, consolidationevents.CONSOLIDATION_CANDIDATE, consolidationevents.candidate_message)
@@ -249,9 +247,15 @@ class DisruptionController:
             scored=self._publish_scored,
             pod_notice=self._publish_pod_notice,
         )
-        deps.metrics.eligible_nodes(str(candidates.DisruptionClass.GRACEFUL), len(ctx.graceful))
-        deps.metrics.eligible_nodes(str(candidates.DisruptionClass.EVENTUAL), len(ctx.eventual))
         return ctx
+
+    def _measured(self, ctx: methods.Context, method: methods.Method, seconds: float) -> None:
+        """A method was tried: how long it took, and how many candidates it considered."""
+        metrics = self._deps.metrics
+        metrics.evaluated(method.name, str(method.reason), seconds)
+        count = methods.eligible_count(method, ctx)
+        if count is not None:
+            metrics.eligible_nodes(str(method.reason), count)
 
     async def _instance_types(self, pool: nodepool.NodePool) -> list[types.InstanceType] | None:
         """The pool's catalog; None (its nodes are no candidates this pass) when the cloud cannot tell now."""

@@ -332,6 +332,26 @@ def interleave(ordered: Sequence[Candidate], *, first: Sequence[str] = ()) -> li
     return out
 
 
+def eligible_count(method: Method, ctx: Context) -> int | None:
+    """How many candidates `method` considers at all, before budgets and simulations (upstream's `ShouldDisrupt`
+    filters: core disruption/emptiness.go, drift.go, staticdrift.go, consolidation.go): what upstream reports per
+    method tried as karpenter_voluntary_disruption_eligible_nodes (disruption/controller.go `disrupt`). None for a
+    method of another module."""
+    now = ctx.clock.now()
+    if isinstance(method, StaticDrift | Drift):
+        static = isinstance(method, StaticDrift)
+        return sum(1 for c in ctx.eventual if is_static(c) == static and c.claim.is_true(nodeclaim.DRIFTED))
+    if isinstance(method, Emptiness):
+        return sum(
+            1
+            for c in ctx.graceful
+            if c.is_empty and not is_static(c) and consolidation.consolidatable_blocker(c, now=now) is None
+        )
+    if isinstance(method, MultiNodeConsolidation | SingleNodeConsolidation):
+        return sum(1 for c in ctx.graceful if not is_static(c) and consolidation.eligible(c, now=now) is None)
+    return None
+
+
 def default_methods() -> list[Method]:
     return [
         Emptiness(),  # cheapest, safest win first: no pods move (upstream order since v1.5, PR #2180)

@@ -69,8 +69,8 @@ class DisruptionSeries:
         )
         self.eligible_nodes = prometheus_client.Gauge(
             f"{ns}_voluntary_disruption_eligible_nodes",
-            "Nodes that are disruption candidates in the last pass, by disruption class (graceful/eventual)",
-            ["disruption_class"],
+            "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
+            ["reason"],
             registry=r,
         )
         self.consolidation_moves = prometheus_client.Counter(
@@ -98,8 +98,8 @@ class DisruptionSeries:
         def decision(method: str, reason: str, decision: str) -> None:
             self.decision(decision, reason.lower(), CONSOLIDATION_TYPES.get(method, ""))
 
-        def eligible(disruption_class: str, count: int) -> None:
-            self.eligible_nodes.labels(disruption_class=disruption_class).set(count)
+        def eligible(reason: str, count: int) -> None:
+            self.eligible_nodes.labels(reason=reason.lower()).set(count)
 
         kind = CONSOLIDATION_TYPES.get
         return disruption_controller.Metrics(
