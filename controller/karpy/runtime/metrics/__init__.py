@@ -38,6 +38,7 @@ from karpy.runtime.metrics import (
     operatorpkg,
     scheduler,
     scrape,
+    textformat,
 )
 from karpy.termination import controller as termination_controller
 
@@ -142,7 +143,7 @@ class Metrics:
         self.registry.register(cloudprovider.CloudCallCollector(source))
 
     def exposition(self) -> bytes:
-        return prometheus_client.generate_latest(self.registry)
+        return textformat.render(self.registry)
 
     # --- hooks --------------------------------------------------------------------------------------------------
 

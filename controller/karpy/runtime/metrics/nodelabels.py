@@ -15,10 +15,12 @@ sample: the same series as upstream's, without rendering dozens of `label=""` pe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Generic, TypeVar
 
 from karpy.api import labels
+from karpy.runtime.metrics import textformat
 from karpy.state import facts
 
 T = TypeVar("T")
@@ -46,6 +48,33 @@ POD_LABELS: Final[tuple[str, ...]] = (
     "phase", "ready", "managed",
 )  # fmt: skip
 """The labels of `karpenter_pods_state`."""
+
+
+RESOURCE_TYPE: Final = "resource_type"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rendered:
+    """An object's labels and their label text, split where `resource_type` sorts in (`textformat.label_text`)."""
+
+    labels: Mapping[str, str]
+    before: str
+    after: str
+
+    @classmethod
+    def of(cls, labels: Mapping[str, str]) -> Rendered:
+        ordered = sorted(labels.items())
+        split = sum(1 for name, _ in ordered if name < RESOURCE_TYPE)
+        return cls(labels, textformat.label_text(ordered[:split]), textformat.label_text(ordered[split:]))
+
+    @property
+    def text(self) -> str:
+        return textformat.joined(self.before, self.after)
+
+    def with_resource(self, resource_type: str) -> tuple[dict[str, str], str]:
+        """(labels, label text) with `resource_type` added."""
+        added = f'{RESOURCE_TYPE}="{textformat.escape(resource_type)}"'
+        return {**self.labels, RESOURCE_TYPE: resource_type}, textformat.joined(self.before, added, self.after)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -109,6 +138,14 @@ def pod_labels(pod: Mapping[str, Any], node: Mapping[str, Any] | None, *, ready:
             "managed": _flag(bool(pool)),
         }
     )
+
+
+def rendered_node(node: Mapping[str, Any], *, managed: bool) -> Rendered:
+    return Rendered.of(node_labels(node, managed=managed))
+
+
+def rendered_pod(pod: Mapping[str, Any], node: Mapping[str, Any] | None, *, ready: bool) -> Rendered:
+    return Rendered.of(pod_labels(pod, node, ready=ready))
 
 
 class PerObject(Generic[T]):

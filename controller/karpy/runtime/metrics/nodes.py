@@ -25,7 +25,7 @@ from prometheus_client import core as prometheus_client_core
 
 from karpy.api import decoding, labels, quantity
 from karpy.kube import resources as kube_resources
-from karpy.runtime.metrics import nodelabels
+from karpy.runtime.metrics import nodelabels, textformat
 from karpy.scheduling import resources
 from karpy.state import facts, statenode
 
@@ -120,8 +120,8 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         self._now = now
         self._times: PodTimes = pod_times or _NoTimes()
         self._unsynced_since: float | None = None
-        self._node_labels: nodelabels.PerObject[dict[str, str]] = nodelabels.PerObject()
-        self._pod_labels: nodelabels.PerObject[dict[str, str]] = nodelabels.PerObject()
+        self._node_labels: nodelabels.PerObject[nodelabels.Rendered] = nodelabels.PerObject()
+        self._pod_labels: nodelabels.PerObject[nodelabels.Rendered] = nodelabels.PerObject()
         self._pod_facts: nodelabels.PerObject[_PodFacts] = nodelabels.PerObject()
 
     def _family(self, name: str, doc: str, names: Iterable[str] = ()) -> prometheus_client_core.GaugeMetricFamily:
@@ -162,7 +162,7 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
 
     def _nodes(self, nodes: Iterable[statenode.StateNode], now: float) -> Iterator[prometheus_client_core.Metric]:
         families = {
-            name: self._family(f"karpenter_nodes_{name}", doc)
+            name: textformat.RenderedGauge(f"karpenter_nodes_{name}", doc)
             for name, doc in (
                 ("allocatable", "Node allocatable are the resources allocatable by nodes."),
                 ("total_pod_requests", "Sum of the requests of the pods bound to the node, DaemonSet pods included"),
@@ -172,7 +172,9 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
                 ("total_daemon_limits", "Sum of the limits of the node's DaemonSet pods"),
             )
         }
-        lifetime = self._family("karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created")
+        lifetime = textformat.RenderedGauge(
+            "karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created"
+        )
         allocatable: dict[str, int] = {}
         requested: dict[str, int] = {}
         for n in nodes:
@@ -181,7 +183,7 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
             capacity, node_allocatable = _quantities(status.get("capacity")), _quantities(status.get("allocatable"))
             node, managed = n.node, n.nodeclaim is not None
             node_labels = self._node_labels.get(
-                node, managed, functools.partial(nodelabels.node_labels, node, managed=managed)
+                node, managed, functools.partial(nodelabels.rendered_node, node, managed=managed)
             )
             daemons = [p for p in n.pods if p.is_daemon]
             for name, amounts in (
@@ -194,11 +196,11 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
             ):
                 family = families[name]
                 for resource, milli in sorted(amounts.items()):
-                    sample = {**node_labels, "resource_type": resource_type(resource)}
-                    family.add_sample(family.name, sample, _value(resource, milli))
+                    sample, text = node_labels.with_resource(resource_type(resource))
+                    family.add_rendered(sample, text, _value(resource, milli))
             created = _created(n.node)
             if created is not None:
-                lifetime.add_sample(lifetime.name, node_labels, max(0.0, now - created))
+                lifetime.add_rendered(node_labels.labels, node_labels.text, max(0.0, now - created))
             allocatable = resources.add(allocatable, n.allocatable)
             requested = resources.add(requested, *(p.requests for p in n.pods))
         yield from families.values()
@@ -217,7 +219,7 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         self, pods: Iterable[tuple[Mapping[str, Any], _PodFacts]], nodes: Mapping[str, Mapping[str, Any]]
     ) -> prometheus_client_core.Metric:
         """`karpenter_pods_state`: 1 per pod, terminal ones included, labelled as upstream's pod controller does."""
-        family = self._family(
+        family = textformat.RenderedGauge(
             "karpenter_pods_state",
             "Pod state is the current state of pods, labelled by the pod's name, namespace, owner, node, NodePool, "
             "zone, architecture, capacity type, instance type, phase and readiness",
@@ -225,8 +227,10 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         for pod, found in pods:
             node = nodes.get(found.node_name)
             ready = found.ready
-            sample = self._pod_labels.get(pod, node, functools.partial(nodelabels.pod_labels, pod, node, ready=ready))
-            family.add_sample(family.name, sample, 1.0)
+            rendered = self._pod_labels.get(
+                pod, node, functools.partial(nodelabels.rendered_pod, pod, node, ready=ready)
+            )
+            family.add_rendered(rendered.labels, rendered.text, 1.0)
         return family
 
     def _pods(self, pods: Iterable[Mapping[str, Any]], now: float) -> Iterator[prometheus_client_core.Metric]:
