@@ -130,7 +130,7 @@ def _restorers(config: pytest.Config) -> _Restorers:
 
 def _restore_seeded_state(restorers: _Restorers, account: seeding.Seeded) -> None:
     """Delete what tests create, so the account is as `seeding.seed` left it (terminated instances stay, as in
-    EC2, but no query of the provider sees them)."""
+    EC2, but no query of the provider sees them; images tests registered stay too, but no alias resolves to them)."""
     ec2, iam, sqs = restorers.ec2, restorers.iam, restorers.sqs
     live = [
         i["InstanceId"]
@@ -150,6 +150,9 @@ def _restore_seeded_state(restorers: _Restorers, account: seeding.Seeded) -> Non
             )
         iam.delete_instance_profile(InstanceProfileName=profile["InstanceProfileName"])
     sqs.purge_queue(QueueUrl=account.queue_url)
+    # Tests that register images of their own (seeding.seed_alias_images) repoint the alias parameters at them.
+    for parameter, image_id in account.images.items():
+        seeding.seed_ssm_parameter(parameter, image_id, region=REGION)
 
 
 def _still_seeded(ec2: Any, account: seeding.Seeded) -> bool:
