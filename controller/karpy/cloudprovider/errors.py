@@ -9,6 +9,11 @@ class CloudProviderError(Exception):
     """Base of every error a `CloudProvider` raises."""
 
 
+class StartupCheckFailed(CloudProviderError):
+    """The provider cannot run with these settings (e.g. ENABLE_ZONAL_SHIFT on a cluster ARC zonal shift does not
+    know): start-up stops with this message."""
+
+
 class NodeClaimNotFound(CloudProviderError):
     """The instance behind a NodeClaim (or provider id) does not exist any more."""
 

@@ -24,7 +24,7 @@ from moto.server import ThreadedMotoServer
 from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy.api import ec2nodeclass
-from karpy.cloudprovider.aws import clients, provider
+from karpy.cloudprovider.aws import clients, provider, zonalshift
 from karpy_emulator import autojump
 from karpy_emulator.aws import seeding
 
@@ -227,6 +227,7 @@ def make_provider(
         aws_clients: clients.Clients | None = None,
         dry_run: bool = False,
         disable_dry_run: bool = False,
+        zonal_shifts: zonalshift.ZonalShifts | None = None,
     ) -> provider.AWSCloudProvider:
         return provider.AWSCloudProvider(
             provider.Dependencies(
@@ -242,6 +243,7 @@ def make_provider(
                 nodeclass_lookup=nodeclasses.lookup,
                 sleep=clock.sleep,
                 nodeclaims=tuple,
+                zonal_shifts=zonal_shifts,
             )
         )
 
@@ -253,7 +255,13 @@ async def ready(
     seeded: seeding.Seeded, make_provider: Callable[..., provider.AWSCloudProvider], nodeclasses: NodeClasses
 ) -> tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]:
     """A provider and a reconciled, Ready node class `default` (al2023@latest, discovery-tag selectors)."""
-    aws_provider = make_provider()
+    return await with_ready_nodeclass(make_provider(), seeded=seeded, nodeclasses=nodeclasses)
+
+
+async def with_ready_nodeclass(
+    aws_provider: provider.AWSCloudProvider, *, seeded: seeding.Seeded, nodeclasses: NodeClasses
+) -> tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]:
+    """`aws_provider` and the node class `default` it reconciled, in the node class cache."""
     nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
     resolved = await aws_provider.reconcile_nodeclass(nc)
     nc = ec2nodeclass.EC2NodeClass(metadata=nc.metadata, spec=nc.spec, status=resolved)

@@ -83,6 +83,15 @@ def build_clients(
     return built
 
 
+def arc_zonal_shift_client(clients: Clients, *, region: str, session: Any = None) -> Any:
+    """The ARC zonal shift client (only ENABLE_ZONAL_SHIFT builds one), counting its calls with `clients`'.
+    `AWS_ENDPOINT_URL_ARC_ZONAL_SHIFT` points it elsewhere than `AWS_ENDPOINT_URL` (boto3 reads both)."""
+    session = session or boto3.session.Session(region_name=region)
+    client = session.client("arc-zonal-shift", config=retry_config(region=region))
+    clients.calls.install(client)
+    return client
+
+
 async def call(client: Any, operation: str, /, **params: Any) -> dict[str, Any]:
     """Run one SDK operation (snake_case name) in a worker thread; botocore errors propagate unchanged."""
     method = getattr(client, operation)

@@ -14,7 +14,7 @@ from typing import Any
 
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import ec2shapes, types
-from karpy.cloudprovider.aws import cache, clients, pricing
+from karpy.cloudprovider.aws import cache, clients, pricing, zonalshift
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,10 @@ def offerings_for(
     offered_zones: frozenset[str],
     prices: pricing.PricingProvider,
     unavailable: cache.UnavailableOfferings,
+    shifted: frozenset[str] = frozenset(),
 ) -> list[types.Offering]:
-    """One offering per (zone the type is offered in ∩ node class zones) × (on-demand, spot), priced."""
+    """One offering per (zone the type is offered in ∩ node class zones) × (on-demand, spot), priced; unavailable in
+    a zone whose id is in `shifted` (aws: pkg/providers/instancetype/offering/base_resolver.go)."""
     out = []
     od_price = prices.on_demand_price(name)
     for zone, zone_id in zones:
@@ -53,7 +55,7 @@ def offerings_for(
                     zone=zone,
                     capacity_type=capacity_type,
                     price=price,
-                    available=not unavailable.is_unavailable(name, zone, capacity_type),
+                    available=not unavailable.is_unavailable(name, zone, capacity_type) and zone_id not in shifted,
                     zone_id=zone_id,
                 )
             )
@@ -72,6 +74,7 @@ def reserved_offerings(
     zones: Sequence[tuple[str, str]],
     od_price: float | None,
     unavailable: cache.UnavailableOfferings,
+    shifted: frozenset[str] = frozenset(),
 ) -> list[types.Offering]:
     """One `reserved` offering per resolved reservation of this type in one of the node class's zones."""
     zone_ids = dict(zones)
@@ -85,9 +88,10 @@ def reserved_offerings(
                 capacity_type=labels.CAPACITY_TYPE_RESERVED,
                 price=od_price * RESERVED_PRICE_FACTOR,
                 # Looked up under the reservation's own id: unavailable once it has no instances left, or once it
-                # is an expiring capacity block (upstream's reserved_capacity_resolver.go).
+                # is an expiring capacity block, or its zone is shifted (upstream's reserved_capacity_resolver.go).
                 available=cr.state != ec2nodeclass.CAPACITY_RESERVATION_EXPIRING
-                and not unavailable.is_unavailable(name, cr.availability_zone, cr.id),
+                and not unavailable.is_unavailable(name, cr.availability_zone, cr.id)
+                and zone_ids[cr.availability_zone] not in shifted,
                 zone_id=zone_ids[cr.availability_zone],
                 reservation_id=cr.id,
                 reservation_capacity=unavailable.reservation_left(cr.id) or 0,
@@ -105,8 +109,10 @@ def build_catalog(
     prices: pricing.PricingProvider,
     unavailable: cache.UnavailableOfferings,
     eni_limits: Callable[[str], Mapping[str, Any] | None],
+    shifted: frozenset[str] = frozenset(),
 ) -> list[types.InstanceType]:
-    """Every shape the node class's AMI family can run, with offerings in the node class's zones."""
+    """Every shape the node class's AMI family can run, with offerings in the node class's zones (none available
+    in a zone id of `shifted`)."""
     family = nodeclass.resolved_ami_family
     kubelet = ec2shapes.KubeletOverrides.from_config(nodeclass.spec.kubelet) if nodeclass.spec.kubelet else None
     zones = sorted({(s.zone, s.zone_id) for s in nodeclass.status.subnets})
@@ -116,7 +122,12 @@ def build_catalog(
             continue
         name = str(info["InstanceType"])
         offerings = offerings_for(
-            name, zones=zones, offered_zones=offered.get(name, frozenset()), prices=prices, unavailable=unavailable
+            name,
+            zones=zones,
+            offered_zones=offered.get(name, frozenset()),
+            prices=prices,
+            unavailable=unavailable,
+            shifted=shifted,
         )
         offerings += reserved_offerings(
             name,
@@ -124,6 +135,7 @@ def build_catalog(
             zones=zones,
             od_price=prices.on_demand_price(name),
             unavailable=unavailable,
+            shifted=shifted,
         )
         if not offerings:
             continue  # not offered in any of the node class's zones (or unpriced): nothing to launch
@@ -174,8 +186,10 @@ class InstanceTypeProvider:
         prices: pricing.PricingProvider,
         unavailable: cache.UnavailableOfferings,
         eni_limits: Callable[[str], Mapping[str, Any] | None],
+        zonal_shifts: zonalshift.ZonalShifts | None = None,
     ) -> None:
         self._aws = aws
+        self._zonal_shifts = zonal_shifts or zonalshift.ZonalShifts(client=None, clock=clock)
         self._settings = settings
         self._prices = prices
         self._unavailable = unavailable
@@ -186,9 +200,8 @@ class InstanceTypeProvider:
         self._offered: cache.TTLCache[str, Mapping[str, frozenset[str]]] = cache.TTLCache(
             cache.INSTANCE_TYPES_TTL, clock=clock
         )
-        self._built: cache.TTLCache[tuple[str, int, int], tuple[types.InstanceType, ...]] = cache.TTLCache(
-            cache.INSTANCE_TYPES_TTL, clock=clock
-        )
+        self._built: cache.TTLCache[tuple[str, int, int, frozenset[str]], tuple[types.InstanceType, ...]]
+        self._built = cache.TTLCache(cache.INSTANCE_TYPES_TTL, clock=clock)
 
     async def shapes(self) -> tuple[Mapping[str, Any], ...]:
         cached = self._shapes.get("all")
@@ -217,7 +230,9 @@ class InstanceTypeProvider:
     async def list(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[types.InstanceType, ...]:
         await self._prices.ensure_fresh()
         self._unavailable.expire()
-        key = (nodeclass_key(nodeclass), self._unavailable.seq, self._prices.seq)
+        await self._zonal_shifts.ensure_hydrated()
+        shifted = self._zonal_shifts.shifted_zones()  # a shift starting or ending builds the catalog again
+        key = (nodeclass_key(nodeclass), self._unavailable.seq, self._prices.seq, shifted)
         built = self._built.get(key)
         if built is None:
             built = tuple(
@@ -229,6 +244,7 @@ class InstanceTypeProvider:
                     prices=self._prices,
                     unavailable=self._unavailable,
                     eni_limits=self._eni_limits,
+                    shifted=shifted,
                 )
             )
             self._built.expire()

@@ -28,6 +28,7 @@ from karpy.cloudprovider.aws import (
     repair,
     tagging,
     templates,
+    zonalshift,
 )
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ class Settings:
     """DISABLE_DRY_RUN: accept node classes without the DryRun authorization calls."""
     batch_windows: ec2batch.Windows = ec2batch.UPSTREAM_WINDOWS
     """How long CreateFleet / DescribeInstances / TerminateInstances requests wait to be merged (upstream's)."""
+    enable_zonal_shift: bool = False
+    """ENABLE_ZONAL_SHIFT: follow the cluster's ARC zonal shifts (`zonalshift`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,8 @@ class Dependencies:
     """Bundled on-demand $/h by instance type: the fallback and the isolated-VPC source."""
     eni_limits: Callable[[str], Mapping[str, Any] | None] = catalog.eni_limits
     """Bundled ENI/IP limits by instance type (pod density, pod-ENI branches)."""
+    zonal_shifts: zonalshift.ZonalShifts | None = None
+    """The cluster's ARC zonal shifts (ENABLE_ZONAL_SHIFT); None: never shifted, as upstream's no-op provider."""
 
 
 class AWSCloudProvider:
@@ -84,6 +89,7 @@ class AWSCloudProvider:
         self._deps = deps
         self._overlays: overlay.Overlays | None = None
         self.unavailable = cache.UnavailableOfferings(clock=deps.clock)
+        self.zonal_shifts = deps.zonal_shifts or zonalshift.ZonalShifts(client=None, clock=deps.clock)
         self.pricing = pricing.PricingProvider(
             aws=deps.aws,
             region=s.region,
@@ -98,6 +104,7 @@ class AWSCloudProvider:
             prices=self.pricing,
             unavailable=self.unavailable,
             eni_limits=deps.eni_limits,
+            zonal_shifts=self.zonal_shifts,
         )
         self.resolver = nodeclass.NodeClassResolver(
             aws=deps.aws,
@@ -130,6 +137,7 @@ class AWSCloudProvider:
             nodeclaims=deps.nodeclaims,
             sleep=deps.sleep,
             retagged=self._retagged,
+            shifted=self.claim_in_shifted_zone,
         )
         self._launcher = launch.Launcher(
             create_fleet=self.batchers.create_fleet,
@@ -154,6 +162,26 @@ class AWSCloudProvider:
         if cached is not None:
             merged = {**clients.tags_of(cached), **tags}
             self._instances[instance_id] = {**cached, "Tags": [{"Key": k, "Value": v} for k, v in merged.items()]}
+
+    def _zone_id(self, instance: Mapping[str, Any]) -> str:
+        """The instance's zone id: EC2 says it in `Placement`; otherwise from its node class's subnets (emulators
+        leave it out)."""
+        placement = instance.get("Placement") or {}
+        if placement.get("AvailabilityZoneId"):
+            return str(placement["AvailabilityZoneId"])
+        nc = self._nodeclass(clients.tags_of(instance).get(labels.TAG_EC2NODECLASS, ""))
+        zone = placement.get("AvailabilityZone")
+        return next((s.zone_id for s in nc.status.subnets if s.zone == zone), "") if nc is not None else ""
+
+    def claim_in_shifted_zone(self, claim: nodeclaim.NodeClaim) -> bool:
+        """Whether the claim's instance is in a zone shifted away from now (by its zone-id label, as launched)."""
+        return self.zonal_shifts.is_shifted(claim.metadata.labels.get(labels.LABEL_ZONE_ID, ""))
+
+    async def _in_shifted_zone(self, instance: Mapping[str, Any]) -> bool:
+        if not self.zonal_shifts.enabled:
+            return False
+        await self.zonal_shifts.ensure_hydrated()
+        return self.zonal_shifts.is_shifted(self._zone_id(instance))
 
     # --- node classes ---------------------------------------------------------------------------------------
 
@@ -231,8 +259,10 @@ class AWSCloudProvider:
             instance_id = instances.parse_provider_id(provider_id)
         except instances.BadProviderID as exc:
             raise errors.NodeClaimNotFound(str(exc)) from exc
-        cached = None if fresh else self._instances.get(instance_id)
-        if cached is not None:
+        cached = self._instances.get(instance_id)
+        if cached is not None and (not fresh or await self._in_shifted_zone(cached)):
+            # In a shifted zone even a fresh read is answered from the cache: no DescribeInstances retry storm
+            # against the impaired zone (aws: pkg/providers/instance/instance.go Get).
             return cached
         try:
             found = await self.batchers.describe_instance(instance_id)
@@ -273,12 +303,27 @@ class AWSCloudProvider:
         listed: dict[str, Mapping[str, Any]] = {
             str(i["InstanceId"]): instances.slim(i) for r in reservations for i in r.get("Instances") or ()
         }
-        self._instances = listed  # what EC2 no longer lists leaves the cache with it
+        # What EC2 no longer lists leaves the cache with it, except in a shifted zone, where EC2 may not answer
+        # for instances that still run (aws: instance.go List); those are not listed, as upstream does not.
+        kept = {
+            instance_id: cached
+            for instance_id, cached in list(self._instances.items())  # a copy: the check may wait on ARC
+            if instance_id not in listed and await self._in_shifted_zone(cached)
+        }
+        self._instances = {**kept, **listed}
         # A copy: a describe that finishes while `_to_claim` waits adds to the cache (seen at 10,000 pods).
         return [await self._to_claim(i) for i in list(listed.values())]
 
     async def delete(self, claim: nodeclaim.NodeClaim) -> None:
         instance = await self._describe(claim.status.provider_id, fresh=True)
+        if await self._in_shifted_zone(instance):
+            # Retried by the caller until the shift ends: no TerminateInstances into the impaired zone, and no
+            # termination-failure count (aws: instance.go Delete).
+            placement = instance.get("Placement") or {}
+            raise zonalshift.ZoneShifted(
+                f"instance {instance['InstanceId']} is in zonally shifted availability zone "
+                f"{placement.get('AvailabilityZone', '')} ({self._zone_id(instance)}), skipping termination"
+            )
         if instance.get("State", {}).get("Name") == "shutting-down":
             return
         try:

@@ -40,8 +40,12 @@ class Tagger:
         nodeclaims: Callable[[], Iterable[nodeclaim.NodeClaim]],
         sleep: Callable[[float], Awaitable[None]],
         retagged: Callable[[str, Mapping[str, str]], None] = noop.ignore,
+        shifted: Callable[[nodeclaim.NodeClaim], bool] = lambda _: False,
     ) -> None:
-        """`retagged(instance_id, tags)` after `tags` were written (the provider updates its cached instance)."""
+        """`retagged(instance_id, tags)` after `tags` were written (the provider updates its cached instance);
+        `shifted(claim)`: its instance is in a zonally shifted zone, where no describe or CreateTags is sent until
+        the shift ends (aws: pkg/providers/instance/instance.go CreateTags)."""
+        self._shifted = shifted
         self._aws = aws
         self._retagged = retagged
         self._batchers = batchers
@@ -71,7 +75,7 @@ class Tagger:
             if c.status.node_name and c.status.provider_id and c.metadata.deletion_timestamp is None
         ]
         self._tagged &= {c.name for c in claims}
-        todo = [c for c in claims if c.name not in self._tagged]
+        todo = [c for c in claims if c.name not in self._tagged and not self._shifted(c)]
         found = await asyncio.gather(*(self._describe(c) for c in todo))  # one merged DescribeInstances
         written = 0
         for claim, instance in zip(todo, found, strict=True):
