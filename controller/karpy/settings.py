@@ -70,6 +70,11 @@ class AWSSettings:
     """DISABLE_DRY_RUN; default false. True = EC2NodeClasses are not validated with DryRun CreateLaunchTemplate,
     CreateFleet and RunInstances calls (for policies that deny dry runs); missing permissions then show as launch
     failures."""
+    enable_zonal_shift: bool = False
+    """ENABLE_ZONAL_SHIFT; default false. True = follow ARC zonal shifts of the cluster (arc-zonal-shift
+    GetManagedResource every 30 s): no launch into a shifted zone, no EC2 call about its instances, and
+    ZonalShiftActive/ZonalShiftCleared events on the NodePools that can use it. Start-up fails when the cluster is
+    not registered with ARC zonal shift."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +214,7 @@ ENV_VARS: Final[tuple[EnvVar, ...]] = (
     EnvVar("RESERVED_ENIS", "aws.reserved_enis", "settings.reservedENIs"),
     EnvVar("VM_MEMORY_OVERHEAD_PERCENT", "aws.vm_memory_overhead_percent", "settings.vmMemoryOverheadPercent"),
     EnvVar("DISABLE_DRY_RUN", "aws.disable_dry_run", "settings.disableDryRun"),
+    EnvVar("ENABLE_ZONAL_SHIFT", "aws.enable_zonal_shift", "settings.enableZonalShift"),
     EnvVar("BATCH_MAX_DURATION", "batch.max_duration", "settings.batchMaxDuration"),
     EnvVar("BATCH_IDLE_DURATION", "batch.idle_duration", "settings.batchIdleDuration"),
     *(
@@ -401,6 +407,7 @@ def _parse(environ: Mapping[str, str]) -> Settings:
         reserved_enis=read.get("RESERVED_ENIS", _non_negative_int, 0),
         vm_memory_overhead_percent=read.get("VM_MEMORY_OVERHEAD_PERCENT", _fraction, 0.075),
         disable_dry_run=read.get("DISABLE_DRY_RUN", parse_bool, False),
+        enable_zonal_shift=read.get("ENABLE_ZONAL_SHIFT", parse_bool, False),
     )
     batch = BatchSettings(
         max_duration=read.get("BATCH_MAX_DURATION", _positive_duration, 10.0),

@@ -56,10 +56,6 @@ NOT_EMITTED: Mapping[str, str] = {
     "FailedTermination": (
         "declared by upstream (core: pkg/events/reason.go TerminationFailed) and emitted by no controller"
     ),
-    **{reason: (
-        "karpy has no ARC zonal shift controller (aws: pkg/controllers/arczonalshift/controller.go publishes these on "
-        "the NodePools of a shifted zone)"
-    ) for reason in ("ZonalShiftActive", "ZonalShiftCleared")},
 }  # fmt: skip
 """Upstream event reasons karpy never emits, and why."""
 

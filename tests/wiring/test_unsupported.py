@@ -90,7 +90,6 @@ def test_upstreams_default_deployment_starts_karpy_with_no_warning() -> None:
 @pytest.mark.parametrize(
     ("env", "value", "message"),
     [
-        ("ENABLE_ZONAL_SHIFT", "true", "ARC zonal shifts are not followed"),
         ("AMI_REFRESH_INTERVAL", "5m", "resolved again every minute"),
         ("IGNORE_DRA_REQUESTS", "false", "DRA resource claims are ignored when scheduling"),
         ("SCHEDULER_CONFIG", "podTopologySpread: {}", "no default topology spread"),
@@ -148,12 +147,12 @@ def test_karpy_run_logs_each_notice_once_and_starts(
     monkeypatch.setattr(main, "serve", serve)
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
     monkeypatch.setattr(login, "login", lambda _: credentials.Credentials("http://127.0.0.1:1"))
-    environ = {**UPSTREAM_CHART_ENV, "ENABLE_ZONAL_SHIFT": "true", "FEATURE_GATES": "CapacityBuffer=true"}
+    environ = {**UPSTREAM_CHART_ENV, "EKS_CONTROL_PLANE": "true", "FEATURE_GATES": "CapacityBuffer=true"}
     with caplog.at_level(logging.INFO, logger="karpy"):
         assert main.main(environ) == main.EXIT_OK
     assert len(served) == 1
     logged = [(r.levelno, getattr(r, "setting", None)) for r in caplog.records if hasattr(r, "setting")]
     expected = [(int(n.level), n.env) for n in unsupported.notices(environ)]
     assert logged == expected
-    assert (logging.WARNING, "ENABLE_ZONAL_SHIFT") in logged
+    assert (logging.WARNING, "EKS_CONTROL_PLANE") in logged
     assert (logging.WARNING, "FEATURE_GATES") in logged

@@ -49,7 +49,10 @@ async def run(
 ) -> None:
     """Run until `stop` is set (or the caller cancels); then stop everything and release the Lease.
 
-    Raises leadership.LeadershipLost (after the same orderly stop) when this replica led and lost the Lease."""
+    Raises leadership.LeadershipLost (after the same orderly stop) when this replica led and lost the Lease, and
+    `cloudprovider.errors.StartupCheckFailed` before anything runs when the cloud side's start-up check fails."""
+    if ctrl.cloud.check is not None:
+        await ctrl.cloud.check()
     async with (
         servers.serving(
             servers.metrics_app(

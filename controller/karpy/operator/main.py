@@ -1,8 +1,8 @@
 """`karpy run`: settings from the environment → validate → JSON logs → log in (`login`, through Kopf) → build →
 run until SIGTERM.
 
-Exit codes: 0 after a clean stop, 1 when the leader lost its Lease (restart as a follower), 2 on bad settings or an
-unusable kubeconfig (the message names the variable).
+Exit codes: 0 after a clean stop, 1 when the leader lost its Lease (restart as a follower), 2 on bad settings, an
+unusable kubeconfig or a failed start-up check of the cloud side (the message names the variable).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Final
 from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
 from karpy.api import errors
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import credentials
 from karpy.operator import app, login
 from karpy.operator import logging as operator_logging
@@ -108,4 +109,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     except leadership.LeadershipLost as lost:
         log.error("exiting: %s", lost)
         return EXIT_LEADERSHIP_LOST
+    except cloudprovider_errors.StartupCheckFailed as failed:
+        print(f"karpy run: {failed}", file=sys.stderr)
+        return EXIT_INVALID
     return EXIT_OK

@@ -93,6 +93,8 @@ def singletons(ctrl: parts.Controller) -> dict[str, Callable[[], Coroutine[Any, 
         loops["launch template janitor"] = ctrl.cloud.janitor
     if ctrl.cloud.tagger is not None:
         loops["instance tagger"] = ctrl.cloud.tagger
+    if ctrl.zonal_shift is not None:
+        loops["zonal shift"] = ctrl.zonal_shift.run
     return loops
 
 

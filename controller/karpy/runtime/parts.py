@@ -23,6 +23,7 @@ from karpy.nodeclaim import conditions_controller, consistency, expiration, repa
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodepool import controller as nodepool_controller
+from karpy.nodepool import zonalshift
 from karpy.provisioning import provisioner
 from karpy.runtime import lease, metrics, workqueue
 from karpy.runtime.metrics import cloudprovider as metrics_cloudprovider
@@ -48,6 +49,11 @@ class CloudParts:
     """The provider's count of its API calls, exposed as metrics; None when it keeps none (the fake)."""
     use_overlays: Callable[[overlay.Overlays], None] | None = None
     """Has the provider's launches apply the NodeOverlays (NodeOverlay gate); None: they see the list prices."""
+    zonal_shifts: zonalshift.ShiftSource | None = None
+    """The cluster's ARC zonal shifts for the NodePool events loop; None when not followed (ENABLE_ZONAL_SHIFT)."""
+    check: Callable[[], Coroutine[Any, Any, None]] | None = None
+    """Start-up checks of the cloud side, awaited before anything runs; raise
+    `cloudprovider.errors.StartupCheckFailed` to stop start-up."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -96,6 +102,8 @@ class Controller:
     """Replaces unhealthy nodes; None unless the NodeRepair gate is on and the provider has repair policies."""
     static_pools: staticpools.StaticPoolController | None = None
     """Keeps static NodePools (`spec.replicas`) at their count; None unless the StaticCapacity gate is on."""
+    zonal_shift: zonalshift.ZonalShiftController | None = None
+    """ZonalShiftActive/Cleared events on NodePools; None unless the cloud follows zonal shifts."""
     queues: dict[str, workqueue.WorkQueue] = dataclasses.field(default_factory=dict)
 
     def queue(self, name: str) -> workqueue.WorkQueue:

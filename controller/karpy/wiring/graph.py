@@ -30,6 +30,7 @@ from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.nodepool import controller as nodepool_controller
+from karpy.nodepool import zonalshift
 from karpy.provisioning import batcher, provisioner, snapshot
 from karpy.runtime import lease, metrics, observers, parts, routing, workqueue
 from karpy.runtime.metrics import queues
@@ -53,6 +54,8 @@ def dry_run_cloud(cloud: parts.CloudParts) -> parts.CloudParts:
         instance_status=cloud.instance_status,
         api_calls=cloud.api_calls,
         use_overlays=cloud.use_overlays,
+        zonal_shifts=cloud.zonal_shifts,  # reads only; its events go through the dry-run recorder
+        check=cloud.check,
     )
 
 
@@ -85,6 +88,7 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
             dry_run=settings.runtime.dry_run,
             disable_dry_run=settings.aws.disable_dry_run,
             batch_windows=ec2batch.windows_from(settings.ec2_batch),
+            enable_zonal_shift=settings.aws.enable_zonal_shift,
         )
         built = factory.build(
             settings=aws_settings,
@@ -104,6 +108,8 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
             tagger=built.tagger,
             api_calls=built.calls,
             use_overlays=built.provider.use_overlays,
+            zonal_shifts=built.zonal_shifts,
+            check=built.check,
         )
 
     return build
@@ -307,6 +313,9 @@ def build(
         instance_status=interruption_loop(cloud.instance_status),
         static_pools=static_pools,
         repair=repairer,
+        zonal_shift=zonalshift.ZonalShiftController(cloud.zonal_shifts, cluster, recorder=recorder, clock=clock)
+        if cloud.zonal_shifts is not None
+        else None,
     )
 
     def reporting(res: resources.Resource) -> workqueue.ErrorHook:

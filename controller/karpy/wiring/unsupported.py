@@ -54,7 +54,6 @@ UNSUPPORTED: Final[tuple[Unsupported, ...]] = (
     Unsupported("SCHEDULER_CONFIG", "", "no default topology spread constraints are applied to pods without any"),
     # aws: pkg/operator/options/options.go
     Unsupported("EKS_CONTROL_PLANE", "false", "the Kubernetes version is not looked up with eks:DescribeCluster"),
-    Unsupported("ENABLE_ZONAL_SHIFT", "false", "ARC zonal shifts are not followed"),
     Unsupported("AMI_REFRESH_INTERVAL", "1m", "each EC2NodeClass's AMIs are resolved again every minute"),
     Unsupported("SUBNET_REFRESH_INTERVAL", "1m", "each EC2NodeClass's subnets are resolved again every minute"),
     # aws: charts/karpenter/templates/deployment.yaml sets it on every install

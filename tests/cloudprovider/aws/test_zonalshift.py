@@ -15,9 +15,14 @@ from tests import builders
 from tests.cloudprovider.aws import moto_fixtures, test_provider
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeClasses, boto_session
 
+from karpy import events
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import errors
-from karpy.cloudprovider.aws import accounting, clients, provider, tagging, zonalshift
+from karpy.cloudprovider.aws import accounting, clients, factory, provider, tagging, zonalshift
+from karpy.kube import client as kube_client
+from karpy.kube import resources
+from karpy.nodepool import zonalshift as nodepool_zonalshift
+from karpy.state import cluster
 from karpy_emulator.aws import arczonalshift, seeding
 
 HOUR = 3600.0
@@ -225,3 +230,72 @@ async def test_the_tagger_leaves_instances_of_a_shifted_zone_alone(
     arc.service.set_shifts(arc.cluster_arn)
     await aws_provider.zonal_shifts.update()
     assert await tagger.tag_pass() == 1
+
+
+# --- wiring ---------------------------------------------------------------------------------------------------------
+
+
+def _built(enabled: bool, clock: Clock) -> factory.Built:
+    return factory.build(
+        settings=provider.Settings(cluster_name=CLUSTER, region=REGION, isolated_vpc=True, enable_zonal_shift=enabled),
+        interruption_queue="",
+        clock=clock,
+        nodeclass_lookup=lambda _: None,
+        nodeclaims=tuple,
+    )
+
+
+async def test_the_factory_follows_shifts_only_when_enabled_and_checks_the_cluster_at_start(
+    arc: Arc, clock: Clock
+) -> None:
+    off = _built(False, clock)
+    assert (off.zonal_shifts, off.check) == (None, None)
+    on = _built(True, clock)
+    assert on.check is not None
+    assert on.zonal_shifts is not None
+    await on.check()
+    assert arc.service.requests == [arc.cluster_arn]
+    arc.service.set_shifts(arc.cluster_arn, arczonalshift.Shift("use1-az1", expiry=clock() + HOUR))
+    await on.zonal_shifts.update()
+    assert on.provider.zonal_shifts.shifted_zones() == {"use1-az1"}
+
+
+async def test_the_loop_on_the_real_reader_records_active_then_cleared(
+    arc: Arc, aws: clients.Clients, clock: Clock, shifted_ready: test_provider.Ready
+) -> None:
+    aws_provider, nc = shifted_ready
+    state = cluster.Cluster(clock=_ManualNow(clock))
+    raw_class = builders.ec2nodeclass(
+        "default",
+        status={"subnets": [{"id": s.id, "zone": s.zone, "zoneID": s.zone_id} for s in nc.status.subnets]},
+    )
+    state.apply(resources.EC2NODECLASSES, kube_client.WatchEvent(kube_client.ADDED, raw_class))
+    state.apply(resources.NODEPOOLS, kube_client.WatchEvent(kube_client.ADDED, builders.nodepool(uid="uid-default")))
+    recorder = events.MemoryRecorder()
+    loop = nodepool_zonalshift.ZonalShiftController(
+        aws_provider.zonal_shifts, state, recorder=recorder, clock=_ManualNow(clock)
+    )
+    shifted_id = _zone_id(nc, "us-east-1b")
+    arc.service.set_shifts(arc.cluster_arn, arczonalshift.Shift(shifted_id, expiry=clock() + HOUR))
+    await loop.reconcile()
+    clock.step(HOUR)  # expired: cleared without ARC saying so
+    await loop.reconcile()
+    assert [(e.type, e.reason, e.message) for e in recorder.events] == [
+        ("Warning", "ZonalShiftActive",
+         f"Zonal shift detected: offerings in zone us-east-1b ({shifted_id}) are unavailable for this NodePool"),
+        ("Normal", "ZonalShiftCleared",
+         f"Zonal shift cleared: offerings in zone us-east-1b ({shifted_id}) are restored for this NodePool"),
+    ]  # fmt: skip
+
+
+class _ManualNow:
+    """The test clock as the controller's `Clock` protocol."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+
+    def now(self) -> float:
+        return self._clock()
+
+    async def sleep(self, seconds: float) -> None:
+        await self._clock.sleep(seconds)

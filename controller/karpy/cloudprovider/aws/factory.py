@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy.api import ec2nodeclass, nodeclaim
-from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, provider
+from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, provider, zonalshift
 from karpy.cloudprovider.aws import interruption_queue as aws_interruption_queue
 
 
@@ -31,6 +31,10 @@ class Built:
     """The loop that tags registered instances with their node's and NodeClaim's names; the leader runs it."""
     calls: accounting.ApiCalls
     """Every AWS call of the parts above."""
+    zonal_shifts: zonalshift.ZonalShifts | None = None
+    """The cluster's ARC zonal shifts; None unless ENABLE_ZONAL_SHIFT."""
+    check: Callable[[], Coroutine[Any, Any, None]] | None = None
+    """Start-up check: with ENABLE_ZONAL_SHIFT, the cluster must be registered with ARC zonal shift."""
 
 
 def build(
@@ -43,6 +47,10 @@ def build(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> Built:
     aws = clients.build_clients(region=settings.region)
+    shifts = None
+    if settings.enable_zonal_shift:
+        arc = clients.arc_zonal_shift_client(aws, region=settings.region)
+        shifts = zonalshift.ZonalShifts(client=arc, eks=aws.eks, cluster_name=settings.cluster_name, clock=clock)
     cloud = provider.AWSCloudProvider(
         provider.Dependencies(
             aws=aws,
@@ -51,6 +59,7 @@ def build(
             nodeclass_lookup=nodeclass_lookup,
             nodeclaims=nodeclaims,
             sleep=sleep,
+            zonal_shifts=shifts,
         )
     )
     queue = (
@@ -66,4 +75,6 @@ def build(
         janitor=janitor,
         tagger=cloud.tagger.run,
         calls=aws.calls,
+        zonal_shifts=shifts,
+        check=shifts.start if shifts is not None else None,
     )
