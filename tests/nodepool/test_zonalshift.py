@@ -176,3 +176,23 @@ async def test_the_loop_reads_every_30_seconds_and_survives_a_failed_read() -> N
     with pytest.raises(asyncio.CancelledError):
         await controller.run()
     assert [t - start for t in reads] == [0.0, 30.0, 60.0, 90.0]
+
+
+async def test_a_pool_whose_node_class_resolves_during_a_shift_is_told_then() -> None:
+    # karpy's own: upstream compares one cluster-wide set, and a class resolved after the shift began never hears.
+    now = clock.ManualClock()
+    state = _state({"default": None}, now)
+    unresolved = builders.ec2nodeclass("default", uid="uid-nc")
+    state.apply(resources.EC2NODECLASSES, kube_client.WatchEvent(kube_client.MODIFIED, unresolved))
+    source, recorder = ScriptedShifts(), events.MemoryRecorder()
+    controller = zonalshift.ZonalShiftController(source, state, recorder=recorder, clock=now)
+    source.next = frozenset({"tstz1-1a"})
+    await controller.reconcile()
+    assert recorder.events == []  # no subnets yet: the pool launches nowhere
+    resolved = builders.ec2nodeclass("default", uid="uid-nc", status={"subnets": SUBNETS})
+    state.apply(resources.EC2NODECLASSES, kube_client.WatchEvent(kube_client.MODIFIED, resolved))
+    await controller.reconcile()
+    await controller.reconcile()
+    source.next = frozenset()
+    await controller.reconcile()
+    assert [(e.type, e.reason, e.message) for e in recorder.events] == [ACTIVE_1A, CLEARED_1A]

@@ -2,17 +2,21 @@
 pkg/controllers/arczonalshift/controller.go, events in pkg/cloudprovider/events/events.go).
 
 A leader-only loop: every 30 s it reads the cluster's shifts from a `ShiftSource` (the AWS provider's, which also
-keeps launches out of the shifted zones) and, when the set of shifted zone ids changed, records ZonalShiftActive
-(Warning) or ZonalShiftCleared (Normal) on every NodePool whose node class has a subnet in the zone and whose
-requirements allow it. Shifts are keyed by zone id and requirements usually by zone name: the node class's subnets
-map one to the other. The set is advanced only after the events were recorded, so a failed read retries the same
-transitions next time. Pure selection (`transitions`) and a thin loop; no cloud provider or kopf imports.
+keeps launches out of the shifted zones) and records ZonalShiftActive (Warning) on every NodePool whose node class
+has a subnet in a newly shifted zone and whose requirements allow it, and ZonalShiftCleared (Normal) on the same
+pools when the shift ends. Shifts are keyed by zone id and requirements usually by zone name: the node class's
+subnets map one to the other. A failed read changes nothing, so the next pass records the same transitions.
+
+Upstream compares one cluster-wide set of shifted zones between passes; karpy remembers per NodePool which zones it
+announced, so a pool whose node class resolves (or that is created) while a shift lasts is told as well instead of
+never, and is told of the end only of what it was told of. Pure selection (`transitions`) and a thin loop; no cloud
+provider or kopf imports.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -68,25 +72,32 @@ def affected_zone(pool: nodepool.NodePool, zones: Mapping[str, str], zone_id: st
     return zone
 
 
+def _event(pool: nodepool.NodePool, zone: str, zone_id: str, *, active: bool) -> ZonalShiftEvent:
+    what, offerings = ("detected", "unavailable") if active else ("cleared", "restored")
+    message = f"Zonal shift {what}: offerings in zone {zone} ({zone_id}) are {offerings} for this NodePool"
+    if active:
+        return ZonalShiftEvent(pool, events.EventType.WARNING, ZONAL_SHIFT_ACTIVE, message)
+    return ZonalShiftEvent(pool, events.EventType.NORMAL, ZONAL_SHIFT_CLEARED, message)
+
+
 def transitions(
-    previous: frozenset[str],
+    announced: Mapping[str, str],
     current: frozenset[str],
-    pools: Iterable[tuple[nodepool.NodePool, Mapping[str, str]]],
-) -> list[ZonalShiftEvent]:
-    """The events of a change from `previous` to `current` shifted zone ids, for pools with their zones (id →
-    name), in pool then zone order."""
-    changes = (
-        (current - previous, events.EventType.WARNING, ZONAL_SHIFT_ACTIVE, "detected", "unavailable"),
-        (previous - current, events.EventType.NORMAL, ZONAL_SHIFT_CLEARED, "cleared", "restored"),
-    )
+    pool: nodepool.NodePool,
+    zones: Mapping[str, str],
+) -> tuple[list[ZonalShiftEvent], dict[str, str]]:
+    """The events of one pool, and the zones (id → name) announced to it afterwards: ZonalShiftActive for each zone
+    of `current` the pool can use and was not told of, ZonalShiftCleared for each zone it was told of that is no
+    longer shifted, in zone id order."""
     out = []
-    for pool, zones in pools:
-        for zone_ids, type_, reason, what, offerings in changes:
-            for zone_id in sorted(zone_ids):
-                if (zone := affected_zone(pool, zones, zone_id)) is not None:
-                    message = f"Zonal shift {what}: offerings in zone {zone} ({zone_id}) are {offerings}"
-                    out.append(ZonalShiftEvent(pool, type_, reason, f"{message} for this NodePool"))
-    return out
+    still = {zone_id: zone for zone_id, zone in announced.items() if zone_id in current}
+    for zone_id in sorted(current - still.keys()):
+        if (zone := affected_zone(pool, zones, zone_id)) is not None:
+            out.append(_event(pool, zone, zone_id, active=True))
+            still[zone_id] = zone
+    for zone_id in sorted(announced.keys() - current):
+        out.append(_event(pool, announced[zone_id], zone_id, active=False))
+    return out, still
 
 
 def _pool_ref(pool: nodepool.NodePool) -> dict[str, Any]:
@@ -110,20 +121,24 @@ class ZonalShiftController:
         self._cluster = cluster
         self._recorder = recorder
         self._clock = clock
-        self._previous: frozenset[str] = frozenset()
-
-    def _pools(self) -> Sequence[tuple[nodepool.NodePool, Mapping[str, str]]]:
-        classes = self._cluster.nodeclasses()
-        return [(p, zones_of(classes.get(p.template.node_class_ref.name))) for p in self._cluster.nodepools()]
+        self._announced: dict[str, dict[str, str]] = {}
+        """NodePool uid → the shifted zones (id → name) it was told of with ZonalShiftActive."""
 
     async def reconcile(self) -> list[ZonalShiftEvent]:
-        """Read the shifts and record the events of what changed since the last successful pass."""
+        """Read the shifts and record, per NodePool, what changed since it was last told."""
         await self._source.update()
         current = self._source.shifted_zones()
-        published = transitions(self._previous, current, self._pools()) if current != self._previous else []
+        classes = self._cluster.nodeclasses()
+        published, announced = [], {}
+        for pool in self._cluster.nodepools():
+            zones = zones_of(classes.get(pool.template.node_class_ref.name))
+            told, announced[pool.metadata.uid] = transitions(
+                self._announced.get(pool.metadata.uid, {}), current, pool, zones
+            )
+            published += told
         for event in published:
             self._recorder.record(_pool_ref(event.pool), event.type, event.reason, event.message)
-        self._previous = current  # only now: a failed read above leaves the same transitions for the next pass
+        self._announced = announced  # only now: a failed read above leaves the same transitions for the next pass
         return published
 
     async def run(self) -> None:
