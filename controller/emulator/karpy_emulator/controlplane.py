@@ -20,11 +20,21 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
+import boto3
+
 from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
 from karpy import tasks
 from karpy.cloudprovider import interruption as cloudprovider_interruption
-from karpy.cloudprovider.aws import accounting, clients, ec2batch, instancestatus, interruption_queue, provider
+from karpy.cloudprovider.aws import (
+    accounting,
+    clients,
+    ec2batch,
+    instancestatus,
+    interruption_queue,
+    provider,
+    zonalshift,
+)
 from karpy.cloudprovider.aws import faults as aws_faults
 from karpy.disruption import controller as disruption_controller
 from karpy.kube import client, credentials, rest
@@ -70,6 +80,9 @@ class Options:
     run_app: bool = False
     """Run `karpy.operator.app.run` itself (its metrics and health servers on ephemeral ports) instead of only the
     loops it starts: the whole `karpy run` path after the login."""
+    zonal_shift_endpoint: str = ""
+    """URL of an ARC zonal shift endpoint (`karpy_emulator.aws.arczonalshift`): with one, the controller runs as
+    with ENABLE_ZONAL_SHIFT=true against it (moto has no such service); "" runs it with the setting off."""
 
 
 class _ShortPollQueue:
@@ -180,6 +193,7 @@ class ControlPlane:
                 region=emulated.region,
                 interruption_queue=emulated.queue_name if opts.interruption else "",
                 isolated_vpc=True,
+                enable_zonal_shift=bool(opts.zonal_shift_endpoint),
             ),
             batch=karpy_settings.BatchSettings(max_duration=opts.batch_max, idle_duration=opts.batch_idle),
             feature_gates=opts.feature_gates,
@@ -199,6 +213,15 @@ class ControlPlane:
             seeding.install_fast_catalog(aws.ec2, region=emulated.region)
         if self.options.faults is not None:
             self.options.faults.install(aws, answered_in_process=seeding.FAST_CATALOG_OPERATIONS)
+        shifts = None
+        if settings.aws.enable_zonal_shift:
+            arc = boto3.session.Session(region_name=emulated.region).client(
+                "arc-zonal-shift", endpoint_url=self.options.zonal_shift_endpoint
+            )
+            aws.calls.install(arc)
+            shifts = zonalshift.ZonalShifts(
+                client=arc, clock=clock.now, eks=aws.eks, cluster_name=emulated.cluster_name
+            )
         self.provider = provider.AWSCloudProvider(
             provider.Dependencies(
                 aws=aws,
@@ -214,6 +237,7 @@ class ControlPlane:
                 nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
                 nodeclaims=cluster.nodeclaims,
                 sleep=clock.sleep,
+                zonal_shifts=shifts,
             )
         )
         queue = None
@@ -232,6 +256,8 @@ class ControlPlane:
             tagger=self.provider.tagger.run,
             api_calls=aws.calls,
             use_overlays=self.provider.use_overlays,
+            zonal_shifts=shifts,
+            check=shifts.start if shifts is not None else None,
         )
 
     @property
@@ -300,6 +326,8 @@ class ControlPlane:
                 ctrl, stop=asyncio.Event(), endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0)
             )
             return
+        if ctrl.cloud.check is not None:  # as `app.run` does first
+            await ctrl.cloud.check()
         background = leadership.start(ctrl)
         try:
             await asyncio.wait(background, return_when=asyncio.FIRST_COMPLETED)
