@@ -125,6 +125,20 @@ async def test_start_up_fails_when_the_cluster_is_unknown_to_eks(arc: Arc, aws: 
     assert arc.service.requests == []
 
 
+async def test_a_failed_first_read_leaves_nothing_shifted_and_is_tried_again(
+    arc: Arc, aws: clients.Clients, clock: Clock
+) -> None:
+    arc.service.set_shifts(arc.cluster_arn, arczonalshift.Shift("use1-az1", expiry=clock() + HOUR))
+    lost = zonalshift.ZonalShifts(client=arc.client, clock=clock, eks=aws.eks, cluster_name="no-such-cluster")
+    await lost.ensure_hydrated()  # logged, as upstream's ensureHydrated: offerings still list
+    assert lost.shifted_zones() == set()
+    shifts = _shifts(arc, aws, clock)
+    await shifts.ensure_hydrated()
+    await shifts.ensure_hydrated()
+    assert shifts.shifted_zones() == {"use1-az1"}
+    assert arc.service.requests == [arc.cluster_arn] * 2  # the start-up check's read, then one hydration
+
+
 # --- the provider ---------------------------------------------------------------------------------------------------
 
 

@@ -105,7 +105,7 @@ class ZonalShifts:
             return
         try:
             await self.update()
-        except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+        except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError, ZonalShiftNotEnabled) as exc:
             log.error("reading zonal shifts failed: %s", exc)
 
     def is_shifted(self, zone_id: str) -> bool:
