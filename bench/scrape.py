@@ -98,7 +98,7 @@ async def _ticking(gaps: list[float]) -> None:
 
 async def served(m: metrics.Metrics, runs: int) -> dict[str, float]:
     """Scrape `m` `runs` times over HTTP as the controller serves it, with a ticker on the serving loop."""
-    app = servers.metrics_app(m.exposition)
+    app = servers.metrics_app(m.scrape)
     times, cpu, stalls = [], [], []
     async with servers.serving(app, host="127.0.0.1", port=0) as port, aiohttp.ClientSession() as session:
         for _ in range(runs):

@@ -39,8 +39,12 @@ def source(cluster: state_cluster.Cluster, w: disruption_world.World) -> explain
     return explaining.Source(cluster=cluster, cloud=w.cloud, clock=w.clock, queued=frozenset, options=run.Options())
 
 
+async def _no_metrics() -> bytes:
+    return b""
+
+
 async def get(src: explaining.Source, path: str) -> tuple[int, dict[str, Any]]:
-    app = servers.metrics_app(lambda: b"", explain_node=functools.partial(explaining.node, src))
+    app = servers.metrics_app(_no_metrics, explain_node=functools.partial(explaining.node, src))
     async with (
         servers.serving(app, host="127.0.0.1", port=0) as port,
         aiohttp.ClientSession() as http,

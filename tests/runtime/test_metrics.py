@@ -122,11 +122,15 @@ def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
     assert created not in samples(metrics.Metrics())
 
 
+async def _exposition() -> bytes:
+    return b"x_total 1\n"
+
+
 async def test_servers_answer_on_random_local_ports() -> None:
     ok = {"always": lambda: True}
     broken = {"informers": lambda: False, "boom": lambda: 1 / 0 == 0}
     async with (
-        servers.serving(servers.metrics_app(lambda: b"x_total 1\n"), host="127.0.0.1", port=0) as mport,
+        servers.serving(servers.metrics_app(_exposition), host="127.0.0.1", port=0) as mport,
         servers.serving(servers.health_app(ok), host="127.0.0.1", port=0) as ok_port,
         servers.serving(servers.health_app(broken), host="127.0.0.1", port=0) as bad_port,
         aiohttp.ClientSession() as http,

@@ -56,7 +56,7 @@ async def run(
     async with (
         servers.serving(
             servers.metrics_app(
-                ctrl.metrics.exposition,
+                ctrl.metrics.scrape,
                 explain_node=functools.partial(explaining.node, explaining.source(ctrl)),
             ),
             host=endpoints.host,

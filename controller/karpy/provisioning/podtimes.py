@@ -71,6 +71,12 @@ class PodTimes:
         instants = self._pods.get(key)
         return None if instants is None else instants.schedulable
 
+    def frozen(self) -> PodTimes:
+        """A copy this one's changes do not reach: what a scrape renders from in a worker thread."""
+        copy = PodTimes(self._clock)
+        copy._pods = {key: dataclasses.replace(instants) for key, instants in self._pods.items()}
+        return copy
+
     def forget(self, key: str) -> None:
         """The pod started, ended or was deleted: nothing is measured from it any more."""
         self._pods.pop(key, None)

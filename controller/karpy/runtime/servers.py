@@ -23,11 +23,14 @@ ExplainNode = Callable[[str], Awaitable[tuple[int, Mapping[str, Any]]]]
 """(node name) -> (HTTP status, JSON body): `explaining.node` bound to the controller."""
 
 
-def metrics_app(exposition: Callable[[], bytes], *, explain_node: ExplainNode | None = None) -> aiohttp.web.Application:
-    """/metrics, and `GET /explain/node/<name>` (the JSON of `karpy explain --node NAME -o json`) when given."""
+def metrics_app(
+    scrape: Callable[[], Awaitable[bytes]], *, explain_node: ExplainNode | None = None
+) -> aiohttp.web.Application:
+    """/metrics (awaiting `scrape`: `Metrics.scrape`, which renders off the event loop), and
+    `GET /explain/node/<name>` (the JSON of `karpy explain --node NAME -o json`) when given."""
 
     async def metrics(_: aiohttp.web.Request) -> aiohttp.web.Response:
-        return aiohttp.web.Response(body=exposition(), content_type="text/plain", charset="utf-8")
+        return aiohttp.web.Response(body=await scrape(), content_type="text/plain", charset="utf-8")
 
     app = aiohttp.web.Application()
     app.router.add_get("/metrics", metrics)

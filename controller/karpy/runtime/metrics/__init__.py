@@ -5,7 +5,8 @@
 `queues` (workqueue and controller-runtime), `operatorpkg` (the `operator_*` condition and termination series,
 counted on watch updates), and the scrape-time collectors `cluster`, `nodes`, `scrape` and `operatorpkg`'s, which read
 the state cache when Prometheus scrapes, so they can never drift from what the controller decides on. Nothing here
-decides anything: the hooks only count what the reconcilers and the watches report.
+decides anything: the hooks only count what the reconcilers and the watches report. `scrape` serves an HTTP scrape
+without holding the event loop for the render (`offloop`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 import prometheus_client
-from prometheus_client import registry as prometheus_client_registry
 
 import karpy
 from karpy import clock as karpy_clock
@@ -35,6 +35,7 @@ from karpy.runtime.metrics import (
     lifecycle,
     naming,
     nodes,
+    offloop,
     operatorpkg,
     scheduler,
     scrape,
@@ -51,7 +52,8 @@ class Metrics:
 
     def __init__(self, *, lease_name: str = LEADER_LEASE) -> None:
         self.lease_name = lease_name
-        self.registry = prometheus_client_registry.CollectorRegistry(auto_describe=True)
+        self.registry = offloop.Registry()
+        self._scrapes = offloop.Scrapes(self.registry)
         self.prices = cloudprovider.PriceBook()
         self.catalog = scrape.CatalogBook()
         self.solves = scrape.InFlightSolves()
@@ -143,7 +145,12 @@ class Metrics:
         self.registry.register(cloudprovider.CloudCallCollector(source))
 
     def exposition(self) -> bytes:
+        """The exposition, rendered on the calling thread (tests, tools); the /metrics server awaits `scrape`."""
         return textformat.render(self.registry)
+
+    async def scrape(self) -> bytes:
+        """The exposition for one HTTP scrape: snapshot on the loop, render in a worker thread (`offloop.Scrapes`)."""
+        return await self._scrapes.scrape()
 
     # --- hooks --------------------------------------------------------------------------------------------------
 

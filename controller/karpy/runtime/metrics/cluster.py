@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
-import prometheus_client
 from prometheus_client import core as prometheus_client_core
 
 from karpy.api import labels, nodepool
-from karpy.runtime.metrics import naming
+from karpy.runtime.metrics import naming, offloop
 from karpy.state import statenode
 
 PriceLookup = Callable[[str, str, str], float | None]
@@ -64,8 +63,8 @@ def _resource_value(milli: int) -> float:
     return milli / naming.MILLI_PER_UNIT
 
 
-class StateCollector(prometheus_client.registry.Collector):
-    """Gauges read from the state cache at scrape time."""
+class StateCollector(offloop.DeferringCollector):
+    """Gauges read from the state cache at scrape time: a few per NodePool, computed in the snapshot itself."""
 
     def __init__(
         self, cluster: ClusterSource, *, price: PriceLookup, listed: Callable[[], bool] = lambda: True
@@ -76,12 +75,15 @@ class StateCollector(prometheus_client.registry.Collector):
         self._unpriced: set[str] = set()  # nodes already counted as a cost-tracking error, while they stay unpriced
         self._cost_errors: dict[str, int] = {}  # NodePool -> errors counted
 
-    def collect(self) -> Iterator[prometheus_client_core.Metric]:
+    def snapshot(self, reads: offloop.Reads) -> offloop.Render:
+        families = list(self._families(reads.state_nodes(self._cluster)))
+        return lambda: families
+
+    def _families(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
         synced = self._cluster.synced()
         yield prometheus_client_core.GaugeMetricFamily(
             f"{naming.NAMESPACE}_cluster_state_synced", "1 when the cluster state cache has listed everything", synced
         )
-        nodes = self._cluster.state_nodes()
         yield prometheus_client_core.GaugeMetricFamily(
             f"{naming.NAMESPACE}_cluster_state_node_count",
             "Nodes (and in-flight NodeClaims) in the state cache",

@@ -71,10 +71,10 @@ class Rendered:
     def text(self) -> str:
         return textformat.joined(self.before, self.after)
 
-    def with_resource(self, resource_type: str) -> tuple[dict[str, str], str]:
-        """(labels, label text) with `resource_type` added."""
+    def with_resource(self, resource_type: str) -> str:
+        """The label text with `resource_type` added."""
         added = f'{RESOURCE_TYPE}="{textformat.escape(resource_type)}"'
-        return {**self.labels, RESOURCE_TYPE: resource_type}, textformat.joined(self.before, added, self.after)
+        return textformat.joined(self.before, added, self.after)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -159,9 +159,10 @@ class PerObject(Generic[T]):
 
     def get(self, obj: object, depends_on: object, build: Callable[[], T]) -> T:
         hit = self._kept.get(id(obj))
-        value = hit[2] if hit is not None and hit[1] is depends_on else build()
-        self._seen[id(obj)] = (obj, depends_on, value)
-        return value
+        if hit is None or hit[1] is not depends_on:
+            hit = (obj, depends_on, build())
+        self._seen[id(obj)] = hit  # the entry itself when kept: nothing new for the collector to trace
+        return hit[2]
 
     def scraped(self) -> None:
         """The scrape is over: keep what it saw, forget the objects gone since."""

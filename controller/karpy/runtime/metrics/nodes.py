@@ -11,21 +11,24 @@ controllers/metrics/node/controller.go, controllers/metrics/pod/controller.go, c
   seconds since its creation, and `karpenter_pods_provisioning_unbound_time_seconds` / `_unstarted_time_seconds`
   since the provisioner first found it a place, `_scheduling_undecided_time_seconds` since it first saw a pending
   pod it has not decided on yet (`provisioning.podtimes`).
+
+The collector defers its render (`offloop`): its snapshot is the cache's node and pod lists and a frozen copy of the
+pod times; the labels it keeps per object are used by one render at a time (`_rendering`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
-import prometheus_client
 from prometheus_client import core as prometheus_client_core
 
 from karpy.api import decoding, labels, quantity
 from karpy.kube import resources as kube_resources
-from karpy.runtime.metrics import nodelabels, textformat
+from karpy.runtime.metrics import nodelabels, offloop, textformat
 from karpy.scheduling import resources
 from karpy.state import facts, statenode
 
@@ -101,6 +104,9 @@ class PodTimes(Protocol):
     def seen_at(self, key: str) -> float | None: ...
     def decided_at(self, key: str) -> float | None: ...
     def schedulable_since(self, key: str) -> float | None: ...
+    def frozen(self) -> PodTimes:
+        """A copy the provisioner does not change, for a render off the loop."""
+        ...
 
 
 class _NoTimes:
@@ -113,8 +119,11 @@ class _NoTimes:
     def schedulable_since(self, key: str) -> float | None:
         return None
 
+    def frozen(self) -> PodTimes:
+        return self
 
-class NodeSeriesCollector(prometheus_client.registry.Collector):
+
+class NodeSeriesCollector(offloop.DeferringCollector):
     def __init__(self, cluster: ClusterState, *, now: Callable[[], float], pod_times: PodTimes | None = None) -> None:
         self._cluster = cluster
         self._now = now
@@ -123,21 +132,36 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
         self._node_labels: nodelabels.PerObject[nodelabels.Rendered] = nodelabels.PerObject()
         self._pod_labels: nodelabels.PerObject[nodelabels.Rendered] = nodelabels.PerObject()
         self._pod_facts: nodelabels.PerObject[_PodFacts] = nodelabels.PerObject()
+        self._rendering = threading.Lock()
 
     def _family(self, name: str, doc: str, names: Iterable[str] = ()) -> prometheus_client_core.GaugeMetricFamily:
         return prometheus_client_core.GaugeMetricFamily(name, doc, labels=list(names))
 
-    def collect(self) -> Iterator[prometheus_client_core.Metric]:
+    def snapshot(self, reads: offloop.Reads) -> offloop.Render:
         now = self._now()
-        yield from self._synced(now)
-        nodes = [n for n in self._cluster.state_nodes() if n.node is not None]
-        yield from self._nodes(nodes, now)
-        by_name = {n.node_name: n.node for n in nodes if n.node is not None}
-        pods = [(p, self._facts(p)) for p in self._cluster.objects(kube_resources.PODS)]
-        yield self._pod_state(pods, by_name)
-        yield from self._pods([p for p, f in pods if not f.terminal], now)
-        for cache in (self._node_labels, self._pod_labels, self._pod_facts):
-            cache.scraped()
+        synced = list(self._synced(now))
+        nodes = [n for n in reads.state_nodes(self._cluster) if n.node is not None]
+        pods = self._cluster.objects(kube_resources.PODS)
+        times = self._times.frozen()
+        return functools.partial(self._render, synced, nodes, pods, times, now)
+
+    def _render(
+        self,
+        synced: list[prometheus_client_core.Metric],
+        nodes: list[statenode.StateNode],
+        pods: list[Mapping[str, Any]],
+        times: PodTimes,
+        now: float,
+    ) -> list[prometheus_client_core.Metric]:
+        with self._rendering:
+            out = [*synced, *self._nodes(nodes, now)]
+            by_name = {n.node_name: n.node for n in nodes if n.node is not None}
+            with_facts = [(p, self._facts(p)) for p in pods]
+            out.append(self._pod_state(with_facts, by_name))
+            out.extend(self._pods([p for p, f in with_facts if not f.terminal], now, times))
+            for cache in (self._node_labels, self._pod_labels, self._pod_facts):
+                cache.scraped()
+            return out
 
     def _facts(self, pod: Mapping[str, Any]) -> _PodFacts:
         """What the pod gauges read of a pod, kept while the pod does not change."""
@@ -162,7 +186,7 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
 
     def _nodes(self, nodes: Iterable[statenode.StateNode], now: float) -> Iterator[prometheus_client_core.Metric]:
         families = {
-            name: textformat.RenderedGauge(f"karpenter_nodes_{name}", doc)
+            name: textformat.RenderedGauge(f"karpenter_nodes_{name}", doc, added=nodelabels.RESOURCE_TYPE)
             for name, doc in (
                 ("allocatable", "Node allocatable are the resources allocatable by nodes."),
                 ("total_pod_requests", "Sum of the requests of the pods bound to the node, DaemonSet pods included"),
@@ -196,8 +220,9 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
             ):
                 family = families[name]
                 for resource, milli in sorted(amounts.items()):
-                    sample, text = node_labels.with_resource(resource_type(resource))
-                    family.add_rendered(sample, text, _value(resource, milli))
+                    name = resource_type(resource)
+                    text = node_labels.with_resource(name)
+                    family.add_rendered(node_labels.labels, text, _value(resource, milli), added=name)
             created = _created(n.node)
             if created is not None:
                 lifetime.add_rendered(node_labels.labels, node_labels.text, max(0.0, now - created))
@@ -233,7 +258,9 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
             family.add_rendered(rendered.labels, rendered.text, 1.0)
         return family
 
-    def _pods(self, pods: Iterable[Mapping[str, Any]], now: float) -> Iterator[prometheus_client_core.Metric]:
+    def _pods(
+        self, pods: Iterable[Mapping[str, Any]], now: float, times: PodTimes
+    ) -> Iterator[prometheus_client_core.Metric]:
         names = ("name", "namespace")
         unbound = self._family(
             "karpenter_pods_unbound_time_seconds", "Seconds a pod has not been bound since it was created", names
@@ -258,7 +285,6 @@ class NodeSeriesCollector(prometheus_client.registry.Collector):
             "Seconds since the provisioner first saw a pending pod it has not decided on yet",
             names,
         )
-        times = self._times
         for pod in pods:
             created = _created(pod)
             md = facts.metadata(pod)

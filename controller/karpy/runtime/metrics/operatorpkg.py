@@ -25,6 +25,7 @@ Nodes; so does karpy. Nothing here decides anything.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
@@ -33,7 +34,7 @@ from prometheus_client import core as prometheus_client_core
 
 from karpy.api import decoding, labels, meta
 from karpy.kube import resources
-from karpy.runtime.metrics import naming
+from karpy.runtime.metrics import naming, offloop
 
 Obj = Mapping[str, Any] | None
 NAMESPACE: Final = "operator"
@@ -340,23 +341,30 @@ class _Gauges:
         yield from (self.count, self.current, self.terminating)
 
 
-class ObjectCollector(prometheus_client.registry.Collector):
+class ObjectCollector(offloop.DeferringCollector):
     """The condition and deletion gauges of every object of the kinds, parsed or not (upstream's status controller
-    reads any object the API server holds), including NodePools being deleted."""
+    reads any object the API server holds), including NodePools being deleted. Its snapshot is the cache's lists of
+    the objects; the render reads them (`offloop`)."""
 
     def __init__(self, cluster: Objects, *, now: Callable[[], float]) -> None:
         self._cluster = cluster
         self._now = now
 
-    def collect(self) -> Iterator[prometheus_client_core.Metric]:
-        now = self._now()
-        deprecated = _Gauges.named(NAMESPACE, GROUP_KIND)
-        for kind in KINDS:
-            gauges = _Gauges.named(kind.prefix, kind.extra_labels)
-            for obj in self._cluster.objects(kind.resource):
-                read = _Read.of(obj, now=now)
-                gauges.add(read, kind.extra_values(obj))
-                if kind.deprecated:
-                    deprecated.add(read, kind.group_kind())
-            yield from gauges
-        yield from deprecated
+    def snapshot(self, reads: offloop.Reads) -> offloop.Render:
+        objects = [(kind, self._cluster.objects(kind.resource)) for kind in KINDS]
+        return functools.partial(_object_gauges, objects, now=self._now())
+
+
+def _object_gauges(
+    objects: Sequence[tuple[Kind, Sequence[Mapping[str, Any]]]], *, now: float
+) -> Iterator[prometheus_client_core.Metric]:
+    deprecated = _Gauges.named(NAMESPACE, GROUP_KIND)
+    for kind, of_kind in objects:
+        gauges = _Gauges.named(kind.prefix, kind.extra_labels)
+        for obj in of_kind:
+            read = _Read.of(obj, now=now)
+            gauges.add(read, kind.extra_values(obj))
+            if kind.deprecated:
+                deprecated.add(read, kind.group_kind())
+        yield from gauges
+    yield from deprecated

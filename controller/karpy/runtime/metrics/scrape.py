@@ -10,7 +10,7 @@ provider (the status-condition gauges are module `operatorpkg`'s).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import prometheus_client
@@ -21,6 +21,7 @@ from karpy.api import ec2nodeclass, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets
 from karpy.kube import resources
+from karpy.runtime.metrics import offloop
 from karpy.state import statenode
 
 MILLI_PER_UNIT: Final = 1000
@@ -35,14 +36,19 @@ class ClusterState(Protocol):
     def nodeclasses(self) -> dict[str, ec2nodeclass.EC2NodeClass]: ...
 
 
-class BudgetCollector(prometheus_client.registry.Collector):
-    """Allowed disruptions and the nodes consuming them, per NodePool and disruption reason."""
+class BudgetCollector(offloop.DeferringCollector):
+    """Allowed disruptions and the nodes consuming them, per NodePool and disruption reason, computed in the
+    snapshot itself (a few per NodePool)."""
 
     def __init__(self, cluster: ClusterState, *, now: Callable[[], float]) -> None:
         self._cluster = cluster
         self._now = now
 
-    def collect(self) -> Iterator[prometheus_client_core.Metric]:
+    def snapshot(self, reads: offloop.Reads) -> offloop.Render:
+        families = list(self._families(reads.state_nodes(self._cluster)))
+        return lambda: families
+
+    def _families(self, nodes: Sequence[statenode.StateNode]) -> Iterator[prometheus_client_core.Metric]:
         allowed = prometheus_client_core.GaugeMetricFamily(
             "karpenter_nodepools_allowed_disruptions",
             "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time",
@@ -53,7 +59,6 @@ class BudgetCollector(prometheus_client.registry.Collector):
             "The number of nodes consuming the budget of a nodepool at a point in time",
             labels=["nodepool", "reason"],
         )
-        nodes = self._cluster.state_nodes()
         total, disrupting = budgets.counts(nodes)
         now = self._now()
         for pool in self._cluster.nodepools():
