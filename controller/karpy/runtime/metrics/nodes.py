@@ -156,9 +156,10 @@ class NodeSeriesCollector(offloop.DeferringCollector):
         with self._rendering:
             out = [*synced, *self._nodes(nodes, now)]
             by_name = {n.node_name: n.node for n in nodes if n.node is not None}
-            with_facts = [(p, self._facts(p)) for p in pods]
-            out.append(self._pod_state(with_facts, by_name))
-            out.extend(self._pods([p for p, f in with_facts if not f.terminal], now, times))
+            # the facts are kept per pod: a list of them, not of (pod, facts) pairs, adds nothing long-lived
+            found = [self._facts(p) for p in pods]
+            out.append(self._pod_state(zip(pods, found, strict=True), by_name))
+            out.extend(self._pods([p for p, f in zip(pods, found, strict=True) if not f.terminal], now, times))
             for cache in (self._node_labels, self._pod_labels, self._pod_facts):
                 cache.scraped()
             return out
