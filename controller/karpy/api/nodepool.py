@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from karpy.api import meta
+from karpy.api import labels, meta
 
 DEFAULT_EXPIRE_AFTER_SECONDS = 720 * 3600.0
 DEFAULT_BUDGET_NODES = "10%"
@@ -78,3 +79,12 @@ class NodePool:
     @property
     def name(self) -> str:
         return self.metadata.name
+
+
+def event_ref(pool: NodePool) -> dict[str, Any]:
+    """The NodePool as the event recorder takes an object (an Event names its object by kind, name and uid)."""
+    return {
+        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
+        "kind": "NodePool",
+        "metadata": {"name": pool.name, "uid": pool.metadata.uid},
+    }

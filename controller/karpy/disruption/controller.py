@@ -31,7 +31,6 @@ from karpy.disruption import (
 )
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.provisioning import poolevents
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import nodes, preferences, results, scheduler
 from karpy.state import facts
@@ -291,7 +290,7 @@ class DisruptionController:
         for reason, pools in ctx.blocked.items():
             for pool in pools:
                 message = blockers.pool_budget_blocked(str(reason))
-                ref = poolevents.pool_ref(pool)
+                ref = nodepool.event_ref(pool)
                 self._dedupe(ref, blockers.DISRUPTION_BLOCKED, message, key=(str(reason),), window=60.0)
 
     def _publish_pod_notice(self, pod: Mapping[str, Any], notice: donotdisrupt.Notice) -> None:
@@ -334,7 +333,7 @@ class DisruptionController:
                     if obj is not None:
                         self._dedupe(obj, consolidationevents.CONSOLIDATION_APPROVED, message, window=EVENT_DEDUPE)
             if not sources:
-                ref = poolevents.pool_ref(verdict.pool)
+                ref = nodepool.event_ref(verdict.pool)
                 self._dedupe(ref, consolidationevents.CONSOLIDATION_APPROVED, message, window=EVENT_DEDUPE)
 
     def _publish_note(self, note: methods.Note) -> None:

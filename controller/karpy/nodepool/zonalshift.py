@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from karpy import clock as karpy_clock
 from karpy import events, requirements
@@ -100,14 +100,6 @@ def transitions(
     return out, still
 
 
-def _pool_ref(pool: nodepool.NodePool) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
-        "kind": "NodePool",
-        "metadata": {"name": pool.name, "uid": pool.metadata.uid},
-    }
-
-
 class ZonalShiftController:
     def __init__(
         self,
@@ -137,7 +129,7 @@ class ZonalShiftController:
             )
             published += told
         for event in published:
-            self._recorder.record(_pool_ref(event.pool), event.type, event.reason, event.message)
+            self._recorder.record(nodepool.event_ref(event.pool), event.type, event.reason, event.message)
         self._announced = announced  # only now: a failed read above leaves the same transitions for the next pass
         return published
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from karpy import events, requirements
 from karpy.api import labels, nodepool
@@ -19,15 +19,6 @@ NO_COMPATIBLE_INSTANCE_TYPES: Final = "NoCompatibleInstanceTypes"
 NO_COMPATIBLE_MESSAGE: Final = "NodePool requirements filtered out all compatible available instance types"
 DEDUPE_SECONDS: Final = 60.0
 """Upstream publishes the event on every scheduler it builds, deduplicated per NodePool for a minute."""
-
-
-def pool_ref(pool: nodepool.NodePool) -> dict[str, Any]:
-    """The NodePool as the event recorder takes an object."""
-    return {
-        "apiVersion": f"{labels.GROUP}/{labels.VERSION}",
-        "kind": "NodePool",
-        "metadata": {"name": pool.name, "uid": pool.metadata.uid},
-    }
 
 
 def _type_requirements(instance_type: types.InstanceType) -> requirements.Requirements:
@@ -74,6 +65,8 @@ class IncompatiblePools:
                 continue
             self._quiet_until[pool.name] = now + DEDUPE_SECONDS
             log.info("skipping, nodepool requirements filtered out all instance types", extra={"nodepool": pool.name})
-            self._recorder.record(pool_ref(pool), "Warning", NO_COMPATIBLE_INSTANCE_TYPES, NO_COMPATIBLE_MESSAGE)
+            self._recorder.record(
+                nodepool.event_ref(pool), "Warning", NO_COMPATIBLE_INSTANCE_TYPES, NO_COMPATIBLE_MESSAGE
+            )
             recorded.append(pool.name)
         return recorded
