@@ -23,8 +23,9 @@ MORE = re.compile(r"^(?P<indent>\s*)# ?(?P<text>.*)$")
 
 INTRO = """# karpy
 
-karpy, a Karpenter-compatible node autoscaler for Amazon EKS written in Python on Kopf. It reads Karpenter's v1
-API (`NodePool`, `NodeClaim`, `EC2NodeClass`), so existing manifests work unchanged.
+karpy, a Karpenter-compatible node autoscaler for Amazon EKS written in Python: its reconcilers run on its own
+informers and work queues, and Kopf logs it in. It reads Karpenter's v1 API (`NodePool`, `NodeClaim`,
+`EC2NodeClass`), so existing manifests work unchanged.
 
 Install the CRDs first (their own chart, so upgrades update them), then this chart without CRDs:
 

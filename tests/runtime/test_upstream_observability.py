@@ -23,8 +23,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 UPSTREAM = json.loads((ROOT / "tests" / "runtime" / "upstream" / "observability.json").read_text())
 
 _CONTROLLER_RUNTIME = (
-    "karpy runs on Kopf, not controller-runtime: its queues (runtime/workqueue.py) recover a raising reconcile "
-    "without a panic, have no reconcile timeout, and retry every error (none is terminal)"
+    "karpy runs on its own work queues (runtime/workqueue.py), not controller-runtime: they recover a raising "
+    "reconcile without a panic, have no reconcile timeout, and retry every error (none is terminal)"
 )
 _WEBHOOK = "karpy serves no conversion webhook: the CRDs have one version"
 _CLIENT_GO = "karpy talks to the API server through its own aiohttp client, not client-go"
