@@ -142,3 +142,53 @@ async def test_run_writes_what_record_queues(api: rest.RestClient) -> None:
             await task
     assert [e["reason"] for e in stored] == ["Nominated"]
     assert recorder.pending == 0
+
+
+def test_dedupe_follows_upstreams_key_and_timeouts() -> None:
+    """core: pkg/events/recorder.go: the key is the reason in lower case and the dedupe values; an event without
+    values is never dropped; each event's timeout holds its key, 2 minutes unless it names one."""
+    manual = clock.ManualClock(START)
+    recorder = events.MemoryRecorder(manual)
+    per_node = events.about(NODE)
+    assert per_node == events.Dedupe(("Node", "u-node"), events.DEFAULT_DEDUPE_TIMEOUT)
+    assert per_node.key("DisruptionBlocked") == "disruptionblocked-Node-u-node"
+    recorder.record(NODE, "Normal", "DisruptionBlocked", "first", dedupe=per_node)
+    recorder.record(NODE, "Normal", "DisruptionBlocked", "another message, same key", dedupe=per_node)
+    recorder.record(NODE, "Normal", "Unconsolidatable", "another reason", dedupe=per_node)
+    recorder.record(POD, "Normal", "DisruptionBlocked", "another object", dedupe=events.about(POD))
+    recorder.record(NODE, "Normal", "DisruptionBlocked", "no values: never dropped")
+    assert [e.message for e in recorder.events] == [
+        "first",
+        "another reason",
+        "another object",
+        "no values: never dropped",
+    ]
+    manual.advance(events.DEFAULT_DEDUPE_TIMEOUT - 1)
+    recorder.record(NODE, "Normal", "DisruptionBlocked", "still held", dedupe=per_node)
+    manual.advance(1)
+    recorder.record(NODE, "Normal", "DisruptionBlocked", "released", dedupe=per_node)
+    long = events.about(NODE, "cmd", timeout=900.0)
+    recorder.record(NODE, "Normal", "Unconsolidatable", "15 minutes", dedupe=long)
+    manual.advance(events.DEFAULT_DEDUPE_TIMEOUT)
+    recorder.record(NODE, "Normal", "Unconsolidatable", "held by its own timeout", dedupe=long)
+    assert [e.message for e in recorder.events][-2:] == ["released", "15 minutes"]
+
+
+def test_a_namespaced_object_without_a_uid_is_deduplicated_by_its_name() -> None:
+    unsaved = {"kind": "Pod", "metadata": {"name": "web", "namespace": "apps"}}
+    assert events.about(unsaved, "x").values == ("Pod", "apps/web", "x")
+
+
+async def test_the_kube_recorder_drops_what_it_took_within_the_timeout(api: rest.RestClient) -> None:
+    manual = clock.ManualClock(START)
+    recorder = events.KubeRecorder(api, clock=manual)
+    for _ in range(3):
+        recorder.record(POD, "Warning", "FailedScheduling", "no fit", dedupe=events.about(POD))
+    await recorder.flush()
+    (event,) = await _events(api)
+    assert event["count"] == 1
+    manual.advance(events.DEFAULT_DEDUPE_TIMEOUT)
+    recorder.record(POD, "Warning", "FailedScheduling", "no fit", dedupe=events.about(POD))
+    await recorder.flush()
+    (event,) = await _events(api)
+    assert event["count"] == 2

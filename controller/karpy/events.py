@@ -1,5 +1,9 @@
 """Kubernetes Events about the objects karpy acts on: the `Recorder` protocol, `KubeRecorder`, `MemoryRecorder`.
 
+An event may carry a `Dedupe`: its values and timeout, as upstream's events do (core: pkg/events/recorder.go). A
+recorder drops an event whose reason and dedupe values it took less than the timeout ago (`Deduplicator`), so the
+controllers that publish them keep no memory of their own.
+
 `KubeRecorder.record` never blocks and never fails: it queues. `run()` (or `flush()`) writes core/v1 Events
 through the `KubeClient` protocol the way client-go's recorder does: a repeat of (object uid, reason, message)
 bumps `count` and `lastTimestamp` on the existing Event instead of creating another, and a per-object token
@@ -17,6 +21,7 @@ import datetime
 import enum
 import itertools
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,6 +37,8 @@ SPAM_REFILL_SECONDS = 300.0
 """One more event per object is allowed every this many seconds once the burst is spent (client-go: 5 min)."""
 CACHE_SIZE = 4096
 """Distinct (uid, reason, message) keys remembered for deduplication (least recently used are forgotten)."""
+DEFAULT_DEDUPE_TIMEOUT = 120.0
+"""Seconds an event with dedupe values is not repeated unless it names its own timeout (upstream: 2 minutes)."""
 QUEUE_LIMIT = 1000
 """Distinct events waiting to be written; beyond it new ones are dropped (the API server is not keeping up)."""
 _NAME_LIMIT = 200
@@ -42,9 +49,52 @@ class EventType(enum.StrEnum):
     WARNING = "Warning"
 
 
+@dataclass(frozen=True, slots=True)
+class Dedupe:
+    """Which repeats of an event are dropped: those with the same reason and `values` within `timeout` seconds."""
+
+    values: tuple[str, ...]
+    timeout: float = DEFAULT_DEDUPE_TIMEOUT
+
+    def key(self, reason: str) -> str:
+        """Upstream's key: the reason in lower case, then the values, joined by "-" (the message is not in it)."""
+        return "-".join((reason.lower(), *self.values))
+
+
+def about(obj: Mapping[str, Any], *values: str, timeout: float = DEFAULT_DEDUPE_TIMEOUT) -> Dedupe:
+    """Deduplicate per object: its kind and uid (its namespace and name while it has none), then `values`."""
+    meta = _meta(obj)
+    identity = str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+    return Dedupe((str(obj.get("kind", "")), identity, *values), timeout)
+
+
+class Deduplicator:
+    """The dedupe keys taken recently, each until its timeout has passed (upstream's go-cache of keys)."""
+
+    def __init__(self, clock: karpy_clock.Clock, *, limit: int = CACHE_SIZE) -> None:
+        self._clock = clock
+        self._limit = limit
+        self._until: dict[str, float] = {}
+
+    def admit(self, reason: str, dedupe: Dedupe | None) -> bool:
+        """Whether the event goes out; an admitted one holds its key for its timeout."""
+        if dedupe is None:
+            return True
+        now, key = self._clock.now(), dedupe.key(reason)
+        if self._until.get(key, -math.inf) > now:
+            return False
+        if len(self._until) >= self._limit:
+            self._until = {k: until for k, until in self._until.items() if until > now}
+        self._until[key] = now + dedupe.timeout
+        return True
+
+
 class Recorder(Protocol):
-    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        """Note an event about `obj` (a Kubernetes object dict with apiVersion, kind and metadata)."""
+    def record(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, dedupe: Dedupe | None = None
+    ) -> None:
+        """Note an event about `obj` (a Kubernetes object dict with apiVersion, kind and metadata), unless
+        `dedupe` says it was noted recently."""
         ...
 
 
@@ -78,14 +128,19 @@ def _recorded(obj: Mapping[str, Any], type_: str, reason: str, message: str) -> 
 
 
 class MemoryRecorder:
-    """Keeps every event in order, for tests."""
+    """Keeps every event in order, for tests; with a clock it drops duplicates as `KubeRecorder` does."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: karpy_clock.Clock | None = None) -> None:
         self.events: list[Recorded] = []
         self.refs: list[dict[str, Any]] = []
         """The object each event was recorded against, as given (what `involved_object` is made from)."""
+        self._dedupe = Deduplicator(clock) if clock is not None else None
 
-    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    def record(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, dedupe: Dedupe | None = None
+    ) -> None:
+        if self._dedupe is not None and not self._dedupe.admit(reason, dedupe):
+            return
         self.events.append(_recorded(obj, type_, reason, message))
         self.refs.append(copy.deepcopy(dict(obj)))
 
@@ -198,10 +253,15 @@ class KubeRecorder:
         self._pending: dict[_Key, None] = {}
         self._serial = itertools.count()
         self._wake: asyncio.Event | None = None
+        self._dedupe = Deduplicator(clock, limit=cache_size)
         self.dropped = 0
         """Events refused by the spam filter or a full queue (a counter for metrics)."""
 
-    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    def record(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, dedupe: Dedupe | None = None
+    ) -> None:
+        if not self._dedupe.admit(reason, dedupe):
+            return
         meta = _meta(obj)
         uid = str(meta.get("uid") or f"{obj.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}")
         if not self._allow(uid):

@@ -124,7 +124,7 @@ class World:
         self.kube = fake.FakeKubeClient(self.clock)
         self.cluster = state_cluster.Cluster(clock=self.clock)
         self.cloud = provider.FakeCloudProvider(list(catalog))
-        self.recorder = events.MemoryRecorder()
+        self.recorder = events.MemoryRecorder(self.clock)
         self.catalog = {t.name: t for t in catalog}
 
     # --- objects ------------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def make_env() -> Env:
         kube=fake.FakeKubeClient(clock),
         cloud=fake_provider.FakeCloudProvider(),
         clock=clock,
-        recorder=events.MemoryRecorder(),
+        recorder=events.MemoryRecorder(clock),
     )
 
 

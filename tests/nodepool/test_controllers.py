@@ -180,7 +180,7 @@ async def test_a_deleted_nodeclass_in_use_says_which_nodeclaims_it_waits_on(api:
         claim = builders.nodeclaim(f"default-{i}", pool="default")
         cache.apply(resources.NODECLAIMS, kube_client.WatchEvent(kube_client.ADDED, claim))
     await api.delete(resources.EC2NODECLASSES, "default")
-    recorder = events.MemoryRecorder()
+    recorder = events.MemoryRecorder(now)
     controller = nodeclass_controller.NodeClassController(
         nodeclass_controller.Deps(client=api, cluster=cache, cloud=Resolver(now), clock=now, recorder=recorder)
     )

@@ -45,7 +45,7 @@ def test_a_pool_whose_types_did_not_resolve_is_not_reported() -> None:
 
 async def test_the_provisioner_warns_on_the_pool_once_a_minute() -> None:
     manual = ManualClock(0.0)
-    recorder = events.MemoryRecorder()
+    recorder = events.MemoryRecorder(manual)
     pools = [
         builders.parsed_nodepool(
             "nowhere", uid="u-nowhere", requirements=[_req("topology.kubernetes.io/zone", "In", "mars")]

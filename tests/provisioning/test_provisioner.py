@@ -55,7 +55,7 @@ class Env:
 
 def _env(cluster: Cluster, *, cloud: types.CloudProvider | None = None, **deps: object) -> Env:
     clock = ManualClock(0.0)
-    client, recorder, counters = kube_fake.FakeKubeClient(clock), events.MemoryRecorder(), Counters()
+    client, recorder, counters = kube_fake.FakeKubeClient(clock), events.MemoryRecorder(clock), Counters()
     d = provisioner.Deps(
         client=client,
         cluster=cluster,

@@ -10,7 +10,6 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -33,7 +32,6 @@ from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import nodes, preferences, results, scheduler
-from karpy.state import facts
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +47,6 @@ UNCONSOLIDATABLE_DEDUPE = 900.0
 """Seconds an Unconsolidatable event about one object is not repeated (upstream DedupeTimeout 15 min)."""
 EVENT_DEDUPE = 120.0
 """Seconds any other disruption event about one object is not repeated (upstream's default dedupe timeout)."""
-DEDUPE_ENTRIES = 10_000
-"""Dedupe keys kept before expired ones are dropped."""
 
 
 class ClusterView(passes.ClusterView, Protocol):
@@ -149,8 +145,6 @@ class DisruptionController:
         self._deps = deps
         self.methods = list(method_list) if method_list is not None else methods.default_methods()
         self._partial_passes = 0
-        self._published: dict[tuple[str, ...], float] = {}
-        """Event dedupe key -> until when repeats are dropped."""
         self.queue = orchestration.Queue(
             client=deps.client,
             cluster=deps.cluster,
@@ -359,11 +353,4 @@ class DisruptionController:
         key: tuple[str, ...] = (),
         type_: str = "Normal",
     ) -> None:
-        now = self._deps.clock.now()
-        identity = (reason, str(obj.get("kind")), str(facts.metadata(obj).get("uid") or facts.key(obj)), *key)
-        if self._published.get(identity, -math.inf) > now:
-            return
-        if len(self._published) > DEDUPE_ENTRIES:
-            self._published = {k: until for k, until in self._published.items() if until > now}
-        self._published[identity] = now + window
-        self._deps.recorder.record(obj, type_, reason, message)
+        self._deps.recorder.record(obj, type_, reason, message, dedupe=events.about(obj, *key, timeout=window))

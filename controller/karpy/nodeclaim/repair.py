@@ -123,7 +123,6 @@ class RepairController:
         self._deps = deps
         self._blocked_until: dict[str, float] = {}
         """Node name -> when its blocked repair is tried again."""
-        self._announced_until: dict[str, float] = {}
         """Node name -> until when its NodeRepairBlocked event is not repeated."""
         self._repaired: set[str] = set()
         """NodeClaims deleted by a pass whose deletion the state cache may not show yet: deleted (and counted) once."""
@@ -151,7 +150,6 @@ class RepairController:
                 everyone.append(n.node)
                 by_pool.setdefault(n.nodepool, []).append(n.node)
         self._blocked_until = {k: v for k, v in self._blocked_until.items() if v > now}
-        self._announced_until = {k: v for k, v in self._announced_until.items() if v > now}
         self._repaired &= {n.nodeclaim_name for n in nodes}
         soonest = POLL
         for n in nodes:
@@ -176,13 +174,11 @@ class RepairController:
         assert n.node is not None
         now = self._deps.clock.now()
         self._blocked_until[n.node_name] = now + BLOCKED_RETRY
-        if n.node_name in self._announced_until:
-            return
-        self._announced_until[n.node_name] = now + BLOCKED_DEDUPE
         where = "nodepool" if n.nodepool else "cluster"
         message = f"more than {ALLOWED_UNHEALTHY:.0%} nodes are unhealthy in the {where}"
         log.info("node repair blocked", extra={"node": n.node_name, "nodepool": n.nodepool, "reason": message})
-        self._deps.recorder.record(n.node, "Warning", NODE_REPAIR_BLOCKED, message)
+        dedupe = events.about(n.node, timeout=BLOCKED_DEDUPE)
+        self._deps.recorder.record(n.node, "Warning", NODE_REPAIR_BLOCKED, message, dedupe=dedupe)
 
     async def _repair(self, n: statenode.StateNode, found: Unhealthy) -> None:
         deps = self._deps

@@ -83,7 +83,6 @@ class Deps:
 class NodeClassController:
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
-        self._told: dict[str, float] = {}
         """Class uid -> when it was last told it waits on its NodeClaims."""
 
     async def reconcile(self, name: str) -> float | None:
@@ -122,15 +121,11 @@ class NodeClassController:
         using = sorted(c.name for c in self._deps.cluster.nodeclaims() if c.spec.node_class_ref.name == nc.name)
         if using:  # upstream waits for every NodeClaim of the class before cleaning up its launch templates
             log.info("waiting on nodeclaims to terminate", extra={"ec2nodeclass": nc.name, "nodeclaims": using[:10]})
-            now, uid = self._deps.clock.now(), nc.metadata.uid or nc.name
-            if (
-                self._deps.recorder is not None
-                and now - self._told.get(uid, -WAITING_EVENT_PERIOD) >= WAITING_EVENT_PERIOD
-            ):
-                self._told[uid] = now
-                self._deps.recorder.record(raw, "Normal", WAITING_ON_NODECLAIM_TERMINATION, waiting_message(using))
+            if self._deps.recorder is not None:
+                dedupe = events.about(raw, timeout=WAITING_EVENT_PERIOD)
+                message = waiting_message(using)
+                self._deps.recorder.record(raw, "Normal", WAITING_ON_NODECLAIM_TERMINATION, message, dedupe=dedupe)
             return NODECLASS_IN_USE_POLL
-        self._told.pop(nc.metadata.uid or nc.name, None)
         try:
             await self._deps.cloud.finalize_nodeclass(nc)
         except cloudprovider_errors.CloudProviderError as error:

@@ -9,7 +9,6 @@ from typing import Final
 
 from karpy import events, requirements
 from karpy.api import labels, nodepool
-from karpy.clock import Clock
 from karpy.cloudprovider import types
 from karpy.scheduling import catalog
 
@@ -49,24 +48,18 @@ def without_instance_types(
 class IncompatiblePools:
     """Records a Warning on each NodePool whose requirements leave none of its instance types, once a minute."""
 
-    def __init__(self, recorder: events.Recorder, clock: Clock) -> None:
+    def __init__(self, recorder: events.Recorder) -> None:
         self._recorder = recorder
-        self._clock = clock
-        self._quiet_until: dict[str, float] = {}
 
     def report(
         self, pools: Iterable[nodepool.NodePool], instance_types: Mapping[str, Sequence[types.InstanceType]]
     ) -> list[str]:
-        """The names of the pools recorded now."""
-        now = self._clock.now()
-        recorded = []
+        """The names of the pools reported now (the recorder drops an event it took less than a minute ago)."""
+        reported = []
         for pool in without_instance_types(pools, instance_types):
-            if self._quiet_until.get(pool.name, -1.0) > now:
-                continue
-            self._quiet_until[pool.name] = now + DEDUPE_SECONDS
             log.info("skipping, nodepool requirements filtered out all instance types", extra={"nodepool": pool.name})
-            self._recorder.record(
-                nodepool.event_ref(pool), "Warning", NO_COMPATIBLE_INSTANCE_TYPES, NO_COMPATIBLE_MESSAGE
-            )
-            recorded.append(pool.name)
-        return recorded
+            ref = nodepool.event_ref(pool)
+            dedupe = events.about(ref, timeout=DEDUPE_SECONDS)
+            self._recorder.record(ref, "Warning", NO_COMPATIBLE_INSTANCE_TYPES, NO_COMPATIBLE_MESSAGE, dedupe=dedupe)
+            reported.append(pool.name)
+        return reported

@@ -135,7 +135,7 @@ class Provisioner:
         self.pod_times = podtimes.PodTimes(deps.clock)
         """When each pending pod was first seen, decided on and placed (the pod provisioning series read it)."""
         self._last_scan: float | None = None
-        self._incompatible = poolevents.IncompatiblePools(deps.recorder, deps.clock)
+        self._incompatible = poolevents.IncompatiblePools(deps.recorder)
 
     def trigger(self, uid: str) -> None:
         """A pod became provisionable (or a node with pods started leaving): open or extend a batch window."""
