@@ -115,6 +115,7 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
 
     `warm` imports the LP solver (scipy, imported lazily by the lower bound) before the timer starts, so the row
     measures solving rather than a one-off module import. `profile` writes cProfile stats of the solve there."""
+    from karpy import tasks
     from karpy.api import meta, nodepool
     from karpy.cloudprovider import catalog as cloudprovider_catalog
     from karpy.cloudprovider.fake import generator
@@ -139,7 +140,8 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
     start, cpu_start = time.perf_counter(), time.process_time()
     if profiler is not None:
         profiler.enable()
-    results = scheduler.solve(inp)
+    with tasks.collector_paused():  # as the controller's solving thread runs it
+        results = scheduler.solve(inp)
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(profile)
@@ -186,6 +188,7 @@ def exact_row(*, catalog: str, pods: int, node_limit: int, merge_to: int = 0) ->
     from scipy import sparse
     from scipy.optimize import Bounds, LinearConstraint, milp
 
+    from karpy import tasks
     from karpy.api import labels, meta, nodepool
     from karpy.cloudprovider import catalog as cloudprovider_catalog
     from karpy.cloudprovider.fake import generator
@@ -204,9 +207,10 @@ def exact_row(*, catalog: str, pods: int, node_limit: int, merge_to: int = 0) ->
     merged = bound.MERGED_CLASSES
     bound.MERGED_CLASSES = merge_to or merged
     try:
-        results = scheduler.solve(
-            scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
-        )
+        with tasks.collector_paused():
+            results = scheduler.solve(
+                scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
+            )
     finally:
         bound.MERGED_CLASSES = merged
     index = scheduling_catalog.ResourceIndex.build([p.requests for p in pending])

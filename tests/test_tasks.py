@@ -1,9 +1,11 @@
 """`karpy.tasks.cancel_and_wait`: children are cancelled and awaited, their failures handed back, and a cancellation
-aimed at the caller while it waits is never swallowed."""
+aimed at the caller while it waits is never swallowed. `collector_paused` and `without_collector`: the collector is
+off for the work and back as it was found."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -56,3 +58,26 @@ async def test_the_callers_own_cancellation_goes_through() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not ran_on
+
+
+def test_work_runs_without_the_collector_and_leaves_it_as_found() -> None:
+    states: list[bool] = []
+    paused = tasks.without_collector(lambda x: states.append(gc.isenabled()) or x * 2)
+    assert paused(21) == 42
+    assert states == [False]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        paused(1)
+        assert not gc.isenabled()  # it was off before: the work does not turn it on
+    finally:
+        gc.enable()
+
+
+def test_the_collector_comes_back_when_the_work_raises() -> None:
+    def fail() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        tasks.without_collector(fail)()
+    assert gc.isenabled()

@@ -21,7 +21,7 @@ EXIT_INVALID = 2
 
 def _simulate(args: argparse.Namespace) -> int:
     # Imported here so `karpy --help` stays fast and does not load numpy/scipy.
-    from karpy import clock
+    from karpy import clock, tasks
     from karpy.simulate import manifests, plan
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) if args.zones else None
@@ -34,7 +34,8 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     try:
         cluster = manifests.load(args.files)
-        planned, conflicting = plan.run_with_overlays(cluster, options, clock=clock.SystemClock())
+        with tasks.collector_paused():
+            planned, conflicting = plan.run_with_overlays(cluster, options, clock=clock.SystemClock())
         result = plan.to_json(planned, overlays=plan.overlay_statuses(cluster, conflicting))
     except manifests.InputError as exc:
         print(f"karpy simulate: {exc}", file=sys.stderr)

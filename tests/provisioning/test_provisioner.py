@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -95,6 +96,21 @@ async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
     assert len(env.counters.durations) == 1
     assert env.counters.unschedulable == [0]
     assert not outcome.failed
+
+
+async def test_the_solve_runs_in_a_thread_without_the_collector() -> None:
+    """The provisioner's worker thread pauses the collector for its solve (karpy.tasks), the loop's thread keeps it."""
+    seen: list[tuple[bool, bool]] = []
+
+    def solver(inp: scheduler.SchedulingInput) -> results.Results:
+        seen.append((gc.isenabled(), threading.current_thread() is threading.main_thread()))
+        return scheduler.solve(inp)
+
+    pod = builders.parsed_pod("web", cpu="1", memory="1Gi")
+    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=[pod]), solver=solver)
+    await env.prov.provision()
+    assert seen == [(False, False)]
+    assert gc.isenabled()
 
 
 async def test_pods_fitting_an_existing_node_nominate_it() -> None:

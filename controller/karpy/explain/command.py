@@ -4,15 +4,14 @@ the bundled catalog, explain, and hand back the JSON contract (`report`). The CL
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as karpy_clock
+from karpy import tasks
 from karpy.explain import catalogs, report, run, sources
 from karpy.kube import client, config, credentials, resources
 from karpy.simulate import plan
@@ -57,25 +56,13 @@ async def _read_live(cfg: credentials.Credentials) -> tuple[sources.Snapshot, li
         await kube.close()
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """One explanation builds the cluster model (hundreds of thousands of long-lived, acyclic objects) and then
-    solves over it again and again: every garbage collection on the way only rescans the model. Measured on a
-    5,000-node dump: reading it took twice, and each simulation three times, as long with the collector on. It
-    resumes when the explanation is done."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def explain(request: Request) -> dict[str, Any]:
     """The explanation as the JSON contract. Raises sources.InputError / config.ConfigError / run.NotFound on bad
     input, ReadError when the cluster cannot be read."""
-    with _collector_paused():
+    # One explanation builds the cluster model (hundreds of thousands of long-lived, acyclic objects) and then solves
+    # over it again and again: every garbage collection on the way only rescans the model. Measured on a 5,000-node
+    # dump: reading it took twice, and each simulation three times, as long with the collector on.
+    with tasks.collector_paused():
         # The model is freed when `_explain` returns, still paused: resumed with millions of live objects the
         # collector's next pass would scan them all only to find them gone a moment later (1.3 s at 5,000 nodes).
         return _explain(request)

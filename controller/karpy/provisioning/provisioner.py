@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
-from karpy import backoff, events, noop, rejections
+from karpy import backoff, events, noop, rejections, tasks
 from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
@@ -313,7 +313,7 @@ class Provisioner:
         scheduling_id = str(uuid.uuid4())  # upstream labels each solve's in-flight gauges with a fresh id
         deps.metrics.solve_started(scheduling_id, len(inp.pods), start)
         try:
-            outcome = await asyncio.to_thread(isolation.solve, deps.solver, bounded)
+            outcome = await asyncio.to_thread(tasks.without_collector(isolation.solve), deps.solver, bounded)
         finally:
             deps.metrics.solve_finished(scheduling_id)
         plan = outcome.results

@@ -27,10 +27,8 @@ and how pods land on a slot; `placement` a run's trip over existing slots; `clai
 from __future__ import annotations
 
 import collections
-import contextlib
-import gc
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from karpy import requirements
@@ -416,21 +414,6 @@ def _bound_pod_by_pod(inp: SchedulingInput, node_reqs: Mapping[str, requirements
 def solve(inp: SchedulingInput, *, pod_by_pod: bool = False) -> results.Results:
     """Plan where every pending pod goes; `pod_by_pod` selects the unbatched reference path.
 
-    The cyclic garbage collector is paused meanwhile: a solve allocates hundreds of thousands of small objects that
-    live until it returns (and frees by reference count), so each full collection would scan them all again for
-    nothing: about a seventh of a 20,000-pod solve (bench/scheduling.py)."""
-    with _collector_paused():
-        return _Solver(inp, pod_by_pod=pod_by_pod).solve()
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause `gc` for the block and resume it after, unless it was off already (so overlapping solves in several
-    threads leave it on as soon as one ends: at worst a collection comes sooner)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    A solve allocates hundreds of thousands of short-lived objects: its callers pause the garbage collector at
+    their thread's entry point (`karpy.tasks.collector_paused`)."""
+    return _Solver(inp, pod_by_pod=pod_by_pod).solve()

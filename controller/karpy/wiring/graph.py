@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import events, rejections
+from karpy import events, rejections, tasks
 from karpy import settings as karpy_settings
 from karpy.cloudprovider import dryrun as cloudprovider_dryrun
 from karpy.cloudprovider import overlay
@@ -34,6 +34,7 @@ from karpy.nodepool import zonalshift
 from karpy.provisioning import batcher, provisioner, snapshot
 from karpy.runtime import lease, metrics, observers, parts, routing, workqueue
 from karpy.runtime.metrics import queues
+from karpy.scheduling import scheduler
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 from karpy.wiring import views
@@ -218,6 +219,8 @@ def build(
             ),
             metrics=registry.disruption_hooks(),
             rejections=rejected,
+            # The pass runs its simulations on the event loop's thread: each solve pauses the collector there.
+            solver=tasks.without_collector(scheduler.solve),
         )
     )
 
