@@ -6,10 +6,12 @@ node without that minimum; the replacement is pinned to spot."""
 
 from __future__ import annotations
 
+from tests import builders
 from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
+from karpy.cloudprovider.fake import generator
 from karpy.disruption import consolidation
 
 Reason = nodepool.DisruptionReason
@@ -78,3 +80,24 @@ async def test_the_gate_off_keeps_the_spot_node() -> None:
     w.node("s", itype="big", capacity_type="spot")
     w.pod("p", "s", cpu="1")
     assert await w.reconcile(w.controller()) is None
+
+
+async def test_cheaper_options_must_still_meet_every_keys_min_values() -> None:
+    """core disruption/consolidation.go: the cheaper options are filtered by price and minValues together
+    (RemoveInstanceTypeOptionsByPriceAndMinValues), over every key that sets one, not only the instance type."""
+    catalog_ = catalog(3)  # the "big" type is the only one of size "large"; the cheaper ones are all "small"
+    sizes = builders.requirement(generator.LABEL_SIZE, "Exists", min_values=2)
+    w = disruption_world.World(catalog_)
+    w.pool(requirements=[sizes])
+    w.node("n", itype="big")
+    w.pod("p", "n", cpu="1")
+    assert await w.reconcile(w.controller()) is None
+    messages = [e.message for e in w.recorder.events if e.reason == "Unconsolidatable"]
+    assert "minValues requirement is not met by the cheaper instance types" in messages
+    w = disruption_world.World(catalog_)
+    w.pool(requirements=[builders.requirement(generator.LABEL_SIZE, "Exists", min_values=1)])
+    w.node("n", itype="big")
+    w.pod("p", "n", cpu="1")
+    cmd = await w.reconcile(w.controller())
+    assert cmd is not None
+    assert [t.name for t in cmd.replacements[0].instance_type_options] == ["t00", "t01", "t02"]

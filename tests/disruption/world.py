@@ -59,11 +59,12 @@ def pool_fields(
     after: str = "0s",
     budgets: Sequence[Mapping[str, Any]] = ({"nodes": "100%"},),
     capacity_types: Sequence[str] = ("on-demand",),
+    requirements: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """`builders.nodepool` arguments of a scenario's pool: consolidation `policy` after `after`, `budgets` (every
-    node at once unless told), launching only `capacity_types`."""
+    node at once unless told), launching only `capacity_types`, and `requirements` besides."""
     return {
-        "requirements": [builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", *capacity_types)],
+        "requirements": [builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", *capacity_types), *requirements],
         "disruption": {"consolidationPolicy": policy, "consolidateAfter": after, "budgets": list(budgets)},
     }
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from karpy import requirements
 from karpy.api import labels, nodeclaim, nodepool
 
 
@@ -82,6 +83,40 @@ class InstanceType:
     def cheapest_price(self) -> float | None:
         prices = [o.price for o in self.offerings if o.available]
         return min(prices) if prices else None
+
+
+def _values(instance_type: InstanceType, key: str, req: requirements.Requirement) -> set[str]:
+    """What `instance_type` offers for a minValues key: its name, its label when `req` allows it, or (zone and
+    capacity type, which come from offerings) its available offerings' values."""
+    if key == labels.LABEL_INSTANCE_TYPE:
+        return {instance_type.name}
+    value = instance_type.labels.get(key)
+    if value is not None:
+        return {value} if req.has(value) else set()
+    if key in (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE):
+        return {o.labels().get(key, "") for o in instance_type.offerings if o.available}
+    return set()
+
+
+def min_values_needed(instance_types: Sequence[InstanceType], reqs: requirements.Requirements) -> int | None:
+    """How many of `instance_types`, taken in order, it takes to offer at least minValues distinct values for every
+    key of `reqs` that sets one: 0 when none does, None when all of them together fall short (core:
+    pkg/cloudprovider/types.go `InstanceTypes.SatisfiesMinValues`). The one minValues rule: the scheduler's fit,
+    the repack and consolidation's cheaper options all ask it."""
+    wanted = [(key, req, req.min_values) for key, req in reqs.items() if req.min_values is not None]
+    if not wanted:
+        return 0
+    seen: dict[str, set[str]] = {key: set() for key, _, _ in wanted}
+    for count, instance_type in enumerate(instance_types, start=1):
+        for key, req, _ in wanted:
+            seen[key] |= _values(instance_type, key, req)
+        if all(len(seen[key]) >= least for key, _, least in wanted):
+            return count
+    return None
+
+
+def satisfies_min_values(instance_types: Sequence[InstanceType], reqs: requirements.Requirements) -> bool:
+    return min_values_needed(instance_types, reqs) is not None
 
 
 class DriftReason(enum.StrEnum):

@@ -98,11 +98,6 @@ def filter_out_same_instance_type(
     return filter_by_price(plan.instance_type_options, plan.requirements, ceiling)
 
 
-def _min_values_met(plan: results.PlannedNodeClaim, options: Sequence[types.InstanceType]) -> bool:
-    req = plan.requirements.get(labels.LABEL_INSTANCE_TYPE)
-    return req is None or req.min_values is None or len(options) >= req.min_values
-
-
 def _with_options(
     plan: results.PlannedNodeClaim, options: Sequence[types.InstanceType], *, spot_only: bool = False
 ) -> results.PlannedNodeClaim:
@@ -129,17 +124,13 @@ def _spot_to_spot(
                 f"SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance type options than the "
                 f"current candidate to consolidate, got {len(options)}",
             )
-        options = options[: max(MIN_SPOT_TO_SPOT_TYPES, _min_values_needed(plan))]
-    if not _min_values_met(plan, options):
+        # upstream keeps the 15 cheapest, or as many as minValues needs (disruption/consolidation.go)
+        options = options[: max(MIN_SPOT_TO_SPOT_TYPES, types.min_values_needed(options, plan.requirements) or 0)]
+    if not types.satisfies_min_values(options, plan.requirements):
         return blockers.Blocker(
             blockers.Kind.MIN_VALUES, "minValues requirement is not met by the cheaper spot instance types"
         )
     return _with_options(plan, options, spot_only=True)
-
-
-def _min_values_needed(plan: results.PlannedNodeClaim) -> int:
-    req = plan.requirements.get(labels.LABEL_INSTANCE_TYPE)
-    return req.min_values if req is not None and req.min_values is not None else 0
 
 
 def compute(
@@ -181,7 +172,7 @@ def compute(
         options = tuple(t for t in options if t.name in kept)
     if not options:
         return blockers.Blocker(blockers.Kind.NOT_CHEAPER, "Can't replace with a cheaper node")
-    if not _min_values_met(plan, options):
+    if not types.satisfies_min_values(options, plan.requirements):
         return blockers.Blocker(
             blockers.Kind.MIN_VALUES, "minValues requirement is not met by the cheaper instance types"
         )

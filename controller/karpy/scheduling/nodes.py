@@ -24,6 +24,7 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels, meta
+from karpy.cloudprovider import types
 from karpy.scheduling import catalog, pods, resources, taints, topology
 
 MIN_VALUES_STRICT = "Strict"
@@ -168,19 +169,7 @@ def _fits_every_option(slot: Slot, request: catalog.IntArray) -> bool:
 
 
 def _min_values_ok(pool: catalog.PoolCatalog, mask: catalog.BoolArray, reqs: requirements.Requirements) -> bool:
-    for key, req in reqs.items():
-        if req.min_values is None:
-            continue
-        chosen = [t for t, m in zip(pool.types, mask, strict=True) if m]
-        if key == labels.LABEL_INSTANCE_TYPE:
-            distinct = {t.name for t in chosen}
-        else:
-            distinct = {t.labels[key] for t in chosen if key in t.labels and req.has(t.labels[key])}
-            if not distinct and key in (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE):
-                distinct = {o.labels().get(key, "") for t in chosen for o in t.offerings if o.available}
-        if len(distinct) < req.min_values:
-            return False
-    return True
+    return types.satisfies_min_values([t for t, m in zip(pool.types, mask, strict=True) if m], reqs)
 
 
 def _owns(pod: pods.Pod, key: topology.GroupKey) -> bool:

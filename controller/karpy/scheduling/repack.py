@@ -43,6 +43,7 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels
+from karpy.cloudprovider import types
 from karpy.scheduling import capped, catalog, fixedbins, nodes, packing, pods, topology, tying
 
 _POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
@@ -322,19 +323,7 @@ def _candidate_types(pool: catalog.PoolCatalog, reqs: requirements.Requirements)
 
 def min_values_ok(pool: catalog.PoolCatalog, type_ids: catalog.IntArray, reqs: requirements.Requirements) -> bool:
     """Do the types `type_ids` of `pool` offer at least minValues distinct values for every key that sets one?"""
-    for key, r in reqs.items():
-        if r.min_values is None:
-            continue
-        chosen = [pool.types[int(i)] for i in type_ids]
-        if key == labels.LABEL_INSTANCE_TYPE:
-            distinct = {t.name for t in chosen}
-        else:
-            distinct = {t.labels[key] for t in chosen if key in t.labels and r.has(t.labels[key])}
-            if not distinct and key in (labels.LABEL_ZONE, labels.LABEL_CAPACITY_TYPE):
-                distinct = {o.labels().get(key, "") for t in chosen for o in t.offerings if o.available}
-        if len(distinct) < r.min_values:
-            return False
-    return True
+    return types.satisfies_min_values([pool.types[int(i)] for i in type_ids], reqs)
 
 
 # --- claims -----------------------------------------------------------------------------------------------------
