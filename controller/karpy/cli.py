@@ -10,13 +10,26 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import karpy
+
+if TYPE_CHECKING:
+    from karpy import settings
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 1
 EXIT_INVALID = 2
+
+
+def _scheduling(args: argparse.Namespace) -> settings.SchedulingSettings:
+    """The controller's scheduling policies as `--preference-policy` and `--min-values-policy` give them."""
+    from karpy import settings
+
+    return settings.SchedulingSettings(
+        preference_policy=settings.PreferencePolicy(args.preference_policy),
+        min_values_policy=settings.MinValuesPolicy(args.min_values_policy),
+    )
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -29,8 +42,7 @@ def _simulate(args: argparse.Namespace) -> int:
         catalog=args.catalog,
         region=args.region,
         zones=zones,
-        preference_policy=args.preference_policy,
-        min_values_policy=args.min_values_policy,
+        scheduling=_scheduling(args),
     )
     try:
         cluster = manifests.load(args.files)
@@ -55,7 +67,6 @@ def _explain(args: argparse.Namespace) -> int:
     from karpy.api import decoding
     from karpy.explain import command, run, sources
     from karpy.kube import config
-    from karpy.provisioning import snapshot
     from karpy.simulate import plan
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
@@ -77,9 +88,7 @@ def _explain(args: argparse.Namespace) -> int:
             simulations=args.simulations,
             repack=not args.no_repack,
             spot_to_spot=args.spot_to_spot,
-            scheduling=snapshot.SchedulingOptions(
-                preference_policy=args.preference_policy, min_values_policy=args.min_values_policy
-            ),
+            scheduling=_scheduling(args),
         ),
     )
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from tests.disruption import world as disruption_world
 
+from karpy import settings
 from karpy.disruption import blockers
 
 
@@ -21,7 +22,7 @@ async def test_a_node_with_a_dra_pod_is_consolidated_only_when_dra_is_not_ignore
     w.kube.objects[("pods", "default", "claimed")]["spec"]["resourceClaims"] = [{"name": "gpu"}]
     w.pod("pb", "b", cpu="1")
     w.kube.objects[("pods", "default", "pb")]["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
-    cmd = await w.reconcile(w.controller(ignore_dra_requests=ignore))
+    cmd = await w.reconcile(w.controller(scheduling=settings.SchedulingSettings(ignore_dra_requests=ignore)))
     assert (cmd is not None) is consolidated
     if not consolidated:
         reasons = [e.message for e in w.recorder.events if e.name == "a" and e.reason == blockers.UNCONSOLIDATABLE]

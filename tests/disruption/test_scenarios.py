@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from tests.disruption import world as disruption_world
 
+from karpy import settings as karpy_settings
 from karpy.api import labels, nodepool, quantity
 from karpy.kube import resources
 from karpy.scheduling import results, scheduler
@@ -325,22 +326,28 @@ PREFER_APART = {
 }
 
 
+IGNORE_BEST_EFFORT = karpy_settings.SchedulingSettings(
+    preference_policy=karpy_settings.PreferencePolicy.IGNORE,
+    min_values_policy=karpy_settings.MinValuesPolicy.BEST_EFFORT,
+)
+
+
 @pytest.mark.parametrize(
     ("settings", "policies", "decision"),
     [
         # Respect: pa keeps away from pb's node while a new (cheaper) node can take it: replace
         ({}, ("Respect", "Strict"), "replace"),
         # Ignore, as the provisioner would with PREFERENCE_POLICY=Ignore: pa simply moves next to pb
-        ({"preference_policy": "Ignore", "min_values_policy": "BestEffort"}, ("Ignore", "BestEffort"), "delete"),
+        ({"scheduling": IGNORE_BEST_EFFORT}, ("Ignore", "BestEffort"), "delete"),
     ],
 )
 async def test_simulations_schedule_with_the_provisioners_policies(
-    settings: dict[str, str], policies: tuple[str, str], decision: str
+    settings: dict[str, karpy_settings.SchedulingSettings], policies: tuple[str, str], decision: str
 ) -> None:
     seen: set[tuple[str, str]] = set()
 
     def solver(inp: scheduler.SchedulingInput) -> results.Results:
-        seen.add((inp.preference_policy, inp.min_values_policy))
+        seen.add((inp.options.preference_policy, inp.options.min_values_policy))
         return scheduler.solve(inp)
 
     w = disruption_world.World()

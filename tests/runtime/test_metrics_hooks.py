@@ -14,6 +14,7 @@ from tests.runtime import exporting
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
+from karpy import settings as karpy_settings
 from karpy.api import labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider import errors as cloudprovider_errors
@@ -22,9 +23,8 @@ from karpy.kube import client as kube_client
 from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.provisioning import provisioner, snapshot
+from karpy.provisioning import provisioner
 from karpy.runtime import metrics
-from karpy.scheduling import nodes
 
 CREATED = "karpenter_nodeclaims_created_total"
 CREATE_FAILED = "karpy_nodeclaims_create_failed_total"
@@ -84,14 +84,19 @@ async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> Non
     assert created == 1  # failures are not creations
 
 
-@pytest.mark.parametrize(("policy", "relaxed"), [(nodes.MIN_VALUES_BEST_EFFORT, "true"), (nodes.MIN_VALUES_STRICT, "")])
-async def test_a_claim_whose_min_values_were_relaxed_counts_as_such(policy: str, relaxed: str) -> None:
+@pytest.mark.parametrize(
+    ("policy", "relaxed"),
+    [(karpy_settings.MinValuesPolicy.BEST_EFFORT, "true"), (karpy_settings.MinValuesPolicy.STRICT, "")],
+)
+async def test_a_claim_whose_min_values_were_relaxed_counts_as_such(
+    policy: karpy_settings.MinValuesPolicy, relaxed: str
+) -> None:
     """More instance types asked for (minValues 20) than the catalog's 8: BestEffort relaxes it and says so on the
     NodeClaim and in the counter (core: scheduling/scheduler.go, provisioner.go `Create`); Strict creates nothing."""
     m, client = metrics.Metrics(), kube_fake.FakeKubeClient(ManualClock(0.0))
     wide = builders.requirement(labels.LABEL_INSTANCE_TYPE, "Exists", min_values=20)
     pool = builders.parsed_nodepool("web", requirements=[wide])
-    settings = provisioner.Settings(scheduling=snapshot.SchedulingOptions(min_values_policy=policy))
+    settings = provisioner.Settings(scheduling=karpy_settings.SchedulingSettings(min_values_policy=policy))
     cluster = Cluster(pools=[pool], pending=[builders.parsed_pod("a", cpu="1", memory="1Gi")])
     await _provisioner(m, cluster, client, settings=settings).provision()
     claims = client.all(resources.NODECLAIMS)

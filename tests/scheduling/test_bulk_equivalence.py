@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
+from karpy import settings as karpy_settings
 from karpy.api import labels, quantity
 from karpy.scheduling import nodes, scheduler
 
@@ -152,7 +153,7 @@ NODE_A = builders.parsed_existing_node(
     st.sampled_from((None, 6_000)),
     st.booleans(),
     st.booleans(),
-    st.sampled_from((None, nodes.MIN_VALUES_STRICT, nodes.MIN_VALUES_BEST_EFFORT)),
+    st.sampled_from((None, *karpy_settings.MinValuesPolicy)),
 )
 def test_bulk_equals_pod_by_pod(
     groups: list[tuple[str, str, str, int, bool]],
@@ -183,7 +184,9 @@ def test_bulk_equals_pod_by_pod(
         instance_types={"default": _uneven_catalog() if uneven else scheduling_conftest.fake_catalog(12)},
         existing_nodes=[NODE_A] if with_node else (),
         compute_lower_bound=False,
-        min_values_policy=min_values or nodes.MIN_VALUES_STRICT,
+        options=karpy_settings.SchedulingSettings(
+            min_values_policy=min_values or karpy_settings.MinValuesPolicy.STRICT
+        ),
     )
     bulk = scheduler.solve(inp)
     reference = scheduler.solve(inp, pod_by_pod=True)

@@ -10,6 +10,7 @@ import pytest
 from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
+from karpy import settings
 from karpy.scheduling import pods, scheduler
 
 CLAIMED = {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}
@@ -39,7 +40,7 @@ def test_dra_pods_are_refused_by_default_and_the_others_still_placed() -> None:
 
 def test_dra_pods_are_placed_as_ordinary_pods_when_not_ignored() -> None:
     claimed = builders.parsed_pod("claimed", **CONTAINER_CLAIM, memory="1Gi")
-    res = scheduling_conftest.solve([claimed], ignore_dra_requests=False)
+    res = scheduling_conftest.solve([claimed], options=settings.SchedulingSettings(ignore_dra_requests=False))
     scheduling_conftest.expect_scheduled(res, claimed)
 
 
@@ -63,6 +64,8 @@ def _daemon(name: str, spec: dict[str, Any]) -> pods.Pod:
 def test_a_dra_daemonset_adds_overhead_only_when_not_ignored(ignore: bool, daemon_cpu: int) -> None:
     daemon = _daemon("gpu-agent", CLAIMED)
     pod = builders.parsed_pod("p", memory="1Gi")
-    res = scheduling_conftest.solve([pod], daemonsets=[daemon], ignore_dra_requests=ignore)
+    res = scheduling_conftest.solve(
+        [pod], daemonsets=[daemon], options=settings.SchedulingSettings(ignore_dra_requests=ignore)
+    )
     (claim,) = scheduling_conftest.expect_provisioned(res, 1)
     assert claim.requests["cpu"] == 1000 + daemon_cpu

@@ -12,7 +12,7 @@ import pytest
 from tests import builders
 from tests.scheduling import conftest as scheduling_conftest
 
-from karpy import requirements
+from karpy import requirements, settings
 from karpy.api import labels
 from karpy.scheduling import effective_zones, scheduler, topology, volumes
 
@@ -44,6 +44,9 @@ def _bound(name: str, node: str) -> Any:
 
 def _by_pod(res: Any) -> dict[str, str]:
     return {p.key: zone for zone, pods_ in res.effective_zones.items() for p in pods_}
+
+
+IGNORE_PREFERENCES = settings.SchedulingSettings(preference_policy=settings.PreferencePolicy.IGNORE)
 
 
 def _zone_of(pod: Any, **kwargs: Any) -> str | None:
@@ -123,7 +126,7 @@ def test_a_preferred_spread_counts_unless_preferences_are_ignored() -> None:
     spread = [{**_spread()[0], "whenUnsatisfiable": "ScheduleAnyway"}]
     pod = builders.parsed_pod("p", labels=APP, memory="1Gi", topologySpreadConstraints=spread)
     assert _zone_of(pod, existing_nodes=existing) == Z3
-    assert _zone_of(pod, existing_nodes=existing, preference_policy="Ignore") == "flexible"
+    assert _zone_of(pod, existing_nodes=existing, options=IGNORE_PREFERENCES) == "flexible"
 
 
 def test_pods_refused_outright_have_no_zone_and_dra_pods_have_one() -> None:

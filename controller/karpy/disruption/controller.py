@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from karpy import backoff, events, noop, rejections
 from karpy import clock as karpy_clock
+from karpy import settings as karpy_settings
 from karpy.api import donotdisrupt, nodeclaim, nodepool
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
@@ -30,8 +31,7 @@ from karpy.disruption import (
 )
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.provisioning import snapshot as provisioning_snapshot
-from karpy.scheduling import nodes, preferences, results, scheduler
+from karpy.scheduling import results, scheduler
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +68,10 @@ class Settings:
     """Feature gate SpotToSpotConsolidation (alpha upstream, off): let consolidation replace spot with spot."""
     poll: float = POLL
     validation_delay: float = validation.VALIDATION_DELAY
-    preference_policy: str = preferences.POLICY_RESPECT
-    """PREFERENCE_POLICY, Respect|Ignore, default Respect: simulations must relax preferences exactly as the
-    provisioner will when it launches the replacement, or a decision rests on a placement that never happens."""
-    min_values_policy: str = nodes.MIN_VALUES_STRICT
-    """MIN_VALUES_POLICY, Strict|BestEffort, default Strict: as the provisioner's, for the same reason."""
-    ignore_dra_requests: bool = True
-    """IGNORE_DRA_REQUESTS, default true: a node whose pods ask for DRA resources cannot be consolidated, as their
-    pods could not be placed again."""
+    scheduling: karpy_settings.SchedulingSettings = dataclasses.field(default_factory=karpy_settings.SchedulingSettings)
+    """The provisioner's own policies: simulations must place pods exactly as the provisioner will when it launches
+    the replacement, or a decision rests on a placement that never happens (with DRA requests ignored, a node whose
+    pods ask for DRA resources cannot be consolidated, as their pods could not be placed again)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -227,11 +223,7 @@ class DisruptionController:
             queued=self.queue.names(),
             options=passes.Options(
                 spot_to_spot=deps.settings.spot_to_spot,
-                scheduling=provisioning_snapshot.SchedulingOptions(
-                    preference_policy=deps.settings.preference_policy,
-                    min_values_policy=deps.settings.min_values_policy,
-                    ignore_dra_requests=deps.settings.ignore_dra_requests,
-                ),
+                scheduling=deps.settings.scheduling,
             ),
             solver=deps.solver,
             note=self._publish_note,

@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 from karpy import clock as karpy_clock
 from karpy import noop
+from karpy import settings as karpy_settings
 from karpy.api import donotdisrupt, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, simulation, staticpools
 from karpy.kube import resources
-from karpy.provisioning import snapshot as provisioning_snapshot
 from karpy.scheduling import pods, scheduler, volumes
 from karpy.state import facts, statenode
 
@@ -47,7 +47,7 @@ class ClusterView(Protocol):
 class Options:
     spot_to_spot: bool = False
     """Feature gate SpotToSpotConsolidation."""
-    scheduling: provisioning_snapshot.SchedulingOptions = field(default_factory=provisioning_snapshot.SchedulingOptions)
+    scheduling: karpy_settings.SchedulingSettings = field(default_factory=karpy_settings.SchedulingSettings)
     """The provisioner's preference and minValues policies: simulations must relax as it will."""
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from karpy import settings as karpy_settings
 from karpy.api import nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import candidates as disruption_candidates
@@ -33,7 +34,7 @@ from karpy.state import statenode
 log = logging.getLogger(__name__)
 
 Solver = Callable[[scheduler.SchedulingInput], results.Results]
-DEFAULT_OPTIONS = provisioning_snapshot.SchedulingOptions()
+DEFAULT_OPTIONS = provisioning_snapshot.DEFAULT_OPTIONS
 """The provisioner's default preference and minValues policies (Respect, Strict)."""
 
 
@@ -104,7 +105,7 @@ def simulate(
     *,
     consolidation: bool = True,
     solver: Solver = scheduler.solve,
-    options: provisioning_snapshot.SchedulingOptions = DEFAULT_OPTIONS,
+    options: karpy_settings.SchedulingSettings = DEFAULT_OPTIONS,
 ) -> Simulation:
     leaving = {c.node.name for c in chosen}
     others = [n for n in snap.nodes if n.name not in leaving]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from karpy import settings as karpy_settings
 from karpy.cloudprovider import types
 from karpy.provisioning import isolation, limits, ports, snapshot
 from karpy.scheduling import pods, results, scheduler
@@ -46,7 +47,7 @@ def prepare(
     cluster: View,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
-    options: snapshot.SchedulingOptions,
+    options: karpy_settings.SchedulingSettings,
     existing: Sequence[scheduler.ExistingNode] = (),
 ) -> Batch:
     """`existing`: `snapshot.existing_nodes(cluster.state_nodes())` derived already (`scheduler.derive`), to share

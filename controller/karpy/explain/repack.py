@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from karpy import settings as karpy_settings
 from karpy.cloudprovider import types
 from karpy.provisioning import isolation, ports, snapshot
 from karpy.scheduling import pods, results, scheduler
@@ -41,7 +42,7 @@ def prepare(
     cluster: ports.SchedulingView,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
-    options: snapshot.SchedulingOptions,
+    options: karpy_settings.SchedulingSettings,
 ) -> Prepared:
     state_nodes = list(cluster.state_nodes())
     managed = [n for n in state_nodes if n.nodepool]

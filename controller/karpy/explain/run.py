@@ -3,12 +3,12 @@ controller's event loop, or the CLI's), `explain` decides (pure computation, in 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as karpy_clock
+from karpy import settings as karpy_settings
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import candidates, methods, passes
@@ -35,7 +35,7 @@ class Options:
     repack: bool = True
     spot_to_spot: bool = False
     """Feature gate SpotToSpotConsolidation, as the controller runs with it."""
-    scheduling: snapshot.SchedulingOptions = dataclasses.field(default_factory=snapshot.SchedulingOptions)
+    scheduling: karpy_settings.SchedulingSettings = field(default_factory=karpy_settings.SchedulingSettings)
     """PREFERENCE_POLICY and MIN_VALUES_POLICY, as the controller runs with them."""
 
 

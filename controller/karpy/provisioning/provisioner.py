@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 from karpy import backoff, events, noop, rejections, tasks
+from karpy import settings as karpy_settings
 from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import errors, types
@@ -90,7 +91,7 @@ class Metrics:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Settings:
     window: batcher.WindowSettings = dataclasses.field(default_factory=batcher.WindowSettings)
-    scheduling: snapshot.SchedulingOptions = dataclasses.field(default_factory=snapshot.SchedulingOptions)
+    scheduling: karpy_settings.SchedulingSettings = dataclasses.field(default_factory=karpy_settings.SchedulingSettings)
     solve_timeout: float = SOLVE_TIMEOUT
     max_parallel_creates: int = MAX_PARALLEL_CREATES
 

@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
+from karpy import settings as karpy_settings
 from karpy.api import meta, nodepool
 from karpy.cloudprovider import types
 from karpy.provisioning import ports
-from karpy.scheduling import catalog, nodes, pods, preferences, scheduler, volumes
+from karpy.scheduling import catalog, pods, scheduler, volumes
 
 READY = "Ready"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SchedulingOptions:
-    preference_policy: str = preferences.POLICY_RESPECT
-    min_values_policy: str = nodes.MIN_VALUES_STRICT
-    ignore_dra_requests: bool = True
-    """IGNORE_DRA_REQUESTS, default true (upstream): pods with DRA resource claims are refused."""
+DEFAULT_OPTIONS: Final = karpy_settings.SchedulingSettings()
+"""Upstream's default scheduling policies (Respect, Strict, DRA requests ignored)."""
 
 
 def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler.ExistingNode]:
@@ -98,7 +94,7 @@ def provisioning_input(
     pending: Sequence[pods.Pod],
     *,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
-    options: SchedulingOptions = SchedulingOptions(),
+    options: karpy_settings.SchedulingSettings = DEFAULT_OPTIONS,
     diagnose: bool = False,
 ) -> scheduler.SchedulingInput:
     """The provisioner's scheduling input: `pending` against the schedulable pools that have instance types, the
@@ -124,7 +120,7 @@ def scheduling_input(
     existing: Sequence[scheduler.ExistingNode],
     daemonsets: Sequence[pods.Pod],
     volume_catalog: volumes.VolumeCatalog,
-    options: SchedulingOptions = SchedulingOptions(),
+    options: karpy_settings.SchedulingSettings = DEFAULT_OPTIONS,
     diagnose: bool = False,
     catalogs: catalog.Catalogs | None = None,
 ) -> scheduler.SchedulingInput:
@@ -135,9 +131,7 @@ def scheduling_input(
         existing_nodes=existing,
         daemonsets=daemonsets,
         volumes=volume_catalog,
-        preference_policy=options.preference_policy,
-        min_values_policy=options.min_values_policy,
-        ignore_dra_requests=options.ignore_dra_requests,
+        options=options,
         compute_lower_bound=False,  # the provisioner acts on the plan; the bound is for reports and benchmarks
         diagnose=diagnose,
         catalogs=catalogs,

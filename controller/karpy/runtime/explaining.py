@@ -18,7 +18,6 @@ from typing import Any
 from karpy import clock as karpy_clock
 from karpy.cloudprovider import errors, types
 from karpy.explain import report, run
-from karpy.provisioning import snapshot
 from karpy.runtime import parts
 from karpy.state import cluster as state_cluster
 
@@ -50,10 +49,7 @@ def source(ctrl: parts.Controller) -> Source:
         queued=ctrl.disruption.queue.names,
         options=run.Options(
             spot_to_spot=s.feature_gates.spot_to_spot_consolidation,
-            scheduling=snapshot.SchedulingOptions(
-                preference_policy=str(s.scheduling.preference_policy),
-                min_values_policy=str(s.scheduling.min_values_policy),
-            ),
+            scheduling=s.scheduling,
         ),
     )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from karpy import settings as karpy_settings
 from karpy.scheduling import catalog, nodes, pods, slots, topology, volumes
 
 
@@ -18,7 +19,7 @@ class Board:
         pools: list[catalog.PoolCatalog],
         topo: topology.Topology,
         remaining: dict[str, dict[str, int]],
-        min_values_policy: str,
+        min_values_policy: karpy_settings.MinValuesPolicy,
         volume_catalog: volumes.VolumeCatalog,
         pod_by_pod: bool,
     ) -> None:

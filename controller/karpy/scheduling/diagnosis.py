@@ -9,10 +9,13 @@ they could not take it whatever else holds. Nothing on the board changes. No I/O
 
 from __future__ import annotations
 
+from karpy import settings as karpy_settings
 from karpy.scheduling import board, claiming, nodes, placement, pods, preferences, results
 
 
-def diagnose(b: board.Board, pod: pods.Pod, *, policy: str, prefer_taints: bool) -> results.Diagnosis:
+def diagnose(
+    b: board.Board, pod: pods.Pod, *, policy: karpy_settings.PreferencePolicy, prefer_taints: bool
+) -> results.Diagnosis:
     view = preferences.View.initial(pod, policy=policy, prefer_taints_exist=prefer_taints)
     while (looser := view.relax(prefer_taints_exist=prefer_taints)) is not None:
         view = looser

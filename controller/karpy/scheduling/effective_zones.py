@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from karpy import requirements
+from karpy import settings as karpy_settings
 from karpy.api import labels, meta
 from karpy.scheduling import pods, preferences, topology, volumes
 
@@ -29,7 +30,7 @@ def of_runs(
     runs: Iterable[Sequence[pods.Pod]],
     *,
     volume_catalog: volumes.VolumeCatalog,
-    policy: str,
+    policy: karpy_settings.PreferencePolicy,
     prefer_taints_exist: bool,
 ) -> dict[str, list[pods.Pod]]:
     """Effective zone -> the pods of `runs` it is effective for (pods of one run are interchangeable: one answer per

@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from karpy import requirements
+from karpy import settings as karpy_settings
 from karpy.api import labels, meta
 from karpy.cloudprovider import types
 from karpy.scheduling import catalog, pods, resources, taints, topology
 
-MIN_VALUES_STRICT = "Strict"
-MIN_VALUES_BEST_EFFORT = "BestEffort"
 _BIG = np.iinfo(np.int64).max // 4
 _BASE = 3  # cpu, memory, pods lead every resource index (catalog.ResourceIndex): the floor covers those
 
@@ -192,7 +191,12 @@ def _topology_cap(slot: Slot, ctx: RunContext, selecting: list[topology.Group]) 
 
 
 def evaluate(
-    slot: Slot, ctx: RunContext, topo: topology.Topology, *, limit: int, min_values_policy: str
+    slot: Slot,
+    ctx: RunContext,
+    topo: topology.Topology,
+    *,
+    limit: int,
+    min_values_policy: karpy_settings.MinValuesPolicy,
 ) -> Fit | Refusal:
     if slot.under_consolidate_after and ctx.pod.from_candidate:
         return Refusal("node is inside its consolidateAfter window", True, RefusalKind.CONSOLIDATE_AFTER)
@@ -246,7 +250,7 @@ def _fit(
     merged: requirements.Requirements,
     *,
     limit: int,
-    min_values_policy: str,
+    min_values_policy: karpy_settings.MinValuesPolicy,
 ) -> Fit | Refusal:
     if limit > 1 and ctx.constraints:  # bulk placement (the solver only asks for more than one when it is exact)
         limit = min(limit, _topology_cap(slot, ctx, topo.selecting(ctx.pod)))
@@ -306,7 +310,7 @@ def _fit(
         per_type = np.zeros(len(mask), dtype=np.int64)
         per_type[ids] = counts
         if not _min_values_ok(pool, per_type >= count, merged):
-            if min_values_policy == MIN_VALUES_BEST_EFFORT:
+            if min_values_policy is karpy_settings.MinValuesPolicy.BEST_EFFORT:
                 # One pod at a time, every pod from the one that breaks minValues on lands relaxed: all land.
                 relaxed = True
             else:

@@ -13,10 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from karpy import requirements
+from karpy import settings as karpy_settings
 from karpy.scheduling import pods, taints
-
-POLICY_RESPECT = "Respect"
-POLICY_IGNORE = "Ignore"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +28,12 @@ class View:
     tolerate_prefer_no_schedule: bool = False
 
     @staticmethod
-    def initial(pod: pods.Pod, *, policy: str = POLICY_RESPECT, prefer_taints_exist: bool = False) -> View:
+    def initial(
+        pod: pods.Pod,
+        *,
+        policy: karpy_settings.PreferencePolicy = karpy_settings.PreferencePolicy.RESPECT,
+        prefer_taints_exist: bool = False,
+    ) -> View:
         view = View(
             pod,
             preferred_nodes=pod.preferred_node_terms,
@@ -38,7 +41,7 @@ class View:
             preferred_anti=pod.preferred_anti_affinity,
             spread=pod.spread,
         )
-        if policy == POLICY_IGNORE:
+        if policy is karpy_settings.PreferencePolicy.IGNORE:
             return dataclasses.replace(
                 view,
                 preferred_nodes=(),

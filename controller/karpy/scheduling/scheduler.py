@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from karpy import requirements
+from karpy import settings as karpy_settings
 from karpy.api import labels, meta, nodepool
 from karpy.cloudprovider import types
 from karpy.scheduling import (
@@ -146,12 +147,10 @@ class SchedulingInput:
     daemonsets: Sequence[Pod] = ()
     volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    preference_policy: str = preferences.POLICY_RESPECT
-    min_values_policy: str = nodes.MIN_VALUES_STRICT
-    ignore_dra_requests: bool = True
-    """IGNORE_DRA_REQUESTS (upstream default true): pods asking for DRA resources are refused (`DRA_REFUSED`) and
-    DaemonSet pods asking for them add no overhead. Off, karpy places them as if they asked for none (it models no
-    DRA allocation)."""
+    options: karpy_settings.SchedulingSettings = field(default_factory=karpy_settings.SchedulingSettings)
+    """The controller's PREFERENCE_POLICY, MIN_VALUES_POLICY and IGNORE_DRA_REQUESTS. With DRA requests ignored
+    (upstream's default), pods asking for DRA resources are refused (`DRA_REFUSED`) and DaemonSet pods asking for them
+    add no overhead; otherwise karpy places them as if they asked for none (it models no DRA allocation)."""
     compute_lower_bound: bool = True
     diagnose: bool = False
     """Say, for every unschedulable pod, why each existing node and each NodePool refuses it
@@ -182,7 +181,7 @@ class _Solver(board.Board):
         )
         active = [p for p in inp.nodepools if p.metadata.deletion_timestamp is None and p.replicas is None]
         daemons = inp.daemonsets  # the same object when nothing is left out: `catalog.Catalogs` reuses by identity
-        if inp.ignore_dra_requests and any(d.dra for d in daemons):
+        if inp.options.ignore_dra_requests and any(d.dra for d in daemons):
             daemons = [d for d in daemons if not d.dra]
         # Heaviest first; equal weights by name, descending (pkg/utils/nodepool OrderByWeight).
         active.sort(key=lambda p: p.name, reverse=True)
@@ -204,7 +203,7 @@ class _Solver(board.Board):
                 sources=sources, bound=bound, namespace_labels=inp.namespace_labels, pending=inp.pods
             ),
             remaining={c.name: dict(c.pool.limits) for c in pools},
-            min_values_policy=inp.min_values_policy,
+            min_values_policy=inp.options.min_values_policy,
             volume_catalog=inp.volumes,
             pod_by_pod=pod_by_pod,
         )
@@ -252,12 +251,12 @@ class _Solver(board.Board):
     def solve(self) -> results.Results:
         queue = collections.deque(self._runs())
         # DRA pods the runs leave out are still pending pods of this solve (upstream refuses them in Solve)
-        refused = [[p] for p in self.inp.pods if p.dra and self.inp.ignore_dra_requests]
+        refused = [[p] for p in self.inp.pods if p.dra and self.inp.options.ignore_dra_requests]
         self.result.effective_zones = effective_zones.of_runs(
             self.topology,
             itertools.chain((run.pods for run in queue), refused),
             volume_catalog=self.volume_catalog,
-            policy=self.inp.preference_policy,
+            policy=self.inp.options.preference_policy,
             prefer_taints_exist=self.prefer_taints,
         )
         expired = self.inp.deadline or (lambda: False)
@@ -273,13 +272,13 @@ class _Solver(board.Board):
                     self.result.unschedulable[p.key] = run.reason
                 if self.inp.diagnose:
                     found = diagnosis.diagnose(
-                        self, run.pods[0], policy=self.inp.preference_policy, prefer_taints=self.prefer_taints
+                        self, run.pods[0], policy=self.inp.options.preference_policy, prefer_taints=self.prefer_taints
                     )
                     self.result.diagnoses.update(dict.fromkeys((p.key for p in run.pods), found))
                 continue
             while run.pods:
                 view: preferences.View | None = preferences.View.initial(
-                    run.pods[0], policy=self.inp.preference_policy, prefer_taints_exist=self.prefer_taints
+                    run.pods[0], policy=self.inp.options.preference_policy, prefer_taints_exist=self.prefer_taints
                 )
                 strict = True
                 reason = ""
@@ -305,7 +304,7 @@ class _Solver(board.Board):
     def _runs(self) -> list[placement.Run]:
         """The pods in runs of interchangeable ones, in upstream's queue order; DRA pods are refused up front while
         IGNORE_DRA_REQUESTS is on (upstream never relaxes them either)."""
-        refuse_dra = self.inp.ignore_dra_requests
+        refuse_dra = self.inp.options.ignore_dra_requests
         self.result.unschedulable.update((p.key, DRA_REFUSED) for p in self.inp.pods if p.dra and refuse_dra)
         schedulable = [p for p in self.inp.pods if not (p.dra and refuse_dra)]
         ordered = sorted(schedulable, key=lambda p: (p.creation_timestamp, p.uid, p.key))

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as karpy_clock
+from karpy import settings as karpy_settings
 from karpy.api import ec2nodeclass, nodeoverlay, quantity
 from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
 from karpy.nodeoverlay import controller as nodeoverlay_controller
-from karpy.scheduling import nodes, preferences, results, scheduler
+from karpy.scheduling import results, scheduler
 from karpy.simulate import existing, manifests
 
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
@@ -43,8 +44,8 @@ class Options:
     region: str = "us-east-1"
     zones: tuple[str, ...] | None = None  # None: every zone the catalog has for the region
     solve_timeout: float = SOLVE_TIMEOUT
-    preference_policy: str = preferences.POLICY_RESPECT  # the controller's PREFERENCE_POLICY
-    min_values_policy: str = nodes.MIN_VALUES_STRICT  # the controller's MIN_VALUES_POLICY
+    scheduling: karpy_settings.SchedulingSettings = dataclasses.field(default_factory=karpy_settings.SchedulingSettings)
+    """The controller's PREFERENCE_POLICY, MIN_VALUES_POLICY and IGNORE_DRA_REQUESTS."""
 
 
 def instance_types(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[types.InstanceType]]:
@@ -128,8 +129,7 @@ def scheduling_input(
         bound_pods=cluster.bound,
         daemonsets=cluster.daemonsets,
         volumes=manifests.volume_catalog(cluster),
-        preference_policy=options.preference_policy,
-        min_values_policy=options.min_values_policy,
+        options=options.scheduling,
     )
 
 

@@ -31,7 +31,7 @@ from karpy.nodeclass import controller as nodeclass_controller
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.nodepool import controller as nodepool_controller
 from karpy.nodepool import zonalshift
-from karpy.provisioning import batcher, provisioner, snapshot
+from karpy.provisioning import batcher, provisioner
 from karpy.runtime import lease, metrics, observers, parts, routing, workqueue
 from karpy.runtime.metrics import queues
 from karpy.scheduling import scheduler
@@ -191,11 +191,7 @@ def build(
                 window=batcher.WindowSettings(
                     idle=settings.batch.idle_duration, max_duration=settings.batch.max_duration
                 ),
-                scheduling=snapshot.SchedulingOptions(
-                    preference_policy=str(settings.scheduling.preference_policy),
-                    min_values_policy=str(settings.scheduling.min_values_policy),
-                    ignore_dra_requests=settings.scheduling.ignore_dra_requests,
-                ),
+                scheduling=settings.scheduling,
             ),
             metrics=registry.provisioner_hooks(),
             rejections=rejected,
@@ -211,9 +207,7 @@ def build(
             settings=disruption_controller.Settings(
                 dry_run=settings.runtime.dry_run,
                 spot_to_spot=settings.feature_gates.spot_to_spot_consolidation,
-                preference_policy=str(settings.scheduling.preference_policy),
-                min_values_policy=str(settings.scheduling.min_values_policy),
-                ignore_dra_requests=settings.scheduling.ignore_dra_requests,
+                scheduling=settings.scheduling,
                 poll=timings.disruption_poll,
                 validation_delay=timings.validation_delay,
             ),

@@ -48,12 +48,13 @@ import yaml
 from tests.scheduling.upstream import catalogs
 
 from karpy import events
+from karpy import settings as karpy_settings
 from karpy.api import labels, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, fake, resources
-from karpy.provisioning import provisioner, snapshot
+from karpy.provisioning import provisioner
 from karpy.scheduling import results, scheduler
 from karpy.simulate import manifests, plan
 from karpy.state import cluster as state_cluster
@@ -210,8 +211,12 @@ class Outcome:
     effective_zones: Mapping[str, int]  # effective zone -> pending pods there (the provisioner's report, if it ran)
 
 
-def _policies(case: Case) -> tuple[str, str]:
-    return case.settings.get("preferencePolicy", "Respect"), case.settings.get("minValuesPolicy", "Strict")
+def _policies(case: Case) -> karpy_settings.SchedulingSettings:
+    """The case's PREFERENCE_POLICY and MIN_VALUES_POLICY (upstream's defaults where it sets none)."""
+    return karpy_settings.SchedulingSettings(
+        preference_policy=karpy_settings.PreferencePolicy(case.settings.get("preferencePolicy", "Respect")),
+        min_values_policy=karpy_settings.MinValuesPolicy(case.settings.get("minValuesPolicy", "Strict")),
+    )
 
 
 def run_simulate(case: Case, tmp: Path) -> tuple[results.Results, scheduler.SchedulingInput]:
@@ -219,8 +224,7 @@ def run_simulate(case: Case, tmp: Path) -> tuple[results.Results, scheduler.Sche
     # Upstream's suites apply their NodePools' node class in the background; karpy simulate asks for it in the file.
     path.write_text(yaml.safe_dump_all([*case.manifests, _NODE_CLASS]))
     cluster = manifests.load([str(path)])
-    preference, min_values = _policies(case)
-    options = plan.Options(preference_policy=preference, min_values_policy=min_values)
+    options = plan.Options(scheduling=_policies(case))
     types_ = catalogs.catalog(case.catalog)
     inp = plan.scheduling_input(cluster, options, {pool.name: types_ for pool in cluster.nodepools})
     return scheduler.solve(inp), inp
@@ -254,10 +258,7 @@ async def run_controller(case: Case) -> tuple[results.Results, scheduler.Schedul
         captured.append((out, inp))
         return out
 
-    preference, min_values = _policies(case)
-    settings = provisioner.Settings(
-        scheduling=snapshot.SchedulingOptions(preference_policy=preference, min_values_policy=min_values)
-    )
+    settings = provisioner.Settings(scheduling=_policies(case))
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=fake.FakeKubeClient(state.clock),
