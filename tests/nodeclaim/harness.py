@@ -54,7 +54,7 @@ def make_env() -> Env:
 
 
 async def drive(
-    step: Callable[[], Awaitable[controller.Result]],
+    step: Callable[[], Awaitable[float | None]],
     env: Env,
     *,
     until: Callable[[], bool],
@@ -72,11 +72,11 @@ async def drive(
         result = await step()
         if until():
             break
-        if result.requeue_after is None:
+        if result is None:
             if len(env.kube.writes) != writes:
                 continue
             raise AssertionError("reconciler is idle but the condition does not hold")
         if clock.now() - start > limit:
             raise AssertionError(f"condition still false after {limit} virtual seconds")
-        clock.advance(max(result.requeue_after, 0.0))
+        clock.advance(max(result, 0.0))
     return clock.now() - start

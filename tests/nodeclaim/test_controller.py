@@ -61,7 +61,7 @@ async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> N
     assert claim.status.allocatable["cpu"] > 0
     assert _condition(env, "Launched") == ("True", "Launched")
     assert _condition(env, "Registered") == ("Unknown", "NodeNotFound")
-    assert result.requeue_after == controller.POLL
+    assert result == controller.POLL
 
     _add_node(env)
     await ctl.reconcile(NAME)
@@ -81,7 +81,7 @@ async def test_launch_register_initialize(caplog: pytest.LogCaptureFixture) -> N
     assert _condition(env, "Initialized") == ("True", "Initialized")
     assert env.kube.obj(resources.NODES, "ip-10-0-0-1")["metadata"]["labels"][labels.LABEL_INITIALIZED] == "true"  # type: ignore[index]
     # Initialized: nothing left to wake for (expiry is the expiry controller's).
-    assert result.requeue_after is None
+    assert result is None
     messages = [r.getMessage() for r in caplog.records]
     assert messages == ["launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"]
 
@@ -151,8 +151,8 @@ async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
     env.cloud.create = recording_create  # type: ignore[method-assign]
     result = await ctl.reconcile(NAME)
     assert _condition(env, "Launched") == ("False", "InternalError")
-    assert result.requeue_after == controller.LAUNCH_RETRY_MIN
-    env.clock.advance(result.requeue_after)
+    assert result == controller.LAUNCH_RETRY_MIN
+    env.clock.advance(result)
     took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     assert took == 299  # deleted once Launched stayed False for 5 min (from the first failure)
     assert env.disrupted == [("launch_timeout", "default", "")]
@@ -206,7 +206,7 @@ async def test_finalizer_waits_for_the_node_then_terminates() -> None:
     node = env.kube.obj(resources.NODES, "ip-10-0-0-1")
     assert node is not None
     assert node["metadata"]["deletionTimestamp"]  # deletion requested; its finalizer drains
-    assert result.requeue_after == controller.FINALIZE_POLL
+    assert result == controller.FINALIZE_POLL
     assert env.cloud.delete_calls == []  # never before the Node is gone
     await ctl.reconcile(NAME)
     assert env.cloud.delete_calls == []

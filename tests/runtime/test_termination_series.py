@@ -50,7 +50,7 @@ async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> 
     term = controller.TerminationController(env.deps, metrics=m.termination_hooks())
     for _ in range(5):  # the budget refuses db's eviction: 429s, retried with backoff
         result = await term.reconcile(NODE)
-        env.clock.advance(result.requeue_after or 1.0)
+        env.clock.advance(result or 1.0)
     assert value(m, "karpenter_pods_eviction_requests_total", code="429") >= 1
     assert value(m, "karpenter_pods_eviction_requests_total", code="200") == 1  # web went at once
     assert value(m, "karpenter_pods_drained_total", reason=controller.FORCEFUL) == 1  # no DisruptionReason

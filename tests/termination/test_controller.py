@@ -136,7 +136,7 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     for _ in range(30):  # 30 virtual seconds of retries
         result = await term.reconcile(NODE)
         assert healthy() >= 2
-        env.clock.advance(result.requeue_after or 1.0)
+        env.clock.advance(result or 1.0)
     assert _pods(env) == ["web-1", "web-2"]
     assert term.counters.evictions == 0
     blocked_calls = len(env.kube.evictions)
@@ -150,7 +150,7 @@ async def test_pdb_blocks_until_a_replacement_is_ready_and_is_never_bypassed() -
     for _ in range(30):
         result = await term.reconcile(NODE)
         assert healthy() >= 2
-        env.clock.advance(result.requeue_after or 1.0)
+        env.clock.advance(result or 1.0)
     assert term.counters.evictions == 1
     assert len([p for p in _pods(env) if p in ("web-1", "web-2")]) == 1
 
@@ -217,7 +217,7 @@ async def test_waits_for_volume_attachments_of_drained_pods() -> None:
     term = _terminator(env)
     for _ in range(20):
         result = await term.reconcile(NODE)
-        env.clock.advance(result.requeue_after or 1.0)
+        env.clock.advance(result or 1.0)
     assert _condition(env, "VolumesDetached") == ("Unknown", "AwaitingVolumeDetachment")
     assert _condition(env, "Drained") == ("True", "Drained")  # stays drained while volumes detach
     assert len(env.cloud.instances) == 1

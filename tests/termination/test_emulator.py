@@ -97,7 +97,7 @@ async def test_drain_respects_a_pdb_end_to_end(
         while clock.now() < end and await api.get(resources.NODES, NODE) is not None:
             result = await terminator.reconcile(NODE)
             assert await _healthy_web(api) >= 2
-            clock.advance(result.requeue_after if result.requeue_after is not None else 1.0)
+            clock.advance(result if result is not None else 1.0)
 
     await run(5)
     refused = [e for e in kube.api.evictions if not e.allowed]

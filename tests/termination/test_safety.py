@@ -46,7 +46,7 @@ async def test_a_node_that_is_not_ours_to_terminate_is_left_alone(state: str) ->
         await env.kube.delete(resources.NODES, NODE)
     writes = len(env.kube.writes)
     result = await controller.TerminationController(env.deps).reconcile(NODE)
-    assert result.requeue_after is None
+    assert result is None
     assert len(env.kube.writes) == writes  # no taint, no eviction, no claim deletion
     assert len(env.cloud.instances) == 1
 
@@ -214,7 +214,7 @@ async def test_a_write_conflict_is_retried_soon() -> None:
 
     env.kube.patch = conflicting  # type: ignore[method-assign]
     result = await controller.TerminationController(env.deps).reconcile(NODE)
-    assert result.requeue_after == controller.DRAIN_POLL
+    assert result == controller.DRAIN_POLL
 
 
 async def test_the_instance_is_polled_after_its_termination_starts() -> None:
@@ -225,9 +225,9 @@ async def test_the_instance_is_polled_after_its_termination_starts() -> None:
     term = controller.TerminationController(env.deps)
     result = await term.reconcile(NODE)
     while env.cloud.instances:
-        env.clock.advance(result.requeue_after or 0.0)
+        env.clock.advance(result or 0.0)
         result = await term.reconcile(NODE)
-    assert result.requeue_after == controller.INSTANCE_TERMINATION_POLL  # no event will say the instance is gone
+    assert result == controller.INSTANCE_TERMINATION_POLL  # no event will say the instance is gone
 
 
 async def test_volumes_of_pods_the_drain_does_not_wait_for_do_not_block() -> None:
@@ -258,7 +258,7 @@ async def test_volumes_of_pods_the_drain_does_not_wait_for_do_not_block() -> Non
 async def test_a_node_already_gone_is_done() -> None:
     env = harness.make_env()
     result = await controller.TerminationController(env.deps).reconcile("never-existed")
-    assert result.requeue_after is None
+    assert result is None
     assert env.kube.writes == []
 
 

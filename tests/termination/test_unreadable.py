@@ -45,7 +45,7 @@ async def test_a_node_whose_nodeclaim_cannot_be_read_is_neither_drained_nor_term
     term = _terminator(env, sink)
     for _ in range(3):
         result = await term.reconcile(NODE)
-        assert result.requeue_after == controller.UNREADABLE_POLL
+        assert result == controller.UNREADABLE_POLL
         env.clock.advance(controller.UNREADABLE_POLL)
     node: Any = env.kube.obj(resources.NODES, NODE)
     assert node["metadata"]["finalizers"] == [labels.FINALIZER_TERMINATION]

@@ -89,19 +89,9 @@ class Deps:
     scale). None: LIST them from the API server."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Result:
-    """What the caller should do next: reconcile again after `requeue_after` seconds, or wait for an event."""
-
-    requeue_after: float | None = None
-
-
-DONE: Final = Result()
-
-
-def _min_requeue(*delays: float | None) -> Result:
+def _min_requeue(*delays: float | None) -> float | None:
     present = [d for d in delays if d is not None]
-    return Result(max(0.0, min(present))) if present else DONE
+    return max(0.0, min(present)) if present else None
 
 
 class NodeClaimController:
@@ -114,18 +104,18 @@ class NodeClaimController:
 
     # --- entry points -------------------------------------------------------------------------------------------
 
-    async def reconcile(self, name: str) -> Result:
+    async def reconcile(self, name: str) -> float | None:
         try:
             claim = await self._get(name)
             if claim is None:
-                return DONE
+                return None
             if claim.metadata.deletion_timestamp is not None:
                 return await self._finalize(claim)
             return await self._reconcile_live(claim)
         except kube_client.NotFound:
-            return DONE  # deleted while we worked; the DELETED event ends it
+            return None  # deleted while we worked; the DELETED event ends it
         except kube_client.Conflict:
-            return Result(FINALIZE_POLL)  # someone wrote in between: re-read and retry
+            return FINALIZE_POLL  # someone wrote in between: re-read and retry
 
     async def collect_garbage(self) -> None:
         """One pass both ways: terminate leaked instances, delete Registered claims whose instance is gone. Each
@@ -211,7 +201,7 @@ class NodeClaimController:
 
     # --- live claims --------------------------------------------------------------------------------------------
 
-    async def _reconcile_live(self, claim: nodeclaim.NodeClaim) -> Result:
+    async def _reconcile_live(self, claim: nodeclaim.NodeClaim) -> float | None:
         now = self._deps.clock.now()
         if labels.FINALIZER_TERMINATION not in claim.metadata.finalizers:
             # Before launching: a claim without the finalizer could be deleted and leak its instance.
@@ -232,7 +222,7 @@ class NodeClaimController:
 
         launched = await self._launch(claim)
         if launched is None:
-            return DONE  # deleted (insufficient capacity / node class not ready)
+            return None  # deleted (insufficient capacity / node class not ready)
         claim = launched
         if claim.is_true(nodeclaim.LAUNCHED):
             claim = await self._register(claim)
@@ -251,13 +241,13 @@ class NodeClaimController:
             waiting = min(LAUNCH_RETRY_MAX, max(LAUNCH_RETRY_MIN, now - failed.last_transition_time))
         return _min_requeue(waiting, None if deadline is None else deadline[0] - now)
 
-    async def _timed_out(self, claim: nodeclaim.NodeClaim, reason: lifecycle.LivenessReason) -> Result:
+    async def _timed_out(self, claim: nodeclaim.NodeClaim, reason: lifecycle.LivenessReason) -> float | None:
         if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
             if self._deps.registration is not None:  # counted once: a claim already deleting is not again
                 self._deps.registration.record(claim, registered=False)
             log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
             self._disrupted(claim, reason.value)
-        return DONE
+        return None
 
     def _disrupted(self, claim: nodeclaim.NodeClaim, reason: str) -> None:
         claim_labels = claim.metadata.labels
@@ -380,9 +370,9 @@ class NodeClaimController:
 
     # --- finalizer ----------------------------------------------------------------------------------------------
 
-    async def _finalize(self, claim: nodeclaim.NodeClaim) -> Result:
+    async def _finalize(self, claim: nodeclaim.NodeClaim) -> float | None:
         if labels.FINALIZER_TERMINATION not in claim.metadata.finalizers:
-            return DONE
+            return None
         annotation = lifecycle.termination_timestamp_annotation(claim)
         key = labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
         if annotation is not None and key not in claim.metadata.annotations:
@@ -395,14 +385,14 @@ class NodeClaimController:
                 f"All pods will be deleted by {annotation}",
             )
             log.info("annotated nodeclaim", extra={"nodeclaim": claim.name, key: annotation})
-            return Result(0.0)  # re-read our write (and its new resourceVersion)
+            return 0.0  # re-read our write (and its new resourceVersion)
         if claim.status.provider_id:
             nodes = await self._nodes_for(claim.status.provider_id)
             for node in nodes:
                 if not (node.get("metadata") or {}).get("deletionTimestamp"):
                     await self._deps.client.delete(resources.NODES, str(node["metadata"]["name"]))
             if nodes:
-                return Result(FINALIZE_POLL)  # the Node finalizer drains; wait until the Node is gone
+                return FINALIZE_POLL  # the Node finalizer drains; wait until the Node is gone
             try:
                 await self._deps.cloud.delete(claim)
             except cloudprovider_errors.NodeClaimNotFound:
@@ -417,13 +407,13 @@ class NodeClaimController:
                     claim,
                     lifecycle.with_condition(claim, nodeclaim.INSTANCE_TERMINATING, conditions.TRUE, now=now),
                 )
-                return Result(INSTANCE_TERMINATION_POLL)
+                return INSTANCE_TERMINATION_POLL
         rest = [f for f in claim.metadata.finalizers if f != labels.FINALIZER_TERMINATION]
         await self._deps.client.patch(resources.NODECLAIMS, claim.name, _finalizers_patch(claim, rest))
         log.info("deleted nodeclaim", extra={"nodeclaim": claim.name})
         if claim.metadata.deletion_timestamp is not None:
             self._deps.metrics.terminated(_pool(claim), self._deps.clock.now() - claim.metadata.deletion_timestamp)
-        return DONE
+        return None
 
     # --- plumbing -----------------------------------------------------------------------------------------------
 

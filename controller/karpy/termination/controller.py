@@ -33,8 +33,6 @@ DRAIN_POLL: Final = 1.0
 INSTANCE_TERMINATION_POLL: Final = 5.0
 
 Deps = nodeclaim_controller.Deps
-Result = nodeclaim_controller.Result
-DONE = nodeclaim_controller.DONE
 
 
 @dataclasses.dataclass(slots=True)
@@ -129,30 +127,30 @@ class TerminationController:
         self._retries: dict[str, dict[str, _Retry]] = {}
         self.counters = Counters()
 
-    async def reconcile(self, node_name: str) -> Result:
+    async def reconcile(self, node_name: str) -> float | None:
         try:
             return await self._reconcile(node_name)
         except kube_client.NotFound:
-            return DONE
+            return None
         except kube_client.Conflict:
-            return Result(DRAIN_POLL)
+            return DRAIN_POLL
 
-    async def _reconcile(self, node_name: str) -> Result:
+    async def _reconcile(self, node_name: str) -> float | None:
         client, cloud = self._deps.client, self._deps.cloud
         node = await client.get(resources.NODES, node_name)
         if node is None:
             self._retries.pop(node_name, None)
-            return DONE
+            return None
         md = node.get("metadata") or {}
         if not md.get("deletionTimestamp") or labels.FINALIZER_TERMINATION not in (md.get("finalizers") or ()):
-            return DONE
+            return None
         provider_id = str((node.get("spec") or {}).get("providerID", ""))
         found = await self._claim_for(node, provider_id)
         if isinstance(found, _Unreadable):
             # Never drain or terminate on the strength of a NodeClaim karpy cannot read (its grace period, its
             # instance): the claim is reported, the Node keeps its finalizer until the claim reads again.
             log.warning("terminating node waits: its nodeclaim cannot be read", extra={"node": node_name})
-            return Result(UNREADABLE_POLL)
+            return UNREADABLE_POLL
         claim = found
         if claim is not None and claim.metadata.deletion_timestamp is None:
             await client.delete(resources.NODECLAIMS, claim.name)  # Node deletion deletes its NodeClaim too
@@ -194,7 +192,7 @@ class TerminationController:
                     "FailedDraining",
                     f"Failed to drain node, {len(plan.waiting)} pods are waiting to be evicted",
                 )
-            return Result(DRAIN_POLL)
+            return DRAIN_POLL
         if claim is not None:
             drained = claim.condition(nodeclaim.DRAINED)
             claim = await self._set(claim, nodeclaim.DRAINED, conditions.TRUE)
@@ -218,7 +216,7 @@ class TerminationController:
                 "AwaitingVolumeDetachment",
                 f"Awaiting deletion of bound volumeattachments ({', '.join(blocking)})",
             )
-            return Result(DRAIN_POLL)
+            return DRAIN_POLL
         if claim is not None:
             if blocking:
                 reason = "TerminationGracePeriodElapsed"
@@ -232,7 +230,7 @@ class TerminationController:
             return await self._release(node_name, node)
         if claim is not None:
             await self._set(claim, nodeclaim.INSTANCE_TERMINATING, conditions.TRUE)
-        return Result(INSTANCE_TERMINATION_POLL)
+        return INSTANCE_TERMINATION_POLL
 
     # --- steps --------------------------------------------------------------------------------------------------
 
@@ -309,7 +307,7 @@ class TerminationController:
                     ignored.add(str(volume))
         return drain.blocking_attachments(on_node, node_name=node_name, ignored_volumes=frozenset(ignored))
 
-    async def _release(self, node_name: str, node: Mapping[str, Any]) -> Result:
+    async def _release(self, node_name: str, node: Mapping[str, Any]) -> float | None:
         md = node.get("metadata") or {}
         rest = [f for f in md.get("finalizers") or () if f != labels.FINALIZER_TERMINATION]
         patch: dict[str, Any] = {"metadata": {"finalizers": rest}}
@@ -327,7 +325,7 @@ class TerminationController:
             pool, None if deleted is None else now - deleted, None if created is None else now - created
         )
         log.info("deleted node", extra={"node": node_name})
-        return DONE
+        return None
 
     # --- plumbing -----------------------------------------------------------------------------------------------
 

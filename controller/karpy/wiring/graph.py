@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 from karpy import clock as karpy_clock
 from karpy import events, rejections, tasks
@@ -114,16 +114,6 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
         )
 
     return build
-
-
-def _reconcile_result(
-    reconcile: Callable[[str], Any],
-) -> workqueue.Reconcile:
-    async def run(key: str) -> float | None:
-        result = await reconcile(key)
-        return result.requeue_after if isinstance(result, nodeclaim_controller.Result) else result
-
-    return run
 
 
 def build(
@@ -335,13 +325,11 @@ def build(
     controller.queues = {
         parts.NODECLAIMS: queue(
             parts.NODECLAIMS,
-            _reconcile_result(controller.nodeclaims.reconcile),
+            controller.nodeclaims.reconcile,
             resources.NODECLAIMS,
             parts.NODECLAIM_WORKERS,
         ),
-        parts.NODES: queue(
-            parts.NODES, _reconcile_result(controller.termination.reconcile), resources.NODES, parts.NODE_WORKERS
-        ),
+        parts.NODES: queue(parts.NODES, controller.termination.reconcile, resources.NODES, parts.NODE_WORKERS),
         parts.NODEPOOLS: queue(parts.NODEPOOLS, controller.nodepools.reconcile, resources.NODEPOOLS, 2),
     }
     if static_pools is not None:
