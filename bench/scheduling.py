@@ -192,9 +192,10 @@ def exact_row(*, catalog: str, pods: int, node_limit: int, merge_to: int = 0) ->
     from karpy.api import labels, meta, nodepool
     from karpy.cloudprovider import catalog as cloudprovider_catalog
     from karpy.cloudprovider.fake import generator
-    from karpy.scheduling import bound, exclusion, scheduler
     from karpy.scheduling import catalog as scheduling_catalog
     from karpy.scheduling import pods as scheduling_pods
+    from karpy.scheduling import scheduler
+    from karpy.scheduling.optimizer import bound, exclusion
 
     pool = nodepool.NodePool(
         metadata=meta.ObjectMeta(name="default"),

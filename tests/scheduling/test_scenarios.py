@@ -13,7 +13,8 @@ from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels, meta, quantity
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import pods, repack, scheduler, volumes
+from karpy.scheduling import pods, scheduler, volumes
+from karpy.scheduling.optimizer import repack
 
 Op = meta.Operator
 

@@ -37,23 +37,21 @@ from karpy.api import labels, meta, nodepool
 from karpy.cloudprovider import types
 from karpy.scheduling import (
     board,
-    bound,
     catalog,
     diagnosis,
     effective_zones,
-    localsearch,
     nodes,
     placement,
     plans,
     pods,
     preferences,
-    repack,
     resources,
     results,
     taints,
     topology,
     volumes,
 )
+from karpy.scheduling.optimizer import optimize
 
 # Aliases: the public dataclasses below have fields named `pods` and `volumes`, which shadow the modules.
 Pod = pods.Pod
@@ -297,8 +295,7 @@ class _Solver(board.Board):
                     break
         if not self.result.timed_out:  # the cost post-pass is worth its time only when there is time
             names = itertools.count(len(self.claims))  # hostnames of the claims they open (first-fit's come first)
-            self.claims = repack.repack(self.claims, topo=self.topology, names=names)  # same for both paths
-            self.claims = localsearch.improve(self.claims, topo=self.topology, names=names, expired=expired)
+            self.claims = optimize.improve(self.claims, topo=self.topology, names=names, expired=expired)
         return self._results()
 
     def _runs(self) -> list[placement.Run]:
@@ -335,7 +332,7 @@ class _Solver(board.Board):
             out.new_nodeclaims.append(plans.plan(slot, self.index, offers))
         out.cost_per_hour = sum(c.cheapest.price for c in out.new_nodeclaims if c.cheapest is not None)
         if self.inp.compute_lower_bound and self.claims and not out.timed_out:
-            bounds = bound.lower_bound(self.claims, self.index)
+            bounds = optimize.lower_bound(self.claims, self.index)
             out.lower_bound_per_hour, out.lp_bound_per_hour = bounds.tightened, bounds.lp
         return out
 

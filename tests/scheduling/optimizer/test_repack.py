@@ -16,7 +16,8 @@ from karpy.api import labels, quantity
 from karpy.cloudprovider import catalog as cloudprovider_catalog
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator
-from karpy.scheduling import capped, localsearch, pods, repack, results, scheduler
+from karpy.scheduling import pods, results, scheduler
+from karpy.scheduling.optimizer import capped, localsearch, repack
 
 CPUS = ("100m", "250m", "500m", "1", "1500m")
 MEMORIES = ("100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")

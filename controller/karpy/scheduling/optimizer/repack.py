@@ -44,7 +44,8 @@ import numpy as np
 from karpy import requirements
 from karpy.api import labels
 from karpy.cloudprovider import types
-from karpy.scheduling import capped, catalog, fixedbins, nodes, packing, pods, topology, tying
+from karpy.scheduling import catalog, nodes, pods, topology
+from karpy.scheduling.optimizer import capped, fixedbins, packing, tying
 
 _POD_ORDER = operator.attrgetter("namespace", "name")  # the hand-out order of a shape's pods (any fixed one)
 _MIN_SAVING = 1e-9  # relative: a repack must be cheaper than this to replace the original claims

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from karpy.scheduling import bound, catalog, patterns
+from karpy.scheduling import catalog
+from karpy.scheduling.optimizer import bound, patterns
 
 _ROUNDS = 3  # pattern LPs solved on what is left before the last one's fractions are rounded up
 # Groups of at most this many pods also re-plan what the rounding left over (the pods of the large types' fractional

@@ -21,7 +21,8 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, nodes, pods, tying
+from karpy.scheduling import catalog, nodes, pods
+from karpy.scheduling.optimizer import tying
 
 
 @dataclass(slots=True)

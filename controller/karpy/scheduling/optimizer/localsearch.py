@@ -34,7 +34,8 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import capped, catalog, fixedbins, nodes, pods, topology, tying
+from karpy.scheduling import catalog, nodes, pods, topology
+from karpy.scheduling.optimizer import capped, fixedbins, tying
 
 # Solves placing at most this many pods on the claims that take part are searched. A pass costs about pods² (every
 # swap is priced): bench/scheduling.py, diverse mix, 100 pods on the AWS catalog: ~0.1 CPU s for 6% less cost.

@@ -12,7 +12,7 @@ from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels
 from karpy.cloudprovider import types
-from karpy.scheduling import bound, patterns, relaxation
+from karpy.scheduling.optimizer import bound, patterns, relaxation
 
 
 def _lp(demand: list[list[float]], compat: list[list[bool]], capacity: list[list[float]], price: list[float]) -> float:

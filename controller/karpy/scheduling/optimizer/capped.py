@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from karpy.scheduling import bound, catalog, packing, pods, topology, tying
+from karpy.scheduling import catalog, pods, topology
+from karpy.scheduling.optimizer import bound, packing, tying
 
 _ROUNDS = 2  # plans per pack: the second takes what slots the caps refused left (a third gains ~0.03%)
 _PATTERN_PODS = 2000  # up to this many pods, the pattern LP's plan too (bench/scheduling.py: ~0.25 s at 4,600)

@@ -47,7 +47,8 @@ import numpy as np
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import catalog, exclusion, patterns, relaxation
+from karpy.scheduling import catalog
+from karpy.scheduling.optimizer import exclusion, patterns, relaxation
 
 if TYPE_CHECKING:
     from karpy.scheduling import nodes

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from karpy.scheduling import catalog, column_pricing
+from karpy.scheduling import catalog
+from karpy.scheduling.optimizer import column_pricing
 
 SMALL_ITEMS = 24  # a column holding at most this many pods of the group is bought as whole patterns
 _MAX_ROUNDS = 40

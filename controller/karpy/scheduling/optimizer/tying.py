@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from karpy import requirements
 from karpy.api import labels
-from karpy.scheduling import exclusion, pods, topology
+from karpy.scheduling import pods, topology
+from karpy.scheduling.optimizer import exclusion
 
 Term = tuple[requirements.Requirements | None, frozenset[str], requirements.Requirements | None]
 """(label selector, namespaces, namespace selector) of a hostname-keyed term a tied pod owns."""

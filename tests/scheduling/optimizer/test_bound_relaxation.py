@@ -12,7 +12,7 @@ from tests.scheduling import conftest as scheduling_conftest
 
 from karpy.api import labels
 from karpy.cloudprovider import types
-from karpy.scheduling import bound, relaxation
+from karpy.scheduling.optimizer import bound, relaxation
 
 
 @pytest.mark.parametrize(
