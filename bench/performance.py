@@ -1,0 +1,550 @@
+"""Upstream's performance suite on the emulated cluster (not a test).
+
+Each scenario of kubernetes-sigs/karpenter `test/suites/performance` (basic_test.go, wide_deployments_test.go,
+host_name_spreading_test.go, host_name_spreading_xl_test.go, drift_performance_test.go, do_no_disrupt_test.go,
+interference_test.go) is ported here as data: its Deployments, its phases (scale-out, consolidation after a
+scale-in, drift after a NodePool template change) and the thresholds of its assertions (thresholds.go's inline
+defaults). Its NodePool is the suite's (suite_test.go): WhenEmptyOrUnderutilized after 30 s, a budget of 100 % of
+nodes, no limits, and instance types of fewer than 32 vCPUs (the suite's KWOK requirement `instance-size Lt 32`,
+here `karpenter.k8s.aws/instance-cpu Lt 32`) from the demo's c, m and r families, on demand.
+
+How it is measured, as upstream's report does it on a real cluster (report.go, common/monitor.go):
+- the emulation (moto, the API server and the kubelet, kube-scheduler and workload stand-ins) runs in a child
+  process (`karpy_emulator.remote.RemoteCluster`), the controller (`karpy_emulator.controlplane.ControlPlane`, the
+  graph `karpy run` builds, upstream's timings) and the measuring loop in this one, on the wall clock;
+- `total_time_s`: from the phase's change until its pods are all bound and, for consolidation and drift, the
+  node set has stopped changing (the last change; the quiet window that shows it is not counted);
+- `cpu_util` / `memory_util`: the mean over the nodes karpy launched of requested / allocatable, at the end of the
+  phase (`Monitor.AvgUtilization`);
+- `controller_p95_memory_mb`: the 95th percentile of this process's RSS, sampled every 0.5 s during the phase;
+  `controller_avg_cpu_cores`: this process's CPU seconds over the phase's wall seconds. Both include the measuring
+  loop; the machine's load averages are printed beside them, as the wall clock also counts other processes.
+Every figure is printed beside its threshold and the margin (threshold / figure for upper bounds, figure /
+threshold for lower bounds).
+
+    .venv/bin/python bench/performance.py --json                       # every scenario (tens of minutes)
+    .venv/bin/python bench/performance.py --json --scenarios basic,interference
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import e2e
+from karpy.api import labels, quantity
+from karpy.kube import resources
+from karpy_emulator import cluster, controlplane, demo, remote, workloads
+
+SAMPLE_EVERY = 0.5
+"""Seconds between samples of the controller's RSS."""
+QUIET = 60.0
+"""Seconds without a node change after which a consolidation or drift phase is over (consolidateAfter is 30 s, a
+disruption pass runs every 10 s and a command waits 15 s for its validation)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Workload:
+    """One Deployment of a scenario (upstream's `test.CreateDeploymentOptions` and its modifiers)."""
+
+    name: str
+    cpu: str
+    memory: str
+    hostname_spread: bool = False
+    zone_spread: bool = False
+    anti_affinity: bool = False
+    do_not_disrupt: bool = False
+
+    def manifest(self, replicas: int) -> dict[str, Any]:
+        body = demo.inflate_manifest(replicas, name=self.name, requests={"cpu": self.cpu, "memory": self.memory})
+        template = body["spec"]["template"]
+        selector = {"matchLabels": {"app": self.name}}
+        spreads = []
+        if self.zone_spread:
+            spreads.append(_spread(labels.LABEL_ZONE, selector))
+        if self.hostname_spread:
+            spreads.append(_spread(labels.LABEL_HOSTNAME, selector))
+        if spreads:
+            template["spec"]["topologySpreadConstraints"] = spreads
+        if self.anti_affinity:
+            term = {"labelSelector": selector, "topologyKey": labels.LABEL_HOSTNAME}
+            template["spec"]["affinity"] = {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            }
+        if self.do_not_disrupt:
+            template["metadata"]["annotations"] = {labels.ANNOTATION_DO_NOT_DISRUPT: "true"}
+        return body
+
+
+def _spread(key: str, selector: Mapping[str, Any]) -> dict[str, Any]:
+    return {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": dict(selector)}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Thresholds:
+    """An upstream phase's assertions; None where it asserts nothing."""
+
+    total_time_s: float | None = None
+    cpu_util: float | None = None
+    memory_util: float | None = None
+    memory_mb: float | None = None
+    cpu_cores: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Phase:
+    name: str
+    kind: str
+    """scale-out, consolidation or drift."""
+    replicas: Mapping[str, int]
+    """Deployment -> replicas at the start of the phase (created when new); unnamed ones keep theirs."""
+    thresholds: Thresholds
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    source: str
+    workloads: Sequence[Workload]
+    phases: Sequence[Phase]
+
+
+SMALL = Workload("small-resource-app", "900m", "3100Mi")
+LARGE = Workload("large-resource-app", "3500m", "28Gi")
+SMALL_SPREAD = dataclasses.replace(SMALL, hostname_spread=True)
+MINUTE = 60.0
+
+
+def _wide() -> list[Workload]:
+    """wide_deployments_test.go getDeterministicDeploymentConfigs: 30 Deployments, every one zone-spread, the first
+    three hostname anti-affine, the next three hostname-spread."""
+    cpus = [
+        "240m",
+        "450m",
+        "650m",
+        "900m",
+        "1400m",
+        "1900m",
+        "2400m",
+        "2800m",
+        "3300m",
+        "3700m",
+        "2300m",
+        "900m",
+        "1300m",
+        "2800m",
+        "1800m",
+        "1850m",
+        "3300m",
+        "3800m",
+        "225m",
+        "450m",
+        "700m",
+        "900m",
+        "1300m",
+        "1800m",
+        "2400m",
+        "2800m",
+        "3400m",
+        "3800m",
+        "3300m",
+        "2800m",
+    ]
+    memories = [
+        "300Mi",
+        "400Mi",
+        "700Mi",
+        "1Gi",
+        "2Gi",
+        "4Gi",
+        "8Gi",
+        "4Gi",
+        "16Gi",
+        "10Gi",
+        "64Gi",
+        "30Gi",
+        "32Gi",
+        "32Gi",
+        "30Gi",
+        "20Gi",
+        "30Gi",
+        "300Mi",
+        "500Mi",
+        "750Mi",
+        "1Gi",
+        "2Gi",
+        "4Gi",
+        "8Gi",
+        "16Gi",
+        "32Gi",
+        "28Gi",
+        "64Gi",
+        "13Gi",
+        "24Gi",
+    ]
+    return [
+        Workload(
+            f"wide-deployment-{i + 1}",
+            cpu,
+            memory,
+            zone_spread=True,
+            anti_affinity=i < 3,
+            hostname_spread=3 <= i < 6,
+        )
+        for i, (cpu, memory) in enumerate(zip(cpus, memories, strict=True))
+    ]
+
+
+WIDE = _wide()
+
+
+def _wide_replicas(initial: bool) -> dict[str, int]:
+    return {w.name: (35 if i < 20 else 30) if initial else (25 if i < 20 else 20) for i, w in enumerate(WIDE)}
+
+
+PROTECTED = Workload("do-not-disrupt-app", "900m", "450Mi", do_not_disrupt=True)
+SMALL_ANTI = dataclasses.replace(SMALL, anti_affinity=True)
+LARGE_ANTI = dataclasses.replace(LARGE, anti_affinity=True)
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "basic",
+        "basic_test.go",
+        (SMALL, LARGE),
+        (
+            Phase(
+                "scaleOut",
+                "scale-out",
+                {SMALL.name: 500, LARGE.name: 500},
+                Thresholds(2 * MINUTE, 0.53, 0.65, 260, 0.50),
+            ),
+            Phase(
+                "consolidation",
+                "consolidation",
+                {SMALL.name: 350, LARGE.name: 350},
+                Thresholds(20 * MINUTE, None, None, 260, 0.25),
+            ),
+        ),
+    ),
+    Scenario(
+        "wideDeployments",
+        "wide_deployments_test.go",
+        WIDE,
+        (
+            Phase("scaleOut", "scale-out", _wide_replicas(True), Thresholds(5 * MINUTE, 0.20, 0.20, 370, 0.70)),
+            Phase(
+                "consolidation", "consolidation", _wide_replicas(False), Thresholds(40 * MINUTE, 0.20, 0.20, 340, 0.30)
+            ),
+        ),
+    ),
+    Scenario(
+        "hostNameSpreading",
+        "host_name_spreading_test.go",
+        (SMALL_SPREAD, LARGE),
+        (
+            Phase(
+                "scaleOut",
+                "scale-out",
+                {SMALL.name: 500, LARGE.name: 500},
+                Thresholds(5 * MINUTE, 0.38, 0.40, 680, 1.15),
+            ),
+            Phase(
+                "consolidation",
+                "consolidation",
+                {SMALL.name: 350, LARGE.name: 350},
+                Thresholds(None, 0.38, 0.40, 575, 1.00),
+            ),
+        ),
+    ),
+    Scenario(
+        "hostNameSpreadingXL",
+        "host_name_spreading_xl_test.go",
+        (SMALL_SPREAD, LARGE),
+        (
+            Phase(
+                "scaleOut",
+                "scale-out",
+                {SMALL.name: 1000, LARGE.name: 1000},
+                Thresholds(35 * MINUTE, 0.38, 0.40, 1330, 1.40),
+            ),
+            Phase(
+                "consolidation",
+                "consolidation",
+                {SMALL.name: 700, LARGE.name: 700},
+                Thresholds(35 * MINUTE, 0.38, 0.40, 1200, 1.70),
+            ),
+        ),
+    ),
+    Scenario(
+        "drift",
+        "drift_performance_test.go",
+        (
+            dataclasses.replace(SMALL_SPREAD, name="hostname-spread-app"),
+            dataclasses.replace(LARGE, name="standard-app"),
+        ),
+        (
+            Phase(
+                "initial",
+                "scale-out",
+                {"hostname-spread-app": 300, "standard-app": 300},
+                Thresholds(5 * MINUTE, None, None, 425, 0.70),
+            ),
+            Phase("drift", "drift", {}, Thresholds(50 * MINUTE, None, None, 470, 1.05)),
+        ),
+    ),
+    Scenario(
+        "doNotDisrupt",
+        "do_no_disrupt_test.go",
+        (SMALL_SPREAD, LARGE, PROTECTED),
+        (
+            Phase(
+                "scaleOut",
+                "scale-out",
+                {SMALL.name: 500, LARGE.name: 500, PROTECTED.name: 100},
+                Thresholds(4 * MINUTE, 0.38, 0.40, 645, 1.10),
+            ),
+            Phase(
+                "consolidation",
+                "consolidation",
+                {SMALL.name: 250, LARGE.name: 250},
+                Thresholds(35 * MINUTE, 0.38, 0.40, 585, 0.80),
+            ),
+        ),
+    ),
+    Scenario(
+        "interference",
+        "interference_test.go",
+        (SMALL_ANTI, LARGE_ANTI),
+        (
+            Phase("scaleOut", "scale-out", {SMALL.name: 500}, Thresholds(5 * MINUTE, 0.38, 0.40, 620, 0.90)),
+            Phase(
+                "interference",
+                "scale-out",
+                {SMALL.name: 250, LARGE.name: 500},
+                Thresholds(10 * MINUTE, 0.38, 0.40, 1205, 1.30),
+            ),
+            Phase(
+                "consolidation",
+                "consolidation",
+                {SMALL.name: 400, LARGE.name: 200},
+                Thresholds(25 * MINUTE, 0.38, 0.40, 820, 0.80),
+            ),
+        ),
+    ),
+)
+
+
+def nodepool() -> dict[str, Any]:
+    """suite_test.go's NodePool: WhenEmptyOrUnderutilized after 30 s, 100 % budget, no limits, < 32 vCPUs."""
+    body = demo.nodepool_manifest(consolidate_after="30s")
+    body["spec"].pop("limits", None)
+    body["spec"]["disruption"]["budgets"] = [{"nodes": "100%"}]
+    body["spec"]["template"]["spec"]["requirements"].append(
+        {"key": labels.LABEL_INSTANCE_CPU, "operator": "Lt", "values": ["32"]}
+    )
+    return body
+
+
+class Sampler:
+    """This process's RSS every `SAMPLE_EVERY` seconds and its CPU time, between `start` and `stop`."""
+
+    def __init__(self) -> None:
+        self.rss_mb: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+        self._cpu = 0.0
+        self._wall = 0.0
+
+    def start(self) -> None:
+        self.rss_mb.clear()
+        self._cpu, self._wall = time.process_time(), time.monotonic()
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            self.rss_mb.append(e2e._rss_mb())
+            await asyncio.sleep(SAMPLE_EVERY)
+
+    async def stop(self) -> tuple[float, float]:
+        """(p95 RSS in MB, average CPU cores) over the sampled span."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        cores = (time.process_time() - self._cpu) / max(time.monotonic() - self._wall, 1e-9)
+        samples = sorted(self.rss_mb) or [e2e._rss_mb()]
+        p95 = samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
+        return p95, cores
+
+
+async def utilisation(api: Any) -> tuple[float, float, int]:
+    """(mean CPU, mean memory requested / allocatable, nodes) over the live nodes karpy launched that run pods."""
+    nodes = {
+        n["metadata"]["name"]: n
+        for n in await e2e._live_nodes(api)
+        if labels.LABEL_NODEPOOL in n["metadata"].get("labels", {})
+    }
+    pods = await e2e._patiently(lambda: api.list(resources.PODS))
+    requested: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        name = pod["spec"].get("nodeName")
+        if name not in nodes or pod["metadata"].get("deletionTimestamp"):
+            continue
+        totals = requested.setdefault(name, {"cpu": 0, "memory": 0})
+        for container in pod["spec"].get("containers") or ():
+            asked = (container.get("resources") or {}).get("requests") or {}
+            for key in totals:
+                if key in asked:
+                    totals[key] += quantity.parse(str(asked[key]))
+    shares: dict[str, list[float]] = {"cpu": [], "memory": []}
+    for name, totals in requested.items():
+        allocatable = nodes[name]["status"].get("allocatable") or {}
+        for key, share in shares.items():
+            whole = quantity.parse(str(allocatable.get(key, "0")))
+            if whole > 0:
+                share.append(totals[key] / whole)
+    mean = lambda values: statistics.fmean(values) if values else 0.0  # noqa: E731
+    return mean(shares["cpu"]), mean(shares["memory"]), len(nodes)
+
+
+async def _node_names(api: Any) -> frozenset[str]:
+    return frozenset(n["metadata"]["name"] for n in await e2e._live_nodes(api))
+
+
+async def _settle_nodes(api: Any, expected_pods: int, *, within: float, before: frozenset[str] = frozenset()) -> float:
+    """Wait until every pod is bound, none of `before` is left, and the node set has not changed for `QUIET`
+    seconds: monotonic time of its last change."""
+    start = time.monotonic()
+    last_change, seen = start, await _node_names(api)
+    while time.monotonic() - start < within:
+        await asyncio.sleep(2.0)
+        now_nodes = await _node_names(api)
+        if now_nodes != seen:
+            seen, last_change = now_nodes, time.monotonic()
+        quiet = time.monotonic() - last_change >= QUIET
+        if quiet and not (seen & before) and await e2e._answered(lambda: e2e._settled(api, expected_pods)):
+            return last_change
+    raise TimeoutError(f"nodes not settled after {within:.0f}s")
+
+
+def _margins(figures: Mapping[str, float], limits: Thresholds) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value, upper in (
+        ("total_time_s", figures["total_time_s"], True),
+        ("cpu_util", figures["cpu_util"], False),
+        ("memory_util", figures["memory_util"], False),
+        ("memory_mb", figures["controller_p95_memory_mb"], True),
+        ("cpu_cores", figures["controller_avg_cpu_cores"], True),
+    ):
+        limit = getattr(limits, key)
+        if limit is None:
+            continue
+        met = value < limit if upper else value > limit
+        margin = (limit / value if value else float("inf")) if upper else (value / limit)
+        out[key] = {"threshold": limit, "met": met, "margin": round(margin, 2)}
+    return out
+
+
+async def run_scenario(scenario: Scenario, *, within: float) -> dict[str, Any]:
+    options = cluster.ClusterOptions(cluster_name=f"perf-{scenario.name.lower()}", boot_delay=2.0, interval=0.5)
+    replicas = {w.name: 0 for w in scenario.workloads}
+    by_name = {w.name: w for w in scenario.workloads}
+    out: dict[str, Any] = {"scenario": scenario.name, "upstream": scenario.source, "phases": []}
+    async with remote.RemoteCluster(options) as emulated:
+        api = emulated.client
+        await api.create(
+            resources.EC2NODECLASSES,
+            demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name),
+        )
+        await api.create(resources.NODEPOOLS, nodepool())
+        plane = controlplane.ControlPlane(emulated, controlplane.Options(interruption=False, fast_catalog=False))
+        async with plane:
+            out["catalog_warmup_s"] = round(await e2e._warm_up(plane, within=within), 1)
+            sampler = Sampler()
+            for phase in scenario.phases:
+                before = await _node_names(api)
+                load = os.getloadavg()
+                sampler.start()
+                start = time.monotonic()
+                if phase.kind == "drift":
+                    patch = {
+                        "spec": {
+                            "template": {
+                                "metadata": {"annotations": {"test-drift-trigger": f"drift-{int(time.time())}"}}
+                            }
+                        }
+                    }
+                    await api.patch(resources.NODEPOOLS, "default", patch)
+                for name, count in phase.replicas.items():
+                    if replicas[name] == 0:
+                        await api.create(workloads.DEPLOYMENTS, by_name[name].manifest(count))
+                    else:
+                        await api.patch(workloads.DEPLOYMENTS, name, {"spec": {"replicas": count}}, namespace="default")
+                    replicas[name] = count
+                expected = sum(replicas.values())
+                error = None
+                try:
+                    if phase.kind == "scale-out":
+                        await e2e._until(
+                            lambda n=expected: e2e._settled(api, n), within=within, what="all pods bound", step=1.0
+                        )
+                        end = time.monotonic()
+                    else:
+                        end = await _settle_nodes(
+                            api, expected, within=within, before=before if phase.kind == "drift" else frozenset()
+                        )
+                except TimeoutError as exc:
+                    error, end = str(exc), time.monotonic()
+                p95, cores = await sampler.stop()
+                cpu_util, memory_util, nodes = await utilisation(api)
+                figures = {
+                    "total_time_s": round(end - start, 1),
+                    "cpu_util": round(cpu_util, 3),
+                    "memory_util": round(memory_util, 3),
+                    "controller_p95_memory_mb": round(p95, 1),
+                    "controller_avg_cpu_cores": round(cores, 3),
+                }
+                out["phases"].append(
+                    {
+                        "phase": phase.name,
+                        "kind": phase.kind,
+                        "pods": expected,
+                        "nodes": nodes,
+                        **figures,
+                        "thresholds": _margins(figures, phase.thresholds),
+                        "loadavg_before": [round(x, 2) for x in load],
+                        "error": error,
+                    }
+                )
+                if error is not None:
+                    break
+    out["all_met"] = all(t["met"] for p in out["phases"] for t in p["thresholds"].values()) and not any(
+        p["error"] for p in out["phases"]
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object per scenario (JSON lines)")
+    parser.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS), help="comma-separated names")
+    parser.add_argument("--within", type=float, default=1800.0, help="seconds before a phase gives up")
+    args = parser.parse_args(argv)
+    chosen = [s for s in SCENARIOS if s.name in args.scenarios.split(",")]
+    unknown = set(args.scenarios.split(",")) - {s.name for s in SCENARIOS}
+    if unknown:
+        parser.error(f"unknown scenarios: {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
+    for scenario in chosen:
+        row = asyncio.run(run_scenario(scenario, within=args.within))
+        print(json.dumps(row) if args.json else json.dumps(row, indent=2), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
