@@ -32,6 +32,8 @@ CREATE_LAUNCH_TEMPLATE_FAILED: Final = "CreateLaunchTemplateAuthCheckFailed"
 CREATE_FLEET_FAILED: Final = "CreateFleetAuthCheckFailed"
 RUN_INSTANCES_FAILED: Final = "RunInstancesAuthCheckFailed"
 USER_DATA_INVALID: Final = "UserDataInvalid"
+CLUSTER_CIDR_UNRESOLVED: Final = "ClusterCIDRResolutionFailed"
+"""An AL2023 class while the cluster's service CIDR is unknown (aws: pkg/controllers/nodeclass/validation.go)."""
 """ValidationSucceeded reasons, upstream's names."""
 
 _MESSAGES: Final = {
@@ -131,6 +133,8 @@ class AuthorizationValidator:
             )
         except userdata.UserDataError as exc:
             return Verdict(USER_DATA_INVALID, str(exc))  # every launch would fail the same way
+        except userdata.ClusterCIDRUnknown:
+            return Verdict(CLUSTER_CIDR_UNRESOLVED, "Failed to detect the cluster CIDR")
         spec = dataclasses.replace(
             launchtemplate.nodeclass_spec(resolved, image_id=image.id, user_data=text, tags=tags), ipv6=cluster.ipv6
         )
