@@ -73,29 +73,39 @@ def kubelet_args_problems(text: str) -> list[str]:
     return out
 
 
-def al2_problems(text: str) -> list[str]:
+def bootstrap_script(text: str) -> tuple[list[tuple[str, str]], str, list[str]]:
+    """(parts, the bootstrap.sh part's body, problems) of an AL2 user data."""
     parts, out = mime.parts(text)
     scripts = [body for _, body in parts if "/etc/eks/bootstrap.sh" in body]
     if len(scripts) != 1:
-        return [*out, f"expected one part calling /etc/eks/bootstrap.sh, found {len(scripts)}"]
-    if parts[-1][1] != scripts[0]:
-        out.append("the bootstrap.sh part is not the last: the user's parts must run before the node joins")
-    line = scripts[0][scripts[0].index("/etc/eks/bootstrap.sh") :].replace("\\\n", " ")
+        return parts, "", [*out, f"expected one part calling /etc/eks/bootstrap.sh, found {len(scripts)}"]
+    return parts, scripts[0], out
+
+
+def al2_arguments(script: str) -> tuple[list[str], dict[str, str]]:
+    """(positional arguments, options) of the bootstrap.sh call, read as bootstrap.sh's own loop reads them."""
+    line = script[script.index("/etc/eks/bootstrap.sh") :].replace("\\\n", " ")
     words = shlex.split(line.splitlines()[0])[1:]
-    positional = []
-    seen: dict[str, str] = {}
+    positional: list[str] = []
+    options: dict[str, str] = {}
     index = 0
     while index < len(words):
-        word = words[index]
-        if word in BOOTSTRAP_OPTIONS:
-            if index + 1 >= len(words):
-                out.append(f"{word}: no value")
-                break
-            seen[word] = words[index + 1]
+        if words[index] in BOOTSTRAP_OPTIONS and index + 1 < len(words):
+            options[words[index]] = words[index + 1]
             index += 2
-            continue
-        positional.append(word)
-        index += 1
+        else:
+            positional.append(words[index])
+            index += 1
+    return positional, options
+
+
+def al2_problems(text: str) -> list[str]:
+    parts, script, out = bootstrap_script(text)
+    if not script:
+        return out
+    if parts[-1][1] != script:
+        out.append("the bootstrap.sh part is not the last: the user's parts must run before the node joins")
+    positional, seen = al2_arguments(script)
     if len(positional) != 1:
         out.append(f"bootstrap.sh takes one positional argument (the cluster name), got {positional}")
     for option, choices in BOOTSTRAP_CHOICES.items():
@@ -109,14 +119,21 @@ def al2_problems(text: str) -> list[str]:
     return out
 
 
+def windows_arguments(text: str) -> tuple[dict[str, str], str]:
+    """(parameters, what is left unparsed) of the one Start-EKSBootstrap.ps1 call; ({}, text) when there is not one."""
+    calls = _WINDOWS_CALL.findall(text)
+    if len(calls) != 1:
+        return {}, text
+    arguments = {name: value.replace("''", "'") for name, value in _PS_ARGUMENT.findall(calls[0])}
+    return arguments, _PS_ARGUMENT.sub("", calls[0]).strip()
+
+
 def windows_problems(text: str) -> list[str]:
     if not (text.startswith("<powershell>\n") and text.endswith("\n</powershell>")):
         return ["not one <powershell> block"]
-    calls = _WINDOWS_CALL.findall(text)
-    if len(calls) != 1:
-        return [f"expected one Start-EKSBootstrap.ps1 call, found {len(calls)}"]
-    arguments = {name: value.replace("''", "'") for name, value in _PS_ARGUMENT.findall(calls[0])}
-    leftover = _PS_ARGUMENT.sub("", calls[0]).strip()
+    arguments, leftover = windows_arguments(text)
+    if not arguments:
+        return ["expected one Start-EKSBootstrap.ps1 call"]
     out = [f"unparsed arguments: {leftover!r}"] if leftover else []
     out += [f"-{name}: not a Start-EKSBootstrap.ps1 parameter" for name in arguments if name not in WINDOWS_PARAMETERS]
     for required in ("EKSClusterName", "APIServerEndpoint", "Base64ClusterCA"):
