@@ -15,7 +15,7 @@ from tests.cloudprovider.aws.contracts import bottlerocket, families, kubelet, m
 
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.aws import userdata
-from karpy_emulator import bootstrap as emulated_bootstrap
+from karpy_emulator import bootstrap as karpy_emulator_bootstrap
 
 Family = ec2nodeclass.AMIFamily
 Kubelet = ec2nodeclass.KubeletConfiguration
@@ -124,7 +124,7 @@ def test_every_rendering_is_accepted_by_its_consumer(rendering: tuple[Family, us
     family, options = rendering
     text = userdata.render(family, options)
     assert families.problems(family, text) == []
-    registered = emulated_bootstrap.parse(text)
+    registered = karpy_emulator_bootstrap.parse(text)
     # The kubelet gets every claim label it accepts and registers every claim taint; registration adds the rest.
     accepted = {k: v for k, v in options.labels.items() if not userdata.bootstrap.is_forbidden_kubelet_label(k)}
     assert accepted.items() <= registered.labels.items()

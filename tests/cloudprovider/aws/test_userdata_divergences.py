@@ -19,7 +19,7 @@ from tests.nodeclaim import builders as nodeclaim_builders
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.aws import bottlerocket, userdata
 from karpy.nodeclaim import lifecycle
-from karpy_emulator import bootstrap as emulated_bootstrap
+from karpy_emulator import bootstrap as karpy_emulator_bootstrap
 
 Family = ec2nodeclass.AMIFamily
 RENDERED = [Family.AL2, Family.AL2023, Family.BOTTLEROCKET, Family.WINDOWS2019, Family.WINDOWS2022, Family.WINDOWS2025]
@@ -52,7 +52,7 @@ def _render(family: Family, **changes: Any) -> str:
 def test_labels_the_kubelet_refuses_are_not_given_to_it(family: Family) -> None:
     text = _render(family, labels={**BASE.labels, **REFUSED})
     assert families.problems(family, text) == []
-    kubelet_labels = emulated_bootstrap.parse(text).labels
+    kubelet_labels = karpy_emulator_bootstrap.parse(text).labels
     assert not set(REFUSED) & set(kubelet_labels)
     assert kubelet_labels["team"] == "a"
 
@@ -61,7 +61,7 @@ def test_labels_withheld_from_the_kubelet_reach_the_node_at_registration() -> No
     claim_labels = {labels.LABEL_NODEPOOL: "default", **REFUSED}
     text = _render(Family.AL2023, labels=claim_labels)
     # The Node as the kubelet registers it, then karpy's registration patch on top.
-    registered = emulated_bootstrap.parse(text)
+    registered = karpy_emulator_bootstrap.parse(text)
     node = nodeclaim_builders.node_dict(labels=dict(registered.labels))
     claim = nodeclaim_builders.claim(
         labels=claim_labels,
@@ -201,7 +201,7 @@ def test_a_known_cluster_dns_reaches_every_family(family: Family, address: str) 
 
 @pytest.mark.parametrize("family", RENDERED)
 def test_every_family_but_custom_tells_registration_not_to_sync_taints(family: Family) -> None:
-    kubelet_labels = emulated_bootstrap.parse(_render(family)).labels
+    kubelet_labels = karpy_emulator_bootstrap.parse(_render(family)).labels
     assert kubelet_labels[labels.LABEL_DO_NOT_SYNC_TAINTS] == "true"
 
 

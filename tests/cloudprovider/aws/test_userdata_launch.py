@@ -22,7 +22,7 @@ from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import errors
 from karpy.cloudprovider.aws import provider
-from karpy_emulator import bootstrap as emulated_bootstrap
+from karpy_emulator import bootstrap as karpy_emulator_bootstrap
 from karpy_emulator.aws import seeding
 
 SMALL = builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large")
@@ -79,7 +79,7 @@ async def test_the_chosen_capacity_type_is_a_kubelet_label_for_every_family(
     created = await aws_provider.create(claim)
     (text,) = _launched_user_data()
     assert families.problems(family, text) == []
-    kubelet_labels = emulated_bootstrap.parse(text).labels
+    kubelet_labels = karpy_emulator_bootstrap.parse(text).labels
     chosen = created.metadata.labels[labels.LABEL_CAPACITY_TYPE]
     assert kubelet_labels[labels.LABEL_CAPACITY_TYPE] == chosen
     assert kubelet_labels["team"] == "a"

@@ -6,8 +6,9 @@
   inline kubelet config is merged key by key, kubelet flags are appended.
 - The merged config must name the cluster, its endpoint, its CA and its service CIDR
   (nodeadm/internal/api/validation.go ValidateNodeConfig).
-- kubelet.config is a KubeletConfiguration (k8s.io/kubelet/config/v1beta1/types.go): only its fields, and the
-  ones karpy writes with the kubelet's types; kubelet.flags go to the kubelet, whose label rules apply.
+- kubelet.config is a KubeletConfiguration (k8s.io/kubelet/config/v1beta1/types.go): only its fields (the list
+  transcribed from that file in karpy.cloudprovider.aws.kubelet.KUBELET_CONFIG_FIELDS), and the ones karpy writes
+  with the kubelet's types; kubelet.flags go to the kubelet, whose label rules apply.
 """
 
 from __future__ import annotations
