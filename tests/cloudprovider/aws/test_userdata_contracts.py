@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import hypothesis_profiles
 from tests.cloudprovider.aws.contracts import bottlerocket, families, kubelet, mime, nodeadm, scripts
 
 from karpy.api import ec2nodeclass, labels, meta
@@ -118,7 +119,12 @@ def renderings(draw: st.DrawFn) -> tuple[Family, userdata.BootstrapOptions]:
     return family, options
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=hypothesis_profiles.examples(300),
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(renderings())
 def test_every_rendering_is_accepted_by_its_consumer(rendering: tuple[Family, userdata.BootstrapOptions]) -> None:
     family, options = rendering
