@@ -32,8 +32,7 @@ CREATE_LAUNCH_TEMPLATE_FAILED: Final = "CreateLaunchTemplateAuthCheckFailed"
 CREATE_FLEET_FAILED: Final = "CreateFleetAuthCheckFailed"
 RUN_INSTANCES_FAILED: Final = "RunInstancesAuthCheckFailed"
 USER_DATA_INVALID: Final = "UserDataInvalid"
-CLUSTER_CIDR_UNRESOLVED: Final = "ClusterCIDRResolutionFailed"
-"""An AL2023 class while the cluster's service CIDR is unknown (aws: pkg/controllers/nodeclass/validation.go)."""
+CLUSTER_CIDR_UNRESOLVED: Final = "ClusterCIDRResolutionFailed"  # AL2023 while the service CIDR is unknown
 """ValidationSucceeded reasons, upstream's names."""
 
 _MESSAGES: Final = {
