@@ -172,6 +172,7 @@ def _launch(emulated: cluster.EmulatedCluster, spec: PoolSpec, claims: Sequence[
         cluster_name=emulated.cluster_name,
         cluster_endpoint="https://emulated.eks.amazonaws.com",
         ca_bundle="Q0E=",
+        cluster_cidr="172.20.0.0/16",
         labels=_node_labels(spec),
         taints=tuple(meta.Taint(t["key"], t["effect"], t.get("value", "")) for t in spec.taints),
     )

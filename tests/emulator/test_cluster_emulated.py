@@ -25,6 +25,7 @@ def _launch(region: str, zone_subnet: str) -> str:
             cluster_name=CLUSTER,
             cluster_endpoint="https://example",
             ca_bundle="Q0E=",
+            cluster_cidr="10.100.0.0/16",
             labels={labels.LABEL_NODEPOOL: "default"},
         ),
     )

@@ -13,6 +13,7 @@ OPTIONS = userdata.BootstrapOptions(
     cluster_name="demo",
     cluster_endpoint="https://example.eks.amazonaws.com",
     ca_bundle="Q0E=",
+    cluster_cidr="10.100.0.0/16",
     labels={labels.LABEL_NODEPOOL: "default", "team": "a", labels.LABEL_CAPACITY_TYPE: "spot"},
     taints=(
         meta.Taint(key="dedicated", value="gpu", effect=labels.EFFECT_NO_SCHEDULE),
@@ -31,7 +32,7 @@ RENDERED_FAMILIES = [
 @pytest.mark.parametrize("family", RENDERED_FAMILIES)
 def test_round_trip_of_every_family(family: ec2nodeclass.AMIFamily) -> None:
     parsed = bootstrap.parse(userdata.render(family, OPTIONS))
-    assert parsed.labels == dict(OPTIONS.labels)
+    assert parsed.labels == {**OPTIONS.labels, labels.LABEL_DO_NOT_SYNC_TAINTS: "true"}
     # The unregistered taint is added by every family, first, then the claim's taints in order.
     assert parsed.taints == (UNREGISTERED, *OPTIONS.taints)
     assert parsed.max_pods == 29
@@ -39,14 +40,16 @@ def test_round_trip_of_every_family(family: ec2nodeclass.AMIFamily) -> None:
 
 @pytest.mark.parametrize("family", RENDERED_FAMILIES)
 def test_no_labels_still_registers_unregistered(family: ec2nodeclass.AMIFamily) -> None:
-    options = userdata.BootstrapOptions(cluster_name="demo", cluster_endpoint="https://x", ca_bundle="Q0E=")
+    options = userdata.BootstrapOptions(
+        cluster_name="demo", cluster_endpoint="https://x", ca_bundle="Q0E=", cluster_cidr="10.100.0.0/16"
+    )
     parsed = bootstrap.parse(userdata.render(family, options))
-    assert parsed.labels == {}
+    assert parsed.labels == {labels.LABEL_DO_NOT_SYNC_TAINTS: "true"}
     assert parsed.taints == (UNREGISTERED,)
     assert parsed.max_pods is None
 
 
-def test_user_nodeconfig_merged_after_ours() -> None:
+def test_our_nodeconfig_merged_after_the_users() -> None:
     user = "\n".join(
         [
             "apiVersion: node.eks.aws/v1alpha1",
@@ -57,10 +60,17 @@ def test_user_nodeconfig_merged_after_ours() -> None:
         ]
     )
     options = userdata.BootstrapOptions(
-        cluster_name="demo", cluster_endpoint="https://x", ca_bundle="Q0E=", labels={"team": "a"}, user_data=user
+        cluster_name="demo",
+        cluster_endpoint="https://x",
+        ca_bundle="Q0E=",
+        cluster_cidr="10.100.0.0/16",
+        labels={"team": "a"},
+        user_data=user,
     )
     parsed = bootstrap.parse(userdata.render(ec2nodeclass.AMIFamily.AL2023, options))
-    assert parsed.labels == {"team": "b", "extra": "1"}  # nodeadm applies documents in order
+    # nodeadm appends kubelet flags in document order and the kubelet's last --node-labels value wins: karpy's
+    # NodeConfig is last, so its labels hold and the user's extra ones stay.
+    assert parsed.labels == {"team": "a", "extra": "1", labels.LABEL_DO_NOT_SYNC_TAINTS: "true"}
     assert parsed.taints == (UNREGISTERED,)
 
 

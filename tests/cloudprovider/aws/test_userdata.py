@@ -51,13 +51,15 @@ def test_al2023_node_config_registers_with_unregistered_taint_labels_and_kubelet
     assert kubelet["config"]["maxPods"] == 58
     assert kubelet["config"]["clusterDNS"] == ["10.100.0.10"]
     assert kubelet["config"]["evictionHard"] == {"memory.available": "5%"}
-    assert kubelet["flags"] == ["--node-labels=karpenter.sh/nodepool=default,team=a"]
+    assert kubelet["flags"] == [
+        "--node-labels=karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=a"
+    ]
 
 
 @pytest.mark.parametrize(
     ("user", "expected_types"),
     [
-        ("#!/bin/bash\necho hi\n", ["application/node.eks.aws", "text/x-shellscript"]),
+        ("#!/bin/bash\necho hi\n", ["text/x-shellscript", "application/node.eks.aws"]),
         (
             "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n",
             ["application/node.eks.aws", "application/node.eks.aws"],
@@ -65,12 +67,14 @@ def test_al2023_node_config_registers_with_unregistered_taint_labels_and_kubelet
         (
             'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="B"\n\n--B\n'
             "Content-Type: text/x-shellscript\n\necho one\n--B\nContent-Type: text/cloud-config\n\n#cloud\n--B--\n",
-            ["application/node.eks.aws", "text/x-shellscript", "text/cloud-config"],
+            ["text/x-shellscript", "text/cloud-config", "application/node.eks.aws"],
         ),
     ],
 )
-def test_al2023_merges_the_users_part_after_ours(user: str, expected_types: list[str]) -> None:
-    opts = userdata.BootstrapOptions(cluster_name="c", cluster_endpoint="https://e", ca_bundle="x", user_data=user)
+def test_al2023_merges_our_node_config_after_the_users_parts(user: str, expected_types: list[str]) -> None:
+    opts = userdata.BootstrapOptions(
+        cluster_name="c", cluster_endpoint="https://e", ca_bundle="x", cluster_cidr="10.100.0.0/16", user_data=user
+    )
     parts = _parts(userdata.render(ec2nodeclass.AMIFamily.AL2023, opts))
     assert [ct for ct, _ in parts] == expected_types
 
@@ -85,11 +89,11 @@ def test_al2_bootstrap_script_runs_after_user_part() -> None:
     assert "--dns-cluster-ip '10.100.0.10'" in script
     assert "--use-max-pods false" in script
     assert '--register-with-taints="karpenter.sh/unregistered=:NoExecute,dedicated=gpu:NoSchedule"' in script
-    assert '--node-labels="karpenter.sh/nodepool=default,team=a"' in script
+    assert '--node-labels="karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=a"' in script
     assert '--eviction-hard="memory.available<5%"' in script
 
 
-def test_bottlerocket_merges_user_toml_and_keeps_user_taints() -> None:
+def test_bottlerocket_merges_user_toml_and_replaces_user_taints() -> None:
     user = '[settings.kubernetes]\ncluster-name = "wrong"\n[settings.kubernetes.node-taints]\n"x" = ["y:NoSchedule"]\n'
     user += "[settings.host-containers.admin]\nenabled = true\n"
     opts = dataclasses.replace(BASE, user_data=user)
@@ -97,9 +101,13 @@ def test_bottlerocket_merges_user_toml_and_keeps_user_taints() -> None:
     k8s = doc["settings"]["kubernetes"]
     assert k8s["cluster-name"] == "demo"  # ours wins for the join settings
     assert k8s["max-pods"] == 58
-    assert k8s["node-labels"] == {"karpenter.sh/nodepool": "default", "team": "a"}
+    assert k8s["node-labels"] == {
+        "karpenter.sh/do-not-sync-taints": "true",
+        "karpenter.sh/nodepool": "default",
+        "team": "a",
+    }
+    # The NodeClaim's taints replace the user's, as upstream starts node-taints afresh (bootstrap/bottlerocket.go).
     assert k8s["node-taints"] == {
-        "x": ["y:NoSchedule"],
         "karpenter.sh/unregistered": [":NoExecute"],
         "dedicated": ["gpu:NoSchedule"],
     }

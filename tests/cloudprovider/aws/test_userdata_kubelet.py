@@ -134,7 +134,7 @@ def test_al2_passes_the_field_as_a_kubelet_flag(
     field: str, kubelet: Kubelet, nodeadm: dict[str, Any], flag: str, bottlerocket: dict[str, Any] | None
 ) -> None:
     args = _al2_extra_args(kubelet).split(" ")
-    assert args[1:] == [flag]  # after --register-with-taints, nothing but the field's own flag
+    assert args[2:] == [flag]  # after --node-labels and --register-with-taints, nothing but the field's own flag
 
 
 @pytest.mark.parametrize(("field", "kubelet", "nodeadm", "flag", "bottlerocket"), FIELDS, ids=IDS)
@@ -142,7 +142,7 @@ def test_windows_passes_the_field_as_a_kubelet_flag(
     field: str, kubelet: Kubelet, nodeadm: dict[str, Any], flag: str, bottlerocket: dict[str, Any] | None
 ) -> None:
     args = _windows_extra_args(kubelet).split(" ")
-    assert args[1:] == [flag]
+    assert args[2:] == [flag]
 
 
 BOTTLEROCKET_CFS = [
@@ -185,7 +185,7 @@ def test_flags_come_in_upstreams_order_for_every_field_at_once() -> None:
     )
     options = _options(everything, labels={"a": "b"}, max_pods=110)
     assert userdata.kubelet_extra_args(options) == [
-        '--node-labels="a=b"',
+        '--node-labels="a=b,karpenter.sh/do-not-sync-taints=true"',
         '--register-with-taints="karpenter.sh/unregistered=:NoExecute"',
         "--max-pods=110",
         "--pods-per-core=4",

@@ -32,6 +32,7 @@ CREATE_LAUNCH_TEMPLATE_FAILED: Final = "CreateLaunchTemplateAuthCheckFailed"
 CREATE_FLEET_FAILED: Final = "CreateFleetAuthCheckFailed"
 RUN_INSTANCES_FAILED: Final = "RunInstancesAuthCheckFailed"
 USER_DATA_INVALID: Final = "UserDataInvalid"
+CLUSTER_CIDR_UNRESOLVED: Final = "ClusterCIDRResolutionFailed"  # AL2023 while the service CIDR is unknown
 """ValidationSucceeded reasons, upstream's names."""
 
 _MESSAGES: Final = {
@@ -131,6 +132,8 @@ class AuthorizationValidator:
             )
         except userdata.UserDataError as exc:
             return Verdict(USER_DATA_INVALID, str(exc))  # every launch would fail the same way
+        except userdata.ClusterCIDRUnknown:
+            return Verdict(CLUSTER_CIDR_UNRESOLVED, "Failed to detect the cluster CIDR")
         spec = dataclasses.replace(
             launchtemplate.nodeclass_spec(resolved, image_id=image.id, user_data=text, tags=tags), ipv6=cluster.ipv6
         )

@@ -19,6 +19,7 @@ from karpy.api import ec2nodeclass, labels, nodeclaim
 from karpy.cloudprovider import errors, tenancy, types
 from karpy.cloudprovider.aws import (
     accounting,
+    bottlerocket,
     cache,
     error_codes,
     fleet,
@@ -83,8 +84,12 @@ def claim_requirements(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass
     return requirements.Requirements(r for key, r in reqs.items() if key in labels.WELL_KNOWN_LABELS)
 
 
-def launch_labels(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> dict[str, str]:
-    """Labels a node of this claim gets whatever instance is chosen: claim labels and single-valued requirements."""
+def launch_labels(
+    claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass, *, capacity_type: str = ""
+) -> dict[str, str]:
+    """Labels a node of this claim gets whatever instance is chosen: claim labels, single-valued requirements and the
+    capacity type the launch chose, for every family (aws: launchtemplate.go EnsureAll). The user data renderers
+    give the kubelet those it accepts; registration puts the claim's labels on the Node."""
     reqs = requirements.Requirements.from_node_selector(claim.spec.requirements)
     out = {
         k: v
@@ -93,6 +98,8 @@ def launch_labels(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass) -> 
     }
     out.update(claim.metadata.labels)
     out[labels.LABEL_EC2NODECLASS] = nc.name
+    if capacity_type:
+        out[labels.LABEL_CAPACITY_TYPE] = capacity_type
     return out
 
 
@@ -173,6 +180,7 @@ class Launcher:
         *,
         tags: Mapping[str, str],
         group_id: str,
+        capacity_type: str,
     ) -> dict[str, tuple[str, list[fleet.Candidate]]]:
         """launch template name → (image, candidates) grouped by (AMI, pod capacity) as upstream does."""
         cluster = await self._resolver.cluster()
@@ -187,6 +195,8 @@ class Launcher:
                 groups.setdefault(key, []).append(fleet.Candidate(c.instance_type, offerings))
         reservation_types = {cr.id: cr.reservation_type for cr in nc.status.capacity_reservations}
         kubelet = aws_cluster.with_cluster_dns(nc.spec.kubelet, cluster)
+        family = nc.resolved_ami_family
+        ami_version = bottlerocket.ami_version(nc) if family == ec2nodeclass.AMIFamily.BOTTLEROCKET else ""
         out: dict[str, tuple[str, list[fleet.Candidate]]] = {}
         for (image_id, pods, efa, reservation_id), members in groups.items():
             options = userdata.BootstrapOptions(
@@ -194,17 +204,20 @@ class Launcher:
                 cluster_endpoint=cluster.endpoint,
                 ca_bundle=cluster.ca_bundle,
                 cluster_cidr=cluster.service_cidr,
-                labels=launch_labels(claim, nc),
+                labels=launch_labels(claim, nc, capacity_type=capacity_type),
                 taints=(*claim.spec.taints, *claim.spec.startup_taints),
                 kubelet=kubelet,
                 max_pods=pods or None,
                 user_data=nc.spec.user_data,
                 instance_store_policy=nc.spec.instance_store_policy,
+                ami_version=ami_version,
             )
             try:
-                text = userdata.render(nc.resolved_ami_family, options)
+                text = userdata.render(family, options)
             except userdata.UserDataError as exc:
                 raise errors.CreateError(errors.CreateErrorReason.LAUNCH_TEMPLATE, str(exc)) from exc
+            except userdata.ClusterCIDRUnknown as exc:
+                raise errors.NodeClassNotReady(f"{nc.name}: {exc}") from exc
             spec = dataclasses.replace(
                 # Not the claim's own tag: templates are shared by every claim with the same content.
                 launchtemplate.nodeclass_spec(
@@ -275,7 +288,9 @@ class Launcher:
                 inflight=self._resolver.inflight_ips(),
             )
             group_id = await self._placement_group_id(nc)
-            by_template = await self._templates_for(claim, nc, chosen, tags=tags, group_id=group_id)
+            by_template = await self._templates_for(
+                claim, nc, chosen, tags=tags, group_id=group_id, capacity_type=capacity_type
+            )
             configs = [
                 fleet.LaunchTemplateOverrides(name, fleet.overrides(members, subnets_by_zone=subnets))
                 for name, (_, members) in by_template.items()
