@@ -154,6 +154,7 @@ class Karpenter(pulumi.ComponentResource):
         owned = charts.owned_values(
             cluster_name=scope.cluster_name,
             cluster_endpoint=spec.cluster_endpoint,
+            region=scope.region,
             interruption_queue=queue.queue.name if queue is not None else None,
             service_account=spec.service_account,
             irsa_role_arn=controller.role.arn if spec.identity_mode == pulumi_karpy_args.IdentityMode.IRSA else None,
@@ -168,10 +169,11 @@ class Karpenter(pulumi.ComponentResource):
             chart=charts.chart_path(chart_root, charts.CONTROLLER_CHART),
             version=pulumi_karpy_args.VERSION,
             namespace=spec.namespace,
+            create_namespace=spec.creates_namespace,
             skip_crds=True,
             atomic=True,
             timeout=helm.timeout_seconds,
-            values=charts.deep_merge(helm.values, owned),
+            values=charts.release_values(helm.values, owned),
             opts=scope.after(crds, *prerequisites),
         )
 
@@ -229,7 +231,7 @@ def _crds(scope: pulumi_karpy_scope.Scope, chart_root: Any) -> k8s.helm.v3.Relea
         chart=charts.chart_path(chart_root, charts.CRD_CHART),
         version=pulumi_karpy_args.VERSION,
         namespace=spec.namespace,
-        create_namespace=spec.helm.create_namespace,
+        create_namespace=spec.creates_namespace,
         timeout=spec.helm.timeout_seconds,
         opts=scope.after(*adopted),
     )
