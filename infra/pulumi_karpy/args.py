@@ -146,7 +146,8 @@ class HelmArgs(TypedDict):
     """Create the namespace if it is missing (Helm's `--create-namespace`, on both releases); default: true for any
     namespace but kube-system, which every cluster has."""
     timeout_seconds: NotRequired[int]
-    """How long Helm waits for the release to become ready; default 300."""
+    """How long Helm waits for the controller to become ready (its /readyz includes AWS accepting its identity), and
+    on destroy for the NodeClaims to go; default 300."""
 
 
 class ImageArgs(TypedDict):

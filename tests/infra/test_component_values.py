@@ -135,3 +135,18 @@ def test_a_node_policy_the_role_already_has_is_refused() -> None:
                 image=pulumi_karpy_args.ImageArgs(reference="example.com/karpy:1"),
             ),
         )
+
+
+def test_the_controller_release_waits_until_the_controller_is_ready(pulumi_run: Run) -> None:
+    deployment = deploy_with(
+        pulumi_run,
+        lambda cluster, node_group: pulumi_karpy_args.KarpenterArgs(
+            cluster_name="demo", helm=pulumi_karpy_args.HelmArgs(timeout_seconds=420)
+        ),
+    )
+    controller = releases(deployment)["karpy-controller"]
+    # pulumi-kubernetes' Release: Helm's wait is on unless skipAwait (provider/pkg/provider/helm_release.go), and
+    # the install fails, rolled back, when the pods are not Ready within the timeout
+    assert controller.get("skipAwait", False) is False
+    assert controller["atomic"] is True
+    assert controller["timeout"] == 420
