@@ -100,6 +100,16 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value
 
 
+TEARDOWN_MARGIN_SECONDS = 30
+"""How much sooner than Helm's own timeout the uninstall's teardown gives up: its error, naming the NodeClaims left,
+ends the hook Job before Helm stops waiting for it."""
+
+
+def teardown_seconds(helm_timeout_seconds: int) -> int:
+    """The chart's `teardown.timeout` under a release whose Helm timeout is `helm_timeout_seconds`."""
+    return max(helm_timeout_seconds - TEARDOWN_MARGIN_SECONDS, TEARDOWN_MARGIN_SECONDS)
+
+
 def owned_values(
     *,
     cluster_name: object,
@@ -109,6 +119,7 @@ def owned_values(
     service_account: str,
     irsa_role_arn: object | None,
     replicas: int,
+    timeout_seconds: int,
     resources: Mapping[str, Any],
     log_level: str,
     image: object,
@@ -127,6 +138,7 @@ def owned_values(
     return {
         "settings": settings,
         "serviceAccount": service_account_values,
+        "teardown": {"timeout": f"{teardown_seconds(timeout_seconds)}s"},
         "replicas": replicas,
         "logLevel": log_level,
         "controller": {"image": image, "resources": dict(resources)},

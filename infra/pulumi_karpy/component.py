@@ -159,6 +159,7 @@ class Karpenter(pulumi.ComponentResource):
             service_account=spec.service_account,
             irsa_role_arn=controller.role.arn if spec.identity_mode == pulumi_karpy_args.IdentityMode.IRSA else None,
             replicas=helm.replicas,
+            timeout_seconds=helm.timeout_seconds,
             resources=helm.resources,
             log_level=helm.log_level,
             image=image_values,

@@ -285,6 +285,11 @@ def _helm_and_image(spec: Karpenter) -> list[str]:
     helm = spec.helm
     if helm.replicas < 1:
         problems.append(f"helm.replicas: {helm.replicas} must be >= 1")
+    if helm.timeout_seconds < 60:
+        problems.append(
+            f"helm.timeout_seconds: {helm.timeout_seconds} must be >= 60 (the controller's start, and on "
+            "destroy the teardown of every NodeClaim, take that long)"
+        )
     if helm.log_level not in ("debug", "info", "warning", "error"):
         problems.append(f"helm.log_level: {helm.log_level!r} is not one of debug, info, warning, error")
     if helm.chart_version != pulumi_karpy_args.VERSION:
