@@ -219,7 +219,7 @@ class KarpenterArgs(TypedDict):
     default_node_pool: NotRequired[DefaultNodePoolArgs]
     """Declare a default EC2NodeClass and NodePool in the stack; unset = none. Being stack resources that depend on
     the release, they are deleted first on `pulumi destroy`, while the controller still runs to drain their nodes."""
-    tags: NotRequired[Mapping[str, str]]
+    tags: NotRequired[Mapping[str, pulumi.Input[str]]]
     """Tags on every AWS resource the component creates."""
     crds: NotRequired[CrdMode]
     """How the CRDs are provided: install (default), adopt upstream's, or skip (see `CrdMode`)."""

@@ -120,7 +120,7 @@ class Karpenter:
     helm: Helm = Helm()
     image: Image = Image()
     default_node_pool: DefaultNodePool | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     crds: pulumi_karpy_args.CrdMode = pulumi_karpy_args.CrdMode.INSTALL
 
     @property

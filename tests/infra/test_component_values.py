@@ -3,6 +3,7 @@ the whole of it), the region of the caller's AWS provider, and the namespace the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
 
 from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import component
@@ -152,3 +154,40 @@ def test_the_controller_release_waits_until_the_controller_is_ready(pulumi_run: 
     assert controller["timeout"] == 420
     # on destroy, the chart's pre-delete teardown gives up (naming what is left) before Helm stops waiting for it
     assert controller["values"]["teardown"] == {"timeout": "390s"}
+
+
+def test_outputs_inside_statements_map_roles_and_tags_are_resolved(pulumi_run: Run) -> None:
+    deployment = deploy_with(
+        pulumi_run,
+        lambda cluster, node_group: pulumi_karpy_args.KarpenterArgs(
+            cluster_name=cluster.name,
+            cluster_endpoint=cluster.endpoint,
+            controller_role=pulumi_karpy_args.ControllerRoleArgs(
+                extra_statements=[{"Effect": "Allow", "Action": "eks:DescribeCluster", "Resource": cluster.arn}]
+            ),
+            queue=pulumi_karpy_args.QueueArgs(
+                policy_statements=[
+                    {"Effect": "Allow", "Action": "sqs:SendMessage", "Principal": {"AWS": node_group.node_role_arn}}
+                ]
+            ),
+            access=pulumi_karpy_args.AccessArgs(
+                mode=pulumi_karpy_args.AccessMode.AWS_AUTH,
+                aws_auth_map_roles=[
+                    {"rolearn": node_group.node_role_arn, "username": "system:node:{{EC2PrivateDNSName}}"}
+                ],
+            ),
+            tags={"cluster": cluster.name},
+        ),
+    )
+    arn = f"arn:aws:eks:{REGION}:123456789012:cluster/demo"
+    extra = json.loads(deployment.get("aws:iam/policy:Policy", "karpy-controller-extra").inputs["policy"])
+    assert extra["Statement"] == [{"Effect": "Allow", "Action": "eks:DescribeCluster", "Resource": arn}]
+    queue_policy = json.loads(deployment.get("aws:sqs/queuePolicy:QueuePolicy", "karpy-queue-policy").inputs["policy"])
+    assert queue_policy["Statement"][-1]["Principal"] == {"AWS": "arn:aws:iam::1:role/nodes"}
+    map_roles = yaml.safe_load(
+        deployment.get("kubernetes:core/v1:ConfigMapPatch", "karpy-aws-auth").inputs["data"]["mapRoles"]
+    )
+    assert map_roles[0]["rolearn"] == "arn:aws:iam::1:role/nodes"
+    assert deployment.get("aws:iam/role:Role", "karpy-node").inputs["tags"] == {"cluster": "demo"}
+    values = releases(deployment)["karpy-controller"]["values"]
+    assert values["settings"]["clusterEndpoint"] == f"https://demo.gr7.{REGION}.eks.amazonaws.com"
