@@ -102,7 +102,8 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 TEARDOWN_MARGIN_SECONDS = 30
 """How much sooner than Helm's own timeout the uninstall's teardown gives up: its error, naming the NodeClaims left,
-ends the hook Job before Helm stops waiting for it."""
+ends the hook Job before Helm stops waiting for it (pulumi-kubernetes uninstalls with hooks, waiting up to the
+release's `timeout`: provider/pkg/provider/helm_release.go)."""
 
 
 def teardown_seconds(helm_timeout_seconds: int) -> int:
