@@ -1,7 +1,7 @@
 """`karpy` command line. Wiring only: argument parsing, exit codes and printing; the work lives in the packages.
 
 Exit codes: 0 success (a plan with unschedulable pods is still a success), 1 the cluster could not be read
-(`explain`), 2 invalid input or usage (for `run`: invalid settings).
+(`explain`) or NodeClaims are left (`teardown`), 2 invalid input or usage (for `run`: invalid settings).
 """
 
 from __future__ import annotations
@@ -111,6 +111,33 @@ def _run(_: argparse.Namespace) -> int:
     return code
 
 
+def _teardown(args: argparse.Namespace) -> int:
+    # Imported here, like run: the other commands never load kopf.
+    from karpy import settings
+    from karpy.operator import teardown
+
+    try:
+        timeout = settings.parse_duration(args.timeout)
+    except ValueError as exc:
+        print(f"karpy teardown: --timeout: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    code: int = teardown.main(timeout=timeout)
+    return code
+
+
+def _teardown_parser(commands: Any) -> None:
+    teardown = commands.add_parser(
+        "teardown",
+        help="delete every NodePool and NodeClaim and wait until their instances are terminated (before uninstall)",
+        description="Delete every NodePool (whoever declared it) and every NodeClaim of the cluster of $KUBECONFIG "
+        "(or in-cluster), then wait until the running controller has drained and terminated each; the chart's "
+        "pre-delete hook runs it, so uninstalling karpy leaves no instance behind. Exits 1 naming the NodeClaims "
+        "left when the timeout passes.",
+    )
+    teardown.add_argument("--timeout", default="4m", help="how long to wait, a Go duration (default: 4m)")
+    teardown.set_defaults(handler=_teardown)
+
+
 def _explain_parser(commands: Any) -> None:
     explain = commands.add_parser(
         "explain",
@@ -188,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         "settings exit with status 2 and a message naming each bad variable.",
     )
     run.set_defaults(handler=_run)
+    _teardown_parser(commands)
     return parser
 
 

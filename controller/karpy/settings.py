@@ -57,7 +57,9 @@ class ClusterSettings:
 @dataclass(frozen=True, slots=True)
 class AWSSettings:
     region: str = ""
-    """AWS_REGION; default "" = the SDK's resolution (IMDS). Every EC2/SSM/pricing call is regional."""
+    """AWS_REGION; default "" = AWS_DEFAULT_REGION, then the node's instance metadata (IMDS), as upstream; start-up
+    stops naming this setting when none gives one (`cloudprovider.aws.startup`). Every EC2/SSM/pricing call is
+    regional."""
     interruption_queue: str = ""
     """INTERRUPTION_QUEUE, the SQS queue *name* (not ARN); default "" = interruption handling disabled."""
     isolated_vpc: bool = False

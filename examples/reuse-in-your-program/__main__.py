@@ -38,9 +38,10 @@ def main() -> dict[str, Any]:
             namespace="karpy",
             controller_role=args.ControllerRoleArgs(path="/platform/"),
             node_role=args.NodeRoleArgs(
-                extra_policy_arns={"ssm": "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"}
+                # The node role already has upstream's four (SSM included); add only what your nodes need beyond them.
+                extra_policy_arns={"cloudwatch": "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"}
             ),
-            helm=args.HelmArgs(create_namespace=True, values={"settings": {"featureGates": {"nodeRepair": True}}}),
+            helm=args.HelmArgs(values={"settings": {"featureGates": {"nodeRepair": True}}}),  # creates "karpy"
             tags={"team": "platform"},
         ),
         opts=providers,

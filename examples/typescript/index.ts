@@ -14,7 +14,6 @@ const k8sProvider = new k8s.Provider("k8s", { kubeconfig: config.get("kubeconfig
 
 const karpenter = new karpy.Karpenter("karpy", {
     clusterName: clusterName,
-    createPodIdentityAgent: true,
     queue: { ruleNamePrefix: "karpy-" },
     helm: { values: { settings: { featureGates: { spotToSpotConsolidation: true } } } },
     defaultNodePool: { capacityTypes: ["spot", "on-demand"] },

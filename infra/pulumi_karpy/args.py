@@ -132,9 +132,10 @@ class HelmArgs(TypedDict):
     """Controller container resources; default 1 CPU / 1Gi with requests = limits, upstream's recommendation."""
     log_level: NotRequired[str]
     """debug, info (default), warning or error."""
-    values: NotRequired[Mapping[str, Any]]
-    """More chart values (upstream's keys), deep-merged under the values the component owns (cluster, queue,
-    service account, image)."""
+    values: NotRequired[pulumi.Input[Mapping[str, Any]]]
+    """More chart values (upstream's keys), deep-merged under the values the component owns (cluster, region,
+    queue, service account, image). Outputs may stand anywhere in them (a CA bundle, another resource's labels),
+    or for the whole mapping."""
     chart_version: NotRequired[str]
     """Must equal the bundled charts' version (checked; the default): the charts travel with this package."""
     charts_dir: NotRequired[str]
@@ -142,9 +143,11 @@ class HelmArgs(TypedDict):
     release_name: NotRequired[str]
     """Helm release name of the controller (the CRD release is `<name>-crd`); default "karpy"."""
     create_namespace: NotRequired[bool]
-    """Create the namespace with the CRD release; default false (kube-system exists)."""
+    """Create the namespace if it is missing (Helm's `--create-namespace`, on both releases); default: true for any
+    namespace but kube-system, which every cluster has."""
     timeout_seconds: NotRequired[int]
-    """How long Helm waits for the release to become ready; default 300."""
+    """How long Helm waits for the controller to become ready (its /readyz includes AWS accepting its identity), and
+    on destroy for the NodeClaims to go; default 300."""
 
 
 class ImageArgs(TypedDict):
@@ -216,7 +219,7 @@ class KarpenterArgs(TypedDict):
     default_node_pool: NotRequired[DefaultNodePoolArgs]
     """Declare a default EC2NodeClass and NodePool in the stack; unset = none. Being stack resources that depend on
     the release, they are deleted first on `pulumi destroy`, while the controller still runs to drain their nodes."""
-    tags: NotRequired[Mapping[str, str]]
+    tags: NotRequired[Mapping[str, pulumi.Input[str]]]
     """Tags on every AWS resource the component creates."""
     crds: NotRequired[CrdMode]
     """How the CRDs are provided: install (default), adopt upstream's, or skip (see `CrdMode`)."""

@@ -8,11 +8,12 @@ checkout and is a copy in the wheel (package-data in pyproject.toml). They are f
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import pulumi
 
 CRD_CHART = "karpy-crd"
 CONTROLLER_CHART = "karpy"
@@ -68,8 +69,11 @@ def chart_problems(directory: Path) -> list[str]:
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """`override` wins; nested mappings merge key by key (unlike a shallow spread, which drops sibling keys)."""
-    merged = copy.deepcopy(dict(base))
+    """`override` wins; nested mappings merge key by key (unlike a shallow spread, which drops sibling keys).
+
+    Only the mappings on the way are rebuilt; every other value is taken as it is, never copied: a value may be a
+    pulumi Output (a CA bundle, a node selector read from another resource), which cannot be deep-copied."""
+    merged = dict(base)
     for key, value in override.items():
         current = merged.get(key)
         if isinstance(current, Mapping) and isinstance(value, Mapping):
@@ -79,20 +83,52 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
+def release_values(user: object, owned: Mapping[str, Any]) -> pulumi.Output[dict[str, Any]]:
+    """The release's values: the caller's `helm.values` (a mapping or a pulumi Input of one, with Outputs anywhere
+    inside) with the component's `owned` values merged over them. Both are resolved first, so the merge sees plain
+    nested mappings whichever of them came as Outputs."""
+    return pulumi.Output.all(pulumi.Output.from_input(user), pulumi.Output.from_input(dict(owned))).apply(
+        lambda resolved: deep_merge(_mapping(resolved[0]), resolved[1])
+    )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"helm.values: expected a mapping of chart values, got {type(value).__name__}")
+    return value
+
+
+TEARDOWN_MARGIN_SECONDS = 30
+"""How much sooner than Helm's own timeout the uninstall's teardown gives up: its error, naming the NodeClaims left,
+ends the hook Job before Helm stops waiting for it (pulumi-kubernetes uninstalls with hooks, waiting up to the
+release's `timeout`: provider/pkg/provider/helm_release.go)."""
+
+
+def teardown_seconds(helm_timeout_seconds: int) -> int:
+    """The chart's `teardown.timeout` under a release whose Helm timeout is `helm_timeout_seconds`."""
+    return max(helm_timeout_seconds - TEARDOWN_MARGIN_SECONDS, TEARDOWN_MARGIN_SECONDS)
+
+
 def owned_values(
     *,
     cluster_name: object,
     cluster_endpoint: object | None,
+    region: object,
     interruption_queue: object | None,
     service_account: str,
     irsa_role_arn: object | None,
     replicas: int,
+    timeout_seconds: int,
     resources: Mapping[str, Any],
     log_level: str,
     image: object,
 ) -> dict[str, Any]:
     """The values the component wires from its resources (plain values or pulumi Outputs)."""
-    settings: dict[str, Any] = {"clusterName": cluster_name}
+    # The region of the stack's AWS provider: the controller's AWS_REGION, so it never depends on the node's
+    # instance metadata being reachable from the pod (IMDSv2's hop limit of 1 on a default launch template).
+    settings: dict[str, Any] = {"clusterName": cluster_name, "awsRegion": region}
     if cluster_endpoint is not None:
         settings["clusterEndpoint"] = cluster_endpoint
     if interruption_queue is not None:
@@ -103,6 +139,7 @@ def owned_values(
     return {
         "settings": settings,
         "serviceAccount": service_account_values,
+        "teardown": {"timeout": f"{teardown_seconds(timeout_seconds)}s"},
         "replicas": replicas,
         "logLevel": log_level,
         "controller": {"image": image, "resources": dict(resources)},

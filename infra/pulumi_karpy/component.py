@@ -154,10 +154,12 @@ class Karpenter(pulumi.ComponentResource):
         owned = charts.owned_values(
             cluster_name=scope.cluster_name,
             cluster_endpoint=spec.cluster_endpoint,
+            region=scope.region,
             interruption_queue=queue.queue.name if queue is not None else None,
             service_account=spec.service_account,
             irsa_role_arn=controller.role.arn if spec.identity_mode == pulumi_karpy_args.IdentityMode.IRSA else None,
             replicas=helm.replicas,
+            timeout_seconds=helm.timeout_seconds,
             resources=helm.resources,
             log_level=helm.log_level,
             image=image_values,
@@ -168,10 +170,16 @@ class Karpenter(pulumi.ComponentResource):
             chart=charts.chart_path(chart_root, charts.CONTROLLER_CHART),
             version=pulumi_karpy_args.VERSION,
             namespace=spec.namespace,
+            create_namespace=spec.creates_namespace,
             skip_crds=True,
+            # Helm waits until the controller's pods are Ready, and /readyz holds off until AWS accepts the
+            # controller's identity (upstream's EC2 connectivity check) and names the reason meanwhile: a broken
+            # identity fails `pulumi up` after helm.timeout_seconds instead of deploying a controller that launches
+            # nothing. Atomic: the failed install is rolled back, so the next `pulumi up` starts clean.
+            skip_await=False,
             atomic=True,
             timeout=helm.timeout_seconds,
-            values=charts.deep_merge(helm.values, owned),
+            values=charts.release_values(helm.values, owned),
             opts=scope.after(crds, *prerequisites),
         )
 
@@ -229,7 +237,7 @@ def _crds(scope: pulumi_karpy_scope.Scope, chart_root: Any) -> k8s.helm.v3.Relea
         chart=charts.chart_path(chart_root, charts.CRD_CHART),
         version=pulumi_karpy_args.VERSION,
         namespace=spec.namespace,
-        create_namespace=spec.helm.create_namespace,
+        create_namespace=spec.creates_namespace,
         timeout=spec.helm.timeout_seconds,
         opts=scope.after(*adopted),
     )

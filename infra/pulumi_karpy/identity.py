@@ -147,7 +147,10 @@ def controller_role(
         extra = aws.iam.Policy(
             f"{scope.name}-controller-extra",
             path=spec.path,
-            policy=json.dumps(policy.document([dict(s) for s in spec.extra_statements])),
+            # Resolved first: a statement may name another resource's ARN (an Output) anywhere inside.
+            policy=pulumi.Output.from_input([dict(s) for s in spec.extra_statements]).apply(
+                lambda statements: json.dumps(policy.document(statements))
+            ),
             tags=dict(scope.tags),
             opts=scope.child,
         )
@@ -220,9 +223,10 @@ def node_access(
             opts=scope.after(queue_policy),
         )
     if access.mode == pulumi_karpy_args.AccessMode.AWS_AUTH:
-        map_roles = node.arn.apply(
-            lambda arn: aws_auth_map_roles(
-                access.aws_auth_map_roles, arn, windows=access.access_entry_type == "EC2_WINDOWS"
+        existing = pulumi.Output.from_input([dict(e) for e in access.aws_auth_map_roles])  # Outputs inside resolved
+        map_roles = pulumi.Output.all(node.arn, existing).apply(
+            lambda resolved: aws_auth_map_roles(
+                resolved[1], resolved[0], windows=access.access_entry_type == "EC2_WINDOWS"
             )
         )
         return k8s.core.v1.ConfigMapPatch(

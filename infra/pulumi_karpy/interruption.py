@@ -39,11 +39,13 @@ def declare(scope: pulumi_karpy_scope.Scope) -> Interruption:
         tags=dict(scope.tags),
         opts=scope.child,
     )
-    statements = [dict(s) for s in spec.policy_statements]
+    statements = pulumi.Output.from_input([dict(s) for s in spec.policy_statements])  # Outputs inside resolved
     queue_policy = aws.sqs.QueuePolicy(
         f"{scope.name}-queue-policy",
         queue_url=queue.url,
-        policy=queue.arn.apply(lambda arn: json.dumps(documents.queue_policy(arn, statements))),
+        policy=pulumi.Output.all(queue.arn, statements).apply(
+            lambda resolved: json.dumps(documents.queue_policy(resolved[0], resolved[1]))
+        ),
         opts=scope.child,
     )
     rules, targets = [], []

@@ -411,7 +411,9 @@ def _statement_problems(
         unknown = sorted(set(statement) - allowed)
         if unknown:
             problems.append(f"{where}: unknown keys {unknown}{unknown_hint}")
-        if statement.get("Effect") not in ("Allow", "Deny"):
+        effect = statement.get("Effect")
+        # A value not known yet (a Pulumi Output, which has `apply`) is left to IAM to judge.
+        if not hasattr(effect, "apply") and effect not in ("Allow", "Deny"):
             problems.append(f"{where}.Effect: must be 'Allow' or 'Deny'")
         problems += [
             f"{where}: needs {one} or {other}"

@@ -21,7 +21,7 @@ class Scope:
     region: pulumi.Output[str]
     account: pulumi.Output[str]
     cluster_name: pulumi.Output[str]
-    tags: Mapping[str, str]
+    tags: Mapping[str, pulumi.Input[str]]
 
     def after(self, *resources: pulumi.Resource | None) -> pulumi.ResourceOptions:
         """Child options that also wait for `resources` (created after them, deleted before them)."""

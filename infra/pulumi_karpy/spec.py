@@ -17,10 +17,11 @@ from typing import Any
 import pulumi
 
 from pulumi_karpy import args as pulumi_karpy_args
-from pulumi_karpy import policy
+from pulumi_karpy import documents, policy
 
 DEFAULT_PLATFORMS = ("linux/amd64", "linux/arm64")
 SUPPORTED_PLATFORMS = frozenset(DEFAULT_PLATFORMS)
+DEFAULT_NAMESPACE = "kube-system"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +70,12 @@ class Helm:
         default_factory=lambda: {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
     )
     log_level: str = "info"
-    values: Mapping[str, Any] = field(default_factory=dict)
+    values: pulumi.Input[Mapping[str, Any]] = field(default_factory=dict)
     chart_version: str = pulumi_karpy_args.VERSION
     charts_dir: str | None = None
     release_name: str = "karpy"
-    create_namespace: bool = False
+    create_namespace: bool | None = None
+    """None = create any namespace but kube-system (see `Karpenter.creates_namespace`)."""
     timeout_seconds: int = 300
 
 
@@ -109,7 +111,7 @@ class Karpenter:
     oidc_provider_arn: pulumi.Input[str] | None = None
     oidc_issuer_url: pulumi.Input[str] | None = None
     create_pod_identity_agent: bool = False
-    namespace: str = "kube-system"
+    namespace: str = DEFAULT_NAMESPACE
     service_account: str = "karpy"
     controller_role: ControllerRole = ControllerRole()
     node_role: NodeRole = NodeRole()
@@ -118,8 +120,16 @@ class Karpenter:
     helm: Helm = Helm()
     image: Image = Image()
     default_node_pool: DefaultNodePool | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     crds: pulumi_karpy_args.CrdMode = pulumi_karpy_args.CrdMode.INSTALL
+
+    @property
+    def creates_namespace(self) -> bool:
+        """Whether the releases create their namespace: as asked, else every namespace but kube-system (which every
+        cluster has), so `namespace="karpy"` alone works on a cluster where it does not exist yet."""
+        if self.helm.create_namespace is not None:
+            return self.helm.create_namespace
+        return self.namespace != DEFAULT_NAMESPACE
 
 
 GROUPS: Mapping[str, type[Any]] = {
@@ -230,6 +240,13 @@ def _roles(spec: Karpenter) -> list[str]:
         problems.append("node_role: existing_arn is set but create=True; set create=False to reuse a role")
     if not node.create and node.existing_arn is None:
         problems.append("node_role: create=False needs existing_arn")
+    # Two attachments of one policy to one role are one in IAM: deleting either detaches it for both.
+    attached = {arn.split(":", 5)[-1] for arn in documents.node_managed_policy_arns("aws", ipv6=node.ipv6).values()}
+    problems += [
+        f"node_role.extra_policy_arns.{key}: {arn!r} is one of the policies the node role already gets"
+        for key, arn in node.extra_policy_arns.items()
+        if isinstance(arn, str) and arn.split(":", 5)[-1] in attached
+    ]
     if not node.create and (node.extra_policy_arns or node.ipv6):
         problems.append("node_role: extra_policy_arns/ipv6 only apply to a role the component creates")
     if spec.access.access_entry_type not in ("EC2_LINUX", "EC2_WINDOWS"):
@@ -268,6 +285,11 @@ def _helm_and_image(spec: Karpenter) -> list[str]:
     helm = spec.helm
     if helm.replicas < 1:
         problems.append(f"helm.replicas: {helm.replicas} must be >= 1")
+    if helm.timeout_seconds < 60:
+        problems.append(
+            f"helm.timeout_seconds: {helm.timeout_seconds} must be >= 60 (the controller's start, and on "
+            "destroy the teardown of every NodeClaim, take that long)"
+        )
     if helm.log_level not in ("debug", "info", "warning", "error"):
         problems.append(f"helm.log_level: {helm.log_level!r} is not one of debug, info, warning, error")
     if helm.chart_version != pulumi_karpy_args.VERSION:

@@ -68,8 +68,21 @@ def render(helm: Helm) -> Render:
     return run
 
 
+HOOK = "helm.sh/hook"
+
+
+def is_hook(doc: dict[str, Any]) -> bool:
+    """A Helm hook (the teardown's objects): created only when its event comes, never part of the installed set."""
+    return HOOK in ((doc.get("metadata") or {}).get("annotations") or {})
+
+
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [d for d in docs if d["kind"] == kind]
+    """The installed objects of `kind` (hooks left out: see `hooks`)."""
+    return [d for d in docs if d["kind"] == kind and not is_hook(d)]
+
+
+def hooks(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind and is_hook(d)]
 
 
 def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:

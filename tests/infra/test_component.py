@@ -307,6 +307,7 @@ def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
     values = controller.inputs["values"]
     assert values["settings"] == {
         "clusterName": "demo",  # the component's wiring wins over user values
+        "awsRegion": REGION,  # the AWS provider's region: the controller never guesses it
         "clusterEndpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
         "interruptionQueue": deployment.outputs["queue_name"],
         "batchMaxDuration": "20s",  # deep merge keeps the user's sibling keys

@@ -84,4 +84,4 @@ def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(main, "serve", deposed)
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
     monkeypatch.setattr(login, "login", lambda _: credentials.Credentials("http://127.0.0.1:1"))
-    assert main.main({"CLUSTER_NAME": "test"}) == main.EXIT_LEADERSHIP_LOST == 1
+    assert main.main({"CLUSTER_NAME": "test", "AWS_REGION": "us-west-2"}) == main.EXIT_LEADERSHIP_LOST == 1

@@ -147,7 +147,12 @@ def test_karpy_run_logs_each_notice_once_and_starts(
     monkeypatch.setattr(main, "serve", serve)
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
     monkeypatch.setattr(login, "login", lambda _: credentials.Credentials("http://127.0.0.1:1"))
-    environ = {**UPSTREAM_CHART_ENV, "EKS_CONTROL_PLANE": "true", "FEATURE_GATES": "CapacityBuffer=true"}
+    environ = {
+        **UPSTREAM_CHART_ENV,
+        "EKS_CONTROL_PLANE": "true",
+        "FEATURE_GATES": "CapacityBuffer=true",
+        "AWS_REGION": "us-west-2",  # no instance metadata to settle it from here
+    }
     with caplog.at_level(logging.INFO, logger="karpy"):
         assert main.main(environ) == main.EXIT_OK
     assert len(served) == 1

@@ -105,7 +105,13 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         return EXIT_INVALID
     relogin = functools.partial(asyncio.to_thread, login.login, env)
     try:
-        asyncio.run(serve(loaded, creds, environ=env, relogin=relogin))
+        # Built before the event loop: settling the region may ask the node's instance metadata (blocking).
+        cloud = graph.aws_cloud(env)
+    except cloudprovider_errors.StartupCheckFailed as failed:
+        print(f"karpy run: {failed}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        asyncio.run(serve(loaded, creds, environ=env, relogin=relogin, cloud_factory=cloud))
     except leadership.LeadershipLost as lost:
         log.error("exiting: %s", lost)
         return EXIT_LEADERSHIP_LOST

@@ -15,8 +15,8 @@ from typing import Any
 
 import aiohttp.web
 
-Check = Callable[[], bool]
-"""A readiness check; True when ready."""
+Check = Callable[[], bool | str]
+"""A readiness check: True when ready, False when not, or the reason it is not (a non-empty string)."""
 
 
 ExplainNode = Callable[[str], Awaitable[tuple[int, Mapping[str, Any]]]]
@@ -46,15 +46,18 @@ def metrics_app(
 
 
 def failing(checks: Mapping[str, Check]) -> list[str]:
-    """Names of the checks that do not pass (a check that raises fails)."""
+    """The lines of the checks that do not pass, controller-runtime's `[-]name failed`, with `: reason` when the
+    check gave one (a check that raises fails)."""
     out: list[str] = []
     for name, check in checks.items():
         try:
-            ok = check()
+            result = check()
         except Exception:  # a broken check must report not-ready, not crash the probe
-            ok = False
-        if not ok:
-            out.append(name)
+            result = False
+        if isinstance(result, str):
+            out.append(f"[-]{name} failed: {result}" if result else f"[-]{name} failed")
+        elif not result:
+            out.append(f"[-]{name} failed")
     return out
 
 
@@ -65,8 +68,7 @@ def health_app(checks: Mapping[str, Check]) -> aiohttp.web.Application:
     async def readyz(_: aiohttp.web.Request) -> aiohttp.web.Response:
         bad = failing(checks)
         if bad:
-            lines = [f"[-]{name} failed" for name in bad]
-            return aiohttp.web.Response(status=503, text="\n".join([*lines, "readyz check failed"]))
+            return aiohttp.web.Response(status=503, text="\n".join([*bad, "readyz check failed"]))
         return aiohttp.web.Response(text="ok")
 
     app = aiohttp.web.Application()

@@ -57,6 +57,7 @@ def dry_run_cloud(cloud: parts.CloudParts) -> parts.CloudParts:
         use_overlays=cloud.use_overlays,
         zonal_shifts=cloud.zonal_shifts,  # reads only; its events go through the dry-run recorder
         check=cloud.check,
+        reachable=cloud.reachable,  # one read-only dry run
     )
 
 
@@ -69,7 +70,14 @@ def with_overlays(cloud: parts.CloudParts) -> tuple[overlay.Overlays, parts.Clou
 
 
 def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
-    """The production factory: AWSCloudProvider (boto3 honours AWS_ENDPOINT_URL) and the SQS interruption queue."""
+    """The production factory: AWSCloudProvider (boto3 honours AWS_ENDPOINT_URL) and the SQS interruption queue.
+
+    The region is settled here, once, as upstream settles it (setting, AWS_DEFAULT_REGION, then instance metadata;
+    `cloudprovider.aws.startup.region`): this raises `cloudprovider.errors.StartupCheckFailed` naming the setting
+    when none has one. Blocking when it asks instance metadata: call it before the event loop runs."""
+    from karpy.cloudprovider.aws import startup
+
+    settled = startup.region(environ.get("AWS_REGION", ""), environ, imds=startup.imds_region(environ))
 
     def build(
         settings: karpy_settings.Settings, cluster: state_cluster.Cluster, clock: karpy_clock.Clock
@@ -78,7 +86,7 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
         from karpy.cloudprovider.aws import ec2batch, factory
         from karpy.cloudprovider.aws import provider as aws_provider
 
-        region = settings.aws.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
+        region = settings.aws.region or settled
         aws_settings = aws_provider.Settings(
             cluster_name=settings.cluster.name,
             region=region,
@@ -111,6 +119,7 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
             use_overlays=built.provider.use_overlays,
             zonal_shifts=built.zonal_shifts,
             check=built.check,
+            reachable=built.reachable,
         )
 
     return build

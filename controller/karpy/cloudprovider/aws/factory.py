@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy.api import ec2nodeclass, nodeclaim
-from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, provider, zonalshift
+from karpy.cloudprovider.aws import accounting, cache, clients, instancestatus, provider, startup, zonalshift
 from karpy.cloudprovider.aws import interruption_queue as aws_interruption_queue
 
 
@@ -35,6 +35,8 @@ class Built:
     """The cluster's ARC zonal shifts; None unless ENABLE_ZONAL_SHIFT."""
     check: Callable[[], Coroutine[Any, Any, None]] | None = None
     """Start-up check: with ENABLE_ZONAL_SHIFT, the cluster must be registered with ARC zonal shift."""
+    reachable: Callable[[], Coroutine[Any, Any, str | None]] | None = None
+    """Upstream's EC2 connectivity check (`startup.ec2_unreachable` on this EC2 client): None, or the reason."""
 
 
 def build(
@@ -77,4 +79,5 @@ def build(
         calls=aws.calls,
         zonal_shifts=shifts,
         check=shifts.start if shifts is not None else None,
+        reachable=functools.partial(startup.ec2_unreachable, aws.ec2),
     )
