@@ -156,13 +156,14 @@ def build_catalog(
                 ami_family=family,
                 root_volume=root,
                 region=settings.region,
+                network_interfaces=nodeclass.spec.network_interfaces,
             )
         )
     return out
 
 
 def nodeclass_key(nodeclass: ec2nodeclass.EC2NodeClass) -> str:
-    """What the built catalog depends on in a node class: family, kubelet, storage and zones."""
+    """What the built catalog depends on in a node class: family, kubelet, storage, network interfaces and zones."""
     spec = nodeclass.spec
     parts = (
         nodeclass.name,
@@ -170,6 +171,7 @@ def nodeclass_key(nodeclass: ec2nodeclass.EC2NodeClass) -> str:
         repr(spec.kubelet),
         repr(spec.block_device_mappings),
         spec.instance_store_policy,
+        repr(spec.network_interfaces),
         repr(sorted((s.zone, s.zone_id) for s in nodeclass.status.subnets)),
         repr(sorted(nodeclass.status.capacity_reservations, key=lambda cr: cr.id)),
     )
