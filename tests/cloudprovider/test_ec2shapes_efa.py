@@ -86,3 +86,43 @@ def test_efa_only_interfaces_lower_the_kube_reserved_memory(ec2_record: Callable
     )
     memory = labels.RESOURCE_MEMORY
     assert efa.allocatable[memory] - plain.allocatable[memory] == 11 * 49 * quantity.MI
+
+
+FIT_CASES = [
+    # suite_test.go "should mark instance type offering as available when it supports network interface
+    # configuration": p5.48xlarge takes an interface and an EFA-only one on card 0.
+    ("p5.48xlarge", (nic(0, 0, INTERFACE), nic(0, 1, EFA_ONLY)), True),
+    # "... as unavailable when it does not support network interface configuration": five EFA-only interfaces on
+    # cards 0-4; m6idn.32xlarge has two cards and two EFAs.
+    (
+        "m6idn.32xlarge",
+        (nic(0, 0, INTERFACE), nic(0, 1, EFA_ONLY), *(nic(card, 0, EFA_ONLY) for card in range(1, 5))),
+        False,
+    ),
+    # compatibility.go networkInterfaceCheck, one rule at a time.
+    ("m6idn.32xlarge", (), True),  # none listed: any shape
+    ("m6idn.32xlarge", (nic(0, 0, INTERFACE), nic(1, 0, EFA_ONLY)), True),
+    ("m6idn.32xlarge", (nic(0, 0, INTERFACE), nic(2, 0, INTERFACE)), False),  # no card 2
+    ("m6idn.32xlarge", (nic(0, 0, INTERFACE), nic(0, 8, INTERFACE)), False),  # card 0 has devices 0-7
+    ("m6idn.32xlarge", (nic(0, 0, INTERFACE), nic(0, 1, EFA_ONLY), nic(1, 0, EFA_ONLY), nic(1, 1, EFA_ONLY)), False),
+    ("m5.large", (nic(0, 0, INTERFACE), nic(0, 1, EFA_ONLY)), False),  # no EFA at all
+    ("m5.large", (nic(0, 0, INTERFACE), nic(0, 1, INTERFACE)), True),
+]
+
+
+@pytest.mark.parametrize(("instance_type", "nics", "fits"), FIT_CASES)
+def test_which_shapes_take_the_interfaces(
+    instance_type: str,
+    nics: tuple[ec2nodeclass.NetworkInterface, ...],
+    fits: bool,
+    ec2_record: Callable[[str], Record],
+) -> None:
+    info, _ = ec2_record(instance_type)
+    assert ec2shapes.network_interfaces_fit(info, network_interfaces=nics) is fits
+
+
+def test_a_shape_without_ena_takes_no_listed_interface(ec2_record: Callable[[str], Record]) -> None:
+    info, _ = ec2_record("m5.large")
+    no_ena = {**info, "NetworkInfo": {**info["NetworkInfo"], "EnaSupport": "unsupported"}}
+    assert not ec2shapes.network_interfaces_fit(no_ena, network_interfaces=(nic(0, 0, INTERFACE),))
+    assert ec2shapes.network_interfaces_fit(no_ena, network_interfaces=())

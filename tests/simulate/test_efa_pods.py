@@ -46,3 +46,16 @@ def test_346_pods_take_one_node_but_two_with_an_efa_only_interface_on_card_0(
 ) -> None:
     assert _claims(tmp_path, capsys, builders.NODECLASS) == [346]  # 8 ENIs × 49 + 2 = 394 pods
     assert _claims(tmp_path, capsys, builders.NODECLASS + EFA_ON_CARD_0) == [1, 345]  # 7 × 49 + 2
+
+
+def test_a_type_that_cannot_take_the_interfaces_is_not_planned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    five_efas = EFA_ON_CARD_0 + "".join(
+        f"    - {{networkCardIndex: {card}, deviceIndex: 0, interfaceType: efa-only}}\n" for card in range(1, 5)
+    )
+    (tmp_path / "m.yaml").write_text(builders.NODECLASS + five_efas + "---\n" + builders.pool_manifest(M6IDN) + PODS)
+    assert cli.main(["simulate", "-f", str(tmp_path), "-o", "json"]) == 0
+    result: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert result["nodeclaims"] == []
+    assert len(result["unschedulable"]) == 346

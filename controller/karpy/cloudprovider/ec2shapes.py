@@ -374,6 +374,26 @@ def efa_count(info: Mapping[str, Any], *, network_interfaces: Sequence[ec2nodecl
     return int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
 
 
+def network_interfaces_fit(
+    info: Mapping[str, Any], *, network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = ()
+) -> bool:
+    """Whether the shape takes the node class's interfaces (any shape when it lists none): ENA supported, every
+    interface's network card present with room for its device index, and no more EFA-only interfaces than the shape
+    has EFAs (aws: pkg/providers/instancetype/compatibility/compatibility.go networkInterfaceCheck)."""
+    if not network_interfaces:
+        return True
+    network = info.get("NetworkInfo") or {}
+    cards = {card.get("NetworkCardIndex", 0): card for card in _items(info, "NetworkInfo", "NetworkCards")}
+    if not cards or network.get("EnaSupport") == "unsupported":
+        return False
+    for nic in network_interfaces:
+        card = cards.get(nic.network_card_index)
+        if card is None or int(card.get("MaximumNetworkInterfaces") or 0) <= nic.device_index:
+            return False
+    efa_only = sum(1 for nic in network_interfaces if _efa_only(nic))
+    return efa_only <= int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
+
+
 def extended_resources(
     info: Mapping[str, Any],
     *,

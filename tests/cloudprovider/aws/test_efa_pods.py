@@ -52,3 +52,30 @@ async def test_efa_only_interfaces_on_card_0_lower_the_listed_pods(
         m6idn = next(t for t in listed if t.name == "m6idn.32xlarge")
         seen.append((m6idn.capacity[labels.RESOURCE_PODS], m6idn.capacity[labels.RESOURCE_EFA]))
     assert seen == [(pods * quantity.MILLI, efa * quantity.MILLI) for _, pods, efa in CASES]
+
+
+async def test_a_shape_that_cannot_take_the_interfaces_is_offered_unavailable(
+    seeded: seeding.Seeded,
+    make_provider: Callable[..., provider.AWSCloudProvider],
+    nodeclasses: NodeClasses,
+    request: pytest.FixtureRequest,
+) -> None:
+    """suite_test.go "should mark instance type offering as unavailable when it does not support network interface
+    configuration": EFA-only interfaces on cards 0-4, where m6idn.32xlarge has two cards and two EFAs."""
+    aws = clients.build_clients(region=REGION, max_attempts=3, session=boto_session(request.config))
+    seeding.install_fast_catalog(aws.ec2, region=REGION, families=frozenset({"m6idn"}))
+    aws_provider, nc = await with_ready_nodeclass(
+        make_provider(aws_clients=aws), seeded=seeded, nodeclasses=nodeclasses
+    )
+    two = (nic(0, 0, INTERFACE), nic(0, 1, EFA_ONLY))
+    five = (*two, *(nic(card, 0, EFA_ONLY) for card in range(1, 5)))
+    available = []
+    for interfaces in (two, five):
+        nodeclasses.items[nc.name] = dataclasses.replace(
+            nc, spec=dataclasses.replace(nc.spec, network_interfaces=interfaces)
+        )
+        listed = await aws_provider.instance_types(builders.parsed_nodepool(requirements=[]))
+        m6idn = next(t for t in listed if t.name == "m6idn.32xlarge")
+        assert m6idn.offerings  # still offered, as upstream: unavailable, not gone
+        available.append({o.available for o in m6idn.offerings})
+    assert available == [{True}, {False}]

@@ -130,7 +130,8 @@ def load(
     `zones` restricts the offerings (default: every zone of the region); a type offered in none of them is
     dropped. Capacity types a shape does not support (SupportedUsageClasses) get no offering. Types the AMI family
     cannot run (Windows on arm64) are dropped. `network_interfaces` are the node class's (EFA-only ones change pods
-    and EFAs, as in the AWS provider). Results are cached per argument set; the values are immutable.
+    and EFAs, as in the AWS provider; a type that cannot take them is dropped). Results are cached per argument set;
+    the values are immutable.
     """
     return list(
         _build(
@@ -171,6 +172,8 @@ def _build(
         info = data.shapes.get(name)
         if price is None or info is None or not ec2shapes.supports(info, ami_family=ami_family):
             continue
+        if not ec2shapes.network_interfaces_fit(info, network_interfaces=network_interfaces):
+            continue  # the AWS provider offers it unavailable: nothing a plan could launch
         offerings = _offerings(
             info,
             zones=[zone for i, zone in enumerate(region_data.zones) if zone_mask >> i & 1 and i in wanted],
