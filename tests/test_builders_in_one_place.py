@@ -45,6 +45,7 @@ DIFFERENT = {
     "e2e/upstream_cluster.py::nodepool_manifest": _UPSTREAM,
     "e2e/upstream_cluster.py::nodeclaim_manifest": _UPSTREAM,
     "simulate/builders.py::pod_manifest": _YAML,
+    "simulate/builders.py::pool_manifest": _YAML,
     "simulate/test_strict.py::pod": _YAML,
     "simulate/test_strict.py::deployment": _YAML,
     "api/test_examples_and_crds.py::_pool": "returns the NodePool an example file declares; builds none",

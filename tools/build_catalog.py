@@ -3,6 +3,8 @@
 Reads the EC2 data moto ships (DescribeInstanceTypes records and per-zone offerings of every region moto knows) and
 the shared public data (../shared/data: VPC ENI limits and on-demand list prices), and writes one compact gzip JSON
 file into controller/karpy/cloudprovider/catalog/data/. Only the fields karpy.cloudprovider.ec2shapes reads are kept.
+Types a moto release lost (tools/catalog_supplement.json says which, why and from where) come from the supplement;
+moto's own record wins wherever it has one.
 
     .venv/bin/python tools/build_catalog.py [--shared-data /work/shared/data] [--out <dir>]
 
@@ -22,6 +24,7 @@ from typing import Any
 REPO = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "controller" / "karpy" / "cloudprovider" / "catalog" / "data"
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
+SUPPLEMENT = pathlib.Path(__file__).with_name("catalog_supplement.json")
 CATALOG_FILE = "aws-catalog.json.gz"
 OFFERINGS_FILE = "aws-offerings-{region}.json.gz"  # one per region, so a load parses only its own region
 FORMAT_VERSION = 1
@@ -77,18 +80,34 @@ def _zone_ids() -> dict[str, list[tuple[str, str]]]:
     }
 
 
-def build(shared: pathlib.Path) -> dict[str, Any]:
+def supplemented(
+    shapes: dict[str, Any], offerings: dict[str, list[dict[str, Any]]], supplement: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """moto's shapes and per-region offering rows, plus the supplement's types moto lacks (never over moto's own)."""
+    added = {name: shape for name, shape in supplement["shapes"].items() if name not in shapes}
+    rows = {region: list(found) for region, found in offerings.items()}
+    for region, by_type in supplement["offerings"].items():
+        for name, zones in by_type.items():
+            if name in added and region in rows:
+                rows[region] += [{"InstanceType": name, "Location": zone} for zone in zones]
+    return {**shapes, **added}, rows
+
+
+def build(shared: pathlib.Path, supplement_path: pathlib.Path = SUPPLEMENT) -> dict[str, Any]:
     resources = _moto_resources()
     with gzip.open(resources / "instance_types.json.gz") as fh:
-        shapes: dict[str, Any] = json.load(fh)
+        moto_shapes: dict[str, Any] = json.load(fh)
+    offerings: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted((resources / "instance_type_offerings" / "availability-zone").glob("*.json.gz")):
+        with gzip.open(path) as fh:
+            offerings[path.name.removesuffix(".json.gz")] = json.load(fh)
+    supplement = json.loads(supplement_path.read_text())
+    shapes, offerings = supplemented(moto_shapes, offerings, supplement)
     limits = json.loads((shared / "aws-vpc-limits.json").read_text())
     prices = json.loads((shared / "aws-ondemand-prices.json").read_text())
     zone_ids = _zone_ids()
     regions: dict[str, Any] = {}
-    for path in sorted((resources / "instance_type_offerings" / "availability-zone").glob("*.json.gz")):
-        region = path.name.removesuffix(".json.gz")
-        with gzip.open(path) as fh:
-            rows = json.load(fh)
+    for region, rows in offerings.items():
         known = dict(zone_ids.get(region, ()))
         zones = sorted({row["Location"] for row in rows})
         # instance type -> bit mask of the zones (bit i = zones[i]) that offer it
@@ -107,6 +126,7 @@ def build(shared: pathlib.Path) -> dict[str, Any]:
             "offerings": f"moto {_moto_version()} ec2/resources/instance_type_offerings/availability-zone",
             "eni_limits": limits.get("source", "aws-vpc-limits.json"),
             "prices": f"{prices.get('source', 'prices')}, collected {prices.get('collected_at', '?')}",
+            "supplement": f"{', '.join(sorted(set(shapes) - set(moto_shapes)))}: {supplement['source']}",
         },
         "shapes": {name: _trim(shape, _KEEP) for name, shape in sorted(shapes.items())},
         "eni_limits": {

@@ -35,7 +35,7 @@ RECORD_DIR_ENV = "KARPY_RBAC_RECORD_DIR"
 # The emulation's controller (karpy_emulator.controlplane) runs as release "karpy" would: ServiceAccount "karpy" and
 # its Lease (karpy-leader-election) in namespace "default".
 RELEASE, NAMESPACE, SERVICE_ACCOUNT = "karpy", "default", "karpy"
-NAMED_RESOURCES = frozenset({("coordination.k8s.io", "leases")})
+NAMED_RESOURCES = frozenset({("coordination.k8s.io", "leases"), ("", "services")})
 """Where the chart grants by resourceNames, so the recording keeps the name."""
 
 Use = tuple[str, str, str, str]

@@ -224,7 +224,7 @@ def test_the_leader_lease_is_the_only_lease_karpy_can_write(controller_rules: li
     assert lease_writes == {("patch", "karpy-leader-election")}
     # the name the Role allows is the name the controller is told to use, for any release name
     docs = render()
-    role = one(docs, "Role")
+    role = _lease_role(docs)
     named = [r for r in role["rules"] if r.get("resourceNames")]
     assert [r["resourceNames"] for r in named] == [[env_of(docs)["LEADER_ELECTION_NAME"]]]
 
@@ -233,8 +233,37 @@ def test_a_take_over_campaigns_on_upstreams_lease_and_may_write_only_it(render: 
     # examples/migrate-from-karpenter: karpy shares upstream's Lease so the two can never both lead.
     docs = render({"settings.leaderElectionName": "karpenter-leader-election"})
     assert env_of(docs)["LEADER_ELECTION_NAME"] == "karpenter-leader-election"
-    named = [r for r in one(docs, "Role")["rules"] if r.get("resourceNames")]
+    named = [r for r in _lease_role(docs)["rules"] if r.get("resourceNames")]
     assert [r["resourceNames"] for r in named] == [["karpenter-leader-election"]]
+
+
+def _lease_role(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (role,) = [d for d in by_kind(docs, "Role") if not d["metadata"]["name"].endswith("-dns")]
+    return role
+
+
+def test_kube_dns_is_the_one_thing_karpy_may_read_in_kube_system(controller_rules: list[rbac.Rule]) -> None:
+    """As upstream's chart (aws: charts/karpenter/templates/role.yaml, `-dns` Role): `get` on the Service
+    kube-system/kube-dns, read once at start for nodes' cluster DNS (karpy.kube.clusterdns); nothing else there."""
+    in_kube_system = [r for r in controller_rules if r.namespace == "kube-system"]
+    assert in_kube_system == [
+        rbac.Rule(
+            namespace="kube-system",
+            api_groups=frozenset({""}),
+            resources=frozenset({"services"}),
+            verbs=frozenset({"get"}),
+            resource_names=frozenset({"kube-dns"}),
+        )
+    ]
+    assert ("get", "", "services", "kube-dns") in rbac.recorded()
+
+
+@pytest.mark.parametrize(("release", "namespace"), [("karpy", "default"), ("kp", "karpy-system")])
+def test_the_kube_dns_role_is_bound_to_the_controllers_service_account(release: str, namespace: str) -> None:
+    docs = rbac.render(release=release, namespace=namespace)
+    account = one(docs, "ServiceAccount")["metadata"]["name"]
+    rules = rbac.bound_rules(docs, service_account=account, namespace=namespace)
+    assert [r.resource_names for r in rules if r.namespace == "kube-system"] == [frozenset({"kube-dns"})]
 
 
 def test_aggregated_admin_and_view_roles(render: Render) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import json
 import pathlib
+from typing import Any
 
 import pytest
 
@@ -79,9 +81,61 @@ def test_unknown_region_and_zone_are_clear_errors() -> None:
 
 
 def test_sources_are_recorded() -> None:
-    assert set(catalog.sources()) == {"shapes", "offerings", "eni_limits", "prices"}
+    assert set(catalog.sources()) == {"shapes", "offerings", "eni_limits", "prices", "supplement"}
     assert "us-east-1" in catalog.regions()
     assert len(catalog.regions()) >= 20
+
+
+def _build_catalog_tool() -> Any:
+    spec = importlib.util.spec_from_file_location("build_catalog", pathlib.Path("tools/build_catalog.py").resolve())
+    assert spec is not None
+    assert spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+G4AD = {  # name: (vCPUs, MiB, AMD GPUs, ENI-limited pods as amazon-eks-ami's eni-max-pods.txt lists them)
+    "g4ad.xlarge": (4, 16384, 1, 8),
+    "g4ad.2xlarge": (8, 32768, 1, 8),
+    "g4ad.4xlarge": (16, 65536, 1, 29),
+    "g4ad.8xlarge": (32, 131072, 2, 58),
+    "g4ad.16xlarge": (64, 262144, 4, 234),
+}
+
+
+def test_the_g4ad_family_is_bundled() -> None:
+    """moto 5.2.5's EC2 data lost g4ad; the builder takes it from tools/catalog_supplement.json (the same record as
+    upstream's fake g4ad.16xlarge: 64 vCPUs, 256 GiB, four Radeon Pro V520)."""
+    types_ = by_name()
+    supplement = json.loads(pathlib.Path("tools/catalog_supplement.json").read_text())
+    for name, (cpus, mib, gpus, pods) in G4AD.items():
+        it = types_[name]
+        assert it.capacity[labels.RESOURCE_CPU] == cpus * quantity.MILLI, name
+        assert it.capacity[labels.RESOURCE_AMD_GPU] == gpus * quantity.MILLI, name
+        assert it.capacity[labels.RESOURCE_PODS] == pods * quantity.MILLI, name
+        assert it.labels[labels.LABEL_INSTANCE_GPU_NAME] == "radeon-pro-v520", name
+        assert catalog.shape(name)["MemoryInfo"]["SizeInMiB"] == mib, name
+        assert {o.zone for o in it.offerings} == set(supplement["offerings"]["us-east-1"][name]), name
+    assert "g4ad" in catalog.sources()["supplement"]
+
+
+def test_the_supplement_fills_only_what_moto_lacks() -> None:
+    tool = _build_catalog_tool()
+    supplement = {
+        "shapes": {"g4ad.xlarge": {"InstanceType": "g4ad.xlarge", "from": "supplement"}, "m5.large": {"x": 1}},
+        "offerings": {"us-east-1": {"g4ad.xlarge": ["us-east-1a"], "m5.large": ["us-east-1z"]}, "mars-1": {}},
+    }
+    moto_rows = {"us-east-1": [{"InstanceType": "m5.large", "Location": "us-east-1a"}]}
+    shapes, rows = tool.supplemented({"m5.large": {"InstanceType": "m5.large"}}, moto_rows, supplement)
+    assert shapes == {"m5.large": {"InstanceType": "m5.large"}, "g4ad.xlarge": supplement["shapes"]["g4ad.xlarge"]}
+    assert rows == {
+        "us-east-1": [
+            {"InstanceType": "m5.large", "Location": "us-east-1a"},
+            {"InstanceType": "g4ad.xlarge", "Location": "us-east-1a"},
+        ]
+    }
+    assert moto_rows["us-east-1"] == [{"InstanceType": "m5.large", "Location": "us-east-1a"}]  # not changed in place
 
 
 @pytest.mark.slow  # ~6 s: imports moto and recompresses every file
@@ -90,11 +144,7 @@ def test_bundled_data_matches_a_rebuild_from_the_sources(tmp_path: pathlib.Path)
     shared = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
     if not (shared / "aws-vpc-limits.json").exists():
         pytest.skip("the shared data directory is not available here")
-    spec = importlib.util.spec_from_file_location("build_catalog", pathlib.Path("tools/build_catalog.py").resolve())
-    assert spec is not None
-    assert spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _build_catalog_tool()
     assert tool.main(["--shared-data", str(shared), "--out", str(tmp_path)]) == 0
     bundled = importlib.resources.files("karpy.cloudprovider.catalog.data")
     for rebuilt in sorted(tmp_path.glob("*.json.gz")):

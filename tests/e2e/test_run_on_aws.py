@@ -198,6 +198,10 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             node_labels = node["metadata"]["labels"]
             assert node_labels[labels.LABEL_NODEPOOL] == "default"
             assert node_labels[labels.LABEL_INITIALIZED] == "true"
+            # the start-up check read the emulated kube-dns Service (the default service CIDR's tenth address)
+            (cloud,) = built
+            assert isinstance(cloud.provider, aws_provider.AWSCloudProvider)
+            assert (await cloud.provider.resolver.cluster()).kube_dns_ip == "172.20.0.10"
             assert node_labels[labels.LABEL_INSTANCE_TYPE].startswith("m")
             assert not [t for t in node["spec"].get("taints") or () if t["key"] == labels.TAINT_UNREGISTERED_KEY]
             # a real moto instance backs it, launched from the resolved AMI into a seeded subnet, tagged as upstream

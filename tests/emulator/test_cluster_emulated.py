@@ -58,6 +58,12 @@ async def test_pods_of_a_deployment_run_on_a_joined_instance() -> None:
         assert emulated.seeded is not None
         instance_id = await asyncio.to_thread(_launch, emulated.region, emulated.seeded.subnet_ids[0])
         api = emulated.client
+        # EKS' view of the service CIDR and the kube-dns Service at its tenth address agree, as on a real cluster.
+        described = boto3.client("eks", region_name=emulated.region).describe_cluster(name=CLUSTER)["cluster"]
+        assert described["kubernetesNetworkConfig"]["serviceIpv4Cidr"] == "172.20.0.0/16"
+        kube_dns = await api.get(resources.SERVICES, "kube-dns", namespace="kube-system")
+        assert kube_dns is not None
+        assert kube_dns["spec"]["clusterIP"] == "172.20.0.10"
         inflate = {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

@@ -11,19 +11,11 @@ from tests.simulate.test_cli import plan, run
 
 POOL_M5 = (
     builders.NODECLASS
-    + """
----
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m6i.large, m7i.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-"""
+    + "---\n"
+    + builders.pool_manifest(
+        "{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m6i.large, m7i.large]}",
+        "{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}",
+    )
 )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import pathlib
@@ -29,12 +30,12 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from karpy import clock as karpy_clock
 from karpy import tasks
 from karpy.cloudprovider import catalog
-from karpy.kube import credentials, rest
+from karpy.kube import clusterdns, credentials, resources, rest
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
 from karpy_emulator.apiserver import runner, server, validation
 from karpy_emulator.aws import moto_instances, seeding
@@ -56,6 +57,30 @@ def aws_environment(endpoint_url: str, region: str) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": region,
         "AWS_REGION": region,
+    }
+
+
+def kube_dns_service(service_cidr: str, cluster_ip: str = "") -> dict[str, Any]:
+    """The Service EKS' CoreDNS add-on runs behind, at `cluster_ip` or else the service CIDR's tenth address."""
+    address = cluster_ip or str(ipaddress.ip_network(service_cidr).network_address + 10)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": clusterdns.NAME,
+            "namespace": clusterdns.NAMESPACE,
+            "labels": {"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": address,
+            "clusterIPs": [address],
+            "selector": {"k8s-app": "kube-dns"},
+            "ports": [
+                {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+            ],
+        },
     }
 
 
@@ -102,6 +127,12 @@ class ClusterOptions:
     """Where virtual time starts."""
     seed: int | None = 7
     """Seed of the API server's generated names and uids (None: random)."""
+    service_cidr: str = "172.20.0.0/16"
+    """The cluster's service CIDR, as EKS DescribeCluster reports it (EKS picks 172.20.0.0/16 when the VPC, as the
+    emulated one, is in 10.0.0.0/8)."""
+    kube_dns_ip: str | None = ""
+    """The cluster IP of the Service kube-system/kube-dns: "" for the service CIDR's tenth address (the one EKS gives
+    it), None for no such Service (a cluster with a DNS setup of its own)."""
     crd_admission: bool = True
     """Whether the API server refuses NodePools, NodeClaims and EC2NodeClasses karpy's CRDs refuse. Off, it stores
     them as a cluster running other CRDs (an older or newer upstream) may: what karpy must read, or leave alone."""
@@ -237,6 +268,7 @@ class EmulatedCluster:
             cluster_name=opts.cluster_name,
             k8s_version=opts.k8s_version,
             zones=opts.zones,
+            service_cidr=opts.service_cidr,
         )
         self._kube = runner.KubeAPIRunner(
             server.FakeKubeAPI(
@@ -257,6 +289,8 @@ class EmulatedCluster:
             burst=2000,
             activity=autojump.activity_of(self.clock),
         )
+        if opts.kube_dns_ip is not None:
+            await self._client.create(resources.SERVICES, kube_dns_service(opts.service_cidr, opts.kube_dns_ip))
         # The stand-ins read one shared view of the store, as a control plane's controllers share informer caches.
         reader = self.reader
         types = await asyncio.to_thread(catalog.load, opts.region)

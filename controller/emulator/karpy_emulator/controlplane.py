@@ -256,6 +256,7 @@ class ControlPlane:
             tagger=self.provider.tagger.run,
             api_calls=aws.calls,
             use_overlays=self.provider.use_overlays,
+            use_kube_dns=self.provider.use_kube_dns,
             zonal_shifts=shifts,
             check=shifts.start if shifts is not None else None,
         )

@@ -148,8 +148,15 @@ def supports(info: Mapping[str, Any], *, ami_family: ec2nodeclass.AMIFamily) -> 
     return arch == "amd64" if ami_family in _WINDOWS_BUILDS else bool(arch)
 
 
-def eni_limited_pods(info: Mapping[str, Any], *, reserved_enis: int = 0) -> int:
-    """usable ENIs on the default network card × (IPv4 per ENI − 1) + 2, the VPC CNI's pod density."""
+def eni_limited_pods(
+    info: Mapping[str, Any],
+    *,
+    reserved_enis: int = 0,
+    network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = (),
+) -> int:
+    """usable ENIs on the default network card × (IPv4 per ENI − 1) + 2, the VPC CNI's pod density. The node class's
+    EFA-only interfaces on card 0 take an ENI each and carry no IP addresses, so they are not usable (aws:
+    pkg/providers/instancetype/types.go ENILimitedPods)."""
     network = info.get("NetworkInfo") or {}
     cards = _items(info, "NetworkInfo", "NetworkCards")
     default_index = network.get("DefaultNetworkCardIndex", 0)
@@ -158,7 +165,8 @@ def eni_limited_pods(info: Mapping[str, Any], *, reserved_enis: int = 0) -> int:
         if card.get("NetworkCardIndex", 0) == default_index:
             enis = card["MaximumNetworkInterfaces"]
             break
-    usable = max(enis - reserved_enis, 0)
+    efa_only = sum(1 for nic in network_interfaces if nic.network_card_index == 0 and _efa_only(nic))
+    usable = max(enis - reserved_enis - efa_only, 0)
     if usable == 0:
         return 0
     return int(usable * (network.get("Ipv4AddressesPerInterface", 1) - 1) + 2)
@@ -170,6 +178,7 @@ def pods(
     ami_family: ec2nodeclass.AMIFamily,
     kubelet: KubeletOverrides | None = None,
     reserved_enis: int = 0,
+    network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = (),
 ) -> int:
     """Pod capacity: maxPods, else ENI-limited (families that support it), else 110; then capped by podsPerCore."""
     flags = family_flags(ami_family)
@@ -177,7 +186,7 @@ def pods(
     if kubelet.max_pods is not None:
         count = kubelet.max_pods
     elif flags.supports_eni_limited_pod_density:
-        count = eni_limited_pods(info, reserved_enis=reserved_enis)
+        count = eni_limited_pods(info, reserved_enis=reserved_enis, network_interfaces=network_interfaces)
     else:
         count = DEFAULT_MAX_PODS
     if kubelet.pods_per_core and flags.pods_per_core_enabled:
@@ -353,7 +362,44 @@ def network_bandwidth_mbps(info: Mapping[str, Any]) -> int:
     return round(sum(float(c.get("BaselineBandwidthInGbps") or 0.0) for c in cards) * 1000)
 
 
-def extended_resources(info: Mapping[str, Any], *, eni_limits: Mapping[str, Any] | None) -> dict[str, int]:
+def _efa_only(nic: ec2nodeclass.NetworkInterface) -> bool:
+    return nic.interface_type is ec2nodeclass.NetworkInterfaceType.EFA_ONLY
+
+
+def efa_count(info: Mapping[str, Any], *, network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = ()) -> int:
+    """`vpc.amazonaws.com/efa`: the node class's EFA-only interfaces when it lists interfaces (those are all the EFA
+    devices the instance gets), else the most the shape supports (aws: pkg/providers/instancetype/types.go efas)."""
+    if network_interfaces:
+        return sum(1 for nic in network_interfaces if _efa_only(nic))
+    return int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
+
+
+def network_interfaces_fit(
+    info: Mapping[str, Any], *, network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = ()
+) -> bool:
+    """Whether the shape takes the node class's interfaces (any shape when it lists none): ENA supported, every
+    interface's network card present with room for its device index, and no more EFA-only interfaces than the shape
+    has EFAs (aws: pkg/providers/instancetype/compatibility/compatibility.go networkInterfaceCheck)."""
+    if not network_interfaces:
+        return True
+    network = info.get("NetworkInfo") or {}
+    cards = {card.get("NetworkCardIndex", 0): card for card in _items(info, "NetworkInfo", "NetworkCards")}
+    if not cards or network.get("EnaSupport") == "unsupported":
+        return False
+    for nic in network_interfaces:
+        card = cards.get(nic.network_card_index)
+        if card is None or int(card.get("MaximumNetworkInterfaces") or 0) <= nic.device_index:
+            return False
+    efa_only = sum(1 for nic in network_interfaces if _efa_only(nic))
+    return efa_only <= int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
+
+
+def extended_resources(
+    info: Mapping[str, Any],
+    *,
+    eni_limits: Mapping[str, Any] | None,
+    network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = (),
+) -> dict[str, int]:
     """Device-plugin resources the instance will advertise; zero counts are left out."""
     gpus = _items(info, "GpuInfo", "Gpus")
     by_maker: dict[str, int] = {}
@@ -364,7 +410,7 @@ def extended_resources(info: Mapping[str, Any], *, eni_limits: Mapping[str, Any]
     neuron_cores = (
         int(devices[0].get("Count", 0)) * int(devices[0].get("CoreInfo", {}).get("Count", 0)) if devices else 0
     )
-    efa = int(((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
+    efa = efa_count(info, network_interfaces=network_interfaces)
     branch = int(eni_limits.get("branch_interfaces", 0)) if eni_limits and eni_limits.get("trunking_compatible") else 0
     counts = {
         labels.RESOURCE_NVIDIA_GPU: by_maker.get("NVIDIA", 0),
@@ -389,12 +435,14 @@ def instance_type_from_ec2(
     ami_family: ec2nodeclass.AMIFamily = ec2nodeclass.AMIFamily.AL2023,
     root_volume: int | None = None,
     region: str = "",
+    network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = (),
 ) -> types.InstanceType:
     """Build the `InstanceType` for one DescribeInstanceTypes record.
 
     `eni_limits` is the record of this type from the VPC limits table (branch interfaces for
     `vpc.amazonaws.com/pod-eni`, IPv4 per ENI for Windows); `root_volume` is the ephemeral-storage capacity in
-    milli-bytes (see `ephemeral_storage`), defaulting to the family's default volume. Raises `UnsupportedShape`
+    milli-bytes (see `ephemeral_storage`), defaulting to the family's default volume; `network_interfaces` are the
+    node class's (`spec.networkInterfaces`: EFA-only ones change pods and EFAs). Raises `UnsupportedShape`
     when the family cannot run on the shape (check `supports` first to filter quietly).
     """
     if not supports(info, ami_family=ami_family):
@@ -402,20 +450,24 @@ def instance_type_from_ec2(
     cpu = int(info["VCpuInfo"]["DefaultVCpus"]) * quantity.MILLI
     memory = memory_capacity(info, vm_memory_overhead_percent=vm_memory_overhead_percent)
     storage = default_root_volume(ami_family) if root_volume is None else root_volume
-    pod_count = pods(info, ami_family=ami_family, kubelet=kubelet, reserved_enis=reserved_enis)
+    pod_count = pods(
+        info, ami_family=ami_family, kubelet=kubelet, reserved_enis=reserved_enis, network_interfaces=network_interfaces
+    )
     capacity = {
         labels.RESOURCE_CPU: cpu,
         labels.RESOURCE_MEMORY: memory,
         labels.RESOURCE_EPHEMERAL_STORAGE: storage,
         labels.RESOURCE_PODS: pod_count * quantity.MILLI,
-        **extended_resources(info, eni_limits=eni_limits),
+        **extended_resources(info, eni_limits=eni_limits, network_interfaces=network_interfaces),
     }
     if ami_family in _WINDOWS_BUILDS and eni_limits:
         capacity[labels.RESOURCE_PRIVATE_IPV4] = (int(eni_limits["ipv4_per_interface"]) - 1) * quantity.MILLI
     # AL2/AL2023 size kube-reserved memory from the ENI-limited density whatever maxPods says (upstream passes 0
     # reserved ENIs here); the other families from the actual pod capacity.
     uses_eni = family_flags(ami_family).uses_eni_limited_memory_overhead
-    pods_for_memory = eni_limited_pods(info, reserved_enis=0) if uses_eni else pod_count
+    pods_for_memory = (
+        eni_limited_pods(info, reserved_enis=0, network_interfaces=network_interfaces) if uses_eni else pod_count
+    )
     return types.InstanceType(
         name=str(info["InstanceType"]),
         labels=MappingProxyType(shape_labels(info, ami_family=ami_family, region=region)),

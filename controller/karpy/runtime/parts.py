@@ -49,6 +49,9 @@ class CloudParts:
     """The provider's count of its API calls, exposed as metrics; None when it keeps none (the fake)."""
     use_overlays: Callable[[overlay.Overlays], None] | None = None
     """Has the provider's launches apply the NodeOverlays (NodeOverlay gate); None: they see the list prices."""
+    use_kube_dns: Callable[[str], None] | None = None
+    """Tells the provider the kube-dns Service's address discovered at start, nodes' default cluster DNS; None: the
+    provider needs none, and nothing is read (`karpy.wiring.startup`)."""
     zonal_shifts: zonalshift.ShiftSource | None = None
     """The cluster's ARC zonal shifts for the NodePool events loop; None when not followed (ENABLE_ZONAL_SHIFT)."""
     check: Callable[[], Coroutine[Any, Any, None]] | None = None

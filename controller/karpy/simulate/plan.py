@@ -90,8 +90,11 @@ def _listed(cluster: manifests.Cluster, options: Options) -> dict[str, Sequence[
         if nodeclass is not None and nodeclass.spec.kubelet is not None:
             kubelet = ec2shapes.KubeletOverrides.from_config(nodeclass.spec.kubelet)
         family = nodeclass.resolved_ami_family if nodeclass is not None else ec2nodeclass.AMIFamily.AL2023
+        interfaces = nodeclass.spec.network_interfaces if nodeclass is not None else ()
         try:
-            out[pool.name] = catalog.load(options.region, options.zones, kubelet=kubelet, ami_family=family)
+            out[pool.name] = catalog.load(
+                options.region, options.zones, kubelet=kubelet, ami_family=family, network_interfaces=interfaces
+            )
         except (catalog.UnknownRegion, catalog.UnknownZone) as exc:
             raise manifests.InputError(f"--region/--zones: {exc}") from exc
     return out

@@ -37,7 +37,7 @@ from karpy.runtime.metrics import queues
 from karpy.scheduling import scheduler
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
-from karpy.wiring import views
+from karpy.wiring import startup, views
 
 DEFAULT_TIMINGS: Final = parts.Timings()
 """Upstream's loop timings (`karpy run` always uses them)."""
@@ -55,6 +55,7 @@ def dry_run_cloud(cloud: parts.CloudParts) -> parts.CloudParts:
         instance_status=cloud.instance_status,
         api_calls=cloud.api_calls,
         use_overlays=cloud.use_overlays,
+        use_kube_dns=cloud.use_kube_dns,
         zonal_shifts=cloud.zonal_shifts,  # reads only; its events go through the dry-run recorder
         check=cloud.check,
         reachable=cloud.reachable,  # one read-only dry run
@@ -117,6 +118,7 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
             tagger=built.tagger,
             api_calls=built.calls,
             use_overlays=built.provider.use_overlays,
+            use_kube_dns=built.provider.use_kube_dns,
             zonal_shifts=built.zonal_shifts,
             check=built.check,
             reachable=built.reachable,
@@ -142,7 +144,7 @@ def build(
     registry = metrics.Metrics(lease_name=settings.leader_election.name)
     rejected = rejections.Rejections(recorder, metrics=registry.rejection_hooks())
     cluster = state_cluster.Cluster(clock=clock, rejections=rejected)
-    cloud = cloud_factory(settings, cluster, clock)
+    cloud = startup.with_kube_dns(cloud_factory(settings, cluster, clock), kube)
     if settings.runtime.dry_run:
         cloud = dry_run_cloud(cloud)
     overlays = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -47,3 +48,21 @@ def test_an_ipv6_cluster_gets_its_kube_dns_address_unless_the_class_names_one() 
         max_pods=10, cluster_dns=("fd00::a",)
     )
     assert cluster.with_cluster_dns(kept, IPV4) is kept  # IPv4: the bootstrap's own default, as before
+
+
+def test_the_discovered_kube_dns_address_is_every_nodes_unless_the_class_names_one() -> None:
+    """aws: pkg/providers/amifamily/resolver.go defaultClusterDNS: the address read at start, IPv4 or IPv6, fills
+    clusterDNS when the class leaves it empty; an IPv6 cluster's CIDR-derived address is only the fallback."""
+    found = cluster.cluster_info(
+        {"kubernetesNetworkConfig": {"serviceIpv4Cidr": "10.123.0.0/16"}}, name="c", kube_dns_ip="10.123.0.53"
+    )
+    assert found.kube_dns_ip == "10.123.0.53"
+    assert cluster.with_cluster_dns(None, found) == ec2nodeclass.KubeletConfiguration(cluster_dns=("10.123.0.53",))
+    kept = ec2nodeclass.KubeletConfiguration(max_pods=10)
+    assert cluster.with_cluster_dns(kept, found) == ec2nodeclass.KubeletConfiguration(
+        max_pods=10, cluster_dns=("10.123.0.53",)
+    )
+    mine = ec2nodeclass.KubeletConfiguration(cluster_dns=("169.254.20.10",))
+    assert cluster.with_cluster_dns(mine, found) is mine
+    ipv6 = dataclasses.replace(IPV6, kube_dns_ip="fd00::53")
+    assert cluster.with_cluster_dns(None, ipv6) == ec2nodeclass.KubeletConfiguration(cluster_dns=("fd00::53",))

@@ -89,8 +89,11 @@ def seed_alias_images(*, region: str, k8s_version: str, alias: str = "al2023@lat
     return out
 
 
-def seed(*, region: str, cluster_name: str, k8s_version: str = "1.31", zones: int = 3) -> Seeded:
-    """Everything a node class with `karpenter.sh/discovery: <cluster>` selectors and al2023@latest resolves."""
+def seed(
+    *, region: str, cluster_name: str, k8s_version: str = "1.31", zones: int = 3, service_cidr: str = ""
+) -> Seeded:
+    """Everything a node class with `karpenter.sh/discovery: <cluster>` selectors and al2023@latest resolves;
+    `service_cidr` is the EKS cluster's (moto's default, 172.20.0.0/16, when empty)."""
     session = _session(region)
     ec2, eks, iam, sqs, events = (session.client(s) for s in ("ec2", "eks", "iam", "sqs", "events"))
     discovery = [{"Key": DISCOVERY_TAG, "Value": cluster_name}]
@@ -123,6 +126,7 @@ def seed(*, region: str, cluster_name: str, k8s_version: str = "1.31", zones: in
         version=k8s_version,
         roleArn=cluster_role["Role"]["Arn"],
         resourcesVpcConfig={"subnetIds": list(subnet_ids), "securityGroupIds": [sg_id]},
+        **({"kubernetesNetworkConfig": {"serviceIpv4Cidr": service_cidr}} if service_cidr else {}),
     )
     queue_url = sqs.create_queue(QueueName=cluster_name, Attributes={"MessageRetentionPeriod": "300"})["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]

@@ -25,6 +25,8 @@ class ClusterInfo:
     """The service CIDR nodeadm is told (IPv6 when the cluster has one, as upstream's ResolveClusterCIDR)."""
     ipv6: bool = False
     """An IPv6 cluster: nodes take a primary IPv6 address and the IPv6 cluster DNS."""
+    kube_dns_ip: str = ""
+    """The kube-dns Service's cluster IP discovered at start ("" when it could not be): nodes' cluster DNS."""
 
     @property
     def dns_ip(self) -> str:
@@ -37,7 +39,9 @@ class ClusterInfo:
         return str(network.network_address + 10)
 
 
-def cluster_info(described: Mapping[str, Any], *, name: str, endpoint: str = "", version: str = "") -> ClusterInfo:
+def cluster_info(
+    described: Mapping[str, Any], *, name: str, endpoint: str = "", version: str = "", kube_dns_ip: str = ""
+) -> ClusterInfo:
     """What a node needs from an EKS DescribeCluster answer; `endpoint` and `version` from settings win."""
     network = described.get("kubernetesNetworkConfig") or {}
     ipv6_cidr = str(network.get("serviceIpv6Cidr") or "")
@@ -48,14 +52,17 @@ def cluster_info(described: Mapping[str, Any], *, name: str, endpoint: str = "",
         version=version or str(described.get("version", "")),
         service_cidr=ipv6_cidr or str(network.get("serviceIpv4Cidr") or ""),
         ipv6=str(network.get("ipFamily") or "").lower() == "ipv6" or bool(ipv6_cidr),
+        kube_dns_ip=kube_dns_ip,
     )
 
 
 def with_cluster_dns(
     kubelet: ec2nodeclass.KubeletConfiguration | None, cluster: ClusterInfo
 ) -> ec2nodeclass.KubeletConfiguration | None:
-    """An IPv6 cluster's nodes get its IPv6 kube-dns address unless the class names one: the bootstrap scripts'
-    own default is the IPv4 one (aws: pkg/providers/amifamily/resolver.go defaults clusterDNS to kube-dns)."""
-    if not cluster.ipv6 or not cluster.dns_ip or (kubelet is not None and kubelet.cluster_dns):
+    """Nodes get the kube-dns address discovered at start unless the class names one (aws:
+    pkg/providers/amifamily/resolver.go defaultClusterDNS). Without it, an IPv6 cluster's nodes get its IPv6 kube-dns
+    address from the service CIDR: the bootstrap scripts' own default is the IPv4 one."""
+    address = cluster.kube_dns_ip or (cluster.dns_ip if cluster.ipv6 else "")
+    if not address or (kubelet is not None and kubelet.cluster_dns):
         return kubelet
-    return dataclasses.replace(kubelet or ec2nodeclass.KubeletConfiguration(), cluster_dns=(cluster.dns_ip,))
+    return dataclasses.replace(kubelet or ec2nodeclass.KubeletConfiguration(), cluster_dns=(address,))

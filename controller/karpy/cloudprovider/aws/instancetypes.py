@@ -34,9 +34,11 @@ def offerings_for(
     prices: pricing.PricingProvider,
     unavailable: cache.UnavailableOfferings,
     shifted: frozenset[str] = frozenset(),
+    compatible: bool = True,
 ) -> list[types.Offering]:
     """One offering per (zone the type is offered in ∩ node class zones) × (on-demand, spot), priced; unavailable in
-    a zone whose id is in `shifted` (aws: pkg/providers/instancetype/offering/base_resolver.go)."""
+    a zone whose id is in `shifted`, and everywhere when the type is not `compatible` with the node class (aws:
+    pkg/providers/instancetype/offering/base_resolver.go)."""
     out = []
     od_price = prices.on_demand_price(name)
     for zone, zone_id in zones:
@@ -55,7 +57,9 @@ def offerings_for(
                     zone=zone,
                     capacity_type=capacity_type,
                     price=price,
-                    available=not unavailable.is_unavailable(name, zone, capacity_type) and zone_id not in shifted,
+                    available=compatible
+                    and not unavailable.is_unavailable(name, zone, capacity_type)
+                    and zone_id not in shifted,
                     zone_id=zone_id,
                 )
             )
@@ -75,8 +79,10 @@ def reserved_offerings(
     od_price: float | None,
     unavailable: cache.UnavailableOfferings,
     shifted: frozenset[str] = frozenset(),
+    compatible: bool = True,
 ) -> list[types.Offering]:
-    """One `reserved` offering per resolved reservation of this type in one of the node class's zones."""
+    """One `reserved` offering per resolved reservation of this type in one of the node class's zones (unavailable
+    when the type is not `compatible` with the node class, as upstream's reserved_capacity_resolver.go)."""
     zone_ids = dict(zones)
     out = []
     for cr in reservations:
@@ -89,7 +95,8 @@ def reserved_offerings(
                 price=od_price * RESERVED_PRICE_FACTOR,
                 # Looked up under the reservation's own id: unavailable once it has no instances left, or once it
                 # is an expiring capacity block, or its zone is shifted (upstream's reserved_capacity_resolver.go).
-                available=cr.state != ec2nodeclass.CAPACITY_RESERVATION_EXPIRING
+                available=compatible
+                and cr.state != ec2nodeclass.CAPACITY_RESERVATION_EXPIRING
                 and not unavailable.is_unavailable(name, cr.availability_zone, cr.id)
                 and zone_ids[cr.availability_zone] not in shifted,
                 zone_id=zone_ids[cr.availability_zone],
@@ -121,6 +128,8 @@ def build_catalog(
         if not ec2shapes.supports(info, ami_family=family):
             continue
         name = str(info["InstanceType"])
+        # Offered but unavailable, as upstream, when the shape cannot take the class's network interfaces.
+        compatible = ec2shapes.network_interfaces_fit(info, network_interfaces=nodeclass.spec.network_interfaces)
         offerings = offerings_for(
             name,
             zones=zones,
@@ -128,6 +137,7 @@ def build_catalog(
             prices=prices,
             unavailable=unavailable,
             shifted=shifted,
+            compatible=compatible,
         )
         offerings += reserved_offerings(
             name,
@@ -136,6 +146,7 @@ def build_catalog(
             od_price=prices.on_demand_price(name),
             unavailable=unavailable,
             shifted=shifted,
+            compatible=compatible,
         )
         if not offerings:
             continue  # not offered in any of the node class's zones (or unpriced): nothing to launch
@@ -156,13 +167,14 @@ def build_catalog(
                 ami_family=family,
                 root_volume=root,
                 region=settings.region,
+                network_interfaces=nodeclass.spec.network_interfaces,
             )
         )
     return out
 
 
 def nodeclass_key(nodeclass: ec2nodeclass.EC2NodeClass) -> str:
-    """What the built catalog depends on in a node class: family, kubelet, storage and zones."""
+    """What the built catalog depends on in a node class: family, kubelet, storage, network interfaces and zones."""
     spec = nodeclass.spec
     parts = (
         nodeclass.name,
@@ -170,6 +182,7 @@ def nodeclass_key(nodeclass: ec2nodeclass.EC2NodeClass) -> str:
         repr(spec.kubelet),
         repr(spec.block_device_mappings),
         spec.instance_store_policy,
+        repr(spec.network_interfaces),
         repr(sorted((s.zone, s.zone_id) for s in nodeclass.status.subnets)),
         repr(sorted(nodeclass.status.capacity_reservations, key=lambda cr: cr.id)),
     )

@@ -75,6 +75,7 @@ class NodeClassResolver:
         self._cluster: cache.TTLCache[str, aws_cluster.ClusterInfo] = cache.TTLCache(
             cache.INSTANCE_PROFILE_TTL, clock=clock
         )
+        self._kube_dns_ip = ""
         self._ssm: cache.TTLCache[str, str] = cache.TTLCache(cache.SSM_TTL, clock=clock)
         self._subnets: cache.TTLCache[str, tuple[fleet.Subnet, ...]] = cache.TTLCache(cache.DEFAULT_TTL, clock=clock)
         # Addresses claimed per subnet by launches since it was last described (aws: subnet provider inflightIPs).
@@ -102,10 +103,19 @@ class NodeClassResolver:
         if cached is None:
             described = (await clients.call(self._aws.eks, "describe_cluster", name=self._cluster_name))["cluster"]
             cached = aws_cluster.cluster_info(
-                described, name=self._cluster_name, endpoint=self._endpoint, version=self._k8s_version
+                described,
+                name=self._cluster_name,
+                endpoint=self._endpoint,
+                version=self._k8s_version,
+                kube_dns_ip=self._kube_dns_ip,
             )
             self._cluster.set("cluster", cached)
         return cached
+
+    def use_kube_dns(self, address: str) -> None:
+        """The kube-dns address discovered at start (`karpy.wiring.startup`), in every `cluster()` from now on."""
+        self._kube_dns_ip = address
+        self._cluster.clear()
 
     # --- subnets and security groups ------------------------------------------------------------------------
 

@@ -213,6 +213,11 @@ class AWSCloudProvider:
             return ()
         return tenancy.for_pool(await self._instance_types(nc), pool.template.requirements)
 
+    def use_kube_dns(self, address: str) -> None:
+        """The kube-dns Service's address discovered at start: every node's cluster DNS unless its node class names
+        one (aws: pkg/providers/amifamily/resolver.go defaultClusterDNS)."""
+        self.resolver.use_kube_dns(address)
+
     def use_overlays(self, overlays: overlay.Overlays) -> None:
         """Launch at the prices NodeOverlays give the claim's NodePool (aws: pkg/cloudprovider/cloudprovider.go
         Create applies the overlay store before choosing), so the type chosen is the one the scheduler priced."""

@@ -123,12 +123,15 @@ def load(
     vm_memory_overhead_percent: float = ec2shapes.DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
     reserved_enis: int = 0,
     root_volume: int | None = None,
+    network_interfaces: Sequence[ec2nodeclass.NetworkInterface] = (),
 ) -> list[types.InstanceType]:
     """Every priced instance type of `region` with one offering per zone × capacity type, sorted by name.
 
     `zones` restricts the offerings (default: every zone of the region); a type offered in none of them is
     dropped. Capacity types a shape does not support (SupportedUsageClasses) get no offering. Types the AMI family
-    cannot run (Windows on arm64) are dropped. Results are cached per argument set; the values are immutable.
+    cannot run (Windows on arm64) are dropped. `network_interfaces` are the node class's (EFA-only ones change pods
+    and EFAs, as in the AWS provider; a type that cannot take them is dropped). Results are cached per argument set;
+    the values are immutable.
     """
     return list(
         _build(
@@ -140,6 +143,7 @@ def load(
             vm_memory_overhead_percent=vm_memory_overhead_percent,
             reserved_enis=reserved_enis,
             root_volume=root_volume,
+            network_interfaces=tuple(network_interfaces),
         )
     )
 
@@ -155,6 +159,7 @@ def _build(
     vm_memory_overhead_percent: float,
     reserved_enis: int,
     root_volume: int | None,
+    network_interfaces: tuple[ec2nodeclass.NetworkInterface, ...],
 ) -> tuple[types.InstanceType, ...]:
     data = _data()
     region_data = _region(region)
@@ -167,6 +172,8 @@ def _build(
         info = data.shapes.get(name)
         if price is None or info is None or not ec2shapes.supports(info, ami_family=ami_family):
             continue
+        if not ec2shapes.network_interfaces_fit(info, network_interfaces=network_interfaces):
+            continue  # the AWS provider offers it unavailable: nothing a plan could launch
         offerings = _offerings(
             info,
             zones=[zone for i, zone in enumerate(region_data.zones) if zone_mask >> i & 1 and i in wanted],
@@ -187,6 +194,7 @@ def _build(
                 ami_family=ami_family,
                 root_volume=root_volume,
                 region=region,
+                network_interfaces=network_interfaces,
             )
         )
     return tuple(built)
