@@ -1,7 +1,8 @@
 """`karpy` command line. Wiring only: argument parsing, exit codes and printing; the work lives in the packages.
 
 Exit codes: 0 success (a plan with unschedulable pods is still a success), 1 the cluster could not be read
-(`explain`), 2 invalid input or usage (for `run`: invalid settings).
+(`explain`), 2 invalid input or usage (for `run`: invalid settings), 3 nothing to plan (`simulate`, `explain`: the
+input holds no documents, or no NodePool).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import karpy
 EXIT_OK = 0
 EXIT_UNREADABLE = 1
 EXIT_INVALID = 2
+EXIT_NOTHING = 3
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -33,9 +35,15 @@ def _simulate(args: argparse.Namespace) -> int:
         min_values_policy=args.min_values_policy,
     )
     try:
-        cluster = manifests.load(args.files)
+        cluster = manifests.load(args.files, strict=args.strict)
+        if cluster.skipped:
+            print(f"karpy simulate: {manifests.skipped_summary(cluster.skipped)}", file=sys.stderr)
+        manifests.check_plannable(cluster, args.files)
         planned, conflicting = plan.run_with_overlays(cluster, options, clock=clock.SystemClock())
         result = plan.to_json(planned, overlays=plan.overlay_statuses(cluster, conflicting))
+    except manifests.NothingToPlan as exc:
+        print(f"karpy simulate: {exc}", file=sys.stderr)
+        return EXIT_NOTHING
     except manifests.InputError as exc:
         print(f"karpy simulate: {exc}", file=sys.stderr)
         return EXIT_INVALID
@@ -55,7 +63,7 @@ def _explain(args: argparse.Namespace) -> int:
     from karpy.explain import command, run, sources
     from karpy.kube import config
     from karpy.provisioning import snapshot
-    from karpy.simulate import plan
+    from karpy.simulate import manifests, plan
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
     try:
@@ -70,6 +78,7 @@ def _explain(args: argparse.Namespace) -> int:
         catalog=plan.Options(catalog=args.catalog, region=args.region, zones=zones),
         now=now,
         node_overlay=args.node_overlay,
+        strict=args.strict,
         options=run.Options(
             node=args.node,
             pod=args.pod,
@@ -83,6 +92,9 @@ def _explain(args: argparse.Namespace) -> int:
     )
     try:
         doc = command.explain(request)
+    except manifests.NothingToPlan as exc:
+        print(f"karpy explain: {exc}", file=sys.stderr)
+        return EXIT_NOTHING
     except (sources.InputError, config.ConfigError, run.NotFound) as exc:
         print(f"karpy explain: {exc}", file=sys.stderr)
         return EXIT_INVALID
@@ -113,8 +125,12 @@ def _explain_parser(commands: Any) -> None:
     )
     explain.add_argument(
         "-f", "--filename", dest="files", action="append", metavar="FILE_OR_DIR",
-        help="a dump (YAML or JSON, List documents or one per object; repeatable); default: the live cluster",
+        help="a dump (YAML or JSON, List documents or one per object), a directory of them (read recursively) or "
+        "- for standard input (repeatable); default: the live cluster",
     )  # fmt: skip
+    explain.add_argument(
+        "--strict", action="store_true", help="refuse a dump's kinds explain does not read instead of skipping them"
+    )
     explain.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     explain.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
     explain.add_argument("--node", default="", help="explain this node only (simulated whatever --simulations)")
@@ -152,7 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR",
-        help="multi-document YAML file or directory of them (repeatable)",
+        help="multi-document YAML file, directory (read recursively) or - for standard input (repeatable)",
+    )  # fmt: skip
+    simulate.add_argument(
+        "--strict", action="store_true",
+        help="refuse kinds that take no part in scheduling (Service, ConfigMap, ...) instead of skipping them",
     )  # fmt: skip
     simulate.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
     simulate.add_argument("--region", default="us-east-1", help="AWS region of the catalog (default: us-east-1)")

@@ -118,9 +118,9 @@ def test_bad_requests_exit_2_saying_why(
 def test_a_bad_dump_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
     path = tmp_path / "svc.yaml"
     path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
-    code, _, err = explain(capsys, "-f", str(path))
+    code, _, err = explain(capsys, "--strict", "-f", str(path))
     assert code == 2
-    assert f"{path}#1: kind: 'Service' is not read by karpy explain" in err
+    assert f"{path}#1: kind: 'Service' is not read by karpy explain and --strict refuses it" in err
 
 
 async def _seed(url: str) -> None:

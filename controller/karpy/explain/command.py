@@ -15,7 +15,7 @@ from typing import Any
 from karpy import clock as karpy_clock
 from karpy.explain import catalogs, report, run, sources
 from karpy.kube import client, config, credentials, resources
-from karpy.simulate import plan
+from karpy.simulate import manifests, plan
 
 
 class ReadError(Exception):
@@ -36,6 +36,8 @@ class Request:
     options: run.Options = field(default_factory=run.Options)
     node_overlay: bool = False
     """Feature gate NodeOverlay, as the controller runs with it: apply the cluster's NodeOverlays."""
+    strict: bool = False
+    """Refuse a dump's objects of kinds explain does not read, instead of skipping them."""
 
 
 def kubeconfig_path(explicit: str, environ: Mapping[str, str]) -> str:
@@ -87,10 +89,20 @@ def _explain(request: Request) -> dict[str, Any]:
     )
     skipped: list[str] = []
     if request.files:
-        snap = sources.read_dump(request.files)
+        snap = sources.read_dump(request.files, strict=request.strict)
+        if snap.skipped:
+            skipped.append(manifests.skipped_summary(snap.skipped))
+        if snap.count == 0 and not snap.skipped:
+            raise manifests.NothingToPlan(f"{', '.join(request.files)}: no objects to explain: the input is empty")
     else:
         cfg = config.load_kubeconfig(kubeconfig_path(request.kubeconfig, os.environ), context=request.context)
         snap, skipped = asyncio.run(_read_live(cfg))
+    if not snap.objects.get(resources.NODEPOOLS):
+        where = ", ".join(request.files) if request.files else "the cluster"
+        raise manifests.NothingToPlan(
+            f"{where}: no NodePool: Karpenter launches, consolidates and disrupts nodes only for a NodePool, so "
+            "there is nothing to explain (dump nodepools too: see `karpy explain --help`)"
+        )
     cluster, warnings = sources.to_cluster(snap, clock=clock)
     options = request.catalog
     if not options.region:
