@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as karpy_clock
+from karpy import events
 from karpy.explain import catalogs, report, run, sources
 from karpy.kube import client, config, credentials, resources
 from karpy.simulate import manifests, plan
@@ -32,7 +33,7 @@ class Request:
     catalog: plan.Options = field(default_factory=lambda: plan.Options(region=""))
     """Instance-type catalog; region "" = the region the nodes are labelled with."""
     now: float | None = None
-    """Evaluate as of this time (epoch seconds); None: now, on the wall clock."""
+    """Evaluate as of this time (epoch seconds); None: a dump's newest timestamp, a live cluster's now."""
     options: run.Options = field(default_factory=run.Options)
     node_overlay: bool = False
     """Feature gate NodeOverlay, as the controller runs with it: apply the cluster's NodeOverlays."""
@@ -84,10 +85,8 @@ def explain(request: Request) -> dict[str, Any]:
 
 
 def _explain(request: Request) -> dict[str, Any]:
-    clock: karpy_clock.Clock = (
-        karpy_clock.ManualClock(request.now) if request.now is not None else karpy_clock.SystemClock()
-    )
     skipped: list[str] = []
+    now = request.now
     if request.files:
         snap = sources.read_dump(request.files, strict=request.strict)
         if snap.skipped:
@@ -103,6 +102,13 @@ def _explain(request: Request) -> dict[str, Any]:
             f"{where}: no NodePool: Karpenter launches, consolidates and disrupts nodes only for a NodePool, so "
             "there is nothing to explain (dump nodepools too: see `karpy explain --help`)"
         )
+    if now is None and request.files:
+        now = sources.newest_timestamp(snap)
+        if now is not None:
+            skipped.append(
+                f"evaluated as of {events.timestamp(now)}, the dump's newest timestamp (--now sets another time)"
+            )
+    clock: karpy_clock.Clock = karpy_clock.ManualClock(now) if now is not None else karpy_clock.SystemClock()
     cluster, warnings = sources.to_cluster(snap, clock=clock)
     options = request.catalog
     if not options.region:

@@ -157,11 +157,11 @@ def to_json(found: run.Explanation) -> dict[str, Any]:
         "now": events.timestamp(found.now),
         "warnings": list(found.warnings),
         "pending": [_pending(p) for p in found.pending],
-        "nodes": [_node(n) for n in decided.nodes] if decided is not None else [],
-        "next_pass": _next_pass(decided) if decided is not None else None,
-        "budgets": decided.budgets if decided is not None else {},
+        "nodes": [_node(n) for n in decided.nodes],
+        "next_pass": _next_pass(decided),
+        "budgets": decided.budgets,
         "repack": _repack(found.repack) if found.repack is not None else None,
-        "simulations": decided.simulations if decided is not None else 0,
+        "simulations": decided.simulations,
     }
 
 

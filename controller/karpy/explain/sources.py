@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from karpy import clock as karpy_clock
-from karpy.api import documents, labels, status
+from karpy.api import decoding, documents, labels, status
 from karpy.kube import client, resources
 from karpy.nodeclaim import disruption_conditions
 from karpy.simulate import inputs, manifests
@@ -128,6 +128,40 @@ def read_dump(paths: Sequence[str], *, strict: bool = False, stdin: BinaryIO | N
                     raise InputError(f"{where}: metadata.name: required")
                 snap.add(res, obj, where)
     return snap
+
+
+def _times(obj: Mapping[str, Any]) -> Iterator[Any]:
+    """The timestamps an object carries that explain reads ages from: its creation and deletion, its conditions'
+    transitions and heartbeats, and its managed fields' updates."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, Mapping):
+        yield metadata.get("creationTimestamp")
+        yield metadata.get("deletionTimestamp")
+        for entry in metadata.get("managedFields") or ():
+            yield entry.get("time") if isinstance(entry, Mapping) else None
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping):
+            yield condition.get("lastTransitionTime")
+            yield condition.get("lastHeartbeatTime")
+
+
+def newest_timestamp(snap: Snapshot) -> float | None:
+    """The latest time written in the dump (epoch seconds): when it was taken, near enough; None when it has none.
+    Evaluated as of then, a dump of any age reads as it did (no negative ages, no consolidateAfter elapsed since)."""
+    newest: float | None = None
+    for found in snap.objects.values():
+        for obj in found:
+            for text in _times(obj):
+                if not isinstance(text, str) or not text:
+                    continue
+                try:
+                    when = decoding.timestamp(text)
+                except ValueError:
+                    continue  # the model's own reading reports a bad timestamp where it matters
+                newest = when if newest is None or when > newest else newest
+    return newest
 
 
 # --- live -------------------------------------------------------------------------------------------------------
