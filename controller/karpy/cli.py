@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,12 +21,20 @@ EXIT_OK = 0
 EXIT_UNREADABLE = 1
 EXIT_INVALID = 2
 EXIT_NOTHING = 3
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE, what a shell reports for a command whose reader went away."""
+
+
+def _width(default: int) -> int:
+    """The terminal's width when printing to one; else `default`, so piped or captured output does not depend on
+    the window it was run in."""
+    return shutil.get_terminal_size((default, 24)).columns if sys.stdout.isatty() else default
 
 
 def _simulate(args: argparse.Namespace) -> int:
     # Imported here so `karpy --help` stays fast and does not load numpy/scipy.
     from karpy import clock
-    from karpy.simulate import manifests, plan
+    from karpy.simulate import manifests, plan, reasons
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) if args.zones else None
     options = plan.Options(
@@ -53,7 +63,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(result, indent=2))
     else:
-        print(plan.to_table(result))
+        print(plan.to_table(result, width=_width(reasons.DEFAULT_WIDTH)))
     return EXIT_OK
 
 
@@ -63,7 +73,7 @@ def _explain(args: argparse.Namespace) -> int:
     from karpy.explain import command, run, sources
     from karpy.kube import config
     from karpy.provisioning import snapshot
-    from karpy.simulate import manifests, plan
+    from karpy.simulate import manifests, plan, reasons
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
     try:
@@ -101,7 +111,7 @@ def _explain(args: argparse.Namespace) -> int:
     except command.ReadError as exc:
         print(f"karpy explain: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
-    print(command.render(doc, output=args.output))
+    print(command.render(doc, output=args.output, width=_width(reasons.DEFAULT_WIDTH)))
     return EXIT_OK
 
 
@@ -204,7 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except BrokenPipeError:  # `karpy simulate ... | head`: the reader left; say nothing more, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return code
 
 

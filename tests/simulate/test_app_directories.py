@@ -157,3 +157,41 @@ def test_no_nodepool_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         f"karpy simulate: {app}: no NodePool in the input: Karpenter launches nodes only for a NodePool (and its "
         "EC2NodeClass); add them, e.g. examples/manifests/00-ec2nodeclass.yaml and 01-nodepools.yaml"
     )
+
+
+HUGE = """
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: gpu}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: karpenter.k8s.aws/instance-category, operator: In, values: [g, p]}]
+      taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
+"""
+
+
+def test_a_reason_leads_with_the_decisive_constraint_per_nodepool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(builders.NODEPOOL + HUGE + builders.pod_manifest("huge").replace("memory: 1Gi", "memory: 8Ti"))
+    assert cli.main(["simulate", "-f", str(path), "-o", "json"]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["unschedulable"]
+    # the event's words, NodePools in weight order (upstream's FailedScheduling text)
+    assert found["reason"].startswith('incompatible with nodepool "gpu", daemonset overhead={}, did not tolerate')
+    assert [(p["nodepool"], p["kind"]) for p in found["nodepools"]] == [("default", "resources"), ("gpu", "taint")]
+    decisive = found["nodepools"][0]["decisive"]
+    assert decisive.startswith("requests more than any instance type offers: memory 8Ti (the most any instance")
+    assert "cpu" not in decisive, "1 CPU fits: only what no instance type has room for is named"
+    assert found["nodepools"][1]["decisive"] == "did not tolerate nvidia.com/gpu=:NoSchedule"
+
+    assert cli.main(["simulate", "-f", str(path)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    at = table.index("  default/huge: cannot be scheduled")
+    assert table[at + 1].startswith("    nodepool default (resources): requests more than any instance type offers:")
+    assert table[at + 3] == "    nodepool gpu (taint): did not tolerate nvidia.com/gpu=:NoSchedule"
+    assert table[at + 4].startswith('    event text: incompatible with nodepool "gpu"')
+    assert all(len(line) <= 120 for line in table), "long reasons are wrapped"

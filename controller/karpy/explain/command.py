@@ -16,7 +16,7 @@ from karpy import clock as karpy_clock
 from karpy import events
 from karpy.explain import catalogs, report, run, sources
 from karpy.kube import client, config, credentials, resources
-from karpy.simulate import manifests, plan
+from karpy.simulate import manifests, plan, reasons
 
 
 class ReadError(Exception):
@@ -119,5 +119,5 @@ def _explain(request: Request) -> dict[str, Any]:
     return report.to_json(run.explain(prepared, warnings=[*skipped, *warnings]))
 
 
-def render(doc: dict[str, Any], *, output: str) -> str:
-    return json.dumps(doc, indent=2) if output == "json" else report.to_table(doc)
+def render(doc: dict[str, Any], *, output: str, width: int = reasons.DEFAULT_WIDTH) -> str:
+    return json.dumps(doc, indent=2) if output == "json" else report.to_table(doc, width=width)

@@ -85,6 +85,8 @@ async def probe(kube: client.KubeClient, elector: lease.LeaderElector | lease.Al
         raise StartupFailed(
             f"cannot reach the Kubernetes API server at {server}: {_why(error)}", code=EXIT_UNREACHABLE
         ) from error
+
+
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
 
