@@ -45,7 +45,7 @@ def karpy(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def pool(tmp_path: Path) -> str:
+def pool_file(tmp_path: Path) -> str:
     path = tmp_path / "pool.yaml"
     path.write_text(builders.NODEPOOL)
     return str(path)
@@ -55,9 +55,9 @@ def placed(result: dict[str, Any]) -> dict[str, str]:
     return {pod: claim["zone"] for claim in result["nodeclaims"] for pod in claim["pods"]}
 
 
-def test_helm_template_piped_to_simulate(tmp_path: Path, pool: str) -> None:
+def test_helm_template_piped_to_simulate(tmp_path: Path, pool_file: str) -> None:
     rendered = helm("template", "shop", str(CHART), home=tmp_path)
-    done = karpy("simulate", "-f", pool, "-f", "-", "-o", "json", stdin=rendered)
+    done = karpy("simulate", "-f", pool_file, "-f", "-", "-o", "json", stdin=rendered)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [SKIPPED]
     result = json.loads(done.stdout)
@@ -69,21 +69,23 @@ def test_helm_template_piped_to_simulate(tmp_path: Path, pool: str) -> None:
     assert {zones["default/shop-cache-0"], zones["default/shop-cache-1"]} == {"us-east-1a"}
 
 
-def test_helm_output_dir_is_read_recursively(tmp_path: Path, pool: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_helm_output_dir_is_read_recursively(
+    tmp_path: Path, pool_file: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "rendered"
     helm("template", "shop", str(CHART), "--output-dir", str(out), home=tmp_path)
     assert not list(out.glob("*.yaml")), "helm nests the files: webapp/templates/*.yaml"
     (out / ".git").mkdir()
     (out / ".git" / "junk.yaml").write_text("not: [a manifest")  # hidden directories are not read
-    assert cli.main(["simulate", "-f", pool, "-f", str(out), "-o", "json"]) == 0
+    assert cli.main(["simulate", "-f", pool_file, "-f", str(out), "-o", "json"]) == 0
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [SKIPPED]
     assert len(placed(json.loads(captured.out))) == 5
 
 
-def test_strict_refuses_what_takes_no_part_in_scheduling(tmp_path: Path, pool: str) -> None:
+def test_strict_refuses_what_takes_no_part_in_scheduling(tmp_path: Path, pool_file: str) -> None:
     rendered = helm("template", "shop", str(CHART), home=tmp_path)
-    done = karpy("simulate", "--strict", "-f", pool, "-f", "-", stdin=rendered)
+    done = karpy("simulate", "--strict", "-f", pool_file, "-f", "-", stdin=rendered)
     assert done.returncode == 2
     # the first such document of the stream (helm renders ServiceAccounts first), at the line of its `kind`
     assert done.stderr.startswith("karpy simulate: <stdin>#1 (line 4): kind: 'ServiceAccount' takes no part in")
@@ -135,7 +137,7 @@ def test_a_kustomize_stream_on_standard_input(
     assert sorted(placed(json.loads(captured.out))) == ["shop/api-0", "shop/api-1"]
 
 
-def test_standard_input_is_read_once(pool: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_standard_input_is_read_once(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["simulate", "-f", "-", "-f", "-"]) == 2
     assert capsys.readouterr().err == "karpy simulate: -: standard input can be read only once\n"
 
