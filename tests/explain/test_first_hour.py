@@ -66,8 +66,13 @@ def test_pod_and_node_give_the_full_runs_next_pass(capsys: pytest.CaptureFixture
 
 
 def test_a_dump_on_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DUMP.read_bytes())))
-    assert as_json(capsys, "-f", "-") == as_json(capsys, "-f", str(DUMP))
+    service = b"---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DUMP.read_bytes() + service)))
+    piped = as_json(capsys, "-f", "-")
+    from_file = as_json(capsys, "-f", str(DUMP))
+    skipped = "skipped 1 document that karpy explain does not read: Service (1) (--strict refuses them)"
+    assert piped["warnings"] == [skipped, *from_file["warnings"]]
+    assert {**piped, "warnings": []} == {**from_file, "warnings": []}
 
 
 def test_nothing_to_explain_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

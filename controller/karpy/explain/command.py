@@ -90,7 +90,7 @@ def _explain(request: Request) -> dict[str, Any]:
     if request.files:
         snap = sources.read_dump(request.files, strict=request.strict)
         if snap.skipped:
-            skipped.append(manifests.skipped_summary(snap.skipped))
+            skipped.append(manifests.skipped_summary(snap.skipped, reader="karpy explain"))
         if snap.count == 0 and not snap.skipped:
             raise manifests.NothingToPlan(f"{', '.join(request.files)}: no objects to explain: the input is empty")
     else:

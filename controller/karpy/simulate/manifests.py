@@ -352,16 +352,16 @@ def check_plannable(cluster: Cluster, paths: Sequence[str]) -> None:
         )
 
 
-def skipped_summary(skipped: Mapping[str, int]) -> str:
-    """One line naming what was left out: `skipped 3 documents that take no part in scheduling: ConfigMap (1), ...`."""
+def skipped_summary(skipped: Mapping[str, int], *, reader: str = "") -> str:
+    """One line naming what was left out: `skipped 3 documents that take no part in scheduling: ConfigMap (1), ...`;
+    with a `reader` ("karpy explain"), `... that karpy explain does not read: ...` instead."""
     if not skipped:
         return ""
     total = sum(skipped.values())
     kinds = ", ".join(f"{kind} ({count})" for kind, count in sorted(skipped.items()))
-    return (
-        f"skipped {total} document{'s' if total != 1 else ''} that take{'s' if total == 1 else ''} no part in "
-        f"scheduling: {kinds} (--strict refuses them)"
-    )
+    one = total == 1
+    why = f"{reader} does not read" if reader else f"take{'s' if one else ''} no part in scheduling"
+    return f"skipped {total} document{'' if one else 's'} that {why}: {kinds} (--strict refuses them)"
 
 
 def _check_references(cluster: Cluster) -> None:
