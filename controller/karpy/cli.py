@@ -131,7 +131,9 @@ def _explain_parser(commands: Any) -> None:
         "nodepools,ec2nodeclasses,nodeclaims,nodes,pods,pdbs,pvc,pv,storageclasses,daemonsets -A -o json`), and "
         "explain it with the controller's own code: why each pending pod is pending (per NodePool, per kind of "
         "node) or where it goes, each node's disruption verdict and what the next disruption pass would do, and "
-        "the cheapest node set for today's pods against today's cost and the lower bound.",
+        "the cheapest node set for today's pods against today's cost and the lower bound. Exit status: 0 an "
+        "explanation, 1 the cluster could not be read, 2 invalid input, 3 nothing to explain (no objects, or no "
+        "NodePool).",
     )
     explain.add_argument(
         "-f", "--filename", dest="files", action="append", metavar="FILE_OR_DIR",
@@ -174,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="what would Karpenter do with these manifests (offline)",
         description="Schedule the pending pods in the manifests against NodePools and a built-in instance catalog, "
         "and print the NodeClaims Karpenter would create, the pods that go to existing nodes and why the rest "
-        "cannot be placed.",
+        "cannot be placed. Exit status: 0 a plan (unschedulable pods included), 2 invalid input (the message names "
+        "the file, document, line and field), 3 nothing to plan (no documents, or no NodePool).",
     )
     simulate.add_argument(
         "-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR",
@@ -204,8 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run the controller (settings from the environment, upstream Karpenter's variable names)",
         description="Run the controller against the cluster of $KUBECONFIG (or in-cluster). Settings come from "
-        "environment variables such as CLUSTER_NAME, INTERRUPTION_QUEUE, BATCH_MAX_DURATION, LOG_LEVEL; invalid "
-        "settings exit with status 2 and a message naming each bad variable.",
+        "environment variables such as CLUSTER_NAME, INTERRUPTION_QUEUE, BATCH_MAX_DURATION, LOG_LEVEL. Exit status: 0 "
+        "stopped, 1 the Lease was lost (or a karpy bug), 2 invalid settings (each bad variable named), a kubeconfig "
+        "it cannot use or credentials/RBAC the API server refuses, 3 the API server cannot be reached.",
     )
     run.set_defaults(handler=_run)
     return parser
