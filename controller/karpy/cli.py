@@ -1,13 +1,16 @@
 """`karpy` command line. Wiring only: argument parsing, exit codes and printing; the work lives in the packages.
 
 Exit codes: 0 success (a plan with unschedulable pods is still a success), 1 the cluster could not be read
-(`explain`) or NodeClaims are left (`teardown`), 2 invalid input or usage (for `run`: invalid settings).
+(`explain`) or NodeClaims are left (`teardown`), 2 invalid input or usage (for `run`: invalid settings), 3
+nothing to plan (`simulate`, `explain`: the input holds no documents, or no NodePool).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,6 +23,15 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_UNREADABLE = 1
 EXIT_INVALID = 2
+EXIT_NOTHING = 3
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE, what a shell reports for a command whose reader went away."""
+
+
+def _width(default: int) -> int:
+    """The terminal's width when printing to one; else `default`, so piped or captured output does not depend on
+    the window it was run in."""
+    return shutil.get_terminal_size((default, 24)).columns if sys.stdout.isatty() else default
 
 
 def _scheduling(args: argparse.Namespace) -> settings.SchedulingSettings:
@@ -35,7 +47,7 @@ def _scheduling(args: argparse.Namespace) -> settings.SchedulingSettings:
 def _simulate(args: argparse.Namespace) -> int:
     # Imported here so `karpy --help` stays fast and does not load numpy/scipy.
     from karpy import clock, tasks
-    from karpy.simulate import manifests, plan
+    from karpy.simulate import manifests, plan, reasons
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) if args.zones else None
     options = plan.Options(
@@ -45,10 +57,16 @@ def _simulate(args: argparse.Namespace) -> int:
         scheduling=_scheduling(args),
     )
     try:
-        cluster = manifests.load(args.files)
+        cluster = manifests.load(args.files, strict=args.strict)
+        if cluster.skipped:
+            print(f"karpy simulate: {manifests.skipped_summary(cluster.skipped)}", file=sys.stderr)
+        manifests.check_plannable(cluster, args.files)
         with tasks.collector_paused():
             planned, conflicting = plan.run_with_overlays(cluster, options, clock=clock.SystemClock())
         result = plan.to_json(planned, overlays=plan.overlay_statuses(cluster, conflicting))
+    except manifests.NothingToPlan as exc:
+        print(f"karpy simulate: {exc}", file=sys.stderr)
+        return EXIT_NOTHING
     except manifests.InputError as exc:
         print(f"karpy simulate: {exc}", file=sys.stderr)
         return EXIT_INVALID
@@ -58,7 +76,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(result, indent=2))
     else:
-        print(plan.to_table(result))
+        print(plan.to_table(result, width=_width(reasons.DEFAULT_WIDTH)))
     return EXIT_OK
 
 
@@ -67,7 +85,7 @@ def _explain(args: argparse.Namespace) -> int:
     from karpy.api import decoding
     from karpy.explain import command, run, sources
     from karpy.kube import config
-    from karpy.simulate import plan
+    from karpy.simulate import manifests, plan, reasons
 
     zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
     try:
@@ -82,6 +100,7 @@ def _explain(args: argparse.Namespace) -> int:
         catalog=plan.Options(catalog=args.catalog, region=args.region, zones=zones),
         now=now,
         node_overlay=args.node_overlay,
+        strict=args.strict,
         options=run.Options(
             node=args.node,
             pod=args.pod,
@@ -93,13 +112,16 @@ def _explain(args: argparse.Namespace) -> int:
     )
     try:
         doc = command.explain(request)
+    except manifests.NothingToPlan as exc:
+        print(f"karpy explain: {exc}", file=sys.stderr)
+        return EXIT_NOTHING
     except (sources.InputError, config.ConfigError, run.NotFound) as exc:
         print(f"karpy explain: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except command.ReadError as exc:
         print(f"karpy explain: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
-    print(command.render(doc, output=args.output))
+    print(command.render(doc, output=args.output, width=_width(reasons.DEFAULT_WIDTH)))
     return EXIT_OK
 
 
@@ -146,12 +168,18 @@ def _explain_parser(commands: Any) -> None:
         "nodepools,ec2nodeclasses,nodeclaims,nodes,pods,pdbs,pvc,pv,storageclasses,daemonsets -A -o json`), and "
         "explain it with the controller's own code: why each pending pod is pending (per NodePool, per kind of "
         "node) or where it goes, each node's disruption verdict and what the next disruption pass would do, and "
-        "the cheapest node set for today's pods against today's cost and the lower bound.",
+        "the cheapest node set for today's pods against today's cost and the lower bound. Exit status: 0 an "
+        "explanation, 1 the cluster could not be read, 2 invalid input, 3 nothing to explain (no objects, or no "
+        "NodePool).",
     )
     explain.add_argument(
         "-f", "--filename", dest="files", action="append", metavar="FILE_OR_DIR",
-        help="a dump (YAML or JSON, List documents or one per object; repeatable); default: the live cluster",
+        help="a dump (YAML or JSON, List documents or one per object), a directory of them (read recursively) or "
+        "- for standard input (repeatable); default: the live cluster",
     )  # fmt: skip
+    explain.add_argument(
+        "--strict", action="store_true", help="refuse a dump's kinds explain does not read instead of skipping them"
+    )
     explain.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     explain.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
     explain.add_argument("--node", default="", help="explain this node only (simulated whatever --simulations)")
@@ -185,11 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="what would Karpenter do with these manifests (offline)",
         description="Schedule the pending pods in the manifests against NodePools and a built-in instance catalog, "
         "and print the NodeClaims Karpenter would create, the pods that go to existing nodes and why the rest "
-        "cannot be placed.",
+        "cannot be placed. Exit status: 0 a plan (unschedulable pods included), 2 invalid input (the message names "
+        "the file, document, line and field), 3 nothing to plan (no documents, or no NodePool).",
     )
     simulate.add_argument(
         "-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR",
-        help="multi-document YAML file or directory of them (repeatable)",
+        help="multi-document YAML file, directory (read recursively) or - for standard input (repeatable)",
+    )  # fmt: skip
+    simulate.add_argument(
+        "--strict", action="store_true",
+        help="refuse kinds that take no part in scheduling (Service, ConfigMap, ...) instead of skipping them",
     )  # fmt: skip
     simulate.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
     simulate.add_argument("--region", default="us-east-1", help="AWS region of the catalog (default: us-east-1)")
@@ -211,8 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run the controller (settings from the environment, upstream Karpenter's variable names)",
         description="Run the controller against the cluster of $KUBECONFIG (or in-cluster). Settings come from "
-        "environment variables such as CLUSTER_NAME, INTERRUPTION_QUEUE, BATCH_MAX_DURATION, LOG_LEVEL; invalid "
-        "settings exit with status 2 and a message naming each bad variable.",
+        "environment variables such as CLUSTER_NAME, INTERRUPTION_QUEUE, BATCH_MAX_DURATION, LOG_LEVEL. Exit status: 0 "
+        "stopped, 1 the Lease was lost (or a karpy bug), 2 invalid settings (each bad variable named), a kubeconfig "
+        "it cannot use or credentials/RBAC the API server refuses, 3 the API server cannot be reached.",
     )
     run.set_defaults(handler=_run)
     _teardown_parser(commands)
@@ -222,7 +256,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except BrokenPipeError:  # `karpy simulate ... | head`: the reader left; say nothing more, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return code
 
 

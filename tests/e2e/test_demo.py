@@ -1,6 +1,6 @@
 """`karpy-emulator demo`'s whole machinery on a short schedule (0 → 8 → 0): the emulation, the controller, the live
 view and the summary; it must end with exit code 0, every node it launched terminated. README's `make demo` runs the
-full schedule (0 → 8 → 40 → 5 → 0) in about 95 s; this one keeps the suite short."""
+full schedule (0 → 8 → 40 → 5 → 0) in the time README states; this one keeps the suite short."""
 
 from __future__ import annotations
 
@@ -28,4 +28,8 @@ def test_the_demo_scales_up_and_back_to_nothing_and_exits_0() -> None:
     launched, terminated = int(summary[1]), int(summary[2])
     assert launched >= 1
     assert terminated == launched  # emptiness removed every node it bought
+    # the live view's "recent" lines name the node each deletion removed
+    deleted = set(re.findall(r"deleted node(?! ?claim)(.*)", text))
+    assert deleted, text[-2000:]
+    assert all(re.fullmatch(r" node=\S+", rest) for rest in deleted), deleted
     assert "— ok" in text

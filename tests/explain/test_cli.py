@@ -78,7 +78,8 @@ def test_the_table_says_the_same_for_people(capsys: pytest.CaptureFixture[str], 
     code, out, _ = explain(capsys, "-f", dump)
     assert code == 0
     assert "Pending pods: 1" in out
-    assert "cannot be scheduled: incompatible with nodepool" in out
+    assert ": cannot be scheduled\n    nodepool default (resources): requests more than any instance type" in out
+    assert '    event text: incompatible with nodepool "default"' in out
     assert "Next disruption pass: single-node-consolidation deletes ip-10-0-2-0.ec2.internal" in out
     assert "PodDisruptionBudget guarded/guarded prevents evicting pod" in out
     assert "Repack: 4 nodes cost $1.5360/h today" in out
@@ -118,9 +119,9 @@ def test_bad_requests_exit_2_saying_why(
 def test_a_bad_dump_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path) -> None:
     path = tmp_path / "svc.yaml"
     path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
-    code, _, err = explain(capsys, "-f", str(path))
+    code, _, err = explain(capsys, "--strict", "-f", str(path))
     assert code == 2
-    assert f"{path}#1: kind: 'Service' is not read by karpy explain" in err
+    assert f"{path}#1: kind: 'Service' is not read by karpy explain and --strict refuses it" in err
 
 
 async def _seed(url: str) -> None:

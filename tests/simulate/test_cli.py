@@ -260,7 +260,6 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ("apiVersion: v1\nkind: Frobnicator\nmetadata: {name: x}\n", "kind: unknown kind 'Frobnicator'"),
         (
             NODEPOOL.replace("operator: In", "operator: Equals"),
             'spec.template.spec.requirements[0].operator: unsupported operator "Equals"',

@@ -48,12 +48,13 @@ def laughs() -> str:
     return "kind: Pod\n" + "\n".join(rows) + "\n"
 
 
+# Each message names the line the field is written on (the document's own first line is where a document starts).
 CASES = [
     # The inputs that printed a traceback (exit 1):
     ("alias bomb", laughs(), "line 5: document contains excessive aliasing"),
     ("non-UTF-8", b"apiVersion: v1\nkind: Pod\nmetadata: {name: \xff}\n", "line 3: not UTF-8 text"),
     ("5,000-deep", "kind: Pod\nmetadata: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 128 levels deep"),
-    ("cpu: [1]", pod(resources="{requests: {cpu: [1]}}"), "#1 (line 1): invalid Pod 'p'"),
+    ("cpu: [1]", pod(resources="{requests: {cpu: [1]}}"), "#1 (line 5): invalid Pod 'p'"),
     (
         "Node labels: [a]",
         "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: [a]}\n",
@@ -140,22 +141,22 @@ CASES = [
     (
         "NodePool without its EC2NodeClass",
         builders.POOL,
-        "bad.yaml#1 (line 2): spec.template.spec.nodeClassRef.name: EC2NodeClass 'default' is not in the manifests",
+        "bad.yaml#1 (line 8): spec.template.spec.nodeClassRef.name: EC2NodeClass 'default' is not in the manifests",
     ),
     (
         "duplicate EC2NodeClass",
         builders.NODECLASS,
-        "bad.yaml#1 (line 2): metadata.name: EC2NodeClass default is defined more than once (first in",
+        "bad.yaml#1 (line 4): metadata.name: EC2NodeClass default is defined more than once (first in",
     ),
     (
         "duplicate NodePool",
         builders.POOL,
-        "bad.yaml#1 (line 2): metadata.name: NodePool default is defined more than once (first in",
+        "bad.yaml#1 (line 4): metadata.name: NodePool default is defined more than once (first in",
     ),
     (
         "duplicate Pod",
         pod() + "---\n" + pod(),
-        "bad.yaml#2 (line 7): metadata.name: Pod default/p is defined more than once",
+        "bad.yaml#2 (line 10): metadata.name: Pod default/p is defined more than once",
     ),
 ]
 
@@ -241,3 +242,15 @@ def test_the_simulation_stops_at_its_deadline_with_every_pod_accounted_for(tmp_p
     assert result.timed_out
     assert set(result.unschedulable.values()) == {scheduler.TIMED_OUT}
     assert len(result.unschedulable) + sum(len(c.pods) for c in result.new_nodeclaims) == 50
+
+
+def test_an_error_names_the_line_of_its_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    arch = "        - key: kubernetes.io/arch\n          operator: Equals\n          values: [amd64]\n"
+    text = builders.NODEPOOL + arch
+    (tmp_path / "pool.yaml").write_text(text)
+    assert cli.main(["simulate", "-f", str(tmp_path / "pool.yaml")]) == 2
+    err = capsys.readouterr().err
+    line = next(i for i, row in enumerate(text.splitlines(), start=1) if "operator: Equals" in row)
+    assert line == 22  # not 12, where the NodePool's document starts
+    assert err.startswith(f"karpy simulate: {tmp_path / 'pool.yaml'}#2 (line {line}): invalid NodePool 'default'")
+    assert "spec.template.spec.requirements[1].operator: unsupported operator" in err

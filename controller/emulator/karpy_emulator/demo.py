@@ -38,7 +38,7 @@ INTERESTING_LOGS = frozenset(
 )
 DISCOVERY_TAG = "karpenter.sh/discovery"
 """The tag the emulator puts on its subnets and security groups (value: the cluster name)."""
-LOG_FIELDS = ("nodeclaim", "nodeclaims", "method", "reason", "decision", "instance-types")
+LOG_FIELDS = ("node", "nodeclaim", "nodeclaims", "method", "reason", "decision", "instance-types")
 
 
 DEMO_CONTROLLER = controlplane.Options(batch_idle=1.0, batch_max=3.0, disruption_poll=2.0, validation_delay=3.0)

@@ -23,13 +23,19 @@ LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 LABEL_WINDOWS_BUILD: Final = "node.kubernetes.io/windows-build"
 LABEL_EXCLUDE_FROM_LB: Final = "node.kubernetes.io/exclude-from-external-load-balancers"
 
-# Deprecated beta labels are normalised to their GA names (core: NormalizedLabels).
+LABEL_EBS_CSI_ZONE: Final = "topology.ebs.csi.aws.com/zone"
+"""The zone key of the EBS CSI driver's volumes and StorageClass `allowedTopologies`."""
+
+# Aliases normalised to the well-known names wherever a requirement is built (pods, NodePools, volume topology):
+# the deprecated beta labels (core: pkg/apis/v1/labels.go NormalizedLabels) and the EBS CSI driver's zone key, which
+# the AWS provider adds to that map at start-up (karpenter-provider-aws: pkg/operator/operator.go).
 NORMALIZED_LABELS: Final[dict[str, str]] = {
     "failure-domain.beta.kubernetes.io/zone": LABEL_ZONE,
     "failure-domain.beta.kubernetes.io/region": LABEL_REGION,
     "beta.kubernetes.io/arch": LABEL_ARCH,
     "beta.kubernetes.io/os": LABEL_OS,
     "beta.kubernetes.io/instance-type": LABEL_INSTANCE_TYPE,
+    LABEL_EBS_CSI_ZONE: LABEL_ZONE,
 }
 
 # --- Karpenter core labels ------------------------------------------------------------------------------------

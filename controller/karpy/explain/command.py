@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as karpy_clock
-from karpy import tasks
+from karpy import events, tasks
 from karpy.explain import catalogs, report, run, sources
 from karpy.kube import client, config, credentials, resources
-from karpy.simulate import plan
+from karpy.simulate import manifests, plan, reasons
 
 
 class ReadError(Exception):
@@ -31,10 +31,12 @@ class Request:
     catalog: plan.Options = field(default_factory=lambda: plan.Options(region=""))
     """Instance-type catalog; region "" = the region the nodes are labelled with."""
     now: float | None = None
-    """Evaluate as of this time (epoch seconds); None: now, on the wall clock."""
+    """Evaluate as of this time (epoch seconds); None: a dump's newest timestamp, a live cluster's now."""
     options: run.Options = field(default_factory=run.Options)
     node_overlay: bool = False
     """Feature gate NodeOverlay, as the controller runs with it: apply the cluster's NodeOverlays."""
+    strict: bool = False
+    """Refuse a dump's objects of kinds explain does not read, instead of skipping them."""
 
 
 def kubeconfig_path(explicit: str, environ: Mapping[str, str]) -> str:
@@ -69,15 +71,30 @@ def explain(request: Request) -> dict[str, Any]:
 
 
 def _explain(request: Request) -> dict[str, Any]:
-    clock: karpy_clock.Clock = (
-        karpy_clock.ManualClock(request.now) if request.now is not None else karpy_clock.SystemClock()
-    )
     skipped: list[str] = []
+    now = request.now
     if request.files:
-        snap = sources.read_dump(request.files)
+        snap = sources.read_dump(request.files, strict=request.strict)
+        if snap.skipped:
+            skipped.append(manifests.skipped_summary(snap.skipped, reader="karpy explain"))
+        if snap.count == 0 and not snap.skipped:
+            raise manifests.NothingToPlan(f"{', '.join(request.files)}: no objects to explain: the input is empty")
     else:
         cfg = config.load_kubeconfig(kubeconfig_path(request.kubeconfig, os.environ), context=request.context)
         snap, skipped = asyncio.run(_read_live(cfg))
+    if not snap.objects.get(resources.NODEPOOLS):
+        where = ", ".join(request.files) if request.files else "the cluster"
+        raise manifests.NothingToPlan(
+            f"{where}: no NodePool: Karpenter launches, consolidates and disrupts nodes only for a NodePool, so "
+            "there is nothing to explain (dump nodepools too: see `karpy explain --help`)"
+        )
+    if now is None and request.files:
+        now = sources.newest_timestamp(snap)
+        if now is not None:
+            skipped.append(
+                f"evaluated as of {events.timestamp(now)}, the dump's newest timestamp (--now sets another time)"
+            )
+    clock: karpy_clock.Clock = karpy_clock.ManualClock(now) if now is not None else karpy_clock.SystemClock()
     cluster, warnings = sources.to_cluster(snap, clock=clock)
     options = request.catalog
     if not options.region:
@@ -88,5 +105,5 @@ def _explain(request: Request) -> dict[str, Any]:
     return report.to_json(run.explain(prepared, warnings=[*skipped, *warnings]))
 
 
-def render(doc: dict[str, Any], *, output: str) -> str:
-    return json.dumps(doc, indent=2) if output == "json" else report.to_table(doc)
+def render(doc: dict[str, Any], *, output: str, width: int = reasons.DEFAULT_WIDTH) -> str:
+    return json.dumps(doc, indent=2) if output == "json" else report.to_table(doc, width=width)

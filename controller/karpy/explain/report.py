@@ -32,6 +32,7 @@ from karpy.api import labels
 from karpy.disruption import consolidation
 from karpy.explain import pending, repack, run, verdicts
 from karpy.scheduling import results
+from karpy.simulate import reasons
 
 MAX_OPTIONS = 10
 """Instance-type options a NodeClaim lists in JSON (the cheapest first; the scheduler keeps up to 600)."""
@@ -76,9 +77,7 @@ def _pending(found: pending.PendingPod) -> dict[str, Any]:
         }
         if diagnosis is not None
         else None,
-        "nodepools": [{"nodepool": p.nodepool, "kind": p.kind, "message": p.message} for p in diagnosis.nodepools]
-        if diagnosis is not None
-        else [],
+        "nodepools": reasons.nodepools(diagnosis),
         "cannot_place": diagnosis.kind or None if diagnosis is not None else None,
     }
 
@@ -157,11 +156,11 @@ def to_json(found: run.Explanation) -> dict[str, Any]:
         "now": events.timestamp(found.now),
         "warnings": list(found.warnings),
         "pending": [_pending(p) for p in found.pending],
-        "nodes": [_node(n) for n in decided.nodes] if decided is not None else [],
-        "next_pass": _next_pass(decided) if decided is not None else None,
-        "budgets": decided.budgets if decided is not None else {},
+        "nodes": [_node(n) for n in decided.nodes],
+        "next_pass": _next_pass(decided),
+        "budgets": decided.budgets,
         "repack": _repack(found.repack) if found.repack is not None else None,
-        "simulations": decided.simulations if decided is not None else 0,
+        "simulations": decided.simulations,
     }
 
 
@@ -182,7 +181,7 @@ def _claim_line(c: dict[str, Any]) -> str:
     return f"{c['instance_type']} in {c['zone']} ({c['capacity_type']}, {_dollars(c['price_per_hour'])}/h)"
 
 
-def _pending_lines(items: Sequence[dict[str, Any]]) -> list[str]:
+def _pending_lines(items: Sequence[dict[str, Any]], *, width: int) -> list[str]:
     lines = [f"Pending pods: {len(items)}"]
     for p in items:
         if p["nodeclaim"] is not None:
@@ -193,13 +192,11 @@ def _pending_lines(items: Sequence[dict[str, Any]]) -> list[str]:
         elif p["node"] is not None:
             lines.append(f"  {p['pod']}: fits on node {p['node']}")
         else:
-            lines.append(f"  {p['pod']}: cannot be scheduled: {p['reason']}")
+            lines += reasons.lines(p["pod"], p["reason"], p["nodepools"], width=width)
             nodes = p["existing_nodes"]
             if nodes is not None and nodes["refusals"]:
                 parts = [f"{r['nodes']} {r['kind']} (e.g. {r['example']})" for r in nodes["refusals"]]
                 lines.append(f"    existing nodes ({nodes['total']}): {', '.join(parts)}")
-            for pool in p["nodepools"]:
-                lines.append(f"    nodepool {pool['nodepool']}: {pool['kind']}")
     return lines
 
 
@@ -211,11 +208,11 @@ def _why(node: dict[str, Any]) -> str:
     return node["reasons"][-1]["message"] if node["reasons"] else ""
 
 
-def to_table(doc: dict[str, Any]) -> str:
+def to_table(doc: dict[str, Any], *, width: int = reasons.DEFAULT_WIDTH) -> str:
     """The JSON explanation rendered for people."""
     lines: list[str] = [f"As of {doc['now']}"]
     lines += [f"warning: {w}" for w in doc["warnings"]]
-    lines += ["", *_pending_lines(doc["pending"])]
+    lines += ["", *_pending_lines(doc["pending"], width=width)]
     step = doc["next_pass"]
     lines.append("")
     if step is None:

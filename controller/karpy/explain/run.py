@@ -47,7 +47,8 @@ class Prepared:
     price: Callable[[ports.StateNodeView], float | None]
     focus: str
     """The node the verdicts are about ("" for all)."""
-    verdicts: bool
+    nodes: bool
+    """Whether node verdicts are asked for (not for a pending pod: the next pass is, always, as in a full run)."""
     batch: pending.Batch | None
     repack: repack.Prepared | None
 
@@ -56,7 +57,7 @@ class Prepared:
 class Explanation:
     now: float
     pending: tuple[pending.PendingPod, ...]
-    verdicts: verdicts.Verdicts | None
+    verdicts: verdicts.Verdicts
     repack: repack.Repack | None
     warnings: tuple[str, ...] = ()
 
@@ -125,7 +126,7 @@ def prepare(
     queued: frozenset[str] = frozenset(),
 ) -> Prepared:
     """Everything `explain` needs, read from `cluster` now; raises NotFound for an unknown node or pod."""
-    focus, with_pending, with_verdicts = options.node, not options.node, True
+    focus, with_pending, with_nodes = options.node, not options.node, True
     view = _ReadOnce(cluster)
     if options.node and not any(n.name == options.node for n in view.state_nodes()):
         raise NotFound(f"node {options.node!r} not found")
@@ -133,7 +134,7 @@ def prepare(
         found = next((p for p in cluster.pods() if p.key == options.pod), None)
         if found is None:
             raise NotFound(f"pod {options.pod!r} not found")
-        focus, with_verdicts = found.node_name, bool(found.node_name)
+        focus, with_nodes = found.node_name, bool(found.node_name)
     # Derived once for the pass's simulations and the pending pods' solve: per node, most of a solve's set-up.
     existing = tuple(scheduler.derive(n) for n in snapshot.existing_nodes(view.state_nodes()))
     ctx = passes.context(
@@ -151,7 +152,7 @@ def prepare(
         ctx=ctx,
         price=node_price(instance_types),
         focus=focus,
-        verdicts=with_verdicts,
+        nodes=with_nodes,
         batch=pending.prepare(view, instance_types, options=options.scheduling, existing=existing)
         if with_pending
         else None,
@@ -162,12 +163,13 @@ def prepare(
 
 
 def explain(prepared: Prepared, *, warnings: Sequence[str] = ()) -> Explanation:
-    found = (
-        verdicts.explain(
-            prepared.ctx, price=prepared.price, focus=prepared.focus, simulations=prepared.options.simulations
-        )
-        if prepared.verdicts
-        else None
+    # The next pass is the cluster's, whatever the question: a focused run computes it as the full run does.
+    found = verdicts.explain(
+        prepared.ctx,
+        price=prepared.price,
+        focus=prepared.focus,
+        simulations=prepared.options.simulations,
+        nodes=prepared.nodes,
     )
     waiting = pending.explain(prepared.batch) if prepared.batch is not None else []
     if prepared.options.pod:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from karpy import clock as karpy_clock
-from karpy.api import labels, status
+from karpy.api import decoding, documents, labels, status
 from karpy.kube import client, resources
 from karpy.nodeclaim import disruption_conditions
-from karpy.simulate import manifests
+from karpy.simulate import inputs, manifests
 from karpy.state import cluster as state_cluster
 from karpy.state import facts, informer
 
@@ -41,6 +40,8 @@ class Snapshot:
 
     objects: dict[resources.Resource, list[Mapping[str, Any]]] = field(default_factory=dict)
     sources: dict[tuple[resources.Resource, str], str] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Objects of kinds explain does not read, by kind (a dump's Services, ConfigMaps, ...)."""
 
     def add(self, res: resources.Resource, obj: Mapping[str, Any], source: str) -> None:
         self.objects.setdefault(res, []).append(obj)
@@ -54,36 +55,33 @@ class Snapshot:
 # --- dumps ------------------------------------------------------------------------------------------------------
 
 
-def _json_documents(path: Path, text: str) -> Iterator[manifests.Document]:
+def _json_documents(name: str, text: str) -> Iterator[manifests.Document]:
     try:
         loaded = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON: {exc}") from exc
+        raise InputError(f"{name}: invalid JSON: {exc}") from exc
     except RecursionError as exc:
-        raise InputError(f"{path}: invalid JSON: nested too deeply") from exc
+        raise InputError(f"{name}: invalid JSON: nested too deeply") from exc
     for index, body in enumerate(loaded if isinstance(loaded, list) else [loaded], start=1):
         if not isinstance(body, dict):
-            raise InputError(f"{path}#{index}: a manifest must be a mapping, got {type(body).__name__}")
-        yield manifests.Document(source=f"{path}#{index}", body=body)
+            raise InputError(f"{name}#{index}: a manifest must be a mapping, got {type(body).__name__}")
+        yield manifests.Document(source=f"{name}#{index}", body=body)
 
 
-def _documents(path: Path) -> Iterator[manifests.Document]:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096).lstrip()
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror}") from exc
-    if head[:1] in (b"{", b"["):
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise InputError(f"{path}: {size // 2**20} MiB is more than the {MAX_JSON_BYTES // 2**20} MiB read")
+def _documents(source: inputs.Source, *, stdin: BinaryIO | None) -> Iterator[manifests.Document]:
+    data = source.read(stdin=stdin, limit=MAX_JSON_BYTES)
+    if data is None:
+        raise InputError(f"{source.name}: more than the {MAX_JSON_BYTES // 2**20} MiB read")
+    if data[:4096].lstrip()[:1] in (b"{", b"["):
         try:
-            text = path.read_text(encoding="utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-8: {exc}") from exc
-        yield from _json_documents(path, text)
+            raise InputError(f"{source.name}: not UTF-8: {exc}") from exc
+        yield from _json_documents(source.name, text)
+    elif len(data) > documents.MAX_BYTES:
+        raise InputError(f"{source.name}: more than the {documents.MAX_BYTES // 2**20} MiB of YAML read (dump as JSON)")
     else:
-        yield from manifests.read_documents([path])
+        yield from manifests.parse_documents(source.name, data)
 
 
 def _items(doc: manifests.Document) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -107,21 +105,63 @@ def _items(doc: manifests.Document) -> Iterator[tuple[str, Mapping[str, Any]]]:
         yield source, item
 
 
-def read_dump(paths: Sequence[str]) -> Snapshot:
-    """Every object of the dump files (and YAML/JSON files of directories) under `paths`."""
+def read_dump(paths: Sequence[str], *, strict: bool = False, stdin: BinaryIO | None = None) -> Snapshot:
+    """Every object of the dump files (and YAML/JSON files under directories) of `paths` (`-`: standard input).
+    Kinds explain does not read (Service, ConfigMap, ...) are counted in `Snapshot.skipped`, or refused when
+    `strict`."""
     snap = Snapshot()
-    for path in manifests.expand_paths(paths):
-        for doc in _documents(path):
-            for source, obj in _items(doc):
+    for source in inputs.expand(paths):
+        for doc in _documents(source, stdin=stdin):
+            for where, obj in _items(doc):
                 kind = obj.get("kind")
                 res = KINDS.get(str(kind))
                 if res is None:
-                    supported = ", ".join(sorted(KINDS))
-                    raise InputError(f"{source}: kind: {kind!r} is not read by karpy explain; supported: {supported}")
+                    if strict:
+                        supported = ", ".join(sorted(KINDS))
+                        raise InputError(
+                            f"{where}: kind: {kind!r} is not read by karpy explain and --strict refuses it; "
+                            f"supported: {supported}"
+                        )
+                    snap.skipped[str(kind)] = snap.skipped.get(str(kind), 0) + 1
+                    continue
                 if not facts.key(obj):
-                    raise InputError(f"{source}: metadata.name: required")
-                snap.add(res, obj, source)
+                    raise InputError(f"{where}: metadata.name: required")
+                snap.add(res, obj, where)
     return snap
+
+
+def _times(obj: Mapping[str, Any]) -> Iterator[Any]:
+    """The timestamps an object carries that explain reads ages from: its creation and deletion, its conditions'
+    transitions and heartbeats, and its managed fields' updates."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, Mapping):
+        yield metadata.get("creationTimestamp")
+        yield metadata.get("deletionTimestamp")
+        for entry in metadata.get("managedFields") or ():
+            yield entry.get("time") if isinstance(entry, Mapping) else None
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping):
+            yield condition.get("lastTransitionTime")
+            yield condition.get("lastHeartbeatTime")
+
+
+def newest_timestamp(snap: Snapshot) -> float | None:
+    """The latest time written in the dump (epoch seconds): when it was taken, near enough; None when it has none.
+    Evaluated as of then, a dump of any age reads as it did (no negative ages, no consolidateAfter elapsed since)."""
+    newest: float | None = None
+    for found in snap.objects.values():
+        for obj in found:
+            for text in _times(obj):
+                if not isinstance(text, str) or not text:
+                    continue
+                try:
+                    when = decoding.timestamp(text)
+                except ValueError:
+                    continue  # the model's own reading reports a bad timestamp where it matters
+                newest = when if newest is None or when > newest else newest
+    return newest
 
 
 # --- live -------------------------------------------------------------------------------------------------------

@@ -138,20 +138,22 @@ def explain(
     price: Callable[[statenode.StateNode], float | None],
     focus: str = "",
     simulations: int = DEFAULT_SIMULATIONS,
+    nodes: bool = True,
 ) -> Verdicts:
-    """Verdicts for every node (only the node named `focus`, when given); `simulations` < 0: no limit."""
+    """Verdicts for every node (only the node named `focus`, when given; none without `nodes`: the next pass
+    only, as for a pending pod); `simulations` < 0: no limit."""
     notes: list[methods.Note] = []
     sims = Simulations(ctx.simulate)
     ctx = dataclasses.replace(ctx, simulate=sims, note=notes.append)
     command = passes.first_command(methods.default_methods(), ctx)
-    survey = _survey(ctx, sims, command, focus=focus, limit=simulations)
+    survey = _survey(ctx, sims, command, focus=focus, limit=simulations) if nodes else _Survey()
     why = _reasons(notes, ctx.rejected)
     left = _budgets_after(ctx.budgets, command)
     graceful = {c.node.name: c for c in ctx.graceful}
     eventual = {c.node.name: c for c in ctx.eventual}
     rejected = {r.node.name: r.node for r in ctx.rejected}
     out = []
-    for name in sorted({*graceful, *rejected}):
+    for name in sorted({*graceful, *rejected}) if nodes else ():
         if focus and name != focus:
             continue
         c = graceful.get(name) or eventual.get(name)

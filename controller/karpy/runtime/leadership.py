@@ -151,11 +151,21 @@ async def cancel(tasks: Sequence[asyncio.Task[Any]]) -> list[Any]:
     return await asyncio.gather(*tasks, return_exceptions=True)
 
 
+class TaskFailed(RuntimeError):
+    """One of a replica's lifelong tasks (the informers, the elector, ...) ended with an error: `task` names it,
+    `cause` is the error (the process entry tells the user which, in one line)."""
+
+    def __init__(self, task: str, cause: Exception) -> None:
+        super().__init__(f"{task} failed")
+        self.task = task
+        self.cause = cause
+
+
 def raise_ending(tasks: Sequence[asyncio.Task[None]], results: Sequence[BaseException | None]) -> None:
-    """After `cancel`: raise LeadershipLost when `lead` ended with it, else a RuntimeError naming the first task that
+    """After `cancel`: raise LeadershipLost when `lead` ended with it, else a TaskFailed naming the first task that
     failed; nothing when every task was only cancelled."""
     for task, result in zip(tasks, results, strict=True):
         if isinstance(result, LeadershipLost):
             raise result
         if isinstance(result, Exception):
-            raise RuntimeError(f"{task.get_name()} failed") from result
+            raise TaskFailed(task.get_name(), result) from result

@@ -88,7 +88,7 @@ def _probe(
     if isinstance(fit, nodes.Refusal):
         overhead = resources.describe(pool.index.to_map(pool.daemon.max(axis=0))) if len(pool.types) else "{}"
         why = f'incompatible with nodepool "{pool.name}", daemonset overhead={overhead}, {fit.reason}'
-        return nodes.Refusal(why, fit.permanent, fit.kind)
+        return nodes.Refusal(why, fit.permanent, fit.kind, decisive=lambda: fit.lead)
     return probe, options, fit
 
 

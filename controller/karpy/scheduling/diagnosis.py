@@ -41,5 +41,7 @@ def diagnose(
     return results.Diagnosis(
         existing_nodes=len(existing),
         nodes=tuple(results.NodeRefusals(k, len(v), v[0][0], v[0][1].reason) for k, v in refused),
-        nodepools=tuple(results.PoolRefusal(name, str(r.kind), r.reason) for name, r in claiming.refusals(b, ctx)),
+        nodepools=tuple(
+            results.PoolRefusal(name, str(r.kind), r.reason, r.lead) for name, r in claiming.refusals(b, ctx)
+        ),
     )

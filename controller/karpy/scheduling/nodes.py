@@ -24,7 +24,7 @@ import numpy as np
 
 from karpy import requirements
 from karpy import settings as karpy_settings
-from karpy.api import labels, meta
+from karpy.api import labels, meta, quantity
 from karpy.cloudprovider import types
 from karpy.scheduling import catalog, pods, resources, taints, topology
 
@@ -109,10 +109,37 @@ class Refusal:
     why: str | Callable[[], str]
     permanent: bool
     kind: RefusalKind
+    decisive: str | Callable[[], str] = ""
+    """The constraint that decides it, in a few words, for people to read first ("": `why` says it already)."""
 
     @property
     def reason(self) -> str:
         return self.why if isinstance(self.why, str) else self.why()
+
+    @property
+    def lead(self) -> str:
+        """The decisive constraint, else the whole reason."""
+        found = self.decisive if isinstance(self.decisive, str) else self.decisive()
+        return found or self.reason
+
+
+def _decisive_resources(
+    pool: catalog.PoolCatalog, ids: catalog.IntArray, *, used: catalog.IntArray, pod: pods.Pod
+) -> str:
+    """The requests no instance type of `ids` has room for even alone (after the DaemonSets' overhead), largest
+    room named; when each fits some type but no type fits them all at once, says that."""
+    need = resources.add(pool.index.to_map(used), pod.requests)
+    alone = []
+    for name, value in sorted(need.items()):
+        if name not in pool.index.names or value <= 0:
+            continue
+        largest = int(pool.usable[ids, pool.index.names.index(name)].max())
+        if largest < value:
+            wanted, room = quantity.format_resource(name, value), quantity.format_resource(name, max(largest, 0))
+            alone.append(f"{name} {wanted} (the most any instance type offers is {room})")
+    if alone:
+        return f"requests more than any instance type offers: {', '.join(alone)}"
+    return f"no instance type has room for all of {resources.describe(need)} at once"
 
 
 def _per_type_counts(free: catalog.IntArray, request: catalog.IntArray) -> catalog.IntArray:
@@ -239,7 +266,7 @@ def evaluate(
         fit = _fit(slot, ctx, topo, merged, limit=limit, min_values_policy=min_values_policy)
         if isinstance(fit, Fit):
             return fit
-        last = Refusal(fit.why, fit.permanent and (ctx.anti_only or not ctx.constraints), fit.kind)
+        last = Refusal(fit.why, fit.permanent and (ctx.anti_only or not ctx.constraints), fit.kind, fit.decisive)
     return last
 
 
@@ -303,6 +330,9 @@ def _fit(
             True,
             # No option left at all: the requirements (or offerings) ruled every instance type out.
             RefusalKind.RESOURCES if len(ids) else RefusalKind.REQUIREMENTS,
+            decisive=(lambda: _decisive_resources(pool, ids, used=used, pod=ctx.pod))
+            if len(ids)
+            else (lambda: f"no instance type meets requirements {merged}"),
         )
     count = min(best, limit)
     relaxed = False

@@ -82,6 +82,8 @@ class PoolRefusal:
     nodepool: str
     kind: str
     message: str
+    decisive: str = ""
+    """The constraint that decides it, in a few words, said first (`message` is the event's wording)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,16 +16,26 @@ import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
-from karpy.api import corekinds, corerules, documents, ec2nodeclass, errors, labels, nodeoverlay, nodepool, parse
+from karpy.api import (
+    corekinds,
+    corerules,
+    documents,
+    ec2nodeclass,
+    errors,
+    fieldlines,
+    labels,
+    nodeoverlay,
+    nodepool,
+    parse,
+)
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import volumes, workloads
+from karpy.simulate import inputs
 
 log = logging.getLogger(__name__)
 
-YAML_SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
 SUPPORTED_KINDS = (
     "NodePool, EC2NodeClass, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, PersistentVolumeClaim, "
@@ -34,13 +44,14 @@ SUPPORTED_KINDS = (
 MAX_PODS: Final = 200_000
 """Pods one simulation takes (pending and bound, workloads' replicas included): twice the benchmark's largest run,
 and bounded so that `replicas: 100000000` is an error, not an hour of work or an exhausted memory."""
+_SUPPORTED: Final = frozenset(SUPPORTED_KINDS.split(", "))
 CLUSTER_SCOPED: Final = frozenset(
     {"NodePool", "EC2NodeClass", "Node", "NodeClaim", "CSINode", "PersistentVolume", "StorageClass", "NodeOverlay"}
 )
 
 
-class InputError(ValueError):
-    """Input the simulation cannot use; the message names where and what."""
+InputError = inputs.InputError
+"""Input the simulation cannot use; the message names where and what."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +59,20 @@ class Document:
     source: str  # "path/to/file.yaml#2": file and 1-based document index
     body: Mapping[str, Any]
     line: int = 1
+    text: bytes = field(default=b"", repr=False, compare=False)
+    """The whole file the document is in (shared, not copied): where a field's own line is found on an error."""
+    index: int = 0
+    """1-based position of the document in `text` (0: no text to look a field up in)."""
 
     @property
     def where(self) -> str:
         return f"{self.source} (line {self.line})"
+
+    def at(self, path: str) -> str:
+        """Where the field `path` is: the document and the line the field is written on (the document's first line
+        when the field is not written at all, or the document came from JSON)."""
+        found = fieldlines.line(self.text, document=self.index, path=path) if self.text and path else None
+        return f"{self.source} (line {found or self.line})"
 
 
 @dataclass
@@ -76,57 +97,44 @@ class Cluster:
     templates: dict[tuple[str, str], _Read] = field(default_factory=dict)
     """Objects already read strictly, but for their name (see `_read`)."""
     csinodes: list[Mapping[str, Any]] = field(default_factory=list)
+    documents: int = 0
+    """Documents read, skipped ones included."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Documents left out because their kind takes no part in scheduling, by kind."""
 
 
-def expand_paths(paths: Iterable[str]) -> list[Path]:
-    """Files as given, directories as their YAML files in name order (so numbered files apply in order)."""
-    out: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        try:
-            if path.is_dir():
-                out.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix in YAML_SUFFIXES))
-            elif path.is_file():
-                out.append(path)
-            else:
-                raise InputError(f"{raw}: no such file or directory")
-        except OSError as exc:
-            raise InputError(f"{raw}: {exc.strerror or exc}") from exc
-    if not out:
-        raise InputError(f"no manifests found in {', '.join(paths)}")
-    return out
-
-
-def read_documents(paths: Sequence[Path]) -> Iterator[Document]:
-    """Every non-empty document of `paths`, in order; together at most `documents.MAX_BYTES`."""
+def read_documents(found: Sequence[inputs.Source], *, stdin: BinaryIO | None = None) -> Iterator[Document]:
+    """Every non-empty document of `found`, in order; together at most `documents.MAX_BYTES`."""
     total = 0
-    for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    for source in found:
+        data = source.read(stdin=stdin, limit=documents.MAX_BYTES - total)
+        if data is None:
+            raise InputError(f"{source.name}: the manifests exceed {documents.MAX_BYTES // 2**20} MiB in all")
         total += len(data)
-        if total > documents.MAX_BYTES:
-            raise InputError(f"{path}: the manifests exceed {documents.MAX_BYTES // (1024 * 1024)} MiB in all")
-        try:
-            loaded = documents.load_all(data)
-        except documents.DocumentError as exc:
-            raise InputError(f"{path}: {exc}") from exc
-        for doc in loaded:
-            if doc.body is None:
-                continue  # an empty document between two '---'
-            where = f"{path}#{doc.index} (line {doc.line})"
-            if not isinstance(doc.body, dict):
-                raise InputError(f"{where}: a manifest must be a mapping, got {type(doc.body).__name__}")
-            yield Document(source=f"{path}#{doc.index}", body=doc.body, line=doc.line)
+        yield from parse_documents(source.name, data)
+
+
+def parse_documents(name: str, data: bytes) -> Iterator[Document]:
+    """The non-empty documents of one file's bytes; `name` is what messages call the file."""
+    try:
+        loaded = documents.load_all(data)
+    except documents.DocumentError as exc:
+        raise InputError(f"{name}: {exc}") from exc
+    for doc in loaded:
+        if doc.body is None:
+            continue  # an empty document between two '---'
+        where = f"{name}#{doc.index} (line {doc.line})"
+        if not isinstance(doc.body, dict):
+            raise InputError(f"{where}: a manifest must be a mapping, got {type(doc.body).__name__}")
+        yield Document(source=f"{name}#{doc.index}", body=doc.body, line=doc.line, text=data, index=doc.index)
 
 
 def _kind(doc: Document) -> str:
     kind = doc.body.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise InputError(f"{doc.where}: kind: Required value")
+        raise InputError(f"{doc.at('kind')}: kind: Required value")
     if kind == "List":
-        raise InputError(f"{doc.where}: kind: List is not supported; write one document per object")
+        raise InputError(f"{doc.at('kind')}: kind: List is not supported; write one document per object")
     return kind
 
 
@@ -189,7 +197,10 @@ def _register(cluster: Cluster, doc: Document, kind: str, body: Mapping[str, Any
     first = cluster.sources.get(key)
     if first is not None and metadata.get("name"):
         what = f"{kind} {namespace + '/' if namespace else ''}{name}"
-        raise InputError(f"{doc.where}: metadata.name: {what} is defined more than once (first in {first.where})")
+        raise InputError(
+            f"{doc.at('metadata.name')}: metadata.name: {what} is defined more than once "
+            f"(first in {first.at('metadata.name')})"
+        )
     cluster.sources.setdefault(key, doc)
 
 
@@ -220,7 +231,7 @@ def _add(cluster: Cluster, doc: Document) -> None:
         _check_csinode(doc, body)
         cluster.csinodes.append(body)
     elif kind not in corekinds.api_versions():
-        raise InputError(f"{doc.where}: kind: unknown kind {kind!r}; supported kinds: {SUPPORTED_KINDS}")
+        raise InputError(f"{doc.at('kind')}: kind: unknown kind {kind!r}; supported kinds: {SUPPORTED_KINDS}")
     _register(cluster, doc, kind, body)
     if kind == "Pod":
         _admit(cluster, doc, "metadata.name", 1)
@@ -252,22 +263,23 @@ def _check_csinode(doc: Document, body: Mapping[str, Any]) -> None:
     """The fields of a CSINode the scheduler reads (storage.k8s.io/v1): a name, and per driver a name and an
     optional non-negative `allocatable.count`."""
     if not (body.get("metadata") or {}).get("name"):
-        raise InputError(f"{doc.where}: metadata.name: required")
+        raise InputError(f"{doc.at('metadata.name')}: metadata.name: required")
     drivers = (body.get("spec") or {}).get("drivers") or []
     if not isinstance(drivers, list):
-        raise InputError(f"{doc.where}: spec.drivers: must be a list")
+        raise InputError(f"{doc.at('spec.drivers')}: spec.drivers: must be a list")
     for i, driver in enumerate(drivers):
         if not isinstance(driver, Mapping) or not isinstance(driver.get("name"), str) or not driver["name"]:
-            raise InputError(f"{doc.where}: spec.drivers[{i}].name: required")
+            raise InputError(f"{doc.at(f'spec.drivers[{i}].name')}: spec.drivers[{i}].name: required")
         count = (driver.get("allocatable") or {}).get("count")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-            raise InputError(f"{doc.where}: spec.drivers[{i}].allocatable.count: must be a non-negative integer")
+            field_ = f"spec.drivers[{i}].allocatable.count"
+            raise InputError(f"{doc.at(field_)}: {field_}: must be a non-negative integer")
 
 
 def _admit(cluster: Cluster, doc: Document, path: str, count: int) -> None:
     if len(cluster.pending) + len(cluster.bound) + count > MAX_PODS:
         raise InputError(
-            f"{doc.where}: {path}: {count:,} more pod(s) would bring the simulation past {MAX_PODS:,} pods, "
+            f"{doc.at(path)}: {path}: {count:,} more pod(s) would bring the simulation past {MAX_PODS:,} pods, "
             "the most it takes"
         )
 
@@ -294,14 +306,26 @@ def statefulset_claims(obj: Mapping[str, Any]) -> list[volumes.PersistentVolumeC
     return out
 
 
-def load(paths: Iterable[str]) -> Cluster:
-    """Parse every manifest under `paths`; raise InputError on the first document that cannot be used."""
+def load(paths: Iterable[str], *, strict: bool = False, stdin: BinaryIO | None = None) -> Cluster:
+    """Parse every manifest under `paths` (`-`: standard input); raise InputError on the first document that
+    cannot be used. Kinds that take no part in scheduling (Service, ConfigMap, Secret, ...: any kind not in
+    `SUPPORTED_KINDS`) are counted in `Cluster.skipped`, or refused when `strict`."""
     cluster = Cluster()
-    for doc in read_documents(expand_paths(paths)):
+    for doc in read_documents(inputs.expand(paths), stdin=stdin):
+        cluster.documents += 1
+        kind = _kind(doc)
+        if kind not in _SUPPORTED:
+            if strict:
+                raise InputError(
+                    f"{doc.at('kind')}: kind: {kind!r} takes no part in scheduling and --strict refuses it; supported "
+                    f"kinds: {SUPPORTED_KINDS}"
+                )
+            cluster.skipped[kind] = cluster.skipped.get(kind, 0) + 1
+            continue
         try:
             _add(cluster, doc)
         except errors.ValidationError as exc:
-            raise InputError(f"{doc.where}: {exc}") from exc
+            raise InputError(f"{doc.at(exc.problems[0].path if exc.problems else '')}: {exc}") from exc
         except InputError:
             raise
         except Exception as exc:  # a reader bug must still name the document, never print a traceback
@@ -311,15 +335,45 @@ def load(paths: Iterable[str]) -> Cluster:
     return cluster
 
 
+class NothingToPlan(InputError):
+    """Input that reads fine but gives a plan nothing to work on: no documents, or no NodePool."""
+
+
+def check_plannable(cluster: Cluster, paths: Sequence[str]) -> None:
+    """Raise NothingToPlan, saying why, when the input is empty or holds no NodePool: a plan would say "0 NodeClaims"
+    for the wrong reason (Karpenter provisions only for NodePools)."""
+    given = ", ".join(inputs.STDIN_NAME if p == inputs.STDIN else p for p in paths)
+    if cluster.documents == 0:
+        raise NothingToPlan(f"{given}: no documents: the input is empty")
+    if not cluster.nodepools:
+        raise NothingToPlan(
+            f"{given}: no NodePool in the input: Karpenter launches nodes only for a NodePool (and its "
+            f"EC2NodeClass); add them, e.g. examples/manifests/00-ec2nodeclass.yaml and 01-nodepools.yaml"
+        )
+
+
+def skipped_summary(skipped: Mapping[str, int], *, reader: str = "") -> str:
+    """One line naming what was left out: `skipped 3 documents that take no part in scheduling: ConfigMap (1), ...`;
+    with a `reader` ("karpy explain"), `... that karpy explain does not read: ...` instead."""
+    if not skipped:
+        return ""
+    total = sum(skipped.values())
+    kinds = ", ".join(f"{kind} ({count})" for kind, count in sorted(skipped.items()))
+    one = total == 1
+    why = f"{reader} does not read" if reader else f"take{'s' if one else ''} no part in scheduling"
+    return f"skipped {total} document{'' if one else 's'} that {why}: {kinds} (--strict refuses them)"
+
+
 def _check_references(cluster: Cluster) -> None:
     """Every NodePool's EC2NodeClass is in the manifests: without it the pool is not Ready and gets no nodes."""
     for pool in cluster.nodepools:
         ref = pool.template.node_class_ref
         if ref.group == labels.AWS_GROUP and ref.kind == "EC2NodeClass" and ref.name not in cluster.nodeclasses:
             doc = cluster.sources[("NodePool", "", pool.name)]
+            path = "spec.template.spec.nodeClassRef.name"
             raise InputError(
-                f"{doc.where}: spec.template.spec.nodeClassRef.name: EC2NodeClass {ref.name!r} is not in the "
-                "manifests (a NodePool whose EC2NodeClass does not exist is not Ready and gets no nodes)"
+                f"{doc.at(path)}: {path}: EC2NodeClass {ref.name!r} is not in the manifests (a NodePool whose "
+                "EC2NodeClass does not exist is not Ready and gets no nodes)"
             )
 
 

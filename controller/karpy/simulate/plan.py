@@ -5,7 +5,7 @@ JSON contract (documented in README; keys are never renamed, only added):
     {"nodeclaims": [{"name", "nodepool", "instance_type", "instance_type_options": [...], "zone",
                      "capacity_type", "price_per_hour", "requests": {...}, "pods": ["ns/name", ...]}],
      "existing_nodes": [{"name", "pods": [...]}],
-     "unschedulable": [{"pod": "ns/name", "reason": "..."}],
+     "unschedulable": [{"pod": "ns/name", "reason": "...", "nodepools": [{"nodepool", "kind", "decisive", "message"}]}],
      "cost_per_hour": 0.0, "lower_bound_per_hour": 0.0}
 
 `instance_type` is the cheapest option and `zone`/`capacity_type` are those of its cheapest compatible offering.
@@ -26,7 +26,7 @@ from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.scheduling import results, scheduler
-from karpy.simulate import existing, manifests
+from karpy.simulate import existing, manifests, reasons
 
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
 
@@ -115,7 +115,8 @@ def run_with_overlays(
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
     catalog_, conflicting = overlaid(cluster, options)
     inp = scheduling_input(cluster, options, catalog_)
-    return scheduler.solve(dataclasses.replace(inp, deadline=deadline)), conflicting
+    # Diagnosed: an unschedulable pod's reason is shown NodePool by NodePool, decisive constraint first.
+    return scheduler.solve(dataclasses.replace(inp, deadline=deadline, diagnose=True)), conflicting
 
 
 def scheduling_input(
@@ -165,7 +166,10 @@ def to_json(results: results.Results, *, overlays: Sequence[Mapping[str, Any]] =
         for name, pods in sorted(results.existing_nodes.items())
         if pods
     ]
-    unschedulable = [{"pod": key, "reason": reason} for key, reason in sorted(results.unschedulable.items())]
+    unschedulable = [
+        {"pod": key, "reason": reason, "nodepools": reasons.nodepools(results.diagnoses.get(key))}
+        for key, reason in sorted(results.unschedulable.items())
+    ]
     out: dict[str, Any] = {
         "nodeclaims": claims,
         "existing_nodes": existing,
@@ -184,8 +188,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
-def to_table(plan: dict[str, Any], *, max_options: int = 3) -> str:
-    """The JSON plan rendered for people."""
+def to_table(plan: dict[str, Any], *, max_options: int = 3, width: int = reasons.DEFAULT_WIDTH) -> str:
+    """The JSON plan rendered for people; reasons wrapped at `width` columns."""
     lines: list[str] = []
     claims = plan["nodeclaims"]
     lines.append(f"NodeClaims to create: {len(claims)}")
@@ -214,7 +218,8 @@ def to_table(plan: dict[str, Any], *, max_options: int = 3) -> str:
     if plan["unschedulable"]:
         lines.append("")
         lines.append(f"Pods that cannot be scheduled: {len(plan['unschedulable'])}")
-        lines += [f"  {u['pod']}: {u['reason']}" for u in plan["unschedulable"]]
+        for u in plan["unschedulable"]:
+            lines += reasons.lines(u["pod"], u["reason"], u.get("nodepools", ()), width=width)
     refused = [o for o in plan.get("nodeoverlays", ()) if not o["applied"]]
     if refused:
         lines.append("")
