@@ -36,7 +36,7 @@ from karpy import tasks
 from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
-from karpy_emulator.apiserver import runner, server, validation
+from karpy_emulator.apiserver import resources, runner, server, validation
 from karpy_emulator.aws import moto_instances, seeding
 
 if TYPE_CHECKING:
@@ -102,6 +102,9 @@ class ClusterOptions:
     """Where virtual time starts."""
     seed: int | None = 7
     """Seed of the API server's generated names and uids (None: random)."""
+    namespace_lifecycle: bool = False
+    """Start with the system namespaces and refuse objects in a missing namespace, as a real cluster does (what
+    `karpy-emulator up` serves kubectl); off, tests may seed objects in any namespace."""
     crd_admission: bool = True
     """Whether the API server refuses NodePools, NodeClaims and EC2NodeClasses karpy's CRDs refuse. Off, it stores
     them as a cluster running other CRDs (an older or newer upstream) may: what karpy must read, or leave alone."""
@@ -245,6 +248,8 @@ class EmulatedCluster:
                 request_history=2000,
                 object_history=20,
                 validators=validation.karpenter() if opts.crd_admission else {},
+                kubernetes_version=opts.k8s_version,
+                namespace_lifecycle=opts.namespace_lifecycle,
             )
         )
         await asyncio.to_thread(self._kube.start)
@@ -271,6 +276,7 @@ class EmulatedCluster:
                 boot_delay=opts.boot_delay,
                 register_delay=opts.register_delay,
                 interval=opts.interval,
+                kubelet_version=resources.git_version(opts.k8s_version),
             ),
             clock=self.clock,
             instance_types={t.name: t for t in types},
