@@ -1,7 +1,8 @@
 """`karpy-emulator up` driven by the real kubectl, as the README's quick start shows it: the kubeconfig it writes
 (context named for the cluster), the system nodes, and the workload commands a user runs — `scale`, `rollout
 status`, `label`, `taint`, `cordon`, `drain` (the Eviction API, refused while a PDB allows no disruption), `wait
---for=condition`, `describe`, `get events`, `delete` (background propagation).
+--for=condition`, `describe`, `get events`, `delete` (background propagation), and a `NoExecute` taint emptying a
+node through the taint-manager stand-in.
 
 The cluster runs on the wall clock here (kubectl runs outside the process: virtual time could not know when it
 waits), each command bounded by kubectl's own `--timeout` and the helper's subprocess timeout; `up` runs in a
@@ -40,6 +41,17 @@ metadata: {name: web, namespace: default}
 spec:
   minAvailable: 2
   selector: {matchLabels: {app: web}}
+"""
+
+
+PINNED = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  nodeName: {node}
+  tolerations: {tolerations}
+  containers: [{{name: app, image: nginx}}]
 """
 
 
@@ -135,7 +147,23 @@ def test_up_serves_kubectl_until_stopped(running_up: tuple[Running, kubectl_supp
     assert drained.endswith(f"node/{node} drained\n")
     assert kubectl("get", "pods", "--field-selector", f"spec.nodeName={node}", "-o", "name") == ""
 
-    events = kubectl.run("get", "events", "-A")
-    assert events.out.startswith("LAST SEEN") or "No resources found" in events.err
+    # NoExecute: the taint manager deletes the pods that do not tolerate it, at once or after tolerationSeconds
+    other = nodes[1].removeprefix("node/")
+    pinned = {
+        "plain": "[]",
+        "patient": "[{key: maintenance, operator: Exists, tolerationSeconds: 2}]",
+        "stays": "[{key: maintenance, operator: Exists}]",
+    }
+    for name, tolerations in pinned.items():
+        kubectl("apply", "-f", "-", stdin=PINNED.format(name=name, node=other, tolerations=tolerations))
+    kubectl("taint", "node", other, "maintenance=now:NoExecute")
+    kubectl("wait", "--for=delete", "pod/plain", "pod/patient", "--timeout=60s")
+    assert kubectl("get", "pods", "--field-selector", f"spec.nodeName={other}", "-o", "name") == "pod/stays\n"
+    evicted = kubectl("get", "events", "--field-selector", "reason=TaintManagerEviction", "-o", "name").split()
+    assert len(evicted) == 2
+
+    events = kubectl_support.table(kubectl("get", "events", "-A"))
+    assert events[0] == ["NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert ["default", "Normal", "TaintManagerEviction"] in [[row[0], *row[2:4]] for row in events[1:]]
     kubectl("delete", "deployment", "web", "--cascade=background", "--timeout=60s")
     assert kubectl("get", "deployments", "-o", "name") == ""

@@ -35,7 +35,7 @@ from karpy import clock as karpy_clock
 from karpy import tasks
 from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
-from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
+from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, taint_manager, workloads
 from karpy_emulator.apiserver import resources, runner, server, validation
 from karpy_emulator.aws import moto_instances, seeding
 
@@ -137,6 +137,7 @@ class EmulatedCluster:
         self.workloads: workloads.WorkloadController | None = None
         self.pdbs: pdbs.DisruptionController | None = None
         self.garbage: garbage.GarbageCollector | None = None
+        self.taints: taint_manager.TaintManager | None = None
 
     # -- what the controller needs -------------------------------------------------------------------------------
 
@@ -293,6 +294,7 @@ class EmulatedCluster:
         )
         self.pdbs = pdbs.DisruptionController(self._client, clock=self.clock, interval=opts.interval, reader=reader)
         self.garbage = garbage.GarbageCollector(self._client, clock=self.clock, interval=opts.interval, reader=reader)
+        self.taints = taint_manager.TaintManager(self._client, clock=self.clock, interval=opts.interval, reader=reader)
         if opts.autojump or not opts.virtual_time:
             for name, loop in (
                 ("kubelet", self.kubelet.run),
@@ -300,6 +302,7 @@ class EmulatedCluster:
                 ("workloads", self.workloads.run),
                 ("disruption-controller", self.pdbs.run),
                 ("garbage-collector", self.garbage.run),
+                ("taint-manager", self.taints.run),
             ):
                 self._tasks.append(asyncio.create_task(loop(), name=f"emulated-{name}"))
 
@@ -328,7 +331,8 @@ class EmulatedCluster:
     # -- driving -------------------------------------------------------------------------------------------------
 
     async def step(self) -> None:
-        """One pass of each stand-in in causal order: the garbage collector deletes what lost its owner, workloads
+        """One pass of each stand-in in causal order: the garbage collector deletes what lost its owner, the taint
+        manager what must leave a NoExecute-tainted node, workloads
         make pods, the kubelet makes nodes, the scheduler binds, the kubelet starts what was bound, and the disruption
         controller counts the healthy pods."""
         if (
@@ -337,9 +341,11 @@ class EmulatedCluster:
             or self.workloads is None
             or self.pdbs is None
             or self.garbage is None
+            or self.taints is None
         ):
             raise RuntimeError("the emulated cluster is not running")
         await self.garbage.sync()
+        await self.taints.sync()
         await self.workloads.sync()
         await self.kubelet.sync()
         await self.scheduler.sync()
