@@ -1,7 +1,7 @@
 """`karpy-emulator up` driven by the real kubectl, as the README's quick start shows it: the kubeconfig it writes
 (context named for the cluster), the system nodes, and the workload commands a user runs — `scale`, `rollout
 status`, `label`, `taint`, `cordon`, `drain` (the Eviction API, refused while a PDB allows no disruption), `wait
---for=condition`, `describe`, `get events`, `delete` (background propagation), and a `NoExecute` taint emptying a
+--for=condition`, `describe`, `get events`, `delete` (foreground propagation), and a `NoExecute` taint emptying a
 node through the taint-manager stand-in.
 
 The cluster runs on the wall clock here (kubectl runs outside the process: virtual time could not know when it
@@ -165,5 +165,6 @@ def test_up_serves_kubectl_until_stopped(running_up: tuple[Running, kubectl_supp
     events = kubectl_support.table(kubectl("get", "events", "-A"))
     assert events[0] == ["NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert ["default", "Normal", "TaintManagerEviction"] in [[row[0], *row[2:4]] for row in events[1:]]
-    kubectl("delete", "deployment", "web", "--cascade=background", "--timeout=60s")
+    kubectl("delete", "deployment", "web", "--cascade=foreground", "--timeout=60s")
+    assert kubectl("get", "replicasets,pods", "-l", "app=web", "-o", "name") == ""
     assert kubectl("get", "deployments", "-o", "name") == ""
