@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from tests.emulator import kubectl as kubectl_support
+from tests.emulator import kubectl as emulator_kubectl
 
 from karpy_emulator import cluster, up
 
@@ -97,21 +97,21 @@ class Running:
 
 
 @pytest.fixture
-def running_up(tmp_path: pathlib.Path) -> Iterator[tuple[Running, kubectl_support.Kubectl]]:
-    if not kubectl_support.KUBECTL.exists():
-        pytest.fail(f"{kubectl_support.KUBECTL} is missing: run `make tools`")
+def running_up(tmp_path: pathlib.Path) -> Iterator[tuple[Running, emulator_kubectl.Kubectl]]:
+    if not emulator_kubectl.KUBECTL.exists():
+        pytest.fail(f"{emulator_kubectl.KUBECTL} is missing: run `make tools`")
     options = up.Options(cluster_name="shop-dev", zones=2, system_nodes=2, controller=False,
                          kubeconfig=tmp_path / "shop-dev.kubeconfig", boot_delay=0.5)  # fmt: skip
     running = Running(options)
     running.start()
     try:
-        yield running, kubectl_support.Kubectl(tmp_path / "shop-dev.kubeconfig", tmp_path / "kube-cache")
+        yield running, emulator_kubectl.Kubectl(tmp_path / "shop-dev.kubeconfig", tmp_path / "kube-cache")
     finally:
         running.stop()
     assert running.out.getvalue().endswith("cluster shop-dev stopped\n")
 
 
-def test_up_serves_kubectl_until_stopped(running_up: tuple[Running, kubectl_support.Kubectl]) -> None:
+def test_up_serves_kubectl_until_stopped(running_up: tuple[Running, emulator_kubectl.Kubectl]) -> None:
     running, kubectl = running_up
     config = yaml.safe_load(kubectl.kubeconfig.read_text())
     assert config["current-context"] == "shop-dev"
@@ -125,7 +125,7 @@ def test_up_serves_kubectl_until_stopped(running_up: tuple[Running, kubectl_supp
     kubectl("apply", "-f", "-", stdin=APP)
     kubectl("scale", "deployment", "web", "--replicas=2")
     assert "successfully rolled out" in kubectl("rollout", "status", "deployment/web", "--timeout=60s")
-    assert kubectl_support.table(kubectl("get", "deployment", "web"))[1][:2] == ["web", "2/2"]
+    assert emulator_kubectl.table(kubectl("get", "deployment", "web"))[1][:2] == ["web", "2/2"]
 
     node = nodes[0].removeprefix("node/")
     kubectl("label", "node", node, "team=shop")
@@ -134,7 +134,7 @@ def test_up_serves_kubectl_until_stopped(running_up: tuple[Running, kubectl_supp
     assert "dedicated=shop:NoSchedule" in description
     assert "team=shop" in description
     assert kubectl("cordon", node) == f"node/{node} cordoned\n"
-    assert kubectl_support.table(kubectl("get", "node", node))[1][1] == "Ready,SchedulingDisabled"
+    assert emulator_kubectl.table(kubectl("get", "node", node))[1][1] == "Ready,SchedulingDisabled"
 
     # the budget allows no disruption: drain evicts through the Eviction API, which refuses (429), until timeout
     pods_on_node = kubectl("get", "pods", "--field-selector", f"spec.nodeName={node}", "-o", "name").split()
@@ -170,7 +170,7 @@ def test_up_serves_kubectl_until_stopped(running_up: tuple[Running, kubectl_supp
     assert {"plain", "patient"} <= set(evicted)  # and any web pod that ran there
     assert "stays" not in evicted
 
-    events = kubectl_support.table(kubectl("get", "events", "-A"))
+    events = emulator_kubectl.table(kubectl("get", "events", "-A"))
     assert events[0] == ["NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert ["default", "Normal", "TaintManagerEviction"] in [[row[0], *row[2:4]] for row in events[1:]]
     kubectl("delete", "deployment", "web", "--cascade=foreground", "--timeout=60s")

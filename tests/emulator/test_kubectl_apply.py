@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from tests.emulator import kubectl as kubectl_support
+from tests.emulator import kubectl as emulator_kubectl
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -23,12 +23,12 @@ spec:
 """
 
 
-def _deployment(kubectl: kubectl_support.Kubectl) -> dict[str, object]:
+def _stored_web(kubectl: emulator_kubectl.Kubectl) -> dict[str, object]:
     got: dict[str, object] = json.loads(kubectl("get", "deployment", "web", "-o", "json"))
     return got
 
 
-def test_server_side_apply_creates_then_records_its_manager(kubectl: kubectl_support.Kubectl) -> None:
+def test_server_side_apply_creates_then_records_its_manager(kubectl: emulator_kubectl.Kubectl) -> None:
     assert kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT) == "deployment.apps/web serverside-applied\n"
     managed = json.loads(kubectl("get", "deployment", "web", "-o", "jsonpath={.metadata.managedFields}"))
     assert [(m["manager"], m["operation"]) for m in managed] == [("kubectl", "Apply")]
@@ -37,7 +37,7 @@ def test_server_side_apply_creates_then_records_its_manager(kubectl: kubectl_sup
     assert containers['k:{"name":"app"}'] == {".": {}, "f:image": {}, "f:name": {}}
 
 
-def test_another_applier_conflicts_unless_it_forces(kubectl: kubectl_support.Kubectl) -> None:
+def test_another_applier_conflicts_unless_it_forces(kubectl: emulator_kubectl.Kubectl) -> None:
     kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT)
     scaled = DEPLOYMENT.replace("replicas: 2", "replicas: 5")
     refused = kubectl.run("apply", "--server-side", "--field-manager=autoscaler", "-f", "-", stdin=scaled, check=False)
@@ -49,13 +49,13 @@ def test_another_applier_conflicts_unless_it_forces(kubectl: kubectl_support.Kub
     assert kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.replicas}") == "5"
 
 
-def test_a_field_dropped_from_the_configuration_is_removed(kubectl: kubectl_support.Kubectl) -> None:
+def test_a_field_dropped_from_the_configuration_is_removed(kubectl: emulator_kubectl.Kubectl) -> None:
     kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT)
     kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT.replace(", labels: {team: shop}", ""))
-    assert "labels" not in _deployment(kubectl)["metadata"]  # type: ignore[operator]
+    assert "labels" not in _stored_web(kubectl)["metadata"]  # type: ignore[operator]
 
 
-def test_client_side_apply_create_replace_and_patches(kubectl: kubectl_support.Kubectl) -> None:
+def test_client_side_apply_create_replace_and_patches(kubectl: emulator_kubectl.Kubectl) -> None:
     assert kubectl("create", "-f", "-", stdin=DEPLOYMENT) == "deployment.apps/web created\n"
     assert kubectl("apply", "-f", "-", stdin=DEPLOYMENT.replace("nginx", "nginx:1.27")).endswith("configured\n")
     assert kubectl("replace", "-f", "-", stdin=DEPLOYMENT.replace("replicas: 2", "replicas: 4")).endswith("replaced\n")
@@ -69,7 +69,7 @@ def test_client_side_apply_create_replace_and_patches(kubectl: kubectl_support.K
         "-p",
         '{"spec":{"template":{"spec":{"containers":[{"name":"log","image":"fluent"}]}}}}',
     )
-    got = _deployment(kubectl)
+    got = _stored_web(kubectl)
     assert got["metadata"]["labels"] == {"team": "shop", "tier": "front"}  # type: ignore[index]
     assert got["spec"]["replicas"] == 6  # type: ignore[index]
     names = [c["name"] for c in got["spec"]["template"]["spec"]["containers"]]  # type: ignore[index]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from tests.emulator import kubectl as kubectl_support
+from tests.emulator import kubectl as emulator_kubectl
 
 from karpy_emulator.apiserver import runner
 
@@ -21,14 +21,14 @@ data: {colour: blue}
 """
 
 
-def test_version_names_the_emulated_kubernetes(kubectl: kubectl_support.Kubectl) -> None:
+def test_version_names_the_emulated_kubernetes(kubectl: emulator_kubectl.Kubectl) -> None:
     version = json.loads(kubectl("version", "-o", "json"))
     assert version["serverVersion"]["gitVersion"] == "v1.31.0-eks-emulated"
     assert (version["serverVersion"]["major"], version["serverVersion"]["minor"]) == ("1", "31")
 
 
-def test_a_new_cluster_lists_its_system_namespaces(kubectl: kubectl_support.Kubectl) -> None:
-    rows = kubectl_support.table(kubectl("get", "namespaces"))
+def test_a_new_cluster_lists_its_system_namespaces(kubectl: emulator_kubectl.Kubectl) -> None:
+    rows = emulator_kubectl.table(kubectl("get", "namespaces"))
     assert rows[0] == ["NAME", "STATUS", "AGE"]
     assert [row[:2] for row in rows[1:]] == [
         ["default", "Active"],
@@ -39,7 +39,7 @@ def test_a_new_cluster_lists_its_system_namespaces(kubectl: kubectl_support.Kube
     assert kubectl("get", "ns", "default", "-o", "jsonpath={.status.phase}") == "Active"
 
 
-def test_create_namespace_then_objects_in_it(kubectl: kubectl_support.Kubectl) -> None:
+def test_create_namespace_then_objects_in_it(kubectl: emulator_kubectl.Kubectl) -> None:
     # kubectl's typed client posts the Namespace as protobuf (the emulator reads that envelope)
     assert kubectl("create", "namespace", "shop", "--dry-run=server", "-o", "name") == "namespace/shop\n"
     assert kubectl("create", "namespace", "shop") == "namespace/shop created\n"
@@ -49,13 +49,13 @@ def test_create_namespace_then_objects_in_it(kubectl: kubectl_support.Kubectl) -
     assert kubectl("get", "configmap", "settings", "-n", "shop", "-o", "jsonpath={.data.colour}") == "blue"
 
 
-def test_nothing_is_created_in_a_namespace_that_does_not_exist(kubectl: kubectl_support.Kubectl) -> None:
+def test_nothing_is_created_in_a_namespace_that_does_not_exist(kubectl: emulator_kubectl.Kubectl) -> None:
     refused = kubectl.run("apply", "-f", "-", stdin=CONFIGMAP, check=False)
     assert refused.code != 0
     assert 'namespaces "shop" not found' in refused.err
 
 
-def test_deleting_a_namespace_deletes_what_is_in_it(kubectl: kubectl_support.Kubectl) -> None:
+def test_deleting_a_namespace_deletes_what_is_in_it(kubectl: emulator_kubectl.Kubectl) -> None:
     kubectl("create", "namespace", "shop")
     kubectl("apply", "-f", "-", stdin=CONFIGMAP)
     kubectl("create", "namespace", "other")
@@ -66,7 +66,7 @@ def test_deleting_a_namespace_deletes_what_is_in_it(kubectl: kubectl_support.Kub
 
 
 def test_a_terminating_namespace_takes_nothing_new_and_goes_with_its_last_finalizer(
-    kubectl: kubectl_support.Kubectl, kubectl_server: runner.KubeAPIRunner
+    kubectl: emulator_kubectl.Kubectl, kubectl_server: runner.KubeAPIRunner
 ) -> None:
     kubectl("create", "namespace", "shop")
     held = CONFIGMAP.replace("metadata: {", "metadata: {finalizers: [example.com/hold], ")

@@ -8,7 +8,7 @@ import json
 import pathlib
 import urllib.request
 
-from tests.emulator import kubectl as kubectl_support
+from tests.emulator import kubectl as emulator_kubectl
 
 from karpy_emulator.apiserver import runner
 
@@ -26,20 +26,20 @@ spec:
 """
 
 
-def test_explain_reads_a_crd_schema(kubectl: kubectl_support.Kubectl) -> None:
+def test_explain_reads_a_crd_schema(kubectl: emulator_kubectl.Kubectl) -> None:
     text = kubectl("explain", "nodepool.spec.disruption")
     assert "KIND:       NodePool" in text
     assert "consolidateAfter\t<string> -required-" in text
     assert "budgets\t<[]Object>" in text
 
 
-def test_explain_reads_a_core_kind(kubectl: kubectl_support.Kubectl) -> None:
+def test_explain_reads_a_core_kind(kubectl: emulator_kubectl.Kubectl) -> None:
     text = kubectl("explain", "pod.spec.containers")
     assert "FIELD: containers <[]Container>" in text
     assert "image\t<string>" in text
 
 
-def test_apply_validates_strictly_on_the_server(kubectl: kubectl_support.Kubectl) -> None:
+def test_apply_validates_strictly_on_the_server(kubectl: emulator_kubectl.Kubectl) -> None:
     assert kubectl("apply", "-f", "-", stdin=DEPLOYMENT) == "deployment.apps/web created\n"
     typo = kubectl.run("apply", "-f", "-", stdin=DEPLOYMENT.replace("replicas: 1", "replicaz: 1"), check=False)
     assert typo.code == 1
@@ -52,7 +52,7 @@ def test_apply_validates_strictly_on_the_server(kubectl: kubectl_support.Kubectl
     kubectl("apply", "--validate=false", "-f", "-", stdin=DEPLOYMENT.replace("replicas: 1", "replicaz: 1"))
 
 
-def test_the_example_nodeclass_applies_as_the_readme_shows(kubectl: kubectl_support.Kubectl) -> None:
+def test_the_example_nodeclass_applies_as_the_readme_shows(kubectl: emulator_kubectl.Kubectl) -> None:
     out = kubectl("apply", "-f", str(EXAMPLES / "00-ec2nodeclass.yaml"))
     assert out == "ec2nodeclass.karpenter.k8s.aws/default created\n"
 

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from tests.emulator import kubectl as kubectl_support
+from tests.emulator import kubectl as emulator_kubectl
 
 from karpy_emulator.apiserver import columns, runner
 
@@ -50,7 +50,7 @@ spec:
 
 class Clock:
     def __init__(self) -> None:
-        self.now = kubectl_support.EPOCH
+        self.now = emulator_kubectl.EPOCH
 
     def __call__(self) -> float:
         return self.now
@@ -63,56 +63,56 @@ def clock() -> Clock:
 
 @pytest.fixture
 def kubectl_server(clock: Clock) -> Iterator[runner.KubeAPIRunner]:
-    with runner.KubeAPIRunner(kubectl_support.served_api(clock=clock)) as served:
+    with runner.KubeAPIRunner(emulator_kubectl.served_api(clock=clock)) as served:
         yield served
 
 
-def test_pods_show_ready_status_restarts_and_age(kubectl: kubectl_support.Kubectl, clock: Clock) -> None:
+def test_pods_show_ready_status_restarts_and_age(kubectl: emulator_kubectl.Kubectl, clock: Clock) -> None:
     kubectl("apply", "-f", "-", stdin=POD)
     clock.now += 300
-    assert kubectl_support.table(kubectl("get", "pods")) == [
+    assert emulator_kubectl.table(kubectl("get", "pods")) == [
         ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
         ["web", "0/2", "Pending", "0", "5m"],
     ]
-    wide = kubectl_support.table(kubectl("get", "pod", "web", "-o", "wide"))
+    wide = emulator_kubectl.table(kubectl("get", "pod", "web", "-o", "wide"))
     assert wide[0][5:7] == ["IP", "NODE"]
     assert wide[1][5:7] == ["<none>", "ip-10-0-1-17.ec2.internal"]
 
 
-def test_nodes_show_status_roles_and_version(kubectl: kubectl_support.Kubectl) -> None:
+def test_nodes_show_status_roles_and_version(kubectl: emulator_kubectl.Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=NODE)
-    assert kubectl_support.table(kubectl("get", "nodes")) == [
+    assert emulator_kubectl.table(kubectl("get", "nodes")) == [
         ["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
         ["ip-10-0-1-17.ec2.internal", "Ready,SchedulingDisabled", "worker", "0s", "v1.31.0-eks-emulated"],
     ]
 
 
-def test_a_crd_shows_its_printer_columns(kubectl: kubectl_support.Kubectl, clock: Clock) -> None:
+def test_a_crd_shows_its_printer_columns(kubectl: emulator_kubectl.Kubectl, clock: Clock) -> None:
     kubectl("apply", "-f", "-", stdin=NODECLAIM)
     clock.now += 3 * 3600 + 120
-    rows = kubectl_support.table(kubectl("get", "nodeclaims"))
+    rows = emulator_kubectl.table(kubectl("get", "nodeclaims"))
     assert rows == [
         ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"],
         ["default-x7k2p", "m5.large", "on-demand", "us-east-1a", "3h2m"],
     ]
-    wide = kubectl_support.table(kubectl("get", "nodeclaims", "-o", "wide"))
+    wide = emulator_kubectl.table(kubectl("get", "nodeclaims", "-o", "wide"))
     assert wide[0][7:] == ["IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED"]
 
 
-def test_a_kind_without_printer_shows_name_and_creation(kubectl: kubectl_support.Kubectl) -> None:
+def test_a_kind_without_printer_shows_name_and_creation(kubectl: emulator_kubectl.Kubectl) -> None:
     kubectl("create", "serviceaccount", "robot", "--dry-run=client", "-o", "yaml")
     kubectl("apply", "-f", "-", stdin="apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: robot}\n")
-    assert kubectl_support.table(kubectl("get", "serviceaccounts")) == [
+    assert emulator_kubectl.table(kubectl("get", "serviceaccounts")) == [
         ["NAME", "CREATED AT"],
         ["robot", "2023-11-14T22:13:20Z"],
     ]
 
 
-def test_get_watch_prints_each_change_as_a_row(kubectl: kubectl_support.Kubectl) -> None:
+def test_get_watch_prints_each_change_as_a_row(kubectl: emulator_kubectl.Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=NODECLAIM)
     env = {"KUBECONFIG": str(kubectl.kubeconfig), "KUBECACHEDIR": str(kubectl.cache)}
     with subprocess.Popen(
-        [str(kubectl_support.KUBECTL), "get", "nodeclaims", "-w", "--output-watch-events", "--request-timeout=30s"],
+        [str(emulator_kubectl.KUBECTL), "get", "nodeclaims", "-w", "--output-watch-events", "--request-timeout=30s"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -127,7 +127,7 @@ def test_get_watch_prints_each_change_as_a_row(kubectl: kubectl_support.Kubectl)
             assert watching.stdout.readline().split()[:3] == ["MODIFIED", "default-x7k2p", "c5.xlarge"]
         finally:
             watching.terminate()
-            watching.wait(kubectl_support.TIMEOUT)
+            watching.wait(emulator_kubectl.TIMEOUT)
 
 
 @pytest.mark.parametrize(

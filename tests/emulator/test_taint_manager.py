@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests import builders
 
 from karpy import clock
 from karpy.api import meta
@@ -25,17 +26,6 @@ TAINT = {"key": "maintenance", "value": "now", "effect": NO_EXECUTE}
 async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
     async with rest.RestClient(credentials.bearer(kube.url, "tester"), clock=clock.SystemClock()) as client:
         yield client
-
-
-def pod(name: str, node: str, tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "app", "image": "pause"}]}
-    if tolerations is not None:
-        spec["tolerations"] = tolerations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-
-
-def node(name: str, taints: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {"taints": taints}}
 
 
 @pytest.mark.parametrize(
@@ -58,19 +48,22 @@ def test_eviction_delay(tolerations: list[dict[str, Any]], delay: float | None) 
 
 async def test_pods_leave_a_no_execute_node_as_their_tolerations_say(api: rest.RestClient) -> None:
     manual = clock.ManualClock(1_700_000_000.0)
-    await api.create(resources.NODES, node("tainted", [TAINT]))
-    await api.create(resources.NODES, node("clean", []))
-    await api.create(resources.PODS, pod("plain", "tainted"))
-    await api.create(resources.PODS, pod("plain-elsewhere", "clean"))
+    await api.create(resources.NODES, builders.node("tainted", taints=[TAINT]))
+    await api.create(resources.NODES, builders.node("clean", taints=[]))
+    await api.create(resources.PODS, builders.pod("plain", node="tainted"))
+    await api.create(resources.PODS, builders.pod("plain-elsewhere", node="clean"))
     await api.create(
         resources.PODS,
-        pod(
+        builders.pod(
             "minute",
-            "tainted",
-            [{"key": "maintenance", "operator": "Exists", "effect": NO_EXECUTE, "tolerationSeconds": 60}],
+            node="tainted",
+            tolerations=[{"key": "maintenance", "operator": "Exists", "effect": NO_EXECUTE, "tolerationSeconds": 60}],
         ),
     )
-    await api.create(resources.PODS, pod("forever", "tainted", [{"key": "maintenance", "operator": "Exists"}]))
+    await api.create(
+        resources.PODS,
+        builders.pod("forever", node="tainted", tolerations=[{"key": "maintenance", "operator": "Exists"}]),
+    )
     manager = taint_manager.TaintManager(api, clock=manual)
     assert await manager.sync() == ["default/plain"]
     await manual.run_for(59)
@@ -90,8 +83,11 @@ async def test_pods_leave_a_no_execute_node_as_their_tolerations_say(api: rest.R
 
 async def test_a_taint_removed_in_time_cancels_the_eviction(api: rest.RestClient) -> None:
     manual = clock.ManualClock(1_700_000_000.0)
-    await api.create(resources.NODES, node("tainted", [TAINT]))
-    await api.create(resources.PODS, pod("minute", "tainted", [{"operator": "Exists", "tolerationSeconds": 60}]))
+    await api.create(resources.NODES, builders.node("tainted", taints=[TAINT]))
+    await api.create(
+        resources.PODS,
+        builders.pod("minute", node="tainted", tolerations=[{"operator": "Exists", "tolerationSeconds": 60}]),
+    )
     manager = taint_manager.TaintManager(api, clock=manual)
     assert await manager.sync() == []
     await manual.run_for(30)
