@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from tests.e2e import support
+from tests.emulator import kubectl as emulator_kubectl
 
 from karpy import settings
 from karpy.api import labels
@@ -42,7 +43,7 @@ async def gated(emulated: cluster.EmulatedCluster) -> AsyncIterator[controlplane
 async def kubectl(emulated: cluster.EmulatedCluster, config: pathlib.Path, *args: str) -> str:
     """Run the real kubectl against the emulated API server; its stdout (fails on a non-zero exit)."""
     proc = await asyncio.create_subprocess_exec(
-        "kubectl",
+        str(emulator_kubectl.KUBECTL),
         f"--kubeconfig={config}",
         *args,
         stdout=asyncio.subprocess.PIPE,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import kubernetes
 import pytest
+from tests.emulator import kubectl as emulator_kubectl
 
 from karpy_emulator.apiserver import runner, server
 
@@ -45,3 +46,16 @@ def custom(api_client: kubernetes.client.ApiClient) -> kubernetes.client.CustomO
 @pytest.fixture
 def policy(api_client: kubernetes.client.ApiClient) -> kubernetes.client.PolicyV1Api:
     return kubernetes.client.PolicyV1Api(api_client)
+
+
+@pytest.fixture
+def kubectl_server() -> Iterator[runner.KubeAPIRunner]:
+    """The API server as a cluster runs it (see `kubectl.served_api`), for the kubectl tests."""
+    with runner.KubeAPIRunner(emulator_kubectl.served_api()) as served:
+        yield served
+
+
+@pytest.fixture
+def kubectl(kubectl_server: runner.KubeAPIRunner, tmp_path: pathlib.Path) -> emulator_kubectl.Kubectl:
+    """The real kubectl against `kubectl_server`."""
+    return emulator_kubectl.factory(tmp_path)(kubectl_server)

@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, Self
 from karpy import clock as karpy_clock
 from karpy import tasks
 from karpy.cloudprovider import catalog
-from karpy.kube import clusterdns, credentials, resources, rest
-from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
-from karpy_emulator.apiserver import runner, server, validation
+from karpy.kube import clusterdns, credentials, rest
+from karpy.kube import resources as kube_resources
+from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, taint_manager, workloads
+from karpy_emulator.apiserver import resources, runner, server, validation
 from karpy_emulator.aws import moto_instances, seeding
 
 if TYPE_CHECKING:
@@ -133,6 +134,9 @@ class ClusterOptions:
     kube_dns_ip: str | None = ""
     """The cluster IP of the Service kube-system/kube-dns: "" for the service CIDR's tenth address (the one EKS gives
     it), None for no such Service (a cluster with a DNS setup of its own)."""
+    namespace_lifecycle: bool = False
+    """Start with the system namespaces and refuse objects in a missing namespace, as a real cluster does (what
+    `karpy-emulator up` serves kubectl); off, tests may seed objects in any namespace."""
     crd_admission: bool = True
     """Whether the API server refuses NodePools, NodeClaims and EC2NodeClasses karpy's CRDs refuse. Off, it stores
     them as a cluster running other CRDs (an older or newer upstream) may: what karpy must read, or leave alone."""
@@ -165,6 +169,7 @@ class EmulatedCluster:
         self.workloads: workloads.WorkloadController | None = None
         self.pdbs: pdbs.DisruptionController | None = None
         self.garbage: garbage.GarbageCollector | None = None
+        self.taints: taint_manager.TaintManager | None = None
 
     # -- what the controller needs -------------------------------------------------------------------------------
 
@@ -277,6 +282,8 @@ class EmulatedCluster:
                 request_history=2000,
                 object_history=20,
                 validators=validation.karpenter() if opts.crd_admission else {},
+                kubernetes_version=opts.k8s_version,
+                namespace_lifecycle=opts.namespace_lifecycle,
             )
         )
         await asyncio.to_thread(self._kube.start)
@@ -290,7 +297,7 @@ class EmulatedCluster:
             activity=autojump.activity_of(self.clock),
         )
         if opts.kube_dns_ip is not None:
-            await self._client.create(resources.SERVICES, kube_dns_service(opts.service_cidr, opts.kube_dns_ip))
+            await self._client.create(kube_resources.SERVICES, kube_dns_service(opts.service_cidr, opts.kube_dns_ip))
         # The stand-ins read one shared view of the store, as a control plane's controllers share informer caches.
         reader = self.reader
         types = await asyncio.to_thread(catalog.load, opts.region)
@@ -305,6 +312,7 @@ class EmulatedCluster:
                 boot_delay=opts.boot_delay,
                 register_delay=opts.register_delay,
                 interval=opts.interval,
+                kubelet_version=resources.git_version(opts.k8s_version),
             ),
             clock=self.clock,
             instance_types={t.name: t for t in types},
@@ -321,6 +329,7 @@ class EmulatedCluster:
         )
         self.pdbs = pdbs.DisruptionController(self._client, clock=self.clock, interval=opts.interval, reader=reader)
         self.garbage = garbage.GarbageCollector(self._client, clock=self.clock, interval=opts.interval, reader=reader)
+        self.taints = taint_manager.TaintManager(self._client, clock=self.clock, interval=opts.interval, reader=reader)
         if opts.autojump or not opts.virtual_time:
             for name, loop in (
                 ("kubelet", self.kubelet.run),
@@ -328,6 +337,7 @@ class EmulatedCluster:
                 ("workloads", self.workloads.run),
                 ("disruption-controller", self.pdbs.run),
                 ("garbage-collector", self.garbage.run),
+                ("taint-manager", self.taints.run),
             ):
                 self._tasks.append(asyncio.create_task(loop(), name=f"emulated-{name}"))
 
@@ -356,7 +366,8 @@ class EmulatedCluster:
     # -- driving -------------------------------------------------------------------------------------------------
 
     async def step(self) -> None:
-        """One pass of each stand-in in causal order: the garbage collector deletes what lost its owner, workloads
+        """One pass of each stand-in in causal order: the garbage collector deletes what lost its owner, the taint
+        manager what must leave a NoExecute-tainted node, workloads
         make pods, the kubelet makes nodes, the scheduler binds, the kubelet starts what was bound, and the disruption
         controller counts the healthy pods."""
         if (
@@ -365,9 +376,11 @@ class EmulatedCluster:
             or self.workloads is None
             or self.pdbs is None
             or self.garbage is None
+            or self.taints is None
         ):
             raise RuntimeError("the emulated cluster is not running")
         await self.garbage.sync()
+        await self.taints.sync()
         await self.workloads.sync()
         await self.kubelet.sync()
         await self.scheduler.sync()

@@ -1,5 +1,6 @@
 """A stand-in for kube-controller-manager's garbage collector, for the owner references the emulation relies on:
-NodeClaims owned by their NodePool (karpy, like upstream, sets `blockOwnerDeletion` on that reference).
+NodeClaims owned by their NodePool (karpy, like upstream, sets `blockOwnerDeletion` on that reference), and the
+workloads' chain, Pods owned by ReplicaSets owned by Deployments (`kubectl delete --cascade=foreground`).
 
 As pkg/controller/garbagecollector does, every `interval` seconds:
 * background propagation: a dependent whose owner (matched by uid) is gone is deleted;
@@ -17,18 +18,26 @@ from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy.kube import client, resources
-from karpy_emulator import loop, reads
+from karpy_emulator import loop, reads, workloads
 
 log = logging.getLogger(__name__)
 
 FOREGROUND: Final = "foregroundDeletion"
-OWNED: Final[tuple[tuple[resources.Resource, resources.Resource], ...]] = ((resources.NODECLAIMS, resources.NODEPOOLS),)
+OWNED: Final[tuple[tuple[resources.Resource, resources.Resource], ...]] = (
+    (resources.NODECLAIMS, resources.NODEPOOLS),
+    (resources.PODS, workloads.REPLICASETS),
+    (workloads.REPLICASETS, workloads.DEPLOYMENTS),
+)
 """(dependent, owner) pairs the stand-in collects."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("namespace") or "")
 
 
 def _owner_refs(obj: Mapping[str, Any], owner: resources.Resource) -> list[Mapping[str, Any]]:
@@ -67,13 +76,15 @@ class GarbageCollector:
                 orphaned = refs and all(o is None or self._foreground_deleting(o) for o in owner_states)
                 if orphaned and not _meta(dependent).get("deletionTimestamp"):
                     name = str(_meta(dependent).get("name"))
-                    await self._kube.delete(dependent_res, name)
-                    done.append(f"{dependent_res.kind}/{name}")
+                    if await self._kube.delete(dependent_res, name, namespace=_namespace(dependent)):
+                        done.append(f"{dependent_res.kind}/{name}")
             for owner in owners:
                 if self._foreground_deleting(owner) and not self._blocked(owner, dependents, owner_res):
                     name = str(_meta(owner).get("name"))
                     kept = [f for f in _meta(owner).get("finalizers") or () if f != FOREGROUND]
-                    await self._kube.patch(owner_res, name, {"metadata": {"finalizers": kept or None}})
+                    await self._kube.patch(
+                        owner_res, name, {"metadata": {"finalizers": kept or None}}, namespace=_namespace(owner)
+                    )
                     done.append(f"{owner_res.kind}/{name}")
         return done
 

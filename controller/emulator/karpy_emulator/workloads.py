@@ -269,7 +269,15 @@ class WorkloadController:
         else:
             replicas = sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in members)
             ready = sum(int((rs.get("status") or {}).get("readyReplicas") or 0) for rs in members)
-        wanted = {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}
+        # observedGeneration and updatedReplicas are what `kubectl rollout status` waits on (polymorphichelpers/
+        # rollout_status.go); the stand-in rolls a template change out at once, so every replica is updated.
+        wanted = {
+            "replicas": replicas,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "updatedReplicas": replicas,
+            "observedGeneration": int(_meta(obj).get("generation") or 1),
+        }
         old = obj.get("status") or {}
         if all(old.get(k, 0) == v for k, v in wanted.items()):
             return

@@ -41,6 +41,11 @@ _DELETE_FROM_PRIMITIVE = "$deleteFromPrimitiveList/"
 _IGNORED_DIRECTIVE_PREFIXES = ("$setElementOrder/", "$retainKeys")
 
 
+def merge_key(path: tuple[str, ...]) -> str | None:
+    """The key strategic merge (and server-side apply) merges the list at `path` by; None: atomic."""
+    return _MERGE_KEYS.get(path)
+
+
 def strategic_merge_patch(target: Any, patch: Any, path: tuple[str, ...] = ()) -> Any:
     if not isinstance(patch, Mapping):
         return objects.clone(patch)

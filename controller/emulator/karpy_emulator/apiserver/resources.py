@@ -15,6 +15,8 @@ import kmock
 from karpy.api import labels, nodeoverlay
 from karpy_emulator.apiserver import kmock_private
 
+KUBERNETES_VERSION = "1.31"
+"""The Kubernetes minor version the emulated cluster runs unless told otherwise (the AMIs seeded for it too)."""
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
@@ -135,4 +137,26 @@ def resource_list(
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": listed,
+    }
+
+
+def git_version(kubernetes_version: str) -> str:
+    """`v1.31.0-eks-emulated`: how the emulated API server and kubelets name `major.minor` (EKS's own builds read
+    `v1.31.4-eks-<commit>`)."""
+    return f"v{kubernetes_version}.0-eks-emulated"
+
+
+def server_version(kubernetes_version: str) -> dict[str, str]:
+    """The `/version` answer (apimachinery's version.Info) for `major.minor`."""
+    major, minor = kubernetes_version.split(".", 1)
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": git_version(kubernetes_version),
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "go1.22.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
     }

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Self
 
 import aiohttp.web
 import attrs
@@ -21,15 +21,21 @@ import kmock
 
 from karpy_emulator.apiserver import (
     api_status,
+    apply,
     audit,
+    fields,
     kmock_private,
+    namespaces,
     objects,
+    openapi,
     patches,
     pods,
+    protobuf,
     resources,
     scale,
     selectors,
     store,
+    tables,
     validation,
     watching,
 )
@@ -69,6 +75,11 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     """Versions kept per object in `api.objects[...].history` (None: all, as kmock does); bound it for long runs."""
     request_history: int | None = None
     """Requests kept for kmock's request spy (None: all, as kmock does); bound it for long runs."""
+    kubernetes_version: str = resources.KUBERNETES_VERSION
+    """The Kubernetes minor version served (`/version`; `major.minor`), as the nodes' kubelets report it."""
+    namespace_lifecycle: bool = False
+    """Start with the system namespaces and refuse objects in a namespace that does not exist, as a real cluster
+    does (NamespaceLifecycle admission). Off, objects may name any namespace (what most tests seed)."""
 
     accesses: audit.Log = attrs.field(factory=audit.Log, init=False)
     """Every distinct (user, verb, resource, namespace, name) requested, for RBAC checks (see `audit`)."""
@@ -82,6 +93,7 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     _own_reactions: int = attrs.field(default=0, init=False)
     _kinds: dict[kmock.resource, tuple[objects.Kind, frozenset[str]]] = attrs.field(factory=dict, init=False)
     _kinds_declared: int = attrs.field(default=0, init=False)
+    _openapi: openapi.Served = attrs.field(factory=openapi.Served, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -139,7 +151,29 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         matching.sort(key=lambda item: (item[0][1] or "", item[0][2]))  # by namespace, then name, as `_list`
         return [obj for _, obj in matching], str(self._db.resource_version)
 
+    async def __aenter__(self) -> Self:
+        await super().__aenter__()
+        if self.namespace_lifecycle:
+            async with self._lock:
+                for name in namespaces.SYSTEM:
+                    if self._db.live(namespaces.key(name)) is None:
+                        await self._store_new(namespaces.KIND, namespaces.key(name), namespaces.manifest(name))
+        return self
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        return await super().__call__(protobuf.readable(namespaces.routable(raw_request)))
+
+    async def _serve_server_version(self, request: kmock.Request) -> Any:
+        return resources.server_version(self.kubernetes_version)
+
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        request = namespaces.restored(request)
+        if request.method == "GET" and request.url.path.startswith("/openapi/"):
+            code, document = self._openapi.answer(request.url.path, request.headers.get("Accept", ""), self.resources)
+            if document is None:
+                error = api_status.resource_not_found(request.url.path)
+                document = api_status.failure(code, "NotAcceptable" if code == 406 else error.reason, error.message)
+            return await _ok(document, code)(request)
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.
         try:
@@ -212,9 +246,15 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         sub = request.subresource
         if request.action == kmock.action.WATCH:
             return self._watch_response(request, kind)
+        as_table = tables.wanted(request.headers.get("Accept", ""))
         match request.method, named, sub:
+            case "GET", False, None if as_table:
+                return _ok(self._table(request, kind, json.loads(self._list(request, kind))))
             case "GET", False, None:
                 return _ok(self._list(request, kind))
+            case "GET", True, None if as_table:
+                obj = json.loads(self._fetch(request, kind))
+                return _ok(self._table(request, kind, {"items": [obj], "metadata": objects.metadata(obj)}))
             case "GET", True, None | "status":
                 return _ok(self._fetch(request, kind))
             case "GET", True, "scale":
@@ -268,6 +308,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
 
     @staticmethod
     def _body(request: kmock.Request) -> dict[str, Any]:
+        if request.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
+            return protobuf.decode(request.body)
         if not isinstance(request.data, dict):
             raise api_status.bad_request("the request body must be a JSON object")
         return request.data
@@ -326,6 +368,17 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         body = b", ".join(self._db.encoded_live(key) for key in items)
         return head[:-1] + b', "items": [' + body + b"]}"
 
+    def _table(self, request: kmock.Request, kind: objects.Kind, listed: Mapping[str, Any]) -> dict[str, Any]:
+        meta = listed.get("metadata") or {}
+        return tables.table(
+            kind,
+            listed.get("items") or (),
+            now=self.clock(),
+            resource_version=str(meta.get("resourceVersion", "")),
+            include=request.params.get("includeObject", "Metadata"),
+            continue_=meta.get("continue"),
+        )
+
     # -- writes -------------------------------------------------------------------------------------------------
 
     async def _create(self, request: kmock.Request, kind: objects.Kind) -> bytes:
@@ -346,23 +399,40 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             key = self._key(request, kind, name)
             if self._db.live(key) is not None:
                 raise api_status.already_exists(kind.plural, kind.group, name)
-            uid = objects.new_uid(self._rng)
-            now = self.clock()
-            obj = objects.created(
-                body,
-                kind,
-                namespace=key[1],
-                name=name,
-                uid=uid,
-                resource_version=self._db.resource_version + 1,
-                now=now,
+            if kind.namespaced:
+                namespaces.admit(self._db, key[1], strict=self.namespace_lifecycle)
+            obj = await self._store_new(
+                kind, key, body, dry_run="dryRun" in request.params, directive=request.params.get("fieldValidation")
             )
-            obj = self._default(kind, obj)
-            self._validate(kind, obj, None)
-            if "dryRun" in request.params:
-                return watching.encode(obj)
-            await self._db.add(key, obj)
         return self._db.encoded_as(key, obj)
+
+    async def _store_new(
+        self,
+        kind: objects.Kind,
+        key: Key,
+        body: Mapping[str, Any],
+        *,
+        dry_run: bool = False,
+        directive: str | None = None,
+    ) -> dict[str, Any]:
+        """Stamp, default, admit and (unless `dry_run`) store a new object; under the lock."""
+        obj = objects.created(
+            body,
+            kind,
+            namespace=key[1],
+            name=key[2],
+            uid=objects.new_uid(self._rng),
+            resource_version=self._db.resource_version + 1,
+            now=self.clock(),
+        )
+        if key[0] == namespaces.NAMESPACES:
+            obj = namespaces.defaulted(obj)
+        obj = self._default(kind, obj)
+        fields.check(obj, kind, directive)
+        self._validate(kind, obj, None)
+        if not dry_run:
+            await self._db.add(key, obj)
+        return obj
 
     def _generated_name(self, request: kmock.Request, kind: objects.Kind, prefix: str) -> str:
         """A name from `generateName` that no live object has: a taken one is drawn again, up to
@@ -377,6 +447,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
 
     async def _patch(self, request: kmock.Request, kind: objects.Kind) -> bytes:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type == apply.CONTENT_TYPE and request.subresource is None:
+            return await self._apply(request, kind)
         patch_type = _PATCH_TYPES.get(content_type)
         if patch_type is None or (patch_type == "strategic" and kind.custom):
             raise api_status.unsupported_media_type(content_type)
@@ -403,6 +475,33 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             if request.subresource == "scale":
                 return self._scaled(await self._write(request, kind, key, old, scale.applied(old, new)))
             return await self._write(request, kind, key, old, new)
+
+    async def _apply(self, request: kmock.Request, kind: objects.Kind) -> bytes:
+        manager = request.params.get("fieldManager")
+        if not manager:
+            raise api_status.bad_request("PATCH requests with the apply patch type require a fieldManager")
+        config = apply.configuration(request.body)
+        if objects.metadata(config).get("name") not in (None, request.name):
+            raise api_status.bad_request("the name of the object does not match the name on the URL")
+        async with self._lock:
+            key = self._key(request, kind)
+            old = self._db.live(key)
+            new = apply.applied(
+                old,
+                config,
+                kind,
+                manager=manager,
+                force=request.params.get("force") == "true",
+                now=objects.timestamp(self.clock()),
+            )
+            if old is not None:
+                return await self._write(request, kind, key, old, new)
+            if kind.namespaced:
+                namespaces.admit(self._db, key[1], strict=self.namespace_lifecycle)
+            obj = await self._store_new(
+                kind, key, new, dry_run="dryRun" in request.params, directive=request.params.get("fieldValidation")
+            )
+        return self._db.encoded_as(key, obj)
 
     async def _replace(self, request: kmock.Request, kind: objects.Kind) -> bytes:
         body = self._body(request)
@@ -443,10 +542,22 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         if result is None:
             return self._db.encoded_live(key)
         result = self._default(kind, result)
+        fields.check(result, kind, request.params.get("fieldValidation"))
         self._validate(kind, result, old)
         if "dryRun" in request.params:
             return watching.encode(result)
-        return self._db.encoded_as(key, await self._db.update(key, old, result))
+        stored = await self._db.update(key, old, result, held=key[0] == namespaces.NAMESPACES)
+        if kind.namespaced and key[1]:
+            await self._settle_namespace(key[1])
+        return self._db.encoded_as(key, stored)
+
+    def _namespaced_resources(self) -> list[kmock.resource]:
+        return [resource for resource in self.resources if self.resources[resource].namespaced]
+
+    async def _settle_namespace(self, name: str) -> None:
+        """A write in a terminating namespace may have removed its last object (under the lock)."""
+        if namespaces.is_terminating(self._db.live(namespaces.key(name))):
+            await namespaces.settle(self._db, name, namespaced=self._namespaced_resources())
 
     async def _delete(self, request: kmock.Request, kind: objects.Kind) -> Any:
         options = request.data if isinstance(request.data, dict) else {}
@@ -472,7 +583,14 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                     actual = meta.get(field)
                     why = f"Precondition failed: {field} in precondition: {expected}, {field} in object meta: {actual}"
                     raise api_status.conflict(kind.plural, kind.group, key[2], why)
-            result, gone = await self._db.delete(key, old)
+            if key[0] == namespaces.NAMESPACES:
+                result, gone = await namespaces.delete(
+                    self._db, old, namespaced=self._namespaced_resources(), now=self.clock()
+                )
+            else:
+                result, gone = await self._db.delete(key, old)
+                if gone and key[1]:
+                    await self._settle_namespace(key[1])
         if gone and not (kind.plural == "pods" and kind.group == ""):
             return api_status.success(
                 details={"name": key[2], "group": kind.group, "kind": kind.plural, "uid": meta.get("uid")}
@@ -525,4 +643,14 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             initial_events=params.get("sendInitialEvents") == "true",
             lifetime=timeout,
         )
+        if tables.wanted(request.headers.get("Accept", "")):
+            stream = self._table_frames(stream, kind, include=request.params.get("includeObject", "Metadata"))
+            return kmock_private.Response(status=200, payload=stream, headers=tables.HEADERS)
         return kmock_private.Response(status=200, payload=stream, headers=_JSON)
+
+    async def _table_frames(
+        self, stream: AsyncIterator[bytes], kind: objects.Kind, *, include: str
+    ) -> AsyncIterator[bytes]:
+        """`kubectl get -w`: every watch event's object as a one-row Table."""
+        async for frame in stream:
+            yield tables.watch_frame(kind, frame, now=self.clock(), include=include)

@@ -114,12 +114,15 @@ class Store:
             key[0], watching.Change(watching.EventType.ADDED, self.resource_version, obj, None, encoded)
         )
 
-    async def update(self, key: Key, old: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-        """Store `result` (stamped with the next version); deletes it when its last finalizer went away."""
+    async def update(
+        self, key: Key, old: dict[str, Any], result: dict[str, Any], *, held: bool = False
+    ) -> dict[str, Any]:
+        """Store `result` (stamped with the next version); deletes it when its last finalizer went away, unless
+        `held` (a terminating namespace, which its controller removes)."""
         self.next_version()
         encoded = self._put(key, result)
         meta = objects.metadata(result)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not held:
             self._gone(key)
             change = watching.Change(watching.EventType.DELETED, self.resource_version, result, None, encoded)
         else:

@@ -333,3 +333,47 @@ def _instance_view(instance: Mapping[str, Any]) -> InstanceView:
         image_id=str(instance.get("ImageId") or ""),
         spot=instance.get("InstanceLifecycle") == "spot",
     )
+
+
+SYSTEM_NODEGROUP = "system"
+SYSTEM_INSTANCE_TYPE = "m5.large"
+
+
+def system_node_user_data(cluster_name: str, nodegroup: str = SYSTEM_NODEGROUP) -> str:
+    """An EKS managed node group's AL2023 user data: a nodeadm NodeConfig whose kubelet labels the node with its
+    group (`eks.amazonaws.com/nodegroup`, as EKS does), read back by the kubelet stand-in."""
+    return (
+        "apiVersion: node.eks.aws/v1alpha1\n"
+        "kind: NodeConfig\n"
+        "spec:\n"
+        f"  cluster: {{name: {cluster_name}}}\n"
+        "  kubelet:\n"
+        "    flags:\n"
+        f"    - --node-labels=eks.amazonaws.com/nodegroup={nodegroup},eks.amazonaws.com/capacityType=ON_DEMAND\n"
+    )
+
+
+def launch_system_nodes(seeded: Seeded, count: int) -> list[str]:
+    """Run `count` instances of a managed node group (not karpy's), spread over the seeded subnets; the kubelet
+    stand-in registers them as Nodes like any instance tagged for the cluster. Returns their ids."""
+    if count <= 0:
+        return []
+    ec2 = _session(seeded.region).client("ec2")
+    image = next(iter(seeded.images.values()))
+    tags = [
+        {"Key": f"{labels.TAG_CLUSTER_PREFIX}{seeded.cluster_name}", "Value": "owned"},
+        {"Key": "eks:nodegroup-name", "Value": SYSTEM_NODEGROUP},
+    ]
+    ids: list[str] = []
+    for index in range(count):
+        answer = ec2.run_instances(
+            ImageId=image,
+            InstanceType=SYSTEM_INSTANCE_TYPE,
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=seeded.subnet_ids[index % len(seeded.subnet_ids)],
+            UserData=system_node_user_data(seeded.cluster_name),
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        )
+        ids.append(str(answer["Instances"][0]["InstanceId"]))
+    return ids
