@@ -42,6 +42,8 @@ def main() -> dict[str, Any]:
             ),
             helm=args.HelmArgs(create_namespace=True, values={"settings": {"featureGates": {"nodeRepair": True}}}),
             tags={"team": "platform"},
+            # Outside this repository there is no Dockerfile to build: run a published image.
+            image=args.ImageArgs(reference=image) if (image := config.get("imageReference")) else args.ImageArgs(),
         ),
         opts=providers,
     )
