@@ -84,12 +84,16 @@ def pulumi_run() -> Iterator[Run]:
     (pytest-asyncio) has unset the main thread's loop; such a test run gets a fresh loop set for the thread. It is
     not closed here: Pulumi keeps callbacks scheduled on it past the end of a program. It is kept referenced for the
     life of the process (`_PULUMI_LOOPS`): left to the garbage collector it would warn (an error here) inside whichever
-    later test collected it, which on parallel workers is an unrelated test.
+    later test collected it, which on parallel workers is an unrelated test. Where no loop was ever set, Python 3.12
+    and 3.13 warn (DeprecationWarning, before creating one implicitly) instead of raising: the warning, raised here,
+    takes the same path, so no untracked loop is created.
     """
     policy_ = asyncio.get_event_loop_policy()
     try:
-        policy_.get_event_loop()
-    except RuntimeError:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            policy_.get_event_loop()
+    except (RuntimeError, DeprecationWarning):
         loop = policy_.new_event_loop()
         _PULUMI_LOOPS.append(loop)
         policy_.set_event_loop(loop)
