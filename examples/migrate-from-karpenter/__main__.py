@@ -79,6 +79,8 @@ def main() -> dict[str, Any]:
                 values=plan.helm_values(lease=config.get("upstreamLease") or "karpenter-leader-election")
             ),
             tags={"migration": "from-karpenter"},
+            # Outside this repository there is no Dockerfile to build: run a published image.
+            image=args.ImageArgs(reference=image) if (image := config.get("imageReference")) else args.ImageArgs(),
         ),
         opts=pulumi.ResourceOptions(providers=[aws_provider, k8s_provider]),
     )

@@ -241,6 +241,8 @@ def install_karpy(
         helm=pulumi_karpy.HelmArgs(values={"nodeSelector": pin}),
         tags={"migration": "from-managed-node-groups"},
     )
+    if image := config.get("imageReference"):  # outside this repository there is no Dockerfile to build
+        karpenter_args["image"] = pulumi_karpy.ImageArgs(reference=image)
     if plan.node_pools:
         karpenter_args["default_node_pool"] = pulumi_karpy.DefaultNodePoolArgs(name="migrated")
     karpenter = pulumi_karpy.Karpenter(

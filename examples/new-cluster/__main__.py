@@ -158,6 +158,8 @@ def main() -> dict[str, Any]:
             helm=args.HelmArgs(values={"nodeSelector": {SYSTEM_LABEL: "true"}}),
             default_node_pool=args.DefaultNodePoolArgs(),
             tags={"example": "new-cluster"},
+            # Outside this repository there is no Dockerfile to build: run a published image.
+            image=args.ImageArgs(reference=image) if (image := config.get("imageReference")) else args.ImageArgs(),
         ),
         opts=pulumi.ResourceOptions(providers=[aws_provider, k8s_provider], depends_on=[system]),
     )

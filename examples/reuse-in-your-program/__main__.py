@@ -43,6 +43,8 @@ def main() -> dict[str, Any]:
             ),
             helm=args.HelmArgs(values={"settings": {"featureGates": {"nodeRepair": True}}}),  # creates "karpy"
             tags={"team": "platform"},
+            # Outside this repository there is no Dockerfile to build: run a published image.
+            image=args.ImageArgs(reference=image) if (image := config.get("imageReference")) else args.ImageArgs(),
         ),
         opts=providers,
     )

@@ -158,7 +158,9 @@ class ImageArgs(TypedDict):
     context: NotRequired[str]
     """Build context holding the Dockerfile; unset = the source tree this package was installed from."""
     platforms: NotRequired[Sequence[str]]
-    """Platforms to build; default linux/amd64 and linux/arm64, so Graviton and x86 nodes both run it."""
+    """Platforms to build (linux/amd64, linux/arm64). Default one: the architecture helm.values.nodeSelector pins
+    (kubernetes.io/arch), else linux/amd64, and the controller is pinned to it; a stock Docker engine builds one
+    platform. Both need the containerd image store and QEMU (or a builder per architecture)."""
     repository_name: NotRequired[str]
     """Explicit ECR repository name; unset = auto-naming from the component name."""
 

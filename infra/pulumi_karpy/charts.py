@@ -124,6 +124,7 @@ def owned_values(
     resources: Mapping[str, Any],
     log_level: str,
     image: object,
+    pinned_arch: str | None = None,
 ) -> dict[str, Any]:
     """The values the component wires from its resources (plain values or pulumi Outputs)."""
     # The region of the stack's AWS provider: the controller's AWS_REGION, so it never depends on the node's
@@ -136,7 +137,7 @@ def owned_values(
     service_account_values: dict[str, Any] = {"create": True, "name": service_account}
     if irsa_role_arn is not None:
         service_account_values["annotations"] = {IRSA_ANNOTATION: irsa_role_arn}
-    return {
+    owned: dict[str, Any] = {
         "settings": settings,
         "serviceAccount": service_account_values,
         "teardown": {"timeout": f"{teardown_seconds(timeout_seconds)}s"},
@@ -144,3 +145,8 @@ def owned_values(
         "logLevel": log_level,
         "controller": {"image": image, "resources": dict(resources)},
     }
+    if pinned_arch is not None:
+        # A single-platform image (the default build) runs only on nodes of its architecture. Merged key by key
+        # with the chart's own nodeSelector (kubernetes.io/os) and the caller's.
+        owned["nodeSelector"] = {"kubernetes.io/arch": pinned_arch}
+    return owned

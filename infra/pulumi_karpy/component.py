@@ -163,6 +163,7 @@ class Karpenter(pulumi.ComponentResource):
             resources=helm.resources,
             log_level=helm.log_level,
             image=image_values,
+            pinned_arch=pulumi_karpy_spec.pinned_arch(spec),
         )
         return k8s.helm.v3.Release(
             f"{scope.name}-controller",

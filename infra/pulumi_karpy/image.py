@@ -1,6 +1,6 @@
 """The controller image: built from this package's Dockerfile and pushed to an ECR repository the stack owns
-(pulumi-docker-build, BuildKit, multi-platform), or a reference the caller gives. The release pins the pushed
-digest, so a rebuild rolls the controller and a re-tag cannot change what runs.
+(pulumi-docker-build, BuildKit; one platform unless asked for more), or a reference the caller gives. The release pins
+the pushed digest, so a rebuild rolls the controller and a re-tag cannot change what runs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pulumi_docker_build as docker_build
 
 from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import scope as pulumi_karpy_scope
+from pulumi_karpy import spec as pulumi_karpy_spec
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 """Where an installed-from-source package's Dockerfile is: the repository root (infra/pulumi_karpy/../..)."""
@@ -83,7 +84,7 @@ def declare(scope: pulumi_karpy_scope.Scope) -> ControllerImage:
         f"{scope.name}-image",
         context=docker_build.BuildContextArgs(location=relative(context)),
         dockerfile=docker_build.DockerfileArgs(location=relative(context / "Dockerfile")),
-        platforms=[docker_build.Platform(p) for p in spec.platforms],
+        platforms=[docker_build.Platform(p) for p in pulumi_karpy_spec.build_platforms(scope.spec)],
         push=True,
         tags=[repository.repository_url.apply(lambda url: f"{url}:{pulumi_karpy_args.VERSION}")],
         registries=[

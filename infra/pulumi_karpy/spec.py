@@ -19,8 +19,12 @@ import pulumi
 from pulumi_karpy import args as pulumi_karpy_args
 from pulumi_karpy import documents, policy
 
-DEFAULT_PLATFORMS = ("linux/amd64", "linux/arm64")
-SUPPORTED_PLATFORMS = frozenset(DEFAULT_PLATFORMS)
+SUPPORTED_PLATFORMS = ("linux/amd64", "linux/arm64")
+DEFAULT_PLATFORM = "linux/amd64"
+"""What the image is built for when neither `image.platforms` nor the controller's nodeSelector says: one platform,
+which a stock Docker engine builds (a multi-platform build needs the containerd image store, and QEMU for the
+foreign architecture)."""
+ARCH_LABEL = "kubernetes.io/arch"
 DEFAULT_NAMESPACE = "kube-system"
 
 
@@ -83,7 +87,7 @@ class Helm:
 class Image:
     reference: pulumi.Input[str] | None = None
     context: str | None = None
-    platforms: Sequence[str] = DEFAULT_PLATFORMS
+    platforms: Sequence[str] = ()
     repository_name: str | None = None
 
     @property
@@ -299,9 +303,17 @@ def _helm_and_image(spec: Karpenter) -> list[str]:
     if not _K8S_NAME.match(helm.release_name):
         problems.append(f"helm.release_name: {helm.release_name!r} is not a Helm release name")
     image = spec.image
-    unknown = [p for p in image.platforms if p not in SUPPORTED_PLATFORMS]
-    if unknown or not image.platforms:
-        problems.append(f"image.platforms: {list(image.platforms)!r} must be some of {', '.join(DEFAULT_PLATFORMS)}")
+    platforms = build_platforms(spec)
+    unknown = [p for p in platforms if p not in SUPPORTED_PLATFORMS]
+    if unknown and (image.build or image.platforms):
+        where = "image.platforms" if image.platforms else f"helm.values.nodeSelector {ARCH_LABEL}"
+        problems.append(f"{where}: {', '.join(unknown)} is not one of {', '.join(SUPPORTED_PLATFORMS)}")
+    arch = node_selector_arch(helm.values)
+    if image.build and arch is not None and f"linux/{arch}" not in platforms:
+        problems.append(
+            f"image.platforms: {platforms!r} has no linux/{arch}, the controller's nodes"
+            f" (helm.values.nodeSelector {ARCH_LABEL})"
+        )
     if not image.build and (image.context is not None or image.repository_name is not None):
         problems.append("image: context/repository_name build an image; they cannot be combined with reference")
     if image.repository_name is not None and not re.match(r"^[a-z0-9]+([._/-][a-z0-9]+)*$", image.repository_name):
@@ -310,3 +322,27 @@ def _helm_and_image(spec: Karpenter) -> list[str]:
     if pool is not None and not _K8S_NAME.match(pool.name):
         problems.append(f"default_node_pool.name: {pool.name!r} is not a Kubernetes name")
     return problems
+
+
+def node_selector_arch(values: Mapping[str, Any]) -> str | None:
+    """The architecture the controller's nodeSelector pins (when given as a plain string)."""
+    selector = values.get("nodeSelector")
+    arch = selector.get(ARCH_LABEL) if isinstance(selector, Mapping) else None
+    return arch if isinstance(arch, str) else None
+
+
+def build_platforms(spec: Karpenter) -> list[str]:
+    """The platforms the image is built for: `image.platforms` if given; else the one the controller's nodes are
+    (helm.values.nodeSelector kubernetes.io/arch); else linux/amd64."""
+    if spec.image.platforms:
+        return list(spec.image.platforms)
+    arch = node_selector_arch(spec.helm.values)
+    return [f"linux/{arch}"] if arch is not None else [DEFAULT_PLATFORM]
+
+
+def pinned_arch(spec: Karpenter) -> str | None:
+    """A single-platform image runs only on nodes of its architecture: the controller is pinned to it there."""
+    platforms = build_platforms(spec)
+    if not spec.image.build or len(platforms) != 1:
+        return None
+    return platforms[0].removeprefix("linux/")

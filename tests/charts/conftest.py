@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 HELM = REPO / ".tools" / "bin" / "helm"
 CHART = REPO / "charts" / "karpy"
 CRD_CHART = REPO / "charts" / "karpy-crd"
+IMAGE_REPOSITORY = "registry.example.com/karpy"
+"""The chart requires an image repository (none is published under a default name): the tests render with this one."""
 
 Helm = Callable[..., subprocess.CompletedProcess[str]]
 Render = Callable[..., list[dict[str, Any]]]
@@ -59,7 +61,7 @@ def render(helm: Helm) -> Render:
     def run(
         values: dict[str, str] | None = None, *, chart: Path = CHART, extra: Sequence[str] = ()
     ) -> list[dict[str, Any]]:
-        given = {"settings.clusterName": "demo", **(values or {})}
+        given = {"settings.clusterName": "demo", "controller.image.repository": IMAGE_REPOSITORY, **(values or {})}
         key = (tuple(sorted(given.items())), chart, tuple(extra))
         if key not in cache:
             cache[key] = helm("template", "kp", str(chart), "--namespace", "karpy", *set_args(given), *extra).stdout

@@ -63,7 +63,7 @@ def render(*, release: str = RELEASE, namespace: str = NAMESPACE, values: Sequen
     with tempfile.TemporaryDirectory(prefix="karpy-helm-") as home:
         result = subprocess.run(
             [str(HELM), "template", release, str(CHART), "--namespace", namespace, "--set",
-             "settings.clusterName=demo", *values],
+             "settings.clusterName=demo", "--set", "controller.image.repository=registry.example.com/karpy", *values],
             capture_output=True, text=True, timeout=60, check=True,
             env={**os.environ, "HELM_CACHE_HOME": home, "HELM_CONFIG_HOME": home, "HELM_DATA_HOME": home},
         )  # fmt: skip

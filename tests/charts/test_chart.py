@@ -18,7 +18,7 @@ from karpy.api import errors
 from karpy.wiring import unsupported
 
 from . import rbac, upstream
-from .conftest import CHART, CRD_CHART, REPO, Helm, Render, Schemas, by_kind, one
+from .conftest import CHART, CRD_CHART, IMAGE_REPOSITORY, REPO, Helm, Render, Schemas, by_kind, one
 
 K8S_VERSION = "1.32.0"
 
@@ -141,7 +141,7 @@ def test_deployment_shape(render: Render) -> None:
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    assert container["image"] == "ghcr.io/karpy-dev/karpy:0.1.0"
+    assert container["image"] == f"{IMAGE_REPOSITORY}:0.1.0"
     env = env_of(docs)
     assert env["LEADER_ELECTION_NAME"] == "kp-karpy-leader-election"
     assert env["DISABLE_LEADER_ELECTION"] == "false"
@@ -164,7 +164,7 @@ def test_options_render(render: Render) -> None:
     assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system", "kubernetes.io/os": "linux"}
     assert "topologySpreadConstraints" not in pod
     assert by_kind(pinned, "PodDisruptionBudget") == []
-    assert pod["containers"][0]["image"] == "ghcr.io/karpy-dev/karpy:0.1.0@sha256:" + "a" * 64
+    assert pod["containers"][0]["image"] == f"{IMAGE_REPOSITORY}:0.1.0@sha256:" + "a" * 64
     custom = one(render(VALUE_SETS["tuned"]), "Deployment")["spec"]["template"]["spec"]["affinity"]
     # the user's term replaces the default list, and still keeps karpy off its own nodes
     assert custom["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
@@ -442,3 +442,18 @@ def test_readme_is_generated_from_values() -> None:
         "b: documented, but so are its children; document one level only",
         "b.c: no '# --' comment",
     ]
+
+
+@pytest.mark.parametrize("extra", [[], ["--set", "controller.image.repository="]])
+def test_no_image_repository_is_assumed(helm: Helm, extra: list[str]) -> None:
+    # Nothing publishes karpy under a default name: an unset repository fails the render and says what to set,
+    # instead of rendering a Deployment whose pods can never pull their image.
+    result = helm("template", "kp", str(CHART), "--set", "settings.clusterName=demo", *extra, check=False)
+    assert result.returncode != 0
+    assert "controller.image.repository is required" in result.stderr
+    assert "Dockerfile" in result.stderr
+
+
+def test_the_default_values_name_no_image(helm: Helm) -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["controller"]["image"] == {"repository": "", "tag": "", "digest": ""}

@@ -312,7 +312,7 @@ def test_helm_releases_crds_first_then_controller(pulumi_run: Run) -> None:
         "interruptionQueue": deployment.outputs["queue_name"],
         "batchMaxDuration": "20s",  # deep merge keeps the user's sibling keys
     }
-    assert values["nodeSelector"] == {"a": "b"}
+    assert values["nodeSelector"] == {"a": "b", "kubernetes.io/arch": "amd64"}  # merged with the built image's arch
     assert values["replicas"] == 3
     assert values["logLevel"] == "debug"
     assert values["controller"]["image"] == {

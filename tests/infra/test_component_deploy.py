@@ -124,7 +124,7 @@ def test_by_default_the_stack_builds_and_pushes_the_image_and_pins_its_digest(pu
     assert not context.is_absolute()
     assert (context / "Dockerfile").resolve() == REPO_ROOT / "Dockerfile"
     assert Path(built["dockerfile"]["location"]).resolve() == REPO_ROOT / "Dockerfile"
-    assert built["platforms"] == ["linux/amd64", "linux/arm64"]
+    assert built["platforms"] == ["linux/amd64"]  # one platform: a stock Docker engine builds it
     assert built["push"] is True
     url = deployment.outputs["image_repository_url"]
     assert built["tags"] == [f"{url}:{pulumi_karpy_args.VERSION}"]

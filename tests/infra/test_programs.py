@@ -124,7 +124,7 @@ def test_new_cluster_example(pulumi_run: Run) -> None:
     assert tags["karpy-demo-discovery-sg-0"]["resourceId"] == "sg-cluster"
     assert tags["karpy-demo-discovery-subnet-0"]["value"] == "karpy-demo"
     release = deployment.get("kubernetes:helm.sh/v3:Release", "karpy-controller")
-    assert release.inputs["values"]["nodeSelector"] == {"karpy.dev/system": "true"}
+    assert release.inputs["values"]["nodeSelector"] == {"karpy.dev/system": "true", "kubernetes.io/arch": "amd64"}
     assert release.inputs["values"]["settings"]["clusterEndpoint"].startswith("https://karpy-demo.")
     kubeconfig = json.loads(deployment.outputs["kubeconfig"])
     assert kubeconfig["users"][0]["user"]["exec"]["args"][-1] == "karpy-demo"
@@ -255,7 +255,7 @@ def test_migration_phases(
         assert autoscaler[0].inputs["values"]["replicaCount"] == autoscaler_replicas
     if karpy:
         values = deployment.get(RELEASE, "karpy-controller").inputs["values"]
-        assert values["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system"}
+        assert values["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "system", "kubernetes.io/arch": "amd64"}
     if pools:
         pool = deployment.get("kubernetes:karpenter.sh/v1:NodePool", "migrated-families").inputs["spec"]
         families = pool["template"]["spec"]["requirements"][0]

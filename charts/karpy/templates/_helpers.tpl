@@ -45,10 +45,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/* The image reference, as upstream's chart spells it: repository:tag, pinned with @digest when one is given. The
-tag defaults to appVersion (one version for the stack). */}}
+tag defaults to appVersion (one version for the stack). No repository is assumed: none is published under a default
+name, so an unset one fails the render with what to set instead of a pod that can never pull its image. */}}
 {{- define "karpy.image" -}}
 {{- $image := .Values.controller.image -}}
-{{- $reference := printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) -}}
+{{- $repository := required "controller.image.repository is required: the karpy image you built from the Dockerfile and pushed (the Pulumi component sets the one it builds)" $image.repository -}}
+{{- $reference := printf "%s:%s" $repository (default .Chart.AppVersion $image.tag) -}}
 {{- if $image.digest -}}
 {{- $reference = printf "%s@%s" $reference $image.digest -}}
 {{- end -}}
