@@ -324,8 +324,11 @@ def _helm_and_image(spec: Karpenter) -> list[str]:
     return problems
 
 
-def node_selector_arch(values: Mapping[str, Any]) -> str | None:
-    """The architecture the controller's nodeSelector pins (when given as a plain string)."""
+def node_selector_arch(values: object) -> str | None:
+    """The architecture the controller's nodeSelector pins, when the values, the selector and the architecture are
+    plain (an Output is only known after the image must be declared: `image.platforms` then says what to build)."""
+    if not isinstance(values, Mapping):
+        return None
     selector = values.get("nodeSelector")
     arch = selector.get(ARCH_LABEL) if isinstance(selector, Mapping) else None
     return arch if isinstance(arch, str) else None

@@ -67,7 +67,8 @@ def test_outputs_nested_in_helm_values_reach_the_release(pulumi_run: Run) -> Non
     assert values["settings"]["batchMaxDuration"] == "20s"
     assert values["settings"]["clusterName"] == "demo"  # merged with the component's own settings
     assert values["settings"]["awsRegion"] == REGION
-    assert values["nodeSelector"] == {"role": "system"}  # another resource's labels
+    # another resource's labels, beside the architecture the single-platform image it builds pins
+    assert values["nodeSelector"] == {"role": "system", "kubernetes.io/arch": "amd64"}
     assert values["tolerations"] == [{"key": "system-id", "operator": "Exists"}]  # an Output inside a list
 
 
@@ -82,7 +83,7 @@ def test_helm_values_as_one_output(pulumi_run: Run) -> None:
         ),
     )
     values = releases(deployment)["karpy-controller"]["values"]
-    assert values["nodeSelector"] == {"role": "system"}
+    assert values["nodeSelector"] == {"role": "system", "kubernetes.io/arch": "amd64"}
     assert values["replicas"] == 2  # the component's value still wins over the user's
     assert values["settings"]["clusterName"] == "demo"
 
