@@ -22,6 +22,7 @@ import kmock
 from karpy_emulator.apiserver import (
     api_status,
     audit,
+    faults,
     kmock_private,
     objects,
     patches,
@@ -69,6 +70,9 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     """Versions kept per object in `api.objects[...].history` (None: all, as kmock does); bound it for long runs."""
     request_history: int | None = None
     """Requests kept for kmock's request spy (None: all, as kmock does); bound it for long runs."""
+
+    fault_layer: faults.Faults | None = None
+    """Failures answered to chosen clients in place of the server's answers (see `faults`); None: none."""
 
     accesses: audit.Log = attrs.field(factory=audit.Log, init=False)
     """Every distinct (user, verb, resource, namespace, name) requested, for RBAC checks (see `audit`)."""
@@ -143,6 +147,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.
         try:
+            if self.fault_layer is not None and (injected := await self.fault_layer.before(request)) is not None:
+                return injected
             if len(self._payloads) == self._own_reactions:
                 # No reaction declared by a test: route straight to ours. kmock's router tests `request in
                 # reaction` by re-filtering every request served so far, which grows quadratically with traffic.
@@ -525,4 +531,6 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             initial_events=params.get("sendInitialEvents") == "true",
             lifetime=timeout,
         )
+        if self.fault_layer is not None:
+            stream = self.fault_layer.watch_stream(request, stream)
         return kmock_private.Response(status=200, payload=stream, headers=_JSON)
