@@ -8,7 +8,6 @@ import contextlib
 import random
 from collections.abc import AsyncIterator
 
-import aiohttp
 import pytest
 from tests import builders
 
@@ -109,7 +108,7 @@ async def test_a_write_whose_connection_dropped_raises_and_is_not_applied(
     kube: runner.KubeAPIRunner, api: rest.RestClient
 ) -> None:
     await inject(kube, Kind.RESET, times=1)
-    with pytest.raises(aiohttp.ClientConnectionError):
+    with pytest.raises(client.Disconnected):
         await api.create(resources.NODES, builders.node("n1"))
     assert api.retried == 0
     assert await api.get(resources.NODES, "n1") is None

@@ -7,8 +7,9 @@ repeats the request, as client-go's refreshing transports and Kopf's vault do. A
 with Retry-After) request, and a read whose connection dropped, is sent again after a jittered wait on the injected
 clock, as `retry` decides (client-go's rule, plus jitter).
 
-Errors come back as `client.KubeError` subclasses built from the API server's `Status` body. Watches are async
-generators over the JSON-lines stream; leaving the `async for` early (or cancelling the task) closes the HTTP
+Errors come back as `client.KubeError` subclasses built from the API server's `Status` body, and a request that
+got no answer (refused, reset, timed out) as `client.Disconnected`: callers never see aiohttp's exceptions. Watches
+are async generators over the JSON-lines stream; leaving the `async for` early (or cancelling the task) closes the HTTP
 response, so no connection or task outlives its consumer (wrap in `contextlib.aclosing` when breaking out).
 """
 
@@ -147,10 +148,10 @@ class RestClient:
                 await self._limiter.acquire()
                 try:
                     status, text, server_wait = await self._send(method, path, params, data, content_type)
-                except aiohttp.ClientConnectionError as error:
+                except _TRANSPORT_ERRORS as error:
                     wait = retry.after_disconnect(self._retries, method=method, attempt=attempt, rng=self._rng)
                     if wait is None:
-                        raise
+                        raise _disconnected(method, path, error) from error
                     await self._backoff(wait, method, path, error)
                 else:
                     wait = retry.after_answer(
@@ -238,10 +239,10 @@ class RestClient:
                     await self._limiter.acquire()
                     try:
                         resp = await self._open(stack, path, params, timeout)
-                    except aiohttp.ClientConnectionError as error:
+                    except _TRANSPORT_ERRORS as error:
                         wait = retry.after_disconnect(self._retries, method="GET", attempt=attempt, rng=self._rng)
                         if wait is None:
-                            raise
+                            raise _disconnected("GET", path, error) from error
                         await self._backoff(wait, "GET", path, error)
                         attempt += 1
                         continue
@@ -261,11 +262,14 @@ class RestClient:
                     resp.release()
                     await self._backoff(wait, "GET", path, f"HTTP {resp.status}")
                     attempt += 1
-            async for line in _lines(resp.content):
-                self._activity.touch()
-                event = _decode_event(line)
-                if event is not None:
-                    yield event
+            try:
+                async for line in _lines(resp.content):
+                    self._activity.touch()
+                    event = _decode_event(line)
+                    if event is not None:
+                        yield event
+            except _TRANSPORT_ERRORS as error:  # the stream broke off (not the server ending it)
+                raise _disconnected("WATCH", path, error) from error
 
     async def _open(
         self, stack: contextlib.AsyncExitStack, path: str, params: Mapping[str, str], limits: aiohttp.ClientTimeout
@@ -331,6 +335,14 @@ class RestClient:
     async def bind(self, namespace: str, name: str, node: str) -> None:
         path = resources.PODS.path(name, namespace=namespace, subresource="binding")
         await self._call("POST", path, body=client.binding_body(namespace, name, node))
+
+
+_TRANSPORT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError)
+"""What aiohttp raises when a request gets no (whole) answer: refused, reset, closed or timed out."""
+
+
+def _disconnected(method: str, path: str, error: BaseException) -> client.Disconnected:
+    return client.Disconnected(f"{method} {path}: {type(error).__name__}: {error}")
 
 
 def _decoded(text: str) -> Any:

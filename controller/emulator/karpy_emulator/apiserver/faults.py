@@ -71,6 +71,8 @@ class Mix:
     """Seconds a `slow` answer takes, on the injected clock."""
     limit: int | None = None
     """Faults served before the layer stops failing anything (None: no end)."""
+    methods: frozenset[str] | None = None
+    """HTTP methods whose requests are hit (None: all)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
@@ -123,6 +125,8 @@ class Faults:
         if not self.enabled or (self.mix.limit is not None and self.hits.total() >= self.mix.limit):
             return None
         if audit.user(request.headers) not in self.mix.users:
+            return None
+        if self.mix.methods is not None and request.method not in self.mix.methods:
             return None
         if request.resource is None or request.resource.plural is None:
             return None  # discovery: a client reads it once at start, and no controller loop depends on it
