@@ -9,10 +9,11 @@ import random
 from collections.abc import AsyncIterator
 
 import pytest
-from tests import builders
+from tests import builders, polling
 
 from karpy import clock
 from karpy.kube import client, credentials, resources, rest, retry
+from karpy_emulator import autojump
 from karpy_emulator.apiserver import faults, runner
 
 USER = "controller"
@@ -172,3 +173,32 @@ async def test_only_the_chosen_client_is_hit(kube: runner.KubeAPIRunner, api: re
         await other.create(resources.NODES, builders.node("n1"))
         assert [n["metadata"]["name"] for n in (await other.list(resources.NODES))[0]] == ["n1"]
     assert layer.hits.total() == 0
+
+
+async def test_a_slow_answer_waits_on_the_clock_off_the_books_until_its_client_gives_up(
+    kube: runner.KubeAPIRunner,
+) -> None:
+    # The client's request counts as in flight; the server's slow wait offsets it, so the autojump clock may move.
+    # A client that gives up meanwhile must not leave the offset behind: the count would stay below zero and the
+    # clock would never move again.
+    tracker = autojump.Tracker()
+    never = asyncio.Event()
+
+    async def sleep_forever(_: float) -> None:
+        await never.wait()
+
+    mix = faults.Mix(rate=1.0, users=frozenset({USER}), kinds=frozenset({Kind.SLOW}))
+    layer = faults.Faults(mix, sleep=sleep_forever, activity=tracker)
+
+    async def install() -> None:
+        kube.api.fault_layer = layer
+
+    await asyncio.to_thread(kube.call, install)
+    async with rest.RestClient(credentials.bearer(kube.url, USER), clock=clock.SystemClock(), activity=tracker) as api:
+        request = asyncio.create_task(api.list(resources.NODES))
+        await polling.until(lambda: layer.hits[Kind.SLOW] == 1 and tracker.snapshot()[0] == 0)
+        request.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await request
+        await polling.until(lambda: tracker.snapshot()[0] == 0)
+        assert tracker.snapshot()[0] == 0

@@ -54,6 +54,8 @@ class Kind(enum.StrEnum):
 _ANSWERED = (Kind.SERVER_ERROR, Kind.UNAVAILABLE, Kind.THROTTLED, Kind.RESET)
 """Kinds that apply to every request."""
 _MAX_EVENTS_BEFORE_CLOSE = 3
+_DISCONNECT_POLL = 0.005
+"""Real seconds between two looks at a slow answer's connection (shorter than the autojump clock's idle period)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -164,9 +166,26 @@ class Faults:
                 self._closing.add(id(request))
                 return None
             case Kind.SLOW:
-                with self._activity.waiting():
-                    await self._sleep(self.mix.slow_seconds)
+                await self._slow(request)
                 return None
+
+    async def _slow(self, request: kmock.Request) -> None:
+        """Wait `slow_seconds` of the clock before serving `request`, not as work in flight: the client's request
+        counts as in flight meanwhile, and this wait offsets it. A client that gives up (its task cancelled, its
+        connection closed) ends the wait at once, so the offset never outlives the request it offsets: left in place,
+        it would count some other request as idle, or hold the count below zero, which stops the clock."""
+        transport = kmock_private.transport(request)
+        with self._activity.waiting():
+            sleeping = asyncio.ensure_future(self._sleep(self.mix.slow_seconds))
+            try:
+                while not sleeping.done():
+                    await asyncio.wait([sleeping], timeout=_DISCONNECT_POLL)
+                    if transport is None or transport.is_closing():
+                        break
+            finally:
+                sleeping.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sleeping
 
     def watch_stream(self, request: kmock.Request, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """`stream`, or a copy of it that ends early when `before` chose to close this watch."""
