@@ -36,7 +36,7 @@ from karpy import tasks
 from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
-from karpy_emulator.apiserver import runner, server, validation
+from karpy_emulator.apiserver import faults, runner, server, validation
 from karpy_emulator.aws import moto_instances, seeding
 
 if TYPE_CHECKING:
@@ -102,6 +102,9 @@ class ClusterOptions:
     """Where virtual time starts."""
     seed: int | None = 7
     """Seed of the API server's generated names and uids (None: random)."""
+    api_faults: faults.Mix | None = None
+    """API-server faults answered to the clients `Mix.users` names (the controller's), from the start; None: none.
+    The layer is `api.fault_layer` (a test may turn it off: `enabled = False`)."""
     crd_admission: bool = True
     """Whether the API server refuses NodePools, NodeClaims and EC2NodeClasses karpy's CRDs refuse. Off, it stores
     them as a cluster running other CRDs (an older or newer upstream) may: what karpy must read, or leave alone."""
@@ -245,6 +248,7 @@ class EmulatedCluster:
                 request_history=2000,
                 object_history=20,
                 validators=validation.karpenter() if opts.crd_admission else {},
+                fault_layer=self._fault_layer(),
             )
         )
         await asyncio.to_thread(self._kube.start)
@@ -296,6 +300,14 @@ class EmulatedCluster:
                 ("garbage-collector", self.garbage.run),
             ):
                 self._tasks.append(asyncio.create_task(loop(), name=f"emulated-{name}"))
+
+    def _fault_layer(self) -> faults.Faults | None:
+        """The API server's fault layer, its slow answers waiting on this cluster's clock (from the server's thread)."""
+        mix = self.options.api_faults
+        if mix is None:
+            return None
+        sleep = faults.on_loop(self.clock, asyncio.get_running_loop())
+        return faults.Faults(mix, sleep=sleep, activity=autojump.activity_of(self.clock))
 
     async def _stop(self) -> None:
         errors = await tasks.cancel_and_wait(self._tasks)
