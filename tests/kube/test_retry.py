@@ -98,3 +98,10 @@ def test_a_dropped_connection_is_retried_only_on_a_read() -> None:
 def test_retry_after_reads_whole_seconds(header: str, seconds: float | None) -> None:
     assert retry.retry_after({"Retry-After": header}) == seconds
     assert retry.retry_after({}) is None
+
+
+def test_a_refused_or_timed_out_connection_is_not_retried() -> None:
+    # client-go retries only a reset or an unexpected EOF: a client pointed at a server that is not there fails fast.
+    rng = random.Random(4)
+    assert retry.after_disconnect(POLICY, method="GET", attempt=0, rng=rng, reset=False) is None
+    assert retry.after_disconnect(POLICY, method="GET", attempt=0, rng=rng, reset=True) is not None

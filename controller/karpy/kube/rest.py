@@ -149,7 +149,9 @@ class RestClient:
                 try:
                     status, text, server_wait = await self._send(method, path, params, data, content_type)
                 except _TRANSPORT_ERRORS as error:
-                    wait = retry.after_disconnect(self._retries, method=method, attempt=attempt, rng=self._rng)
+                    wait = retry.after_disconnect(
+                        self._retries, method=method, attempt=attempt, rng=self._rng, reset=_was_reset(error)
+                    )
                     if wait is None:
                         raise _disconnected(method, path, error) from error
                     await self._backoff(wait, method, path, error)
@@ -240,7 +242,9 @@ class RestClient:
                     try:
                         resp = await self._open(stack, path, params, timeout)
                     except _TRANSPORT_ERRORS as error:
-                        wait = retry.after_disconnect(self._retries, method="GET", attempt=attempt, rng=self._rng)
+                        wait = retry.after_disconnect(
+                            self._retries, method="GET", attempt=attempt, rng=self._rng, reset=_was_reset(error)
+                        )
                         if wait is None:
                             raise _disconnected("GET", path, error) from error
                         await self._backoff(wait, "GET", path, error)
@@ -339,6 +343,11 @@ class RestClient:
 
 _TRANSPORT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError)
 """What aiohttp raises when a request gets no (whole) answer: refused, reset, closed or timed out."""
+
+
+def _was_reset(error: BaseException) -> bool:
+    """The connection was made and then reset or closed before the answer; not refused, unresolved or timed out."""
+    return not isinstance(error, aiohttp.ClientConnectorError | TimeoutError)
 
 
 def _disconnected(method: str, path: str, error: BaseException) -> client.Disconnected:

@@ -7,7 +7,7 @@ write whose answer was lost). karpy adds two things client-go leaves to its opt-
 
 - **jitter**: a wait is never exactly what the server said or a fixed step; every replica and every request
   throttled at once would otherwise come back at once (the thundering herd the server just shed);
-- **GETs without Retry-After**: a 5xx without the header or a dropped connection on a read backs off
+- **GETs without Retry-After**: a 5xx without the header or a reset connection on a read backs off
   exponentially (equal jitter: half the step fixed, half random), as a read repeated is harmless.
 
 A write that failed with a 5xx without Retry-After, or lost its connection, is not sent again here: it may have
@@ -88,9 +88,13 @@ def after_answer(
     return None
 
 
-def after_disconnect(policy: Policy, *, method: str, attempt: int, rng: random.Random) -> float | None:
+def after_disconnect(
+    policy: Policy, *, method: str, attempt: int, rng: random.Random, reset: bool = True
+) -> float | None:
     """Seconds to wait before sending again after the connection failed, or None to raise the error: only a GET,
-    whose repetition cannot do anything twice."""
-    if attempt >= policy.max_retries or method != "GET":
+    whose repetition cannot do anything twice, and only when the connection was `reset` or closed mid-answer
+    (client-go's IsConnectionReset and IsProbableEOF): a refused connection or a timeout goes to the caller at once,
+    so a client pointed at an unreachable server fails fast."""
+    if attempt >= policy.max_retries or method != "GET" or not reset:
         return None
     return _step(policy, attempt, rng)
