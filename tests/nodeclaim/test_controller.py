@@ -432,3 +432,21 @@ async def test_a_node_without_the_unregistered_taint_warns_on_its_nodeclaim() ->
         (e.kind, e.name, e.type, e.message) for e in env.recorder.events if e.reason == "UnregisteredTaintMissing"
     ]
     assert warned == [("NodeClaim", NAME, "Warning", controller.UNREGISTERED_TAINT_MISSING_MESSAGE)]
+
+
+async def test_a_failed_status_write_after_a_launch_writes_that_launch_again() -> None:
+    # The API server failed the write of the providerID (5xx, reset): the next reconcile of the same controller
+    # writes the instance it already has, instead of launching a second one (core: lifecycle/launch.go's cache).
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
+    env.kube.crash_on = _status_write_with_provider_id
+    claims = env.claims()
+    with pytest.raises(fake.Crash):
+        await claims.reconcile(NAME)
+    (first,) = env.cloud.instances
+    await claims.reconcile(NAME)
+    assert list(env.cloud.instances) == [first]
+    assert _claim(env).status.provider_id == first
+    # Remembered for a minute only: a claim whose write never lands is left to garbage collection and liveness.
+    env.clock.advance(controller.LAUNCH_MEMORY)
+    assert claims._remembered(_claim(env)) is None

@@ -11,6 +11,7 @@ from tests import polling
 from karpy import clock
 from karpy.kube import resources, rest
 from karpy.runtime import lease as runtime_lease
+from karpy_emulator.apiserver import faults, runner
 
 NAME, NS = "karpenter-leader-election", "kube-system"
 NOW = 1_700_000_000.0
@@ -142,3 +143,29 @@ async def test_clean_shutdown_releases_so_the_follower_takes_over_at_once(api: r
         await task
     assert not a.is_leader()
     assert await b.try_acquire_or_renew()  # no lease-duration wait after a release
+
+
+async def test_a_renewal_whose_connection_drops_fails_the_round_not_the_elector(
+    kube: runner.KubeAPIRunner, api: rest.RestClient
+) -> None:
+    # A reset on the renewing PATCH (a write: the client does not send it again) is a failed round, as any API
+    # error is (client-go leaderelection.go tryAcquireOrRenew): leadership holds until the renew deadline.
+    manual = clock.ManualClock(NOW)
+    a, _ = electors(api, manual)
+    assert await a.try_acquire_or_renew()
+    mix = faults.Mix(
+        rate=1.0, users=frozenset({"t"}), kinds=frozenset({faults.Kind.RESET}), methods=frozenset({"PATCH"}), limit=1
+    )
+    layer = faults.Faults(mix)
+
+    async def drop_the_next_write() -> None:
+        kube.api.fault_layer = layer
+
+    await asyncio.to_thread(kube.call, drop_the_next_write)
+    manual.advance(runtime_lease.RETRY_PERIOD)
+    assert not await a.try_acquire_or_renew()
+    assert layer.hits == {faults.Kind.RESET: 1}
+    assert a.is_leader()  # within the renew deadline
+    manual.advance(runtime_lease.RETRY_PERIOD)
+    assert await a.try_acquire_or_renew()
+    assert a.is_leader()

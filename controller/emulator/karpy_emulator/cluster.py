@@ -38,7 +38,7 @@ from karpy.cloudprovider import catalog
 from karpy.kube import clusterdns, credentials, rest
 from karpy.kube import resources as kube_resources
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, taint_manager, workloads
-from karpy_emulator.apiserver import resources, runner, server, validation
+from karpy_emulator.apiserver import faults, resources, runner, server, validation
 from karpy_emulator.aws import moto_instances, seeding
 
 if TYPE_CHECKING:
@@ -137,6 +137,9 @@ class ClusterOptions:
     namespace_lifecycle: bool = False
     """Start with the system namespaces and refuse objects in a missing namespace, as a real cluster does (what
     `karpy-emulator up` serves kubectl); off, tests may seed objects in any namespace."""
+    api_faults: faults.Mix | None = None
+    """API-server faults answered to the clients `Mix.users` names (the controller's), from the start; None: none.
+    The layer is `api.fault_layer` (a test may turn it off: `enabled = False`)."""
     crd_admission: bool = True
     """Whether the API server refuses NodePools, NodeClaims and EC2NodeClasses karpy's CRDs refuse. Off, it stores
     them as a cluster running other CRDs (an older or newer upstream) may: what karpy must read, or leave alone."""
@@ -284,6 +287,7 @@ class EmulatedCluster:
                 validators=validation.karpenter() if opts.crd_admission else {},
                 kubernetes_version=opts.k8s_version,
                 namespace_lifecycle=opts.namespace_lifecycle,
+                fault_layer=self._fault_layer(),
             )
         )
         await asyncio.to_thread(self._kube.start)
@@ -340,6 +344,14 @@ class EmulatedCluster:
                 ("taint-manager", self.taints.run),
             ):
                 self._tasks.append(asyncio.create_task(loop(), name=f"emulated-{name}"))
+
+    def _fault_layer(self) -> faults.Faults | None:
+        """The API server's fault layer, its slow answers waiting on this cluster's clock (from the server's thread)."""
+        mix = self.options.api_faults
+        if mix is None:
+            return None
+        sleep = faults.on_loop(self.clock, asyncio.get_running_loop())
+        return faults.Faults(mix, sleep=sleep, activity=autojump.activity_of(self.clock))
 
     async def _stop(self) -> None:
         errors = await tasks.cancel_and_wait(self._tasks)

@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import random
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -150,13 +151,16 @@ class ControlPlane:
         self.clock = emulated.clock
         self._hook = hook
         self._dead = False
-        # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves.
+        # The limiter runs on the wall clock: on a virtual clock it would park requests until time moves. Retries
+        # wait on the cluster's clock, as the controller's own timers do; their jitter is seeded per replica.
         self._rest = rest.RestClient(
             credentials.bearer(emulated.api_url, CONTROLLER_USER),
             clock=karpy_clock.SystemClock(),
             qps=opts.qps,
             burst=opts.burst,
             activity=autojump.activity_of(self.clock),
+            backoff_clock=self.clock,
+            rng=random.Random(opts.identity),
         )
         self.provider: provider.AWSCloudProvider | None = None
         self.aws_calls = accounting.ApiCalls()

@@ -71,6 +71,14 @@ class TooManyRequests(KubeError):
     """429: throttled by the API server (or, on eviction, refused by a budget)."""
 
 
+class Disconnected(KubeError):
+    """No answer: the connection failed, was reset or timed out (`status` 0). A write may or may not have been
+    applied; callers handle it as any failed request (client-go returns the transport's error the same way)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "Disconnected", message)
+
+
 _BY_STATUS: Mapping[int, type[KubeError]] = {
     404: NotFound,
     409: Conflict,

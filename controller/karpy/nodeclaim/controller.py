@@ -38,6 +38,10 @@ LAUNCH_RETRY_MIN: Final = 1.0
 LAUNCH_RETRY_MAX: Final = 60.0
 """Bounds of the retry delay after a failed launch (upstream's per-item backoff: 1 s doubling to 1 min)."""
 INSTANCE_TERMINATION_POLL: Final = 5.0
+LAUNCH_MEMORY: Final = 60.0
+"""Seconds a launched claim is remembered by its uid, so that a reconcile whose status write failed (or whose cache
+read still lacks the providerID) writes the same launch again instead of launching a second instance (core:
+pkg/controllers/nodeclaim/lifecycle/launch.go, its cache of created NodeClaims)."""
 GC_FAST_INTERVAL: Final = 10.0
 GC_FAST_RUNS: Final = 20
 """Instance GC runs every 10 s for its first 20 runs, then every 2 min (aws garbagecollection controller)."""
@@ -101,6 +105,7 @@ class NodeClaimController:
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
         self._unclaimed_since: dict[str, float] = {}
+        self._launched: dict[str, tuple[float, nodeclaim.NodeClaim]] = {}  # uid -> (when, the provider's answer)
 
     # --- entry points -------------------------------------------------------------------------------------------
 
@@ -261,8 +266,10 @@ class NodeClaimController:
             if labels.LABEL_INSTANCE_TYPE not in claim.metadata.labels:
                 await self._restore_labels(claim)
             return claim
+        resolved = self._remembered(claim)
         try:
-            resolved = await self._deps.cloud.create(claim)
+            if resolved is None:
+                resolved = self._remember(claim, await self._deps.cloud.create(claim))
         except (cloudprovider_errors.InsufficientCapacity, cloudprovider_errors.NodeClassNotReady) as error:
             ice = isinstance(error, cloudprovider_errors.InsufficientCapacity)
             reason = "InsufficientCapacityError" if ice else "NodeClassNotReady"
@@ -294,6 +301,18 @@ class NodeClaimController:
             },
         )
         return launched
+
+    def _remembered(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim | None:
+        now = self._deps.clock.now()
+        for uid in [uid for uid, (when, _) in self._launched.items() if now - when >= LAUNCH_MEMORY]:
+            del self._launched[uid]
+        found = self._launched.get(claim.metadata.uid)
+        return found[1] if found is not None else None
+
+    def _remember(self, claim: nodeclaim.NodeClaim, resolved: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+        if claim.metadata.uid:
+            self._launched[claim.metadata.uid] = (self._deps.clock.now(), resolved)
+        return resolved
 
     async def _restore_labels(self, claim: nodeclaim.NodeClaim) -> None:
         try:

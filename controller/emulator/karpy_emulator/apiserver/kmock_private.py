@@ -7,10 +7,12 @@ its bundled builtin resource list. A kmock upgrade starts here: if these moved, 
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import importlib.resources
 from typing import Final
 
+import kmock
 from kmock._internal import aiobus, rendering
 
 KMOCK_VERSION: Final = "0.8"
@@ -18,6 +20,12 @@ KMOCK_VERSION: Final = "0.8"
 
 Response = rendering.Response
 Bus = aiobus.Bus
+
+
+def transport(request: kmock.Request) -> asyncio.Transport | None:
+    """The connection `request` came on (kmock keeps aiohttp's request in a private field)."""
+    raw = request._raw_request
+    return raw.transport if raw is not None else None
 
 
 def bundled_resources() -> bytes:

@@ -23,6 +23,7 @@ from karpy_emulator.apiserver import (
     api_status,
     apply,
     audit,
+    faults,
     fields,
     kmock_private,
     namespaces,
@@ -80,6 +81,9 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     namespace_lifecycle: bool = False
     """Start with the system namespaces and refuse objects in a namespace that does not exist, as a real cluster
     does (NamespaceLifecycle admission). Off, objects may name any namespace (what most tests seed)."""
+
+    fault_layer: faults.Faults | None = None
+    """Failures answered to chosen clients in place of the server's answers (see `faults`); None: none."""
 
     accesses: audit.Log = attrs.field(factory=audit.Log, init=False)
     """Every distinct (user, verb, resource, namespace, name) requested, for RBAC checks (see `audit`)."""
@@ -177,6 +181,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.
         try:
+            if self.fault_layer is not None and (injected := await self.fault_layer.before(request)) is not None:
+                return injected
             if len(self._payloads) == self._own_reactions:
                 # No reaction declared by a test: route straight to ours. kmock's router tests `request in
                 # reaction` by re-filtering every request served so far, which grows quadratically with traffic.
@@ -643,6 +649,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
             initial_events=params.get("sendInitialEvents") == "true",
             lifetime=timeout,
         )
+        if self.fault_layer is not None:
+            stream = self.fault_layer.watch_stream(request, stream)
         if tables.wanted(request.headers.get("Accept", "")):
             stream = self._table_frames(stream, kind, include=request.params.get("includeObject", "Metadata"))
             return kmock_private.Response(status=200, payload=stream, headers=tables.HEADERS)
