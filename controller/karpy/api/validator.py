@@ -22,13 +22,23 @@ import datetime
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
-from karpy.api import corecheck, errors
+from karpy.api import errors
 from karpy.api.schema import core
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
-FAIL = corecheck.FAIL
+
+
+class _Fail:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "FAIL"
+
+
+FAIL: Final = _Fail()
+"""What a check without a problem sink returns for a value with any problem (here and in `corecheck`)."""
 Check = Callable[[Any, str, list[errors.Problem] | None], Any]
 """A schema node's check: (value, its path, the problem sink or None) -> the value read, with the schema's defaults
 applied in fresh dicts and lists; or `FAIL`, only when the sink is None."""
@@ -166,15 +176,18 @@ def compile_schema(schema: Mapping[str, Any], name: str = "value") -> Check:
         if isinstance(rule, core.Rule) and rule.check is not None
     )
 
-    def unusual(value: Any, path: str, problems: list[errors.Problem]) -> Check | None:
-        """The walk of a value of a type `by_type` does not hold: None when it has the wrong type (reported)."""
+    def unusual(value: Any, path: str, problems: list[errors.Problem] | None) -> Check:
+        """The walk of a value of a type `by_type` does not hold: `_refused` without a sink, `_wrong_type` when the
+        sink says it has the wrong type."""
+        if problems is None:
+            return _refused
         if int_or_string:
             if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
                 problems.append(errors.Problem(path, f"must be an integer or a string, got {type_name(value)}"))
-                return None
+                return _wrong_type
         elif expected is not None and not has_type(value, expected):
             problems.append(errors.Problem(path, f"must be of type {expected}, got {type_name(value)}"))
-            return None
+            return _wrong_type
         if isinstance(value, Mapping):
             return walk_of(dict)
         if isinstance(value, list | tuple):
@@ -185,14 +198,17 @@ def compile_schema(schema: Mapping[str, Any], name: str = "value") -> Check:
             return walk_of(int)
         return _identity
 
+    def plain(value: Any, path: str, problems: list[errors.Problem] | None) -> Any:
+        """The check of a node with neither enum nor rules (most): its type, then its walk."""
+        return (by_type.get(type(value)) or unusual(value, path, problems))(value, path, problems)
+
+    if enum is None and not rules:
+        return plain
+
     def check(value: Any, path: str, problems: list[errors.Problem] | None) -> Any:
-        walk = by_type.get(type(value))
-        if walk is None:
-            if problems is None:
-                return FAIL
-            walk = unusual(value, path, problems)
-            if walk is None:
-                return value
+        walk = by_type.get(type(value)) or unusual(value, path, problems)
+        if walk is _wrong_type:
+            return value
         before = 0 if problems is None else len(problems)
         result = walk(value, path, problems)
         if result is FAIL:
@@ -219,6 +235,14 @@ def _lazily(walk_of: Callable[[type], Check], kind: type) -> Check:
 
 def _identity(value: Any, path: str, problems: list[errors.Problem] | None) -> Any:
     return value
+
+
+def _wrong_type(value: Any, path: str, problems: list[errors.Problem] | None) -> Any:
+    return value  # as it came, its problem said
+
+
+def _refused(value: Any, path: str, problems: list[errors.Problem] | None) -> Any:
+    return FAIL
 
 
 def _quote(value: Any) -> str:
@@ -351,6 +375,8 @@ Limit = tuple[Callable[[Any], bool], Callable[[Any], str]]
 
 def _limited(limits: tuple[Limit, ...]) -> Check:
     """The walk of a value with only limits to keep: itself, or `FAIL` at the first one it breaks without a sink."""
+    if not limits:
+        return _identity  # most strings and numbers: no loop to run
 
     def walk(value: Any, path: str, problems: list[errors.Problem] | None) -> Any:
         for breaks, message in limits:
