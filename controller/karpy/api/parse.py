@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from karpy.api import (
-    crdcheck,
     decode_ec2nodeclass,
     decoding,
     durations,
@@ -57,9 +56,9 @@ def _schema(kind: str) -> core.Schema:
 
 
 @functools.cache
-def _validate(kind: str) -> crdcheck.Validate:
-    """`validator.validate` against the CRD schema of `kind`, its fast path compiled once (`crdcheck`)."""
-    return crdcheck.validate_with(_schema(kind))
+def _validate(kind: str) -> validator.Validate:
+    """`validator.validate` against the CRD schema of `kind`, compiled once."""
+    return validator.validate_with(_schema(kind))
 
 
 def nodepool(obj: Mapping[str, Any]) -> api_nodepool.NodePool:
@@ -120,7 +119,7 @@ def _name(obj: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _parse(obj: Any, kind: str, api_version: str, validate: crdcheck.Validate, decode: Decoder[T]) -> T:
+def _parse(obj: Any, kind: str, api_version: str, validate: validator.Validate, decode: Decoder[T]) -> T:
     if not isinstance(obj, Mapping):
         raise errors.ValidationError(kind, "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
     problems: list[errors.Problem] = []
