@@ -12,7 +12,7 @@ from typing import Any
 
 import kmock
 
-from karpy.api import labels, nodeoverlay
+from karpy.api import capacitybuffer, labels, nodeoverlay
 from karpy_emulator.apiserver import kmock_private
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -48,6 +48,14 @@ CUSTOM: tuple[Declaration, ...] = (
         ("status",),
         ("overlays",),
         ("karpenter",),
+    ),
+    Declaration(
+        f"{capacitybuffer.API_VERSION}/{capacitybuffer.PLURAL}",
+        capacitybuffer.KIND,
+        True,
+        ("status",),
+        ("cb",),
+        ("autoscaling",),
     ),
 )
 # Builtins a node autoscaler needs; declared only when kmock's bundled dump lacks them.
