@@ -3,7 +3,8 @@
 JSON contract (documented in README; keys are never renamed, only added):
 
     {"nodeclaims": [{"name", "nodepool", "instance_type", "instance_type_options": [...], "zone",
-                     "capacity_type", "price_per_hour", "requests": {...}, "pods": ["ns/name", ...]}],
+                     "capacity_type", "price_per_hour", "requests": {...}, "pods": ["ns/name", ...],
+                     "reason" (only on a static NodePool's claim)}],
      "existing_nodes": [{"name", "pods": [...]}],
      "unschedulable": [{"pod": "ns/name", "reason": "..."}],
      "cost_per_hour": 0.0, "lower_bound_per_hour": 0.0}
@@ -26,7 +27,7 @@ from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.scheduling import results, scheduler
-from karpy.simulate import existing, manifests
+from karpy.simulate import existing, manifests, static
 
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
 
@@ -111,8 +112,10 @@ def run_with_overlays(
         start = clock.now()
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
     catalog_, conflicting = overlaid(cluster, options)
-    inp = scheduling_input(cluster, options, catalog_)
-    return scheduler.solve(dataclasses.replace(inp, deadline=deadline)), conflicting
+    launched = static.launches(cluster, catalog_)
+    with_static = dataclasses.replace(cluster, nodeclaims=[*cluster.nodeclaims, *(s.manifest for s in launched)])
+    inp = scheduling_input(with_static, options, catalog_)
+    return static.merge(scheduler.solve(dataclasses.replace(inp, deadline=deadline)), launched), conflicting
 
 
 def scheduling_input(
@@ -155,6 +158,7 @@ def to_json(results: results.Results, *, overlays: Sequence[Mapping[str, Any]] =
                 "price_per_hour": round(offering.price, 6) if offering else None,
                 "requests": {k: quantity.format_resource(k, v) for k, v in sorted(claim.requests.items())},
                 "pods": sorted(_pod_key(p) for p in claim.pods),
+                **({"reason": static.REASON} if claim.static else {}),
             }
         )
     existing = [
@@ -204,6 +208,9 @@ def to_table(plan: dict[str, Any], *, max_options: int = 3) -> str:
                 ]
             )
         lines += _table(["NAME", "NODEPOOL", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS", "OPTIONS"], rows)
+    kept = [c["name"] for c in claims if "reason" in c]
+    if kept:
+        lines.append(f"Of which for static NodePools: {', '.join(kept)} ({static.REASON})")
     if plan["existing_nodes"]:
         lines.append("")
         lines.append("Pods nominated to existing nodes:")
