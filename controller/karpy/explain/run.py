@@ -16,6 +16,7 @@ from karpy.explain import pending, repack, verdicts
 from karpy.kube import resources
 from karpy.provisioning import ports, snapshot
 from karpy.scheduling import pods, scheduler, volumes
+from karpy.simulate import static
 from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
@@ -50,6 +51,8 @@ class Prepared:
     verdicts: bool
     batch: pending.Batch | None
     repack: repack.Prepared | None
+    static: tuple[static.Launch, ...] = ()
+    """The NodeClaims static pools' reconciler would create now, pending pods nominated to them as in flight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,7 @@ class Explanation:
     verdicts: verdicts.Verdicts | None
     repack: repack.Repack | None
     warnings: tuple[str, ...] = ()
+    static: tuple[static.Launch, ...] = ()
 
 
 def node_price(
@@ -145,6 +149,8 @@ def prepare(
         existing=existing,
     )
     everything = not (options.node or options.pod)
+    launched = tuple(static.launches(view.nodepools(), view.state_nodes(), instance_types))
+    in_flight = (*existing, *(scheduler.derive(static.in_flight(launch)) for launch in launched))
     return Prepared(
         now=clock.now(),
         options=options,
@@ -152,12 +158,13 @@ def prepare(
         price=node_price(instance_types),
         focus=focus,
         verdicts=with_verdicts,
-        batch=pending.prepare(view, instance_types, options=options.scheduling, existing=existing)
+        batch=pending.prepare(view, instance_types, options=options.scheduling, existing=in_flight)
         if with_pending
         else None,
         repack=repack.prepare(view, instance_types, options=options.scheduling)
         if options.repack and everything
         else None,
+        static=launched,
     )
 
 
@@ -178,4 +185,5 @@ def explain(prepared: Prepared, *, warnings: Sequence[str] = ()) -> Explanation:
         verdicts=found,
         repack=repack.explain(prepared.repack, price=prepared.price) if prepared.repack is not None else None,
         warnings=tuple(warnings),
+        static=prepared.static,
     )

@@ -112,7 +112,7 @@ def run_with_overlays(
         start = clock.now()
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
     catalog_, conflicting = overlaid(cluster, options)
-    launched = static.launches(cluster, catalog_)
+    launched = static.launches(cluster.nodepools, existing.state(cluster).state_nodes(), catalog_)
     with_static = dataclasses.replace(cluster, nodeclaims=[*cluster.nodeclaims, *(s.manifest for s in launched)])
     inp = scheduling_input(with_static, options, catalog_)
     return static.merge(scheduler.solve(dataclasses.replace(inp, deadline=deadline)), launched), conflicting

@@ -7,17 +7,17 @@ then sees them as claims in flight: pending pods may be nominated to them, as th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.api import manifest, nodepool, parse, quantity
+from karpy.api import manifest, meta, nodepool, parse, quantity
 from karpy.cloudprovider import tenancy, types
 from karpy.cloudprovider.fake import provider
 from karpy.disruption import staticpools
 from karpy.provisioning import nodeclaim_builder
-from karpy.scheduling import results
-from karpy.simulate import existing, manifests
+from karpy.scheduling import results, scheduler
+from karpy.state import statenode
 
 REASON = "static NodePool (spec.replicas): the controller keeps this many NodeClaims whatever the pods"
 
@@ -29,14 +29,18 @@ class Launch:
     """The pool's static plan, with the instance type and offering the launch picks."""
     manifest: Mapping[str, Any]
     """The NodeClaim as the cluster holds it once launched: labels and allocatable of its instance type."""
+    taints: tuple[meta.Taint, ...] = ()
 
 
-def launches(cluster: manifests.Cluster, catalog: Mapping[str, Sequence[types.InstanceType]]) -> list[Launch]:
-    """The NodeClaims static pools would get now, named `<pool>-<n>`; a pool none of whose offerings fits gets
-    none (the launch fails with InsufficientCapacity)."""
-    nodes = existing.state(cluster).state_nodes()
+def launches(
+    pools: Iterable[nodepool.NodePool],
+    nodes: Sequence[statenode.StateNode],
+    catalog: Mapping[str, Sequence[types.InstanceType]],
+) -> list[Launch]:
+    """The NodeClaims static pools would get now beside the cluster's `nodes`, named `<pool>-<n>`; a pool none of
+    whose offerings fits gets none (the launch fails with InsufficientCapacity)."""
     out: list[Launch] = []
-    for pool in sorted(cluster.nodepools, key=lambda p: p.name):
+    for pool in sorted(pools, key=lambda p: p.name):
         if pool.replicas is None or pool.metadata.deletion_timestamp is not None or not staticpools.ready(pool):
             continue
         found = staticpools.counts(staticpools.pool_nodes(nodes, pool.name))
@@ -69,11 +73,26 @@ def _launch(
         "allocatable": _quantities(instance_type.allocatable),
     }
     cheapest = results.CheapestOffering(instance_type.name, offering.zone, offering.capacity_type, offering.price)
-    return Launch(name, dataclasses.replace(plan, instance_type_options=(instance_type,), cheapest=cheapest), body)
+    chosen = dataclasses.replace(plan, instance_type_options=(instance_type,), cheapest=cheapest)
+    return Launch(name, chosen, body, claim.spec.taints)
 
 
 def _quantities(resources: Mapping[str, int]) -> dict[str, str]:
     return {k: quantity.format_resource(k, v) for k, v in resources.items()}
+
+
+def in_flight(launch: Launch) -> scheduler.ExistingNode:
+    """The launched claim as the scheduler sees a claim in flight (`provisioning.snapshot.existing_nodes` of a
+    state node that has only its NodeClaim: the claim's labels, taints and allocatable, not initialized)."""
+    (instance_type,) = launch.plan.instance_type_options
+    return scheduler.ExistingNode(
+        name=launch.name,
+        labels=dict(launch.manifest["metadata"]["labels"]),
+        taints=launch.taints,
+        allocatable=dict(instance_type.allocatable),
+        nodepool=launch.plan.nodepool,
+        initialized=False,
+    )
 
 
 def merge(planned: results.Results, found: Sequence[Launch]) -> results.Results:
