@@ -19,6 +19,7 @@ CRD_CHART = "karpy-crd"
 CONTROLLER_CHART = "karpy"
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 CRD_NAMES = (
+    "capacitybuffers.autoscaling.x-k8s.io",
     "ec2nodeclasses.karpenter.k8s.aws",
     "nodeclaims.karpenter.sh",
     "nodeoverlays.karpenter.sh",

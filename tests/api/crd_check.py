@@ -12,6 +12,7 @@ import jsonschema
 from celpy import celtypes
 
 from karpy.api import crds, validator
+from karpy.api.schema import capacitybuffer as schema_capacitybuffer
 from karpy.api.schema import ec2nodeclass as schema_ec2nodeclass
 from karpy.api.schema import nodeclaim as schema_nodeclaim
 from karpy.api.schema import nodeoverlay as schema_nodeoverlay
@@ -85,6 +86,7 @@ def schema_verdict(manifest: dict[str, Any]) -> bool:
         "NodeClaim": schema_nodeclaim,
         "EC2NodeClass": schema_ec2nodeclass,
         "NodeOverlay": schema_nodeoverlay,
+        "CapacityBuffer": schema_capacitybuffer,
     }[manifest["kind"]]
     body = {k: v for k, v in manifest.items() if k != "metadata"}
     defaulted, _ = validator.validate(body, source.schema())  # the API server defaults before validating

@@ -162,6 +162,7 @@ def test_committed_crds_equal_generated() -> None:
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.k8s.aws_ec2nodeclasses.yaml",
         "karpenter.sh_nodeoverlays.yaml",
+        "autoscaling.x-k8s.io_capacitybuffers.yaml",
     }
     for name, text in rendered.items():
         committed = gen_crds.TEMPLATES / name
@@ -175,7 +176,9 @@ def test_crd_names_columns_and_subresources() -> None:
         "nodeclaims.karpenter.sh",
         "ec2nodeclasses.karpenter.k8s.aws",
         "nodeoverlays.karpenter.sh",
+        "capacitybuffers.autoscaling.x-k8s.io",
     }
+    by_name.pop("capacitybuffers.autoscaling.x-k8s.io")  # test_capacity_buffer_crd_is_registered_as_upstreams
     ec2 = by_name["ec2nodeclasses.karpenter.k8s.aws"]["spec"]
     assert ec2["names"]["shortNames"] == ["ec2nc", "ec2ncs"]
     overlay = by_name["nodeoverlays.karpenter.sh"]["spec"]
@@ -189,6 +192,35 @@ def test_crd_names_columns_and_subresources() -> None:
         assert version["storage"]
     columns = [c["name"] for c in by_name["nodeclaims.karpenter.sh"]["spec"]["versions"][0]["additionalPrinterColumns"]]
     assert columns[:6] == ["Type", "Capacity", "Zone", "Node", "Ready", "Age"]
+
+
+def test_capacity_buffer_crd_is_registered_as_upstreams() -> None:
+    # core pkg/apis/autoscaling/v1beta1/suite_test.go "should register the CapacityBuffer CRD", plus the names,
+    # printer columns and subresources of core's pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml
+    (crd,) = [c for c in crds.build_crds() if c["metadata"]["name"] == "capacitybuffers.autoscaling.x-k8s.io"]
+    spec = crd["spec"]
+    assert (spec["group"], spec["scope"]) == ("autoscaling.x-k8s.io", "Namespaced")
+    assert spec["names"] == {
+        "categories": ["autoscaling"],
+        "kind": "CapacityBuffer",
+        "listKind": "CapacityBufferList",
+        "plural": "capacitybuffers",
+        "shortNames": ["cb"],
+        "singular": "capacitybuffer",
+    }
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
+    assert version["subresources"] == {"status": {}}
+    assert [(c["name"], c["jsonPath"], c["type"]) for c in version["additionalPrinterColumns"]] == [
+        ("Strategy", ".spec.provisioningStrategy", "string"),
+        ("PodTemplate", ".status.podTemplateRef.name", "string"),
+        ("Replicas", ".status.replicas", "integer"),
+        ("ConditionsType", ".status.conditions[*].type", "string"),
+        ("ConditionsStatus", ".status.conditions[*].status", "string"),
+        ("ConditionsReason", ".status.conditions[*].reason", "string"),
+        ("Age", ".metadata.creationTimestamp", "date"),
+    ]
+    assert all(c["description"] for c in version["additionalPrinterColumns"])
 
 
 def test_rendered_crds_are_plain_data() -> None:

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from tests.api import crd_check
 
-from karpy.api import errors, labels, nodeoverlay, parse
+from karpy.api import capacitybuffer, errors, labels, nodeoverlay, parse
 from karpy_emulator.apiserver import runner, server
 
 UPSTREAM = pathlib.Path(__file__).parent / "upstream"
@@ -33,8 +33,10 @@ PLURALS = {
     "NodeClaim": "nodeclaims",
     "EC2NodeClass": "ec2nodeclasses",
     "NodeOverlay": "nodeoverlays",
+    "CapacityBuffer": capacitybuffer.PLURAL,
 }
-VERSIONS = {"NodeOverlay": nodeoverlay.VERSION}
+VERSIONS = {"NodeOverlay": nodeoverlay.VERSION, "CapacityBuffer": capacitybuffer.VERSION}
+GROUPS = {"EC2NodeClass": labels.AWS_GROUP, "CapacityBuffer": capacitybuffer.GROUP}
 _REPEAT = re.compile(r"\{(\w+)\*(\d+)\}")
 
 
@@ -138,7 +140,7 @@ IDS = [f"{c.kind}: {c.test}" for c in CASES]
 def test_the_suite_covers_upstreams_tests_both_ways() -> None:
     sources = {c.source for c in CASES}
     assert len(CASES) >= 100
-    assert len(sources) == 5, sources
+    assert len(sources) == 6, sources
     for source in sources:
         verdicts = {c.admitted for c in CASES if c.source == source}
         assert verdicts == {True, False}, source
@@ -155,7 +157,30 @@ def custom() -> Iterator[kubernetes.client.CustomObjectsApi]:
 
 
 def _group(kind: str) -> str:
-    return labels.AWS_GROUP if kind == "EC2NodeClass" else labels.GROUP
+    return GROUPS.get(kind, labels.GROUP)
+
+
+class _Scoped:
+    """The CustomObjectsApi calls for a case's object: the namespaced ones when its metadata names a namespace
+    (CapacityBuffer), the cluster-scoped ones otherwise."""
+
+    def __init__(self, custom: kubernetes.client.CustomObjectsApi, namespace: str | None) -> None:
+        self._custom, self._namespace = custom, namespace
+
+    def create(self, group: str, version: str, plural: str, body: dict[str, Any]) -> Any:
+        if self._namespace is None:
+            return self._custom.create_cluster_custom_object(group, version, plural, body)
+        return self._custom.create_namespaced_custom_object(group, version, self._namespace, plural, body)
+
+    def patch_status(self, group: str, version: str, plural: str, name: str, body: dict[str, Any]) -> Any:
+        if self._namespace is None:
+            return self._custom.patch_cluster_custom_object_status(group, version, plural, name, body)
+        return self._custom.patch_namespaced_custom_object_status(group, version, self._namespace, plural, name, body)
+
+    def patch(self, group: str, version: str, plural: str, name: str, body: dict[str, Any]) -> Any:
+        if self._namespace is None:
+            return self._custom.patch_cluster_custom_object(group, version, plural, name, body)
+        return self._custom.patch_namespaced_custom_object(group, version, self._namespace, plural, name, body)
 
 
 def _admits(call: Any, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
@@ -182,18 +207,15 @@ def test_the_emulated_api_server_admits_what_upstreams_does(
     body = {k: v for k, v in copy.deepcopy(case.obj).items() if k != "status"}
     body["metadata"]["name"] = f"parity-{CASES.index(case)}"
     name = body["metadata"]["name"]
-    created, answer = _admits(custom.create_cluster_custom_object, group, version, plural, body)
+    api = _Scoped(custom, body["metadata"].get("namespace"))
+    created, answer = _admits(api.create, group, version, plural, body)
     if case.status is not None and created:  # status is written through its subresource, as controllers do
-        created, answer = _admits(
-            custom.patch_cluster_custom_object_status, group, version, plural, name, {"status": case.status}
-        )
+        created, answer = _admits(api.patch_status, group, version, plural, name, {"status": case.status})
     assert created is case.admitted, answer
     for path, value in case.stored.items():
         assert _at(answer, path) == value
     if case.update is not None:
-        updated, answer = _admits(
-            custom.patch_cluster_custom_object, group, version, plural, name, _merge_patch(case.update)
-        )
+        updated, answer = _admits(api.patch, group, version, plural, name, _merge_patch(case.update))
         assert updated is case.update_admitted, answer
 
 

@@ -311,3 +311,28 @@ def test_reads_follow_every_new_version_even_one_a_test_stores_through_kmock(
     kube.call(store_directly)
     assert core.read_namespaced_pod("p1", NS).metadata.labels == {"step": "stored by kmock"}
     assert core.list_namespaced_pod(NS).items[0].metadata.labels == {"step": "stored by kmock"}
+
+
+def test_discovery_serves_capacity_buffers_namespaced(api_client: kubernetes.client.ApiClient) -> None:
+    # as core's CRD declares them (pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml)
+    custom = kubernetes.client.CustomObjectsApi(api_client)
+    listed = custom.get_api_resources("autoscaling.x-k8s.io", "v1beta1")
+    by_name = {r.name: r for r in listed.resources}
+    buffers = by_name["capacitybuffers"]
+    assert (buffers.kind, buffers.namespaced, buffers.short_names, buffers.categories) == (
+        "CapacityBuffer",
+        True,
+        ["cb"],
+        ["autoscaling"],
+    )
+    assert by_name["capacitybuffers/status"].kind == "CapacityBuffer"
+    body = {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "headroom"},
+        "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 2},
+    }
+    stored = custom.create_namespaced_custom_object("autoscaling.x-k8s.io", "v1beta1", NS, "capacitybuffers", body)
+    assert stored["spec"]["provisioningStrategy"] == "buffer.x-k8s.io/active-capacity"
+    listed_buffers = custom.list_namespaced_custom_object("autoscaling.x-k8s.io", "v1beta1", NS, "capacitybuffers")
+    assert [b["metadata"]["name"] for b in listed_buffers["items"]] == ["headroom"]

@@ -22,7 +22,7 @@ SHAPE = dumps.Shape(
     nodes=4, pods_per_node=3, pending=1, pending_cpu="1000", guarded_every=4, pinned_every=4, budget="1", now=1.8e9
 )
 NODE_PRICE = 0.384  # m5.2xlarge on-demand in the bundled catalog
-KEYS = {"now", "warnings", "pending", "nodes", "next_pass", "budgets", "repack", "simulations"}
+KEYS = {"now", "warnings", "pending", "nodes", "next_pass", "budgets", "repack", "simulations", "static_nodeclaims"}
 
 
 @pytest.fixture
@@ -199,3 +199,47 @@ def test_an_invalid_overlay_is_left_out_with_a_warning(
     explained = as_json(capsys, "-f", str(path), "--node-overlay")
     assert any("NodeOverlay broken left out" in w for w in explained["warnings"])
     assert explained["repack"]["cost_per_hour"] == pytest.approx(4 * NODE_PRICE)
+
+
+def test_a_static_pool_gets_its_replicas_and_a_pending_pod_is_nominated_to_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """A static NodePool (`spec.replicas`) gets the NodeClaims the controller's static-pool reconciler creates
+    (disruption.staticpools), and a pod only it can take waits for one of them as for a claim in flight."""
+    doc = dumps.dump(SHAPE)
+    doc["items"].append({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "fixed"},
+        "spec": {"replicas": 2, "template": {"spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            ],
+        }}},
+    })  # fmt: skip
+    doc["items"].append({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "pinned", "namespace": "default", "creationTimestamp": "2027-01-15T07:00:00Z"},
+        "spec": {
+            "nodeSelector": {"karpenter.sh/nodepool": "fixed"},
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+        },
+        "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "lastTransitionTime": "2027-01-15T07:59:00Z"},
+        ]},
+    })  # fmt: skip
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    explained = as_json(capsys, "-f", str(path))
+    claims = explained["static_nodeclaims"]
+    assert [(c["name"], c["nodepool"], c["instance_type"]) for c in claims] == [
+        ("fixed-1", "fixed", "m5.large"),
+        ("fixed-2", "fixed", "m5.large"),
+    ]
+    (pinned,) = [p for p in explained["pending"] if p["pod"] == "default/pinned"]
+    assert (pinned["schedulable"], pinned["node"]) == (True, "fixed-1")
+    assert claims[0]["pods"] == ["default/pinned"]
+    code, out, _ = explain(capsys, "-f", str(path))
+    assert code == 0
+    assert "Static NodeClaim fixed-1 of nodepool fixed, m5.large in" in out

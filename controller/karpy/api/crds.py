@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from karpy.api import capacitybuffer as api_capacitybuffer
 from karpy.api import labels
 from karpy.api import nodeoverlay as api_nodeoverlay
-from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
+from karpy.api.schema import capacitybuffer, core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
 
 _READY = '.status.conditions[?(@.type=="Ready")].status'
 _AGE = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
 
 
-def _column(name: str, path: str, type_: str = "string", *, priority: int = 0) -> dict[str, Any]:
+def _column(name: str, path: str, type_: str = "string", *, priority: int = 0, description: str = "") -> dict[str, Any]:
     column: dict[str, Any] = {"jsonPath": path, "name": name, "type": type_}
+    if description:
+        column["description"] = description
     if priority:
         column["priority"] = priority
     return column
@@ -29,9 +32,11 @@ def _crd(
     short_names: tuple[str, ...] = (),
     scale: bool = False,
     version: str = labels.VERSION,
+    namespaced: bool = False,
+    category: str = "karpenter",
 ) -> dict[str, Any]:
     names: dict[str, Any] = {
-        "categories": ["karpenter"],
+        "categories": [category],
         "kind": kind,
         "listKind": f"{kind}List",
         "plural": plural,
@@ -49,7 +54,7 @@ def _crd(
         "spec": {
             "group": group,
             "names": names,
-            "scope": "Cluster",
+            "scope": "Namespaced" if namespaced else "Cluster",
             "versions": [
                 {
                     "additionalPrinterColumns": columns,
@@ -65,7 +70,8 @@ def _crd(
 
 
 def build_crds() -> list[dict[str, Any]]:
-    """NodePool, NodeClaim, EC2NodeClass and NodeOverlay CRDs (printer columns, subresources, names as upstream v1)."""
+    """NodePool, NodeClaim, EC2NodeClass, NodeOverlay and CapacityBuffer CRDs (printer columns, subresources, names
+    as upstream's)."""
     return [
         _crd(
             group=labels.GROUP,
@@ -119,6 +125,31 @@ def build_crds() -> list[dict[str, Any]]:
             short_names=("overlays",),
             version=api_nodeoverlay.VERSION,
         ),
+        _crd(
+            group=api_capacitybuffer.GROUP,
+            kind=api_capacitybuffer.KIND,
+            plural=api_capacitybuffer.PLURAL,
+            schema=capacitybuffer.schema(),
+            columns=_capacity_buffer_columns(),
+            short_names=("cb",),
+            version=api_capacitybuffer.VERSION,
+            namespaced=True,
+            category="autoscaling",
+        ),
+    ]
+
+
+def _capacity_buffer_columns() -> list[dict[str, Any]]:
+    """As core's kubebuilder printcolumn markers (pkg/apis/autoscaling/v1beta1/capacitybuffer.go)."""
+    conditions = ".status.conditions[*]"
+    return [
+        _column("Strategy", ".spec.provisioningStrategy", description="The strategy to be used."),
+        _column("PodTemplate", ".status.podTemplateRef.name", description="The name of the PodTemplate used."),
+        _column("Replicas", ".status.replicas", "integer", description="The actual number of buffer chunks."),
+        _column("ConditionsType", f"{conditions}.type", description="List of all condition types."),
+        _column("ConditionsStatus", f"{conditions}.status", description="List of all condition statuses."),
+        _column("ConditionsReason", f"{conditions}.reason", description="List of all condition reasons."),
+        {**_AGE, "description": "The age of the CapacityBuffer."},
     ]
 
 

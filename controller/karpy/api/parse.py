@@ -1,8 +1,9 @@
 """Public parsers: plain dicts (YAML or API server objects) -> frozen v1 dataclasses, or one ValidationError.
 
-`nodepool`, `nodeclaim`, `ec2nodeclass` and `any` (dispatch on apiVersion/kind) validate against the CRD schema
-(`karpy.api.schema`), apply its defaults, run the paired CEL predicates and the controller-side semantic checks,
-and raise `errors.ValidationError` listing every problem with its field path. No other exception escapes.
+`nodepool`, `nodeclaim`, `ec2nodeclass`, `nodeoverlay`, `capacitybuffer` and `any` (dispatch on apiVersion/kind)
+validate against the CRD schema (`karpy.api.schema`), apply its defaults, run the paired CEL predicates and the
+controller-side semantic checks, and raise `errors.ValidationError` listing every problem with its field path. No
+other exception escapes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from karpy.api import (
+    capacitybuffer as api_capacitybuffer,
+)
 from karpy.api import (
     decode_ec2nodeclass,
     decoding,
@@ -32,6 +36,7 @@ from karpy.api import (
 from karpy.api import (
     nodepool as api_nodepool,
 )
+from karpy.api.schema import capacitybuffer as schema_capacitybuffer
 from karpy.api.schema import core
 from karpy.api.schema import ec2nodeclass as schema_ec2nodeclass
 from karpy.api.schema import nodeclaim as schema_nodeclaim
@@ -51,6 +56,7 @@ def _schema(kind: str) -> core.Schema:
         "NodeClaim": schema_nodeclaim.schema,
         "EC2NodeClass": schema_ec2nodeclass.schema,
         "NodeOverlay": schema_nodeoverlay.schema,
+        "CapacityBuffer": schema_capacitybuffer.schema,
     }
     return builders[kind]()
 
@@ -83,9 +89,26 @@ def nodeoverlay(obj: Mapping[str, Any]) -> api_nodeoverlay.NodeOverlay:
     return _parse(obj, "NodeOverlay", api_nodeoverlay.API_VERSION, _validate("NodeOverlay"), _decode_nodeoverlay)
 
 
-def any(
-    obj: Mapping[str, Any],
-) -> api_nodepool.NodePool | api_nodeclaim.NodeClaim | api_ec2nodeclass.EC2NodeClass | api_nodeoverlay.NodeOverlay:
+def capacitybuffer(obj: Mapping[str, Any]) -> api_capacitybuffer.CapacityBuffer:
+    return _parse(
+        obj,
+        api_capacitybuffer.KIND,
+        api_capacitybuffer.API_VERSION,
+        _validate(api_capacitybuffer.KIND),
+        _decode_capacitybuffer,
+    )
+
+
+Parsed = (
+    api_nodepool.NodePool
+    | api_nodeclaim.NodeClaim
+    | api_ec2nodeclass.EC2NodeClass
+    | api_nodeoverlay.NodeOverlay
+    | api_capacitybuffer.CapacityBuffer
+)
+
+
+def any(obj: Mapping[str, Any]) -> Parsed:
     """Parse whichever v1 kind `obj` declares; an unknown apiVersion/kind is a ValidationError naming `kind`."""
     if not isinstance(obj, Mapping):
         raise errors.ValidationError("object", "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
@@ -95,6 +118,7 @@ def any(
         (f"{labels.GROUP}/{labels.VERSION}", "NodeClaim"): nodeclaim,
         (f"{labels.AWS_GROUP}/{labels.VERSION}", "EC2NodeClass"): ec2nodeclass,
         (api_nodeoverlay.API_VERSION, "NodeOverlay"): nodeoverlay,
+        (api_capacitybuffer.API_VERSION, api_capacitybuffer.KIND): capacitybuffer,
     }
     key = (api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
     if key is None or key not in parsers:
@@ -103,9 +127,7 @@ def any(
             "kind", f"unsupported apiVersion/kind {api_version!r}/{kind!r} (supported: {supported})"
         )
         raise errors.ValidationError(str(kind) if kind else "object", _name(obj), [problem])
-    result: (
-        api_nodepool.NodePool | api_nodeclaim.NodeClaim | api_ec2nodeclass.EC2NodeClass | api_nodeoverlay.NodeOverlay
-    ) = parsers[key](obj)
+    result: Parsed = parsers[key](obj)
     return result
 
 
@@ -238,6 +260,37 @@ def _decode_nodeoverlay(obj: dict[str, Any], problems: list[errors.Problem]) -> 
         ),
         status=api_nodeoverlay.NodeOverlayStatus(
             conditions=decoding.conditions(obj.get("status", {}).get("conditions"))
+        ),
+    )
+
+
+def _decode_capacitybuffer(obj: dict[str, Any], problems: list[errors.Problem]) -> api_capacitybuffer.CapacityBuffer:
+    # Upstream checks a buffer by its CRD only; what it refers to is resolved by the buffer controller, which
+    # reports a missing PodTemplate or workload on ReadyForProvisioning (core: pkg/controllers/capacitybuffer).
+    spec, status = obj["spec"], obj.get("status", {})
+    scalable = spec.get("scalableRef")
+    return api_capacitybuffer.CapacityBuffer(
+        metadata=obj["metadata"],
+        spec=api_capacitybuffer.CapacityBufferSpec(
+            provisioning_strategy=spec["provisioningStrategy"],
+            pod_template_ref=spec["podTemplateRef"]["name"] if "podTemplateRef" in spec else None,
+            scalable_ref=(
+                api_capacitybuffer.ScalableRef(
+                    kind=scalable["kind"], name=scalable["name"], api_group=scalable.get("apiGroup", "")
+                )
+                if scalable is not None
+                else None
+            ),
+            replicas=spec.get("replicas"),
+            percentage=spec.get("percentage"),
+            limits=decoding.resources(spec.get("limits"), "spec.limits", problems),
+        ),
+        status=api_capacitybuffer.CapacityBufferStatus(
+            pod_template_ref=status["podTemplateRef"]["name"] if "podTemplateRef" in status else None,
+            replicas=status.get("replicas"),
+            pod_template_generation=status.get("podTemplateGeneration"),
+            provisioning_strategy=status.get("provisioningStrategy"),
+            conditions=decoding.conditions(status.get("conditions")),
         ),
     )
 

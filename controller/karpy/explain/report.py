@@ -15,7 +15,8 @@
             "lower_bound_per_hour", "savings_per_hour", "unschedulable",
             "nodeclaims": [{"nodepool", "instance_type", "zone", "capacity_type", "price_per_hour", "count"}]}
            | null,
- "simulations": 0}
+ "simulations": 0,
+ "static_nodeclaims": [{"name", "reason", **{claim}}]}  (what static NodePools' replicas add; pods nominated there)
 
 {claim} = {"nodepool", "instance_type", "instance_type_options": [...], "zone", "capacity_type",
            "price_per_hour", "pods": ["ns/name"]}
@@ -32,7 +33,7 @@ from karpy.api import labels
 from karpy.disruption import consolidation
 from karpy.explain import pending, repack, run, verdicts
 from karpy.scheduling import results
-from karpy.simulate import reasons
+from karpy.simulate import reasons, static
 
 MAX_OPTIONS = 10
 """Instance-type options a NodeClaim lists in JSON (the cheapest first; the scheduler keeps up to 600)."""
@@ -161,7 +162,18 @@ def to_json(found: run.Explanation) -> dict[str, Any]:
         "budgets": decided.budgets,
         "repack": _repack(found.repack) if found.repack is not None else None,
         "simulations": decided.simulations,
+        "static_nodeclaims": _static(found),
     }
+
+
+def _static(found: run.Explanation) -> list[dict[str, Any]]:
+    nominated = collections.defaultdict(list)
+    for p in found.pending:
+        nominated[p.node].append(p.pod.key)
+    return [
+        {"name": s.name, "reason": static.REASON, **claim(s.plan), "pods": sorted(nominated[s.name])}
+        for s in found.static
+    ]
 
 
 # --- for people -------------------------------------------------------------------------------------------------
@@ -213,6 +225,8 @@ def to_table(doc: dict[str, Any], *, width: int = reasons.DEFAULT_WIDTH) -> str:
     lines: list[str] = [f"As of {doc['now']}"]
     lines += [f"warning: {w}" for w in doc["warnings"]]
     lines += ["", *_pending_lines(doc["pending"], width=width)]
+    for c in doc["static_nodeclaims"]:
+        lines.append(f"Static NodeClaim {c['name']} of nodepool {c['nodepool']}, {_claim_line(c)}: {c['reason']}")
     step = doc["next_pass"]
     lines.append("")
     if step is None:

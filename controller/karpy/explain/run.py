@@ -16,6 +16,7 @@ from karpy.explain import pending, repack, verdicts
 from karpy.kube import resources
 from karpy.provisioning import ports, snapshot
 from karpy.scheduling import pods, scheduler, volumes
+from karpy.simulate import static
 from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
@@ -51,6 +52,8 @@ class Prepared:
     """Whether node verdicts are asked for (not for a pending pod: the next pass is, always, as in a full run)."""
     batch: pending.Batch | None
     repack: repack.Prepared | None
+    static: tuple[static.Launch, ...] = ()
+    """The NodeClaims static pools' reconciler would create now, pending pods nominated to them as in flight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,7 @@ class Explanation:
     verdicts: verdicts.Verdicts
     repack: repack.Repack | None
     warnings: tuple[str, ...] = ()
+    static: tuple[static.Launch, ...] = ()
 
 
 def node_price(
@@ -146,6 +150,8 @@ def prepare(
         existing=existing,
     )
     everything = not (options.node or options.pod)
+    launched = tuple(static.launches(view.nodepools(), view.state_nodes(), instance_types))
+    in_flight = (*existing, *(scheduler.derive(static.in_flight(launch)) for launch in launched))
     return Prepared(
         now=clock.now(),
         options=options,
@@ -153,12 +159,13 @@ def prepare(
         price=node_price(instance_types),
         focus=focus,
         nodes=with_nodes,
-        batch=pending.prepare(view, instance_types, options=options.scheduling, existing=existing)
+        batch=pending.prepare(view, instance_types, options=options.scheduling, existing=in_flight)
         if with_pending
         else None,
         repack=repack.prepare(view, instance_types, options=options.scheduling)
         if options.repack and everything
         else None,
+        static=launched,
     )
 
 
@@ -180,4 +187,5 @@ def explain(prepared: Prepared, *, warnings: Sequence[str] = ()) -> Explanation:
         verdicts=found,
         repack=repack.explain(prepared.repack, price=prepared.price) if prepared.repack is not None else None,
         warnings=tuple(warnings),
+        static=prepared.static,
     )

@@ -3,7 +3,8 @@
 JSON contract (documented in README; keys are never renamed, only added):
 
     {"nodeclaims": [{"name", "nodepool", "instance_type", "instance_type_options": [...], "zone",
-                     "capacity_type", "price_per_hour", "requests": {...}, "pods": ["ns/name", ...]}],
+                     "capacity_type", "price_per_hour", "requests": {...}, "pods": ["ns/name", ...],
+                     "reason" (only on a static NodePool's claim)}],
      "existing_nodes": [{"name", "pods": [...]}],
      "unschedulable": [{"pod": "ns/name", "reason": "...", "nodepools": [{"nodepool", "kind", "decisive", "message"}]}],
      "cost_per_hour": 0.0, "lower_bound_per_hour": 0.0}
@@ -26,7 +27,7 @@ from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.scheduling import results, scheduler
-from karpy.simulate import existing, manifests, reasons
+from karpy.simulate import existing, manifests, reasons, static
 
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
 
@@ -114,9 +115,12 @@ def run_with_overlays(
         start = clock.now()
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
     catalog_, conflicting = overlaid(cluster, options)
-    inp = scheduling_input(cluster, options, catalog_)
+    launched = static.launches(cluster.nodepools, existing.state(cluster).state_nodes(), catalog_)
+    with_static = dataclasses.replace(cluster, nodeclaims=[*cluster.nodeclaims, *(s.manifest for s in launched)])
+    inp = scheduling_input(with_static, options, catalog_)
     # Diagnosed: an unschedulable pod's reason is shown NodePool by NodePool, decisive constraint first.
-    return scheduler.solve(dataclasses.replace(inp, deadline=deadline, diagnose=True)), conflicting
+    solved = scheduler.solve(dataclasses.replace(inp, deadline=deadline, diagnose=True))
+    return static.merge(solved, launched), conflicting
 
 
 def scheduling_input(
@@ -159,6 +163,7 @@ def to_json(results: results.Results, *, overlays: Sequence[Mapping[str, Any]] =
                 "price_per_hour": round(offering.price, 6) if offering else None,
                 "requests": {k: quantity.format_resource(k, v) for k, v in sorted(claim.requests.items())},
                 "pods": sorted(_pod_key(p) for p in claim.pods),
+                **({"reason": static.REASON} if claim.static else {}),
             }
         )
     existing = [
@@ -211,6 +216,9 @@ def to_table(plan: dict[str, Any], *, max_options: int = 3, width: int = reasons
                 ]
             )
         lines += _table(["NAME", "NODEPOOL", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS", "OPTIONS"], rows)
+    kept = [c["name"] for c in claims if "reason" in c]
+    if kept:
+        lines.append(f"Of which for static NodePools: {', '.join(kept)} ({static.REASON})")
     if plan["existing_nodes"]:
         lines.append("")
         lines.append("Pods nominated to existing nodes:")

@@ -12,7 +12,7 @@ from typing import Any
 
 import kmock
 
-from karpy.api import labels, nodeoverlay
+from karpy.api import capacitybuffer, labels, nodeoverlay
 from karpy_emulator.apiserver import kmock_private
 
 KUBERNETES_VERSION = "1.31"
@@ -50,6 +50,14 @@ CUSTOM: tuple[Declaration, ...] = (
         ("status",),
         ("overlays",),
         ("karpenter",),
+    ),
+    Declaration(
+        f"{capacitybuffer.API_VERSION}/{capacitybuffer.PLURAL}",
+        capacitybuffer.KIND,
+        True,
+        ("status",),
+        ("cb",),
+        ("autoscaling",),
     ),
 )
 # Builtins a node autoscaler needs; declared only when kmock's bundled dump lacks them.

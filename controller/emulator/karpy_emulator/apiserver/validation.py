@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from karpy.api import capacitybuffer as api_capacitybuffer
 from karpy.api import decoding, errors, labels, validator
 from karpy.api import nodeoverlay as api_nodeoverlay
-from karpy.api.schema import core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
+from karpy.api.schema import capacitybuffer, core, ec2nodeclass, nodeclaim, nodeoverlay, nodepool
 from karpy_emulator.apiserver import api_status, transitions
 
 Validator = Callable[[Mapping[str, Any], Mapping[str, Any] | None], Sequence[api_status.Cause]]
@@ -27,6 +28,7 @@ NODEPOOLS = f"{labels.GROUP}/{labels.VERSION}/nodepools"
 NODECLAIMS = f"{labels.GROUP}/{labels.VERSION}/nodeclaims"
 EC2NODECLASSES = f"{labels.AWS_GROUP}/{labels.VERSION}/ec2nodeclasses"
 NODEOVERLAYS = f"{labels.GROUP}/{api_nodeoverlay.VERSION}/nodeoverlays"
+CAPACITYBUFFERS = f"{api_capacitybuffer.API_VERSION}/{api_capacitybuffer.PLURAL}"
 
 
 def from_schema_rules(schema: core.Schema) -> Validator:
@@ -53,12 +55,13 @@ def all_of(*validators: Validator) -> Validator:
 
 
 def karpenter() -> dict[str, Validator]:
-    """The validators of the three karpenter resources, keyed `group/version/plural`."""
+    """The validators of the custom resources, keyed `group/version/plural`."""
     return {
         NODEPOOLS: _crd(nodepool.schema()),
         NODECLAIMS: _crd(nodeclaim.schema()),
         EC2NODECLASSES: _crd(ec2nodeclass.schema()),
         NODEOVERLAYS: _crd(nodeoverlay.schema()),
+        CAPACITYBUFFERS: _crd(capacitybuffer.schema()),
     }
 
 
@@ -85,4 +88,5 @@ def karpenter_defaults() -> dict[str, Defaulter]:
         NODECLAIMS: from_schema(nodeclaim.schema()),
         EC2NODECLASSES: from_schema(ec2nodeclass.schema()),
         NODEOVERLAYS: from_schema(nodeoverlay.schema()),
+        CAPACITYBUFFERS: from_schema(capacitybuffer.schema()),
     }
