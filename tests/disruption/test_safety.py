@@ -5,6 +5,7 @@ budget of zero holds. Drift alone may pass pod blockers, and only when the claim
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -153,3 +154,45 @@ async def test_nodes_already_leaving_use_up_the_budget(leaving: str) -> None:
     w.node("empty")
     assert await w.reconcile(w.controller()) is None
     assert _untouched(w, "empty")
+
+
+@BLOCKERS
+async def test_a_blocker_appearing_during_the_validation_wait_stops_a_consolidation_even_with_a_tgp(
+    block: Callable[[disruption_world.World], None],
+) -> None:
+    """The re-check after the 15 s wait reads the *graceful* candidates for consolidation: a pod protected by
+    do-not-disrupt or a PDB allowing none that lands meanwhile holds the node, terminationGracePeriod or not (core:
+    disruption/validation.go validateCandidates uses the command's own disruption class)."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("a", tgp="1h")
+    _big_neighbour(w)
+    w.pod("small", "a", cpu="500m")  # fits on "b" with a 1-cpu pod more: only the blocker can stop it
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    block(w)  # the blocked pod lands on "a" after the decision, before the re-check
+    w.sync()
+    await w.clock.run_for(11)
+    assert await task is None
+    assert _untouched(w, "a", "b")
+
+
+async def test_without_a_blocker_the_same_consolidation_goes_ahead() -> None:
+    """The control of the test above: the same cluster, and an unprotected pod landing meanwhile."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("a", tgp="1h")
+    _big_neighbour(w)
+    w.pod("small", "a", cpu="500m")
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    w.pod("guarded", "a")
+    w.sync()
+    await w.clock.run_for(11)
+    cmd = await task
+    assert cmd is not None
+    assert (cmd.reason, [c.name for c in cmd.candidates]) == (Reason.UNDERUTILIZED, ["a"])
