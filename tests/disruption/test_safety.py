@@ -12,6 +12,7 @@ import pytest
 from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool
+from karpy.disruption import consolidation
 
 Reason = nodepool.DisruptionReason
 DND = labels.ANNOTATION_DO_NOT_DISRUPT
@@ -57,18 +58,52 @@ async def test_drift_leaves_a_node_with_blocking_pods_without_a_termination_grac
     assert _untouched(w, "a")
 
 
-@BLOCKERS
-async def test_drift_passes_blocking_pods_when_the_claim_has_a_termination_grace_period(
-    block: Callable[[disruption_world.World], None],
-) -> None:
+async def _drift_with_a_grace_period(block: Callable[[disruption_world.World], None]) -> consolidation.Command | None:
+    """One pass over drifted node "a" (terminationGracePeriod 1h) with `block` applied."""
     w = disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",), tgp="1h")
     block(w)
-    cmd = await w.reconcile(w.controller())
+    return await w.reconcile(w.controller())
+
+
+@BLOCKERS
+async def test_drift_passes_blocking_pods_when_the_claim_has_a_termination_grace_period(
+    block: Callable[[disruption_world.World], None],
+) -> None:
+    cmd = await _drift_with_a_grace_period(block)
     assert cmd is not None
     assert cmd.reason == Reason.DRIFTED
     assert [c.name for c in cmd.candidates] == ["a"]
+
+
+def _pdb_never_allows(w: disruption_world.World) -> None:
+    w.pod("guarded", "a", pod_labels={"app": "db"})
+    w.pdb("db", {"app": "db"}, allowed=0, maxUnavailable=0)
+
+
+@pytest.mark.parametrize(
+    ("block", "replaced"),
+    [
+        (_do_not_disrupt, False),
+        (_do_not_disrupt_for_an_hour, False),
+        (_pdb_never_allows, False),
+        (_pdb_allows_nothing, True),
+    ],
+    ids=["dnd", "dnd-1h", "pdb-max-unavailable-0", "pdb-at-its-minimum"],
+)
+async def test_drift_buys_no_replacement_for_pods_that_cannot_be_evicted(
+    block: Callable[[disruption_world.World], None], replaced: bool
+) -> None:
+    """core: disruption/drift_test.go "should not create replacements for drifted nodes that have pods with the
+    karpenter.sh/do-not-disrupt annotation when the NodePool's TerminationGracePeriod is not nil" and "... with the
+    blocking PDBs ..." (#2033): such a pod stays until its grace period ends, so a replacement would stand empty. A
+    PDB merely at its minimum now lets the eviction through once the replacement is Ready: that pod is replaced."""
+    cmd = await _drift_with_a_grace_period(block)
+    assert cmd is not None
+    assert (cmd.reason, [c.name for c in cmd.candidates]) == (Reason.DRIFTED, ["a"])
+    assert bool(cmd.replacements) is replaced
+    assert [p.key for p in cmd.candidates[0].reschedulable_pods] == (["default/guarded"] if replaced else [])
 
 
 @BLOCKERS
