@@ -37,7 +37,7 @@ from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
 from karpy_emulator.apiserver import runner, server, validation
-from karpy_emulator.aws import moto_instances, seeding
+from karpy_emulator.aws import idempotency, moto_instances, seeding
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
@@ -225,6 +225,7 @@ class EmulatedCluster:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         # moto's CreateFleet ignores a launch template's security groups; EC2 applies them (else every node drifts).
         seeding.install_launch_template_security_groups()
+        idempotency.install()  # moto ignores CreateFleet's ClientToken; EC2 honours it
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         await asyncio.to_thread(self._moto.start)
         host, port = self._moto.get_host_and_port()
