@@ -37,7 +37,7 @@ from karpy.cloudprovider import catalog
 from karpy.kube import credentials, rest
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, workloads
 from karpy_emulator.apiserver import runner, server, validation
-from karpy_emulator.aws import idempotency, moto_instances, seeding
+from karpy_emulator.aws import idempotency, moto_instances, seeding, sqs_time
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
@@ -215,6 +215,8 @@ class EmulatedCluster:
         if isinstance(self.clock, autojump.AutojumpClock):
             # First, so that the worker-thread calls below already run on the tracked executor.
             await self._driving.enter_async_context(self.clock.driving())
+            # SQS redelivery (visibility timeouts) on virtual time, as the queue's long poll already is.
+            self._driving.enter_context(sqs_time.on_clock(self.clock))
         if self._workdir is None:
             self._tempdir = tempfile.TemporaryDirectory(prefix="karpy-emulated-")
             self._workdir = pathlib.Path(self._tempdir.name)
