@@ -14,16 +14,16 @@ import boto3
 import pytest
 from botocore import exceptions as botocore_exceptions
 from tests.cloudprovider.aws import moto_fixtures
-from tests.cloudprovider.aws import test_ec2batch as batching
+from tests.cloudprovider.aws import test_ec2batch as aws_test_ec2batch
 
 from karpy import clock as karpy_clock
 from karpy.cloudprovider.aws import clients, ec2batch, faults
 from karpy_emulator.aws import seeding
 
 REGION = moto_fixtures.REGION
-manual = batching.manual
-one_try = batching.one_try
-template = batching.template
+manual = aws_test_ec2batch.manual
+one_try = aws_test_ec2batch.one_try
+template = aws_test_ec2batch.template
 
 
 def _ec2() -> Any:
@@ -42,11 +42,11 @@ def _live(token: str | None = None) -> list[str]:
 async def _launch(
     batchers: ec2batch.EC2Batchers, manual: karpy_clock.ManualClock, request: dict[str, Any], owners: Sequence[str]
 ) -> list[Any]:
-    return await batching.together(manual, *(batchers.create_fleet(request, owner=o) for o in owners))
+    return await aws_test_ec2batch.together(manual, *(batchers.create_fleet(request, owner=o) for o in owners))
 
 
 def _ids(outcomes: list[Any]) -> list[str]:
-    return sorted(i for o in outcomes for i in batching.instance_ids(o))
+    return sorted(i for o in outcomes for i in aws_test_ec2batch.instance_ids(o))
 
 
 # --- the emulation's model of EC2's contract ---------------------------------------------------------------------
@@ -54,13 +54,15 @@ def _ids(outcomes: list[Any]) -> list[str]:
 
 def test_moto_answers_a_repeated_client_token_as_ec2_does(seeded: seeding.Seeded, template: str) -> None:
     subnet = seeded.subnet_ids[0]
-    request = batching.fleet_request(template, subnet, batching.zone_of(subnet))
+    request = aws_test_ec2batch.fleet_request(template, subnet, aws_test_ec2batch.zone_of(subnet))
     first = _ec2().create_fleet(**request, ClientToken="t-1")
     again = _ec2().create_fleet(**request, ClientToken="t-1")
     assert (again["FleetId"], again["Instances"]) == (first["FleetId"], first["Instances"])
     other = seeded.subnet_ids[1]
     with pytest.raises(botocore_exceptions.ClientError) as refused:
-        _ec2().create_fleet(**batching.fleet_request(template, other, batching.zone_of(other)), ClientToken="t-1")
+        _ec2().create_fleet(
+            **aws_test_ec2batch.fleet_request(template, other, aws_test_ec2batch.zone_of(other)), ClientToken="t-1"
+        )
     assert refused.value.response["Error"]["Code"] == "IdempotentParameterMismatch"
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     untokened = [_ec2().create_fleet(**request)["FleetId"] for _ in range(2)]
@@ -115,7 +117,10 @@ async def test_a_retried_batch_launches_each_owner_once(
     injected.inject({"ec2:CreateFleet"}, kind, times=1)
     subnet = seeded.subnet_ids[0]
     outcomes = await _launch(
-        batching.batchers_on(aws, manual), manual, batching.fleet_request(template, subnet, "z"), OWNERS
+        aws_test_ec2batch.batchers_on(aws, manual),
+        manual,
+        aws_test_ec2batch.fleet_request(template, subnet, "z"),
+        OWNERS,
     )
     assert injected.hit(kind) == 1
     assert _ids(outcomes) == _live() == _live(ec2batch.client_token(OWNERS))
@@ -130,10 +135,10 @@ async def test_without_owners_the_next_launch_after_a_lost_answer_launches_again
     injected = faults.Faults()
     injected.install(one_try)
     injected.inject({"ec2:CreateFleet"}, faults.Kind.LOST, times=1)
-    request = batching.fleet_request(template, seeded.subnet_ids[0], "z")
-    lost = await _launch(batching.batchers_on(one_try, manual), manual, request, ["", "", ""])
+    request = aws_test_ec2batch.fleet_request(template, seeded.subnet_ids[0], "z")
+    lost = await _launch(aws_test_ec2batch.batchers_on(one_try, manual), manual, request, ["", "", ""])
     assert all(isinstance(o, botocore_exceptions.ClientError) for o in lost)
-    outcomes = await _launch(batching.batchers_on(one_try, manual), manual, request, ["", "", ""])
+    outcomes = await _launch(aws_test_ec2batch.batchers_on(one_try, manual), manual, request, ["", "", ""])
     assert len(_ids(outcomes)) == 3
     assert len(_live()) == 6
 
@@ -147,12 +152,12 @@ async def test_an_answer_lost_for_good_is_found_by_the_owners_next_launch_after_
     injected.install(one_try)
     injected.inject({"ec2:CreateFleet"}, faults.Kind.LOST, times=1)
     subnet = seeded.subnet_ids[0]
-    request = batching.fleet_request(template, subnet, "z")
-    lost = await _launch(batching.batchers_on(one_try, manual), manual, request, OWNERS)
+    request = aws_test_ec2batch.fleet_request(template, subnet, "z")
+    lost = await _launch(aws_test_ec2batch.batchers_on(one_try, manual), manual, request, OWNERS)
     assert all(isinstance(o, botocore_exceptions.ClientError) for o in lost)
     launched = _live()
     assert len(launched) == 3  # EC2 ran it
-    restarted = batching.batchers_on(one_try, manual)
+    restarted = aws_test_ec2batch.batchers_on(one_try, manual)
     outcomes = await _launch(restarted, manual, request, OWNERS)
     assert _ids(outcomes) == launched == _live()
 
@@ -163,9 +168,9 @@ async def test_an_answer_the_controller_died_with_is_given_again(
     """Answered, but the controller stopped before recording it: after the restart the same owners get the same
     instances."""
     subnet = seeded.subnet_ids[0]
-    request = batching.fleet_request(template, subnet, "z")
-    first = await _launch(batching.batchers_on(aws, manual), manual, request, OWNERS)
-    again = await _launch(batching.batchers_on(aws, manual), manual, request, OWNERS)
+    request = aws_test_ec2batch.fleet_request(template, subnet, "z")
+    first = await _launch(aws_test_ec2batch.batchers_on(aws, manual), manual, request, OWNERS)
+    again = await _launch(aws_test_ec2batch.batchers_on(aws, manual), manual, request, OWNERS)
     assert _ids(again) == _ids(first) == _live()
 
 
@@ -178,12 +183,20 @@ async def test_a_repeat_with_other_parameters_is_given_the_first_calls_instances
     injected.install(one_try)
     injected.inject({"ec2:CreateFleet"}, faults.Kind.LOST, times=1)
     first, second = seeded.subnet_ids[:2]
-    await _launch(batching.batchers_on(one_try, manual), manual, batching.fleet_request(template, first, "z"), OWNERS)
+    await _launch(
+        aws_test_ec2batch.batchers_on(one_try, manual),
+        manual,
+        aws_test_ec2batch.fleet_request(template, first, "z"),
+        OWNERS,
+    )
     launched = _live()
     outcomes = await _launch(
-        batching.batchers_on(one_try, manual), manual, batching.fleet_request(template, second, "z"), OWNERS
+        aws_test_ec2batch.batchers_on(one_try, manual),
+        manual,
+        aws_test_ec2batch.fleet_request(template, second, "z"),
+        OWNERS,
     )
-    assert all(len(batching.instance_ids(o)) == 1 for o in outcomes)
+    assert all(len(aws_test_ec2batch.instance_ids(o)) == 1 for o in outcomes)
     assert _ids(outcomes) == launched == _live()
     group = outcomes[0]["Instances"][0]
     assert group["LaunchTemplateAndOverrides"]["Overrides"]["SubnetId"] == first
@@ -198,15 +211,21 @@ async def test_a_token_whose_first_call_launched_nothing_launches_anew(
 ) -> None:
     """The first call was answered with capacity errors only; the retry with other offerings is a new launch."""
     first, second = seeded.subnet_ids[:2]
-    batching.fulfil_only(one_try.ec2, 0, [batching.ICE])
+    aws_test_ec2batch.fulfil_only(one_try.ec2, 0, [aws_test_ec2batch.ICE])
     nothing = await _launch(
-        batching.batchers_on(one_try, manual), manual, batching.fleet_request(template, first, "z"), ["uid-a"]
+        aws_test_ec2batch.batchers_on(one_try, manual),
+        manual,
+        aws_test_ec2batch.fleet_request(template, first, "z"),
+        ["uid-a"],
     )
-    assert batching.instance_ids(nothing[0]) == []
+    assert aws_test_ec2batch.instance_ids(nothing[0]) == []
     assert _live() == []
     plain = clients.build_clients(region=REGION, max_attempts=0, session=moto_fixtures.boto_session(request.config))
     outcomes = await _launch(
-        batching.batchers_on(plain, manual), manual, batching.fleet_request(template, second, "z"), ["uid-a"]
+        aws_test_ec2batch.batchers_on(plain, manual),
+        manual,
+        aws_test_ec2batch.fleet_request(template, second, "z"),
+        ["uid-a"],
     )
     assert len(_ids(outcomes)) == 1
     assert _ids(outcomes) == _live()
@@ -216,7 +235,7 @@ async def test_different_owners_never_share_a_launch(
     aws: clients.Clients, seeded: seeding.Seeded, template: str, manual: karpy_clock.ManualClock
 ) -> None:
     subnet = seeded.subnet_ids[0]
-    request = batching.fleet_request(template, subnet, "z")
-    one = await _launch(batching.batchers_on(aws, manual), manual, request, ["uid-a", "uid-b"])
-    other = await _launch(batching.batchers_on(aws, manual), manual, request, ["uid-c"])
+    request = aws_test_ec2batch.fleet_request(template, subnet, "z")
+    one = await _launch(aws_test_ec2batch.batchers_on(aws, manual), manual, request, ["uid-a", "uid-b"])
+    other = await _launch(aws_test_ec2batch.batchers_on(aws, manual), manual, request, ["uid-c"])
     assert len(set(_ids(one)) | set(_ids(other))) == 3 == len(_live())
