@@ -263,3 +263,31 @@ def test_a_claim_that_has_not_launched_sheds_a_drifted_condition() -> None:
         claim, w.cluster.nodepools()[0], now=w.clock.now(), provider_drift="X"
     )
     assert "Drifted" not in [c.type for c in out]
+
+
+A = {"app": "a"}
+
+
+@pytest.mark.parametrize(
+    ("annotations", "pdbs", "held"),
+    [
+        ({}, [], False),
+        ({DND: "true"}, [], True),
+        ({}, [(A, {"maxUnavailable": 0})], True),
+        ({}, [(A, {"minAvailable": "100%"})], True),
+        ({}, [(A, {"minAvailable": 1})], False),  # at its minimum now, free once a replacement is Ready
+        ({}, [(A, {"minAvailable": 1}), (A, {"maxUnavailable": 1})], True),  # two PDBs: the Eviction API refuses
+        ({}, [({"app": "b"}, {"maxUnavailable": 0})], False),
+    ],
+    ids=["free", "dnd", "max-unavailable-0", "min-available-100%", "at-minimum", "two-pdbs", "other-pods"],
+)
+def test_pods_drift_passes_but_buys_no_replacement_for(
+    annotations: dict[str, str], pdbs: list[tuple[dict[str, str], dict[str, Any]]], held: bool
+) -> None:
+    """core: pkg/utils/pdb/pdb.go IsCurrentlyReschedulable, as disruption/helpers.go SimulateScheduling applies it."""
+    parsed = [
+        candidates.pdb_from_manifest(builders.pdb(f"pdb{i}", match, status={"disruptionsAllowed": 0}, **spec))
+        for i, (match, spec) in enumerate(pdbs)
+    ]
+    info = candidates.pod_info(running(labels=A, annotations=annotations), now=T0)
+    assert candidates.held(info, [p for p in parsed if p is not None]) is held

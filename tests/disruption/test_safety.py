@@ -5,12 +5,14 @@ budget of zero holds. Drift alone may pass pod blockers, and only when the claim
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
 from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool
+from karpy.disruption import consolidation
 
 Reason = nodepool.DisruptionReason
 DND = labels.ANNOTATION_DO_NOT_DISRUPT
@@ -56,18 +58,52 @@ async def test_drift_leaves_a_node_with_blocking_pods_without_a_termination_grac
     assert _untouched(w, "a")
 
 
-@BLOCKERS
-async def test_drift_passes_blocking_pods_when_the_claim_has_a_termination_grace_period(
-    block: Callable[[disruption_world.World], None],
-) -> None:
+async def _drift_with_a_grace_period(block: Callable[[disruption_world.World], None]) -> consolidation.Command | None:
+    """One pass over drifted node "a" (terminationGracePeriod 1h) with `block` applied."""
     w = disruption_world.World()
     w.pool()
     w.node("a", conditions=("Drifted",), tgp="1h")
     block(w)
-    cmd = await w.reconcile(w.controller())
+    return await w.reconcile(w.controller())
+
+
+@BLOCKERS
+async def test_drift_passes_blocking_pods_when_the_claim_has_a_termination_grace_period(
+    block: Callable[[disruption_world.World], None],
+) -> None:
+    cmd = await _drift_with_a_grace_period(block)
     assert cmd is not None
     assert cmd.reason == Reason.DRIFTED
     assert [c.name for c in cmd.candidates] == ["a"]
+
+
+def _pdb_never_allows(w: disruption_world.World) -> None:
+    w.pod("guarded", "a", pod_labels={"app": "db"})
+    w.pdb("db", {"app": "db"}, allowed=0, maxUnavailable=0)
+
+
+@pytest.mark.parametrize(
+    ("block", "replaced"),
+    [
+        (_do_not_disrupt, False),
+        (_do_not_disrupt_for_an_hour, False),
+        (_pdb_never_allows, False),
+        (_pdb_allows_nothing, True),
+    ],
+    ids=["dnd", "dnd-1h", "pdb-max-unavailable-0", "pdb-at-its-minimum"],
+)
+async def test_drift_buys_no_replacement_for_pods_that_cannot_be_evicted(
+    block: Callable[[disruption_world.World], None], replaced: bool
+) -> None:
+    """core: disruption/drift_test.go "should not create replacements for drifted nodes that have pods with the
+    karpenter.sh/do-not-disrupt annotation when the NodePool's TerminationGracePeriod is not nil" and "... with the
+    blocking PDBs ..." (#2033): such a pod stays until its grace period ends, so a replacement would stand empty. A
+    PDB merely at its minimum now lets the eviction through once the replacement is Ready: that pod is replaced."""
+    cmd = await _drift_with_a_grace_period(block)
+    assert cmd is not None
+    assert (cmd.reason, [c.name for c in cmd.candidates]) == (Reason.DRIFTED, ["a"])
+    assert bool(cmd.replacements) is replaced
+    assert [p.key for p in cmd.candidates[0].reschedulable_pods] == (["default/guarded"] if replaced else [])
 
 
 @BLOCKERS
@@ -153,3 +189,45 @@ async def test_nodes_already_leaving_use_up_the_budget(leaving: str) -> None:
     w.node("empty")
     assert await w.reconcile(w.controller()) is None
     assert _untouched(w, "empty")
+
+
+@BLOCKERS
+async def test_a_blocker_appearing_during_the_validation_wait_stops_a_consolidation_even_with_a_tgp(
+    block: Callable[[disruption_world.World], None],
+) -> None:
+    """The re-check after the 15 s wait reads the *graceful* candidates for consolidation: a pod protected by
+    do-not-disrupt or a PDB allowing none that lands meanwhile holds the node, terminationGracePeriod or not (core:
+    disruption/validation.go validateCandidates uses the command's own disruption class)."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("a", tgp="1h")
+    _big_neighbour(w)
+    w.pod("small", "a", cpu="500m")  # fits on "b" with a 1-cpu pod more: only the blocker can stop it
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    block(w)  # the blocked pod lands on "a" after the decision, before the re-check
+    w.sync()
+    await w.clock.run_for(11)
+    assert await task is None
+    assert _untouched(w, "a", "b")
+
+
+async def test_without_a_blocker_the_same_consolidation_goes_ahead() -> None:
+    """The control of the test above: the same cluster, and an unprotected pod landing meanwhile."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("a", tgp="1h")
+    _big_neighbour(w)
+    w.pod("small", "a", cpu="500m")
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    w.pod("guarded", "a")
+    w.sync()
+    await w.clock.run_for(11)
+    cmd = await task
+    assert cmd is not None
+    assert (cmd.reason, [c.name for c in cmd.candidates]) == (Reason.UNDERUTILIZED, ["a"])

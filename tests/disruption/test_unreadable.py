@@ -50,6 +50,8 @@ async def test_a_node_with_a_pod_karpy_cannot_read_is_never_disrupted() -> None:
     assert not w.deleting("drifted")
     (node,) = [n for n in w.cluster.state_nodes() if n.name == "looks-empty"]
     assert node.unreadable_pods == ("default/mystery",)
+    blocked = {(e.name, e.message) for e in w.recorder.events if e.reason == "DisruptionBlocked"}
+    assert ("looks-empty", "Pod default/mystery on the node cannot be read") in blocked
 
 
 async def test_a_node_whose_evaluation_raises_is_left_out_and_the_others_disrupted(

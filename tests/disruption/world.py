@@ -269,14 +269,15 @@ class World:
             },
         )
 
-    def pdb(self, name: str, match: Mapping[str, str], *, allowed: int) -> None:
+    def pdb(self, name: str, match: Mapping[str, str], *, allowed: int, **spec: Any) -> None:
+        """A PDB over the pods labelled `match`, `allowed` disruptions in its status; `spec` adds spec fields."""
         self.kube.put(
             resources.PDBS,
             {
                 "apiVersion": "policy/v1",
                 "kind": "PodDisruptionBudget",
                 "metadata": {"name": name, "namespace": "default"},
-                "spec": {"selector": {"matchLabels": dict(match)}},
+                "spec": {"selector": {"matchLabels": dict(match)}, **spec},
                 "status": {"disruptionsAllowed": allowed},
             },
         )

@@ -152,6 +152,15 @@ async def running_instances(emulated: cluster.EmulatedCluster) -> list[str]:
     return await asyncio.to_thread(describe)
 
 
+def every_instance(emulated: cluster.EmulatedCluster) -> list[dict[str, Any]]:
+    """Every instance of the cluster moto ever launched, whatever its state (blocking: call it from a thread)."""
+    ec2 = boto3.client("ec2", region_name=emulated.region)
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[{"Name": f"tag:{labels.TAG_CLUSTER_PREFIX}{emulated.cluster_name}", "Values": ["owned"]}]
+    )
+    return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+
 def node_zone(node_by_name: Mapping[str, Mapping[str, Any]], pod: Mapping[str, Any]) -> str:
     return str(node_by_name[pod["spec"]["nodeName"]]["metadata"]["labels"][labels.LABEL_ZONE])
 

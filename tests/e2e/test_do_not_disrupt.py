@@ -4,7 +4,10 @@ disruptable once the annotation goes, and a controller ignoring the annotation f
 * a pod annotated `karpenter.sh/do-not-disrupt: "true"` keeps its Consolidatable node from being replaced by a
   cheaper one until the annotation is removed from the pod;
 * a Node annotated `karpenter.sh/do-not-disrupt: "true"` keeps its Drifted NodeClaim from being replaced until the
-  annotation is removed from the Node.
+  annotation is removed from the Node;
+* a deleted NodeClaim whose pod cannot be evicted (do-not-disrupt, or a PDB of maxUnavailable 0) gets no replacement
+  while the pod cannot leave, so no node stands empty beside it (core #2033, IsCurrentlyReschedulable); once it can,
+  the pod is evicted onto a new node and the old one goes.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ async def _only_claim(emulated: cluster.EmulatedCluster, *, besides: str) -> dic
     if len(claims) == 1 and claims[0]["metadata"]["name"] != besides and claims[0]["status"].get("nodeName"):
         return claims[0]
     return None
+
+
+async def _guarded_moved(emulated: cluster.EmulatedCluster, *, besides: str) -> dict[str, Any] | None:
+    """The one NodeClaim but `besides`, once the "guarded" pod is bound to its node."""
+    found = await _only_claim(emulated, besides=besides)
+    bound = await support.all_bound(emulated, "guarded", 1)
+    return found if found and bound and bound[0]["spec"]["nodeName"] == found["status"]["nodeName"] else None
 
 
 @pytest.mark.slow
@@ -70,12 +80,12 @@ async def test_a_do_not_disrupt_pod_keeps_its_node_from_consolidation_until_remo
     annotation_removed = {"metadata": {"annotations": {labels.ANNOTATION_DO_NOT_DISRUPT: None}}}
     await emulated.client.patch(resources.PODS, pod["metadata"]["name"], annotation_removed, namespace="default")
 
-    async def replaced() -> dict[str, Any] | None:
-        found = await _only_claim(emulated, besides=name)
-        bound = await support.all_bound(emulated, "guarded", 1)
-        return found if found and bound and bound[0]["spec"]["nodeName"] == found["status"]["nodeName"] else None
-
-    await support.eventually(replaced, clock=emulated.clock, within=40, what="the released node replaced")
+    await support.eventually(
+        lambda: _guarded_moved(emulated, besides=name),
+        clock=emulated.clock,
+        within=40,
+        what="the released node replaced",
+    )
 
 
 @pytest.mark.slow
@@ -111,4 +121,51 @@ async def test_a_do_not_disrupt_node_is_not_drifted_until_removed(
 
     await support.eventually(
         replaced, clock=emulated.clock, within=40, what="the released node replaced on the new image"
+    )
+
+
+NEVER = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"name": "guarded", "namespace": "default"},
+    "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("blocker", ["do-not-disrupt", "pdb"])
+async def test_a_deleted_node_buys_no_capacity_for_a_pod_that_cannot_leave(
+    emulated: cluster.EmulatedCluster, controller: controlplane.ControlPlane, blocker: str
+) -> None:
+    await support.apply_defaults(emulated)
+    guarded = support.deployment("guarded", 1, cpu="500m")
+    if blocker == "pdb":
+        await emulated.client.create(resources.PDBS, NEVER)
+    else:
+        guarded["spec"]["template"]["metadata"]["annotations"] = dict(DO_NOT_DISRUPT)
+    await emulated.client.create(workloads.DEPLOYMENTS, guarded)
+    (pod,) = await support.eventually(
+        lambda: support.all_bound(emulated, "guarded", 1), clock=emulated.clock, within=40, what="guarded bound"
+    )
+    (claim,) = await support.claims(emulated)
+    name = claim["metadata"]["name"]
+    await emulated.client.delete(resources.NODECLAIMS, name)
+
+    samples = await support.hold(emulated, HOLD)
+    assert samples, "nothing sampled"
+    for names, _ in samples:
+        assert names == {name}, f"capacity bought for a pod that cannot leave {name}: {sorted(names)}"
+    assert [p["metadata"]["name"] for p in await support.pods_of(emulated, "guarded")] == [pod["metadata"]["name"]]
+
+    if blocker == "pdb":
+        await emulated.client.delete(resources.PDBS, "guarded", namespace="default")
+    else:
+        annotation_removed = {"metadata": {"annotations": {labels.ANNOTATION_DO_NOT_DISRUPT: None}}}
+        await emulated.client.patch(resources.PODS, pod["metadata"]["name"], annotation_removed, namespace="default")
+
+    await support.eventually(
+        lambda: _guarded_moved(emulated, besides=name),
+        clock=emulated.clock,
+        within=60,
+        what="the pod moved and the old node gone",
     )

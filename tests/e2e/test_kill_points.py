@@ -4,10 +4,14 @@ state against the same cluster: no leaked instance, no duplicate NodeClaim, no s
 Each case scales a one-pod Deployment 0 → 1 with a controller that dies at a launch checkpoint, lets a fresh one
 finish the launch, then scales 1 → 0 with a controller that dies at a termination checkpoint and lets a fresh one
 finish the termination. A kill cancels every task of the controller at the checkpoint (`hooks.KillAt`): the write or
-cloud call after "before ..." never happens, the result of the one before "after ..." is never used.
+cloud call after "before ..." never happens, the result of the one before "after ..." is never used. One instance is
+ever launched: a launch killed after its CreateFleet was sent is given that call's instance when the fresh controller
+launches the same NodeClaim again (the ClientToken derived from the NodeClaim's uid).
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 from tests.e2e import support
@@ -48,7 +52,7 @@ async def _one_claim_per_pod(emulated: cluster.EmulatedCluster, seen: support.Na
     instances = await support.running_instances(emulated)
     if not bound or len(claims) != 1 or claims[0]["metadata"].get("deletionTimestamp"):
         return False
-    return len(instances) == 1  # a leaked instance from the killed launch is garbage collected
+    return len(instances) == 1
 
 
 @pytest.mark.slow
@@ -69,6 +73,10 @@ async def test_killed_during_launch_and_termination_recovers(
                 what=f"one claim per pod after {launch_point!r}",
             )
     assert len(seen.names) == 1, f"one pod, one NodeClaim ever: {sorted(seen.names)}"
+    # Killed after CreateFleet was sent, the fresh controller's launch of the same NodeClaim is given the instance
+    # the first one started (its ClientToken): none is left for garbage collection.
+    launched = [i["InstanceId"] for i in await asyncio.to_thread(support.every_instance, emulated)]
+    assert len(launched) == 1, f"one NodeClaim, one instance ever: {launched}"
     await support.scale(emulated, "victim", 0)
     await _killed_at(emulated, termination_point)
     async with controlplane.ControlPlane(emulated, support.FAST):

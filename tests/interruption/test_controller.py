@@ -15,7 +15,7 @@ from karpy import events
 from karpy.api import labels, nodeclaim, nodepool
 from karpy.clock import ManualClock
 from karpy.cloudprovider import interruption
-from karpy.interruption import controller
+from karpy.interruption import controller, handler
 from karpy.kube import client, fake, resources
 
 K = interruption.Kind
@@ -478,3 +478,49 @@ async def test_a_failed_action_still_reports_the_message_and_its_decisions() -> 
     assert handled.message == item.message
     assert [d.target.nodeclaim for d in handled.decisions] == ["a"]
     assert handled.deleted_from_queue is False
+
+
+async def test_a_message_redelivered_after_its_failed_delete_is_acted_on_once() -> None:
+    """SQS gives a message back when its deletion failed (after the visibility timeout, with a new receipt handle):
+    redelivered while the NodeClaim is still deleting, and again once it is gone, it neither deletes the claim again
+    nor says again that it did (core's TerminatingOnInterruption; the warning itself is reported per delivery, as
+    upstream's handler publishes it for every message it handles)."""
+    claim = running_claim("a", "i-a", node="n-a")
+    env = await _env(claim)
+    await env.kube.patch(resources.NODECLAIMS, "a", {"metadata": {"finalizers": [labels.FINALIZER_TERMINATION]}})
+    first = env.queue.put(K.SPOT_INTERRUPTION, "i-a")
+    env.queue.fail_deletes.add(first.receipt_handle)
+
+    def deletes() -> int:
+        return sum(1 for w in env.kube.writes if w.verb == "delete" and w.plural == resources.NODECLAIMS.plural)
+
+    def terminating() -> int:
+        return env.recorder.reasons().count(handler.Reason.TERMINATING_ON_INTERRUPTION)
+
+    (handled,) = await env.ctl.poll()
+    assert not handled.deleted_from_queue
+    assert (deletes(), terminating()) == (1, 2)  # the NodeClaim and its Node
+    deleting = env.kube.obj(resources.NODECLAIMS, "a")
+    assert deleting is not None
+    assert deleting["metadata"].get("deletionTimestamp")
+    # The state cache sees it deleting, as its informer would.
+    seen_deleting = dataclasses.replace(claim.metadata, deletion_timestamp=env.clock.now())
+    env.cluster.claims = [dataclasses.replace(claim, metadata=seen_deleting)]
+
+    env.queue.put(K.SPOT_INTERRUPTION, "i-a", receive_count=2)  # still deleting: its finalizer holds it
+    (again,) = await env.ctl.poll()
+    assert again.deleted_from_queue
+    assert [d.delete for d in again.decisions] == [False]
+    assert (deletes(), terminating()) == (1, 2)
+
+    await env.kube.patch(resources.NODECLAIMS, "a", {"metadata": {"finalizers": []}})
+    assert env.kube.obj(resources.NODECLAIMS, "a") is None
+    env.cluster.claims = []
+    env.queue.put(K.SPOT_INTERRUPTION, "i-a", receive_count=3)  # gone
+    (last,) = await env.ctl.poll()
+    assert last.deleted_from_queue
+    assert last.decisions == ()
+    assert (deletes(), terminating()) == (1, 2)
+    assert (
+        env.recorder.reasons().count(handler.Reason.SPOT_INTERRUPTED) == 4
+    )  # the warning, once per delivery that found the claim

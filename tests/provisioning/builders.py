@@ -25,6 +25,7 @@ class StateNode:
     marked_for_deletion: bool = False
     deleting: bool = False
     volume_limits: Mapping[str, int] = field(default_factory=dict)
+    held: frozenset[str] = frozenset()
 
 
 @dataclass

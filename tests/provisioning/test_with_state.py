@@ -77,16 +77,75 @@ async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
     assert len(kube.all(R.NODECLAIMS)) == 1
 
 
-async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
-    clock = ManualClock(1_700_000_000.0)
+def _leaving_node(clock: ManualClock, **pod_fields: Any) -> cluster.Cluster:
+    """A cluster with node "old" running pod default/db (labelled app=db)."""
     state = cluster.Cluster(clock=clock)
-    for res in (R.NODEPOOLS, R.NODECLAIMS, R.NODES, R.PODS):
+    for res in (R.NODEPOOLS, R.NODECLAIMS, R.NODES, R.PODS, R.PDBS):
         state.mark_listed(res)
     state.apply(R.NODEPOOLS, client.WatchEvent(client.ADDED, builders.nodepool("default")))
     node = builders.node("old", labels={"karpenter.sh/nodepool": "default"})
     state.apply(R.NODES, client.WatchEvent(client.ADDED, node))
-    bound = builders.ready(builders.pod("db", node="old"))
+    bound = builders.ready(builders.pod("db", node="old", labels={"app": "db"}, **pod_fields))
     state.apply(R.PODS, client.WatchEvent(client.ADDED, bound))
+    return state
+
+
+def _provisioner(
+    state: cluster.Cluster, clock: ManualClock, *, kube: client.KubeClient | None = None
+) -> provisioner.Provisioner:
+    return provisioner.Provisioner(
+        provisioner.Deps(
+            client=kube or kube_fake.FakeKubeClient(clock),
+            cluster=state,
+            cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
+            clock=clock,
+            recorder=events.MemoryRecorder(),
+        )
+    )
+
+
+# core: pkg/controllers/provisioning/scheduling/suite_test.go, DescribeTable("should not reschedule pods from a
+# deleting node when pods are blocked due to fully blocking PDBs") (#2033), and do-not-disrupt beside them.
+BLOCKED = pytest.mark.parametrize(
+    ("pod_fields", "pdb_spec"),
+    [
+        ({}, {"maxUnavailable": 0}),
+        ({}, {"maxUnavailable": "0%"}),
+        ({}, {"minAvailable": "100%"}),
+        ({"annotations": {"karpenter.sh/do-not-disrupt": "true"}}, None),
+    ],
+    ids=["0 max unavailable", "0% max unavailable", "100% min available", "do-not-disrupt"],
+)
+
+
+@BLOCKED
+@pytest.mark.parametrize("leaving", ["marked", "deleting"])
+async def test_a_pod_that_cannot_be_evicted_gets_no_replacement_until_it_can(
+    pod_fields: dict[str, Any], pdb_spec: dict[str, Any] | None, leaving: str
+) -> None:
+    clock = ManualClock(1_700_000_000.0)
+    state = _leaving_node(clock, **pod_fields)
+    pdb = builders.pdb("db", {"app": "db"}, **(pdb_spec or {"maxUnavailable": 1}))
+    state.apply(R.PDBS, client.WatchEvent(client.ADDED, pdb))
+    if leaving == "marked":
+        state.mark_for_deletion("old")
+    else:
+        node = builders.deleting(builders.node("old", labels={"karpenter.sh/nodepool": "default"}))
+        state.apply(R.NODES, client.WatchEvent(client.MODIFIED, node))
+    prov = _provisioner(state, clock)
+    assert (await prov.provision()).created == ()  # it stays where it is: a new node would stand empty
+    if pdb_spec is None:
+        free = builders.ready(builders.pod("db", node="old", labels={"app": "db"}))
+        state.apply(R.PODS, client.WatchEvent(client.MODIFIED, free))
+    else:
+        state.apply(R.PDBS, client.WatchEvent(client.DELETED, pdb))
+    outcome = await prov.provision()
+    assert [c.pods for c in outcome.created] == [("default/db",)]
+
+
+async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
+    clock = ManualClock(1_700_000_000.0)
+    state = _leaving_node(clock)
     kube = kube_fake.FakeKubeClient(clock)
     prov = provisioner.Provisioner(
         provisioner.Deps(
@@ -107,15 +166,7 @@ async def test_dry_run_creates_nothing_but_says_what_it_would_do(caplog: pytest.
     clock = ManualClock(1_700_000_000.0)
     state = _state(clock)
     inner = kube_fake.FakeKubeClient(clock)
-    prov = provisioner.Provisioner(
-        provisioner.Deps(
-            client=dryrun.DryRunClient(inner),
-            cluster=state,
-            cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
-            clock=clock,
-            recorder=events.MemoryRecorder(),
-        )
-    )
+    prov = _provisioner(state, clock, kube=dryrun.DryRunClient(inner))
     with caplog.at_level(logging.INFO):
         outcome = await prov.provision()
     assert inner.all(R.NODECLAIMS) == []

@@ -245,6 +245,34 @@ def test_pods_of_a_deleting_node_are_scheduled_again(tmp_path: Path, capsys: pyt
     assert sorted(p for c in result["nodeclaims"] for p in c["pods"]) == ["default/pending", "default/running"]
 
 
+PDB_NEVER = """
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: running, namespace: default}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {app: running}}
+"""
+
+
+@pytest.mark.parametrize("blocker", ["do-not-disrupt", "pdb"])
+def test_a_pod_of_a_deleting_node_that_cannot_be_evicted_is_not_planned_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], blocker: str
+) -> None:
+    """As the provisioner (core: pkg/utils/pdb/pdb.go IsCurrentlyReschedulable): it stays where it is for now."""
+    deleting = NODE.replace("  name: node-a\n", "  name: node-a\n  deletionTimestamp: '2026-01-01T00:00:00Z'\n")
+    bound = pod_manifest("running").replace("spec:\n", "spec:\n  nodeName: node-a\n")
+    meta = "{name: running, namespace: default"
+    if blocker == "pdb":
+        bound = bound.replace(meta, meta + ", labels: {app: running}") + PDB_NEVER
+    else:
+        bound = bound.replace(meta, meta + ", annotations: {karpenter.sh/do-not-disrupt: 'true'}")
+    (tmp_path / "m.yaml").write_text(NODEPOOL + deleting + bound + pod_manifest("pending"))
+    result = plan(capsys, "-f", str(tmp_path))
+    assert sorted(p for c in result["nodeclaims"] for p in c["pods"]) == ["default/pending"]
+
+
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "-f", str(EXAMPLES))
     assert code == 0

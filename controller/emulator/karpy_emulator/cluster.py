@@ -39,7 +39,7 @@ from karpy.kube import clusterdns, credentials, rest
 from karpy.kube import resources as kube_resources
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, taint_manager, workloads
 from karpy_emulator.apiserver import faults, resources, runner, server, validation
-from karpy_emulator.aws import moto_instances, seeding
+from karpy_emulator.aws import idempotency, moto_instances, seeding, sqs_time
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
@@ -254,6 +254,8 @@ class EmulatedCluster:
         if isinstance(self.clock, autojump.AutojumpClock):
             # First, so that the worker-thread calls below already run on the tracked executor.
             await self._driving.enter_async_context(self.clock.driving())
+            # SQS redelivery (visibility timeouts) on virtual time, as the queue's long poll already is.
+            self._driving.enter_context(sqs_time.on_clock(self.clock))
         if self._workdir is None:
             self._tempdir = tempfile.TemporaryDirectory(prefix="karpy-emulated-")
             self._workdir = pathlib.Path(self._tempdir.name)
@@ -264,6 +266,7 @@ class EmulatedCluster:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         # moto's CreateFleet ignores a launch template's security groups; EC2 applies them (else every node drifts).
         seeding.install_launch_template_security_groups()
+        idempotency.install()  # moto ignores CreateFleet's ClientToken; EC2 honours it
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         await asyncio.to_thread(self._moto.start)
         host, port = self._moto.get_host_and_port()

@@ -25,10 +25,9 @@ from karpy.api import donotdisrupt, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import blockers
 from karpy.scheduling import pods
-from karpy.state import facts, statenode
+from karpy.state import facts, movable, statenode
 
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
 class DisruptionClass(enum.StrEnum):
@@ -105,37 +104,45 @@ class PDB:
     namespace: str
     selector: requirements.Requirements
     disruptions_allowed: int
+    fully_blocking: bool = False
+    """Never allows an eviction, whatever its pods' health (`karpy.state.movable.fully_blocking`)."""
 
 
 def pdb_from_manifest(obj: Mapping[str, Any]) -> PDB | None:
     """None when the selector is unusable (a nil selector selects nothing in policy/v1)."""
-    md, spec = facts.metadata(obj), obj.get("spec") or {}
-    selector = spec.get("selector")
-    if not isinstance(selector, Mapping):
+    selector = movable.selector(obj)
+    if selector is None:
         return None
-    reqs = [requirements.Requirement.in_(str(k), (str(v),)) for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or ():
-        if not isinstance(expr, Mapping) or expr.get("operator") not in _SELECTOR_OPERATORS:
-            return None
-        values = [str(v) for v in expr.get("values") or ()]
-        reqs.append(requirements.Requirement.new(str(expr.get("key", "")), str(expr["operator"]), values=values))
     allowed = (obj.get("status") or {}).get("disruptionsAllowed", 0)
     return PDB(
         key=facts.key(obj),
-        namespace=str(md.get("namespace") or ""),
-        selector=requirements.Requirements(reqs),
+        namespace=str(facts.metadata(obj).get("namespace") or ""),
+        selector=selector,
         disruptions_allowed=allowed if isinstance(allowed, int) else 0,
+        fully_blocking=movable.fully_blocking(obj.get("spec") or {}),
     )
+
+
+def _matching(pod: PodInfo, pdbs: Sequence[PDB]) -> list[PDB]:
+    return [p for p in pdbs if p.namespace == pod.namespace and p.selector.admits(pod.labels)]
 
 
 def eviction_blocker(pod: PodInfo, pdbs: Sequence[PDB]) -> blockers.Blocker | None:
     """Why a PDB would refuse evicting `pod` now (None when eviction is allowed)."""
-    matching = [p for p in pdbs if p.namespace == pod.namespace and p.selector.admits(pod.labels)]
+    matching = _matching(pod, pdbs)
     if len(matching) > 1:
         return blockers.several_pdbs(pod.key, [p.key for p in matching])
     if matching and matching[0].disruptions_allowed <= 0:
         return blockers.pdb_blocks(matching[0].key, pod.key)
     return None
+
+
+def held(pod: PodInfo, pdbs: Sequence[PDB]) -> bool:
+    """A pod drift may pass (terminationGracePeriod) that still cannot be evicted for now: do-not-disrupt, or PDBs
+    that never allow it. It gets no replacement: it stays until it goes or the grace period ends (core:
+    pkg/utils/pdb/pdb.go IsCurrentlyReschedulable in disruption/helpers.go SimulateScheduling, #2033)."""
+    matching = _matching(pod, pdbs)
+    return pod.do_not_disrupt or len(matching) > 1 or (bool(matching) and matching[0].fully_blocking)
 
 
 # --- candidates -----------------------------------------------------------------------------------------------
@@ -256,7 +263,7 @@ def new_candidate(
     )
     if not tolerate_pods and (why := pods_blocker(infos, pdbs)):
         return Rejection(node, why)
-    movable = {i.key for i in infos if i.reschedulable}
+    moving = {i.key for i in infos if i.reschedulable and not (tolerate_pods and held(i, pdbs))}
     return Candidate(
         node=node,
         claim=node.nodeclaim,
@@ -266,7 +273,7 @@ def new_candidate(
         zone=offering.zone,
         price=offering.price,
         pod_infos=infos,
-        reschedulable_pods=tuple(pods.unbound(p) for p in node.pods if p.key in movable),
+        reschedulable_pods=tuple(pods.unbound(p) for p in node.pods if p.key in moving),
         disruption_cost=disruption_cost(infos, lifetime_remaining(node.nodeclaim, now)),
         reschedule_cost=reschedule_disruption_cost(infos),
     )

@@ -130,10 +130,11 @@ def context(
                 eventual.append(got)  # the eventual class only tolerates more: a graceful candidate is one too
                 continue
             rejected.append(got)
-            if n.nodeclaim is not None and n.nodeclaim.spec.termination_grace_period is not None:
-                again = build(n, disruption_class=candidates.DisruptionClass.EVENTUAL)
-                if isinstance(again, candidates.Candidate):
-                    eventual.append(again)
+            # Whether drift may pass this node's pod blockers (only with a terminationGracePeriod) is decided by
+            # candidates.new_candidate alone: asking again under the eventual class is always safe.
+            again = build(n, disruption_class=candidates.DisruptionClass.EVENTUAL)
+            if isinstance(again, candidates.Candidate):
+                eventual.append(again)
         except Exception as exc:  # a bug on one node must not stop the pass for the others
             failed.append((n, exc))
     snap = simulation.Snapshot(

@@ -7,7 +7,7 @@ stand-ins as well as with the real model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any, Protocol
 
 from karpy.api import ec2nodeclass, meta, nodepool
@@ -36,6 +36,10 @@ class StateNodeView(Protocol):
     def deleting(self) -> bool: ...
     @property
     def volume_limits(self) -> Mapping[str, int]: ...
+    @property
+    def held(self) -> Set[str]:
+        """Keys of a leaving node's pods that cannot be evicted now (they get no new capacity)."""
+        ...
 
 
 class SchedulingView(Protocol):

@@ -2,7 +2,8 @@
 
 State nodes are read *before* pending pods so capacity is over- rather than under-estimated. Nodes that are deleting
 or marked for deletion are not offered to the scheduler; their reschedulable pods (not DaemonSet pods, which die
-with the node) are added to the pending ones so replacements are launched before the node is gone.
+with the node, nor pods that cannot be evicted now) are added to the pending ones so replacements are launched
+before the node is gone.
 """
 
 from __future__ import annotations
@@ -40,15 +41,20 @@ def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler
 
 
 def reschedulable_pods(state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
-    """Pods of nodes on their way out that need a new home; unbound copies, so the scheduler treats them as pending.
-    As upstream's IsReschedulable (pkg/utils/pod/scheduling.go): not a DaemonSet's or a mirror (Node-owned) pod, and
-    not terminating unless a StatefulSet owns it (its replacement waits for it to go)."""
+    """Pods of nodes on their way out that need a new home now; unbound copies, so the scheduler treats them as
+    pending. As upstream's IsCurrentlyReschedulable (pkg/utils/pdb/pdb.go): not a DaemonSet's or a mirror (Node-owned)
+    pod, not terminating unless a StatefulSet owns it (its replacement waits for it to go), and not held where it is
+    by do-not-disrupt or a PDB that never allows its eviction (`held`, `karpy.state.movable`): capacity for a pod
+    that cannot leave would stand empty until it does."""
     return [
         dataclasses.replace(p, node_name="", terminating=False)
         for n in state_nodes
         if n.deleting or n.marked_for_deletion
         for p in n.pods
-        if not p.is_daemon and p.owner_kind != "Node" and (not p.terminating or p.owner_kind == "StatefulSet")
+        if not p.is_daemon
+        and p.owner_kind != "Node"
+        and (not p.terminating or p.owner_kind == "StatefulSet")
+        and p.key not in n.held
     ]
 
 

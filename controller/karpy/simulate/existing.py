@@ -4,7 +4,9 @@ Nodes, NodeClaims (launched, registered or still in flight), CSINodes and the po
 controller's own cluster-state model (`karpy.state.cluster`) as its informers would apply them, and the provisioner's
 snapshot (`karpy.provisioning.snapshot`) turns its state nodes into the scheduler's existing nodes: a claim is joined
 with its Node by providerID or node name, an uninitialized node shows its claim's labels, taints and allocatable, a
-node being deleted offers no room and its pods (DaemonSet pods aside) are scheduled again. A NodeClaim must carry
+node being deleted offers no room and its pods (DaemonSet pods aside) are scheduled again, but for those that cannot
+be evicted now (`karpy.state.movable`: do-not-disrupt, or a PodDisruptionBudget that never allows it). The manifests
+carry no time, so a do-not-disrupt duration counts as still running. A NodeClaim must carry
 `status.allocatable` (what its launch reported); a Node without `status.allocatable` offers its capacity.
 """
 
@@ -51,13 +53,14 @@ def _claim(body: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def state(cluster: manifests.Cluster) -> state_cluster.Cluster:
-    """The controller's cluster model holding the manifests' nodes, claims, CSINodes and bound pods."""
+    """The controller's cluster model holding the manifests' nodes, claims, CSINodes, bound pods and PDBs."""
     model = state_cluster.Cluster(clock=clock.ManualClock(0.0))
     feeds = (
         (resources.NODES, [_node(n) for n in cluster.nodes]),
         (resources.NODECLAIMS, [_claim(c) for c in cluster.nodeclaims]),
         (resources.CSINODES, cluster.csinodes),
         (resources.PODS, cluster.bound_manifests),
+        (resources.PDBS, cluster.pdbs),
     )
     for res, objs in feeds:
         for obj in objs:

@@ -15,6 +15,7 @@ never stops the others; `apply` never raises. A pod that cannot be read is remem
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -30,7 +31,7 @@ from karpy.api import nodepool as api_nodepool
 from karpy.kube import client, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import podtemplates, volumes
-from karpy.state import facts, statenode, trimming
+from karpy.state import facts, movable, statenode, trimming
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -548,7 +549,20 @@ class Cluster:
         for node_key, node in self._nodes.items():
             if node_key not in joined:
                 out.append(self._state_node(None, node, node_key, "", now))
-        return sorted(out, key=lambda n: n.name)
+        return sorted(self._hold(out, now), key=lambda n: n.name)
+
+    def _hold(self, nodes: list[statenode.StateNode], now: float) -> list[statenode.StateNode]:
+        """`nodes` with `held` set on the leaving ones: their pods that cannot be evicted now."""
+        leaving = [i for i, n in enumerate(nodes) if (n.deleting or n.marked_for_deletion) and n.pods]
+        if not leaving:
+            return nodes
+        budgets = movable.budgets(self._raw[resources.PDBS].values())
+        stored = self._raw[resources.PODS]
+        for i in leaving:
+            held = movable.staying(nodes[i].pods, stored.get, budgets, now=now)
+            if held:
+                nodes[i] = dataclasses.replace(nodes[i], held=held)
+        return nodes
 
     def _state_node(
         self,

@@ -39,6 +39,9 @@ class StateNode:
     """Keys of pods bound to the node that karpy cannot read: the node's pods are not all known."""
     volume_limits: Mapping[str, int] = field(default_factory=dict)
     """CSI driver -> volumes it may attach here, from the node's CSINode (none known before registration)."""
+    held: frozenset[str] = frozenset()
+    """Keys of the pods of a leaving node that cannot be evicted now (`karpy.state.movable`): they need no new home
+    until they can go. Always empty for a node that is not deleting or marked for deletion."""
 
     @property
     def nodeclaim_name(self) -> str:

@@ -26,7 +26,7 @@ from tests.cloudprovider.aws.builders import make_nodeclass
 from karpy.api import ec2nodeclass
 from karpy.cloudprovider.aws import clients, provider, zonalshift
 from karpy_emulator import autojump
-from karpy_emulator.aws import seeding
+from karpy_emulator.aws import idempotency, seeding
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
@@ -71,6 +71,7 @@ def moto_url(request: pytest.FixtureRequest) -> str:
     reset would wipe the account under the other's tests. The server stops when the run ends."""
     url = request.config.stash.get(_SERVER, None)
     if url is None:
+        idempotency.install()  # moto ignores CreateFleet's ClientToken; EC2 honours it (every test's EC2 does)
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
         server.start()
         request.config.add_cleanup(server.stop)
@@ -150,6 +151,7 @@ def _restore_seeded_state(restorers: _Restorers, account: seeding.Seeded) -> Non
             )
         iam.delete_instance_profile(InstanceProfileName=profile["InstanceProfileName"])
     sqs.purge_queue(QueueUrl=account.queue_url)
+    idempotency.forget()  # the CreateFleet client tokens tests used (their instances are gone)
     # Tests that register images of their own (seeding.seed_alias_images) repoint the alias parameters at them.
     for parameter, image_id in account.images.items():
         seeding.seed_ssm_parameter(parameter, image_id, region=REGION)

@@ -68,6 +68,33 @@ EVENTS: list[tuple[str, str, dict[str, Any], interruption.Kind, tuple[str, ...]]
         interruption.Kind.NO_OP,
         ("db-1",),
     ),
+    # Only an EC2 scheduled change drains a node: an EC2 `issue` (an outage notice) or `accountNotification`
+    # names instances too, and acting on it would drain healthy nodes (aws: pkg/controllers/interruption/messages/
+    # scheduledchange/parser.go, acceptedEventTypeCategory).
+    (
+        "aws.health",
+        "AWS Health Event",
+        {
+            "service": "EC2",
+            "eventTypeCategory": "issue",
+            "eventTypeCode": "AWS_EC2_OPERATIONAL_ISSUE",
+            "affectedEntities": [{"entityValue": "i-9"}],
+        },
+        interruption.Kind.NO_OP,
+        ("i-9",),
+    ),
+    (
+        "aws.health",
+        "AWS Health Event",
+        {
+            "service": "EC2",
+            "eventTypeCategory": "accountNotification",
+            "eventTypeCode": "AWS_EC2_PERSISTENT_INSTANCE_RETIREMENT_SCHEDULED",
+            "affectedEntities": [{"entityValue": "i-10"}],
+        },
+        interruption.Kind.NO_OP,
+        ("i-10",),
+    ),
     (
         "aws.ec2",
         "EC2 Capacity Reservation Instance Interruption Warning",

@@ -5,6 +5,15 @@
   the sum. Its instances are handed out one per caller in order; the callers left over (partial fulfilment) get
   the call's errors, or a "too few instances" error when EC2 gave none. Every caller sees the call's errors and
   fleet id, so the one that records capacity errors can do it once per call (`launch`).
+* A merged CreateFleet is idempotent per set of owners (the NodeClaims' uids, which a NodeClaim keeps for life):
+  its `ClientToken` is a hash of the sorted owners, and its instances carry it as the `LAUNCH_TOKEN_TAG` tag. A
+  call whose answer was lost (a timeout or a reset after it was sent) is repeated with the same token, by botocore's
+  retries or by the owners' next launch (after a restart too), and EC2 answers with the instances it launched the
+  first time. When the repeat differs (another subnet was chosen meanwhile) EC2 refuses it as
+  IdempotentParameterMismatch; the instances launched under the token are then looked up by the tag and handed out
+  instead, and only when there are none (the first call launched nothing) is the new request sent, under a token
+  that also hashes its parameters. A different set of owners never shares a token. Owners launched in another
+  grouping after a restart are not recognised: an instance of a lost answer there is garbage collection's.
 * DescribeInstances / TerminateInstances of one instance each: one call for all the ids. An id the merged call
   did not answer for (not found, not terminated) is retried alone, so one bad id fails only its own caller. Unlike
   upstream, a merged call that failed for a reason no single id can cause (throttling, a server error, missing
@@ -18,9 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 from botocore import exceptions as botocore_exceptions
@@ -32,6 +42,10 @@ log = logging.getLogger(__name__)
 V = TypeVar("V")
 
 SHUTTING_DOWN: Final = frozenset({"shutting-down", "terminated"})
+LAUNCH_TOKEN_TAG: Final = "karpy.dev/launch-token"
+"""The instance tag holding the ClientToken of the CreateFleet that launched it."""
+IDEMPOTENT_PARAMETER_MISMATCH: Final = "IdempotentParameterMismatch"
+"""EC2's answer to a ClientToken repeated with different parameters."""
 TOO_FEW_INSTANCES: Final = "TooFewInstancesReturned"
 """The error code a CreateFleet caller gets when the merged call returned no instance for it and no error."""
 _WHOLE_CALL: Final = frozenset({error_codes.Kind.THROTTLED, error_codes.Kind.SERVER, error_codes.Kind.UNAUTHORIZED})
@@ -109,7 +123,7 @@ class EC2Batchers:
             aws.calls.record_batch(name, size=size, window_seconds=seconds)
 
         common: dict[str, Any] = {"now": now, "sleep": sleep, "observe": observe}
-        self._fleets: batcher.Batcher[Mapping[str, Any], dict[str, Any]] = batcher.Batcher(
+        self._fleets: batcher.Batcher[FleetRequest, dict[str, Any]] = batcher.Batcher(
             "create_fleet", windows.create_fleet, key=_fleet_key, execute=self._create_fleets, **common
         )
         self._describes: batcher.Batcher[str, dict[str, Any] | None] = batcher.Batcher(
@@ -119,13 +133,15 @@ class EC2Batchers:
             "terminate_instances", windows.terminate_instances, key=_one_bucket, execute=self._terminate, **common
         )
 
-    async def create_fleet(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    async def create_fleet(self, request: Mapping[str, Any], *, owner: str = "") -> dict[str, Any]:
         """This caller's share of a merged CreateFleet: `Instances` with at most one instance id, the call's
-        `Errors` and `FleetId`. A failed merged call raises its error here."""
+        `Errors` and `FleetId`. A failed merged call raises its error here. `owner` names what the instance is for
+        for life (a NodeClaim's uid): it makes the launch idempotent (module docstring); a call with an owner-less
+        request in it sends no ClientToken."""
         target = request.get("TargetCapacitySpecification", {}).get("TotalTargetCapacity")
         if target != 1:
             raise SingleInstanceOnly(f"CreateFleet batching takes one instance per request, not {target}")
-        return await self._fleets.add(request)
+        return await self._fleets.add(FleetRequest(request, owner))
 
     async def describe_instance(self, instance_id: str) -> dict[str, Any] | None:
         """The instance as DescribeInstances shows it; None when EC2 returned nothing for it. An error EC2 gives
@@ -142,14 +158,42 @@ class EC2Batchers:
 
     # --- merged calls -----------------------------------------------------------------------------------------
 
-    async def _create_fleets(self, requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        merged = dict(requests[0])
+    async def _create_fleets(self, requests: list[FleetRequest]) -> list[dict[str, Any]]:
+        merged = dict(requests[0].request)
         merged["TargetCapacitySpecification"] = {
-            **requests[0]["TargetCapacitySpecification"],
+            **requests[0].request["TargetCapacitySpecification"],
             "TotalTargetCapacity": len(requests),
         }
-        response = await clients.call(self._ec2, "create_fleet", **merged)
+        owners = [r.owner for r in requests]
+        if not all(owners):
+            response = await clients.call(self._ec2, "create_fleet", **merged)
+            return split_fleet(response, len(requests))
+        token = client_token(owners)
+        try:
+            response = await clients.call(self._ec2, "create_fleet", **with_token(merged, token))
+        except botocore_exceptions.ClientError as exc:
+            if error_codes.error_code(exc) != IDEMPOTENT_PARAMETER_MISMATCH:
+                raise
+            response = await self._launched_under(token)
+            if not response["Instances"]:  # the token's first call launched nothing: this one is a new launch
+                token = client_token(owners, json.dumps(merged, sort_keys=True, default=str))
+                response = await clients.call(self._ec2, "create_fleet", **with_token(merged, token))
         return split_fleet(response, len(requests))
+
+    async def _launched_under(self, token: str) -> dict[str, Any]:
+        """The live instances an earlier CreateFleet with `token` launched, as CreateFleet's answer names them."""
+        pages = await clients.paginate(
+            self._ec2,
+            "describe_instances",
+            "Reservations",
+            Filters=[
+                {"Name": f"tag:{LAUNCH_TOKEN_TAG}", "Values": [token]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+            ],
+        )
+        found = sorted((i for r in pages for i in r.get("Instances") or ()), key=lambda i: str(i["InstanceId"]))
+        log.info("CreateFleet %s was sent before: %d instance(s) of it found", token, len(found))
+        return {"FleetId": "", "Errors": [], "Instances": [launched_group(i) for i in found]}
 
     async def _describe(self, instance_ids: list[str]) -> list[dict[str, Any] | BaseException | None]:
         async def merged(unique: list[str]) -> dict[str, dict[str, Any] | None]:
@@ -223,9 +267,50 @@ def split_fleet(response: Mapping[str, Any], callers: int) -> list[dict[str, Any
     return out
 
 
-def _fleet_key(request: Mapping[str, Any]) -> str:
-    """Requests with the same key differ at most in their target capacity, which is always 1."""
-    return json.dumps(request, sort_keys=True, default=str)
+@dataclasses.dataclass(frozen=True, slots=True)
+class FleetRequest:
+    request: Mapping[str, Any]
+    owner: str
+    """What the instance is for, for life (a NodeClaim's uid); "" when unknown."""
+
+
+def client_token(owners: Sequence[str], *salt: str) -> str:
+    """The ClientToken of a CreateFleet for `owners` (in any order): 64 hex characters, EC2's limit."""
+    return hashlib.sha256("\n".join([*sorted(owners), *salt]).encode()).hexdigest()
+
+
+def with_token(request: Mapping[str, Any], token: str) -> dict[str, Any]:
+    """`request` sent under `token`, its instances tagged with it."""
+    specs = [
+        {**spec, "Tags": [*spec.get("Tags", ()), {"Key": LAUNCH_TOKEN_TAG, "Value": token}]}
+        if spec.get("ResourceType") == "instance"
+        else spec
+        for spec in request.get("TagSpecifications") or ()
+    ]
+    if not any(spec.get("ResourceType") == "instance" for spec in specs):
+        specs.append({"ResourceType": "instance", "Tags": [{"Key": LAUNCH_TOKEN_TAG, "Value": token}]})
+    return {**request, "ClientToken": token, "TagSpecifications": specs}
+
+
+def launched_group(instance: Mapping[str, Any]) -> dict[str, Any]:
+    """A described instance as a CreateFleet answer's `Instances` entry names it (pure)."""
+    placement = instance.get("Placement") or {}
+    overrides = {
+        "InstanceType": instance.get("InstanceType", ""),
+        "AvailabilityZone": placement.get("AvailabilityZone", ""),
+        "SubnetId": instance.get("SubnetId", ""),
+        "ImageId": instance.get("ImageId", ""),
+    }
+    return {
+        "InstanceIds": [instance["InstanceId"]],
+        "InstanceType": instance.get("InstanceType", ""),
+        "LaunchTemplateAndOverrides": {"Overrides": overrides},
+    }
+
+
+def _fleet_key(request: FleetRequest) -> str:
+    """Requests with the same key differ at most in their owner and target capacity, which is always 1."""
+    return json.dumps(request.request, sort_keys=True, default=str)
 
 
 def _one_bucket(_: str) -> str:

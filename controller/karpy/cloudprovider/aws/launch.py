@@ -10,7 +10,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from botocore import exceptions as botocore_exceptions
 
@@ -111,8 +111,11 @@ def image_for(it: types.InstanceType, amis: Sequence[ec2nodeclass.AMIStatus]) ->
     return ""
 
 
-CreateFleet = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
-"""One single-instance CreateFleet request → this launch's share of the response (`ec2batch.EC2Batchers`)."""
+class CreateFleet(Protocol):
+    """One single-instance CreateFleet request and who it is for → this launch's share of the response
+    (`ec2batch.EC2Batchers.create_fleet`)."""
+
+    def __call__(self, request: Mapping[str, Any], *, owner: str = "") -> Awaitable[Mapping[str, Any]]: ...
 
 
 class Launcher:
@@ -313,7 +316,8 @@ class Launcher:
             predicted = fleet.predicted_ips(chosen)
             self._resolver.reserve_ips(offered_subnets, predicted)
             try:
-                response = await self._create_fleet(request)
+                # The claim's uid makes the launch idempotent: a lost answer is asked again, never launched twice.
+                response = await self._create_fleet(request, owner=claim.metadata.uid or claim.name)
             except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
                 self._resolver.release_ips(offered_subnets, predicted)
                 if error_codes.classify(exc) is error_codes.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
@@ -324,7 +328,7 @@ class Launcher:
             # Before looking for our instance, as upstream: a fleet that launched may still report offerings that
             # refused capacity, and a merged fleet's errors are recorded by whichever of its callers comes first.
             self._record_capacity_errors(response, capacity_type, by_template)
-            launched = self._launched(response, capacity_type, chosen, by_template)
+            launched = self._launched(response, capacity_type, chosen, by_template, known=current)
             self._resolver.release_ips(offered_subnets - {launched.subnet_id if launched else ""}, predicted)
             if launched is not None:
                 if launched.reservation_id:
@@ -340,7 +344,11 @@ class Launcher:
         capacity_type: str,
         chosen: Sequence[fleet.Candidate],
         by_template: Mapping[str, tuple[str, list[fleet.Candidate]]],
+        *,
+        known: Sequence[types.InstanceType] = (),
     ) -> Launched | None:
+        """Our instance in `response`; its type is looked up among `chosen`, then `known` (an instance an earlier
+        call under the same ClientToken launched may be of a type this attempt no longer offers)."""
         for group in response.get("Instances") or ():
             ids = group.get("InstanceIds") or ()
             if not ids:
@@ -350,7 +358,11 @@ class Launcher:
                 "LaunchTemplateName", ""
             )
             name = str(group.get("InstanceType") or override.get("InstanceType", ""))
-            it = next(c.instance_type for c in chosen if c.instance_type.name == name)
+            it = next((c.instance_type for c in chosen if c.instance_type.name == name), None)
+            it = it or next((t for t in known if t.name == name), None)
+            if it is None:
+                log.error("CreateFleet answered with instance %s of unknown type %r", ids[0], name)
+                continue
             image_id, members = by_template.get(template, ("", []))
             return Launched(
                 instance_id=str(ids[0]),
