@@ -12,11 +12,13 @@ How it is measured, as upstream's report does it on a real cluster (report.go, c
 - the emulation (moto, the API server and the kubelet, kube-scheduler and workload stand-ins) runs in a child
   process (`karpy_emulator.remote.RemoteCluster`), the controller (`karpy_emulator.controlplane.ControlPlane`, the
   graph `karpy run` builds, upstream's timings) and the measuring loop in this one, on the wall clock;
-- `total_time_s`: from the phase's change until its pods are all bound and, for consolidation and drift, the
-  node set has stopped changing (the last change; the quiet window that shows it is not counted);
+- `total_time_s`: from the phase's change until its pods are all bound and, for consolidation and drift, until no
+  node has been draining (deleted, or tainted karpenter.sh/disrupted) for 3 minutes and, for drift, every old node
+  is gone, those 3 minutes included (upstream's `monitorConsolidationRounds`);
 - `cpu_util` / `memory_util`: the mean over the nodes karpy launched of requested / allocatable, at the end of the
   phase (`Monitor.AvgUtilization`);
-- `controller_p95_memory_mb`: the 95th percentile of this process's RSS, sampled every 0.5 s during the phase;
+- `controller_p95_memory_mb`: the 95th percentile of this process's RSS, sampled every 0.5 s during the phase (each
+  scenario runs in a process of its own, so one scenario's memory never counts in the next);
   `controller_avg_cpu_cores`: this process's CPU seconds over the phase's wall seconds. Both include the measuring
   loop; the machine's load averages are printed beside them, as the wall clock also counts other processes.
 Every figure is printed beside its threshold and the margin (threshold / figure for upper bounds, figure /
@@ -34,6 +36,7 @@ import dataclasses
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -46,9 +49,8 @@ from karpy_emulator import cluster, controlplane, demo, remote, workloads
 
 SAMPLE_EVERY = 0.5
 """Seconds between samples of the controller's RSS."""
-QUIET = 60.0
-"""Seconds without a node change after which a consolidation or drift phase is over (consolidateAfter is 30 s, a
-disruption pass runs every 10 s and a command waits 15 s for its validation)."""
+STABLE = 180.0
+"""Seconds without a draining node after which a consolidation or drift phase is over (upstream's report: 3 minutes)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -417,20 +419,34 @@ async def _node_names(api: Any) -> frozenset[str]:
     return frozenset(n["metadata"]["name"] for n in await e2e._live_nodes(api))
 
 
-async def _settle_nodes(api: Any, expected_pods: int, *, within: float, before: frozenset[str] = frozenset()) -> float:
-    """Wait until every pod is bound, none of `before` is left, and the node set has not changed for `QUIET`
-    seconds: monotonic time of its last change."""
+def draining(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The nodes upstream's report counts as draining: being deleted, or tainted `karpenter.sh/disrupted`."""
+    return [
+        n["metadata"]["name"]
+        for n in nodes
+        if n["metadata"].get("deletionTimestamp")
+        or any(t.get("key") == labels.TAINT_DISRUPTED_KEY for t in (n.get("spec") or {}).get("taints") or ())
+    ]
+
+
+async def _settle_disruption(
+    api: Any, expected_pods: int, *, within: float, before: frozenset[str] = frozenset()
+) -> float:
+    """Upstream's `monitorConsolidationRounds` (report.go): the phase is over once its pods are all running and no
+    node has been draining for `STABLE` seconds (for drift, also once every node of `before` is gone). Returns the
+    monotonic time it is over, the stable window included, as upstream's total time includes it."""
     start = time.monotonic()
-    last_change, seen = start, await _node_names(api)
+    await e2e._until(lambda: e2e._settled(api, expected_pods), within=within, what="pods settled", step=2.0)
+    last_draining = time.monotonic()
     while time.monotonic() - start < within:
-        await asyncio.sleep(2.0)
-        now_nodes = await _node_names(api)
-        if now_nodes != seen:
-            seen, last_change = now_nodes, time.monotonic()
-        quiet = time.monotonic() - last_change >= QUIET
-        if quiet and not (seen & before) and await e2e._answered(lambda: e2e._settled(api, expected_pods)):
-            return last_change
-    raise TimeoutError(f"nodes not settled after {within:.0f}s")
+        items, _ = await api.list(resources.NODES)
+        names = {n["metadata"]["name"] for n in items}
+        if draining(items) or names & before:
+            last_draining = time.monotonic()
+        elif time.monotonic() - last_draining >= STABLE:
+            return time.monotonic()
+        await asyncio.sleep(5.0)
+    raise TimeoutError(f"nodes still draining after {within:.0f}s")
 
 
 def _margins(figures: Mapping[str, float], limits: Thresholds) -> dict[str, Any]:
@@ -496,7 +512,7 @@ async def run_scenario(scenario: Scenario, *, within: float) -> dict[str, Any]:
                         )
                         end = time.monotonic()
                     else:
-                        end = await _settle_nodes(
+                        end = await _settle_disruption(
                             api, expected, within=within, before=before if phase.kind == "drift" else frozenset()
                         )
                 except TimeoutError as exc:
@@ -541,7 +557,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown scenarios: {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
     for scenario in chosen:
-        row = asyncio.run(run_scenario(scenario, within=args.within))
+        if len(chosen) == 1:
+            row = asyncio.run(run_scenario(scenario, within=args.within))
+        else:  # a process per scenario: RSS is a high-water mark that one scenario would leave to the next
+            child = [sys.executable, __file__, "--json", "--scenarios", scenario.name, "--within", str(args.within)]
+            done = subprocess.run(child, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                print(done.stderr, file=sys.stderr)
+                return done.returncode
+            row = json.loads(done.stdout.strip().splitlines()[-1])
         print(json.dumps(row) if args.json else json.dumps(row, indent=2), flush=True)
     return 0
 
