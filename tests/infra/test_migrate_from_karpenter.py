@@ -33,8 +33,8 @@ def test_the_stack_is_a_python_program() -> None:
     ("phase", "dry_run", "crd_release", "adopted", "upstream_at_zero", "shares_lease"),
     [
         (0, True, False, 0, False, False),  # shadow: nothing of upstream's touched
-        (1, False, True, 4, True, True),  # switch
-        (2, False, True, 4, False, True),  # upstream gone: no patch left on a Deployment that no longer exists
+        (1, False, True, 5, True, True),  # switch: upstream v1.14's five CRDs, CapacityBuffer's included
+        (2, False, True, 5, False, True),  # upstream gone: no patch left on a Deployment that no longer exists
     ],
 )
 def test_each_phase(

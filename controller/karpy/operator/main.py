@@ -68,6 +68,11 @@ async def probe(kube: client.KubeClient, elector: lease.LeaderElector | lease.Al
         return
     try:
         await kube.get(resources.LEASES, elector.name, namespace=elector.namespace)
+    except client.Disconnected as error:  # no answer at all: refused, reset or timed out (the transport's error)
+        raise StartupFailed(
+            f"cannot reach the Kubernetes API server at {server}: {_why(error.__cause__ or error)}",
+            code=EXIT_UNREACHABLE,
+        ) from error
     except client.KubeError as error:
         if error.status == 401:
             why = "refused the credentials (401 Unauthorized): check the kubeconfig's user or the pod's token"
