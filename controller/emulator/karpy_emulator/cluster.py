@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from karpy import clock as karpy_clock
 from karpy import tasks
@@ -416,8 +416,13 @@ class EmulatedCluster:
             remaining -= delta
 
 
+MOTO_RESET_TIMEOUT: Final = 60.0
+"""Seconds the fresh moto server may take to answer its reset. A bound, not a wait: at a load average of 20 on two
+cores its thread, which shares the process with a whole e2e test, took more than 10 s (one test ERROR in setup)."""
+
+
 def _reset_moto(endpoint: str) -> None:
     request = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=MOTO_RESET_TIMEOUT) as response:
         if response.status != 200:
             raise RuntimeError(f"moto reset answered {response.status}")
