@@ -173,10 +173,12 @@ class Karpenter(pulumi.ComponentResource):
             namespace=spec.namespace,
             create_namespace=spec.creates_namespace,
             skip_crds=True,
-            # Helm waits until the controller's pods are Ready, and /readyz holds off until AWS accepts the
-            # controller's identity (upstream's EC2 connectivity check) and names the reason meanwhile: a broken
-            # identity fails `pulumi up` after helm.timeout_seconds instead of deploying a controller that launches
-            # nothing. Atomic: the failed install is rolled back, so the next `pulumi up` starts clean.
+            # Helm waits until the controller's pods are Ready; a controller that AWS refuses exits at start with the
+            # reason (upstream's EC2 connectivity check), which its pods' status carries as the termination message
+            # while they restart. A broken identity fails `pulumi up` after helm.timeout_seconds instead of deploying
+            # a controller that launches nothing; Helm's error names the timeout only (helm_release.go waits with
+            # Helm's own waiter, which reads no pod status). Atomic: the failed install is rolled back, so the next
+            # `pulumi up` starts clean.
             skip_await=False,
             atomic=True,
             timeout=helm.timeout_seconds,

@@ -153,6 +153,15 @@ def test_deployment_shape(render: Render) -> None:
     assert service["spec"]["ports"][0]["targetPort"] == "http-metrics"
 
 
+def test_a_failed_start_up_check_is_the_pods_termination_message(render: Render) -> None:
+    """`karpy run` exits at start with the reason as its last line when AWS refuses its identity (as upstream's
+    controller exits): with FallbackToLogsOnError the kubelet makes that line the container's termination message,
+    which the pod's status, `kubectl describe pod` and deployers awaiting the pods show."""
+    (container,) = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["run"]
+    assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
+
+
 def test_options_render(render: Render) -> None:
     docs = render(VALUE_SETS["irsa-and-monitoring"])
     annotations = one(docs, "ServiceAccount")["metadata"]["annotations"]

@@ -18,16 +18,13 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Final
 
 from karpy import settings as karpy_settings
 from karpy import tasks
+from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.runtime import explaining, leadership, parts, servers
 
 log = logging.getLogger(__name__)
-
-REACHABLE_RETRY: Final = (5.0, 60.0)
-"""Seconds before the cloud's connectivity check is tried again: the first wait, doubled up to the second."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,48 +34,25 @@ class Endpoints:
     health_port: int = 8081
 
 
-@dataclasses.dataclass(slots=True)
-class CloudReadiness:
-    """The cloud side's readiness check: why it is not reachable (`reason`), until its check passed once."""
-
-    reason: str = ""
-
-    def __call__(self) -> bool | str:
-        return self.reason or True
-
-
-def readiness(ctrl: parts.Controller, cloud: CloudReadiness | None = None) -> dict[str, servers.Check]:
-    checks: dict[str, servers.Check] = {
+def readiness(ctrl: parts.Controller) -> dict[str, servers.Check]:
+    return {
         "informers": ctrl.cluster.synced,
         "leader-election": lambda: ctrl.elector.observed_once,
     }
-    if cloud is not None:
-        checks["cloud-provider"] = cloud
-    return checks
 
 
-async def until_reachable(ctrl: parts.Controller, cloud: CloudReadiness, *, stop: asyncio.Event) -> bool:
-    """Run the cloud's connectivity check until it passes (True) or `stop` is set (False), keeping the reason in
-    `cloud` meanwhile. Upstream exits on a failed check (aws: pkg/operator/operator.go); staying up instead keeps
-    the reason on /readyz and in the log while the Deployment waits, rather than in a crash loop."""
-    if ctrl.cloud.reachable is None:
-        return True
-    delay, longest = REACHABLE_RETRY
-    while True:
+async def check_cloud(ctrl: parts.Controller) -> None:
+    """The cloud side's start-up checks, before anything runs. Upstream's EC2 connectivity check exits the process
+    when it fails (aws: pkg/operator/operator.go, `CheckEC2Connectivity` then `os.Exit(1)`), and so does this: the
+    reason is the container's last log line, which the chart's `terminationMessagePolicy: FallbackToLogsOnError`
+    makes the pod status's termination message (`kubectl describe pod`, and what a deployer awaiting the pods
+    reports); the kubelet's restart back-off then retries with the identity as it is by then."""
+    if ctrl.cloud.reachable is not None:
         reason = await ctrl.cloud.reachable()
-        if reason is None:
-            cloud.reason = ""
-            return True
-        cloud.reason = reason
-        log.error("the cloud provider cannot be used; checking again in %.0f s: %s", delay, reason)
-        waiting = [asyncio.create_task(stop.wait()), asyncio.create_task(ctrl.clock.sleep(delay))]
-        try:
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            await tasks.cancel_and_wait(waiting)
-        if stop.is_set():
-            return False
-        delay = min(delay * 2, longest)
+        if reason is not None:
+            raise cloudprovider_errors.StartupCheckFailed(f"the cloud provider cannot be used: {reason}")
+    if ctrl.cloud.check is not None:
+        await ctrl.cloud.check()
 
 
 async def run(
@@ -91,11 +65,9 @@ async def run(
     """Run until `stop` is set (or the caller cancels); then stop everything and release the Lease.
 
     Raises leadership.LeadershipLost (after the same orderly stop) when this replica led and lost the Lease, and
-    `cloudprovider.errors.StartupCheckFailed` before anything runs when the cloud side's start-up check fails. The
-    servers answer before the cloud is reachable (`until_reachable`): /readyz gives the reason meanwhile."""
-    if ctrl.cloud.check is not None:
-        await ctrl.cloud.check()
-    cloud = CloudReadiness("not checked yet" if ctrl.cloud.reachable is not None else "")
+    `cloudprovider.errors.StartupCheckFailed` before anything runs when a start-up check of the cloud side fails
+    (`check_cloud`)."""
+    await check_cloud(ctrl)
     async with (
         servers.serving(
             servers.metrics_app(
@@ -106,15 +78,13 @@ async def run(
             port=endpoints.metrics_port,
         ) as metrics_port,
         servers.serving(
-            servers.health_app(readiness(ctrl, cloud)), host=endpoints.host, port=endpoints.health_port
+            servers.health_app(readiness(ctrl)), host=endpoints.host, port=endpoints.health_port
         ) as health_port,
     ):
         if on_bound is not None:
             bound = on_bound(metrics_port, health_port)
             if bound is not None:
                 await bound
-        if not await until_reachable(ctrl, cloud, stop=stop):
-            return
         background = leadership.start(ctrl)
         stopping = asyncio.create_task(stop.wait(), name="stop flag")
         try:

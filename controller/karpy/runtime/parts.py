@@ -58,8 +58,8 @@ class CloudParts:
     """Start-up checks of the cloud side, awaited before anything runs; raise
     `cloudprovider.errors.StartupCheckFailed` to stop start-up."""
     reachable: Callable[[], Coroutine[Any, Any, str | None]] | None = None
-    """Whether the cloud answers this identity (None) or why not (the reason); retried until it does before the
-    controller starts, the reason shown by readiness meanwhile. None: nothing to check (the fake)."""
+    """Whether the cloud answers this identity (None) or why not (the reason), checked once before anything runs:
+    a reason stops start-up, as upstream does (`karpy.operator.app.check_cloud`). None: nothing to check (the fake)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

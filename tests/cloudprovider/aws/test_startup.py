@@ -1,27 +1,29 @@
 """What `karpy run` settles about AWS before it starts (aws: pkg/operator/operator.go NewOperator): the region, in
 upstream's order, from botocore's own IMDS client against an IMDSv2 stand-in; and the EC2 connectivity check against
-moto with IAM authentication on, whose reason /readyz names while the controller waits."""
+moto with IAM authentication on, whose refusal ends `karpy run` with the reason as its last line."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import os
+import socket
+import subprocess
+import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import aiohttp
 import aiohttp.web
 import boto3
 import pytest
-from tests import polling
 
-from karpy import clock, settings
 from karpy.cloudprovider.aws import startup
-from karpy.kube import credentials, rest
-from karpy.operator import app, login, main
+from karpy.kube import credentials
 from karpy.operator import logging as operator_logging
-from karpy.wiring import graph
+from karpy.operator import login, main
 from karpy_emulator.apiserver import runner, server
 
 REGION = "us-west-2"
@@ -155,56 +157,35 @@ async def test_no_connection_is_a_reason_too() -> None:
     assert reason.startswith("EC2 DescribeInstanceTypes (dry run) failed: Could not connect to the endpoint URL")
 
 
-async def test_readyz_names_the_reason_while_the_identity_is_refused(iam_enforced: str) -> None:
-    """`karpy run`'s own AWS factory, with credentials AWS does not know: the servers answer, /readyz is 503 with
-    the reason, and nothing else starts (no informer) while it lasts; once AWS accepts the identity, the next check
-    (on the injected clock) lets the controller start."""
-    environ = {"CLUSTER_NAME": "demo", "AWS_REGION": REGION, "DISABLE_LEADER_ELECTION": "true"}
-    loaded = settings.Settings.from_env(environ)
-    manual = clock.ManualClock()
-    async with (
-        runner.KubeAPIRunner(server.FakeKubeAPI(seed=5)) as kube,
-        rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as client,
-        aiohttp.ClientSession() as http,
-    ):
-        ctrl = graph.build(loaded, kube=client, clock=manual, cloud_factory=graph.aws_cloud(environ), identity="x")
-        ports: list[int] = []
-        stop = asyncio.Event()
-        task = asyncio.create_task(
-            app.run(
-                ctrl,
-                stop=stop,
-                endpoints=app.Endpoints(host="127.0.0.1", metrics_port=0, health_port=0),
-                on_bound=lambda _, health: ports.append(health),
-            )
-        )
-        try:
-            await polling.until(lambda: ports)
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
-            async def refused() -> str:
-                """/readyz gives the refusal once the first check answered"""
-                async with http.get(f"http://127.0.0.1:{ports[0]}/readyz") as response:
-                    assert response.status == 503
-                    text = await response.text()
-                return text if "AuthFailure" in text else ""
 
-            text = await polling.until(refused)
-            assert "[-]cloud-provider failed: EC2 DescribeInstanceTypes (dry run) failed: AuthFailure: " in text
-            assert "[-]informers failed" in text  # nothing started meanwhile
-            await polling.until(lambda: manual.sleepers > 0)  # waiting to check again, on the injected clock
-            _moto_auth(iam_enforced, "inf")  # the identity is fixed (moto accepts any key again)
-            manual.advance(app.REACHABLE_RETRY[0])
-
-            async def ready() -> bool:
-                """the next check passes, the controller starts and /readyz turns 200"""
-                async with http.get(f"http://127.0.0.1:{ports[0]}/readyz") as response:
-                    return response.status == 200
-
-            await polling.until(ready)
-        finally:
-            stop.set()
-            await task
-    assert task.exception() is None
+def test_karpy_run_exits_2_with_the_reason_when_aws_refuses_its_identity(iam_enforced: str, tmp_path: Path) -> None:
+    """`karpy run` as a user runs it (its own process), with credentials AWS does not know: as upstream's
+    controller (aws: pkg/operator/operator.go), it exits at start, and the reason is standard error's last line, the
+    line the chart's `terminationMessagePolicy: FallbackToLogsOnError` makes the pod's termination message."""
+    with runner.KubeAPIRunner(server.FakeKubeAPI(seed=5)) as kube:
+        env = {
+            "PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONWARNINGS": "error",
+            "KUBECONFIG": str(kube.write_kubeconfig(tmp_path / "kubeconfig")), "CLUSTER_NAME": "demo",
+            "AWS_REGION": REGION, "AWS_ENDPOINT_URL": iam_enforced, "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+            "AWS_SECRET_ACCESS_KEY": "wrong", "AWS_EC2_METADATA_DISABLED": "true", "DISABLE_LEADER_ELECTION": "true",
+            # the process ends before it serves: ports nothing listens on, all the same
+            "METRICS_PORT": str(_free_port()), "HEALTH_PROBE_PORT": str(_free_port()),
+        }  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "karpy.cli", "run"], env=env, capture_output=True, text=True, timeout=120,
+            check=False,
+        )  # fmt: skip
+    assert done.returncode == main.EXIT_INVALID, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    last = done.stderr.rstrip().splitlines()[-1]
+    assert last.startswith(
+        "karpy run: the cloud provider cannot be used: EC2 DescribeInstanceTypes (dry run) failed: AuthFailure: "
+    )
 
 
 def test_karpy_run_without_a_region_exits_2_naming_the_setting(
