@@ -59,10 +59,11 @@ def test_the_job_runs_karpy_teardown_with_the_controllers_image_off_karpy_nodes(
     assert pod["serviceAccountName"] == JOB_NAME != deployment["serviceAccountName"]
 
 
-def test_the_teardown_may_list_and_delete_nodepools_and_nodeclaims_only(render: Render) -> None:
+def test_the_teardown_may_list_and_delete_nodepools_nodeclaims_and_ec2nodeclasses_only(render: Render) -> None:
     rules = rbac.bound_rules(render(), service_account=JOB_NAME, namespace="karpy")
+    kinds = [("karpenter.sh", "nodepools"), ("karpenter.sh", "nodeclaims"), ("karpenter.k8s.aws", "ec2nodeclasses")]
     assert rbac.granted(rules) == {
-        (verb, "karpenter.sh", resource, "") for verb in ("list", "delete") for resource in ("nodepools", "nodeclaims")
+        (verb, group, resource, "") for verb in ("list", "delete") for group, resource in kinds
     }
 
 

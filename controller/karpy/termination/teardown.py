@@ -5,8 +5,12 @@ Run by the chart's pre-delete hook (charts/karpy/templates/teardown.yaml), i.e. 
 `pulumi destroy` of a stack holding the release, never on an upgrade. Every NodePool goes first, whoever declared
 it (the stack, kubectl, a GitOps tool), so that the pods the drains evict cannot make the controller launch new
 nodes; then every NodeClaim. The controller's termination finalizer drains each node, terminates its instance and
-only then lets the NodeClaim go, so "no NodeClaim left" means "no instance left". Whatever is still there when the
-timeout passes is named in the error, and the uninstall fails instead of orphaning it.
+only then lets the NodeClaim go, so "no NodeClaim left" means "no instance left". Then every EC2NodeClass: its
+finalizer (aws: pkg/controllers/nodeclass/controller.go `finalize`) deletes the instance profile and launch
+templates the controller made for it once no NodeClaim uses it, which only a running controller can do; without
+it the class would keep its finalizer after uninstall and hold up the CRDs' removal. NodeOverlays stay: they carry
+no finalizer and no cloud resource, so they go with their CRD or stay as the user's configuration. Whatever is
+still there when the timeout passes is named in the error, and the uninstall fails instead of orphaning it.
 """
 
 from __future__ import annotations
@@ -36,15 +40,25 @@ class Leftover:
 
 
 class TimedOut(Exception):
-    """NodeClaims (and so, perhaps, instances) are still there when the timeout passed; the message names them."""
+    """Objects are still there when the timeout passed: NodeClaims (and so, perhaps, instances), else EC2NodeClasses
+    (and so, perhaps, their instance profiles and launch templates); the message names them."""
 
-    def __init__(self, timeout: float, left: Sequence[Leftover]) -> None:
+    def __init__(self, timeout: float, left: Sequence[Leftover], *, kind: str = resources.NODECLAIMS.kind) -> None:
         self.left = tuple(left)
+        self.kind = kind
         named = ", ".join(item.describe() for item in self.left)
+        holds = HOLDS.get(kind, "")
         super().__init__(
-            f"{len(self.left)} NodeClaim(s) still there after {timeout:.0f} s: {named}; is the controller running? "
-            "(`kubectl describe nodeclaim` shows what holds each; their instances may still run)"
+            f"{len(self.left)} {kind}(s) still there after {timeout:.0f} s: {named}; is the controller running? "
+            f"(`kubectl describe {kind.lower()}` shows what holds each{holds})"
         )
+
+
+HOLDS: Final = {
+    resources.NODECLAIMS.kind: "; their instances may still run",
+    resources.EC2NODECLASSES.kind: "; their instance profiles and launch templates may remain",
+}
+"""What a user may have to clean up by hand when objects of a kind are left."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +67,7 @@ class Deleted:
 
     nodepools: tuple[str, ...]
     nodeclaims: tuple[str, ...]
+    nodeclasses: tuple[str, ...] = ()
 
 
 def leftover(claim: Mapping[str, Any]) -> Leftover:
@@ -86,21 +101,42 @@ async def teardown(
     report: Callable[[str], None] = lambda _: None,
 ) -> Deleted:
     """Delete every NodePool, then every NodeClaim, and wait until no NodeClaim is left (deleting any that still
-    appears, e.g. created just before its NodePool went). Raises `TimedOut` naming what is left after `within`
-    seconds of `clock`; `report` gets one line per step."""
+    appears, e.g. created just before its NodePool went); then every EC2NodeClass, waiting until the controller has
+    finalized each. Raises `TimedOut` naming what is left after `within` seconds of `clock`; `report` gets one line
+    per step."""
     deadline = clock.now() + within
     pools = await _delete_all(kube, resources.NODEPOOLS)
     report(f"deleted {len(pools)} NodePool(s): {', '.join(pools) or '-'}")
-    claims = await _delete_all(kube, resources.NODECLAIMS)
-    report(f"deleted {len(claims)} NodeClaim(s): {', '.join(claims) or '-'}")
+    claims = await _until_none_left(kube, resources.NODECLAIMS, clock=clock, within=within, deadline=deadline,
+                                    poll=poll, report=report)  # fmt: skip
+    classes = await _until_none_left(kube, resources.EC2NODECLASSES, clock=clock, within=within, deadline=deadline,
+                                     poll=poll, report=report)  # fmt: skip
+    return Deleted(nodepools=pools, nodeclaims=claims, nodeclasses=classes)
+
+
+async def _until_none_left(
+    kube: client.KubeClient,
+    res: resources.Resource,
+    *,
+    clock: karpy_clock.Clock,
+    within: float,
+    deadline: float,
+    poll: float,
+    report: Callable[[str], None],
+) -> tuple[str, ...]:
+    """Delete every object of `res`, again each poll (one may still appear), until none is left; the names asked
+    for. Raises `TimedOut` naming what is left at `deadline` (`within` seconds after the teardown began)."""
+    asked = await _delete_all(kube, res)
+    report(f"deleted {len(asked)} {res.kind}(s): {', '.join(asked) or '-'}")
     while True:
-        items, _ = await kube.list(resources.NODECLAIMS)
+        items, _ = await kube.list(res)
         if not items:
-            report("no NodeClaim left")
-            return Deleted(nodepools=pools, nodeclaims=claims)
+            report(f"no {res.kind} left")
+            return asked
         if clock.now() >= deadline:
-            raise TimedOut(within, sorted((leftover(item) for item in items), key=lambda item: item.name))
-        late = await _delete_all(kube, resources.NODECLAIMS)
-        claims += late
-        report(f"waiting for {len(items)} NodeClaim(s) to be terminated: {', '.join(leftover(i).name for i in items)}")
+            left = sorted((leftover(item) for item in items), key=lambda item: item.name)
+            raise TimedOut(within, left, kind=res.kind)
+        asked += await _delete_all(kube, res)
+        named = ", ".join(leftover(item).name for item in items)
+        report(f"waiting for {len(items)} {res.kind}(s) to go: {named}")
         await clock.sleep(min(poll, max(deadline - clock.now(), 0.0)))
