@@ -121,7 +121,7 @@ def test_a_bad_dump_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str], 
     path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
     code, _, err = explain(capsys, "--strict", "-f", str(path))
     assert code == 2
-    assert f"{path}#1: kind: 'Service' is not read by karpy explain and --strict refuses it" in err
+    assert f"{path}#1 (line 2): kind: 'Service' is not read by karpy explain and --strict refuses it" in err
 
 
 async def _seed(url: str) -> None:

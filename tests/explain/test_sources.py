@@ -58,10 +58,10 @@ def test_a_directory_reads_every_manifest_in_it(tmp_path: pathlib.Path) -> None:
     ("name", "text", "message"),
     [
         ("bad.json", '{"kind": "List", "items": [', r"bad\.json: invalid JSON"),
-        ("nameless.yaml", "kind: Node\nmetadata: {}\n", r"nameless\.yaml#1: metadata\.name: required"),
+        ("nameless.yaml", "kind: Node\nmetadata: {}\n", r"nameless\.yaml#1 \(line 2\): metadata\.name: required"),
         ("list.json", '{"kind": "List", "items": {}}', r"list\.json#1: items: a List needs a list of items"),
         ("item.json", '{"kind": "List", "items": [{"kind": "Node"}, 3]}', r"item\.json#1 items\[0\]: metadata"),
-        ("kindless.yaml", "metadata: {name: x}\n", r"kindless\.yaml#1: kind: required"),
+        ("kindless.yaml", "metadata: {name: x}\n", r"kindless\.yaml#1 \(line 1\): kind: required"),
         ("deep.json", "[" * 100_000, r"deep\.json: invalid JSON"),
         ("latin.json", '{"kind": "Node", "metadata": {"name": "\xe9"}}', r"latin\.json: not UTF-8"),
     ],
@@ -72,6 +72,44 @@ def test_bad_input_names_the_file_the_document_and_the_field(
     path = write(tmp_path / name, text)
     with pytest.raises(sources.InputError, match=message):
         sources.read_dump([path])
+
+
+DUMP_WITH_A_NAMELESS_NODE = """\
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: ip-10-0-1-1
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      labels: {a: b}
+"""
+
+
+def test_an_error_in_a_yaml_dump_names_the_fields_own_line(tmp_path: pathlib.Path) -> None:
+    """The line of the field at fault, inside a List item, as `karpy simulate` names it (one code path:
+    `simulate.manifests.Document.at`); not the line the document starts on."""
+    path = write(tmp_path / "dump.yaml", DUMP_WITH_A_NAMELESS_NODE)
+    with pytest.raises(sources.InputError) as caught:
+        sources.read_dump([path])
+    # `name` is not written: the line of the deepest part that is, the item's `metadata`
+    assert str(caught.value) == f"{path}#1 items[1] (line 10): metadata.name: required"
+
+
+def test_an_object_left_out_of_a_yaml_dump_is_warned_about_at_the_line_of_its_bad_field(
+    tmp_path: pathlib.Path,
+) -> None:
+    objects = list(dumps.objects(SHAPE))
+    objects[0]["spec"]["disruption"]["consolidateAfter"] = "soon"
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}, sort_keys=False)
+    path = write(tmp_path / "dump.yaml", text)
+    _, warnings = sources.to_cluster(sources.read_dump([path]), clock=karpy_clock.ManualClock(SHAPE.now))
+    (warning,) = warnings
+    line = next(n for n, row in enumerate(text.splitlines(), start=1) if "consolidateAfter: soon" in row)
+    assert warning.startswith(f"{path}#1 items[0] (line {line}): NodePool default left out")
 
 
 def _cluster(objects: list[dict[str, Any]], *, now: float) -> tuple[Any, list[str]]:

@@ -5,18 +5,20 @@ live API server through its kubeconfig (one LIST per resource the controller wat
 Either way the objects are applied, as the controller's informers apply them, to a `state.Cluster`, so explain
 decides on exactly the model the controller decides on. YAML is read by `simulate.manifests`; a file whose first
 character opens a JSON object or array is read as JSON, which is what a large cluster should be dumped as (Python's
-JSON reader is two orders of magnitude faster than a YAML one). Every problem names its file and document.
+JSON reader is two orders of magnitude faster than a YAML one). Every problem names its file and document, and in
+YAML the line of the field at fault.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 from karpy import clock as karpy_clock
-from karpy.api import decoding, documents, labels, status
+from karpy.api import decoding, documents, labels, parse, status
+from karpy.api import errors as api_errors
 from karpy.kube import client, resources
 from karpy.nodeclaim import disruption_conditions
 from karpy.simulate import inputs, manifests
@@ -39,11 +41,12 @@ class Snapshot:
     """The objects read, by resource, and where each came from (for messages about it)."""
 
     objects: dict[resources.Resource, list[Mapping[str, Any]]] = field(default_factory=dict)
-    sources: dict[tuple[resources.Resource, str], str] = field(default_factory=dict)
+    sources: dict[tuple[resources.Resource, str], manifests.Document | str] = field(default_factory=dict)
+    """Where each object came from: its dump document (whose fields' lines messages name), or the live resource."""
     skipped: dict[str, int] = field(default_factory=dict)
     """Objects of kinds explain does not read, by kind (a dump's Services, ConfigMaps, ...)."""
 
-    def add(self, res: resources.Resource, obj: Mapping[str, Any], source: str) -> None:
+    def add(self, res: resources.Resource, obj: Mapping[str, Any], source: manifests.Document | str) -> None:
         self.objects.setdefault(res, []).append(obj)
         self.sources[res, facts.key(obj)] = source
 
@@ -84,49 +87,49 @@ def _documents(source: inputs.Source, *, stdin: BinaryIO | None) -> Iterator[man
         yield from manifests.parse_documents(source.name, data)
 
 
-def _items(doc: manifests.Document) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """(source, object) of a document: itself, or the items of a List (`kind: List` or a typed `PodList`)."""
+def _items(doc: manifests.Document) -> Iterator[manifests.Document]:
+    """The objects of a document: itself, or the items of a List (`kind: List` or a typed `PodList`)."""
     kind = doc.body.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise InputError(f"{doc.source}: kind: required")
+        raise InputError(f"{doc.at('kind')}: kind: required")
     if not kind.endswith("List"):
-        yield doc.source, doc.body
+        yield doc
         return
     items = doc.body.get("items")
     if not isinstance(items, list):
-        raise InputError(f"{doc.source}: items: a {kind} needs a list of items")
+        raise InputError(f"{doc.at('items')}: items: a {kind} needs a list of items")
     implied = kind[: -len("List")]  # the items of a typed list (PodList) carry no kind of their own
     for i, item in enumerate(items):
-        source = f"{doc.source} items[{i}]"
         if not isinstance(item, dict):
-            raise InputError(f"{source}: a manifest must be a mapping, got {type(item).__name__}")
+            raise InputError(f"{doc.at(f'items[{i}]')}: a manifest must be a mapping, got {type(item).__name__}")
         if implied and "kind" not in item:
             item = {**item, "kind": implied}
-        yield source, item
+        yield doc.item(i, item)
 
 
 def read_dump(paths: Sequence[str], *, strict: bool = False, stdin: BinaryIO | None = None) -> Snapshot:
     """Every object of the dump files (and YAML/JSON files under directories) of `paths` (`-`: standard input).
     Kinds explain does not read (Service, ConfigMap, ...) are counted in `Snapshot.skipped`, or refused when
-    `strict`."""
+    `strict`. Errors name the file, the document and the line of the field at fault, as `karpy simulate`'s do
+    (`simulate.manifests.Document.at`)."""
     snap = Snapshot()
     for source in inputs.expand(paths):
         for doc in _documents(source, stdin=stdin):
-            for where, obj in _items(doc):
-                kind = obj.get("kind")
+            for obj in _items(doc):
+                kind = obj.body.get("kind")
                 res = KINDS.get(str(kind))
                 if res is None:
                     if strict:
                         supported = ", ".join(sorted(KINDS))
                         raise InputError(
-                            f"{where}: kind: {kind!r} is not read by karpy explain and --strict refuses it; "
-                            f"supported: {supported}"
+                            f"{obj.at('kind')}: kind: {kind!r} is not read by karpy explain and --strict refuses "
+                            f"it; supported: {supported}"
                         )
                     snap.skipped[str(kind)] = snap.skipped.get(str(kind), 0) + 1
                     continue
-                if not facts.key(obj):
-                    raise InputError(f"{where}: metadata.name: required")
-                snap.add(res, obj, where)
+                if not facts.key(obj.body):
+                    raise InputError(f"{obj.at('metadata.name')}: metadata.name: required")
+                snap.add(res, obj.body, obj)
     return snap
 
 
@@ -211,9 +214,33 @@ def to_cluster(snap: Snapshot, *, clock: karpy_clock.Clock) -> tuple[state_clust
         (resources.NODEOVERLAYS, cluster.nodeoverlay_errors()),
     ):
         for key, error in sorted(found.items()):
-            where = snap.sources.get((res, key), f"{res.kind} {key}")
+            where = _where(snap.sources.get((res, key), f"{res.kind} {key}"), res)
             warnings.append(f"{where}: {res.kind} {key} left out, as the controller leaves it out: {error}")
     return cluster, warnings
+
+
+PARSERS: Final[Mapping[resources.Resource, Callable[[Mapping[str, Any]], object]]] = {
+    resources.NODEPOOLS: parse.nodepool,
+    resources.EC2NODECLASSES: parse.ec2nodeclass,
+    resources.NODECLAIMS: parse.nodeclaim,
+    resources.NODEOVERLAYS: parse.nodeoverlay,
+}
+"""The parsers `state.Cluster` reads these kinds with: asked again, for an object it left out, which field is at
+fault (the cluster keeps the reason as text)."""
+
+
+def _where(source: manifests.Document | str, res: resources.Resource) -> str:
+    """Where an object the model left out came from: for a dump document, the line of its first problem's field."""
+    if isinstance(source, str):
+        return source
+    path = ""
+    parser = PARSERS.get(res)
+    if parser is not None:
+        try:
+            parser(source.body)
+        except api_errors.ValidationError as error:
+            path = error.problems[0].path if error.problems else ""
+    return source.at(path)
 
 
 def _refresh_consolidatable(cluster: state_cluster.Cluster, *, now: float) -> None:

@@ -63,6 +63,8 @@ class Document:
     """The whole file the document is in (shared, not copied): where a field's own line is found on an error."""
     index: int = 0
     """1-based position of the document in `text` (0: no text to look a field up in)."""
+    prefix: str = ""
+    """Where `body` sits in the document (`items[3]`: an item of a List), before the paths `at` is given."""
 
     @property
     def where(self) -> str:
@@ -70,9 +72,18 @@ class Document:
 
     def at(self, path: str) -> str:
         """Where the field `path` is: the document and the line the field is written on (the document's first line
-        when the field is not written at all, or the document came from JSON)."""
-        found = fieldlines.line(self.text, document=self.index, path=path) if self.text and path else None
+        when the field is not written at all); the document alone when there is no text to find lines in (JSON read
+        as JSON)."""
+        if not self.text:
+            return self.source
+        full = ".".join(part for part in (self.prefix, path) if part)
+        found = fieldlines.line(self.text, document=self.index, path=full) if full else None
         return f"{self.source} (line {found or self.line})"
+
+    def item(self, index: int, body: Mapping[str, Any]) -> Document:
+        """The `index`-th item of this document's `items` (a List), as a document of its own: messages name it
+        `file#1 items[3]` and find its fields' lines within this document."""
+        return dataclasses.replace(self, source=f"{self.source} items[{index}]", body=body, prefix=f"items[{index}]")
 
 
 @dataclass
