@@ -10,7 +10,8 @@ from tests import builders
 
 from karpy import events, rejections
 from karpy.api import parse
-from karpy.kube import resources
+from karpy.cloudprovider import errors as cloudprovider_errors
+from karpy.kube import client, resources
 
 
 def _sink() -> tuple[rejections.Rejections, events.MemoryRecorder, list[tuple[str, str]]]:
@@ -73,3 +74,32 @@ def test_parse_or_report_reports_a_bad_object_and_accepts_a_good_one(caplog: pyt
         assert rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, bad, None) is None
     assert "ignoring invalid nodeclaim" in caplog.text
     assert len(sink.reports) == 1
+
+
+@pytest.mark.parametrize(
+    ("exc", "transient"),
+    [
+        (client.KubeError(409, "Conflict", "the object has been modified"), True),
+        (client.KubeError(429, "TooManyRequests", "slow down"), True),
+        (client.KubeError(503, "ServiceUnavailable", "etcd leader changed"), True),
+        (ConnectionResetError("reset by peer"), True),
+        (TimeoutError(), True),
+        (cloudprovider_errors.CloudProviderError("RequestLimitExceeded"), True),
+        (client.KubeError(422, "Invalid", "spec.taints: Invalid value"), False),
+        (KeyError("spec"), False),
+    ],
+)
+def test_api_server_network_and_cloud_failures_are_transient(exc: Exception, transient: bool) -> None:
+    assert rejections.transient(exc) is transient
+
+
+def test_a_failed_handling_says_it_is_tried_again_not_left_alone() -> None:
+    sink, recorder, _ = _sink()
+    claim = rejections.about(resources.NODECLAIMS, name="default-abcde")
+    sink.report(claim, reason=rejections.Reason.HANDLING_FAILED, problem="reconciling it raised KeyError: 'spec'")
+    sink.report(claim, reason=rejections.Reason.INVALID, problem="spec.taints[0].effect: x")
+    handling, invalid = (event.message for event in recorder.events)
+    assert handling == (
+        "karpy failed handling this NodeClaim and tries again later: reconciling it raised KeyError: 'spec'"
+    )
+    assert invalid == "karpy cannot read this NodeClaim and leaves it alone until it changes: spec.taints[0].effect: x"

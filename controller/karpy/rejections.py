@@ -24,7 +24,8 @@ from typing import Any, Final, Protocol, TypeVar
 
 from karpy import events, noop
 from karpy.api import errors
-from karpy.kube import resources
+from karpy.cloudprovider import errors as cloudprovider_errors
+from karpy.kube import client, resources
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,20 @@ class Reason(enum.StrEnum):
 
 EVENT_REASONS: Final = {Reason.INVALID: "InvalidObject", Reason.HANDLING_FAILED: "HandlingFailed"}
 """The Event reason for each rejection reason."""
+OUTCOMES: Final = {Reason.INVALID: "leaves it alone until it changes", Reason.HANDLING_FAILED: "tries again later"}
+"""What karpy does next, for the Event: an object that does not parse is read again when it changes; a failed
+handling is retried (the work queue's backoff, or the loop's next pass)."""
+TRANSIENT_STATUS: Final = frozenset({409, 429, 500, 502, 503, 504})
+"""API server answers a later attempt may not meet: a conflict (a stale resourceVersion), throttling, a server or
+gateway failure."""
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether `exc` is a failure of the API server, the network or the cloud that a retry may not meet (the
+    object is not at fault): it is retried with its own log line, never reported as a rejection."""
+    if isinstance(exc, client.KubeError):
+        return exc.status in TRANSIENT_STATUS
+    return isinstance(exc, (OSError, TimeoutError, cloudprovider_errors.CloudProviderError))
 
 
 class Sink(Protocol):
@@ -93,15 +108,16 @@ class Rejections:
         self._metrics.rejected(kind, str(reason))
         what = "cannot read" if reason is Reason.INVALID else "failed handling"
         log.error(
-            "%s %s %s; leaving it alone: %s",
+            "%s %s %s and %s: %s",
             what,
             kind,
             key,
+            OUTCOMES[reason],
             problem,
             extra={"kind": kind, "object": key, "reason": str(reason), "error": problem},
             exc_info=exc,
         )
-        message = f"karpy {what} this {kind} and leaves it alone until it changes: {problem}"
+        message = f"karpy {what} this {kind} and {OUTCOMES[reason]}: {problem}"
         self._recorder.record(obj, events.EventType.WARNING, EVENT_REASONS[reason], message)
 
     def accept(self, kind: str, key: str) -> None:

@@ -320,6 +320,8 @@ def build(
         """A queue's failed reconcile of `key`, reported about the object as the state cache holds it."""
 
         def report(key: str, exc: Exception) -> None:
+            if rejections.transient(exc):
+                return  # the API server or the cloud failed, not the object: the queue's retry line says so
             about = rejections.about(res, cluster.raw(res, key), name=key)
             problem = f"reconciling it raised {type(exc).__name__}: {exc}"
             rejected.report(about, reason=rejections.Reason.HANDLING_FAILED, problem=problem, exc=exc)
