@@ -266,6 +266,14 @@ class NodeClaimController:
             if labels.LABEL_INSTANCE_TYPE not in claim.metadata.labels:
                 await self._restore_labels(claim)
             return claim
+        # Two guards against a second instance for one claim; each covers what the other cannot:
+        # * this memory: the provider answered but the answer was not recorded (the status write failed, or the cache
+        #   still lacks the providerID when the claim is reconciled again). It holds for any provider (the fake has
+        #   no idempotency) and whatever batch the retry lands in: the AWS token below hashes the whole batch's
+        #   owners, so a retry of this claim alone, or in another batch, would be a new token and a new instance.
+        # * CreateFleet's ClientToken (cloudprovider/aws/ec2batch.py): the answer was lost (a timeout or reset after
+        #   EC2 took the call), so there is nothing to remember; and a restart, which empties this memory. It holds
+        #   only for the same batch of owners.
         resolved = self._remembered(claim)
         try:
             if resolved is None:
