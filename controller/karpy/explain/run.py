@@ -151,7 +151,7 @@ def prepare(
     )
     everything = not (options.node or options.pod)
     launched = tuple(static.launches(view.nodepools(), view.state_nodes(), instance_types))
-    in_flight = (*existing, *(scheduler.derive(static.in_flight(launch)) for launch in launched))
+    in_flight = (*existing, *(scheduler.derive(node) for node in static.in_flight(launched)))
     return Prepared(
         now=clock.now(),
         options=options,

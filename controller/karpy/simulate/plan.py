@@ -116,8 +116,8 @@ def run_with_overlays(
         deadline = lambda: clock.now() - start >= options.solve_timeout  # noqa: E731
     catalog_, conflicting = overlaid(cluster, options)
     launched = static.launches(cluster.nodepools, existing.state(cluster).state_nodes(), catalog_)
-    with_static = dataclasses.replace(cluster, nodeclaims=[*cluster.nodeclaims, *(s.manifest for s in launched)])
-    inp = scheduling_input(with_static, options, catalog_)
+    inp = scheduling_input(cluster, options, catalog_)
+    inp = dataclasses.replace(inp, existing_nodes=[*inp.existing_nodes, *static.in_flight(launched)])
     # Diagnosed: an unschedulable pod's reason is shown NodePool by NodePool, decisive constraint first.
     solved = scheduler.solve(dataclasses.replace(inp, deadline=deadline, diagnose=True))
     return static.merge(solved, launched), conflicting

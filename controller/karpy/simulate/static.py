@@ -11,12 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.api import manifest, meta, nodepool, parse, quantity
+from karpy import clock as karpy_clock
+from karpy.api import manifest, nodepool, parse, quantity
 from karpy.cloudprovider import tenancy, types
 from karpy.cloudprovider.fake import provider
 from karpy.disruption import staticpools
-from karpy.provisioning import nodeclaim_builder
+from karpy.kube import client, resources
+from karpy.provisioning import nodeclaim_builder, snapshot
 from karpy.scheduling import results, scheduler
+from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
 REASON = "static NodePool (spec.replicas): the controller keeps this many NodeClaims whatever the pods"
@@ -29,7 +32,6 @@ class Launch:
     """The pool's static plan, with the instance type and offering the launch picks."""
     manifest: Mapping[str, Any]
     """The NodeClaim as the cluster holds it once launched: labels and allocatable of its instance type."""
-    taints: tuple[meta.Taint, ...] = ()
 
 
 def launches(
@@ -74,25 +76,22 @@ def _launch(
     }
     cheapest = results.CheapestOffering(instance_type.name, offering.zone, offering.capacity_type, offering.price)
     chosen = dataclasses.replace(plan, instance_type_options=(instance_type,), cheapest=cheapest)
-    return Launch(name, chosen, body, claim.spec.taints)
+    return Launch(name, chosen, body)
 
 
 def _quantities(resources: Mapping[str, int]) -> dict[str, str]:
     return {k: quantity.format_resource(k, v) for k, v in resources.items()}
 
 
-def in_flight(launch: Launch) -> scheduler.ExistingNode:
-    """The launched claim as the scheduler sees a claim in flight (`provisioning.snapshot.existing_nodes` of a
-    state node that has only its NodeClaim: the claim's labels, taints and allocatable, not initialized)."""
-    (instance_type,) = launch.plan.instance_type_options
-    return scheduler.ExistingNode(
-        name=launch.name,
-        labels=dict(launch.manifest["metadata"]["labels"]),
-        taints=launch.taints,
-        allocatable=dict(instance_type.allocatable),
-        nodepool=launch.plan.nodepool,
-        initialized=False,
-    )
+def in_flight(found: Sequence[Launch]) -> list[scheduler.ExistingNode]:
+    """The launched claims as the scheduler sees claims in flight, for simulate and explain alike: the controller's
+    cluster model fed their manifests as its informer applies NodeClaims, then the provisioner's snapshot of its
+    state nodes (`provisioning.snapshot.existing_nodes`: the claim's labels, taints and allocatable, not
+    initialized)."""
+    model = state_cluster.Cluster(clock=karpy_clock.ManualClock(0.0))
+    for launch in found:
+        model.apply(resources.NODECLAIMS, client.WatchEvent(client.ADDED, launch.manifest))
+    return snapshot.existing_nodes(model.state_nodes())
 
 
 def merge(planned: results.Results, found: Sequence[Launch]) -> results.Results:
