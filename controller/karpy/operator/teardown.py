@@ -1,8 +1,8 @@
 """`karpy teardown`'s process: log in as `karpy run` does (in-cluster ServiceAccount, else the kubeconfig), run
 `karpy.termination.teardown`, print each step and map the outcome to an exit code.
 
-Exit codes: 0 nothing is left, 1 NodeClaims are left after the timeout (named on stderr and in the container's
-termination message) or the API server refused a request, 2 no usable credentials.
+Exit codes: 0 nothing is left, 1 NodeClaims or EC2NodeClasses are left after the timeout (named on stderr and in the
+container's termination message) or the API server refused a request, 2 no usable credentials.
 """
 
 from __future__ import annotations

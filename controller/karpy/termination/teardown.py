@@ -39,6 +39,13 @@ class Leftover:
         return f"{self.name} ({', '.join(found)})" if found else self.name
 
 
+HOLDS: Final = {
+    resources.NODECLAIMS.kind: "; their instances may still run",
+    resources.EC2NODECLASSES.kind: "; their instance profiles and launch templates may remain",
+}
+"""What a user may have to clean up by hand when objects of a kind are left."""
+
+
 class TimedOut(Exception):
     """Objects are still there when the timeout passed: NodeClaims (and so, perhaps, instances), else EC2NodeClasses
     (and so, perhaps, their instance profiles and launch templates); the message names them."""
@@ -52,13 +59,6 @@ class TimedOut(Exception):
             f"{len(self.left)} {kind}(s) still there after {timeout:.0f} s: {named}; is the controller running? "
             f"(`kubectl describe {kind.lower()}` shows what holds each{holds})"
         )
-
-
-HOLDS: Final = {
-    resources.NODECLAIMS.kind: "; their instances may still run",
-    resources.EC2NODECLASSES.kind: "; their instance profiles and launch templates may remain",
-}
-"""What a user may have to clean up by hand when objects of a kind are left."""
 
 
 @dataclass(frozen=True, slots=True)
