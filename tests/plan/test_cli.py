@@ -93,7 +93,9 @@ SCHEMA: dict[str, Any] = {
     ],
     "pods_moved": int,
     "unschedulable": [{"pod": str, "reason": str}],
-    "capacity": {k: {"nodes": int, "cpu": float, "memory_gib": float, "cost_per_hour": float} for k in ("before", "after")},
+    "capacity": {
+        k: {"nodes": int, "cpu": float, "memory_gib": float, "cost_per_hour": float} for k in ("before", "after")
+    },
     "nodeclaims": [dict],
 }
 
@@ -101,7 +103,8 @@ SCHEMA: dict[str, Any] = {
 def conforms(value: Any, schema: Any, path: str = "$") -> None:
     """`value` has exactly the keys and types of `schema` (a dict of keys, a one-item list, or types)."""
     if isinstance(schema, dict):
-        assert isinstance(value, dict) and set(value) == set(schema), f"{path}: {sorted(value)} != {sorted(schema)}"
+        assert isinstance(value, dict), path
+        assert set(value) == set(schema), f"{path}: {sorted(value)} != {sorted(schema)}"
         for key, sub in schema.items():
             conforms(value[key], sub, f"{path}.{key}")
     elif isinstance(schema, list):
@@ -232,7 +235,8 @@ async def _seed(url: str) -> None:
             if "status" in obj:
                 meta = obj["metadata"]
                 namespace = meta.get("namespace", "")
-                await kube.patch(res, meta["name"], {"status": obj["status"]}, namespace=namespace, subresource="status")
+                status = {"status": obj["status"]}
+                await kube.patch(res, meta["name"], status, namespace=namespace, subresource="status")
     finally:
         await kube.close()
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests import builders
+
 from karpy.api import decoding
 from karpy.plan import waves
-from tests import builders
 
 MONDAY_10 = decoding.timestamp("2027-01-18T10:00:00Z")
 STEP = 600.0
@@ -54,3 +55,13 @@ def test_a_budget_that_never_allows_drift_blocks_it() -> None:
 
 def test_nothing_drifting_makes_no_waves() -> None:
     assert waves.schedule(pool({"nodes": "1"}), 0, total=3, now=MONDAY_10) == waves.Schedule((), None)
+
+
+def test_budgets_are_described_as_written() -> None:
+    business = {"nodes": "0", "schedule": "0 9 * * 1-5", "duration": "8h"}
+    short = {"nodes": "1", "schedule": "@daily", "duration": "90m"}
+    assert waves.describe(pool(business, short, {"nodes": "10%"})) == [
+        "0 during 0 9 * * 1-5 for 8h",
+        "1 during @daily for 90m",
+        "10%",
+    ]

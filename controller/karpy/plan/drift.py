@@ -86,8 +86,24 @@ def _nodeclass_spec(nc: ec2nodeclass.EC2NodeClass) -> dict[str, Any]:
 def nodepool_verdict(
     claim: nodeclaim.NodeClaim, current: nodepool.NodePool | None, proposed: nodepool.NodePool
 ) -> Verdict | None:
-    """NodePool hash drift, then requirement drift (`disruption_conditions.static_drift`), explained."""
+    """NodePool hash drift, then requirement drift (`disruption_conditions.static_drift`), explained.
+
+    A claim whose hash is of another version (stamped by upstream Karpenter, or by an older karpy) is re-stamped
+    with the pool's hash of the moment when karpy's NodePool controller first reconciles (`nodepool.drift_hash`):
+    stamped before the change is applied, the change drifts it; after, it does not. So it "may drift"."""
     found = disruption_conditions.static_drift(claim, proposed)
+    version = claim.metadata.annotations.get(labels.ANNOTATION_NODEPOOL_HASH_VERSION)
+    if found is None and version != labels.NODEPOOL_HASH_VERSION and current is not None:
+        fields = changed_fields(_template(current), _template(proposed), prefix="spec.template")
+        if fields and claim.condition(nodeclaim.DRIFTED) is None:
+            return Verdict(
+                Outcome.MAY_DRIFT,
+                Reason.NODEPOOL,
+                f"NodePool {proposed.name} template changes ({', '.join(fields)}), but the NodeClaim's hash is of "
+                f"version {version or 'none'}: karpy re-stamps it with the pool's hash when it first reconciles, "
+                "and it drifts only if that happened before the change",
+                fields,
+            )
     if found is None:
         return None
     if found == disruption_conditions.CoreDriftReason.NODEPOOL_DRIFTED:

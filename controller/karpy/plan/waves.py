@@ -80,6 +80,14 @@ def describe(pool: nodepool.NodePool) -> list[str]:
     for b in pool.disruption.budgets:
         if b.reasons is not None and nodepool.DisruptionReason.DRIFTED not in b.reasons:
             continue
-        when = f" during {b.schedule} for {b.duration:.0f}s" if b.schedule is not None else ""
+        when = f" during {b.schedule} for {_duration(b.duration or 0.0)}" if b.schedule is not None else ""
         out.append(f"{b.nodes}{when}")
     return out
+
+
+def _duration(seconds: float) -> str:
+    """As a NodePool writes it ("8h", "90m", "45s")."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
