@@ -226,10 +226,11 @@ def test_a_bad_proposal_exits_1_naming_file_document_line_and_field(
     assert err.startswith(f"karpy plan: {path}#2 (line {line}): {expected}"), err
 
 
-async def _seed(url: str) -> None:
+async def seed(url: str, shape: dumps.Shape = SHAPE) -> None:
+    """The API server at `url` holds the objects of `shape`'s dump, statuses included (as a running cluster's)."""
     kube = rest.RestClient(credentials.Credentials(url), clock=karpy_clock.SystemClock())
     try:
-        for obj in dumps.objects(SHAPE):
+        for obj in dumps.objects(shape):
             res = sources.KINDS[obj["kind"]]
             await kube.create(res, obj)
             if "status" in obj:
@@ -246,7 +247,7 @@ def test_a_live_cluster_plans_as_its_dump_with_read_access_only(
 ) -> None:
     proposal = propose(tmp_path, pool(expireAfter="360h"))
     with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7)) as kube:
-        asyncio.run(_seed(kube.url))
+        asyncio.run(seed(kube.url))
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         live = as_json(capsys, "-f", proposal, "--kubeconfig", str(kubeconfig))
         reads = {a.verb for a in kube.api.accesses.snapshot() if a.user == "fake-token"}
