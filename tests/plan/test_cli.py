@@ -171,6 +171,15 @@ def test_deleting_the_pool_deletes_its_nodes(
     assert len(doc["unschedulable"]) == 12  # no pool is left to launch for them
 
 
+def test_deleting_the_node_class_leaves_its_pool_unable_to_launch(
+    capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
+) -> None:
+    doc = as_json(capsys, "-f", propose(tmp_path, dumps.nodeclass(SHAPE)), "--delete", "--dump", dump)
+    (default,) = doc["nodepools"]
+    assert default["unlaunchable"] == "its EC2NodeClass default does not exist"
+    assert {n["outcome"] for n in doc["nodes"]} == {"none"}  # its nodes run on until they go for another reason
+
+
 def test_a_node_class_change_by_id_is_resolved_and_by_tags_may_drift(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:

@@ -148,6 +148,7 @@ def test_a_claim_without_a_node_class_hash_is_not_drifted_by_it() -> None:
             labels.ANNOTATION_NODEPOOL_HASH_VERSION: labels.NODEPOOL_HASH_VERSION,
         },
         labels={labels.LABEL_ARCH: "amd64"},
+        conditions=[launched()],
     )
     found = drift.verdict(
         bare, {}, pools=(current, current), classes=(nc, parse.ec2nodeclass(class_body(role="AnotherRole")))
@@ -204,6 +205,12 @@ def test_security_group_selectors(terms: list[dict[str, Any]], outcome: drift.Ou
 def test_an_already_drifted_claim_stays_drifted() -> None:
     found = decide(conditions=[launched(), builders.condition("Drifted", reason="AMIDrifted", lastTransitionTime=AT)])
     assert (found.outcome, found.reason) == (drift.Outcome.DRIFTS, drift.Reason.ALREADY)
+
+
+def test_a_claim_not_launched_yet_never_drifts() -> None:
+    # upstream: "should remove the status condition from the nodeClaim when the nodeClaim launch condition is false"
+    found = decide(pool_body(template_spec={"expireAfter": "100m"}), conditions=[])
+    assert found == drift.NO_DRIFT
 
 
 def test_a_deleted_pool_deletes_its_claims() -> None:

@@ -225,6 +225,8 @@ def verdict(
     current_pool, proposed_pool = pools
     if proposed_pool is None:
         return Verdict(Outcome.DELETED, Reason.NODEPOOL_DELETED, "its NodePool is deleted, and its NodeClaims with it")
+    if not claim.is_true(nodeclaim.LAUNCHED):
+        return NO_DRIFT  # the controller checks only launched claims for drift
     drifted = claim.condition(nodeclaim.DRIFTED)
     if drifted is not None and drifted.is_true:
         return Verdict(Outcome.DRIFTS, Reason.ALREADY, f"already Drifted ({drifted.reason})")

@@ -142,6 +142,20 @@ def _holds(
     return tuple(out)
 
 
+def _unlaunchable(
+    pool: nodepool.NodePool | None,
+    proposed: Proposed,
+    instance_types: Sequence[types.InstanceType],
+    usage: Mapping[str, int],
+) -> str:
+    if pool is None:
+        return ""
+    ref = pool.template.node_class_ref
+    if ref.kind == "EC2NodeClass" and ref.name not in proposed.classes:
+        return f"its EC2NodeClass {ref.name} does not exist"
+    return capacity.unlaunchable(pool, instance_types, usage)
+
+
 def plan(
     cluster: state_cluster.Cluster,
     proposed: Proposed,
@@ -207,9 +221,7 @@ def plan(
                 deleted=count[drift.Outcome.DELETED],
                 budgets=tuple(waves.describe(pool)) if pool is not None else (),
                 schedule=found_schedule,
-                unlaunchable=capacity.unlaunchable(pool, instance_types.get(name, ()), cluster.nodepool_usage(name))
-                if pool is not None
-                else "",
+                unlaunchable=_unlaunchable(pool, proposed, instance_types.get(name, ()), cluster.nodepool_usage(name)),
             )
         )
     before = capacity.measure([n for n in state_nodes if n.nodepool], price)
