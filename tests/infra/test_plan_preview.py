@@ -16,7 +16,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
-from tests.plan import test_cli as plan_cli
+from tests.plan import test_cli as plan_test_cli
 
 from karpy_emulator import dumps
 from karpy_emulator.apiserver import runner, server
@@ -46,7 +46,7 @@ def test_preview_shows_the_plan_of_the_default_pool(
     with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7)) as kube:
         # Seeded on a thread of its own: asyncio.run here would unset the loop the Pulumi mocks run on.
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            pool.submit(asyncio.run, plan_cli.seed(kube.url, SHAPE)).result()
+            pool.submit(asyncio.run, plan_test_cli.seed(kube.url, SHAPE)).result()
         monkeypatch.setenv("KUBECONFIG", str(kube.write_kubeconfig(tmp_path / "kubeconfig")))
         stack(pulumi_run, plan_preview=True)
     shown = [r.getMessage() for r in caplog.records if r.getMessage().startswith("karpy plan: ")]

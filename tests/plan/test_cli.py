@@ -39,7 +39,7 @@ def propose(tmp_path: pathlib.Path, *objects: dict[str, Any], name: str = "propo
     return str(path)
 
 
-def pool(**template_spec: Any) -> dict[str, Any]:
+def templated(**template_spec: Any) -> dict[str, Any]:
     body = dumps.nodepool(SHAPE)
     body["spec"]["template"]["spec"].update(template_spec)
     return body
@@ -118,7 +118,7 @@ def conforms(value: Any, schema: Any, path: str = "$") -> None:
 def test_the_json_contract_of_a_template_change(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
-    doc = as_json(capsys, "-f", propose(tmp_path, pool(expireAfter="360h")), "--dump", dump)
+    doc = as_json(capsys, "-f", propose(tmp_path, templated(expireAfter="360h")), "--dump", dump)
     conforms(doc, SCHEMA)
     assert doc["disruptive"]
     (default,) = doc["nodepools"]
@@ -141,7 +141,7 @@ def test_the_json_contract_of_a_template_change(
 def test_an_unchanged_pool_disrupts_nothing_and_exits_0(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
-    doc = as_json(capsys, "-f", propose(tmp_path, pool()), "--dump", dump, code=0)
+    doc = as_json(capsys, "-f", propose(tmp_path, templated()), "--dump", dump, code=0)
     assert not doc["disruptive"]
     assert {n["outcome"] for n in doc["nodes"]} == {"none"}
     assert doc["capacity"]["after"] == doc["capacity"]["before"]
@@ -151,7 +151,7 @@ def test_an_unchanged_pool_disrupts_nothing_and_exits_0(
 def test_a_requirement_no_instance_type_meets_leaves_pods_unschedulable(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
-    narrowed = pool()
+    narrowed = templated()
     narrowed["spec"]["template"]["spec"]["requirements"].append({"key": FAMILY, "operator": "In", "values": ["q9"]})
     doc = as_json(capsys, "-f", propose(tmp_path, narrowed), "--dump", dump)
     (default,) = doc["nodepools"]
@@ -164,7 +164,7 @@ def test_a_requirement_no_instance_type_meets_leaves_pods_unschedulable(
 def test_deleting_the_pool_deletes_its_nodes(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
-    doc = as_json(capsys, "-f", propose(tmp_path, pool()), "--delete", "--dump", dump)
+    doc = as_json(capsys, "-f", propose(tmp_path, templated()), "--delete", "--dump", dump)
     (default,) = doc["nodepools"]
     assert (default["change"], default["deleted"], default["waves"]) == ("deleted", 4, [])
     assert {n["outcome"] for n in doc["nodes"]} == {"deleted"}
@@ -195,7 +195,7 @@ def test_a_node_class_change_by_id_is_resolved_and_by_tags_may_drift(
 def test_the_table_says_the_same_for_people(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
-    code, out, _ = plan(capsys, "-f", propose(tmp_path, pool(expireAfter="360h")), "--dump", dump)
+    code, out, _ = plan(capsys, "-f", propose(tmp_path, templated(expireAfter="360h")), "--dump", dump)
     assert code == 2
     assert "NodePool default (changed): 4 nodes, 4 drift" in out
     assert "4 waves of at most 1 under budgets 1; done by 2027-01-15T08:20:00Z" in out
@@ -211,9 +211,9 @@ def test_the_table_says_the_same_for_people(
             "kind: Service",
             "kind: 'Service' is not something karpy plan proposes",
         ),
-        (pool(expireAfter="forever"), "expireAfter: forever", "invalid NodePool 'default'"),
+        (templated(expireAfter="forever"), "expireAfter: forever", "invalid NodePool 'default'"),
         (
-            pool(nodeClassRef={"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "gone"}),
+            templated(nodeClassRef={"group": labels.AWS_GROUP, "kind": "EC2NodeClass", "name": "gone"}),
             "name: gone",
             "spec.template.spec.nodeClassRef.name: EC2NodeClass 'gone' is neither in the cluster",
         ),
@@ -254,7 +254,7 @@ async def seed(url: str, shape: dumps.Shape = SHAPE) -> None:
 def test_a_live_cluster_plans_as_its_dump_with_read_access_only(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
-    proposal = propose(tmp_path, pool(expireAfter="360h"))
+    proposal = propose(tmp_path, templated(expireAfter="360h"))
     with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7)) as kube:
         asyncio.run(seed(kube.url))
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")

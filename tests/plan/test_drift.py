@@ -30,7 +30,7 @@ def launched() -> dict[str, str]:
     return builders.condition("Launched", lastTransitionTime=AT)
 
 
-def pool_body(**fields: Any) -> dict[str, Any]:
+def changed_pool(**fields: Any) -> dict[str, Any]:
     return builders.nodepool(**fields)
 
 
@@ -61,7 +61,7 @@ def decide(
     pool: dict[str, Any] | None = None,
     **claim: Any,
 ) -> drift.Verdict:
-    current_pool, current_class = parse.nodepool(pool or pool_body()), parse.ec2nodeclass(class_body())
+    current_pool, current_class = parse.nodepool(pool or changed_pool()), parse.ec2nodeclass(class_body())
     found = claim_of(current_pool, current_class, **claim)
     return drift.verdict(
         found,
@@ -92,14 +92,14 @@ def decide(
     ],
 )
 def test_a_static_field_change_drifts_naming_the_field(case: str, change: dict[str, Any], field: str) -> None:
-    found = decide(pool_body(**change))
+    found = decide(changed_pool(**change))
     assert (found.outcome, found.reason) == (drift.Outcome.DRIFTS, drift.Reason.NODEPOOL), case
     assert found.fields
     assert all(f.startswith(f"spec.template.{field}") for f in found.fields), found.fields
 
 
 def test_disruption_limits_and_weight_do_not_drift() -> None:
-    proposed = pool_body(
+    proposed = changed_pool(
         disruption={"budgets": [{"nodes": "1"}], "consolidateAfter": "1h"}, limits={"cpu": "10"}, weight=50
     )
     assert decide(proposed) == drift.NO_DRIFT
@@ -109,7 +109,7 @@ def test_another_hash_version_may_drift() -> None:
     # upstream: "should not return drifted if the NodeClaim's karpenter.sh/nodepool-hash-version annotation does
     # not match the NodePool's"; karpy re-stamps such a claim (nodepool/drift_hash.py), before or after the change
     found = decide(
-        pool_body(template_spec={"expireAfter": "100m"}),
+        changed_pool(template_spec={"expireAfter": "100m"}),
         annotations={labels.ANNOTATION_NODEPOOL_HASH_VERSION: "v3"},
     )
     assert (found.outcome, found.reason, found.fields) == (
@@ -117,19 +117,19 @@ def test_another_hash_version_may_drift() -> None:
         drift.Reason.NODEPOOL,
         ("spec.template.spec.expireAfter",),
     )
-    unchanged = decide(pool_body(), annotations={labels.ANNOTATION_NODEPOOL_HASH_VERSION: "v3"})
+    unchanged = decide(changed_pool(), annotations={labels.ANNOTATION_NODEPOOL_HASH_VERSION: "v3"})
     assert unchanged == drift.NO_DRIFT
 
 
 def test_a_requirement_the_node_no_longer_meets_drifts() -> None:
-    proposed = pool_body(requirements=[builders.requirement(labels.LABEL_ARCH, "In", "arm64")])
+    proposed = changed_pool(requirements=[builders.requirement(labels.LABEL_ARCH, "In", "arm64")])
     found = decide(proposed)
     assert (found.outcome, found.reason) == (drift.Outcome.DRIFTS, drift.Reason.REQUIREMENTS)
     assert labels.LABEL_ARCH in found.message
 
 
 def test_a_requirement_the_node_still_meets_does_not() -> None:
-    proposed = pool_body(requirements=[builders.requirement(labels.LABEL_ARCH, "In", "amd64", "arm64")])
+    proposed = changed_pool(requirements=[builders.requirement(labels.LABEL_ARCH, "In", "amd64", "arm64")])
     assert decide(proposed) == drift.NO_DRIFT
 
 
@@ -140,7 +140,7 @@ def test_a_hashed_node_class_field_drifts() -> None:
 
 def test_a_claim_without_a_node_class_hash_is_not_drifted_by_it() -> None:
     # aws: pkg/cloudprovider/drift.go areStaticFieldsDrifted: a missing annotation is no drift
-    current = parse.nodepool(pool_body())
+    current = parse.nodepool(changed_pool())
     nc = parse.ec2nodeclass(class_body())
     bare = builders.parsed_nodeclaim(
         annotations={
@@ -209,12 +209,12 @@ def test_an_already_drifted_claim_stays_drifted() -> None:
 
 def test_a_claim_not_launched_yet_never_drifts() -> None:
     # upstream: "should remove the status condition from the nodeClaim when the nodeClaim launch condition is false"
-    found = decide(pool_body(template_spec={"expireAfter": "100m"}), conditions=[])
+    found = decide(changed_pool(template_spec={"expireAfter": "100m"}), conditions=[])
     assert found == drift.NO_DRIFT
 
 
 def test_a_deleted_pool_deletes_its_claims() -> None:
-    current_pool, nc = parse.nodepool(pool_body()), parse.ec2nodeclass(class_body())
+    current_pool, nc = parse.nodepool(changed_pool()), parse.ec2nodeclass(class_body())
     found = drift.verdict(claim_of(current_pool, nc), {}, pools=(current_pool, None), classes=(nc, nc))
     assert found.outcome == drift.Outcome.DELETED
 
