@@ -2,7 +2,8 @@
 
 Exit codes: 0 success (a plan with unschedulable pods is still a success), 1 the cluster could not be read
 (`explain`) or NodeClaims are left (`teardown`), 2 invalid input or usage (for `run`: invalid settings), 3
-nothing to plan (`simulate`, `explain`: the input holds no documents, or no NodePool).
+nothing to plan (`simulate`, `explain`: the input holds no documents, or no NodePool). `karpy plan` has its own,
+for a CI gate: 0 no disruption, 2 disruption, 1 an error (`PLAN_*`).
 """
 
 from __future__ import annotations
@@ -203,6 +204,83 @@ def _explain_parser(commands: Any) -> None:
     explain.set_defaults(handler=_explain)
 
 
+# --- karpy plan -------------------------------------------------------------------------------------------------
+PLAN_NO_DISRUPTION, PLAN_ERROR, PLAN_DISRUPTION = 0, 1, 2
+"""`karpy plan`'s exit codes, for a CI gate (as `terraform plan -detailed-exitcode`): 0 the proposal disrupts
+nothing, 2 it does (a node drifts, may drift or is deleted; a pod is left unschedulable; a NodePool cannot launch),
+1 an error (bad input, nothing to plan, the cluster cannot be read)."""
+
+
+def _plan(args: argparse.Namespace) -> int:
+    # Imported here, like explain: `karpy --help` stays fast.
+    from karpy import settings as karpy_settings
+    from karpy.api import decoding
+    from karpy.explain import command as explain_command
+    from karpy.kube import config
+    from karpy.plan import command, run
+    from karpy.simulate import manifests, plan, reasons
+
+    zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
+    try:
+        now = decoding.timestamp(args.now) if args.now else None
+        replacement = karpy_settings.parse_duration(args.replacement_time)
+    except ValueError as exc:
+        print(f"karpy plan: --now/--replacement-time: {exc}", file=sys.stderr)
+        return PLAN_ERROR
+    request = command.Request(
+        proposal=tuple(args.files),
+        delete=args.delete,
+        dump=tuple(args.dump or ()),
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        catalog=plan.Options(catalog=args.catalog, region=args.region, zones=zones),
+        now=now,
+        node_overlay=args.node_overlay,
+        options=run.Options(replacement=replacement, scheduling=_scheduling(args)),
+    )
+    try:
+        doc = command.plan_json(request)
+    except (manifests.InputError, config.ConfigError, explain_command.ReadError) as exc:
+        print(f"karpy plan: {exc}", file=sys.stderr)
+        return PLAN_ERROR
+    print(command.render(doc, output=args.output, width=_width(reasons.DEFAULT_WIDTH)))
+    return PLAN_DISRUPTION if doc["disruptive"] else PLAN_NO_DISRUPTION
+
+
+def _plan_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "plan",
+        help="what a NodePool/EC2NodeClass/NodeOverlay change would do to the running nodes (read-only)",
+        description="Lay proposed NodePools, EC2NodeClasses and NodeOverlays (-f) over a cluster (its kubeconfig, "
+        "read-only, or --dump) and report with the controller's own code which nodes drift and why, the waves "
+        "their Drifted budgets and schedules allow, the pods moved and what holds nodes back, what the proposed "
+        "pools can no longer launch, pods left unschedulable, and capacity and $/h before and after. Exit status: "
+        "0 no disruption, 2 disruption, 1 error.",
+    )
+    parser.add_argument(
+        "-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR",
+        help="proposed objects (YAML or JSON), a directory of them or - (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--delete", action="store_true", help="the proposal deletes the objects of -f")
+    parser.add_argument(
+        "--dump", action="append", metavar="FILE_OR_DIR", help="a dump as `karpy explain -f` reads (default: live)"
+    )
+    parser.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--now", default="", help="plan as of this RFC 3339 time (default: now, or the dump's)")
+    parser.add_argument(
+        "--replacement-time", default="5m", help="how long one drift replacement takes, a Go duration (default 5m)"
+    )
+    parser.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
+    parser.add_argument("--region", default="", help="AWS region of the catalog (default: the nodes' region)")
+    parser.add_argument("--zones", default="", help="comma-separated zones (default: each node class's subnets)")
+    parser.add_argument("--node-overlay", action="store_true", help="as with feature gate NodeOverlay")
+    parser.add_argument("--preference-policy", choices=("Respect", "Ignore"), default="Respect")
+    parser.add_argument("--min-values-policy", choices=("Strict", "BestEffort"), default="Strict")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
+    parser.set_defaults(handler=_plan)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karpy", description="Karpenter-compatible node autoscaler for EKS")
     # The image's entry point is this command; `--version` is how a deployment checks what it runs.
@@ -240,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
     simulate.set_defaults(handler=_simulate)
     _explain_parser(commands)
+    _plan_parser(commands)
     run = commands.add_parser(
         "run",
         help="run the controller (settings from the environment, upstream Karpenter's variable names)",

@@ -184,6 +184,9 @@ class DefaultNodePoolArgs(TypedDict):
     """NodePool limits.cpu; default "1000"."""
     consolidate_after: NotRequired[str]
     """NodePool disruption.consolidateAfter; default "1m"."""
+    plan_preview: NotRequired[bool]
+    """Show in `pulumi preview` what a change of these objects does to the running nodes (`karpy plan` against the
+    cluster of $KUBECONFIG, read-only, at most 20 s, never failing the preview); default true."""
 
 
 class KarpenterArgs(TypedDict):

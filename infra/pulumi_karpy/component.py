@@ -13,6 +13,7 @@ Annotations stay resolvable (no `from __future__ import annotations`): Pulumi's 
 the attribute docstrings to build the schema other languages use.
 """
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from pulumi_karpy import args as pulumi_karpy_args
-from pulumi_karpy import charts, defaults, identity, image, interruption
+from pulumi_karpy import charts, defaults, identity, image, interruption, preview
 from pulumi_karpy import scope as pulumi_karpy_scope
 from pulumi_karpy import spec as pulumi_karpy_spec
 
@@ -203,7 +204,7 @@ class Karpenter(pulumi.ComponentResource):
             spec=defaults.ec2nodeclass_spec(pool, role=node_role_name, discovery_value=discovery),
             opts=scope.after(release),
         )
-        k8s.apiextensions.CustomResource(
+        nodepool = k8s.apiextensions.CustomResource(
             f"{scope.name}-default-nodepool",
             api_version="karpenter.sh/v1",
             kind="NodePool",
@@ -213,6 +214,39 @@ class Karpenter(pulumi.ComponentResource):
             spec=defaults.nodepool_spec(pool),
             opts=scope.after(release, nodeclass),
         )
+        if pool.plan_preview and pulumi.runtime.is_dry_run():
+            _plan_preview(pool, role=node_role_name, discovery=discovery, resource=nodepool)
+
+
+def _plan_preview(
+    pool: pulumi_karpy_spec.DefaultNodePool, *, role: pulumi.Input[str], discovery: object, resource: pulumi.Resource
+) -> pulumi.Output[str]:
+    """Log `karpy plan`'s summary of the default objects as the preview would apply them (`preview`); the values
+    they take from other resources are awaited first (no resource is declared here). Returns the summary."""
+
+    async def show(values: list[Any]) -> str:
+        role_name, discovery_value = values
+        objects = [
+            {
+                "apiVersion": "karpenter.k8s.aws/v1",
+                "kind": "EC2NodeClass",
+                "metadata": {"name": pool.name},
+                "spec": defaults.ec2nodeclass_spec(pool, role=role_name, discovery_value=discovery_value),
+            },
+            {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodePool",
+                "metadata": {"name": pool.name},
+                "spec": defaults.nodepool_spec(pool),
+            },
+        ]
+        lines = await asyncio.to_thread(preview.plan, objects)
+        for line in lines:
+            pulumi.log.info(f"karpy plan: {line}", resource=resource)
+        return "\n".join(lines)
+
+    resolved = pulumi.Output.all(pulumi.Output.from_input(role), pulumi.Output.from_input(discovery))
+    return resolved.apply(show)
 
 
 def _crds(scope: pulumi_karpy_scope.Scope, chart_root: Any) -> k8s.helm.v3.Release | None:

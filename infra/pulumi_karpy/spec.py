@@ -105,6 +105,7 @@ class DefaultNodePool:
     instance_categories: Sequence[str] = ("c", "m", "r")
     cpu_limit: str = "1000"
     consolidate_after: str = "1m"
+    plan_preview: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,20 @@ import pytest
 from karpy import cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHOWN = re.compile(r"```sh\n\.venv/bin/(karpy explain -f examples/explain/\S+[^\n]*)\n```\n```text\n(.*?)\n```", re.S)
+
+
+def shown_run(command: str, example: str) -> tuple[list[str], str]:
+    """The arguments of the README's run of `karpy <command> -f examples/<example>/...` and the output it shows."""
+    shown = re.compile(
+        rf"```sh\n\.venv/bin/(karpy {command} -f examples/{example}/\S+[^\n]*)\n```\n```text\n(.*?)\n```", re.S
+    )
+    found = shown.search((ROOT / "README.md").read_text())
+    assert found is not None, f"the README's `karpy {command}` example is missing"
+    return shlex.split(found.group(1))[1:], found.group(2)
 
 
 def test_the_readme_shows_a_real_run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    found = SHOWN.search((ROOT / "README.md").read_text())
-    assert found is not None, "the README's `karpy explain` example is missing"
-    command, shown = found.group(1), found.group(2)
+    args, shown = shown_run("explain", "explain")
     monkeypatch.chdir(ROOT)
-    assert cli.main(shlex.split(command)[1:]) == 0
+    assert cli.main(args) == 0
     assert capsys.readouterr().out.rstrip("\n") == shown

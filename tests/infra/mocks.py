@@ -195,12 +195,14 @@ def run_program(
     partition: str = "aws",
     config: Mapping[str, str] | None = None,
     project: str = "karpy",
+    preview: bool = False,
 ) -> Deployment:
-    """Run `program` under Pulumi's mocks with this stack config and return what it declared."""
+    """Run `program` under Pulumi's mocks with this stack config (as `pulumi preview` runs it when `preview`) and
+    return what it declared."""
     pulumi.runtime.set_all_config(dict(config or {}))
     mocks = Mocks(partition)
     monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=project, stack="test", preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=project, stack="test", preview=preview, monitor=monitor)
     resolved: dict[str, Any] = {}
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]

@@ -46,7 +46,7 @@ def kubeconfig_path(explicit: str, environ: Mapping[str, str]) -> str:
     return from_env.split(os.pathsep)[0] if from_env else os.path.expanduser("~/.kube/config")
 
 
-async def _read_live(cfg: credentials.Credentials) -> tuple[sources.Snapshot, list[str]]:
+async def read_live(cfg: credentials.Credentials) -> tuple[sources.Snapshot, list[str]]:
     from karpy.kube import rest  # here: its HTTP client takes a tenth of a second to import, and a dump needs none
 
     kube = rest.RestClient(cfg, clock=karpy_clock.SystemClock())
@@ -81,7 +81,7 @@ def _explain(request: Request) -> dict[str, Any]:
             raise manifests.NothingToPlan(f"{', '.join(request.files)}: no objects to explain: the input is empty")
     else:
         cfg = config.load_kubeconfig(kubeconfig_path(request.kubeconfig, os.environ), context=request.context)
-        snap, skipped = asyncio.run(_read_live(cfg))
+        snap, skipped = asyncio.run(read_live(cfg))
     if not snap.objects.get(resources.NODEPOOLS):
         where = ", ".join(request.files) if request.files else "the cluster"
         raise manifests.NothingToPlan(

@@ -179,7 +179,7 @@ def _static(found: run.Explanation) -> list[dict[str, Any]]:
 # --- for people -------------------------------------------------------------------------------------------------
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*headers).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
@@ -253,7 +253,7 @@ def to_table(doc: dict[str, Any], *, width: int = reasons.DEFAULT_WIDTH) -> str:
             ]
             for n in doc["nodes"]
         ]
-        lines += _table(["NAME", "NODEPOOL", "TYPE", "$/H", "VERDICT", "WHY"], rows)
+        lines += table(["NAME", "NODEPOOL", "TYPE", "$/H", "VERDICT", "WHY"], rows)
     packed = doc["repack"]
     if packed is not None:
         lines += [
