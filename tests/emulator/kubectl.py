@@ -71,5 +71,6 @@ def factory(tmp_path: pathlib.Path) -> Factory:
 
 
 def served_api(*, clock: Callable[[], float] = lambda: EPOCH) -> server.FakeKubeAPI:
-    """The API server a cluster runs: system namespaces, NamespaceLifecycle admission, a fixed clock."""
-    return server.FakeKubeAPI(seed=7, clock=clock, namespace_lifecycle=True)
+    """The API server a cluster runs: system namespaces, NamespaceLifecycle admission, every writer's managed
+    fields, a fixed clock."""
+    return server.FakeKubeAPI(seed=7, clock=clock, namespace_lifecycle=True, field_managers=True)

@@ -26,6 +26,7 @@ from karpy_emulator.apiserver import (
     faults,
     fields,
     kmock_private,
+    managers,
     namespaces,
     objects,
     openapi,
@@ -81,6 +82,11 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
     namespace_lifecycle: bool = False
     """Start with the system namespaces and refuse objects in a namespace that does not exist, as a real cluster
     does (NamespaceLifecycle admission). Off, objects may name any namespace (what most tests seed)."""
+
+    field_managers: bool = False
+    """Record every writer's fields in `metadata.managedFields` (`operation: Update`, see `managers`), so a
+    server-side apply conflicts with a field another writer changed, as a real API server does. Off, only appliers
+    own fields: most tests compare whole objects, and a 10,000-pod run pays for it on every write."""
 
     fault_layer: faults.Faults | None = None
     """Failures answered to chosen clients in place of the server's answers (see `faults`); None: none."""
@@ -407,10 +413,25 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
                 raise api_status.already_exists(kind.plural, kind.group, name)
             if kind.namespaced:
                 namespaces.admit(self._db, key[1], strict=self.namespace_lifecycle)
+            if self.field_managers:
+                body = self._managed(request, kind, None, objects.clone(body))
             obj = await self._store_new(
                 kind, key, body, dry_run="dryRun" in request.params, directive=request.params.get("fieldValidation")
             )
         return self._db.encoded_as(key, obj)
+
+    def _managed(
+        self, request: kmock.Request, kind: objects.Kind, old: Mapping[str, Any] | None, new: dict[str, Any]
+    ) -> dict[str, Any]:
+        """`new` with the request's writer recorded as a manager of the fields it set (see `managers`)."""
+        return managers.updated(
+            old,
+            new,
+            manager=managers.manager_of(request.params, request.headers),
+            api_version=kind.api_version,
+            subresource=request.subresource,
+            now=objects.timestamp(self.clock()),
+        )
 
     async def _store_new(
         self,
@@ -548,6 +569,8 @@ class FakeKubeAPI(kmock.KubernetesEmulator):
         if result is None:
             return self._db.encoded_live(key)
         result = self._default(kind, result)
+        if self.field_managers and request.headers.get("Content-Type", "").split(";")[0].strip() != apply.CONTENT_TYPE:
+            result = self._managed(request, kind, old, result)
         fields.check(result, kind, request.params.get("fieldValidation"))
         self._validate(kind, result, old)
         if "dryRun" in request.params:
