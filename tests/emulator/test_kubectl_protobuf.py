@@ -121,6 +121,37 @@ def test_a_kind_is_read_as_its_group_versions_message() -> None:
     assert protobuf.message_name("example.io/v1", "Foo") is None
 
 
+def test_times_and_negative_numbers_take_their_json_form() -> None:
+    """ObjectMeta.creationTimestamp (field 8) is a Time{seconds}: RFC 3339 in JSON; deletionGracePeriodSeconds
+    (field 10, int64) may be negative (ten-byte varint)."""
+    time = _field(1, _varint(1_700_000_000))
+    meta = _bytes(1, b"a") + _bytes(8, time) + _field(10, _varint((-1) & (2**64 - 1)))
+    type_meta = _bytes(1, _bytes(1, b"v1") + _bytes(2, b"ConfigMap"))
+    decoded = protobuf.decode(b"k8s\x00" + type_meta + _bytes(2, _bytes(1, meta)))
+    assert decoded == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "a", "creationTimestamp": "2023-11-14T22:13:20Z", "deletionGracePeriodSeconds": -1},
+    }
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, varint: bytes) -> bytes:
+    return _varint(number << 3) + varint
+
+
+def _bytes(number: int, data: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
 def _unknown(type_meta: bytes) -> bytes:
     """A `runtime.Unknown` envelope around a typeMeta field (field 1) and an empty raw (field 2)."""
     return b"k8s\x00" + type_meta + b"\x12\x00"
