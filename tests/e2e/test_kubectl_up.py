@@ -98,8 +98,7 @@ class Running:
 
 @pytest.fixture
 def running_up(tmp_path: pathlib.Path) -> Iterator[tuple[Running, emulator_kubectl.Kubectl]]:
-    if not emulator_kubectl.KUBECTL.exists():
-        pytest.fail(f"{emulator_kubectl.KUBECTL} is missing: run `make tools`")
+    emulator_kubectl.installed()
     options = up.Options(cluster_name="shop-dev", zones=2, system_nodes=2, controller=False,
                          kubeconfig=tmp_path / "shop-dev.kubeconfig", boot_delay=0.5)  # fmt: skip
     running = Running(options)

@@ -4,7 +4,6 @@ one (StaticDrift) and the pool stays at its count the whole time."""
 
 from __future__ import annotations
 
-import asyncio
 import pathlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -40,31 +39,6 @@ async def gated(emulated: cluster.EmulatedCluster) -> AsyncIterator[controlplane
         yield running
 
 
-async def kubectl(emulated: cluster.EmulatedCluster, config: pathlib.Path, *args: str) -> str:
-    """Run the real kubectl against the emulated API server; its stdout (fails on a non-zero exit)."""
-    proc = await asyncio.create_subprocess_exec(
-        str(emulator_kubectl.KUBECTL),
-        f"--kubeconfig={config}",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    assert proc.returncode == 0, f"kubectl {' '.join(args)} failed: {err.decode()}"
-    return out.decode()
-
-
-def kubeconfig(emulated: cluster.EmulatedCluster, tmp_path: pathlib.Path) -> pathlib.Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: e2e\n"
-        f"clusters: [{{name: e2e, cluster: {{server: '{emulated.api_url}'}}}}]\n"
-        "users: [{name: e2e, user: {token: e2e-user}}]\n"
-        "contexts: [{name: e2e, context: {cluster: e2e, user: e2e}}]\n"
-    )
-    return path
-
-
 async def static_nodes(emulated: cluster.EmulatedCluster, count: int) -> list[dict[str, Any]] | None:
     """The static pool's claims when exactly `count` exist, none deleting, each with a Ready Node."""
     found = [c for c in await support.claims(emulated) if c["metadata"]["labels"].get(labels.LABEL_NODEPOOL) == STATIC]
@@ -79,21 +53,21 @@ async def static_nodes(emulated: cluster.EmulatedCluster, count: int) -> list[di
 async def test_kubectl_scale_moves_a_static_pool_and_drift_replaces_its_node(
     emulated: cluster.EmulatedCluster, gated: controlplane.ControlPlane, tmp_path: pathlib.Path
 ) -> None:
-    config = kubeconfig(emulated, tmp_path)
+    kubectl = emulator_kubectl.for_cluster(emulated, tmp_path)
     await support.apply_defaults(emulated, static_pool(2))
     await support.eventually(
         lambda: static_nodes(emulated, 2), clock=emulated.clock, within=45, what="two static nodes"
     )
     assert await support.running_instances(emulated)
 
-    await kubectl(emulated, config, "scale", "nodepool", STATIC, "--replicas=3")
+    await kubectl.arun("scale", "nodepool", STATIC, "--replicas=3")
     three = await support.eventually(
         lambda: static_nodes(emulated, 3), clock=emulated.clock, within=45, what="three static nodes"
     )
-    replicas = await kubectl(emulated, config, "get", "nodepool", STATIC, "-o", "jsonpath={.spec.replicas}")
-    assert replicas == "3"
+    replicas = await kubectl.arun("get", "nodepool", STATIC, "-o", "jsonpath={.spec.replicas}")
+    assert replicas.out == "3"
 
-    await kubectl(emulated, config, "scale", "nodepool", STATIC, "--replicas=1")
+    await kubectl.arun("scale", "nodepool", STATIC, "--replicas=1")
     (left,) = await support.eventually(
         lambda: static_nodes(emulated, 1), clock=emulated.clock, within=45, what="one static node"
     )

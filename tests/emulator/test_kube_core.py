@@ -10,7 +10,7 @@ import kubernetes
 import pytest
 from tests import builders
 
-from karpy_emulator.apiserver import objects, runner, server
+from karpy_emulator.apiserver import objects, runner, server, writes
 
 NS = "default"
 
@@ -47,7 +47,7 @@ def test_generate_name_makes_a_unique_name(core: kubernetes.client.CoreV1Api) ->
 def test_a_generated_name_already_taken_is_drawn_again(
     core: kubernetes.client.CoreV1Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    suffixes = iter(["aaaaa", "aaaaa", "aaaaa", "bbbbb", *["aaaaa"] * server.GENERATE_NAME_ATTEMPTS])
+    suffixes = iter(["aaaaa", "aaaaa", "aaaaa", "bbbbb", *["aaaaa"] * writes.GENERATE_NAME_ATTEMPTS])
     monkeypatch.setattr(objects, "generate_name", lambda prefix, _rng: prefix + next(suffixes))
     body = builders.pod("")
     body["metadata"] = {"generateName": "worker-"}

@@ -2,7 +2,9 @@
 kubectl. Server-side apply follows sigs.k8s.io/structured-merge-diff's rules as `apiserver.apply` documents them:
 cases after the API server's fieldmanager tests (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager,
 TestApplyStripsFields... / conflicts on a field another applier owns / force takes it over / a field dropped from
-the configuration is removed)."""
+the configuration is removed), and after its update-then-apply cases (TestApplyUpdateApplyConflictForced,
+TestUpdateApplyConflict in test/integration/apiserver/apply/apply_test.go): a field a `kubectl patch`, `scale` or
+`edit` changed belongs to that writer, so the next apply of another value conflicts naming it."""
 
 from __future__ import annotations
 
@@ -75,3 +77,37 @@ def test_client_side_apply_create_replace_and_patches(kubectl: emulator_kubectl.
     names = [c["name"] for c in got["spec"]["template"]["spec"]["containers"]]  # type: ignore[index]
     assert names == ["app", "log"]
     assert kubectl("delete", "deployment", "web") == 'deployment.apps "web" deleted from default namespace\n'
+
+
+def test_a_patched_field_belongs_to_the_patcher_until_an_apply_forces_it(kubectl: emulator_kubectl.Kubectl) -> None:
+    kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT)
+    kubectl("patch", "deployment", "web", "--type=merge", "-p", '{"spec":{"replicas":3}}')
+    managed = json.loads(kubectl("get", "deployment", "web", "-o", "jsonpath={.metadata.managedFields}"))
+    owners = {(m["manager"], m["operation"]): m["fieldsV1"] for m in managed}
+    assert owners[("kubectl-patch", "Update")] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in owners[("kubectl", "Apply")]["f:spec"]  # the update took it over
+
+    refused = kubectl.run("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT, check=False)
+    assert refused.code == 1
+    assert 'conflict with "kubectl-patch" using apps/v1 at 2023-11-14T22:13:20Z: .spec.replicas' in refused.err
+    assert "--force-conflicts" in refused.err  # kubectl's own hint: the error is the Conflict it recognises
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=DEPLOYMENT)
+    assert kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.replicas}") == "2"
+    managed = json.loads(kubectl("get", "deployment", "web", "-o", "jsonpath={.metadata.managedFields}"))
+    assert [(m["manager"], m["operation"]) for m in managed] == [("kubectl", "Apply")]  # the patcher owns nothing
+
+
+def test_create_and_label_record_their_managers(kubectl: emulator_kubectl.Kubectl) -> None:
+    kubectl("create", "-f", "-", stdin=DEPLOYMENT)
+    kubectl("label", "deployment", "web", "tier=front")
+    managed = json.loads(kubectl("get", "deployment", "web", "-o", "jsonpath={.metadata.managedFields}"))
+    owners = {m["manager"]: m for m in managed}
+    assert set(owners) == {"kubectl-create", "kubectl-label"}
+    assert owners["kubectl-label"]["fieldsV1"] == {"f:metadata": {"f:labels": {"f:tier": {}}}}
+    assert owners["kubectl-create"]["fieldsV1"]["f:spec"]["f:replicas"] == {}
+    assert owners["kubectl-create"]["operation"] == "Update"
+    # an applier setting the label another value conflicts with the labeller; the same value shares it
+    labelled = DEPLOYMENT.replace("labels: {team: shop}", "labels: {team: shop, tier: back}")
+    refused = kubectl.run("apply", "--server-side", "-f", "-", stdin=labelled, check=False)
+    assert 'conflict with "kubectl-label" using apps/v1' in refused.err
+    assert 'conflict with "kubectl-create"' not in refused.err  # replicas: 2 is what the creator set

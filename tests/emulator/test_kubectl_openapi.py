@@ -66,3 +66,25 @@ def test_openapi_v2_is_served_as_json(kubectl_server: runner.KubeAPIRunner) -> N
     assert document["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["spec"] == {
         "$ref": "#/definitions/io.k8s.api.core.v1.PodSpec"
     }
+
+
+def test_commands_that_ask_for_v2_protobuf_fall_back_without_a_warning(
+    kubectl: emulator_kubectl.Kubectl, kubectl_server: runner.KubeAPIRunner
+) -> None:
+    """kubectl asks for OpenAPI v2 as gnostic's protobuf (client-side `apply` of a change, `set`, `patch`,
+    `explain`) and takes the 406 as "no v2": it patches built-in kinds with its compiled-in strategic merge metadata
+    (apply/patcher.go) and explains from v3. Serving v2 would hand it our schemas instead, which carry no
+    `x-kubernetes-patch-merge-key`: containers would be replaced instead of merged by name."""
+    kubectl("apply", "-f", "-", stdin=DEPLOYMENT)
+    changed = kubectl.run(
+        "apply", "-f", "-", stdin=DEPLOYMENT.replace("name: app, image: nginx", "name: app, image: nginx:2")
+    )
+    patched = kubectl.run("set", "image", "deployment/web", "app=nginx:3")
+    assert (changed.err, patched.err) == ("", "")
+
+    async def asked() -> list[str]:
+        return [str(r.headers.get("Accept", "")) for r in list(kubectl_server.api) if r.url.path == "/openapi/v2"]
+
+    assert any("proto-openapi.spec.v2" in accept for accept in kubectl_server.call(asked))
+    spec = json.loads(kubectl("get", "deployment", "web", "-o", "json"))["spec"]["template"]["spec"]
+    assert [(c["name"], c["image"]) for c in spec["containers"]] == [("app", "nginx:3")]

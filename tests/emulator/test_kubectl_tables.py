@@ -5,7 +5,6 @@ additionalPrinterColumns declare them (apiextensions-apiserver's tableconvertor)
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -110,24 +109,13 @@ def test_a_kind_without_printer_shows_name_and_creation(kubectl: emulator_kubect
 
 def test_get_watch_prints_each_change_as_a_row(kubectl: emulator_kubectl.Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=NODECLAIM)
-    env = {"KUBECONFIG": str(kubectl.kubeconfig), "KUBECACHEDIR": str(kubectl.cache)}
-    with subprocess.Popen(
-        [str(emulator_kubectl.KUBECTL), "get", "nodeclaims", "-w", "--output-watch-events", "--request-timeout=30s"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    ) as watching:
-        try:
-            assert watching.stdout is not None
-            header = watching.stdout.readline()
-            assert header.split() == ["EVENT", "NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"]
-            assert watching.stdout.readline().split()[:3] == ["ADDED", "default-x7k2p", "m5.large"]
-            kubectl("label", "nodeclaim", "default-x7k2p", "node.kubernetes.io/instance-type=c5.xlarge", "--overwrite")
-            assert watching.stdout.readline().split()[:3] == ["MODIFIED", "default-x7k2p", "c5.xlarge"]
-        finally:
-            watching.terminate()
-            watching.wait(emulator_kubectl.TIMEOUT)
+    with kubectl.watch("get", "nodeclaims", "-w", "--output-watch-events", "--request-timeout=30s") as watching:
+        assert watching.stdout is not None
+        header = watching.stdout.readline()
+        assert header.split() == ["EVENT", "NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"]
+        assert watching.stdout.readline().split()[:3] == ["ADDED", "default-x7k2p", "m5.large"]
+        kubectl("label", "nodeclaim", "default-x7k2p", "node.kubernetes.io/instance-type=c5.xlarge", "--overwrite")
+        assert watching.stdout.readline().split()[:3] == ["MODIFIED", "default-x7k2p", "c5.xlarge"]
 
 
 @pytest.mark.parametrize(

@@ -137,6 +137,9 @@ class ClusterOptions:
     namespace_lifecycle: bool = False
     """Start with the system namespaces and refuse objects in a missing namespace, as a real cluster does (what
     `karpy-emulator up` serves kubectl); off, tests may seed objects in any namespace."""
+    field_managers: bool = False
+    """Record every writer's fields in managedFields, as a real API server does (what `karpy-emulator up` serves
+    kubectl: `apply --server-side` then conflicts with an edit); see `FakeKubeAPI.field_managers`."""
     api_faults: faults.Mix | None = None
     """API-server faults answered to the clients `Mix.users` names (the controller's), from the start; None: none.
     The layer is `api.fault_layer` (a test may turn it off: `enabled = False`)."""
@@ -290,6 +293,7 @@ class EmulatedCluster:
                 validators=validation.karpenter() if opts.crd_admission else {},
                 kubernetes_version=opts.k8s_version,
                 namespace_lifecycle=opts.namespace_lifecycle,
+                field_managers=opts.field_managers,
                 fault_layer=self._fault_layer(),
             )
         )

@@ -92,6 +92,7 @@ async def serve(
         boot_delay=options.boot_delay,
         interval=0.5,
         namespace_lifecycle=True,
+        field_managers=True,
     )
     path = options.kubeconfig_path()
     async with cluster.EmulatedCluster(emulated_options) as emulated:

@@ -8,9 +8,8 @@ A subset of structured-merge-diff (sigs.k8s.io/structured-merge-diff, as the API
   keyed lists merged by key, other lists replaced, as `listType: atomic`), and removes the fields the manager applied
   before but not any more, unless another manager owns them too;
 * a field another manager owns with a different value is a conflict (409, every field named) unless `force=true`,
-  which takes the field over.
-
-Update operations of other writers are not tracked: only appliers own fields here.
+  which takes the field over. The other manager may be an applier or a writer that updated or patched the field
+  (its `operation: Update` entry, kept by `managers`), named as the API server's conflict.go (printManager) does.
 """
 
 from __future__ import annotations
@@ -81,7 +80,8 @@ def decode(tree: Mapping[str, Any], path: Path = ()) -> set[Path]:
     return found
 
 
-def _value(obj: Any, path: Path) -> Any:
+def value_at(obj: Any, path: Path) -> Any:
+    """The value at a field of an object (None when absent)."""
     for part in path:
         if part.startswith("f:") and isinstance(obj, Mapping):
             obj = obj.get(part[2:])
@@ -94,21 +94,13 @@ def _value(obj: Any, path: Path) -> Any:
 
 
 def _remove(obj: dict[str, Any], path: Path) -> None:
-    parent: Any = _value(obj, path[:-1])
+    parent: Any = value_at(obj, path[:-1])
     last = path[-1]
     if last.startswith("f:") and isinstance(parent, dict):
         parent.pop(last[2:], None)
     elif last.startswith("k:") and isinstance(parent, list):
         key, wanted = next(iter(json.loads(last[2:]).items()))
         parent[:] = [item for item in parent if not (isinstance(item, Mapping) and item.get(key) == wanted)]
-
-
-def _owned(entries: Iterable[Mapping[str, Any]], manager: str) -> dict[str, set[Path]]:
-    owned: dict[str, set[Path]] = {}
-    for entry in entries:
-        if entry.get("operation") == "Apply":
-            owned.setdefault(str(entry.get("manager")), set()).update(decode(entry.get("fieldsV1") or {}))
-    return owned
 
 
 def applied(
@@ -122,34 +114,32 @@ def applied(
 ) -> dict[str, Any]:
     """The object after `manager` applied `config` to `live` (None: it is created), its managedFields updated."""
     mine = fields(config)
-    entries = list(objects.metadata(live or {}).get("managedFields") or ())
-    owned = _owned(entries, manager)
+    entries = [dict(entry) for entry in objects.metadata(live or {}).get("managedFields") or ()]
+    owned = [(entry, decode(entry.get("fieldsV1") or {})) for entry in entries]
+    applied_before = set().union(*(paths for entry, paths in owned if _is_apply_of(entry, manager)))
+    others = [(entry, paths) for entry, paths in owned if not _is_apply_of(entry, manager)]
     if live is None:
         result = objects.clone(dict(config))
     else:
         conflicts = sorted(
-            (other, path)
-            for other, paths in owned.items()
-            if other != manager
+            (_named(entry), path)
+            for entry, paths in others
             for path in mine & paths
-            if _value(live, path) != _value(config, path)
+            if value_at(live, path) != value_at(config, path)
         )
         if conflicts and not force:
-            raise _conflict(kind, str(objects.metadata(live).get("name", "")), conflicts, api_version=kind.api_version)
+            raise _conflict(kind, str(objects.metadata(live).get("name", "")), conflicts)
         merge = patches.merge_patch if kind.custom else patches.strategic_merge_patch
         result = merge(objects.clone(dict(live)), objects.clone(dict(config)))
-        others = set().union(*(paths for other, paths in owned.items() if other != manager))
-        for path in sorted(owned.get(manager, set()) - mine - others, key=len, reverse=True):
+        owned_by_others = set().union(*(paths for _, paths in others))
+        for path in sorted(applied_before - mine - owned_by_others, key=len, reverse=True):
             _remove(result, path)
             for end in range(len(path) - 1, 0, -1):  # and the maps it leaves empty that nobody owns
-                if _value(result, path[:end]) != {} or path[:end] in mine | others:
+                if value_at(result, path[:end]) != {} or path[:end] in mine | owned_by_others:
                     break
                 _remove(result, path[:end])
-        if force:
-            for entry in entries:
-                if entry.get("manager") != manager and entry.get("operation") == "Apply":
-                    kept = decode(entry.get("fieldsV1") or {}) - mine
-                    entry["fieldsV1"] = encode(kept)
+        taken = {path for _, path in conflicts}  # forced: the conflicting fields change hands
+        others = [(entry, paths - taken) for entry, paths in others]
     entry = {
         "manager": manager,
         "operation": "Apply",
@@ -158,22 +148,36 @@ def applied(
         "fieldsType": "FieldsV1",
         "fieldsV1": encode(mine),
     }
-    kept_entries = [e for e in entries if not (e.get("manager") == manager and e.get("operation") == "Apply")]
-    result.setdefault("metadata", {})["managedFields"] = [*kept_entries, entry]
+    kept = [{**other, "fieldsV1": encode(paths)} for other, paths in others if paths]
+    result.setdefault("metadata", {})["managedFields"] = [*kept, entry]
     return result
 
 
-def _conflict(
-    kind: objects.Kind, name: str, conflicts: list[tuple[str, Path]], *, api_version: str
-) -> api_status.ApiError:
+def _is_apply_of(entry: Mapping[str, Any], manager: str) -> bool:
+    return entry.get("manager") == manager and entry.get("operation") == "Apply"
+
+
+def _named(entry: Mapping[str, Any]) -> str:
+    """A manager as a conflict names it (conflict.go, printManager): an updater with its API version and time."""
+    named = json.dumps(str(entry.get("manager", "")))
+    if entry.get("subresource"):
+        named += f" with subresource {json.dumps(str(entry['subresource']))}"
+    if entry.get("operation") == "Update":
+        named += f" using {entry.get('apiVersion', '')}"
+        if entry.get("time"):
+            named += f" at {entry['time']}"
+    return named
+
+
+def _conflict(kind: objects.Kind, name: str, conflicts: list[tuple[str, Path]]) -> api_status.ApiError:
     def dotted(path: Path) -> str:
         return "".join(f".{part[2:]}" if part.startswith("f:") else f"[{part[2:]}]" for part in path)
 
     causes = [
-        {"reason": "FieldManagerConflict", "message": f'conflict with "{other}"', "field": dotted(path)}
+        {"reason": "FieldManagerConflict", "message": f"conflict with {other}", "field": dotted(path)}
         for other, path in conflicts
     ]
-    listed = "\n".join(f'- conflict with "{other}": {dotted(path)}' for other, path in conflicts)
+    listed = "\n".join(f"- conflict with {other}: {dotted(path)}" for other, path in conflicts)
     return api_status.ApiError(
         409,
         "Conflict",
