@@ -187,12 +187,6 @@ DOCUMENTED_UNUSED: dict[rbac.Use, str] = {
     ("get", "", "persistentvolumeclaims", ""): "termination/controller.py: a drained pod's claim, for its volume",
     ("get", "apps", "replicasets", ""): "capacitybuffer/controller.py: a buffer's scalableRef to a ReplicaSet",
     ("get", "apps", "statefulsets", ""): "capacitybuffer/controller.py: a buffer's scalableRef to a StatefulSet",
-    ("get", "apps", "deployments", ""): "capacitybuffer/controller.py: a buffer's scalableRef to a Deployment",
-    ("list", "autoscaling.x-k8s.io", "capacitybuffers", ""): "state/informer.py under the CapacityBuffer gate",
-    ("watch", "autoscaling.x-k8s.io", "capacitybuffers", ""): "state/informer.py under the CapacityBuffer gate",
-    ("patch", "autoscaling.x-k8s.io", "capacitybuffers/status", ""): "capacitybuffer/controller.py: the status",
-    ("list", "", "podtemplates", ""): "state/informer.py under the CapacityBuffer gate",
-    ("watch", "", "podtemplates", ""): "state/informer.py under the CapacityBuffer gate",
 }
 
 
