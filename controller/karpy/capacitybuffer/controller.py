@@ -11,19 +11,17 @@ each provisioning pass, `observe_plan` writes the buffers' Provisioning conditio
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy import noop
-from karpy.api import capacitybuffer, meta, status
-from karpy.capacitybuffer import provisioning, sizing
+from karpy.api import capacitybuffer, status
+from karpy.capacitybuffer import provisioning, resolve, sizing
 from karpy.kube import client, resources
-from karpy.scheduling import pods, results
+from karpy.scheduling import results
 from karpy.state import cluster as state_cluster
-from karpy.state import virtualpods
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +32,6 @@ SCALABLE: Final[Mapping[str, resources.Resource]] = {
     "StatefulSet": resources.STATEFULSETS,
     "ReplicaSet": resources.REPLICASETS,
 }
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Found:
-    """A resolution and the pod template it found (None when it failed)."""
-
-    resolution: sizing.Resolution
-    template: Mapping[str, Any] | None = None
 
 
 class CapacityBufferController:
@@ -82,51 +72,39 @@ class CapacityBufferController:
             self._cluster.virtual_pods.remove(key)
             return None
         found = await self.resolve(buffer)
-        wanted = sizing.resolved_status(buffer, found.resolution, now=self._clock.now())
-        wanted = _with_strategy(wanted, buffer.spec.provisioning_strategy)
-        if wanted != buffer.status:
+        sized = resolve.size(buffer, found, now=self._clock.now())
+        if sized.status != buffer.status:
             with contextlib.suppress(client.NotFound):  # deleted since: its event removes its pods
                 await self._kube.patch(
                     resources.CAPACITYBUFFERS,
                     buffer.name,
-                    {"status": status_body(wanted)},
+                    {"status": status_body(sized.status)},
                     namespace=buffer.namespace,
                     subresource="status",
                 )
-        ready = meta.condition(wanted.conditions, capacitybuffer.READY_FOR_PROVISIONING)
-        resolved = ready is not None and ready.status == "True" and found.template is not None
-        if resolved and wanted.replicas and found.template is not None:
-            self._cluster.virtual_pods.update(key, placeholders(buffer, found.template, wanted.replicas))
+        if sized.placeholders:
+            self._cluster.virtual_pods.update(key, sized.placeholders)
         else:
             self._cluster.virtual_pods.remove(key)
-        if resolved:
+        if sized.resolved:
             self._trigger(buffer.metadata.uid)
         return RESYNC
 
-    async def resolve(self, buffer: capacitybuffer.CapacityBuffer) -> Found:
+    async def resolve(self, buffer: capacitybuffer.CapacityBuffer) -> resolve.Found:
         """The buffer's pod template and what sizing needs of it (utils/apps/resolve.go ResolveCapacityBuffer)."""
         spec = buffer.spec
         if spec.pod_template_ref is not None:
             raw = self._cluster.raw(resources.PODTEMPLATES, f"{buffer.namespace}/{spec.pod_template_ref}")
-            if raw is None:
-                return Found(sizing.Resolution(error=_not_found("podtemplates", spec.pod_template_ref), not_found=True))
-            template = raw.get("template") or {}
-            generation = int((raw.get("metadata") or {}).get("generation") or 0)
-            return _found(template, pod_template=spec.pod_template_ref, generation=generation)
+            return resolve.from_pod_template(spec.pod_template_ref, raw)
         ref = spec.scalable_ref
         if ref is None:
-            return Found(sizing.Resolution(error=sizing.NO_REF_MESSAGE))
-        res = SCALABLE.get(ref.kind)
-        if ref.api_group not in ("", "apps"):
-            return Found(sizing.Resolution(error=f'unsupported scalableRef API group "{ref.api_group}"'))
-        if res is None:
-            return Found(sizing.Resolution(error=f'unsupported kind "{ref.kind}"'))
+            return resolve.Found(sizing.Resolution(error=sizing.NO_REF_MESSAGE))
+        why = resolve.unsupported(ref)
+        if why is not None:
+            return resolve.Found(sizing.Resolution(error=why))
+        res = SCALABLE[ref.kind]
         obj = await self._kube.get(res, ref.name, namespace=buffer.namespace)
-        if obj is None:
-            return Found(sizing.Resolution(error=_not_found(f"{res.plural}.apps", ref.name), not_found=True))
-        workload = obj.get("spec") or {}
-        replicas = workload.get("replicas")
-        return _found(workload.get("template") or {}, scalable_replicas=1 if replicas is None else int(replicas))
+        return resolve.from_workload(ref, obj, plural=res.plural)
 
     async def observe_plan(self, plan: results.Results) -> None:
         """After a provisioning pass: where the virtual pods went, and each buffer's Provisioning condition."""
@@ -152,38 +130,6 @@ class CapacityBufferController:
                 )
 
 
-def _not_found(resource: str, name: str) -> str:
-    return f'{resource} "{name}" not found'  # the API server's NotFound message, which upstream reports
-
-
-def _found(
-    template: Mapping[str, Any],
-    *,
-    pod_template: str | None = None,
-    generation: int | None = None,
-    scalable_replicas: int | None = None,
-) -> Found:
-    try:
-        # named: a template has no name of its own, and a pod must have one to be read
-        md = {**(template.get("metadata") or {}), "name": virtualpods.pod_name("template", 0)}
-        chunk = pods.from_manifest({"metadata": md, "spec": template.get("spec") or {}})
-    except Exception as exc:  # a template the scheduler cannot read: the buffer says why
-        return Found(sizing.Resolution(error=f"reading the pod template: {exc}"))
-    return Found(
-        sizing.Resolution(
-            requests=dict(chunk.requests),
-            pod_template=pod_template,
-            pod_template_generation=generation,
-            scalable_replicas=scalable_replicas,
-        ),
-        template,
-    )
-
-
-def _with_strategy(wanted: capacitybuffer.CapacityBufferStatus, strategy: str) -> capacitybuffer.CapacityBufferStatus:
-    return dataclasses.replace(wanted, provisioning_strategy=strategy)
-
-
 def status_body(s: capacitybuffer.CapacityBufferStatus) -> dict[str, Any]:
     """The status as a merge patch: null removes the fields a buffer no longer uses (a scalableRef's template)."""
     return {
@@ -193,16 +139,3 @@ def status_body(s: capacitybuffer.CapacityBufferStatus) -> dict[str, Any]:
         "provisioningStrategy": s.provisioning_strategy,
         "conditions": status.conditions(s.conditions),
     }
-
-
-def placeholders(buffer: capacitybuffer.CapacityBuffer, template: Mapping[str, Any], replicas: int) -> list[pods.Pod]:
-    return [
-        pods.from_manifest(m)
-        for m in virtualpods.manifests(
-            namespace=buffer.namespace,
-            name=buffer.name,
-            uid=buffer.metadata.uid or f"{buffer.namespace}/{buffer.name}",
-            template=template,
-            replicas=replicas,
-        )
-    ]
