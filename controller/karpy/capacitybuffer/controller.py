@@ -96,12 +96,9 @@ class CapacityBufferController:
         if spec.pod_template_ref is not None:
             raw = self._cluster.raw(resources.PODTEMPLATES, f"{buffer.namespace}/{spec.pod_template_ref}")
             return resolve.from_pod_template(spec.pod_template_ref, raw)
-        ref = spec.scalable_ref
-        if ref is None:
-            return resolve.Found(sizing.Resolution(error=sizing.NO_REF_MESSAGE))
-        why = resolve.unsupported(ref)
-        if why is not None:
-            return resolve.Found(sizing.Resolution(error=why))
+        ref = resolve.workload_ref(buffer)
+        if isinstance(ref, resolve.Found):
+            return ref
         res = SCALABLE[ref.kind]
         obj = await self._kube.get(res, ref.name, namespace=buffer.namespace)
         return resolve.from_workload(ref, obj, plural=res.plural)

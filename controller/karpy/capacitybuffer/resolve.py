@@ -24,13 +24,17 @@ class Found:
     template: Mapping[str, Any] | None = None
 
 
-def unsupported(ref: capacitybuffer.ScalableRef) -> str | None:
-    """Why upstream refuses a scalableRef (resolve.go ResolveScalableRef), or None."""
+def workload_ref(buffer: capacitybuffer.CapacityBuffer) -> capacitybuffer.ScalableRef | Found:
+    """The workload to read for a buffer without a podTemplateRef, or the failed resolution when there is none or
+    upstream refuses it (resolve.go ResolveScalableRef)."""
+    ref = buffer.spec.scalable_ref
+    if ref is None:
+        return Found(sizing.Resolution(error=sizing.NO_REF_MESSAGE))
     if ref.api_group not in ("", "apps"):
-        return f'unsupported scalableRef API group "{ref.api_group}"'
+        return Found(sizing.Resolution(error=f'unsupported scalableRef API group "{ref.api_group}"'))
     if ref.kind not in SCALABLE_KINDS:
-        return f'unsupported kind "{ref.kind}"'
-    return None
+        return Found(sizing.Resolution(error=f'unsupported kind "{ref.kind}"'))
+    return ref
 
 
 def not_found(resource: str, name: str) -> Found:
