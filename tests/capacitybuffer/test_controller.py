@@ -12,7 +12,7 @@ import pytest
 
 from karpy import clock
 from karpy.api import capacitybuffer
-from karpy.capacitybuffer import controller as buffer_controller
+from karpy.capacitybuffer import controller as capacitybuffer_controller
 from karpy.kube import client as kube_client
 from karpy.kube import resources, rest
 from karpy.state import cluster, virtualpods
@@ -62,7 +62,7 @@ class Harness:
         self.now = clock.ManualClock(1000.0)
         self.cache = cluster.Cluster(clock=self.now)
         self.triggered: list[str] = []
-        self.controller = buffer_controller.CapacityBufferController(
+        self.controller = capacitybuffer_controller.CapacityBufferController(
             api, self.cache, clock=self.now, trigger=self.triggered.append
         )
 
@@ -79,7 +79,7 @@ class Harness:
         return got
 
     async def reconcile(self, name: str) -> dict[str, Any]:
-        assert await self.controller.reconcile(f"{NS}/{name}") == buffer_controller.RESYNC
+        assert await self.controller.reconcile(f"{NS}/{name}") == capacitybuffer_controller.RESYNC
         return await self.refresh(name)
 
 

@@ -16,7 +16,7 @@ from tests.scheduling.conftest import fake_catalog
 
 from karpy import events, requirements
 from karpy.api import capacitybuffer, meta, parse
-from karpy.capacitybuffer import controller as buffer_controller
+from karpy.capacitybuffer import controller as capacitybuffer_controller
 from karpy.capacitybuffer import provisioning
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -174,7 +174,7 @@ async def test_a_buffers_room_is_launched_then_kept_without_nominations() -> Non
     for res, body in ((R.PODTEMPLATES, _template("pt")), (R.CAPACITYBUFFERS, _buffer("warm", 3))):
         state.apply(res, client.WatchEvent(client.ADDED, kube.put(res, body)))
     triggered: list[str] = []
-    buffers = buffer_controller.CapacityBufferController(kube, state, clock=clock, trigger=triggered.append)
+    buffers = capacitybuffer_controller.CapacityBufferController(kube, state, clock=clock, trigger=triggered.append)
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=kube,
