@@ -37,7 +37,7 @@ async def test_should_not_disrupt_a_node_that_hosts_virtual_buffer_pods_only_tha
     w.pool()
     w.node("n1")
     w.node("n2")
-    w.cluster.virtual_pods.place({"n1": 2})
+    w.cluster.place_buffer_pods({"n1": 2})
     assert await _empty_deleted(w) == ["n2"]
     unconsolidatable = [e for e in w.recorder.events if e.reason == blockers.UNCONSOLIDATABLE]
     assert [e.message for e in unconsolidatable][:1] == ['Node "n1" has buffer pods']
@@ -47,10 +47,9 @@ async def test_should_disrupt_a_node_once_buffer_pods_are_cleared() -> None:
     w = disruption_world.World()
     w.pool()
     w.node("n1")
-    w.cluster.virtual_pods.place({"n1": 1})
+    w.cluster.place_buffer_pods({"n1": 1})
     assert await _empty_deleted(w) == []
-    w.cluster.virtual_pods.place({})  # the buffer shrank or went: the next pass places no virtual pod there
-    w.clock.advance(300)  # past the forced revalidation of "nothing to do"
+    w.cluster.place_buffer_pods({})  # the buffer shrank or went: the next pass places no virtual pod there
     assert await _empty_deleted(w) == ["n1"]
 
 
@@ -58,7 +57,7 @@ async def test_should_not_protect_a_node_with_zero_buffer_pod_count() -> None:
     w = disruption_world.World()
     w.pool()
     w.node("n1")
-    w.cluster.virtual_pods.place({"n1": 0})
+    w.cluster.place_buffer_pods({"n1": 0})
     assert await _empty_deleted(w) == ["n1"]
 
 
@@ -85,3 +84,17 @@ async def test_consolidation_keeps_the_room_a_buffer_asks_for_and_releases_it_wh
     released = await w2.reconcile(w2.controller())
     assert released is not None
     assert released.decision == "delete"
+
+
+def test_a_change_of_where_buffer_pods_are_moves_the_clusters_seq() -> None:
+    """Emptiness remembers the `seq` at which it found nothing to do: a node losing its buffer pods must move it,
+    or the node would wait for an unrelated change (or the forced revalidation) to be found empty."""
+    w = disruption_world.World()
+    before = w.cluster.seq
+    w.cluster.place_buffer_pods({"n1": 2})
+    placed = w.cluster.seq
+    assert placed != before
+    w.cluster.place_buffer_pods({"n1": 2, "n2": 0})  # the same placement
+    assert w.cluster.seq == placed
+    w.cluster.place_buffer_pods({})
+    assert w.cluster.seq != placed

@@ -106,7 +106,7 @@ class CapacityBufferController:
     async def observe_plan(self, plan: results.Results) -> None:
         """After a provisioning pass: where the virtual pods went, and each buffer's Provisioning condition."""
         cache = self._cluster.virtual_pods
-        cache.place(provisioning.counts_on_nodes(plan, cache.buffer_of))
+        self._cluster.place_buffer_pods(provisioning.counts_on_nodes(plan, cache.buffer_of))
         summary = provisioning.classify(plan, cache.buffer_of)
         now = self._clock.now()
         for buffer in self._cluster.capacitybuffers():

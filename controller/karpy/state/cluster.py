@@ -469,6 +469,11 @@ class Cluster:
         """The CapacityBuffers' virtual pods: pending pods for the provisioner and disruption's simulations."""
         return self.virtual_pods.all()
 
+    def place_buffer_pods(self, counts: Mapping[str, int]) -> None:
+        """Where the last provisioning pass put virtual pods; a change moves `seq`, as emptiness decides on it."""
+        if self.virtual_pods.place(counts):
+            self._seq += 1
+
     def buffer_pods_on(self, node: str) -> int:
         """Virtual pods the last provisioning pass placed on `node` (emptiness keeps such a node)."""
         return self.virtual_pods.on_node(node)

@@ -118,10 +118,13 @@ class Cache:
         """The buffer a virtual pod belongs to, or None for any other pod."""
         return self._buffer_of.get(pod_key)
 
-    def place(self, counts: Mapping[str, int]) -> None:
+    def place(self, counts: Mapping[str, int]) -> bool:
         """Replace the virtual pods counted per node after a provisioning pass (state/cluster.go
-        UpdateBufferPodCounts): existing nodes only, as a new claim has no node yet."""
-        self._on_nodes = {node: n for node, n in counts.items() if n > 0}
+        UpdateBufferPodCounts): existing nodes only, as a new claim has no node yet. True when that changed."""
+        placed = {node: n for node, n in counts.items() if n > 0}
+        changed = placed != self._on_nodes
+        self._on_nodes = placed
+        return changed
 
     def on_node(self, node: str) -> int:
         return self._on_nodes.get(node, 0)
