@@ -48,6 +48,9 @@ DIFFERENT = {
     "simulate/builders.py::pool_manifest": _YAML,
     "simulate/test_strict.py::pod": _YAML,
     "simulate/test_strict.py::deployment": _YAML,
+    "simulate/test_capacity_buffers.py::_deployment": _YAML,
+    "capacitybuffer/test_provisioning.py::_claim": "a scheduler plan (results.PlannedNodeClaim) holding given pods,"
+    " what a provisioning pass hands the buffers; no NodeClaim object",
     "api/test_examples_and_crds.py::_pool": "returns the NodePool an example file declares; builds none",
     "disruption/test_rules.py::_node": "the StateNode the real state cache made of a World's objects",
     "nodeclaim/test_controller.py::_claim": "reads and parses the NodeClaim the controller stored; builds nothing",

@@ -64,7 +64,9 @@ def _simulate(args: argparse.Namespace) -> int:
         manifests.check_plannable(cluster, args.files)
         with tasks.collector_paused():
             planned, conflicting = plan.run_with_overlays(cluster, options, clock=clock.SystemClock())
-        result = plan.to_json(planned, overlays=plan.overlay_statuses(cluster, conflicting))
+        result = plan.to_json(
+            planned, overlays=plan.overlay_statuses(cluster, conflicting), capacity_buffers=plan.rooms(cluster)
+        )
     except manifests.NothingToPlan as exc:
         print(f"karpy simulate: {exc}", file=sys.stderr)
         return EXIT_NOTHING

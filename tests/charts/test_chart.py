@@ -194,6 +194,8 @@ DOCUMENTED_UNUSED: dict[rbac.Use, str] = {
     ("delete", "", "pods", ""): "termination/controller.py: pods left when a terminationGracePeriod runs out",
     ("get", "", "pods", ""): "kube/dryrun.py: a dry run reads the pod it would have deleted",
     ("get", "", "persistentvolumeclaims", ""): "termination/controller.py: a drained pod's claim, for its volume",
+    ("get", "apps", "replicasets", ""): "capacitybuffer/controller.py: a buffer's scalableRef to a ReplicaSet",
+    ("get", "apps", "statefulsets", ""): "capacitybuffer/controller.py: a buffer's scalableRef to a StatefulSet",
 }
 
 

@@ -73,3 +73,30 @@ def test_node_overlays_are_watched_and_applied_only_behind_their_gate(gates: str
     leadership.resync(ctrl)
     if running:
         assert ctrl.queue(parts.NODEOVERLAYS)._queued == {nodeoverlay_controller.KEY}
+
+
+@pytest.mark.parametrize(("gates", "running"), [("", False), ("CapacityBuffer=true", True)])
+def test_capacity_buffers_are_watched_and_reconciled_only_behind_their_gate(gates: str, running: bool) -> None:
+    """Upstream registers the capacitybuffer controller, and counts virtual pods, only under the gate; without it
+    the capacitybuffers CRD may be absent, so karpy watches neither it nor PodTemplates."""
+    ctrl = _controller(gates)
+    assert (parts.CAPACITYBUFFERS in ctrl.queues) is running
+    informed = leadership.informed(ctrl)
+    assert (resources.CAPACITYBUFFERS in informed) is running
+    assert (resources.PODTEMPLATES in informed) is running
+    buffer = {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "warm", "namespace": "apps"},
+        "spec": {
+            "provisioningStrategy": "buffer.x-k8s.io/active-capacity",
+            "podTemplateRef": {"name": "pt"},
+            "replicas": 1,
+        },
+    }
+    ctrl.cluster.apply(resources.CAPACITYBUFFERS, client.WatchEvent(client.ADDED, buffer))
+    if running:
+        assert ctrl.queue(parts.CAPACITYBUFFERS)._queued == {"apps/warm"}
+        ctrl.queue(parts.CAPACITYBUFFERS).clear()
+        leadership.resync(ctrl)
+        assert ctrl.queue(parts.CAPACITYBUFFERS)._queued == {"apps/warm"}

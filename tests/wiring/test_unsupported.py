@@ -93,7 +93,6 @@ def test_upstreams_default_deployment_starts_karpy_with_no_warning() -> None:
         ("AMI_REFRESH_INTERVAL", "5m", "resolved again every minute"),
         ("IGNORE_DRA_REQUESTS", "false", "DRA resource claims are ignored when scheduling"),
         ("SCHEDULER_CONFIG", "podTopologySpread: {}", "no default topology spread"),
-        ("FEATURE_GATES", "CapacityBuffer=true", "CapacityBuffer accepted but not supported"),
         ("FEATURE_GATES", "ReservedCapacity=false", "runs as with ReservedCapacity=true"),
         ("FEATURE_GATES", "Teleport=true", "unknown feature gate 'Teleport' ignored"),
         ("AWS_FEATURE_GATES", "NodeClassCEL=true", "NodeClassCEL accepted but not supported"),
@@ -117,6 +116,7 @@ def test_every_upstream_gate_is_accepted(gate: str, value: bool) -> None:
         "StaticCapacity": "static_capacity",  # starts the static pool controller
         "NodeRepair": "node_repair",  # starts the node repair controller
         "NodeOverlay": "node_overlay",  # starts the nodeoverlay controller and decorates the provider
+        "CapacityBuffer": "capacity_buffer",  # starts the capacitybuffer controller; buffers' pods are provisioned
     }
     if gate in implemented:
         assert getattr(gates, implemented[gate]) is value
@@ -150,7 +150,7 @@ def test_karpy_run_logs_each_notice_once_and_starts(
     environ = {
         **UPSTREAM_CHART_ENV,
         "EKS_CONTROL_PLANE": "true",
-        "FEATURE_GATES": "CapacityBuffer=true",
+        "FEATURE_GATES": "ReservedCapacity=false",
         "AWS_REGION": "us-west-2",  # no instance metadata to settle it from here
     }
     with caplog.at_level(logging.INFO, logger="karpy"):

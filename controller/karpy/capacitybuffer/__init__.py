@@ -1,2 +1,3 @@
-"""CapacityBuffers (feature gate CapacityBuffer): how many chunks a buffer asks for and the status that says so
-(core: pkg/controllers/capacitybuffer). Pure so far: not wired into the controller."""
+"""CapacityBuffers (feature gate CapacityBuffer; core: pkg/controllers/capacitybuffer): the controller that resolves
+a buffer, sizes it, writes its status and keeps its virtual pods in the state cache, and the pure rules it applies.
+It never creates pods: the provisioner schedules the virtual pods, and only the kube-scheduler binds real ones."""

@@ -72,6 +72,22 @@ class Resolution:
     not_found: bool = False
 
 
+def with_condition(
+    buffer: capacitybuffer.CapacityBuffer, type_: str, verdict: tuple[str, str, str], *, now: float
+) -> tuple[meta.Condition, ...]:
+    """The buffer's conditions with `type_` set to `verdict` (status, reason, message) for its generation."""
+    state, reason, message = verdict
+    return conditions.set_condition(
+        buffer.status.conditions,
+        type_,
+        state,
+        now=now,
+        reason=reason,
+        message=message,
+        observed_generation=buffer.metadata.generation,
+    )
+
+
 def resolved_status(
     buffer: capacitybuffer.CapacityBuffer, found: Resolution, *, now: float
 ) -> capacitybuffer.CapacityBufferStatus:
@@ -80,15 +96,7 @@ def resolved_status(
     spec, status = buffer.spec, buffer.status
 
     def ready(state: str, reason: str, message: str) -> tuple[meta.Condition, ...]:
-        return conditions.set_condition(
-            status.conditions,
-            capacitybuffer.READY_FOR_PROVISIONING,
-            state,
-            now=now,
-            reason=reason,
-            message=message,
-            observed_generation=buffer.metadata.generation,
-        )
+        return with_condition(buffer, capacitybuffer.READY_FOR_PROVISIONING, (state, reason, message), now=now)
 
     if spec.pod_template_ref is None and spec.scalable_ref is None:
         return replace(status, conditions=ready(conditions.FALSE, REASON_RESOLUTION_FAILED, NO_REF_MESSAGE))

@@ -42,6 +42,7 @@ class Kind(enum.StrEnum):
     NOT_CHEAPER = "not-cheaper"
     SPOT_TO_SPOT = "spot-to-spot"
     MIN_VALUES = "min-values"
+    BUFFER_PODS = "buffer-pods"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,11 @@ def offering_not_found(name: str) -> Blocker:
         Kind.INSTANCE_TYPE_NOT_FOUND,
         f'No offering of instance type "{name}" matches the node\'s zone and capacity type',
     )
+
+
+def buffer_pods(node: str) -> Blocker:
+    """The provisioner keeps a CapacityBuffer's room on this node (core: disruption/emptiness.go HasBufferPods)."""
+    return Blocker(Kind.BUFFER_PODS, f'Node "{node}" has buffer pods')
 
 
 def budget(pool: str, reason: str) -> Blocker:

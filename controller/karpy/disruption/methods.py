@@ -60,6 +60,8 @@ class Context:
     timed_out: Callable[[str], None] = field(default=noop.ignore)
     """(method name) when a consolidation gives up at its timeout (karpenter_voluntary_disruption_consolidation_
     timeouts_total, core: disruption/multinodeconsolidation.go, singlenodeconsolidation.go)."""
+    buffer_pods_on: Callable[[str], int] = field(default=lambda _node: 0)
+    """Virtual CapacityBuffer pods the provisioner last placed on a node: such a node is not empty."""
     scored: Callable[[consolidation.Scored], None] = field(default=noop.ignore)
     """A consolidation move the Balanced policy judged, where upstream reports it (core: disruption/balanced.go
     `ApproveCommand`, `EmitMultiNodeEvents`): every single-node move computed, and a multi-node search's chosen
@@ -124,6 +126,9 @@ class Emptiness:
         out = []
         for c in disruption_candidates.by_savings(ctx.graceful):
             if not c.is_empty or is_static(c):
+                continue
+            if ctx.buffer_pods_on(c.node.name):  # the buffer's room, launched on purpose (emptiness.go)
+                ctx.note(Note(c, self.name, blockers.buffer_pods(c.node.name), blockers.UNCONSOLIDATABLE))
                 continue
             why = consolidation.consolidatable_blocker(c, now=ctx.clock.now())
             if why is None:

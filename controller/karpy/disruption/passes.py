@@ -37,6 +37,14 @@ class ClusterView(Protocol):
     def nodepools(self) -> list[nodepool.NodePool]: ...
     def state_nodes(self) -> list[statenode.StateNode]: ...
     def pending_pods(self) -> list[pods.Pod]: ...
+    def buffer_pods(self) -> list[pods.Pod]:
+        """The CapacityBuffers' virtual pods: simulations place them too, so their room is kept."""
+        ...
+
+    def buffer_pods_on(self, node: str) -> int:
+        """Virtual pods the last provisioning pass placed on `node`."""
+        ...
+
     def daemonsets(self) -> list[pods.Pod]: ...
     def volumes(self) -> volumes.VolumeCatalog: ...
     def pdbs(self) -> list[dict[str, Any]]: ...
@@ -141,7 +149,7 @@ def context(
         pools=pools,
         instance_types=instance_types,
         nodes=state_nodes,
-        pending=cluster.pending_pods(),
+        pending=[*cluster.pending_pods(), *cluster.buffer_pods()],
         daemonsets=cluster.daemonsets(),
         volumes=cluster.volumes(),
         settling=simulation.settling_nodes(state_nodes, pools, now=now),
@@ -169,6 +177,7 @@ def context(
         },
         timed_out=timed_out,
         scored=scored,
+        buffer_pods_on=cluster.buffer_pods_on,
     )
 
 

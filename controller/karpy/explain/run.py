@@ -102,6 +102,12 @@ class _ReadOnce:
     def pending_pods(self) -> list[pods.Pod]:
         return self._pending
 
+    def buffer_pods(self) -> list[pods.Pod]:
+        return self._cluster.buffer_pods()
+
+    def buffer_pods_on(self, node: str) -> int:
+        return self._cluster.buffer_pods_on(node)
+
     def nodepools(self) -> list[nodepool.NodePool]:
         return self._cluster.nodepools()
 

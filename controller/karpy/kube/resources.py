@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from karpy.api import labels, nodeoverlay
+from karpy.api import capacitybuffer, labels, nodeoverlay
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +58,10 @@ NODEPOOLS = Resource(labels.GROUP, labels.VERSION, "nodepools", "NodePool", Fals
 NODECLAIMS = Resource(labels.GROUP, labels.VERSION, "nodeclaims", "NodeClaim", False)
 EC2NODECLASSES = Resource(labels.AWS_GROUP, labels.VERSION, "ec2nodeclasses", "EC2NodeClass", False)
 NODEOVERLAYS = Resource(labels.GROUP, nodeoverlay.VERSION, "nodeoverlays", "NodeOverlay", False)
+CAPACITYBUFFERS = Resource(
+    capacitybuffer.GROUP, capacitybuffer.VERSION, capacitybuffer.PLURAL, capacitybuffer.KIND, True
+)
+PODTEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
+REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
+STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)

@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from typing import Any
 
 from karpy import backoff, events, noop, rejections, tasks
@@ -30,6 +30,7 @@ from karpy.provisioning import (
     snapshot,
 )
 from karpy.scheduling import pods, results, scheduler
+from karpy.state import virtualpods
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,11 @@ class Deps:
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
     """Where pods the scheduling simulation fails on are reported (they are set aside; the others are placed)."""
+    buffer_pods: Callable[[], Sequence[pods.Pod]] = tuple
+    """The CapacityBuffers' virtual pods, scheduled with the pending ones so their room is launched (CapacityBuffer
+    gate; core: provisioning/provisioner.go GetPendingPods). They get no nomination, event or failure report."""
+    observe_plan: Callable[[results.Results], Awaitable[None]] | None = None
+    """Told every pass's plan (the buffers' Provisioning condition, the nodes holding their pods)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -162,7 +168,7 @@ class Provisioner:
         deps = self._deps
         cluster = deps.cluster
         state_nodes = list(cluster.state_nodes())  # before the pods: over- rather than under-estimate capacity
-        pending = snapshot.pending_pods(cluster, state_nodes)
+        pending = [*snapshot.pending_pods(cluster, state_nodes), *deps.buffer_pods()]
         if not pending:
             return Outcome()
         pools, skipped = snapshot.schedulable_pools(cluster.nodepools())
@@ -181,10 +187,13 @@ class Provisioner:
         leaving = {p.key for p in snapshot.reschedulable_pods(state_nodes)}
         deps.metrics.pending_by_effective_zone(_pending_by_zone(plan, leaving=leaving))
         _log_plan(plan, pending, duration=deps.clock.now() - started)
+        if deps.observe_plan is not None:
+            await deps.observe_plan(plan)
         created, create_failures = await self.create_nodeclaims(plan.new_nodeclaims, {p.name: p for p in inp.nodepools})
-        nominated = self._nominate(plan.existing_nodes)
-        self._mark_decisions(plan, leaving=leaving)
-        failed = self._report_failures(pending, plan.unschedulable, create_failures)
+        real = _without_virtual(plan, {p.key for p in pending if virtualpods.is_virtual(p)})
+        nominated = self._nominate(real.existing_nodes)
+        self._mark_decisions(real, leaving=leaving)
+        failed = self._report_failures(pending, real.unschedulable, create_failures)
         deps.metrics.pods_unschedulable(len(failed))
         return Outcome(tuple(created), nominated, failed, timed_out)
 
@@ -225,8 +234,9 @@ class Provisioner:
                 },
             )
             deps.metrics.nodeclaim_created(pool.name, plan.min_values_relaxed)
-            created.append(Created(name, pool.name, tuple(p.key for p in plan.pods)))
-            for p in plan.pods:
+            real = [p for p in plan.pods if not virtualpods.is_virtual(p)]
+            created.append(Created(name, pool.name, tuple(p.key for p in real)))
+            for p in real:
                 self._record(podevents.nominated(p, nodeclaim=name))
 
         # Sequential admission, parallel creation: each decision sees the claims admitted before it.
@@ -285,7 +295,7 @@ class Provisioner:
         by_key = {p.key: p for p in pending}
         failed = dict(unschedulable)
         for plan, why in create_failures:
-            failed.update({p.key: why for p in plan.pods})
+            failed.update({p.key: why for p in plan.pods if not virtualpods.is_virtual(p)})
         for key, why in failed.items():
             if key in by_key:
                 self._record(podevents.failed_scheduling(by_key[key], why))
@@ -360,6 +370,21 @@ class Provisioner:
 
 
 _UNRESOLVED = "skipping, unable to resolve instance types"
+
+
+def _without_virtual(plan: results.Results, virtual: Set[str]) -> results.Results:
+    """The plan as the real pods see it: virtual pods are not nominated, timed or reported (core:
+    scheduling/scheduler.go nominates real pods only; provisioning/buffers.go filterVirtualPodErrors)."""
+    if not virtual:
+        return plan
+    return dataclasses.replace(
+        plan,
+        new_nodeclaims=[
+            dataclasses.replace(c, pods=tuple(p for p in c.pods if p.key not in virtual)) for c in plan.new_nodeclaims
+        ],
+        existing_nodes={n: [p for p in placed if p.key not in virtual] for n, placed in plan.existing_nodes.items()},
+        unschedulable={k: why for k, why in plan.unschedulable.items() if k not in virtual},
+    )
 
 
 def _pending_by_zone(plan: results.Results, *, leaving: Set[str]) -> dict[str, int]:

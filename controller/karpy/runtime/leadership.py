@@ -58,6 +58,9 @@ def resync(ctrl: parts.Controller) -> None:
             ctrl.queue(parts.NODECLASSES).add(str(nc["metadata"]["name"]))
     if parts.NODEOVERLAYS in ctrl.queues:
         ctrl.queue(parts.NODEOVERLAYS).add(nodeoverlay_controller.KEY)
+    if parts.CAPACITYBUFFERS in ctrl.queues:
+        for buffer in ctrl.cluster.capacitybuffers():
+            ctrl.queue(parts.CAPACITYBUFFERS).add(f"{buffer.namespace}/{buffer.name}")
 
 
 async def refresh_prices(ctrl: parts.Controller) -> None:
@@ -127,10 +130,14 @@ async def lead(ctrl: parts.Controller) -> None:
 
 
 def informed(ctrl: parts.Controller) -> tuple[resources.Resource, ...]:
-    """What the state cache watches: NodeOverlays too under their gate (without it their CRD may be absent)."""
+    """What the state cache watches: NodeOverlays, and CapacityBuffers with PodTemplates, too under their gates
+    (without them their CRDs may be absent)."""
+    out = informer.INFORMED
     if parts.NODEOVERLAYS in ctrl.queues:
-        return (*informer.INFORMED, resources.NODEOVERLAYS)
-    return informer.INFORMED
+        out = (*out, resources.NODEOVERLAYS)
+    if parts.CAPACITYBUFFERS in ctrl.queues:
+        out = (*out, resources.CAPACITYBUFFERS, resources.PODTEMPLATES)
+    return out
 
 
 def start(ctrl: parts.Controller) -> list[asyncio.Task[None]]:

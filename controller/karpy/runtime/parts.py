@@ -134,6 +134,9 @@ NODEOVERLAYS: Final = "nodeoverlays"
 STATIC_NODEPOOLS: Final = "static nodepools"
 
 
+CAPACITYBUFFERS: Final = "capacitybuffers"
+
+
 NODECLAIM_WORKERS: Final = 1000
 """NodeClaims reconciled at once (upstream's lifecycle controller: 1,000 at one CPU): a burst of launches reaches the
 cloud provider together, where CreateFleet requests of one shape merge into one call."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final
 
 from karpy.api import (
+    capacitybuffer,
     corekinds,
     corerules,
     documents,
@@ -39,7 +40,8 @@ log = logging.getLogger(__name__)
 WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job"})
 SUPPORTED_KINDS = (
     "NodePool, EC2NodeClass, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, PersistentVolumeClaim, "
-    "PersistentVolume, StorageClass, CSINode, PodDisruptionBudget, Node, NodeClaim, NodeOverlay"
+    "PersistentVolume, StorageClass, CSINode, PodDisruptionBudget, Node, NodeClaim, NodeOverlay, CapacityBuffer, "
+    "PodTemplate"
 )
 MAX_PODS: Final = 200_000
 """Pods one simulation takes (pending and bound, workloads' replicas included): twice the benchmark's largest run,
@@ -93,6 +95,11 @@ class Cluster:
     nodepools: list[nodepool.NodePool] = field(default_factory=list)
     nodeclasses: dict[str, ec2nodeclass.EC2NodeClass] = field(default_factory=dict)
     nodeoverlays: list[nodeoverlay.NodeOverlay] = field(default_factory=list)
+    capacitybuffers: list[capacitybuffer.CapacityBuffer] = field(default_factory=list)
+    pod_templates: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """PodTemplates by (namespace, name): what buffers' podTemplateRefs name."""
+    workloads: dict[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """Deployments, ReplicaSets, StatefulSets and Jobs by (kind, namespace, name): what buffers' scalableRefs name."""
     pending: list[scheduling_pods.Pod] = field(default_factory=list)
     bound: list[scheduling_pods.Pod] = field(default_factory=list)
     bound_manifests: list[Mapping[str, Any]] = field(default_factory=list)  # the same pods, as written
@@ -235,6 +242,13 @@ def _add(cluster: Cluster, doc: Document) -> None:
         cluster.nodeclasses[nodeclass.name] = nodeclass
     elif kind == "NodeOverlay":
         cluster.nodeoverlays.append(parse.nodeoverlay(body))
+    elif kind == "CapacityBuffer":
+        body = _namespaced(body)
+        cluster.capacitybuffers.append(parse.capacitybuffer(body))
+    elif kind == "PodTemplate":
+        body = _namespaced(body)
+        _check_pod_template(body)
+        cluster.pod_templates[(body["metadata"]["namespace"], _name(body))] = body
     elif kind == "NodeClaim":
         parse.nodeclaim(body)  # refuse what the controller would not read, naming the field
         cluster.nodeclaims.append(body)
@@ -254,6 +268,7 @@ def _add(cluster: Cluster, doc: Document) -> None:
         path, count = _replicas(kind, body.get("spec") or {})
         _admit(cluster, doc, path, count)
         cluster.pending.extend(workloads.expand(body))
+        cluster.workloads[(kind, str(body["metadata"].get("namespace") or "default"), _name(body))] = body
         if kind == "StatefulSet":
             cluster.pvcs.extend(statefulset_claims(body))
     elif kind == "DaemonSet":
@@ -268,6 +283,30 @@ def _add(cluster: Cluster, doc: Document) -> None:
         cluster.pdbs.append(body)
     elif kind == "Node":
         cluster.nodes.append(body)
+
+
+def _namespaced(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A namespaced object without a namespace is in "default", as `kubectl apply` puts it."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return dict(body)
+    return {**body, "metadata": {**metadata, "namespace": metadata.get("namespace") or "default"}}
+
+
+def _check_pod_template(body: Mapping[str, Any]) -> None:
+    """A PodTemplate's template read as the pod it stamps (strict, as the API server reads the template)."""
+    if body.get("apiVersion") != "v1":
+        raise errors.ValidationError("PodTemplate", _name(body), [errors.Problem("apiVersion", "must be v1")])
+    template = body.get("template")
+    if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
+        raise errors.ValidationError("PodTemplate", _name(body), [errors.Problem("template.spec", "Required value")])
+    metadata = {**(template.get("metadata") or {}), "name": _name(body) or "template"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+    _, problems = corekinds.read(pod, "Pod")
+    problems = problems or corerules.check(pod, "Pod")
+    if problems:
+        moved = [errors.Problem(f"template.{p.path}" if p.path else "template", p.message) for p in problems]
+        raise errors.ValidationError("PodTemplate", _name(body), moved)
 
 
 def _check_csinode(doc: Document, body: Mapping[str, Any]) -> None:

@@ -4,10 +4,15 @@ JSON contract (documented in README; keys are never renamed, only added):
 
     {"nodeclaims": [{"name", "nodepool", "instance_type", "instance_type_options": [...], "zone",
                      "capacity_type", "price_per_hour", "requests": {...}, "pods": ["ns/name", ...],
-                     "reason" (only on a static NodePool's claim)}],
+                     "reason" (only on a static NodePool's claim, or one only a CapacityBuffer's room needs)}],
      "existing_nodes": [{"name", "pods": [...]}],
      "unschedulable": [{"pod": "ns/name", "reason": "...", "nodepools": [{"nodepool", "kind", "decisive", "message"}]}],
-     "cost_per_hour": 0.0, "lower_bound_per_hour": 0.0}
+     "cost_per_hour": 0.0, "lower_bound_per_hour": 0.0,
+     "capacity_buffers" (only when the input has some): [{"name", "replicas", "ready", "reason", "message" (when not
+                     ready), "pods": ["ns/capacity-buffer-<name>-<i>", ...]}]}
+
+A CapacityBuffer's virtual pods are planned like pending pods (the controller's provisioner schedules them so), and
+listed under their claims and existing nodes by those names.
 
 `instance_type` is the cheapest option and `zone`/`capacity_type` are those of its cheapest compatible offering.
 """
@@ -27,7 +32,7 @@ from karpy.cloudprovider import catalog, ec2shapes, overlay, types
 from karpy.cloudprovider.fake import generator
 from karpy.nodeoverlay import controller as nodeoverlay_controller
 from karpy.scheduling import results, scheduler
-from karpy.simulate import existing, manifests, reasons, static
+from karpy.simulate import buffers, existing, manifests, reasons, static
 
 _FAKE = re.compile(r"^fake:([1-9][0-9]{0,4})$")
 
@@ -129,8 +134,9 @@ def scheduling_input(
     """What the scheduler is asked: the manifests' pending pods (and those of nodes being deleted) against their
     NodePools with `catalog`'s instance types, the existing nodes and claims in flight, and the options' policies."""
     nodes_now, leaving = existing.existing(cluster)
+    room = [p for r in rooms(cluster) for p in r.placeholders]
     return scheduler.SchedulingInput(
-        pods=[*cluster.pending, *leaving],
+        pods=[*cluster.pending, *leaving, *room],
         nodepools=cluster.nodepools,
         instance_types=catalog,
         existing_nodes=nodes_now,
@@ -141,12 +147,24 @@ def scheduling_input(
     )
 
 
+def rooms(cluster: manifests.Cluster) -> list[buffers.Room]:
+    """The input's CapacityBuffers resolved and sized as the controller would (`simulate.buffers`)."""
+    return buffers.rooms(cluster.capacitybuffers, pod_templates=cluster.pod_templates, workloads=cluster.workloads)
+
+
 def _pod_key(pod: Any) -> str:
     return f"{pod.namespace}/{pod.name}"
 
 
-def to_json(results: results.Results, *, overlays: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """The plan as JSON; `overlays` (`overlay_statuses`), when the input has NodeOverlays, under "nodeoverlays"."""
+def to_json(
+    results: results.Results,
+    *,
+    overlays: Sequence[Mapping[str, Any]] = (),
+    capacity_buffers: Sequence[buffers.Room] = (),
+) -> dict[str, Any]:
+    """The plan as JSON; `overlays` (`overlay_statuses`), when the input has NodeOverlays, under "nodeoverlays";
+    `capacity_buffers` (`rooms`), when it has CapacityBuffers, under "capacity_buffers"."""
+    room_keys = buffers.room_keys(capacity_buffers)
     claims: list[dict[str, Any]] = []
     counters: dict[str, int] = {}
     for claim in results.new_nodeclaims:
@@ -164,6 +182,7 @@ def to_json(results: results.Results, *, overlays: Sequence[Mapping[str, Any]] =
                 "requests": {k: quantity.format_resource(k, v) for k, v in sorted(claim.requests.items())},
                 "pods": sorted(_pod_key(p) for p in claim.pods),
                 **({"reason": static.REASON} if claim.static else {}),
+                **({"reason": why} if (why := buffers.claim_reason(claim, room_keys)) else {}),
             }
         )
     existing = [
@@ -184,6 +203,8 @@ def to_json(results: results.Results, *, overlays: Sequence[Mapping[str, Any]] =
     }
     if overlays:
         out["nodeoverlays"] = [dict(o) for o in overlays]
+    if capacity_buffers:
+        out["capacity_buffers"] = buffers.to_json(capacity_buffers)
     return out
 
 
@@ -216,9 +237,25 @@ def to_table(plan: dict[str, Any], *, max_options: int = 3, width: int = reasons
                 ]
             )
         lines += _table(["NAME", "NODEPOOL", "TYPE", "ZONE", "CAPACITY", "$/H", "PODS", "OPTIONS"], rows)
-    kept = [c["name"] for c in claims if "reason" in c]
+    kept = [c["name"] for c in claims if c.get("reason") == static.REASON]
     if kept:
         lines.append(f"Of which for static NodePools: {', '.join(kept)} ({static.REASON})")
+    room = [c["name"] for c in claims if c.get("reason") == buffers.REASON]
+    if room:
+        lines.append(f"Of which for CapacityBuffers: {', '.join(room)} ({buffers.REASON})")
+    if plan.get("capacity_buffers"):
+        lines.append("")
+        lines.append("CapacityBuffers:")
+        rows = [
+            [
+                b["name"],
+                str(b["replicas"]),
+                "yes" if b["ready"] else "no",
+                b["reason"] + (f": {b['message']}" if not b["ready"] else ""),
+            ]
+            for b in plan["capacity_buffers"]
+        ]
+        lines += _table(["BUFFER", "ROOM", "READY", "REASON"], rows)
     if plan["existing_nodes"]:
         lines.append("")
         lines.append("Pods nominated to existing nodes:")

@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from karpy import clock as karpy_clock
 from karpy import rejections as karpy_rejections
+from karpy.api import capacitybuffer as api_capacitybuffer
 from karpy.api import corekinds, errors, labels, parse
 from karpy.api import ec2nodeclass as api_ec2nodeclass
 from karpy.api import nodeclaim as api_nodeclaim
@@ -31,7 +32,7 @@ from karpy.api import nodepool as api_nodepool
 from karpy.kube import client, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import podtemplates, volumes
-from karpy.state import facts, movable, statenode, trimming
+from karpy.state import facts, movable, statenode, trimming, virtualpods
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -72,6 +73,9 @@ class Cluster:
         self._nodeclasses: _Parsed[api_ec2nodeclass.EC2NodeClass] = _Parsed()
         self._nodeclaims: _Parsed[api_nodeclaim.NodeClaim] = _Parsed()
         self._nodeoverlays: _Parsed[api_nodeoverlay.NodeOverlay] = _Parsed()
+        self._capacitybuffers: _Parsed[api_capacitybuffer.CapacityBuffer] = _Parsed()
+        self.virtual_pods = virtualpods.Cache()
+        """The CapacityBuffers' placeholder pods (written by the buffer controller, read by the provisioner)."""
         self._pods: _Parsed[scheduling_pods.Pod] = _Parsed()
         self._pod_templates = podtemplates.Templates()
         self._daemonsets: _Parsed[scheduling_pods.Pod] = _Parsed()
@@ -108,6 +112,7 @@ class Cluster:
             resources.NODEPOOLS: Cluster._apply_nodepool,
             resources.EC2NODECLASSES: Cluster._apply_nodeclass,
             resources.NODEOVERLAYS: Cluster._apply_nodeoverlay,
+            resources.CAPACITYBUFFERS: Cluster._apply_capacitybuffer,
             resources.NODECLAIMS: Cluster._apply_nodeclaim,
             resources.NODES: Cluster._apply_node,
             resources.PODS: Cluster._apply_pod,
@@ -254,6 +259,9 @@ class Cluster:
 
     def _apply_nodeoverlay(self, key: str, obj: Mapping[str, Any] | None) -> None:
         self._parse_into(resources.NODEOVERLAYS, self._nodeoverlays, key, obj, parse.nodeoverlay)
+
+    def _apply_capacitybuffer(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        self._parse_into(resources.CAPACITYBUFFERS, self._capacitybuffers, key, obj, parse.capacitybuffer)
 
     def _apply_nodeclaim(self, key: str, obj: Mapping[str, Any] | None) -> None:
         old = self._nodeclaims.get(key)
@@ -448,6 +456,27 @@ class Cluster:
     def nodeoverlay_errors(self) -> dict[str, str]:
         """Why each NodeOverlay that does not parse is refused, by name."""
         return dict(self._nodeoverlays.errors)
+
+    def capacitybuffer(self, key: str) -> api_capacitybuffer.CapacityBuffer | None:
+        """The valid CapacityBuffer `namespace/name` (watched only under the CapacityBuffer gate)."""
+        return self._capacitybuffers.get(key)
+
+    def capacitybuffers(self) -> list[api_capacitybuffer.CapacityBuffer]:
+        """Valid CapacityBuffers, by namespace/name."""
+        return [self._capacitybuffers[k] for k in sorted(self._capacitybuffers)]
+
+    def buffer_pods(self) -> list[scheduling_pods.Pod]:
+        """The CapacityBuffers' virtual pods: pending pods for the provisioner and disruption's simulations."""
+        return self.virtual_pods.all()
+
+    def place_buffer_pods(self, counts: Mapping[str, int]) -> None:
+        """Where the last provisioning pass put virtual pods; a change moves `seq`, as emptiness decides on it."""
+        if self.virtual_pods.place(counts):
+            self._seq += 1
+
+    def buffer_pods_on(self, node: str) -> int:
+        """Virtual pods the last provisioning pass placed on `node` (emptiness keeps such a node)."""
+        return self.virtual_pods.on_node(node)
 
     def nodeclaims(self) -> list[api_nodeclaim.NodeClaim]:
         return sorted(self._nodeclaims.values(), key=lambda c: c.metadata.name)

@@ -16,6 +16,7 @@ from typing import Final
 from karpy import clock as karpy_clock
 from karpy import events, rejections, tasks
 from karpy import settings as karpy_settings
+from karpy.capacitybuffer import controller as capacitybuffer_controller
 from karpy.cloudprovider import dryrun as cloudprovider_dryrun
 from karpy.cloudprovider import overlay
 from karpy.cloudprovider import types as cloudprovider_types
@@ -181,6 +182,11 @@ def build(
         rejections=rejected,
         nodes=functools.partial(cluster.objects, resources.NODES),
     )
+    buffers = None
+    if settings.feature_gates.capacity_buffer:  # upstream registers the buffer controller only under the gate
+        buffers = capacitybuffer_controller.CapacityBufferController(
+            writer, cluster, clock=clock, trigger=lambda uid: prov.trigger(uid)
+        )
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=writer,
@@ -196,6 +202,8 @@ def build(
             ),
             metrics=registry.provisioner_hooks(),
             rejections=rejected,
+            buffer_pods=cluster.buffer_pods,
+            observe_plan=buffers.observe_plan if buffers is not None else None,
         )
     )
     disruption = disruption_controller.DisruptionController(
@@ -358,6 +366,11 @@ def build(
             parts.NODEOVERLAYS, overlay_controller.reconcile, resources.NODEOVERLAYS, 1
         )
         cluster.add_listener(overlay_controller.listener(controller.queues[parts.NODEOVERLAYS].add))
+    if buffers is not None:
+        controller.queues[parts.CAPACITYBUFFERS] = queue(
+            parts.CAPACITYBUFFERS, buffers.reconcile, resources.CAPACITYBUFFERS, 10
+        )
+        cluster.add_listener(buffers.listener(controller.queues[parts.CAPACITYBUFFERS].add))
     registry.watch_state(cluster)
     registry.watch_cluster_series(cluster, now=clock.now, pod_times=prov.pod_times)
     registry.registry.register(queues.QueueCollector(lambda: controller.queues, now=clock.now))

@@ -65,7 +65,6 @@ does not implement are reported by gate (`gate_notices`). SYSTEM_NAMESPACE is re
 KARPY_GATES: Final[Mapping[str, bool]] = {
     # What karpy does, whatever the gate says; the gates karpy implements are absent here.
     "ReservedCapacity": True,
-    "CapacityBuffer": False,
 }
 KARPY_AWS_GATES: Final[Mapping[str, bool]] = {"NodeClassCEL": False}
 

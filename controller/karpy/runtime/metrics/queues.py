@@ -25,6 +25,7 @@ CONTROLLERS: Final[Mapping[str, str]] = {
     parts.NODECLASSES: "nodeclass",
     parts.NODEOVERLAYS: "nodeoverlay",
     parts.STATIC_NODEPOOLS: "static.provisioning",
+    parts.CAPACITYBUFFERS: "capacitybuffer",
 }
 """The upstream controller each of karpy's queues does the work of (its name upstream)."""
 WORK_BUCKETS: Final = tuple(1e-8 * 10.0**e for e in range(12))
