@@ -269,7 +269,9 @@ def build(
 
     nodeclaims = nodeclaim_controller.NodeClaimController(deps)
     termination = termination_controller.TerminationController(
-        dataclasses.replace(deps, cloud=metered("node.termination")),
+        termination_controller.Deps(
+            client=writer, cloud=metered("node.termination"), clock=clock, recorder=recorder, rejections=rejected
+        ),
         metrics=registry.termination_hooks(),
         claims=cluster,
     )
