@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 from karpy import clock as karpy_clock
 from karpy import events, noop, rejections
-from karpy.api import labels, nodeclaim
+from karpy.api import decoding, labels, nodeclaim
 from karpy.api import status as api_status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
@@ -332,7 +332,8 @@ class TerminationController:
         pool = str(node_labels.get(labels.LABEL_NODEPOOL) or "")
         self._metrics.node_terminated(pool, str(node_labels.get(labels.LABEL_ZONE) or ""))
         now = self._deps.clock.now()
-        deleted, created = drain.timestamp(md.get("deletionTimestamp")), drain.timestamp(md.get("creationTimestamp"))
+        deleted = decoding.timestamp_or_none(md.get("deletionTimestamp"))
+        created = decoding.timestamp_or_none(md.get("creationTimestamp"))
         self._metrics.node_released(
             pool, None if deleted is None else now - deleted, None if created is None else now - created
         )
