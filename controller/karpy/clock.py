@@ -19,6 +19,11 @@ SETTLE_ROUNDS = 20
 """Event-loop iterations `ManualClock.settle` yields: enough for chains of woken tasks to reach their next await."""
 
 
+Now = Callable[[], float]
+"""A clock's reading alone (`Clock.now`, epoch seconds): what code takes that stamps and compares times but never
+sleeps (TTL caches, the AWS provider's parts). `Clock` is the only clock."""
+
+
 class Clock(Protocol):
     def now(self) -> float:
         """Epoch seconds."""

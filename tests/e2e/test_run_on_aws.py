@@ -25,6 +25,7 @@ from tests.operator import support
 from karpy import clock, settings
 from karpy.api import labels
 from karpy.cloudprovider import interruption
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import provider as aws_provider
 from karpy.kube import credentials, resources, rest
 from karpy.operator import app
@@ -56,12 +57,14 @@ class ShortPollQueue:
         await self.inner.delete(received)
 
 
-def real_aws(emulated: cluster.EmulatedCluster, built: list[runtime_parts.CloudParts]) -> runtime_parts.CloudFactory:
+def real_aws(
+    emulated: cluster.EmulatedCluster, built: list[cloudprovider_parts.CloudParts]
+) -> runtime_parts.CloudFactory:
     """`graph.aws_cloud` as `karpy run` uses it, plus two test-only speed-ups on what it built: the emulator's
     in-process catalog answers (moto serialises ~1,400 shapes over HTTP in ~20 s) and a short SQS poll."""
     production = graph.aws_cloud(dict(emulated.aws_env))
 
-    def build(s: settings.Settings, state: state_cluster.Cluster, c: clock.Clock) -> runtime_parts.CloudParts:
+    def build(s: settings.Settings, state: state_cluster.Cluster, c: clock.Clock) -> cloudprovider_parts.CloudParts:
         parts = production(s, state, c)
         assert isinstance(parts.provider, aws_provider.AWSCloudProvider)
         seeding.install_fast_catalog(parts.provider._deps.aws.ec2, region=emulated.region)
@@ -119,7 +122,7 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             "DISABLE_LEADER_ELECTION": "true",
         }
     )
-    built: list[runtime_parts.CloudParts] = []
+    built: list[cloudprovider_parts.CloudParts] = []
     api = emulated.client
     cfg = credentials.Credentials(emulated.api_url)
     stop = asyncio.Event()

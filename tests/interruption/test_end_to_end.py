@@ -13,8 +13,9 @@ from tests.cloudprovider.aws.moto_fixtures import REGION
 
 from karpy import clock, events
 from karpy.cloudprovider import interruption
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import cache, clients, interruption_queue
-from karpy.interruption import controller, queue
+from karpy.interruption import controller
 from karpy.kube import client, credentials, resources, rest
 from karpy.state import cluster
 from karpy_emulator.apiserver import runner, server
@@ -56,7 +57,7 @@ async def _state_of(api: rest.RestClient) -> cluster.Cluster:
 def _controller(
     api: rest.RestClient, state: cluster.Cluster, sqs: interruption_queue.InterruptionQueue, **deps: Any
 ) -> controller.InterruptionController:
-    typed_queue: queue.QueueClient = sqs  # the AWS client satisfies the protocol structurally
+    typed_queue: cloudprovider_parts.QueueClient = sqs  # the AWS client satisfies the protocol structurally
     return controller.InterruptionController(
         controller.Deps(client=api, cluster=state, queue=typed_queue, clock=clock.SystemClock(), **deps)
     )
@@ -77,7 +78,7 @@ async def test_spot_warning_deletes_the_nodeclaim(
     sqs = interruption_queue.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
     ice = cache.UnavailableOfferings(clock=lambda: 1_700_000_000.0)
     recorder = events.MemoryRecorder()
-    typed_marker: queue.OfferingMarker = ice
+    typed_marker: cloudprovider_parts.OfferingMarker = ice
     ctl = _controller(api, state, sqs, recorder=recorder, offerings=typed_marker)
     handled = await ctl.poll()
     assert [h.message.kind.value for h in handled] == ["SpotInterruption"]

@@ -8,8 +8,9 @@ from tests import builders
 
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim, parse
 from karpy.cloudprovider import interruption
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import cache, instancetypes
-from karpy.interruption import handler, queue
+from karpy.interruption import handler
 
 K = interruption.Kind
 R = handler.Reason
@@ -143,7 +144,7 @@ def test_capacity_reservation_interruption_drains_and_marks_the_reservation_unav
 
     # What the interruption loop does with it, on the AWS provider's unavailable-offerings cache.
     ice = cache.UnavailableOfferings(clock=lambda: 0.0)
-    marker: queue.OfferingMarker = ice
+    marker: cloudprovider_parts.OfferingMarker = ice
     marker.mark(decision.unavailable.instance_type, decision.unavailable.zone, decision.unavailable.capacity_type)
     reservations = tuple(
         ec2nodeclass.CapacityReservationStatus(

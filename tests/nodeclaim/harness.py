@@ -12,6 +12,7 @@ from karpy import events
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
 from karpy.nodeclaim import controller
+from karpy.termination import controller as termination_controller
 
 
 @dataclasses.dataclass
@@ -34,6 +35,10 @@ class Env:
             metrics=metrics,
             nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
         )
+
+    @property
+    def termination_deps(self) -> termination_controller.Deps:
+        return termination_controller.Deps(client=self.kube, cloud=self.cloud, clock=self.clock, recorder=self.recorder)
 
     def claims(self) -> controller.NodeClaimController:
         """A fresh controller: nothing carried over in memory, as after a restart."""

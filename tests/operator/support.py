@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpy import clock, settings
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.runtime import parts
 from karpy.state import cluster as state_cluster
 
 
@@ -20,6 +20,6 @@ def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any]:
     return {}
 
 
-def fake_cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
+def fake_cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
     """The cloud factory of `karpy run` with the fake provider."""
-    return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
+    return cloudprovider_parts.CloudParts(provider=fake_provider.FakeCloudProvider())

@@ -18,6 +18,7 @@ from tests.operator import support
 
 from karpy import clock, settings
 from karpy.api import ec2nodeclass, labels, meta
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, dryrun, resources, rest
 from karpy.nodeclaim import expiration
@@ -96,8 +97,8 @@ async def running(
     wall = clock.SystemClock()
     nodeclasses = FakeNodeClasses(wall.now)
 
-    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
-        return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses)
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
+        return cloudprovider_parts.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses)
 
     async with rest.RestClient(cfg, clock=wall) as kube_client:
         ctrl = graph.build(s, kube=kube_client, clock=wall, cloud_factory=cloud, identity=identity, namespace="karpy")
@@ -283,8 +284,8 @@ async def test_wiring_follows_the_settings() -> None:
     s = make_settings(DRY_RUN="true", DISABLE_LEADER_ELECTION="true", BATCH_MAX_DURATION="3s")
     inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
 
-    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
-        return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), queue=StubQueue())
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
+        return cloudprovider_parts.CloudParts(provider=fake_provider.FakeCloudProvider(), queue=StubQueue())
 
     ctrl = graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x")
     assert isinstance(ctrl.kube, dryrun.DryRunClient)  # every write of every reconciler is only logged
@@ -302,8 +303,8 @@ async def test_wiring_follows_the_settings() -> None:
 async def test_wiring_without_queue_or_dry_run_uses_the_client_and_elects() -> None:
     inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())
 
-    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
-        return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
+        return cloudprovider_parts.CloudParts(provider=fake_provider.FakeCloudProvider())
 
     s = make_settings(LEADER_ELECTION_NAME="karpenter-leader-election")
     ctrl = graph.build(s, kube=inner, clock=clock.ManualClock(), cloud_factory=cloud, identity="x", namespace="ns")

@@ -10,11 +10,12 @@ import pytest
 from tests import polling
 
 from karpy import clock, settings
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, resources, rest
 from karpy.operator import app, login, main
 from karpy.operator import logging as operator_logging
-from karpy.runtime import leadership, parts
+from karpy.runtime import leadership
 from karpy.runtime import lease as runtime_lease
 from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
@@ -25,8 +26,8 @@ FAST = 0.1
 """Seconds between election rounds here (upstream: renew every 5 s, retry every 2 s)."""
 
 
-def fake_cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
-    return parts.CloudParts(provider=fake_provider.FakeCloudProvider())
+def fake_cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
+    return cloudprovider_parts.CloudParts(provider=fake_provider.FakeCloudProvider())
 
 
 async def test_a_deposed_leader_stops_its_loops_and_run_raises(

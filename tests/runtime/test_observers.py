@@ -158,7 +158,8 @@ async def test_termination_reports_the_released_node_with_its_nodepool() -> None
     env.cloud.instances.clear()  # the instance is gone: the finalizer is released at once
     terminated: list[str] = []
     terminator = termination_controller.TerminationController(
-        env.deps, metrics=termination_controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
+        env.termination_deps,
+        metrics=termination_controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool)),
     )
     await env.kube.delete(resources.NODES, "n1")
     await terminator.reconcile("n1")

@@ -8,6 +8,7 @@ from typing import Any
 from tests import builders
 
 from karpy import clock, settings
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, resources, rest
 from karpy.runtime import leadership, parts, routing
@@ -26,8 +27,10 @@ class _Source:
 
 
 def _controller(*, instance_status: _Source | None = None) -> parts.Controller:
-    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
-        return parts.CloudParts(provider=fake_provider.FakeCloudProvider(), instance_status=instance_status)
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
+        return cloudprovider_parts.CloudParts(
+            provider=fake_provider.FakeCloudProvider(), instance_status=instance_status
+        )
 
     s = settings.Settings.from_env({"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true"})
     inner = rest.RestClient(credentials.Credentials("http://127.0.0.1:1"), clock=clock.SystemClock())

@@ -20,7 +20,7 @@ NODE = "ip-10-0-0-1"
 
 
 def _terminator(env: harness.Env) -> controller.TerminationController:
-    return controller.TerminationController(env.deps)
+    return controller.TerminationController(env.termination_deps)
 
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
@@ -301,7 +301,7 @@ async def test_failed_eviction_backs_off_and_is_reported() -> None:
     env.kube.put(resources.PDBS, builders.pdb("two", {"app": "web"}, minAvailable=0))
     env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-1", labels={"app": "web"}))
     await _delete_node(env)
-    term = controller.TerminationController(env.deps, backoff=drain.Backoff(base=1.0, cap=4.0))
+    term = controller.TerminationController(env.termination_deps, backoff=drain.Backoff(base=1.0, cap=4.0))
     attempts = []
     for _ in range(12):
         await term.reconcile(NODE)
@@ -352,7 +352,7 @@ async def test_a_node_without_owner_reference_finds_its_claim_through_the_index(
     assert claim is not None
     listed = await _spy_lists(env, monkeypatch)
     await _delete_node(env)
-    await controller.TerminationController(env.deps, claims=_index_of(env, claim)).reconcile(NODE)
+    await controller.TerminationController(env.termination_deps, claims=_index_of(env, claim)).reconcile(NODE)
     assert _condition(env, "Drained") == ("Unknown", "Draining")  # the claim was found and is being reported on
     assert "nodeclaims" not in listed  # one GET by name, not a LIST of every NodeClaim
 
@@ -368,6 +368,6 @@ async def test_an_ambiguous_provider_id_finds_no_claim(monkeypatch: pytest.Monke
     twin = {**claim, "metadata": {**claim["metadata"], "name": "twin", "uid": "twin-uid"}}
     listed = await _spy_lists(env, monkeypatch)
     await _delete_node(env)
-    await controller.TerminationController(env.deps, claims=_index_of(env, claim, twin)).reconcile(NODE)
+    await controller.TerminationController(env.termination_deps, claims=_index_of(env, claim, twin)).reconcile(NODE)
     assert _condition(env, "Drained") is None  # two claims name the instance: neither is reported on (as a LIST)
     assert "nodeclaims" not in listed

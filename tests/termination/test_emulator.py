@@ -60,7 +60,9 @@ async def test_drain_respects_a_pdb_end_to_end(
     recorder = events.MemoryRecorder()
     deps = nodeclaim_controller.Deps(client=api, cloud=cloud, clock=clock, recorder=recorder)
     claims = nodeclaim_controller.NodeClaimController(deps)
-    terminator = controller.TerminationController(deps)
+    terminator = controller.TerminationController(
+        controller.Deps(client=api, cloud=cloud, clock=clock, recorder=recorder)
+    )
 
     body = nodeclaim_builders.claim_dict(CLAIM)
     body["metadata"] = {"name": CLAIM, "labels": body["metadata"]["labels"]}

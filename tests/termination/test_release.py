@@ -45,7 +45,7 @@ async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None
     await env.kube.delete(resources.NODES, NODE)
     terminated: list[str] = []
     term = controller.TerminationController(
-        env.deps, metrics=controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
+        env.termination_deps, metrics=controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
     )
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _released(env))
     node = env.kube.obj(resources.NODES, NODE)
@@ -72,7 +72,7 @@ async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None
             ),
         )
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.deps)
+    term = controller.TerminationController(env.termination_deps)
     await term.reconcile(NODE)  # deletes the NodeClaim ...
     await env.claims().reconcile(CLAIM)  # ... whose finalizer writes the termination timestamp
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _released(env))

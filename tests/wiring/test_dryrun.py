@@ -13,11 +13,10 @@ from karpy import clock, settings
 from karpy.api import parse
 from karpy.cloudprovider import dryrun as cloudprovider_dryrun
 from karpy.cloudprovider import interruption
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.interruption import queue as interruption_queue
 from karpy.kube import dryrun, resources, rest
 from karpy.nodeclaim import garbagecollection
-from karpy.runtime import parts as runtime_parts
 from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
 
@@ -47,8 +46,8 @@ class _NodeClasses:
 def _build(api: rest.RestClient, cloud: fake_provider.FakeCloudProvider, *, dry_run: bool, **parts: Any) -> Any:
     env = {"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true", "DRY_RUN": str(dry_run).lower()}
 
-    def factory(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> runtime_parts.CloudParts:
-        return runtime_parts.CloudParts(provider=cloud, **parts)
+    def factory(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
+        return cloudprovider_parts.CloudParts(provider=cloud, **parts)
 
     return graph.build(
         settings.Settings.from_env(env), kube=api, clock=clock.ManualClock(), cloud_factory=factory, identity="x"
@@ -103,10 +102,10 @@ async def test_dry_run_cloud_parts_log_instead_of_deleting_messages_or_cleaning_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     queue, nodeclasses = _Queue(), _NodeClasses()
-    parts = graph.dry_run_cloud(
-        runtime_parts.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses, queue=queue)
+    parts = cloudprovider_dryrun.wrap(
+        cloudprovider_parts.CloudParts(provider=fake_provider.FakeCloudProvider(), nodeclasses=nodeclasses, queue=queue)
     )
-    assert isinstance(parts.queue, interruption_queue.DryRunQueue)
+    assert isinstance(parts.queue, cloudprovider_dryrun.DryRunQueue)
     assert parts.nodeclasses is not None
     notice = interruption.Received(
         interruption.Message(interruption.Kind.SPOT_INTERRUPTION, ("i-1",)),

@@ -8,6 +8,7 @@ import pytest
 
 from karpy import clock, settings
 from karpy.cloudprovider import overlay, types
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, resources, rest
 from karpy.nodeoverlay import controller as nodeoverlay_controller
@@ -22,8 +23,8 @@ def _controller(gates: str, *, policies: tuple[types.RepairPolicy, ...] = (POLIC
     fake = fake_provider.FakeCloudProvider()
     fake.repair = list(policies)
 
-    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
-        return parts.CloudParts(provider=fake)
+    def cloud(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
+        return cloudprovider_parts.CloudParts(provider=fake)
 
     env = {"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates}
     s = settings.Settings.from_env(env)

@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from karpy import clock, settings
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import resources, rest
 from karpy.runtime import parts
@@ -36,14 +37,14 @@ class Cloud:
     async def check(self) -> None:
         self.seen.append("check")
 
-    def parts(self) -> parts.CloudParts:
-        return parts.CloudParts(
+    def parts(self) -> cloudprovider_parts.CloudParts:
+        return cloudprovider_parts.CloudParts(
             provider=fake_provider.FakeCloudProvider(), use_kube_dns=self.use_kube_dns, check=self.check
         )
 
 
-def _controller(api: rest.RestClient, cloud: parts.CloudParts, **env: str) -> parts.Controller:
-    def factory(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> parts.CloudParts:
+def _controller(api: rest.RestClient, cloud: cloudprovider_parts.CloudParts, **env: str) -> parts.Controller:
+    def factory(_: settings.Settings, __: state_cluster.Cluster, ___: clock.Clock) -> cloudprovider_parts.CloudParts:
         return cloud
 
     s = settings.Settings.from_env({"CLUSTER_NAME": "demo", "DISABLE_LEADER_ELECTION": "true", **env})
@@ -90,6 +91,6 @@ async def test_without_the_service_one_warning_and_start_up_goes_on(
 
 
 async def test_a_cloud_that_takes_no_address_reads_nothing(api: rest.RestClient) -> None:
-    cloud = parts.CloudParts(provider=fake_provider.FakeCloudProvider())
+    cloud = cloudprovider_parts.CloudParts(provider=fake_provider.FakeCloudProvider())
     assert startup.with_kube_dns(cloud, api) is cloud
     assert _controller(api, cloud).cloud.check is None

@@ -27,6 +27,7 @@ from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
 from karpy import tasks
 from karpy.cloudprovider import interruption as cloudprovider_interruption
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import (
     accounting,
     clients,
@@ -206,7 +207,7 @@ class ControlPlane:
 
     def _cloud(
         self, settings: karpy_settings.Settings, cluster: state_cluster.Cluster, clock: karpy_clock.Clock
-    ) -> parts.CloudParts:
+    ) -> cloudprovider_parts.CloudParts:
         """The AWS parts as `karpy.cloudprovider.aws.factory` builds them, plus the emulator's fast catalog hooks,
         a short SQS poll and the checkpoints."""
         emulated = self.emulated
@@ -250,7 +251,7 @@ class ControlPlane:
                 interruption_queue.InterruptionQueue(aws=aws, queue_name=settings.aws.interruption_queue),
                 clock=clock,
             )
-        return parts.CloudParts(
+        return cloudprovider_parts.CloudParts(
             provider=hooks.HookedCloud(self.provider, self._checkpoint),
             nodeclasses=self.provider,
             queue=queue,

@@ -26,6 +26,16 @@ def timestamp(text: str) -> float:
     return parsed.timestamp()
 
 
+def timestamp_or_none(value: Any) -> float | None:
+    """An RFC 3339 field of a manifest as epoch seconds; None when absent, not a string, or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return timestamp(value)
+    except ValueError:
+        return None
+
+
 def format_timestamp(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -32,13 +32,7 @@ class Notice:
 
 def start_time(pod: Mapping[str, Any]) -> float | None:
     """A pod manifest's `status.startTime` (None while absent or unreadable)."""
-    value = (pod.get("status") or {}).get("startTime")
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return decoding.timestamp(value)
-    except ValueError:
-        return None
+    return decoding.timestamp_or_none((pod.get("status") or {}).get("startTime"))
 
 
 def active(value: str | None, *, started: float | None, now: float) -> bool:

@@ -22,7 +22,8 @@ from karpy import backoff, events, noop
 from karpy.api import decoding, labels, nodeclaim, nodepool
 from karpy.clock import Clock
 from karpy.cloudprovider import interruption
-from karpy.interruption import handler, queue
+from karpy.cloudprovider import parts as cloudprovider_parts
+from karpy.interruption import handler
 from karpy.kube import client, resources
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,8 @@ MAX_CONCURRENT_MESSAGES = 10
 ERROR_BACKOFF = 5.0
 """Seconds to wait after the queue itself failed (throttling, network) before polling again."""
 # Aliases: `Deps.queue` below shadows the module name inside the class body.
-QueueClient = queue.QueueClient
-OfferingMarker = queue.OfferingMarker
+QueueClient = cloudprovider_parts.QueueClient
+OfferingMarker = cloudprovider_parts.OfferingMarker
 
 SYNC_POLL = 1.0
 """Seconds between checks while waiting for the cluster state's first LISTs (instances → NodeClaims needs it)."""

@@ -102,6 +102,10 @@ def error_from_status(status: int, body: Any) -> KubeError:
     return cls(code, reason or "Unknown", message, details=details)
 
 
+Patch = Mapping[str, Any] | Sequence[Mapping[str, Any]]
+"""A patch body: a mapping is a JSON merge patch (RFC 7386), a sequence a JSON patch (RFC 6902)."""
+
+
 class KubeClient(Protocol):
     async def get(self, res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, Any] | None:
         """The object, or None when it does not exist."""
@@ -122,13 +126,7 @@ class KubeClient(Protocol):
     async def create(self, res: resources.Resource, body: Mapping[str, Any]) -> dict[str, Any]: ...
 
     async def patch(
-        self,
-        res: resources.Resource,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str = "",
-        subresource: str = "",
+        self, res: resources.Resource, name: str, patch: Patch, *, namespace: str = "", subresource: str = ""
     ) -> dict[str, Any]:
         """A mapping is a JSON merge patch (RFC 7386), a sequence a JSON patch (RFC 6902)."""
         ...

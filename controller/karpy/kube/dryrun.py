@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from karpy.kube import client, patches, resources, wrapping
@@ -35,13 +35,7 @@ class DryRunClient(wrapping.ReadThrough):
         return copy.deepcopy(dict(body))
 
     async def patch(
-        self,
-        res: resources.Resource,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str = "",
-        subresource: str = "",
+        self, res: resources.Resource, name: str, patch: client.Patch, *, namespace: str = "", subresource: str = ""
     ) -> dict[str, Any]:
         where = _where(res, name, namespace) + (f"/{subresource}" if subresource else "")
         self._log.info("dry run: would patch %s: %s", where, _dump(patch))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,13 +147,7 @@ class FakeKubeClient:
         return copy.deepcopy(self.put(res, named))
 
     async def patch(
-        self,
-        res: resources.Resource,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str = "",
-        subresource: str = "",
+        self, res: resources.Resource, name: str, patch: client.Patch, *, namespace: str = "", subresource: str = ""
     ) -> dict[str, Any]:
         self._record(Write("patch", res.plural, name, copy.deepcopy(patch), subresource))
         key = (res.plural, namespace, name)

@@ -21,7 +21,7 @@ import json
 import logging
 import random
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -296,13 +296,7 @@ class RestClient:
         return await self._call("POST", res.path(namespace=namespace), body=dict(body))
 
     async def patch(
-        self,
-        res: resources.Resource,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str = "",
-        subresource: str = "",
+        self, res: resources.Resource, name: str, patch: client.Patch, *, namespace: str = "", subresource: str = ""
     ) -> dict[str, Any]:
         if isinstance(patch, Mapping):
             body: Any = dict(patch)

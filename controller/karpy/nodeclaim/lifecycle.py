@@ -346,10 +346,4 @@ def termination_timestamp_annotation(claim: nodeclaim.NodeClaim) -> str | None:
 
 def termination_time(claim: nodeclaim.NodeClaim) -> float | None:
     """The node's forced termination time from the annotation, None when absent or unreadable."""
-    text = claim.metadata.annotations.get(labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP)
-    if not text:
-        return None
-    try:
-        return decoding.timestamp(text)
-    except ValueError:
-        return None
+    return decoding.timestamp_or_none(claim.metadata.annotations.get(labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP))

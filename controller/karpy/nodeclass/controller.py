@@ -3,7 +3,7 @@ security groups, AMIs and instance profile through the cloud provider, stamps it
 `karpenter.k8s.aws/termination` until no NodeClaim uses it. A thin async shell: the cloud provider resolves, the
 patches are built in `karpy.nodepool.drift_hash` and `karpy.kube.patches`.
 
-Must not import the AWS provider: it reaches the cloud through the `NodeClassReconciler` protocol.
+Must not import the AWS provider: it reaches the cloud through the `cloudprovider.parts.NodeClassReconciler` protocol.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import ec2nodeclass, errors, hashing, labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloudprovider_errors
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.kube import client as kube_client
 from karpy.kube import patches, resources
 from karpy.nodepool import drift_hash
@@ -60,21 +61,13 @@ def waiting_message(names: Sequence[str], *, shown: int = 5) -> str:
     return f"Waiting on NodeClaim termination for {listed}"
 
 
-class NodeClassReconciler(Protocol):
-    """The node-class half of a cloud provider (AWSCloudProvider has it; a fake can)."""
-
-    async def reconcile_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> ec2nodeclass.EC2NodeClassStatus: ...
-
-    async def finalize_nodeclass(self, nc: ec2nodeclass.EC2NodeClass) -> None: ...
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
     """The EC2NodeClass reconciler's collaborators: it resolves through `NodeClassReconciler`, not the CloudProvider."""
 
     client: kube_client.KubeClient
     cluster: state_cluster.Cluster
-    cloud: NodeClassReconciler
+    cloud: cloudprovider_parts.NodeClassReconciler
     clock: karpy_clock.Clock
     recorder: events.Recorder | None = None
     """Where WaitingOnNodeClaimTermination goes while a deleted class still has NodeClaims (None: nowhere)."""

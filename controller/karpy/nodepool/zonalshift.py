@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from karpy import clock as karpy_clock
 from karpy import events, requirements
 from karpy.api import ec2nodeclass, labels, nodepool
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
@@ -31,16 +32,6 @@ PERIOD: Final = 30.0
 """Seconds between reads of the cluster's zonal shifts (upstream's RequeueAfter)."""
 ZONAL_SHIFT_ACTIVE: Final = "ZonalShiftActive"
 ZONAL_SHIFT_CLEARED: Final = "ZonalShiftCleared"
-
-
-class ShiftSource(Protocol):
-    async def update(self) -> None:
-        """Read the cluster's shifts now; raises when they cannot be read."""
-        ...
-
-    def shifted_zones(self) -> frozenset[str]:
-        """The zone ids shifted away from now, as of the last `update`."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +94,7 @@ def transitions(
 class ZonalShiftController:
     def __init__(
         self,
-        source: ShiftSource,
+        source: cloudprovider_parts.ShiftSource,
         cluster: state_cluster.Cluster,
         *,
         recorder: events.Recorder,

@@ -15,10 +15,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
-from karpy import noop, rejections
-from karpy.api import labels, nodeclaim
+from karpy import clock as karpy_clock
+from karpy import events, noop, rejections
+from karpy.api import decoding, labels, nodeclaim
 from karpy.api import status as api_status
 from karpy.cloudprovider import errors as cloudprovider_errors
+from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions, lifecycle
@@ -32,7 +34,17 @@ MIN_DRAIN_TIME: Final = 5.0
 DRAIN_POLL: Final = 1.0
 INSTANCE_TERMINATION_POLL: Final = 5.0
 
-Deps = nodeclaim_controller.Deps
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deps:
+    """The finalizer's collaborators: the API (Nodes, NodeClaims, pods, evictions), the cloud (terminate, get),
+    time, events, and where unreadable NodeClaims and pods are reported."""
+
+    client: kube_client.KubeClient
+    cloud: types.CloudProvider
+    clock: karpy_clock.Clock
+    recorder: events.Recorder
+    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
 
 
 @dataclasses.dataclass(slots=True)
@@ -320,7 +332,8 @@ class TerminationController:
         pool = str(node_labels.get(labels.LABEL_NODEPOOL) or "")
         self._metrics.node_terminated(pool, str(node_labels.get(labels.LABEL_ZONE) or ""))
         now = self._deps.clock.now()
-        deleted, created = drain.timestamp(md.get("deletionTimestamp")), drain.timestamp(md.get("creationTimestamp"))
+        deleted = decoding.timestamp_or_none(md.get("deletionTimestamp"))
+        created = decoding.timestamp_or_none(md.get("creationTimestamp"))
         self._metrics.node_released(
             pool, None if deleted is None else now - deleted, None if created is None else now - created
         )

@@ -92,16 +92,6 @@ class DrainPlan:
         return not self.waiting
 
 
-def timestamp(value: Any) -> float | None:
-    """An RFC 3339 field as epoch seconds; None when absent or unreadable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return decoding.timestamp(value)
-    except ValueError:
-        return None
-
-
 def _owned_by(md: Mapping[str, Any], api_version: str, kind: str) -> bool:
     return any(o.get("apiVersion") == api_version and o.get("kind") == kind for o in md.get("ownerReferences") or ())
 
@@ -140,7 +130,7 @@ def from_manifest(pod: Mapping[str, Any]) -> DrainPod:
         tolerates_disrupted=taints.untolerated([DISRUPTED_TAINT], tolerations) is None,
         do_not_disrupt=annotations.get(labels.ANNOTATION_DO_NOT_DISRUPT),
         started=donotdisrupt.start_time(pod),
-        deletion_timestamp=timestamp(md.get("deletionTimestamp")),
+        deletion_timestamp=decoding.timestamp_or_none(md.get("deletionTimestamp")),
         grace_seconds=int(grace) if isinstance(grace, int) else DEFAULT_POD_GRACE,
         pvc_names=tuple(
             str(v["persistentVolumeClaim"]["claimName"])

@@ -19,11 +19,11 @@ from karpy import settings as karpy_settings
 from karpy.capacitybuffer import controller as capacitybuffer_controller
 from karpy.cloudprovider import dryrun as cloudprovider_dryrun
 from karpy.cloudprovider import overlay
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider import types as cloudprovider_types
 from karpy.disruption import controller as disruption_controller
 from karpy.disruption import staticpools
 from karpy.interruption import controller as interruption_controller
-from karpy.interruption import queue as interruption_queue
 from karpy.kube import client, credentials, dryrun, resources, rest
 from karpy.nodeclaim import conditions_controller, consistency, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
@@ -44,26 +44,7 @@ DEFAULT_TIMINGS: Final = parts.Timings()
 """Upstream's loop timings (`karpy run` always uses them)."""
 
 
-def dry_run_cloud(cloud: parts.CloudParts) -> parts.CloudParts:
-    """DRY_RUN on the cloud side: no launch, termination, node-class cleanup or queue deletion, only logs."""
-    return parts.CloudParts(
-        provider=cloudprovider_dryrun.DryRunCloud(cloud.provider),
-        nodeclasses=cloudprovider_dryrun.DryRunNodeClasses(cloud.nodeclasses)
-        if cloud.nodeclasses is not None
-        else None,
-        queue=interruption_queue.DryRunQueue(cloud.queue) if cloud.queue is not None else None,
-        offerings=cloud.offerings,
-        instance_status=cloud.instance_status,
-        api_calls=cloud.api_calls,
-        use_overlays=cloud.use_overlays,
-        use_kube_dns=cloud.use_kube_dns,
-        zonal_shifts=cloud.zonal_shifts,  # reads only; its events go through the dry-run recorder
-        check=cloud.check,
-        reachable=cloud.reachable,  # one read-only dry run
-    )
-
-
-def with_overlays(cloud: parts.CloudParts) -> tuple[overlay.Overlays, parts.CloudParts]:
+def with_overlays(cloud: cloudprovider_parts.CloudParts) -> tuple[overlay.Overlays, cloudprovider_parts.CloudParts]:
     """NodeOverlays on the cloud side: listings carry them, and so do launches where the provider can."""
     overlays = overlay.Overlays()
     if cloud.use_overlays is not None:
@@ -83,7 +64,7 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
 
     def build(
         settings: karpy_settings.Settings, cluster: state_cluster.Cluster, clock: karpy_clock.Clock
-    ) -> parts.CloudParts:
+    ) -> cloudprovider_parts.CloudParts:
         # Imported here, not at module level: tests and `karpy run` with another provider never load boto3.
         from karpy.cloudprovider.aws import ec2batch, factory
         from karpy.cloudprovider.aws import provider as aws_provider
@@ -101,28 +82,12 @@ def aws_cloud(environ: Mapping[str, str]) -> parts.CloudFactory:
             batch_windows=ec2batch.windows_from(settings.ec2_batch),
             enable_zonal_shift=settings.aws.enable_zonal_shift,
         )
-        built = factory.build(
+        return factory.build(
             settings=aws_settings,
             interruption_queue=settings.aws.interruption_queue,
-            clock=clock.now,
+            clock=clock,
             nodeclass_lookup=lambda name: cluster.nodeclasses().get(name),
             nodeclaims=cluster.nodeclaims,
-            sleep=clock.sleep,
-        )
-        return parts.CloudParts(
-            built.provider,
-            built.provider,
-            built.queue,
-            built.offerings,
-            built.instance_status,
-            built.janitor,
-            tagger=built.tagger,
-            api_calls=built.calls,
-            use_overlays=built.provider.use_overlays,
-            use_kube_dns=built.provider.use_kube_dns,
-            zonal_shifts=built.zonal_shifts,
-            check=built.check,
-            reachable=built.reachable,
         )
 
     return build
@@ -139,7 +104,7 @@ def build(
     timings: parts.Timings = DEFAULT_TIMINGS,
 ) -> parts.Controller:
     """The object graph; nothing runs yet. With DRY_RUN, `kube` is wrapped in a DryRunClient and the cloud parts
-    in their dry-run wrappers (`dry_run_cloud`)."""
+    in their dry-run wrappers (`cloudprovider.dryrun.wrap`)."""
     writer: client.KubeClient = dryrun.DryRunClient(kube) if settings.runtime.dry_run else kube
     recorder = events.KubeRecorder(writer, clock=clock, instance=identity)
     registry = metrics.Metrics(lease_name=settings.leader_election.name)
@@ -147,7 +112,7 @@ def build(
     cluster = state_cluster.Cluster(clock=clock, rejections=rejected)
     cloud = startup.with_kube_dns(cloud_factory(settings, cluster, clock), kube)
     if settings.runtime.dry_run:
-        cloud = dry_run_cloud(cloud)
+        cloud = cloudprovider_dryrun.wrap(cloud)
     overlays = None
     if settings.feature_gates.node_overlay:  # upstream decorates the provider and runs the controller only then
         undecorated = cloud.provider  # overlays are evaluated against the list prices
@@ -228,7 +193,7 @@ def build(
     )
 
     def interruption_loop(
-        source: interruption_queue.QueueClient | None,
+        source: cloudprovider_parts.QueueClient | None,
     ) -> interruption_controller.InterruptionController | None:
         if source is None:
             return None
@@ -292,37 +257,6 @@ def build(
                 dry_run=settings.runtime.dry_run,
             )
         )
-    controller = parts.Controller(
-        settings=settings,
-        kube=writer,
-        cluster=cluster,
-        cloud=cloud,
-        recorder=recorder,
-        rejections=rejected,
-        metrics=registry,
-        elector=elector,
-        clock=clock,
-        nodeclaims=nodeclaim_controller.NodeClaimController(deps),
-        termination=termination_controller.TerminationController(
-            dataclasses.replace(deps, cloud=metered("node.termination")),
-            metrics=registry.termination_hooks(),
-            claims=cluster,
-        ),
-        provisioner=prov,
-        disruption=disruption,
-        interruption=interruption,
-        nodepools=nodepool_controller.NodePoolController(writer, cluster, clock=clock, registration=registration),
-        nodeclasses=nodeclasses,
-        nodeclaim_conditions=nodeclaim_conditions,
-        expiration=expiry,
-        consistency=consistent,
-        instance_status=interruption_loop(cloud.instance_status),
-        static_pools=static_pools,
-        repair=repairer,
-        zonal_shift=zonalshift.ZonalShiftController(cloud.zonal_shifts, cluster, recorder=recorder, clock=clock)
-        if cloud.zonal_shifts is not None
-        else None,
-    )
 
     def reporting(res: resources.Resource) -> workqueue.ErrorHook:
         """A queue's failed reconcile of `key`, reported about the object as the state cache holds it."""
@@ -343,37 +277,62 @@ def build(
             name, reconcile, clock=clock, workers=workers, on_error=reporting(res), metrics=queue_series.hooks(name)
         )
 
-    controller.queues = {
-        parts.NODECLAIMS: queue(
-            parts.NODECLAIMS,
-            controller.nodeclaims.reconcile,
-            resources.NODECLAIMS,
-            parts.NODECLAIM_WORKERS,
+    nodeclaims = nodeclaim_controller.NodeClaimController(deps)
+    termination = termination_controller.TerminationController(
+        termination_controller.Deps(
+            client=writer, cloud=metered("node.termination"), clock=clock, recorder=recorder, rejections=rejected
         ),
-        parts.NODES: queue(parts.NODES, controller.termination.reconcile, resources.NODES, parts.NODE_WORKERS),
-        parts.NODEPOOLS: queue(parts.NODEPOOLS, controller.nodepools.reconcile, resources.NODEPOOLS, 2),
+        metrics=registry.termination_hooks(),
+        claims=cluster,
+    )
+    nodepools = nodepool_controller.NodePoolController(writer, cluster, clock=clock, registration=registration)
+    work = {
+        parts.NODECLAIMS: queue(parts.NODECLAIMS, nodeclaims.reconcile, resources.NODECLAIMS, parts.NODECLAIM_WORKERS),
+        parts.NODES: queue(parts.NODES, termination.reconcile, resources.NODES, parts.NODE_WORKERS),
+        parts.NODEPOOLS: queue(parts.NODEPOOLS, nodepools.reconcile, resources.NODEPOOLS, 2),
     }
     if static_pools is not None:
-        controller.queues[parts.STATIC_NODEPOOLS] = queue(
-            parts.STATIC_NODEPOOLS, static_pools.reconcile, resources.NODEPOOLS, 2
-        )
+        work[parts.STATIC_NODEPOOLS] = queue(parts.STATIC_NODEPOOLS, static_pools.reconcile, resources.NODEPOOLS, 2)
     if nodeclasses is not None:
-        controller.queues[parts.NODECLASSES] = queue(
-            parts.NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2
-        )
+        work[parts.NODECLASSES] = queue(parts.NODECLASSES, nodeclasses.reconcile, resources.EC2NODECLASSES, 2)
     if overlays is not None:
-        controller.queues[parts.NODEOVERLAYS] = queue(
-            parts.NODEOVERLAYS, overlay_controller.reconcile, resources.NODEOVERLAYS, 1
-        )
-        cluster.add_listener(overlay_controller.listener(controller.queues[parts.NODEOVERLAYS].add))
+        work[parts.NODEOVERLAYS] = queue(parts.NODEOVERLAYS, overlay_controller.reconcile, resources.NODEOVERLAYS, 1)
+        cluster.add_listener(overlay_controller.listener(work[parts.NODEOVERLAYS].add))
     if buffers is not None:
-        controller.queues[parts.CAPACITYBUFFERS] = queue(
-            parts.CAPACITYBUFFERS, buffers.reconcile, resources.CAPACITYBUFFERS, 10
-        )
-        cluster.add_listener(buffers.listener(controller.queues[parts.CAPACITYBUFFERS].add))
+        work[parts.CAPACITYBUFFERS] = queue(parts.CAPACITYBUFFERS, buffers.reconcile, resources.CAPACITYBUFFERS, 10)
+        cluster.add_listener(buffers.listener(work[parts.CAPACITYBUFFERS].add))
+    controller = parts.Controller(
+        settings=settings,
+        kube=writer,
+        cluster=cluster,
+        cloud=cloud,
+        recorder=recorder,
+        rejections=rejected,
+        metrics=registry,
+        elector=elector,
+        clock=clock,
+        nodeclaims=nodeclaims,
+        termination=termination,
+        provisioner=prov,
+        disruption=disruption,
+        interruption=interruption,
+        nodepools=nodepools,
+        nodeclasses=nodeclasses,
+        nodeclaim_conditions=nodeclaim_conditions,
+        expiration=expiry,
+        consistency=consistent,
+        queues=work,
+        instance_status=interruption_loop(cloud.instance_status),
+        static_pools=static_pools,
+        repair=repairer,
+        zonal_shift=zonalshift.ZonalShiftController(cloud.zonal_shifts, cluster, recorder=recorder, clock=clock)
+        if cloud.zonal_shifts is not None
+        else None,
+    )
+
     registry.watch_state(cluster)
     registry.watch_cluster_series(cluster, now=clock.now, pod_times=prov.pod_times)
-    registry.registry.register(queues.QueueCollector(lambda: controller.queues, now=clock.now))
+    registry.registry.register(queues.QueueCollector(lambda: work, now=clock.now))
     if cloud.api_calls is not None:
         registry.watch_cloud_calls(cloud.api_calls)
     cluster.add_listener(

@@ -13,13 +13,13 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.kube import client, clusterdns
-from karpy.runtime import parts
 
 log = logging.getLogger(__name__)
 
 
-def with_kube_dns(cloud: parts.CloudParts, kube: client.KubeClient) -> parts.CloudParts:
+def with_kube_dns(cloud: cloudprovider_parts.CloudParts, kube: client.KubeClient) -> cloudprovider_parts.CloudParts:
     """`cloud` whose start-up check first discovers the kube-dns address and tells the provider; unchanged when the
     provider takes none."""
     use, check = cloud.use_kube_dns, cloud.check

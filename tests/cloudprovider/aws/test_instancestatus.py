@@ -16,9 +16,9 @@ from karpy import events
 from karpy.api import decoding, labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider import interruption
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import clients, instances, instancestatus
 from karpy.interruption import controller as interruption_controller
-from karpy.interruption import queue
 from karpy.kube import fake, resources
 
 F = instancestatus.Finding
@@ -134,7 +134,7 @@ class _Poll:
 
 async def test_poller_reports_once_per_minute_and_remembers_handled_findings() -> None:
     poll = _Poll()
-    client: queue.QueueClient = poll.poller  # the interruption reconciler's seam
+    client: cloudprovider_parts.QueueClient = poll.poller  # the interruption reconciler's seam
     retiring = _entry("i-1", Events=[_event("instance-retirement")])
     impaired = _entry("i-2", SystemStatus={"Status": "impaired"})
     with poll.stubber:

@@ -18,6 +18,7 @@ from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, Clock, NodeCl
 from karpy import events
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import errors
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import accounting, clients, factory, provider, tagging, zonalshift
 from karpy.kube import client as kube_client
 from karpy.kube import resources
@@ -249,11 +250,11 @@ async def test_the_tagger_leaves_instances_of_a_shifted_zone_alone(
 # --- wiring ---------------------------------------------------------------------------------------------------------
 
 
-def _built(enabled: bool, clock: Clock) -> factory.Built:
+def _built(enabled: bool, clock: Clock) -> cloudprovider_parts.CloudParts:
     return factory.build(
         settings=provider.Settings(cluster_name=CLUSTER, region=REGION, isolated_vpc=True, enable_zonal_shift=enabled),
         interruption_queue="",
-        clock=clock,
+        clock=_ManualNow(clock),
         nodeclass_lookup=lambda _: None,
         nodeclaims=tuple,
     )
@@ -271,6 +272,7 @@ async def test_the_factory_follows_shifts_only_when_enabled_and_checks_the_clust
     assert arc.service.requests == [arc.cluster_arn]
     arc.service.set_shifts(arc.cluster_arn, arczonalshift.Shift("use1-az1", expiry=clock() + HOUR))
     await on.zonal_shifts.update()
+    assert isinstance(on.provider, provider.AWSCloudProvider)
     assert on.provider.zonal_shifts.shifted_zones() == {"use1-az1"}
 
 

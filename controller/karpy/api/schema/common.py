@@ -204,6 +204,25 @@ def taints(description: str) -> core.Schema:
     return core.array(item, description, list_type="atomic")
 
 
+def claim_spec_fields(*, nodepool: bool, **more: core.Schema) -> dict[str, core.Schema]:
+    """The properties NodeClaimSpec and a NodePool's NodeClaimTemplateSpec share (core: pkg/apis/v1/nodeclaim.go,
+    nodepool.go), plus `more`, in name order as upstream's generator writes them. `nodepool`: the template's rules
+    (restricted requirement keys, an immutable nodeClassRef group and kind)."""
+    fields = {
+        "expireAfter": core.string(EXPIRE_AFTER_DESCRIPTION, pattern=core.DURATION_OR_NEVER_PATTERN, default="720h"),
+        "nodeClassRef": node_class_ref(immutable_group_kind=nodepool),
+        "requirements": requirements(nodepool=nodepool),
+        "startupTaints": taints(
+            "StartupTaints are taints that are applied to nodes upon startup which are expected to be removed "
+            "automatically within a short period of time."
+        ),
+        "taints": taints("Taints will be applied to the NodeClaim's node."),
+        "terminationGracePeriod": core.string(TERMINATION_GRACE_PERIOD_DESCRIPTION, pattern=core.DURATION_PATTERN),
+        **more,
+    }
+    return dict(sorted(fields.items()))
+
+
 def template_labels() -> core.Schema:
     return core.string_map(
         "Map of string keys and values that can be used to organize and categorize objects.",

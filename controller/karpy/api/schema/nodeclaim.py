@@ -7,25 +7,13 @@ from karpy.api.schema import common, core
 
 def spec_schema() -> core.Schema:
     return core.obj(
-        {
-            "expireAfter": core.string(
-                common.EXPIRE_AFTER_DESCRIPTION, pattern=core.DURATION_OR_NEVER_PATTERN, default="720h"
-            ),
-            "nodeClassRef": common.node_class_ref(immutable_group_kind=False),
-            "requirements": common.requirements(nodepool=False),
-            "resources": core.obj(
+        common.claim_spec_fields(
+            nodepool=False,
+            resources=core.obj(
                 {"requests": core.resource_list("Requests describes the minimum required resources for the NodeClaim")},
                 "Resources models the resource requirements for the NodeClaim to launch",
             ),
-            "startupTaints": common.taints(
-                "StartupTaints are taints that are applied to nodes upon startup which are expected to be removed "
-                "automatically within a short period of time."
-            ),
-            "taints": common.taints("Taints will be applied to the NodeClaim's node."),
-            "terminationGracePeriod": core.string(
-                common.TERMINATION_GRACE_PERIOD_DESCRIPTION, pattern=core.DURATION_PATTERN
-            ),
-        },
+        ),
         "NodeClaimSpec describes the desired state of the NodeClaim",
         required=("nodeClassRef", "requirements"),
     )

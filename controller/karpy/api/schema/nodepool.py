@@ -86,21 +86,7 @@ def _disruption() -> core.Schema:
 
 def _template() -> core.Schema:
     spec = core.obj(
-        {
-            "expireAfter": core.string(
-                common.EXPIRE_AFTER_DESCRIPTION, pattern=core.DURATION_OR_NEVER_PATTERN, default="720h"
-            ),
-            "nodeClassRef": common.node_class_ref(immutable_group_kind=True),
-            "requirements": common.requirements(nodepool=True),
-            "startupTaints": common.taints(
-                "StartupTaints are taints that are applied to nodes upon startup which are expected to be removed "
-                "automatically within a short period of time."
-            ),
-            "taints": common.taints("Taints will be applied to the NodeClaim's node."),
-            "terminationGracePeriod": core.string(
-                common.TERMINATION_GRACE_PERIOD_DESCRIPTION, pattern=core.DURATION_PATTERN
-            ),
-        },
+        common.claim_spec_fields(nodepool=True),
         "NodeClaimTemplateSpec describes the desired state of the NodeClaim in the Nodepool",
         required=("nodeClassRef", "requirements"),
     )

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import cache, clients, error_codes, fleet, launchtemplate, nodeclass_status, userdata
 from karpy.cloudprovider.aws import cluster as aws_cluster
@@ -68,7 +69,7 @@ class AuthorizationValidator:
         self,
         *,
         aws: clients.Clients,
-        clock: cache.Clock,
+        clock: karpy_clock.Now,
         cluster_name: str,
         resolver: aws_nodeclass.NodeClassResolver,
         disabled: bool = False,

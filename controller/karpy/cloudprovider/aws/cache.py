@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from typing import Generic, TypeVar
 
+from karpy import clock as karpy_clock
 from karpy.api import labels
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-
-Clock = Callable[[], float]
 
 DEFAULT_TTL = 60.0
 UNAVAILABLE_OFFERINGS_TTL = 180.0
@@ -25,7 +24,7 @@ _POOLS = frozenset({labels.CAPACITY_TYPE_SPOT, labels.CAPACITY_TYPE_ON_DEMAND, l
 class TTLCache(Generic[K, V]):
     """Entries expire `ttl` seconds after they were set; expiry is checked on read and by `expire()`."""
 
-    def __init__(self, ttl: float, *, clock: Clock) -> None:
+    def __init__(self, ttl: float, *, clock: karpy_clock.Now) -> None:
         self._ttl = ttl
         self._clock = clock
         self._entries: dict[K, tuple[float, V]] = {}
@@ -69,7 +68,7 @@ class UnavailableOfferings:
     `seq` changes on every mark so derived caches (instance types with availability) know to rebuild.
     """
 
-    def __init__(self, *, clock: Clock, ttl: float = UNAVAILABLE_OFFERINGS_TTL) -> None:
+    def __init__(self, *, clock: karpy_clock.Now, ttl: float = UNAVAILABLE_OFFERINGS_TTL) -> None:
         self._offerings: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl, clock=clock)
         self._subnets: TTLCache[str, bool] = TTLCache(ttl, clock=clock)
         self._reservations: dict[str, int] = {}

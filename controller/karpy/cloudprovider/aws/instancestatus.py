@@ -19,8 +19,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from karpy import clock as karpy_clock
 from karpy.cloudprovider import interruption
-from karpy.cloudprovider.aws import cache, clients
+from karpy.cloudprovider.aws import clients
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class InstanceStatusPoller:
         self,
         *,
         aws: clients.Clients,
-        clock: cache.Clock,
+        clock: karpy_clock.Now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         interval: float = POLL_INTERVAL,
     ) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider import ec2shapes, types
 from karpy.cloudprovider.aws import cache, clients, pricing, zonalshift
@@ -194,7 +195,7 @@ class InstanceTypeProvider:
         self,
         *,
         aws: clients.Clients,
-        clock: cache.Clock,
+        clock: karpy_clock.Now,
         settings: ShapeSettings,
         prices: pricing.PricingProvider,
         unavailable: cache.UnavailableOfferings,

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import clock as karpy_clock
 from karpy import requirements
 from karpy.api import ec2nodeclass, labels, nodeclaim
 from karpy.cloudprovider import errors, tenancy, types
@@ -123,7 +124,7 @@ class Launcher:
         self,
         *,
         create_fleet: CreateFleet,
-        clock: cache.Clock,
+        clock: karpy_clock.Now,
         resolver: nodeclass.NodeClassResolver,
         launch_templates: templates.LaunchTemplates,
         unavailable: cache.UnavailableOfferings,

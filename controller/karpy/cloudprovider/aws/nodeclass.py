@@ -12,6 +12,7 @@ from typing import Any
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels, meta
 from karpy.cloudprovider.aws import (
     amis,
@@ -55,7 +56,7 @@ class NodeClassResolver:
         self,
         *,
         aws: clients.Clients,
-        clock: cache.Clock,
+        clock: karpy_clock.Now,
         cluster_name: str,
         region: str,
         cluster_endpoint: str = "",

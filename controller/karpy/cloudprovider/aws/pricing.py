@@ -11,6 +11,7 @@ from typing import Any
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import clock as karpy_clock
 from karpy.cloudprovider.aws import cache, clients, error_codes
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class PricingProvider:
         *,
         aws: clients.Clients,
         region: str,
-        clock: cache.Clock,
+        clock: karpy_clock.Now,
         static_price: Callable[[str], float | None],
         isolated_vpc: bool = False,
         refresh_interval: float = cache.PRICING_REFRESH,

@@ -10,6 +10,7 @@ from typing import Any
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import catalog, ec2shapes, errors, overlay, tenancy, types
 from karpy.cloudprovider.aws import (
@@ -67,7 +68,7 @@ class Settings:
 @dataclass(frozen=True, slots=True)
 class Dependencies:
     aws: clients.Clients
-    clock: cache.Clock
+    clock: karpy_clock.Now
     settings: Settings
     nodeclass_lookup: Callable[[str], ec2nodeclass.EC2NodeClass | None]
     """Node class by name, from the controller's state cache (no API call)."""

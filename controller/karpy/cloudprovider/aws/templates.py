@@ -14,6 +14,7 @@ from typing import Final
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import clock as karpy_clock
 from karpy.api import labels
 from karpy.cloudprovider.aws import cache, clients, error_codes, launchtemplate
 
@@ -24,7 +25,9 @@ JANITOR_INTERVAL: Final = 60.0
 
 
 class LaunchTemplates:
-    def __init__(self, *, aws: clients.Clients, clock: cache.Clock, cluster_name: str, ttl: float = cache.DEFAULT_TTL):
+    def __init__(
+        self, *, aws: clients.Clients, clock: karpy_clock.Now, cluster_name: str, ttl: float = cache.DEFAULT_TTL
+    ):
         self._aws = aws
         self._cluster_name = cluster_name
         self._cache: cache.TTLCache[str, str] = cache.TTLCache(ttl, clock=clock)

@@ -17,8 +17,9 @@ from typing import Any
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy import clock as karpy_clock
 from karpy.cloudprovider import errors
-from karpy.cloudprovider.aws import cache, clients
+from karpy.cloudprovider.aws import clients
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def statuses_from(answer: Mapping[str, Any]) -> dict[str, ShiftStatus]:
 class ZonalShifts:
     """The cluster's zonal shifts as last read; `client` None is upstream's no-op provider."""
 
-    def __init__(self, *, client: Any | None, clock: cache.Clock, eks: Any = None, cluster_name: str = "") -> None:
+    def __init__(self, *, client: Any | None, clock: karpy_clock.Now, eks: Any = None, cluster_name: str = "") -> None:
         self._client = client
         self._eks = eks
         self._cluster_name = cluster_name

@@ -21,6 +21,7 @@ import karpy
 from karpy import clock as karpy_clock
 from karpy import rejections
 from karpy.cloudprovider import metered, types
+from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import controller as interruption_controller
 from karpy.kube import resources
@@ -141,7 +142,7 @@ class Metrics:
         """`provider` as `controller` calls it, timed and its errors counted (the cloudprovider series)."""
         return self.cloudprovider.metered(provider, controller, clock=clock)
 
-    def watch_cloud_calls(self, source: cloudprovider.CloudCalls) -> None:
+    def watch_cloud_calls(self, source: cloudprovider_parts.CloudCalls) -> None:
         self.registry.register(cloudprovider.CloudCallCollector(source))
 
     def exposition(self) -> bytes:

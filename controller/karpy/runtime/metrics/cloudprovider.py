@@ -5,15 +5,14 @@ gauges live here too."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Protocol
+from collections.abc import Iterable, Iterator
 
 import prometheus_client
 from prometheus_client import core as prometheus_client_core
 from prometheus_client import registry as prometheus_client_registry
 
 from karpy import clock as karpy_clock
-from karpy.cloudprovider import metered, types
+from karpy.cloudprovider import metered, parts, types
 from karpy.runtime.metrics import naming
 
 
@@ -53,44 +52,11 @@ class CloudProviderSeries:
         )
 
 
-class HistogramSnapshot(Protocol):
-    @property
-    def buckets(self) -> tuple[tuple[float, int], ...]:
-        """(upper bound, cumulative count), +Inf last."""
-        ...
-
-    @property
-    def total(self) -> float: ...
-
-    @property
-    def count(self) -> int: ...
-
-
-class BatchSnapshot(Protocol):
-    @property
-    def sizes(self) -> HistogramSnapshot: ...
-
-    @property
-    def window_seconds(self) -> HistogramSnapshot: ...
-
-
-class CloudCalls(Protocol):
-    """The cloud provider's count of its API calls (karpy.cloudprovider.aws.accounting.ApiCalls)."""
-
-    def calls(self) -> Mapping[tuple[str, str], int]: ...
-    def attempts(self) -> Mapping[tuple[str, str], int]: ...
-    def errors(self) -> Mapping[tuple[str, str, str], int]: ...
-    def batches(self) -> Mapping[str, BatchSnapshot]: ...
-    def launch_failures(self) -> Mapping[tuple[str, str, str, str], int]: ...
-    def termination_failures(self) -> Mapping[tuple[str, str], int]: ...
-    def userdata_bytes(self) -> Mapping[str, int]: ...
-
-
 class CloudCallCollector(prometheus_client.registry.Collector):
     """Counters of every cloud API call and the request batchers' histograms, read from the provider's own count
     at scrape time (the calls happen in worker threads, where the counting is done)."""
 
-    def __init__(self, source: CloudCalls) -> None:
+    def __init__(self, source: parts.CloudCalls) -> None:
         self._source = source
 
     def collect(self) -> Iterator[prometheus_client_core.Metric]:

@@ -64,10 +64,7 @@ def _created(obj: Mapping[str, Any]) -> float | None:
     value = facts.metadata(obj).get("creationTimestamp")
     if isinstance(value, int | float):
         return float(value)
-    try:
-        return decoding.timestamp(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
+    return decoding.timestamp_or_none(value)
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:

@@ -106,13 +106,6 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _time(value: Any) -> float | None:
-    try:
-        return decoding.timestamp(str(value)) if value else None
-    except ValueError:
-        return None
-
-
 def _raw_conditions(obj: Obj) -> dict[str, Mapping[str, Any]]:
     """The object's raw status conditions by type (the first of a type wins, as operatorpkg's `ConditionSet.Get`)."""
     found: dict[str, Mapping[str, Any]] = {}
@@ -126,7 +119,7 @@ def _raw_conditions(obj: Obj) -> dict[str, Mapping[str, Any]]:
 def _condition(raw: Mapping[str, Any]) -> meta.Condition:
     return meta.Condition(
         type=str(raw["type"]), status=str(raw.get("status") or ""), reason=str(raw.get("reason") or ""),
-        last_transition_time=_time(raw.get("lastTransitionTime")),
+        last_transition_time=decoding.timestamp_or_none(raw.get("lastTransitionTime")),
     )  # fmt: skip
 
 
@@ -136,7 +129,7 @@ def conditions(obj: Obj) -> dict[str, meta.Condition]:
 
 
 def deletion_time(obj: Obj) -> float | None:
-    return _time(_mapping(_mapping(obj).get("metadata")).get("deletionTimestamp"))
+    return decoding.timestamp_or_none(_mapping(_mapping(obj).get("metadata")).get("deletionTimestamp"))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -118,10 +118,8 @@ def _round_patterns(
         solution = patterns.solve(req, left, fits, cand.usable, cand.price, seed=solution, prove=False)
         if solution is None:
             return None
-        whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
         before = left.copy()
-        for p in np.argsort(-solution.pattern_nodes, kind="stable"):
-            left = _take(solution.patterns[p], int(whole[p]), left, out)
+        whole, left = _take_whole(solution, left, out)
         share = np.minimum(np.floor(solution.pods + 1e-9).astype(np.int64), left[:, None])
         for t in np.argsort(-solution.nodes, kind="stable"):
             if solution.nodes[t] < 1 - 1e-9:
@@ -164,10 +162,8 @@ def _replan(
         )
         if solution is None:
             return None
-        whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
         before = left.copy()
-        for p in np.argsort(-solution.pattern_nodes, kind="stable"):
-            left = _take(solution.patterns[p], int(whole[p]), left, out)
+        whole, left = _take_whole(solution, left, out)
         if (left == before).all():
             p = int(np.argmax(solution.pattern_nodes - whole))
             trimmed = np.minimum(solution.patterns[p], left)
@@ -225,6 +221,17 @@ def _fill_lp_shares(
         left -= mine
         left += _fill_type(req, mine, cand.usable[t], out)
     return left
+
+
+def _take_whole(
+    solution: patterns.Solution, left: catalog.IntArray, out: list[tuple[catalog.IntArray, int]]
+) -> tuple[catalog.IntArray, catalog.IntArray]:
+    """Append each pattern's whole copies in the LP's solution, most copies first, each trimmed to the pods `left`;
+    return the whole copy counts and the pods still left."""
+    whole = np.floor(solution.pattern_nodes + 1e-9).astype(np.int64)
+    for p in np.argsort(-solution.pattern_nodes, kind="stable"):
+        left = _take(solution.patterns[p], int(whole[p]), left, out)
+    return whole, left
 
 
 def _take(
