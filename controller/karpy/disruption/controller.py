@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from karpy import backoff, events, noop, rejections
 from karpy import clock as karpy_clock
@@ -32,6 +32,7 @@ from karpy.disruption import (
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.scheduling import results, scheduler
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +48,6 @@ UNCONSOLIDATABLE_DEDUPE = 900.0
 """Seconds an Unconsolidatable event about one object is not repeated (upstream DedupeTimeout 15 min)."""
 EVENT_DEDUPE = 120.0
 """Seconds any other disruption event about one object is not repeated (upstream's default dedupe timeout)."""
-
-
-class ClusterView(passes.ClusterView, Protocol):
-    """What a pass reads (`passes.ClusterView`), plus the sync gates and the marks the queue sets."""
-
-    def synced(self) -> bool: ...
-    def launches_resolved(self) -> bool: ...
-    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def mark_for_deletion(self, *names: str) -> None: ...
-    def unmark_for_deletion(self, *names: str) -> None: ...
-    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,10 +97,10 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    """The disruption loop's collaborators: provisioning's roles, but its own ClusterView, Settings and Metrics."""
+    """The disruption loop's collaborators: provisioning's roles, but its own Settings and Metrics."""
 
     client: kube_client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
     recorder: events.Recorder
@@ -172,7 +162,7 @@ class DisruptionController:
     async def reconcile(self) -> consolidation.Command | None:
         """One pass: the command acted on (or, in dry-run, that would have been), else None."""
         deps = self._deps
-        if not deps.cluster.synced() or not deps.cluster.launches_resolved():
+        if not deps.cluster.synced_for_decisions():
             # A replacement still launching holds no capacity yet: simulating now would buy it a second time.
             return None
         if not deps.settings.dry_run:

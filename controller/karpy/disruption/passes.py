@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy import noop
@@ -22,25 +22,9 @@ from karpy.api import donotdisrupt, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, simulation, staticpools
 from karpy.kube import resources
-from karpy.scheduling import pods, scheduler, volumes
+from karpy.scheduling import scheduler
+from karpy.state import cluster as state_cluster
 from karpy.state import facts, statenode
-
-
-class ClusterView(Protocol):
-    """What a pass reads of the cluster state (`karpy.state.cluster.Cluster` satisfies it)."""
-
-    @property
-    def seq(self) -> int:
-        """Moves with every change of the cluster state as of now (the methods' "nothing to do" memo key)."""
-        ...
-
-    def nodepools(self) -> list[nodepool.NodePool]: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-    def pending_pods(self) -> list[pods.Pod]: ...
-    def daemonsets(self) -> list[pods.Pod]: ...
-    def volumes(self) -> volumes.VolumeCatalog: ...
-    def pdbs(self) -> list[dict[str, Any]]: ...
-    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +70,7 @@ class _PodInfos(Mapping[str, candidates.PodInfo]):
 
 
 def context(
-    cluster: ClusterView,
+    cluster: state_cluster.Cluster,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
     clock: karpy_clock.Clock,

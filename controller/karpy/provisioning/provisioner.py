@@ -26,10 +26,10 @@ from karpy.provisioning import (
     podevents,
     podtimes,
     poolevents,
-    ports,
     snapshot,
 )
 from karpy.scheduling import pods, results, scheduler
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class Deps:
     """The provisioner's collaborators: disruption's roles, but its own ClusterView, Settings and Metrics."""
 
     client: client.KubeClient
-    cluster: ports.ClusterView
+    cluster: state_cluster.Cluster
     cloud: types.CloudProvider
     clock: Clock
     recorder: events.Recorder
@@ -334,7 +334,7 @@ class Provisioner:
         return plan, plan.timed_out
 
     async def _wait_synced(self) -> None:
-        while not self._deps.cluster.synced():
+        while not self._deps.cluster.synced_for_decisions():
             log.debug("waiting on cluster sync")
             await self._deps.clock.sleep(SYNC_POLL)
 
@@ -344,7 +344,7 @@ class Provisioner:
         now = deps.clock.now()
         if self._last_scan is not None and now - self._last_scan < PENDING_RESCAN:
             return
-        if not deps.cluster.synced():
+        if not deps.cluster.synced_for_decisions():
             return
         self._last_scan = now
         nodes = deps.cluster.state_nodes()
