@@ -35,17 +35,6 @@ INSTANCE_TERMINATION_POLL: Final = 5.0
 Deps = nodeclaim_controller.Deps
 
 
-@dataclasses.dataclass(slots=True)
-class Counters:
-    """Monotonic counters for the metrics endpoint (the operator exports them)."""
-
-    evictions: int = 0
-    evictions_blocked: int = 0
-    evictions_failed: int = 0
-    pods_deleted: int = 0
-    nodes_terminated: int = 0
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
@@ -108,7 +97,7 @@ class _Retry:
 
 
 class TerminationController:
-    """Reconciles one terminating Node per call. In memory only: eviction backoff (safe to lose) and counters."""
+    """Reconciles one terminating Node per call. In memory only: eviction backoff (safe to lose)."""
 
     def __init__(
         self,
@@ -125,7 +114,6 @@ class TerminationController:
         self._backoff = backoff or drain.Backoff()
         self._metrics = metrics or Metrics()
         self._retries: dict[str, dict[str, _Retry]] = {}
-        self.counters = Counters()
 
     async def reconcile(self, node_name: str) -> float | None:
         try:
@@ -244,7 +232,6 @@ class TerminationController:
             await self._deps.client.delete(
                 resources.PODS, pod.name, namespace=pod.namespace, grace_period_seconds=grace
             )
-            self.counters.pods_deleted += 1
             self._metrics.pod_drained(reason)
             self._deps.recorder.record(
                 _pod_ref(pod),
@@ -265,17 +252,13 @@ class TerminationController:
             if outcome in (kube_client.EvictionOutcome.EVICTED, kube_client.EvictionOutcome.NOT_FOUND):
                 retries.pop(pod.key, None)
                 if outcome is kube_client.EvictionOutcome.EVICTED:
-                    self.counters.evictions += 1
                     self._metrics.pod_drained(reason)
                     self._deps.recorder.record(_pod_ref(pod), "Normal", "Evicted", "Evicted pod")
                     log.info("evicted pod", extra={"pod": pod.key})
                 continue
             retry.failures += 1
             retry.not_before = now + self._backoff.delay(retry.failures)
-            if outcome is kube_client.EvictionOutcome.BLOCKED:
-                self.counters.evictions_blocked += 1
-            else:
-                self.counters.evictions_failed += 1
+            if outcome is not kube_client.EvictionOutcome.BLOCKED:
                 self._deps.recorder.record(
                     _pod_ref(pod), "Warning", "FailedEviction", "Eviction failed (the pod may match several PDBs)"
                 )
@@ -315,7 +298,6 @@ class TerminationController:
             patch["metadata"]["resourceVersion"] = md["resourceVersion"]
         await self._deps.client.patch(resources.NODES, node_name, patch)
         self._retries.pop(node_name, None)
-        self.counters.nodes_terminated += 1
         node_labels = md.get("labels") or {}
         pool = str(node_labels.get(labels.LABEL_NODEPOOL) or "")
         self._metrics.node_terminated(pool, str(node_labels.get(labels.LABEL_ZONE) or ""))
