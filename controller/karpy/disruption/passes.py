@@ -45,7 +45,7 @@ class _PodInfos(Mapping[str, candidates.PodInfo]):
         raw: Mapping[str, Mapping[str, Any]],
         *,
         now: float,
-        notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None] = noop.ignore,
+        notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None],
     ) -> None:
         self._raw = raw
         self._now = now
@@ -77,12 +77,9 @@ def context(
     queued: frozenset[str] = frozenset(),
     options: Options = Options(),
     solver: simulation.Solver = scheduler.solve,
-    note: Callable[[methods.Note], None] = noop.ignore,
+    observer: methods.Observer = methods.SILENT,
     seq: int | None = None,
     existing: Sequence[scheduler.ExistingNode] = (),
-    timed_out: Callable[[str], None] = noop.ignore,
-    scored: Callable[[consolidation.Scored], None] = noop.ignore,
-    pod_notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None] = noop.ignore,
 ) -> methods.Context:
     """The methods' view of `cluster` now; `queued` names the NodeClaims already being disrupted, `seq` replaces
     the cluster's as the methods' memo key (a pass that could not see every pool must not be remembered). A node
@@ -97,7 +94,9 @@ def context(
         candidates.new_candidate,
         pools={p.name: p for p in pools},
         instance_types={pool: {t.name: t for t in found} for pool, found in instance_types.items()},
-        pod_infos=_PodInfos({facts.key(o): o for o in cluster.objects(resources.PODS)}, now=now, notice=pod_notice),
+        pod_infos=_PodInfos(
+            {facts.key(o): o for o in cluster.objects(resources.PODS)}, now=now, notice=observer.pod_notice
+        ),
         pdbs=pdbs,
         now=now,
         queued=queued,
@@ -142,7 +141,7 @@ def context(
             functools.partial(simulation.simulate, snap, solver=solver, options=options.scheduling)
         ),
         spot_to_spot=options.spot_to_spot,
-        note=note,
+        observer=observer,
         rejected=tuple(rejected),
         blocked={r: tuple(budgets.blocked_pools(pools, state_nodes, r, now=now)) for r in reasons},
         failed=tuple(failed),
@@ -151,8 +150,6 @@ def context(
             for p in pools
             if p.replicas is not None
         },
-        timed_out=timed_out,
-        scored=scored,
     )
 
 
