@@ -13,10 +13,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from karpy import backoff, events, noop, rejections
+from karpy import backoff, events, rejections
 from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
-from karpy.api import nodeclaim, nodepool
+from karpy.api import nodepool
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.disruption import (
@@ -28,6 +28,7 @@ from karpy.disruption import (
     publisher,
     validation,
 )
+from karpy.disruption import metrics as disruption_metrics
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.scheduling import results, scheduler
@@ -60,37 +61,6 @@ class Settings:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Metrics:
-    """Hooks the operator binds to Prometheus; no-ops by default."""
-
-    decision: Callable[[str, str, str], None] = noop.ignore
-    """(method, reason, decision "delete"|"replace") for every command acted on (or logged in dry-run)."""
-    eligible_nodes: Callable[[str, int], None] = noop.ignore
-    """(disruption reason, candidates the method considers) for every method a pass tried (gauge)."""
-    replacement_created: Callable[[str, str, bool], None] = noop.ignore
-    """(nodepool, disruption reason, minValues relaxed) for every replacement NodeClaim the queue creates."""
-    disrupted: nodeclaim.DisruptedHook = noop.ignore
-    """(disruption reason, nodepool, capacity type, consolidation policy, termination mode, reschedulable pods) for
-    every candidate NodeClaim the queue deletes."""
-    pool_decision: Callable[[str, str, str, str], None] = noop.ignore
-    """(nodepool, method, reason, decision) once per NodePool of every command acted on (core: disruption/queue.go
-    `NodepoolDecisionsPerformed`)."""
-    evaluated: Callable[[str, str, float], None] = noop.ignore
-    """(method, reason, seconds) for every method a pass tried (core: disruption/controller.go `disrupt`)."""
-    timed_out: Callable[[str], None] = noop.ignore
-    """(method) when a consolidation method gives up at its timeout."""
-    failed_validation: Callable[[str, int], None] = noop.ignore
-    """(method, candidates) when a command fails its re-check (core: disruption/validation.go)."""
-    queue_failed: Callable[[str, str, str, int], None] = noop.ignore
-    """(method, reason, decision, replacements not initialized) when the queue abandons a command."""
-    consolidation_move: Callable[[str, str, str], None] = noop.ignore
-    """(decision approved|rejected, nodepool, consolidation policy) per pool of a scored move (core:
-    disruption/balanced.go `ConsolidationMovesTotal`)."""
-    consolidation_score: Callable[[float, str, str, str], None] = noop.ignore
-    """(score, decision, nodepool, policy) per Balanced pool of a scored move (`ConsolidationScoreHistogram`)."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
     """The disruption loop's collaborators: provisioning's roles, but its own Settings and Metrics."""
 
@@ -100,7 +70,7 @@ class Deps:
     clock: karpy_clock.Clock
     recorder: events.Recorder
     settings: Settings = dataclasses.field(default_factory=Settings)
-    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    metrics: disruption_metrics.Metrics = dataclasses.field(default_factory=disruption_metrics.Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
     """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
@@ -132,9 +102,7 @@ class DisruptionController:
             cluster=deps.cluster,
             clock=deps.clock,
             recorder=deps.recorder,
-            replacement_created=deps.metrics.replacement_created,
-            disrupted=deps.metrics.disrupted,
-            failed=deps.metrics.queue_failed,
+            metrics=deps.metrics,
         )
 
     async def run(self) -> None:

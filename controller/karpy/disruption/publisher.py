@@ -6,14 +6,12 @@ moves the Balanced policy scored. One `Publisher` per loop: the methods' `Observ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from karpy import events
 from karpy.api import donotdisrupt, nodeclaim, nodepool
 from karpy.disruption import blockers, candidates, consolidation, consolidationevents, methods
-
-if TYPE_CHECKING:
-    from karpy.disruption import controller
+from karpy.disruption import metrics as disruption_metrics
 
 UNCONSOLIDATABLE_DEDUPE: Final = 900.0
 """Seconds an Unconsolidatable event about one object is not repeated (upstream DedupeTimeout 15 min)."""
@@ -22,7 +20,7 @@ EVENT_DEDUPE: Final = 120.0
 
 
 class Publisher(methods.Observer):
-    def __init__(self, recorder: events.Recorder, metrics: controller.Metrics) -> None:
+    def __init__(self, recorder: events.Recorder, metrics: disruption_metrics.Metrics) -> None:
         self._recorder = recorder
         self._metrics = metrics
 
