@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy import events
@@ -26,6 +26,7 @@ from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions
 from karpy.provisioning import nodeclaim_builder
+from karpy.state import cluster as state_cluster
 from karpy.state import facts, statenode
 
 log = logging.getLogger(__name__)
@@ -46,13 +47,6 @@ def launching_message(reason: nodepool.DisruptionReason | None) -> str:
 
 def retry_window(commands: int) -> float:
     return min(MAX_RETRY_WINDOW, max(MIN_RETRY_WINDOW, RETRY_PER_COMMAND * commands))
-
-
-class ClusterMarks(Protocol):
-    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def mark_for_deletion(self, *names: str) -> None: ...
-    def unmark_for_deletion(self, *names: str) -> None: ...
-    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None: ...
 
 
 def _raw_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -112,7 +106,7 @@ class Queue:
         self,
         *,
         client: kube_client.KubeClient,
-        cluster: ClusterMarks,
+        cluster: state_cluster.Cluster,
         clock: karpy_clock.Clock,
         recorder: events.Recorder,
         metrics: disruption_metrics.Metrics = SILENT,

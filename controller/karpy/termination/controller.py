@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from karpy import noop, rejections
 from karpy.api import labels, nodeclaim
@@ -23,6 +23,7 @@ from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions, lifecycle
 from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.state import cluster as state_cluster
 from karpy.termination import drain
 
 log = logging.getLogger(__name__)
@@ -73,14 +74,6 @@ def drain_reason(claim: nodeclaim.NodeClaim | None) -> str:
     return found.reason if found is not None and found.is_true else FORCEFUL
 
 
-class ClaimIndex(Protocol):
-    """The part of `karpy.state.cluster.Cluster` that finds a Node's NodeClaim without listing every claim."""
-
-    def nodeclaims_for_provider_id(self, provider_id: str) -> list[nodeclaim.NodeClaim]: ...
-
-    def unreadable(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
-
-
 class _Unreadable:
     """The Node's NodeClaim exists but does not parse."""
 
@@ -105,7 +98,7 @@ class TerminationController:
         *,
         backoff: drain.Backoff | None = None,
         metrics: Metrics | None = None,
-        claims: ClaimIndex | None = None,
+        claims: state_cluster.Cluster | None = None,
     ) -> None:
         """`claims`: the state cache's providerID index; without it a Node with no owner reference costs a LIST of
         every NodeClaim."""
