@@ -8,7 +8,7 @@ import gc
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -29,20 +29,26 @@ from karpy.scheduling import pods, results, scheduler
 from karpy.state import cluster as state_cluster
 
 
-@dataclass
-class Counters:
-    created: list[tuple[str, bool]] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    durations: list[float] = field(default_factory=list)
-    unschedulable: list[int] = field(default_factory=list)
+class Counters(provisioner.Metrics):
+    """The provisioner's counts, kept."""
 
-    def metrics(self) -> provisioner.Metrics:
-        return provisioner.Metrics(
-            scheduling_duration=self.durations.append,
-            nodeclaim_created=lambda pool, relaxed: self.created.append((pool, relaxed)),
-            nodeclaim_create_failed=lambda pool, reason: self.failed.append((pool, reason)),
-            pods_unschedulable=self.unschedulable.append,
-        )
+    def __init__(self) -> None:
+        self.created: list[tuple[str, bool]] = []
+        self.failed: list[tuple[str, str]] = []
+        self.durations: list[float] = []
+        self.unschedulable: list[int] = []
+
+    def scheduling_duration(self, seconds: float) -> None:
+        self.durations.append(seconds)
+
+    def nodeclaim_created(self, pool: str, min_values_relaxed: bool) -> None:
+        self.created.append((pool, min_values_relaxed))
+
+    def nodeclaim_create_failed(self, pool: str, reason: str) -> None:
+        self.failed.append((pool, reason))
+
+    def pods_unschedulable(self, count: int) -> None:
+        self.unschedulable.append(count)
 
 
 @dataclass
@@ -77,7 +83,7 @@ def _env(
         cloud=cloud or fake_provider.FakeCloudProvider(fake_catalog(8)),
         clock=clock,
         recorder=recorder,
-        metrics=counters.metrics(),
+        metrics=counters,
         **deps,  # type: ignore[arg-type]
     )
     return Env(cluster, client, recorder, clock, counters, provisioner.Provisioner(d))

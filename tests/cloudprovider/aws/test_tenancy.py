@@ -111,12 +111,6 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
             cloud=aws_provider,
             clock=ManualClock(0.0),
             recorder=events.MemoryRecorder(),
-            metrics=provisioner.Metrics(
-                scheduling_duration=lambda _: None,
-                nodeclaim_created=lambda *_: None,
-                nodeclaim_create_failed=lambda _pool, _reason: None,
-                pods_unschedulable=lambda _: None,
-            ),
         )
     )
     await prov.provision()
