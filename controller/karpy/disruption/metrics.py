@@ -6,8 +6,16 @@ nothing, for tests, benchmarks and offline tools.
 
 from __future__ import annotations
 
+from karpy import noop
+from karpy.api import nodeclaim
+
 
 class Metrics:
+    def __init__(self, *, disrupted: nodeclaim.DisruptedHook = noop.ignore) -> None:
+        self.disrupted = disrupted
+        """The queue deleted a candidate NodeClaim: the NodeClaim lifecycle's own counter, which expiration, repair
+        and interruption count on too (`nodeclaim.DisruptedHook`)."""
+
     def decision(self, method: str, reason: str, decision: str) -> None:
         """A command acted on (or logged in dry-run); `decision` is "delete" or "replace"."""
 
@@ -28,19 +36,6 @@ class Metrics:
 
     def replacement_created(self, pool: str, reason: str, min_values_relaxed: bool) -> None:
         """The queue created a replacement NodeClaim."""
-
-    def disrupted(
-        self,
-        reason: str,
-        nodepool: str,
-        capacity_type: str,
-        /,
-        *,
-        consolidation_policy: str = "",
-        termination_mode: str = "",
-        pods: int = 0,
-    ) -> None:
-        """The queue deleted a candidate NodeClaim (`nodeclaim.DisruptedHook`'s labels)."""
 
     def queue_failed(self, method: str, reason: str, decision: str, not_ready: int) -> None:
         """The queue abandoned a command whose `not_ready` replacements did not initialize."""

@@ -101,6 +101,7 @@ class _Hooks(disruption_metrics.Metrics):
     """`disruption_metrics.Metrics` on the series: lowercased reasons, the consolidation type of the method."""
 
     def __init__(self, series: DisruptionSeries, claims: lifecycle.LifecycleSeries) -> None:
+        super().__init__(disrupted=claims.nodeclaim_disrupted)
         self._series = series
         self._claims = claims
 
@@ -126,26 +127,6 @@ class _Hooks(disruption_metrics.Metrics):
 
     def replacement_created(self, pool: str, reason: str, min_values_relaxed: bool) -> None:
         self._claims.replacement_created(pool, reason, min_values_relaxed)
-
-    def disrupted(
-        self,
-        reason: str,
-        nodepool: str,
-        capacity_type: str,
-        /,
-        *,
-        consolidation_policy: str = "",
-        termination_mode: str = "",
-        pods: int = 0,
-    ) -> None:
-        self._claims.nodeclaim_disrupted(
-            reason,
-            nodepool,
-            capacity_type,
-            consolidation_policy=consolidation_policy,
-            termination_mode=termination_mode,
-            pods=pods,
-        )
 
     def queue_failed(self, method: str, reason: str, decision: str, not_ready: int) -> None:
         # upstream fills consolidation_type with the decision here (disruption/queue.go); karpy puts the
