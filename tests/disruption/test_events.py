@@ -7,7 +7,7 @@ from tests.disruption import world as disruption_world
 
 from karpy.api import labels
 from karpy.disruption import blockers, orchestration
-from karpy.disruption import controller as disruption_controller
+from karpy.disruption import publisher as disruption_publisher
 from karpy.kube import resources
 
 BLOCKED, UNCONSOLIDATABLE = blockers.DISRUPTION_BLOCKED, blockers.UNCONSOLIDATABLE
@@ -57,11 +57,11 @@ async def test_events_are_not_repeated_within_upstreams_dedupe_windows() -> None
     await w.reconcile(ctrl)  # 16 s later: inside both windows
     assert {k: len(v) for k, v in _about(w, UNCONSOLIDATABLE).items()} == {("Node", "s"): 1, ("NodeClaim", "s"): 1}
     assert len(_about(w, BLOCKED)[("Node", "pinned")]) == 1
-    await w.clock.run_for(disruption_controller.EVENT_DEDUPE)
+    await w.clock.run_for(disruption_publisher.EVENT_DEDUPE)
     await w.reconcile(ctrl)  # DisruptionBlocked again, Unconsolidatable not yet (15 min)
     assert len(_about(w, BLOCKED)[("Node", "pinned")]) == 2
     assert len(_about(w, UNCONSOLIDATABLE)[("Node", "s")]) == 1
-    await w.clock.run_for(disruption_controller.UNCONSOLIDATABLE_DEDUPE)
+    await w.clock.run_for(disruption_publisher.UNCONSOLIDATABLE_DEDUPE)
     await w.reconcile(ctrl)
     assert len(_about(w, UNCONSOLIDATABLE)[("NodeClaim", "s")]) == 2
 

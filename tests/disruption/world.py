@@ -16,6 +16,7 @@ from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator, provider
 from karpy.disruption import candidates, consolidation, simulation
 from karpy.disruption import controller as disruption_controller
+from karpy.disruption import metrics as disruption_metrics
 from karpy.kube import client, fake, resources
 from karpy.scheduling import scheduler
 from karpy.state import cluster as state_cluster
@@ -299,7 +300,7 @@ class World:
         self,
         *,
         solver: simulation.Solver = scheduler.solve,
-        metrics: disruption_controller.Metrics | None = None,
+        metrics: disruption_metrics.Metrics | None = None,
         **settings: Any,
     ) -> disruption_controller.DisruptionController:
         deps = disruption_controller.Deps(
@@ -309,7 +310,7 @@ class World:
             clock=self.clock,
             recorder=self.recorder,
             settings=disruption_controller.Settings(**settings),
-            metrics=metrics or disruption_controller.Metrics(),
+            metrics=metrics or disruption_metrics.Metrics(),
             solver=solver,
         )
         return disruption_controller.DisruptionController(deps)

@@ -24,7 +24,6 @@ from karpy.kube import fake, resources
 from karpy.provisioning import provisioner
 from karpy.scheduling import pods as scheduling_pods
 from karpy.state import facts
-from karpy.wiring import views
 
 ODD = st.sampled_from(
     [None, 5, -1, 2**63, 1.5, True, "", "x", "1e999999999", "-1", [], [None], [5], {}, {"a": None}, "Sideways"]
@@ -143,7 +142,7 @@ async def _run(changes: list[tuple[resources.Resource, str, tuple[Any, ...], str
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=kube,
-            cluster=views.ProvisioningView(w.cluster),
+            cluster=w.cluster,
             cloud=w.cloud,
             clock=w.clock,
             recorder=events.MemoryRecorder(),

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from tests import builders, tasks
+from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy import events
-from karpy.api import labels, nodeclaim, nodepool
+from karpy.api import labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider import interruption
 from karpy.interruption import controller, handler
 from karpy.kube import client, fake, resources
+from karpy.state import cluster as state_cluster
 
 K = interruption.Kind
 
@@ -70,22 +71,6 @@ class Marker:
 
 
 @dataclass
-class Cluster:
-    claims: list[nodeclaim.NodeClaim] = field(default_factory=list)
-    pools: list[nodepool.NodePool] = field(default_factory=list)
-    is_synced: bool = True
-
-    def synced(self) -> bool:
-        return self.is_synced
-
-    def nodeclaims(self) -> list[nodeclaim.NodeClaim]:
-        return list(self.claims)
-
-    def nodepools(self) -> list[nodepool.NodePool]:
-        return list(self.pools)
-
-
-@dataclass
 class Counts:
     calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
 
@@ -109,12 +94,18 @@ class Counts:
 C5_SPOT = {labels.LABEL_INSTANCE_TYPE: "c5.xlarge", labels.LABEL_ZONE: "us-east-1b", labels.LABEL_CAPACITY_TYPE: "spot"}
 
 
-def running_claim(name: str, instance: str, *, node: str = "", pool: str = "default") -> nodeclaim.NodeClaim:
-    """A spot NodeClaim of `pool` on EC2 instance `instance`, registered as `node` if given."""
+def running_claim(name: str, instance: str, *, node: str = "", pool: str = "default", **fields: Any) -> dict[str, Any]:
+    """A spot NodeClaim of `pool` on EC2 instance `instance`, registered as `node` if given (`fields`: as
+    `builders.nodeclaim`'s)."""
     provider_id = f"aws:///us-east-1b/{instance}"
-    return builders.parsed_nodeclaim(
-        name, pool=pool, uid=f"uid-{name}", labels=C5_SPOT, provider_id=provider_id, node_name=node
-    )
+    fields.setdefault("uid", f"uid-{name}")
+    return builders.nodeclaim(name, pool=pool, labels=C5_SPOT, provider_id=provider_id, node_name=node, **fields)
+
+
+def _seen(state: state_cluster.Cluster, res: resources.Resource, *objs: dict[str, Any]) -> None:
+    """What the informer of `res` delivers to the state cache."""
+    for obj in objs:
+        state.apply(res, client.WatchEvent(client.ADDED, obj))
 
 
 @dataclass
@@ -125,11 +116,11 @@ class Env:
     recorder: events.MemoryRecorder
     marker: Marker
     counts: Counts
-    cluster: Cluster
+    cluster: state_cluster.Cluster
     ctl: controller.InterruptionController
 
 
-async def _env(*claims: nodeclaim.NodeClaim, pools: list[nodepool.NodePool] | None = None) -> Env:
+async def _env(*claims: dict[str, Any], pools: list[dict[str, Any]] | None = None, synced: bool = True) -> Env:
     clock = ManualClock(0.0)
     queue, kube, recorder, marker, counts = (
         Queue(clock),
@@ -139,8 +130,13 @@ async def _env(*claims: nodeclaim.NodeClaim, pools: list[nodepool.NodePool] | No
         Counts(),
     )
     for c in claims:
-        await kube.create(resources.NODECLAIMS, {"metadata": {"name": c.name}, "spec": {}})
-    cluster = Cluster(list(claims), pools or [builders.parsed_nodepool("default", requirements=[])])
+        await kube.create(resources.NODECLAIMS, {"metadata": {"name": c["metadata"]["name"]}, "spec": {}})
+    cluster = state_cluster.Cluster(clock=clock, expected=(resources.NODECLAIMS, resources.NODEPOOLS))
+    cluster.mark_listed(resources.NODEPOOLS)
+    if synced:
+        cluster.mark_listed(resources.NODECLAIMS)
+    _seen(cluster, resources.NODEPOOLS, *(pools or [builders.nodepool("default", requirements=[])]))
+    _seen(cluster, resources.NODECLAIMS, *claims)
     deps = controller.Deps(
         client=kube,
         cluster=cluster,
@@ -218,13 +214,13 @@ async def test_a_claim_already_gone_is_neither_logged_nor_counted(caplog: pytest
 
 
 async def test_rebalance_is_an_event_unless_the_pool_opts_in() -> None:
-    replace = builders.parsed_nodepool(
+    replace = builders.nodepool(
         "replace", annotations={labels.ANNOTATION_REPLACE_ON_REBALANCE: "true"}, requirements=[]
     )
     env = await _env(
         running_claim("a", "i-a", node="ip-1"),
         running_claim("r", "i-r", node="ip-2", pool="replace"),
-        pools=[builders.parsed_nodepool("default", requirements=[]), replace],
+        pools=[builders.nodepool("default", requirements=[]), replace],
     )
     env.queue.put(K.REBALANCE_RECOMMENDATION, "i-a")
     env.queue.put(K.REBALANCE_RECOMMENDATION, "i-r")
@@ -359,7 +355,7 @@ async def test_at_most_ten_messages_in_flight() -> None:
     env = await _env(*claims)
     slow = SlowClient(env.clock)
     for c in claims:
-        await slow.create(resources.NODECLAIMS, {"metadata": {"name": c.name}, "spec": {}})
+        await slow.create(resources.NODECLAIMS, {"metadata": {"name": c["metadata"]["name"]}, "spec": {}})
     ctl = controller.InterruptionController(
         controller.Deps(client=slow, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder)
     )
@@ -383,15 +379,14 @@ def _all_at_once(items: list[interruption.Received | interruption.Unreadable]) -
 
 
 async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
-    env = await _env(running_claim("a", "i-a"))
-    env.cluster.is_synced = False
+    env = await _env(running_claim("a", "i-a"), synced=False)
     env.queue.fail_receives = 1
     env.queue.put(K.SPOT_INTERRUPTION, "i-a")
     async with tasks.running(env.ctl.run):
         await env.clock.run_for(3.0)
         assert _names(env.kube) == {"a"}  # not synced: not polled yet
         assert env.queue.fail_receives == 1  # no receive at all: an empty cache would know no instance
-        env.cluster.is_synced = True
+        env.cluster.mark_listed(resources.NODECLAIMS)
         await env.clock.run_for(1.0)  # synced: the first receive fails, the loop backs off
         assert _names(env.kube) == {"a"}
         await env.clock.run_for(controller.ERROR_BACKOFF)
@@ -400,12 +395,8 @@ async def test_run_waits_for_sync_and_survives_queue_errors() -> None:
 
 
 async def test_a_failed_status_check_sets_the_termination_time_to_now_then_deletes() -> None:
-    already = running_claim("b", "i-b")
-    already = dataclasses.replace(
-        already,
-        metadata=dataclasses.replace(
-            already.metadata, annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "2030-01-01T00:00:00Z"}
-        ),
+    already = running_claim(
+        "b", "i-b", annotations={labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: "2030-01-01T00:00:00Z"}
     )
     env = await _env(running_claim("a", "i-a", node="ip-1"), already)
     env.clock.advance(90.0)
@@ -438,10 +429,7 @@ async def test_a_failed_status_check_sets_the_termination_time_to_now_then_delet
 
 async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_uid() -> None:
     env = await _env(running_claim("a", "i-a", node="ip-1"))
-    anonymous = dataclasses.replace(
-        running_claim("b", "i-b"), metadata=dataclasses.replace(running_claim("b", "i-b").metadata, uid="")
-    )
-    env.cluster.claims.append(anonymous)
+    _seen(env.cluster, resources.NODECLAIMS, running_claim("b", "i-b", uid=""))
     recorder = events.MemoryRecorder()
     ctl = controller.InterruptionController(
         controller.Deps(client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=recorder)
@@ -504,8 +492,8 @@ async def test_a_message_redelivered_after_its_failed_delete_is_acted_on_once() 
     assert deleting is not None
     assert deleting["metadata"].get("deletionTimestamp")
     # The state cache sees it deleting, as its informer would.
-    seen_deleting = dataclasses.replace(claim.metadata, deletion_timestamp=env.clock.now())
-    env.cluster.claims = [dataclasses.replace(claim, metadata=seen_deleting)]
+    seen_deleting = running_claim("a", "i-a", node="n-a", deleted=nodeclaim_builders.ts(env.clock.now()))
+    env.cluster.apply(resources.NODECLAIMS, client.WatchEvent(client.MODIFIED, seen_deleting))
 
     env.queue.put(K.SPOT_INTERRUPTION, "i-a", receive_count=2)  # still deleting: its finalizer holds it
     (again,) = await env.ctl.poll()
@@ -515,7 +503,7 @@ async def test_a_message_redelivered_after_its_failed_delete_is_acted_on_once() 
 
     await env.kube.patch(resources.NODECLAIMS, "a", {"metadata": {"finalizers": []}})
     assert env.kube.obj(resources.NODECLAIMS, "a") is None
-    env.cluster.claims = []
+    env.cluster.apply(resources.NODECLAIMS, client.WatchEvent(client.DELETED, seen_deleting))
     env.queue.put(K.SPOT_INTERRUPTION, "i-a", receive_count=3)  # gone
     (last,) = await env.ctl.poll()
     assert last.deleted_from_queue

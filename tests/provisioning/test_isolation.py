@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.provisioning.builders import Cluster
+from tests.provisioning import builders as provisioning_builders
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import events, rejections
@@ -28,14 +28,16 @@ def _solver_failing_on(label: str) -> Any:
 
 
 async def test_the_pods_the_solver_fails_on_are_set_aside_and_the_others_provisioned() -> None:
-    good = [builders.parsed_pod(f"web-{i}", labels={"app": "web"}, memory="1Gi") for i in range(3)]
-    bad = [builders.parsed_pod(f"odd-{i}", cpu="2", labels={"app": "odd"}, memory="1Gi") for i in range(2)]
+    good = [builders.pod(f"web-{i}", labels={"app": "web"}, memory="1Gi") for i in range(3)]
+    bad = [builders.pod(f"odd-{i}", cpu="2", labels={"app": "odd"}, memory="1Gi") for i in range(2)]
     sink = rejections.MemorySink()
     recorder = events.MemoryRecorder()
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=kube_fake.FakeKubeClient(ManualClock(0.0)),
-            cluster=Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=[*bad, *good]),
+            cluster=provisioning_builders.state(
+                ManualClock(0.0), pools=[builders.nodepool("default", requirements=[])], pending=[*bad, *good]
+            ),
             cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=ManualClock(0.0),
             recorder=recorder,
@@ -44,10 +46,10 @@ async def test_the_pods_the_solver_fails_on_are_set_aside_and_the_others_provisi
         )
     )
     outcome = await prov.provision()
-    assert sorted(p for c in outcome.created for p in c.pods) == [p.key for p in good]
-    assert set(outcome.failed) == {p.key for p in bad}
+    assert sorted(p for c in outcome.created for p in c.pods) == [f"default/web-{i}" for i in range(3)]
+    assert set(outcome.failed) == {"default/odd-0", "default/odd-1"}
     assert all(why.startswith(isolation.FAILED) and "OverflowError" in why for why in outcome.failed.values())
-    assert sorted(r.key for r in sink.reports) == [p.key for p in bad]
+    assert sorted(r.key for r in sink.reports) == ["default/odd-0", "default/odd-1"]
     assert {r.reason for r in sink.reports} == {rejections.Reason.HANDLING_FAILED}
     assert recorder.reasons("odd-0") == ["FailedScheduling"]
 

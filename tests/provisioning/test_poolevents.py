@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.provisioning.builders import Cluster
+from tests.provisioning import builders as provisioning_builders
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
@@ -47,13 +47,12 @@ async def test_the_provisioner_warns_on_the_pool_once_a_minute() -> None:
     manual = ManualClock(0.0)
     recorder = events.MemoryRecorder(manual)
     pools = [
-        builders.parsed_nodepool(
-            "nowhere", uid="u-nowhere", requirements=[_req("topology.kubernetes.io/zone", "In", "mars")]
-        ),
-        builders.parsed_nodepool("fine", requirements=[]),
+        builders.nodepool("nowhere", uid="u-nowhere", requirements=[_req("topology.kubernetes.io/zone", "In", "mars")]),
+        builders.nodepool("fine", requirements=[]),
     ]
+    state = provisioning_builders.state(manual, pools=pools, pending=[builders.pod("a")])
     deps = provisioner.Deps(
-        client=kube_fake.FakeKubeClient(manual), cluster=Cluster(pools=pools, pending=[builders.parsed_pod("a")]),
+        client=kube_fake.FakeKubeClient(manual), cluster=state,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(4)), clock=manual, recorder=recorder,
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)

@@ -8,16 +8,16 @@ import gc
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from tests import builders, polling, tasks
-from tests.provisioning.builders import Cluster, StateNode
+from tests.provisioning import builders as provisioning_builders
 from tests.scheduling.conftest import fake_catalog
 
 from karpy import events
-from karpy.api import labels, meta, nodepool, quantity
+from karpy.api import labels, nodepool, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -25,28 +25,35 @@ from karpy.kube import client as kube_client
 from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.provisioning import provisioner, snapshot
-from karpy.scheduling import results, scheduler
+from karpy.scheduling import pods, results, scheduler
+from karpy.state import cluster as state_cluster
 
 
-@dataclass
-class Counters:
-    created: list[tuple[str, bool]] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    durations: list[float] = field(default_factory=list)
-    unschedulable: list[int] = field(default_factory=list)
+class Counters(provisioner.Metrics):
+    """The provisioner's counts, kept."""
 
-    def metrics(self) -> provisioner.Metrics:
-        return provisioner.Metrics(
-            scheduling_duration=self.durations.append,
-            nodeclaim_created=lambda pool, relaxed: self.created.append((pool, relaxed)),
-            nodeclaim_create_failed=lambda pool, reason: self.failed.append((pool, reason)),
-            pods_unschedulable=self.unschedulable.append,
-        )
+    def __init__(self) -> None:
+        self.created: list[tuple[str, bool]] = []
+        self.failed: list[tuple[str, str]] = []
+        self.durations: list[float] = []
+        self.unschedulable: list[int] = []
+
+    def scheduling_duration(self, seconds: float) -> None:
+        self.durations.append(seconds)
+
+    def nodeclaim_created(self, pool: str, min_values_relaxed: bool) -> None:
+        self.created.append((pool, min_values_relaxed))
+
+    def nodeclaim_create_failed(self, pool: str, reason: str) -> None:
+        self.failed.append((pool, reason))
+
+    def pods_unschedulable(self, count: int) -> None:
+        self.unschedulable.append(count)
 
 
 @dataclass
 class Env:
-    cluster: Cluster
+    cluster: state_cluster.Cluster
     client: kube_fake.FakeKubeClient
     recorder: events.MemoryRecorder
     clock: ManualClock
@@ -54,8 +61,21 @@ class Env:
     prov: provisioner.Provisioner
 
 
-def _env(cluster: Cluster, *, cloud: types.CloudProvider | None = None, **deps: object) -> Env:
+def _env(
+    *,
+    cloud: types.CloudProvider | None = None,
+    pools: Sequence[dict[str, Any]] = (),
+    pending: Sequence[dict[str, Any]] = (),
+    nodes: Sequence[dict[str, Any]] = (),
+    claims: Sequence[dict[str, Any]] = (),
+    pods: Sequence[dict[str, Any]] = (),
+    synced: bool = True,
+    **deps: object,
+) -> Env:
     clock = ManualClock(0.0)
+    cluster = provisioning_builders.state(
+        clock, pools=pools, pending=pending, nodes=nodes, claims=claims, pods=pods, synced=synced
+    )
     client, recorder, counters = kube_fake.FakeKubeClient(clock), events.MemoryRecorder(clock), Counters()
     d = provisioner.Deps(
         client=client,
@@ -63,10 +83,26 @@ def _env(cluster: Cluster, *, cloud: types.CloudProvider | None = None, **deps: 
         cloud=cloud or fake_provider.FakeCloudProvider(fake_catalog(8)),
         clock=clock,
         recorder=recorder,
-        metrics=counters.metrics(),
+        metrics=counters,
         **deps,  # type: ignore[arg-type]
     )
     return Env(cluster, client, recorder, clock, counters, provisioner.Provisioner(d))
+
+
+DEFAULT_POOL = builders.nodepool("default", requirements=[])
+NODE_A = builders.node(
+    "node-a",
+    labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_ARCH: "amd64", labels.LABEL_OS: "linux"},
+    cpu="4",
+    memory="8Gi",
+    pods="10000",
+)
+DAEMONSET_OWNER = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "uid-ds", "controller": True}
+
+
+def _full_claim(name: str, *, cpu: str = "1") -> dict[str, Any]:
+    """A launched NodeClaim of pool default that counts `cpu` against its limits and has room for no pod."""
+    return builders.nodeclaim(name, provider_id=f"fake:///{name}", capacity={"cpu": cpu, "memory": "1Gi", "pods": "0"})
 
 
 def test_nomination_window() -> None:
@@ -75,8 +111,8 @@ def test_nomination_window() -> None:
 
 
 async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
-    pods_ = [builders.parsed_pod(f"web-{i}", cpu="1", memory="1Gi") for i in range(3)]
-    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=pods_))
+    pods_ = [builders.pod(f"web-{i}", cpu="1", memory="1Gi") for i in range(3)]
+    env = _env(pools=[DEFAULT_POOL], pending=pods_)
     outcome = await env.prov.provision()
     claims = env.client.all(resources.NODECLAIMS)
     assert len(claims) == 1
@@ -86,9 +122,9 @@ async def test_pending_pods_get_a_nodeclaim_and_nominations() -> None:
     # 3 pods of 1 CPU: the claim asks for at least 3 CPUs
     assert quantity.parse(claim["spec"]["resources"]["requests"]["cpu"]) >= 3000
     assert [c.name for c in outcome.created] == [claim["metadata"]["name"]]
-    assert set(outcome.created[0].pods) == {p.key for p in pods_}
-    for p in pods_:
-        assert env.recorder.reasons(p.name) == ["Nominated"]
+    assert set(outcome.created[0].pods) == {f"default/web-{i}" for i in range(3)}
+    for i in range(3):
+        assert env.recorder.reasons(f"web-{i}") == ["Nominated"]
     assert {e.message for e in env.recorder.events} == {
         f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}"
     }
@@ -106,27 +142,25 @@ async def test_the_solve_runs_in_a_thread_without_the_collector() -> None:
         seen.append((gc.isenabled(), threading.current_thread() is threading.main_thread()))
         return scheduler.solve(inp)
 
-    pod = builders.parsed_pod("web", cpu="1", memory="1Gi")
-    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=[pod]), solver=solver)
+    env = _env(pools=[DEFAULT_POOL], pending=[builders.pod("web", cpu="1", memory="1Gi")], solver=solver)
     await env.prov.provision()
     assert seen == [(False, False)]
     assert gc.isenabled()
 
 
 async def test_pods_fitting_an_existing_node_nominate_it() -> None:
-    node = StateNode(
-        "node-a",
-        labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_ARCH: "amd64", labels.LABEL_OS: "linux"},
-        allocatable={labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 10_000},
-        nodepool="default",
-    )
-    pod = builders.parsed_pod("web", cpu="1", memory="1Gi")
-    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], nodes=[node], pending=[pod]))
+    raw = builders.pod("web", cpu="1", memory="1Gi")
+    pod = pods.from_manifest(raw)
+    env = _env(pools=[DEFAULT_POOL], nodes=[NODE_A], pending=[raw])
     env.clock.set(100.0)
     outcome = await env.prov.provision()
     assert env.client.all(resources.NODECLAIMS) == []
     assert outcome.nominated == {"node-a": (pod.key,)}
-    assert env.cluster.nominations == {"node-a": 120.0}  # now + max(2 × 10 s, 10 s)
+    assert env.cluster.is_nominated("node-a")  # until now + max(2 × 10 s, 10 s)
+    env.clock.set(119.0)
+    assert env.cluster.is_nominated("node-a")
+    env.clock.set(120.0)
+    assert not env.cluster.is_nominated("node-a")
     assert env.recorder.events == [
         events.Recorded("Pod", "default", "web", pod.uid, "Normal", "Nominated", "Pod should schedule on: node/node-a")
     ]
@@ -139,8 +173,8 @@ def _logged(caplog: pytest.LogCaptureFixture, message: str) -> logging.LogRecord
 
 
 async def test_upstream_log_lines_carry_their_values_as_fields(caplog: pytest.LogCaptureFixture) -> None:
-    pods_ = [builders.parsed_pod(f"web-{i}", cpu="1", memory="1Gi") for i in range(7)]
-    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=pods_))
+    pods_ = [builders.pod(f"web-{i}", cpu="1", memory="1Gi") for i in range(7)]
+    env = _env(pools=[DEFAULT_POOL], pending=pods_)
     with caplog.at_level(logging.INFO, logger=provisioner.__name__):
         outcome = await env.prov.provision()
     found = _logged(caplog, "found provisionable pod(s)")
@@ -155,19 +189,7 @@ async def test_upstream_log_lines_carry_their_values_as_fields(caplog: pytest.Lo
 
 
 async def test_unready_node_line_and_no_found_line_without_new_capacity(caplog: pytest.LogCaptureFixture) -> None:
-    node = StateNode(
-        "node-a",
-        labels={labels.LABEL_NODEPOOL: "default", labels.LABEL_ARCH: "amd64", labels.LABEL_OS: "linux"},
-        allocatable={labels.RESOURCE_CPU: 4000, labels.RESOURCE_MEMORY: 8 * quantity.GI, labels.RESOURCE_PODS: 10_000},
-        nodepool="default",
-    )
-    env = _env(
-        Cluster(
-            pools=[builders.parsed_nodepool("default", requirements=[])],
-            nodes=[node],
-            pending=[builders.parsed_pod("web", cpu="1", memory="1Gi")],
-        )
-    )
+    env = _env(pools=[DEFAULT_POOL], nodes=[NODE_A], pending=[builders.pod("web", cpu="1", memory="1Gi")])
     with caplog.at_level(logging.INFO, logger=provisioner.__name__):
         await env.prov.provision()
     fits = _logged(caplog, "computed unready node(s) will fit pod(s)")
@@ -179,7 +201,10 @@ async def test_unready_node_line_and_no_found_line_without_new_capacity(caplog: 
 async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
     small = builders.parsed_pod("small", cpu="1", memory="1Gi")
     huge = builders.parsed_pod("huge", cpu="500", memory="1Gi")
-    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], pending=[small, huge]))
+    env = _env(
+        pools=[DEFAULT_POOL],
+        pending=[builders.pod("small", cpu="1", memory="1Gi"), builders.pod("huge", cpu="500", memory="1Gi")],
+    )
     outcome = await env.prov.provision()
     assert set(outcome.failed) == {huge.key}
     (event,) = [e for e in env.recorder.events if e.name == huge.name]
@@ -190,13 +215,21 @@ async def test_unschedulable_pod_gets_failed_scheduling_event() -> None:
 
 
 async def test_limits_rechecked_before_create() -> None:
-    pool = builders.parsed_nodepool("default", limits={"cpu": "16"}, requirements=[])
+    cluster: list[state_cluster.Cluster] = []
+
+    def solve_then_another_claim(inp: scheduler.SchedulingInput) -> results.Results:
+        plan = scheduler.solve(inp)
+        (state,) = cluster  # the loop awaits this thread: it does not read the state meanwhile
+        state.apply(resources.NODECLAIMS, kube_client.WatchEvent(kube_client.ADDED, _full_claim("other", cpu="17")))
+        return plan
+
     env = _env(
-        Cluster(
-            pools=[pool], pending=[builders.parsed_pod("web", cpu="1", memory="1Gi")], usage={"default": {"cpu": 17000}}
-        )
+        pools=[builders.nodepool("default", limits={"cpu": "16"}, requirements=[])],
+        pending=[builders.pod("web", cpu="1", memory="1Gi")],
+        solver=solve_then_another_claim,
     )
-    # The scheduler's snapshot thinks the pool is empty; the state says another claim already used it up.
+    cluster.append(env.cluster)
+    # The scheduler's snapshot saw the pool empty; by the create, another claim has used it up.
     outcome = await env.prov.provision()
     assert env.client.all(resources.NODECLAIMS) == []
     assert "limits exceeded" in outcome.failed["default/web"]
@@ -206,7 +239,10 @@ async def test_limits_rechecked_before_create() -> None:
 
 async def test_limits_count_claims_created_earlier_in_the_batch() -> None:
     pool = builders.parsed_nodepool("default", limits={"nodes": "2"}, requirements=[])
-    env = _env(Cluster(pools=[pool], usage={"default": {"nodes": 2000}}))
+    env = _env(
+        pools=[builders.nodepool("default", limits={"nodes": "2"}, requirements=[])],
+        claims=[_full_claim("one"), _full_claim("two")],
+    )
     one = builders.parsed_pod("a", cpu="1", memory="1Gi")
 
     res = scheduler.solve(
@@ -222,7 +258,7 @@ async def test_limits_count_claims_created_earlier_in_the_batch() -> None:
 
 async def test_a_pass_creates_all_its_nodeclaims_at_once() -> None:
     pool = builders.parsed_nodepool("default", requirements=[])
-    env = _env(Cluster(pools=[pool]))
+    env = _env(pools=[DEFAULT_POOL])
     res = scheduler.solve(
         scheduler.SchedulingInput(
             pods=[builders.parsed_pod("a", cpu="1", memory="1Gi")],
@@ -250,19 +286,11 @@ async def test_a_pass_creates_all_its_nodeclaims_at_once() -> None:
 
 
 async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
-    leaving_pod = dataclasses.replace(builders.parsed_pod("db", cpu="2", memory="1Gi"), node_name="old")
-    daemon = dataclasses.replace(
-        builders.parsed_pod("ds", cpu="1", memory="1Gi"), node_name="old", owner_kind="DaemonSet"
-    )
-    old = StateNode(
-        "old",
-        labels={labels.LABEL_NODEPOOL: "default"},
-        allocatable={labels.RESOURCE_CPU: 8000, labels.RESOURCE_MEMORY: 16 * quantity.GI, labels.RESOURCE_PODS: 10_000},
-        pods=[leaving_pod, daemon],
-        nodepool="default",
-        marked_for_deletion=True,
-    )
-    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])], nodes=[old]))
+    leaving_pod = builders.ready(builders.pod("db", cpu="2", memory="1Gi", node="old"))
+    daemon = builders.ready(builders.pod("ds", cpu="1", memory="1Gi", node="old", owners=[DAEMONSET_OWNER]))
+    old = builders.node("old", labels={labels.LABEL_NODEPOOL: "default"}, cpu="8", memory="16Gi", pods="10000")
+    env = _env(pools=[DEFAULT_POOL], nodes=[old], pods=[leaving_pod, daemon])
+    env.cluster.mark_for_deletion("old")
     outcome = await env.prov.provision()
     assert len(outcome.created) == 1
     assert outcome.created[0].pods == ("default/db",)  # not onto the leaving node, and not the DaemonSet pod
@@ -270,12 +298,7 @@ async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
 
 
 async def test_create_failure_reported_on_pods() -> None:
-    env = _env(
-        Cluster(
-            pools=[builders.parsed_nodepool("default", requirements=[])],
-            pending=[builders.parsed_pod("web", memory="1Gi")],
-        )
-    )
+    env = _env(pools=[DEFAULT_POOL], pending=[builders.pod("web", memory="1Gi")])
     env.client.next_create_error = kube_client.KubeError(500, "InternalError", "injected")
     outcome = await env.prov.provision()
     assert outcome.created == ()
@@ -284,24 +307,16 @@ async def test_create_failure_reported_on_pods() -> None:
 
 
 async def test_not_ready_pool_is_not_used() -> None:
-    ready = builders.parsed_nodepool("ready", requirements=[])
-    broken = builders.parsed_nodepool("broken", requirements=[])
-    not_ready = meta.Condition("Ready", "False", reason="NodeClassNotReady")
-    broken = dataclasses.replace(  # the heavier pool would win if it were considered
-        broken, weight=100, status=dataclasses.replace(broken.status, conditions=(not_ready,))
-    )
-    env = _env(Cluster(pools=[broken, ready], pending=[builders.parsed_pod("web", memory="1Gi")]))
+    ready = builders.nodepool("ready", requirements=[])
+    broken = builders.nodepool("broken", requirements=[], weight=100)  # it would win if it were considered
+    broken["status"] = {"conditions": [builders.condition("Ready", "False", reason="NodeClassNotReady")]}
+    env = _env(pools=[broken, ready], pending=[builders.pod("web", memory="1Gi")])
     outcome = await env.prov.provision()
     assert [c.nodepool for c in outcome.created] == ["ready"]
 
 
 async def test_reconcile_batches_triggers_then_waits_for_sync() -> None:
-    cluster = Cluster(
-        pools=[builders.parsed_nodepool("default", requirements=[])],
-        pending=[builders.parsed_pod("web", memory="1Gi")],
-        is_synced=False,
-    )
-    env = _env(cluster)
+    env = _env(pools=[DEFAULT_POOL], pending=[builders.pod("web", memory="1Gi")], synced=False)
     task = asyncio.ensure_future(env.prov.reconcile())
     await env.clock.settle()
     env.prov.trigger("uid-web")
@@ -309,7 +324,7 @@ async def test_reconcile_batches_triggers_then_waits_for_sync() -> None:
     assert not task.done()
     await env.clock.run_for(3.0)
     assert not task.done()
-    cluster.is_synced = True
+    provisioning_builders.list_all(env.cluster)
     await env.clock.run_for(1.0)
     outcome = await task
     assert outcome is not None
@@ -317,12 +332,7 @@ async def test_reconcile_batches_triggers_then_waits_for_sync() -> None:
 
 
 async def test_reconcile_rescans_pending_pods_without_triggers() -> None:
-    env = _env(
-        Cluster(
-            pools=[builders.parsed_nodepool("default", requirements=[])],
-            pending=[builders.parsed_pod("web", memory="1Gi")],
-        )
-    )
+    env = _env(pools=[DEFAULT_POOL], pending=[builders.pod("web", memory="1Gi")])
     task = asyncio.ensure_future(env.prov.reconcile())
     await env.clock.run_for(1.0)
     outcome = await task
@@ -335,7 +345,7 @@ async def test_reconcile_rescans_pending_pods_without_triggers() -> None:
 
 
 async def test_nothing_pending_means_nothing_done() -> None:
-    env = _env(Cluster(pools=[builders.parsed_nodepool("default", requirements=[])]))
+    env = _env(pools=[DEFAULT_POOL])
     assert await env.prov.provision() == provisioner.Outcome()
     assert env.recorder.events == []
 
@@ -353,13 +363,7 @@ async def test_solve_past_deadline_stops_and_leaves_the_pods_for_the_next_pass(g
         assert gate.wait(timeout=60), "test never released the solver"
         return scheduler.solve(inp)  # the provisioner's deadline has passed by now: the solve stops at once
 
-    env = _env(
-        Cluster(
-            pools=[builders.parsed_nodepool("default", requirements=[])],
-            pending=[builders.parsed_pod("web", memory="1Gi")],
-        ),
-        solver=slow_solve,
-    )
+    env = _env(pools=[DEFAULT_POOL], pending=[builders.pod("web", memory="1Gi")], solver=slow_solve)
     task = asyncio.ensure_future(env.prov.provision())
     await env.clock.run_for(provisioner.SOLVE_TIMEOUT)
     gate.set()
@@ -382,13 +386,7 @@ class BrokenCloud(fake_provider.FakeCloudProvider):
 
 async def test_run_survives_a_failed_pass() -> None:
     cloud = BrokenCloud()
-    env = _env(
-        Cluster(
-            pools=[builders.parsed_nodepool("default", requirements=[])],
-            pending=[builders.parsed_pod("web", memory="1Gi")],
-        ),
-        cloud=cloud,
-    )
+    env = _env(pools=[DEFAULT_POOL], pending=[builders.pod("web", memory="1Gi")], cloud=cloud)
     async with tasks.running(env.prov.run):
         await env.clock.run_for(1.0)  # first batch: the provider fails, the loop backs off
         assert env.client.all(resources.NODECLAIMS) == []
@@ -413,9 +411,9 @@ def test_pods_of_a_leaving_node_that_need_a_new_home(owner: str, terminating: bo
     pod = dataclasses.replace(
         builders.parsed_pod("p", memory="1Gi"), node_name="n1", owner_kind=owner, terminating=terminating
     )
-    leaving = StateNode("n1", pods=[pod], deleting=True)
-    staying = StateNode(
-        "n2", pods=[dataclasses.replace(pod, name="q", node_name="n2", owner_kind="", terminating=False)]
+    leaving = dataclasses.replace(builders.parsed_state_node("n1", bound=[pod]), deleting=True)
+    staying = builders.parsed_state_node(
+        "n2", bound=[dataclasses.replace(pod, name="q", node_name="n2", owner_kind="", terminating=False)]
     )
     moved = snapshot.reschedulable_pods([leaving, staying])
     assert [p.key for p in moved] == (["default/p"] if moves else [])

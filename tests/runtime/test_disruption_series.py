@@ -11,8 +11,9 @@ from tests.disruption import world as disruption_world
 from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 
 from karpy import clock as karpy_clock
+from karpy import events
 from karpy.api import nodepool
-from karpy.disruption import methods, simulation
+from karpy.disruption import methods, publisher, simulation
 from karpy.kube import resources
 from karpy.runtime import metrics
 
@@ -132,7 +133,8 @@ def test_a_consolidation_that_reaches_its_timeout_is_counted(
     cands = [disruption_world.candidate(f"n{i}", price=1.0 - i / 10) for i in range(4)]
     ctx = methods.Context(
         clock=clock, seq=1, graceful=cands, eventual=(), budgets={Reason.UNDERUTILIZED: {"default": 100}},
-        simulate=_SlowNoFit(clock, cost), timed_out=m.disruption_hooks().timed_out,
+        simulate=_SlowNoFit(clock, cost),
+        observer=publisher.Publisher(events.MemoryRecorder(), m.disruption_hooks()),
     )  # fmt: skip
     method.compute(ctx)
     name = "karpenter_voluntary_disruption_consolidation_timeouts_total"

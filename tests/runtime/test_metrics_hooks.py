@@ -3,13 +3,16 @@ that stops being wired (or called) fails here, not only in a scrape on a live cl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import prometheus_client.parser
 import pytest
 from tests import builders
 from tests.disruption import world as disruption_world
 from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
-from tests.provisioning.builders import Cluster
+from tests.provisioning import builders as provisioning_builders
 from tests.runtime import exporting
 from tests.scheduling.conftest import fake_catalog
 
@@ -25,6 +28,8 @@ from karpy.kube import resources
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.provisioning import provisioner
 from karpy.runtime import metrics
+from karpy.scheduling import results, scheduler
+from karpy.state import cluster as state_cluster
 
 CREATED = "karpenter_nodeclaims_created_total"
 CREATE_FAILED = "karpy_nodeclaims_create_failed_total"
@@ -41,10 +46,11 @@ def counter(m: metrics.Metrics, name: str, **label_values: str) -> float:
 
 def _provisioner(
     m: metrics.Metrics,
-    cluster: Cluster,
+    cluster: state_cluster.Cluster,
     client: kube_fake.FakeKubeClient,
     *,
     settings: provisioner.Settings | None = None,
+    solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve,
 ) -> provisioner.Provisioner:
     return provisioner.Provisioner(
         provisioner.Deps(
@@ -55,30 +61,34 @@ def _provisioner(
             recorder=events.MemoryRecorder(),
             metrics=m.provisioner_hooks(),
             settings=settings or provisioner.Settings(),
+            solver=solver,
         )
     )
 
 
+def _web(*pending: dict[str, Any], limits: Mapping[str, str] | None = None) -> state_cluster.Cluster:
+    pool = builders.nodepool("web", requirements=[], **({"limits": dict(limits)} if limits else {}))
+    return provisioning_builders.state(ManualClock(0.0), pools=[pool], pending=pending)
+
+
 async def test_provisioner_counts_created_refused_and_failed_nodeclaims() -> None:
     m, client = metrics.Metrics(), kube_fake.FakeKubeClient(ManualClock(0.0))
-    pool = builders.parsed_nodepool("web", requirements=[])
-    await _provisioner(
-        m, Cluster(pools=[pool], pending=[builders.parsed_pod("a", cpu="1", memory="1Gi")]), client
-    ).provision()
+    await _provisioner(m, _web(builders.pod("a", cpu="1", memory="1Gi")), client).provision()
     assert counter(m, CREATED, nodepool="web", reason="provisioning", min_values_relaxed="false") == 1
 
-    full = Cluster(
-        pools=[builders.parsed_nodepool("web", limits={"cpu": "1"}, requirements=[])],
-        pending=[builders.parsed_pod("b", cpu="1", memory="1Gi")],
-    )
-    full.usage = {"web": {"cpu": 2000}}
-    await _provisioner(m, full, client).provision()
+    full = _web(builders.pod("b", cpu="1", memory="1Gi"), limits={"cpu": "1"})
+    used = builders.nodeclaim("used", pool="web", provider_id="fake:///used", capacity={"cpu": "2", "pods": "0"})
+
+    def solve_then_the_pool_is_used(inp: scheduler.SchedulingInput) -> results.Results:
+        plan = scheduler.solve(inp)
+        full.apply(resources.NODECLAIMS, kube_client.WatchEvent(kube_client.ADDED, used))  # created meanwhile
+        return plan
+
+    await _provisioner(m, full, client, solver=solve_then_the_pool_is_used).provision()
     assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.LIMITS_EXCEEDED) == 1
 
     client.next_create_error = kube_client.KubeError(500, "InternalError", "injected")
-    await _provisioner(
-        m, Cluster(pools=[pool], pending=[builders.parsed_pod("c", cpu="1", memory="1Gi")]), client
-    ).provision()
+    await _provisioner(m, _web(builders.pod("c", cpu="1", memory="1Gi")), client).provision()
     assert counter(m, CREATE_FAILED, nodepool="web", reason=provisioner.API_ERROR) == 1
     created = counter(m, CREATED, nodepool="web", reason="provisioning", min_values_relaxed="false")
     assert created == 1  # failures are not creations
@@ -95,9 +105,11 @@ async def test_a_claim_whose_min_values_were_relaxed_counts_as_such(
     NodeClaim and in the counter (core: scheduling/scheduler.go, provisioner.go `Create`); Strict creates nothing."""
     m, client = metrics.Metrics(), kube_fake.FakeKubeClient(ManualClock(0.0))
     wide = builders.requirement(labels.LABEL_INSTANCE_TYPE, "Exists", min_values=20)
-    pool = builders.parsed_nodepool("web", requirements=[wide])
+    pool = builders.nodepool("web", requirements=[wide])
     settings = provisioner.Settings(scheduling=karpy_settings.SchedulingSettings(min_values_policy=policy))
-    cluster = Cluster(pools=[pool], pending=[builders.parsed_pod("a", cpu="1", memory="1Gi")])
+    cluster = provisioning_builders.state(
+        ManualClock(0.0), pools=[pool], pending=[builders.pod("a", cpu="1", memory="1Gi")]
+    )
     await _provisioner(m, cluster, client, settings=settings).provision()
     claims = client.all(resources.NODECLAIMS)
     annotations = [

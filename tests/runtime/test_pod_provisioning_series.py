@@ -9,7 +9,7 @@ import functools
 from typing import Any
 
 from tests import builders
-from tests.provisioning.builders import Cluster
+from tests.provisioning import builders as provisioning_builders
 from tests.runtime import exporting
 from tests.scheduling.conftest import fake_catalog
 
@@ -23,20 +23,21 @@ from karpy.state import cluster as state_cluster
 
 START = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 DECISION = "karpenter_pods_scheduling_decision_duration_seconds"
-WEB_POOL = builders.parsed_nodepool("web", requirements=[])
+WEB_POOL = builders.nodepool("web", requirements=[])
 
 
 async def test_the_first_decision_on_each_pending_pod_is_timed_from_its_first_sight() -> None:
     m, manual = metrics.Metrics(), clock.ManualClock(START)
-    pending = [builders.parsed_pod("fits", cpu="1"), builders.parsed_pod("too-big", cpu="1000")]
+    pending = [builders.pod("fits", cpu="1"), builders.pod("too-big", cpu="1000")]
+    state = provisioning_builders.state(manual, pools=[WEB_POOL], pending=pending)
     deps = provisioner.Deps(
-        client=kube_fake.FakeKubeClient(manual), cluster=Cluster(pools=[WEB_POOL], pending=pending),
+        client=kube_fake.FakeKubeClient(manual), cluster=state,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=manual,
         recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(),
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)
-    for pod in pending:
-        prov.pod_times.seen(pod.key)
+    for key in ("default/fits", "default/too-big"):
+        prov.pod_times.seen(key)
     manual.advance(4.0)
     await prov.provision()
     assert exporting.samples(m, f"{DECISION}_count") == {(): 2.0}  # placed or not, each pod's first decision
@@ -52,7 +53,7 @@ def test_the_rescan_sees_pods_pending_since_before_this_replica_led() -> None:
     manual = clock.ManualClock(START)
     deps = provisioner.Deps(
         client=kube_fake.FakeKubeClient(manual),
-        cluster=Cluster(pools=[WEB_POOL], pending=[builders.parsed_pod("old", cpu="1")]),
+        cluster=provisioning_builders.state(manual, pools=[WEB_POOL], pending=[builders.pod("old", cpu="1")]),
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=manual, recorder=events.MemoryRecorder(),
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)

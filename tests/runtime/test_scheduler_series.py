@@ -5,10 +5,8 @@ counted by effective zone, as of the last solve."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from tests import builders
-from tests.provisioning.builders import Cluster, StateNode
+from tests.provisioning import builders as provisioning_builders
 from tests.runtime import exporting
 from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 from tests.scheduling.conftest import ZONES, fake_catalog
@@ -17,7 +15,9 @@ from karpy import events
 from karpy.api import labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake_provider
+from karpy.kube import client as kube_client
 from karpy.kube import fake as kube_fake
+from karpy.kube import resources
 from karpy.provisioning import provisioner
 from karpy.runtime import metrics
 from karpy.scheduling import results, scheduler
@@ -29,9 +29,10 @@ PENDING_BY_ZONE = "karpenter_scheduler_pending_pods_by_effective_zone_count"
 
 async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() -> None:
     m, manual = metrics.Metrics(), ManualClock(100.0)
-    cluster = Cluster(
-        pools=[builders.parsed_nodepool("web", requirements=[])],
-        pending=[builders.parsed_pod("a", cpu="1", memory="1Gi"), builders.parsed_pod("b", cpu="1", memory="1Gi")],
+    cluster = provisioning_builders.state(
+        manual,
+        pools=[builders.nodepool("web", requirements=[])],
+        pending=[builders.pod("a", cpu="1", memory="1Gi"), builders.pod("b", cpu="1", memory="1Gi")],
     )
     m.registry.register(m.solves.collector(now=lambda: manual.now() + 7.0))  # scraped 7 s into the solve
     seen: list[str] = []
@@ -59,10 +60,13 @@ async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() ->
 
 async def test_pods_refused_outright_are_counted() -> None:
     m = metrics.Metrics()
-    dra = dataclasses.replace(builders.parsed_pod("claims-a-gpu", cpu="1", memory="1Gi"), dra=True)
-    cluster = Cluster(
-        pools=[builders.parsed_nodepool("web", requirements=[])],
-        pending=[dra, builders.parsed_pod("plain", cpu="1", memory="1Gi")],
+    dra = builders.pod(
+        "claims-a-gpu", cpu="1", memory="1Gi", resourceClaims=[{"name": "gpu", "resourceClaimName": "a-gpu"}]
+    )
+    cluster = provisioning_builders.state(
+        ManualClock(0.0),
+        pools=[builders.nodepool("web", requirements=[])],
+        pending=[dra, builders.pod("plain", cpu="1", memory="1Gi")],
     )
     deps = provisioner.Deps(
         client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
@@ -78,15 +82,20 @@ async def test_pending_pods_by_effective_zone_are_the_last_solves_pending_pods()
     solve has no pending pod in is dropped (upstream resets the series every solve)."""
     m, zone = metrics.Metrics(), labels.LABEL_ZONE
     first, second = ZONES[0], ZONES[1]
-    moved = builders.parsed_pod("moved", node="old", cpu="1", memory="1Gi", nodeSelector={zone: first})
-    cluster = Cluster(
-        pools=[builders.parsed_nodepool("web", requirements=[])],
-        nodes=[StateNode("old", pods=[moved], deleting=True)],
+    moved = builders.ready(builders.pod("moved", node="old", cpu="1", memory="1Gi", nodeSelector={zone: first}))
+    old = builders.node("old")
+    later = builders.pod("later", cpu="1", memory="1Gi", nodeSelector={zone: second})
+    cluster = provisioning_builders.state(
+        ManualClock(0.0),
+        pools=[builders.nodepool("web", requirements=[])],
+        nodes=[old],
+        pods=[moved],
         pending=[
-            builders.parsed_pod("pinned", cpu="1", memory="1Gi", nodeSelector={zone: first}),
-            builders.parsed_pod("free", cpu="1", memory="1Gi"),
+            builders.pod("pinned", cpu="1", memory="1Gi", nodeSelector={zone: first}),
+            builders.pod("free", cpu="1", memory="1Gi"),
         ],
     )
+    cluster.mark_for_deletion("old")
     deps = provisioner.Deps(
         client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),
@@ -96,9 +105,9 @@ async def test_pending_pods_by_effective_zone_are_the_last_solves_pending_pods()
     await prov.provision()
     by_zone = (("controller", "provisioner"), ("zone", first)), (("controller", "provisioner"), ("zone", "flexible"))
     assert exporting.samples(m, PENDING_BY_ZONE) == dict.fromkeys(by_zone, 1.0)
-    cluster.nodes, cluster.pending = (
-        [],
-        [builders.parsed_pod("later", cpu="1", memory="1Gi", nodeSelector={zone: second})],
-    )
+    for gone in (moved, old, builders.pod("pinned"), builders.pod("free")):
+        res = resources.NODES if gone["kind"] == "Node" else resources.PODS
+        cluster.apply(res, kube_client.WatchEvent(kube_client.DELETED, gone))
+    cluster.apply(resources.PODS, kube_client.WatchEvent(kube_client.ADDED, builders.unschedulable(later)))
     await prov.provision()
     assert exporting.samples(m, PENDING_BY_ZONE) == {(("controller", "provisioner"), ("zone", second)): 1.0}

@@ -105,20 +105,20 @@ async def test_drain_respects_a_pdb_end_to_end(
     refused = [e for e in kube.api.evictions if not e.allowed]
     assert refused
     assert {e.code for e in refused} == {429}
-    assert terminator.counters.evictions == 0
+    assert recorder.reasons().count("Evicted") == 0
     node = await api.get(resources.NODES, NODE)
     assert node is not None
     assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in node["spec"]["taints"]
 
     await _ready_pod(api, "web-3", "other-node")  # a replacement becomes Ready: one eviction fits the budget
     await run(5)
-    assert terminator.counters.evictions == 1
+    assert recorder.reasons().count("Evicted") == 1
 
     await _ready_pod(api, "web-4", "other-node")
     await run(30)
     assert await api.get(resources.NODES, NODE) is None
-    assert terminator.counters.evictions == 2
-    assert terminator.counters.pods_deleted == 0
+    assert recorder.reasons().count("Evicted") == 2
+    assert recorder.reasons().count("Disrupted") == 0  # no pod deleted instead of evicted
     assert len([e for e in kube.api.evictions if e.allowed]) == 2
     assert cloud.instances == {}
 

@@ -10,28 +10,29 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from karpy import backoff, events, noop, rejections
+from karpy import backoff, events, rejections
 from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
-from karpy.api import donotdisrupt, nodeclaim, nodepool
+from karpy.api import nodepool
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.disruption import (
-    blockers,
-    candidates,
     consolidation,
     consolidationevents,
     methods,
     orchestration,
     passes,
+    publisher,
     validation,
 )
+from karpy.disruption import metrics as disruption_metrics
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.scheduling import results, scheduler
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -43,21 +44,6 @@ ERROR_BACKOFF_START = 1.0
 """Seconds before retrying a failed pass; doubles with each consecutive failure."""
 ERROR_BACKOFF_MAX = 60.0
 """Longest wait between failed passes: an outage is retried at least once a minute."""
-UNCONSOLIDATABLE_DEDUPE = 900.0
-"""Seconds an Unconsolidatable event about one object is not repeated (upstream DedupeTimeout 15 min)."""
-EVENT_DEDUPE = 120.0
-"""Seconds any other disruption event about one object is not repeated (upstream's default dedupe timeout)."""
-
-
-class ClusterView(passes.ClusterView, Protocol):
-    """What a pass reads (`passes.ClusterView`), plus the sync gates and the marks the queue sets."""
-
-    def synced(self) -> bool: ...
-    def launches_resolved(self) -> bool: ...
-    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def mark_for_deletion(self, *names: str) -> None: ...
-    def unmark_for_deletion(self, *names: str) -> None: ...
-    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -75,47 +61,16 @@ class Settings:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Metrics:
-    """Hooks the operator binds to Prometheus; no-ops by default."""
-
-    decision: Callable[[str, str, str], None] = noop.ignore
-    """(method, reason, decision "delete"|"replace") for every command acted on (or logged in dry-run)."""
-    eligible_nodes: Callable[[str, int], None] = noop.ignore
-    """(disruption reason, candidates the method considers) for every method a pass tried (gauge)."""
-    replacement_created: Callable[[str, str, bool], None] = noop.ignore
-    """(nodepool, disruption reason, minValues relaxed) for every replacement NodeClaim the queue creates."""
-    disrupted: nodeclaim.DisruptedHook = noop.ignore
-    """(disruption reason, nodepool, capacity type, consolidation policy, termination mode, reschedulable pods) for
-    every candidate NodeClaim the queue deletes."""
-    pool_decision: Callable[[str, str, str, str], None] = noop.ignore
-    """(nodepool, method, reason, decision) once per NodePool of every command acted on (core: disruption/queue.go
-    `NodepoolDecisionsPerformed`)."""
-    evaluated: Callable[[str, str, float], None] = noop.ignore
-    """(method, reason, seconds) for every method a pass tried (core: disruption/controller.go `disrupt`)."""
-    timed_out: Callable[[str], None] = noop.ignore
-    """(method) when a consolidation method gives up at its timeout."""
-    failed_validation: Callable[[str, int], None] = noop.ignore
-    """(method, candidates) when a command fails its re-check (core: disruption/validation.go)."""
-    queue_failed: Callable[[str, str, str, int], None] = noop.ignore
-    """(method, reason, decision, replacements not initialized) when the queue abandons a command."""
-    consolidation_move: Callable[[str, str, str], None] = noop.ignore
-    """(decision approved|rejected, nodepool, consolidation policy) per pool of a scored move (core:
-    disruption/balanced.go `ConsolidationMovesTotal`)."""
-    consolidation_score: Callable[[float, str, str, str], None] = noop.ignore
-    """(score, decision, nodepool, policy) per Balanced pool of a scored move (`ConsolidationScoreHistogram`)."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    """The disruption loop's collaborators: provisioning's roles, but its own ClusterView, Settings and Metrics."""
+    """The disruption loop's collaborators: provisioning's roles, but its own Settings and Metrics."""
 
     client: kube_client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
     recorder: events.Recorder
     settings: Settings = dataclasses.field(default_factory=Settings)
-    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    metrics: disruption_metrics.Metrics = dataclasses.field(default_factory=disruption_metrics.Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
     """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
@@ -141,14 +96,13 @@ class DisruptionController:
         self._deps = deps
         self.methods = list(method_list) if method_list is not None else methods.default_methods()
         self._partial_passes = 0
+        self._publisher = publisher.Publisher(deps.recorder, deps.metrics)
         self.queue = orchestration.Queue(
             client=deps.client,
             cluster=deps.cluster,
             clock=deps.clock,
             recorder=deps.recorder,
-            replacement_created=deps.metrics.replacement_created,
-            disrupted=deps.metrics.disrupted,
-            failed=deps.metrics.queue_failed,
+            metrics=deps.metrics,
         )
 
     async def run(self) -> None:
@@ -172,25 +126,27 @@ class DisruptionController:
     async def reconcile(self) -> consolidation.Command | None:
         """One pass: the command acted on (or, in dry-run, that would have been), else None."""
         deps = self._deps
-        if not deps.cluster.synced() or not deps.cluster.launches_resolved():
+        if not deps.cluster.synced_for_decisions():
             # A replacement still launching holds no capacity yet: simulating now would buy it a second time.
             return None
         if not deps.settings.dry_run:
             await self.queue.strip_stale(deps.cluster.state_nodes())
         ctx = await self.context()
         self._report_failed(ctx)
-        self._publish_blocked(ctx)
+        self._publisher.blocked(ctx)
         command = passes.first_command(self.methods, ctx, measured=functools.partial(self._measured, ctx))
         if command is None:
             return None
-        self._announce(command, consolidationevents.CONSOLIDATION_CANDIDATE, consolidationevents.candidate_message)
+        self._publisher.announce(
+            command, consolidationevents.CONSOLIDATION_CANDIDATE, consolidationevents.candidate_message
+        )
         why = await validation.validate_later(
             command, clock=deps.clock, rebuild=self.context, delay=deps.settings.validation_delay
         )
         if why is not None:
             log.info("abandoning disruption command: %s", why, extra=describe(command))
             deps.metrics.failed_validation(command.method, len(command.candidates))
-            self._announce(
+            self._publisher.announce(
                 command,
                 consolidationevents.CONSOLIDATION_REJECTED,
                 lambda cmd, candidate: consolidationevents.rejected_message(cmd, candidate, why),
@@ -226,11 +182,8 @@ class DisruptionController:
                 scheduling=deps.settings.scheduling,
             ),
             solver=deps.solver,
-            note=self._publish_note,
+            observer=self._publisher,
             seq=seq,
-            timed_out=deps.metrics.timed_out,
-            scored=self._publish_scored,
-            pod_notice=self._publish_pod_notice,
         )
         return ctx
 
@@ -265,84 +218,3 @@ class DisruptionController:
                 problem=f"evaluating it for disruption raised {type(exc).__name__}: {exc}",
                 exc=exc,
             )
-
-    def _publish_blocked(self, ctx: methods.Context) -> None:
-        """DisruptionBlocked on every managed node that is no candidate and on every pool whose budget blocks a
-        reason outright, as upstream publishes them while building candidates and budgets."""
-        for rejection in ctx.rejected:
-            claim = rejection.node.nodeclaim
-            if claim is not None:  # only karpenter-managed nodes, as upstream
-                self._publish(rejection.node.node, claim, blockers.DISRUPTION_BLOCKED, rejection.reason)
-        for reason, pools in ctx.blocked.items():
-            for pool in pools:
-                message = blockers.pool_budget_blocked(str(reason))
-                ref = nodepool.event_ref(pool)
-                self._dedupe(ref, blockers.DISRUPTION_BLOCKED, message, key=(str(reason),), window=60.0)
-
-    def _publish_pod_notice(self, pod: Mapping[str, Any], notice: donotdisrupt.Notice) -> None:
-        """A pod's do-not-disrupt Event, deduplicated as upstream's (by pod and its dedupe value)."""
-        self._dedupe(pod, notice.reason, notice.message, window=EVENT_DEDUPE, key=(notice.dedupe,), type_=notice.type)
-
-    def _announce(
-        self,
-        command: consolidation.Command,
-        reason: str,
-        message: Callable[[consolidation.Command, candidates.Candidate], str],
-    ) -> None:
-        """Tell each source Node and NodeClaim of a consolidation command, once per command text (upstream
-        deduplicates these events by object and command)."""
-        if not consolidationevents.announced(command):
-            return
-        for candidate in command.candidates:
-            text = message(command, candidate)
-            key = (consolidationevents.describe_for(command, candidate),)
-            for obj in (candidate.node.node, nodeclaim.event_ref(candidate.claim)):
-                if obj is not None:
-                    self._dedupe(obj, reason, text, window=EVENT_DEDUPE, key=key)
-
-    def _publish_scored(self, scored: consolidation.Scored) -> None:
-        """Count a move the Balanced policy judged; tell of the pools that approved it (the sources' Node and
-        NodeClaim for a single-node move, the NodePool for a multi-node one)."""
-        metrics = self._deps.metrics
-        for verdict in consolidationevents.verdicts(scored):
-            metrics.consolidation_move(verdict.move, verdict.pool.name, verdict.policy)
-            score = verdict.score
-            if score is None:
-                continue
-            metrics.consolidation_score(score.score, verdict.score_decision, verdict.pool.name, verdict.policy)
-            if not score.approved:
-                continue
-            message = consolidationevents.approved_message(score)
-            sources = consolidationevents.approved_sources(scored)
-            for source in sources:
-                for obj in (source.node.node, nodeclaim.event_ref(source.claim)):
-                    if obj is not None:
-                        self._dedupe(obj, consolidationevents.CONSOLIDATION_APPROVED, message, window=EVENT_DEDUPE)
-            if not sources:
-                ref = nodepool.event_ref(verdict.pool)
-                self._dedupe(ref, consolidationevents.CONSOLIDATION_APPROVED, message, window=EVENT_DEDUPE)
-
-    def _publish_note(self, note: methods.Note) -> None:
-        if note.event:
-            self._publish(note.candidate.node.node, note.candidate.claim, note.event, note.blocker.message)
-
-    def _publish(self, node: Mapping[str, Any] | None, claim: nodeclaim.NodeClaim, reason: str, message: str) -> None:
-        """Tell both objects, as upstream does: users look at `kubectl describe` of either the Node or the NodeClaim.
-        Deduplicated per object like upstream's recorder: one Unconsolidatable per 15 min, one DisruptionBlocked per
-        2 min, whatever the message (core: disruption/events/events.go)."""
-        window = UNCONSOLIDATABLE_DEDUPE if reason == blockers.UNCONSOLIDATABLE else EVENT_DEDUPE
-        if node is not None:
-            self._dedupe(node, reason, message, window=window)
-        self._dedupe(nodeclaim.event_ref(claim), reason, message, window=window)
-
-    def _dedupe(
-        self,
-        obj: Mapping[str, Any],
-        reason: str,
-        message: str,
-        *,
-        window: float,
-        key: tuple[str, ...] = (),
-        type_: str = "Normal",
-    ) -> None:
-        self._deps.recorder.record(obj, type_, reason, message, dedupe=events.about(obj, *key, timeout=window))

@@ -10,11 +10,10 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Final, Protocol
 
 from karpy import clock as karpy_clock
-from karpy import noop
-from karpy.api import nodeclaim, nodepool
+from karpy.api import donotdisrupt, nodeclaim, nodepool
 from karpy.disruption import blockers, consolidation, simulation, staticpools
 from karpy.disruption import candidates as disruption_candidates
 from karpy.state import statenode
@@ -39,6 +38,30 @@ class Note:
     event: str = ""
 
 
+class Observer:
+    """What a pass tells while its methods compute, by name: one per disruption loop (its `publisher.Publisher`
+    turns each into Events and metrics). This base tells no one (`karpy explain`, tests, benchmarks)."""
+
+    def note(self, note: Note) -> None:
+        """A candidate a method passed over, and why."""
+
+    def timed_out(self, method: str) -> None:
+        """A consolidation gave up at its timeout (karpenter_voluntary_disruption_consolidation_timeouts_total,
+        core: disruption/multinodeconsolidation.go, singlenodeconsolidation.go)."""
+
+    def scored(self, scored: consolidation.Scored) -> None:
+        """A consolidation move the Balanced policy judged, where upstream reports it (core: disruption/balanced.go
+        `ApproveCommand`, `EmitMultiNodeEvents`): every single-node move computed, and a multi-node search's chosen
+        move or, when it chose none, its last move the policy rejected."""
+
+    def pod_notice(self, pod: Mapping[str, Any], notice: donotdisrupt.Notice) -> None:
+        """A pod's do-not-disrupt Event, read where the pass evaluates the annotation (upstream publishes one
+        wherever it does)."""
+
+
+SILENT: Final = Observer()
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     clock: karpy_clock.Clock
@@ -48,7 +71,7 @@ class Context:
     budgets: Mapping[Reason, Mapping[str, int]]
     simulate: simulation.Simulate
     spot_to_spot: bool = False
-    note: Callable[[Note], None] = field(default=noop.ignore)
+    observer: Observer = SILENT
     rejected: Sequence[disruption_candidates.Rejection] = ()
     """Nodes that are no candidate (graceful class), and why: each gets a DisruptionBlocked event."""
     blocked: Mapping[Reason, Sequence[nodepool.NodePool]] = field(default_factory=dict)
@@ -57,15 +80,8 @@ class Context:
     """Nodes whose evaluation raised (a bug): neither candidates nor rejected, left alone."""
     static_counts: Mapping[str, staticpools.Counts] = field(default_factory=dict)
     """Per static NodePool, its NodeClaims active, deleting and pending disruption (`StaticDrift` reads them)."""
-    timed_out: Callable[[str], None] = field(default=noop.ignore)
-    """(method name) when a consolidation gives up at its timeout (karpenter_voluntary_disruption_consolidation_
-    timeouts_total, core: disruption/multinodeconsolidation.go, singlenodeconsolidation.go)."""
     buffer_pods_on: Callable[[str], int] = field(default=lambda _node: 0)
     """Virtual CapacityBuffer pods the provisioner last placed on a node: such a node is not empty."""
-    scored: Callable[[consolidation.Scored], None] = field(default=noop.ignore)
-    """A consolidation move the Balanced policy judged, where upstream reports it (core: disruption/balanced.go
-    `ApproveCommand`, `EmitMultiNodeEvents`): every single-node move computed, and a multi-node search's chosen
-    move or, when it chose none, its last move the policy rejected."""
 
 
 def is_static(c: Candidate) -> bool:
@@ -99,7 +115,7 @@ def split_by_budget(
 
 def _note_over_budget(ctx: Context, method: str, reason: Reason, over: Sequence[Candidate]) -> None:
     for c in over:
-        ctx.note(Note(c, method, blockers.budget(c.pool.name, str(reason))))
+        ctx.observer.note(Note(c, method, blockers.budget(c.pool.name, str(reason))))
 
 
 class Emptiness:
@@ -128,14 +144,14 @@ class Emptiness:
             if not c.is_empty or is_static(c):
                 continue
             if ctx.buffer_pods_on(c.node.name):  # the buffer's room, launched on purpose (emptiness.go)
-                ctx.note(Note(c, self.name, blockers.buffer_pods(c.node.name), blockers.UNCONSOLIDATABLE))
+                ctx.observer.note(Note(c, self.name, blockers.buffer_pods(c.node.name), blockers.UNCONSOLIDATABLE))
                 continue
             why = consolidation.consolidatable_blocker(c, now=ctx.clock.now())
             if why is None:
                 out.append(c)
                 continue
             disabled = why.kind is blockers.Kind.CONSOLIDATION_DISABLED
-            ctx.note(Note(c, self.name, why, blockers.UNCONSOLIDATABLE if disabled else ""))
+            ctx.observer.note(Note(c, self.name, why, blockers.UNCONSOLIDATABLE if disabled else ""))
         return out
 
 
@@ -169,7 +185,7 @@ class Drift:
             return Command(self.name, self.reason, (c,))
         sim = ctx.simulate([c], consolidation=False)  # consolidateAfter bounds consolidation, not drift
         if not sim.all_scheduled:
-            ctx.note(Note(c, self.name, consolidation.pods_do_not_fit(sim), blockers.DISRUPTION_BLOCKED))
+            ctx.observer.note(Note(c, self.name, consolidation.pods_do_not_fit(sim), blockers.DISRUPTION_BLOCKED))
             return None
         return Command(self.name, self.reason, (c,), sim.replacements)
 
@@ -208,7 +224,7 @@ def _underutilized(ctx: Context, method: str) -> list[Candidate]:
             continue  # Emptiness handles it; a static pool keeps its replicas
         if why := consolidation.eligible(c, now=now):
             event = "" if why.kind is blockers.Kind.CONSOLIDATE_AFTER else blockers.UNCONSOLIDATABLE
-            ctx.note(Note(c, method, why, event))
+            ctx.observer.note(Note(c, method, why, event))
             continue
         out.append(c)
     return out
@@ -235,7 +251,7 @@ class MultiNodeConsolidation:
             low, high = 1, min(len(pool) - 1, MULTI_NODE_MAX_BATCH)
             while low <= high:
                 if ctx.clock.now() - start >= MULTI_NODE_TIMEOUT:
-                    ctx.timed_out(self.name)
+                    ctx.observer.timed_out(self.name)
                     break
                 mid = (low + high) // 2
                 prefix = pool[: mid + 1]
@@ -247,7 +263,7 @@ class MultiNodeConsolidation:
                     high = mid - 1
         reported = best_scored or rejected
         if reported is not None:
-            ctx.scored(reported)
+            ctx.observer.scored(reported)
         if best is None:
             self._nothing_at = ctx.seq
         return best
@@ -280,7 +296,7 @@ class SingleNodeConsolidation:
         start = ctx.clock.now()
         for i, c in enumerate(order):
             if ctx.clock.now() - start >= SINGLE_NODE_TIMEOUT:
-                ctx.timed_out(self.name)
+                ctx.observer.timed_out(self.name)
                 # Only pools none of whose nodes were tried lead next time (upstream PreviouslyUnseenNodePools):
                 # a pool tried in this pass keeps its place in the round-robin.
                 tried = {x.pool.name for x in order[:i]}
@@ -307,17 +323,21 @@ class SingleNodeConsolidation:
             consolidation.balanced_allows(Command(self.name, self.reason, (c,)), ctx.graceful)
         ):
             why = "Balanced policy: even deleting the node would not be worth its disruption"
-            ctx.note(Note(c, self.name, blockers.Blocker(blockers.Kind.POLICY, why), blockers.UNCONSOLIDATABLE))
+            ctx.observer.note(
+                Note(c, self.name, blockers.Blocker(blockers.Kind.POLICY, why), blockers.UNCONSOLIDATABLE)
+            )
             return None
         cmd = consolidation.compute([c], ctx.simulate, method=self.name, spot_to_spot=ctx.spot_to_spot)
         if isinstance(cmd, blockers.Blocker):
-            ctx.note(Note(c, self.name, cmd, blockers.UNCONSOLIDATABLE))
+            ctx.observer.note(Note(c, self.name, cmd, blockers.UNCONSOLIDATABLE))
             return None
         scored = consolidation.Scored(cmd, consolidation.balanced_scores(cmd, ctx.graceful))
-        ctx.scored(scored)
+        ctx.observer.scored(scored)
         if not scored.approved:
             why = "Balanced policy: savings too small for the disruption"
-            ctx.note(Note(c, self.name, blockers.Blocker(blockers.Kind.POLICY, why), blockers.UNCONSOLIDATABLE))
+            ctx.observer.note(
+                Note(c, self.name, blockers.Blocker(blockers.Kind.POLICY, why), blockers.UNCONSOLIDATABLE)
+            )
             return None
         return cmd
 

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from karpy import clock as karpy_clock
-from karpy import events, noop
+from karpy import events
 from karpy.api import labels, meta, nodeclaim, nodepool, parse, status
 from karpy.disruption import consolidation
+from karpy.disruption import metrics as disruption_metrics
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions
 from karpy.provisioning import nodeclaim_builder
+from karpy.state import cluster as state_cluster
 from karpy.state import facts, statenode
 
 log = logging.getLogger(__name__)
@@ -45,13 +47,6 @@ def launching_message(reason: nodepool.DisruptionReason | None) -> str:
 
 def retry_window(commands: int) -> float:
     return min(MAX_RETRY_WINDOW, max(MIN_RETRY_WINDOW, RETRY_PER_COMMAND * commands))
-
-
-class ClusterMarks(Protocol):
-    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def mark_for_deletion(self, *names: str) -> None: ...
-    def unmark_for_deletion(self, *names: str) -> None: ...
-    def record_created(self, res: resources.Resource, obj: Mapping[str, Any]) -> None: ...
 
 
 def _raw_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -102,28 +97,25 @@ def _initialized(raw: Mapping[str, Any]) -> bool:
     )
 
 
+SILENT = disruption_metrics.Metrics()
+"""Counts nothing: a queue built without the operator's metrics."""
+
+
 class Queue:
     def __init__(
         self,
         *,
         client: kube_client.KubeClient,
-        cluster: ClusterMarks,
+        cluster: state_cluster.Cluster,
         clock: karpy_clock.Clock,
         recorder: events.Recorder,
-        replacement_created: Callable[[str, str, bool], None] = noop.ignore,
-        disrupted: nodeclaim.DisruptedHook = noop.ignore,
-        failed: Callable[[str, str, str, int], None] = noop.ignore,
+        metrics: disruption_metrics.Metrics = SILENT,
     ) -> None:
         self._client = client
         self._cluster = cluster
         self._clock = clock
         self._recorder = recorder
-        self._replacement_created = replacement_created
-        """(nodepool, disruption reason, minValues relaxed) for each replacement NodeClaim created."""
-        self._disrupted = disrupted
-        """(disruption reason, nodepool, capacity type, ...) for each candidate NodeClaim deleted."""
-        self._failed = failed
-        """(method, reason, decision, replacements not initialized) for each command given up."""
+        self._metrics = metrics
         self.items: list[Item] = []
 
     def names(self) -> frozenset[str]:
@@ -142,7 +134,7 @@ class Queue:
                 body = await self._client.create(resources.NODECLAIMS, nodeclaim_builder.build_nodeclaim(plan, pool))
                 self._cluster.record_created(resources.NODECLAIMS, body)  # in flight before its watch event arrives
                 created.append(str(body["metadata"]["name"]))
-                self._replacement_created(plan.nodepool, str(command.reason), plan.min_values_relaxed)
+                self._metrics.replacement_created(plan.nodepool, str(command.reason), plan.min_values_relaxed)
                 self._recorder.record(body, "Normal", DISRUPTION_LAUNCHING, launching_message(command.reason))
         except (kube_client.KubeError, LookupError) as error:
             log.warning("launching replacements failed, abandoning the command: %s", error)
@@ -182,7 +174,7 @@ class Queue:
         if ready:
             for c in item.command.candidates:
                 if await self._client.delete(resources.NODECLAIMS, c.name):  # upstream counts at this delete
-                    self._disrupted(
+                    self._metrics.disrupted(
                         str(item.command.reason), c.pool.name, c.capacity_type,
                         # drift flows through this queue too: only a consolidation reports a policy (queue.go)
                         consolidation_policy=str(c.pool.disruption.consolidation_policy)
@@ -206,7 +198,7 @@ class Queue:
         log.warning("disruption command failed: %s", why, extra={"replacements": item.replacements})
         command = item.command
         not_ready = len([r for r in item.replacements if r not in item.initialized])
-        self._failed(command.method, str(command.reason), command.decision, not_ready)
+        self._metrics.queue_failed(command.method, str(command.reason), command.decision, not_ready)
         await self._unmark(item.command)
         self._cluster.unmark_for_deletion(*_names(item.command))
         return why

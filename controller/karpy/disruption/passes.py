@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy import noop
@@ -22,33 +22,9 @@ from karpy.api import donotdisrupt, nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets, candidates, consolidation, methods, simulation, staticpools
 from karpy.kube import resources
-from karpy.scheduling import pods, scheduler, volumes
+from karpy.scheduling import scheduler
+from karpy.state import cluster as state_cluster
 from karpy.state import facts, statenode
-
-
-class ClusterView(Protocol):
-    """What a pass reads of the cluster state (`karpy.state.cluster.Cluster` satisfies it)."""
-
-    @property
-    def seq(self) -> int:
-        """Moves with every change of the cluster state as of now (the methods' "nothing to do" memo key)."""
-        ...
-
-    def nodepools(self) -> list[nodepool.NodePool]: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-    def pending_pods(self) -> list[pods.Pod]: ...
-    def buffer_pods(self) -> list[pods.Pod]:
-        """The CapacityBuffers' virtual pods: simulations place them too, so their room is kept."""
-        ...
-
-    def buffer_pods_on(self, node: str) -> int:
-        """Virtual pods the last provisioning pass placed on `node`."""
-        ...
-
-    def daemonsets(self) -> list[pods.Pod]: ...
-    def volumes(self) -> volumes.VolumeCatalog: ...
-    def pdbs(self) -> list[dict[str, Any]]: ...
-    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +45,7 @@ class _PodInfos(Mapping[str, candidates.PodInfo]):
         raw: Mapping[str, Mapping[str, Any]],
         *,
         now: float,
-        notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None] = noop.ignore,
+        notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None],
     ) -> None:
         self._raw = raw
         self._now = now
@@ -94,19 +70,16 @@ class _PodInfos(Mapping[str, candidates.PodInfo]):
 
 
 def context(
-    cluster: ClusterView,
+    cluster: state_cluster.Cluster,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
     clock: karpy_clock.Clock,
     queued: frozenset[str] = frozenset(),
     options: Options = Options(),
     solver: simulation.Solver = scheduler.solve,
-    note: Callable[[methods.Note], None] = noop.ignore,
+    observer: methods.Observer = methods.SILENT,
     seq: int | None = None,
     existing: Sequence[scheduler.ExistingNode] = (),
-    timed_out: Callable[[str], None] = noop.ignore,
-    scored: Callable[[consolidation.Scored], None] = noop.ignore,
-    pod_notice: Callable[[Mapping[str, Any], donotdisrupt.Notice], None] = noop.ignore,
 ) -> methods.Context:
     """The methods' view of `cluster` now; `queued` names the NodeClaims already being disrupted, `seq` replaces
     the cluster's as the methods' memo key (a pass that could not see every pool must not be remembered). A node
@@ -121,7 +94,9 @@ def context(
         candidates.new_candidate,
         pools={p.name: p for p in pools},
         instance_types={pool: {t.name: t for t in found} for pool, found in instance_types.items()},
-        pod_infos=_PodInfos({facts.key(o): o for o in cluster.objects(resources.PODS)}, now=now, notice=pod_notice),
+        pod_infos=_PodInfos(
+            {facts.key(o): o for o in cluster.objects(resources.PODS)}, now=now, notice=observer.pod_notice
+        ),
         pdbs=pdbs,
         now=now,
         queued=queued,
@@ -166,7 +141,7 @@ def context(
             functools.partial(simulation.simulate, snap, solver=solver, options=options.scheduling)
         ),
         spot_to_spot=options.spot_to_spot,
-        note=note,
+        observer=observer,
         rejected=tuple(rejected),
         blocked={r: tuple(budgets.blocked_pools(pools, state_nodes, r, now=now)) for r in reasons},
         failed=tuple(failed),
@@ -175,8 +150,6 @@ def context(
             for p in pools
             if p.replicas is not None
         },
-        timed_out=timed_out,
-        scored=scored,
         buffer_pods_on=cluster.buffer_pods_on,
     )
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Final
 
 from karpy import clock as karpy_clock
 from karpy.api import labels, meta, nodeclaim, nodepool
@@ -29,6 +29,7 @@ from karpy.disruption import candidates
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.scheduling import catalog, results
+from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
 log = logging.getLogger(__name__)
@@ -138,14 +139,6 @@ def scale_down_order(
     return sorted(active, key=key)
 
 
-class ClusterView(Protocol):
-    def synced(self) -> bool: ...
-    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-    def raw(self, res: resources.Resource, key: str) -> Mapping[str, Any] | None: ...
-    def mark_for_deletion(self, *names: str) -> None: ...
-
-
 Create = Callable[[Sequence[results.PlannedNodeClaim], Mapping[str, nodepool.NodePool]], Awaitable[object]]
 """Create NodeClaims for plans (the provisioner's `create_nodeclaims`: limits, metrics, the in-flight record)."""
 
@@ -155,7 +148,7 @@ class Deps:
     """The static-pool reconciler's collaborators: it launches through the provisioner's `create`, records nothing."""
 
     client: kube_client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     clock: karpy_clock.Clock
     create: Create
     dry_run: bool = False

@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from karpy import settings as karpy_settings
 from karpy.cloudprovider import types
-from karpy.provisioning import isolation, limits, ports, snapshot
+from karpy.provisioning import isolation, limits, snapshot
 from karpy.scheduling import pods, results, scheduler
+from karpy.state import cluster as state_cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +39,8 @@ class Batch:
     """Pool name -> its NodeClaims' capacity now (what limit admission counts)."""
 
 
-class View(ports.SchedulingView, Protocol):
-    def nodepool_usage(self, name: str) -> dict[str, int]: ...
-
-
 def prepare(
-    cluster: View,
+    cluster: state_cluster.Cluster,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
     options: karpy_settings.SchedulingSettings,

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 from karpy import settings as karpy_settings
 from karpy.cloudprovider import types
-from karpy.provisioning import isolation, ports, snapshot
+from karpy.provisioning import isolation, snapshot
 from karpy.scheduling import pods, results, scheduler
+from karpy.state import cluster as state_cluster
+from karpy.state import statenode
 
 STAY_PUT = frozenset({"DaemonSet", "Node"})
 """Owners whose pods belong to their node (DaemonSet pods come with every node; mirror pods are the node's own)."""
@@ -34,12 +36,12 @@ class Repack:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    today: Sequence[ports.StateNodeView]
+    today: Sequence[statenode.StateNode]
     input: scheduler.SchedulingInput
 
 
 def prepare(
-    cluster: ports.SchedulingView,
+    cluster: state_cluster.Cluster,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     *,
     options: karpy_settings.SchedulingSettings,
@@ -61,7 +63,7 @@ def prepare(
 def explain(
     prepared: Prepared,
     *,
-    price: Callable[[ports.StateNodeView], float | None],
+    price: Callable[[statenode.StateNode], float | None],
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve,
 ) -> Repack:
     prices = [price(n) for n in prepared.today]

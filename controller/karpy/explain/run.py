@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
-from karpy.api import labels, nodepool
+from karpy.api import labels
 from karpy.cloudprovider import types
 from karpy.disruption import candidates, methods, passes
 from karpy.explain import pending, repack, verdicts
-from karpy.kube import resources
-from karpy.provisioning import ports, snapshot
-from karpy.scheduling import pods, scheduler, volumes
+from karpy.provisioning import snapshot
+from karpy.scheduling import scheduler
 from karpy.simulate import static
 from karpy.state import cluster as state_cluster
 from karpy.state import statenode
@@ -45,7 +43,7 @@ class Prepared:
     now: float
     options: Options
     ctx: methods.Context
-    price: Callable[[ports.StateNodeView], float | None]
+    price: Callable[[statenode.StateNode], float | None]
     focus: str
     """The node the verdicts are about ("" for all)."""
     nodes: bool
@@ -68,12 +66,12 @@ class Explanation:
 
 def node_price(
     instance_types: Mapping[str, Sequence[types.InstanceType]],
-) -> Callable[[ports.StateNodeView], float | None]:
+) -> Callable[[statenode.StateNode], float | None]:
     """The $/h of a node's offering (instance type, zone, capacity type labels), as disruption prices candidates:
     from its pool's instance types, else from any pool's (an unmanaged node has none)."""
     anywhere = {t.name: t for found in instance_types.values() for t in found}
 
-    def price(node: ports.StateNodeView) -> float | None:
+    def price(node: statenode.StateNode) -> float | None:
         name = node.labels.get(labels.LABEL_INSTANCE_TYPE, "")
         own = next((t for t in instance_types.get(node.nodepool, ()) if t.name == name), None)
         found = own or anywhere.get(name)
@@ -81,50 +79,6 @@ def node_price(
         return offering.price if offering is not None else None
 
     return price
-
-
-class _ReadOnce:
-    """The cluster model with its snapshot views (state nodes, pending pods) built once: each build walks every
-    node and pod, and one explanation reads them three times."""
-
-    def __init__(self, cluster: state_cluster.Cluster) -> None:
-        self._cluster = cluster
-        self._nodes = cluster.state_nodes()
-        self._pending = cluster.pending_pods()
-
-    @property
-    def seq(self) -> int:
-        return self._cluster.seq
-
-    def state_nodes(self) -> list[statenode.StateNode]:
-        return self._nodes
-
-    def pending_pods(self) -> list[pods.Pod]:
-        return self._pending
-
-    def buffer_pods(self) -> list[pods.Pod]:
-        return self._cluster.buffer_pods()
-
-    def buffer_pods_on(self, node: str) -> int:
-        return self._cluster.buffer_pods_on(node)
-
-    def nodepools(self) -> list[nodepool.NodePool]:
-        return self._cluster.nodepools()
-
-    def daemonsets(self) -> list[pods.Pod]:
-        return self._cluster.daemonsets()
-
-    def volumes(self) -> volumes.VolumeCatalog:
-        return self._cluster.volumes()
-
-    def pdbs(self) -> list[dict[str, Any]]:
-        return self._cluster.pdbs()
-
-    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]:
-        return self._cluster.objects(res)
-
-    def nodepool_usage(self, name: str) -> dict[str, int]:
-        return self._cluster.nodepool_usage(name)
 
 
 def prepare(
@@ -137,7 +91,7 @@ def prepare(
 ) -> Prepared:
     """Everything `explain` needs, read from `cluster` now; raises NotFound for an unknown node or pod."""
     focus, with_pending, with_nodes = options.node, not options.node, True
-    view = _ReadOnce(cluster)
+    view = cluster  # it builds its state nodes and pending pods once per change: read them freely
     if options.node and not any(n.name == options.node for n in view.state_nodes()):
         raise NotFound(f"node {options.node!r} not found")
     if options.pod:

@@ -132,6 +132,16 @@ class _Decision:
     """The command that decided it (the pass's, or the one the node would get alone)."""
 
 
+class _Notes(methods.Observer):
+    """Why the pass's methods passed over each candidate (nothing is published)."""
+
+    def __init__(self) -> None:
+        self.notes: list[methods.Note] = []
+
+    def note(self, note: methods.Note) -> None:
+        self.notes.append(note)
+
+
 def explain(
     ctx: methods.Context,
     *,
@@ -142,9 +152,10 @@ def explain(
 ) -> Verdicts:
     """Verdicts for every node (only the node named `focus`, when given; none without `nodes`: the next pass
     only, as for a pending pod); `simulations` < 0: no limit."""
-    notes: list[methods.Note] = []
+    observed = _Notes()
     sims = Simulations(ctx.simulate)
-    ctx = dataclasses.replace(ctx, simulate=sims, note=notes.append)
+    ctx = dataclasses.replace(ctx, simulate=sims, observer=observed)
+    notes = observed.notes
     command = passes.first_command(methods.default_methods(), ctx)
     survey = _survey(ctx, sims, command, focus=focus, limit=simulations) if nodes else _Survey()
     why = _reasons(notes, ctx.rejected)

@@ -16,15 +16,15 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Protocol
 
 from karpy import backoff, events, noop
-from karpy.api import decoding, labels, nodeclaim, nodepool
+from karpy.api import decoding, labels
 from karpy.clock import Clock
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.interruption import handler
 from karpy.kube import client, resources
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +43,6 @@ MAX_RECEIVES = 5
 100 s of retries, most of a spot warning's two minutes; the instance's own state change follows anyway."""
 TRANSIENT_ERRORS = (client.KubeError, OSError, TimeoutError)
 """Failures a later attempt may not meet (the API server or the network); anything else is not retried."""
-
-
-class ClusterView(Protocol):
-    """The part of `karpy.state.cluster.Cluster` this loop reads."""
-
-    def synced(self) -> bool: ...
-    def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
-    def nodepools(self) -> list[nodepool.NodePool]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,7 +75,7 @@ class Deps:
     """The interruption poller's collaborators; the only loop with a message `queue` and the offering cache."""
 
     client: client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     queue: QueueClient
     clock: Clock
     recorder: events.Recorder

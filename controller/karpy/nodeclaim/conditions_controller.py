@@ -19,16 +19,17 @@ import dataclasses
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy import noop, rejections
-from karpy.api import decoding, ec2nodeclass, labels, nodeclaim, nodepool, parse, status
+from karpy.api import decoding, labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import disruption_conditions
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +43,6 @@ POD_EVENT_SPACING: Final = 10.0
 """Minimum seconds between two writes of one claim that only move lastPodEventTime."""
 CONCURRENCY: Final = 10
 """Claims reconciled at once by `run` (upstream: MaxConcurrentReconciles 10)."""
-
-
-class ClusterView(Protocol):
-    def synced(self) -> bool: ...
-    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
-    def nodeclasses(self) -> dict[str, ec2nodeclass.EC2NodeClass]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -65,7 +59,7 @@ class Deps:
     """The conditions reconciler's collaborators: it writes conditions only, so it needs no event recorder."""
 
     client: kube_client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
     metrics: Metrics = dataclasses.field(default_factory=Metrics)

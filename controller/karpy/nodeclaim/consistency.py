@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy import events
@@ -26,6 +26,7 @@ from karpy.api import labels, meta, nodeclaim, nodepool, quantity, status
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions
+from karpy.state import cluster as state_cluster
 from karpy.state import facts
 
 log = logging.getLogger(__name__)
@@ -102,19 +103,12 @@ def managed(claim: nodeclaim.NodeClaim, pool: nodepool.NodePool | None) -> bool:
     return (ref.group, ref.kind) == (ours.group, ours.kind)
 
 
-class ClusterView(Protocol):
-    def synced(self) -> bool: ...
-    def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
-    def nodepool(self, name: str) -> nodepool.NodePool | None: ...
-    def node(self, name: str) -> Mapping[str, Any] | None: ...
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
     """The consistency reconciler's collaborators: it reads the cache, writes one condition and records Events."""
 
     client: kube_client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     clock: karpy_clock.Clock
     recorder: events.Recorder
 

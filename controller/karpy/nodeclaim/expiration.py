@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import Final
 
 from karpy import clock as karpy_clock
 from karpy import events, noop, rejections
-from karpy.api import ec2nodeclass, labels, nodeclaim, parse
+from karpy.api import labels, nodeclaim, parse
 from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import capacityblocks
+from karpy.state import cluster as state_cluster
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +51,6 @@ def expired(claim: nodeclaim.NodeClaim, now: float) -> bool:
     return when is not None and claim.metadata.deletion_timestamp is None and now >= when
 
 
-class ClusterView(Protocol):
-    def synced(self) -> bool: ...
-    def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
-    def node(self, name: str) -> Mapping[str, Any] | None: ...
-    def nodeclasses(self) -> Mapping[str, ec2nodeclass.EC2NodeClass]: ...
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
@@ -68,10 +61,10 @@ class Metrics:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    """The expiration reconciler's collaborators: repair's roles without `policies`, its own ClusterView."""
+    """The expiration reconciler's collaborators: repair's roles without `policies`."""
 
     client: kube_client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     clock: karpy_clock.Clock
     recorder: events.Recorder
     metrics: Metrics = dataclasses.field(default_factory=Metrics)

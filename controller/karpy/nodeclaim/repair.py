@@ -21,7 +21,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy import events, noop
@@ -29,6 +29,7 @@ from karpy.api import decoding, labels, nodeclaim
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
+from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
 log = logging.getLogger(__name__)
@@ -91,11 +92,6 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-class ClusterView(Protocol):
-    def synced(self) -> bool: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
     """Hooks the operator binds to Prometheus; no-ops by default."""
@@ -111,7 +107,7 @@ class Deps:
     """The repair loop's collaborators: expiration's roles plus the provider's repair `policies`."""
 
     client: kube_client.KubeClient
-    cluster: ClusterView
+    cluster: state_cluster.Cluster
     clock: karpy_clock.Clock
     recorder: events.Recorder
     policies: Sequence[types.RepairPolicy]

@@ -16,9 +16,11 @@ from karpy import requirements
 from karpy.api import labels, nodepool
 from karpy.cloudprovider import types
 from karpy.explain import repack
-from karpy.provisioning import isolation, ports, snapshot
-from karpy.scheduling import pods, results, scheduler, volumes
+from karpy.provisioning import isolation, snapshot
+from karpy.scheduling import pods, results, scheduler
 from karpy.settings import SchedulingSettings
+from karpy.state import cluster as state_cluster
+from karpy.state import statenode
 
 CPU, MEMORY = "cpu", "memory"
 
@@ -67,7 +69,7 @@ def _meets(it: types.InstanceType, reqs: requirements.Requirements, custom: froz
     return False
 
 
-def measure(nodes: Sequence[ports.StateNodeView], price: Callable[[ports.StateNodeView], float | None]) -> Capacity:
+def measure(nodes: Sequence[statenode.StateNode], price: Callable[[statenode.StateNode], float | None]) -> Capacity:
     return Capacity(
         nodes=len(nodes),
         cpu=sum(n.allocatable.get(CPU, 0) for n in nodes),
@@ -76,36 +78,14 @@ def measure(nodes: Sequence[ports.StateNodeView], price: Callable[[ports.StateNo
     )
 
 
-class _Proposed:
-    """The cluster's scheduling view with the proposed NodePools in place of its own."""
-
-    def __init__(self, view: ports.SchedulingView, pools: Sequence[nodepool.NodePool]) -> None:
-        self._view, self._pools = view, list(pools)
-
-    def nodepools(self) -> list[nodepool.NodePool]:
-        return self._pools
-
-    def state_nodes(self) -> Sequence[ports.StateNodeView]:
-        return self._view.state_nodes()
-
-    def pending_pods(self) -> list[pods.Pod]:
-        return []
-
-    def daemonsets(self) -> list[pods.Pod]:
-        return self._view.daemonsets()
-
-    def volumes(self) -> volumes.VolumeCatalog:
-        return self._view.volumes()
-
-
 def after(
-    view: ports.SchedulingView,
+    cluster: state_cluster.Cluster,
     *,
-    kept: Sequence[ports.StateNodeView],
-    leaving: Sequence[ports.StateNodeView],
+    kept: Sequence[statenode.StateNode],
+    leaving: Sequence[statenode.StateNode],
     pools: Sequence[nodepool.NodePool],
     instance_types: Mapping[str, Sequence[types.InstanceType]],
-    price: Callable[[ports.StateNodeView], float | None],
+    price: Callable[[statenode.StateNode], float | None],
     options: SchedulingSettings,
 ) -> After:
     """The cluster once `leaving` are replaced: their pods solved onto `kept` and new NodeClaims of `pools`."""
@@ -114,8 +94,14 @@ def after(
     moving = [pods.unbound(p) for n in leaving for p in n.pods if p.owner_kind not in repack.STAY_PUT]
     if not moving:
         return After(staying, (), {})
-    inp = snapshot.provisioning_input(
-        _Proposed(view, pools), kept, moving, instance_types=instance_types, options=options
+    inp = snapshot.scheduling_input(
+        moving,
+        [p for p in snapshot.schedulable_pools(pools)[0] if p.name in instance_types],
+        instance_types=instance_types,
+        existing=snapshot.existing_nodes(kept),
+        daemonsets=cluster.daemonsets(),
+        volume_catalog=cluster.volumes(),
+        options=options,
     )
     solved = isolation.solve(scheduler.solve, dataclasses.replace(inp, compute_lower_bound=False)).results
     claims = tuple(solved.new_nodeclaims)

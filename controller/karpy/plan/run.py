@@ -17,7 +17,6 @@ from karpy.disruption import blockers, budgets, candidates
 from karpy.explain import repack
 from karpy.kube import resources
 from karpy.plan import capacity, drift, proposal, waves
-from karpy.provisioning import ports
 from karpy.state import cluster as state_cluster
 from karpy.state import facts, statenode
 
@@ -161,7 +160,7 @@ def plan(
     proposed: Proposed,
     *,
     instance_types: Mapping[str, Sequence[types.InstanceType]],
-    price: Callable[[ports.StateNodeView], float | None],
+    price: Callable[[statenode.StateNode], float | None],
     now: float,
     options: Options = Options(),
     warnings: Sequence[str] = (),

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from typing import Any
 
-from karpy import backoff, events, noop, rejections, tasks
+from karpy import backoff, events, rejections, tasks
 from karpy import settings as karpy_settings
 from karpy.api import hashing, labels, nodepool
 from karpy.clock import Clock
@@ -26,10 +26,10 @@ from karpy.provisioning import (
     podevents,
     podtimes,
     poolevents,
-    ports,
     snapshot,
 )
 from karpy.scheduling import pods, results, scheduler
+from karpy.state import cluster as state_cluster
 from karpy.state import virtualpods
 
 log = logging.getLogger(__name__)
@@ -60,33 +60,42 @@ def nomination_window(batch_max_duration: float) -> float:
     return max(2 * batch_max_duration, MIN_NOMINATION_WINDOW)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
-    """Hooks the operator binds to its Prometheus metrics; no-ops by default."""
+    """What the provisioner counts, by name: the operator's subclass binds its Prometheus series
+    (`karpy.runtime.metrics.scheduler`); this one counts nothing."""
 
-    scheduling_duration: Callable[[float], None] = noop.ignore
-    """Seconds one Solve took (histogram)."""
-    nodeclaim_created: Callable[[str, bool], None] = noop.ignore
-    """Called with (NodePool name, whether minValues was relaxed for it) for every NodeClaim created (counter)."""
-    nodeclaim_create_failed: Callable[[str, str], None] = noop.ignore
-    """Called with (NodePool name, LIMITS_EXCEEDED or API_ERROR) when a create was refused or failed (counter)."""
-    pods_unschedulable: Callable[[int], None] = noop.ignore
-    """How many pods the last batch could not place (gauge)."""
-    pods_ignored: Callable[[int], None] = noop.ignore
-    """How many pending pods the last batch refused outright: unsupported constraints, or DRA requests while
-    IGNORE_DRA_REQUESTS is on (core: provisioning/provisioner.go `Validate`, karpenter_scheduler_ignored_pods_count)."""
-    solve_started: Callable[[str, int, float], None] = noop.ignore
-    """(scheduling id, pods queued, start time) when a solve starts (karpenter_scheduler_queue_depth and
-    _unfinished_work_seconds, while it runs)."""
-    solve_finished: Callable[[str], None] = noop.ignore
-    """(scheduling id) when that solve ended, however."""
-    pending_by_effective_zone: Callable[[Mapping[str, int]], None] = noop.ignore
-    """Pending pods (not those of leaving nodes) per effective zone of the last solve, replacing the previous counts
-    (core: scheduling/scheduler.go Solve resets karpenter_scheduler_pending_pods_by_effective_zone_count and sets
-    it from the zones computeEffectiveZoneFromPod gave at the start of the solve)."""
-    pod_decided: Callable[[float], None] = noop.ignore
-    """Seconds from the provisioner's first sight of a pending pod to the first solve that placed it or could not
-    (karpenter_pods_scheduling_decision_duration_seconds)."""
+    def scheduling_duration(self, seconds: float) -> None:
+        """Seconds one Solve took (histogram)."""
+
+    def nodeclaim_created(self, pool: str, min_values_relaxed: bool) -> None:
+        """A NodeClaim created for `pool`, and whether minValues was relaxed for it (counter)."""
+
+    def nodeclaim_create_failed(self, pool: str, reason: str) -> None:
+        """A create refused or failed, for LIMITS_EXCEEDED or API_ERROR (counter)."""
+
+    def pods_unschedulable(self, count: int) -> None:
+        """How many pods the last batch could not place (gauge)."""
+
+    def pods_ignored(self, count: int) -> None:
+        """How many pending pods the last batch refused outright: unsupported constraints, or DRA requests while
+        IGNORE_DRA_REQUESTS is on (core: provisioning/provisioner.go `Validate`,
+        karpenter_scheduler_ignored_pods_count)."""
+
+    def solve_started(self, scheduling_id: str, pods: int, start: float) -> None:
+        """A solve of `pods` queued pods started at `start` (karpenter_scheduler_queue_depth and
+        _unfinished_work_seconds, while it runs)."""
+
+    def solve_finished(self, scheduling_id: str) -> None:
+        """That solve ended, however."""
+
+    def pending_by_effective_zone(self, counts: Mapping[str, int]) -> None:
+        """Pending pods (not those of leaving nodes) per effective zone of the last solve, replacing the previous
+        counts (core: scheduling/scheduler.go Solve resets karpenter_scheduler_pending_pods_by_effective_zone_count
+        and sets it from the zones computeEffectiveZoneFromPod gave at the start of the solve)."""
+
+    def pod_decided(self, seconds: float) -> None:
+        """Seconds from the provisioner's first sight of a pending pod to the first solve that placed it or could not
+        (karpenter_pods_scheduling_decision_duration_seconds)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -99,10 +108,10 @@ class Settings:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
-    """The provisioner's collaborators: disruption's roles, but its own ClusterView, Settings and Metrics."""
+    """The provisioner's collaborators: disruption's roles, but its own Settings and Metrics."""
 
     client: client.KubeClient
-    cluster: ports.ClusterView
+    cluster: state_cluster.Cluster
     cloud: types.CloudProvider
     clock: Clock
     recorder: events.Recorder
@@ -344,7 +353,7 @@ class Provisioner:
         return plan, plan.timed_out
 
     async def _wait_synced(self) -> None:
-        while not self._deps.cluster.synced():
+        while not self._deps.cluster.synced_for_decisions():
             log.debug("waiting on cluster sync")
             await self._deps.clock.sleep(SYNC_POLL)
 
@@ -354,7 +363,7 @@ class Provisioner:
         now = deps.clock.now()
         if self._last_scan is not None and now - self._last_scan < PENDING_RESCAN:
             return
-        if not deps.cluster.synced():
+        if not deps.cluster.synced_for_decisions():
             return
         self._last_scan = now
         nodes = deps.cluster.state_nodes()

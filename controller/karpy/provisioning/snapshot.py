@@ -15,15 +15,16 @@ from typing import Final
 from karpy import settings as karpy_settings
 from karpy.api import meta, nodepool
 from karpy.cloudprovider import types
-from karpy.provisioning import ports
 from karpy.scheduling import catalog, pods, scheduler, volumes
+from karpy.state import cluster as state_cluster
+from karpy.state import statenode
 
 READY = "Ready"
 DEFAULT_OPTIONS: Final = karpy_settings.SchedulingSettings()
 """Upstream's default scheduling policies (Respect, Strict, DRA requests ignored)."""
 
 
-def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler.ExistingNode]:
+def existing_nodes(state_nodes: Iterable[statenode.StateNode]) -> list[scheduler.ExistingNode]:
     return [
         scheduler.ExistingNode(
             name=n.name,
@@ -40,7 +41,7 @@ def existing_nodes(state_nodes: Iterable[ports.StateNodeView]) -> list[scheduler
     ]
 
 
-def reschedulable_pods(state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
+def reschedulable_pods(state_nodes: Iterable[statenode.StateNode]) -> list[pods.Pod]:
     """Pods of nodes on their way out that need a new home now; unbound copies, so the scheduler treats them as
     pending. As upstream's IsCurrentlyReschedulable (pkg/utils/pdb/pdb.go): not a DaemonSet's or a mirror (Node-owned)
     pod, not terminating unless a StatefulSet owns it (its replacement waits for it to go), and not held where it is
@@ -88,15 +89,15 @@ def schedulable_pools(pools: Iterable[nodepool.NodePool]) -> tuple[list[nodepool
     return usable, skipped
 
 
-def pending_pods(cluster: ports.SchedulingView, state_nodes: Iterable[ports.StateNodeView]) -> list[pods.Pod]:
+def pending_pods(cluster: state_cluster.Cluster, state_nodes: Iterable[statenode.StateNode]) -> list[pods.Pod]:
     """What a provisioning pass schedules: the provisionable pods and the pods of nodes on their way out (read the
     state nodes first, so that capacity is over- rather than under-estimated)."""
     return merge_pods(cluster.pending_pods(), reschedulable_pods(state_nodes))
 
 
 def provisioning_input(
-    cluster: ports.SchedulingView,
-    state_nodes: Sequence[ports.StateNodeView],
+    cluster: state_cluster.Cluster,
+    state_nodes: Sequence[statenode.StateNode],
     pending: Sequence[pods.Pod],
     *,
     instance_types: Mapping[str, Sequence[types.InstanceType]],

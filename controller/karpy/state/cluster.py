@@ -106,6 +106,10 @@ class Cluster:
         self._next_expiry = math.inf  # the earliest `until` in _nominated (or earlier): nothing expires before it
         self._marked: set[str] = set()
         self._listeners: list[Listener] = []
+        # The last `state_nodes()` / `pending_pods()` built, by the (`_seq`, clock time) they were built at: one
+        # decision reads them several times (explain: three), and each build walks every node and pod.
+        self._read_nodes: tuple[tuple[int, float], tuple[statenode.StateNode, ...]] | None = None
+        self._read_pending: tuple[int, tuple[scheduling_pods.Pod, ...]] | None = None
         # Functions, not bound methods: a cluster must not hold itself, or the model it holds (every object of the
         # cluster) waits for the cyclic collector to be freed once the cluster is dropped (1.5 s at 5,000 nodes).
         self._appliers: Mapping[resources.Resource, Callable[[Cluster, str, Mapping[str, Any] | None], None]] = {
@@ -140,6 +144,12 @@ class Cluster:
     def synced(self) -> bool:
         """True once every expected informer completed its first LIST (False before any was expected)."""
         return bool(self._expected) and self._expected <= self._listed
+
+    def synced_for_decisions(self) -> bool:
+        """Upstream's `Synced()` (pkg/controllers/state/cluster.go): every informer listed once and no launch in
+        flight. Provisioning and disruption wait on it; readiness and the metrics wait on `synced()` alone, which
+        must not flap with every launch."""
+        return self.synced() and self.launches_resolved()
 
     def launches_resolved(self) -> bool:
         """Every NodeClaim not being deleted has its providerID: no launch is in flight. Upstream's Synced() requires
@@ -515,8 +525,13 @@ class Cluster:
 
     def pending_pods(self) -> list[scheduling_pods.Pod]:
         """Provisionable pods (module `facts`), oldest first."""
-        pending = [self._pods[key] for key in self._provisionable]
-        return sorted(pending, key=lambda p: (p.creation_timestamp, p.namespace, p.name))
+        if self._read_pending is None or self._read_pending[0] != self._seq:
+            pending = sorted(
+                (self._pods[key] for key in self._provisionable),
+                key=lambda p: (p.creation_timestamp, p.namespace, p.name),
+            )
+            self._read_pending = (self._seq, tuple(pending))
+        return list(self._read_pending[1])
 
     def pods_on(self, node_name: str) -> list[scheduling_pods.Pod]:
         """Non-terminal pods bound to `node_name`."""
@@ -565,6 +580,12 @@ class Cluster:
     def state_nodes(self) -> list[statenode.StateNode]:
         """Every NodeClaim joined with its Node (by providerID, else status.nodeName), then unclaimed Nodes."""
         now = self.clock.now()
+        # Every change moves `_seq`; what else a state node depends on (nominations, PDB budgets) is read at `now`.
+        if self._read_nodes is None or self._read_nodes[0] != (self._seq, now):
+            self._read_nodes = ((self._seq, now), tuple(self._build_state_nodes(now)))
+        return list(self._read_nodes[1])
+
+    def _build_state_nodes(self, now: float) -> list[statenode.StateNode]:
         joined: set[str] = set()
         out: list[statenode.StateNode] = []
         for claim_key, claim in self._nodeclaims.items():

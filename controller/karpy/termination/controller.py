@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy import events, noop, rejections
@@ -25,6 +25,7 @@ from karpy.kube import client as kube_client
 from karpy.kube import resources
 from karpy.nodeclaim import conditions, lifecycle
 from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.state import cluster as state_cluster
 from karpy.termination import drain
 
 log = logging.getLogger(__name__)
@@ -45,17 +46,6 @@ class Deps:
     clock: karpy_clock.Clock
     recorder: events.Recorder
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
-
-
-@dataclasses.dataclass(slots=True)
-class Counters:
-    """Monotonic counters for the metrics endpoint (the operator exports them)."""
-
-    evictions: int = 0
-    evictions_blocked: int = 0
-    evictions_failed: int = 0
-    pods_deleted: int = 0
-    nodes_terminated: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -96,14 +86,6 @@ def drain_reason(claim: nodeclaim.NodeClaim | None) -> str:
     return found.reason if found is not None and found.is_true else FORCEFUL
 
 
-class ClaimIndex(Protocol):
-    """The part of `karpy.state.cluster.Cluster` that finds a Node's NodeClaim without listing every claim."""
-
-    def nodeclaims_for_provider_id(self, provider_id: str) -> list[nodeclaim.NodeClaim]: ...
-
-    def unreadable(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
-
-
 class _Unreadable:
     """The Node's NodeClaim exists but does not parse."""
 
@@ -120,7 +102,7 @@ class _Retry:
 
 
 class TerminationController:
-    """Reconciles one terminating Node per call. In memory only: eviction backoff (safe to lose) and counters."""
+    """Reconciles one terminating Node per call. In memory only: eviction backoff (safe to lose)."""
 
     def __init__(
         self,
@@ -128,7 +110,7 @@ class TerminationController:
         *,
         backoff: drain.Backoff | None = None,
         metrics: Metrics | None = None,
-        claims: ClaimIndex | None = None,
+        claims: state_cluster.Cluster | None = None,
     ) -> None:
         """`claims`: the state cache's providerID index; without it a Node with no owner reference costs a LIST of
         every NodeClaim."""
@@ -137,7 +119,6 @@ class TerminationController:
         self._backoff = backoff or drain.Backoff()
         self._metrics = metrics or Metrics()
         self._retries: dict[str, dict[str, _Retry]] = {}
-        self.counters = Counters()
 
     async def reconcile(self, node_name: str) -> float | None:
         try:
@@ -256,7 +237,6 @@ class TerminationController:
             await self._deps.client.delete(
                 resources.PODS, pod.name, namespace=pod.namespace, grace_period_seconds=grace
             )
-            self.counters.pods_deleted += 1
             self._metrics.pod_drained(reason)
             self._deps.recorder.record(
                 _pod_ref(pod),
@@ -277,17 +257,13 @@ class TerminationController:
             if outcome in (kube_client.EvictionOutcome.EVICTED, kube_client.EvictionOutcome.NOT_FOUND):
                 retries.pop(pod.key, None)
                 if outcome is kube_client.EvictionOutcome.EVICTED:
-                    self.counters.evictions += 1
                     self._metrics.pod_drained(reason)
                     self._deps.recorder.record(_pod_ref(pod), "Normal", "Evicted", "Evicted pod")
                     log.info("evicted pod", extra={"pod": pod.key})
                 continue
             retry.failures += 1
             retry.not_before = now + self._backoff.delay(retry.failures)
-            if outcome is kube_client.EvictionOutcome.BLOCKED:
-                self.counters.evictions_blocked += 1
-            else:
-                self.counters.evictions_failed += 1
+            if outcome is not kube_client.EvictionOutcome.BLOCKED:
                 self._deps.recorder.record(
                     _pod_ref(pod), "Warning", "FailedEviction", "Eviction failed (the pod may match several PDBs)"
                 )
@@ -327,7 +303,6 @@ class TerminationController:
             patch["metadata"]["resourceVersion"] = md["resourceVersion"]
         await self._deps.client.patch(resources.NODES, node_name, patch)
         self._retries.pop(node_name, None)
-        self.counters.nodes_terminated += 1
         node_labels = md.get("labels") or {}
         pool = str(node_labels.get(labels.LABEL_NODEPOOL) or "")
         self._metrics.node_terminated(pool, str(node_labels.get(labels.LABEL_ZONE) or ""))

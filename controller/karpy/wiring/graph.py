@@ -38,7 +38,7 @@ from karpy.runtime.metrics import queues
 from karpy.scheduling import scheduler
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
-from karpy.wiring import startup, views
+from karpy.wiring import startup
 
 DEFAULT_TIMINGS: Final = parts.Timings()
 """Upstream's loop timings (`karpy run` always uses them)."""
@@ -155,7 +155,7 @@ def build(
     prov = provisioner.Provisioner(
         provisioner.Deps(
             client=writer,
-            cluster=views.ProvisioningView(cluster),
+            cluster=cluster,
             cloud=metered("provisioner"),
             clock=clock,
             recorder=recorder,

@@ -91,15 +91,17 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
     ready: Ready, pod_tenancy: str | None, launched: str
 ) -> None:
     aws_provider, nc = ready
-    pool = builders.parsed_nodepool(
+    pool = builders.nodepool(
         requirements=[
             builders.requirement(labels.LABEL_INSTANCE_TENANCY, "In", "default", "dedicated"),
             builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),
         ]
     )
     selector = {"nodeSelector": {labels.LABEL_INSTANCE_TENANCY: pod_tenancy}} if pod_tenancy else {}
-    cluster = provisioning_builders.Cluster(
-        pools=[pool], pending=[builders.parsed_pod("p", **selector, memory="1Gi")], classes={nc.name: nc}
+    # The node class is in the provider's cache, reconciled; the state needs none (it only hashes it on the claim).
+    del nc
+    cluster = provisioning_builders.state(
+        ManualClock(0.0), pools=[pool], pending=[builders.pod("p", **selector, memory="1Gi")]
     )
     client = fake.FakeKubeClient(ManualClock(0.0))
     prov = provisioner.Provisioner(
@@ -109,12 +111,6 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
             cloud=aws_provider,
             clock=ManualClock(0.0),
             recorder=events.MemoryRecorder(),
-            metrics=provisioner.Metrics(
-                scheduling_duration=lambda _: None,
-                nodeclaim_created=lambda *_: None,
-                nodeclaim_create_failed=lambda _pool, _reason: None,
-                pods_unschedulable=lambda _: None,
-            ),
         )
     )
     await prov.provision()

@@ -247,6 +247,16 @@ def _controller_state(case: Case) -> state_cluster.Cluster:
     return state
 
 
+class _ZonesReported(provisioner.Metrics):
+    """Keeps the pending pods per effective zone the provisioner reports."""
+
+    def __init__(self, into: dict[str, int]) -> None:
+        self._into = into
+
+    def pending_by_effective_zone(self, counts: Mapping[str, int]) -> None:
+        self._into.update(counts)
+
+
 async def run_controller(case: Case) -> tuple[results.Results, scheduler.SchedulingInput, Mapping[str, int]]:
     """The solve of one provisioner pass, its input, and the pending pods per effective zone it reported."""
     state = _controller_state(case)
@@ -268,7 +278,7 @@ async def run_controller(case: Case) -> tuple[results.Results, scheduler.Schedul
             recorder=events.MemoryRecorder(),
             settings=settings,
             solver=solve,
-            metrics=provisioner.Metrics(pending_by_effective_zone=reported.update),
+            metrics=_ZonesReported(reported),
         )
     )
     done = await prov.provision()

@@ -22,7 +22,7 @@ from karpy import clock as karpy_clock
 from karpy import rejections
 from karpy.cloudprovider import metered, types
 from karpy.cloudprovider import parts as cloudprovider_parts
-from karpy.disruption import controller as disruption_controller
+from karpy.disruption import metrics as disruption_metrics
 from karpy.interruption import controller as interruption_controller
 from karpy.kube import resources
 from karpy.nodeclaim import conditions_controller, expiration, repair
@@ -170,7 +170,7 @@ class Metrics:
     def termination_hooks(self) -> termination_controller.Metrics:
         return self.lifecycle.termination_hooks()
 
-    def disruption_hooks(self) -> disruption_controller.Metrics:
+    def disruption_hooks(self) -> disruption_metrics.Metrics:
         return self.disruption.hooks(self.lifecycle)
 
     def provisioner_hooks(self) -> provisioner.Metrics:

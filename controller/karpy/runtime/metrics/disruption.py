@@ -10,7 +10,7 @@ from typing import Final
 import prometheus_client
 from prometheus_client import registry as prometheus_client_registry
 
-from karpy.disruption import controller as disruption_controller
+from karpy.disruption import metrics as disruption_metrics
 from karpy.runtime.metrics import lifecycle, naming
 
 CONSOLIDATION_TYPES: Final[Mapping[str, str]] = {
@@ -92,40 +92,55 @@ class DisruptionSeries:
     def decision(self, decision: str, reason: str, consolidation_type: str = "") -> None:
         self.decisions.labels(decision=decision, reason=reason, consolidation_type=consolidation_type).inc()
 
-    def hooks(self, claims: lifecycle.LifecycleSeries) -> disruption_controller.Metrics:
-        """The disruption loop's hooks; replacements and disrupted claims are counted on `claims`."""
+    def hooks(self, claims: lifecycle.LifecycleSeries) -> disruption_metrics.Metrics:
+        """The disruption loop's metrics; replacements and disrupted claims are counted on `claims`."""
+        return _Hooks(self, claims)
 
-        def decision(method: str, reason: str, decision: str) -> None:
-            self.decision(decision, reason.lower(), CONSOLIDATION_TYPES.get(method, ""))
 
-        def eligible(reason: str, count: int) -> None:
-            self.eligible_nodes.labels(reason=reason.lower()).set(count)
+class _Hooks(disruption_metrics.Metrics):
+    """`disruption_metrics.Metrics` on the series: lowercased reasons, the consolidation type of the method."""
 
-        kind = CONSOLIDATION_TYPES.get
-        return disruption_controller.Metrics(
-            decision=decision,
-            eligible_nodes=eligible,
-            replacement_created=claims.replacement_created,
-            disrupted=claims.nodeclaim_disrupted,
-            pool_decision=lambda pool, method, reason, decision: self.pool_decisions.labels(
-                nodepool=pool, decision=decision, reason=reason.lower(), consolidation_type=kind(method, "")
-            ).inc(),
-            evaluated=lambda method, reason, seconds: self.evaluation.labels(
-                reason=reason.lower(), consolidation_type=kind(method, "")
-            ).observe(seconds),
-            timed_out=lambda method: self.consolidation_timeouts.labels(consolidation_type=kind(method, "")).inc(),
-            failed_validation=lambda method, count: self.failed_validations.labels(
-                consolidation_type=kind(method, "")
-            ).inc(count),
-            # upstream fills consolidation_type with the decision here (disruption/queue.go); karpy puts the
-            # consolidation type the label names, as every other disruption series does
-            queue_failed=lambda method, reason, decision, count: self.queue_failures.labels(
-                decision=decision, reason=naming.snake_case(reason), consolidation_type=kind(method, "")
-            ).inc(count),
-            consolidation_move=lambda decision, pool, policy: self.consolidation_moves.labels(
-                decision=decision, nodepool=pool, policy=policy
-            ).inc(),
-            consolidation_score=lambda score, decision, pool, policy: self.consolidation_score.labels(
-                decision=decision, nodepool=pool, policy=policy
-            ).observe(score),
-        )
+    def __init__(self, series: DisruptionSeries, claims: lifecycle.LifecycleSeries) -> None:
+        super().__init__(disrupted=claims.nodeclaim_disrupted)
+        self._series = series
+        self._claims = claims
+
+    def decision(self, method: str, reason: str, decision: str) -> None:
+        self._series.decision(decision, reason.lower(), _kind(method))
+
+    def pool_decision(self, pool: str, method: str, reason: str, decision: str) -> None:
+        self._series.pool_decisions.labels(
+            nodepool=pool, decision=decision, reason=reason.lower(), consolidation_type=_kind(method)
+        ).inc()
+
+    def eligible_nodes(self, reason: str, count: int) -> None:
+        self._series.eligible_nodes.labels(reason=reason.lower()).set(count)
+
+    def evaluated(self, method: str, reason: str, seconds: float) -> None:
+        self._series.evaluation.labels(reason=reason.lower(), consolidation_type=_kind(method)).observe(seconds)
+
+    def timed_out(self, method: str) -> None:
+        self._series.consolidation_timeouts.labels(consolidation_type=_kind(method)).inc()
+
+    def failed_validation(self, method: str, candidates: int) -> None:
+        self._series.failed_validations.labels(consolidation_type=_kind(method)).inc(candidates)
+
+    def replacement_created(self, pool: str, reason: str, min_values_relaxed: bool) -> None:
+        self._claims.replacement_created(pool, reason, min_values_relaxed)
+
+    def queue_failed(self, method: str, reason: str, decision: str, not_ready: int) -> None:
+        # upstream fills consolidation_type with the decision here (disruption/queue.go); karpy puts the
+        # consolidation type the label names, as every other disruption series does
+        self._series.queue_failures.labels(
+            decision=decision, reason=naming.snake_case(reason), consolidation_type=_kind(method)
+        ).inc(not_ready)
+
+    def consolidation_move(self, decision: str, pool: str, policy: str) -> None:
+        self._series.consolidation_moves.labels(decision=decision, nodepool=pool, policy=policy).inc()
+
+    def consolidation_score(self, score: float, decision: str, pool: str, policy: str) -> None:
+        self._series.consolidation_score.labels(decision=decision, nodepool=pool, policy=policy).observe(score)
+
+
+def _kind(method: str) -> str:
+    return CONSOLIDATION_TYPES.get(method, "")

@@ -90,17 +90,43 @@ class SchedulerSeries:
         self._zones_reported[controller] = set(counts)
 
     def hooks(self, claims: lifecycle.LifecycleSeries, solves: scrape.InFlightSolves) -> provisioner.Metrics:
-        """The provisioner's hooks; the NodeClaims it creates are counted on `claims`, its solves on `solves`."""
-        return provisioner.Metrics(
-            scheduling_duration=self.scheduling_duration.labels(controller=PROVISIONER).observe,
-            nodeclaim_created=claims.nodeclaim_created,
-            nodeclaim_create_failed=claims.nodeclaim_create_failed,
-            pods_unschedulable=self.unschedulable_pods.labels(controller=PROVISIONER).set,
-            pods_ignored=self.ignored_pods.set,
-            solve_started=lambda scheduling_id, pods, start: solves.started(
-                PROVISIONER, scheduling_id, pods=pods, start=start
-            ),
-            solve_finished=solves.finished,
-            pod_decided=self.pods_scheduling_decision_duration.observe,
-            pending_by_effective_zone=lambda counts: self.report_effective_zones(PROVISIONER, counts),
-        )
+        """The provisioner's metrics; the NodeClaims it creates are counted on `claims`, its solves on `solves`."""
+        return _Hooks(self, claims, solves)
+
+
+class _Hooks(provisioner.Metrics):
+    """`provisioner.Metrics` on the series, labelled controller=provisioner."""
+
+    def __init__(
+        self, series: SchedulerSeries, claims: lifecycle.LifecycleSeries, solves: scrape.InFlightSolves
+    ) -> None:
+        self._series = series
+        self._claims = claims
+        self._solves = solves
+
+    def scheduling_duration(self, seconds: float) -> None:
+        self._series.scheduling_duration.labels(controller=PROVISIONER).observe(seconds)
+
+    def nodeclaim_created(self, pool: str, min_values_relaxed: bool) -> None:
+        self._claims.nodeclaim_created(pool, min_values_relaxed)
+
+    def nodeclaim_create_failed(self, pool: str, reason: str) -> None:
+        self._claims.nodeclaim_create_failed(pool, reason)
+
+    def pods_unschedulable(self, count: int) -> None:
+        self._series.unschedulable_pods.labels(controller=PROVISIONER).set(count)
+
+    def pods_ignored(self, count: int) -> None:
+        self._series.ignored_pods.set(count)
+
+    def solve_started(self, scheduling_id: str, pods: int, start: float) -> None:
+        self._solves.started(PROVISIONER, scheduling_id, pods=pods, start=start)
+
+    def solve_finished(self, scheduling_id: str) -> None:
+        self._solves.finished(scheduling_id)
+
+    def pending_by_effective_zone(self, counts: Mapping[str, int]) -> None:
+        self._series.report_effective_zones(PROVISIONER, counts)
+
+    def pod_decided(self, seconds: float) -> None:
+        self._series.pods_scheduling_decision_duration.observe(seconds)
