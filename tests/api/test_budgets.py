@@ -177,12 +177,9 @@ EMPTY, DRIFTED, UNDER = (
         ((dataclasses.replace(DAILY_NINE_FOR_TWO_HOURS, schedule="0 11 * * *"),), EMPTY, 10, 0),  # active at noon
         ((nodepool.Budget(nodes="3", schedule="not a cron", duration=60.0),), EMPTY, 10, 0),  # fail closed
         ((nodepool.Budget(nodes="3", duration=60.0),), EMPTY, 10, 0),  # duration without schedule: fail closed
-        (
-            (nodepool.Budget(nodes="3", schedule="bad", duration=60.0, reasons=(DRIFTED,)),),
-            EMPTY,
-            10,
-            budgets.UNLIMITED,
-        ),
+        # A misconfigured budget fails every reason closed, not only its own (upstream MustGetAllowedDisruptions).
+        ((nodepool.Budget(nodes="3", schedule="bad", duration=60.0, reasons=(DRIFTED,)),), EMPTY, 10, 0),
+        ((nodepool.Budget(nodes="1000a%", reasons=(DRIFTED,)), nodepool.Budget(nodes="5")), EMPTY, 10, 0),
     ],
 )
 def test_allowed_disruptions(
@@ -209,3 +206,92 @@ def test_allowed_disruptions_on_a_parsed_pool() -> None:
     assert budgets.allowed_disruptions(pool, EMPTY, 12, monday_noon) == 0
     assert budgets.allowed_disruptions(pool, EMPTY, 12, saturday_noon) == 3  # ceil(2.4)
     assert budgets.allowed_disruptions(pool, UNDER, 12, saturday_noon) == budgets.UNLIMITED
+
+
+# ---- upstream's cases (pkg/apis/v1/nodepool_budgets_test.go), each named by its `It` ----
+
+UPSTREAM_NOW = at(2000, 6, 15, 12, 30, 30)  # a Thursday: "@weekly" (Sunday 00:00) is not in its hour
+EVERY_MINUTE = {"schedule": "* * * * *", "duration": 3600.0}
+UPSTREAM_BUDGETS = (
+    nodepool.Budget(nodes="10", **EVERY_MINUTE),
+    nodepool.Budget(nodes="100", **EVERY_MINUTE),
+    nodepool.Budget(nodes="100%", **EVERY_MINUTE),
+    nodepool.Budget(nodes="15", reasons=(DRIFTED, UNDER), **EVERY_MINUTE),
+    nodepool.Budget(nodes="5", reasons=(DRIFTED,), **EVERY_MINUTE),
+    nodepool.Budget(nodes="0", schedule="@weekly", duration=3600.0, reasons=(UNDER, DRIFTED, EMPTY)),
+)
+"""The suite's BeforeEach budgets; each case below edits some of them (by index), keeps a prefix, or adds some."""
+ALL_REASONS = (EMPTY, UNDER, DRIFTED)
+
+
+@pytest.mark.parametrize(
+    ("edits", "keep", "extra", "expected"),
+    [
+        pytest.param(
+            {5: {"schedule": "* * * * *"}},
+            None,
+            (),
+            dict.fromkeys(ALL_REASONS, 0),
+            id="should return 0 for all reasons if a budget is active for all reasons",
+        ),
+        pytest.param(
+            {i: {"schedule": "@yearly", "duration": 3600.0} for i in range(len(UPSTREAM_BUDGETS))},
+            None,
+            (),
+            dict.fromkeys(ALL_REASONS, budgets.UNLIMITED),
+            id="should return MaxInt32 for all reasons when there are no active budgets",
+        ),
+        pytest.param(
+            {3: {"schedule": "@yearly"}, 4: {"schedule": "@yearly"}},
+            None,
+            (),
+            dict.fromkeys(ALL_REASONS, 10),
+            id="should ignore reason-defined budgets when inactive",
+        ),
+        pytest.param(
+            {},
+            1,
+            (),
+            dict.fromkeys(ALL_REASONS, 10),
+            id="should return the budget for all disruption reasons when undefined",
+        ),
+        pytest.param(
+            {},
+            None,
+            (nodepool.Budget(nodes="4", reasons=(EMPTY,), **EVERY_MINUTE),),
+            {EMPTY: 4, DRIFTED: 5, UNDER: 10},  # the budget without reasons caps Underutilized at 10, below its 15
+            id="should get the minimum budget for each reason",
+        ),
+    ],
+)
+def test_upstream_allowed_disruptions_by_reason(
+    edits: dict[int, dict[str, object]],
+    keep: int | None,
+    extra: tuple[nodepool.Budget, ...],
+    expected: dict[nodepool.DisruptionReason, int],
+) -> None:
+    edited = [dataclasses.replace(b, **edits.get(i, {})) for i, b in enumerate(UPSTREAM_BUDGETS)]  # type: ignore[arg-type]
+    budget_list = (*edited[:keep], *extra)
+    base = builders.parsed_nodepool()
+    pool = dataclasses.replace(base, disruption=dataclasses.replace(base.disruption, budgets=budget_list))
+    assert {r: budgets.allowed_disruptions(pool, r, 100, UPSTREAM_NOW) for r in ALL_REASONS} == expected
+
+
+@pytest.mark.parametrize(
+    ("index", "edit", "expected"),
+    [
+        pytest.param(0, {"schedule": "@wrongly"}, 0, id="should return zero values if a schedule is invalid"),
+        pytest.param(0, {"nodes": "1000a%"}, 0, id="should return zero values if a nodes value is invalid"),
+        pytest.param(
+            0,
+            {"schedule": "@yearly", "duration": 3600.0},
+            budgets.UNLIMITED,
+            id="should return MaxInt32 when a budget is inactive",
+        ),
+        pytest.param(0, {}, 10, id="should return the int value when a budget is active"),
+        pytest.param(2, {}, 100, id="should return the string value when a budget is active"),  # 100% of 100
+    ],
+)
+def test_upstream_allowed_disruptions_of_one_budget(index: int, edit: dict[str, object], expected: int) -> None:
+    budget = dataclasses.replace(UPSTREAM_BUDGETS[index], **edit)  # type: ignore[arg-type]
+    assert budgets.budget_allowed(budget, 100, UPSTREAM_NOW) == expected

@@ -69,6 +69,14 @@ def test_a_node_already_queued_is_not_a_candidate_again() -> None:
 
 
 NOT_READY = _with_node(BASE, status={"conditions": [{"type": "Ready", "status": "False"}]})
+assert BASE.nodeclaim is not None
+CLAIM_DELETING = dataclasses.replace(
+    BASE,
+    deleting=True,
+    nodeclaim=dataclasses.replace(
+        BASE.nodeclaim, metadata=dataclasses.replace(BASE.nodeclaim.metadata, deletion_timestamp=NOW)
+    ),
+)
 
 
 @pytest.mark.parametrize(
@@ -77,12 +85,14 @@ NOT_READY = _with_node(BASE, status={"conditions": [{"type": "Ready", "status": 
         ([BASE], 1, 0),
         ([NOT_READY], 1, 1),
         ([dataclasses.replace(BASE, marked_for_deletion=True)], 1, 1),
-        ([dataclasses.replace(BASE, deleting=True)], 1, 1),
+        ([CLAIM_DELETING], 1, 1),
+        ([dataclasses.replace(BASE, deleting=True)], 1, 0),  # the Node alone deleting: its NodeClaim is not, yet
         ([dataclasses.replace(BASE, initialized=False), BASE], 1, 0),  # not yet a node of the pool's count
         ([dataclasses.replace(BASE, managed=False), BASE], 1, 0),
+        ([dataclasses.replace(BASE, nodeclaim=None), BASE], 1, 0),  # a Node without its NodeClaim is not managed
         ([_node("n0", InstanceTerminating="True"), BASE], 1, 0),  # its instance is already going
         ([BASE, NOT_READY, BASE], 3, 1),
-        ([NOT_READY, dataclasses.replace(BASE, deleting=True)], 2, 2),
+        ([NOT_READY, CLAIM_DELETING], 2, 2),
     ],
 )
 def test_budget_counts(nodes: list[statenode.StateNode], total: int, disrupting: int) -> None:

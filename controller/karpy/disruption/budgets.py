@@ -1,8 +1,9 @@
 """Disruptions each NodePool still allows per reason (pure; core: disruption/helpers.go
 `BuildDisruptionBudgetMapping`).
 
-numNodes counts the pool's managed, Initialized nodes whose instance is not already terminating; nodes among them
-that are NotReady, marked for deletion or deleting are "disrupting" and use up the budget. The result is
+numNodes counts the pool's managed (a NodeClaim is known), Initialized nodes whose instance is not already
+terminating; nodes among them that are NotReady, marked for deletion or whose NodeClaim is deleting are "disrupting"
+and use up the budget (core: state/statenode.go `Managed`, `MarkedForDeletion`, `Deleted`). The result is
 `max(0, allowed_disruptions(pool, reason, numNodes) − disrupting)`.
 """
 
@@ -30,12 +31,16 @@ def counts(nodes: Iterable[statenode.StateNode]) -> tuple[dict[str, int], dict[s
     total: dict[str, int] = collections.Counter()
     disrupting: dict[str, int] = collections.Counter()
     for node in nodes:
-        if not node.managed or not node.initialized:
+        claim = node.nodeclaim
+        # A Node without a NodeClaim is no managed node here, whatever its labels (an orphan Node left behind).
+        if claim is None or not node.managed or not node.initialized:
             continue
-        if node.nodeclaim is not None and node.nodeclaim.is_true(nodeclaim.INSTANCE_TERMINATING):
+        if claim.is_true(nodeclaim.INSTANCE_TERMINATING):
             continue
         total[node.nodepool] += 1
-        if node.marked_for_deletion or node.deleting or not node_ready(node.node):
+        # The NodeClaim's deletion, not the Node's: a Node being deleted under a live NodeClaim is not disrupting
+        # until the termination controller deletes the claim.
+        if node.marked_for_deletion or claim.metadata.deletion_timestamp is not None or not node_ready(node.node):
             disrupting[node.nodepool] += 1
     return dict(total), dict(disrupting)
 
