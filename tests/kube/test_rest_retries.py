@@ -202,3 +202,18 @@ async def test_a_slow_answer_waits_on_the_clock_off_the_books_until_its_client_g
             await request
         await polling.until(lambda: tracker.snapshot()[0] == 0)
         assert tracker.snapshot()[0] == 0
+
+
+async def test_each_class_of_request_takes_its_fault_kinds_in_turn_its_own_kind_first(
+    kube: runner.KubeAPIRunner, api: rest.RestClient
+) -> None:
+    await api.create(resources.NODES, builders.node("n1"))
+    everything = frozenset(Kind) - {Kind.SLOW}  # a slow answer would wait on the server's real clock
+    layer = await inject(kube, *everything, times=5)
+    served: list[Kind] = []
+    for value in range(5):
+        before = layer.hits.copy()
+        with contextlib.suppress(client.KubeError, client.Disconnected):
+            await api.patch(resources.NODES, "n1", {"metadata": {"labels": {"a": str(value)}}})
+        served.extend((layer.hits - before).elements())
+    assert served == [Kind.CONFLICT, Kind.SERVER_ERROR, Kind.UNAVAILABLE, Kind.THROTTLED, Kind.RESET]

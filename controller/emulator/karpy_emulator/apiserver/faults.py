@@ -18,9 +18,14 @@ Of those requests, a fraction `Mix.rate` fails, each with one kind drawn from th
 | `expired` | a watch resuming from a resourceVersion gets the ERROR event 410 Expired | watches with one |
 | `conflict` | HTTP 409 Conflict, "the object has been modified" | updates and patches |
 
-The draws come from one `random.Random(Mix.seed)` in request order, so a run with the same requests in the same
-order fails the same ones. A slow answer waits on the emulation's clock (`sleep`), and on the self-driving virtual
-clock it is not work in flight (`activity.waiting`), so the delay costs no real time.
+Whether a request fails is drawn from one `random.Random(Mix.seed)` in request order. Which kind it gets is not
+drawn: each class of request (the kinds that apply to it) takes its kinds in turn, the kind only it can get first, so
+the first fault of an update is a conflict and a resuming watch's first is a 410. A random choice left a kind that
+applies to few requests unserved in some runs (which requests arrive first depends on how concurrent reconcilers
+interleave), so a run could miss a fault class silently; in turn, every class that gets a few faults gets them all.
+
+A slow answer waits on the emulation's clock (`sleep`), and on the self-driving virtual clock it is not work in
+flight (`activity.waiting`), so the delay costs no real time.
 """
 
 from __future__ import annotations
@@ -84,16 +89,17 @@ class Mix:
 
 
 def applicable(request: kmock.Request, kinds: frozenset[Kind]) -> list[Kind]:
-    """The kinds of `kinds` that can hit `request`, in a stable order (the draw must not depend on set order)."""
-    found: list[Kind] = list(_ANSWERED)
+    """The kinds of `kinds` that can hit `request`, the most specific first (the order they are served in)."""
+    found: list[Kind] = []
     if request.action == kmock.action.WATCH:
-        found.append(Kind.WATCH_CLOSED)
         if request.params.get("resourceVersion") not in (None, "", "0"):
             found.append(Kind.EXPIRED)
+        found.append(Kind.WATCH_CLOSED)
     else:
-        found.append(Kind.SLOW)
         if request.method in ("PUT", "PATCH"):
             found.append(Kind.CONFLICT)
+        found.append(Kind.SLOW)
+    found.extend(_ANSWERED)
     return [kind for kind in found if kind in kinds]
 
 
@@ -121,6 +127,7 @@ class Faults:
         self._sleep = sleep
         self._activity = activity
         self._rng = random.Random(mix.seed)
+        self._turns: collections.Counter[tuple[Kind, ...]] = collections.Counter()
         self._closing: set[int] = set()
 
     def _draw(self, request: kmock.Request) -> Kind | None:
@@ -134,8 +141,12 @@ class Faults:
             return None  # discovery: a client reads it once at start, and no controller loop depends on it
         if self._rng.random() >= self.mix.rate:
             return None
-        kinds = applicable(request, self.mix.kinds)
-        return self._rng.choice(kinds) if kinds else None
+        kinds = tuple(applicable(request, self.mix.kinds))
+        if not kinds:
+            return None
+        turn = self._turns[kinds]
+        self._turns[kinds] += 1
+        return kinds[turn % len(kinds)]
 
     async def before(self, request: kmock.Request) -> aiohttp.web.StreamResponse | None:
         """An answer in place of the server's, or None to serve `request` (after a slow answer's wait)."""
