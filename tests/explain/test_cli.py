@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -124,10 +125,11 @@ def test_a_bad_dump_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str], 
     assert f"{path}#1 (line 2): kind: 'Service' is not read by karpy explain and --strict refuses it" in err
 
 
-async def _seed(url: str) -> None:
+async def seed(url: str, objects: Sequence[dict[str, Any]]) -> None:
+    """Create `objects` on the API server at `url`, their status written as a controller writes it."""
     kube = rest.RestClient(credentials.Credentials(url), clock=karpy_clock.SystemClock())
     try:
-        for obj in dumps.objects(SHAPE):
+        for obj in objects:
             res = sources.KINDS[obj["kind"]]
             await kube.create(res, obj)  # as an API server does, it keeps no status from a create
             if "status" in obj:
@@ -147,7 +149,7 @@ def test_a_live_cluster_through_its_kubeconfig_reads_as_its_dump(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
     with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7)) as kube:
-        asyncio.run(_seed(kube.url))
+        asyncio.run(seed(kube.url, dumps.objects(SHAPE)))
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         live = as_json(capsys, "--kubeconfig", str(kubeconfig))
         reads = {(a.verb, a.resource) for a in kube.api.accesses.snapshot() if a.user == "fake-token"}

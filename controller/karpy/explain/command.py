@@ -12,7 +12,7 @@ from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy import events, tasks
-from karpy.explain import catalogs, report, run, sources
+from karpy.explain import buffers, catalogs, report, run, sources
 from karpy.kube import client, config, credentials, resources
 from karpy.simulate import manifests, plan, reasons
 
@@ -101,7 +101,9 @@ def _explain(request: Request) -> dict[str, Any]:
         options = plan.Options(options.catalog, catalogs.region_of(cluster.objects(resources.NODES)), options.zones)
     overlays = cluster.nodeoverlays() if request.node_overlay else ()
     instance_types = catalogs.instance_types(cluster.nodepools(), cluster.nodeclasses(), options, overlays=overlays)
-    prepared = run.prepare(cluster, instance_types, clock=clock, options=request.options)
+    rooms = buffers.rooms(cluster, snap)
+    buffers.load(cluster, rooms)  # as the buffer controller keeps them, for the provisioner and disruption to read
+    prepared = run.prepare(cluster, instance_types, clock=clock, options=request.options, rooms=rooms)
     return report.to_json(run.explain(prepared, warnings=[*skipped, *warnings]))
 
 

@@ -1,5 +1,8 @@
 """Pending pods: what the next provisioning pass would do with each, by the provisioner's own steps.
 
+A CapacityBuffer's virtual pods (`state.virtualpods`) are among them, as the provisioner solves them with the real
+ones: each gets the NodeClaim or node its room would be launched on or kept on, or why it has none.
+
 The pods, pools and nodes of the pass (`provisioning.snapshot.provisioning_input`), its solve with the solve's own
 diagnosis of every pod it gives up on, then the create-time limit admission (`provisioning.limits.admit`). A pod
 that fails gets exactly the reason its FailedScheduling event would carry; one that fits gets the NodeClaim it would
@@ -49,7 +52,8 @@ def prepare(
     """`existing`: `snapshot.existing_nodes(cluster.state_nodes())` derived already (`scheduler.derive`), to share
     with other solves over the same nodes; () to leave the solve to it."""
     state_nodes = list(cluster.state_nodes())
-    pending = snapshot.pending_pods(cluster, state_nodes)
+    # The CapacityBuffers' virtual pods are scheduled with the pending ones, as the provisioner schedules them.
+    pending = [*snapshot.pending_pods(cluster, state_nodes), *cluster.buffer_pods()]
     inp = snapshot.provisioning_input(
         cluster,
         state_nodes,

@@ -1,8 +1,9 @@
-"""What the cluster could cost: every pod on karpenter-managed nodes, and every pending pod, scheduled from scratch
-onto new NodeClaims of today's NodePools under all their constraints (the provisioner's solve, with its repack pass
-and LP lower bound), against what today's managed nodes cost. Nodes no NodePool manages stay as they are, with their
-pods, and take what fits. Disruption rules (PDBs, do-not-disrupt, budgets) do not apply: this is where the cluster
-could be, not a plan to get there in one step.
+"""What the cluster could cost: every pod on karpenter-managed nodes, every pending pod and the CapacityBuffers' room
+(their virtual pods, which the controller keeps room for), scheduled from scratch onto new NodeClaims of today's
+NodePools under all their constraints (the provisioner's solve, with its repack pass and LP lower bound), against what
+today's managed nodes cost. Nodes no NodePool manages stay as they are, with their pods, and take what fits.
+Disruption rules (PDBs, do-not-disrupt, budgets) do not apply: this is where the cluster could be, not a plan to get
+there in one step.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def prepare(
     inp = snapshot.provisioning_input(
         cluster,
         stay,
-        snapshot.merge_pods(moving, cluster.pending_pods()),
+        snapshot.merge_pods(moving, [*cluster.pending_pods(), *cluster.buffer_pods()]),
         instance_types=instance_types,
         options=options,
     )

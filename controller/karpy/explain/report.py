@@ -16,7 +16,10 @@
             "nodeclaims": [{"nodepool", "instance_type", "zone", "capacity_type", "price_per_hour", "count"}]}
            | null,
  "simulations": 0,
- "static_nodeclaims": [{"name", "reason", **{claim}}]}  (what static NodePools' replicas add; pods nominated there)
+ "static_nodeclaims": [{"name", "reason", **{claim}}],  (what static NodePools' replicas add; pods nominated there)
+ "capacity_buffers" (only when the cluster has some): [{"name", "replicas", "ready", "reason", "message" (when not
+                    ready), "pods", "placed": [{pending pod}]}]}  (`karpy simulate`'s entries, and where each virtual
+                    pod goes, as a pending pod; its NodeClaim has a "reason" when only buffers' pods need it)
 
 {claim} = {"nodepool", "instance_type", "instance_type_options": [...], "zone", "capacity_type",
            "price_per_hour", "pods": ["ns/name"]}
@@ -33,7 +36,8 @@ from karpy.api import labels
 from karpy.disruption import consolidation
 from karpy.explain import pending, repack, run, verdicts
 from karpy.scheduling import results
-from karpy.simulate import reasons, static
+from karpy.simulate import buffers, reasons, static
+from karpy.state import virtualpods
 
 MAX_OPTIONS = 10
 """Instance-type options a NodeClaim lists in JSON (the cheapest first; the scheduler keeps up to 600)."""
@@ -152,11 +156,12 @@ def _repack(found: repack.Repack) -> dict[str, Any]:
 
 
 def to_json(found: run.Explanation) -> dict[str, Any]:
+    out: dict[str, Any]
     decided = found.verdicts
-    return {
+    out = {
         "now": events.timestamp(found.now),
         "warnings": list(found.warnings),
-        "pending": [_pending(p) for p in found.pending],
+        "pending": [_pending(p) for p in found.pending if not virtualpods.is_virtual(p.pod)],
         "nodes": [_node(n) for n in decided.nodes],
         "next_pass": _next_pass(decided),
         "budgets": decided.budgets,
@@ -164,6 +169,24 @@ def to_json(found: run.Explanation) -> dict[str, Any]:
         "simulations": decided.simulations,
         "static_nodeclaims": _static(found),
     }
+    if found.buffers:
+        out["capacity_buffers"] = _buffers(found)
+    return out
+
+
+def _buffers(found: run.Explanation) -> list[dict[str, Any]]:
+    """`karpy simulate`'s buffer entries, each with where its virtual pods go: pending pods' entries, a claim only
+    buffers' pods need saying so (`simulate.buffers.claim_reason`)."""
+    keys = buffers.room_keys(found.buffers)
+    placed = collections.defaultdict(list)
+    for p in found.pending:
+        if p.pod.key in keys:
+            entry = _pending(p)
+            why = buffers.claim_reason(p.nodeclaim, keys) if p.nodeclaim is not None else None
+            if why is not None:
+                entry["nodeclaim"]["reason"] = why
+            placed[keys[p.pod.key]].append(entry)
+    return [{**b, "placed": placed[b["name"]]} for b in buffers.to_json(found.buffers)]
 
 
 def _static(found: run.Explanation) -> list[dict[str, Any]]:
@@ -193,13 +216,14 @@ def _claim_line(c: dict[str, Any]) -> str:
     return f"{c['instance_type']} in {c['zone']} ({c['capacity_type']}, {_dollars(c['price_per_hour'])}/h)"
 
 
-def _pending_lines(items: Sequence[dict[str, Any]], *, width: int) -> list[str]:
-    lines = [f"Pending pods: {len(items)}"]
+def _pending_lines(items: Sequence[dict[str, Any]], *, width: int, title: str = "Pending pods") -> list[str]:
+    lines = [f"{title}: {len(items)}"]
     for p in items:
         if p["nodeclaim"] is not None:
+            why = f": {p['nodeclaim']['reason']}" if "reason" in p["nodeclaim"] else ""
             lines.append(
                 f"  {p['pod']}: gets a new NodeClaim of nodepool {p['nodeclaim']['nodepool']}, "
-                f"{_claim_line(p['nodeclaim'])}"
+                f"{_claim_line(p['nodeclaim'])}{why}"
             )
         elif p["node"] is not None:
             lines.append(f"  {p['pod']}: fits on node {p['node']}")
@@ -227,6 +251,10 @@ def to_table(doc: dict[str, Any], *, width: int = reasons.DEFAULT_WIDTH) -> str:
     lines += ["", *_pending_lines(doc["pending"], width=width)]
     for c in doc["static_nodeclaims"]:
         lines.append(f"Static NodeClaim {c['name']} of nodepool {c['nodepool']}, {_claim_line(c)}: {c['reason']}")
+    if doc.get("capacity_buffers"):
+        lines += ["", "CapacityBuffers:", *table(buffers.HEADERS, buffers.rows(doc["capacity_buffers"]))]
+        placed = [p for b in doc["capacity_buffers"] for p in b["placed"]]
+        lines += _pending_lines(placed, width=width, title="CapacityBuffers' virtual pods")
     step = doc["next_pass"]
     lines.append("")
     if step is None:

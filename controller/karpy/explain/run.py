@@ -3,6 +3,8 @@ controller's event loop, or the CLI's), `explain` decides (pure computation, in 
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -14,9 +16,9 @@ from karpy.disruption import candidates, methods, passes
 from karpy.explain import pending, repack, verdicts
 from karpy.provisioning import snapshot
 from karpy.scheduling import scheduler
-from karpy.simulate import static
+from karpy.simulate import buffers, static
 from karpy.state import cluster as state_cluster
-from karpy.state import statenode
+from karpy.state import statenode, virtualpods
 
 
 class NotFound(LookupError):
@@ -52,6 +54,8 @@ class Prepared:
     repack: repack.Prepared | None
     static: tuple[static.Launch, ...] = ()
     """The NodeClaims static pools' reconciler would create now, pending pods nominated to them as in flight."""
+    buffers: tuple[buffers.Room, ...] = ()
+    """The CapacityBuffers as sized; their virtual pods are the model's (`explain.buffers.load`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,7 @@ class Explanation:
     repack: repack.Repack | None
     warnings: tuple[str, ...] = ()
     static: tuple[static.Launch, ...] = ()
+    buffers: tuple[buffers.Room, ...] = ()
 
 
 def node_price(
@@ -88,8 +93,10 @@ def prepare(
     clock: karpy_clock.Clock,
     options: Options = Options(),
     queued: frozenset[str] = frozenset(),
+    rooms: Sequence[buffers.Room] = (),
 ) -> Prepared:
-    """Everything `explain` needs, read from `cluster` now; raises NotFound for an unknown node or pod."""
+    """Everything `explain` needs, read from `cluster` now; raises NotFound for an unknown node or pod. `rooms`: the
+    CapacityBuffers whose virtual pods `cluster` holds, to report."""
     focus, with_pending, with_nodes = options.node, not options.node, True
     view = cluster  # it builds its state nodes and pending pods once per change: read them freely
     if options.node and not any(n.name == options.node for n in view.state_nodes()):
@@ -126,19 +133,26 @@ def prepare(
         if options.repack and everything
         else None,
         static=launched,
+        buffers=tuple(rooms),
     )
 
 
 def explain(prepared: Prepared, *, warnings: Sequence[str] = ()) -> Explanation:
+    waiting = pending.explain(prepared.batch) if prepared.batch is not None else []
+    ctx = prepared.ctx
+    if any(virtualpods.is_virtual(p.pod) for p in waiting):
+        # Emptiness leaves a node holding a buffer's room, as the provisioner's pass just placed it (core:
+        # state/cluster.go UpdateBufferPodCounts); the solve above is that pass.
+        held = collections.Counter(p.node for p in waiting if p.node and virtualpods.is_virtual(p.pod))
+        ctx = dataclasses.replace(ctx, buffer_pods_on=lambda node: held[node])
     # The next pass is the cluster's, whatever the question: a focused run computes it as the full run does.
     found = verdicts.explain(
-        prepared.ctx,
+        ctx,
         price=prepared.price,
         focus=prepared.focus,
         simulations=prepared.options.simulations,
         nodes=prepared.nodes,
     )
-    waiting = pending.explain(prepared.batch) if prepared.batch is not None else []
     if prepared.options.pod:
         waiting = [p for p in waiting if p.pod.key == prepared.options.pod]
     return Explanation(
@@ -148,4 +162,5 @@ def explain(prepared: Prepared, *, warnings: Sequence[str] = ()) -> Explanation:
         repack=repack.explain(prepared.repack, price=prepared.price) if prepared.repack is not None else None,
         warnings=tuple(warnings),
         static=prepared.static,
+        buffers=prepared.buffers,
     )

@@ -1,6 +1,9 @@
 """Where `karpy explain` reads a cluster from: a dump (`kubectl get nodepools,ec2nodeclasses,nodeclaims,nodes,pods,
 pdbs,pvc,pv,storageclasses,daemonsets -A -o yaml` or `-o json`: List documents, or one document per object) or a
-live API server through its kubeconfig (one LIST per resource the controller watches; nothing else).
+live API server through its kubeconfig (one LIST per resource the controller watches, and a GET of each workload a
+CapacityBuffer names, as the buffer controller reads it; nothing else). A dump holds CapacityBuffers, PodTemplates and
+the Deployments, StatefulSets and ReplicaSets buffers name when dumped with `capacitybuffers,podtemplates,deployments,
+statefulsets,replicasets` too.
 
 Either way the objects are applied, as the controller's informers apply them, to a `state.Cluster`, so explain
 decides on exactly the model the controller decides on. YAML is read by `simulate.manifests`; a file whose first
@@ -19,16 +22,26 @@ from typing import Any, BinaryIO, Final
 from karpy import clock as karpy_clock
 from karpy.api import decoding, documents, labels, parse, status
 from karpy.api import errors as api_errors
+from karpy.capacitybuffer import controller as capacitybuffer_controller
 from karpy.kube import client, resources
 from karpy.nodeclaim import disruption_conditions
 from karpy.simulate import inputs, manifests
 from karpy.state import cluster as state_cluster
 from karpy.state import facts, informer
 
-READ: tuple[resources.Resource, ...] = (*informer.INFORMED, resources.NODEOVERLAYS)
+READ: tuple[resources.Resource, ...] = (
+    *informer.INFORMED,
+    resources.NODEOVERLAYS,
+    resources.CAPACITYBUFFERS,
+    resources.PODTEMPLATES,
+)
 """What explain reads: what the controller's cluster model watches, NodeOverlays included (watched under the
-NodeOverlay gate; explain applies them only with --node-overlay, as the controller under its gate)."""
-KINDS: Mapping[str, resources.Resource] = {r.kind: r for r in READ}
+NodeOverlay gate; explain applies them only with --node-overlay, as the controller under its gate), and
+CapacityBuffers with the PodTemplates they may name (watched under the CapacityBuffer gate)."""
+WORKLOADS: tuple[resources.Resource, ...] = tuple(capacitybuffer_controller.SCALABLE.values())
+"""The workloads a CapacityBuffer's scalableRef may name: a dump may hold them; live, explain GETs each one a buffer
+names, as the buffer controller does (it watches none of them)."""
+KINDS: Mapping[str, resources.Resource] = {r.kind: r for r in (*READ, *WORKLOADS)}
 """The kinds explain reads."""
 InputError = manifests.InputError
 MAX_JSON_BYTES = 2**30
@@ -170,7 +183,9 @@ def newest_timestamp(snap: Snapshot) -> float | None:
 # --- live -------------------------------------------------------------------------------------------------------
 
 
-OPTIONAL = frozenset({resources.EC2NODECLASSES, resources.VOLUMEATTACHMENTS, resources.NODEOVERLAYS})
+OPTIONAL = frozenset(
+    {resources.EC2NODECLASSES, resources.VOLUMEATTACHMENTS, resources.NODEOVERLAYS, resources.CAPACITYBUFFERS}
+)
 """Resources a cluster may not serve (another provider's node classes, an old API server): read as empty."""
 
 
@@ -189,7 +204,23 @@ async def read_live(kube: client.KubeClient) -> tuple[Snapshot, list[str]]:
         for obj in items:
             # Items of a LIST response carry no kind of their own: the event recorder and messages want one.
             snap.add(res, {"apiVersion": res.api_version, "kind": res.kind, **obj}, f"{res} {facts.key(obj)}")
+    await _read_workloads(kube, snap)
     return snap, skipped
+
+
+async def _read_workloads(kube: client.KubeClient, snap: Snapshot) -> None:
+    """The workloads the snapshot's CapacityBuffers name by scalableRef, one GET each, as the buffer controller reads
+    them (a missing one is left out: the buffer then says it was not found)."""
+    wanted = set()
+    for obj in snap.objects.get(resources.CAPACITYBUFFERS, ()):
+        ref = (obj.get("spec") or {}).get("scalableRef")
+        res = capacitybuffer_controller.SCALABLE.get(str(ref.get("kind"))) if isinstance(ref, Mapping) else None
+        if res is not None and isinstance(ref, Mapping) and ref.get("name"):
+            wanted.add((res, str((obj.get("metadata") or {}).get("namespace") or ""), str(ref["name"])))
+    for res, namespace, name in sorted(wanted, key=lambda w: (w[0].kind, w[1], w[2])):
+        found = await kube.get(res, name, namespace=namespace)
+        if found is not None:
+            snap.add(res, {"apiVersion": res.api_version, "kind": res.kind, **found}, f"{res} {namespace}/{name}")
 
 
 # --- the model --------------------------------------------------------------------------------------------------
@@ -212,6 +243,7 @@ def to_cluster(snap: Snapshot, *, clock: karpy_clock.Clock) -> tuple[state_clust
         (resources.NODECLAIMS, cluster.nodeclaim_errors()),
         (resources.PODS, cluster.pod_errors()),
         (resources.NODEOVERLAYS, cluster.nodeoverlay_errors()),
+        (resources.CAPACITYBUFFERS, cluster.capacitybuffer_errors()),
     ):
         for key, error in sorted(found.items()):
             where = _where(snap.sources.get((res, key), f"{res.kind} {key}"), res)
@@ -224,6 +256,7 @@ PARSERS: Final[Mapping[resources.Resource, Callable[[Mapping[str, Any]], object]
     resources.EC2NODECLASSES: parse.ec2nodeclass,
     resources.NODECLAIMS: parse.nodeclaim,
     resources.NODEOVERLAYS: parse.nodeoverlay,
+    resources.CAPACITYBUFFERS: parse.capacitybuffer,
 }
 """The parsers `state.Cluster` reads these kinds with: asked again, for an object it left out, which field is at
 fault (the cluster keeps the reason as text)."""

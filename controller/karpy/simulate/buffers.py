@@ -94,3 +94,19 @@ def to_json(found: Sequence[Room]) -> list[dict[str, Any]]:
         }
         for r in found
     ]
+
+
+HEADERS: Final = ("BUFFER", "ROOM", "READY", "REASON")
+
+
+def rows(found: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The table rows of `to_json`'s buffers, for `karpy simulate` and `karpy explain` alike."""
+    return [
+        [
+            b["name"],
+            str(b["replicas"]),
+            "yes" if b["ready"] else "no",
+            b["reason"] + (f": {b['message']}" if not b["ready"] else ""),
+        ]
+        for b in found
+    ]

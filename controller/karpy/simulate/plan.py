@@ -246,16 +246,7 @@ def to_table(plan: dict[str, Any], *, max_options: int = 3, width: int = reasons
     if plan.get("capacity_buffers"):
         lines.append("")
         lines.append("CapacityBuffers:")
-        rows = [
-            [
-                b["name"],
-                str(b["replicas"]),
-                "yes" if b["ready"] else "no",
-                b["reason"] + (f": {b['message']}" if not b["ready"] else ""),
-            ]
-            for b in plan["capacity_buffers"]
-        ]
-        lines += _table(["BUFFER", "ROOM", "READY", "REASON"], rows)
+        lines += _table(buffers.HEADERS, buffers.rows(plan["capacity_buffers"]))
     if plan["existing_nodes"]:
         lines.append("")
         lines.append("Pods nominated to existing nodes:")

@@ -475,6 +475,10 @@ class Cluster:
         """Valid CapacityBuffers, by namespace/name."""
         return [self._capacitybuffers[k] for k in sorted(self._capacitybuffers)]
 
+    def capacitybuffer_errors(self) -> dict[str, str]:
+        """Why each CapacityBuffer that does not parse is refused, by namespace/name."""
+        return dict(self._capacitybuffers.errors)
+
     def buffer_pods(self) -> list[scheduling_pods.Pod]:
         """The CapacityBuffers' virtual pods: pending pods for the provisioner and disruption's simulations."""
         return self.virtual_pods.all()
