@@ -16,7 +16,10 @@ names of the well-known labels (core `WellKnownLabels` plus what the AWS provide
 after the `/`, lowercased, `-` as `_`: core pkg/controllers/metrics/node/controller.go `getWellKnownLabels`).
 Series the page lists that no Go file of the two repositories defines (controller-runtime, workqueue, client-go,
 the AWS SDK, leader election and operatorpkg's `operator_*` status-condition and termination families) keep their
-name, section and stability, with `type` derived from the name where it is unambiguous and `labels` null.
+name, section and stability, with `type` derived from the name where it is unambiguous and `labels` null. So do
+operatorpkg's per-kind families for a kind a `controllers.go` runs a status controller for that the page does not list
+(core's CapacityBuffer, `status.NewGenericObjectController` under the CapacityBuffer gate): `documented` false, help
+as the page gives the kind-less families, stability null.
 
 Usage: python tools/gen_upstream_observability.py [--check] [--core GITDIR] [--aws GITDIR] [--version v1.14].
 With --check, exit 1 when the committed file differs from what the mirrors generate.
@@ -286,6 +289,44 @@ def _type_from_name(name: str) -> str | None:
     return None
 
 
+_STATUS_CONTROLLER = re.compile(r"status\.New(?:GenericObject)?Controller\[\*(?:\w+\.)?(\w+)\]")
+_STATUS_FAMILIES = (
+    "status_condition_count",
+    "status_condition_current_status_seconds",
+    "status_condition_transition_seconds",
+    "status_condition_transitions_total",
+    "termination_current_time_seconds",
+    "termination_duration_seconds",
+)
+"""The families operatorpkg's status controller registers per kind (status/metrics.go), `operator_<kind>_` before."""
+
+
+def status_controller_series(
+    files: Mapping[str, str], repo: str, docs: Mapping[str, Mapping[str, str]]
+) -> Iterator[dict[str, Any]]:
+    """operatorpkg's per-kind families for each kind a `pkg/controllers/controllers.go` runs a status controller for
+    (`status.NewController[*K]`, `status.NewGenericObjectController[*K]`) that the reference page does not list (core
+    registers one for CapacityBuffer under its gate). Names, help and type as the page gives the kind-less
+    (deprecated) families; labels null, as for every operatorpkg family."""
+    text = _strip_comments(files.get("pkg/controllers/controllers.go", ""))
+    for kind in sorted(set(_STATUS_CONTROLLER.findall(text))):
+        for family in _STATUS_FAMILIES:
+            name = f"operator_{kind.lower()}_{family}"
+            if name in docs:
+                continue
+            generic = docs.get(f"operator_{family}", {})
+            section = "Status Condition Metrics" if family.startswith("status_") else "Termination Metrics"
+            yield {
+                "name": name,
+                "type": _type_from_name(name),
+                "labels": None,
+                "source": f"{repo}:pkg/controllers/controllers.go",
+                "section": f"{kind.capitalize()} {section}",
+                "help": generic.get("help"),
+                "stability": None,
+            }
+
+
 def series(core: pathlib.Path, aws: pathlib.Path, version: str) -> list[dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     resolver: Resolver | None = None
@@ -296,10 +337,13 @@ def series(core: pathlib.Path, aws: pathlib.Path, version: str) -> list[dict[str
         for entry in metrics_in(files, resolver, repo, well_known):
             found.setdefault(entry["name"], entry)
     docs = documented(aws, version)
+    for repo, files in sources.items():
+        for entry in status_controller_series(files, repo, docs):
+            found.setdefault(entry["name"], entry)
     out = []
     for name in sorted(set(docs) | set(found)):
         entry = dict(found.get(name) or {"name": name, "type": _type_from_name(name), "labels": None, "source": None})
-        entry.update(docs.get(name, {"section": None, "help": None, "stability": None}))
+        entry.update(docs.get(name, {k: entry.get(k) for k in ("section", "help", "stability")}))
         entry["documented"] = name in docs
         out.append(entry)
     return out

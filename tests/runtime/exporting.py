@@ -12,7 +12,7 @@ import prometheus_client.parser
 from tests import builders
 
 from karpy import clock
-from karpy.api import parse
+from karpy.api import capacitybuffer, parse
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.aws import accounting
@@ -118,7 +118,12 @@ def _drive_object_series(m: metrics.Metrics, state: cluster.Cluster) -> None:
         (resources.NODEPOOLS, builders.nodepool),
         (resources.NODES, lambda name: {**builders.node(name), "status": {}}),
         (resources.EC2NODECLASSES, builders.ec2nodeclass),
-    )
+        (resources.CAPACITYBUFFERS, lambda name: {
+            "apiVersion": capacitybuffer.API_VERSION, "kind": capacitybuffer.KIND,
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"replicas": 1},
+            "status": {"conditions": [_ready("True", _AT_START)]},  # as the buffer controller writes it
+        }),
+    )  # fmt: skip
     for res, make in makers:
         unknown = make(f"{res.kind.lower()}-gone")
         unknown["status"] = {"conditions": [_ready("Unknown", _AT_START)]}

@@ -222,6 +222,6 @@ def test_the_per_object_families_keep_no_sample_objects_through_a_render() -> No
         for f in m.registry.snapshot().collect()
         if f.type == "gauge" and (f.name.startswith(node_or_pod) or f.name.endswith(per_condition))
     ]
-    assert len(per_object) == 7 + 1 + 3 * 5  # node gauges, pods_state, operatorpkg's per kind and deprecated
+    assert len(per_object) == 7 + 1 + 3 * 6  # node gauges, pods_state, operatorpkg's per kind and deprecated
     assert all(isinstance(f, textformat.RenderedGauge) for f in per_object)
     assert all(f.texts for f in per_object if f.name.startswith("karpenter_"))

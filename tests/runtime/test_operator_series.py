@@ -20,7 +20,7 @@ from karpy.state import cluster
 
 START = 1_700_000_000.0
 EXPONENTIAL = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0]
-"""core's buckets for the NodeClaim, NodePool and Node families, as upstream spells them out."""
+"""core's buckets for the NodeClaim, NodePool, Node and CapacityBuffer families, as upstream spells them out."""
 
 
 def at(seconds: float) -> str:
@@ -232,6 +232,7 @@ _EXTRA = {
     "operator_nodepool": set(),
     "operator_node": {"karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool", "karpenter_sh_initialized"},
     "operator_ec2nodeclass": set(),
+    "operator_capacitybuffer": set(),
     "operator": {"group", "kind"},  # the deprecated kind-less families
 }
 """The labels each kind's status controller adds (core and aws: pkg/controllers/controllers.go `WithLabels`)."""
@@ -252,13 +253,13 @@ LABELS = {
 
 def test_every_family_has_operatorpkgs_labels() -> None:
     exported = exporting.exported(exporting.driven())
-    assert len(LABELS) == 30
+    assert len(LABELS) == 36
     assert {name: exported[name]["labels"] for name in LABELS} == LABELS
 
 
 def test_buckets_are_upstreams_per_kind() -> None:
     exported = exporting.exported(exporting.driven())
-    for kind in ("nodeclaim", "nodepool", "node"):
+    for kind in ("nodeclaim", "nodepool", "node", "capacitybuffer"):
         for family in ("status_condition_transition_seconds", "termination_duration_seconds"):
             assert exported[f"operator_{kind}_{family}"]["buckets"] == EXPONENTIAL
     go_default = list(naming.GO_DEFAULT_BUCKETS)

@@ -1,4 +1,5 @@
-"""operatorpkg's status-controller series for NodeClaims, NodePools, Nodes and EC2NodeClasses, from the state cache.
+"""operatorpkg's status-controller series for NodeClaims, NodePools, Nodes, EC2NodeClasses and CapacityBuffers, from
+the state cache.
 
 Upstream runs operatorpkg's status controller per kind (core: pkg/controllers/controllers.go, aws:
 pkg/controllers/controllers.go; operatorpkg: status/controller.go, status/metrics.go). It remembers what it saw of
@@ -18,8 +19,8 @@ status True or False counts as a transition, as upstream's first reconcile after
 
 "..." are the object's labels upstream adds per kind (`status.WithLabels`), in Prometheus spelling. Upstream also
 feeds the deprecated kind-less families (`operator_status_condition_*`, `operator_termination_*`, labelled with
-`group` and `kind` instead) from NodeClaims, NodePools and EC2NodeClasses (`status.EmitDeprecatedMetrics`), not from
-Nodes; so does karpy. Nothing here decides anything.
+`group` and `kind` instead) from NodeClaims, NodePools, EC2NodeClasses and CapacityBuffers
+(`status.EmitDeprecatedMetrics`), not from Nodes; so does karpy. Nothing here decides anything.
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ KINDS: Final = (
     ),
     # aws: pkg/controllers/controllers.go registers it without buckets of its own: the Go client's defaults
     Kind(resources.EC2NODECLASSES, (), naming.GO_DEFAULT_BUCKETS, True),
+    # core: pkg/controllers/controllers.go, a generic object controller under the CapacityBuffer gate. karpy's cache
+    # holds buffers only under the gate too, so without it these families carry no series.
+    Kind(resources.CAPACITYBUFFERS, (), EXPONENTIAL_BUCKETS, True),
 )
 """The kinds upstream's Karpenter on AWS runs a status controller for, as it configures each."""
 _BY_RESOURCE: Final = {kind.resource: kind for kind in KINDS}
