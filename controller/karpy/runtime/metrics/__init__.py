@@ -180,9 +180,16 @@ class Metrics:
         return self.interruption.hooks(self.lifecycle)
 
     def rejection_hooks(self) -> rejections.Metrics:
-        rejected = self.objects_rejected
-        return rejections.Metrics(rejected=lambda kind, reason: rejected.labels(kind=kind, reason=reason).inc())
+        return _RejectionHooks(self.objects_rejected)
 
     def set_leader(self, leading: bool) -> None:
         self.leader.set(1 if leading else 0)
         self.leader_election.labels(name=self.lease_name).set(1 if leading else 0)
+
+
+class _RejectionHooks(rejections.Metrics):
+    def __init__(self, counter: prometheus_client.Counter) -> None:
+        self._counter = counter
+
+    def rejected(self, kind: str, reason: str) -> None:
+        self._counter.labels(kind=kind, reason=reason).inc()
