@@ -42,6 +42,7 @@ from karpy.runtime.metrics import (
     scrape,
     textformat,
 )
+from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 
 LEADER_LEASE: Final = "karpy-leader-election"
@@ -99,11 +100,11 @@ class Metrics:
             goarch=platform.machine(), commit="",
         ).set(1)  # fmt: skip
 
-    def watch_state(self, source: cluster.ClusterSource) -> None:
+    def watch_state(self, source: state_cluster.Cluster) -> None:
         self.registry.register(cluster.StateCollector(source, price=self.prices.price, listed=self.prices.listed))
 
     def watch_cluster_series(
-        self, state: scrape.ClusterState, *, now: Callable[[], float], pod_times: nodes.PodTimes | None = None
+        self, state: state_cluster.Cluster, *, now: Callable[[], float], pod_times: nodes.PodTimes | None = None
     ) -> None:
         """Budgets and operatorpkg's condition and deletion gauges from the state cache, the instance-type gauges
         from the last listing; the pod provisioning gauges from `pod_times` (the provisioner's record) when given."""
