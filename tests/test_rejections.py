@@ -14,10 +14,18 @@ from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import client, resources
 
 
+class _Counted(rejections.Metrics):
+    def __init__(self, into: list[tuple[str, str]]) -> None:
+        self._into = into
+
+    def rejected(self, kind: str, reason: str) -> None:
+        self._into.append((kind, reason))
+
+
 def _sink() -> tuple[rejections.Rejections, events.MemoryRecorder, list[tuple[str, str]]]:
     recorder = events.MemoryRecorder()
     counted: list[tuple[str, str]] = []
-    sink = rejections.Rejections(recorder, metrics=rejections.Metrics(rejected=lambda *key: counted.append(key)))
+    sink = rejections.Rejections(recorder, metrics=_Counted(counted))
     return sink, recorder, counted
 
 

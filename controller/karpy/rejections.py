@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, TypeVar
 
-from karpy import events, noop
+from karpy import events
 from karpy.api import errors
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import client, resources
@@ -74,10 +74,12 @@ class Sink(Protocol):
     def accept(self, kind: str, key: str) -> None: ...
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
-    rejected: Callable[[str, str], None] = noop.ignore
-    """(kind, reason) once per newly rejected object and problem (karpy_objects_rejected_total)."""
+    """What `Rejections` counts, by name; the operator's subclass binds it to karpy_objects_rejected_total, this one
+    counts nothing."""
+
+    def rejected(self, kind: str, reason: str) -> None:
+        """Once per newly rejected object and problem."""
 
 
 def key_of(obj: Mapping[str, Any]) -> str:

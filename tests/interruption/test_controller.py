@@ -70,22 +70,32 @@ class Marker:
         self.marked.append((instance_type, zone, capacity_type))
 
 
-@dataclass
-class Counts:
-    calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+class Counts(controller.Metrics):
+    """The poller's metrics as calls, in order: the same named methods the operator binds to its series."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
 
     def metrics(self) -> controller.Metrics:
-        def hook(name: str) -> Any:
-            return lambda *args: self.calls.append((name, args))
+        return self
 
-        return controller.Metrics(
-            received=hook("received"),
-            deleted=hook("deleted"),
-            dropped=hook("dropped"),
-            action=hook("action"),
-            failed=hook("failed"),
-            disrupted=hook("disrupted"),
-        )
+    def received(self, kind: str) -> None:
+        self.calls.append(("received", (kind,)))
+
+    def deleted(self, kind: str) -> None:
+        self.calls.append(("deleted", (kind,)))
+
+    def dropped(self, reason: str) -> None:
+        self.calls.append(("dropped", (reason,)))
+
+    def action(self, action: str, kind: str) -> None:
+        self.calls.append(("action", (action, kind)))
+
+    def failed(self, kind: str) -> None:
+        self.calls.append(("failed", (kind,)))
+
+    def disrupted(self, kind: str, nodepool: str, capacity_type: str) -> None:
+        self.calls.append(("disrupted", (kind, nodepool, capacity_type)))
 
     def of(self, name: str) -> list[tuple[Any, ...]]:
         return [args for n, args in self.calls if n == name]

@@ -115,9 +115,7 @@ async def test_poison_beside_a_spot_warning_is_dropped_in_the_same_pass(
         boto.send_message(QueueUrl=seeded.queue_url, MessageBody=body)
     sqs = interruption_queue.InterruptionQueue(aws=aws, queue_name=seeded.queue_name)
     dropped: list[str] = []
-    ctl = _controller(
-        api, state, sqs, recorder=events.MemoryRecorder(), metrics=controller.Metrics(dropped=dropped.append)
-    )
+    ctl = _controller(api, state, sqs, recorder=events.MemoryRecorder(), metrics=_Dropped(dropped))
     handled = await ctl.poll()  # one receive: all five messages (SQS hands out up to 10)
     assert [h.message.kind.value for h in handled] == ["SpotInterruption"]
     assert handled[0].deleted_from_queue
@@ -128,6 +126,16 @@ async def test_poison_beside_a_spot_warning_is_dropped_in_the_same_pass(
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
     )["Attributes"]
     assert attrs == {"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0"}
+
+
+class _Dropped(controller.Metrics):
+    """Collects the reasons of the messages the poller dropped."""
+
+    def __init__(self, into: list[str]) -> None:
+        self._into = into
+
+    def dropped(self, reason: str) -> None:
+        self._into.append(reason)
 
 
 class _Down(rest.RestClient):
@@ -162,7 +170,7 @@ async def test_a_message_that_keeps_failing_is_dropped_at_the_receive_limit(
     sqs = _Recording(aws=aws, queue_name=seeded.queue_name)
     dropped: list[str] = []
     async with _Down(api.credentials, clock=clock.SystemClock()) as down:
-        metrics = controller.Metrics(dropped=dropped.append)
+        metrics = _Dropped(dropped)
         ctl = _controller(down, state, sqs, recorder=events.MemoryRecorder(), metrics=metrics)
         for receive in range(1, controller.MAX_RECEIVES + 1):
             (handled,) = await ctl.poll()

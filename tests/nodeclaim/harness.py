@@ -9,10 +9,36 @@ from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy import clock as karpy_clock
 from karpy import events
+from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
 from karpy.nodeclaim import controller
 from karpy.termination import controller as termination_controller
+
+
+class DisruptedLog(nodeclaim.Disruptions):
+    """(reason, nodepool, capacity type) of every claim counted disrupted, the keywords left out; mixed into a
+    reconciler's own metrics class, it records through the same named method the operator binds."""
+
+    def __init__(self, into: list[tuple[str, str, str]] | None = None) -> None:
+        self.calls: list[tuple[str, str, str]] = [] if into is None else into
+
+    def disrupted(self, reason: str, nodepool: str, capacity_type: str, /, **_: object) -> None:
+        self.calls.append((reason, nodepool, capacity_type))
+
+
+class _LifecycleLog(DisruptedLog, controller.Metrics):
+    pass
+
+
+class TerminatedLog(termination_controller.Metrics):
+    """(nodepool, zone) of every Node whose finalizer the termination controller released."""
+
+    def __init__(self) -> None:
+        self.nodes: list[tuple[str, str]] = []
+
+    def node_terminated(self, nodepool: str, zone: str) -> None:
+        self.nodes.append((nodepool, zone))
 
 
 @dataclasses.dataclass
@@ -26,7 +52,7 @@ class Env:
 
     @property
     def deps(self) -> controller.Deps:
-        metrics = controller.Metrics(disrupted=lambda *labels, **_: self.disrupted.append(labels))
+        metrics = _LifecycleLog(self.disrupted)
         return controller.Deps(
             client=self.kube,
             cloud=self.cloud,

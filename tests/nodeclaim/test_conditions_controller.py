@@ -188,6 +188,16 @@ def test_instance_type_check_due(now: float, last_check: float | None, due: floa
 # --- scenarios -----------------------------------------------------------------------------------------------------
 
 
+class _DriftLog(conditions_controller.Metrics):
+    """(drift reason, nodepool) of every claim the reconciler found drifted."""
+
+    def __init__(self, into: list[tuple[str, str]]) -> None:
+        self._into = into
+
+    def drifted(self, reason: str, nodepool: str) -> None:
+        self._into.append((reason, nodepool))
+
+
 class Env:
     """A World whose Cluster informs the controller of pod changes, as the operator wires it."""
 
@@ -201,7 +211,7 @@ class Env:
                 cluster=self.w.cluster,
                 cloud=self.w.cloud,
                 clock=self.w.clock,
-                metrics=conditions_controller.Metrics(drifted=lambda *a: self.drifted.append(a)),
+                metrics=_DriftLog(self.drifted),
             )
         )
         self.w.cluster.add_listener(self.ctrl.observe)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from tests import builders, tasks
 from tests.nodeclaim import builders as nodeclaim_builders
+from tests.nodeclaim import harness
 
 from karpy import clock as karpy_clock
 from karpy import events
@@ -19,6 +20,10 @@ from karpy.nodeclaim import expiration
 from karpy.state import cluster as state_cluster
 
 DAY = 24 * 3600.0
+
+
+class _ExpiryLog(harness.DisruptedLog, expiration.Metrics):
+    pass
 
 
 class Env:
@@ -35,7 +40,7 @@ class Env:
                 cluster=self.cluster,
                 clock=self.clock,
                 recorder=self.recorder,
-                metrics=expiration.Metrics(disrupted=lambda *a, **_: self.disrupted.append(a)),
+                metrics=_ExpiryLog(self.disrupted),
             )
         )
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 from tests import builders
 from tests.disruption import world as disruption_world
+from tests.nodeclaim import harness
 
 from karpy.api import decoding, labels
 from karpy.cloudprovider.aws import repair as aws_repair
@@ -65,10 +66,15 @@ def test_condition_names_become_upstreams_metric_labels() -> None:
     assert repair.snake_case("Ready") == "ready"
 
 
-class Recorded:
+class Recorded(harness.DisruptedLog, repair.Metrics):
+    """Repair's metrics as calls: `calls` the claims disrupted, `unhealthy` the conditions counted."""
+
     def __init__(self) -> None:
-        self.disrupted: list[tuple[str, ...]] = []
+        super().__init__()
         self.unhealthy: list[tuple[str, ...]] = []
+
+    def unhealthy_disrupted(self, condition: str, nodepool: str, capacity_type: str, image_id: str) -> None:
+        self.unhealthy.append((condition, nodepool, capacity_type, image_id))
 
 
 def blocked(w: disruption_world.World, name: str) -> list[str]:
@@ -77,12 +83,7 @@ def blocked(w: disruption_world.World, name: str) -> list[str]:
 
 def controller(w: disruption_world.World) -> tuple[repair.RepairController, Recorded]:
     seen = Recorded()
-    metrics = repair.Metrics(
-        disrupted=lambda *a, **_: seen.disrupted.append(a), unhealthy_disrupted=lambda *a: seen.unhealthy.append(a)
-    )
-    deps = repair.Deps(
-        client=w.kube, cluster=w.cluster, clock=w.clock, recorder=w.recorder, policies=AWS, metrics=metrics
-    )
+    deps = repair.Deps(client=w.kube, cluster=w.cluster, clock=w.clock, recorder=w.recorder, policies=AWS, metrics=seen)
     return repair.RepairController(deps), seen
 
 
@@ -114,7 +115,7 @@ async def test_a_node_unhealthy_past_its_toleration_is_deleted_forcefully() -> N
     stamp = claim["metadata"]["annotations"][labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP]
     assert decoding.timestamp(stamp) == pytest.approx(w.clock.now(), abs=1)
     assert not any(w.deleting(n) for n in "bcde")
-    assert seen.disrupted == [("unhealthy", "default", "on-demand")]
+    assert seen.calls == [("unhealthy", "default", "on-demand")]
     assert seen.unhealthy == [("kernel_ready", "default", "on-demand", "")]
 
 
@@ -158,7 +159,7 @@ async def test_no_repair_while_more_than_twenty_percent_of_the_pool_is_unhealthy
     w.clock.advance(repair.BLOCKED_RETRY)
     await ctrl.reconcile()
     assert w.deleting("a")
-    assert [d[0] for d in seen.disrupted] == ["unhealthy", "unhealthy"]
+    assert [d[0] for d in seen.calls] == ["unhealthy", "unhealthy"]
 
 
 async def test_an_earlier_termination_timestamp_is_kept() -> None:

@@ -7,12 +7,14 @@ import prometheus_client.parser
 import pytest
 from tests import builders
 
+from karpy import clock
 from karpy.api import labels
 from karpy.cloudprovider import types
+from karpy.kube import client, resources
 from karpy.runtime import metrics, servers
 from karpy.runtime.metrics import cloudprovider as metrics_cloudprovider
 from karpy.runtime.metrics import cluster as metrics_cluster
-from karpy.state import statenode
+from karpy.state import cluster as state_cluster
 
 PRICES = {("m5.large", "us-east-1a", "on-demand"): 0.096, ("m5.large", "us-east-1a", "spot"): 0.035}
 
@@ -59,24 +61,14 @@ def test_price_book_reads_offerings() -> None:
     assert book.price("c5.xlarge", "us-east-1b", "on-demand") is None
 
 
-class Source:
-    def __init__(self, nodes: list[statenode.StateNode]) -> None:
-        self.nodes = nodes
-
-    def synced(self) -> bool:
-        return True
-
-    def state_nodes(self) -> list[statenode.StateNode]:
-        return self.nodes
-
-    def nodepools(self) -> list[object]:
-        return []
-
-    def nodepool_usage(self, name: str) -> dict[str, int]:
-        return {}
-
-    def pending_pods(self) -> list[object]:
-        return []
+def _cluster_of(*names_and_capacities: tuple[str, str]) -> state_cluster.Cluster:
+    """The state cache, listed, holding one web Node per (name, capacity type), priced as `PRICES` says."""
+    state = state_cluster.Cluster(clock=clock.ManualClock(0.0))
+    state.mark_listed(resources.NODES)
+    for name, capacity in names_and_capacities:
+        node = builders.node(name, labels=_labels("web", capacity=capacity), cpu="2")
+        state.apply(resources.NODES, client.WatchEvent(client.ADDED, node))
+    return state
 
 
 def samples(m: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -89,7 +81,7 @@ def samples(m: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 
 def test_registry_is_private_and_exposes_upstream_names_and_costs() -> None:
     m = metrics.Metrics()
-    m.watch_state(Source([WEB, WEB_SPOT]))  # type: ignore[arg-type]
+    m.watch_state(_cluster_of(("a", "on-demand"), ("b", "spot")))
     m.prices.update(
         [
             types.InstanceType(

@@ -84,4 +84,5 @@ def test_the_object_graph_reports_every_queue() -> None:
     for queue in ctrl.queues:
         controller = queues.controller_of(queue)
         assert f'workqueue_depth{{controller="{controller}",name="{controller}"}}' in text, queue
-    assert ctrl.queue(parts.NODECLAIMS).metrics != workqueue.Metrics()  # the hooks are wired, not the no-ops
+    ctrl.queue(parts.NODECLAIMS).add("default-abcde")  # the hooks are wired, not the base that counts nothing
+    assert scraped(ctrl.metrics.registry, "workqueue_adds_total", **NODECLAIMS) == 1

@@ -286,12 +286,10 @@ async def test_a_node_without_a_nodepool_label_is_counted_under_none() -> None:
     del env.kube.objects[("pods", "default", "app")]
     node["metadata"]["labels"].pop(labels.LABEL_NODEPOOL)
     await env.kube.delete(resources.NODES, NODE)
-    terminated: list[str] = []
-    term = controller.TerminationController(
-        env.termination_deps, metrics=controller.Metrics(node_terminated=lambda pool, _zone: terminated.append(pool))
-    )
+    terminated = harness.TerminatedLog()
+    term = controller.TerminationController(env.termination_deps, metrics=terminated)
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
-    assert terminated == [""]
+    assert [pool for pool, _zone in terminated.nodes] == [""]
 
 
 async def test_a_pod_backing_off_does_not_hold_up_the_pods_after_it() -> None:
@@ -334,10 +332,8 @@ async def test_conditions_written_without_a_message_have_none() -> None:
 
 async def test_every_released_node_is_counted() -> None:
     env = harness.make_env()
-    terminated: list[str] = []
-    term = controller.TerminationController(
-        env.termination_deps, metrics=controller.Metrics(node_terminated=lambda _pool, zone: terminated.append(zone))
-    )
+    terminated = harness.TerminatedLog()
+    term = controller.TerminationController(env.termination_deps, metrics=terminated)
     for name in ("gone-1", "gone-2"):  # NotReady, instance already gone: released at once
         env.kube.put(
             resources.NODES,
@@ -347,4 +343,4 @@ async def test_every_released_node_is_counted() -> None:
         )
         await env.kube.delete(resources.NODES, name)
         await term.reconcile(name)
-    assert len(terminated) == 2
+    assert len(terminated.nodes) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from karpy.api import labels, meta
 
@@ -62,12 +62,12 @@ class NodeClaim:
         return found is not None and found.is_true
 
 
-class DisruptedHook(Protocol):
-    """Counts one NodeClaim disrupted: (reason, nodepool, capacity type), with the consolidation policy (only
-    consolidation has one), the termination mode (`termination_mode`) and the reschedulable pods it disrupts;
-    the labels of karpenter_nodeclaims_disrupted_total and karpenter_pods_disruption_initiated_total."""
+class Disruptions:
+    """Counts NodeClaims disrupted, by name: the base of the metrics of expiration, repair, the lifecycle and the
+    disruption queue, which all delete claims. The operator's subclasses bind it to
+    karpenter_nodeclaims_disrupted_total and karpenter_pods_disruption_initiated_total; this one counts nothing."""
 
-    def __call__(
+    def disrupted(
         self,
         reason: str,
         nodepool: str,
@@ -77,7 +77,9 @@ class DisruptedHook(Protocol):
         consolidation_policy: str = "",
         termination_mode: str = "",
         pods: int = 0,
-    ) -> None: ...
+    ) -> None:
+        """One NodeClaim disrupted for `reason`, with the consolidation policy (only consolidation has one), the
+        termination mode (`termination_mode`) and the reschedulable pods it disrupts."""
 
 
 def termination_mode(claim: NodeClaim) -> str:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import noop
 from karpy.api import capacitybuffer, status
 from karpy.capacitybuffer import provisioning, resolve, sizing
 from karpy.kube import client, resources
@@ -41,7 +40,7 @@ class CapacityBufferController:
         cluster: state_cluster.Cluster,
         *,
         clock: karpy_clock.Clock,
-        trigger: Callable[[str], None] = noop.ignore,
+        trigger: Callable[[str], None],
     ) -> None:
         self._kube = kube
         self._cluster = cluster

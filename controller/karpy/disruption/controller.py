@@ -134,7 +134,7 @@ class DisruptionController:
         ctx = await self.context()
         self._report_failed(ctx)
         self._publisher.blocked(ctx)
-        command = passes.first_command(self.methods, ctx, measured=functools.partial(self._measured, ctx))
+        command = passes.first_command(self.methods, ctx)
         if command is None:
             return None
         self._publisher.announce(
@@ -186,14 +186,6 @@ class DisruptionController:
             seq=seq,
         )
         return ctx
-
-    def _measured(self, ctx: methods.Context, method: methods.Method, seconds: float) -> None:
-        """A method was tried: how long it took, and how many candidates it considered."""
-        metrics = self._deps.metrics
-        metrics.evaluated(method.name, str(method.reason), seconds)
-        count = methods.eligible_count(method, ctx)
-        if count is not None:
-            metrics.eligible_nodes(str(method.reason), count)
 
     async def _instance_types(self, pool: nodepool.NodePool) -> list[types.InstanceType] | None:
         """The pool's catalog; None (its nodes are no candidates this pass) when the cloud cannot tell now."""

@@ -45,6 +45,10 @@ class Observer:
     def note(self, note: Note) -> None:
         """A candidate a method passed over, and why."""
 
+    def evaluated(self, method: Method, ctx: Context, seconds: float) -> None:
+        """A method a pass tried, with the seconds it took on the context's clock (core: disruption/controller.go
+        times each `disrupt(method)`); `ctx` tells how many candidates it considered."""
+
     def timed_out(self, method: str) -> None:
         """A consolidation gave up at its timeout (karpenter_voluntary_disruption_consolidation_timeouts_total,
         core: disruption/multinodeconsolidation.go, singlenodeconsolidation.go)."""

@@ -6,15 +6,12 @@ nothing, for tests, benchmarks and offline tools.
 
 from __future__ import annotations
 
-from karpy import noop
 from karpy.api import nodeclaim
 
 
-class Metrics:
-    def __init__(self, *, disrupted: nodeclaim.DisruptedHook = noop.ignore) -> None:
-        self.disrupted = disrupted
-        """The queue deleted a candidate NodeClaim: the NodeClaim lifecycle's own counter, which expiration, repair
-        and interruption count on too (`nodeclaim.DisruptedHook`)."""
+class Metrics(nodeclaim.Disruptions):
+    """`disrupted`: the queue deleted a candidate NodeClaim, on the NodeClaim lifecycle's own counter, which
+    expiration, repair and interruption count on too."""
 
     def decision(self, method: str, reason: str, decision: str) -> None:
         """A command acted on (or logged in dry-run); `decision` is "delete" or "replace"."""

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as karpy_clock
-from karpy import noop
 from karpy import settings as karpy_settings
 from karpy.api import donotdisrupt, nodepool
 from karpy.cloudprovider import types
@@ -154,18 +153,13 @@ def context(
     )
 
 
-def first_command(
-    method_list: Sequence[methods.Method],
-    ctx: methods.Context,
-    *,
-    measured: Callable[[methods.Method, float], None] = noop.ignore,
-) -> consolidation.Command | None:
-    """The first command a method returns, in order: what one pass acts on (before validation). `measured` gets
-    each method tried and the seconds it took on the context's clock (upstream times each `disrupt(method)`)."""
+def first_command(method_list: Sequence[methods.Method], ctx: methods.Context) -> consolidation.Command | None:
+    """The first command a method returns, in order: what one pass acts on (before validation). The context's
+    observer hears of each method tried (`Observer.evaluated`)."""
     for method in method_list:
         start = ctx.clock.now()
         command = method.compute(ctx)
-        measured(method, ctx.clock.now() - start)
+        ctx.observer.evaluated(method, ctx, ctx.clock.now() - start)
         if command is not None:
             return command
     return None

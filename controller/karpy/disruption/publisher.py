@@ -24,6 +24,13 @@ class Publisher(methods.Observer):
         self._recorder = recorder
         self._metrics = metrics
 
+    def evaluated(self, method: methods.Method, ctx: methods.Context, seconds: float) -> None:
+        """How long a method took, and how many candidates it considered."""
+        self._metrics.evaluated(method.name, str(method.reason), seconds)
+        count = methods.eligible_count(method, ctx)
+        if count is not None:
+            self._metrics.eligible_nodes(str(method.reason), count)
+
     def timed_out(self, method: str) -> None:
         self._metrics.timed_out(method)
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable
 
-from karpy import backoff, events, noop
+from karpy import backoff, events
 from karpy.api import decoding, labels
 from karpy.clock import Clock
 from karpy.cloudprovider import interruption
@@ -45,29 +44,36 @@ TRANSIENT_ERRORS = (client.KubeError, OSError, TimeoutError)
 """Failures a later attempt may not meet (the API server or the network); anything else is not retried."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
-    """Hooks the operator binds to Prometheus metrics; no-ops by default."""
+    """What the poller counts, by name (aws: pkg/controllers/interruption/metrics.go). The operator's subclass binds
+    each to its Prometheus series (`karpy.runtime.metrics.interruption`); this one counts nothing."""
 
-    received: Callable[[str], None] = noop.ignore
-    """Called with the message kind for every message received (counter)."""
-    deleted: Callable[[str], None] = noop.ignore
-    """Called with the message kind for every message deleted after handling (counter)."""
-    dropped: Callable[[str], None] = noop.ignore
-    """Called with the `interruption.DropReason` of every message deleted without being acted on (counter)."""
-    action: Callable[[str, str], None] = noop.ignore
-    """Called with (action, message kind) for every NodeClaim acted on: CordonAndDrain or NoAction (counter)."""
-    failed: Callable[[str], None] = noop.ignore
-    """Called with the message kind when handling failed and the message was left for a retry (counter)."""
-    disrupted: Callable[[str, str, str], None] = noop.ignore
-    """Called with (message kind, nodepool, capacity type) for every NodeClaim whose deletion a message started
-    (karpenter_nodeclaims_disrupted_total, whose reason upstream is the message kind)."""
-    latency: Callable[[float], None] = noop.ignore
-    """Seconds from a queue message's event to the end of its handling, before it is deleted (aws:
-    interruption/controller.go `MessageLatency`, karpenter_interruption_message_queue_duration_seconds)."""
-    unhealthy: Callable[[str], None] = noop.ignore
-    """(status-check category) once per instance of this cluster a status-poll finding is acted on, while it lasts
-    (aws: interruption/instancestatus_controller.go, karpenter_interruption_instance_status_unhealthy_total)."""
+    def received(self, kind: str) -> None:
+        """A message of `kind` received (counter)."""
+
+    def deleted(self, kind: str) -> None:
+        """A message of `kind` deleted after handling (counter)."""
+
+    def dropped(self, reason: str) -> None:
+        """A message deleted without being acted on, for its `interruption.DropReason` (counter)."""
+
+    def action(self, action: str, kind: str) -> None:
+        """A NodeClaim acted on: CordonAndDrain, ForcefulTermination or NoAction (counter)."""
+
+    def failed(self, kind: str) -> None:
+        """Handling failed and the message was left for a retry (counter)."""
+
+    def disrupted(self, kind: str, nodepool: str, capacity_type: str) -> None:
+        """A NodeClaim whose deletion a message started (karpenter_nodeclaims_disrupted_total, whose reason upstream
+        is the message kind)."""
+
+    def latency(self, seconds: float) -> None:
+        """Seconds from a queue message's event to the end of its handling, before it is deleted (aws:
+        interruption/controller.go `MessageLatency`, karpenter_interruption_message_queue_duration_seconds)."""
+
+    def unhealthy(self, category: str) -> None:
+        """Once per instance of this cluster a status-poll finding is acted on, while it lasts (aws:
+        interruption/instancestatus_controller.go, karpenter_interruption_instance_status_unhealthy_total)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -18,11 +18,11 @@ import asyncio
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import noop, rejections
+from karpy import rejections
 from karpy.api import decoding, labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
@@ -45,13 +45,13 @@ CONCURRENCY: Final = 10
 """Claims reconciled at once by `run` (upstream: MaxConcurrentReconciles 10)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
-    """Hooks the operator binds to Prometheus; no-ops by default."""
+    """What the conditions reconciler counts, by name; the operator's subclass binds it to its series
+    (`karpy.runtime.metrics.lifecycle`); this one counts nothing."""
 
-    drifted: Callable[[str, str], None] = noop.ignore
-    """(drift reason, nodepool) each time a claim becomes Drifted (karpy_nodeclaims_drifted_total; upstream v1
-    has no such series and counts drift in karpenter_nodeclaims_disrupted_total)."""
+    def drifted(self, reason: str, nodepool: str) -> None:
+        """A claim became Drifted (karpy_nodeclaims_drifted_total; upstream v1 has no such series and counts drift
+        in karpenter_nodeclaims_disrupted_total)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import events, noop, rejections
+from karpy import events, rejections
 from karpy.api import labels, nodeclaim, parse, status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
@@ -59,19 +59,18 @@ UNREGISTERED_TAINT_MISSING_MESSAGE: Final = (
 nodeclaim/lifecycle/events.go)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Metrics:
-    """Hooks the operator binds to Prometheus; no-ops by default."""
+class Metrics(nodeclaim.Disruptions):
+    """What the lifecycle counts, by name (core: nodeclaim/lifecycle/metrics.go); `disrupted` per claim it deleted:
+    insufficient_capacity, nodeclass_not_ready, launch_timeout, registration_timeout. The operator's subclass binds
+    each to its series (`karpy.runtime.metrics.lifecycle`); this one counts nothing."""
 
-    disrupted: nodeclaim.DisruptedHook = noop.ignore
-    """(reason, nodepool, capacity type) per claim this controller deleted: insufficient_capacity,
-    nodeclass_not_ready, launch_timeout, registration_timeout (karpenter_nodeclaims_disrupted_total)."""
-    instance_terminated: Callable[[str, float], None] = noop.ignore
-    """(nodepool, seconds since InstanceTerminating turned True) once the cloud no longer finds the instance
-    (core: nodeclaim/lifecycle/controller.go, karpenter_nodeclaims_instance_termination_duration_seconds)."""
-    terminated: Callable[[str, float], None] = noop.ignore
-    """(nodepool, seconds since the deletion request) when the finalizer is released
-    (karpenter_nodeclaims_termination_duration_seconds)."""
+    def instance_terminated(self, nodepool: str, seconds: float) -> None:
+        """Seconds since InstanceTerminating turned True, once the cloud no longer finds the instance (core:
+        nodeclaim/lifecycle/controller.go, karpenter_nodeclaims_instance_termination_duration_seconds)."""
+
+    def terminated(self, nodepool: str, seconds: float) -> None:
+        """Seconds since the deletion request when the finalizer is released
+        (karpenter_nodeclaims_termination_duration_seconds)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

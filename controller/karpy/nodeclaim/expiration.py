@@ -18,7 +18,7 @@ import logging
 from typing import Final
 
 from karpy import clock as karpy_clock
-from karpy import events, noop, rejections
+from karpy import events, rejections
 from karpy.api import labels, nodeclaim, parse
 from karpy.kube import client as kube_client
 from karpy.kube import resources
@@ -51,12 +51,9 @@ def expired(claim: nodeclaim.NodeClaim, now: float) -> bool:
     return when is not None and claim.metadata.deletion_timestamp is None and now >= when
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Metrics:
-    """Hooks the operator binds to Prometheus; no-ops by default."""
-
-    disrupted: nodeclaim.DisruptedHook = noop.ignore
-    """(reason "Expired", nodepool, capacity type) per expired claim deleted (karpenter_nodeclaims_disrupted_total)."""
+class Metrics(nodeclaim.Disruptions):
+    """What expiration counts: `disrupted` with reason "Expired" per expired claim deleted; nothing here, the
+    operator's subclass binds it to its series."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

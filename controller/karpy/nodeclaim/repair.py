@@ -20,11 +20,11 @@ import dataclasses
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import events, noop
+from karpy import events
 from karpy.api import decoding, labels, nodeclaim
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
@@ -92,14 +92,12 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Metrics:
-    """Hooks the operator binds to Prometheus; no-ops by default."""
+class Metrics(nodeclaim.Disruptions):
+    """What node repair counts, by name: `disrupted` with reason "unhealthy" per repaired claim, and the condition
+    that was unhealthy. The operator's subclass binds each to its series; this one counts nothing."""
 
-    disrupted: nodeclaim.DisruptedHook = noop.ignore
-    """(reason "unhealthy", nodepool, capacity type) per repaired claim (karpenter_nodeclaims_disrupted_total)."""
-    unhealthy_disrupted: Callable[[str, str, str, str], None] = noop.ignore
-    """(condition, nodepool, capacity type, image id) (karpenter_nodeclaims_unhealthy_disrupted_total)."""
+    def unhealthy_disrupted(self, condition: str, nodepool: str, capacity_type: str, image_id: str) -> None:
+        """karpenter_nodeclaims_unhealthy_disrupted_total (core: node/health/metrics.go)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ object: an Event, a log line with the traceback, a counter), while every other k
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -30,24 +29,24 @@ SUCCESS, ERROR, REQUEUE_AFTER = "success", "error", "requeue_after"
 """controller-runtime's `result` label values of a reconcile (controller_runtime_reconcile_total)."""
 
 
-def _ignore(*_: object) -> None:
-    return None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
-    """Hooks for client-go's workqueue series and controller-runtime's reconcile series; no-ops by default."""
+    """What a queue counts, by name: client-go's workqueue series and controller-runtime's reconcile series. The
+    operator's subclass binds each to its series (`karpy.runtime.metrics.queues`); this one counts nothing."""
 
-    added: Callable[[], None] = _ignore
-    """A key queued that was not queued already (workqueue_adds_total)."""
-    waited: Callable[[float], None] = _ignore
-    """Seconds a key spent queued before a worker took it (workqueue_queue_duration_seconds)."""
-    worked: Callable[[float], None] = _ignore
-    """Seconds one reconcile took (workqueue_work_duration_seconds, controller_runtime_reconcile_time_seconds)."""
-    reconciled: Callable[[str], None] = _ignore
-    """A reconcile's result: SUCCESS, ERROR or REQUEUE_AFTER (controller_runtime_reconcile_total)."""
-    retried: Callable[[], None] = _ignore
-    """A failed key queued again after its backoff (workqueue_retries_total)."""
+    def added(self) -> None:
+        """A key queued that was not queued already (workqueue_adds_total)."""
+
+    def waited(self, seconds: float) -> None:
+        """Seconds a key spent queued before a worker took it (workqueue_queue_duration_seconds)."""
+
+    def worked(self, seconds: float) -> None:
+        """Seconds one reconcile took (workqueue_work_duration_seconds, controller_runtime_reconcile_time_seconds)."""
+
+    def reconciled(self, result: str) -> None:
+        """A reconcile's result: SUCCESS, ERROR or REQUEUE_AFTER (controller_runtime_reconcile_total)."""
+
+    def retried(self) -> None:
+        """A failed key queued again after its backoff (workqueue_retries_total)."""
 
 
 class WorkQueue:
@@ -62,7 +61,7 @@ class WorkQueue:
         metrics: Metrics | None = None,
     ) -> None:
         self.name = name
-        self.metrics = metrics or Metrics()
+        self._metrics = metrics or Metrics()
         self._reconcile = reconcile
         self._on_error = on_error
         self._failures: dict[str, int] = {}
@@ -89,7 +88,7 @@ class WorkQueue:
             self._queued.add(key)
             self._queued_at[key] = self._clock.now()
             self._queue.put_nowait(key)
-            self.metrics.added()
+            self._metrics.added()
 
     def __len__(self) -> int:
         return len(self._queued)
@@ -124,22 +123,22 @@ class WorkQueue:
             key = await self._queue.get()
             self._queued.discard(key)
             start = self._clock.now()
-            self.metrics.waited(start - self._queued_at.pop(key, start))
+            self._metrics.waited(start - self._queued_at.pop(key, start))
             self._active[key] = start
             again: float | None
             try:
                 again = await self._reconcile(key)
                 self._failures.pop(key, None)
-                self.metrics.reconciled(SUCCESS if again is None else REQUEUE_AFTER)
+                self._metrics.reconciled(SUCCESS if again is None else REQUEUE_AFTER)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # one broken object must not stop the others: report and retry later
                 again = self._failed(key, exc)
-                self.metrics.reconciled(ERROR)
-                self.metrics.retried()
+                self._metrics.reconciled(ERROR)
+                self._metrics.retried()
             finally:
                 self._active.pop(key, None)
-                self.metrics.worked(self._clock.now() - start)
+                self._metrics.worked(self._clock.now() - start)
             self.reconciled += 1
             if key in self._dirty:
                 self._dirty.discard(key)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import events, noop, rejections
+from karpy import events, rejections
 from karpy.api import decoding, labels, nodeclaim
 from karpy.api import status as api_status
 from karpy.cloudprovider import errors as cloudprovider_errors
@@ -48,23 +48,27 @@ class Deps:
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Metrics:
-    """Hooks the operator binds to Prometheus; no-ops by default."""
+    """What the finalizer counts, by name (core: node/termination/metrics.go). The operator's subclass binds each to
+    its Prometheus series (`karpy.runtime.metrics.lifecycle`); this one counts nothing."""
 
-    node_terminated: Callable[[str, str], None] = noop.ignore
-    """Called with the Node's NodePool ("" if unmanaged) and zone when its finalizer is released
-    (nodes_terminated)."""
-    node_released: Callable[[str, float | None, float | None], None] = noop.ignore
-    """(nodepool, seconds since the deletion request, seconds since creation; None when unknown) when the finalizer
-    is released (core: node/termination/controller.go: nodes_termination_duration_seconds, _lifetime_...)."""
-    node_drained: Callable[[str], None] = noop.ignore
-    """(nodepool) when the NodeClaim's Drained condition first turns True (karpenter_nodes_drained_total)."""
-    eviction_requested: Callable[[str], None] = noop.ignore
-    """(HTTP status code of the Eviction API's answer) for every eviction request (pods_eviction_requests_total)."""
-    pod_drained: Callable[[str], None] = noop.ignore
-    """(the NodeClaim's disruption reason, or "Forceful Termination") per pod evicted or deleted
-    (core: node/termination/terminator/eviction.go `evictionReason`, karpenter_pods_drained_total)."""
+    def node_terminated(self, nodepool: str, zone: str) -> None:
+        """A Node's finalizer released: its NodePool ("" if unmanaged) and zone (nodes_terminated)."""
+
+    def node_released(self, nodepool: str, since_deletion: float | None, lifetime: float | None) -> None:
+        """Seconds since the deletion request and since creation (None when unknown) when the finalizer is released
+        (core: node/termination/controller.go: nodes_termination_duration_seconds, nodes_lifetime_...)."""
+
+    def node_drained(self, nodepool: str) -> None:
+        """The NodeClaim's Drained condition first turned True (karpenter_nodes_drained_total)."""
+
+    def eviction_requested(self, code: str) -> None:
+        """The HTTP status code of the Eviction API's answer, for every eviction request
+        (pods_eviction_requests_total)."""
+
+    def pod_drained(self, reason: str) -> None:
+        """A pod evicted or deleted, under the NodeClaim's disruption reason or "Forceful Termination" (core:
+        node/termination/terminator/eviction.go `evictionReason`, karpenter_pods_drained_total)."""
 
 
 EVICTION_CODES: Final = {

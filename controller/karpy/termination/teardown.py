@@ -98,7 +98,7 @@ async def teardown(
     clock: karpy_clock.Clock,
     within: float,
     poll: float = POLL_SECONDS,
-    report: Callable[[str], None] = lambda _: None,
+    report: Callable[[str], None],
 ) -> Deleted:
     """Delete every NodePool, then every NodeClaim, and wait until no NodeClaim is left (deleting any that still
     appears, e.g. created just before its NodePool went); then every EC2NodeClass, waiting until the controller has

@@ -123,7 +123,7 @@ async def test_a_merged_call_that_raises_fails_every_caller(clock: karpy_clock.M
         raise ConnectionError("down")
 
     batch: batcher.Batcher[str, str] = batcher.Batcher(
-        "test", WINDOW, key=lambda r: "", execute=broken, now=clock.now, sleep=clock.sleep
+        "test", WINDOW, key=lambda r: "", execute=broken, now=clock.now, sleep=clock.sleep, observe=Recorder().observe
     )
     tasks = [asyncio.create_task(batch.add(r)) for r in ("x", "y")]
     await clock.run_for(0.1)
@@ -137,7 +137,7 @@ async def test_too_few_outcomes_fail_the_callers_left_without_one(clock: karpy_c
         return ["only one"]
 
     batch: batcher.Batcher[str, str] = batcher.Batcher(
-        "test", WINDOW, key=lambda r: "", execute=short, now=clock.now, sleep=clock.sleep
+        "test", WINDOW, key=lambda r: "", execute=short, now=clock.now, sleep=clock.sleep, observe=Recorder().observe
     )
     tasks = [asyncio.create_task(batch.add(r)) for r in ("x", "y")]
     await clock.run_for(0.1)

@@ -48,7 +48,12 @@ def tagger_for(
 ) -> tagging.Tagger:
     batchers = ec2batch.EC2Batchers(aws=aws, now=manual.now, sleep=manual.sleep)
     return tagging.Tagger(
-        aws=aws, batchers=batchers, cluster_name=moto_fixtures.CLUSTER, nodeclaims=claims, sleep=manual.sleep
+        aws=aws,
+        batchers=batchers,
+        cluster_name=moto_fixtures.CLUSTER,
+        nodeclaims=claims,
+        sleep=manual.sleep,
+        retagged=lambda _instance, _tags: None,  # the provider's instance cache, which these tests do not hold
     )
 
 

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
-from karpy import noop, tasks
+from karpy import tasks
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class Batcher(Generic[T, U]):
         execute: Execute[T, U],
         now: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
-        observe: Observe = noop.ignore,
+        observe: Observe,
     ) -> None:
         self.name = name
         self._window = window

@@ -17,7 +17,6 @@ from typing import Any, Final
 
 from botocore import exceptions as botocore_exceptions
 
-from karpy import noop
 from karpy.api import labels, nodeclaim
 from karpy.cloudprovider.aws import clients, ec2batch, error_codes, instances
 
@@ -39,7 +38,7 @@ class Tagger:
         cluster_name: str,
         nodeclaims: Callable[[], Iterable[nodeclaim.NodeClaim]],
         sleep: Callable[[float], Awaitable[None]],
-        retagged: Callable[[str, Mapping[str, str]], None] = noop.ignore,
+        retagged: Callable[[str, Mapping[str, str]], None],
         shifted: Callable[[nodeclaim.NodeClaim], bool] = lambda _: False,
     ) -> None:
         """`retagged(instance_id, tags)` after `tags` were written (the provider updates its cached instance);

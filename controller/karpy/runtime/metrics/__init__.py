@@ -42,6 +42,7 @@ from karpy.runtime.metrics import (
     scrape,
     textformat,
 )
+from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 
 LEADER_LEASE: Final = "karpy-leader-election"
@@ -99,11 +100,11 @@ class Metrics:
             goarch=platform.machine(), commit="",
         ).set(1)  # fmt: skip
 
-    def watch_state(self, source: cluster.ClusterSource) -> None:
+    def watch_state(self, source: state_cluster.Cluster) -> None:
         self.registry.register(cluster.StateCollector(source, price=self.prices.price, listed=self.prices.listed))
 
     def watch_cluster_series(
-        self, state: scrape.ClusterState, *, now: Callable[[], float], pod_times: nodes.PodTimes | None = None
+        self, state: state_cluster.Cluster, *, now: Callable[[], float], pod_times: nodes.PodTimes | None = None
     ) -> None:
         """Budgets and operatorpkg's condition and deletion gauges from the state cache, the instance-type gauges
         from the last listing; the pod provisioning gauges from `pod_times` (the provisioner's record) when given."""
@@ -180,9 +181,16 @@ class Metrics:
         return self.interruption.hooks(self.lifecycle)
 
     def rejection_hooks(self) -> rejections.Metrics:
-        rejected = self.objects_rejected
-        return rejections.Metrics(rejected=lambda kind, reason: rejected.labels(kind=kind, reason=reason).inc())
+        return _RejectionHooks(self.objects_rejected)
 
     def set_leader(self, leading: bool) -> None:
         self.leader.set(1 if leading else 0)
         self.leader_election.labels(name=self.lease_name).set(1 if leading else 0)
+
+
+class _RejectionHooks(rejections.Metrics):
+    def __init__(self, counter: prometheus_client.Counter) -> None:
+        self._counter = counter
+
+    def rejected(self, kind: str, reason: str) -> None:
+        self._counter.labels(kind=kind, reason=reason).inc()

@@ -5,23 +5,16 @@ need the raw Node and Pod objects for upstream's labels, are `nodes`'."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Protocol
 
 from prometheus_client import core as prometheus_client_core
 
-from karpy.api import labels, nodepool
+from karpy.api import labels
 from karpy.runtime.metrics import naming, offloop
+from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
 PriceLookup = Callable[[str, str, str], float | None]
 """$/h of (instance type, zone, capacity type), None when unknown."""
-
-
-class ClusterSource(Protocol):
-    def synced(self) -> bool: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-    def nodepools(self) -> list[nodepool.NodePool]: ...
-    def nodepool_usage(self, name: str) -> dict[str, int]: ...
 
 
 def node_price(node: statenode.StateNode, price: PriceLookup) -> float | None:
@@ -67,7 +60,7 @@ class StateCollector(offloop.DeferringCollector):
     """Gauges read from the state cache at scrape time: a few per NodePool, computed in the snapshot itself."""
 
     def __init__(
-        self, cluster: ClusterSource, *, price: PriceLookup, listed: Callable[[], bool] = lambda: True
+        self, cluster: state_cluster.Cluster, *, price: PriceLookup, listed: Callable[[], bool] = lambda: True
     ) -> None:
         self._cluster = cluster
         self._price = price

@@ -97,13 +97,12 @@ class DisruptionSeries:
         return _Hooks(self, claims)
 
 
-class _Hooks(disruption_metrics.Metrics):
+class _Hooks(lifecycle.Disrupted, disruption_metrics.Metrics):
     """`disruption_metrics.Metrics` on the series: lowercased reasons, the consolidation type of the method."""
 
     def __init__(self, series: DisruptionSeries, claims: lifecycle.LifecycleSeries) -> None:
-        super().__init__(disrupted=claims.nodeclaim_disrupted)
         self._series = series
-        self._claims = claims
+        super().__init__(claims)
 
     def decision(self, method: str, reason: str, decision: str) -> None:
         self._series.decision(decision, reason.lower(), _kind(method))

@@ -78,17 +78,36 @@ class InterruptionSeries:
 
     def hooks(self, claims: lifecycle.LifecycleSeries) -> interruption_controller.Metrics:
         """The poller's hooks; the NodeClaims it disrupts are counted on `claims`."""
-        return interruption_controller.Metrics(
-            received=lambda kind: self.received.labels(message_type=interruption_kind(kind)).inc(),
-            deleted=lambda _kind: self.deleted.inc(),
-            action=lambda action, kind: self.actions.labels(
-                action_type=action, message_type=interruption_kind(kind)
-            ).inc(),
-            failed=lambda kind: self.failed.labels(message_type=interruption_kind(kind)).inc(),
-            dropped=lambda reason: self.dropped.labels(reason=reason).inc(),
-            disrupted=lambda kind, pool, capacity_type: claims.nodeclaim_disrupted(
-                interruption_kind(kind), pool, capacity_type
-            ),
-            latency=self.latency.observe,
-            unhealthy=lambda category: self.unhealthy.labels(category=category).inc(),
-        )
+        return _Hooks(self, claims)
+
+
+class _Hooks(interruption_controller.Metrics):
+    """`interruption_controller.Metrics` on the series: message kinds under upstream's label values."""
+
+    def __init__(self, series: InterruptionSeries, claims: lifecycle.LifecycleSeries) -> None:
+        self._series = series
+        self._claims = claims
+
+    def received(self, kind: str) -> None:
+        self._series.received.labels(message_type=interruption_kind(kind)).inc()
+
+    def deleted(self, kind: str) -> None:
+        self._series.deleted.inc()
+
+    def dropped(self, reason: str) -> None:
+        self._series.dropped.labels(reason=reason).inc()
+
+    def action(self, action: str, kind: str) -> None:
+        self._series.actions.labels(action_type=action, message_type=interruption_kind(kind)).inc()
+
+    def failed(self, kind: str) -> None:
+        self._series.failed.labels(message_type=interruption_kind(kind)).inc()
+
+    def disrupted(self, kind: str, nodepool: str, capacity_type: str) -> None:
+        self._claims.nodeclaim_disrupted(interruption_kind(kind), nodepool, capacity_type)
+
+    def latency(self, seconds: float) -> None:
+        self._series.latency.observe(seconds)
+
+    def unhealthy(self, category: str) -> None:
+        self._series.unhealthy.labels(category=category).inc()

@@ -4,11 +4,12 @@ pkg/metrics/metrics.go, nodeclaim/*/metrics.go, node/termination/metrics.go), an
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import prometheus_client
 from prometheus_client import registry as prometheus_client_registry
 
+from karpy.api import nodeclaim
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.runtime.metrics import naming
@@ -162,45 +163,76 @@ class LifecycleSeries:
         self.nodes_terminated.labels(nodepool=nodepool_name, zone=zone).inc()
 
     def drift_hooks(self) -> conditions_controller.Metrics:
-        drifted = self.nodeclaims_drifted
-        return conditions_controller.Metrics(
-            drifted=lambda reason, pool: drifted.labels(type=reason, nodepool=pool).inc()
-        )
+        return _DriftHooks(self)
 
     def expiry_hooks(self) -> expiration.Metrics:
-        return expiration.Metrics(disrupted=self.nodeclaim_disrupted)
+        return _ExpiryHooks(self)
 
     def repair_hooks(self) -> repair.Metrics:
-        unhealthy = self.nodeclaims_unhealthy_disrupted
-        return repair.Metrics(
-            disrupted=self.nodeclaim_disrupted,
-            unhealthy_disrupted=lambda condition, pool, capacity_type, image: unhealthy.labels(
-                condition=condition, nodepool=pool, capacity_type=capacity_type, image_id=image
-            ).inc(),
-        )
+        return _RepairHooks(self)
 
     def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
-        return nodeclaim_controller.Metrics(
-            disrupted=self.nodeclaim_disrupted,
-            instance_terminated=lambda pool, seconds: self.nodeclaims_instance_termination_duration.labels(
-                nodepool=pool
-            ).observe(seconds),
-            terminated=lambda pool, seconds: self.nodeclaims_termination_duration.labels(nodepool=pool).observe(
-                seconds
-            ),
-        )
+        return _NodeClaimHooks(self)
 
     def termination_hooks(self) -> termination_controller.Metrics:
-        def released(pool: str, since_deletion: float | None, lifetime: float | None) -> None:
-            if since_deletion is not None:
-                self.nodes_termination_duration.labels(nodepool=pool).observe(since_deletion)
-            if lifetime is not None:
-                self.nodes_lifetime.labels(nodepool=pool).observe(lifetime)
+        return _TerminationHooks(self)
 
-        return termination_controller.Metrics(
-            node_terminated=self.node_terminated,
-            node_released=released,
-            node_drained=lambda pool: self.nodes_drained.labels(nodepool=pool).inc(),
-            eviction_requested=lambda code: self.pods_eviction_requests.labels(code=code).inc(),
-            pod_drained=lambda reason: self.pods_drained.labels(reason=reason).inc(),
-        )
+
+class Disrupted(nodeclaim.Disruptions):
+    """`disrupted` on the lifecycle series, for every reconciler's metrics that delete NodeClaims."""
+
+    def __init__(self, claims: LifecycleSeries) -> None:
+        self._claims = claims
+
+    def disrupted(self, reason: str, nodepool: str, capacity_type: str, /, **labels: Any) -> None:
+        self._claims.nodeclaim_disrupted(reason, nodepool, capacity_type, **labels)
+
+
+class _DriftHooks(conditions_controller.Metrics):
+    def __init__(self, claims: LifecycleSeries) -> None:
+        self._claims = claims
+
+    def drifted(self, reason: str, nodepool: str) -> None:
+        self._claims.nodeclaims_drifted.labels(type=reason, nodepool=nodepool).inc()
+
+
+class _ExpiryHooks(Disrupted, expiration.Metrics):
+    pass
+
+
+class _RepairHooks(Disrupted, repair.Metrics):
+    def unhealthy_disrupted(self, condition: str, nodepool: str, capacity_type: str, image_id: str) -> None:
+        self._claims.nodeclaims_unhealthy_disrupted.labels(
+            condition=condition, nodepool=nodepool, capacity_type=capacity_type, image_id=image_id
+        ).inc()
+
+
+class _NodeClaimHooks(Disrupted, nodeclaim_controller.Metrics):
+    def instance_terminated(self, nodepool: str, seconds: float) -> None:
+        self._claims.nodeclaims_instance_termination_duration.labels(nodepool=nodepool).observe(seconds)
+
+    def terminated(self, nodepool: str, seconds: float) -> None:
+        self._claims.nodeclaims_termination_duration.labels(nodepool=nodepool).observe(seconds)
+
+
+class _TerminationHooks(termination_controller.Metrics):
+    def __init__(self, claims: LifecycleSeries) -> None:
+        self._claims = claims
+
+    def node_terminated(self, nodepool: str, zone: str) -> None:
+        self._claims.node_terminated(nodepool, zone)
+
+    def node_released(self, nodepool: str, since_deletion: float | None, lifetime: float | None) -> None:
+        if since_deletion is not None:
+            self._claims.nodes_termination_duration.labels(nodepool=nodepool).observe(since_deletion)
+        if lifetime is not None:
+            self._claims.nodes_lifetime.labels(nodepool=nodepool).observe(lifetime)
+
+    def node_drained(self, nodepool: str) -> None:
+        self._claims.nodes_drained.labels(nodepool=nodepool).inc()
+
+    def eviction_requested(self, code: str) -> None:
+        self._claims.pods_eviction_requests.labels(code=code).inc()
+
+    def pod_drained(self, reason: str) -> None:
+        self._claims.pods_drained.labels(reason=reason).inc()

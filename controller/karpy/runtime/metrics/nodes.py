@@ -30,15 +30,10 @@ from karpy.api import decoding, labels, quantity
 from karpy.kube import resources as kube_resources
 from karpy.runtime.metrics import nodelabels, offloop, textformat
 from karpy.scheduling import resources
+from karpy.state import cluster as state_cluster
 from karpy.state import facts, statenode
 
 MILLI_PER_UNIT: Final = 1000
-
-
-class ClusterState(Protocol):
-    def synced(self) -> bool: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-    def objects(self, res: kube_resources.Resource) -> list[Mapping[str, Any]]: ...
 
 
 def resource_type(name: str) -> str:
@@ -121,7 +116,9 @@ class _NoTimes:
 
 
 class NodeSeriesCollector(offloop.DeferringCollector):
-    def __init__(self, cluster: ClusterState, *, now: Callable[[], float], pod_times: PodTimes | None = None) -> None:
+    def __init__(
+        self, cluster: state_cluster.Cluster, *, now: Callable[[], float], pod_times: PodTimes | None = None
+    ) -> None:
         self._cluster = cluster
         self._now = now
         self._times: PodTimes = pod_times or _NoTimes()

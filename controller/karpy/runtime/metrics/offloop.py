@@ -27,14 +27,11 @@ from prometheus_client import core as prometheus_client_core
 from prometheus_client import registry as prometheus_client_registry
 
 from karpy.runtime.metrics import textformat
+from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
 Render = Callable[[], Iterable[prometheus_client_core.Metric]]
 """A collector's families from its snapshot: safe to call in any thread."""
-
-
-class NodeSource(Protocol):
-    def state_nodes(self) -> list[statenode.StateNode]: ...
 
 
 class Reads:
@@ -42,9 +39,9 @@ class Reads:
     every call (about 0.1 s at 5,000 nodes), so one snapshot builds them once."""
 
     def __init__(self) -> None:
-        self._nodes: dict[int, tuple[NodeSource, list[statenode.StateNode]]] = {}
+        self._nodes: dict[int, tuple[state_cluster.Cluster, list[statenode.StateNode]]] = {}
 
-    def state_nodes(self, source: NodeSource) -> list[statenode.StateNode]:
+    def state_nodes(self, source: state_cluster.Cluster) -> list[statenode.StateNode]:
         # the entry holds `source`, so its id names no other object while this snapshot lasts
         hit = self._nodes.get(id(source))
         if hit is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import prometheus_client
 from prometheus_client import core as prometheus_client_core
@@ -36,6 +36,7 @@ from prometheus_client import core as prometheus_client_core
 from karpy.api import decoding, labels, meta
 from karpy.kube import resources
 from karpy.runtime.metrics import naming, offloop, textformat
+from karpy.state import cluster as state_cluster
 
 Obj = Mapping[str, Any] | None
 NAMESPACE: Final = "operator"
@@ -271,10 +272,6 @@ def _transition_families(
 # --- read from the cache at scrape time -------------------------------------------------------------------------
 
 
-class Objects(Protocol):
-    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Read:
     """What the gauges show of one object, read once for the per-kind and the deprecated families."""
@@ -350,7 +347,7 @@ class ObjectCollector(offloop.DeferringCollector):
     reads any object the API server holds), including NodePools being deleted. Its snapshot is the cache's lists of
     the objects; the render reads them (`offloop`)."""
 
-    def __init__(self, cluster: Objects, *, now: Callable[[], float]) -> None:
+    def __init__(self, cluster: state_cluster.Cluster, *, now: Callable[[], float]) -> None:
         self._cluster = cluster
         self._now = now
 

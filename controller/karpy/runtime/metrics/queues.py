@@ -86,25 +86,34 @@ class QueueSeries:
         )
 
     def hooks(self, queue: str) -> workqueue.Metrics:
-        controller = controller_of(queue)
-        labels = {"controller": controller, "name": controller}
+        return _Hooks(self, controller_of(queue))
 
-        def reconciled(result: str) -> None:
-            self.reconciles.labels(controller=controller, result=result).inc()
-            if result == workqueue.ERROR:
-                self.reconcile_errors.labels(controller=controller).inc()
 
-        def worked(seconds: float) -> None:
-            self.work_duration.labels(**labels).observe(seconds)
-            self.reconcile_time.labels(controller=controller).observe(seconds)
+class _Hooks(workqueue.Metrics):
+    """`workqueue.Metrics` on the series, labelled with the queue's controller."""
 
-        return workqueue.Metrics(
-            added=self.adds.labels(**labels).inc,
-            waited=self.queue_duration.labels(**labels).observe,
-            worked=worked,
-            reconciled=reconciled,
-            retried=self.retries.labels(**labels).inc,
-        )
+    def __init__(self, series: QueueSeries, controller: str) -> None:
+        self._series = series
+        self._controller = controller
+        self._labels = {"controller": controller, "name": controller}
+
+    def added(self) -> None:
+        self._series.adds.labels(**self._labels).inc()
+
+    def waited(self, seconds: float) -> None:
+        self._series.queue_duration.labels(**self._labels).observe(seconds)
+
+    def worked(self, seconds: float) -> None:
+        self._series.work_duration.labels(**self._labels).observe(seconds)
+        self._series.reconcile_time.labels(controller=self._controller).observe(seconds)
+
+    def reconciled(self, result: str) -> None:
+        self._series.reconciles.labels(controller=self._controller, result=result).inc()
+        if result == workqueue.ERROR:
+            self._series.reconcile_errors.labels(controller=self._controller).inc()
+
+    def retried(self) -> None:
+        self._series.retries.labels(**self._labels).inc()
 
 
 class QueueCollector(prometheus_client.registry.Collector):

@@ -10,37 +10,28 @@ provider (the status-condition gauges are module `operatorpkg`'s).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final
 
 import prometheus_client
 from prometheus_client import core as prometheus_client_core
 
 from karpy.api import budgets as api_budgets
-from karpy.api import ec2nodeclass, nodeclaim, nodepool
+from karpy.api import nodepool
 from karpy.cloudprovider import types
 from karpy.disruption import budgets
-from karpy.kube import resources
 from karpy.runtime.metrics import offloop
+from karpy.state import cluster as state_cluster
 from karpy.state import statenode
 
 MILLI_PER_UNIT: Final = 1000
-
-
-class ClusterState(Protocol):
-    def synced(self) -> bool: ...
-    def objects(self, res: resources.Resource) -> list[Mapping[str, Any]]: ...
-    def state_nodes(self) -> list[statenode.StateNode]: ...
-    def nodepools(self) -> list[nodepool.NodePool]: ...
-    def nodeclaims(self) -> list[nodeclaim.NodeClaim]: ...
-    def nodeclasses(self) -> dict[str, ec2nodeclass.EC2NodeClass]: ...
 
 
 class BudgetCollector(offloop.DeferringCollector):
     """Allowed disruptions and the nodes consuming them, per NodePool and disruption reason, computed in the
     snapshot itself (a few per NodePool)."""
 
-    def __init__(self, cluster: ClusterState, *, now: Callable[[], float]) -> None:
+    def __init__(self, cluster: state_cluster.Cluster, *, now: Callable[[], float]) -> None:
         self._cluster = cluster
         self._now = now
 
