@@ -22,7 +22,6 @@ from karpy.cloudprovider import overlay
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider import types as cloudprovider_types
 from karpy.disruption import controller as disruption_controller
-from karpy.disruption import staticpools
 from karpy.interruption import controller as interruption_controller
 from karpy.kube import client, credentials, dryrun, resources, rest
 from karpy.nodeclaim import conditions_controller, consistency, expiration, repair
@@ -37,6 +36,7 @@ from karpy.runtime import lease, metrics, observers, parts, routing, workqueue
 from karpy.runtime.metrics import queues
 from karpy.scheduling import scheduler
 from karpy.state import cluster as state_cluster
+from karpy.static import controller as static_controller
 from karpy.termination import controller as termination_controller
 from karpy.wiring import startup
 
@@ -248,8 +248,8 @@ def build(
         )
     static_pools = None
     if settings.feature_gates.static_capacity:  # upstream registers both static controllers only under the gate
-        static_pools = staticpools.StaticPoolController(
-            staticpools.Deps(
+        static_pools = static_controller.StaticPoolController(
+            static_controller.Deps(
                 client=writer,
                 cluster=cluster,
                 clock=clock,
