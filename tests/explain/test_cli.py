@@ -207,7 +207,7 @@ def test_a_static_pool_gets_its_replicas_and_a_pending_pod_is_nominated_to_one(
     capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
     """A static NodePool (`spec.replicas`) gets the NodeClaims the controller's static-pool reconciler creates
-    (disruption.staticpools), and a pod only it can take waits for one of them as for a claim in flight."""
+    (karpy.static), and a pod only it can take waits for one of them as for a claim in flight."""
     doc = dumps.dump(SHAPE)
     doc["items"].append({
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "fixed"},

@@ -1,5 +1,5 @@
 """Static NodePools (`spec.replicas`) in `karpy simulate`: the NodeClaims the controller's static-pool reconciler
-creates (`disruption.staticpools`), with their reason, and pending pods nominated to them as to claims in flight."""
+creates (`karpy.static`), with their reason, and pending pods nominated to them as to claims in flight."""
 
 from __future__ import annotations
 

@@ -78,11 +78,9 @@ class _Compiler:
 
         def check(value: Any, path: str, problems: Problems) -> Any:
             if type(value) is not dict:
-                if problems is None:
-                    return FAIL
-                if not isinstance(value, Mapping):
-                    problems.append(errors.Problem(path, f"must be an object, got {validator.type_name(value)}"))
-                    return value
+                answer = _non_dict(value, path, problems)
+                if answer is not _OTHER_MAPPING:
+                    return answer
             read: dict[Any, Any] | None = None  # a copy, made at the first change
             refused: list[Any] = []  # unknown fields, left out of a copy
             for key, item in value.items():
@@ -125,14 +123,26 @@ class _Compiler:
         return check
 
 
+_OTHER_MAPPING: Final = object()
+
+
+def _non_dict(value: Any, path: str, problems: Problems) -> Any:
+    """What an object or map check answers for a value that is not a dict: FAIL on the fast path (no `problems`), the
+    value with a problem when it is no mapping at all, `_OTHER_MAPPING` for another Mapping, read as a dict is."""
+    if problems is None:
+        return FAIL
+    if not isinstance(value, Mapping):
+        problems.append(errors.Problem(path, f"must be an object, got {validator.type_name(value)}"))
+        return value
+    return _OTHER_MAPPING
+
+
 def _map(item_check: Check) -> Check:
     def check(value: Any, path: str, problems: Problems) -> Any:
         if type(value) is not dict:
-            if problems is None:
-                return FAIL
-            if not isinstance(value, Mapping):
-                problems.append(errors.Problem(path, f"must be an object, got {validator.type_name(value)}"))
-                return value
+            answer = _non_dict(value, path, problems)
+            if answer is not _OTHER_MAPPING:
+                return answer
         read: dict[Any, Any] | None = None
         for key, item in value.items():
             if item is None:

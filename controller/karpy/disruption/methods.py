@@ -14,9 +14,10 @@ from typing import Any, Final, Protocol
 
 from karpy import clock as karpy_clock
 from karpy.api import donotdisrupt, nodeclaim, nodepool
-from karpy.disruption import blockers, consolidation, simulation, staticpools
+from karpy.disruption import blockers, consolidation, simulation
 from karpy.disruption import candidates as disruption_candidates
-from karpy.state import statenode
+from karpy.scheduling import catalog
+from karpy.state import nodepoolstate, statenode
 
 MULTI_NODE_TIMEOUT = 60.0
 SINGLE_NODE_TIMEOUT = 180.0
@@ -82,7 +83,7 @@ class Context:
     """Pools with nodes whose budgets allow no disruption for a reason at all now."""
     failed: Sequence[tuple[statenode.StateNode, Exception]] = ()
     """Nodes whose evaluation raised (a bug): neither candidates nor rejected, left alone."""
-    static_counts: Mapping[str, staticpools.Counts] = field(default_factory=dict)
+    static_counts: Mapping[str, nodepoolstate.Counts] = field(default_factory=dict)
     """Per static NodePool, its NodeClaims active, deleting and pending disruption (`StaticDrift` reads them)."""
     buffer_pods_on: Callable[[str], int] = field(default=lambda _node: 0)
     """Virtual CapacityBuffer pods the provisioner last placed on a node: such a node is not empty."""
@@ -207,16 +208,16 @@ class StaticDrift:
         drifted = [c for c in ctx.eventual if is_static(c) and c.claim.is_true(nodeclaim.DRIFTED)]
         drifted.sort(key=lambda c: (disruption_candidates.condition_since(c.claim, nodeclaim.DRIFTED), c.name))
         for c in drifted:
-            found = ctx.static_counts.get(c.pool.name, staticpools.Counts())
+            found = ctx.static_counts.get(c.pool.name, nodepoolstate.Counts())
             if found.active + found.pending > (c.pool.replicas or 0):
                 continue  # scaling down: the excess goes first, and may be this very node
             if budget.get(c.pool.name, 0) <= 0:
                 _note_over_budget(ctx, self.name, self.reason, [c])
                 continue
-            room = staticpools.headroom(c.pool, found)
+            room = nodepoolstate.headroom(c.pool, found)
             if room is not None and room <= 0:
                 continue
-            return Command(self.name, self.reason, (c,), (staticpools.static_plan(c.pool),))
+            return Command(self.name, self.reason, (c,), (catalog.static_plan(c.pool),))
         return None
 
 

@@ -19,11 +19,11 @@ from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
 from karpy.api import donotdisrupt, nodepool
 from karpy.cloudprovider import types
-from karpy.disruption import budgets, candidates, consolidation, methods, simulation, staticpools
+from karpy.disruption import budgets, candidates, consolidation, methods, simulation
 from karpy.kube import resources
 from karpy.scheduling import scheduler
 from karpy.state import cluster as state_cluster
-from karpy.state import facts, statenode
+from karpy.state import facts, nodepoolstate, statenode
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,7 @@ def context(
         blocked={r: tuple(budgets.blocked_pools(pools, state_nodes, r, now=now)) for r in reasons},
         failed=tuple(failed),
         static_counts={
-            p.name: staticpools.counts(staticpools.pool_nodes(state_nodes, p.name))
+            p.name: nodepoolstate.counts(nodepoolstate.pool_nodes(state_nodes, p.name))
             for p in pools
             if p.replicas is not None
         },

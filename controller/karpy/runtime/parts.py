@@ -15,7 +15,6 @@ from karpy import events, rejections
 from karpy import settings as karpy_settings
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.disruption import controller as disruption_controller
-from karpy.disruption import staticpools
 from karpy.disruption import validation as disruption_validation
 from karpy.interruption import controller as interruption_controller
 from karpy.kube import client
@@ -27,6 +26,7 @@ from karpy.nodepool import zonalshift
 from karpy.provisioning import provisioner
 from karpy.runtime import lease, metrics, workqueue
 from karpy.state import cluster as state_cluster
+from karpy.static import controller as static_controller
 from karpy.termination import controller as termination_controller
 
 
@@ -78,7 +78,7 @@ class Controller:
     """The interruption loop over instance health (impaired checks, scheduled events); None without a source."""
     repair: repair.RepairController | None = None
     """Replaces unhealthy nodes; None unless the NodeRepair gate is on and the provider has repair policies."""
-    static_pools: staticpools.StaticPoolController | None = None
+    static_pools: static_controller.StaticPoolController | None = None
     """Keeps static NodePools (`spec.replicas`) at their count; None unless the StaticCapacity gate is on."""
     zonal_shift: zonalshift.ZonalShiftController | None = None
     """ZonalShiftActive/Cleared events on NodePools; None unless the cloud follows zonal shifts."""

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from karpy import requirements
 from karpy.api import labels, meta, nodepool
 from karpy.cloudprovider import types
-from karpy.scheduling import pods, taints
+from karpy.scheduling import pods, results, taints
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -70,6 +70,20 @@ def pool_requirements(pool: nodepool.NodePool) -> requirements.Requirements:
     fixed = dict(pool.template.labels)
     fixed[labels.LABEL_NODEPOOL] = pool.name
     return reqs.intersect(requirements.Requirements.from_labels(fixed))
+
+
+def static_plan(pool: nodepool.NodePool) -> results.PlannedNodeClaim:
+    """One NodeClaim of a static pool: the pool's requirements and labels, no pods, no instance-type options (core:
+    scheduling.NewNodeClaimTemplate, as static provisioning and static drift use it)."""
+    return results.PlannedNodeClaim(
+        nodepool=pool.name,
+        requirements=pool_requirements(pool),
+        instance_type_options=(),
+        pods=(),
+        requests={},
+        cheapest=None,
+        static=True,
+    )
 
 
 class PoolCatalog:

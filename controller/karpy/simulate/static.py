@@ -1,5 +1,5 @@
 """Static NodePools (`spec.replicas`) in a simulation: the NodeClaims the controller's static-pool reconciler would
-create (`disruption.staticpools`: counts of the pool's claims in the manifests, `to_create` within `limits.nodes`),
+create (`karpy.static`: counts of the pool's claims in the manifests, `to_create` within `limits.nodes`),
 each built as the provisioner builds it and launched as the cloud provider launches a claim with its pool's
 requirements only (the cheapest available offering that satisfies them, core: IsStaticNodeClaim). The scheduler
 then sees them as claims in flight: pending pods may be nominated to them, as they are to any launched claim."""
@@ -15,12 +15,13 @@ from karpy import clock as karpy_clock
 from karpy.api import manifest, nodepool, parse, quantity
 from karpy.cloudprovider import tenancy, types
 from karpy.cloudprovider.fake import provider
-from karpy.disruption import staticpools
 from karpy.kube import client, resources
 from karpy.provisioning import nodeclaim_builder, snapshot
+from karpy.scheduling import catalog as scheduling_catalog
 from karpy.scheduling import results, scheduler
 from karpy.state import cluster as state_cluster
-from karpy.state import statenode
+from karpy.state import nodepoolstate, statenode
+from karpy.static import provisioning as static_provisioning
 
 REASON = "static NodePool (spec.replicas): the controller keeps this many NodeClaims whatever the pods"
 
@@ -43,11 +44,12 @@ def launches(
     whose offerings fits gets none (the launch fails with InsufficientCapacity)."""
     out: list[Launch] = []
     for pool in sorted(pools, key=lambda p: p.name):
-        if pool.replicas is None or pool.metadata.deletion_timestamp is not None or not staticpools.ready(pool):
+        if pool.replicas is None or pool.metadata.deletion_timestamp is not None or not static_provisioning.ready(pool):
             continue
-        found = staticpools.counts(staticpools.pool_nodes(nodes, pool.name))
-        for i in range(staticpools.to_create(pool, found)):
-            launch = _launch(f"{pool.name}-{i + 1}", staticpools.static_plan(pool), pool, catalog.get(pool.name, ()))
+        found = nodepoolstate.counts(nodepoolstate.pool_nodes(nodes, pool.name))
+        for i in range(static_provisioning.to_create(pool, found)):
+            plan = scheduling_catalog.static_plan(pool)
+            launch = _launch(f"{pool.name}-{i + 1}", plan, pool, catalog.get(pool.name, ()))
             if launch is not None:
                 out.append(launch)
     return out

@@ -121,12 +121,7 @@ def _round_patterns(
         before = left.copy()
         whole, left = _take_whole(solution, left, out)
         share = np.minimum(np.floor(solution.pods + 1e-9).astype(np.int64), left[:, None])
-        for t in np.argsort(-solution.nodes, kind="stable"):
-            if solution.nodes[t] < 1 - 1e-9:
-                break
-            mine = np.minimum(share[:, t], left)
-            left -= mine
-            left += _fill_type(req, mine, cand.usable[t], out)
+        left = _fill_bought(req, share, solution.nodes, left, cand, out)
         if not left.any():
             return left, len(out)
         if attempt < _ROUNDS - 1 and (left != before).any():
@@ -214,10 +209,23 @@ def _fill_lp_shares(
         return None
     left = counts.copy()
     assigned = np.floor(solution.share * counts[:, None] + 1e-9).astype(np.int64)
-    for t in np.argsort(-solution.nodes, kind="stable"):
-        if solution.nodes[t] < 1 - 1e-9:
+    return _fill_bought(req, assigned, solution.nodes, left, cand, out)
+
+
+def _fill_bought(
+    req: catalog.IntArray,
+    given: catalog.IntArray,
+    nodes: catalog.FloatArray,
+    left: catalog.IntArray,
+    cand: Types,
+    out: list[tuple[catalog.IntArray, int]],
+) -> catalog.IntArray:
+    """Append whole nodes of each type an LP bought at least one of (most first), filled with the pods it `given`
+    that type (pod class × type) and still unplaced; return `left`, updated in place, with what did not fit."""
+    for t in np.argsort(-nodes, kind="stable"):
+        if nodes[t] < 1 - 1e-9:
             break
-        mine = np.minimum(assigned[:, t], left)
+        mine = np.minimum(given[:, t], left)
         left -= mine
         left += _fill_type(req, mine, cand.usable[t], out)
     return left

@@ -12,10 +12,13 @@ from tests import builders
 from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool, parse
-from karpy.disruption import methods, staticpools
+from karpy.disruption import methods
 from karpy.kube import resources
 from karpy.provisioning import nodeclaim_builder
 from karpy.scheduling import results
+from karpy.state import nodepoolstate
+from karpy.static import controller as static_controller
+from karpy.static import deprovisioning, provisioning
 
 Reason = nodepool.DisruptionReason
 
@@ -48,10 +51,10 @@ class Creator:
         return None
 
 
-def controller(w: disruption_world.World) -> tuple[staticpools.StaticPoolController, Creator]:
+def controller(w: disruption_world.World) -> tuple[static_controller.StaticPoolController, Creator]:
     creator = Creator(w)
-    deps = staticpools.Deps(client=w.kube, cluster=w.cluster, clock=w.clock, create=creator)
-    return staticpools.StaticPoolController(deps), creator
+    deps = static_controller.Deps(client=w.kube, cluster=w.cluster, clock=w.clock, create=creator)
+    return static_controller.StaticPoolController(deps), creator
 
 
 def static_claims(w: disruption_world.World) -> list[dict[str, Any]]:
@@ -68,7 +71,7 @@ async def test_scale_up_creates_the_missing_replicas_with_the_pools_requirements
     w.node("s1", pool="static")
     w.sync()
     ctrl, creator = controller(w)
-    assert await ctrl.reconcile("static") == staticpools.REQUEUE
+    assert await ctrl.reconcile("static") == static_controller.REQUEUE
     assert len(creator.plans) == 2
     new = [c for c in static_claims(w) if c["metadata"]["name"] != "s1"]
     assert len(new) == 2
@@ -80,7 +83,7 @@ async def test_scale_up_creates_the_missing_replicas_with_the_pools_requirements
         assert claim["metadata"]["labels"][labels.LABEL_NODEPOOL] == "static"
         assert claim["spec"].get("resources", {}).get("requests", {}) == {}
     # The created claims count at once (in flight): a second pass creates nothing more.
-    assert await ctrl.reconcile("static") == staticpools.REQUEUE
+    assert await ctrl.reconcile("static") == static_controller.REQUEUE
     assert len(creator.plans) == 2
 
 
@@ -103,7 +106,7 @@ async def test_dynamic_pools_and_unsynced_state_are_left_alone() -> None:
     for res in disruption_world.SYNCED:  # objects arrive, but no list has completed yet
         for obj in w.kube.all(res):
             w.cluster.record_created(res, obj)
-    assert await ctrl.reconcile("static") == staticpools.SYNC_RETRY
+    assert await ctrl.reconcile("static") == static_controller.SYNC_RETRY
     w.sync()
     assert await ctrl.reconcile("default") is None
     assert await ctrl.reconcile("gone") is None
@@ -123,8 +126,8 @@ async def test_scale_down_takes_empty_nodes_before_busy_ones_and_busy_before_do_
     await ctrl.reconcile("static")
     assert sorted(c["metadata"]["name"] for c in static_claims(w)) == ["protected"]
     # Marked deleting in the state cache at once, before any watch event: the next pass counts them so.
-    found = staticpools.counts(staticpools.pool_nodes(w.cluster.state_nodes(), "static"))
-    assert found == staticpools.Counts(active=1, deleting=3)
+    found = nodepoolstate.counts(nodepoolstate.pool_nodes(w.cluster.state_nodes(), "static"))
+    assert found == nodepoolstate.Counts(active=1, deleting=3)
 
 
 async def test_scale_down_takes_a_node_with_only_daemonset_pods_before_a_cheaper_busy_one() -> None:
@@ -148,8 +151,8 @@ def test_a_node_being_replaced_counts_as_pending_disruption() -> None:
     w.node("replaced", pool="static", conditions=("DisruptionReason",))
     w.node("kept", pool="static")
     w.sync()
-    found = staticpools.counts(staticpools.pool_nodes(w.cluster.state_nodes(), "static"))
-    assert found == staticpools.Counts(active=1, pending=1)
+    found = nodepoolstate.counts(nodepoolstate.pool_nodes(w.cluster.state_nodes(), "static"))
+    assert found == nodepoolstate.Counts(active=1, pending=1)
 
 
 def test_scale_down_order_takes_unlaunched_claims_first() -> None:
@@ -160,28 +163,28 @@ def test_scale_down_order_takes_unlaunched_claims_first() -> None:
     w.kube.objects[("nodeclaims", "", "unlaunched")]["status"]["providerID"] = ""
     w.kube.objects[("nodeclaims", "", "unlaunched")]["status"]["nodeName"] = ""
     w.sync()
-    nodes = staticpools.pool_nodes(w.cluster.state_nodes(), "static")
-    order = staticpools.scale_down_order(nodes, {}, now=w.clock.now())
+    nodes = nodepoolstate.pool_nodes(w.cluster.state_nodes(), "static")
+    order = deprovisioning.scale_down_order(nodes, {}, now=w.clock.now())
     assert [n.nodeclaim_name for n in order] == ["unlaunched", "launched"]
 
 
 @pytest.mark.parametrize(
     ("replicas", "limit", "found", "expected"),
     [
-        (3, None, staticpools.Counts(active=1), 2),
-        (3, None, staticpools.Counts(active=1, pending=1), 1),  # a node being replaced still counts
-        (3, None, staticpools.Counts(active=1, deleting=5), 2),  # deleting ones do not
-        (3, 4, staticpools.Counts(active=1, deleting=2), 1),  # but hold nodes against the limit
-        (3, 2, staticpools.Counts(active=2, deleting=1), 0),
-        (1, None, staticpools.Counts(active=3), 0),
+        (3, None, nodepoolstate.Counts(active=1), 2),
+        (3, None, nodepoolstate.Counts(active=1, pending=1), 1),  # a node being replaced still counts
+        (3, None, nodepoolstate.Counts(active=1, deleting=5), 2),  # deleting ones do not
+        (3, 4, nodepoolstate.Counts(active=1, deleting=2), 1),  # but hold nodes against the limit
+        (3, 2, nodepoolstate.Counts(active=2, deleting=1), 0),
+        (1, None, nodepoolstate.Counts(active=3), 0),
     ],
 )
-def test_to_create(replicas: int, limit: int | None, found: staticpools.Counts, expected: int) -> None:
+def test_to_create(replicas: int, limit: int | None, found: nodepoolstate.Counts, expected: int) -> None:
     body = builders.nodepool("static", uid="uid-static", **disruption_world.pool_fields())
     body["spec"]["replicas"] = replicas
     if limit is not None:
         body["spec"]["limits"] = {"nodes": str(limit)}
-    assert staticpools.to_create(parse.nodepool(body), found) == expected
+    assert provisioning.to_create(parse.nodepool(body), found) == expected
 
 
 async def test_drift_replaces_a_static_node_one_for_one() -> None:
@@ -213,6 +216,6 @@ async def test_static_nodes_are_never_consolidated_and_drift_waits_for_scale_dow
     assert await w.reconcile(ctrl) is None
     w.sync()
     ctx = await ctrl.context()
-    assert ctx.static_counts["static"] == staticpools.Counts(active=2)
+    assert ctx.static_counts["static"] == nodepoolstate.Counts(active=2)
     assert methods.StaticDrift().compute(ctx) is None
     assert methods.Emptiness().compute(ctx) is None
