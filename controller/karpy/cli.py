@@ -239,8 +239,9 @@ def _plan(args: argparse.Namespace) -> int:
     try:
         now = decoding.timestamp(args.now) if args.now else None
         replacement = karpy_settings.parse_duration(args.replacement_time)
+        eviction = karpy_settings.parse_duration(args.eviction_time)
     except ValueError as exc:
-        print(f"karpy plan: --now/--replacement-time: {exc}", file=sys.stderr)
+        print(f"karpy plan: --now/--replacement-time/--eviction-time: {exc}", file=sys.stderr)
         return PLAN_ERROR
     request = command.Request(
         proposal=tuple(args.files),
@@ -251,7 +252,7 @@ def _plan(args: argparse.Namespace) -> int:
         catalog=_catalog(args),
         now=now,
         node_overlay=args.node_overlay,
-        options=run.Options(replacement=replacement, scheduling=_scheduling(args)),
+        options=run.Options(replacement=replacement, eviction=eviction, scheduling=_scheduling(args)),
     )
     try:
         doc = command.plan_json(request)
@@ -284,6 +285,11 @@ def _plan_parser(commands: Any) -> None:
     parser.add_argument(
         "--replacement-time", default="5m", help="how long one drift replacement takes, a Go duration (default 5m)"
     )
+    parser.add_argument(
+        "--eviction-time", default="1m",
+        help="how long an evicted pod takes to be Ready again, so that its PDB allows the next eviction: a wave "
+        "holding more pods under a PDB than it allows at once waits that long per round (default 1m)",
+    )  # fmt: skip
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
     parser.set_defaults(handler=_plan)
 
