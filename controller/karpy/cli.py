@@ -20,6 +20,9 @@ import karpy
 
 if TYPE_CHECKING:
     from karpy import settings
+    from karpy.api import ec2nodeclass
+    from karpy.cloudprovider import types
+    from karpy.plan import command as plan_command
     from karpy.simulate import plan as simulate_plan
 
 EXIT_OK = 0
@@ -244,6 +247,7 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"karpy plan: --now/--replacement-time/--eviction-time: {exc}", file=sys.stderr)
         return PLAN_ERROR
     request = command.Request(
+        resolve=_selector_resolver(args),
         proposal=tuple(args.files),
         delete=args.delete,
         dump=tuple(args.dump or ()),
@@ -261,6 +265,30 @@ def _plan(args: argparse.Namespace) -> int:
         return PLAN_ERROR
     print(command.render(doc, output=args.output, width=_width(reasons.DEFAULT_WIDTH)))
     return PLAN_DISRUPTION if doc["disruptive"] else PLAN_NO_DISRUPTION
+
+
+def _selector_resolver(args: argparse.Namespace) -> plan_command.Resolver | None:
+    """The AWS provider's own selector resolution, read-only, when plan is given AWS access (a region: --region,
+    AWS_REGION or AWS_DEFAULT_REGION; boto3 finds the credentials as usual) and not --no-aws. Built here so that
+    karpy.plan never imports AWS (pyproject's import contracts)."""
+    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
+    if args.no_aws or not region:
+        return None
+    from karpy import clock
+    from karpy.cloudprovider.aws import clients, selector_lookup
+
+    def resolve(nodeclasses: Sequence[ec2nodeclass.EC2NodeClass]) -> dict[str, types.SelectorResolution]:
+        aws = clients.build_clients(region=region, max_attempts=SELECTOR_ATTEMPTS)
+        return selector_lookup.resolve(
+            aws, nodeclasses, clock=clock.SystemClock().now, region=region, cluster_name=args.cluster_name
+        )
+
+    return resolve
+
+
+SELECTOR_ATTEMPTS = 3
+"""Attempts per AWS call when plan resolves selectors: a plan is a one-off, so it gives up sooner than the
+controller does and says "may drift"."""
 
 
 def _plan_parser(commands: Any) -> None:
@@ -285,6 +313,17 @@ def _plan_parser(commands: Any) -> None:
     parser.add_argument(
         "--replacement-time", default="5m", help="how long one drift replacement takes, a Go duration (default 5m)"
     )
+    parser.add_argument(
+        "--no-aws", action="store_true",
+        help="never call AWS: a changed AMI, subnet or security-group selector that is not by id \"may drift\" "
+        "(default: resolved read-only, as the controller resolves them, when a region is given by --region, "
+        "AWS_REGION or AWS_DEFAULT_REGION)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cluster-name", default=os.environ.get("CLUSTER_NAME", ""),
+        help="the EKS cluster, for alias AMI selectors (its Kubernetes version picks the AMIs; default: "
+        "$CLUSTER_NAME)",
+    )  # fmt: skip
     parser.add_argument(
         "--eviction-time", default="1m",
         help="how long an evicted pod takes to be Ready again, so that its PDB allows the next eviction: a wave "

@@ -122,6 +122,21 @@ def propose(cluster: state_cluster.Cluster, given: proposal.Proposal) -> Propose
     return Proposed(pools, classes, tuple(overlays.values()), changes)
 
 
+def changed_selectors(cluster: state_cluster.Cluster, proposed: Proposed) -> list[ec2nodeclass.EC2NodeClass]:
+    """The proposed EC2NodeClasses whose AMI, subnet or security-group selector terms differ from the cluster's:
+    the ones whose drift depends on what EC2 resolves them to."""
+    current = cluster.nodeclasses()
+    out = []
+    for name, nc in sorted(proposed.classes.items()):
+        was = current.get(name)
+        if was is not None and any(
+            getattr(nc.spec, f) != getattr(was.spec, f)
+            for f in ("ami_selector_terms", "subnet_selector_terms", "security_group_selector_terms")
+        ):
+            out.append(nc)
+    return out
+
+
 def _holds(
     node: statenode.StateNode, raw: Mapping[str, Mapping[str, Any]], pdbs: Sequence[candidates.PDB], now: float
 ) -> tuple[tuple[blockers.Blocker, ...], dict[str, int]]:
@@ -171,9 +186,11 @@ def plan(
     now: float,
     options: Options = Options(),
     warnings: Sequence[str] = (),
+    resolved: Mapping[str, types.SelectorResolution] | None = None,
 ) -> Plan:
     """`instance_types` and `price` are the proposed pools' (`price` falls back to any pool's for a node whose
-    pool is gone, as explain's does)."""
+    pool is gone, as explain's does); `resolved`: the proposed EC2NodeClasses' selectors as EC2 resolves them, by
+    name (None: no AWS access; `changed_selectors` names the classes worth resolving)."""
     current_pools = {p.name: p for p in cluster.nodepools()}
     current_classes = cluster.nodeclasses()
     state_nodes = cluster.state_nodes()
@@ -194,6 +211,7 @@ def plan(
             node.labels,
             pools=(current_pools.get(node.nodepool), proposed.pools.get(node.nodepool)),
             classes=(current_classes.get(ref), proposed.classes.get(ref)),
+            resolved=resolved.get(ref) if resolved is not None else None,
         )
         going = found.outcome in (drift.Outcome.DRIFTS, drift.Outcome.DELETED)
         (leaving if going else kept).append(node)
