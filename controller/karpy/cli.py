@@ -274,10 +274,12 @@ def _selector_resolver(args: argparse.Namespace) -> plan_command.Resolver | None
     region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
     if args.no_aws or not region:
         return None
-    from karpy import clock
-    from karpy.cloudprovider.aws import clients, selector_lookup
 
     def resolve(nodeclasses: Sequence[ec2nodeclass.EC2NodeClass]) -> dict[str, types.SelectorResolution]:
+        # Imported only when a selector changes: a plan that needs no AWS never loads boto3.
+        from karpy import clock
+        from karpy.cloudprovider.aws import clients, selector_lookup
+
         aws = clients.build_clients(region=region, max_attempts=SELECTOR_ATTEMPTS)
         return selector_lookup.resolve(
             aws, nodeclasses, clock=clock.SystemClock().now, region=region, cluster_name=args.cluster_name
