@@ -233,6 +233,17 @@ def test_selectors_resolved_from_ec2(
     assert (found or drift.NO_DRIFT).outcome == outcome, found
 
 
+def test_a_selector_that_resolves_to_nothing_does_not_drift_and_says_why() -> None:
+    current = parse.ec2nodeclass(class_body())
+    proposed = parse.ec2nodeclass(class_body(securityGroupSelectorTerms=[{"tags": {"t": "gone"}}]))
+    claim = claim_of(parse.nodepool(changed_pool()), current)
+    empty = types.SelectorResolution(ids={GROUPS: frozenset()})
+    found = drift.selector_verdict(claim, claim.metadata.labels, current, proposed, empty)
+    assert found is not None
+    assert found.outcome == drift.Outcome.NONE
+    assert "select nothing: the node class goes NotReady, which the controller never drifts on" in found.message
+
+
 def test_a_selector_ec2_could_not_resolve_may_drift_saying_why() -> None:
     current = parse.ec2nodeclass(class_body())
     proposed = parse.ec2nodeclass(class_body(securityGroupSelectorTerms=[{"tags": {"t": "n"}}]))

@@ -179,6 +179,12 @@ def _listed(ids: Iterable[str]) -> str:
     return ", ".join(sorted(ids)) or "nothing"
 
 
+def _kept(field: types.SelectorField, ids: frozenset[str], why: str) -> str:
+    if not ids:
+        return f"{field} select nothing: the node class goes NotReady, which the controller never drifts on"
+    return f"{field} select {_listed(ids)}{why}"
+
+
 def selector_verdict(
     claim: nodeclaim.NodeClaim,
     node_labels: Mapping[str, str],
@@ -206,7 +212,7 @@ def selector_verdict(
                 f"EC2NodeClass {name} {field} select {_listed(ids)}, not the node's {image}",
                 (f"spec.{field}",),
             )
-        kept.append(f"{field} select {_listed(ids)}" + (f", the node's {image} among them" if image in ids else ""))
+        kept.append(_kept(field, ids, f", the node's {image} among them" if image in ids else ""))
     field = types.SelectorField.SUBNET
     if new.subnet_selector_terms != now.subnet_selector_terms:
         ids = _selected(new.subnet_selector_terms, field, resolved)
@@ -224,7 +230,7 @@ def selector_verdict(
                 f"EC2NodeClass {name} {field} keep none of the subnets of zone {zone} ({_listed(in_zone)})",
                 (f"spec.{field}",),
             )
-        kept.append(f"{field} select {_listed(ids)}, keeping zone {zone}'s")
+        kept.append(_kept(field, ids, f", keeping zone {zone}'s"))
     field = types.SelectorField.SECURITY_GROUP
     if new.security_group_selector_terms != now.security_group_selector_terms:
         ids = _selected(new.security_group_selector_terms, field, resolved)
@@ -240,7 +246,7 @@ def selector_verdict(
                 f"EC2NodeClass {name} {field} select {_listed(ids)} instead of {_listed(have)}",
                 (f"spec.{field}",),
             )
-        kept.append(f"{field} select {_listed(ids)}, the node's")
+        kept.append(_kept(field, ids, ", the node's"))
     if kept and resolved is not None:
         return Verdict(Outcome.NONE, message=f"EC2NodeClass {name}: " + "; ".join(kept))
     return None
