@@ -20,6 +20,10 @@ import karpy
 
 if TYPE_CHECKING:
     from karpy import settings
+    from karpy.api import ec2nodeclass
+    from karpy.cloudprovider import types
+    from karpy.plan import command as plan_command
+    from karpy.simulate import plan as simulate_plan
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 1
@@ -43,6 +47,30 @@ def _scheduling(args: argparse.Namespace) -> settings.SchedulingSettings:
         preference_policy=settings.PreferencePolicy(args.preference_policy),
         min_values_policy=settings.MinValuesPolicy(args.min_values_policy),
     )
+
+
+def _cluster_source_arguments(parser: Any, *, now_help: str) -> None:
+    """The options explain and plan share: where the cluster is read from, the catalog that prices it, the
+    NodeOverlay gate and the scheduling policies (each command adds its own input and output options)."""
+    parser.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--now", default="", help=now_help)
+    parser.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
+    parser.add_argument("--region", default="", help="AWS region of the catalog (default: the nodes' region)")
+    parser.add_argument("--zones", default="", help="comma-separated zones (default: each node class's subnets)")
+    parser.add_argument(
+        "--node-overlay", action="store_true", help="as with feature gate NodeOverlay: apply the NodeOverlays read"
+    )
+    parser.add_argument("--preference-policy", choices=("Respect", "Ignore"), default="Respect")
+    parser.add_argument("--min-values-policy", choices=("Strict", "BestEffort"), default="Strict")
+
+
+def _catalog(args: argparse.Namespace) -> simulate_plan.Options:
+    """The catalog `--catalog`, `--region` and `--zones` select (explain and plan)."""
+    from karpy.simulate import plan
+
+    zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
+    return plan.Options(catalog=args.catalog, region=args.region, zones=zones)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -88,9 +116,8 @@ def _explain(args: argparse.Namespace) -> int:
     from karpy.api import decoding
     from karpy.explain import command, run, sources
     from karpy.kube import config
-    from karpy.simulate import manifests, plan, reasons
+    from karpy.simulate import manifests, reasons
 
-    zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
     try:
         now = decoding.timestamp(args.now) if args.now else None
     except ValueError:
@@ -100,7 +127,7 @@ def _explain(args: argparse.Namespace) -> int:
         files=tuple(args.files or ()),
         kubeconfig=args.kubeconfig,
         context=args.context,
-        catalog=plan.Options(catalog=args.catalog, region=args.region, zones=zones),
+        catalog=_catalog(args),
         now=now,
         node_overlay=args.node_overlay,
         strict=args.strict,
@@ -183,8 +210,7 @@ def _explain_parser(commands: Any) -> None:
     explain.add_argument(
         "--strict", action="store_true", help="refuse a dump's kinds explain does not read instead of skipping them"
     )
-    explain.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    explain.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
+    _cluster_source_arguments(explain, now_help="evaluate as of this RFC 3339 time (default: now)")
     explain.add_argument("--node", default="", help="explain this node only (simulated whatever --simulations)")
     explain.add_argument("--pod", default="", metavar="NS/NAME", help="explain this pod only")
     explain.add_argument(
@@ -192,16 +218,7 @@ def _explain_parser(commands: Any) -> None:
         help="nodes simulated beyond what the next pass simulates, in consolidation order (-1: all; default 10)",
     )  # fmt: skip
     explain.add_argument("--no-repack", action="store_true", help="skip the cluster repack")
-    explain.add_argument("--now", default="", help="evaluate as of this RFC 3339 time (default: now)")
-    explain.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
-    explain.add_argument("--region", default="", help="AWS region of the catalog (default: the nodes' region)")
-    explain.add_argument("--zones", default="", help="comma-separated zones (default: each node class's subnets)")
     explain.add_argument("--spot-to-spot", action="store_true", help="as with feature gate SpotToSpotConsolidation")
-    explain.add_argument(
-        "--node-overlay", action="store_true", help="as with feature gate NodeOverlay: apply the NodeOverlays read"
-    )
-    explain.add_argument("--preference-policy", choices=("Respect", "Ignore"), default="Respect")
-    explain.add_argument("--min-values-policy", choices=("Strict", "BestEffort"), default="Strict")
     explain.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
     explain.set_defaults(handler=_explain)
 
@@ -220,25 +237,26 @@ def _plan(args: argparse.Namespace) -> int:
     from karpy.explain import command as explain_command
     from karpy.kube import config
     from karpy.plan import command, run
-    from karpy.simulate import manifests, plan, reasons
+    from karpy.simulate import manifests, reasons
 
-    zones = tuple(z.strip() for z in args.zones.split(",") if z.strip()) or None
     try:
         now = decoding.timestamp(args.now) if args.now else None
         replacement = karpy_settings.parse_duration(args.replacement_time)
+        eviction = karpy_settings.parse_duration(args.eviction_time)
     except ValueError as exc:
-        print(f"karpy plan: --now/--replacement-time: {exc}", file=sys.stderr)
+        print(f"karpy plan: --now/--replacement-time/--eviction-time: {exc}", file=sys.stderr)
         return PLAN_ERROR
     request = command.Request(
+        resolve=_selector_resolver(args),
         proposal=tuple(args.files),
         delete=args.delete,
         dump=tuple(args.dump or ()),
         kubeconfig=args.kubeconfig,
         context=args.context,
-        catalog=plan.Options(catalog=args.catalog, region=args.region, zones=zones),
+        catalog=_catalog(args),
         now=now,
         node_overlay=args.node_overlay,
-        options=run.Options(replacement=replacement, scheduling=_scheduling(args)),
+        options=run.Options(replacement=replacement, eviction=eviction, scheduling=_scheduling(args)),
     )
     try:
         doc = command.plan_json(request)
@@ -247,6 +265,32 @@ def _plan(args: argparse.Namespace) -> int:
         return PLAN_ERROR
     print(command.render(doc, output=args.output, width=_width(reasons.DEFAULT_WIDTH)))
     return PLAN_DISRUPTION if doc["disruptive"] else PLAN_NO_DISRUPTION
+
+
+def _selector_resolver(args: argparse.Namespace) -> plan_command.Resolver | None:
+    """The AWS provider's own selector resolution, read-only, when plan is given AWS access (a region: --region,
+    AWS_REGION or AWS_DEFAULT_REGION; boto3 finds the credentials as usual) and not --no-aws. Built here so that
+    karpy.plan never imports AWS (pyproject's import contracts)."""
+    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
+    if args.no_aws or not region:
+        return None
+
+    def resolve(nodeclasses: Sequence[ec2nodeclass.EC2NodeClass]) -> dict[str, types.SelectorResolution]:
+        # Imported only when a selector changes: a plan that needs no AWS never loads boto3.
+        from karpy import clock
+        from karpy.cloudprovider.aws import clients, selector_lookup
+
+        aws = clients.build_clients(region=region, max_attempts=SELECTOR_ATTEMPTS)
+        return selector_lookup.resolve(
+            aws, nodeclasses, clock=clock.SystemClock().now, region=region, cluster_name=args.cluster_name
+        )
+
+    return resolve
+
+
+SELECTOR_ATTEMPTS = 3
+"""Attempts per AWS call when plan resolves selectors: a plan is a one-off, so it gives up sooner than the
+controller does and says "may drift"."""
 
 
 def _plan_parser(commands: Any) -> None:
@@ -267,18 +311,26 @@ def _plan_parser(commands: Any) -> None:
     parser.add_argument(
         "--dump", action="append", metavar="FILE_OR_DIR", help="a dump as `karpy explain -f` reads (default: live)"
     )
-    parser.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    parser.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
-    parser.add_argument("--now", default="", help="plan as of this RFC 3339 time (default: now, or the dump's)")
+    _cluster_source_arguments(parser, now_help="plan as of this RFC 3339 time (default: now, or the dump's)")
     parser.add_argument(
         "--replacement-time", default="5m", help="how long one drift replacement takes, a Go duration (default 5m)"
     )
-    parser.add_argument("--catalog", default="aws", help="'aws' (bundled real catalog) or 'fake:N' (default: aws)")
-    parser.add_argument("--region", default="", help="AWS region of the catalog (default: the nodes' region)")
-    parser.add_argument("--zones", default="", help="comma-separated zones (default: each node class's subnets)")
-    parser.add_argument("--node-overlay", action="store_true", help="as with feature gate NodeOverlay")
-    parser.add_argument("--preference-policy", choices=("Respect", "Ignore"), default="Respect")
-    parser.add_argument("--min-values-policy", choices=("Strict", "BestEffort"), default="Strict")
+    parser.add_argument(
+        "--no-aws", action="store_true",
+        help="never call AWS: a changed AMI, subnet or security-group selector that is not by id \"may drift\" "
+        "(default: resolved read-only, as the controller resolves them, when a region is given by --region, "
+        "AWS_REGION or AWS_DEFAULT_REGION)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cluster-name", default=os.environ.get("CLUSTER_NAME", ""),
+        help="the EKS cluster, for alias AMI selectors (its Kubernetes version picks the AMIs; default: "
+        "$CLUSTER_NAME)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--eviction-time", default="1m",
+        help="how long an evicted pod takes to be Ready again, so that its PDB allows the next eviction: a wave "
+        "holding more pods under a PDB than it allows at once waits that long per round (default 1m)",
+    )  # fmt: skip
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="output format")
     parser.set_defaults(handler=_plan)
 

@@ -71,7 +71,14 @@ SCHEMA: dict[str, Any] = {
             "may_drift": int,
             "deleted": int,
             "budgets": [str],
-            "waves": [{"start": str, "nodes": int}],
+            "waves": [
+                {
+                    "start": str,
+                    "nodes": int,
+                    "duration_seconds": float,
+                    "held_by": [{"pdb": str, "pods": int, "allowed": int, "seconds": float}],
+                }
+            ],
             "largest_wave": int,
             "finish": (str, type(None)),
             "blocked": int,
@@ -138,6 +145,40 @@ def test_the_json_contract_of_a_template_change(
     assert sum(len(c["pods"]) for c in doc["nodeclaims"]) == 12
 
 
+def test_a_pdb_allowing_fewer_evictions_than_a_wave_needs_makes_it_longer(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    # The nodes' unguarded, unpinned pods become one app whose PDB allows one eviction at a time: each wave (one
+    # node, under budget "1") waits an eviction round per pod beyond the first.
+    cluster = dumps.dump(SHAPE)
+    for item in cluster["items"]:
+        meta = item["metadata"]
+        if item["kind"] == "Pod" and meta["labels"]["app"].startswith("app-"):
+            meta["namespace"], meta["labels"]["app"] = "web", "web"
+    web = dumps.pdb("web", "web", "web")
+    web["status"]["disruptionsAllowed"] = 1
+    cluster["items"].append(web)
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(cluster))
+    doc = as_json(capsys, "-f", propose(tmp_path, templated(expireAfter="360h")), "--dump", str(path))
+    conforms(doc, SCHEMA)
+    (default,) = doc["nodepools"]
+    # Nodes 0 and 1 keep one pod each out of the app (the guarded and the pinned one): 2, 2, 3, 3 web pods.
+    assert [[(h["pdb"], h["pods"], h["allowed"]) for h in w["held_by"]] for w in default["waves"]] == [
+        [("web/web", 2, 1)],
+        [("web/web", 2, 1)],
+        [("web/web", 3, 1)],
+        [("web/web", 3, 1)],
+    ]
+    assert [w["duration_seconds"] for w in default["waves"]] == [360.0, 360.0, 420.0, 420.0]
+    assert default["finish"] == "2027-01-15T08:26:00Z"  # 4 replacements of 5m plus 6 eviction rounds of 1m
+    code, out, _ = plan(
+        capsys, "-f", propose(tmp_path, templated(expireAfter="360h")), "--dump", str(path), "--eviction-time", "2m"
+    )
+    assert code == 2
+    assert "wave at 2027-01-15T08:23:00Z: PDB web/web lets 1 of its 3 pods go at a time: +240s assumed" in out
+
+
 def test_an_unchanged_pool_disrupts_nothing_and_exits_0(
     capsys: pytest.CaptureFixture[str], dump: str, tmp_path: pathlib.Path
 ) -> None:
@@ -187,7 +228,7 @@ def test_a_node_class_change_by_id_is_resolved_and_by_tags_may_drift(
     nodeclass["spec"]["amiSelectorTerms"] = [{"id": "ami-0123456789abcdef0"}]  # what the nodes run
     nodeclass["spec"]["amiFamily"] = "AL2023"
     nodeclass["spec"]["securityGroupSelectorTerms"] = [{"tags": {"team": "a"}}]
-    doc = as_json(capsys, "-f", propose(tmp_path, nodeclass), "--dump", dump)
+    doc = as_json(capsys, "-f", propose(tmp_path, nodeclass), "--dump", dump, "--no-aws")
     assert {(n["outcome"], n["reason"]) for n in doc["nodes"]} == {("may-drift", "SecurityGroupDrifted")}
     assert doc["nodepools"][0]["may_drift"] == 4
 

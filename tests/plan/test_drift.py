@@ -11,6 +11,7 @@ import pytest
 from tests import builders
 
 from karpy.api import ec2nodeclass, hashing, labels, nodeclaim, nodepool, parse
+from karpy.cloudprovider import types
 from karpy.plan import drift
 
 ZONE = "us-east-1a"
@@ -200,6 +201,58 @@ def test_subnet_selectors_by_id(ids: list[str], outcome: drift.Outcome) -> None:
 def test_security_group_selectors(terms: list[dict[str, Any]], outcome: drift.Outcome) -> None:
     found = decide(proposed_class=class_body(securityGroupSelectorTerms=terms))
     assert found.outcome == outcome, found.message
+
+
+SUBNETS, GROUPS = types.SelectorField.SUBNET, types.SelectorField.SECURITY_GROUP
+
+
+@pytest.mark.parametrize(
+    ("field", "change", "resolved", "outcome"),
+    [
+        # What the tag selectors resolve to in EC2, judged as terms by id are (the provider's drift.drift_reason).
+        (SUBNETS, {"subnetSelectorTerms": [{"tags": {"tier": "b"}}]}, {"subnet-b1"}, drift.Outcome.DRIFTS),
+        (SUBNETS, {"subnetSelectorTerms": [{"tags": {"tier": "a"}}]}, {"subnet-a1", "subnet-a2"}, drift.Outcome.NONE),
+        (SUBNETS, {"subnetSelectorTerms": [{"tags": {"x": "y"}}]}, {"subnet-a1"}, drift.Outcome.MAY_DRIFT),
+        (GROUPS, {"securityGroupSelectorTerms": [{"tags": {"t": "n"}}]}, {"sg-3"}, drift.Outcome.DRIFTS),
+        (GROUPS, {"securityGroupSelectorTerms": [{"tags": {"t": "o"}}]}, {"sg-1", "sg-2"}, drift.Outcome.NONE),
+        (GROUPS, {"securityGroupSelectorTerms": [{"tags": {"t": "e"}}]}, set(), drift.Outcome.NONE),  # NotReady
+    ],
+)
+def test_selectors_resolved_from_ec2(
+    field: types.SelectorField, change: dict[str, Any], resolved: set[str], outcome: drift.Outcome
+) -> None:
+    current, proposed = parse.ec2nodeclass(class_body()), parse.ec2nodeclass(class_body(**change))
+    claim = claim_of(parse.nodepool(changed_pool()), current)
+    found = drift.selector_verdict(
+        claim,
+        claim.metadata.labels,
+        current,
+        proposed,
+        types.SelectorResolution(ids={field: frozenset(resolved)}),
+    )
+    assert (found or drift.NO_DRIFT).outcome == outcome, found
+
+
+def test_a_selector_that_resolves_to_nothing_does_not_drift_and_says_why() -> None:
+    current = parse.ec2nodeclass(class_body())
+    proposed = parse.ec2nodeclass(class_body(securityGroupSelectorTerms=[{"tags": {"t": "gone"}}]))
+    claim = claim_of(parse.nodepool(changed_pool()), current)
+    empty = types.SelectorResolution(ids={GROUPS: frozenset()})
+    found = drift.selector_verdict(claim, claim.metadata.labels, current, proposed, empty)
+    assert found is not None
+    assert found.outcome == drift.Outcome.NONE
+    assert "select nothing: the node class goes NotReady, which the controller never drifts on" in found.message
+
+
+def test_a_selector_ec2_could_not_resolve_may_drift_saying_why() -> None:
+    current = parse.ec2nodeclass(class_body())
+    proposed = parse.ec2nodeclass(class_body(securityGroupSelectorTerms=[{"tags": {"t": "n"}}]))
+    claim = claim_of(parse.nodepool(changed_pool()), current)
+    refused = types.SelectorResolution(errors={GROUPS: "UnauthorizedOperation"})
+    found = drift.selector_verdict(claim, claim.metadata.labels, current, proposed, refused)
+    assert found is not None
+    assert (found.outcome, found.reason) == (drift.Outcome.MAY_DRIFT, drift.Reason.SECURITY_GROUP)
+    assert found.message.endswith("resolving them read-only failed: UnauthorizedOperation")
 
 
 def test_an_already_drifted_claim_stays_drifted() -> None:

@@ -65,3 +65,37 @@ def test_budgets_are_described_as_written() -> None:
         "1 during @daily for 90m",
         "10%",
     ]
+
+
+def test_a_pdb_allowing_fewer_evictions_than_a_wave_holds_stretches_that_wave() -> None:
+    # Two nodes a wave; each holds three pods of web (PDB allows 2): the first wave evicts 6 pods two at a time,
+    # three rounds, so it lasts two eviction rounds beyond the replacement. The second wave's node holds none.
+    web = {"default/web": 3}
+    found = waves.schedule(
+        budgeted({"nodes": "2"}),
+        3,
+        total=10,
+        now=MONDAY_10,
+        replacement=STEP,
+        pdb_pods=[web, web, {}],
+        allowed={"default/web": 2},
+        eviction=60.0,
+    )
+    assert [(w.nodes, w.duration) for w in found.waves] == [(2, STEP + 120.0), (1, STEP)]
+    assert found.waves[0].held == (waves.Hold("default/web", 6, 2, 120.0),)
+    assert found.waves[1].start == MONDAY_10 + STEP + 120.0
+    assert found.finish == MONDAY_10 + 2 * STEP + 120.0
+
+
+def test_a_pdb_with_room_for_the_whole_wave_or_none_adds_no_time() -> None:
+    # room for all 4 pods: no wait; allowing none: the node is held outright (a hold on the node), not timed here.
+    found = waves.schedule(
+        budgeted({"nodes": "2"}),
+        2,
+        total=10,
+        now=MONDAY_10,
+        replacement=STEP,
+        pdb_pods=[{"a/roomy": 2, "a/shut": 1}, {"a/roomy": 2}],
+        allowed={"a/roomy": 4, "a/shut": 0},
+    )
+    assert [(w.nodes, w.duration, w.held) for w in found.waves] == [(2, STEP, ())]

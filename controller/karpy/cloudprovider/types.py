@@ -130,6 +130,25 @@ class DriftReason(enum.StrEnum):
     PLACEMENT_GROUP = "PlacementGroupDrift"
 
 
+class SelectorField(enum.StrEnum):
+    """The EC2NodeClass selector terms the controller resolves from EC2 (values are the spec's field names)."""
+
+    AMI = "amiSelectorTerms"
+    SUBNET = "subnetSelectorTerms"
+    SECURITY_GROUP = "securityGroupSelectorTerms"
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorResolution:
+    """What an EC2NodeClass's selector terms resolve to, as the controller resolves them for its status; read-only
+    (`karpy plan` asks, the AWS provider answers)."""
+
+    ids: Mapping[SelectorField, frozenset[str]] = field(default_factory=dict)
+    """The AMIs (the newest per requirement set, as the status lists them), subnets and security groups selected."""
+    errors: Mapping[SelectorField, str] = field(default_factory=dict)
+    """Why a field could not be resolved (AWS refused, an unknown alias): it is then absent from `ids`."""
+
+
 @dataclass(frozen=True, slots=True)
 class RepairPolicy:
     """A Node condition the provider calls unhealthy, and how long it is tolerated before the node is replaced

@@ -123,17 +123,18 @@ def pdb_from_manifest(obj: Mapping[str, Any]) -> PDB | None:
     )
 
 
-def _matching(pod: PodInfo, pdbs: Sequence[PDB]) -> list[PDB]:
+def matching(pod: PodInfo, pdbs: Sequence[PDB]) -> list[PDB]:
+    """The PDBs that select `pod`."""
     return [p for p in pdbs if p.namespace == pod.namespace and p.selector.admits(pod.labels)]
 
 
 def eviction_blocker(pod: PodInfo, pdbs: Sequence[PDB]) -> blockers.Blocker | None:
     """Why a PDB would refuse evicting `pod` now (None when eviction is allowed)."""
-    matching = _matching(pod, pdbs)
-    if len(matching) > 1:
-        return blockers.several_pdbs(pod.key, [p.key for p in matching])
-    if matching and matching[0].disruptions_allowed <= 0:
-        return blockers.pdb_blocks(matching[0].key, pod.key)
+    found = matching(pod, pdbs)
+    if len(found) > 1:
+        return blockers.several_pdbs(pod.key, [p.key for p in found])
+    if found and found[0].disruptions_allowed <= 0:
+        return blockers.pdb_blocks(found[0].key, pod.key)
     return None
 
 
@@ -141,8 +142,8 @@ def held(pod: PodInfo, pdbs: Sequence[PDB]) -> bool:
     """A pod drift may pass (terminationGracePeriod) that still cannot be evicted for now: do-not-disrupt, or PDBs
     that never allow it. It gets no replacement: it stays until it goes or the grace period ends (core:
     pkg/utils/pdb/pdb.go IsCurrentlyReschedulable in disruption/helpers.go SimulateScheduling, #2033)."""
-    matching = _matching(pod, pdbs)
-    return pod.do_not_disrupt or len(matching) > 1 or (bool(matching) and matching[0].fully_blocking)
+    found = matching(pod, pdbs)
+    return pod.do_not_disrupt or len(found) > 1 or (bool(found) and found[0].fully_blocking)
 
 
 # --- candidates -----------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ instance type of its node class meets its requirements, or when its limits are a
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -94,16 +93,10 @@ def after(
     moving = [pods.unbound(p) for n in leaving for p in n.pods if p.owner_kind not in repack.STAY_PUT]
     if not moving:
         return After(staying, (), {})
-    inp = snapshot.scheduling_input(
-        moving,
-        [p for p in snapshot.schedulable_pools(pools)[0] if p.name in instance_types],
-        instance_types=instance_types,
-        existing=snapshot.existing_nodes(kept),
-        daemonsets=cluster.daemonsets(),
-        volume_catalog=cluster.volumes(),
-        options=options,
+    inp = snapshot.provisioning_input(
+        cluster, kept, moving, instance_types=instance_types, options=options, pools=pools
     )
-    solved = isolation.solve(scheduler.solve, dataclasses.replace(inp, compute_lower_bound=False)).results
+    solved = isolation.solve(scheduler.solve, inp).results
     claims = tuple(solved.new_nodeclaims)
     shapes = [c.instance_type_options[0].allocatable for c in claims if c.instance_type_options]
     return After(

@@ -6,17 +6,23 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy import events, tasks
+from karpy.api import ec2nodeclass
+from karpy.cloudprovider import types
 from karpy.explain import catalogs, sources
 from karpy.explain import command as explain_command
 from karpy.explain import run as explain_run
 from karpy.kube import config, resources
 from karpy.plan import proposal, report, run
 from karpy.simulate import manifests, plan, reasons
+
+Resolver = Callable[[Sequence[ec2nodeclass.EC2NodeClass]], Mapping[str, types.SelectorResolution]]
+"""EC2NodeClasses -> their selectors as EC2 resolves them, by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,9 @@ class Request:
     now: float | None = None
     node_overlay: bool = False
     options: run.Options = field(default_factory=run.Options)
+    resolve: Resolver | None = None
+    """Resolves EC2NodeClasses' selectors read-only through the AWS provider (built by the CLI when it is given
+    AWS access); None: selectors that are not by id and change "may drift"."""
 
 
 def plan_json(request: Request) -> dict[str, Any]:
@@ -75,6 +84,8 @@ def _plan(request: Request) -> dict[str, Any]:
     )
     # A node is priced by what it runs today (its pool's catalog now), falling back to the proposal's for a new pool.
     price = explain_run.node_price({**instance_types, **current})
+    changed = run.changed_selectors(cluster, proposed)
+    resolved = request.resolve(changed) if request.resolve is not None and changed else None
     found = run.plan(
         cluster,
         proposed,
@@ -83,6 +94,7 @@ def _plan(request: Request) -> dict[str, Any]:
         now=clock.now(),
         options=request.options,
         warnings=[*notes, *warnings],
+        resolved=resolved,
     )
     return report.to_json(found)
 

@@ -1,8 +1,10 @@
 """Would a NodeClaim drift under the proposal, and why (pure). The controller's own checks, in its order (core:
 pkg/controllers/nodeclaim/disruption/drift.go; aws: pkg/cloudprovider/drift.go): the NodePool template hash, the
 NodePool requirements, the EC2NodeClass hash, then the AMI, subnet and security-group selectors, which the
-controller resolves from EC2. Those are resolved here from what the proposal itself pins (selector terms by id) or
-left unchanged when the terms are; any other change of selector is "may drift", with the reason.
+controller resolves from EC2. Those are resolved here from what the proposal itself pins (selector terms by id), or
+from EC2 read-only when the caller hands in a resolution (`types.SelectorResolution`: the AWS provider's own
+resolver, built by the CLI), or left unchanged when the terms are; a changed selector that cannot be resolved (no
+AWS access, an AWS error) is "may drift", with the reason.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from karpy import requirements
 from karpy.api import ec2nodeclass, hashing, labels, manifest, nodeclaim, nodepool
+from karpy.cloudprovider import types
 from karpy.nodeclaim import disruption_conditions
 
 
@@ -145,14 +148,41 @@ def nodeclass_hash_verdict(
     return Verdict(Outcome.DRIFTS, Reason.NODECLASS, f"EC2NodeClass {proposed.name} hash changes: {what}", fields)
 
 
-def _may(reason: Reason, field: str, name: str) -> Verdict:
+NO_AWS = "karpy plan was given no AWS access to resolve them (--region or AWS_REGION, with credentials)"
+
+
+def _may(reason: Reason, field: str, name: str, why: str) -> Verdict:
     return Verdict(
         Outcome.MAY_DRIFT,
         reason,
-        f"EC2NodeClass {name} {field} change: what they select is resolved from EC2 by the controller, and only "
-        "terms by id can be resolved here",
+        f"EC2NodeClass {name} {field} change: what they select is resolved from EC2 by the controller, and {why}",
         (f"spec.{field}",),
     )
+
+
+def _selected(
+    terms: Iterable[Any], field: types.SelectorField, resolved: types.SelectorResolution | None
+) -> frozenset[str] | str:
+    """The ids `terms` select (frozenset), or why they cannot be told here (str): by id from the terms themselves,
+    else from the resolution."""
+    ids = _ids(terms)
+    if ids is not None:
+        return ids
+    if resolved is None:
+        return NO_AWS
+    if field in resolved.errors:
+        return f"resolving them read-only failed: {resolved.errors[field]}"
+    return resolved.ids.get(field, frozenset())
+
+
+def _listed(ids: Iterable[str]) -> str:
+    return ", ".join(sorted(ids)) or "nothing"
+
+
+def _kept(field: types.SelectorField, ids: frozenset[str], why: str) -> str:
+    if not ids:
+        return f"{field} select nothing: the node class goes NotReady, which the controller never drifts on"
+    return f"{field} select {_listed(ids)}{why}"
 
 
 def selector_verdict(
@@ -160,49 +190,65 @@ def selector_verdict(
     node_labels: Mapping[str, str],
     current: ec2nodeclass.EC2NodeClass,
     proposed: ec2nodeclass.EC2NodeClass,
+    resolved: types.SelectorResolution | None = None,
 ) -> Verdict | None:
-    """AMI, subnet and security groups, in the provider's order, for selector terms the proposal changes."""
+    """AMI, subnet and security groups, in the provider's order, for selector terms the proposal changes.
+
+    As the provider (`cloudprovider.aws.drift.drift_reason`): a selection that is empty is never drift (the class
+    goes NotReady instead). When nothing drifts but a selector was resolved, a NONE verdict says why."""
     name, now, new = proposed.name, current.spec, proposed.spec
     status = current.status
+    kept: list[str] = []
+    field = types.SelectorField.AMI
     if new.ami_selector_terms != now.ami_selector_terms:
-        ids = _ids(new.ami_selector_terms)
-        if ids is None:
-            return _may(Reason.AMI, "amiSelectorTerms", name)
-        if claim.status.image_id and claim.status.image_id not in ids:
+        ids = _selected(new.ami_selector_terms, field, resolved)
+        if isinstance(ids, str):
+            return _may(Reason.AMI, field, name, ids)
+        image = claim.status.image_id
+        if ids and image and image not in ids:
             return Verdict(
                 Outcome.DRIFTS,
                 Reason.AMI,
-                f"EC2NodeClass {name} amiSelectorTerms select {', '.join(sorted(ids))}, not the node's "
-                f"{claim.status.image_id}",
-                ("spec.amiSelectorTerms",),
+                f"EC2NodeClass {name} {field} select {_listed(ids)}, not the node's {image}",
+                (f"spec.{field}",),
             )
+        kept.append(_kept(field, ids, f", the node's {image} among them" if image in ids else ""))
+    field = types.SelectorField.SUBNET
     if new.subnet_selector_terms != now.subnet_selector_terms:
-        ids = _ids(new.subnet_selector_terms)
+        ids = _selected(new.subnet_selector_terms, field, resolved)
         zone = node_labels.get(labels.LABEL_ZONE, "")
         in_zone = {s.id for s in status.subnets if s.zone == zone}
-        if ids is None or not in_zone or (in_zone & ids and not in_zone <= ids):
-            return _may(Reason.SUBNET, "subnetSelectorTerms", name)
-        if not in_zone & ids:
+        if isinstance(ids, str):
+            return _may(Reason.SUBNET, field, name, ids)
+        if ids and (not in_zone or (in_zone & ids and not in_zone <= ids)):
+            why = f"the node's subnet is not known here (zone {zone} has {_listed(in_zone)} in the status)"
+            return _may(Reason.SUBNET, field, name, why)
+        if ids and not in_zone & ids:
             return Verdict(
                 Outcome.DRIFTS,
                 Reason.SUBNET,
-                f"EC2NodeClass {name} subnetSelectorTerms keep none of the subnets of zone {zone} "
-                f"({', '.join(sorted(in_zone))})",
-                ("spec.subnetSelectorTerms",),
+                f"EC2NodeClass {name} {field} keep none of the subnets of zone {zone} ({_listed(in_zone)})",
+                (f"spec.{field}",),
             )
+        kept.append(_kept(field, ids, f", keeping zone {zone}'s"))
+    field = types.SelectorField.SECURITY_GROUP
     if new.security_group_selector_terms != now.security_group_selector_terms:
-        ids = _ids(new.security_group_selector_terms)
+        ids = _selected(new.security_group_selector_terms, field, resolved)
         have = {g.id for g in status.security_groups}
-        if ids is None or not have:
-            return _may(Reason.SECURITY_GROUP, "securityGroupSelectorTerms", name)
-        if ids != have:
+        if isinstance(ids, str):
+            return _may(Reason.SECURITY_GROUP, field, name, ids)
+        if ids and not have:
+            return _may(Reason.SECURITY_GROUP, field, name, "the node class's status lists no security groups")
+        if ids and ids != have:
             return Verdict(
                 Outcome.DRIFTS,
                 Reason.SECURITY_GROUP,
-                f"EC2NodeClass {name} securityGroupSelectorTerms select {', '.join(sorted(ids))} instead of "
-                f"{', '.join(sorted(have))}",
-                ("spec.securityGroupSelectorTerms",),
+                f"EC2NodeClass {name} {field} select {_listed(ids)} instead of {_listed(have)}",
+                (f"spec.{field}",),
             )
+        kept.append(_kept(field, ids, ", the node's"))
+    if kept and resolved is not None:
+        return Verdict(Outcome.NONE, message=f"EC2NodeClass {name}: " + "; ".join(kept))
     return None
 
 
@@ -220,8 +266,10 @@ def verdict(
     *,
     pools: tuple[nodepool.NodePool | None, nodepool.NodePool | None],
     classes: tuple[ec2nodeclass.EC2NodeClass | None, ec2nodeclass.EC2NodeClass | None],
+    resolved: types.SelectorResolution | None = None,
 ) -> Verdict:
-    """One launched NodeClaim under the proposal; `pools` and `classes` are (current, proposed)."""
+    """One launched NodeClaim under the proposal; `pools` and `classes` are (current, proposed); `resolved`: the
+    proposed class's selectors as EC2 resolves them (None: no AWS access)."""
     current_pool, proposed_pool = pools
     if proposed_pool is None:
         return Verdict(Outcome.DELETED, Reason.NODEPOOL_DELETED, "its NodePool is deleted, and its NodeClaims with it")
@@ -238,5 +286,5 @@ def verdict(
         return NO_DRIFT
     found = nodeclass_hash_verdict(claim, current_class, proposed_class)
     if found is None and current_class is not None:
-        found = selector_verdict(claim, node_labels, current_class, proposed_class)
+        found = selector_verdict(claim, node_labels, current_class, proposed_class, resolved)
     return found or NO_DRIFT

@@ -2,7 +2,9 @@
 
 {"now": "RFC 3339", "disruptive": bool, "warnings": ["..."],
  "nodepools": [{"name", "change", "nodes", "drifts", "may_drift", "deleted", "budgets": ["10%", ...],
-                "waves": [{"start": "RFC 3339", "nodes"}], "largest_wave", "finish": "RFC 3339" | null,
+                "waves": [{"start": "RFC 3339", "nodes", "duration_seconds",
+                           "held_by": [{"pdb", "pods", "allowed", "seconds"}]}],
+                "largest_wave", "finish": "RFC 3339" | null,
                 "blocked", "unlaunchable": "why" | null}],
  "nodes": [{"name", "nodeclaim", "nodepool", "outcome", "reason" | null, "message", "fields": [...], "pods",
             "holds": [{"kind", "message"}]}],
@@ -18,7 +20,7 @@ from typing import Any
 
 from karpy import events
 from karpy.explain import report as explain_report
-from karpy.plan import capacity, drift, run
+from karpy.plan import capacity, drift, run, waves
 from karpy.simulate import reasons
 
 GIB = 2**30
@@ -33,6 +35,15 @@ def _cap(c: capacity.Capacity) -> dict[str, Any]:
     }
 
 
+def _wave(w: waves.Wave) -> dict[str, Any]:
+    return {
+        "start": events.timestamp(w.start),
+        "nodes": w.nodes,
+        "duration_seconds": w.duration,
+        "held_by": [{"pdb": h.pdb, "pods": h.pods, "allowed": h.allowed, "seconds": h.seconds} for h in w.held],
+    }
+
+
 def _pool(p: run.PoolPlan) -> dict[str, Any]:
     s = p.schedule
     return {
@@ -43,7 +54,7 @@ def _pool(p: run.PoolPlan) -> dict[str, Any]:
         "may_drift": p.may_drift,
         "deleted": p.deleted,
         "budgets": list(p.budgets),
-        "waves": [{"start": events.timestamp(w.start), "nodes": w.nodes} for w in s.waves],
+        "waves": [_wave(w) for w in s.waves],
         "largest_wave": s.largest,
         "finish": events.timestamp(s.finish) if s.finish is not None else None,
         "blocked": s.blocked,
@@ -102,6 +113,12 @@ def to_table(doc: dict[str, Any], *, width: int = reasons.DEFAULT_WIDTH) -> str:
             lines.append(
                 f"  {len(p['waves'])} waves of at most {p['largest_wave']} under budgets {budgets}; "
                 + (f"done by {p['finish']} at the earliest" if p["finish"] else "")
+            )
+        for w in p["waves"]:
+            lines.extend(
+                f"  wave at {w['start']}: PDB {h['pdb']} lets {h['allowed']} of its {h['pods']} pods go at a time: "
+                f"+{h['seconds']:.0f}s assumed"
+                for h in w["held_by"]
             )
         if p["blocked"]:
             lines.append(f"  {p['blocked']} nodes the budgets do not let go within 7 days")

@@ -32,6 +32,8 @@ class Change(enum.StrEnum):
 class Options:
     replacement: float = waves.REPLACEMENT
     """Seconds one drift replacement takes (launch, Ready, drain), for the waves' timing."""
+    eviction: float = waves.EVICTION
+    """Seconds one round of PDB-limited evictions takes (`waves`), for a wave whose PDBs let its pods go slower."""
     scheduling: karpy_settings.SchedulingSettings = field(default_factory=karpy_settings.SchedulingSettings)
 
 
@@ -120,10 +122,27 @@ def propose(cluster: state_cluster.Cluster, given: proposal.Proposal) -> Propose
     return Proposed(pools, classes, tuple(overlays.values()), changes)
 
 
+def changed_selectors(cluster: state_cluster.Cluster, proposed: Proposed) -> list[ec2nodeclass.EC2NodeClass]:
+    """The proposed EC2NodeClasses whose AMI, subnet or security-group selector terms differ from the cluster's:
+    the ones whose drift depends on what EC2 resolves them to."""
+    current = cluster.nodeclasses()
+    out = []
+    for name, nc in sorted(proposed.classes.items()):
+        was = current.get(name)
+        if was is not None and any(
+            getattr(nc.spec, f) != getattr(was.spec, f)
+            for f in ("ami_selector_terms", "subnet_selector_terms", "security_group_selector_terms")
+        ):
+            out.append(nc)
+    return out
+
+
 def _holds(
     node: statenode.StateNode, raw: Mapping[str, Mapping[str, Any]], pdbs: Sequence[candidates.PDB], now: float
-) -> tuple[blockers.Blocker, ...]:
+) -> tuple[tuple[blockers.Blocker, ...], dict[str, int]]:
+    """What holds the node back, and its evictable pods per PDB that selects them (for the waves' timing)."""
     out = []
+    under: dict[str, int] = {}
     if (
         node.node is not None
         and (facts.metadata(node.node).get("annotations") or {}).get(labels.ANNOTATION_DO_NOT_DISRUPT) == "true"
@@ -136,9 +155,12 @@ def _holds(
         info = candidates.pod_info(obj, now=now)
         if info.do_not_disrupt:
             out.append(blockers.pod_do_not_disrupt(info.key))
-        elif info.reschedulable and (why := candidates.eviction_blocker(info, pdbs)):
-            out.append(why)
-    return tuple(out)
+        elif info.reschedulable:
+            if len(selecting := candidates.matching(info, pdbs)) == 1:
+                under[selecting[0].key] = under.get(selecting[0].key, 0) + 1
+            if why := candidates.eviction_blocker(info, pdbs):
+                out.append(why)
+    return tuple(out), under
 
 
 def _unlaunchable(
@@ -164,15 +186,18 @@ def plan(
     now: float,
     options: Options = Options(),
     warnings: Sequence[str] = (),
+    resolved: Mapping[str, types.SelectorResolution] | None = None,
 ) -> Plan:
     """`instance_types` and `price` are the proposed pools' (`price` falls back to any pool's for a node whose
-    pool is gone, as explain's does)."""
+    pool is gone, as explain's does); `resolved`: the proposed EC2NodeClasses' selectors as EC2 resolves them, by
+    name (None: no AWS access; `changed_selectors` names the classes worth resolving)."""
     current_pools = {p.name: p for p in cluster.nodepools()}
     current_classes = cluster.nodeclasses()
     state_nodes = cluster.state_nodes()
     raw = {facts.key(o): o for o in cluster.objects(resources.PODS)}
     pdbs = [p for o in cluster.pdbs() if (p := candidates.pdb_from_manifest(o)) is not None]
     nodes: list[NodePlan] = []
+    under_pdbs: dict[str, dict[str, int]] = {}
     leaving: list[statenode.StateNode] = []
     kept: list[statenode.StateNode] = []
     for node in state_nodes:
@@ -186,13 +211,17 @@ def plan(
             node.labels,
             pools=(current_pools.get(node.nodepool), proposed.pools.get(node.nodepool)),
             classes=(current_classes.get(ref), proposed.classes.get(ref)),
+            resolved=resolved.get(ref) if resolved is not None else None,
         )
         going = found.outcome in (drift.Outcome.DRIFTS, drift.Outcome.DELETED)
         (leaving if going else kept).append(node)
         moving = sum(1 for p in node.pods if p.owner_kind not in repack.STAY_PUT)
-        holds = _holds(node, raw, pdbs, now) if found.outcome != drift.Outcome.NONE else ()
+        holds: tuple[blockers.Blocker, ...] = ()
+        if found.outcome != drift.Outcome.NONE:
+            holds, under_pdbs[node.name] = _holds(node, raw, pdbs, now)
         nodes.append(NodePlan(node.name, claim.name, node.nodepool, found, moving, holds))
     total, disrupting = budgets.counts(state_nodes)
+    allowed = {p.key: p.disruptions_allowed for p in pdbs}
     pools = []
     for name in sorted({*current_pools, *proposed.pools}):
         mine = [n for n in nodes if n.nodepool == name]
@@ -206,6 +235,10 @@ def plan(
                 disrupting=disrupting.get(name, 0),
                 now=now,
                 replacement=options.replacement,
+                # Assumed to go in the plan's node order; the controller's own order may group them otherwise.
+                pdb_pods=[under_pdbs[n.name] for n in mine if n.verdict.outcome == drift.Outcome.DRIFTS],
+                allowed=allowed,
+                eviction=options.eviction,
             )
             if pool is not None
             else waves.Schedule((), None)

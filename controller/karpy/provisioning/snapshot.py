@@ -103,13 +103,16 @@ def provisioning_input(
     instance_types: Mapping[str, Sequence[types.InstanceType]],
     options: karpy_settings.SchedulingSettings = DEFAULT_OPTIONS,
     diagnose: bool = False,
+    pools: Sequence[nodepool.NodePool] | None = None,
 ) -> scheduler.SchedulingInput:
     """The provisioner's scheduling input: `pending` against the schedulable pools that have instance types, the
-    nodes not leaving, the DaemonSets' overhead and the cluster's volumes (`diagnose`: see SchedulingInput)."""
-    pools = [p for p in schedulable_pools(cluster.nodepools())[0] if p.name in instance_types]
+    nodes not leaving, the DaemonSets' overhead and the cluster's volumes (`diagnose`: see SchedulingInput).
+
+    `pools` replaces the cluster's NodePools (`karpy plan` solves on the proposed ones); None takes the cluster's."""
+    candidates = cluster.nodepools() if pools is None else pools
     return scheduling_input(
         pending,
-        pools,
+        [p for p in schedulable_pools(candidates)[0] if p.name in instance_types],
         instance_types=instance_types,
         existing=existing_nodes(state_nodes),
         daemonsets=cluster.daemonsets(),

@@ -48,6 +48,7 @@ OPERATION = {
         (faults.Kind.THROTTLED, error_codes.Kind.THROTTLED),
         (faults.Kind.SERVER_ERROR, error_codes.Kind.SERVER),
         (faults.Kind.UNAVAILABLE, error_codes.Kind.SERVER),
+        (faults.Kind.UNAUTHORIZED, error_codes.Kind.UNAUTHORIZED),
     ],
 )
 async def test_each_protocol_gets_its_services_error_once_then_the_real_answer(

@@ -38,6 +38,8 @@ class Kind(enum.StrEnum):
     """HTTP 500 (EC2: InternalError)."""
     UNAVAILABLE = "unavailable"
     """HTTP 503 (EC2: Unavailable)."""
+    UNAUTHORIZED = "unauthorized"
+    """The service refuses the caller (EC2: UnauthorizedOperation; never retried)."""
     SLOW = "slow"
     """The real answer, after `Rule.delay` seconds."""
     LOST = "lost"
@@ -71,21 +73,25 @@ _ERRORS: Final[dict[str, dict[Kind, _Error]]] = {
         Kind.THROTTLED: _Error(503, "RequestLimitExceeded", "Request limit exceeded."),
         Kind.SERVER_ERROR: _Error(500, "InternalError", "An internal error has occurred."),
         Kind.UNAVAILABLE: _Error(503, "Unavailable", "The server is overloaded."),
+        Kind.UNAUTHORIZED: _Error(403, "UnauthorizedOperation", "You are not authorized to perform this operation."),
     },
     "query": {
         Kind.THROTTLED: _Error(400, "Throttling", "Rate exceeded"),
         Kind.SERVER_ERROR: _Error(500, "InternalFailure", "An internal error has occurred."),
         Kind.UNAVAILABLE: _Error(503, "ServiceUnavailable", "Service is unavailable."),
+        Kind.UNAUTHORIZED: _Error(403, "AccessDenied", "User is not authorized to perform this action."),
     },
     "json": {
         Kind.THROTTLED: _Error(400, "ThrottlingException", "Rate exceeded"),
         Kind.SERVER_ERROR: _Error(500, "InternalFailure", "An internal error has occurred."),
         Kind.UNAVAILABLE: _Error(503, "ServiceUnavailable", "Service is unavailable."),
+        Kind.UNAUTHORIZED: _Error(400, "AccessDeniedException", "User is not authorized to perform this action."),
     },
     "rest-json": {
         Kind.THROTTLED: _Error(429, "ThrottlingException", "Rate exceeded"),
         Kind.SERVER_ERROR: _Error(500, "InternalFailure", "An internal error has occurred."),
         Kind.UNAVAILABLE: _Error(503, "ServiceUnavailable", "Service is unavailable."),
+        Kind.UNAUTHORIZED: _Error(403, "AccessDeniedException", "User is not authorized to perform this action."),
     },
 }
 
@@ -101,7 +107,8 @@ class _Body:
 
 
 def error_response(protocol: str, kind: Kind, *, url: str) -> awsrequest.AWSResponse:
-    """The HTTP answer a service of `protocol` gives for `kind` (THROTTLED, SERVER_ERROR or UNAVAILABLE)."""
+    """The HTTP answer a service of `protocol` gives for `kind` (THROTTLED, SERVER_ERROR, UNAVAILABLE or
+    UNAUTHORIZED)."""
     error = _ERRORS[protocol][kind]
     request_id = "karpy-injected-fault"
     headers: dict[str, str]
