@@ -137,7 +137,7 @@ def declare(
     image: pulumi.Input[str],
     interruption_queue: pulumi.Input[str] | None,
     after: Sequence[pulumi.Resource | None],
-) -> k8s.batch.v1.Job:
+) -> k8s.apiextensions.CustomResource:
     """The check Job, created after `after` (identity, queue, image, CRD release: what the controller release
     waits for) and alongside the release."""
     spec = scope.spec
@@ -158,8 +158,13 @@ def declare(
     job_spec_output = pulumi.Output.all(
         release_values, pulumi.Output.from_input(image), scope.region, pulumi.Output.from_input(interruption_queue)
     ).apply(build)
-    return k8s.batch.v1.Job(
+    # Declared by apiVersion and kind, as the component's other objects are: the same resource type
+    # (`kubernetes:batch/v1:Job`) and the same Job awaiter (pulumi-kubernetes picks both by group, version and kind),
+    # without loading pulumi_kubernetes' typed batch package.
+    return k8s.apiextensions.CustomResource(
         f"{scope.name}-check",
+        api_version="batch/v1",
+        kind="Job",
         metadata={
             "namespace": spec.namespace,
             "labels": {"app.kubernetes.io/name": "karpy-check", "app.kubernetes.io/instance": spec.helm.release_name},
