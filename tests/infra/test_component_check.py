@@ -44,8 +44,8 @@ def the_job(deployment: Deployment) -> dict[str, Any]:
     return job.inputs
 
 
-@pytest.fixture
-def deployment(pulumi_run: Run) -> Deployment:
+@pytest.fixture(name="deployment")
+def checked_stack(pulumi_run: Run) -> Deployment:
     return deploy(
         pulumi_run,
         pulumi_karpy_args.KarpenterArgs(
