@@ -1,9 +1,9 @@
 """`karpy` command line. Wiring only: argument parsing, exit codes and printing; the work lives in the packages.
 
 Exit codes: 0 success (a plan with unschedulable pods is still a success), 1 the cluster could not be read
-(`explain`) or NodeClaims are left (`teardown`), 2 invalid input or usage (for `run`: invalid settings), 3
-nothing to plan (`simulate`, `explain`: the input holds no documents, or no NodePool). `karpy plan` has its own,
-for a CI gate: 0 no disruption, 2 disruption, 1 an error (`PLAN_*`).
+(`explain`) or NodeClaims are left (`teardown`), 2 invalid input or usage (for `run`: invalid settings; for
+`check`: a check failed), 3 nothing to plan (`simulate`, `explain`: the input holds no documents, or no
+NodePool). `karpy plan` has its own, for a CI gate: 0 no disruption, 2 disruption, 1 an error (`PLAN_*`).
 """
 
 from __future__ import annotations
@@ -161,6 +161,21 @@ def _run(_: argparse.Namespace) -> int:
 
     code: int = operator_main.main()
     return code
+
+
+def _check(_: argparse.Namespace) -> int:
+    # Imported here: boto3 loads only for the commands that talk to AWS.
+    import asyncio
+
+    from karpy.cloudprovider.aws import preflight, startup
+
+    result = asyncio.run(preflight.run(os.environ, imds=startup.imds_region(os.environ)))
+    if isinstance(result, preflight.Failed):
+        # one line, the last: the Job's `terminationMessagePolicy: FallbackToLogsOnError` makes it the message
+        print(f"karpy check: {result.reason}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"karpy check: ok: {result.summary()}")
+    return EXIT_OK
 
 
 def _teardown(args: argparse.Namespace) -> int:
@@ -382,6 +397,16 @@ def build_parser() -> argparse.ArgumentParser:
         "it cannot use or credentials/RBAC the API server refuses, 3 the API server cannot be reached.",
     )
     run.set_defaults(handler=_run)
+    check = commands.add_parser(
+        "check",
+        help="make the AWS start-up checks of `run` and exit (region, identity, EC2, interruption queue)",
+        description="Make the checks `karpy run` makes of AWS before it starts, with the same environment "
+        "(AWS_REGION, AWS_DEFAULT_REGION or instance metadata; INTERRUPTION_QUEUE) and credentials: the region, STS "
+        "GetCallerIdentity, a dry-run EC2 DescribeInstanceTypes and, when INTERRUPTION_QUEUE is set, SQS GetQueueUrl. "
+        "Exit status: 0 all passed (one line naming the region, identity and queue), 2 one failed (one line on "
+        "standard error with AWS's reason).",
+    )
+    check.set_defaults(handler=_check)
     _teardown_parser(commands)
     return parser
 

@@ -148,6 +148,10 @@ class HelmArgs(TypedDict):
     timeout_seconds: NotRequired[int]
     """How long Helm waits for the controller to become ready (its /readyz includes AWS accepting its identity), and
     on destroy for the NodeClaims to go; default 300."""
+    check: NotRequired[bool]
+    """Default true: run `karpy check` (the controller's AWS start-up checks: region, identity, EC2, interruption
+    queue) as a Job with the controller's image, ServiceAccount and scheduling values beside the release, so a
+    refused identity fails `pulumi up` with AWS's reason. False: declare no Job (the release still waits)."""
 
 
 class ImageArgs(TypedDict):

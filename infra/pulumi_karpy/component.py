@@ -22,7 +22,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from pulumi_karpy import args as pulumi_karpy_args
-from pulumi_karpy import charts, defaults, identity, image, interruption, preview
+from pulumi_karpy import charts, check, defaults, identity, image, interruption, preview
 from pulumi_karpy import scope as pulumi_karpy_scope
 from pulumi_karpy import spec as pulumi_karpy_spec
 
@@ -99,10 +99,14 @@ class Karpenter(pulumi.ComponentResource):
             *([profile] if profile is not None else []),
             *controller_image.resources,
         ]
-        release = self._helm(
-            scope, chart_root, controller=controller, queue=queue, image_values=controller_image.values,
-            prerequisites=prerequisites,
-        )  # fmt: skip
+        crds = _crds(scope, chart_root)
+        values = self._values(scope, controller=controller, queue=queue, image_values=controller_image.values)
+        release = self._helm(scope, chart_root, values=values, prerequisites=[crds, *prerequisites])
+        if spec.helm.check:
+            check.declare(
+                scope, chart_root, release_values=values, image=controller_image.reference,
+                interruption_queue=queue.queue.name if queue is not None else None, after=[crds, *prerequisites],
+            )  # fmt: skip
         if spec.default_node_pool is not None:
             self._defaults(scope, spec.default_node_pool, node_role_name=node.name, release=release)
 
@@ -139,19 +143,17 @@ class Karpenter(pulumi.ComponentResource):
             }
         )
 
-    def _helm(
+    def _values(
         self,
         scope: pulumi_karpy_scope.Scope,
-        chart_root: Any,
         *,
         controller: identity.ControllerRole,
         queue: interruption.Interruption | None,
         image_values: pulumi.Output[dict[str, str]],
-        prerequisites: list[pulumi.Resource],
-    ) -> k8s.helm.v3.Release:
+    ) -> pulumi.Output[dict[str, Any]]:
+        """The controller release's values: the caller's with the component's own merged over them."""
         spec = scope.spec
         helm = spec.helm
-        crds = _crds(scope, chart_root)
         owned = charts.owned_values(
             cluster_name=scope.cluster_name,
             cluster_endpoint=spec.cluster_endpoint,
@@ -166,6 +168,18 @@ class Karpenter(pulumi.ComponentResource):
             image=image_values,
             pinned_arch=pulumi_karpy_spec.pinned_arch(spec),
         )
+        return charts.release_values(helm.values, owned)
+
+    def _helm(
+        self,
+        scope: pulumi_karpy_scope.Scope,
+        chart_root: Any,
+        *,
+        values: pulumi.Output[dict[str, Any]],
+        prerequisites: list[pulumi.Resource | None],
+    ) -> k8s.helm.v3.Release:
+        spec = scope.spec
+        helm = spec.helm
         return k8s.helm.v3.Release(
             f"{scope.name}-controller",
             name=helm.release_name,
@@ -175,16 +189,16 @@ class Karpenter(pulumi.ComponentResource):
             create_namespace=spec.creates_namespace,
             skip_crds=True,
             # Helm waits until the controller's pods are Ready; a controller that AWS refuses exits at start with the
-            # reason (upstream's EC2 connectivity check), which its pods' status carries as the termination message
-            # while they restart. A broken identity fails `pulumi up` after helm.timeout_seconds instead of deploying
-            # a controller that launches nothing; Helm's error names the timeout only (helm_release.go waits with
-            # Helm's own waiter, which reads no pod status). Atomic: the failed install is rolled back, so the next
-            # `pulumi up` starts clean.
+            # reason (upstream's EC2 connectivity check), so a broken identity fails `pulumi up` instead of deploying
+            # a controller that launches nothing. Helm's error names the timeout only (helm_release.go waits with
+            # Helm's own waiter, which reads no pod status): the reason comes from the check Job beside the release
+            # (`pulumi_karpy.check`). Atomic: the failed install is rolled back, so the next `pulumi up` starts
+            # clean.
             skip_await=False,
             atomic=True,
             timeout=helm.timeout_seconds,
-            values=charts.release_values(helm.values, owned),
-            opts=scope.after(crds, *prerequisites),
+            values=values,
+            opts=scope.after(*prerequisites),
         )
 
     def _defaults(

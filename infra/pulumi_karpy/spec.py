@@ -81,6 +81,7 @@ class Helm:
     create_namespace: bool | None = None
     """None = create any namespace but kube-system (see `Karpenter.creates_namespace`)."""
     timeout_seconds: int = 300
+    check: bool = True
 
 
 @dataclass(frozen=True, slots=True)

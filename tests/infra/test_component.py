@@ -93,6 +93,7 @@ def expected_children(*, queue: bool = True, pod_identity: bool = True) -> list[
         ("aws:eks/accessEntry:AccessEntry", "karpy-node-access"),
         ("kubernetes:helm.sh/v3:Release", "karpy-crd"),
         ("kubernetes:helm.sh/v3:Release", "karpy-controller"),
+        ("kubernetes:batch/v1:Job", "karpy-check"),
         ("aws:ecr/repository:Repository", "karpy-image"),
         ("docker-build:index:Image", "karpy-image"),
     ]
