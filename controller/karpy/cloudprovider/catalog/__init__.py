@@ -42,7 +42,6 @@ class UnknownZone(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class _Data:
-    shapes: Mapping[str, Mapping[str, Any]]
     eni_limits: Mapping[str, Mapping[str, Any]]
     prices: Mapping[str, Mapping[str, float]]
     regions: tuple[str, ...]
@@ -61,14 +60,22 @@ def _read(name: str) -> Any:
 
 @functools.lru_cache(maxsize=1)
 def _data() -> _Data:
+    """Everything but the shapes: the AWS provider reads ENI limits and static prices from here and takes its shapes
+    from DescribeInstanceTypes, so a running controller would hold ~3.5 MB of bundled shapes it never reads."""
     parsed = _read(CATALOG_FILE)
     return _Data(
-        shapes=parsed["shapes"],
         eni_limits=parsed["eni_limits"],
         prices=parsed["prices"],
         regions=tuple(parsed["regions"]),
         sources=parsed["sources"],
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _shapes() -> Mapping[str, Mapping[str, Any]]:
+    """The bundled DescribeInstanceTypes records, for the simulator and the benchmarks (`shape`, `load`)."""
+    shapes: Mapping[str, Mapping[str, Any]] = _read(CATALOG_FILE)["shapes"]
+    return shapes
 
 
 @functools.cache
@@ -95,7 +102,7 @@ def zones(region: str) -> list[tuple[str, str]]:
 
 def shape(name: str) -> Mapping[str, Any]:
     """The bundled DescribeInstanceTypes record of one instance type (KeyError if unknown)."""
-    return _data().shapes[name]
+    return _shapes()[name]
 
 
 def eni_limits(name: str) -> Mapping[str, Any] | None:
@@ -161,7 +168,7 @@ def _build(
     root_volume: int | None,
     network_interfaces: tuple[ec2nodeclass.NetworkInterface, ...],
 ) -> tuple[types.InstanceType, ...]:
-    data = _data()
+    data, shapes = _data(), _shapes()
     region_data = _region(region)
     wanted = _wanted_zones(region, region_data.zones, zones)
     built: list[types.InstanceType] = []
@@ -169,7 +176,7 @@ def _build(
     shared: dict[tuple[str, str, str, float], types.Offering] = {}
     for name, zone_mask in region_data.types.items():
         price = on_demand_price(name, region=region)
-        info = data.shapes.get(name)
+        info = shapes.get(name)
         if price is None or info is None or not ec2shapes.supports(info, ami_family=ami_family):
             continue
         if not ec2shapes.network_interfaces_fit(info, network_interfaces=network_interfaces):
