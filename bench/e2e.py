@@ -20,7 +20,8 @@ karpy's plan), and the pods still pending are simulated afresh against the room 
 `last_nodeclaim_created_s` runs from the start of the first pass until the last NodeClaim of any pass was created;
 `pods_bound_s` from the same moment until all pods are bound; `all_launched_s` / `all_registered_s` /
 `all_initialized_s` until every NodeClaim had that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this
-process. `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
+process; `emulation_cpu_s` the CPU seconds the emulation's child process used from the pods' creation until all were
+bound. `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
 
 Consolidation runs on virtual time, in this process: a fresh emulation and controller share an
 `autojump.AutojumpClock` (time jumps to the next timer whenever no request or worker-thread call is in flight, so
@@ -46,8 +47,8 @@ the calls of its provisioning and of its scale-down apart.
     .venv/bin/python bench/e2e.py --json --pods 50000 --skip-consolidation --steady-minutes 5
 
 `--steady-minutes M`: once every pod is bound, the cluster is left alone for M wall-clock minutes and
-`steady_state` gives, per minute, the controller's CPU (its process time over the minute, in cores), its RSS at the
-minute's end, and the live nodes and pods.
+`steady_state` gives, per minute, the controller's CPU (its process time over the minute, in cores) and the
+emulation's (`emulation_cpu_cores`), the controller's RSS at the minute's end, and the live nodes and pods.
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ WITHIN_BOUND = 1.05
 
 SMALL = ("small", "900m", "3174Mi")  # 0.9 CPU / 3.1 Gi
 LARGE = ("large", "3500m", "28Gi")
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used so far: the emulation's cost, which shares the machine
+    with the controller."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_mb(field: str = "VmRSS") -> float:
@@ -241,6 +250,7 @@ async def benchmark(
             calls_before = plane.aws_calls.calls()
             reached: dict[str, float] = {}
             sampler = asyncio.create_task(_milestones(plane, reached))
+            emulation_cpu = _cpu_s(emulated.endpoints.pid)
             for name, cpu, memory in (SMALL, LARGE):
                 await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
             error = None
@@ -249,12 +259,15 @@ async def benchmark(
             except TimeoutError as exc:
                 error = str(exc)
             bound_at = time.monotonic()
+            emulation_cpu = _cpu_s(emulated.endpoints.pid) - emulation_cpu
             sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
             rss_peak = _rss_mb("VmHWM")
             held = _largest_types() if memory_report else None
-            steady = await steady_state(api, minutes=steady_minutes) if error is None and steady_minutes else None
+            steady = None
+            if error is None and steady_minutes:
+                steady = await steady_state(api, emulated.endpoints.pid, minutes=steady_minutes)
             first = next((p for p in passes if p[2] > 0), None)
             last = next((p for p in reversed(passes) if p[2] > 0), None)
             claims = await _patiently(lambda: api.list(resources.NODECLAIMS))
@@ -275,6 +288,7 @@ async def benchmark(
                     for name in MILESTONES
                 },
                 "controller_rss_mb": round(rss_peak, 1),
+                "emulation_cpu_s": round(emulation_cpu, 1),
                 "aws_calls_total": sum(calls.values()),
                 "aws_calls": accounting.by_operation(calls),
                 "create_fleet_batches": _fleet_batches(plane.aws_calls),
@@ -290,22 +304,25 @@ async def benchmark(
     return out
 
 
-async def steady_state(api: Any, *, minutes: int) -> list[dict[str, float]]:
+async def steady_state(api: Any, emulation: int, *, minutes: int) -> list[dict[str, float]]:
     """The controller idling over a settled cluster: per wall-clock minute, the CPU it used (cores: its process
     time over the minute) and its RSS at the minute's end, with the live nodes and pods then. Nothing changes in
     the cluster meanwhile, so what the controller spends is its own steady cost (informers, resyncs, the
     disruption poll), and what the emulation spends is idle (its stand-ins wake on changes only)."""
     samples = []
     for minute in range(1, minutes + 1):
-        cpu, wall = time.process_time(), time.monotonic()
+        cpu, emulated, wall = time.process_time(), _cpu_s(emulation), time.monotonic()
         await asyncio.sleep(60.0)
-        cores = (time.process_time() - cpu) / (time.monotonic() - wall)
+        elapsed = time.monotonic() - wall
+        cores = (time.process_time() - cpu) / elapsed
+        emulation_cores = (_cpu_s(emulation) - emulated) / elapsed
         nodes = len(await _live_nodes(api))
         pods = len(await _patiently(lambda: api.list(resources.PODS, namespace="default")))
         samples.append(
             {
                 "minute": minute,
                 "cpu_cores": round(cores, 3),
+                "emulation_cpu_cores": round(emulation_cores, 3),
                 "rss_mb": round(_rss_mb(), 1),
                 "nodes": nodes,
                 "pods": pods,
