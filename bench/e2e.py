@@ -20,7 +20,8 @@ karpy's plan), and the pods still pending are simulated afresh against the room 
 `last_nodeclaim_created_s` runs from the start of the first pass until the last NodeClaim of any pass was created;
 `pods_bound_s` from the same moment until all pods are bound; `all_launched_s` / `all_registered_s` /
 `all_initialized_s` until every NodeClaim had that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this
-process. `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
+process; `emulation_cpu_s` the CPU seconds the emulation's child process used from the pods' creation until all were
+bound. `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
 
 Consolidation runs on virtual time, in this process: a fresh emulation and controller share an
 `autojump.AutojumpClock` (time jumps to the next timer whenever no request or worker-thread call is in flight, so
@@ -42,7 +43,12 @@ pass, its own target, and when each call went out. The consolidation phase repor
 the calls of its provisioning and of its scale-down apart.
 
     .venv/bin/python bench/e2e.py --json
-    .venv/bin/python bench/e2e.py --json --pods 10000 --skip-consolidation
+    .venv/bin/python bench/e2e.py --json --pods 10000 --scale-to 3000
+    .venv/bin/python bench/e2e.py --json --pods 50000 --skip-consolidation --steady-minutes 5
+
+`--steady-minutes M`: once every pod is bound, the cluster is left alone for M wall-clock minutes and
+`steady_state` gives, per minute, the controller's CPU (its process time over the minute, in cores) and the
+emulation's (`emulation_cpu_cores`), the controller's RSS at the minute's end, and the live nodes and pods.
 """
 
 from __future__ import annotations
@@ -75,11 +81,19 @@ VIRTUAL_BOOT_DELAY = 2.0
 CONSOLIDATE_AFTER = "30s"
 BUDGET = "100%"
 KEPT = 0.7
-"""Share of the pods left after the scale-down (1000 → 700)."""
+"""Share of the pods left after the scale-down (1000 → 700) unless `--scale-to` says how many."""
 WITHIN_BOUND = 1.05
 
 SMALL = ("small", "900m", "3174Mi")  # 0.9 CPU / 3.1 Gi
 LARGE = ("large", "3500m", "28Gi")
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used so far: the emulation's cost, which shares the machine
+    with the controller."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_mb(field: str = "VmRSS") -> float:
@@ -196,11 +210,14 @@ async def benchmark(
     skip_consolidation: bool = False,
     skip_provisioning: bool = False,
     memory_report: bool = False,
+    scale_to: int | None = None,
+    steady_minutes: int = 0,
 ) -> dict[str, Any]:
+    kept = scale_to if scale_to is not None else round(replicas * KEPT)
     if skip_provisioning:
         return {
             "pods": replicas,
-            **await consolidation(replicas, within=within, consolidation_within=consolidation_within),
+            **await consolidation(replicas, kept, within=within, consolidation_within=consolidation_within),
         }
     options = cluster.ClusterOptions(cluster_name="karpy-bench", boot_delay=0.0, interval=0.5)
     async with remote.RemoteCluster(options) as emulated:
@@ -233,6 +250,7 @@ async def benchmark(
             calls_before = plane.aws_calls.calls()
             reached: dict[str, float] = {}
             sampler = asyncio.create_task(_milestones(plane, reached))
+            emulation_cpu = _cpu_s(emulated.endpoints.pid)
             for name, cpu, memory in (SMALL, LARGE):
                 await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
             error = None
@@ -241,11 +259,15 @@ async def benchmark(
             except TimeoutError as exc:
                 error = str(exc)
             bound_at = time.monotonic()
+            emulation_cpu = _cpu_s(emulated.endpoints.pid) - emulation_cpu
             sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
             rss_peak = _rss_mb("VmHWM")
             held = _largest_types() if memory_report else None
+            steady = None
+            if error is None and steady_minutes:
+                steady = await steady_state(api, emulated.endpoints.pid, minutes=steady_minutes)
             first = next((p for p in passes if p[2] > 0), None)
             last = next((p for p in reversed(passes) if p[2] > 0), None)
             claims = await _patiently(lambda: api.list(resources.NODECLAIMS))
@@ -266,6 +288,7 @@ async def benchmark(
                     for name in MILESTONES
                 },
                 "controller_rss_mb": round(rss_peak, 1),
+                "emulation_cpu_s": round(emulation_cpu, 1),
                 "aws_calls_total": sum(calls.values()),
                 "aws_calls": accounting.by_operation(calls),
                 "create_fleet_batches": _fleet_batches(plane.aws_calls),
@@ -274,15 +297,43 @@ async def benchmark(
                 **({} if skip_consolidation else {"consolidation_virtual_s": None, "consolidation_node_ratio": None}),
                 "error": error,
                 **({"controller_memory_by_type": held} if held is not None else {}),
+                **({"steady_state": steady} if steady is not None else {}),
             }
     if out["error"] is None and not skip_consolidation:
-        out.update(await consolidation(replicas, within=within, consolidation_within=consolidation_within))
+        out.update(await consolidation(replicas, kept, within=within, consolidation_within=consolidation_within))
     return out
 
 
-async def consolidation(replicas: int, *, within: float, consolidation_within: float) -> dict[str, Any]:
-    """Provision `replicas` pods, scale to 70% and time the way down to the lower bound, all on one autojump clock
-    (see the module docstring). `within` and `consolidation_within` are virtual seconds."""
+async def steady_state(api: Any, emulation: int, *, minutes: int) -> list[dict[str, float]]:
+    """The controller idling over a settled cluster: per wall-clock minute, the CPU it used (cores: its process
+    time over the minute) and its RSS at the minute's end, with the live nodes and pods then. Nothing changes in
+    the cluster meanwhile, so what the controller spends is its own steady cost (informers, resyncs, the
+    disruption poll), and what the emulation spends is idle (its stand-ins wake on changes only)."""
+    samples = []
+    for minute in range(1, minutes + 1):
+        cpu, emulated, wall = time.process_time(), _cpu_s(emulation), time.monotonic()
+        await asyncio.sleep(60.0)
+        elapsed = time.monotonic() - wall
+        cores = (time.process_time() - cpu) / elapsed
+        emulation_cores = (_cpu_s(emulation) - emulated) / elapsed
+        nodes = len(await _live_nodes(api))
+        pods = len(await _patiently(lambda: api.list(resources.PODS, namespace="default")))
+        samples.append(
+            {
+                "minute": minute,
+                "cpu_cores": round(cores, 3),
+                "emulation_cpu_cores": round(emulation_cores, 3),
+                "rss_mb": round(_rss_mb(), 1),
+                "nodes": nodes,
+                "pods": pods,
+            }
+        )
+    return samples
+
+
+async def consolidation(replicas: int, kept: int, *, within: float, consolidation_within: float) -> dict[str, Any]:
+    """Provision `replicas` pods, scale to `kept` and time the way down to the lower bound, all on one autojump
+    clock (see the module docstring). `within` and `consolidation_within` are virtual seconds."""
     wall = time.monotonic()
     options = cluster.ClusterOptions(
         cluster_name="karpy-bench", boot_delay=VIRTUAL_BOOT_DELAY, autojump=True, start_time=time.time()
@@ -305,7 +356,7 @@ async def consolidation(replicas: int, *, within: float, consolidation_within: f
             )
             nodes_before = len(await _live_nodes(api))
             calls_provisioned = plane.aws_calls.calls()
-            kept = round(replicas * KEPT) // 2
+            kept = kept // 2  # per Deployment
             scaled = [_deployment(name, cpu, memory, kept) for name, cpu, memory in (SMALL, LARGE)]
             bound = node_lower_bound(_pool(), nodeclass, scaled)
             start = clock.now()
@@ -454,6 +505,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip-provisioning", action="store_true", help="run only the consolidation phase (on virtual time)"
     )
+    parser.add_argument(
+        "--scale-to", type=int, default=None, help="pods left for the consolidation phase (default: 70%% of --pods)"
+    )
+    parser.add_argument(
+        "--steady-minutes",
+        type=int,
+        default=0,
+        help="once every pod is bound, report the controller's CPU and RSS each minute for this many minutes",
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     result = asyncio.run(
@@ -464,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
             skip_consolidation=args.skip_consolidation,
             skip_provisioning=args.skip_provisioning,
             memory_report=args.memory_report,
+            scale_to=args.scale_to,
+            steady_minutes=args.steady_minutes,
         )
     )
     # The machine is shared: the load average says how far the wall-clock figures are other processes' turns.

@@ -153,3 +153,19 @@ async def test_foreign_nodes_are_left_alone(emulated: cluster.EmulatedCluster) -
     await api.create(resources.NODES, foreign)
     assert (await _standin(emulated).sync()).removed == []  # never touches nodes it did not register
     assert await api.get(resources.NODES, "static") is not None
+
+
+async def test_an_instance_launched_in_moto_alone_makes_a_pass_due(
+    emulated: cluster.EmulatedCluster, aws_provider: provider.AWSCloudProvider
+) -> None:
+    """Instances live in moto, not in the API server: a launch that no store write follows (no NodeClaim here)
+    must still wake the kubelet, whose loop otherwise runs a pass only after a write it watches (`loop.Watch`)."""
+    standin = _standin(emulated)
+    now = emulated.clock.now()
+    assert (await standin.sync()).registered == []
+    assert not await standin._due(now)  # nothing launched, nothing booting: an idle tick skips the pass
+
+    await aws_provider.create(builders.parsed_nodeclaim("default-m0t0a", requirements=SMALL))
+    assert await standin._due(now)
+    assert len((await standin.sync()).registered) == 1
+    assert await standin._due(now)  # booting (30 s): time alone moves it on, so every tick looks

@@ -1,15 +1,18 @@
 """loop.gather_limited: bounded concurrency, results in order, the first failure raised and the rest cancelled;
-loop.slow_start_batch: batches of 1, 2, 4, ... side by side, stopping after the first batch with a failure."""
+loop.slow_start_batch: batches of 1, 2, 4, ... side by side, stopping after the first batch with a failure;
+loop.every with a watch: a pass only on the ticks after a change, or when the stand-in says work is due."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import pytest
 
-from karpy.kube import client
+from karpy import clock as karpy_clock
+from karpy.kube import client, resources
 from karpy_emulator import loop
 
 
@@ -85,3 +88,70 @@ async def test_slow_start_stops_after_the_batch_with_a_failure() -> None:
     assert isinstance(error, client.Conflict)
     assert done == [1, 2]  # the first batch and the second's success; no third batch started
     assert calls == 3
+
+
+class _Feed:
+    """A change feed whose revision the test moves."""
+
+    def __init__(self) -> None:
+        self.revision = 0
+        self.asked: list[tuple[str, ...]] = []
+
+    async def changed_at(self, watched: Sequence[resources.Resource]) -> int:
+        self.asked.append(tuple(r.plural for r in watched))
+        return self.revision
+
+
+@contextlib.asynccontextmanager
+async def _running(watched: Awaitable[object]) -> AsyncIterator[None]:
+    task = asyncio.ensure_future(watched)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_watched_loop_passes_only_after_a_change_or_when_due() -> None:
+    clock = karpy_clock.ManualClock()
+    feed = _Feed()
+    passes: list[float] = []
+    due_at: list[float] = []
+
+    async def sync() -> None:
+        passes.append(clock.now())
+
+    async def due(now: float) -> bool:
+        return now in due_at
+
+    watch = loop.watch(feed, [resources.PODS, resources.NODES], due=due)
+    assert watch is not None
+    start = clock.now()
+    async with _running(loop.every(1.0, sync, clock=clock, name="test", watch=watch)):
+        await clock.run_for(2.5)  # the first tick passes (nothing seen yet), ticks 1 and 2 are idle
+        feed.revision = 7
+        due_at.append(start + 5)
+        await clock.run_for(4)  # tick 3 sees the write; tick 4 is idle; tick 5 is due; tick 6 is idle
+    assert [p - start for p in passes] == [0, 3, 5]
+    assert set(feed.asked) == {("pods", "nodes")}
+
+
+async def test_a_failed_pass_is_tried_again_on_the_next_tick_though_nothing_changed() -> None:
+    clock = karpy_clock.ManualClock()
+    passes = 0
+
+    async def sync() -> None:
+        nonlocal passes
+        passes += 1
+        if passes == 1:
+            raise client.Conflict(409, "Conflict", "no")
+
+    watch = loop.watch(_Feed(), [resources.PODS])
+    async with _running(loop.every(1.0, sync, clock=clock, name="test", watch=watch)):
+        await clock.run_for(2.5)
+    assert passes == 2  # the failure, its retry; then idle
+
+
+def test_a_plain_client_is_no_change_feed() -> None:
+    assert loop.watch(object(), [resources.PODS]) is None

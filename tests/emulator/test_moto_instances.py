@@ -4,8 +4,11 @@ instances exactly as DescribeInstances over HTTP does (`seeding.InstanceReader`)
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 
 import boto3
+import pytest
 from tests.emulator import test_cluster_emulated
 
 from karpy_emulator import cluster
@@ -35,3 +38,27 @@ async def test_the_backend_read_matches_describe_instances() -> None:
         user_data = await asyncio.to_thread(in_process.user_data, launched[2])
         assert user_data == await asyncio.to_thread(over_http.user_data, launched[2])
         assert user_data
+
+
+def test_threads_reading_at_once_share_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubelet stand-in reads user data from several worker threads at once: they must share one session and
+    client, not each parse EC2's service model into one of their own."""
+    sessions: list[object] = []
+    real_session = seeding._session
+
+    def counted(region: str) -> object:
+        sessions.append(region)
+        return real_session(region)
+
+    monkeypatch.setattr(seeding, "_session", counted)
+    reader = seeding.InstanceReader(region="us-east-1", endpoint_url="http://127.0.0.1:9")
+    lined_up = threading.Barrier(8)
+
+    def first_use() -> object:
+        lined_up.wait()  # all eight ask before any client exists
+        return reader._ec2()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        clients = list(pool.map(lambda _: first_use(), range(8)))
+    assert sessions == ["us-east-1"]
+    assert all(client is clients[0] for client in clients)

@@ -69,3 +69,23 @@ async def test_the_view_sees_writes_at_once_and_sends_no_request(
     (pod,), _ = await reader.list(resources.PODS, field_selector="spec.nodeName=n1")
     assert pod["spec"]["nodeName"] == "n1"
     assert {a.verb for a in kube.api.accesses.snapshot()} == {"create"}  # the binding only, no list
+
+
+async def test_the_change_feed_moves_only_with_writes_to_the_resources_asked(
+    api: rest.RestClient, kube: runner.KubeAPIRunner
+) -> None:
+    reader = reads.StoreReader(kube)
+    quiet = await reader.changed_at([resources.PODS, resources.NODES])
+    await api.create(resources.NODES, {"metadata": {"name": "n1"}})
+    after_node = await reader.changed_at([resources.PODS, resources.NODES])
+    assert after_node > quiet
+    assert await reader.changed_at([resources.PODS]) == quiet  # a node is no pod's change
+    await api.list(resources.NODES)  # reads change nothing
+    assert await reader.changed_at([resources.PODS, resources.NODES]) == after_node
+    await api.create(resources.PODS, builders.pod("web", namespace="default", cpu=None))
+    await api.bind("default", "web", "n1")
+    bound = await reader.changed_at([resources.PODS])
+    assert bound == kube.api.resource_version  # the binding's write, the latest
+    await api.delete(resources.PODS, "web", namespace="default")
+    assert await reader.changed_at([resources.PODS]) > bound
+    assert await reader.changed_at([resources.NODES]) == after_node

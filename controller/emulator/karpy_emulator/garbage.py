@@ -2,7 +2,7 @@
 NodeClaims owned by their NodePool (karpy, like upstream, sets `blockOwnerDeletion` on that reference), and the
 workloads' chain, Pods owned by ReplicaSets owned by Deployments (`kubectl delete --cascade=foreground`).
 
-As pkg/controller/garbagecollector does, every `interval` seconds:
+As pkg/controller/garbagecollector does, on the ticks (every `interval` seconds) after a write to those kinds:
 * background propagation: a dependent whose owner (matched by uid) is gone is deleted;
 * foreground propagation: an owner deleted with `propagationPolicy: Foreground` carries the `foregroundDeletion`
   finalizer (the emulated API server adds it, as the real one does); its dependents are deleted, and once none that
@@ -61,7 +61,9 @@ class GarbageCollector:
         self._owned = owned
 
     async def run(self) -> None:
-        await loop.every(self._interval, self.sync, clock=self._clock, name="garbage collector")
+        watched = {res.plural: res for pair in self._owned for res in pair}.values()
+        watch = loop.watch(self._reads, list(watched))
+        await loop.every(self._interval, self.sync, clock=self._clock, name="garbage collector", watch=watch)
 
     async def sync(self) -> list[str]:
         """One pass; returns what it deleted or released (`kind/name`)."""

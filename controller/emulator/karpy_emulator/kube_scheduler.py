@@ -240,7 +240,8 @@ def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dic
 
 
 class KubeScheduler:
-    """`await kube_scheduler.run()` schedules every `settings.interval` until cancelled; `sync()` is one pass."""
+    """`await kube_scheduler.run()` schedules on the ticks (every `settings.interval`) after a write to pods, nodes or
+    volumes, or when a held-back Unschedulable message is due, until cancelled; `sync()` is one pass."""
 
     def __init__(
         self,
@@ -256,12 +257,19 @@ class KubeScheduler:
         self._settings = settings or SchedulerSettings()
         self._marked_at: dict[str, float] = {}  # pod key -> when this stand-in last wrote its Unschedulable message
         self._parsed: dict[str, tuple[str, scheduling_pods.Pod]] = {}  # uid -> (resourceVersion, parsed pod)
+        self._recheck_at: float | None = None  # when the earliest message held back by `message_refresh` is due
 
     async def run(self) -> None:
-        await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kube-scheduler")
+        watched = (resources.PODS, resources.NODES, resources.PVCS, resources.PVS, resources.STORAGECLASSES)
+        watch = loop.watch(self._reads, watched, due=self._due)
+        await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kube-scheduler", watch=watch)
+
+    async def _due(self, now: float) -> bool:
+        return self._recheck_at is not None and now >= self._recheck_at
 
     async def sync(self) -> ScheduleReport:
         report = ScheduleReport()
+        self._recheck_at = None
         raw_pods, _ = await self._reads.list(resources.PODS)
         waiting = [p for p in raw_pods if is_pending(p, scheduler_name=self._settings.scheduler_name)]
         if not waiting:
@@ -289,6 +297,8 @@ class KubeScheduler:
         # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
         snap = await volumes.read(self._reads) if any(p.pvc_names for p in pending) else volumes.Snapshot()
         due = {key for key, raw in by_key.items() if self._mark_due(key, raw, now)}
+        held = [self._marked_at[key] for key in by_key if key not in due and key in self._marked_at]
+        self._recheck_at = min(held) + self._settings.message_refresh if held else None
         placements, reasons = plan(pending, considered, bound, volume_catalog=snap.catalog, explain_keys=due)
         pods_by_key = {p.key: p for p in pending}
         labels_by_node = {str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in considered}

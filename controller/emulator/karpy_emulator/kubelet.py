@@ -19,9 +19,9 @@ import asyncio
 import datetime
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from karpy import clock as karpy_clock
 from karpy.api import labels, quantity
@@ -54,6 +54,14 @@ class InstanceSource(Protocol):
     def cluster_instances(self, cluster_name: str) -> list[seeding.InstanceView]: ...
 
     def user_data(self, instance_id: str) -> str: ...
+
+
+@runtime_checkable
+class InstanceStates(Protocol):
+    """A source that can say cheaply whether any instance appeared, went or changed state (`MotoInstances`): equal
+    answers mean nothing did. A source without it is read on every tick."""
+
+    def states(self) -> Hashable: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,9 +257,19 @@ class Kubelet:
         self._types = instance_types
         self._first_seen: dict[str, float] = {}
         self._boots: dict[str, bootstrap.Bootstrap | None] = {}  # None: unreadable user data (never joins)
+        self._waiting = False  # the last pass left a node booting or an instance waiting to register
+        self._states: Hashable = None  # the instances' states the last pass read
 
     async def run(self) -> None:
-        await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kubelet")
+        watch = loop.watch(self._reads, (resources.PODS, resources.NODES, resources.NODECLAIMS), due=self._due)
+        await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kubelet", watch=watch)
+
+    async def _due(self, now: float) -> bool:
+        """Instances live outside the API server: a pass is due when one changed, or when the last pass left one
+        booting or waiting to register (time alone moves those on)."""
+        if self._waiting or not isinstance(self._source, InstanceStates):
+            return True
+        return await asyncio.to_thread(self._source.states) != self._states
 
     async def sync(self) -> SyncReport:
         report = SyncReport()
@@ -259,6 +277,8 @@ class Kubelet:
         # Only pods bound to some node, as each real kubelet watches only its own node's (`spec.nodeName=<node>`):
         # the pending ones are none of a kubelet's business, and listing them every pass costs the most.
         pods, _ = await self._reads.list(resources.PODS, field_selector=BOUND_PODS)
+        if isinstance(self._source, InstanceStates):  # before the instances: a change meanwhile wakes the next tick
+            self._states = await asyncio.to_thread(self._source.states)
         instances = await asyncio.to_thread(self._source.cluster_instances, self._settings.cluster_name)
         nodes, _ = await self._reads.list(resources.NODES)
         live = {provider_id(i): i for i in instances if i.state not in GONE_STATES}
@@ -266,6 +286,7 @@ class Kubelet:
         now = self._clock.now()
         self._forget(set(live))
         joining = [i for pid, i in live.items() if i.state == "running" and pid not in by_provider]
+        registered = 0
         for start in range(0, len(joining), REGISTER_CONCURRENCY):  # kubelets boot side by side, not in turn
             batch = joining[start : start + REGISTER_CONCURRENCY]
             for instance, created in zip(
@@ -274,6 +295,9 @@ class Kubelet:
                 if created is not None:
                     nodes.append(created)
                     report.registered.append(node_name(instance))
+                    registered += 1
+        # Instances that will join once time passes (register delay, a name taken); not those that never will.
+        unjoined = sum(1 for i in joining if self._boots.get(provider_id(i), True) is not None) - registered
         survivors = []
         booted: list[dict[str, Any]] = []
         for node in nodes:
@@ -286,8 +310,11 @@ class Kubelet:
                     report.removed.append(name)
                 continue
             survivors.append(node)
-            if managed and not is_ready(node) and self._boot_done(node, now):
-                booted.append(node)
+            if managed and not is_ready(node):
+                if self._boot_done(node, now):
+                    booted.append(node)
+                elif not meta.get("deletionTimestamp"):
+                    unjoined += 1
         turned = await loop.gather_limited(
             [functools.partial(self._turn_ready, n, now) for n in booted], limit=CONCURRENCY
         )
@@ -296,6 +323,7 @@ class Kubelet:
         ready_now = {str(n["metadata"]["name"]): n for n in turned}
         survivors = [ready_now.get(str(n["metadata"]["name"]), n) for n in survivors]
         await self._pods(pods, {str(n["metadata"]["name"]): n for n in nodes}, survivors, now, report)
+        self._waiting = unjoined > 0
         return report
 
     async def _turn_ready(self, node: Mapping[str, Any], now: float) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """A stand-in for kube-controller-manager's disruption controller: keeps every PodDisruptionBudget's status current.
 
-Every `interval` seconds it computes, for each PDB, what upstream's `pkg/controller/disruption` writes —
-`observedGeneration`, `expectedPods`, `currentHealthy`, `desiredHealthy`, `disruptionsAllowed` and the
+On the ticks (every `interval` seconds) after a write to PDBs, pods or their controllers, it computes, for each
+PDB, what upstream's `pkg/controller/disruption` writes — `observedGeneration`, `expectedPods`, `currentHealthy`,
+`desiredHealthy`, `disruptionsAllowed` and the
 `DisruptionAllowed` condition (`SufficientPods` / `InsufficientPods`) — from the pods of its namespace and their
 controllers' desired replicas, with the Eviction API's own arithmetic (`karpy_emulator.apiserver.disruption.budget`),
 and writes the status subresource only when something changed. Node autoscalers read `status.disruptionsAllowed` to
@@ -149,7 +150,8 @@ class DisruptionController:
         self._interval = interval
 
     async def run(self) -> None:
-        await loop.every(self._interval, self.sync, clock=self._clock, name="disruption controller")
+        watch = loop.watch(self._reads, (resources.PDBS, resources.PODS, *_SCALED.values()))
+        await loop.every(self._interval, self.sync, clock=self._clock, name="disruption controller", watch=watch)
 
     async def sync(self) -> PDBReport:
         report = PDBReport()

@@ -8,6 +8,9 @@ same order, from the stored objects, with no JSON encoded or parsed and no HTTP 
 five stand-ins twice a second cost the emulation most of its CPU). Unlike an informer it is never stale: a pass
 sees every write the API server answered before it, so a test that writes and then runs one pass needs no wait.
 
+`StoreReader.changed_at` is the shared view's change feed (`loop.Watch`): a stand-in reads one revision per tick and
+lists only when something it reads was written since its last pass.
+
 Writes still go through the API server over HTTP (admission, validation, watch events for the controller). What a
 reader gets is the stored object itself: never change it (copy first), as with an informer's objects.
 """
@@ -15,6 +18,7 @@ reader gets is the stored object itself: never change it (copy first), as with a
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import kmock
@@ -55,3 +59,9 @@ class StoreReader:
         stored = kmock.resource(f"{res.api_version}/{res.plural}")
         with self._activity.busy():
             return await self._served.read(functools.partial(self._served.api.snapshot, stored, watch))
+
+    async def changed_at(self, watched: Sequence[resources.Resource]) -> int:
+        """The revision of the latest write to any object of `watched` (see `server.FakeKubeAPI.changed_at`)."""
+        stored = [kmock.resource(f"{res.api_version}/{res.plural}") for res in watched]
+        with self._activity.busy():
+            return await self._served.read(functools.partial(self._served.api.changed_at, stored))

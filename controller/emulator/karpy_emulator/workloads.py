@@ -145,7 +145,8 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 
 class WorkloadController:
-    """`await controller.run()` reconciles every `interval` seconds until cancelled; `sync()` is one pass."""
+    """`await controller.run()` reconciles on the ticks (every `interval` seconds) after a write to Deployments,
+    ReplicaSets or pods, until cancelled; `sync()` is one pass."""
 
     def __init__(
         self,
@@ -163,7 +164,8 @@ class WorkloadController:
         self._interval = interval
 
     async def run(self) -> None:
-        await loop.every(self._interval, self.sync, clock=self._clock, name="workload controller")
+        watch = loop.watch(self._reads, (DEPLOYMENTS, REPLICASETS, resources.PODS))
+        await loop.every(self._interval, self.sync, clock=self._clock, name="workload controller", watch=watch)
 
     async def sync(self) -> WorkloadReport:
         report = WorkloadReport()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Self
 
 import aiohttp.web
@@ -146,6 +146,12 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
         matching = [(key, obj) for key, obj in self._db.live_items(resource, watch.namespace) if watch.matches(obj)]
         matching.sort(key=lambda item: (item[0][1] or "", item[0][2]))  # by namespace, then name, as `_list`
         return [obj for _, obj in matching], str(self._db.resource_version)
+
+    def changed_at(self, resources_: Iterable[kmock.resource]) -> int:
+        """The revision of the latest write to any object of `resources_` (0: none): equal answers mean nothing of
+        theirs changed in between (the emulated control plane's change feed, `karpy_emulator.reads`). Call on the
+        server's loop."""
+        return max((self._db.changed_at(resource) for resource in resources_), default=0)
 
     async def __aenter__(self) -> Self:
         await super().__aenter__()

@@ -47,6 +47,9 @@ class Store:
         # The live keys of each resource, in creation order: a LIST or a watch's initial state walks only its own
         # resource's objects instead of every object ever stored (kmock keeps deleted ones too).
         self._live_keys: dict[tuple[str | None, ...], dict[Key, None]] = {}
+        # The revision of each resource's last change, by group and plural (whatever version it was written in):
+        # what lets the emulated control plane's stand-ins skip a pass when nothing they read has changed.
+        self._changed_at: dict[tuple[str | None, str | None], int] = {}
         self._closing = False
 
     # -- reads --------------------------------------------------------------------------------------------------
@@ -57,6 +60,10 @@ class Store:
             return None
         stored = self.objects[key]
         return None if stored.deleted else stored.last.raw
+
+    def changed_at(self, resource: kmock.resource) -> int:
+        """The revision of the last write to any object of `resource` (0: none since the store started)."""
+        return self._changed_at.get((resource.group, resource.plural), 0)
 
     def live_objects(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         for _, obj in self.live_items(resource, namespace):
@@ -172,6 +179,7 @@ class Store:
         if len(changes) == changes.maxlen:
             self._compacted[resource] = changes[0].resource_version
         changes.append(change)
+        self._changed_at[(resource.group, resource.plural)] = change.resource_version
         await self._buses[resource].put(change)
 
     # -- watches ------------------------------------------------------------------------------------------------

@@ -41,6 +41,19 @@ class MotoInstances:
                     views.append(_view(instance, tags))
         return sorted(views, key=lambda view: view.id)
 
+    def states(self) -> tuple[tuple[str, str], ...]:
+        """Every instance of the region and its state, in launch order (`kubelet.InstanceStates`): what tells the
+        kubelet a tick has something to do, without the tag look-ups of `cluster_instances`."""
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.ec2.models import ec2_backends
+
+        backend = ec2_backends[DEFAULT_ACCOUNT_ID][self._region]
+        return tuple(
+            (str(instance.id), str(instance._state.name))
+            for reservation in list(backend.reservations.values())
+            for instance in list(reservation.instances)
+        )
+
     def user_data(self, instance_id: str) -> str:
         return self._http.user_data(instance_id)
 

@@ -12,6 +12,7 @@ import base64
 import datetime
 import functools
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -294,11 +295,16 @@ class InstanceReader:
         self._region = region
         self._endpoint_url = endpoint_url
         self._client: Any = None
+        # The kubelet stand-in reads user data from several worker threads at once: unguarded, each of the first
+        # calls built a session and client of its own (EC2's service model parsed once per session), a tenth of
+        # the emulation's CPU in a 3,000-pod run, all of it on the way to the first nodes' registration.
+        self._client_lock = threading.Lock()
 
     def _ec2(self) -> Any:
-        if self._client is None:
-            self._client = _session(self._region).client("ec2", endpoint_url=self._endpoint_url)
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                self._client = _session(self._region).client("ec2", endpoint_url=self._endpoint_url)
+            return self._client
 
     def cluster_instances(self, cluster_name: str) -> list[InstanceView]:
         """Every instance tagged `kubernetes.io/cluster/<name>: owned`, whatever its state, sorted by id."""
