@@ -14,6 +14,7 @@ from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
 from karpy.nodeclaim import controller
 from karpy.termination import controller as termination_controller
+from karpy.termination import observer as termination_observer
 
 
 class DisruptedLog(nodeclaim.Disruptions):
@@ -31,7 +32,7 @@ class _LifecycleLog(DisruptedLog, controller.Metrics):
     pass
 
 
-class TerminatedLog(termination_controller.Metrics):
+class TerminatedLog(termination_observer.Metrics):
     """(nodepool, zone) of every Node whose finalizer the termination controller released."""
 
     def __init__(self) -> None:
@@ -49,6 +50,8 @@ class Env:
     recorder: events.MemoryRecorder
     disrupted: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
     """(reason, nodepool, capacity type) of every claim the controller deleted as a disruption."""
+    terminated: TerminatedLog = dataclasses.field(default_factory=TerminatedLog)
+    """What `termination_deps`' finalizer counts: the Nodes it released."""
 
     @property
     def deps(self) -> controller.Deps:
@@ -64,7 +67,12 @@ class Env:
 
     @property
     def termination_deps(self) -> termination_controller.Deps:
-        return termination_controller.Deps(client=self.kube, cloud=self.cloud, clock=self.clock, recorder=self.recorder)
+        return self.termination_counted(self.terminated)
+
+    def termination_counted(self, metrics: termination_observer.Metrics) -> termination_controller.Deps:
+        """The finalizer's collaborators, its Events on `recorder` and its metrics on `metrics`."""
+        observer = termination_observer.Observer(self.recorder, metrics)
+        return termination_controller.Deps(client=self.kube, cloud=self.cloud, clock=self.clock, observer=observer)
 
     def claims(self) -> controller.NodeClaimController:
         """A fresh controller: nothing carried over in memory, as after a restart."""

@@ -154,15 +154,11 @@ async def test_termination_reports_the_released_node_with_its_nodepool() -> None
     assert stored is not None
     stored["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
     env.cloud.instances.clear()  # the instance is gone: the finalizer is released at once
-    terminated = harness.TerminatedLog()
-    terminator = termination_controller.TerminationController(
-        env.termination_deps,
-        metrics=terminated,
-    )
+    terminator = termination_controller.TerminationController(env.termination_deps)
     await env.kube.delete(resources.NODES, "n1")
     await terminator.reconcile("n1")
     assert env.kube.obj(resources.NODES, "n1") is None
-    assert [pool for pool, _zone in terminated.nodes] == ["batch"]
+    assert [pool for pool, _zone in env.terminated.nodes] == ["batch"]
 
 
 def timed_pod(*conditions: tuple[str, str, str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.termination import controller
+from karpy.termination import observer as termination_observer
 from karpy_emulator.apiserver import runner, server
 
 CLAIM = "default-e2e01"
@@ -61,7 +62,12 @@ async def test_drain_respects_a_pdb_end_to_end(
     deps = nodeclaim_controller.Deps(client=api, cloud=cloud, clock=clock, recorder=recorder)
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(
-        controller.Deps(client=api, cloud=cloud, clock=clock, recorder=recorder)
+        controller.Deps(
+            client=api,
+            cloud=cloud,
+            clock=clock,
+            observer=termination_observer.Observer(recorder, termination_observer.Metrics()),
+        )
     )
 
     body = nodeclaim_builders.claim_dict(CLAIM)

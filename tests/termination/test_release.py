@@ -43,8 +43,7 @@ async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None
     assert node is not None
     node["metadata"]["finalizers"] = [OTHER_FINALIZER, *node["metadata"]["finalizers"]]
     await env.kube.delete(resources.NODES, NODE)
-    terminated = harness.TerminatedLog()
-    term = controller.TerminationController(env.termination_deps, metrics=terminated)
+    term = controller.TerminationController(env.termination_deps)
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _released(env))
     node = env.kube.obj(resources.NODES, NODE)
     assert node is not None
@@ -53,7 +52,7 @@ async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None
         w for w in env.kube.writes if w.plural == "nodes" and w.verb == "patch" and "finalizers" in w.body["metadata"]
     ][-1]
     assert release.body["metadata"]["resourceVersion"]  # a concurrent change to the list gets a 409
-    assert [pool for pool, _zone in terminated.nodes] == ["team"]
+    assert [pool for pool, _zone in env.terminated.nodes] == ["team"]
     assert env.cloud.instances == {}
 
 

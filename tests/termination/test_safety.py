@@ -286,10 +286,9 @@ async def test_a_node_without_a_nodepool_label_is_counted_under_none() -> None:
     del env.kube.objects[("pods", "default", "app")]
     node["metadata"]["labels"].pop(labels.LABEL_NODEPOOL)
     await env.kube.delete(resources.NODES, NODE)
-    terminated = harness.TerminatedLog()
-    term = controller.TerminationController(env.termination_deps, metrics=terminated)
+    term = controller.TerminationController(env.termination_deps)
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
-    assert [pool for pool, _zone in terminated.nodes] == [""]
+    assert [pool for pool, _zone in env.terminated.nodes] == [""]
 
 
 async def test_a_pod_backing_off_does_not_hold_up_the_pods_after_it() -> None:
@@ -332,8 +331,7 @@ async def test_conditions_written_without_a_message_have_none() -> None:
 
 async def test_every_released_node_is_counted() -> None:
     env = harness.make_env()
-    terminated = harness.TerminatedLog()
-    term = controller.TerminationController(env.termination_deps, metrics=terminated)
+    term = controller.TerminationController(env.termination_deps)
     for name in ("gone-1", "gone-2"):  # NotReady, instance already gone: released at once
         env.kube.put(
             resources.NODES,
@@ -343,4 +341,4 @@ async def test_every_released_node_is_counted() -> None:
         )
         await env.kube.delete(resources.NODES, name)
         await term.reconcile(name)
-    assert len(terminated.nodes) == 2
+    assert len(env.terminated.nodes) == 2

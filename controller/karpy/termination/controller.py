@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import events, rejections
-from karpy.api import decoding, labels, nodeclaim
+from karpy import rejections
+from karpy.api import labels, nodeclaim
 from karpy.api import status as api_status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
@@ -27,6 +27,7 @@ from karpy.nodeclaim import conditions, lifecycle
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.state import cluster as state_cluster
 from karpy.termination import drain
+from karpy.termination import observer as termination_observer
 
 log = logging.getLogger(__name__)
 
@@ -39,45 +40,15 @@ INSTANCE_TERMINATION_POLL: Final = 5.0
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
     """The finalizer's collaborators: the API (Nodes, NodeClaims, pods, evictions), the cloud (terminate, get),
-    time, events, and where unreadable NodeClaims and pods are reported."""
+    time, who tells what it does (Events and metrics), and where unreadable NodeClaims and pods are reported."""
 
     client: kube_client.KubeClient
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
-    recorder: events.Recorder
+    observer: termination_observer.Observer
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
 
 
-class Metrics:
-    """What the finalizer counts, by name (core: node/termination/metrics.go). The operator's subclass binds each to
-    its Prometheus series (`karpy.runtime.metrics.lifecycle`); this one counts nothing."""
-
-    def node_terminated(self, nodepool: str, zone: str) -> None:
-        """A Node's finalizer released: its NodePool ("" if unmanaged) and zone (nodes_terminated)."""
-
-    def node_released(self, nodepool: str, since_deletion: float | None, lifetime: float | None) -> None:
-        """Seconds since the deletion request and since creation (None when unknown) when the finalizer is released
-        (core: node/termination/controller.go: nodes_termination_duration_seconds, nodes_lifetime_...)."""
-
-    def node_drained(self, nodepool: str) -> None:
-        """The NodeClaim's Drained condition first turned True (karpenter_nodes_drained_total)."""
-
-    def eviction_requested(self, code: str) -> None:
-        """The HTTP status code of the Eviction API's answer, for every eviction request
-        (pods_eviction_requests_total)."""
-
-    def pod_drained(self, reason: str) -> None:
-        """A pod evicted or deleted, under the NodeClaim's disruption reason or "Forceful Termination" (core:
-        node/termination/terminator/eviction.go `evictionReason`, karpenter_pods_drained_total)."""
-
-
-EVICTION_CODES: Final = {
-    kube_client.EvictionOutcome.EVICTED: "200",
-    kube_client.EvictionOutcome.BLOCKED: "429",
-    kube_client.EvictionOutcome.NOT_FOUND: "404",
-    kube_client.EvictionOutcome.FAILED: "500",
-}
-"""The code label of an eviction's outcome (FAILED is the 500 a pod matching several budgets gets, the usual one)."""
 FORCEFUL: Final = "Forceful Termination"
 """pods_drained_total's reason when the NodeClaim carries no DisruptionReason (upstream's value)."""
 
@@ -113,7 +84,6 @@ class TerminationController:
         deps: Deps,
         *,
         backoff: drain.Backoff | None = None,
-        metrics: Metrics | None = None,
         claims: state_cluster.Cluster | None = None,
     ) -> None:
         """`claims`: the state cache's providerID index; without it a Node with no owner reference costs a LIST of
@@ -121,7 +91,6 @@ class TerminationController:
         self._deps = deps
         self._claims = claims
         self._backoff = backoff or drain.Backoff()
-        self._metrics = metrics or Metrics()
         self._retries: dict[str, dict[str, _Retry]] = {}
 
     async def reconcile(self, node_name: str) -> float | None:
@@ -183,18 +152,13 @@ class TerminationController:
             if claim is not None:
                 claim = await self._set(claim, nodeclaim.DRAINED, conditions.UNKNOWN, "Draining", "Draining")
             if not plan.drained:
-                self._deps.recorder.record(
-                    node,
-                    "Warning",
-                    "FailedDraining",
-                    f"Failed to drain node, {len(plan.waiting)} pods are waiting to be evicted",
-                )
+                self._deps.observer.failed_draining(node, len(plan.waiting))
             return DRAIN_POLL
         if claim is not None:
             drained = claim.condition(nodeclaim.DRAINED)
             claim = await self._set(claim, nodeclaim.DRAINED, conditions.TRUE)
             if drained is None or not drained.is_true:  # once, not on every later pass
-                self._metrics.node_drained(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
+                self._deps.observer.drained(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
 
         blocking = await self._blocking_attachments(node_name, pods, now)
         tgp_elapsed = termination_time is not None and now >= termination_time
@@ -207,12 +171,7 @@ class TerminationController:
                     "AwaitingVolumeDetachment",
                     "AwaitingVolumeDetachment",
                 )
-            self._deps.recorder.record(
-                node,
-                "Normal",
-                "AwaitingVolumeDetachment",
-                f"Awaiting deletion of bound volumeattachments ({', '.join(blocking)})",
-            )
+            self._deps.observer.awaiting_volumes(node, blocking)
             return DRAIN_POLL
         if claim is not None:
             if blocking:
@@ -241,13 +200,7 @@ class TerminationController:
             await self._deps.client.delete(
                 resources.PODS, pod.name, namespace=pod.namespace, grace_period_seconds=grace
             )
-            self._metrics.pod_drained(reason)
-            self._deps.recorder.record(
-                _pod_ref(pod),
-                "Normal",  # upstream's type (core: node/termination/terminator/events/events.go)
-                "Disrupted",
-                f"Deleting the pod to accommodate the terminationTime of its node, grace period {grace}s",
-            )
+            self._deps.observer.deleted(pod, grace, reason=reason)
             log.info("deleting pod", extra={"pod": pod.key, "delete.gracePeriodSeconds": grace})
 
     async def _evict(self, node_name: str, pods: tuple[drain.DrainPod, ...], now: float, *, reason: str) -> None:
@@ -257,20 +210,14 @@ class TerminationController:
             if now < retry.not_before:
                 continue
             outcome = await self._deps.client.evict(pod.namespace, pod.name)
-            self._metrics.eviction_requested(EVICTION_CODES[outcome])
+            self._deps.observer.eviction(pod, outcome, reason=reason)
             if outcome in (kube_client.EvictionOutcome.EVICTED, kube_client.EvictionOutcome.NOT_FOUND):
                 retries.pop(pod.key, None)
                 if outcome is kube_client.EvictionOutcome.EVICTED:
-                    self._metrics.pod_drained(reason)
-                    self._deps.recorder.record(_pod_ref(pod), "Normal", "Evicted", "Evicted pod")
                     log.info("evicted pod", extra={"pod": pod.key})
                 continue
             retry.failures += 1
             retry.not_before = now + self._backoff.delay(retry.failures)
-            if outcome is not kube_client.EvictionOutcome.BLOCKED:
-                self._deps.recorder.record(
-                    _pod_ref(pod), "Warning", "FailedEviction", "Eviction failed (the pod may match several PDBs)"
-                )
 
     def _min_drain_elapsed(self, claim: nodeclaim.NodeClaim | None, now: float) -> bool:
         if claim is None:
@@ -307,15 +254,7 @@ class TerminationController:
             patch["metadata"]["resourceVersion"] = md["resourceVersion"]
         await self._deps.client.patch(resources.NODES, node_name, patch)
         self._retries.pop(node_name, None)
-        node_labels = md.get("labels") or {}
-        pool = str(node_labels.get(labels.LABEL_NODEPOOL) or "")
-        self._metrics.node_terminated(pool, str(node_labels.get(labels.LABEL_ZONE) or ""))
-        now = self._deps.clock.now()
-        deleted = decoding.timestamp_or_none(md.get("deletionTimestamp"))
-        created = decoding.timestamp_or_none(md.get("creationTimestamp"))
-        self._metrics.node_released(
-            pool, None if deleted is None else now - deleted, None if created is None else now - created
-        )
+        self._deps.observer.released(node, self._deps.clock.now())
         log.info("deleted node", extra={"node": node_name})
         return None
 
@@ -375,11 +314,3 @@ def _provider_id(raw: Mapping[str, Any]) -> str:
     status = raw.get("status")
     value = status.get("providerID") if isinstance(status, Mapping) else None
     return value if isinstance(value, str) else ""
-
-
-def _pod_ref(pod: drain.DrainPod) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-    }

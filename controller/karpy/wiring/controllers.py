@@ -37,6 +37,7 @@ from karpy.state import cluster as state_cluster
 from karpy.static import controller as static_controller
 from karpy.static import provisioning as static_provisioning
 from karpy.termination import controller as termination_controller
+from karpy.termination import observer as termination_observer
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -113,17 +114,11 @@ def nodeclaim_lifecycle(
 
 
 def termination(s: Shared) -> Queued[termination_controller.TerminationController]:
-    built = termination_controller.TerminationController(
-        termination_controller.Deps(
-            client=s.writer,
-            cloud=s.metered("node.termination"),
-            clock=s.clock,
-            recorder=s.recorder,
-            rejections=s.rejected,
-        ),
-        metrics=s.registry.termination_hooks(),
-        claims=s.cluster,
+    observer = termination_observer.Observer(s.recorder, s.registry.termination_hooks())
+    deps = termination_controller.Deps(
+        client=s.writer, cloud=s.metered("node.termination"), clock=s.clock, observer=observer, rejections=s.rejected
     )
+    built = termination_controller.TerminationController(deps, claims=s.cluster)
     return Queued(built, s.queue(parts.NODES, built.reconcile, resources.NODES, parts.NODE_WORKERS))
 
 

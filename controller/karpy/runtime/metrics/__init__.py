@@ -43,7 +43,7 @@ from karpy.runtime.metrics import (
     textformat,
 )
 from karpy.state import cluster as state_cluster
-from karpy.termination import controller as termination_controller
+from karpy.termination import observer as termination_observer
 
 LEADER_LEASE: Final = "karpy-leader-election"
 """Default `name` label of leader_election_master_status: the Lease karpy elects on (LEADER_ELECTION_NAME)."""
@@ -168,7 +168,7 @@ class Metrics:
     def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
         return self.lifecycle.nodeclaim_hooks()
 
-    def termination_hooks(self) -> termination_controller.Metrics:
+    def termination_hooks(self) -> termination_observer.Metrics:
         return self.lifecycle.termination_hooks()
 
     def disruption_hooks(self) -> disruption_metrics.Metrics:

@@ -13,7 +13,7 @@ from karpy.api import nodeclaim
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.runtime.metrics import naming
-from karpy.termination import controller as termination_controller
+from karpy.termination import observer as termination_observer
 
 DISRUPTED_LABELS: Final = ("reason", "nodepool", "capacity_type", "consolidation_policy", "termination_mode")
 """Labels of karpenter_nodeclaims_disrupted_total and karpenter_pods_disruption_initiated_total (core:
@@ -174,7 +174,7 @@ class LifecycleSeries:
     def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
         return _NodeClaimHooks(self)
 
-    def termination_hooks(self) -> termination_controller.Metrics:
+    def termination_hooks(self) -> termination_observer.Metrics:
         return _TerminationHooks(self)
 
 
@@ -215,7 +215,7 @@ class _NodeClaimHooks(Disrupted, nodeclaim_controller.Metrics):
         self._claims.nodeclaims_termination_duration.labels(nodepool=nodepool).observe(seconds)
 
 
-class _TerminationHooks(termination_controller.Metrics):
+class _TerminationHooks(termination_observer.Metrics):
     def __init__(self, claims: LifecycleSeries) -> None:
         self._claims = claims
 
