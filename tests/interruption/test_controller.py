@@ -15,7 +15,7 @@ from karpy import events
 from karpy.api import labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider import interruption
-from karpy.interruption import controller, handler
+from karpy.interruption import controller, handler, observer
 from karpy.kube import client, fake, resources
 from karpy.state import cluster as state_cluster
 
@@ -70,14 +70,11 @@ class Marker:
         self.marked.append((instance_type, zone, capacity_type))
 
 
-class Counts(controller.Metrics):
+class Counts(observer.Metrics):
     """The poller's metrics as calls, in order: the same named methods the operator binds to its series."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
-
-    def metrics(self) -> controller.Metrics:
-        return self
 
     def received(self, kind: str) -> None:
         self.calls.append(("received", (kind,)))
@@ -152,9 +149,8 @@ async def _env(*claims: dict[str, Any], pools: list[dict[str, Any]] | None = Non
         cluster=cluster,
         queue=queue,
         clock=clock,
-        recorder=recorder,
+        observer=observer.Observer(recorder, counts),
         offerings=marker,
-        metrics=counts.metrics(),
     )
     return Env(clock, queue, kube, recorder, marker, counts, cluster, controller.InterruptionController(deps))
 
@@ -166,8 +162,7 @@ def _on(env: Env, kube: client.KubeClient) -> controller.InterruptionController:
         cluster=env.cluster,
         queue=env.queue,
         clock=env.clock,
-        recorder=env.recorder,
-        metrics=env.counts.metrics(),
+        observer=observer.Observer(env.recorder, env.counts),
     )
     return controller.InterruptionController(deps)
 
@@ -366,9 +361,7 @@ async def test_at_most_ten_messages_in_flight() -> None:
     slow = SlowClient(env.clock)
     for c in claims:
         await slow.create(resources.NODECLAIMS, {"metadata": {"name": c["metadata"]["name"]}, "spec": {}})
-    ctl = controller.InterruptionController(
-        controller.Deps(client=slow, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder)
-    )
+    ctl = _on(env, slow)
     for i in range(12):
         env.queue.put(K.SPOT_INTERRUPTION, f"i-{i}")
     env.queue.receive = _all_at_once(env.queue.waiting)  # type: ignore[method-assign]  # one batch of 12
@@ -440,13 +433,10 @@ async def test_a_failed_status_check_sets_the_termination_time_to_now_then_delet
 async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_uid() -> None:
     env = await _env(running_claim("a", "i-a", node="ip-1"))
     _seen(env.cluster, resources.NODECLAIMS, running_claim("b", "i-b", uid=""))
-    recorder = events.MemoryRecorder()
-    ctl = controller.InterruptionController(
-        controller.Deps(client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=recorder)
-    )
+    recorder = env.recorder
     env.queue.put(K.INSTANCE_STOPPED, "i-a")
     env.queue.put(K.REBALANCE_RECOMMENDATION, "i-b")
-    await ctl.poll()
+    await env.ctl.poll()
     claim_a = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "a", "uid": "uid-a"}
     node = {"apiVersion": "v1", "kind": "Node", "name": "ip-1", "uid": ""}
     claim_b = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "b", "uid": ""}
@@ -462,15 +452,7 @@ async def test_events_name_the_nodeclaim_and_its_node_by_api_version_kind_and_ui
 
 async def test_a_failed_action_still_reports_the_message_and_its_decisions() -> None:
     env = await _env(running_claim("a", "i-a"))
-    ctl = controller.InterruptionController(
-        controller.Deps(
-            client=RefusingClient(env.clock),
-            cluster=env.cluster,
-            queue=env.queue,
-            clock=env.clock,
-            recorder=env.recorder,
-        )
-    )
+    ctl = _on(env, RefusingClient(env.clock))
     item = env.queue.put(K.INSTANCE_STOPPED, "i-a")
     (handled,) = await ctl.poll()
     assert handled.message == item.message

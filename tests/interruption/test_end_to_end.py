@@ -15,7 +15,7 @@ from karpy import clock, events
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import cache, clients, interruption_queue
-from karpy.interruption import controller
+from karpy.interruption import controller, observer
 from karpy.kube import client, credentials, resources, rest
 from karpy.state import cluster
 from karpy_emulator.apiserver import runner, server
@@ -55,12 +55,24 @@ async def _state_of(api: rest.RestClient) -> cluster.Cluster:
 
 
 def _controller(
-    api: rest.RestClient, state: cluster.Cluster, sqs: interruption_queue.InterruptionQueue, **deps: Any
+    api: rest.RestClient,
+    state: cluster.Cluster,
+    sqs: interruption_queue.InterruptionQueue,
+    *,
+    recorder: events.Recorder,
+    metrics: observer.Metrics,
+    offerings: cloudprovider_parts.OfferingMarker | None = None,
 ) -> controller.InterruptionController:
     typed_queue: cloudprovider_parts.QueueClient = sqs  # the AWS client satisfies the protocol structurally
-    return controller.InterruptionController(
-        controller.Deps(client=api, cluster=state, queue=typed_queue, clock=clock.SystemClock(), **deps)
+    deps = controller.Deps(
+        client=api,
+        cluster=state,
+        queue=typed_queue,
+        clock=clock.SystemClock(),
+        observer=observer.Observer(recorder, metrics),
+        offerings=offerings,
     )
+    return controller.InterruptionController(deps)
 
 
 async def test_spot_warning_deletes_the_nodeclaim(
@@ -79,7 +91,7 @@ async def test_spot_warning_deletes_the_nodeclaim(
     ice = cache.UnavailableOfferings(clock=lambda: 1_700_000_000.0)
     recorder = events.MemoryRecorder()
     typed_marker: cloudprovider_parts.OfferingMarker = ice
-    ctl = _controller(api, state, sqs, recorder=recorder, offerings=typed_marker)
+    ctl = _controller(api, state, sqs, recorder=recorder, metrics=observer.Metrics(), offerings=typed_marker)
     handled = await ctl.poll()
     assert [h.message.kind.value for h in handled] == ["SpotInterruption"]
     assert handled[0].deleted_from_queue
@@ -128,7 +140,7 @@ async def test_poison_beside_a_spot_warning_is_dropped_in_the_same_pass(
     assert attrs == {"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0"}
 
 
-class _Dropped(controller.Metrics):
+class _Dropped(observer.Metrics):
     """Collects the reasons of the messages the poller dropped."""
 
     def __init__(self, into: list[str]) -> None:

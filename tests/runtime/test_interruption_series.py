@@ -9,7 +9,7 @@ from tests.interruption import test_controller as interruption_test_controller
 from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 
 from karpy.cloudprovider import interruption
-from karpy.interruption import controller
+from karpy.interruption import controller, observer
 from karpy.runtime import metrics
 
 K = interruption.Kind
@@ -19,12 +19,10 @@ UNHEALTHY = "karpenter_interruption_instance_status_unhealthy_total"
 
 async def _env(m: metrics.Metrics) -> interruption_test_controller.Env:
     env = await interruption_test_controller._env(interruption_test_controller.running_claim("a", "i-a", node="n-a"))
+    counted = observer.Observer(env.recorder, m.interruption_hooks())
     env.ctl = controller.InterruptionController(
-        controller.Deps(
-            client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, recorder=env.recorder,
-            metrics=m.interruption_hooks(),
-        )
-    )  # fmt: skip
+        controller.Deps(client=env.kube, cluster=env.cluster, queue=env.queue, clock=env.clock, observer=counted)
+    )
     return env
 
 

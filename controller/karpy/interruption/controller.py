@@ -3,7 +3,7 @@ messages at once, act on each (events, unavailable offerings, NodeClaim deletion
 
 Every received message ends its pass acted on, left for a retry, or deleted as poison; none can stop its batch:
 * a message the queue client could not read (`interruption.Unreadable`) is deleted at once, logged and counted
-  (`Metrics.dropped`) with its reason;
+  (`Observer.dropped`) with its reason;
 * a message whose handling failed on the API server or the network stays in the queue and comes back after its
   visibility timeout, until it has been received `MAX_RECEIVES` times: then it is dropped (retries_exhausted);
 * a message whose handling raised anything else (a karpy bug) is dropped at once (internal_error), with its
@@ -16,12 +16,13 @@ import asyncio
 import dataclasses
 import logging
 
-from karpy import backoff, events
+from karpy import backoff
 from karpy.api import decoding, labels
 from karpy.clock import Clock
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.interruption import handler
+from karpy.interruption import observer as interruption_observer
 from karpy.kube import client, resources
 from karpy.state import cluster as state_cluster
 
@@ -44,38 +45,6 @@ TRANSIENT_ERRORS = (client.KubeError, OSError, TimeoutError)
 """Failures a later attempt may not meet (the API server or the network); anything else is not retried."""
 
 
-class Metrics:
-    """What the poller counts, by name (aws: pkg/controllers/interruption/metrics.go). The operator's subclass binds
-    each to its Prometheus series (`karpy.runtime.metrics.interruption`); this one counts nothing."""
-
-    def received(self, kind: str) -> None:
-        """A message of `kind` received (counter)."""
-
-    def deleted(self, kind: str) -> None:
-        """A message of `kind` deleted after handling (counter)."""
-
-    def dropped(self, reason: str) -> None:
-        """A message deleted without being acted on, for its `interruption.DropReason` (counter)."""
-
-    def action(self, action: str, kind: str) -> None:
-        """A NodeClaim acted on: CordonAndDrain, ForcefulTermination or NoAction (counter)."""
-
-    def failed(self, kind: str) -> None:
-        """Handling failed and the message was left for a retry (counter)."""
-
-    def disrupted(self, kind: str, nodepool: str, capacity_type: str) -> None:
-        """A NodeClaim whose deletion a message started (karpenter_nodeclaims_disrupted_total, whose reason upstream
-        is the message kind)."""
-
-    def latency(self, seconds: float) -> None:
-        """Seconds from a queue message's event to the end of its handling, before it is deleted (aws:
-        interruption/controller.go `MessageLatency`, karpenter_interruption_message_queue_duration_seconds)."""
-
-    def unhealthy(self, category: str) -> None:
-        """Once per instance of this cluster a status-poll finding is acted on, while it lasts (aws:
-        interruption/instancestatus_controller.go, karpenter_interruption_instance_status_unhealthy_total)."""
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deps:
     """The interruption poller's collaborators; the only loop with a message `queue` and the offering cache."""
@@ -84,9 +53,8 @@ class Deps:
     cluster: state_cluster.Cluster
     queue: QueueClient
     clock: Clock
-    recorder: events.Recorder
+    observer: interruption_observer.Observer
     offerings: OfferingMarker | None = None  # the provider's unavailable-offerings cache, when it has one
-    metrics: Metrics = dataclasses.field(default_factory=Metrics)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -122,7 +90,7 @@ class InterruptionController:
                 )
                 await self._drop(item, item.reason)
             else:
-                deps.metrics.received(item.message.kind.value)
+                deps.observer.received(item.message)
                 readable.append(item)
         targets = handler.index_by_instance(deps.cluster.nodeclaims())
         annotations = {p.name: dict(p.metadata.annotations) for p in deps.cluster.nodepools()}
@@ -150,12 +118,9 @@ class InterruptionController:
             decisions = tuple(handler.decide(message, targets, pool_annotations=pool_annotations))
             for decision in decisions:
                 await self._act(message, decision)
-            if message.status_category and decisions:  # the poll hands each finding over once while it lasts
-                deps.metrics.unhealthy(message.status_category)
-            elif not message.status_category and message.event_time is not None:
-                deps.metrics.latency(max(0.0, deps.clock.now() - message.event_time))
+            deps.observer.handled(message, acted=bool(decisions), now=deps.clock.now())
         except TRANSIENT_ERRORS as exc:
-            deps.metrics.failed(message.kind.value)
+            deps.observer.failed(message)
             if received.receive_count < MAX_RECEIVES:
                 log.error(
                     "handling interruption message failed, leaving it for a retry", extra={**fields, "error": str(exc)}
@@ -171,7 +136,7 @@ class InterruptionController:
             return Handled(message, decisions, await self._drop(received, interruption.DropReason.INTERNAL_ERROR))
         if not await self._delete(received):
             return Handled(message, decisions, deleted_from_queue=False)
-        deps.metrics.deleted(message.kind.value)
+        deps.observer.deleted(message)
         return Handled(message, decisions, deleted_from_queue=True)
 
     async def _drop(
@@ -181,7 +146,7 @@ class InterruptionController:
     ) -> bool:
         deleted = await self._delete(item)
         if deleted:
-            self._deps.metrics.dropped(reason.value)
+            self._deps.observer.dropped(reason)
         return deleted
 
     async def _delete(self, item: interruption.Received | interruption.Unreadable) -> bool:
@@ -202,7 +167,7 @@ class InterruptionController:
             u = decision.unavailable
             deps.offerings.mark(u.instance_type, u.zone, u.capacity_type)
         for notice in decision.notices:
-            self._record(target, notice)
+            deps.observer.noticed(target, notice)
         if decision.terminate_now:
             # Upstream's ForcefulTermination: the termination controller treats the claim's grace period as over.
             now = decoding.format_timestamp(deps.clock.now())
@@ -212,7 +177,7 @@ class InterruptionController:
         if decision.delete:
             forceful = message.action is interruption.Action.FORCEFUL_TERMINATION
             action = interruption.Action.FORCEFUL_TERMINATION if forceful else interruption.Action.CORDON_AND_DRAIN
-        deps.metrics.action(action.value, message.kind.value)
+        deps.observer.acted(message, action)
         if decision.delete and await deps.client.delete(resources.NODECLAIMS, target.nodeclaim):
             # Logged and counted once the delete was accepted, as upstream does (not for a claim already gone).
             log.info(
@@ -224,15 +189,7 @@ class InterruptionController:
                     "node": target.node,
                 },
             )
-            deps.metrics.disrupted(message.kind.value, target.nodepool, target.capacity_type)
-
-    def _record(self, target: handler.Target, notice: handler.Notice) -> None:
-        claim_md = {"name": target.nodeclaim, **({"uid": target.uid} if target.uid else {})}
-        claim_ref = {"apiVersion": f"{labels.GROUP}/{labels.VERSION}", "kind": "NodeClaim", "metadata": claim_md}
-        self._deps.recorder.record(claim_ref, notice.type, notice.reason, notice.message.format(kind="NodeClaim"))
-        if target.node:
-            node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": target.node}}
-            self._deps.recorder.record(node_ref, notice.type, notice.reason, notice.message.format(kind="Node"))
+            deps.observer.interrupted(message, target)
 
     async def _wait_synced(self) -> None:
         while not self._deps.cluster.synced():

@@ -21,6 +21,7 @@ from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider import types as cloudprovider_types
 from karpy.disruption import controller as disruption_controller
 from karpy.interruption import controller as interruption_controller
+from karpy.interruption import observer as interruption_observer
 from karpy.kube import client, resources
 from karpy.nodeclaim import conditions_controller, consistency, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
@@ -193,17 +194,11 @@ def interruption(
     """The loop over one source of interruption messages (the SQS queue, or instance health); None without one."""
     if source is None:
         return None
-    return interruption_controller.InterruptionController(
-        interruption_controller.Deps(
-            client=s.writer,
-            cluster=s.cluster,
-            queue=source,
-            clock=s.clock,
-            recorder=s.recorder,
-            offerings=s.cloud.offerings,
-            metrics=s.registry.interruption_hooks(),
-        )
+    observer = interruption_observer.Observer(s.recorder, s.registry.interruption_hooks())
+    deps = interruption_controller.Deps(
+        client=s.writer, cluster=s.cluster, queue=source, clock=s.clock, observer=observer, offerings=s.cloud.offerings
     )
+    return interruption_controller.InterruptionController(deps)
 
 
 def nodeclaim_disruption(s: Shared) -> conditions_controller.NodeClaimConditionsController:

@@ -19,6 +19,7 @@ from karpy.cloudprovider import interruption
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.aws import clients, instances, instancestatus
 from karpy.interruption import controller as interruption_controller
+from karpy.interruption import observer as interruption_observer
 from karpy.kube import fake, resources
 
 F = instancestatus.Finding
@@ -274,7 +275,7 @@ async def test_impaired_and_retiring_instances_on_the_emulator_are_acted_on(
             cluster=_Claims(broken, retiring, healthy),
             queue=poller,
             clock=manual,
-            recorder=events.MemoryRecorder(),
+            observer=interruption_observer.Observer(events.MemoryRecorder(), interruption_observer.Metrics()),
         )
     )
     handled = await loop.poll()

@@ -23,7 +23,7 @@ from karpy import rejections
 from karpy.cloudprovider import metered, types
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.disruption import metrics as disruption_metrics
-from karpy.interruption import controller as interruption_controller
+from karpy.interruption import observer as interruption_observer
 from karpy.kube import resources
 from karpy.nodeclaim import conditions_controller, expiration, repair
 from karpy.nodeclaim import controller as nodeclaim_controller
@@ -177,7 +177,7 @@ class Metrics:
     def provisioner_hooks(self) -> provisioner.Metrics:
         return self.scheduler.hooks(self.lifecycle, self.solves)
 
-    def interruption_hooks(self) -> interruption_controller.Metrics:
+    def interruption_hooks(self) -> interruption_observer.Metrics:
         return self.interruption.hooks(self.lifecycle)
 
     def rejection_hooks(self) -> rejections.Metrics:

@@ -10,7 +10,7 @@ import prometheus_client
 from prometheus_client import registry as prometheus_client_registry
 
 from karpy.cloudprovider import interruption
-from karpy.interruption import controller as interruption_controller
+from karpy.interruption import observer as interruption_observer
 from karpy.runtime.metrics import lifecycle, naming
 
 INTERRUPTION_KINDS: Final[Mapping[str, str]] = {
@@ -76,13 +76,13 @@ class InterruptionSeries:
             registry=r,
         )
 
-    def hooks(self, claims: lifecycle.LifecycleSeries) -> interruption_controller.Metrics:
+    def hooks(self, claims: lifecycle.LifecycleSeries) -> interruption_observer.Metrics:
         """The poller's hooks; the NodeClaims it disrupts are counted on `claims`."""
         return _Hooks(self, claims)
 
 
-class _Hooks(interruption_controller.Metrics):
-    """`interruption_controller.Metrics` on the series: message kinds under upstream's label values."""
+class _Hooks(interruption_observer.Metrics):
+    """`interruption_observer.Metrics` on the series: message kinds under upstream's label values."""
 
     def __init__(self, series: InterruptionSeries, claims: lifecycle.LifecycleSeries) -> None:
         self._series = series
