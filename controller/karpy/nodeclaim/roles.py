@@ -1,6 +1,7 @@
-"""The roles every loop of this package over the cluster state takes (expiration, consistency, node repair): the API
-client it writes through, the state cache it reads, and the clock it waits on. One value, so that a loop's
-constructor names only what is its own (its observer, repair's policies)."""
+"""The roles every reconciler of this package that reads the cluster state takes (expiration, consistency, node
+repair, the disruption conditions): the API client it writes through, the state cache it reads, and the clock it
+waits on. One value, so that a reconciler's constructor names only what is its own (its observer or metrics, the
+cloud provider, repair's policies)."""
 
 from __future__ import annotations
 

@@ -218,13 +218,7 @@ def interruption(
 
 def nodeclaim_disruption(s: Shared) -> conditions_controller.NodeClaimConditionsController:
     built = conditions_controller.NodeClaimConditionsController(
-        conditions_controller.Deps(
-            client=s.writer,
-            cluster=s.cluster,
-            cloud=s.metered("nodeclaim.disruption"),
-            clock=s.clock,
-            metrics=s.registry.drift_hooks(),
-        )
+        s.roles, s.metered("nodeclaim.disruption"), metrics=s.registry.drift_hooks()
     )
     s.cluster.add_listener(built.observe)
     return built
