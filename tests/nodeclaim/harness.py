@@ -12,7 +12,7 @@ from karpy import events
 from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
-from karpy.nodeclaim import controller
+from karpy.nodeclaim import controller, lifecycle_observer
 from karpy.termination import controller as termination_controller
 from karpy.termination import observer as termination_observer
 
@@ -28,7 +28,7 @@ class DisruptedLog(nodeclaim.Disruptions):
         self.calls.append((reason, nodepool, capacity_type))
 
 
-class _LifecycleLog(DisruptedLog, controller.Metrics):
+class _LifecycleLog(DisruptedLog, lifecycle_observer.Metrics):
     pass
 
 
@@ -55,13 +55,11 @@ class Env:
 
     @property
     def deps(self) -> controller.Deps:
-        metrics = _LifecycleLog(self.disrupted)
         return controller.Deps(
             client=self.kube,
             cloud=self.cloud,
             clock=self.clock,
-            recorder=self.recorder,
-            metrics=metrics,
+            observer=lifecycle_observer.Observer(self.recorder, _LifecycleLog(self.disrupted)),
             nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
         )
 

@@ -23,7 +23,7 @@ from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, dryrun, resources, rest
-from karpy.nodeclaim import conditions_controller, disruption_conditions
+from karpy.nodeclaim import conditions_controller, disruption_conditions, roles
 from karpy.state import cluster as state_cluster
 from karpy.state import informer
 from karpy_emulator.apiserver import runner, server
@@ -206,13 +206,9 @@ class Env:
         self.w.pool(after=after)
         self.drifted: list[tuple[str, str]] = []
         self.ctrl = conditions_controller.NodeClaimConditionsController(
-            conditions_controller.Deps(
-                client=self.w.kube,
-                cluster=self.w.cluster,
-                cloud=self.w.cloud,
-                clock=self.w.clock,
-                metrics=_DriftLog(self.drifted),
-            )
+            roles.ClusterRoles(client=self.w.kube, cluster=self.w.cluster, clock=self.w.clock),
+            self.w.cloud,
+            metrics=_DriftLog(self.drifted),
         )
         self.w.cluster.add_listener(self.ctrl.observe)
 
@@ -623,7 +619,7 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
         state = state_cluster.Cluster(clock=manual)
         cloud = fake_provider.FakeCloudProvider(list(disruption_world.CATALOG))
         ctrl = conditions_controller.NodeClaimConditionsController(
-            conditions_controller.Deps(client=api, cluster=state, cloud=cloud, clock=manual)
+            roles.ClusterRoles(client=api, cluster=state, clock=manual), cloud, metrics=conditions_controller.Metrics()
         )
         state.add_listener(ctrl.observe)
         informed = (resources.NODEPOOLS, resources.NODECLAIMS, resources.NODES, resources.PODS)
@@ -659,7 +655,9 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
             await ctrl.reconcile("default-x")  # nothing changed: no write
             cloud.drifted = None
             dry = conditions_controller.NodeClaimConditionsController(
-                conditions_controller.Deps(client=dryrun.DryRunClient(api), cluster=state, cloud=cloud, clock=manual)
+                roles.ClusterRoles(client=dryrun.DryRunClient(api), cluster=state, clock=manual),
+                cloud,
+                metrics=conditions_controller.Metrics(),
             )
             await dry.reconcile("default-x")  # would clear Drifted, but only logs it
             got = await api.get(resources.NODECLAIMS, "default-x")

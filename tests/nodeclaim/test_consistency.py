@@ -12,7 +12,7 @@ from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import nodeclaim, parse
 from karpy.kube import client, fake, resources
-from karpy.nodeclaim import consistency
+from karpy.nodeclaim import consistency, roles
 from karpy.state import cluster as state_cluster
 
 NODE = "ip-10-0-0-1"
@@ -29,7 +29,8 @@ class Env:
         self.cluster = state_cluster.Cluster(clock=self.clock)
         self.recorder = events.MemoryRecorder()
         self.ctrl = consistency.ConsistencyController(
-            consistency.Deps(client=self.kube, cluster=self.cluster, clock=self.clock, recorder=self.recorder)
+            roles.ClusterRoles(client=self.kube, cluster=self.cluster, clock=self.clock),
+            consistency.Observer(self.recorder),
         )
         self.kube.put(resources.NODEPOOLS, builders.nodepool())
 

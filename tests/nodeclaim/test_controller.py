@@ -15,7 +15,7 @@ from tests.nodeclaim import harness
 from karpy.api import labels, parse
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import fake, resources
-from karpy.nodeclaim import controller
+from karpy.nodeclaim import controller, lifecycle_observer
 
 NAME = "default-abc12"
 
@@ -431,7 +431,7 @@ async def test_a_node_without_the_unregistered_taint_warns_on_its_nodeclaim() ->
     warned = [
         (e.kind, e.name, e.type, e.message) for e in env.recorder.events if e.reason == "UnregisteredTaintMissing"
     ]
-    assert warned == [("NodeClaim", NAME, "Warning", controller.UNREGISTERED_TAINT_MISSING_MESSAGE)]
+    assert warned == [("NodeClaim", NAME, "Warning", lifecycle_observer.UNREGISTERED_TAINT_MISSING_MESSAGE)]
 
 
 async def test_a_failed_status_write_after_a_launch_writes_that_launch_again() -> None:

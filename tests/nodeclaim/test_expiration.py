@@ -16,7 +16,7 @@ from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import labels
 from karpy.kube import client, dryrun, fake, resources
-from karpy.nodeclaim import expiration
+from karpy.nodeclaim import expiration, roles
 from karpy.state import cluster as state_cluster
 
 DAY = 24 * 3600.0
@@ -35,13 +35,8 @@ class Env:
         self.disrupted: list[tuple[str, str, str]] = []
         writer: client.KubeClient = dryrun.DryRunClient(self.kube) if dry_run else self.kube
         self.ctrl = expiration.ExpirationController(
-            expiration.Deps(
-                client=writer,
-                cluster=self.cluster,
-                clock=self.clock,
-                recorder=self.recorder,
-                metrics=_ExpiryLog(self.disrupted),
-            )
+            roles.ClusterRoles(client=writer, cluster=self.cluster, clock=self.clock),
+            expiration.Observer(self.recorder, _ExpiryLog(self.disrupted)),
         )
 
     def claim(self, name: str, *, expire_after: str = "24h", node: str = "") -> None:

@@ -3,6 +3,7 @@ lifecycle's outcomes make, and the reset and restart rules of nodepool/registrat
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 
@@ -116,9 +117,7 @@ async def test_the_lifecycle_reports_launch_timeouts_and_registrations() -> None
     env = harness.make_env()
     tracker = registration.RegistrationHealth()
     env.cloud.allowed_creates = 0  # every launch fails with a CreateError until the 5 min launch timeout
-    ctl = controller.NodeClaimController(
-        controller.Deps(client=env.kube, cloud=env.cloud, clock=env.clock, recorder=env.recorder, registration=tracker)
-    )
+    ctl = controller.NodeClaimController(dataclasses.replace(env.deps, registration=tracker))
 
     async def until_gone(name: str) -> None:
         env.kube.put(

@@ -13,7 +13,7 @@ from tests.nodeclaim import harness
 from karpy.api import decoding, labels
 from karpy.cloudprovider.aws import repair as aws_repair
 from karpy.kube import resources
-from karpy.nodeclaim import repair
+from karpy.nodeclaim import repair, roles
 
 AWS = aws_repair.REPAIR_POLICIES
 MIN = 60.0
@@ -83,8 +83,8 @@ def blocked(w: disruption_world.World, name: str) -> list[str]:
 
 def controller(w: disruption_world.World) -> tuple[repair.RepairController, Recorded]:
     seen = Recorded()
-    deps = repair.Deps(client=w.kube, cluster=w.cluster, clock=w.clock, recorder=w.recorder, policies=AWS, metrics=seen)
-    return repair.RepairController(deps), seen
+    deps = roles.ClusterRoles(client=w.kube, cluster=w.cluster, clock=w.clock)
+    return repair.RepairController(deps, repair.Observer(w.recorder, seen), policies=AWS), seen
 
 
 def set_condition(w: disruption_world.World, name: str, type_: str, status: str, at: float) -> None:

@@ -93,7 +93,7 @@ def test_each_reconciler_calls_the_provider_under_its_upstream_controller_name()
         "disruption": ctrl.disruption._deps.cloud,
         "nodeclaim.lifecycle": ctrl.nodeclaims._deps.cloud,
         "node.termination": ctrl.termination._deps.cloud,
-        "nodeclaim.disruption": ctrl.nodeclaim_conditions._deps.cloud,
+        "nodeclaim.disruption": ctrl.nodeclaim_conditions._cloud,
     }
     for name, provider in wired.items():
         assert isinstance(provider, metered.MeteredProvider), name

@@ -26,6 +26,7 @@ from karpy.kube import client as kube_client
 from karpy.kube import fake as kube_fake
 from karpy.kube import resources
 from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.nodeclaim import lifecycle_observer
 from karpy.provisioning import provisioner
 from karpy.runtime import metrics
 from karpy.scheduling import results, scheduler
@@ -126,7 +127,10 @@ async def test_a_claim_deleted_for_insufficient_capacity_counts_as_disrupted() -
     env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict("web-abc12", pool="web"))
     env.cloud.next_error = cloudprovider_errors.InsufficientCapacity("no capacity")
     deps = nodeclaim_controller.Deps(
-        client=env.kube, cloud=env.cloud, clock=env.clock, recorder=env.recorder, metrics=m.nodeclaim_hooks()
+        client=env.kube,
+        cloud=env.cloud,
+        clock=env.clock,
+        observer=lifecycle_observer.Observer(env.recorder, m.nodeclaim_hooks()),
     )
     await nodeclaim_controller.NodeClaimController(deps).reconcile("web-abc12")
     deleted = env.claim_obj("web-abc12")

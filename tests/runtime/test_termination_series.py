@@ -13,6 +13,7 @@ from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 
 from karpy.kube import resources
 from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.nodeclaim import lifecycle_observer
 from karpy.runtime import metrics
 from karpy.termination import controller
 
@@ -22,7 +23,10 @@ NODE = "ip-10-0-0-1"
 
 def _claims(env: harness.Env, m: metrics.Metrics) -> nodeclaim_controller.NodeClaimController:
     deps = nodeclaim_controller.Deps(
-        client=env.kube, cloud=env.cloud, clock=env.clock, recorder=env.recorder, metrics=m.nodeclaim_hooks()
+        client=env.kube,
+        cloud=env.cloud,
+        clock=env.clock,
+        observer=lifecycle_observer.Observer(env.recorder, m.nodeclaim_hooks()),
     )
     return nodeclaim_controller.NodeClaimController(deps)
 

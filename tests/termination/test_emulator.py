@@ -16,6 +16,7 @@ from karpy import events
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.nodeclaim import lifecycle_observer
 from karpy.termination import controller
 from karpy.termination import observer as termination_observer
 from karpy_emulator.apiserver import runner, server
@@ -59,7 +60,8 @@ async def test_drain_respects_a_pdb_end_to_end(
 ) -> None:
     cloud = fake_provider.FakeCloudProvider()
     recorder = events.MemoryRecorder()
-    deps = nodeclaim_controller.Deps(client=api, cloud=cloud, clock=clock, recorder=recorder)
+    observer = lifecycle_observer.Observer(recorder, lifecycle_observer.Metrics())
+    deps = nodeclaim_controller.Deps(client=api, cloud=cloud, clock=clock, observer=observer)
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(
         controller.Deps(

@@ -21,15 +21,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from karpy import clock as karpy_clock
 from karpy import rejections
 from karpy.api import decoding, labels, nodeclaim, nodepool, parse, status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.nodeclaim import disruption_conditions
-from karpy.state import cluster as state_cluster
+from karpy.nodeclaim import disruption_conditions, roles
 
 log = logging.getLogger(__name__)
 
@@ -54,17 +52,6 @@ class Metrics:
         in karpenter_nodeclaims_disrupted_total)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Deps:
-    """The conditions reconciler's collaborators: it writes conditions only, so it needs no event recorder."""
-
-    client: kube_client.KubeClient
-    cluster: state_cluster.Cluster
-    cloud: types.CloudProvider
-    clock: karpy_clock.Clock
-    metrics: Metrics = dataclasses.field(default_factory=Metrics)
-
-
 @dataclasses.dataclass(slots=True)
 class _Memory:
     """Per-claim bookkeeping that only saves work: losing it (restart) costs one extra check or write."""
@@ -75,8 +62,12 @@ class _Memory:
 
 
 class NodeClaimConditionsController:
-    def __init__(self, deps: Deps) -> None:
+    """It writes conditions only, so it tells nothing but its drift count (`metrics`): no event recorder."""
+
+    def __init__(self, deps: roles.ClusterRoles, cloud: types.CloudProvider, *, metrics: Metrics) -> None:
         self._deps = deps
+        self._cloud = cloud
+        self._metrics = metrics
         self._pod_events: dict[str, float] = {}  # node name -> latest accepted pod event time
         self._memory: dict[str, _Memory] = {}
 
@@ -156,7 +147,7 @@ class NodeClaimConditionsController:
                     del self._pod_events[claim.status.node_name]
                 _log_changes(claim, updated)
                 if updated.is_true(nodeclaim.DRIFTED) and not claim.is_true(nodeclaim.DRIFTED):
-                    deps.metrics.drifted(drift or "", pool.metadata.name)
+                    self._metrics.drifted(drift or "", pool.metadata.name)
             else:
                 waits.append(spacing)
         return min(waits)
@@ -173,7 +164,7 @@ class NodeClaimConditionsController:
         due = disruption_conditions.instance_type_check_due(claim, now=now, last_check=memory.catalog_checked)
         if due == 0.0:
             try:
-                catalog = await self._deps.cloud.instance_types(pool)
+                catalog = await self._cloud.instance_types(pool)
             except cloudprovider_errors.CloudProviderError as error:
                 log.warning("listing instance types for drift failed: %s", error, extra={"nodeclaim": claim.name})
             else:
@@ -182,7 +173,7 @@ class NodeClaimConditionsController:
         if memory.catalog_missing:
             return str(disruption_conditions.CoreDriftReason.INSTANCE_TYPE_NOT_FOUND)
         try:
-            reason = await self._deps.cloud.is_drifted(claim)
+            reason = await self._cloud.is_drifted(claim)
         except cloudprovider_errors.CloudProviderError as error:
             # Unknown is not "not drifted": keep whatever the claim says until the provider answers again.
             log.warning("checking drift failed: %s", error, extra={"nodeclaim": claim.name})

@@ -20,13 +20,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import labels, meta, nodeclaim, nodepool, quantity, status
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.nodeclaim import conditions
-from karpy.state import cluster as state_cluster
+from karpy.nodeclaim import conditions, roles
 from karpy.state import facts
 
 log = logging.getLogger(__name__)
@@ -103,19 +101,22 @@ def managed(claim: nodeclaim.NodeClaim, pool: nodepool.NodePool | None) -> bool:
     return (ref.group, ref.kind) == (ours.group, ours.kind)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Deps:
-    """The consistency reconciler's collaborators: it reads the cache, writes one condition and records Events."""
+class Observer:
+    """What the consistency check tells (core: nodeclaim/consistency/controller.go): each issue a
+    FailedConsistencyCheck warning on the claim, logged as well. It counts nothing (upstream has no metric here)."""
 
-    client: kube_client.KubeClient
-    cluster: state_cluster.Cluster
-    clock: karpy_clock.Clock
-    recorder: events.Recorder
+    def __init__(self, recorder: events.Recorder) -> None:
+        self._recorder = recorder
+
+    def inconsistent(self, claim: nodeclaim.NodeClaim, issue: str) -> None:
+        log.info("failed consistency check", extra={"nodeclaim": claim.name, "issue": issue})
+        self._recorder.record(nodeclaim.event_ref(claim), "Warning", FAILED_CONSISTENCY_CHECK, issue)
 
 
 class ConsistencyController:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: roles.ClusterRoles, observer: Observer) -> None:
         self._deps = deps
+        self._observer = observer
         self._scanned: dict[str, float] = {}  # claim uid -> when it was last scanned (lost on restart: one rescan)
 
     async def run(self) -> None:
@@ -163,8 +164,7 @@ class ConsistencyController:
         deps = self._deps
         result = scan(claim, node, now=now)
         for issue in result.issues:
-            log.info("failed consistency check", extra={"nodeclaim": claim.name, "issue": issue})
-            deps.recorder.record(nodeclaim.event_ref(claim), "Warning", FAILED_CONSISTENCY_CHECK, issue)
+            self._observer.inconsistent(claim, issue)
         if result.conditions == claim.status.conditions:
             return
         patch = {

@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
-from karpy import events, rejections
+from karpy import rejections
 from karpy.api import labels, nodeclaim, parse, status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.nodeclaim import capacitytype, conditions, garbagecollection, lifecycle, registration
+from karpy.nodeclaim import capacitytype, conditions, garbagecollection, lifecycle, lifecycle_observer, registration
 
 log = logging.getLogger(__name__)
 
@@ -45,32 +45,6 @@ pkg/controllers/nodeclaim/lifecycle/launch.go, its cache of created NodeClaims).
 GC_FAST_INTERVAL: Final = 10.0
 GC_FAST_RUNS: Final = 20
 """Instance GC runs every 10 s for its first 20 runs, then every 2 min (aws garbagecollection controller)."""
-INSUFFICIENT_CAPACITY: Final = "insufficient_capacity"
-NODECLASS_NOT_READY: Final = "nodeclass_not_ready"
-"""Upstream's reason labels for a claim deleted because its launch failed (core: lifecycle/launch.go)."""
-
-
-UNREGISTERED_TAINT_MISSING: Final = "UnregisteredTaintMissing"
-UNREGISTERED_TAINT_MISSING_MESSAGE: Final = (
-    f"Missing {labels.TAINT_UNREGISTERED_KEY} taint which prevents registration related race conditions on "
-    "Karpenter-managed nodes"
-)
-"""The Warning a NodeClaim gets when its Node registered without the unregistered taint (core:
-nodeclaim/lifecycle/events.go)."""
-
-
-class Metrics(nodeclaim.Disruptions):
-    """What the lifecycle counts, by name (core: nodeclaim/lifecycle/metrics.go); `disrupted` per claim it deleted:
-    insufficient_capacity, nodeclass_not_ready, launch_timeout, registration_timeout. The operator's subclass binds
-    each to its series (`karpy.runtime.metrics.lifecycle`); this one counts nothing."""
-
-    def instance_terminated(self, nodepool: str, seconds: float) -> None:
-        """Seconds since InstanceTerminating turned True, once the cloud no longer finds the instance (core:
-        nodeclaim/lifecycle/controller.go, karpenter_nodeclaims_instance_termination_duration_seconds)."""
-
-    def terminated(self, nodepool: str, seconds: float) -> None:
-        """Seconds since the deletion request when the finalizer is released
-        (karpenter_nodeclaims_termination_duration_seconds)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,8 +54,8 @@ class Deps:
     client: kube_client.KubeClient
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
-    recorder: events.Recorder
-    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    observer: lifecycle_observer.Observer
+    """Where the Events and metrics of what the lifecycle did go."""
     rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
     """Where NodeClaims that do not parse, and objects whose handling raised, are reported."""
     registration: registration.RegistrationHealth | None = None
@@ -169,9 +143,7 @@ class NodeClaimController:
         except cloudprovider_errors.NodeClaimNotFound:
             pass
         await self._deps.client.delete(resources.NODECLAIMS, claim.name)
-        self._deps.recorder.record(
-            nodeclaim.event_ref(claim), "Warning", "GarbageCollected", "Instance was terminated outside of karpy"
-        )
+        self._deps.observer.garbage_collected(claim)
         log.info(
             "garbage collecting nodeclaim with no cloudprovider representation",
             extra={"nodeclaim": claim.name, "provider-id": claim.status.provider_id},
@@ -250,15 +222,8 @@ class NodeClaimController:
             if self._deps.registration is not None:  # counted once: a claim already deleting is not again
                 self._deps.registration.record(claim, registered=False)
             log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
-            self._disrupted(claim, reason.value)
+            self._deps.observer.disrupted(claim, reason.value)
         return None
-
-    def _disrupted(self, claim: nodeclaim.NodeClaim, reason: str) -> None:
-        claim_labels = claim.metadata.labels
-        self._deps.metrics.disrupted(
-            reason, claim_labels.get(labels.LABEL_NODEPOOL, ""), claim_labels.get(labels.LABEL_CAPACITY_TYPE, ""),
-            termination_mode=nodeclaim.termination_mode(claim),
-        )  # fmt: skip
 
     async def _launch(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim | None:
         if claim.status.provider_id:
@@ -278,14 +243,11 @@ class NodeClaimController:
             if resolved is None:
                 resolved = self._remember(claim, await self._deps.cloud.create(claim))
         except (cloudprovider_errors.InsufficientCapacity, cloudprovider_errors.NodeClassNotReady) as error:
-            ice = isinstance(error, cloudprovider_errors.InsufficientCapacity)
-            reason = "InsufficientCapacityError" if ice else "NodeClassNotReady"
-            self._deps.recorder.record(
-                nodeclaim.event_ref(claim), "Warning", reason, f"NodeClaim {claim.name} event: {error}"
-            )
+            self._deps.observer.launch_failed(claim, error)
             if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
+                reason = lifecycle_observer.launch_failure(error)
                 log.info("deleted nodeclaim", extra={"nodeclaim": claim.name, "reason": reason})
-                self._disrupted(claim, INSUFFICIENT_CAPACITY if ice else NODECLASS_NOT_READY)
+                self._deps.observer.launch_deleted(claim, error)
             return None
         except cloudprovider_errors.CreateError as error:
             failed = lifecycle.launch_failed(claim, error.reason.value, error.message, now=self._deps.clock.now())
@@ -345,12 +307,7 @@ class NodeClaimController:
             log.error("registering nodeclaim failed: %s", outcome.error, extra={"nodeclaim": claim.name})
             failed = outcome.claim.condition(nodeclaim.REGISTERED)
             if failed is not None and failed.reason == lifecycle.UNREGISTERED_TAINT_NOT_FOUND:
-                self._deps.recorder.record(
-                    nodeclaim.event_ref(claim),
-                    "Warning",
-                    UNREGISTERED_TAINT_MISSING,
-                    UNREGISTERED_TAINT_MISSING_MESSAGE,
-                )
+                self._deps.observer.taint_missing(claim)
             return await self._write_status(claim, outcome.claim)
         if outcome.node_patch is not None:
             await self._deps.client.patch(resources.NODES, outcome.claim.status.node_name, outcome.node_patch)
@@ -404,12 +361,7 @@ class NodeClaimController:
         if annotation is not None and key not in claim.metadata.annotations:
             patch = {"metadata": {"annotations": {key: annotation}, "resourceVersion": claim.metadata.resource_version}}
             await self._deps.client.patch(resources.NODECLAIMS, claim.name, patch)
-            self._deps.recorder.record(
-                nodeclaim.event_ref(claim),
-                "Warning",
-                "TerminationGracePeriodExpiring",
-                f"All pods will be deleted by {annotation}",
-            )
+            self._deps.observer.grace_period_expiring(claim, annotation)
             log.info("annotated nodeclaim", extra={"nodeclaim": claim.name, key: annotation})
             return 0.0  # re-read our write (and its new resourceVersion)
         if claim.status.provider_id:
@@ -424,9 +376,8 @@ class NodeClaimController:
             except cloudprovider_errors.NodeClaimNotFound:
                 terminating = claim.condition(nodeclaim.INSTANCE_TERMINATING)
                 if terminating is not None and terminating.is_true and terminating.last_transition_time is not None:
-                    self._deps.metrics.instance_terminated(
-                        _pool(claim), self._deps.clock.now() - terminating.last_transition_time
-                    )
+                    since = self._deps.clock.now() - terminating.last_transition_time
+                    self._deps.observer.instance_terminated(claim, since)
             else:
                 now = self._deps.clock.now()
                 await self._write_status(
@@ -438,7 +389,7 @@ class NodeClaimController:
         await self._deps.client.patch(resources.NODECLAIMS, claim.name, _finalizers_patch(claim, rest))
         log.info("deleted nodeclaim", extra={"nodeclaim": claim.name})
         if claim.metadata.deletion_timestamp is not None:
-            self._deps.metrics.terminated(_pool(claim), self._deps.clock.now() - claim.metadata.deletion_timestamp)
+            self._deps.observer.terminated(claim, self._deps.clock.now() - claim.metadata.deletion_timestamp)
         return None
 
     # --- plumbing -----------------------------------------------------------------------------------------------
@@ -479,7 +430,3 @@ def parse_or_report(raw: Mapping[str, Any], sink: rejections.Sink) -> nodeclaim.
 def _finalizers_patch(claim: nodeclaim.NodeClaim, finalizers: list[str]) -> dict[str, Any]:
     """A merge patch replaces the whole list, so it carries the resourceVersion: a concurrent change gets a 409."""
     return {"metadata": {"finalizers": finalizers, "resourceVersion": claim.metadata.resource_version}}
-
-
-def _pool(claim: nodeclaim.NodeClaim) -> str:
-    return claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")

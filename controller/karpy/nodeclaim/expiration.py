@@ -13,17 +13,15 @@ are safe; through a `DryRunClient` the delete is only logged and `run` does not 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
-from karpy import clock as karpy_clock
 from karpy import events, rejections
 from karpy.api import labels, nodeclaim, parse
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.nodeclaim import capacityblocks
-from karpy.state import cluster as state_cluster
+from karpy.nodeclaim import capacityblocks, roles
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +54,28 @@ class Metrics(nodeclaim.Disruptions):
     operator's subclass binds it to its series."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Deps:
-    """The expiration reconciler's collaborators: repair's roles without `policies`."""
+class Observer:
+    """What expiration tells of a claim it deleted (core: nodeclaim/expiration/controller.go, disruption/events):
+    DisruptionTerminating on the claim and on its Node, and the claim counted disrupted with reason Expired."""
 
-    client: kube_client.KubeClient
-    cluster: state_cluster.Cluster
-    clock: karpy_clock.Clock
-    recorder: events.Recorder
-    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    def __init__(self, recorder: events.Recorder, metrics: Metrics) -> None:
+        self._recorder = recorder
+        self._metrics = metrics
+
+    def expired(self, claim: nodeclaim.NodeClaim, node: Mapping[str, Any] | None) -> None:
+        message = f"Disrupting node via {REASON}"
+        self._recorder.record(nodeclaim.event_ref(claim), "Normal", "DisruptionTerminating", message)
+        if node is not None:
+            self._recorder.record(node, "Normal", "DisruptionTerminating", message)
+        pool = claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")
+        capacity_type = claim.metadata.labels.get(labels.LABEL_CAPACITY_TYPE, "")
+        self._metrics.disrupted(REASON, pool, capacity_type, termination_mode=nodeclaim.termination_mode(claim))
 
 
 class ExpirationController:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: roles.ClusterRoles, observer: Observer) -> None:
         self._deps = deps
+        self._observer = observer
 
     async def reconcile(self, name: str) -> float | None:
         """Delete the claim if it expired; else seconds until it does (None: never, or already going)."""
@@ -100,24 +106,17 @@ class ExpirationController:
                 },
             )
             return None
-        pool = claim.metadata.labels.get(labels.LABEL_NODEPOOL, "")
-        capacity_type = claim.metadata.labels.get(labels.LABEL_CAPACITY_TYPE, "")
         log.info(
             "disrupting nodeclaim(s)",
             extra={
                 "reason": REASON,
                 "decision": "delete",
                 "nodeclaims": [claim.name],
-                "nodepool": pool,
+                "nodepool": claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""),
                 "expired-at": when,
             },
         )
-        message = f"Disrupting node via {REASON}"
-        deps.recorder.record(nodeclaim.event_ref(claim), "Normal", "DisruptionTerminating", message)
-        node = deps.cluster.node(claim.status.node_name) if claim.status.node_name else None
-        if node is not None:
-            deps.recorder.record(node, "Normal", "DisruptionTerminating", message)
-        deps.metrics.disrupted(REASON, pool, capacity_type, termination_mode=nodeclaim.termination_mode(claim))
+        self._observer.expired(claim, deps.cluster.node(claim.status.node_name) if claim.status.node_name else None)
         return None
 
     def _deadline(self, claim: nodeclaim.NodeClaim) -> tuple[float, str] | None:

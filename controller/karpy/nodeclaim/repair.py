@@ -23,13 +23,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from karpy import clock as karpy_clock
 from karpy import events
 from karpy.api import decoding, labels, nodeclaim
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.state import cluster as state_cluster
+from karpy.nodeclaim import roles
 from karpy.state import statenode
 
 log = logging.getLogger(__name__)
@@ -100,24 +99,37 @@ class Metrics(nodeclaim.Disruptions):
         """karpenter_nodeclaims_unhealthy_disrupted_total (core: node/health/metrics.go)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Deps:
-    """The repair loop's collaborators: expiration's roles plus the provider's repair `policies`."""
+class Observer:
+    """What node repair tells (core: node/health/controller.go, events.go, metrics.go): NodeRepairBlocked on a node it
+    may not repair, and each claim it deleted counted disrupted (reason "unhealthy") and by its unhealthy condition."""
 
-    client: kube_client.KubeClient
-    cluster: state_cluster.Cluster
-    clock: karpy_clock.Clock
-    recorder: events.Recorder
-    policies: Sequence[types.RepairPolicy]
-    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    def __init__(self, recorder: events.Recorder, metrics: Metrics) -> None:
+        self._recorder = recorder
+        self._metrics = metrics
+
+    def blocked(self, node: Mapping[str, Any], message: str) -> None:
+        """Repair of `node` is blocked; told at most once per BLOCKED_DEDUPE whatever the message."""
+        dedupe = events.about(node, timeout=BLOCKED_DEDUPE)
+        self._recorder.record(node, "Warning", NODE_REPAIR_BLOCKED, message, dedupe=dedupe)
+
+    def repaired(self, n: statenode.StateNode, claim: nodeclaim.NodeClaim, found: Unhealthy) -> None:
+        """`claim`, of the unhealthy node `n`, was deleted because of `found`."""
+        capacity_type = n.labels.get(labels.LABEL_CAPACITY_TYPE, "")
+        self._metrics.disrupted(
+            REASON, n.nodepool, capacity_type, termination_mode=nodeclaim.termination_mode(claim),
+            pods=sum(1 for pod in n.pods if not pod.is_daemon),  # the pods still to drain, as upstream lists them
+        )  # fmt: skip
+        image = claim.status.image_id
+        self._metrics.unhealthy_disrupted(snake_case(found.condition_type), n.nodepool, capacity_type, image)
 
 
 class RepairController:
-    def __init__(self, deps: Deps) -> None:
+    def __init__(self, deps: roles.ClusterRoles, observer: Observer, *, policies: Sequence[types.RepairPolicy]) -> None:
         self._deps = deps
+        self._observer = observer
+        self._policies = policies
         self._blocked_until: dict[str, float] = {}
-        """Node name -> when its blocked repair is tried again."""
-        """Node name -> until when its NodeRepairBlocked event is not repeated."""
+        """Node name -> when its blocked repair is tried again (its NodeRepairBlocked Event dedupes itself)."""
         self._repaired: set[str] = set()
         """NodeClaims deleted by a pass whose deletion the state cache may not show yet: deleted (and counted) once."""
 
@@ -149,7 +161,7 @@ class RepairController:
         for n in nodes:
             assert n.node is not None
             assert n.nodeclaim is not None
-            found = unhealthy(n.node, deps.policies)
+            found = unhealthy(n.node, self._policies)
             if found is None or n.deleting or n.nodeclaim_name in self._repaired:
                 continue
             if now < found.due:
@@ -158,7 +170,7 @@ class RepairController:
             if n.node_name in self._blocked_until:
                 continue
             peers = by_pool.get(n.nodepool, ()) if n.nodepool else everyone  # standalone: the cluster's share
-            if not pool_healthy(peers, deps.policies):
+            if not pool_healthy(peers, self._policies):
                 self._block(n)
                 continue
             await self._repair(n, found)
@@ -171,8 +183,7 @@ class RepairController:
         where = "nodepool" if n.nodepool else "cluster"
         message = f"more than {ALLOWED_UNHEALTHY:.0%} nodes are unhealthy in the {where}"
         log.info("node repair blocked", extra={"node": n.node_name, "nodepool": n.nodepool, "reason": message})
-        dedupe = events.about(n.node, timeout=BLOCKED_DEDUPE)
-        self._deps.recorder.record(n.node, "Warning", NODE_REPAIR_BLOCKED, message, dedupe=dedupe)
+        self._observer.blocked(n.node, message)
 
     async def _repair(self, n: statenode.StateNode, found: Unhealthy) -> None:
         deps = self._deps
@@ -192,17 +203,11 @@ class RepairController:
         if not await deps.client.delete(resources.NODECLAIMS, claim.name):
             return
         self._repaired.add(claim.name)
-        capacity_type = n.labels.get(labels.LABEL_CAPACITY_TYPE, "")
         log.info(
             "deleting unhealthy node",
             extra={"node": n.node_name, "nodeclaim": claim.name, "condition": found.condition_type},
         )
-        deps.metrics.disrupted(
-            REASON, n.nodepool, capacity_type, termination_mode=nodeclaim.termination_mode(claim),
-            pods=sum(1 for pod in n.pods if not pod.is_daemon),  # the pods still to drain, as upstream lists them
-        )  # fmt: skip
-        image = claim.status.image_id
-        deps.metrics.unhealthy_disrupted(snake_case(found.condition_type), n.nodepool, capacity_type, image)
+        self._observer.repaired(n, claim, found)
 
 
 def _passed(stamp: str, now: float) -> bool:

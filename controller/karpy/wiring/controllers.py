@@ -23,7 +23,7 @@ from karpy.disruption import controller as disruption_controller
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import observer as interruption_observer
 from karpy.kube import client, resources
-from karpy.nodeclaim import conditions_controller, consistency, expiration, repair
+from karpy.nodeclaim import conditions_controller, consistency, expiration, lifecycle_observer, repair, roles
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.nodeclass import controller as nodeclass_controller
@@ -56,6 +56,11 @@ class Shared:
     registry: metrics.Metrics
     rejected: rejections.Rejections
     queue_series: queues.QueueSeries
+
+    @property
+    def roles(self) -> roles.ClusterRoles:
+        """The writer, the state cache and the clock, as the loops over the cluster state take them."""
+        return roles.ClusterRoles(client=self.writer, cluster=self.cluster, clock=self.clock)
 
     def metered(self, controller: str) -> cloudprovider_types.CloudProvider:
         """The provider as `controller` (upstream's controller name) calls it, timed and its errors counted."""
@@ -100,17 +105,17 @@ class Queued(Generic[T]):
 def nodeclaim_lifecycle(
     s: Shared, registration: nodeclaim_registration.RegistrationHealth
 ) -> Queued[nodeclaim_controller.NodeClaimController]:
-    deps = nodeclaim_controller.Deps(
-        client=s.writer,
-        registration=registration,
-        cloud=s.metered("nodeclaim.lifecycle"),
-        clock=s.clock,
-        recorder=s.recorder,
-        metrics=s.registry.nodeclaim_hooks(),
-        rejections=s.rejected,
-        nodes=functools.partial(s.cluster.objects, resources.NODES),
+    built = nodeclaim_controller.NodeClaimController(
+        nodeclaim_controller.Deps(
+            client=s.writer,
+            cloud=s.metered("nodeclaim.lifecycle"),
+            clock=s.clock,
+            observer=lifecycle_observer.Observer(s.recorder, s.registry.nodeclaim_hooks()),
+            rejections=s.rejected,
+            registration=registration,
+            nodes=functools.partial(s.cluster.objects, resources.NODES),
+        )
     )
-    built = nodeclaim_controller.NodeClaimController(deps)
     return Queued(built, s.queue(parts.NODECLAIMS, built.reconcile, resources.NODECLAIMS, parts.NODECLAIM_WORKERS))
 
 
@@ -203,30 +208,18 @@ def interruption(
 
 def nodeclaim_disruption(s: Shared) -> conditions_controller.NodeClaimConditionsController:
     built = conditions_controller.NodeClaimConditionsController(
-        conditions_controller.Deps(
-            client=s.writer,
-            cluster=s.cluster,
-            cloud=s.metered("nodeclaim.disruption"),
-            clock=s.clock,
-            metrics=s.registry.drift_hooks(),
-        )
+        s.roles, s.metered("nodeclaim.disruption"), metrics=s.registry.drift_hooks()
     )
     s.cluster.add_listener(built.observe)
     return built
 
 
 def nodeclaim_expiration(s: Shared) -> expiration.ExpirationController:
-    return expiration.ExpirationController(
-        expiration.Deps(
-            client=s.writer, cluster=s.cluster, clock=s.clock, recorder=s.recorder, metrics=s.registry.expiry_hooks()
-        )
-    )
+    return expiration.ExpirationController(s.roles, expiration.Observer(s.recorder, s.registry.expiry_hooks()))
 
 
 def nodeclaim_consistency(s: Shared) -> consistency.ConsistencyController:
-    return consistency.ConsistencyController(
-        consistency.Deps(client=s.writer, cluster=s.cluster, clock=s.clock, recorder=s.recorder)
-    )
+    return consistency.ConsistencyController(s.roles, consistency.Observer(s.recorder))
 
 
 def nodeclass(s: Shared) -> Queued[nodeclass_controller.NodeClassController] | None:
@@ -244,16 +237,8 @@ def node_health(s: Shared) -> repair.RepairController | None:
     policies = s.cloud.provider.repair_policies()
     if not (s.settings.feature_gates.node_repair and policies):  # upstream registers node.health only then
         return None
-    return repair.RepairController(
-        repair.Deps(
-            client=s.writer,
-            cluster=s.cluster,
-            clock=s.clock,
-            recorder=s.recorder,
-            policies=policies,
-            metrics=s.registry.repair_hooks(),
-        )
-    )
+    observer = repair.Observer(s.recorder, s.registry.repair_hooks())
+    return repair.RepairController(s.roles, observer, policies=policies)
 
 
 def static_capacity(

@@ -15,7 +15,7 @@ from karpy import events
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import instances, provider
 from karpy.kube import fake
-from karpy.nodeclaim import controller
+from karpy.nodeclaim import controller, lifecycle_observer
 from karpy_emulator.aws import seeding
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
@@ -66,7 +66,10 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
     clock = karpy_clock.ManualClock(launched + 3600)
     gc = controller.NodeClaimController(
         controller.Deps(
-            client=fake.FakeKubeClient(clock), cloud=aws_provider, clock=clock, recorder=events.MemoryRecorder()
+            client=fake.FakeKubeClient(clock),
+            cloud=aws_provider,
+            clock=clock,
+            observer=lifecycle_observer.Observer(events.MemoryRecorder(), lifecycle_observer.Metrics()),
         )
     )
     await gc.collect_garbage()

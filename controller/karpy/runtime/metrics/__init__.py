@@ -25,8 +25,7 @@ from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.disruption import metrics as disruption_metrics
 from karpy.interruption import observer as interruption_observer
 from karpy.kube import resources
-from karpy.nodeclaim import conditions_controller, expiration, repair
-from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.nodeclaim import conditions_controller, expiration, lifecycle_observer, repair
 from karpy.provisioning import provisioner
 from karpy.runtime.metrics import (
     cloudprovider,
@@ -165,7 +164,7 @@ class Metrics:
     def repair_hooks(self) -> repair.Metrics:
         return self.lifecycle.repair_hooks()
 
-    def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
+    def nodeclaim_hooks(self) -> lifecycle_observer.Metrics:
         return self.lifecycle.nodeclaim_hooks()
 
     def termination_hooks(self) -> termination_observer.Metrics:

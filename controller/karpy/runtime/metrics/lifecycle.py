@@ -10,8 +10,7 @@ import prometheus_client
 from prometheus_client import registry as prometheus_client_registry
 
 from karpy.api import nodeclaim
-from karpy.nodeclaim import conditions_controller, expiration, repair
-from karpy.nodeclaim import controller as nodeclaim_controller
+from karpy.nodeclaim import conditions_controller, expiration, lifecycle_observer, repair
 from karpy.runtime.metrics import naming
 from karpy.termination import observer as termination_observer
 
@@ -171,7 +170,7 @@ class LifecycleSeries:
     def repair_hooks(self) -> repair.Metrics:
         return _RepairHooks(self)
 
-    def nodeclaim_hooks(self) -> nodeclaim_controller.Metrics:
+    def nodeclaim_hooks(self) -> lifecycle_observer.Metrics:
         return _NodeClaimHooks(self)
 
     def termination_hooks(self) -> termination_observer.Metrics:
@@ -207,7 +206,7 @@ class _RepairHooks(Disrupted, repair.Metrics):
         ).inc()
 
 
-class _NodeClaimHooks(Disrupted, nodeclaim_controller.Metrics):
+class _NodeClaimHooks(Disrupted, lifecycle_observer.Metrics):
     def instance_terminated(self, nodepool: str, seconds: float) -> None:
         self._claims.nodeclaims_instance_termination_duration.labels(nodepool=nodepool).observe(seconds)
 
