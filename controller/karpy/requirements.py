@@ -22,7 +22,7 @@ cloud provider fills in); keys both define must intersect.
 from __future__ import annotations
 
 import re
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
 from typing import TypeVar, overload
 
@@ -50,20 +50,13 @@ def _within(value: str, gt: int | None, lt: int | None) -> bool:
     return (gt is None or number > gt) and (lt is None or number < lt)
 
 
-def _max_opt(a: int | None, b: int | None) -> int | None:
+def _either(pick: Callable[[int, int], int], a: int | None, b: int | None) -> int | None:
+    """`pick` (max or min) of the two bounds when both are set, the one that is set otherwise."""
     if a is None:
         return b
     if b is None:
         return a
-    return max(a, b)
-
-
-def _min_opt(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
+    return pick(a, b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +168,10 @@ class Requirement:
     # --- algebra --------------------------------------------------------------------------------------------
     def intersection(self, other: Requirement) -> Requirement:
         """Outcomes allowed by both; min_values takes the larger floor."""
-        gt = _max_opt(self.gt, other.gt)
-        lt = _min_opt(self.lt, other.lt)
+        gt = _either(max, self.gt, other.gt)
+        lt = _either(min, self.lt, other.lt)
         absent = self.absent and other.absent
-        min_values = _max_opt(self.min_values, other.min_values)
+        min_values = _either(max, self.min_values, other.min_values)
         a, b = self.included_or_excluded, other.included_or_excluded
         if self.complement and other.complement:
             if gt is not None and lt is not None and gt + 1 >= lt:

@@ -375,12 +375,12 @@ def _enum(kind: type[enum.StrEnum], *, empty: str = "") -> Callable[[str], enum.
     return parse
 
 
-class _Reader:
+class _Reader(errors.Problems):
     """Reads variables, collecting every problem instead of stopping at the first."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
+        super().__init__()
         self.environ = environ
-        self.problems: list[errors.Problem] = []
 
     def get(self, env: str, parse: Callable[[str], T], default: T) -> T:
         raw = self.environ.get(env)
@@ -389,7 +389,7 @@ class _Reader:
         try:
             return parse(raw)
         except ValueError as exc:
-            self.problems.append(errors.Problem(env, str(exc)))
+            self.fail(env, str(exc))
             return default
 
 
@@ -401,7 +401,7 @@ def _parse(environ: Mapping[str, str]) -> Settings:
         ca_bundle=read.get("CLUSTER_CA_BUNDLE", str.strip, ""),
     )
     if "CLUSTER_NAME" not in environ:
-        read.problems.append(errors.Problem("CLUSTER_NAME", "is required"))
+        read.fail("CLUSTER_NAME", "is required")
     aws = AWSSettings(
         region=read.get("AWS_REGION", str.strip, ""),
         interruption_queue=read.get("INTERRUPTION_QUEUE", str.strip, ""),
@@ -431,7 +431,7 @@ def _parse(environ: Mapping[str, str]) -> Settings:
         kube_client_burst=read.get("KUBE_CLIENT_BURST", _positive_int, 300),
     )
     if runtime.metrics_port == runtime.health_probe_port:
-        read.problems.append(errors.Problem("HEALTH_PROBE_PORT", "must differ from METRICS_PORT"))
+        read.fail("HEALTH_PROBE_PORT", "must differ from METRICS_PORT")
     leader_election = LeaderElectionSettings(
         name=read.get("LEADER_ELECTION_NAME", _lease_name, "karpy-leader-election"),
         namespace=read.get("LEADER_ELECTION_NAMESPACE", str.strip, ""),

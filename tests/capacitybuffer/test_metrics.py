@@ -12,6 +12,7 @@ from tests.runtime import exporting
 
 from karpy.kube import client, resources, rest
 from karpy.runtime import metrics
+from karpy.runtime.metrics import operatorpkg
 
 BUFFER = {"group": "autoscaling.x-k8s.io", "kind": "CapacityBuffer"}
 
@@ -22,6 +23,7 @@ class Watched(test_controller.Harness):
     def __init__(self, api: rest.RestClient) -> None:
         super().__init__(api)
         self.metrics = metrics.Metrics()
+        self.metrics.watch_objects(operatorpkg.CAPACITYBUFFERS)  # as the wiring does under the gate
         self.metrics.watch_cluster_series(self.cache, now=self.now.now)
         self.cache.add_listener(self.metrics.object_listener(now=self.now.now, leading=lambda: True))
 

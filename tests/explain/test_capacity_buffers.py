@@ -160,3 +160,30 @@ def test_emptiness_leaves_a_node_the_pending_solve_put_a_buffers_room_on(
     assert held["next_pass"]["method"] != "emptiness"
     (node,) = [n for n in held["nodes"] if n["name"] == emptied]
     assert f'Node "{emptied}" has buffer pods' in [r["message"] for r in node["reasons"]]
+
+
+def test_a_live_buffer_naming_a_workload_of_another_api_group_is_refused_without_a_get(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """A buffer whose scalableRef names `kind: Deployment` in API group example.com: the controller refuses it
+    before any read (core: pkg/utils/apps/resolve.go ResolveScalableRef), so explain GETs nothing for it and says
+    what the controller says, although a Deployment of that name exists in the buffer's namespace."""
+    objects = [
+        builders.deployment("web", 2, namespace=NS, cpu="100m"),
+        _capacity_buffer(
+            "foreign", scalableRef={"apiGroup": "example.com", "kind": "Deployment", "name": "web"}, replicas=2
+        ),
+    ]
+    with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7)) as kube:
+        asyncio.run(test_cli.seed(kube.url, [*dumps.objects(test_cli.SHAPE), *objects]))
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        live = test_cli.as_json(capsys, "--kubeconfig", str(kubeconfig), "--no-repack")
+        reads = {(a.verb, a.resource) for a in kube.api.accesses.snapshot() if a.user == "fake-token"}
+    assert ("get", "deployments") not in reads
+    (found,) = live["capacity_buffers"]
+    assert (found["name"], found["replicas"], found["ready"]) == ("shop/foreign", 0, False)
+    assert (found["reason"], found["message"]) == (
+        "ResolutionFailed",
+        'unsupported scalableRef API group "example.com"',
+    )
+    assert found["placed"] == []

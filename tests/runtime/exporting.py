@@ -19,7 +19,7 @@ from karpy.cloudprovider.aws import accounting
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, resources
 from karpy.runtime import metrics, workqueue
-from karpy.runtime.metrics import nodelabels, queues
+from karpy.runtime.metrics import nodelabels, operatorpkg, queues
 from karpy.state import cluster
 
 START = 1_700_000_000.0
@@ -151,6 +151,7 @@ async def _never(key: str) -> float | None:
 def driven() -> metrics.Metrics:
     """A registry with every hook called once and every collector registered on a populated cluster."""
     m = metrics.Metrics()
+    m.watch_objects(operatorpkg.CAPACITYBUFFERS)  # as the wiring does under the CapacityBuffer gate
     state = cluster_of_everything()
     m.watch_state(state)
     m.watch_cluster_series(state, now=lambda: START + 60, pod_times=_PodTimes())

@@ -4,6 +4,7 @@ the leader's loops and the event routing when their gate is off (upstream's defa
 
 from __future__ import annotations
 
+import prometheus_client.parser
 import pytest
 
 from karpy import clock, settings
@@ -101,3 +102,50 @@ def test_capacity_buffers_are_watched_and_reconciled_only_behind_their_gate(gate
         ctrl.queue(parts.CAPACITYBUFFERS).clear()
         leadership.resync(ctrl)
         assert ctrl.queue(parts.CAPACITYBUFFERS)._queued == {"apps/warm"}
+
+
+@pytest.mark.parametrize(("gates", "running"), [("", False), ("CapacityBuffer=true", True)])
+def test_the_buffers_operator_series_exist_only_behind_their_gate(gates: str, running: bool) -> None:
+    """Upstream runs the buffers' operatorpkg status controller only under the gate (core:
+    pkg/controllers/controllers.go), so without it /metrics has no `operator_capacitybuffer_*` family at all, nor a
+    buffer in the deprecated kind-less ones; with it a buffer's condition shows in both."""
+    ctrl = _controller(gates)
+    ready = {"type": "ReadyForProvisioning", "status": "True", "reason": "Resolved"}
+    buffer = {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "warm", "namespace": "apps"},
+        "spec": {"podTemplateRef": {"name": "pt"}, "replicas": 1},
+        "status": {"conditions": [{**ready, "message": "", "lastTransitionTime": "2023-11-14T22:13:20Z"}]},
+    }
+    ctrl.cluster.apply(resources.CAPACITYBUFFERS, client.WatchEvent(client.ADDED, buffer))
+    exposed = list(prometheus_client.parser.text_string_to_metric_families(ctrl.metrics.exposition().decode()))
+    buffer_families = {f.name for f in exposed if f.name.startswith("operator_capacitybuffer_")}
+    if running:
+        assert {f"operator_capacitybuffer_{n}" for n in _OPERATOR_FAMILIES} <= buffer_families
+    else:
+        assert buffer_families == set()
+    where = {"namespace": "apps", "name": "warm", **ready}
+    counted = [
+        (s.name, s.labels.get("kind"))
+        for f in exposed
+        for s in f.samples
+        if s.name in ("operator_capacitybuffer_status_condition_count", "operator_status_condition_count")
+        and where.items() <= s.labels.items()
+    ]
+    expected = [
+        ("operator_capacitybuffer_status_condition_count", None),
+        ("operator_status_condition_count", "CapacityBuffer"),
+    ]
+    assert sorted(counted, key=str) == (sorted(expected, key=str) if running else [])
+
+
+_OPERATOR_FAMILIES = (
+    "status_condition_count",
+    "status_condition_current_status_seconds",
+    "status_condition_transition_seconds",
+    "status_condition_transitions",
+    "termination_current_time_seconds",
+    "termination_duration_seconds",
+)
+"""operatorpkg's families of a kind (status/metrics.go), as the text parser names them (a counter without _total)."""

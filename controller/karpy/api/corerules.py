@@ -64,13 +64,7 @@ def _join(path: str, *parts: str | int) -> str:
     return path
 
 
-class _Rules:
-    def __init__(self) -> None:
-        self.problems: list[errors.Problem] = []
-
-    def fail(self, path: str, message: str) -> None:
-        self.problems.append(errors.Problem(path, message))
-
+class _Rules(errors.Problems):
     def unsupported(self, value: Any, path: str, allowed: Sequence[str]) -> None:
         supported = ", ".join(f'"{a}"' for a in allowed)
         self.fail(path, f'unsupported value "{str(value)[:60]}" (supported: {supported})')

@@ -17,6 +17,17 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+class Problems:
+    """Collects every problem with its field path instead of stopping at the first (the parsers' and checkers'
+    common base)."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def fail(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path, message))
+
+
 class ValidationError(ValueError):
     """Raised by every parser in `karpy.api`; lists all problems found, not only the first."""
 

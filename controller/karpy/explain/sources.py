@@ -23,6 +23,7 @@ from karpy import clock as karpy_clock
 from karpy.api import decoding, documents, labels, parse, status
 from karpy.api import errors as api_errors
 from karpy.capacitybuffer import controller as capacitybuffer_controller
+from karpy.capacitybuffer import resolve
 from karpy.kube import client, resources
 from karpy.nodeclaim import disruption_conditions
 from karpy.simulate import inputs, manifests
@@ -209,14 +210,18 @@ async def read_live(kube: client.KubeClient) -> tuple[Snapshot, list[str]]:
 
 
 async def _read_workloads(kube: client.KubeClient, snap: Snapshot) -> None:
-    """The workloads the snapshot's CapacityBuffers name by scalableRef, one GET each, as the buffer controller reads
-    them (a missing one is left out: the buffer then says it was not found)."""
+    """The workloads the snapshot's CapacityBuffers name by scalableRef, one GET each where the buffer controller
+    makes one: by the controller's own rule (`resolve.workload_ref`), so a buffer it refuses, or one with a
+    podTemplateRef, names none. A missing workload is left out: the buffer then says it was not found."""
     wanted = set()
     for obj in snap.objects.get(resources.CAPACITYBUFFERS, ()):
-        ref = (obj.get("spec") or {}).get("scalableRef")
-        res = capacitybuffer_controller.SCALABLE.get(str(ref.get("kind"))) if isinstance(ref, Mapping) else None
-        if res is not None and isinstance(ref, Mapping) and ref.get("name"):
-            wanted.add((res, str((obj.get("metadata") or {}).get("namespace") or ""), str(ref["name"])))
+        try:
+            buffer = parse.capacitybuffer(obj)
+        except api_errors.ValidationError:
+            continue  # the model leaves it out and says why (`to_cluster`)
+        ref = resolve.workload_ref(buffer)
+        if buffer.spec.pod_template_ref is None and not isinstance(ref, resolve.Found):
+            wanted.add((capacitybuffer_controller.SCALABLE[ref.kind], buffer.namespace, ref.name))
     for res, namespace, name in sorted(wanted, key=lambda w: (w[0].kind, w[1], w[2])):
         found = await kube.get(res, name, namespace=namespace)
         if found is not None:

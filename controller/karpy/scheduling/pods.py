@@ -170,14 +170,8 @@ class Interner:
 
 
 # --- parsing --------------------------------------------------------------------------------------------------
-class _Parser:
-    """Collects every problem with its field path instead of stopping at the first."""
-
-    def __init__(self) -> None:
-        self.problems: list[errors.Problem] = []
-
-    def fail(self, path: str, message: str) -> None:
-        self.problems.append(errors.Problem(path, message))
+class _Parser(errors.Problems):
+    """Reads a pod's fields, collecting every problem with its field path instead of stopping at the first."""
 
     def mapping(self, obj: Any, path: str) -> Mapping[str, Any]:
         if obj is None:

@@ -32,7 +32,7 @@ from karpy.nodepool import controller as nodepool_controller
 from karpy.nodepool import zonalshift
 from karpy.provisioning import batcher, provisioner
 from karpy.runtime import metrics, parts, workqueue
-from karpy.runtime.metrics import queues
+from karpy.runtime.metrics import operatorpkg, queues
 from karpy.scheduling import scheduler
 from karpy.state import cluster as state_cluster
 from karpy.static import controller as static_controller
@@ -143,6 +143,7 @@ def capacity_buffer(
     built = capacitybuffer_controller.CapacityBufferController(s.writer, s.cluster, clock=s.clock, trigger=trigger)
     work = s.queue(parts.CAPACITYBUFFERS, built.reconcile, resources.CAPACITYBUFFERS, 10)
     s.cluster.add_listener(built.listener(work.add))
+    s.registry.watch_objects(operatorpkg.CAPACITYBUFFERS)  # upstream's buffer status controller, gated alike
     return Queued(built, work)
 
 

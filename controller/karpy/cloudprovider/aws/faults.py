@@ -202,15 +202,21 @@ class Faults:
                     return rule
         return None
 
+    def _failing(self, event_name: str) -> Rule | None:
+        """The rule that fails this call, None when none does: a slow rule is waited out here, and the call then
+        goes on as usual. `event_name` is botocore's, e.g. "before-send.ec2.CreateFleet"."""
+        _, service, operation = event_name.split(".", 2)
+        rule = self._take(service, operation)
+        if rule is not None and rule.kind is Kind.SLOW:
+            self._wait(rule.delay)
+            return None
+        return rule
+
     def _hook(self, protocol: str) -> Callable[..., awsrequest.AWSResponse | None]:
         def before_send(request: awsrequest.AWSPreparedRequest, event_name: str, **unused: Any) -> Any:
-            _, service, operation = event_name.split(".", 2)  # "before-send.ec2.CreateFleet"
-            rule = self._take(service, operation)
+            rule = self._failing(event_name)
             if rule is None:
-                return None
-            if rule.kind is Kind.SLOW:
-                self._wait(rule.delay)
-                return None  # then sent as usual
+                return None  # sent as usual
             if rule.kind is Kind.LOST:
                 session = httpsession.URLLib3Session()
                 try:
@@ -224,12 +230,8 @@ class Faults:
 
     def _in_process_hook(self, protocol: str) -> Callable[..., tuple[awsrequest.AWSResponse, dict[str, Any]] | None]:
         def before_call(event_name: str, **unused: Any) -> tuple[awsrequest.AWSResponse, dict[str, Any]] | None:
-            _, service, operation = event_name.split(".", 2)  # "before-call.ec2.DescribeInstanceTypes"
-            rule = self._take(service, operation)
+            rule = self._failing(event_name)
             if rule is None:
-                return None
-            if rule.kind is Kind.SLOW:
-                self._wait(rule.delay)
                 return None
             error = _ERRORS[protocol][Kind.SERVER_ERROR if rule.kind is Kind.LOST else rule.kind]
             parsed = {

@@ -62,7 +62,7 @@ class NodeClassResolver:
         cluster_endpoint: str = "",
         k8s_version: str = "",
         dry_run: bool = False,
-        reservation_counts: Callable[[Mapping[str, int]], None] = lambda _: None,
+        reservation_counts: Callable[[Mapping[str, int]], None],
     ) -> None:
         self._aws = aws
         self._reservation_counts = reservation_counts

@@ -24,12 +24,8 @@ EXPIRING = ec2nodeclass.CAPACITY_RESERVATION_EXPIRING
 
 def query(term: ec2nodeclass.CapacityReservationSelectorTerm) -> dict[str, Any]:
     """DescribeCapacityReservations arguments for one term."""
-    filters = selectors.tag_filters(term.tags)
-    if term.owner_id:
-        filters.append({"Name": "owner-id", "Values": [term.owner_id]})
-    if term.instance_match_criteria:
-        filters.append({"Name": "instance-match-criteria", "Values": [term.instance_match_criteria]})
-    out: dict[str, Any] = {"Filters": filters}
+    fields = {"owner-id": term.owner_id, "instance-match-criteria": term.instance_match_criteria}
+    out: dict[str, Any] = {"Filters": selectors.term_filters(term.tags, fields)}
     if term.id:
         out["CapacityReservationIds"] = [term.id]
     return out

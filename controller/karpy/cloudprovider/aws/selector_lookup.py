@@ -29,8 +29,15 @@ def resolve(
 ) -> dict[str, types.SelectorResolution]:
     """Each node class's selectors by name; a lookup that fails is that field's error, never an exception.
     `cluster_name` is for alias AMI terms (the cluster's Kubernetes version picks the SSM parameters)."""
-    resolver = nodeclass.NodeClassResolver(aws=aws, clock=clock, cluster_name=cluster_name, region=region)
+    resolver = nodeclass.NodeClassResolver(
+        aws=aws, clock=clock, cluster_name=cluster_name, region=region, reservation_counts=_no_reservations
+    )
     return asyncio.run(_resolve_all(resolver, nodeclasses))
+
+
+def _no_reservations(_counts: Mapping[str, int]) -> None:
+    """`karpy plan` resolves AMI, subnet and security-group terms only: it never describes a capacity
+    reservation, and keeps no provider whose reservation availability the counts would feed."""
 
 
 async def _resolve_all(

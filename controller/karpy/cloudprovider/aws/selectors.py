@@ -23,33 +23,24 @@ def tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
     return out
 
 
+def term_filters(tags: Mapping[str, str], fields: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A term's tag filters, then one equality filter per field the term sets, by filter name in `fields`' order
+    (a field left "" filters nothing)."""
+    return [*tag_filters(tags), *({"Name": name, "Values": [value]} for name, value in fields.items() if value)]
+
+
 def subnet_filters(term: ec2nodeclass.SubnetSelectorTerm) -> list[dict[str, Any]]:
-    filters = tag_filters(term.tags)
-    if term.id:
-        filters.append({"Name": "subnet-id", "Values": [term.id]})
-    return filters
+    return term_filters(term.tags, {"subnet-id": term.id})
 
 
 def security_group_filters(term: ec2nodeclass.SecurityGroupSelectorTerm) -> list[dict[str, Any]]:
-    filters = tag_filters(term.tags)
-    if term.id:
-        filters.append({"Name": "group-id", "Values": [term.id]})
-    if term.name:
-        filters.append({"Name": "group-name", "Values": [term.name]})
-    if term.vpc_id:
-        # Group names are unique per VPC only: the VPC pins a name (or tag) match to one group.
-        filters.append({"Name": "vpc-id", "Values": [term.vpc_id]})
-    return filters
+    # Group names are unique per VPC only: the VPC pins a name (or tag) match to one group.
+    return term_filters(term.tags, {"group-id": term.id, "group-name": term.name, "vpc-id": term.vpc_id})
 
 
 def image_query(term: ec2nodeclass.AMISelectorTerm) -> dict[str, Any]:
     """DescribeImages arguments for a non-alias, non-SSM term."""
-    filters = tag_filters(term.tags)
-    if term.id:
-        filters.append({"Name": "image-id", "Values": [term.id]})
-    if term.name:
-        filters.append({"Name": "name", "Values": [term.name]})
-    query: dict[str, Any] = {"Filters": filters}
+    query: dict[str, Any] = {"Filters": term_filters(term.tags, {"image-id": term.id, "name": term.name})}
     if term.owner:
         query["Owners"] = [term.owner]
     elif term.name and not term.id:

@@ -108,10 +108,14 @@ class Metrics:
         """Budgets and operatorpkg's condition and deletion gauges from the state cache, the instance-type gauges
         from the last listing; the pod provisioning gauges from `pod_times` (the provisioner's record) when given."""
         self.registry.register(scrape.BudgetCollector(state, now=now))
-        self.registry.register(operatorpkg.ObjectCollector(state, now=now))
+        self.registry.register(operatorpkg.ObjectCollector(state, kinds=self.objects.kinds, now=now))
         self.registry.register(nodes.NodeSeriesCollector(state, now=now, pod_times=pod_times))
         self.registry.register(self.solves.collector(now=now))
         self.registry.register(self.catalog)
+
+    def watch_objects(self, kind: operatorpkg.Kind) -> None:
+        """Run operatorpkg's status controller for a gated `kind` too (its `operator_<kind>_*` series)."""
+        self.objects.add(kind)
 
     def object_listener(
         self, *, now: Callable[[], float], leading: Callable[[], bool]

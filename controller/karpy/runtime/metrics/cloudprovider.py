@@ -6,6 +6,7 @@ gauges live here too."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Final, TypeVar
 
 import prometheus_client
 from prometheus_client import core as prometheus_client_core
@@ -60,51 +61,48 @@ class CloudCallCollector(prometheus_client.registry.Collector):
         self._source = source
 
     def collect(self) -> Iterator[prometheus_client_core.Metric]:
-        source = self._source
-        for name, doc, table in (
-            ("karpy_cloudprovider_api_calls", "Cloud provider API calls by service and operation", source.calls()),
+        source, ns = self._source, naming.NAMESPACE
+        counters: tuple[tuple[str, str, tuple[str, ...], _Samples], ...] = (
+            (
+                "karpy_cloudprovider_api_calls",
+                "Cloud provider API calls by service and operation",
+                _CALL,
+                source.calls().items(),
+            ),
             (
                 "karpy_cloudprovider_api_attempts",
                 "HTTP requests of cloud provider API calls (retries included) by service and operation",
-                source.attempts(),
+                _CALL,
+                source.attempts().items(),
             ),
-        ):
-            family = prometheus_client_core.CounterMetricFamily(name, doc, labels=["service", "operation"])
-            for (service, operation), count in sorted(table.items()):
-                family.add_metric([service, operation], count)
-            yield family
-        errors = prometheus_client_core.CounterMetricFamily(
-            "karpy_cloudprovider_api_errors",
-            "Cloud provider API calls that failed after their retries, by error code",
-            labels=["service", "operation", "code"],
+            (
+                "karpy_cloudprovider_api_errors",
+                "Cloud provider API calls that failed after their retries, by error code",
+                (*_CALL, "code"),
+                source.errors().items(),
+            ),
+            (
+                f"{ns}_cloudprovider_instance_launch_failures",
+                "Instance launch failures, by zone, zone id, capacity type and reason "
+                "(aws: providers/instance/metrics.go)",
+                ("zone", "zone_id", "capacity_type", "reason"),
+                source.launch_failures().items(),
+            ),
+            (
+                f"{ns}_cloudprovider_instance_termination_failures",
+                "Failed instance terminations, by zone and zone id",
+                ("zone", "zone_id"),
+                source.termination_failures().items(),
+            ),
         )
-        for key, count in sorted(source.errors().items()):
-            errors.add_metric(list(key), count)
-        yield errors
-        launches = prometheus_client_core.CounterMetricFamily(
-            f"{naming.NAMESPACE}_cloudprovider_instance_launch_failures",
-            "Instance launch failures, by zone, zone id, capacity type and reason (aws: providers/instance/metrics.go)",
-            labels=["zone", "zone_id", "capacity_type", "reason"],
-        )
-        for failure, count in sorted(source.launch_failures().items()):
-            launches.add_metric(list(failure), count)
-        yield launches
-        terminations = prometheus_client_core.CounterMetricFamily(
-            f"{naming.NAMESPACE}_cloudprovider_instance_termination_failures",
-            "Failed instance terminations, by zone and zone id",
-            labels=["zone", "zone_id"],
-        )
-        for zone_key, count in sorted(source.termination_failures().items()):
-            terminations.add_metric(list(zone_key), count)
-        yield terminations
+        for name, doc, labels, table in counters:
+            yield _filled(prometheus_client_core.CounterMetricFamily(name, doc, labels=labels), table)
         userdata = prometheus_client_core.GaugeMetricFamily(
-            f"{naming.NAMESPACE}_ec2nodeclasses_userdata_bytes",
+            f"{ns}_ec2nodeclasses_userdata_bytes",
             "Size in bytes of the rendered user data (raw, pre-base64) for the EC2NodeClass",
             labels=["nodeclass"],
         )
-        for nodeclass, size in sorted(source.userdata_bytes().items()):
-            userdata.add_metric([nodeclass], size)
-        yield userdata
+        yield _filled(userdata, (((nodeclass,), size) for nodeclass, size in source.userdata_bytes().items()))
         sizes = prometheus_client_core.HistogramMetricFamily(
             f"{naming.NAMESPACE}_cloudprovider_batcher_batch_size",
             "Size of the request batch per batcher",
@@ -124,6 +122,19 @@ class CloudCallCollector(prometheus_client.registry.Collector):
                 )
         yield sizes
         yield times
+
+
+_CALL: Final = ("service", "operation")
+"""Labels of a cloud provider API call."""
+_Samples = Iterable[tuple[tuple[str, ...], float]]
+_Family = TypeVar("_Family", prometheus_client_core.CounterMetricFamily, prometheus_client_core.GaugeMetricFamily)
+
+
+def _filled(family: _Family, samples: _Samples) -> _Family:
+    """`family` with each of `samples` (label values, value), in the order of the label values."""
+    for values, value in sorted(samples):
+        family.add_metric(list(values), value)
+    return family
 
 
 def _bound(upper: float) -> str:

@@ -90,12 +90,11 @@ KINDS: Final = (
     ),
     # aws: pkg/controllers/controllers.go registers it without buckets of its own: the Go client's defaults
     Kind(resources.EC2NODECLASSES, (), naming.GO_DEFAULT_BUCKETS, True),
-    # core: pkg/controllers/controllers.go, a generic object controller under the CapacityBuffer gate. karpy's cache
-    # holds buffers only under the gate too, so without it these families carry no series.
-    Kind(resources.CAPACITYBUFFERS, (), EXPONENTIAL_BUCKETS, True),
 )
-"""The kinds upstream's Karpenter on AWS runs a status controller for, as it configures each."""
-_BY_RESOURCE: Final = {kind.resource: kind for kind in KINDS}
+"""The kinds upstream's Karpenter on AWS always runs a status controller for, as it configures each."""
+CAPACITYBUFFERS: Final = Kind(resources.CAPACITYBUFFERS, (), EXPONENTIAL_BUCKETS, True)
+"""core: pkg/controllers/controllers.go runs a generic object controller for buffers only under the CapacityBuffer
+gate: the wiring's buffer builder adds this kind (`ObjectSeries.add`), so without the gate no family of it exists."""
 GROUP_KIND: Final = ("group", "kind")
 """The labels the deprecated families carry instead of a kind in their name."""
 OBJECT: Final = ("namespace", "name")
@@ -193,22 +192,35 @@ class ObjectSeries:
     """The transition counters and the histograms, per kind and the deprecated ones, with what feeds them."""
 
     def __init__(self, registry: prometheus_client.CollectorRegistry) -> None:
+        self._registry = registry
+        self._kinds: dict[resources.Resource, Kind] = {}
         self._transitions: dict[resources.Resource, prometheus_client.Counter] = {}
         self._held: dict[resources.Resource, prometheus_client.Histogram] = {}
         self._terminated: dict[resources.Resource, prometheus_client.Histogram] = {}
         for kind in KINDS:
-            extra = kind.extra_labels
-            self._transitions[kind.resource], self._held[kind.resource], self._terminated[kind.resource] = (
-                _transition_families(kind.prefix, registry, extra=extra, buckets=kind.buckets)
-            )
+            self.add(kind)
         # operatorpkg registers the deprecated families with the Go client's default buckets (status/metrics.go)
         self._deprecated = _transition_families(
             NAMESPACE, registry, extra=list(GROUP_KIND), buckets=naming.GO_DEFAULT_BUCKETS
         )
 
+    def add(self, kind: Kind) -> None:
+        """Run `kind`'s status controller too: its families are registered, and its objects counted and shown."""
+        if kind.resource in self._kinds:
+            return  # registered once, as upstream builds each status controller once
+        res = kind.resource
+        self._kinds[res] = kind
+        self._transitions[res], self._held[res], self._terminated[res] = _transition_families(
+            kind.prefix, self._registry, extra=kind.extra_labels, buckets=kind.buckets
+        )
+
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds whose status controller runs, in the order they were added."""
+        return tuple(self._kinds.values())
+
     def observe(self, res: resources.Resource, old: Obj, new: Obj, *, now: float) -> None:
         """Count what changed from `old` to `new` (None when absent) of an object of `res`; `now` in epoch s."""
-        kind = _BY_RESOURCE.get(res)
+        kind = self._kinds.get(res)
         if kind is None:
             return
         turned = transitions(old, new)
@@ -236,7 +248,7 @@ class ObjectSeries:
         the leader only, and every replica's cache sees every update."""
 
         def observe(res: resources.Resource, old: Obj, new: Obj) -> None:
-            if res in _BY_RESOURCE and leading():
+            if res in self._kinds and leading():
                 self.observe(res, old, new, now=now())
 
         return observe
@@ -347,12 +359,15 @@ class ObjectCollector(offloop.DeferringCollector):
     reads any object the API server holds), including NodePools being deleted. Its snapshot is the cache's lists of
     the objects; the render reads them (`offloop`)."""
 
-    def __init__(self, cluster: state_cluster.Cluster, *, now: Callable[[], float]) -> None:
+    def __init__(
+        self, cluster: state_cluster.Cluster, *, kinds: Callable[[], Iterable[Kind]], now: Callable[[], float]
+    ) -> None:
         self._cluster = cluster
+        self._kinds = kinds
         self._now = now
 
     def snapshot(self, reads: offloop.Reads) -> offloop.Render:
-        objects = [(kind, self._cluster.objects(kind.resource)) for kind in KINDS]
+        objects = [(kind, self._cluster.objects(kind.resource)) for kind in self._kinds()]
         return functools.partial(_object_gauges, objects, now=self._now())
 
 
