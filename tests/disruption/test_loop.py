@@ -121,3 +121,30 @@ async def test_failed_passes_back_off_exponentially_to_a_minute(
     async with tasks.running(ctrl.run):
         await w.clock.run_for(offsets[-1] + 0.5)
     assert [t - start for t in flaky.calls] == offsets
+
+
+async def test_an_unsynced_cluster_is_looked_at_again_after_a_second_not_the_polling_period() -> None:
+    """upstream disruption/controller.go `Reconcile`: while `cluster.Synced` is false (a NodeClaim, e.g. the
+    replacement the last command created, has no providerID yet) it requeues after one second; only a pass that
+    found nothing to do waits the 10 s pollingPeriod. A 10 s wait after every replace command slowed a long
+    consolidation (bench/performance.py wideDeployments)."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("launching")
+    launched = w.kube.obj(resources.NODECLAIMS, "launching")
+    assert launched is not None
+    unlaunched = {**launched, "status": {k: v for k, v in launched["status"].items() if k != "providerID"}}
+    w.kube.put(resources.NODECLAIMS, unlaunched)
+    start = w.clock.now()
+    ctrl = w.controller()
+    recorder = FlakyMethod(w.clock, lambda _call: False)
+    ctrl.methods[:] = [recorder]  # finds nothing: the passes' pace is the loop's alone
+    w.sync()
+    async with tasks.running(ctrl.run):
+        await w.clock.run_for(2.5)
+        assert recorder.calls == []  # not synced: no pass yet
+        w.kube.put(resources.NODECLAIMS, launched)
+        w.sync()
+        await w.clock.run_for(11)
+    # the first pass a second-tick after the launch resolved, then the polling period
+    assert [t - start for t in recorder.calls] == [3, 13]

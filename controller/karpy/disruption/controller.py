@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 
 POLL = 10.0
 """Seconds between passes when the last one found nothing to do (upstream pollingPeriod)."""
+SYNC_POLL = 1.0
+"""Seconds before looking again while the cluster state is not synced, e.g. a replacement the last command created
+has no providerID yet (upstream disruption/controller.go requeues after a second, not after the polling period):
+each replace command is followed by such a wait, and a 10 s one would add up over a long consolidation."""
 QUEUE_POLL = 1.0
 """Seconds between checks of queued commands' replacements."""
 ERROR_BACKOFF_START = 1.0
@@ -116,6 +120,9 @@ class DisruptionController:
             await retry(self._disruption_pass, what="disruption pass")
 
     async def _disruption_pass(self) -> None:
+        if not self._deps.cluster.synced_for_decisions():
+            await self._deps.clock.sleep(SYNC_POLL)
+            return
         if await self.reconcile() is None:
             await self._deps.clock.sleep(self._deps.settings.poll)
 
