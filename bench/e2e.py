@@ -19,9 +19,19 @@ buy a few more: by then the kube-scheduler stand-in has bound pods where it chos
 karpy's plan), and the pods still pending are simulated afresh against the room that is left.
 `last_nodeclaim_created_s` runs from the start of the first pass until the last NodeClaim of any pass was created;
 `pods_bound_s` from the same moment until all pods are bound; `all_launched_s` / `all_registered_s` /
-`all_initialized_s` until every NodeClaim had that condition. `controller_rss_mb` is the peak RSS (VmHWM) of this
-process; `emulation_cpu_s` the CPU seconds the emulation's child process used from the pods' creation until all were
-bound. `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
+`all_initialized_s` until every NodeClaim had that condition.
+
+What paces the pods, on the same zero (`first_pass_after_deployments_s`: from the Deployments' creation until that
+first pass started): `pods_created_s` until the ReplicaSets' `status.replicas` (written by the ReplicaSet stand-in
+right after its creates) counted every pod, `pods_seen_s` until the controller's cache held every pod (its informer),
+`pods_marked_s` until every pod was, in that cache, bound or marked Unschedulable by the kube-scheduler stand-in
+(what makes a pod provisionable), and `pods_bound_tenths_s` until each tenth of the pods was bound (the last is
+`pods_bound_s` to the sampling's 0.5 s). A figure is negative when the stage came before the first window closed.
+`pods_bound_s` is asked of the API server only once the controller's cache has every pod bound (see
+`_settled_in_cache`). `controller_rss_mb` is the peak RSS (VmHWM) of this process; `emulation_cpu_s` the CPU seconds
+the emulation's child process used from the pods' creation until all were bound; `KARPY_EMULATOR_PROFILE` profiles
+it (`karpy_emulator.profiling`).
+`loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
 
 Consolidation runs on virtual time, in this process: a fresh emulation and controller share an
 `autojump.AutojumpClock` (time jumps to the next timer whenever no request or worker-thread call is in flight, so
@@ -189,6 +199,49 @@ def _condition(claim: Mapping[str, Any], name: str) -> bool:
     return any(c.get("type") == name and c.get("status") == "True" for c in conditions)
 
 
+TENTHS = 10
+"""`pods_bound_tenths_s` has one figure per tenth of the pods."""
+PROGRESS_STEP = 0.5
+"""Seconds between the pod progress samples (the figures' resolution; the sample reads the controller's cache)."""
+
+
+async def _pod_progress(api: Any, plane: controlplane.ControlPlane, replicas: int, reached: dict[str, float]) -> None:
+    """Note (monotonic) when the pods reached each stage that separates creating them from binding them (see the
+    module docstring); runs until every stage is reached or it is cancelled."""
+    stages = 3 + TENTHS
+    while len(reached) < stages:
+        with contextlib.suppress(TimeoutError, OSError, client.KubeError):  # busy API server: next sample
+            sets, _ = await api.list(workloads.REPLICASETS, namespace="default")
+            if sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in sets) >= replicas:
+                reached.setdefault("created", time.monotonic())
+        now = time.monotonic()
+        pods = [p for p in plane.cluster.pods() if p.namespace == "default"]
+        bound = sum(1 for p in pods if p.node_name)
+        if len(pods) >= replicas:
+            reached.setdefault("seen", now)
+        if bound + len(plane.cluster.pending_pods()) >= replicas:
+            reached.setdefault("marked", now)
+        for tenth in range(1, TENTHS + 1):
+            if bound * TENTHS >= tenth * replicas:
+                reached.setdefault(f"bound_{tenth}", now)
+        await asyncio.sleep(PROGRESS_STEP)
+
+
+def _progress_figures(reached: Mapping[str, float], *, zero: float | None, deployments_at: float) -> dict[str, Any]:
+    """The pod progress stages as seconds since the first provisioning pass started (None: not reached)."""
+
+    def since(key: str) -> float | None:
+        return round(reached[key] - zero, 2) if zero is not None and key in reached else None
+
+    return {
+        "first_pass_after_deployments_s": round(zero - deployments_at, 2) if zero is not None else None,
+        "pods_created_s": since("created"),
+        "pods_seen_s": since("seen"),
+        "pods_marked_s": since("marked"),
+        "pods_bound_tenths_s": [since(f"bound_{tenth}") for tenth in range(1, TENTHS + 1)],
+    }
+
+
 async def _warm_up(plane: controlplane.ControlPlane, *, within: float) -> float:
     """Wait until the controller has its catalog, as a running controller has (upstream's instance-type controller
     fetches types and offerings at start): seconds it took. Without the in-process shortcut the first listing is
@@ -250,19 +303,23 @@ async def benchmark(
             calls_before = plane.aws_calls.calls()
             reached: dict[str, float] = {}
             sampler = asyncio.create_task(_milestones(plane, reached))
+            progress: dict[str, float] = {}
+            progress_sampler = asyncio.create_task(_pod_progress(api, plane, replicas, progress))
             emulation_cpu = _cpu_s(emulated.endpoints.pid)
+            deployments_at = time.monotonic()
             for name, cpu, memory in (SMALL, LARGE):
                 await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
             error = None
             try:
-                await _until(lambda: _settled(api, replicas), within=within, what="all pods bound", step=1.0)
+                await _until(lambda: _settled_in_cache(api, plane, replicas), within=within, what="all pods bound")
             except TimeoutError as exc:
                 error = str(exc)
             bound_at = time.monotonic()
             emulation_cpu = _cpu_s(emulated.endpoints.pid) - emulation_cpu
-            sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sampler
+            for task in (sampler, progress_sampler):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             rss_peak = _rss_mb("VmHWM")
             held = _largest_types() if memory_report else None
             steady = None
@@ -287,6 +344,7 @@ async def benchmark(
                     f"all_{name.lower()}_s": round(reached[name] - first[0], 2) if first and name in reached else None
                     for name in MILESTONES
                 },
+                **_progress_figures(progress, zero=first[0] if first else None, deployments_at=deployments_at),
                 "controller_rss_mb": round(rss_peak, 1),
                 "emulation_cpu_s": round(emulation_cpu, 1),
                 "aws_calls_total": sum(calls.values()),
@@ -465,6 +523,16 @@ def _since(now: Mapping[tuple[str, str], int], before: Mapping[tuple[str, str], 
 async def _live_nodes(api: Any) -> list[dict[str, Any]]:
     items, _ = await api.list(resources.NODES)
     return [n for n in items if not n["metadata"].get("deletionTimestamp")]
+
+
+async def _settled_in_cache(api: Any, plane: controlplane.ControlPlane, replicas: int) -> bool:
+    """`_settled`, asked of the API server only once the controller's cache has every pod bound: each ask is a
+    filtered LIST that the emulated API server answers by walking every pod, once a second for the whole run (a
+    tenth of its thread's time in a 3,000-pod profile), a load no real cluster's API server carries for karpy."""
+    pods = [p for p in plane.cluster.pods() if p.namespace == "default"]
+    if len(pods) != replicas or not all(p.node_name for p in pods):
+        return False
+    return await _settled(api, replicas)
 
 
 async def _settled(api: Any, replicas: int) -> bool:

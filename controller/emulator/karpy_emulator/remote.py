@@ -28,7 +28,7 @@ from typing import Self
 
 from karpy import clock as karpy_clock
 from karpy.kube import credentials, rest
-from karpy_emulator import cluster
+from karpy_emulator import cluster, profiling
 
 START_TIMEOUT = 120.0
 """Seconds for the child to seed moto and start serving."""
@@ -197,7 +197,8 @@ async def serve(options: cluster.ClusterOptions) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with contextlib.suppress(KeyboardInterrupt):
+    # KARPY_EMULATOR_PROFILE (module `profiling`): where a benchmark's emulation spends its CPU, every thread.
+    with profiling.from_environment(), contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(_options(argv)))
     return 0
 
