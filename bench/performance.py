@@ -19,22 +19,30 @@ How it is measured, as upstream's report does it on a real cluster (report.go, c
   phase (`Monitor.AvgUtilization`);
 - `controller_p95_memory_mb`: the 95th percentile of this process's RSS, sampled every 0.5 s during the phase (each
   scenario runs in a process of its own, so one scenario's memory never counts in the next);
-  `controller_avg_cpu_cores`: this process's CPU seconds over the phase's wall seconds. Both include the measuring
+  `controller_avg_cpu_cores`: this process's CPU seconds (`controller_cpu_s`, every thread's) over the phase's wall
+  seconds. Both include the measuring
   loop; the machine's load averages are printed beside them, as the wall clock also counts other processes.
 Every figure is printed beside its threshold and the margin (threshold / figure for upper bounds, figure /
 threshold for lower bounds).
 
     .venv/bin/python bench/performance.py --json                       # every scenario (tens of minutes)
     .venv/bin/python bench/performance.py --json --scenarios basic,interference
+    .venv/bin/python bench/performance.py --json --scenarios basic --profile /tmp/prof   # + a cProfile per phase
+
+`--profile DIR` writes `DIR/<scenario>-<phase>.prof` (`python -m pstats`), the event loop's thread over the phase:
+where the controller's CPU goes. cProfile slows what it profiles, so a profiled run's figures are not the
+benchmark's; compare `controller_cpu_s` (this process's CPU seconds over the phase) of unprofiled runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import dataclasses
 import json
 import os
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -374,15 +382,16 @@ class Sampler:
             self.rss_mb.append(e2e._rss_mb())
             await asyncio.sleep(SAMPLE_EVERY)
 
-    async def stop(self) -> tuple[float, float]:
-        """(p95 RSS in MB, average CPU cores) over the sampled span."""
+    async def stop(self) -> tuple[float, float, float]:
+        """(p95 RSS in MB, average CPU cores, CPU seconds) over the sampled span."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        cores = (time.process_time() - self._cpu) / max(time.monotonic() - self._wall, 1e-9)
+        cpu = time.process_time() - self._cpu
+        cores = cpu / max(time.monotonic() - self._wall, 1e-9)
         samples = sorted(self.rss_mb) or [e2e._rss_mb()]
         p95 = samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
-        return p95, cores
+        return p95, cores, cpu
 
 
 async def utilisation(api: Any) -> tuple[float, float, int]:
@@ -467,7 +476,9 @@ def _margins(figures: Mapping[str, float], limits: Thresholds) -> dict[str, Any]
     return out
 
 
-async def run_scenario(scenario: Scenario, *, within: float) -> dict[str, Any]:
+async def run_scenario(
+    scenario: Scenario, *, within: float, profile: pathlib.Path | None = None, last_phase: str | None = None
+) -> dict[str, Any]:
     options = cluster.ClusterOptions(cluster_name=f"perf-{scenario.name.lower()}", boot_delay=2.0, interval=0.5)
     replicas = {w.name: 0 for w in scenario.workloads}
     by_name = {w.name: w for w in scenario.workloads}
@@ -486,7 +497,10 @@ async def run_scenario(scenario: Scenario, *, within: float) -> dict[str, Any]:
             for phase in scenario.phases:
                 before = await _node_names(api)
                 load = os.getloadavg()
+                profiler = cProfile.Profile() if profile is not None else None
                 sampler.start()
+                if profiler is not None:
+                    profiler.enable()
                 start = time.monotonic()
                 if phase.kind == "drift":
                     patch = {
@@ -517,7 +531,10 @@ async def run_scenario(scenario: Scenario, *, within: float) -> dict[str, Any]:
                         )
                 except TimeoutError as exc:
                     error, end = str(exc), time.monotonic()
-                p95, cores = await sampler.stop()
+                if profiler is not None and profile is not None:
+                    profiler.disable()
+                    profiler.dump_stats(profile / f"{scenario.name}-{phase.name}.prof")
+                p95, cores, cpu_s = await sampler.stop()
                 cpu_util, memory_util, nodes = await utilisation(api)
                 figures = {
                     "total_time_s": round(end - start, 1),
@@ -535,10 +552,12 @@ async def run_scenario(scenario: Scenario, *, within: float) -> dict[str, Any]:
                         **figures,
                         "thresholds": _margins(figures, phase.thresholds),
                         "loadavg_before": [round(x, 2) for x in load],
+                        "controller_cpu_s": round(cpu_s, 2),
+                        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
                         "error": error,
                     }
                 )
-                if error is not None:
+                if error is not None or phase.name == last_phase:
                     break
     out["all_met"] = all(t["met"] for p in out["phases"] for t in p["thresholds"].values()) and not any(
         p["error"] for p in out["phases"]
@@ -551,16 +570,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object per scenario (JSON lines)")
     parser.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS), help="comma-separated names")
     parser.add_argument("--within", type=float, default=1800.0, help="seconds before a phase gives up")
+    parser.add_argument("--profile", type=pathlib.Path, help="a cProfile of each phase: DIR/<scenario>-<phase>.prof")
+    parser.add_argument("--stop-after", metavar="PHASE", help="end each scenario after its phase of this name")
     args = parser.parse_args(argv)
     chosen = [s for s in SCENARIOS if s.name in args.scenarios.split(",")]
     unknown = set(args.scenarios.split(",")) - {s.name for s in SCENARIOS}
     if unknown:
         parser.error(f"unknown scenarios: {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     for scenario in chosen:
         if len(chosen) == 1:
-            row = asyncio.run(run_scenario(scenario, within=args.within))
+            row = asyncio.run(
+                run_scenario(scenario, within=args.within, profile=args.profile, last_phase=args.stop_after)
+            )
         else:  # a process per scenario: RSS is a high-water mark that one scenario would leave to the next
             child = [sys.executable, __file__, "--json", "--scenarios", scenario.name, "--within", str(args.within)]
+            if args.profile is not None:
+                child += ["--profile", str(args.profile)]
+            if args.stop_after is not None:
+                child += ["--stop-after", args.stop_after]
             done = subprocess.run(child, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 print(done.stderr, file=sys.stderr)
