@@ -24,7 +24,7 @@ from moto.server import ThreadedMotoServer
 from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy.api import ec2nodeclass
-from karpy.cloudprovider.aws import clients, provider, zonalshift
+from karpy.cloudprovider.aws import clients, provider, sessions, zonalshift
 from karpy_emulator import autojump
 from karpy_emulator.aws import idempotency, seeding
 
@@ -84,12 +84,13 @@ _BOTO_SESSION: pytest.StashKey[boto3.session.Session] = pytest.StashKey()
 
 
 def boto_session(config: pytest.Config) -> boto3.session.Session:
-    """One boto3 session per run: clients built from it share the parsed service models (0.5 s a set otherwise).
+    """One boto3 session per run, the controller's (`sessions.session`): clients built from it share the parsed
+    service models (0.5 s a set otherwise).
 
     Kept in the run's stash rather than a fixture so that the conftests re-exporting these fixtures
     (tests/interruption) need no new names."""
     if _BOTO_SESSION not in config.stash:
-        config.stash[_BOTO_SESSION] = boto3.session.Session(region_name=REGION)
+        config.stash[_BOTO_SESSION] = sessions.session(REGION)
     return config.stash[_BOTO_SESSION]
 
 

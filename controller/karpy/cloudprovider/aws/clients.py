@@ -12,10 +12,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import boto3
 from botocore import config as botocore_config
 
-from karpy.cloudprovider.aws import accounting
+from karpy.cloudprovider.aws import accounting, sessions
 
 DEFAULT_MAX_ATTEMPTS = 10
 
@@ -60,13 +59,13 @@ def build_clients(
     session: Any = None,
     calls: accounting.ApiCalls | None = None,
 ) -> Clients:
-    """Clients from `session` (a boto3 Session; a new one when None), counting their calls in `calls` (a new
-    count when None).
+    """Clients from `session` (a boto3 Session; `sessions.session(region)` when None), counting their calls in
+    `calls` (a new count when None).
 
     Clients of one session share its loaded service models, so building another set costs milliseconds instead of
     half a second; each client still has its own event hooks.
     """
-    session = session or boto3.session.Session(region_name=region)
+    session = session or sessions.session(region)
     config = retry_config(region=region, max_attempts=max_attempts)
     pricing_config = retry_config(region=pricing_region(region), max_attempts=max_attempts)
     built = Clients(
@@ -85,8 +84,9 @@ def build_clients(
 
 def arc_zonal_shift_client(clients: Clients, *, region: str, session: Any = None) -> Any:
     """The ARC zonal shift client (only ENABLE_ZONAL_SHIFT builds one), counting its calls with `clients`'.
-    `AWS_ENDPOINT_URL_ARC_ZONAL_SHIFT` points it elsewhere than `AWS_ENDPOINT_URL` (boto3 reads both)."""
-    session = session or boto3.session.Session(region_name=region)
+    `AWS_ENDPOINT_URL_ARC_ZONAL_SHIFT` points it elsewhere than `AWS_ENDPOINT_URL` (boto3 reads both). Pass the
+    session `clients` came from: another one would load botocore's endpoint data again."""
+    session = session or sessions.session(region)
     client = session.client("arc-zonal-shift", config=retry_config(region=region))
     clients.calls.install(client)
     return client

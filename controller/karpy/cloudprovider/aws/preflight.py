@@ -15,10 +15,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import boto3.session
 import botocore.exceptions
 
-from karpy.cloudprovider.aws import clients, startup
+from karpy.cloudprovider.aws import clients, sessions, startup
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -62,7 +61,7 @@ async def run(environ: Mapping[str, str], *, imds: startup.RegionLookup | None, 
         region = await _region(environ, imds=imds)
     except startup.NoRegion as error:
         return Failed(str(error))
-    session = session or boto3.session.Session(region_name=region)
+    session = session or sessions.session(region)
     aws = clients.build_clients(region=region, session=session, max_attempts=3)
     sts = session.client("sts", config=clients.retry_config(region=region, max_attempts=3))
     try:
