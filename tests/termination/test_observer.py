@@ -7,6 +7,7 @@ import pytest
 from tests import builders
 from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 
+from karpy import clock as karpy_clock
 from karpy import events
 from karpy.kube import client as kube_client
 from karpy.runtime import metrics
@@ -21,7 +22,7 @@ FAILED = "Eviction failed (the pod may match several PDBs)"
 @pytest.mark.parametrize(
     ("outcome", "code", "drained", "told"),
     [
-        (Outcome.EVICTED, "200", 1.0, [("Normal", "Evicted", "Evicted pod")]),
+        (Outcome.EVICTED, "200", 1.0, [("Normal", "Evicted", "Evicted pod: Underutilized")]),
         (Outcome.BLOCKED, "429", 0.0, []),  # a budget's refusal only backs off
         (Outcome.NOT_FOUND, "404", 0.0, []),  # already gone: nothing was drained
         (Outcome.FAILED, "500", 0.0, [("Warning", "FailedEviction", FAILED)]),
@@ -54,3 +55,22 @@ def test_a_released_node_is_counted_under_its_pool_and_zone_with_its_durations()
     assert value("karpenter_nodes_termination_duration_seconds_sum", nodepool="team") == 30.0
     assert value("karpenter_nodes_lifetime_duration_seconds_sum", nodepool="team") == 3630.0
     assert recorder.events == []
+
+
+def test_failed_draining_is_told_once_per_node_within_the_dedupe_timeout() -> None:
+    """NodeFailedToDrain carries the Node's name as its dedupe value (terminator/events/events.go), so the recorder
+    drops repeats for its default 2 minutes, whatever the count of waiting pods says."""
+    clock = karpy_clock.ManualClock()
+    recorder, m = events.MemoryRecorder(clock), metrics.Metrics()
+    told = observer.Observer(recorder, m.termination_hooks())
+    node, other = builders.node("n1"), builders.node("n2")
+    told.failed_draining(node, 3)
+    told.failed_draining(node, 2)
+    told.failed_draining(other, 1)
+    clock.advance(events.DEFAULT_DEDUPE_TIMEOUT)
+    told.failed_draining(node, 1)
+    assert [(e.name, e.message) for e in recorder.events] == [
+        ("n1", "Failed to drain node, 3 pods are waiting to be evicted"),
+        ("n2", "Failed to drain node, 1 pods are waiting to be evicted"),
+        ("n1", "Failed to drain node, 1 pods are waiting to be evicted"),
+    ]

@@ -78,7 +78,7 @@ async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None
         "metadata": {"name": "web", "namespace": "shop", "uid": "uid-shop-web"},
     }
     assert _pod_events(env, "Evicted") == [pod_ref]
-    assert ("Pod", "web", "Normal", "Evicted", "Evicted pod") in [
+    assert ("Pod", "web", "Normal", "Evicted", "Evicted pod: Forceful Termination") in [
         (e.kind, e.name, e.type, e.reason, e.message) for e in env.recorder.events
     ]
     pinned = {

@@ -48,7 +48,9 @@ EVICTION_CODES: Final = {
 
 
 class Observer:
-    """The finalizer's voice: each method is one thing that happened, told as upstream tells it."""
+    """The finalizer's voice: each method is one thing that happened, told as upstream tells it. Each Event is
+    deduplicated per object for the recorder's default 2 minutes, as upstream's carry the Node's or pod's name as
+    their dedupe value (terminator/events/events.go)."""
 
     def __init__(self, recorder: events.Recorder, metrics: Metrics) -> None:
         self._recorder = recorder
@@ -57,7 +59,7 @@ class Observer:
     def failed_draining(self, node: Mapping[str, Any], waiting: int) -> None:
         """Pods still wait to be evicted from `node` (FailedDraining)."""
         message = f"Failed to drain node, {waiting} pods are waiting to be evicted"
-        self._recorder.record(node, "Warning", "FailedDraining", message)
+        self._recorder.record(node, "Warning", "FailedDraining", message, dedupe=events.about(node))
 
     def drained(self, nodepool: str) -> None:
         """The node's NodeClaim turned Drained=True, once."""
@@ -66,13 +68,14 @@ class Observer:
     def awaiting_volumes(self, node: Mapping[str, Any], attachments: Sequence[str]) -> None:
         """VolumeAttachments still hold the node's termination."""
         message = f"Awaiting deletion of bound volumeattachments ({', '.join(attachments)})"
-        self._recorder.record(node, "Normal", "AwaitingVolumeDetachment", message)
+        self._recorder.record(node, "Normal", "AwaitingVolumeDetachment", message, dedupe=events.about(node))
 
     def deleted(self, pod: drain.DrainPod, grace: int, *, reason: str) -> None:
         """A pod deleted because the node's terminationTime is near; `reason` is the drain's (`pods_drained`)."""
         self._metrics.pod_drained(reason)
         message = f"Deleting the pod to accommodate the terminationTime of its node, grace period {grace}s"
-        self._recorder.record(_pod_ref(pod), "Normal", "Disrupted", message)
+        ref = _pod_ref(pod)
+        self._recorder.record(ref, "Normal", "Disrupted", message, dedupe=events.about(ref))
 
     def eviction(self, pod: drain.DrainPod, outcome: kube_client.EvictionOutcome, *, reason: str) -> None:
         """The Eviction API answered for `pod`: counted by code; an eviction is told, as is a failure other than a
@@ -80,7 +83,8 @@ class Observer:
         self._metrics.eviction_requested(EVICTION_CODES[outcome])
         if outcome is kube_client.EvictionOutcome.EVICTED:
             self._metrics.pod_drained(reason)
-            self._recorder.record(_pod_ref(pod), "Normal", "Evicted", "Evicted pod")
+            ref = _pod_ref(pod)
+            self._recorder.record(ref, "Normal", "Evicted", f"Evicted pod: {reason}", dedupe=events.about(ref))
         elif outcome is kube_client.EvictionOutcome.FAILED:
             message = "Eviction failed (the pod may match several PDBs)"
             self._recorder.record(_pod_ref(pod), "Warning", "FailedEviction", message)
