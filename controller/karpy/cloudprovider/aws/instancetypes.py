@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels
-from karpy.cloudprovider import ec2shapes, types
+from karpy.cloudprovider import ec2shapes, shapefields, types
 from karpy.cloudprovider.aws import cache, clients, pricing, zonalshift
 
 log = logging.getLogger(__name__)
@@ -218,9 +219,18 @@ class InstanceTypeProvider:
         self._built = cache.TTLCache(cache.INSTANCE_TYPES_TTL, clock=clock)
 
     async def shapes(self) -> tuple[Mapping[str, Any], ...]:
+        """Every DescribeInstanceTypes record, compacted page by page to the fields the catalog reads
+        (`shapefields`): the parsed records are never all held at once, nor kept."""
         cached = self._shapes.get("all")
         if cached is None:
-            described = await clients.paginate(self._aws.ec2, "describe_instance_types", "InstanceTypes")
+            self._shapes.delete("all")  # expired: not kept alive through the describe that replaces it
+            described: list[Mapping[str, Any]] = []
+            await clients.fold_pages(
+                self._aws.ec2,
+                "describe_instance_types",
+                "InstanceTypes",
+                consume=lambda page: described.extend(shapefields.compact(info) for info in page),
+            )
             cached = tuple(described)
             self._shapes.set("all", cached)
         return cached
@@ -228,16 +238,24 @@ class InstanceTypeProvider:
     async def offered_zones(self) -> Mapping[str, frozenset[str]]:
         cached = self._offered.get("all")
         if cached is None:
-            rows = await clients.paginate(
+            self._offered.delete("all")
+            zones: dict[str, set[str]] = {}
+
+            def add(page: Sequence[Mapping[str, Any]]) -> None:
+                for row in page:
+                    zone = sys.intern(str(row["Location"]))
+                    zones.setdefault(sys.intern(str(row["InstanceType"])), set()).add(zone)
+
+            await clients.fold_pages(
                 self._aws.ec2,
                 "describe_instance_type_offerings",
                 "InstanceTypeOfferings",
+                consume=add,
                 LocationType="availability-zone",
             )
-            zones: dict[str, set[str]] = {}
-            for row in rows:
-                zones.setdefault(str(row["InstanceType"]), set()).add(str(row["Location"]))
-            cached = {k: frozenset(v) for k, v in zones.items()}
+            # Types offered in the same zones share one set: a region has a few distinct sets for ~1,400 types.
+            distinct: dict[frozenset[str], frozenset[str]] = {}
+            cached = {name: distinct.setdefault(frozenset(found), frozenset(found)) for name, found in zones.items()}
             self._offered.set("all", cached)
         return cached
 
@@ -249,6 +267,9 @@ class InstanceTypeProvider:
         key = (nodeclass_key(nodeclass), self._unavailable.seq, self._prices.seq, shifted)
         built = self._built.get(key)
         if built is None:
+            # Before the build: the catalogs no lookup can reach any more are not kept alive through it.
+            self._built.expire()
+            self._forget_superseded(key)
             built = tuple(
                 build_catalog(
                     await self.shapes(),
@@ -261,8 +282,6 @@ class InstanceTypeProvider:
                     shifted=shifted,
                 )
             )
-            self._built.expire()
-            self._forget_superseded(key)
             self._built.set(key, built)
         return built
 
