@@ -118,3 +118,20 @@ async def test_a_redescribe_does_not_keep_the_expired_shapes_alive(
     assert held_during == [0]  # neither the expired shapes nor the expired catalog while describing
     assert again == first
     assert again is not first
+
+
+async def test_the_heap_is_trimmed_once_after_a_build_that_described(
+    ready: Ready, make_provider: Any, clock: moto_fixtures.Clock
+) -> None:
+    _, nc = ready
+    aws_provider = make_provider()
+    trims: list[int] = []
+    aws_provider.instance_type_provider._release_heap = lambda: trims.append(1)
+    await aws_provider.instance_type_provider.list(nc)
+    assert trims == [1]
+    aws_provider.unavailable.mark("m5.large", nc.status.subnets[0].zone, "spot")
+    await aws_provider.instance_type_provider.list(nc)  # rebuilt from the cached shapes: nothing new to give back
+    assert trims == [1]
+    clock.step(cache.INSTANCE_TYPES_TTL + 1)
+    await aws_provider.instance_type_provider.list(nc)
+    assert trims == [1, 1]

@@ -15,7 +15,7 @@ from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels
-from karpy.cloudprovider import ec2shapes, shapefields, types
+from karpy.cloudprovider import ec2shapes, heap, shapefields, types
 from karpy.cloudprovider.aws import cache, clients, pricing, zonalshift
 
 log = logging.getLogger(__name__)
@@ -202,8 +202,12 @@ class InstanceTypeProvider:
         unavailable: cache.UnavailableOfferings,
         eni_limits: Callable[[str], Mapping[str, Any] | None],
         zonal_shifts: zonalshift.ZonalShifts | None = None,
+        release_heap: Callable[[], object] = heap.release,
     ) -> None:
         self._aws = aws
+        self._release_heap = release_heap
+        self._described = False
+        """Shapes or offerings were described since the last build: the heap is trimmed after the next one."""
         self._zonal_shifts = zonal_shifts or zonalshift.ZonalShifts(client=None, clock=clock)
         self._settings = settings
         self._prices = prices
@@ -233,6 +237,7 @@ class InstanceTypeProvider:
             )
             cached = tuple(described)
             self._shapes.set("all", cached)
+            self._described = True
         return cached
 
     async def offered_zones(self) -> Mapping[str, frozenset[str]]:
@@ -257,6 +262,7 @@ class InstanceTypeProvider:
             distinct: dict[frozenset[str], frozenset[str]] = {}
             cached = {name: distinct.setdefault(frozenset(found), frozenset(found)) for name, found in zones.items()}
             self._offered.set("all", cached)
+            self._described = True
         return cached
 
     async def list(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[types.InstanceType, ...]:
@@ -283,6 +289,9 @@ class InstanceTypeProvider:
                 )
             )
             self._built.set(key, built)
+            if self._described:  # at most once per describe (5 min), not on every rebuild an ICE mark asks for
+                self._described = False
+                self._release_heap()
         return built
 
     def _forget_superseded(self, key: tuple[str, int, int, frozenset[str]]) -> None:
