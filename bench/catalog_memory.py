@@ -4,13 +4,12 @@ The emulation runs in a child process (`remote.RemoteCluster`: moto and the API 
 so this process holds what a controller holds for its catalog: boto3 clients, the provider, the described shapes,
 offerings and spot prices, and the built catalog. The provider is built as `controlplane.ControlPlane` builds it for
 the emulation (isolated VPC: the bundled on-demand prices; shapes, offerings and spot prices from EC2), the demo node
-class is resolved, then its catalog is built twice: cold (as at start) and once the 5-minute cache has expired (the
-re-describe a running controller does every 5 minutes).
-
-Per build: tracemalloc's peak during the build and what is still held after it (MB, after a garbage collection), and
-the process's RSS before and after (`/proc/self/status`). With `--top N`, a further cold build on a new provider,
-sampled after every EC2 response is parsed and at the end, names the N allocation sites holding most at the largest
-of those points (the snapshots allocate too, so that build's figures are not the reported ones).
+class is resolved, then its catalog is built cold (as at start) and once the 5-minute cache has expired (the
+re-describe a running controller does every 5 minutes): the process's RSS before and after each (`/proc/self/status`).
+Then, on the same two paths (a further refresh, a cold build on a new provider), tracemalloc's peak during the build
+and what is still held after it (MB, after a garbage collection): apart, as tracemalloc's tables would count in RSS.
+With `--top N`, a further cold build, sampled after every EC2 response is parsed and at the end, names the N
+allocation sites holding most at the largest of those points (the snapshots allocate too: not a reported figure).
 
     .venv/bin/python bench/catalog_memory.py --json --top 12
 """
@@ -66,29 +65,30 @@ def _provider(emulated: remote.RemoteCluster, aws: clients.Clients, clock: _Cloc
     )
 
 
-async def _build(cloud: provider.AWSCloudProvider, nc: ec2nodeclass.EC2NodeClass, *, trim: bool) -> dict[str, Any]:
-    """One catalog build under tracemalloc: peak and held MB, RSS before and after, and the types built."""
+async def _rss(cloud: provider.AWSCloudProvider, nc: ec2nodeclass.EC2NodeClass, *, trim: bool) -> dict[str, Any]:
+    """One catalog build without tracemalloc (its tables of traces would be part of the RSS): RSS before and after."""
     gc.collect()
     rss_before = e2e._rss_mb()
-    tracemalloc.start()
-    try:
-        built = await cloud.instance_type_provider.list(nc)
-        gc.collect()
-        held, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    out = {
-        "types": len(built),
-        "offerings": sum(len(t.offerings) for t in built),
-        "peak_mb": round(peak / MB, 1),
-        "held_mb": round(held / MB, 1),
-        "rss_before_mb": round(rss_before, 1),
-        "rss_after_mb": round(e2e._rss_mb(), 1),
-    }
+    built = await cloud.instance_type_provider.list(nc)
+    gc.collect()
+    out = {"types": len(built), "rss_before_mb": round(rss_before, 1), "rss_after_mb": round(e2e._rss_mb(), 1)}
     if trim:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
         out["rss_after_malloc_trim_mb"] = round(e2e._rss_mb(), 1)
     return out
+
+
+async def _traced(cloud: provider.AWSCloudProvider, nc: ec2nodeclass.EC2NodeClass) -> dict[str, Any]:
+    """One catalog build under tracemalloc: peak and held MB."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        await cloud.instance_type_provider.list(nc)
+        gc.collect()
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return {"peak_mb": round(peak / MB, 1), "held_mb": round(held / MB, 1)}
 
 
 async def _top_sites(
@@ -130,12 +130,16 @@ async def measure(*, top: int, trim: bool) -> dict[str, Any]:
         manifest = demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name)
         nc = parse.ec2nodeclass(manifest)
         nc = dataclasses.replace(nc, status=await cloud.reconcile_nodeclass(nc))
-        out: dict[str, Any] = {"cold": await _build(cloud, nc, trim=trim)}
+        out: dict[str, Any] = {"cold": await _rss(cloud, nc, trim=trim)}
         clock.now += cache.INSTANCE_TYPES_TTL + 1
-        out["refresh"] = await _build(cloud, nc, trim=trim)
+        out["refresh"] = await _rss(cloud, nc, trim=trim)
+        clock.now += cache.INSTANCE_TYPES_TTL + 1
+        out["refresh_traced"] = await _traced(cloud, nc)
+        del cloud
+        gc.collect()
+        fresh = _provider(emulated, clients.build_clients(region=emulated.region), clock)
+        out["cold_traced"] = await _traced(fresh, nc)
         if top:
-            del cloud
-            gc.collect()
             aws = clients.build_clients(region=emulated.region)
             out["top_sites_cold"] = await _top_sites(_provider(emulated, aws, clock), aws, nc, top=top)
     return out
