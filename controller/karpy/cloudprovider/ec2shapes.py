@@ -5,6 +5,9 @@ keys; moto ships the same records), so the bundled catalog and the AWS provider 
 aws/karpenter-provider-aws pkg/providers/instancetype/types.go (`computeRequirements`, `computeCapacity`,
 `kubeReservedResources`, `evictionThreshold`, `pods`) and the AMI families' feature flags in
 pkg/providers/amifamily. Amounts are milli-units (`karpy.api.quantity`).
+
+The AWS provider keeps only the fields read here (`karpy.cloudprovider.shapefields`): a field this module starts
+reading is listed there too.
 """
 
 from __future__ import annotations

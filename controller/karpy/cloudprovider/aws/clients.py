@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from botocore import config as botocore_config
@@ -101,14 +101,23 @@ async def call(client: Any, operation: str, /, **params: Any) -> dict[str, Any]:
 
 async def paginate(client: Any, operation: str, result_key: str, /, **params: Any) -> list[Any]:
     """All items under `result_key` across every page, fetched in a worker thread."""
+    out: list[Any] = []
+    await fold_pages(client, operation, result_key, consume=out.extend, **params)
+    return out
 
-    def run() -> list[Any]:
-        out: list[Any] = []
+
+async def fold_pages(
+    client: Any, operation: str, result_key: str, /, *, consume: Callable[[Sequence[Any]], object], **params: Any
+) -> None:
+    """Hand each page's items under `result_key` to `consume`, in the worker thread that fetches the pages, so that
+    a caller keeping only what it makes of them never holds every raw page at once (botocore's page iterator still
+    holds the page it handed out while it fetches the next: two pages at most)."""
+
+    def run() -> None:
         for page in client.get_paginator(operation).paginate(**params):
-            out.extend(page.get(result_key) or ())
-        return out
+            consume(page.get(result_key) or ())
 
-    return await asyncio.to_thread(run)
+    await asyncio.to_thread(run)
 
 
 def tags_of(resource: Mapping[str, Any]) -> dict[str, str]:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels
-from karpy.cloudprovider import ec2shapes, types
+from karpy.cloudprovider import ec2shapes, heap, shapefields, types
 from karpy.cloudprovider.aws import cache, clients, pricing, zonalshift
 
 log = logging.getLogger(__name__)
@@ -201,8 +202,12 @@ class InstanceTypeProvider:
         unavailable: cache.UnavailableOfferings,
         eni_limits: Callable[[str], Mapping[str, Any] | None],
         zonal_shifts: zonalshift.ZonalShifts | None = None,
+        release_heap: Callable[[], object] = heap.release,
     ) -> None:
         self._aws = aws
+        self._release_heap = release_heap
+        self._described = False
+        """Shapes or offerings were described since the last build: the heap is trimmed after the next one."""
         self._zonal_shifts = zonal_shifts or zonalshift.ZonalShifts(client=None, clock=clock)
         self._settings = settings
         self._prices = prices
@@ -218,27 +223,46 @@ class InstanceTypeProvider:
         self._built = cache.TTLCache(cache.INSTANCE_TYPES_TTL, clock=clock)
 
     async def shapes(self) -> tuple[Mapping[str, Any], ...]:
+        """Every DescribeInstanceTypes record, compacted page by page to the fields the catalog reads
+        (`shapefields`): the parsed records are never all held at once, nor kept."""
         cached = self._shapes.get("all")
         if cached is None:
-            described = await clients.paginate(self._aws.ec2, "describe_instance_types", "InstanceTypes")
+            self._shapes.delete("all")  # expired: not kept alive through the describe that replaces it
+            described: list[Mapping[str, Any]] = []
+            await clients.fold_pages(
+                self._aws.ec2,
+                "describe_instance_types",
+                "InstanceTypes",
+                consume=lambda page: described.extend(shapefields.compact(info) for info in page),
+            )
             cached = tuple(described)
             self._shapes.set("all", cached)
+            self._described = True
         return cached
 
     async def offered_zones(self) -> Mapping[str, frozenset[str]]:
         cached = self._offered.get("all")
         if cached is None:
-            rows = await clients.paginate(
+            self._offered.delete("all")
+            zones: dict[str, set[str]] = {}
+
+            def add(page: Sequence[Mapping[str, Any]]) -> None:
+                for row in page:
+                    zone = sys.intern(str(row["Location"]))
+                    zones.setdefault(sys.intern(str(row["InstanceType"])), set()).add(zone)
+
+            await clients.fold_pages(
                 self._aws.ec2,
                 "describe_instance_type_offerings",
                 "InstanceTypeOfferings",
+                consume=add,
                 LocationType="availability-zone",
             )
-            zones: dict[str, set[str]] = {}
-            for row in rows:
-                zones.setdefault(str(row["InstanceType"]), set()).add(str(row["Location"]))
-            cached = {k: frozenset(v) for k, v in zones.items()}
+            # Types offered in the same zones share one set: a region has a few distinct sets for ~1,400 types.
+            distinct: dict[frozenset[str], frozenset[str]] = {}
+            cached = {name: distinct.setdefault(frozenset(found), frozenset(found)) for name, found in zones.items()}
             self._offered.set("all", cached)
+            self._described = True
         return cached
 
     async def list(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[types.InstanceType, ...]:
@@ -249,6 +273,9 @@ class InstanceTypeProvider:
         key = (nodeclass_key(nodeclass), self._unavailable.seq, self._prices.seq, shifted)
         built = self._built.get(key)
         if built is None:
+            # Before the build: the catalogs no lookup can reach any more are not kept alive through it.
+            self._built.expire()
+            self._forget_superseded(key)
             built = tuple(
                 build_catalog(
                     await self.shapes(),
@@ -261,9 +288,10 @@ class InstanceTypeProvider:
                     shifted=shifted,
                 )
             )
-            self._built.expire()
-            self._forget_superseded(key)
             self._built.set(key, built)
+            if self._described:  # at most once per describe (5 min), not on every rebuild an ICE mark asks for
+                self._described = False
+                self._release_heap()
         return built
 
     def _forget_superseded(self, key: tuple[str, int, int, frozenset[str]]) -> None:

@@ -4,9 +4,11 @@ DescribeSpotPriceHistory. Isolated VPCs never call the Pricing API (aws: pkg/pro
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from botocore import exceptions as botocore_exceptions
@@ -33,13 +35,14 @@ def get_products_request(region: str) -> dict[str, Any]:
     return {"ServiceCode": "AmazonEC2", "Filters": filters}
 
 
-def parse_price_list(price_list: list[str]) -> dict[str, float]:
-    """instance type → $/h from GetProducts `PriceList` JSON strings; zero and malformed prices are skipped."""
-    out: dict[str, float] = {}
+def parse_price_list(price_list: Iterable[str], *, into: dict[str, float] | None = None) -> dict[str, float]:
+    """instance type → $/h from GetProducts `PriceList` JSON strings, added to `into` (a new dict when None);
+    zero and malformed prices are skipped."""
+    out: dict[str, float] = {} if into is None else into
     for raw in price_list:
         try:
             item = json.loads(raw)
-            name = item["product"]["attributes"]["instanceType"]
+            name = sys.intern(item["product"]["attributes"]["instanceType"])
             for term in item["terms"]["OnDemand"].values():
                 for dimension in term["priceDimensions"].values():
                     price = float(dimension["pricePerUnit"]["USD"])
@@ -50,16 +53,18 @@ def parse_price_list(price_list: list[str]) -> dict[str, float]:
     return out
 
 
-def latest_spot_prices(history: list[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
-    """(instance type, zone) → the most recent spot price."""
-    newest: dict[tuple[str, str], tuple[Any, float]] = {}
+SpotRows = dict[tuple[str, str], tuple[Any, float]]
+"""(instance type, zone) → (timestamp, price) of the newest DescribeSpotPriceHistory row seen."""
+
+
+def fold_spot_history(newest: SpotRows, history: Iterable[Mapping[str, Any]]) -> None:
+    """Fold (a page of) DescribeSpotPriceHistory rows into `newest`."""
     for row in history:
-        key = (str(row["InstanceType"]), str(row["AvailabilityZone"]))
+        key = (sys.intern(str(row["InstanceType"])), sys.intern(str(row["AvailabilityZone"])))
         stamp = row.get("Timestamp")
         price = float(row["SpotPrice"])
         if key not in newest or (stamp is not None and stamp > newest[key][0]):
             newest[key] = (stamp, price)
-    return {k: price for k, (_, price) in newest.items()}
 
 
 class PricingProvider:
@@ -100,23 +105,31 @@ class PricingProvider:
         self._refreshed_at = self._clock()
         if not self._isolated:
             try:
-                items = await clients.paginate(
-                    self._aws.pricing, "get_products", "PriceList", **get_products_request(self._region)
+                # Each page's products parsed as it arrives: the JSON strings of the whole price list are never
+                # all held at once.
+                parsed: dict[str, float] = {}
+                await clients.fold_pages(
+                    self._aws.pricing,
+                    "get_products",
+                    "PriceList",
+                    consume=lambda page: parse_price_list(page, into=parsed),
+                    **get_products_request(self._region),
                 )
-                parsed = parse_price_list(items)
                 if parsed:
                     self._on_demand = parsed
             except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
                 log.warning("on-demand pricing unavailable (%s), using the static table", error_codes.classify(exc))
         try:
-            history = await clients.paginate(
+            newest: SpotRows = {}
+            await clients.fold_pages(
                 self._aws.ec2,
                 "describe_spot_price_history",
                 "SpotPriceHistory",
+                consume=functools.partial(fold_spot_history, newest),
                 ProductDescriptions=list(SPOT_PRODUCT_DESCRIPTIONS),
                 StartTime=self._clock(),
             )
-            self._spot = latest_spot_prices(history)
+            self._spot = {k: price for k, (_, price) in newest.items()}
         except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
             log.warning("spot pricing unavailable (%s)", error_codes.classify(exc))
         self.seq += 1
