@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from moto.ec2.models import instance_types as moto_instance_types
+from moto.ec2.models import instance_types as models_instance_types
 
 from karpy.api import ec2nodeclass
 from karpy.cloudprovider import catalog, ec2shapes, shapefields
 
-SHAPES: Sequence[Mapping[str, Any]] = tuple(moto_instance_types.INSTANCE_TYPES.values())
+SHAPES: Sequence[Mapping[str, Any]] = tuple(models_instance_types.INSTANCE_TYPES.values())
 EFA_ONLY = ec2nodeclass.NetworkInterfaceType.EFA_ONLY
 INTERFACE = ec2nodeclass.NetworkInterfaceType.INTERFACE
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 from botocore import stub
-from moto.ec2.models import instance_types as moto_instance_types
+from moto.ec2.models import instance_types as models_instance_types
 from tests.cloudprovider.aws import moto_fixtures
 
 from karpy.api import ec2nodeclass
@@ -79,9 +79,9 @@ def _raw_catalog(aws_provider: provider.AWSCloudProvider, nc: ec2nodeclass.EC2No
     """The catalog as it was built before shapes were compacted: from moto's records as they are, and offered zones
     one frozenset per type."""
     wanted = moto_fixtures.CATALOG_FAMILIES
-    shapes = [s for name, s in moto_instance_types.INSTANCE_TYPES.items() if name.split(".")[0] in wanted]
+    shapes = [s for name, s in models_instance_types.INSTANCE_TYPES.items() if name.split(".")[0] in wanted]
     zones: dict[str, set[str]] = {}
-    for row in moto_instance_types.INSTANCE_TYPE_OFFERINGS["availability-zone"][moto_fixtures.REGION]:
+    for row in models_instance_types.INSTANCE_TYPE_OFFERINGS["availability-zone"][moto_fixtures.REGION]:
         zones.setdefault(row["InstanceType"], set()).add(row["Location"])
     return instancetypes.build_catalog(
         shapes,
