@@ -504,3 +504,27 @@ async def test_a_message_redelivered_after_its_failed_delete_is_acted_on_once() 
     assert (
         env.recorder.reasons().count(handler.Reason.SPOT_INTERRUPTED) == 4
     )  # the warning, once per delivery that found the claim
+
+
+def test_a_notice_is_told_once_per_object_within_the_dedupe_timeout() -> None:
+    """Upstream's interruption Events carry the NodeClaim's or Node's UID as their dedupe value (aws:
+    pkg/controllers/interruption/events/events.go): a warning delivered twice within the recorder's 2 minutes is
+    told once on each object; another claim's, and the same one's after the timeout, are told again."""
+    clock = ManualClock(0.0)
+    recorder = events.MemoryRecorder(clock)
+    told = observer.Observer(recorder, Counts())
+    warning = handler.Notice("Warning", handler.Reason.SPOT_INTERRUPTED, "Spot interruption warning was triggered")
+    a = handler.Target("a", uid="uid-a", node="ip-1")
+    told.noticed(a, warning)
+    told.noticed(a, warning)
+    told.noticed(handler.Target("b", uid="uid-b", node="ip-2"), warning)
+    clock.advance(events.DEFAULT_DEDUPE_TIMEOUT)
+    told.noticed(a, warning)
+    assert [(e.kind, e.name) for e in recorder.events] == [
+        ("NodeClaim", "a"),
+        ("Node", "ip-1"),
+        ("NodeClaim", "b"),
+        ("Node", "ip-2"),
+        ("NodeClaim", "a"),
+        ("Node", "ip-1"),
+    ]

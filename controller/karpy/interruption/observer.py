@@ -59,13 +59,18 @@ class Observer:
         self._metrics.dropped(reason.value)
 
     def noticed(self, target: handler.Target, notice: handler.Notice) -> None:
-        """The notice's Event on the NodeClaim and, when it has one, on its Node (users `kubectl describe` either)."""
+        """The notice's Event on the NodeClaim and, when it has one, on its Node (users `kubectl describe` either),
+        each deduplicated per object for the recorder's default 2 minutes: upstream's carry the object's UID as their
+        dedupe value (aws: pkg/controllers/interruption/events/events.go), so a message delivered twice (SQS is
+        at-least-once) or an EventBridge rule and a status check telling the same is told once."""
         claim_md = {"name": target.nodeclaim, **({"uid": target.uid} if target.uid else {})}
         claim_ref = {"apiVersion": f"{labels.GROUP}/{labels.VERSION}", "kind": "NodeClaim", "metadata": claim_md}
-        self._recorder.record(claim_ref, notice.type, notice.reason, notice.message.format(kind="NodeClaim"))
+        text = notice.message.format(kind="NodeClaim")
+        self._recorder.record(claim_ref, notice.type, notice.reason, text, dedupe=events.about(claim_ref))
         if target.node:
             node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": target.node}}
-            self._recorder.record(node_ref, notice.type, notice.reason, notice.message.format(kind="Node"))
+            text = notice.message.format(kind="Node")
+            self._recorder.record(node_ref, notice.type, notice.reason, text, dedupe=events.about(node_ref))
 
     def acted(self, message: interruption.Message, action: interruption.Action) -> None:
         """What the message did to one of its NodeClaims (NoAction included)."""
