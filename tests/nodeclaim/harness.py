@@ -8,11 +8,11 @@ from collections.abc import Awaitable, Callable
 from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy import clock as karpy_clock
-from karpy import events
+from karpy import events, rejections
 from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
-from karpy.nodeclaim import controller, lifecycle_observer
+from karpy.nodeclaim import controller, lifecycle_observer, registration
 from karpy.termination import controller as termination_controller
 from karpy.termination import observer as termination_observer
 
@@ -60,6 +60,8 @@ class Env:
             cloud=self.cloud,
             clock=self.clock,
             observer=lifecycle_observer.Observer(self.recorder, _LifecycleLog(self.disrupted)),
+            rejections=rejections.Discard(),
+            registration=registration.RegistrationHealth(),
             nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
         )
 
@@ -70,7 +72,9 @@ class Env:
     def termination_counted(self, metrics: termination_observer.Metrics) -> termination_controller.Deps:
         """The finalizer's collaborators, its Events on `recorder` and its metrics on `metrics`."""
         observer = termination_observer.Observer(self.recorder, metrics)
-        return termination_controller.Deps(client=self.kube, cloud=self.cloud, clock=self.clock, observer=observer)
+        return termination_controller.Deps(
+            client=self.kube, cloud=self.cloud, clock=self.clock, observer=observer, rejections=rejections.Discard()
+        )
 
     def claims(self) -> controller.NodeClaimController:
         """A fresh controller: nothing carried over in memory, as after a restart."""

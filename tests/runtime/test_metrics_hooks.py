@@ -3,6 +3,7 @@ that stops being wired (or called) fails here, not only in a scrape on a live cl
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -126,12 +127,7 @@ async def test_a_claim_deleted_for_insufficient_capacity_counts_as_disrupted() -
     m, env = metrics.Metrics(), harness.make_env()
     env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict("web-abc12", pool="web"))
     env.cloud.next_error = cloudprovider_errors.InsufficientCapacity("no capacity")
-    deps = nodeclaim_controller.Deps(
-        client=env.kube,
-        cloud=env.cloud,
-        clock=env.clock,
-        observer=lifecycle_observer.Observer(env.recorder, m.nodeclaim_hooks()),
-    )
+    deps = dataclasses.replace(env.deps, observer=lifecycle_observer.Observer(env.recorder, m.nodeclaim_hooks()))
     await nodeclaim_controller.NodeClaimController(deps).reconcile("web-abc12")
     deleted = env.claim_obj("web-abc12")
     assert deleted is None or deleted["metadata"].get("deletionTimestamp")

@@ -4,6 +4,7 @@ read back from the registry, so an update that stops being made fails here."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from tests import builders
@@ -22,12 +23,7 @@ NODE = "ip-10-0-0-1"
 
 
 def _claims(env: harness.Env, m: metrics.Metrics) -> nodeclaim_controller.NodeClaimController:
-    deps = nodeclaim_controller.Deps(
-        client=env.kube,
-        cloud=env.cloud,
-        clock=env.clock,
-        observer=lifecycle_observer.Observer(env.recorder, m.nodeclaim_hooks()),
-    )
+    deps = dataclasses.replace(env.deps, observer=lifecycle_observer.Observer(env.recorder, m.nodeclaim_hooks()))
     return nodeclaim_controller.NodeClaimController(deps)
 
 

@@ -12,11 +12,12 @@ import pytest
 from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy import clock as karpy_clock
-from karpy import events
+from karpy import events, rejections
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import lifecycle_observer
+from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.termination import controller
 from karpy.termination import observer as termination_observer
 from karpy_emulator.apiserver import runner, server
@@ -61,7 +62,20 @@ async def test_drain_respects_a_pdb_end_to_end(
     cloud = fake_provider.FakeCloudProvider()
     recorder = events.MemoryRecorder()
     observer = lifecycle_observer.Observer(recorder, lifecycle_observer.Metrics())
-    deps = nodeclaim_controller.Deps(client=api, cloud=cloud, clock=clock, observer=observer)
+    seen_nodes: list[dict[str, Any]] = []  # what the controller's Node informer would hold, refreshed below
+
+    async def informed() -> None:
+        seen_nodes[:] = (await api.list(resources.NODES))[0]
+
+    deps = nodeclaim_controller.Deps(
+        client=api,
+        cloud=cloud,
+        clock=clock,
+        observer=observer,
+        rejections=rejections.Discard(),
+        registration=nodeclaim_registration.RegistrationHealth(),
+        nodes=lambda: seen_nodes,
+    )
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(
         controller.Deps(
@@ -69,6 +83,7 @@ async def test_drain_respects_a_pdb_end_to_end(
             cloud=cloud,
             clock=clock,
             observer=termination_observer.Observer(recorder, termination_observer.Metrics()),
+            rejections=rejections.Discard(),
         )
     )
 
@@ -83,6 +98,7 @@ async def test_drain_respects_a_pdb_end_to_end(
     node_body["metadata"] = {"name": NODE}
     await api.create(resources.NODES, node_body)
     await api.patch(resources.NODES, NODE, {"status": node_status}, subresource="status")
+    await informed()
     await claims.reconcile(CLAIM)
     claim = await api.get(resources.NODECLAIMS, CLAIM)
     assert claim is not None
@@ -130,6 +146,7 @@ async def test_drain_respects_a_pdb_end_to_end(
     assert len([e for e in kube.api.evictions if e.allowed]) == 2
     assert cloud.instances == {}
 
+    await informed()
     for _ in range(10):  # the NodeClaim finalizer finishes once Node and instance are gone
         if await api.get(resources.NODECLAIMS, CLAIM) is None:
             break

@@ -56,14 +56,14 @@ class Deps:
     clock: karpy_clock.Clock
     observer: lifecycle_observer.Observer
     """Where the Events and metrics of what the lifecycle did go."""
-    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
+    rejections: rejections.Sink
     """Where NodeClaims that do not parse, and objects whose handling raised, are reported."""
-    registration: registration.RegistrationHealth | None = None
-    """Where registration outcomes go (the NodePools' NodeRegistrationHealthy); None: not tracked."""
-    nodes: Callable[[], Iterable[Mapping[str, Any]]] | None = None
+    registration: registration.RegistrationHealth
+    """Where registration outcomes go (the NodePools' NodeRegistrationHealthy)."""
+    nodes: Callable[[], Iterable[Mapping[str, Any]]]
     """The Nodes of the cluster-state cache, where a claim's Node is looked up by providerID (upstream reads its
     informer cache, nodeclaimutils.NodeForNodeClaim; a LIST of every Node per claim costs O(claims x nodes) at
-    scale). None: LIST them from the API server."""
+    scale)."""
 
 
 def _min_requeue(*delays: float | None) -> float | None:
@@ -219,8 +219,7 @@ class NodeClaimController:
 
     async def _timed_out(self, claim: nodeclaim.NodeClaim, reason: lifecycle.LivenessReason) -> float | None:
         if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
-            if self._deps.registration is not None:  # counted once: a claim already deleting is not again
-                self._deps.registration.record(claim, registered=False)
+            self._deps.registration.record(claim, registered=False)  # once: a deleting claim is not again
             log.info("terminating due to timeout", extra={"nodeclaim": claim.name, "reason": reason.value})
             self._deps.observer.disrupted(claim, reason.value)
         return None
@@ -297,7 +296,7 @@ class NodeClaimController:
         if registered is not None and registered.status != conditions.UNKNOWN:
             return claim  # True: done; False: an invariant broke, liveness decides
         now = self._deps.clock.now()
-        nodes = await self._nodes_for(claim.status.provider_id)
+        nodes = self._nodes_for(claim.status.provider_id)
         if not nodes:
             return await self._write_status(claim, lifecycle.node_not_found(claim, now=now))
         if len(nodes) > 1:
@@ -311,7 +310,7 @@ class NodeClaimController:
             return await self._write_status(claim, outcome.claim)
         if outcome.node_patch is not None:
             await self._deps.client.patch(resources.NODES, outcome.claim.status.node_name, outcome.node_patch)
-        if self._deps.registration is not None and outcome.claim.is_true(nodeclaim.REGISTERED):
+        if outcome.claim.is_true(nodeclaim.REGISTERED):
             self._deps.registration.record(outcome.claim, registered=True)
         result = await self._write_status(claim, outcome.claim)
         log.info("registered nodeclaim", extra={"nodeclaim": claim.name, "node": result.status.node_name})
@@ -365,7 +364,7 @@ class NodeClaimController:
             log.info("annotated nodeclaim", extra={"nodeclaim": claim.name, key: annotation})
             return 0.0  # re-read our write (and its new resourceVersion)
         if claim.status.provider_id:
-            nodes = await self._nodes_for(claim.status.provider_id)
+            nodes = self._nodes_for(claim.status.provider_id)
             for node in nodes:
                 if not (node.get("metadata") or {}).get("deletionTimestamp"):
                     await self._deps.client.delete(resources.NODES, str(node["metadata"]["name"]))
@@ -412,14 +411,9 @@ class NodeClaimController:
             )
         return after
 
-    async def _nodes_for(self, provider_id: str) -> list[Mapping[str, Any]]:
+    def _nodes_for(self, provider_id: str) -> list[Mapping[str, Any]]:
         # Nodes have no providerID field selector on a real API server; filter here.
-        nodes: Iterable[Mapping[str, Any]]
-        if self._deps.nodes is not None:
-            nodes = self._deps.nodes()
-        else:
-            nodes, _ = await self._deps.client.list(resources.NODES)
-        return [n for n in nodes if (n.get("spec") or {}).get("providerID") == provider_id]
+        return [n for n in self._deps.nodes() if (n.get("spec") or {}).get("providerID") == provider_id]
 
 
 def parse_or_report(raw: Mapping[str, Any], sink: rejections.Sink) -> nodeclaim.NodeClaim | None:

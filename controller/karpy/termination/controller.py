@@ -46,7 +46,7 @@ class Deps:
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
     observer: termination_observer.Observer
-    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
+    rejections: rejections.Sink
 
 
 FORCEFUL: Final = "Forceful Termination"

@@ -11,11 +11,11 @@ from tests import builders
 from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION
 
 from karpy import clock as karpy_clock
-from karpy import events
+from karpy import events, rejections
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import instances, provider
-from karpy.kube import fake
-from karpy.nodeclaim import controller, lifecycle_observer
+from karpy.kube import fake, resources
+from karpy.nodeclaim import controller, lifecycle_observer, registration
 from karpy_emulator.aws import seeding
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
@@ -64,12 +64,16 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
     launched = listed[0].metadata.creation_timestamp
     assert launched is not None
     clock = karpy_clock.ManualClock(launched + 3600)
+    kube = fake.FakeKubeClient(clock)
     gc = controller.NodeClaimController(
         controller.Deps(
-            client=fake.FakeKubeClient(clock),
+            client=kube,
             cloud=aws_provider,
             clock=clock,
             observer=lifecycle_observer.Observer(events.MemoryRecorder(), lifecycle_observer.Metrics()),
+            rejections=rejections.Discard(),
+            registration=registration.RegistrationHealth(),
+            nodes=lambda: kube.all(resources.NODES),
         )
     )
     await gc.collect_garbage()
