@@ -12,6 +12,10 @@ main thread and every thread started while it is active (`threading.setprofile`:
 moto's request threads are left out: profiled, its catalog answers (~1,400 shapes) outlast the controller's 60 s
 read timeout on a loaded machine, and its few hundred calls of a run are not what paces the pods.
 
+From Python 3.12 cProfile rides on `sys.monitoring`, which allows one active profiler per interpreter and sees every
+thread, so there the main file holds all threads together (`PER_THREAD` is false, no API server file is written, and
+moto's threads are in it); use 3.11 to have them apart.
+
 Times are each thread's own CPU time (`time.thread_time`): waits for the interpreter lock, for the other processes
 of a loaded machine or in `epoll` count for nothing. Coroutine frames are charged only while they run (a suspended
 `await` is not on the stack), so the cumulative time of a stand-in's `sync` is the CPU its passes took. Off unless
@@ -33,6 +37,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+PER_THREAD = sys.version_info < (3, 12)
+"""Whether each group of threads can have a profile of its own (see the module docstring)."""
 PROFILE_ENV = "KARPY_EMULATOR_PROFILE"
 """Where to write the profiles (a path prefix: `<prefix>.<group>.prof`); unset, nothing is profiled."""
 
@@ -75,7 +81,8 @@ class ThreadProfiles:
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         main = cProfile.Profile(time.thread_time)
-        threading.setprofile(self._start_thread)
+        if PER_THREAD:
+            threading.setprofile(self._start_thread)
         main.enable()
         try:
             yield
