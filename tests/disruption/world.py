@@ -324,7 +324,7 @@ class World:
             self.sync()
         task = asyncio.create_task(ctrl.reconcile())
         await self.clock.run_for(16)
-        return await task
+        return (await task).command
 
     def taints(self, node: str) -> list[str]:
         obj = self.kube.obj(resources.NODES, node) or {}
