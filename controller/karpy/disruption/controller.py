@@ -73,11 +73,11 @@ class Deps:
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
     recorder: events.Recorder
+    rejections: rejections.Sink
+    """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
     settings: Settings = dataclasses.field(default_factory=Settings)
     metrics: disruption_metrics.Metrics = dataclasses.field(default_factory=disruption_metrics.Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
-    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
-    """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
