@@ -83,6 +83,28 @@ def test_every_karpy_package_is_placed_in_the_document() -> None:
     assert not missing, f"packages docs/ARCHITECTURE.md does not place: {missing}"
 
 
+def observers(root: pathlib.Path = ROOT / "controller" / "karpy") -> list[str]:
+    """The dotted names of the controllers' observers: every public class named `Observer` or deriving from one."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
+                continue
+            bases = {ast.unparse(base).rpartition(".")[2] for base in node.bases}
+            if "Observer" in {node.name, *bases}:
+                found.append(f"{module}.{node.name}")
+    return found
+
+
+def test_every_controllers_observer_is_placed_in_the_document() -> None:
+    """Each controller tells what it did through one observer: a reader finds them all in the document."""
+    found = observers()
+    assert "karpy.disruption.publisher.Publisher" in found  # derived from an Observer: seen too
+    missing = sorted(set(found) - set(dotted_names(TEXT)))
+    assert not missing, f"observers docs/ARCHITECTURE.md does not name: {missing}"
+
+
 def test_the_checks_see_names_and_paths() -> None:
     """The extraction itself: a renamed function and a moved file are caught, not silently skipped."""
     text = "`karpy.state.cluster.Cluster.nowhere` and `tests/state/test_gone.py` and `a b`"

@@ -14,7 +14,7 @@ from tests import builders
 from tests.provisioning.test_with_state import _launched
 from tests.scheduling.conftest import fake_catalog
 
-from karpy import events, requirements
+from karpy import events, rejections, requirements
 from karpy.api import capacitybuffer, meta, parse
 from karpy.capacitybuffer import controller as capacitybuffer_controller
 from karpy.capacitybuffer import provisioning
@@ -182,6 +182,7 @@ async def test_a_buffers_room_is_launched_then_kept_without_nominations() -> Non
             cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=clock,
             recorder=recorder,
+            rejections=rejections.Discard(),
             buffer_pods=state.buffer_pods,
             observe_plan=buffers.observe_plan,
         )

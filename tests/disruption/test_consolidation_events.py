@@ -55,7 +55,7 @@ async def test_a_command_that_fails_its_recheck_is_rejected_with_upstreams_reaso
     w.pod("filler", other, cpu="3")  # the node its pod was to move to fills up meanwhile
     w.sync()
     await w.clock.run_for(11)
-    assert await task is None
+    assert (await task).command is None
     rejected = _events(w, REJECTED)
     assert sorted((kind, name) for kind, name, _ in rejected) == [("Node", announced), ("NodeClaim", announced)]
     assert all(", reason: scheduling (savings: $0.20)" in message for _, _, message in rejected)

@@ -210,7 +210,7 @@ async def test_a_blocker_appearing_during_the_validation_wait_stops_a_consolidat
     block(w)  # the blocked pod lands on "a" after the decision, before the re-check
     w.sync()
     await w.clock.run_for(11)
-    assert await task is None
+    assert (await task).command is None
     assert _untouched(w, "a", "b")
 
 
@@ -228,6 +228,6 @@ async def test_without_a_blocker_the_same_consolidation_goes_ahead() -> None:
     w.pod("guarded", "a")
     w.sync()
     await w.clock.run_for(11)
-    cmd = await task
+    cmd = (await task).command
     assert cmd is not None
     assert (cmd.reason, [c.name for c in cmd.candidates]) == (Reason.UNDERUTILIZED, ["a"])

@@ -9,6 +9,7 @@ from tests.disruption import world as disruption_world
 
 from karpy import settings as karpy_settings
 from karpy.api import labels, nodepool, quantity
+from karpy.disruption import controller as disruption_controller
 from karpy.kube import resources
 from karpy.scheduling import results, scheduler
 
@@ -196,7 +197,7 @@ async def test_validation_rejects_when_a_pod_lands_during_the_delay() -> None:
     w.pod("late", "n0")  # the scheduler placed a pod on the node meanwhile
     w.sync()
     await w.clock.run_for(11)
-    assert await task is None
+    assert (await task).command is None
     assert not w.deleting("n0")
     assert labels.TAINT_DISRUPTED_KEY not in w.taints("n0")
 
@@ -242,13 +243,31 @@ async def test_dry_run_decides_but_writes_nothing() -> None:
     assert w.kube.writes == []
 
 
-async def test_not_synced_does_nothing() -> None:
+async def test_not_synced_does_nothing_and_looks_again_after_a_second() -> None:
+    """upstream disruption/controller.go `Reconcile`: not synced, RequeueAfter one second."""
     w = disruption_world.World()
     w.pool()
     w.node("n0")
     ctrl = w.controller()
-    assert await ctrl.reconcile() is None  # nothing listed yet
+    not_synced = disruption_controller.Pass(command=None, requeue_after=disruption_controller.SYNC_POLL)
+    assert await ctrl.reconcile() == not_synced  # nothing listed yet
     assert w.kube.writes == []
+
+
+async def test_a_pass_that_acted_asks_for_the_next_at_once_and_one_that_did_not_after_the_poll() -> None:
+    """upstream disruption/controller.go `Reconcile`: RequeueImmediately after a command, else pollingPeriod."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("n0")  # empty: Emptiness deletes it
+    ctrl = w.controller(poll=7.0)
+    w.sync()
+    acted = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(16)  # the validation delay
+    done = await acted
+    assert (done.command is not None, done.requeue_after) == (True, 0.0)
+    idle = asyncio.create_task(ctrl.reconcile())  # n0 is in the queue now: nothing else to do
+    await w.clock.run_for(16)
+    assert await idle == disruption_controller.Pass(command=None, requeue_after=7.0)
 
 
 async def test_failed_replacement_untaints_and_drops_the_command() -> None:

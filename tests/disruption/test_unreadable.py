@@ -4,7 +4,6 @@ disrupts nothing."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ from tests.disruption import world as disruption_world
 from karpy import rejections
 from karpy.api import nodepool
 from karpy.disruption import candidates
-from karpy.disruption import controller as disruption_controller
 from karpy.kube import resources
 from karpy.scheduling import scheduler
 
@@ -25,10 +23,6 @@ def _unreadable_pod(w: disruption_world.World, name: str, node: str) -> None:
     w.pod(name, node)
     obj: Any = w.kube.obj(resources.PODS, name, namespace="default")
     obj["spec"]["containers"][0]["resources"]["requests"]["cpu"] = [1]
-
-
-def _with_sink(ctrl: disruption_controller.DisruptionController, sink: rejections.Sink) -> None:
-    ctrl._deps = dataclasses.replace(ctrl._deps, rejections=sink)
 
 
 async def test_a_node_with_a_pod_karpy_cannot_read_is_never_disrupted() -> None:
@@ -70,12 +64,11 @@ async def test_a_node_whose_evaluation_raises_is_left_out_and_the_others_disrupt
 
     monkeypatch.setattr(candidates, "new_candidate", breaks_on_b)
     ctrl = w.controller()
-    sink = rejections.MemorySink()
-    _with_sink(ctrl, sink)
     cmd = await w.reconcile(ctrl)
     assert cmd is not None
     assert sorted(c.name for c in cmd.candidates) == ["a", "c"]
-    assert {(r.kind, r.key, r.reason) for r in sink.reports} == {("Node", "b", rejections.Reason.HANDLING_FAILED)}
+    reported = {(r.kind, r.key, r.reason) for r in w.rejections.reports}
+    assert reported == {("Node", "b", rejections.Reason.HANDLING_FAILED)}
 
 
 def _raising_solver(_: scheduler.SchedulingInput) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 from tests import builders
 
 from karpy import clock as karpy_clock
-from karpy import events
+from karpy import events, rejections
 from karpy.api import decoding, hashing, labels, parse, quantity
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import generator, provider
@@ -127,6 +127,7 @@ class World:
         self.cluster = state_cluster.Cluster(clock=self.clock)
         self.cloud = provider.FakeCloudProvider(list(catalog))
         self.recorder = events.MemoryRecorder(self.clock)
+        self.rejections = rejections.MemorySink()
         self.catalog = {t.name: t for t in catalog}
 
     # --- objects ------------------------------------------------------------------------------------------------
@@ -312,6 +313,7 @@ class World:
             settings=disruption_controller.Settings(**settings),
             metrics=metrics or disruption_metrics.Metrics(),
             solver=solver,
+            rejections=self.rejections,
         )
         return disruption_controller.DisruptionController(deps)
 
@@ -324,7 +326,7 @@ class World:
             self.sync()
         task = asyncio.create_task(ctrl.reconcile())
         await self.clock.run_for(16)
-        return await task
+        return (await task).command
 
     def taints(self, node: str) -> list[str]:
         obj = self.kube.obj(resources.NODES, node) or {}

@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.disruption import world as disruption_world
 
-from karpy import events
+from karpy import events, rejections
 from karpy.api import labels
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.explain import pending, run
@@ -54,6 +54,7 @@ async def provisioned(w: World) -> tuple[events.MemoryRecorder, provisioner.Outc
             cloud=fake_provider.FakeCloudProvider(list(disruption_world.CATALOG)),
             clock=w.clock,
             recorder=recorder,
+            rejections=rejections.Discard(),
         )
     )
     return recorder, await prov.provision()

@@ -37,7 +37,13 @@ async def test_nodeclass_status_is_refreshed_every_minute_like_upstream(api: res
     now = clock.ManualClock()
     resolver = Resolver(now)
     controller = nodeclass_controller.NodeClassController(
-        nodeclass_controller.Deps(client=api, cluster=cluster.Cluster(clock=now), cloud=resolver, clock=now)
+        nodeclass_controller.Deps(
+            client=api,
+            cluster=cluster.Cluster(clock=now),
+            cloud=resolver,
+            clock=now,
+            recorder=events.MemoryRecorder(now),
+        )
     )
     await api.create(resources.EC2NODECLASSES, builders.ec2nodeclass("default"))
 
@@ -85,9 +91,13 @@ async def test_a_claim_stamped_by_upstream_is_restamped_with_karpys_hashes_and_n
 ) -> None:
     now = clock.ManualClock()
     cache = await _taken_over(api, now)
-    await nodepool_controller.NodePoolController(api, cache, clock=now).reconcile("default")
+    tracker = registration.RegistrationHealth()
+    pools = nodepool_controller.NodePoolController(api, cache, clock=now, registration=tracker)
+    await pools.reconcile("default")
     await nodeclass_controller.NodeClassController(
-        nodeclass_controller.Deps(client=api, cluster=cache, cloud=Resolver(now), clock=now)
+        nodeclass_controller.Deps(
+            client=api, cluster=cache, cloud=Resolver(now), clock=now, recorder=events.MemoryRecorder(now)
+        )
     ).reconcile("default")
 
     stored = await api.get(resources.NODECLAIMS, "default-abcde")
@@ -118,7 +128,9 @@ async def test_without_restamping_upstreams_claims_would_sit_outside_hash_drift(
     # change of the pool's template would then go unnoticed; re-stamped, the same change is drift.
     now = clock.ManualClock()
     cache = await _taken_over(api, now)
-    await nodepool_controller.NodePoolController(api, cache, clock=now).reconcile("default")
+    tracker = registration.RegistrationHealth()
+    pools = nodepool_controller.NodePoolController(api, cache, clock=now, registration=tracker)
+    await pools.reconcile("default")
     stored = await api.get(resources.NODECLAIMS, "default-abcde")
     assert stored is not None
     changed = parse.nodepool(builders.nodepool("default", template={

@@ -11,7 +11,7 @@ from tests import builders
 from tests.provisioning import builders as provisioning_builders
 from tests.scheduling.conftest import fake_catalog
 
-from karpy import events
+from karpy import events, rejections
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake as kube_fake
@@ -54,6 +54,7 @@ async def test_the_provisioner_warns_on_the_pool_once_a_minute() -> None:
     deps = provisioner.Deps(
         client=kube_fake.FakeKubeClient(manual), cluster=state,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(4)), clock=manual, recorder=recorder,
+        rejections=rejections.Discard(),
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)
     await prov.provision()

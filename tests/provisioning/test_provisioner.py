@@ -16,7 +16,7 @@ from tests import builders, polling, tasks
 from tests.provisioning import builders as provisioning_builders
 from tests.scheduling.conftest import fake_catalog
 
-from karpy import events
+from karpy import events, rejections
 from karpy.api import labels, nodepool, quantity
 from karpy.clock import ManualClock
 from karpy.cloudprovider import types
@@ -83,6 +83,7 @@ def _env(
         cloud=cloud or fake_provider.FakeCloudProvider(fake_catalog(8)),
         clock=clock,
         recorder=recorder,
+        rejections=rejections.Discard(),
         metrics=counters,
         **deps,  # type: ignore[arg-type]
     )

@@ -10,7 +10,7 @@ import pytest
 from tests import builders
 from tests.scheduling.conftest import fake_catalog
 
-from karpy import events
+from karpy import events, rejections
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, dryrun, resources
@@ -56,6 +56,7 @@ async def test_pending_pods_then_in_flight_claim_is_reused() -> None:
             cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=clock,
             recorder=recorder,
+            rejections=rejections.Discard(),
         )
     )
     first = await prov.provision()
@@ -100,6 +101,7 @@ def _provisioner(
             cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=clock,
             recorder=events.MemoryRecorder(),
+            rejections=rejections.Discard(),
         )
     )
 
@@ -154,6 +156,7 @@ async def test_pods_of_a_node_marked_for_deletion_get_a_replacement() -> None:
             cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=clock,
             recorder=events.MemoryRecorder(),
+            rejections=rejections.Discard(),
         )
     )
     assert (await prov.provision()).created == ()  # nothing pending, nothing leaving

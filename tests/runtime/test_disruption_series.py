@@ -45,7 +45,7 @@ async def test_a_command_that_fails_validation_counts_its_candidates() -> None:
     w.pod("late", "n0")  # lands during the validation delay: no longer empty
     w.sync()
     await w.clock.run_for(11)
-    assert await task is None
+    assert (await task).command is None
     failed = "karpenter_voluntary_disruption_failed_validations_total"
     assert runtime_test_metrics_hooks.counter(m, failed, consolidation_type="empty") == 1
 

@@ -17,7 +17,7 @@ from tests.provisioning import builders as provisioning_builders
 from tests.runtime import exporting
 from tests.scheduling.conftest import fake_catalog
 
-from karpy import events
+from karpy import events, rejections
 from karpy import settings as karpy_settings
 from karpy.api import labels
 from karpy.clock import ManualClock
@@ -61,6 +61,7 @@ def _provisioner(
             cloud=fake_provider.FakeCloudProvider(fake_catalog(8)),
             clock=ManualClock(0.0),
             recorder=events.MemoryRecorder(),
+            rejections=rejections.Discard(),
             metrics=m.provisioner_hooks(),
             settings=settings or provisioner.Settings(),
             solver=solver,

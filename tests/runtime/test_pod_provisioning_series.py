@@ -13,7 +13,7 @@ from tests.provisioning import builders as provisioning_builders
 from tests.runtime import exporting
 from tests.scheduling.conftest import fake_catalog
 
-from karpy import clock, events
+from karpy import clock, events, rejections
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, resources
 from karpy.kube import fake as kube_fake
@@ -34,6 +34,7 @@ async def test_the_first_decision_on_each_pending_pod_is_timed_from_its_first_si
         client=kube_fake.FakeKubeClient(manual), cluster=state,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=manual,
         recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(),
+        rejections=rejections.Discard(),
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)
     for key in ("default/fits", "default/too-big"):
@@ -55,6 +56,7 @@ def test_the_rescan_sees_pods_pending_since_before_this_replica_led() -> None:
         client=kube_fake.FakeKubeClient(manual),
         cluster=provisioning_builders.state(manual, pools=[WEB_POOL], pending=[builders.pod("old", cpu="1")]),
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=manual, recorder=events.MemoryRecorder(),
+        rejections=rejections.Discard(),
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)
     prov.pod_times.seen("default/deleted-while-following")  # its deletion event went to no listener of this replica

@@ -11,7 +11,7 @@ from tests.runtime import exporting
 from tests.runtime import test_metrics_hooks as runtime_test_metrics_hooks
 from tests.scheduling.conftest import ZONES, fake_catalog
 
-from karpy import events
+from karpy import events, rejections
 from karpy.api import labels
 from karpy.clock import ManualClock
 from karpy.cloudprovider.fake import provider as fake_provider
@@ -45,6 +45,7 @@ async def test_a_solve_in_flight_shows_its_queue_and_work_and_nothing_after() ->
         client=kube_fake.FakeKubeClient(manual), cluster=cluster,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=manual,
         recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(), solver=solver,
+        rejections=rejections.Discard(),
     )  # fmt: skip
     await provisioner.Provisioner(deps).provision()
     (during,) = seen
@@ -72,6 +73,7 @@ async def test_pods_refused_outright_are_counted() -> None:
         client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),
         recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(),
+        rejections=rejections.Discard(),
     )  # fmt: skip
     await provisioner.Provisioner(deps).provision()
     assert runtime_test_metrics_hooks.counter(m, "karpenter_scheduler_ignored_pods_count") == 1
@@ -100,6 +102,7 @@ async def test_pending_pods_by_effective_zone_are_the_last_solves_pending_pods()
         client=kube_fake.FakeKubeClient(ManualClock(0.0)), cluster=cluster,
         cloud=fake_provider.FakeCloudProvider(fake_catalog(8)), clock=ManualClock(0.0),
         recorder=events.MemoryRecorder(), metrics=m.provisioner_hooks(),
+        rejections=rejections.Discard(),
     )  # fmt: skip
     prov = provisioner.Provisioner(deps)
     await prov.provision()

@@ -5,10 +5,12 @@ around it, and both finalizers are released with no instance left."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from tests import polling, tasks
 from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy import clock as karpy_clock
@@ -18,6 +20,8 @@ from karpy.kube import credentials, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import lifecycle_observer
 from karpy.nodeclaim import registration as nodeclaim_registration
+from karpy.state import cluster as state_cluster
+from karpy.state import informer
 from karpy.termination import controller
 from karpy.termination import observer as termination_observer
 from karpy_emulator.apiserver import runner, server
@@ -51,6 +55,11 @@ async def _ready_pod(api: rest.RestClient, name: str, node: str) -> None:
     await api.patch(resources.PODS, name, {"status": status}, namespace="default", subresource="status")
 
 
+def _cached_versions(state: state_cluster.Cluster) -> list[str]:
+    """The resourceVersions of the Nodes the informer's cache holds."""
+    return [str(n["metadata"]["resourceVersion"]) for n in state.objects(resources.NODES)]
+
+
 async def _healthy_web(api: rest.RestClient) -> int:
     pods, _ = await api.list(resources.PODS, namespace="default", label_selector="app=web")
     return sum(1 for p in pods if not p["metadata"].get("deletionTimestamp"))
@@ -62,11 +71,7 @@ async def test_drain_respects_a_pdb_end_to_end(
     cloud = fake_provider.FakeCloudProvider()
     recorder = events.MemoryRecorder()
     observer = lifecycle_observer.Observer(recorder, lifecycle_observer.Metrics())
-    seen_nodes: list[dict[str, Any]] = []  # what the controller's Node informer would hold, refreshed below
-
-    async def informed() -> None:
-        seen_nodes[:] = (await api.list(resources.NODES))[0]
-
+    state = state_cluster.Cluster(clock=clock)  # the controller's Node informer feeds it, as in `karpy run`
     deps = nodeclaim_controller.Deps(
         client=api,
         cloud=cloud,
@@ -74,7 +79,7 @@ async def test_drain_respects_a_pdb_end_to_end(
         observer=observer,
         rejections=rejections.Discard(),
         registration=nodeclaim_registration.RegistrationHealth(),
-        nodes=lambda: seen_nodes,
+        nodes=functools.partial(state.objects, resources.NODES),  # as karpy.wiring.controllers passes it
     )
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(
@@ -87,68 +92,69 @@ async def test_drain_respects_a_pdb_end_to_end(
         )
     )
 
-    body = nodeclaim_builders.claim_dict(CLAIM)
-    body["metadata"] = {"name": CLAIM, "labels": body["metadata"]["labels"]}
-    await api.create(resources.NODECLAIMS, body)
-    await claims.reconcile(CLAIM)
-    claim = await api.get(resources.NODECLAIMS, CLAIM)
-    assert claim is not None
-    node_body: dict[str, Any] = nodeclaim_builders.node_dict(NODE, provider_id=claim["status"]["providerID"])
-    node_status = node_body.pop("status")
-    node_body["metadata"] = {"name": NODE}
-    await api.create(resources.NODES, node_body)
-    await api.patch(resources.NODES, NODE, {"status": node_status}, subresource="status")
-    await informed()
-    await claims.reconcile(CLAIM)
-    claim = await api.get(resources.NODECLAIMS, CLAIM)
-    assert claim is not None
-    assert claim["status"]["nodeName"] == NODE
-    assert any(c["type"] == "Initialized" and c["status"] == "True" for c in claim["status"]["conditions"])
-
-    await api.create(
-        resources.PDBS,
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
-        },
-    )
-    for name in ("web-1", "web-2"):
-        await _ready_pod(api, name, NODE)
-    assert await api.delete(resources.NODES, NODE)
-
-    async def run(seconds: float) -> None:
-        end = clock.now() + seconds
-        while clock.now() < end and await api.get(resources.NODES, NODE) is not None:
-            result = await terminator.reconcile(NODE)
-            assert await _healthy_web(api) >= 2
-            clock.advance(result if result is not None else 1.0)
-
-    await run(5)
-    refused = [e for e in kube.api.evictions if not e.allowed]
-    assert refused
-    assert {e.code for e in refused} == {429}
-    assert recorder.reasons().count("Evicted") == 0
-    node = await api.get(resources.NODES, NODE)
-    assert node is not None
-    assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in node["spec"]["taints"]
-
-    await _ready_pod(api, "web-3", "other-node")  # a replacement becomes Ready: one eviction fits the budget
-    await run(5)
-    assert recorder.reasons().count("Evicted") == 1
-
-    await _ready_pod(api, "web-4", "other-node")
-    await run(30)
-    assert await api.get(resources.NODES, NODE) is None
-    assert recorder.reasons().count("Evicted") == 2
-    assert recorder.reasons().count("Disrupted") == 0  # no pod deleted instead of evicted
-    assert len([e for e in kube.api.evictions if e.allowed]) == 2
-    assert cloud.instances == {}
-
-    await informed()
-    for _ in range(10):  # the NodeClaim finalizer finishes once Node and instance are gone
-        if await api.get(resources.NODECLAIMS, CLAIM) is None:
-            break
+    async with tasks.running(functools.partial(informer.run_informer, api, state, resources.NODES)):
+        body = nodeclaim_builders.claim_dict(CLAIM)
+        body["metadata"] = {"name": CLAIM, "labels": body["metadata"]["labels"]}
+        await api.create(resources.NODECLAIMS, body)
         await claims.reconcile(CLAIM)
-    assert await api.get(resources.NODECLAIMS, CLAIM) is None
+        claim = await api.get(resources.NODECLAIMS, CLAIM)
+        assert claim is not None
+        node_body: dict[str, Any] = nodeclaim_builders.node_dict(NODE, provider_id=claim["status"]["providerID"])
+        node_status = node_body.pop("status")
+        node_body["metadata"] = {"name": NODE}
+        await api.create(resources.NODES, node_body)
+        patched = await api.patch(resources.NODES, NODE, {"status": node_status}, subresource="status")
+        await polling.until(lambda: _cached_versions(state) == [patched["metadata"]["resourceVersion"]])
+        await claims.reconcile(CLAIM)
+        claim = await api.get(resources.NODECLAIMS, CLAIM)
+        assert claim is not None
+        assert claim["status"]["nodeName"] == NODE
+        assert any(c["type"] == "Initialized" and c["status"] == "True" for c in claim["status"]["conditions"])
+
+        await api.create(
+            resources.PDBS,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+            },
+        )
+        for name in ("web-1", "web-2"):
+            await _ready_pod(api, name, NODE)
+        assert await api.delete(resources.NODES, NODE)
+
+        async def run(seconds: float) -> None:
+            end = clock.now() + seconds
+            while clock.now() < end and await api.get(resources.NODES, NODE) is not None:
+                result = await terminator.reconcile(NODE)
+                assert await _healthy_web(api) >= 2
+                clock.advance(result if result is not None else 1.0)
+
+        await run(5)
+        refused = [e for e in kube.api.evictions if not e.allowed]
+        assert refused
+        assert {e.code for e in refused} == {429}
+        assert recorder.reasons().count("Evicted") == 0
+        node = await api.get(resources.NODES, NODE)
+        assert node is not None
+        assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in node["spec"]["taints"]
+
+        await _ready_pod(api, "web-3", "other-node")  # a replacement becomes Ready: one eviction fits the budget
+        await run(5)
+        assert recorder.reasons().count("Evicted") == 1
+
+        await _ready_pod(api, "web-4", "other-node")
+        await run(30)
+        assert await api.get(resources.NODES, NODE) is None
+        assert recorder.reasons().count("Evicted") == 2
+        assert recorder.reasons().count("Disrupted") == 0  # no pod deleted instead of evicted
+        assert len([e for e in kube.api.evictions if e.allowed]) == 2
+        assert cloud.instances == {}
+
+        await polling.until(lambda: _cached_versions(state) == [])  # the informer saw the Node go
+        for _ in range(10):  # the NodeClaim finalizer finishes once Node and instance are gone
+            if await api.get(resources.NODECLAIMS, CLAIM) is None:
+                break
+            await claims.reconcile(CLAIM)
+        assert await api.get(resources.NODECLAIMS, CLAIM) is None

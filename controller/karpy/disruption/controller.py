@@ -73,11 +73,21 @@ class Deps:
     cloud: types.CloudProvider
     clock: karpy_clock.Clock
     recorder: events.Recorder
+    rejections: rejections.Sink
+    """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
     settings: Settings = dataclasses.field(default_factory=Settings)
     metrics: disruption_metrics.Metrics = dataclasses.field(default_factory=disruption_metrics.Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
-    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
-    """Where a node whose evaluation raised is reported; it is left out of the pass, the others are not."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pass:
+    """What one disruption pass did and when the loop runs the next (upstream's reconcile.Result)."""
+
+    command: consolidation.Command | None
+    """The command acted on (or, in dry-run, that would have been); None: nothing to do, or not synced."""
+    requeue_after: float
+    """Seconds until the next pass: 0 after a command, SYNC_POLL while not synced, else the polling period."""
 
 
 def describe(command: consolidation.Command) -> dict[str, Any]:
@@ -120,22 +130,25 @@ class DisruptionController:
             await retry(self._disruption_pass, what="disruption pass")
 
     async def _disruption_pass(self) -> None:
-        if not self._deps.cluster.synced_for_decisions():
-            await self._deps.clock.sleep(SYNC_POLL)
-            return
-        if await self.reconcile() is None:
-            await self._deps.clock.sleep(self._deps.settings.poll)
+        done = await self.reconcile()
+        if done.requeue_after:
+            await self._deps.clock.sleep(done.requeue_after)
 
     async def _queue_pass(self) -> None:
         await self.queue.reconcile()
         await self._deps.clock.sleep(QUEUE_POLL)
 
-    async def reconcile(self) -> consolidation.Command | None:
-        """One pass: the command acted on (or, in dry-run, that would have been), else None."""
-        deps = self._deps
-        if not deps.cluster.synced_for_decisions():
+    async def reconcile(self) -> Pass:
+        """One pass, and when the next one is due (core: disruption/controller.go `Reconcile`)."""
+        if not self._deps.cluster.synced_for_decisions():
             # A replacement still launching holds no capacity yet: simulating now would buy it a second time.
-            return None
+            return Pass(command=None, requeue_after=SYNC_POLL)
+        command = await self._disrupt()
+        return Pass(command=command, requeue_after=0.0 if command is not None else self._deps.settings.poll)
+
+    async def _disrupt(self) -> consolidation.Command | None:
+        """The methods' first command that passes validation, acted on (or, in dry-run, not), else None."""
+        deps = self._deps
         if not deps.settings.dry_run:
             await self.queue.strip_stale(deps.cluster.state_nodes())
         ctx = await self.context()

@@ -69,8 +69,8 @@ class Deps:
     cluster: state_cluster.Cluster
     cloud: cloudprovider_parts.NodeClassReconciler
     clock: karpy_clock.Clock
-    recorder: events.Recorder | None = None
-    """Where WaitingOnNodeClaimTermination goes while a deleted class still has NodeClaims (None: nowhere)."""
+    recorder: events.Recorder
+    """Where WaitingOnNodeClaimTermination goes while a deleted class still has NodeClaims."""
 
 
 class NodeClassController:
@@ -114,10 +114,9 @@ class NodeClassController:
         using = sorted(c.name for c in self._deps.cluster.nodeclaims() if c.spec.node_class_ref.name == nc.name)
         if using:  # upstream waits for every NodeClaim of the class before cleaning up its launch templates
             log.info("waiting on nodeclaims to terminate", extra={"ec2nodeclass": nc.name, "nodeclaims": using[:10]})
-            if self._deps.recorder is not None:
-                dedupe = events.about(raw, timeout=WAITING_EVENT_PERIOD)
-                message = waiting_message(using)
-                self._deps.recorder.record(raw, "Normal", WAITING_ON_NODECLAIM_TERMINATION, message, dedupe=dedupe)
+            dedupe = events.about(raw, timeout=WAITING_EVENT_PERIOD)
+            message = waiting_message(using)
+            self._deps.recorder.record(raw, "Normal", WAITING_ON_NODECLAIM_TERMINATION, message, dedupe=dedupe)
             return NODECLASS_IN_USE_POLL
         try:
             await self._deps.cloud.finalize_nodeclass(nc)

@@ -32,7 +32,7 @@ class NodePoolController:
         cluster: state_cluster.Cluster,
         *,
         clock: karpy_clock.Clock,
-        registration: nodeclaim_registration.RegistrationHealth | None = None,
+        registration: nodeclaim_registration.RegistrationHealth,
     ) -> None:
         self._kube = kube
         self._cluster = cluster
@@ -42,8 +42,8 @@ class NodePoolController:
     def _registration_condition(
         self, raw: Mapping[str, Any], pool: nodepool.NodePool | None
     ) -> tuple[str, str, str] | None:
-        """NodeRegistrationHealthy as the registration tracker decides it (None: not tracked, or no valid pool)."""
-        if self._registration is None or pool is None or not pool.metadata.uid:
+        """NodeRegistrationHealthy as the registration tracker decides it (None: no valid pool, or no node class)."""
+        if pool is None or not pool.metadata.uid:
             return None
         nc = self._cluster.nodeclasses().get(pool.template.node_class_ref.name)
         if nc is None:

@@ -115,11 +115,11 @@ class Deps:
     cloud: types.CloudProvider
     clock: Clock
     recorder: events.Recorder
+    rejections: rejections.Sink
+    """Where pods the scheduling simulation fails on are reported (they are set aside; the others are placed)."""
     settings: Settings = dataclasses.field(default_factory=Settings)
     metrics: Metrics = dataclasses.field(default_factory=Metrics)
     solver: Callable[[scheduler.SchedulingInput], results.Results] = scheduler.solve
-    rejections: rejections.Sink = dataclasses.field(default_factory=rejections.Discard)
-    """Where pods the scheduling simulation fails on are reported (they are set aside; the others are placed)."""
     buffer_pods: Callable[[], Sequence[pods.Pod]] = tuple
     """The CapacityBuffers' virtual pods, scheduled with the pending ones so their room is launched (CapacityBuffer
     gate; core: provisioning/provisioner.go GetPendingPods). They get no nomination, event or failure report."""

@@ -11,12 +11,13 @@ import datetime
 from typing import Any
 
 import boto3
+import pytest
 from botocore import stub
 from moto.ec2.models import instance_types as models_instance_types
 from tests.cloudprovider.aws import moto_fixtures
 
 from karpy.api import ec2nodeclass
-from karpy.cloudprovider import catalog
+from karpy.cloudprovider import catalog, heap
 from karpy.cloudprovider.aws import cache, clients, instancetypes, pricing, provider
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
@@ -121,12 +122,17 @@ async def test_a_redescribe_does_not_keep_the_expired_shapes_alive(
 
 
 async def test_the_heap_is_trimmed_once_after_a_build_that_described(
-    ready: Ready, make_provider: Any, clock: moto_fixtures.Clock
+    ready: Ready, make_provider: Any, clock: moto_fixtures.Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, nc = ready
     aws_provider = make_provider()
     trims: list[int] = []
-    aws_provider.instance_type_provider._release_heap = lambda: trims.append(1)
+
+    def release() -> bool:
+        trims.append(1)
+        return True
+
+    monkeypatch.setattr(heap, "release", release)  # the provider calls it by its module's name
     await aws_provider.instance_type_provider.list(nc)
     assert trims == [1]
     aws_provider.unavailable.mark("m5.large", nc.status.subnets[0].zone, "spot")

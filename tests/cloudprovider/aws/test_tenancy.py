@@ -11,7 +11,7 @@ from tests import builders
 from tests.cloudprovider.aws.moto_fixtures import REGION
 from tests.provisioning import builders as provisioning_builders
 
-from karpy import events
+from karpy import events, rejections
 from karpy.api import ec2nodeclass, labels, nodepool, parse
 from karpy.clock import ManualClock
 from karpy.cloudprovider import tenancy
@@ -111,6 +111,7 @@ async def test_a_pod_picks_the_tenancy_in_a_pool_allowing_both(
             cloud=aws_provider,
             clock=ManualClock(0.0),
             recorder=events.MemoryRecorder(),
+            rejections=rejections.Discard(),
         )
     )
     await prov.provision()

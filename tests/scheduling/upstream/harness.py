@@ -47,7 +47,7 @@ from typing import Any
 import yaml
 from tests.scheduling.upstream import catalogs
 
-from karpy import events
+from karpy import events, rejections
 from karpy import settings as karpy_settings
 from karpy.api import labels, quantity
 from karpy.clock import ManualClock
@@ -276,6 +276,7 @@ async def run_controller(case: Case) -> tuple[results.Results, scheduler.Schedul
             cloud=fake_provider.FakeCloudProvider(catalogs.catalog(case.catalog)),
             clock=state.clock,
             recorder=events.MemoryRecorder(),
+            rejections=rejections.Discard(),
             settings=settings,
             solver=solve,
             metrics=_ZonesReported(reported),

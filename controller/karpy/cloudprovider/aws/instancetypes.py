@@ -201,14 +201,12 @@ class InstanceTypeProvider:
         prices: pricing.PricingProvider,
         unavailable: cache.UnavailableOfferings,
         eni_limits: Callable[[str], Mapping[str, Any] | None],
-        zonal_shifts: zonalshift.ZonalShifts | None = None,
-        release_heap: Callable[[], object] = heap.release,
+        zonal_shifts: zonalshift.ZonalShifts,
     ) -> None:
         self._aws = aws
-        self._release_heap = release_heap
         self._described = False
         """Shapes or offerings were described since the last build: the heap is trimmed after the next one."""
-        self._zonal_shifts = zonal_shifts or zonalshift.ZonalShifts(client=None, clock=clock)
+        self._zonal_shifts = zonal_shifts
         self._settings = settings
         self._prices = prices
         self._unavailable = unavailable
@@ -291,7 +289,7 @@ class InstanceTypeProvider:
             self._built.set(key, built)
             if self._described:  # at most once per describe (5 min), not on every rebuild an ICE mark asks for
                 self._described = False
-                self._release_heap()
+                heap.release()
         return built
 
     def _forget_superseded(self, key: tuple[str, int, int, frozenset[str]]) -> None:
