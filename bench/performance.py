@@ -638,7 +638,14 @@ def main(argv: list[str] | None = None) -> int:
             (args.memory_report / f"{scenario.name}.jsonl").unlink(missing_ok=True)
     for scenario in chosen:  # each with an emulation and a controller of its own: nothing carries to the next
         row = asyncio.run(
-            run_scenario(scenario, within=args.within, profile=args.profile, last_phase=args.stop_after, logs=args.logs)
+            run_scenario(
+                scenario,
+                within=args.within,
+                profile=args.profile,
+                last_phase=args.stop_after,
+                logs=args.logs,
+                memory_report=args.memory_report,
+            )
         )
         print(json.dumps(row) if args.json else json.dumps(row, indent=2), flush=True)
     return 0

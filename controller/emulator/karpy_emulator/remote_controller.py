@@ -31,7 +31,7 @@ from typing import Any, Self
 
 import aiohttp
 import yaml
-from prometheus_client import parser as prometheus_parser
+from prometheus_client import parser as prometheus_client_parser
 
 from karpy.api import labels
 from karpy.kube import client, resources
@@ -182,7 +182,7 @@ class KarpyRun:
         ):
             answer.raise_for_status()
             text = await answer.text()
-        return {family.name: family for family in prometheus_parser.text_string_to_metric_families(text)}
+        return {family.name: family for family in prometheus_client_parser.text_string_to_metric_families(text)}
 
     async def solves(self) -> int:
         """Provisioning passes that solved (the count of `SCHEDULING_DURATION`)."""
