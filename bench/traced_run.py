@@ -4,10 +4,10 @@
 
 runs the module after `-m` as `python -m` would, with tracemalloc started before any import (so module code and
 objects count), and on SIGUSR1 (the benchmark sends it at the end of each phase) and at exit appends one JSON
-line to OUT.json: RSS, the bytes Python's allocator holds (traced) and its peak, and the traced bytes by the
+line to OUT.json: RSS, the bytes Python's allocator holds (traced) and its peak, the traced bytes by the
 package that allocated them (the first directory under site-packages or the repository's `controller/`, else
-the file), largest first. tracemalloc slows the controller and holds memory of its own (about as much again as
-it traces): read RSS and CPU from a run without it.
+the file) and by the source line that allocated them, largest first. tracemalloc slows the controller many times
+over and holds memory of its own: read RSS and CPU from a run without it.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ def package(filename: str) -> str:
 
 def report(out: pathlib.Path, label: str) -> None:
     current, peak = tracemalloc.get_traced_memory()
+    snapshot = tracemalloc.take_snapshot()
     sizes: dict[str, int] = {}
-    for stat in tracemalloc.take_snapshot().statistics("filename"):
+    for stat in snapshot.statistics("filename"):
         name = package(stat.traceback[0].filename)
         sizes[name] = sizes.get(name, 0) + stat.size
     with open("/proc/self/status", encoding="ascii") as status:
@@ -54,6 +55,10 @@ def report(out: pathlib.Path, label: str) -> None:
         "traced_mb": round(current / 2**20, 1),
         "traced_peak_mb": round(peak / 2**20, 1),
         "by_package_mb": {k: round(v / 2**20, 2) for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])[:TOP]},
+        "by_line_mb": {
+            f"{s.traceback[0].filename}:{s.traceback[0].lineno}": round(s.size / 2**20, 2)
+            for s in snapshot.statistics("lineno")[:TOP]
+        },
     }
     with open(out, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
