@@ -389,7 +389,10 @@ class Sampler:
 
     async def _run(self) -> None:
         while True:
-            self.rss_mb.append(remote_controller.rss_mb(self.pid))
+            try:
+                self.rss_mb.append(remote_controller.rss_mb(self.pid))
+            except FileNotFoundError:  # the controller exited: the phase's wait reports it, with its log
+                return
             await asyncio.sleep(SAMPLE_EVERY)
 
     async def stop(self) -> tuple[float, float, float]:
