@@ -28,9 +28,11 @@ right after its creates) counted every pod, `pods_seen_s` until the controller's
 (what makes a pod provisionable), and `pods_bound_tenths_s` until each tenth of the pods was bound (the last is
 `pods_bound_s` to the sampling's 0.5 s). A figure is negative when the stage came before the first window closed.
 `pods_bound_s` is asked of the API server only once the controller's cache has every pod bound (see
-`_settled_in_cache`). `controller_rss_mb` is the peak RSS (VmHWM) of this process; `emulation_cpu_s` the CPU seconds
-the emulation's child process used from the pods' creation until all were bound; `KARPY_EMULATOR_PROFILE` profiles
-it (`karpy_emulator.profiling`).
+`_settled_in_cache`). `controller_rss_mb` is the peak RSS (VmHWM) of this process (unlike `bench/performance.py`,
+which runs `karpy run` in a process of its own, this benchmark times the provisioner's passes and counts the AWS
+calls from inside the controller, so its RSS also holds the measuring loop and the emulator's client modules);
+`emulation_cpu_s` the CPU seconds the emulation's child process used from the pods' creation until all were bound;
+`KARPY_EMULATOR_PROFILE` profiles it (`karpy_emulator.profiling`).
 `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
 
 Consolidation runs on virtual time, in this process: a fresh emulation and controller share an
@@ -70,7 +72,6 @@ import gc
 import json
 import math
 import os
-import resource
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -83,7 +84,7 @@ from karpy.cloudprovider.aws import accounting, ec2batch
 from karpy.kube import client, resources, rest
 from karpy.scheduling import workloads as scheduling_workloads
 from karpy.simulate import manifests, plan
-from karpy_emulator import autojump, cluster, controlplane, demo, remote, workloads
+from karpy_emulator import autojump, cluster, controlplane, demo, remote, remote_controller, workloads
 
 INSTANCE_TYPE = "r5.8xlarge"
 VIRTUAL_BOOT_DELAY = 2.0
@@ -98,20 +99,9 @@ SMALL = ("small", "900m", "3174Mi")  # 0.9 CPU / 3.1 Gi
 LARGE = ("large", "3500m", "28Gi")
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) process `pid` has used so far: the emulation's cost, which shares the machine
-    with the controller."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _rss_mb(field: str = "VmRSS") -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's RSS (VmRSS) or its peak (VmHWM), in MB."""
+    return remote_controller.rss_mb("self", field)
 
 
 def _deployment(name: str, cpu: str, memory: str, replicas: int) -> dict[str, Any]:
@@ -305,7 +295,7 @@ async def benchmark(
             sampler = asyncio.create_task(_milestones(plane, reached))
             progress: dict[str, float] = {}
             progress_sampler = asyncio.create_task(_pod_progress(api, plane, replicas, progress))
-            emulation_cpu = _cpu_s(emulated.endpoints.pid)
+            emulation_cpu = remote_controller.cpu_s(emulated.endpoints.pid)
             deployments_at = time.monotonic()
             for name, cpu, memory in (SMALL, LARGE):
                 await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
@@ -315,7 +305,7 @@ async def benchmark(
             except TimeoutError as exc:
                 error = str(exc)
             bound_at = time.monotonic()
-            emulation_cpu = _cpu_s(emulated.endpoints.pid) - emulation_cpu
+            emulation_cpu = remote_controller.cpu_s(emulated.endpoints.pid) - emulation_cpu
             for task in (sampler, progress_sampler):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -369,11 +359,11 @@ async def steady_state(api: Any, emulation: int, *, minutes: int) -> list[dict[s
     disruption poll), and what the emulation spends is idle (its stand-ins wake on changes only)."""
     samples = []
     for minute in range(1, minutes + 1):
-        cpu, emulated, wall = time.process_time(), _cpu_s(emulation), time.monotonic()
+        cpu, emulated, wall = time.process_time(), remote_controller.cpu_s(emulation), time.monotonic()
         await asyncio.sleep(60.0)
         elapsed = time.monotonic() - wall
         cores = (time.process_time() - cpu) / elapsed
-        emulation_cores = (_cpu_s(emulation) - emulated) / elapsed
+        emulation_cores = (remote_controller.cpu_s(emulation) - emulated) / elapsed
         nodes = len(await _live_nodes(api))
         pods = len(await _patiently(lambda: api.list(resources.PODS, namespace="default")))
         samples.append(

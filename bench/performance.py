@@ -8,44 +8,52 @@ defaults). Its NodePool is the suite's (suite_test.go): WhenEmptyOrUnderutilized
 nodes, no limits, and instance types of fewer than 32 vCPUs (the suite's KWOK requirement `instance-size Lt 32`,
 here `karpenter.k8s.aws/instance-cpu Lt 32`) from the demo's c, m and r families, on demand.
 
-How it is measured, as upstream's report does it on a real cluster (report.go, common/monitor.go):
+How it is measured, as upstream's report does it on a real cluster (report.go, common/monitor.go: the karpenter
+container's memory and CPU, from Prometheus):
 - the emulation (moto, the API server and the kubelet, kube-scheduler and workload stand-ins) runs in a child
-  process (`karpy_emulator.remote.RemoteCluster`), the controller (`karpy_emulator.controlplane.ControlPlane`, the
-  graph `karpy run` builds, upstream's timings) and the measuring loop in this one, on the wall clock;
+  process (`karpy_emulator.remote.RemoteCluster`), the controller in another, as users run it (`karpy run`, through
+  `karpy_emulator.remote_controller.KarpyRun`: upstream's batch windows, disruption poll and validation delay, as
+  `controlplane.ControlPlane` uses them), and the measuring loop in this one, on the wall clock. Before the first
+  phase the controller is given time to list its catalog (`catalog_warmup_s`, not counted);
 - `total_time_s`: from the phase's change until its pods are all bound and, for consolidation and drift, until no
   node has been draining (deleted, or tainted karpenter.sh/disrupted) for 3 minutes and, for drift, every old node
   is gone, those 3 minutes included (upstream's `monitorConsolidationRounds`);
 - `cpu_util` / `memory_util`: the mean over the nodes karpy launched of requested / allocatable, at the end of the
   phase (`Monitor.AvgUtilization`);
-- `controller_p95_memory_mb`: the 95th percentile of this process's RSS, sampled every 0.5 s during the phase (each
-  scenario runs in a process of its own, so one scenario's memory never counts in the next);
-  `controller_avg_cpu_cores`: this process's CPU seconds (`controller_cpu_s`, every thread's) over the phase's wall
-  seconds. Both include the measuring
-  loop; the machine's load averages are printed beside them, as the wall clock also counts other processes.
+- `controller_p95_memory_mb`: the 95th percentile of the controller process's RSS (/proc/<pid>/status VmRSS),
+  sampled every 0.5 s during the phase (each scenario runs its own controller, so one scenario's memory never counts
+  in the next); `controller_avg_cpu_cores`: its CPU seconds (`controller_cpu_s`: /proc/<pid>/stat utime + stime,
+  every thread) over the phase's wall seconds. Neither counts the measuring loop or the emulation; the machine's
+  load averages are printed beside them, as the wall clock also counts other processes.
 Every figure is printed beside its threshold and the margin (threshold / figure for upper bounds, figure /
 threshold for lower bounds).
 
     .venv/bin/python bench/performance.py --json                       # every scenario (tens of minutes)
     .venv/bin/python bench/performance.py --json --scenarios basic,interference
-    .venv/bin/python bench/performance.py --json --scenarios basic --profile /tmp/prof   # + a cProfile per phase
+    .venv/bin/python bench/performance.py --json --scenarios basic --profile /tmp/prof   # + a cProfile of karpy run
 
-`--profile DIR` writes `DIR/<scenario>-<phase>.prof` (`python -m pstats`), the event loop's thread over the phase:
-where the controller's CPU goes. cProfile slows what it profiles, so a profiled run's figures are not the
-benchmark's; compare `controller_cpu_s` (this process's CPU seconds over the phase) of unprofiled runs.
+`--profile DIR` runs the controller under cProfile and writes `DIR/<scenario>.prof` (`python -m pstats`) when it
+stops: its main thread (the event loop) over the whole scenario, warm-up included. cProfile slows what it
+profiles, so a profiled run's figures are not the benchmark's; compare `controller_cpu_s` of unprofiled runs.
+`--memory-report DIR` runs it under tracemalloc instead (`bench/traced_run.py`) and writes `DIR/<scenario>.jsonl`,
+a row at the end of each phase: RSS, traced bytes and their peak, traced bytes by package (slowed, like a profile).
+`--logs DIR` keeps the controller's JSON log as `DIR/<scenario>/karpy.log` (otherwise it goes with a temporary
+directory).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
+import contextlib
 import dataclasses
 import json
 import os
 import pathlib
+import signal
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -53,8 +61,9 @@ from typing import Any
 import e2e
 from karpy.api import labels, quantity
 from karpy.kube import resources
-from karpy_emulator import cluster, controlplane, demo, remote, workloads
+from karpy_emulator import cluster, demo, remote, remote_controller, workloads
 
+TRACED_RUN = pathlib.Path(__file__).with_name("traced_run.py")
 SAMPLE_EVERY = 0.5
 """Seconds between samples of the controller's RSS."""
 STABLE = 180.0
@@ -364,9 +373,10 @@ def nodepool() -> dict[str, Any]:
 
 
 class Sampler:
-    """This process's RSS every `SAMPLE_EVERY` seconds and its CPU time, between `start` and `stop`."""
+    """A process's RSS every `SAMPLE_EVERY` seconds and its CPU time, between `start` and `stop`."""
 
-    def __init__(self) -> None:
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
         self.rss_mb: list[float] = []
         self._task: asyncio.Task[None] | None = None
         self._cpu = 0.0
@@ -374,12 +384,15 @@ class Sampler:
 
     def start(self) -> None:
         self.rss_mb.clear()
-        self._cpu, self._wall = time.process_time(), time.monotonic()
+        self._cpu, self._wall = remote_controller.cpu_s(self.pid), time.monotonic()
         self._task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
         while True:
-            self.rss_mb.append(e2e._rss_mb())
+            try:
+                self.rss_mb.append(remote_controller.rss_mb(self.pid))
+            except FileNotFoundError:  # the controller exited: the phase's wait reports it, with its log
+                return
             await asyncio.sleep(SAMPLE_EVERY)
 
     async def stop(self) -> tuple[float, float, float]:
@@ -387,9 +400,9 @@ class Sampler:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        cpu = time.process_time() - self._cpu
+        cpu = remote_controller.cpu_s(self.pid) - self._cpu
         cores = cpu / max(time.monotonic() - self._wall, 1e-9)
-        samples = sorted(self.rss_mb) or [e2e._rss_mb()]
+        samples = sorted(self.rss_mb) or [remote_controller.rss_mb(self.pid)]
         p95 = samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
         return p95, cores, cpu
 
@@ -477,92 +490,127 @@ def _margins(figures: Mapping[str, float], limits: Thresholds) -> dict[str, Any]
 
 
 async def run_scenario(
-    scenario: Scenario, *, within: float, profile: pathlib.Path | None = None, last_phase: str | None = None
+    scenario: Scenario,
+    *,
+    within: float,
+    profile: pathlib.Path | None = None,
+    last_phase: str | None = None,
+    logs: pathlib.Path | None = None,
+    memory_report: pathlib.Path | None = None,
 ) -> dict[str, Any]:
     options = cluster.ClusterOptions(cluster_name=f"perf-{scenario.name.lower()}", boot_delay=2.0, interval=0.5)
-    replicas = {w.name: 0 for w in scenario.workloads}
-    by_name = {w.name: w for w in scenario.workloads}
     out: dict[str, Any] = {"scenario": scenario.name, "upstream": scenario.source, "phases": []}
-    async with remote.RemoteCluster(options) as emulated:
-        api = emulated.client
-        await api.create(
-            resources.EC2NODECLASSES,
-            demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name),
+    launcher = [sys.executable]
+    if profile is not None:
+        launcher += ["-m", "cProfile", "-o", str(profile / f"{scenario.name}.prof")]
+    elif memory_report is not None:
+        launcher += [str(TRACED_RUN), str(memory_report / f"{scenario.name}.jsonl")]
+    with contextlib.ExitStack() as kept:
+        workdir = (
+            logs / scenario.name
+            if logs is not None
+            else pathlib.Path(kept.enter_context(tempfile.TemporaryDirectory()))
         )
-        await api.create(resources.NODEPOOLS, nodepool())
-        plane = controlplane.ControlPlane(emulated, controlplane.Options(interruption=False, fast_catalog=False))
-        async with plane:
-            out["catalog_warmup_s"] = round(await e2e._warm_up(plane, within=within), 1)
-            sampler = Sampler()
-            for phase in scenario.phases:
-                before = await _node_names(api)
-                load = os.getloadavg()
-                profiler = cProfile.Profile() if profile is not None else None
-                sampler.start()
-                if profiler is not None:
-                    profiler.enable()
-                start = time.monotonic()
-                if phase.kind == "drift":
-                    patch = {
-                        "spec": {
-                            "template": {
-                                "metadata": {"annotations": {"test-drift-trigger": f"drift-{int(time.time())}"}}
-                            }
-                        }
-                    }
-                    await api.patch(resources.NODEPOOLS, "default", patch)
-                for name, count in phase.replicas.items():
-                    if replicas[name] == 0:
-                        await api.create(workloads.DEPLOYMENTS, by_name[name].manifest(count))
-                    else:
-                        await api.patch(workloads.DEPLOYMENTS, name, {"spec": {"replicas": count}}, namespace="default")
-                    replicas[name] = count
-                expected = sum(replicas.values())
-                error = None
-                try:
-                    if phase.kind == "scale-out":
-                        await e2e._until(
-                            lambda n=expected: e2e._settled(api, n), within=within, what="all pods bound", step=1.0
-                        )
-                        end = time.monotonic()
-                    else:
-                        end = await _settle_disruption(
-                            api, expected, within=within, before=before if phase.kind == "drift" else frozenset()
-                        )
-                except TimeoutError as exc:
-                    error, end = str(exc), time.monotonic()
-                if profiler is not None and profile is not None:
-                    profiler.disable()
-                    profiler.dump_stats(profile / f"{scenario.name}-{phase.name}.prof")
-                p95, cores, cpu_s = await sampler.stop()
-                cpu_util, memory_util, nodes = await utilisation(api)
-                figures = {
-                    "total_time_s": round(end - start, 1),
-                    "cpu_util": round(cpu_util, 3),
-                    "memory_util": round(memory_util, 3),
-                    "controller_p95_memory_mb": round(p95, 1),
-                    "controller_avg_cpu_cores": round(cores, 3),
-                }
-                out["phases"].append(
-                    {
-                        "phase": phase.name,
-                        "kind": phase.kind,
-                        "pods": expected,
-                        "nodes": nodes,
-                        **figures,
-                        "thresholds": _margins(figures, phase.thresholds),
-                        "loadavg_before": [round(x, 2) for x in load],
-                        "controller_cpu_s": round(cpu_s, 2),
-                        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-                        "error": error,
-                    }
+        async with remote.RemoteCluster(options) as emulated:
+            api = emulated.client
+            await api.create(
+                resources.EC2NODECLASSES,
+                demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name),
+            )
+            await api.create(resources.NODEPOOLS, nodepool())
+            async with remote_controller.KarpyRun(emulated, workdir=workdir, launcher=launcher) as controller:
+                out["catalog_warmup_s"] = round(await controller.warm_up(api, within=within), 1)
+                await _phases(
+                    scenario,
+                    api,
+                    controller,
+                    out,
+                    within=within,
+                    last_phase=last_phase,
+                    report=memory_report is not None,
                 )
-                if error is not None or phase.name == last_phase:
-                    break
+                out["controller_exit"] = await controller.stop()
     out["all_met"] = all(t["met"] for p in out["phases"] for t in p["thresholds"].values()) and not any(
         p["error"] for p in out["phases"]
     )
     return out
+
+
+async def _phases(
+    scenario: Scenario,
+    api: Any,
+    controller: remote_controller.KarpyRun,
+    out: dict[str, Any],
+    *,
+    within: float,
+    last_phase: str | None,
+    report: bool = False,
+) -> None:
+    """Run the scenario's phases in order, each phase's row appended to `out["phases"]`; with `report`, the
+    controller writes a memory report at the end of each (`bench/traced_run.py`, on SIGUSR1)."""
+    replicas = {w.name: 0 for w in scenario.workloads}
+    by_name = {w.name: w for w in scenario.workloads}
+    sampler = Sampler(controller.pid)
+
+    async def settled(pods: int) -> bool:
+        controller.check()  # a controller that exited ends the run with its log, not a phase timing out
+        return await e2e._settled(api, pods)
+
+    for phase in scenario.phases:
+        before = await _node_names(api)
+        load = os.getloadavg()
+        sampler.start()
+        start = time.monotonic()
+        if phase.kind == "drift":
+            patch = {
+                "spec": {"template": {"metadata": {"annotations": {"test-drift-trigger": f"drift-{int(time.time())}"}}}}
+            }
+            await api.patch(resources.NODEPOOLS, "default", patch)
+        for name, count in phase.replicas.items():
+            if replicas[name] == 0:
+                await api.create(workloads.DEPLOYMENTS, by_name[name].manifest(count))
+            else:
+                await api.patch(workloads.DEPLOYMENTS, name, {"spec": {"replicas": count}}, namespace="default")
+            replicas[name] = count
+        expected = sum(replicas.values())
+        error = None
+        try:
+            if phase.kind == "scale-out":
+                await e2e._until(lambda n=expected: settled(n), within=within, what="all pods bound", step=1.0)
+                end = time.monotonic()
+            else:
+                end = await _settle_disruption(
+                    api, expected, within=within, before=before if phase.kind == "drift" else frozenset()
+                )
+        except TimeoutError as exc:
+            error, end = str(exc), time.monotonic()
+        p95, cores, cpu_s = await sampler.stop()
+        if report:
+            os.kill(controller.pid, signal.SIGUSR1)
+        cpu_util, memory_util, nodes = await utilisation(api)
+        figures = {
+            "total_time_s": round(end - start, 1),
+            "cpu_util": round(cpu_util, 3),
+            "memory_util": round(memory_util, 3),
+            "controller_p95_memory_mb": round(p95, 1),
+            "controller_avg_cpu_cores": round(cores, 3),
+        }
+        out["phases"].append(
+            {
+                "phase": phase.name,
+                "kind": phase.kind,
+                "pods": expected,
+                "nodes": nodes,
+                **figures,
+                "thresholds": _margins(figures, phase.thresholds),
+                "loadavg_before": [round(x, 2) for x in load],
+                "controller_cpu_s": round(cpu_s, 2),
+                "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                "error": error,
+            }
+        )
+        if error is not None or phase.name == last_phase:
+            break
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -570,31 +618,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object per scenario (JSON lines)")
     parser.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS), help="comma-separated names")
     parser.add_argument("--within", type=float, default=1800.0, help="seconds before a phase gives up")
-    parser.add_argument("--profile", type=pathlib.Path, help="a cProfile of each phase: DIR/<scenario>-<phase>.prof")
+    parser.add_argument("--profile", type=pathlib.Path, help="a cProfile of the controller: DIR/<scenario>.prof")
+    parser.add_argument(
+        "--memory-report",
+        type=pathlib.Path,
+        help="run the controller under tracemalloc (bench/traced_run.py): DIR/<scenario>.jsonl, a row per phase",
+    )
+    parser.add_argument("--logs", type=pathlib.Path, help="keep the controller's log: DIR/<scenario>/karpy.log")
     parser.add_argument("--stop-after", metavar="PHASE", help="end each scenario after its phase of this name")
     args = parser.parse_args(argv)
     chosen = [s for s in SCENARIOS if s.name in args.scenarios.split(",")]
     unknown = set(args.scenarios.split(",")) - {s.name for s in SCENARIOS}
     if unknown:
         parser.error(f"unknown scenarios: {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
-    if args.profile is not None:
-        args.profile.mkdir(parents=True, exist_ok=True)
-    for scenario in chosen:
-        if len(chosen) == 1:
-            row = asyncio.run(
-                run_scenario(scenario, within=args.within, profile=args.profile, last_phase=args.stop_after)
+    if args.profile is not None and args.memory_report is not None:
+        parser.error("--profile and --memory-report each run the controller under their own tool: choose one")
+    for directory in (args.profile, args.memory_report):
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+    if args.memory_report is not None:  # the controller appends a row per phase: start each scenario's file afresh
+        for scenario in chosen:
+            (args.memory_report / f"{scenario.name}.jsonl").unlink(missing_ok=True)
+    for scenario in chosen:  # each with an emulation and a controller of its own: nothing carries to the next
+        row = asyncio.run(
+            run_scenario(
+                scenario,
+                within=args.within,
+                profile=args.profile,
+                last_phase=args.stop_after,
+                logs=args.logs,
+                memory_report=args.memory_report,
             )
-        else:  # a process per scenario: RSS is a high-water mark that one scenario would leave to the next
-            child = [sys.executable, __file__, "--json", "--scenarios", scenario.name, "--within", str(args.within)]
-            if args.profile is not None:
-                child += ["--profile", str(args.profile)]
-            if args.stop_after is not None:
-                child += ["--stop-after", args.stop_after]
-            done = subprocess.run(child, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                print(done.stderr, file=sys.stderr)
-                return done.returncode
-            row = json.loads(done.stdout.strip().splitlines()[-1])
+        )
         print(json.dumps(row) if args.json else json.dumps(row, indent=2), flush=True)
     return 0
 
