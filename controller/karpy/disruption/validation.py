@@ -45,8 +45,8 @@ def needs_delay(command: consolidation.Command) -> bool:
     return command.reason in (Reason.EMPTY, Reason.UNDERUTILIZED)
 
 
-def validate(command: consolidation.Command, fresh: methods.Context) -> Invalid | None:
-    """None when `command` still holds in `fresh`, else why not."""
+def validate(command: consolidation.Command, fresh: methods.Context) -> consolidation.Command | Invalid:
+    """The command to act on when `command` still holds in `fresh`, else why not."""
     pool = fresh.eventual if command.reason == Reason.DRIFTED else fresh.graceful
     by_name = {c.name: c for c in pool}
     current = []
@@ -64,9 +64,9 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> Invalid 
             )
     if command.reason == Reason.EMPTY:
         busy = [c.name for c in current if not c.is_empty]
-        return Invalid(Failure.CHURN, f"{', '.join(busy)} no longer empty") if busy else None
+        return Invalid(Failure.CHURN, f"{', '.join(busy)} no longer empty") if busy else command
     if command.reason != Reason.UNDERUTILIZED:
-        return None
+        return command
     again = consolidation.compute(
         current, fresh.simulate, method=command.method, spot_to_spot=fresh.spot_to_spot, single=len(current) == 1
     )
@@ -79,7 +79,7 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> Invalid 
         after = {t.name for t in again.replacements[0].instance_type_options}
         if not after <= before:
             return Invalid(Failure.SCHEDULING, "the replacement would now need different instance types")
-    return None
+    return command
 
 
 async def validate_later(
@@ -88,8 +88,10 @@ async def validate_later(
     clock: karpy_clock.Clock,
     rebuild: Callable[[], Awaitable[methods.Context]],
     delay: float = VALIDATION_DELAY,
-) -> Invalid | None:
-    """Wait `delay` (only for the methods that need it), take a fresh context, and validate."""
+) -> tuple[consolidation.Command | Invalid, methods.Context]:
+    """Wait `delay` (only for the methods that need it), take a fresh context, and validate: (the command to act on,
+    else why not; the fresh context, on which the methods after a rejected command's are asked)."""
     if needs_delay(command):
         await clock.sleep(delay)
-    return validate(command, await rebuild())
+    fresh = await rebuild()
+    return validate(command, fresh), fresh
