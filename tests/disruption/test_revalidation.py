@@ -69,3 +69,47 @@ async def test_a_rejected_last_method_ends_the_pass_with_nothing_done() -> None:
     assert await task is None
     assert not w.deleting("n0")
     assert labels.TAINT_DISRUPTED_KEY not in w.taints("n0")
+
+
+async def test_an_emptiness_command_goes_on_with_the_nodes_still_empty_after_its_validation() -> None:
+    """Ported from upstream consolidation_test.go "does not delete nodes with pod churn, deletes nodes without pod
+    churn": two empty nodes; a pod lands on one during the validation wait; the command deletes the other alone."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("n0")
+    w.node("n1")
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    w.pod("late", "n0", cpu="3")  # the scheduler placed a pod on it meanwhile
+    w.sync()
+    await w.clock.run_for(11)
+    assert task.done()
+    command = await task
+    assert command is not None
+    assert (command.method, command.reason, command.decision) == ("emptiness", Reason.EMPTY, "delete")
+    assert [c.name for c in command.candidates] == ["n1"]
+    assert labels.TAINT_DISRUPTED_KEY not in w.taints("n0")
+    await ctrl.queue.reconcile()
+    assert w.deleting("n1")
+    assert not w.deleting("n0")
+
+
+async def test_an_emptiness_command_keeps_only_what_the_budget_still_allows() -> None:
+    """upstream disruption/validation.go `EmptinessValidator.validateCandidates`: after the wait, the candidates are
+    taken in order while their pool's budget lasts; one that a new budget no longer allows is left out."""
+    w = disruption_world.World()
+    w.pool(budgets=[{"nodes": "3"}])
+    for i in range(3):
+        w.node(f"n{i}")
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    w.pool(budgets=[{"nodes": "2"}])
+    w.sync()
+    await w.clock.run_for(11)
+    command = await task
+    assert command is not None
+    assert len(command.candidates) == 2

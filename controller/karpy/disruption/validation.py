@@ -1,14 +1,16 @@
 """Churn protection (core: disruption/validation.go): a command is re-checked against a fresh snapshot before it acts.
 
 Emptiness and consolidation wait `VALIDATION_DELAY` on the clock first, so pods that were about to land on the
-candidates get the chance to. The command stands only if every candidate is still a candidate (not nominated, no
-new blocker), the budgets still allow it, empty nodes are still empty, and a consolidation re-simulated now has the
+candidates get the chance to. An emptiness command goes on with those of its nodes that are still empty candidates
+within the budgets (it fails only when none is left). Any other command stands only if every candidate is still a
+candidate (not nominated, no new blocker), the budgets still allow it, and a consolidation re-simulated now has the
 same shape: delete stays delete, and a replacement's instance types are among the ones first chosen.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -46,7 +48,11 @@ def needs_delay(command: consolidation.Command) -> bool:
 
 
 def validate(command: consolidation.Command, fresh: methods.Context) -> consolidation.Command | Invalid:
-    """The command to act on when `command` still holds in `fresh`, else why not."""
+    """The command to act on when `command` still holds in `fresh`, else why not. An emptiness command keeps the
+    candidates still empty that the budgets still allow, and fails only when none is left (upstream's
+    EmptinessValidator); the others stand or fall whole."""
+    if command.reason == Reason.EMPTY:
+        return _still_empty(command, fresh)
     pool = fresh.eventual if command.reason == Reason.DRIFTED else fresh.graceful
     by_name = {c.name: c for c in pool}
     current = []
@@ -62,9 +68,6 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> consolid
             return Invalid(
                 Failure.BUDGET, f"the disruption budget of nodepool {pool_name} no longer allows {count} node(s)"
             )
-    if command.reason == Reason.EMPTY:
-        busy = [c.name for c in current if not c.is_empty]
-        return Invalid(Failure.CHURN, f"{', '.join(busy)} no longer empty") if busy else command
     if command.reason != Reason.UNDERUTILIZED:
         return command
     again = consolidation.compute(
@@ -80,6 +83,23 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> consolid
         if not after <= before:
             return Invalid(Failure.SCHEDULING, "the replacement would now need different instance types")
     return command
+
+
+def _still_empty(command: consolidation.Command, fresh: methods.Context) -> consolidation.Command | Invalid:
+    """core: disruption/validation.go `EmptinessValidator.validateCandidates`: the candidates that are still empty
+    disruption candidates, then those of them the budgets allow, in order; a node that gained a pod meanwhile is
+    left out rather than holding up the empty ones (consolidation_test.go "does not delete nodes with pod churn,
+    deletes nodes without pod churn")."""
+    ready = {c.name: c for c in methods.Emptiness().ready(fresh)}
+    current = [ready[c.name] for c in command.candidates if c.name in ready]
+    if not current:
+        gone = ", ".join(c.name for c in command.candidates)
+        return Invalid(Failure.CHURN, f"{gone} no longer empty disruption candidate(s)")
+    allowed, _ = methods.split_by_budget(current, fresh.budgets.get(command.reason, {}))
+    if not allowed:
+        pools = ", ".join(dict.fromkeys(c.pool.name for c in current))
+        return Invalid(Failure.BUDGET, f"the disruption budget of nodepool(s) {pools} no longer allows their nodes")
+    return dataclasses.replace(command, candidates=tuple(allowed))
 
 
 async def validate_later(
