@@ -113,3 +113,47 @@ async def test_an_emptiness_command_keeps_only_what_the_budget_still_allows() ->
     command = await task
     assert command is not None
     assert len(command.candidates) == 2
+
+
+async def test_a_replacement_that_now_needs_a_bigger_node_fails_validation() -> None:
+    """Ported from upstream consolidation_test.go "should not consolidate if the action picks different instance
+    types after the node TTL wait": a c8 with a 1-CPU pod would become a c2; a second pod lands during the wait, so
+    c2 no longer fits (upstream: the command's types must be a subset of what the re-simulation fits)."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("n0", itype="c8")
+    w.pod("p0", "n0", cpu="1")
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    w.pod("p1", "n0", cpu="2")
+    w.sync()
+    await w.clock.run_for(11)  # multi-node has no command for one node; single-node's is rejected, and it is last
+    assert task.done()
+    assert await task is None
+    assert "ConsolidationRejected" in w.recorder.reasons("n0")
+    assert w.kube.writes == []
+
+
+async def test_a_replacement_that_now_fits_more_instance_types_still_holds() -> None:
+    """The other side of upstream's subset check: a pod leaving the candidate during the wait lets the
+    re-simulation fit more types than the command chose; the command's own types still fit, so it holds (karpy
+    once asked the reverse, and dropped such commands)."""
+    w = disruption_world.World()
+    w.pool()
+    w.node("n0", itype="c8")
+    w.pod("p0", "n0", cpu="2")
+    w.pod("p1", "n0", cpu="1")
+    ctrl = w.controller()
+    w.sync()
+    task = asyncio.create_task(ctrl.reconcile())
+    await w.clock.run_for(5)
+    del w.kube.objects[("pods", "default", "p0")]  # scaled in: a c2 would do now
+    w.sync()
+    await w.clock.run_for(11)
+    assert task.done()
+    command = await task
+    assert command is not None
+    assert command.decision == "replace"
+    assert {t.name for t in command.replacements[0].instance_type_options} == {"c4"}

@@ -4,7 +4,7 @@ Emptiness and consolidation wait `VALIDATION_DELAY` on the clock first, so pods 
 candidates get the chance to. An emptiness command goes on with those of its nodes that are still empty candidates
 within the budgets (it fails only when none is left). Any other command stands only if every candidate is still a
 candidate (not nominated, no new blocker), the budgets still allow it, and a consolidation re-simulated now has the
-same shape: delete stays delete, and a replacement's instance types are among the ones first chosen.
+same shape: delete stays delete, and every instance type the replacement would launch still fits.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from karpy import clock as karpy_clock
 from karpy.api import nodepool
-from karpy.disruption import blockers, consolidation, methods
+from karpy.disruption import consolidation, methods, simulation
 
 VALIDATION_DELAY = 15.0
 """Seconds between deciding and re-checking a consolidation (upstream commandValidationDelay)."""
@@ -70,17 +70,27 @@ def validate(command: consolidation.Command, fresh: methods.Context) -> consolid
             )
     if command.reason != Reason.UNDERUTILIZED:
         return command
-    again = consolidation.compute(
-        current, fresh.simulate, method=command.method, spot_to_spot=fresh.spot_to_spot, single=len(current) == 1
-    )
-    if isinstance(again, blockers.Blocker):
-        return Invalid(Failure.SCHEDULING, f"consolidation no longer possible: {again}")
-    if again.decision != command.decision:
-        return Invalid(Failure.SCHEDULING, f"consolidation would now {again.decision} instead of {command.decision}")
+    return _same_shape(command, fresh.simulate(current))
+
+
+def _same_shape(command: consolidation.Command, sim: simulation.Simulation) -> consolidation.Command | Invalid:
+    """core: disruption/validation.go `validateCommand`: the re-simulation must place every pod and need what the
+    command launches: no replacement for a delete, exactly one for a replace, whose instance types include every
+    type the command would launch. The re-simulation's types are not filtered by price, so a replacement that now
+    needs bigger nodes loses the command's cheap types and fails, while one that now fits more types still holds
+    (consolidation_test.go "should not consolidate if the action picks different instance types after the node
+    TTL wait")."""
+    if not sim.all_scheduled:
+        return Invalid(Failure.SCHEDULING, f"consolidation no longer possible: {consolidation.pods_do_not_fit(sim)}")
+    if len(sim.replacements) != len(command.replacements):
+        return Invalid(
+            Failure.SCHEDULING,
+            f"the re-simulation needs {len(sim.replacements)} replacement(s), the command {len(command.replacements)}",
+        )
     if command.replacements:
-        before = {t.name for t in command.replacements[0].instance_type_options}
-        after = {t.name for t in again.replacements[0].instance_type_options}
-        if not after <= before:
+        chosen = {t.name for t in command.replacements[0].instance_type_options}
+        fitting = {t.name for t in sim.replacements[0].instance_type_options}
+        if not chosen <= fitting:
             return Invalid(Failure.SCHEDULING, "the replacement would now need different instance types")
     return command
 
