@@ -189,7 +189,7 @@ async def test_do_not_disrupt_blocks_pod_and_node_forms() -> None:
 async def test_validation_rejects_when_a_pod_lands_during_the_delay() -> None:
     w = disruption_world.World()
     w.pool()
-    w.node("n0")
+    w.node("n0", itype="c2")  # the cheapest type: once it has a pod, no later method of the pass has a command
     ctrl = w.controller()
     w.sync()
     task = asyncio.create_task(ctrl.reconcile())

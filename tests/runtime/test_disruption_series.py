@@ -37,7 +37,7 @@ async def test_an_empty_node_is_a_decision_of_its_pool_and_every_method_tried_is
 async def test_a_command_that_fails_validation_counts_its_candidates() -> None:
     m, w = metrics.Metrics(), disruption_world.World()
     w.pool()
-    w.node("n0")
+    w.node("n0", itype="c2")  # the cheapest type: once it has a pod, no later method of the pass has a command
     ctrl = w.controller(metrics=m.disruption_hooks())
     w.sync()
     task = asyncio.create_task(ctrl.reconcile())

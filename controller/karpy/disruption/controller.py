@@ -1,6 +1,7 @@
 """The disruption loop (core: disruption/controller.go): a singleton that, every 10 s while idle and only once the
 cluster state is synced, strips stale disruption marks, builds candidates, asks the methods in order for a command,
-validates it, and hands it to the orchestration queue — or, in dry-run mode, only logs what it would do.
+validates it, and hands it to the orchestration queue — or, in dry-run mode, only logs what it would do. A command
+that fails validation ends nothing: the methods after its own are asked in the same pass, as upstream's do.
 Expiration is not here (it is forceful and unbudgeted: the NodeClaim lifecycle controller owns it).
 """
 
@@ -154,24 +155,37 @@ class DisruptionController:
         ctx = await self.context()
         self._report_failed(ctx)
         self._publisher.blocked(ctx)
-        command = passes.first_command(self.methods, ctx)
-        if command is None:
-            return None
-        self._publisher.announce(
-            command, consolidationevents.CONSOLIDATION_CANDIDATE, consolidationevents.candidate_message
-        )
-        why = await validation.validate_later(
-            command, clock=deps.clock, rebuild=self.context, delay=deps.settings.validation_delay
-        )
-        if why is not None:
-            log.info("abandoning disruption command: %s", why, extra=describe(command))
-            deps.metrics.failed_validation(command.method, len(command.candidates))
+        remaining: Sequence[methods.Method] = self.methods
+        while (found := passes.first_command_at(remaining, ctx)) is not None:
+            index, command = found
             self._publisher.announce(
-                command,
-                consolidationevents.CONSOLIDATION_REJECTED,
-                lambda cmd, candidate: consolidationevents.rejected_message(cmd, candidate, why),
+                command, consolidationevents.CONSOLIDATION_CANDIDATE, consolidationevents.candidate_message
             )
-            return None
+            verdict, ctx = await validation.validate_later(
+                command, clock=deps.clock, rebuild=self.context, delay=deps.settings.validation_delay
+            )
+            if not isinstance(verdict, validation.Invalid):
+                return await self._act(verdict)
+            self._rejected(command, verdict)
+            # A rejected command is a method that did nothing: upstream's Reconcile (disruption/controller.go) goes
+            # on to the next methods at once, on the state the validation saw, rather than waiting for a poll.
+            remaining = remaining[index + 1 :]
+            if not deps.cluster.synced_for_decisions():
+                return None  # as at the start of a pass: a launch in flight holds no capacity in a simulation
+        return None
+
+    def _rejected(self, command: consolidation.Command, why: validation.Invalid) -> None:
+        log.info("abandoning disruption command: %s", why, extra=describe(command))
+        self._deps.metrics.failed_validation(command.method, len(command.candidates))
+        self._publisher.announce(
+            command,
+            consolidationevents.CONSOLIDATION_REJECTED,
+            lambda cmd, candidate: consolidationevents.rejected_message(cmd, candidate, why),
+        )
+
+    async def _act(self, command: consolidation.Command) -> consolidation.Command:
+        """Start a validated command (in dry-run, only log it)."""
+        deps = self._deps
         log.info("disrupting nodeclaim(s)%s", " (dry run)" if deps.settings.dry_run else "", extra=describe(command))
         deps.metrics.decision(command.method, str(command.reason), command.decision)
         for pool in dict.fromkeys(c.pool.name for c in command.candidates):

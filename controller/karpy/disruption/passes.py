@@ -4,8 +4,9 @@
 `context` turns a cluster snapshot and the NodePools' instance types into the methods' `Context`: the candidates of
 both disruption classes, the nodes that are none and why (`Context.rejected`), the budgets left per reason, the
 pools whose budgets block a reason outright, and a simulation bound to the snapshot. `first_command` asks the methods
-in order. The disruption controller runs both every pass; `karpy explain` runs the same two on the same kind of
-snapshot to say what that pass would do and why, so the two cannot disagree.
+in order (`first_command_at` also tells which one answered). The disruption controller runs both every pass; `karpy
+explain` runs the same two on the same kind of snapshot to say what that pass would do and why, so the two cannot
+disagree.
 """
 
 from __future__ import annotations
@@ -156,10 +157,19 @@ def context(
 def first_command(method_list: Sequence[methods.Method], ctx: methods.Context) -> consolidation.Command | None:
     """The first command a method returns, in order: what one pass acts on (before validation). The context's
     observer hears of each method tried (`Observer.evaluated`)."""
-    for method in method_list:
+    found = first_command_at(method_list, ctx)
+    return None if found is None else found[1]
+
+
+def first_command_at(
+    method_list: Sequence[methods.Method], ctx: methods.Context
+) -> tuple[int, consolidation.Command] | None:
+    """`first_command` with the index of the method that returned it: when its command fails validation, the
+    disruption loop asks the methods after it in the same pass."""
+    for index, method in enumerate(method_list):
         start = ctx.clock.now()
         command = method.compute(ctx)
         ctx.observer.evaluated(method, ctx, ctx.clock.now() - start)
         if command is not None:
-            return command
+            return index, command
     return None

@@ -1,0 +1,236 @@
+"""Where a performance scenario's consolidation spends its time, command by command (not a test).
+
+A scenario of `bench/performance.py` (wideDeployments unless told) runs its scale-out and then its consolidation on
+virtual time, in this process: a fresh emulation and controller share an `autojump.AutojumpClock` (as
+`bench/e2e.py`'s consolidation phase), so every timer of upstream's timings counts in full and the controller's own
+work counts as instantaneous: the figures show the pace the timers set, whatever the machine's load. `--scale`
+multiplies every replica count (rounded, at least 1) for a scaled-down copy.
+
+From the consolidation phase's start until no node has been draining for `performance.STABLE` seconds with every
+pod bound, it records from the disruption loop's own log lines, at virtual time:
+- each command: its method, decision, NodeClaims, when it was decided, and when its replacements were all
+  Initialized and the candidates deleted (`launch_s`: from the decision until then) or the command given up;
+- each command that failed validation (method, nodes, the failure kind `churn` / `budget` / `scheduling`);
+- each candidate NodeClaim's way out: from the queue's delete until the NodeClaim left the API server, its Node
+  drained and its instance terminated (`drain_s`);
+- the timeline of live nodes.
+The summary counts commands per method and decision, nodes per command, validation failures per method and kind,
+and the mean and largest validation, launch and drain times; the load averages and the wall time are printed
+beside them.
+
+    .venv/bin/python bench/consolidation_trace.py --json --scale 0.3
+    .venv/bin/python bench/consolidation_trace.py --json --scenario basic --scale 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import e2e
+import performance
+from karpy import clock as karpy_clock
+from karpy.kube import resources
+from karpy_emulator import autojump, cluster, controlplane, demo, workloads
+
+
+class Trace(logging.Handler):
+    """The disruption loop's decisions, validation failures and completed commands, at virtual time."""
+
+    def __init__(self, clock: karpy_clock.Clock) -> None:
+        super().__init__(logging.INFO)
+        self._clock = clock
+        self.decided: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []
+        self.deleted: dict[str, float] = {}
+        """NodeClaim -> when the queue deleted it."""
+        self.failed: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        now = self._clock.now()
+        message = record.msg
+        if message.startswith("disrupting nodeclaim(s)"):
+            self.decided.append(
+                {
+                    "at": now,
+                    "method": getattr(record, "method", ""),
+                    "decision": getattr(record, "decision", ""),
+                    "nodeclaims": list(getattr(record, "nodeclaims", ())),
+                }
+            )
+        elif message.startswith("abandoning disruption command"):
+            why = record.args[0] if isinstance(record.args, tuple) and record.args else None
+            self.rejected.append(
+                {
+                    "at": now,
+                    "method": getattr(record, "method", ""),
+                    "nodes": len(getattr(record, "nodeclaims", ())),
+                    "failure": str(getattr(why, "failure", "")),
+                    "why": str(why),
+                }
+            )
+        elif message.startswith("deleted disrupted nodeclaim(s)"):
+            for name in getattr(record, "nodeclaims", ()):
+                self.deleted[name] = now
+        elif message.startswith("disruption command failed"):
+            self.failed.append({"at": now, "why": str(record.args[0] if record.args else "")})
+
+
+def _stats(values: Sequence[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"n": len(values), "mean": round(statistics.fmean(values), 1), "max": round(max(values), 1)}
+
+
+def summary(trace: Trace, gone: Mapping[str, float], *, start: float, validation_delay: float) -> dict[str, Any]:
+    """Per method and decision: commands, nodes per command, validation failures, and validation, launch and drain
+    times (virtual seconds)."""
+    commands = []
+    for c in trace.decided:
+        deleted = [trace.deleted[n] for n in c["nodeclaims"] if n in trace.deleted]
+        drains = [gone[n] - trace.deleted[n] for n in c["nodeclaims"] if n in trace.deleted and n in gone]
+        commands.append(
+            {
+                "at_s": round(c["at"] - start, 1),
+                "method": c["method"],
+                "decision": c["decision"],
+                "nodes": len(c["nodeclaims"]),
+                "launch_s": round(max(deleted) - c["at"], 1) if deleted else None,
+                "drain_s": round(max(drains), 1) if drains else None,
+            }
+        )
+    by_kind: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for c in commands:
+        by_kind[f"{c['method']}/{c['decision']}"].append(c)
+    failures = collections.Counter(f"{r['method']}/{r['failure']}" for r in trace.rejected)
+    return {
+        "commands": len(commands),
+        "nodes_disrupted": sum(c["nodes"] for c in commands),
+        "per_kind": {
+            kind: {
+                "commands": len(cs),
+                "nodes": sum(c["nodes"] for c in cs),
+                "nodes_per_command": _stats([c["nodes"] for c in cs]),
+                "launch_s": _stats([c["launch_s"] for c in cs if c["launch_s"] is not None]),
+                "drain_s": _stats([c["drain_s"] for c in cs if c["drain_s"] is not None]),
+            }
+            for kind, cs in sorted(by_kind.items())
+        },
+        "validation_s_each": validation_delay,
+        "validations": len(commands) + len(trace.rejected),
+        "validation_failures": dict(sorted(failures.items())),
+        "validation_failed_nodes": sum(r["nodes"] for r in trace.rejected),
+        "validation_failure_examples": sorted({r["why"] for r in trace.rejected})[:8],
+        "queue_failures": len(trace.failed),
+        "command_list": commands,
+    }
+
+
+def _scaled(replicas: Mapping[str, int], scale: float) -> dict[str, int]:
+    return {name: max(1, round(count * scale)) for name, count in replicas.items()}
+
+
+async def run(scenario: performance.Scenario, *, scale: float, within: float) -> dict[str, Any]:
+    wall = time.monotonic()
+    load = os.getloadavg()
+    options = cluster.ClusterOptions(
+        cluster_name="karpy-trace", boot_delay=e2e.VIRTUAL_BOOT_DELAY, autojump=True, start_time=time.time()
+    )
+    by_name = {w.name: w for w in scenario.workloads}
+    out: dict[str, Any] = {"scenario": scenario.name, "scale": scale, "loadavg_before": [round(x, 2) for x in load]}
+    async with cluster.EmulatedCluster(options) as emulated:
+        clock = emulated.clock
+        if not isinstance(clock, autojump.AutojumpClock):
+            raise TypeError("the trace needs the autojump clock")
+        api = emulated.client
+        nodeclass = demo.nodeclass_manifest(role=emulated.node_role, discovery=emulated.cluster_name)
+        await api.create(resources.EC2NODECLASSES, nodeclass)
+        await api.create(resources.NODEPOOLS, performance.nodepool())
+        plane = controlplane.ControlPlane(emulated, controlplane.Options(interruption=False))
+        trace = Trace(clock)
+        logger = logging.getLogger("karpy.disruption")
+        logger.addHandler(trace)
+        logger.setLevel(logging.INFO)
+        try:
+            async with plane:
+                scale_out, consolidation = scenario.phases[0], scenario.phases[-1]
+                first = _scaled(scale_out.replicas, scale)
+                for name, count in first.items():
+                    await api.create(workloads.DEPLOYMENTS, by_name[name].manifest(count))
+                provisioned = await e2e._until(
+                    lambda: e2e._settled(api, sum(first.values())),
+                    within=within,
+                    what="all pods bound",
+                    step=1.0,
+                    clock=clock,
+                )
+                out["scale_out_virtual_s"] = round(provisioned, 1)
+                out["nodes_before"] = len(await e2e._live_nodes(api))
+                trace.decided.clear()
+                trace.rejected.clear()
+                trace.deleted.clear()
+                kept = {**first, **_scaled(consolidation.replicas, scale)}
+                start = clock.now()
+                for name, count in kept.items():
+                    await api.patch(workloads.DEPLOYMENTS, name, {"spec": {"replicas": count}}, namespace="default")
+                out["pods"] = sum(kept.values())
+                seen: set[str] = set()
+                gone: dict[str, float] = {}  # NodeClaim -> when it left the API server
+                timeline: list[tuple[float, int]] = []
+                last_draining = clock.now()
+                while clock.now() - start < within:
+                    await clock.sleep(1.0)
+                    items, _ = await api.list(resources.NODES)
+                    claims, _ = await api.list(resources.NODECLAIMS)
+                    names = {c["metadata"]["name"] for c in claims}
+                    for name in seen - names:
+                        gone[name] = clock.now()
+                    seen = names
+                    live = sum(1 for n in items if not n["metadata"].get("deletionTimestamp"))
+                    if not timeline or timeline[-1][1] != live:
+                        timeline.append((round(clock.now() - start, 1), live))
+                    if performance.draining(items) or not await e2e._settled(api, out["pods"]):
+                        last_draining = clock.now()
+                    elif clock.now() - last_draining >= performance.STABLE:
+                        break
+                out["consolidation_virtual_s"] = round(last_draining - start, 1)
+                out["nodes_after"] = timeline[-1][1] if timeline else out["nodes_before"]
+                out["done"] = clock.now() - start < within
+                out.update(summary(trace, gone, start=start, validation_delay=plane.options.validation_delay))
+                out["node_timeline"] = timeline
+        finally:
+            logger.removeHandler(trace)
+    out["wall_s"] = round(time.monotonic() - wall, 1)
+    out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--scenario", default="wideDeployments", help="a scenario of bench/performance.py")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every replica count by this")
+    parser.add_argument("--within", type=float, default=3600.0, help="virtual seconds before a phase gives up")
+    parser.add_argument("--commands", action="store_true", help="include every command, not only the summary")
+    args = parser.parse_args(argv)
+    found = [s for s in performance.SCENARIOS if s.name == args.scenario]
+    if not found:
+        parser.error(f"unknown scenario {args.scenario}; known: {[s.name for s in performance.SCENARIOS]}")
+    row = asyncio.run(run(found[0], scale=args.scale, within=args.within))
+    if not args.commands:
+        row.pop("command_list", None)
+    print(json.dumps(row) if args.json else json.dumps(row, indent=2), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
