@@ -38,7 +38,7 @@ async def test_single_node_consolidation_follows_a_multi_node_command_that_faile
     rejected = w.recorder.reasons("n0")
     assert "ConsolidationRejected" in rejected
     await w.clock.run_for(15)  # single-node consolidation's own validation delay, then it acts
-    command = await task
+    command = (await task).command
     assert command is not None
     assert command.method == methods.SingleNodeConsolidation.name
     assert (command.reason, command.decision) == (Reason.UNDERUTILIZED, "delete")
@@ -66,7 +66,7 @@ async def test_a_rejected_last_method_ends_the_pass_with_nothing_done() -> None:
     w.sync()
     await w.clock.run_for(11)
     assert task.done()
-    assert await task is None
+    assert (await task).command is None
     assert not w.deleting("n0")
     assert labels.TAINT_DISRUPTED_KEY not in w.taints("n0")
 
@@ -86,7 +86,7 @@ async def test_an_emptiness_command_goes_on_with_the_nodes_still_empty_after_its
     w.sync()
     await w.clock.run_for(11)
     assert task.done()
-    command = await task
+    command = (await task).command
     assert command is not None
     assert (command.method, command.reason, command.decision) == ("emptiness", Reason.EMPTY, "delete")
     assert [c.name for c in command.candidates] == ["n1"]
@@ -110,7 +110,7 @@ async def test_an_emptiness_command_keeps_only_what_the_budget_still_allows() ->
     w.pool(budgets=[{"nodes": "2"}])
     w.sync()
     await w.clock.run_for(11)
-    command = await task
+    command = (await task).command
     assert command is not None
     assert len(command.candidates) == 2
 
@@ -131,7 +131,7 @@ async def test_a_replacement_that_now_needs_a_bigger_node_fails_validation() -> 
     w.sync()
     await w.clock.run_for(11)  # multi-node has no command for one node; single-node's is rejected, and it is last
     assert task.done()
-    assert await task is None
+    assert (await task).command is None
     assert "ConsolidationRejected" in w.recorder.reasons("n0")
     assert w.kube.writes == []
 
@@ -153,7 +153,7 @@ async def test_a_replacement_that_now_fits_more_instance_types_still_holds() -> 
     w.sync()
     await w.clock.run_for(11)
     assert task.done()
-    command = await task
+    command = (await task).command
     assert command is not None
     assert command.decision == "replace"
     assert {t.name for t in command.replacements[0].instance_type_options} == {"c4"}
