@@ -13,7 +13,7 @@ from tests import builders
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
-from karpy_emulator import informers, reads
+from karpy_emulator import garbage, informers, pdbs, reads, taint_manager, workloads
 from karpy_emulator.apiserver import runner, server
 
 
@@ -48,6 +48,7 @@ async def _writes(api: rest.RestClient) -> None:
     await api.delete(resources.PODS, "e", namespace="default")
 
 
+TAINT = {"key": "maintenance", "effect": "NoExecute"}
 EXPECTED = [("b", "", "n1"), ("c", "", None), ("d", None, "")]
 
 
@@ -121,3 +122,36 @@ def test_an_index_follows_each_object_to_its_new_values() -> None:
     assert (index.get("n1"), index.get("n2")) == (frozenset(), {key})
     assert index.update(informers.Delta(key, {"node": "n2"}, None)) == {"n2"}
     assert index.get("n2") == frozenset()
+
+
+async def test_the_stand_ins_passes_read_changes_not_lists(
+    api: rest.RestClient, kube: runner.KubeAPIRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    feed, manual = informers.StoreFeed(kube), clock.ManualClock(1_700_000_000.0)
+    stand_ins = (
+        workloads.WorkloadController(api, clock=manual, reader=feed),
+        garbage.GarbageCollector(api, clock=manual, reader=feed),
+        pdbs.DisruptionController(api, clock=manual, reader=feed),
+        taint_manager.TaintManager(api, clock=manual, reader=feed),
+    )
+    await api.create(resources.NODES, {"metadata": {"name": "n1"}, "spec": {"taints": [TAINT]}})
+    await api.create(resources.PDBS, builders.pdb("web", {"app": "web"}, maxUnavailable=1))
+    await api.create(workloads.DEPLOYMENTS, builders.deployment("web", 3, cpu=None))
+    for stand_in in stand_ins:
+        await stand_in.sync()
+    listed: list[str] = []
+    snapshot = server.FakeKubeAPI.snapshot
+
+    def counted(self: server.FakeKubeAPI, resource: Any, watch: Any) -> tuple[list[dict[str, Any]], str]:
+        listed.append(resource.plural)
+        return snapshot(self, resource, watch)
+
+    monkeypatch.setattr(server.FakeKubeAPI, "snapshot", counted)
+    await api.patch(workloads.DEPLOYMENTS, "web", {"spec": {"replicas": 5}}, namespace="default")
+    created = await stand_ins[0].sync()
+    assert len(created.created) == 2
+    for stand_in in stand_ins[1:]:
+        await stand_in.sync()
+    assert listed == []
+    pods, _ = await api.list(resources.PODS, namespace="default")
+    assert len(pods) == 5
