@@ -9,6 +9,7 @@ import kubernetes
 import pytest
 from tests.emulator import kubectl as emulator_kubectl
 
+from karpy_emulator import informers, reads
 from karpy_emulator.apiserver import runner, server
 
 
@@ -59,3 +60,10 @@ def kubectl_server() -> Iterator[runner.KubeAPIRunner]:
 def kubectl(kubectl_server: runner.KubeAPIRunner, tmp_path: pathlib.Path) -> emulator_kubectl.Kubectl:
     """The real kubectl against `kubectl_server`."""
     return emulator_kubectl.factory(tmp_path)(kubectl_server)
+
+
+@pytest.fixture(params=["feed", "client"])
+def stand_in_reader(request: pytest.FixtureRequest, kube: runner.KubeAPIRunner) -> reads.Reader | None:
+    """What a controller stand-in reads through: the store's change history (`informers.StoreFeed`), as an emulated
+    cluster wires it, or None (its own client: a LIST per read, each refresh compared with the last)."""
+    return informers.StoreFeed(kube) if request.param == "feed" else None

@@ -12,7 +12,7 @@ from tests import builders
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
-from karpy_emulator import garbage
+from karpy_emulator import garbage, reads
 from karpy_emulator.apiserver import audit, runner
 
 
@@ -41,13 +41,15 @@ async def names(api: rest.RestClient, res: resources.Resource) -> list[str]:
     return sorted(i["metadata"]["name"] for i in items)
 
 
-async def test_background_deletion_deletes_the_orphans(api: rest.RestClient) -> None:
+async def test_background_deletion_deletes_the_orphans(
+    api: rest.RestClient, stand_in_reader: reads.Reader | None
+) -> None:
     pool = await api.create(resources.NODEPOOLS, builders.nodepool("a"))
     other = await api.create(resources.NODEPOOLS, builders.nodepool("b"))
     await owned_claim(api, "a-1", pool, finalizer=False)
     await owned_claim(api, "b-1", other, finalizer=False)
     await api.create(resources.NODECLAIMS, builders.nodeclaim("standalone"))
-    collector = garbage.GarbageCollector(api, clock=clock.SystemClock())
+    collector = garbage.GarbageCollector(api, clock=clock.SystemClock(), reader=stand_in_reader)
     assert await collector.sync() == []
     await api.delete(resources.NODEPOOLS, "a")
     assert await collector.sync() == ["NodeClaim/a-1"]
@@ -55,7 +57,7 @@ async def test_background_deletion_deletes_the_orphans(api: rest.RestClient) -> 
 
 
 async def test_foreground_deletion_holds_the_owner_until_its_claims_are_gone(
-    api: rest.RestClient, kube: runner.KubeAPIRunner
+    api: rest.RestClient, kube: runner.KubeAPIRunner, stand_in_reader: reads.Reader | None
 ) -> None:
     pool = await api.create(resources.NODEPOOLS, builders.nodepool("a"))
     await owned_claim(api, "a-1", pool, finalizer=True)
@@ -69,7 +71,7 @@ async def test_foreground_deletion_holds_the_owner_until_its_claims_are_gone(
     assert held is not None
     assert held["metadata"]["finalizers"] == ["foregroundDeletion"]
     assert held["metadata"]["deletionTimestamp"]
-    collector = garbage.GarbageCollector(api, clock=clock.SystemClock())
+    collector = garbage.GarbageCollector(api, clock=clock.SystemClock(), reader=stand_in_reader)
     assert await collector.sync() == ["NodeClaim/a-1"]
     # the claim is deleting but its finalizer holds it (the controller is terminating its node): the pool waits
     assert await collector.sync() == []

@@ -11,7 +11,7 @@ from tests import builders
 
 from karpy import clock
 from karpy.kube import client, credentials, resources, rest
-from karpy_emulator import pdbs, workloads
+from karpy_emulator import pdbs, reads, workloads
 from karpy_emulator.apiserver import runner
 
 NOW = 1_700_000_000.0
@@ -152,9 +152,11 @@ async def _status(api: rest.RestClient, name: str = "web") -> Mapping[str, Any]:
     return pdb.get("status") or {}
 
 
-async def test_status_follows_the_pods_and_is_written_only_on_change(api: rest.RestClient) -> None:
-    stand_in = pdbs.DisruptionController(api, clock=clock.ManualClock(NOW))
-    replicas = workloads.WorkloadController(api, clock=clock.ManualClock(NOW))
+async def test_status_follows_the_pods_and_is_written_only_on_change(
+    api: rest.RestClient, stand_in_reader: reads.Reader | None
+) -> None:
+    stand_in = pdbs.DisruptionController(api, clock=clock.ManualClock(NOW), reader=stand_in_reader)
+    replicas = workloads.WorkloadController(api, clock=clock.ManualClock(NOW), reader=stand_in_reader)
     assert (await stand_in.sync()).written == []  # no PDB: nothing to do
     await api.create(workloads.DEPLOYMENTS, builders.deployment("web", 3, cpu=None))
     for pdb in (

@@ -15,7 +15,7 @@ from tests import builders
 from karpy import clock
 from karpy.api import meta
 from karpy.kube import credentials, resources, rest
-from karpy_emulator import taint_manager
+from karpy_emulator import reads, taint_manager
 from karpy_emulator.apiserver import runner
 
 NO_EXECUTE = "NoExecute"
@@ -46,7 +46,9 @@ def test_eviction_delay(tolerations: list[dict[str, Any]], delay: float | None) 
     assert taint_manager.eviction_delay(taints, tolerations) == delay
 
 
-async def test_pods_leave_a_no_execute_node_as_their_tolerations_say(api: rest.RestClient) -> None:
+async def test_pods_leave_a_no_execute_node_as_their_tolerations_say(
+    api: rest.RestClient, stand_in_reader: reads.Reader | None
+) -> None:
     manual = clock.ManualClock(1_700_000_000.0)
     await api.create(resources.NODES, builders.node("tainted", taints=[TAINT]))
     await api.create(resources.NODES, builders.node("clean", taints=[]))
@@ -64,7 +66,7 @@ async def test_pods_leave_a_no_execute_node_as_their_tolerations_say(api: rest.R
         resources.PODS,
         builders.pod("forever", node="tainted", tolerations=[{"key": "maintenance", "operator": "Exists"}]),
     )
-    manager = taint_manager.TaintManager(api, clock=manual)
+    manager = taint_manager.TaintManager(api, clock=manual, reader=stand_in_reader)
     assert await manager.sync() == ["default/plain"]
     await manual.run_for(59)
     assert await manager.sync() == []
@@ -81,14 +83,16 @@ async def test_pods_leave_a_no_execute_node_as_their_tolerations_say(api: rest.R
     ]
 
 
-async def test_a_taint_removed_in_time_cancels_the_eviction(api: rest.RestClient) -> None:
+async def test_a_taint_removed_in_time_cancels_the_eviction(
+    api: rest.RestClient, stand_in_reader: reads.Reader | None
+) -> None:
     manual = clock.ManualClock(1_700_000_000.0)
     await api.create(resources.NODES, builders.node("tainted", taints=[TAINT]))
     await api.create(
         resources.PODS,
         builders.pod("minute", node="tainted", tolerations=[{"operator": "Exists", "tolerationSeconds": 60}]),
     )
-    manager = taint_manager.TaintManager(api, clock=manual)
+    manager = taint_manager.TaintManager(api, clock=manual, reader=stand_in_reader)
     assert await manager.sync() == []
     await manual.run_for(30)
     await api.patch(resources.NODES, "tainted", {"spec": {"taints": None}})

@@ -21,8 +21,8 @@ async def api(kube: runner.KubeAPIRunner) -> AsyncIterator[rest.RestClient]:
 
 
 @pytest.fixture
-def controller(api: rest.RestClient, kube: runner.KubeAPIRunner) -> workloads.WorkloadController:
-    return workloads.WorkloadController(api, clock=clock.ManualClock(), reader=reads.StoreReader(kube))
+def controller(api: rest.RestClient, stand_in_reader: reads.Reader | None) -> workloads.WorkloadController:
+    return workloads.WorkloadController(api, clock=clock.ManualClock(), reader=stand_in_reader)
 
 
 async def _pods(api: rest.RestClient) -> list[dict[str, Any]]:
@@ -91,6 +91,20 @@ async def test_deleted_pods_are_replaced_and_unscheduled_pods_go_first(
     assert survivors == bound  # the two unscheduled pods were removed, the scheduled ones kept
 
 
+async def test_a_pod_deleted_once_converged_is_replaced(
+    api: rest.RestClient, controller: workloads.WorkloadController
+) -> None:
+    await api.create(workloads.DEPLOYMENTS, builders.deployment("inflate", 3))
+    await controller.sync()
+    await controller.sync()  # sees the statuses the first pass wrote
+    assert await controller.sync() == workloads.WorkloadReport()  # converged: nothing queued, nothing written
+    victim = (await _pods(api))[0]["metadata"]["name"]
+    assert await api.delete(resources.PODS, victim, namespace="default")
+    report = await controller.sync()  # the pod's deletion alone queues its ReplicaSet
+    assert len(report.created) == 1
+    assert len(await _pods(api)) == 3
+
+
 async def test_template_change_rolls_and_deletion_collects(
     api: rest.RestClient, controller: workloads.WorkloadController
 ) -> None:
@@ -136,11 +150,9 @@ def test_deletion_order_prefers_unscheduled_then_not_running_then_newest() -> No
 
 
 async def test_a_pass_creates_at_most_a_burst_in_slow_start_batches(
-    api: rest.RestClient, kube: runner.KubeAPIRunner
+    api: rest.RestClient, stand_in_reader: reads.Reader | None
 ) -> None:
-    controller = workloads.WorkloadController(
-        api, clock=clock.ManualClock(), reader=reads.StoreReader(kube), burst_replicas=5
-    )
+    controller = workloads.WorkloadController(api, clock=clock.ManualClock(), reader=stand_in_reader, burst_replicas=5)
     await api.create(workloads.DEPLOYMENTS, builders.deployment("inflate", 12))
     created = [len((await controller.sync()).created) for _ in range(4)]
     assert created == [5, 5, 2, 0]  # kube-controller-manager's BurstReplicas per sync, then converged

@@ -10,7 +10,9 @@ the cloud node lifecycle controller does, and pods bound to vanished nodes are d
 to a Ready node become Running and Ready, so budgets and drains see healthy pods.
 
 Only Nodes it registered (annotation `MANAGED_ANNOTATION`) are ever changed or deleted. Time comes from the
-injected clock; every step is bounded (one LIST each, one write per object that needs one).
+injected clock; every step is bounded (one write per object that needs one). Pods and Nodes are read through
+informer caches (`informers`): a pass looks only at the bound pods that changed and at those of the nodes that
+changed, as each node's kubelet is woken by its own pods' and Node's events.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from karpy import clock as karpy_clock
 from karpy.api import labels, quantity
 from karpy.cloudprovider import types
 from karpy.kube import client, resources
-from karpy_emulator import bootstrap, loop, reads
+from karpy_emulator import bootstrap, informers, loop, reads
 from karpy_emulator.aws import seeding
 
 log = logging.getLogger(__name__)
@@ -44,8 +46,6 @@ REGISTER_CONCURRENCY = 16
 """Nodes registering at once (each reads its user data from EC2 and creates its Node)."""
 CONCURRENCY = 16
 """Status writes in flight at once (nodes turning Ready, pods starting): every node's kubelet writes its own."""
-BOUND_PODS = "spec.nodeName!="
-"""The field selector of the pods bound to a node."""
 
 
 class InstanceSource(Protocol):
@@ -232,6 +232,17 @@ def running_status_patch(pod: Mapping[str, Any], node: Mapping[str, Any], now: f
     }
 
 
+def _bound_to(pod: Mapping[str, Any] | None) -> str:
+    """The node the pod is bound to ("" when none)."""
+    return str(((pod or {}).get("spec") or {}).get("nodeName") or "")
+
+
+def node_of(pod: Mapping[str, Any]) -> list[str]:
+    """The node the pod is bound to, if any (an `informers.Index` of pods by node)."""
+    bound_to = _bound_to(pod)
+    return [bound_to] if bound_to else []
+
+
 def _condition(kind: str, stamp: str) -> dict[str, str]:
     return {"type": kind, "status": "True", "lastTransitionTime": stamp}
 
@@ -259,6 +270,10 @@ class Kubelet:
         self._boots: dict[str, bootstrap.Bootstrap | None] = {}  # None: unreadable user data (never joins)
         self._waiting = False  # the last pass left a node booting or an instance waiting to register
         self._states: Hashable = None  # the instances' states the last pass read
+        self._pods_seen = informers.Cache(resources.PODS)
+        self._nodes_seen = informers.Cache(resources.NODES)
+        self._on_node = informers.Index(node_of)  # node name -> the pods bound to it
+        self._queued: set[informers.Key] = set()  # bound pods to look at (start or collect)
 
     async def run(self) -> None:
         watch = loop.watch(self._reads, (resources.PODS, resources.NODES, resources.NODECLAIMS), due=self._due)
@@ -273,14 +288,12 @@ class Kubelet:
 
     async def sync(self) -> SyncReport:
         report = SyncReport()
-        # Pods before nodes: a pod listed as bound to a node that the later node list lacks is really orphaned.
-        # Only pods bound to some node, as each real kubelet watches only its own node's (`spec.nodeName=<node>`):
-        # the pending ones are none of a kubelet's business, and listing them every pass costs the most.
-        pods, _ = await self._reads.list(resources.PODS, field_selector=BOUND_PODS)
+        # Pods and nodes in one cut: a pod bound to a node that the cut lacks is really orphaned.
+        await self._refresh()
         if isinstance(self._source, InstanceStates):  # before the instances: a change meanwhile wakes the next tick
             self._states = await asyncio.to_thread(self._source.states)
         instances = await asyncio.to_thread(self._source.cluster_instances, self._settings.cluster_name)
-        nodes, _ = await self._reads.list(resources.NODES)
+        nodes = list(self._nodes_seen.sorted())
         live = {provider_id(i): i for i in instances if i.state not in GONE_STATES}
         by_provider = {str((n.get("spec") or {}).get("providerID") or ""): n for n in nodes}
         now = self._clock.now()
@@ -299,7 +312,7 @@ class Kubelet:
         # Instances that will join once time passes (register delay, a name taken); not those that never will.
         unjoined = sum(1 for i in joining if self._boots.get(provider_id(i), True) is not None) - registered
         survivors = []
-        booted: list[dict[str, Any]] = []
+        booted: list[Mapping[str, Any]] = []
         for node in nodes:
             meta = node.get("metadata") or {}
             name = str(meta.get("name"))
@@ -321,10 +334,24 @@ class Kubelet:
         report.became_ready.extend(str(n["metadata"]["name"]) for n in booted)
         # The Ready nodes as the API server answered: the listed ones are the store's own, never changed here.
         ready_now = {str(n["metadata"]["name"]): n for n in turned}
+        for name in ready_now:  # their pods may start now
+            self._queued.update(self._on_node.get(name))
         survivors = [ready_now.get(str(n["metadata"]["name"]), n) for n in survivors]
-        await self._pods(pods, {str(n["metadata"]["name"]): n for n in nodes}, survivors, now, report)
+        await self._pods({str(n["metadata"]["name"]): n for n in nodes}, survivors, now, report)
         self._waiting = unjoined > 0
         return report
+
+    async def _refresh(self) -> None:
+        """Bring the pod and node caches up to date; queue the bound pods that changed and those of the nodes that
+        changed (a node turning Ready starts its pods, one going collects them), as each node's kubelet watches its
+        own pods (`spec.nodeName=<node>`) and its own Node."""
+        pod_deltas, node_deltas = await informers.refresh(self._reads, (self._pods_seen, self._nodes_seen))
+        for delta in pod_deltas:
+            self._on_node.update(delta)
+            if _bound_to(delta.new):
+                self._queued.add(delta.key)
+        for delta in node_deltas:
+            self._queued.update(self._on_node.get(delta.key[1]))
 
     async def _turn_ready(self, node: Mapping[str, Any], now: float) -> dict[str, Any]:
         patch = ready_status_patch(node, now)
@@ -332,36 +359,41 @@ class Kubelet:
 
     async def _pods(
         self,
-        pods: list[dict[str, Any]],
         all_nodes: Mapping[str, Mapping[str, Any]],
-        survivors: list[dict[str, Any]],
+        survivors: list[Mapping[str, Any]],
         now: float,
         report: SyncReport,
     ) -> None:
+        """Start or collect the queued pods; the rest wait for a change of theirs or of their node."""
         ready_nodes = {
             str(n["metadata"]["name"]): n
             for n in survivors
             if MANAGED_ANNOTATION in (n["metadata"].get("annotations") or {}) and is_ready(n)
         }
-        starting: list[tuple[dict[str, Any], Mapping[str, Any]]] = []
-        for pod in pods:
-            meta = pod.get("metadata") or {}
-            bound_to = str((pod.get("spec") or {}).get("nodeName") or "")
-            if not bound_to or meta.get("deletionTimestamp"):
+        starting: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+        for key in sorted(self._queued):
+            pod = self._pods_seen.objects.get(key)
+            meta = (pod or {}).get("metadata") or {}
+            bound_to = _bound_to(pod)
+            if pod is None or not bound_to or meta.get("deletionTimestamp"):
+                self._queued.discard(key)
                 continue
-            key = f"{meta.get('namespace')}/{meta.get('name')}"
             if bound_to not in all_nodes:  # pod GC: the node object is gone (a deleting node still runs pods)
                 if await self._kube.delete(resources.PODS, str(meta["name"]), namespace=str(meta["namespace"])):
-                    report.pods_collected.append(key)
+                    report.pods_collected.append(f"{meta.get('namespace')}/{meta.get('name')}")
+                self._queued.discard(key)
                 continue
             node = ready_nodes.get(bound_to)
             phase = (pod.get("status") or {}).get("phase")
             if node is not None and phase not in TERMINAL_POD_PHASES and not pod_running(pod):
                 starting.append((pod, node))
+            else:
+                self._queued.discard(key)
         # The pods of different nodes start side by side (a kubelet each), not one round trip after the other.
         started = await loop.gather_limited(
             [functools.partial(self._start, pod, node, now) for pod, node in starting], limit=CONCURRENCY
         )
+        self._queued.difference_update(informers.key_of(pod) for pod, _ in starting)
         report.pods_started.extend(key for key in started if key is not None)
 
     async def _start(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> str | None:

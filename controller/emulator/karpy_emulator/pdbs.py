@@ -21,7 +21,7 @@ from typing import Any
 from karpy import clock as karpy_clock
 from karpy.api import decoding
 from karpy.kube import client, resources
-from karpy_emulator import loop, reads, workloads
+from karpy_emulator import informers, loop, reads, workloads
 from karpy_emulator.apiserver import disruption
 
 log = logging.getLogger(__name__)
@@ -132,9 +132,15 @@ def _condition(pdb: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next((c for c in conditions if c.get("type") == DISRUPTION_ALLOWED), None)
 
 
+def _namespace_of(obj: Mapping[str, Any]) -> list[str]:
+    return [str(_meta(obj).get("namespace") or "")]
+
+
 class DisruptionController:
-    """`await controller.run()` refreshes every PDB's status every `interval` seconds until cancelled; `sync()` is
-    one pass."""
+    """`await controller.run()` refreshes the PDBs' statuses on the ticks after a write to PDBs, pods or their
+    controllers, until cancelled; `sync()` is one pass. A pass computes only the PDBs that changed and those of the
+    namespaces where a pod or a controller changed (`informers`), as upstream's queues PDB keys from pod and
+    controller events; a PDB nothing it counts changed for would be written the same status."""
 
     def __init__(
         self,
@@ -148,6 +154,12 @@ class DisruptionController:
         self._reads: reads.Reader = reader or kube
         self._clock = clock
         self._interval = interval
+        self._pdbs_seen = informers.Cache(resources.PDBS)
+        self._pods_seen = informers.Cache(resources.PODS)
+        self._owners_seen = {kind: informers.Cache(res) for kind, res in _SCALED.items()}
+        self._in_namespace = informers.Index(_namespace_of)  # namespace -> its pods
+        self._queued: set[informers.Key] = set()  # PDBs to compute
+        self._namespaces: set[str] = set()  # namespaces whose PDBs to compute
 
     async def run(self) -> None:
         watch = loop.watch(self._reads, (resources.PDBS, resources.PODS, *_SCALED.values()))
@@ -155,28 +167,37 @@ class DisruptionController:
 
     async def sync(self) -> PDBReport:
         report = PDBReport()
-        pdbs, _ = await self._reads.list(resources.PDBS)
-        if not pdbs:
+        (changed_pdbs,) = await informers.refresh(self._reads, (self._pdbs_seen,))
+        self._queued.update(delta.key for delta in changed_pdbs if delta.new is not None)
+        if not self._pdbs_seen.objects:
             return report
-        pods, _ = await self._reads.list(resources.PODS)
-        owners: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-        for kind, res in _SCALED.items():
-            listed, _ = await self._reads.list(res)
-            owners.update(((kind, str(_meta(o).get("namespace") or ""), str(_meta(o).get("name"))), o) for o in listed)
-        by_namespace: dict[str, list[Mapping[str, Any]]] = {}
-        for pod in pods:
-            by_namespace.setdefault(str(_meta(pod).get("namespace") or ""), []).append(pod)
+        owner_caches = list(self._owners_seen.values())
+        pod_deltas, *owner_deltas = await informers.refresh(self._reads, (self._pods_seen, *owner_caches))
+        for delta in pod_deltas:
+            self._in_namespace.update(delta)
+            self._namespaces.add(delta.key[0])
+        self._namespaces.update(delta.key[0] for deltas in owner_deltas for delta in deltas)
+        owners: dict[tuple[str, str, str], Mapping[str, Any]] = {
+            (kind, *key): obj for kind, cache in self._owners_seen.items() for key, obj in cache.objects.items()
+        }
+        self._queued.update(key for key in self._pdbs_seen.objects if key[0] in self._namespaces)
+        self._namespaces.clear()
         scale, now = scale_from(owners), self._clock.now()
-        for pdb in pdbs:
-            namespace, name = str(_meta(pdb).get("namespace") or ""), str(_meta(pdb).get("name"))
-            status = status_for(pdb, by_namespace.get(namespace, []), scale, now=now)
-            if not changed(pdb, status):
-                continue
-            try:
-                await self._kube.patch(
-                    resources.PDBS, name, {"status": status}, namespace=namespace, subresource="status"
-                )
-            except client.NotFound:
-                continue  # deleted since the list
-            report.written.append(f"{namespace}/{name}")
+        for key in sorted(self._queued):
+            pdb = self._pdbs_seen.objects.get(key)
+            if pdb is not None:
+                await self._write(pdb, scale, now, report)
+            self._queued.discard(key)
         return report
+
+    async def _write(self, pdb: Mapping[str, Any], scale: disruption.Scale, now: float, report: PDBReport) -> None:
+        namespace, name = str(_meta(pdb).get("namespace") or ""), str(_meta(pdb).get("name"))
+        pods = [self._pods_seen.objects[key] for key in sorted(self._in_namespace.get(namespace))]
+        status = status_for(pdb, pods, scale, now=now)
+        if not changed(pdb, status):
+            return
+        try:
+            await self._kube.patch(resources.PDBS, name, {"status": status}, namespace=namespace, subresource="status")
+        except client.NotFound:
+            return  # deleted since the list
+        report.written.append(f"{namespace}/{name}")

@@ -1,7 +1,8 @@
 """A stand-in for kube-controller-manager's taint-eviction controller (pkg/controller/tainteviction/
 taint_eviction.go): pods on a node tainted `NoExecute` are deleted unless they tolerate it.
 
-Every `interval` seconds, for each pod bound to a node with NoExecute taints:
+On the ticks (every `interval` seconds) after a write to nodes or pods, or while a pod waits out its toleration,
+for each pod bound to a node with NoExecute taints (found from an index of the pods by node, `informers`):
 * a taint the pod does not tolerate: the pod is deleted now;
 * every taint tolerated, some toleration with `tolerationSeconds`: the pod is deleted once the smallest of those
   has passed since the controller first saw it so (upstream's `getMinTolerationTime`, timed from when the
@@ -21,7 +22,7 @@ from karpy import clock as karpy_clock
 from karpy.api import labels, meta
 from karpy.kube import client, resources
 from karpy.scheduling import taints as scheduling_taints
-from karpy_emulator import kubelet, loop, reads
+from karpy_emulator import informers, kubelet, loop, reads
 
 log = logging.getLogger(__name__)
 
@@ -76,19 +77,33 @@ class TaintManager:
         self._clock = clock
         self._interval = interval
         self._seen: dict[tuple[str, str, str], float] = {}  # (namespace, pod, node) -> when first seen doomed
+        self._nodes_seen = informers.Cache(resources.NODES)
+        self._pods_seen = informers.Cache(resources.PODS)
+        self._on_node = informers.Index(kubelet.node_of)  # node name -> the pods bound to it
 
     async def run(self) -> None:
-        await loop.every(self._interval, self.sync, clock=self._clock, name="taint manager")
+        watch = loop.watch(self._reads, (resources.NODES, resources.PODS), due=self._due)
+        await loop.every(self._interval, self.sync, clock=self._clock, name="taint manager", watch=watch)
+
+    async def _due(self, now: float) -> bool:
+        """A pod waiting out its tolerationSeconds goes with time alone."""
+        return bool(self._seen)
 
     async def sync(self) -> list[str]:
         """One pass; returns the pods it deleted (`namespace/name`)."""
         now = self._clock.now()
-        nodes, _ = await self._reads.list(resources.NODES)
-        tainted = {str(n["metadata"]["name"]): found for n in nodes if (found := no_execute_taints(n))}
-        pods, _ = await self._reads.list(resources.PODS) if tainted else ([], "")
+        await informers.refresh(self._reads, (self._nodes_seen,))
+        tainted = {
+            str(n["metadata"]["name"]): found for n in self._nodes_seen.sorted() if (found := no_execute_taints(n))
+        }
+        if tainted:  # the pods are read only while some node is tainted
+            for delta in (await informers.refresh(self._reads, (self._pods_seen,)))[0]:
+                self._on_node.update(delta)
+        # Only the pods bound to a tainted node, each pass (tolerationSeconds run out with time alone).
+        keys = sorted(key for node in tainted for key in self._on_node.get(node))
         doomed: set[tuple[str, str, str]] = set()
         deleted: list[str] = []
-        for pod in pods:
+        for pod in (self._pods_seen.objects[key] for key in keys):
             meta_ = pod.get("metadata") or {}
             node = str((pod.get("spec") or {}).get("nodeName") or "")
             if node not in tainted or meta_.get("deletionTimestamp"):

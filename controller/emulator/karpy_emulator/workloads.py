@@ -7,7 +7,8 @@ deletes surplus ones in upstream's order of preference (unscheduled first, then 
 newest), at most `BURST_REPLICAS` per pass, creating in slow-start batches (1, 2, 4, ... side by side) as
 pkg/controller/replicaset/replica_set.go does. Evicted or deleted pods are replaced on the next pass. ReplicaSets
 and pods whose controller is gone are deleted, as the garbage collector does. Status replicas/readyReplicas are
-written only when they change. Reads come from the shared view of the store (`reads`), writes go over HTTP.
+written only when they change. Reads come from informer caches over the shared view of the store (`informers`),
+writes go over HTTP.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy.kube import client, resources
-from karpy_emulator import loop, reads
+from karpy_emulator import informers, loop, reads
 
 log = logging.getLogger(__name__)
 
@@ -144,9 +145,27 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
 
 
+def _replicaset_of(pod: Mapping[str, Any]) -> list[str]:
+    uid = controller_uid(pod, "ReplicaSet")
+    return [uid] if uid is not None else []
+
+
+def _live_of(pod: Mapping[str, Any]) -> list[str]:
+    return _replicaset_of(pod) if is_live(pod) else []
+
+
+def _ready_of(pod: Mapping[str, Any]) -> list[str]:
+    return _replicaset_of(pod) if is_live(pod) and is_ready(pod) else []
+
+
 class WorkloadController:
     """`await controller.run()` reconciles on the ticks (every `interval` seconds) after a write to Deployments,
-    ReplicaSets or pods, until cancelled; `sync()` is one pass."""
+    ReplicaSets or pods, until cancelled; `sync()` is one pass.
+
+    A pass looks at every Deployment (there are few) but only at the ReplicaSets that changed or whose pods
+    changed since they were last looked at, and at the pods whose ReplicaSet may be gone (`informers`): a
+    ReplicaSet and pods nothing wrote to since would need no write. What a pass leaves undone (it failed) stays
+    queued for the next one."""
 
     def __init__(
         self,
@@ -162,6 +181,17 @@ class WorkloadController:
         self._burst = burst_replicas
         self._clock = clock
         self._interval = interval
+        self._deployments_seen = informers.Cache(DEPLOYMENTS)
+        self._replicasets_seen = informers.Cache(REPLICASETS)
+        self._pods_seen = informers.Cache(resources.PODS)
+        # The pods of each ReplicaSet uid: all, live, live and ready (the counts its scaling and status need), as
+        # kube-controller-manager indexes pods by controller reference (pkg/controller/replicaset/replica_set.go).
+        self._owned = informers.Index(_replicaset_of)
+        self._live = informers.Index(_live_of)
+        self._ready = informers.Index(_ready_of)
+        self._rs_keys: dict[str, informers.Key] = {}  # ReplicaSet uid -> key
+        self._queued: set[informers.Key] = set()  # ReplicaSets to look at
+        self._orphans: set[informers.Key] = set()  # pods whose ReplicaSet may be gone
 
     async def run(self) -> None:
         watch = loop.watch(self._reads, (DEPLOYMENTS, REPLICASETS, resources.PODS))
@@ -169,23 +199,51 @@ class WorkloadController:
 
     async def sync(self) -> WorkloadReport:
         report = WorkloadReport()
-        deployments, _ = await self._reads.list(DEPLOYMENTS)
-        replicasets, _ = await self._reads.list(REPLICASETS)
-        await self._deployments(deployments, replicasets, report)
-        replicasets, _ = await self._reads.list(REPLICASETS)
-        pods, _ = await self._reads.list(resources.PODS)
-        await self._replicasets(replicasets, pods, report)
-        replicasets, _ = await self._reads.list(REPLICASETS)  # with the statuses just written
-        for deployment in deployments:
+        await self._refresh(self._deployments_seen, self._replicasets_seen)
+        await self._deployments(report)
+        await self._refresh(self._replicasets_seen, self._pods_seen)
+        await self._replicasets(report)
+        await self._refresh(self._replicasets_seen)  # with the statuses just written
+        replicasets = list(self._replicasets_seen.sorted())
+        for deployment in self._deployments_seen.sorted():
             uid = _meta(deployment).get("uid")
             if not _meta(deployment).get("deletionTimestamp"):
                 owned = [rs for rs in replicasets if controller_uid(rs, "Deployment") == uid]
-                await self._status(DEPLOYMENTS, deployment, owned)
+                replicas = sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in owned)
+                ready = sum(int((rs.get("status") or {}).get("readyReplicas") or 0) for rs in owned)
+                await self._status(DEPLOYMENTS, deployment, replicas, ready)
         return report
 
-    async def _deployments(
-        self, deployments: list[dict[str, Any]], replicasets: list[dict[str, Any]], report: WorkloadReport
-    ) -> None:
+    async def _refresh(self, *caches: informers.Cache) -> None:
+        """Bring the caches up to date and queue what their changes concern (see the class docstring)."""
+        for cache, deltas in zip(caches, await informers.refresh(self._reads, caches), strict=True):
+            if cache is self._replicasets_seen:
+                for delta in deltas:
+                    self._replicaset_changed(delta)
+            elif cache is self._pods_seen:
+                for delta in deltas:
+                    for index in (self._owned, self._live, self._ready):
+                        index.update(delta)
+                    for obj in (delta.old, delta.new):
+                        for uid in _replicaset_of(obj) if obj is not None else ():
+                            if uid in self._rs_keys:
+                                self._queued.add(self._rs_keys[uid])
+                            elif obj is delta.new:
+                                self._orphans.add(delta.key)
+
+    def _replicaset_changed(self, delta: informers.Delta) -> None:
+        before = str(_meta(delta.old).get("uid")) if delta.old is not None else None
+        after = str(_meta(delta.new).get("uid")) if delta.new is not None else None
+        if before is not None and before != after:  # gone (or replaced under the same name): its pods are orphans
+            self._rs_keys.pop(before, None)
+            self._orphans.update(self._owned.get(before))
+        if after is not None:
+            self._rs_keys[after] = delta.key
+            self._queued.add(delta.key)
+
+    async def _deployments(self, report: WorkloadReport) -> None:
+        deployments = list(self._deployments_seen.sorted())
+        replicasets = list(self._replicasets_seen.sorted())
         uids = {str(_meta(d).get("uid")) for d in deployments}
         for rs in replicasets:
             owner = controller_uid(rs, "Deployment")
@@ -213,37 +271,38 @@ class WorkloadController:
                     )
                     report.replicasets.append(f"{_key(rs)}={target}")
 
-    async def _replicasets(
-        self, replicasets: list[dict[str, Any]], pods: list[dict[str, Any]], report: WorkloadReport
-    ) -> None:
-        uids = {str(_meta(rs).get("uid")) for rs in replicasets}
-        by_owner: dict[str, list[dict[str, Any]]] = {}
-        for pod in pods:
-            owner = controller_uid(pod, "ReplicaSet")
-            if owner is None:
-                continue
-            if owner not in uids:
-                if not _meta(pod).get("deletionTimestamp"):
-                    await self._delete(resources.PODS, pod, report.collected, "Pod")
-                continue
-            if is_live(pod):
-                by_owner.setdefault(owner, []).append(pod)
-        for rs in replicasets:
-            if _meta(rs).get("deletionTimestamp"):
-                continue
-            live = by_owner.get(str(_meta(rs).get("uid")), [])
-            wanted = int((rs.get("spec") or {}).get("replicas", 1))
-            if len(live) < wanted:
-                live = [*live, *await self._create_pods(rs, min(wanted - len(live), self._burst), report)]
-            elif len(live) > wanted:
-                surplus = deletion_order(live)[: min(len(live) - wanted, self._burst)]
-                deleted = await loop.gather_limited(
-                    [functools.partial(self._delete, resources.PODS, pod, report.deleted) for pod in surplus],
-                    limit=self._burst,
-                )
-                gone = {id(pod) for pod, ok in zip(surplus, deleted, strict=True) if ok}
-                live = [p for p in live if id(p) not in gone]
-            await self._status(REPLICASETS, rs, live)
+    async def _replicasets(self, report: WorkloadReport) -> None:
+        for key in sorted(self._orphans):
+            pod = self._pods_seen.objects.get(key)
+            owner = controller_uid(pod, "ReplicaSet") if pod is not None else None
+            orphaned = pod is not None and owner is not None and owner not in self._rs_keys
+            if orphaned and pod is not None and not _meta(pod).get("deletionTimestamp"):
+                await self._delete(resources.PODS, pod, report.collected, "Pod")
+            self._orphans.discard(key)
+        for key in sorted(self._queued):
+            rs = self._replicasets_seen.objects.get(key)
+            if rs is not None and not _meta(rs).get("deletionTimestamp"):
+                await self._replicaset(rs, report)
+            self._queued.discard(key)
+
+    async def _replicaset(self, rs: Mapping[str, Any], report: WorkloadReport) -> None:
+        uid = str(_meta(rs).get("uid"))
+        live = self._live.get(uid)
+        replicas, ready = len(live), len(self._ready.get(uid))
+        wanted = int((rs.get("spec") or {}).get("replicas", 1))
+        if replicas < wanted:
+            created = await self._create_pods(rs, min(wanted - replicas, self._burst), report)
+            replicas, ready = replicas + len(created), ready + sum(1 for p in created if is_ready(p))
+        elif replicas > wanted:
+            pods = [self._pods_seen.objects[key] for key in live]
+            surplus = deletion_order(pods)[: min(replicas - wanted, self._burst)]
+            deleted = await loop.gather_limited(
+                [functools.partial(self._delete, resources.PODS, pod, report.deleted) for pod in surplus],
+                limit=self._burst,
+            )
+            gone = [pod for pod, ok in zip(surplus, deleted, strict=True) if ok]
+            replicas, ready = replicas - len(gone), ready - sum(1 for p in gone if is_ready(p))
+        await self._status(REPLICASETS, rs, replicas, ready)
 
     async def _create_pods(self, rs: Mapping[str, Any], count: int, report: WorkloadReport) -> list[dict[str, Any]]:
         """Create `count` pods of `rs` in slow-start batches (1, 2, 4, ... side by side); the first failed batch
@@ -264,13 +323,8 @@ class WorkloadController:
             return True
         return False
 
-    async def _status(self, res: resources.Resource, obj: Mapping[str, Any], members: list[dict[str, Any]]) -> None:
+    async def _status(self, res: resources.Resource, obj: Mapping[str, Any], replicas: int, ready: int) -> None:
         """replicas/readyReplicas: live pods of a ReplicaSet, or summed over a Deployment's ReplicaSets."""
-        if res is REPLICASETS:
-            replicas, ready = len(members), sum(1 for p in members if is_ready(p))
-        else:
-            replicas = sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in members)
-            ready = sum(int((rs.get("status") or {}).get("readyReplicas") or 0) for rs in members)
         # observedGeneration and updatedReplicas are what `kubectl rollout status` waits on (polymorphichelpers/
         # rollout_status.go); the stand-in rolls a template change out at once, so every replica is updated.
         wanted = {

@@ -153,6 +153,11 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
         server's loop."""
         return max((self._db.changed_at(resource) for resource in resources_), default=0)
 
+    def changes_since(self, resource: kmock.resource, revision: int) -> list[watching.Change] | None:
+        """The writes to `resource` after `revision`, oldest first, or None when some were compacted away (the
+        stand-ins' informer caches, `karpy_emulator.informers`). Call on the server's loop."""
+        return self._db.changes_since(resource, revision)
+
     async def __aenter__(self) -> Self:
         await super().__aenter__()
         if self.namespace_lifecycle:

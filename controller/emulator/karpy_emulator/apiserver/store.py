@@ -65,6 +65,23 @@ class Store:
         """The revision of the last write to any object of `resource` (0: none since the store started)."""
         return self._changed_at.get((resource.group, resource.plural), 0)
 
+    def changes_since(self, resource: kmock.resource, revision: int) -> list[watching.Change] | None:
+        """The writes to `resource` after `revision`, oldest first, as the watch cache holds them (every version the
+        resource was written in); None when some were compacted away (the reader must list again, as a watch
+        resuming from there gets 410 Expired)."""
+        found: list[watching.Change] = []
+        for written, changes in self._changes.items():
+            if (written.group, written.plural) != (resource.group, resource.plural):
+                continue
+            if revision < self._compacted.get(written, 0):
+                return None
+            for change in reversed(changes):  # newest first: stop at what the reader has
+                if change.resource_version <= revision:
+                    break
+                found.append(change)
+        found.sort(key=lambda change: change.resource_version)
+        return found
+
     def live_objects(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         for _, obj in self.live_items(resource, namespace):
             yield obj

@@ -1,0 +1,172 @@
+"""Informer caches for the emulation's controller stand-ins: the objects of a resource as last read, brought up to
+date at each pass from the writes made since, and what changed (client-go tools/cache: a reflector lists once, then
+applies watch events to its store, and the controller's event handlers queue the keys that changed).
+
+A stand-in keeps a `Cache` per resource it reads and calls `refresh` at the start of a pass. The answer is the
+`Delta`s since its last refresh, which the stand-in turns into the keys it must look at again (a ReplicaSet whose
+pods changed, the owner of a dependent that went, the pods of a node that turned Ready), as kube-controller-manager's
+controllers queue keys from their informers' events: a pass costs what changed, not the size of the cluster.
+
+Given a `StoreFeed` (the shared in-process view of `reads.StoreReader`, plus the store's change history) the deltas
+are the store's own writes since the cache's revision (`FakeKubeAPI.changes_since`), read for every cache of the
+refresh in one call on the server's loop, so they are one consistent cut of the store; a cache starting out, or one
+whose history was compacted meanwhile (a watch would get 410 Expired), lists instead. Given any other `reads.Reader`
+(a plain client, in tests), a refresh lists and compares resourceVersions. The cached objects are the store's own
+(or the list's): never change them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
+from dataclasses import dataclass
+from typing import Any
+
+import kmock
+
+from karpy import clock as karpy_clock
+from karpy.kube import resources
+from karpy_emulator import reads
+from karpy_emulator.apiserver import runner, watching
+
+Key = tuple[str, str]
+"""(namespace, name) of an object ("" for the namespace of a cluster-scoped one)."""
+Listed = list[Mapping[str, Any]]
+Answer = tuple[Listed | None, list[watching.Change]]
+"""What the store answers for one cache: a full list (then no changes), or the changes since its revision."""
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    meta = _meta(obj)
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One object's change between two refreshes: as the cache had it (None: new) and as it is now (None: gone)."""
+
+    key: Key
+    old: Mapping[str, Any] | None
+    new: Mapping[str, Any] | None
+
+
+class Cache:
+    """The objects of one resource as of the last `refresh` (see the module docstring)."""
+
+    def __init__(self, res: resources.Resource) -> None:
+        self.res = res
+        self.objects: dict[Key, Mapping[str, Any]] = {}
+        self.revision: int | None = None
+        """The store's revision the cache is current to; None: it lists on its next refresh."""
+
+    def sorted(self) -> Iterator[Mapping[str, Any]]:
+        """The cached objects in a LIST's order (by namespace, then name)."""
+        for key in sorted(self.objects):
+            yield self.objects[key]
+
+    def replace(self, listed: Sequence[Mapping[str, Any]], revision: int | None) -> list[Delta]:
+        """Take a full list as the cache's contents; the deltas are the objects whose resourceVersion differs."""
+        fresh = {key_of(obj): obj for obj in listed}
+        deltas = [
+            Delta(key, old, fresh.get(key))
+            for key, old in self.objects.items()
+            if key not in fresh or _version(fresh[key]) != _version(old)
+        ]
+        deltas += [Delta(key, None, obj) for key, obj in fresh.items() if key not in self.objects]
+        self.objects, self.revision = fresh, revision
+        return deltas
+
+    def apply(self, changes: Sequence[watching.Change], revision: int) -> list[Delta]:
+        """Apply the store's changes in order; one delta per object that changed (an object created and deleted
+        in between leaves none)."""
+        before: dict[Key, Mapping[str, Any] | None] = {}
+        for change in changes:
+            key = key_of(change.obj)
+            if key not in before:
+                before[key] = self.objects.get(key)
+            if change.type is watching.EventType.DELETED:
+                self.objects.pop(key, None)
+            else:
+                self.objects[key] = change.obj
+        self.revision = revision
+        deltas = [Delta(key, old, self.objects.get(key)) for key, old in before.items()]
+        return [d for d in deltas if d.old is not None or d.new is not None]
+
+
+class Index:
+    """The keys of the cached objects by values of theirs (`values(obj)`: a pod's node, a dependent's owner uids),
+    kept from the deltas, as client-go's cache.Indexer keeps its indices."""
+
+    def __init__(self, values: Callable[[Mapping[str, Any]], Iterable[str]]) -> None:
+        self._values = values
+        self._keys: dict[str, set[Key]] = {}
+
+    def get(self, value: str) -> Set[Key]:
+        return self._keys.get(value, frozenset())
+
+    def update(self, delta: Delta) -> set[str]:
+        """Index the object's new version in place of its old one; the values it left or joined."""
+        before = set(self._values(delta.old)) if delta.old is not None else set()
+        after = set(self._values(delta.new)) if delta.new is not None else set()
+        for value in before - after:
+            members = self._keys[value]
+            members.discard(delta.key)
+            if not members:
+                del self._keys[value]
+        for value in after - before:
+            self._keys.setdefault(value, set()).add(delta.key)
+        return before ^ after
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("resourceVersion") or "")
+
+
+class StoreFeed(reads.StoreReader):
+    """`reads.StoreReader` plus the store's change history, read for several caches at once (`changes`)."""
+
+    def __init__(self, served: runner.KubeAPIRunner, *, activity: karpy_clock.Activity = karpy_clock.UNTRACKED) -> None:
+        super().__init__(served, activity=activity)
+        self._feed = served
+        self._feed_activity = activity
+
+    async def changes(self, asked: Sequence[tuple[resources.Resource, int | None]]) -> tuple[list[Answer], int]:
+        """For each (resource, revision): its changes since the revision, or a full list when the revision is None
+        or its history was compacted; and the store's revision they bring the caches to."""
+        stored = [(kmock.resource(f"{res.api_version}/{res.plural}"), revision) for res, revision in asked]
+        with self._feed_activity.busy():
+            return await self._feed.read(functools.partial(_answer, self._feed, stored))
+
+
+def _answer(served: runner.KubeAPIRunner, asked: list[tuple[kmock.resource, int | None]]) -> tuple[list[Answer], int]:
+    """`StoreFeed.changes`, on the server's loop (no write can come between the answers)."""
+    api = served.api
+    answers: list[Answer] = []
+    for resource, revision in asked:
+        changes = api.changes_since(resource, revision) if revision is not None else None
+        if changes is None:
+            listed, _ = api.snapshot(resource, watching.Filter())
+            answers.append((list(listed), []))
+        else:
+            answers.append((None, changes))
+    return answers, api.resource_version
+
+
+async def refresh(reader: reads.Reader, caches: Sequence[Cache]) -> list[list[Delta]]:
+    """Bring every cache up to date; per cache, the deltas since its last refresh (see the module docstring)."""
+    if isinstance(reader, StoreFeed):
+        answers, revision = await reader.changes([(cache.res, cache.revision) for cache in caches])
+        return [
+            cache.replace(listed, revision) if listed is not None else cache.apply(changes, revision)
+            for cache, (listed, changes) in zip(caches, answers, strict=True)
+        ]
+    found = []
+    for cache in caches:
+        listed, _ = await reader.list(cache.res)
+        found.append(cache.replace(listed, None))
+    return found
