@@ -128,6 +128,8 @@ def simulate(
         volume_catalog=snap.volumes,
         options=options,
         catalogs=snap.catalogs,
+        decisive=frozenset(moving_keys),
+        one_claim_at_most=consolidation,  # consolidation.compute acts on no more; drift launches every claim
     )
     out = solver(inp)
     placements = {k: where for k, where in out.placements().items() if k in moving_keys}
