@@ -417,15 +417,6 @@ async def test_drift_takes_the_longest_drifted_node_first() -> None:
     assert [c.name for c in cmd.candidates] == ["b"]  # drifted nine minutes earlier, though "a" sorts first by name
 
 
-def _uninitialize(w: disruption_world.World, name: str) -> None:
-    """Make `name` a launched, registered node whose initialization has not finished (no Initialized condition, no
-    initialized label), as a node just coming up in a scale-out."""
-    claim = w.kube.objects[("nodeclaims", "", name)]
-    claim["status"]["conditions"] = [c for c in claim["status"]["conditions"] if c["type"] != "Initialized"]
-    for obj in (claim, w.kube.objects[("nodes", "", name)]):
-        obj["metadata"]["labels"].pop(labels.LABEL_INITIALIZED)
-
-
 async def test_no_delete_that_needs_an_uninitialized_node() -> None:
     # upstream consolidation_test.go "won't delete node if it would require pods to schedule on an uninitialized
     # node": b's pod fits in a's free room, but a has not initialized, so nothing is decided on it
@@ -436,7 +427,7 @@ async def test_no_delete_that_needs_an_uninitialized_node() -> None:
     w.pod("pa0", "a", cpu="500m")
     w.pod("pa1", "a", cpu="500m")
     w.pod("pb", "b", cpu="500m")
-    _uninitialize(w, "a")
+    w.uninitialize("a")
     assert await w.reconcile(w.controller()) is None  # a new c2 for pb would cost what b costs
     assert not w.kube.writes
     messages = {e.message for e in w.recorder.events if e.reason == "Unconsolidatable" and e.name == "b"}
@@ -456,7 +447,7 @@ async def test_pods_go_to_an_initialized_node_before_an_uninitialized_one() -> N
     w.pod("pa", "a", cpu="500m")
     w.pod("pb", "b", cpu="500m")
     w.pod("pc", "c", cpu="500m")
-    _uninitialize(w, "a")
+    w.uninitialize("a")
     cmd = await w.reconcile(w.controller())
     assert cmd is not None
     assert cmd.method == "single-node-consolidation"

@@ -31,13 +31,6 @@ def _solve_reading_every_claim(inp: scheduler.SchedulingInput) -> results.Result
     return scheduler.solve(dataclasses.replace(inp, one_claim_at_most=False))
 
 
-def _uninitialize(w: disruption_world.World, name: str) -> None:
-    claim = w.kube.objects[("nodeclaims", "", name)]
-    claim["status"]["conditions"] = [c for c in claim["status"]["conditions"] if c["type"] != "Initialized"]
-    for obj in (claim, w.kube.objects[("nodes", "", name)]):
-        obj["metadata"]["labels"].pop(disruption_world.labels.LABEL_INITIALIZED)
-
-
 async def test_a_simulation_settled_by_an_uninitialized_node_skips_the_cost_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -49,7 +42,7 @@ async def test_a_simulation_settled_by_an_uninitialized_node_skips_the_cost_pass
     w.pod("pb", "b", cpu="500m")
     for i in range(6):
         w.pending_pod(f"pending-{i}", cpu="3")
-    _uninitialize(w, "new")
+    w.uninitialize("new")
     calls = _count_improves(monkeypatch)
     ctrl = w.controller()
     w.sync()
