@@ -434,3 +434,40 @@ async def test_drift_takes_the_longest_drifted_node_first() -> None:
     cmd = await w.reconcile(w.controller())
     assert cmd is not None
     assert [c.name for c in cmd.candidates] == ["b"]  # drifted nine minutes earlier, though "a" sorts first by name
+
+
+async def test_no_delete_that_needs_an_uninitialized_node() -> None:
+    # upstream consolidation_test.go "won't delete node if it would require pods to schedule on an uninitialized
+    # node": b's pod fits in a's free room, but a has not initialized, so nothing is decided on it
+    w = disruption_world.World()
+    w.pool()
+    w.node("a", itype="c2")
+    w.node("b", itype="c2")
+    w.pod("pa0", "a", cpu="500m")
+    w.pod("pa1", "a", cpu="500m")
+    w.pod("pb", "b", cpu="500m")
+    w.uninitialize("a")
+    assert await w.reconcile(w.controller()) is None  # a new c2 for pb would cost what b costs
+    assert not w.kube.writes
+    messages = {e.message for e in w.recorder.events if e.reason == "Unconsolidatable" and e.name == "b"}
+    why = "would schedule against uninitialized nodeclaim/a, node/a"
+    assert messages == {f"Not all pods would schedule, default/pb => {why}"}
+
+
+async def test_pods_go_to_an_initialized_node_before_an_uninitialized_one() -> None:
+    # upstream consolidation_test.go "should consider initialized nodes before uninitialized nodes": with room on
+    # both, the candidate's pod is placed on the initialized node, and that decides; b and c together would fit
+    # only on a, which has not initialized
+    w = disruption_world.World()
+    w.pool()
+    w.node("a", itype="c2")  # sorts first by name, but has not initialized
+    w.node("b", itype="c2")
+    w.node("c", itype="c2")
+    w.pod("pa", "a", cpu="500m")
+    w.pod("pb", "b", cpu="500m")
+    w.pod("pc", "c", cpu="500m")
+    w.uninitialize("a")
+    cmd = await w.reconcile(w.controller())
+    assert cmd is not None
+    assert cmd.method == "single-node-consolidation"
+    assert (cmd.decision, [c.name for c in cmd.candidates]) == ("delete", ["b"])

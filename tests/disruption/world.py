@@ -251,6 +251,14 @@ class World:
             },
         )
 
+    def uninitialize(self, name: str) -> None:
+        """Make node `name` a launched, registered node whose initialization has not finished (no Initialized
+        condition, no initialized label), as a node just coming up in a scale-out."""
+        claim = self.kube.objects[("nodeclaims", "", name)]
+        claim["status"]["conditions"] = [c for c in claim["status"]["conditions"] if c["type"] != "Initialized"]
+        for obj in (claim, self.kube.objects[("nodes", "", name)]):
+            obj["metadata"]["labels"].pop(labels.LABEL_INITIALIZED)
+
     def pending_pod(self, name: str, *, cpu: str = "1") -> None:
         """A pod the kube-scheduler found no room for (provisionable), owned by a ReplicaSet."""
         self.kube.put(

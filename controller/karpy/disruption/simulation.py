@@ -6,7 +6,8 @@ and minValues policies, so a decision holds when the provisioner launches for it
 needs counts as a replacement, including ones that only hold pending pods: the candidates' pods may take capacity
 (an in-flight claim, room on a node) that pending pods were going to use, so "nothing new is needed" must hold for
 all of them before a node is deleted -- as upstream, which blocks consolidation while pods wait for new capacity.
-A candidate pod that cannot be placed anywhere makes the disruption impossible.
+A candidate pod that cannot be placed anywhere makes the disruption impossible, and so does one placed on a node
+not yet initialized (upstream's `UninitializedNodeError`): an in-flight claim may never come up.
 
 A consolidation simulation (not drift's) also keeps the candidates' pods off nodes still inside their NodePool's
 consolidateAfter window (`Snapshot.settling`): pods just moved there, or a node just launched, would otherwise be
@@ -127,13 +128,30 @@ def simulate(
         volume_catalog=snap.volumes,
         options=options,
         catalogs=snap.catalogs,
+        decisive=frozenset(moving_keys),
+        one_claim_at_most=consolidation,  # consolidation.compute acts on no more; drift launches every claim
     )
     out = solver(inp)
-    return Simulation(
-        replacements=tuple(out.new_nodeclaims),
-        unschedulable={k: why for k, why in out.unschedulable.items() if k in moving_keys},
-        placements={k: where for k, where in out.placements().items() if k in moving_keys},
-    )
+    placements = {k: where for k, where in out.placements().items() if k in moving_keys}
+    unschedulable = {k: why for k, why in out.unschedulable.items() if k in moving_keys}
+    unschedulable.update(_on_uninitialized(placements, snap.nodes))
+    return Simulation(replacements=tuple(out.new_nodeclaims), unschedulable=unschedulable, placements=placements)
+
+
+def _on_uninitialized(placements: Mapping[str, str], nodes: Sequence[statenode.StateNode]) -> dict[str, str]:
+    """The moving pods placed on a node not yet initialized, and why that fails them: a decision must not rest on
+    capacity that may never come up (core: disruption/helpers.go SimulateScheduling, `UninitializedNodeError`).
+    Only the candidates' pods: a pending pod, or one of a node already leaving, goes there either way."""
+    waiting = {f"node/{n.name}": n for n in nodes if not n.initialized}
+    return {key: uninitialized_message(waiting[where]) for key, where in placements.items() if where in waiting}
+
+
+def uninitialized_message(node: statenode.StateNode) -> str:
+    """Upstream's `UninitializedNodeError` text: "would schedule against uninitialized nodeclaim/<name>, node/<name>"
+    (each part only when the object exists)."""
+    parts = [f"nodeclaim/{node.nodeclaim_name}"] if node.nodeclaim is not None else []
+    parts += [f"node/{node.node_name}"] if node.node is not None else []
+    return "would schedule against uninitialized " + ", ".join(parts)
 
 
 FAILED_SIMULATION = "<simulation>"

@@ -133,6 +133,8 @@ def scheduling_input(
     options: karpy_settings.SchedulingSettings = DEFAULT_OPTIONS,
     diagnose: bool = False,
     catalogs: catalog.Catalogs | None = None,
+    decisive: frozenset[str] = frozenset(),
+    one_claim_at_most: bool = False,
 ) -> scheduler.SchedulingInput:
     return scheduler.SchedulingInput(
         pods=pending,
@@ -145,4 +147,6 @@ def scheduling_input(
         compute_lower_bound=False,  # the provisioner acts on the plan; the bound is for reports and benchmarks
         diagnose=diagnose,
         catalogs=catalogs,
+        decisive=decisive,
+        one_claim_at_most=one_claim_at_most,
     )

@@ -156,6 +156,16 @@ class SchedulingInput:
     catalogs: catalog.Catalogs | None = None
     """Pool catalogs to reuse across the caller's solves over the same pools, instance types and DaemonSets (the
     simulations of one disruption pass); None: made for this solve."""
+    decisive: frozenset[str] = frozenset()
+    """Keys of pods the caller's verdict fails on when one is unschedulable or placed on an existing node not yet
+    initialized (a disruption simulation's candidate pods: core disruption/helpers.go `SimulateScheduling`). Once
+    first-fit has failed one so, no cost post-pass can change that verdict (it moves pods between new claims only),
+    so it is skipped and the new claims are first-fit's."""
+    one_claim_at_most: bool = False
+    """The caller acts on the plan only when it needs at most one new claim (a consolidation simulation: core
+    disruption/consolidation.go `computeConsolidation`). When first-fit's claims hold more than any one instance type
+    of the input can, every plan needs two or more, so the cost post-pass is skipped and the claims are first-fit's,
+    as upstream's are."""
     deadline: Callable[[], bool] | None = None
     """True once the caller's time is up (upstream's Solve() context deadline). Checked between runs of pods: the
     solve then stops and returns what it placed so far, the rest unschedulable with `TIMED_OUT`. No I/O here: the
@@ -293,10 +303,33 @@ class _Solver(board.Board):
                     run.failed_at, run.reason = self.placements, reason
                     queue.append(run)
                     break
-        if not self.result.timed_out:  # the cost post-pass is worth its time only when there is time
+        # the cost post-pass is worth its time only when there is time, and when its claims can change the answer
+        if not self.result.timed_out and not self._decisive_failed() and not self._several_claims_needed():
             names = itertools.count(len(self.claims))  # hostnames of the claims they open (first-fit's come first)
             self.claims = optimize.improve(self.claims, topo=self.topology, names=names, expired=expired)
         return self._results()
+
+    def _decisive_failed(self) -> bool:
+        """A `decisive` pod is unschedulable, or placed on an existing node not yet initialized."""
+        keys = self.inp.decisive
+        if not keys:
+            return False
+        if not keys.isdisjoint(self.result.unschedulable):
+            return True
+        waiting = {n.name for n in self.inp.existing_nodes if not n.initialized}
+        existing = (slot for slot in self.slots if slot.pool is None and slot.name in waiting)
+        return any(p.key in keys for slot in existing for p in slot.placed)
+
+    def _several_claims_needed(self) -> bool:
+        """`one_claim_at_most`, and no instance type of the input holds the requests of every pod on new claims."""
+        if not self.inp.one_claim_at_most or len(self.claims) < 2:
+            return False
+        total = resources.add(*(p.requests for c in self.claims for p in c.placed))
+        return not any(
+            all(amount <= t.allocatable.get(name, 0) for name, amount in total.items())
+            for found in self.inp.instance_types.values()
+            for t in found
+        )
 
     def _runs(self) -> list[placement.Run]:
         """The pods in runs of interchangeable ones, in upstream's queue order; DRA pods are refused up front while
