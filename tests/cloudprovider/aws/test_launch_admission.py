@@ -1,0 +1,67 @@
+"""The launch's per-type admission reads the type's labels in place; it must decide exactly as `Requirements.admits`
+of the type's labels without the offering keys, under the claim's NodePool and EC2NodeClass labels, did."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from tests.cloudprovider.aws.builders import OD, make_instance_type
+
+from karpy import requirements
+from karpy.api import labels, meta
+from karpy.cloudprovider import types
+from karpy.cloudprovider.aws import launch
+
+In, NotIn, Exists, DoesNotExist, Lt = (
+    meta.Operator.IN,
+    meta.Operator.NOT_IN,
+    meta.Operator.EXISTS,
+    meta.Operator.DOES_NOT_EXIST,
+    meta.Operator.LT,
+)
+EXTRA = {labels.LABEL_NODEPOOL: "default", labels.LABEL_EC2NODECLASS: "default"}
+TYPES = [
+    make_instance_type("m5.large"),
+    make_instance_type("m6g.large", arch="arm64"),
+    make_instance_type("c5.xlarge", cpu=4, prices={("us-east-1b", OD): 0.2}),
+    types.InstanceType(
+        name="r5.2xlarge",
+        labels={labels.LABEL_INSTANCE_TYPE: "r5.2xlarge", labels.LABEL_NODEPOOL: "stale", labels.LABEL_ZONE: "x"},
+        capacity={},
+        offerings=(),
+    ),
+]
+
+
+def _req(key: str, operator: meta.Operator, *values: str) -> meta.NodeSelectorRequirement:
+    return meta.NodeSelectorRequirement(key, operator, values)
+
+
+def _before(reqs: requirements.Requirements, extra: Mapping[str, str], it: types.InstanceType) -> bool:
+    """The decision as it was made by copying the labels (the reference)."""
+    kept = requirements.Requirements(r for k, r in reqs.items() if k not in launch.OFFERING_KEYS)
+    found = {k: v for k, v in it.labels.items() if k not in launch.OFFERING_KEYS}
+    found.update(extra)
+    return kept.admits(found)
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        [],
+        [_req(labels.LABEL_INSTANCE_TYPE, In, "m5.large", "c5.xlarge")],
+        [_req(labels.LABEL_INSTANCE_TYPE, NotIn, "m5.large"), _req(labels.LABEL_ARCH, In, "arm64")],
+        [_req(labels.LABEL_ARCH, DoesNotExist)],
+        [_req(labels.LABEL_OS, Exists), _req(labels.LABEL_ZONE, In, "us-east-1b")],  # zone: an offering key
+        [_req(labels.LABEL_NODEPOOL, In, "default")],  # the claim's pool wins over a label the type carries
+        [_req(labels.LABEL_NODEPOOL, In, "stale")],
+        [_req(labels.LABEL_EC2NODECLASS, NotIn, "default")],
+        [_req("karpenter.k8s.aws/instance-cpu", Lt, "32")],  # a label the types lack
+        [_req("karpenter.k8s.aws/instance-cpu", DoesNotExist), _req(labels.LABEL_INSTANCE_TYPE, Exists)],
+    ],
+)
+def test_type_ok_decides_as_admits_of_the_copied_labels(selector: list[meta.NodeSelectorRequirement]) -> None:
+    reqs = requirements.Requirements.from_node_selector(selector)
+    admission = launch._Admission(reqs, EXTRA)
+    assert [admission.type_ok(it) for it in TYPES] == [_before(reqs, EXTRA, it) for it in TYPES]
