@@ -54,9 +54,9 @@ class _Admission:
         # them per type (a launch looks at every type of the catalog, ~1,400 in a region).
         on_extra = requirements.Requirements(r for k, r in reqs.items() if k in extra and k not in OFFERING_KEYS)
         self._extra_ok = on_extra.admits(extra)
-        self._type_reqs = requirements.Requirements(
-            r for k, r in reqs.items() if k not in extra and k not in OFFERING_KEYS
-        )
+        # The instance-type requirement first: it turns most of the catalog away at the first key.
+        on_type = [r for k, r in reqs.items() if k not in extra and k not in OFFERING_KEYS]
+        self._type_reqs = requirements.Requirements(sorted(on_type, key=lambda r: r.key != labels.LABEL_INSTANCE_TYPE))
         self._offering_reqs = requirements.Requirements(r for k, r in reqs.items() if k in OFFERING_KEYS)
         self._offerings: dict[tuple[str, str, str, str], bool] = {}
 
