@@ -43,6 +43,11 @@ class Filter:
     labels: tuple[selectors.LabelRequirement, ...] = field(default=())
     fields: tuple[selectors.FieldRequirement, ...] = field(default=())
 
+    @property
+    def by_namespace_only(self) -> bool:
+        """Nothing but the namespace (if any) selects: a LIST is the namespace's range of the store, unfiltered."""
+        return self.name is None and not self.labels and not self.fields
+
     def matches(self, obj: Mapping[str, Any]) -> bool:
         meta = obj.get("metadata") or {}
         if self.namespace is not None and meta.get("namespace") != self.namespace:
