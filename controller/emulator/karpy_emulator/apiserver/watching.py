@@ -54,9 +54,9 @@ class Filter:
             return False
         if self.name is not None and meta.get("name") != self.name:
             return False
-        return selectors.labels_match(self.labels, meta.get("labels") or {}) and selectors.fields_match(
-            self.fields, obj
-        )
+        if self.labels and not selectors.labels_match(self.labels, meta.get("labels") or {}):
+            return False
+        return not self.fields or selectors.fields_match(self.fields, obj)
 
 
 def event(type_: EventType, obj: Mapping[str, Any]) -> dict[str, Any]:
