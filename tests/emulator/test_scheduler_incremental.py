@@ -135,3 +135,31 @@ async def test_a_pass_after_one_change_derives_only_the_node_it_touched(monkeypa
         third = await stand_in.sync()
         assert len(third.bound) == 1
         assert derived == [node_of_small]  # only the node `small` was bound to changed since
+
+
+async def test_a_pod_is_parsed_again_only_when_its_spec_or_metadata_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    real = kube_scheduler._parse
+
+    def counted(raw: Any) -> Any:
+        parsed.append(raw["metadata"]["name"])
+        return real(raw)
+
+    monkeypatch.setattr(kube_scheduler, "_parse", counted)
+    async with _served() as (kube, api):
+        await _create(api, node("n1", cpu="4"), pod("a"), pod("b"))
+        stand_in = kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW), reader=reads.StoreReader(kube))
+        assert len((await stand_in.sync()).bound) == 2
+        assert sorted(parsed) == ["a", "b"]
+        parsed.clear()
+        await _create(api, pod("c"))
+        await stand_in.sync()  # the bindings changed a's and b's spec: parsed again, as is the new pod
+        assert sorted(parsed) == ["a", "b", "c"]
+        parsed.clear()
+        running = {"status": {"phase": "Running"}}
+        for name in ("a", "b", "c"):
+            await api.patch(resources.PODS, name, running, namespace="default", subresource="status")
+        await api.patch(resources.PODS, "a", {"metadata": {"labels": {"tier": "web"}}}, namespace="default")
+        await stand_in.sync()
+        # b's status write reuses its parse; a's label is part of one, and c was bound by the last pass
+        assert sorted(parsed) == ["a", "c"]

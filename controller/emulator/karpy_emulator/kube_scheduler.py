@@ -46,6 +46,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 UNSCHEDULABLE = "Unschedulable"
 NOT_READY_TAINT = meta.Taint(key="node.kubernetes.io/not-ready", effect=labels.EFFECT_NO_SCHEDULE, value="")
+_EVERY_WRITE = frozenset({"resourceVersion", "managedFields"})
+"""Metadata every write changes, whatever it changed."""
 UNSCHEDULABLE_TAINT = meta.Taint(key="node.kubernetes.io/unschedulable", effect=labels.EFFECT_NO_SCHEDULE, value="")
 
 
@@ -285,6 +287,8 @@ class KubeScheduler:
         self._node_of: dict[reads.ObjectKey, str] = {}
         self._on_node: dict[str, dict[reads.ObjectKey, scheduling_pods.Pod]] = {}
         self._existing: dict[str, scheduler.ExistingNode] = {}
+        # Each pod's parse with what it was parsed from (its spec and metadata but the fields every write changes).
+        self._parsed: dict[reads.ObjectKey, tuple[object, dict[str, Any], scheduling_pods.Pod | None]] = {}
 
     async def run(self) -> None:
         watched = (resources.PODS, resources.NODES, resources.PVCS, resources.PVS, resources.STORAGECLASSES)
@@ -399,16 +403,30 @@ class KubeScheduler:
         raw = self._pods.objects.get(key)
         if raw is None:
             self._marked_at.pop(f"{key[0] or 'default'}/{key[1]}", None)  # `pod_key` of the deleted pod
+            self._parsed.pop(key, None)
             return
         node = (raw.get("spec") or {}).get("nodeName")
         if node and (raw.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES:
-            parsed = _parse(raw)
+            parsed = self._parse_once(key, raw)
             if parsed is not None:
                 self._node_of[key] = str(node)
                 self._on_node.setdefault(str(node), {})[key] = parsed
                 self._existing.pop(str(node), None)
         elif is_pending(raw, scheduler_name=self._settings.scheduler_name):
-            self._waiting[key] = (raw, _parse(raw))
+            self._waiting[key] = (raw, self._parse_once(key, raw))
+
+    def _parse_once(self, key: reads.ObjectKey, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+        """The pod parsed, or its last parse while its spec and metadata are unchanged: a pod is parsed from those
+        alone (`scheduling.pods.from_manifest`), and most of its writes (the kubelet's, this stand-in's
+        conditions) change only its status."""
+        spec = raw.get("spec")
+        metadata = {k: v for k, v in (raw.get("metadata") or {}).items() if k not in _EVERY_WRITE}
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] == spec and cached[1] == metadata:
+            return cached[2]
+        parsed = _parse(raw)
+        self._parsed[key] = (spec, metadata, parsed)
+        return parsed
 
     def _existing_node(self, raw: Mapping[str, Any]) -> scheduler.ExistingNode:
         """The node with its bound pods (in a LIST's order), derived for the solver; kept until either changes."""
