@@ -1,17 +1,19 @@
 """reads.StoreReader: the stand-ins' shared view of the store answers exactly what the API server's LIST answers
-(objects, order, namespace, label and field selectors), sees every write answered before it, and sends no request."""
+(objects, order, namespace, label and field selectors), sees every write answered before it, and sends no request;
+an informers.Cache over it keeps a resource's objects current from the store's changes alone."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from tests import builders
 
 from karpy import clock
 from karpy.kube import credentials, resources, rest
-from karpy_emulator import reads
-from karpy_emulator.apiserver import runner
+from karpy_emulator import informers, reads
+from karpy_emulator.apiserver import runner, server, watching
 
 
 @pytest.fixture
@@ -89,3 +91,80 @@ async def test_the_change_feed_moves_only_with_writes_to_the_resources_asked(
     await api.delete(resources.PODS, "web", namespace="default")
     assert await reader.changed_at([resources.PODS]) > bound
     assert await reader.changed_at([resources.NODES]) == after_node
+
+
+async def _listed(api: rest.RestClient, res: resources.Resource) -> dict[informers.Key, Any]:
+    items, _ = await api.list(res)
+    return {informers.key_of(obj): obj for obj in items}
+
+
+async def _sync(reader: reads.Reader, cache: informers.Cache) -> set[informers.Key]:
+    """Refresh `cache` alone; the keys of the objects that changed."""
+    [deltas] = await informers.refresh(reader, [cache])
+    return {delta.key for delta in deltas}
+
+
+def _count_lists(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The stand-ins' in-process LISTs (`FakeKubeAPI.snapshot`) made from now on, by plural."""
+    lists: list[str] = []
+    real = server.FakeKubeAPI.snapshot
+
+    def counted(self: server.FakeKubeAPI, resource: Any, watch: watching.Filter) -> tuple[list[dict[str, Any]], str]:
+        lists.append(str(resource.plural))
+        return real(self, resource, watch)
+
+    monkeypatch.setattr(server.FakeKubeAPI, "snapshot", counted)
+    return lists
+
+
+async def test_a_cache_takes_only_the_changes_and_stays_equal_to_a_list(
+    api: rest.RestClient, kube: runner.KubeAPIRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b", "c"):
+        await api.create(resources.PODS, builders.pod(name, namespace="default", cpu=None))
+    lists = _count_lists(monkeypatch)
+    feed, informer = informers.StoreFeed(kube), informers.Cache(resources.PODS)
+    assert await _sync(feed, informer) == {("default", "a"), ("default", "b"), ("default", "c")}
+    assert informer.objects == await _listed(api, resources.PODS)
+    assert lists == ["pods"]  # the first sync lists ...
+
+    await api.bind("default", "a", "n1")
+    await api.patch(resources.PODS, "b", {"metadata": {"labels": {"x": "1"}}}, namespace="default")
+    await api.delete(resources.PODS, "c", namespace="default")
+    await api.create(resources.PODS, builders.pod("c", namespace="default", cpu=None))  # the same key again
+    await api.create(resources.PODS, builders.pod("d", namespace="other", cpu=None))
+    await api.create(resources.NODES, {"metadata": {"name": "n1"}})  # another resource: no change of its
+    assert await _sync(feed, informer) == {("default", "a"), ("default", "b"), ("default", "c"), ("other", "d")}
+    assert informer.objects == await _listed(api, resources.PODS)
+    await api.delete(resources.PODS, "b", namespace="default")
+    assert await _sync(feed, informer) == {("default", "b")}
+    assert await _sync(feed, informer) == set()  # nothing since
+    assert informer.objects == await _listed(api, resources.PODS)
+    assert lists == ["pods"]  # ... and the later ones take the changes only
+
+
+async def test_a_cache_lists_again_once_its_changes_are_no_longer_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7, watch_history=3)) as kube:
+        async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as api:
+            await api.create(resources.PODS, builders.pod("a", namespace="default", cpu=None))
+            lists = _count_lists(monkeypatch)
+            feed, informer = informers.StoreFeed(kube), informers.Cache(resources.PODS)
+            await _sync(feed, informer)
+            for i in range(4):  # one more change than the store keeps
+                await api.patch(resources.PODS, "a", {"metadata": {"labels": {"i": str(i)}}}, namespace="default")
+            await api.create(resources.PODS, builders.pod("b", namespace="default", cpu=None))
+            assert await _sync(feed, informer) == {("default", "a"), ("default", "b")}
+            assert informer.objects == await _listed(api, resources.PODS)
+            assert lists == ["pods", "pods"]
+
+
+async def test_a_cache_over_a_plain_client_lists_and_compares(api: rest.RestClient) -> None:
+    feed, informer = api, informers.Cache(resources.PODS)
+    await api.create(resources.PODS, builders.pod("a", namespace="default", cpu=None))
+    await api.create(resources.PODS, builders.pod("b", namespace="default", cpu=None))
+    assert await _sync(feed, informer) == {("default", "a"), ("default", "b")}
+    await api.bind("default", "a", "n1")
+    await api.delete(resources.PODS, "b", namespace="default")
+    assert await _sync(feed, informer) == {("default", "a"), ("default", "b")}
+    assert await _sync(feed, informer) == set()
+    assert informer.objects == await _listed(api, resources.PODS)

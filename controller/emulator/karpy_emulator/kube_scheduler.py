@@ -13,6 +13,12 @@ pod that fits
 nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller); the
 condition is written only when it changes, and a changed message of a pod already marked at most every
 `message_refresh` seconds, so an idle cluster sees no writes and a growing one no write storm.
+
+A pass costs what changed since the last one, not the cluster: the stand-in keeps its pods and nodes in informers
+(`informers.Cache`) and, per changed pod, its queue of pods waiting to be scheduled (kube-scheduler's scheduling
+queue takes only unscheduled pods, pkg/scheduler/internal/queue) and its nodes with their bound pods (kube-scheduler's
+cache, pkg/scheduler/backend/cache): a node's `ExistingNode`, derived once for every solve (`scheduler.derive`), is
+made again only when the node or one of its pods changed.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import resources as scheduling_resources
 from karpy.scheduling import scheduler
 from karpy.scheduling import volumes as scheduling_volumes
-from karpy_emulator import loop, reads, volumes
+from karpy_emulator import informers, loop, reads, volumes
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +46,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 UNSCHEDULABLE = "Unschedulable"
 NOT_READY_TAINT = meta.Taint(key="node.kubernetes.io/not-ready", effect=labels.EFFECT_NO_SCHEDULE, value="")
+_EVERY_WRITE = frozenset({"resourceVersion", "managedFields"})
+"""Metadata every write changes, whatever it changed."""
 UNSCHEDULABLE_TAINT = meta.Taint(key="node.kubernetes.io/unschedulable", effect=labels.EFFECT_NO_SCHEDULE, value="")
 
 
@@ -115,6 +123,17 @@ def allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     return {str(name): quantity.parse(str(value)) for name, value in raw.items()}
 
 
+def existing_node(node: Mapping[str, Any], pods: Sequence[scheduling_pods.Pod]) -> scheduler.ExistingNode:
+    """The node as the solver sees it, with the pods bound to it."""
+    return scheduler.ExistingNode(
+        name=str(node["metadata"]["name"]),
+        labels=volumes.node_labels((node.get("metadata") or {}).get("labels") or {}),
+        taints=hard_taints(node),
+        allocatable=allocatable(node),
+        pods=tuple(pods),
+    )
+
+
 def plan(
     pending: Sequence[scheduling_pods.Pod],
     nodes: Iterable[Mapping[str, Any]],
@@ -125,17 +144,19 @@ def plan(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given nodes; the
     reasons only for `explain_keys` when given (explaining charges every pod to every node)."""
+    existing = [existing_node(n, bound.get(str(n["metadata"]["name"]), ())) for n in nodes]
+    return plan_on(pending, existing, volume_catalog=volume_catalog, explain_keys=explain_keys)
+
+
+def plan_on(
+    pending: Sequence[scheduling_pods.Pod],
+    existing: Sequence[scheduler.ExistingNode],
+    *,
+    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
+    explain_keys: Container[str] | None = None,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """`plan` over nodes already made `existing_node`s (derived once for many passes, `scheduler.derive`)."""
     catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
-    existing = [
-        scheduler.ExistingNode(
-            name=str(n["metadata"]["name"]),
-            labels=volumes.node_labels((n.get("metadata") or {}).get("labels") or {}),
-            taints=hard_taints(n),
-            allocatable=allocatable(n),
-            pods=tuple(bound.get(str(n["metadata"]["name"]), ())),
-        )
-        for n in nodes
-    ]
     if not pending:
         return {}, {}
     result = scheduler.solve(
@@ -256,8 +277,18 @@ class KubeScheduler:
         self._clock = clock
         self._settings = settings or SchedulerSettings()
         self._marked_at: dict[str, float] = {}  # pod key -> when this stand-in last wrote its Unschedulable message
-        self._parsed: dict[str, tuple[str, scheduling_pods.Pod]] = {}  # uid -> (resourceVersion, parsed pod)
         self._recheck_at: float | None = None  # when the earliest message held back by `message_refresh` is due
+        self._pods = informers.Cache(resources.PODS)
+        self._nodes = informers.Cache(resources.NODES)
+        # The scheduling queue: the pods waiting for this scheduler, parsed (None: cannot be parsed).
+        self._waiting: dict[informers.Key, tuple[Mapping[str, Any], scheduling_pods.Pod | None]] = {}
+        # The cache: each bound, running pod's node, the pods on each node, and each node as the solver sees it
+        # (dropped when the node or its pods change; made again when a pass needs it).
+        self._node_of: dict[informers.Key, str] = {}
+        self._on_node: dict[str, dict[informers.Key, scheduling_pods.Pod]] = {}
+        self._existing: dict[str, scheduler.ExistingNode] = {}
+        # Each pod's parse with what it was parsed from (its spec and metadata but the fields every write changes).
+        self._parsed: dict[informers.Key, tuple[object, dict[str, Any], scheduling_pods.Pod | None]] = {}
 
     async def run(self) -> None:
         watched = (resources.PODS, resources.NODES, resources.PVCS, resources.PVS, resources.STORAGECLASSES)
@@ -270,25 +301,20 @@ class KubeScheduler:
     async def sync(self) -> ScheduleReport:
         report = ScheduleReport()
         self._recheck_at = None
-        raw_pods, _ = await self._reads.list(resources.PODS)
-        waiting = [p for p in raw_pods if is_pending(p, scheduler_name=self._settings.scheduler_name)]
-        if not waiting:
+        pod_deltas, node_deltas = await informers.refresh(self._reads, [self._pods, self._nodes])
+        for delta in pod_deltas:
+            self._pod_changed(delta.key)
+        for delta in node_deltas:
+            self._existing.pop(delta.key[1], None)
+        if not self._waiting:
             return report
-        nodes, _ = await self._reads.list(resources.NODES)
-        considered = [n for n in nodes if not is_deleting(n)]
-        bound: dict[str, list[scheduling_pods.Pod]] = {}
-        self._forget(raw_pods)
-        for raw in raw_pods:
-            node = (raw.get("spec") or {}).get("nodeName")
-            if node and (raw.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES:
-                parsed = self._parse_cached(raw)
-                if parsed is not None:
-                    bound.setdefault(str(node), []).append(parsed)
+        nodes = self._nodes.objects
+        considered = [nodes[key] for key in sorted(nodes) if not is_deleting(nodes[key])]
         pending: list[scheduling_pods.Pod] = []
         by_key: dict[str, Mapping[str, Any]] = {}
         now = self._clock.now()
-        for raw in waiting:
-            parsed = self._parse_cached(raw)
+        for queued in sorted(self._waiting):  # in a LIST's order, as kube-scheduler's queue receives them
+            raw, parsed = self._waiting[queued]
             if parsed is None:
                 await self._mark(raw, "the pod cannot be parsed for scheduling", now, report)
                 continue
@@ -299,7 +325,8 @@ class KubeScheduler:
         due = {key for key, raw in by_key.items() if self._mark_due(key, raw, now)}
         held = [self._marked_at[key] for key in by_key if key not in due and key in self._marked_at]
         self._recheck_at = min(held) + self._settings.message_refresh if held else None
-        placements, reasons = plan(pending, considered, bound, volume_catalog=snap.catalog, explain_keys=due)
+        existing = [self._existing_node(n) for n in considered]
+        placements, reasons = plan_on(pending, existing, volume_catalog=snap.catalog, explain_keys=due)
         pods_by_key = {p.key: p for p in pending}
         labels_by_node = {str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in considered}
         provisioned: set[str] = set()  # claims given a volume this pass
@@ -363,25 +390,53 @@ class KubeScheduler:
         last = self._marked_at.get(key)
         return last is None or now - last >= self._settings.message_refresh
 
-    def _parse_cached(self, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
-        """Pods are parsed once per resourceVersion, not once per pass."""
-        md = raw.get("metadata") or {}
-        uid, version = str(md.get("uid") or ""), str(md.get("resourceVersion") or "")
-        cached = self._parsed.get(uid)
-        if cached is not None and cached[0] == version:
-            return cached[1]
+    def _pod_changed(self, key: informers.Key) -> None:
+        """Move a created, changed or deleted pod in or out of the queue and its node's pods (parsed once per
+        change: a pod's every version is parsed at most once)."""
+        self._waiting.pop(key, None)
+        node = self._node_of.pop(key, None)
+        if node is not None:
+            here = self._on_node[node]
+            del here[key]
+            if not here:
+                del self._on_node[node]
+            self._existing.pop(node, None)
+        raw = self._pods.objects.get(key)
+        if raw is None:
+            self._marked_at.pop(f"{key[0] or 'default'}/{key[1]}", None)  # `pod_key` of the deleted pod
+            self._parsed.pop(key, None)
+            return
+        node = (raw.get("spec") or {}).get("nodeName")
+        if node and (raw.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES:
+            parsed = self._parse_once(key, raw)
+            if parsed is not None:
+                self._node_of[key] = str(node)
+                self._on_node.setdefault(str(node), {})[key] = parsed
+                self._existing.pop(str(node), None)
+        elif is_pending(raw, scheduler_name=self._settings.scheduler_name):
+            self._waiting[key] = (raw, self._parse_once(key, raw))
+
+    def _parse_once(self, key: informers.Key, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+        """The pod parsed, or its last parse while its spec and metadata are unchanged: a pod is parsed from those
+        alone (`scheduling.pods.from_manifest`), and most of its writes (the kubelet's, this stand-in's
+        conditions) change only its status."""
+        spec = raw.get("spec")
+        metadata = {k: v for k, v in (raw.get("metadata") or {}).items() if k not in _EVERY_WRITE}
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] == spec and cached[1] == metadata:
+            return cached[2]
         parsed = _parse(raw)
-        if parsed is not None and uid:
-            self._parsed[uid] = (version, parsed)
+        self._parsed[key] = (spec, metadata, parsed)
         return parsed
 
-    def _forget(self, raw_pods: Sequence[Mapping[str, Any]]) -> None:
-        uids = {str((p.get("metadata") or {}).get("uid") or "") for p in raw_pods}
-        keys = {pod_key(p) for p in raw_pods}
-        for uid in [u for u in self._parsed if u not in uids]:
-            del self._parsed[uid]
-        for key in [k for k in self._marked_at if k not in keys]:
-            del self._marked_at[key]
+    def _existing_node(self, raw: Mapping[str, Any]) -> scheduler.ExistingNode:
+        """The node with its bound pods (in a LIST's order), derived for the solver; kept until either changes."""
+        name = str(raw["metadata"]["name"])
+        found = self._existing.get(name)
+        if found is None:
+            here = self._on_node.get(name, {})
+            found = self._existing[name] = scheduler.derive(existing_node(raw, [here[k] for k in sorted(here)]))
+        return found
 
     async def _prebind(
         self,

@@ -11,6 +11,8 @@ sees every write the API server answered before it, so a test that writes and th
 `StoreReader.changed_at` is the shared view's change feed (`loop.Watch`): a stand-in reads one revision per tick and
 lists only when something it reads was written since its last pass.
 
+Stand-ins that keep objects between passes read only the changes since (`karpy_emulator.informers`).
+
 Writes still go through the API server over HTTP (admission, validation, watch events for the controller). What a
 reader gets is the stored object itself: never change it (copy first), as with an informer's objects.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import importlib.resources
-from typing import Final
+from typing import Any, Final
 
 import kmock
 from kmock._internal import aiobus, rendering
@@ -32,3 +32,17 @@ def bundled_resources() -> bytes:
     """kmock's bundled builtin resource declarations (JSON), read without the deprecated
     `importlib.resources.read_binary` that kmock's own `load_bundled()` uses (a warning)."""
     return gzip.decompress(importlib.resources.files("kmock._internal").joinpath("resources.json.gz").read_bytes())
+
+
+def stored_objects(objects: kmock.ObjectsArray) -> dict[Any, Any]:
+    """kmock's dict behind `objects` (key: (resource, namespace, name), as the store writes them; value: kmock's
+    `Object`): `objects[key]` parses its key on every call, which a LIST of 10,000 objects pays 10,000 times."""
+    found: dict[Any, Any] = objects._objects
+    return found
+
+
+def latest(obj: Any) -> Any | None:
+    """The latest entry of a kmock `Object`'s history: its live version, or None when it is soft-deleted (what
+    `obj.deleted` and `obj.last` say, without their walk through kmock's sequence protocol, per object per LIST)."""
+    items: list[Any] = obj._Object__history._ObjectHistory__items
+    return items[-1] if items else None

@@ -143,9 +143,13 @@ def field_value(obj: Mapping[str, Any], path: Sequence[str]) -> str:
     """The field at `path` as the API server compares it: missing is "", booleans are lowercase."""
     current: Any = obj
     for part in path:
-        if not isinstance(current, Mapping) or part not in current:
+        # `type(...) is dict` first: the stored JSON trees are plain dicts, and an ABC check per step of every
+        # object's path was most of a filtered LIST's cost
+        if not (type(current) is dict or isinstance(current, Mapping)) or part not in current:
             return ""
         current = current[part]
+    if type(current) is str:
+        return current
     if isinstance(current, bool):
         return "true" if current else "false"
     return "" if current is None or isinstance(current, Mapping | list) else str(current)

@@ -143,9 +143,10 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
         """The stored objects a LIST with `watch`'s selectors would return, in its order, and the list's
         resourceVersion: the stored dicts themselves, never copied or encoded (the emulated control plane's
         in-process reads, `karpy_emulator.reads`; readers must not change them). Call on the server's loop."""
-        matching = [(key, obj) for key, obj in self._db.live_items(resource, watch.namespace) if watch.matches(obj)]
-        matching.sort(key=lambda item: (item[0][1] or "", item[0][2]))  # by namespace, then name, as `_list`
-        return [obj for _, obj in matching], str(self._db.resource_version)
+        listed = self._db.listed(resource, watch.namespace)
+        if watch.by_namespace_only:  # what the stand-ins mostly ask: no object to test
+            return [obj for _, obj in listed], str(self._db.resource_version)
+        return [obj for _, obj in listed if watch.matches(obj)], str(self._db.resource_version)
 
     def changed_at(self, resources_: Iterable[kmock.resource]) -> int:
         """The revision of the latest write to any object of `resources_` (0: none): equal answers mean nothing of
@@ -330,8 +331,9 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
         """The list as JSON, assembled from each item's stored encoding."""
         assert request.resource is not None
         watch = self._filter(request)
-        matching = [key for key, obj in self._db.live_items(request.resource, request.namespace) if watch.matches(obj)]
-        items = sorted(matching, key=lambda key: (key[1] or "", key[2]))  # by namespace, then name
+        # by namespace, then name: the order the store keeps
+        listed = self._db.listed(request.resource, request.namespace)
+        items = [key for key, obj in listed if watch.by_namespace_only or watch.matches(obj)]
         meta: dict[str, Any] = {"resourceVersion": str(self._db.resource_version)}
         start = int(request.params.get("continue") or 0)
         limit = int(request.params.get("limit") or 0)

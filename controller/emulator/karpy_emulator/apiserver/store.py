@@ -7,6 +7,11 @@ that lead to writes; `watch` takes it itself to snapshot and subscribe atomicall
 Every stored version is encoded as JSON once, when it is written (`encoded`): lists, reads and every watcher's
 event reuse those bytes instead of serialising the same object again per reader. Stored versions are never changed
 in place (every write stores a new dict), which is what makes that cache valid.
+
+What a read costs grows with what it returns, not with the store: a LIST walks its resource's keys already in LIST
+order (`ordered`, kept sorted on write, as etcd and the watch cache keep keys), and an in-process reader that keeps
+its own copy (`karpy_emulator.informers.Cache`) asks only for the changes since the revision it last saw
+(`changes_since`), the way an informer resumes its watch instead of listing again.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 import kmock
 
-from karpy_emulator.apiserver import kmock_private, objects, watching
+from karpy_emulator.apiserver import kmock_private, objects, ordered, watching
 
 Key = tuple[kmock.resource, str | None, str]
 
@@ -35,18 +40,21 @@ class Store:
         object_history: int | None,
     ) -> None:
         self.objects = objects_
+        self._stored = kmock_private.stored_objects(objects_)  # kmock's own dict: a lookup without its key parsing
         self.lock = lock
         self._buses = buses
         self._clock = clock
         self._watch_history = watch_history
         self._object_history = object_history
         self.resource_version = 1  # etcd starts an empty cluster at revision 1
-        self._changes: dict[kmock.resource, collections.deque[watching.Change]] = {}
-        self._compacted: dict[kmock.resource, int] = {}
-        self._encoded: dict[Key, tuple[object, Any, bytes]] = {}  # key -> (kmock version, its dict, JSON)
+        # Per resource (`_resource_id`): its latest changes, oldest first, and the revision of the last one dropped.
+        self._changes: dict[ResourceId, collections.deque[watching.Change]] = {}
+        self._compacted: dict[ResourceId, int] = {}
+        self._encoded: dict[Key, tuple[object, dict[str, Any], bytes]] = {}  # key -> (kmock version, its dict, JSON)
         # The live keys of each resource, in creation order: a LIST or a watch's initial state walks only its own
         # resource's objects instead of every object ever stored (kmock keeps deleted ones too).
-        self._live_keys: dict[tuple[str | None, ...], dict[Key, None]] = {}
+        self._live_keys: dict[ResourceId, dict[Key, None]] = {}
+        self._ordered: dict[ResourceId, ordered.OrderedKeys[Key]] = {}  # the same keys, in LIST order
         # The revision of each resource's last change, by group and plural (whatever version it was written in):
         # what lets the emulated control plane's stand-ins skip a pass when nothing they read has changed.
         self._changed_at: dict[tuple[str | None, str | None], int] = {}
@@ -56,31 +64,12 @@ class Store:
 
     def live(self, key: Key) -> dict[str, Any] | None:
         """The stored object (a shallow copy: copy deeply before changing it), or None."""
-        if key not in self.objects:
-            return None
-        stored = self.objects[key]
-        return None if stored.deleted else stored.last.raw
+        stored = self._stored.get(key)
+        return None if stored is None or stored.deleted else stored.last.raw
 
     def changed_at(self, resource: kmock.resource) -> int:
         """The revision of the last write to any object of `resource` (0: none since the store started)."""
         return self._changed_at.get((resource.group, resource.plural), 0)
-
-    def changes_since(self, resource: kmock.resource, revision: int) -> list[watching.Change] | None:
-        """The writes to `resource` after `revision`, oldest first, as the watch cache holds them (every version the
-        resource was written in); None when some were compacted away (the reader must list again, as a watch
-        resuming from there gets 410 Expired)."""
-        found: list[watching.Change] = []
-        for written, changes in self._changes.items():
-            if (written.group, written.plural) != (resource.group, resource.plural):
-                continue
-            if revision < self._compacted.get(written, 0):
-                return None
-            for change in reversed(changes):  # newest first: stop at what the reader has
-                if change.resource_version <= revision:
-                    break
-                found.append(change)
-        found.sort(key=lambda change: change.resource_version)
-        return found
 
     def live_objects(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         for _, obj in self.live_items(resource, namespace):
@@ -93,22 +82,58 @@ class Store:
         for key in self._live_keys.get(_resource_id(resource), {}):
             if namespace is not None and key[1] != namespace:
                 continue
-            try:
-                stored = self.objects[key]
-            except KeyError:  # taken out of kmock's store directly (tests do, to play a vanished object)
-                continue
-            if not stored.deleted:
+            stored = self._stored.get(key)  # None: taken out of kmock's store directly (tests play a vanished object)
+            if stored is not None and not stored.deleted:
                 yield key, stored.last.raw
+
+    def listed(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[tuple[Key, dict[str, Any]]]:
+        """`live_items` in a LIST's order (namespace, then name), from the order kept on write: no sort per read."""
+        found = self._ordered.get(_resource_id(resource))
+        if found is None:
+            return
+        for key in found.in_order(namespace):
+            obj = self._current(key)
+            if obj is not None:
+                yield key, obj
+
+    def _current(self, key: Key) -> dict[str, Any] | None:
+        """The live object at `key`, or None: the dict last stored through this store (never copied) while it is
+        what kmock holds, else kmock's latest version (a test stored or removed one through kmock directly)."""
+        stored = self._stored.get(key)
+        version = kmock_private.latest(stored) if stored is not None else None
+        if version is None:
+            return None
+        cached = self._encoded.get(key)
+        if cached is not None and cached[0] is version:
+            return cached[1]
+        raw: dict[str, Any] = version.raw
+        return raw
+
+    def changes_since(self, resource: kmock.resource, revision: int) -> list[watching.Change] | None:
+        """Every change to `resource` after `revision`, oldest first; None when they are no longer all kept (older
+        than `watch_history` changes, or a revision this store never reached): the reader must list again, as an
+        informer whose watch got 410 Expired does."""
+        rid = _resource_id(resource)
+        if revision < self._compacted.get(rid, 0) or revision > self.resource_version:
+            return None
+        found: list[watching.Change] = []
+        for change in reversed(self._changes.get(rid, ())):
+            if change.resource_version <= revision:
+                break
+            found.append(change)
+        found.reverse()
+        return found
 
     def encoded(self, key: Key) -> bytes | None:
         """The live object at `key` as JSON (encoded once per stored version), or None when absent."""
-        if key not in self.objects or self.objects[key].deleted:
+        stored = self._stored.get(key)
+        if stored is None or stored.deleted:
             return None
         return self.encoded_live(key)
 
     def encoded_live(self, key: Key) -> bytes:
         """`encoded` of a key known to be live (e.g. from `live_items`)."""
-        version = self.objects[key].last
+        version = self._stored[key].last
         cached = self._encoded.get(key)
         if cached is not None and cached[0] is version:
             return cached[2]
@@ -183,18 +208,24 @@ class Store:
                 del history[: len(history) - self._object_history]
         encoded = watching.encode(obj)
         self._encoded[key] = (self.objects[key].last, obj, encoded)
-        self._live_keys.setdefault(_resource_id(key[0]), {})[key] = None
+        rid = _resource_id(key[0])
+        self._live_keys.setdefault(rid, {})[key] = None
+        self._ordered.setdefault(rid, ordered.OrderedKeys()).add(_position(key), key)
         return encoded
 
     def _gone(self, key: Key) -> None:
         self.objects[key].delete()
         self._encoded.pop(key, None)
-        self._live_keys.get(_resource_id(key[0]), {}).pop(key, None)
+        rid = _resource_id(key[0])
+        self._live_keys.get(rid, {}).pop(key, None)
+        if (keys := self._ordered.get(rid)) is not None:
+            keys.discard(_position(key))
 
     async def _publish(self, resource: kmock.resource, change: watching.Change) -> None:
-        changes = self._changes.setdefault(resource, collections.deque(maxlen=self._watch_history))
+        rid = _resource_id(resource)
+        changes = self._changes.setdefault(rid, collections.deque(maxlen=self._watch_history))
         if len(changes) == changes.maxlen:
-            self._compacted[resource] = changes[0].resource_version
+            self._compacted[rid] = changes[0].resource_version
         changes.append(change)
         self._changed_at[(resource.group, resource.plural)] = change.resource_version
         await self._buses[resource].put(change)
@@ -263,13 +294,21 @@ class Store:
                 bookmark = watching.initial_events_end(self.resource_version, kind.api_version, kind.kind)
                 lines.append(watching.encode(bookmark) + b"\n")
             return lines
-        if int(since) < self._compacted.get(resource, 0):
+        rid = _resource_id(resource)
+        if int(since) < self._compacted.get(rid, 0):
             return watching.expired(since)
-        changes = self._changes.get(resource, ())
+        changes = self._changes.get(rid, ())
         replayed = ((watching.visible(c, watch), c) for c in changes if c.resource_version > int(since))
         return [watching.frame(type_, c.encoded) for type_, c in replayed if type_ is not None]
 
 
-def _resource_id(resource: kmock.resource) -> tuple[str | None, ...]:
+ResourceId = tuple[str | None, str | None, str | None]
+
+
+def _resource_id(resource: kmock.resource) -> ResourceId:
     """A hashable identity of `resource` (kmock's resources compare by group, version and plural)."""
     return (resource.group, resource.version, resource.plural)
+
+
+def _position(key: Key) -> ordered.Position:
+    return (key[1] or "", key[2])

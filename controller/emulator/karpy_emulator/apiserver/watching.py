@@ -43,15 +43,20 @@ class Filter:
     labels: tuple[selectors.LabelRequirement, ...] = field(default=())
     fields: tuple[selectors.FieldRequirement, ...] = field(default=())
 
+    @property
+    def by_namespace_only(self) -> bool:
+        """Nothing but the namespace (if any) selects: a LIST is the namespace's range of the store, unfiltered."""
+        return self.name is None and not self.labels and not self.fields
+
     def matches(self, obj: Mapping[str, Any]) -> bool:
         meta = obj.get("metadata") or {}
         if self.namespace is not None and meta.get("namespace") != self.namespace:
             return False
         if self.name is not None and meta.get("name") != self.name:
             return False
-        return selectors.labels_match(self.labels, meta.get("labels") or {}) and selectors.fields_match(
-            self.fields, obj
-        )
+        if self.labels and not selectors.labels_match(self.labels, meta.get("labels") or {}):
+            return False
+        return not self.fields or selectors.fields_match(self.fields, obj)
 
 
 def event(type_: EventType, obj: Mapping[str, Any]) -> dict[str, Any]:
