@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from tests.disruption import world as disruption_world
 
+from karpy.disruption import simulation
 from karpy.scheduling import results, scheduler
 from karpy.scheduling.optimizer import optimize
 
@@ -25,6 +26,15 @@ def _count_improves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(optimize, "improve", counted)
     return calls
+
+
+async def _simulate_the_one_candidate(w: disruption_world.World) -> simulation.Simulation:
+    """The simulation of removing the pass's only graceful candidate."""
+    ctrl = w.controller()
+    w.sync()
+    ctx = await ctrl.context()
+    (candidate,) = ctx.graceful
+    return ctx.simulate([candidate])
 
 
 def _solve_reading_every_claim(inp: scheduler.SchedulingInput) -> results.Results:
@@ -44,11 +54,7 @@ async def test_a_simulation_settled_by_an_uninitialized_node_skips_the_cost_pass
         w.pending_pod(f"pending-{i}", cpu="3")
     w.uninitialize("new")
     calls = _count_improves(monkeypatch)
-    ctrl = w.controller()
-    w.sync()
-    ctx = await ctrl.context()
-    (b,) = ctx.graceful
-    sim = ctx.simulate([b])
+    sim = await _simulate_the_one_candidate(w)
     assert sim.unschedulable == {"default/pb": "would schedule against uninitialized nodeclaim/new, node/new"}
     assert sim.replacements  # the pending pods still get first-fit's claims
     assert calls == []
@@ -61,11 +67,7 @@ async def test_a_simulation_whose_pods_all_fit_still_runs_the_cost_pass(monkeypa
     w.pod("pb", "b", cpu="500m")
     w.pending_pod("pending", cpu="3")
     calls = _count_improves(monkeypatch)
-    ctrl = w.controller()
-    w.sync()
-    ctx = await ctrl.context()
-    (b,) = ctx.graceful
-    sim = ctx.simulate([b])
+    sim = await _simulate_the_one_candidate(w)
     assert sim.all_scheduled
     assert calls == [len(sim.replacements)]  # the claims it reads may be the post-pass's
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Iterator
+from typing import Any
 
 import kubernetes
 import pytest
@@ -67,3 +68,18 @@ def stand_in_reader(request: pytest.FixtureRequest, kube: runner.KubeAPIRunner) 
     """What a controller stand-in reads through: the store's change history (`informers.StoreFeed`), as an emulated
     cluster wires it, or None (its own client: a LIST per read, each refresh compared with the last)."""
     return informers.StoreFeed(kube) if request.param == "feed" else None
+
+
+@pytest.fixture
+def store_lists(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The resources the store is asked to list in process (`FakeKubeAPI.snapshot`) from now on, in order, by
+    plural: what an informer-fed reader must not do after its first list."""
+    listed: list[str] = []
+    snapshot = server.FakeKubeAPI.snapshot
+
+    def counted(self: server.FakeKubeAPI, resource: Any, watch: Any) -> tuple[list[dict[str, Any]], str]:
+        listed.append(str(resource.plural))
+        return snapshot(self, resource, watch)
+
+    monkeypatch.setattr(server.FakeKubeAPI, "snapshot", counted)
+    return listed

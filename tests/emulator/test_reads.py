@@ -13,7 +13,7 @@ from tests import builders
 from karpy import clock
 from karpy.kube import credentials, resources, rest
 from karpy_emulator import informers, reads
-from karpy_emulator.apiserver import runner, server, watching
+from karpy_emulator.apiserver import runner, server
 
 
 @pytest.fixture
@@ -104,25 +104,12 @@ async def _sync(reader: reads.Reader, cache: informers.Cache) -> set[informers.K
     return {delta.key for delta in deltas}
 
 
-def _count_lists(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The stand-ins' in-process LISTs (`FakeKubeAPI.snapshot`) made from now on, by plural."""
-    lists: list[str] = []
-    real = server.FakeKubeAPI.snapshot
-
-    def counted(self: server.FakeKubeAPI, resource: Any, watch: watching.Filter) -> tuple[list[dict[str, Any]], str]:
-        lists.append(str(resource.plural))
-        return real(self, resource, watch)
-
-    monkeypatch.setattr(server.FakeKubeAPI, "snapshot", counted)
-    return lists
-
-
 async def test_a_cache_takes_only_the_changes_and_stays_equal_to_a_list(
-    api: rest.RestClient, kube: runner.KubeAPIRunner, monkeypatch: pytest.MonkeyPatch
+    api: rest.RestClient, kube: runner.KubeAPIRunner, store_lists: list[str]
 ) -> None:
     for name in ("a", "b", "c"):
         await api.create(resources.PODS, builders.pod(name, namespace="default", cpu=None))
-    lists = _count_lists(monkeypatch)
+    lists = store_lists
     feed, informer = informers.StoreFeed(kube), informers.Cache(resources.PODS)
     assert await _sync(feed, informer) == {("default", "a"), ("default", "b"), ("default", "c")}
     assert informer.objects == await _listed(api, resources.PODS)
@@ -143,11 +130,11 @@ async def test_a_cache_takes_only_the_changes_and_stays_equal_to_a_list(
     assert lists == ["pods"]  # ... and the later ones take the changes only
 
 
-async def test_a_cache_lists_again_once_its_changes_are_no_longer_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_cache_lists_again_once_its_changes_are_no_longer_kept(store_lists: list[str]) -> None:
     with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7, watch_history=3)) as kube:
         async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as api:
             await api.create(resources.PODS, builders.pod("a", namespace="default", cpu=None))
-            lists = _count_lists(monkeypatch)
+            lists = store_lists
             feed, informer = informers.StoreFeed(kube), informers.Cache(resources.PODS)
             await _sync(feed, informer)
             for i in range(4):  # one more change than the store keeps
