@@ -58,8 +58,10 @@ async def test_karpy_run_warms_up_provisions_and_stops_cleanly(tmp_path: pathlib
         await api.create(resources.NODEPOOLS, demo.nodepool_manifest(consolidate_after="30s"))
         async with remote_controller.KarpyRun(emulated, workdir=tmp_path) as ctrl:
             assert ctrl.pid not in {os.getpid(), emulated.endpoints.pid}
-            assert _command(ctrl.pid)[1:4] == ["-m", "karpy.cli", "run"]
             await ctrl.warm_up(api, within=300.0)
+            # Read once the child has answered: the kernel lets the parent go on (close-on-exec) before it has set
+            # up the new image's arguments, so a read right after the spawn can find an empty cmdline.
+            assert _command(ctrl.pid)[1:4] == ["-m", "karpy.cli", "run"]
             assert await ctrl.solves() >= 1  # the warm-up pod's pass listed the catalog
             assert await api.get(resources.PODS, remote_controller.WARM_UP_POD, namespace="default") is None
             assert (await api.list(resources.NODECLAIMS))[0] == []  # and placed nothing
