@@ -22,9 +22,9 @@ from karpy_emulator.apiserver import audit, runner
 
 USER = "karpy-controller"
 """The controller's bearer token: the emulated API server files its requests under it."""
-LEASE_VERBS = {("get", "leases"), ("create", "leases"), ("update", "leases")}
-"""The leader election's requests (`karpy.runtime.lease`): the only ones besides LISTs and watches on an empty
-cluster."""
+LEASE_VERBS = {("get", "leases"), ("create", "leases"), ("patch", "leases")}
+"""The leader election's requests (`karpy.runtime.lease`: it renews by a PATCH carrying the resourceVersion it read):
+the only ones besides LISTs and watches on an empty cluster."""
 WATCHED = {res.plural: 1 for res in informer.INFORMED}
 LIVE_LISTS = {resources.NODECLAIMS.plural}
 """Listed live besides the informer's LIST: the leader's garbage collection reads NodeClaims from the API server at
