@@ -29,14 +29,20 @@ Key = tuple[str, str]
 """(namespace, name) of an object ("" for the namespace of a cluster-scoped one)."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The object's metadata; empty when it has none (or not a mapping)."""
+    found = obj.get("metadata")
+    return found if isinstance(found, Mapping) else {}
 
 
 def key_of(obj: Mapping[str, Any]) -> Key:
-    meta = _meta(obj)
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    md = meta(obj)
+    return str(md.get("namespace") or ""), str(md.get("name") or "")
+
+
+def key_text(obj: Mapping[str, Any]) -> str:
+    """`key_of` as "namespace/name", as logs and reports name a namespaced object."""
+    return "/".join(key_of(obj))
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +123,7 @@ class Index:
 
 
 def _version(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("resourceVersion") or "")
+    return str(meta(obj).get("resourceVersion") or "")
 
 
 async def refresh(reader: reads.Reader, caches: Sequence[Cache]) -> list[list[Delta]]:
