@@ -9,7 +9,9 @@ import asyncio
 from tests.disruption import world as disruption_world
 
 from karpy.api import labels, nodepool
+from karpy.disruption import controller as disruption_controller
 from karpy.disruption import methods
+from karpy.kube import resources
 
 Reason = nodepool.DisruptionReason
 
@@ -51,10 +53,9 @@ async def test_single_node_consolidation_follows_a_multi_node_command_that_faile
     assert not w.deleting("n1")
 
 
-async def test_a_rejected_last_method_ends_the_pass_with_nothing_done() -> None:
-    """The methods after a rejected command's own are asked; when there are none, the pass did nothing (the loop
-    polls again): ported from upstream consolidation_test.go "should not consolidate if the action becomes invalid
-    during the node TTL wait", where the node gains a do-not-disrupt pod, so no later method has a command either."""
+async def _rejected_empty_node(*, launch_meanwhile: bool) -> disruption_controller.Pass:
+    """A pass whose Emptiness command for n0 is rejected after its validation wait (n0 gained a do-not-disrupt pod);
+    with `launch_meanwhile`, a NodeClaim with no providerID yet appears in that wait (the cluster goes unsynced)."""
     w = disruption_world.World()
     w.pool()
     w.node("n0")
@@ -63,12 +64,34 @@ async def test_a_rejected_last_method_ends_the_pass_with_nothing_done() -> None:
     task = asyncio.create_task(ctrl.reconcile())
     await w.clock.run_for(5)
     w.pod("late", "n0", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
+    if launch_meanwhile:
+        w.node("launching")
+        launched = w.kube.obj(resources.NODECLAIMS, "launching")
+        assert launched is not None
+        w.kube.put(resources.NODECLAIMS, {**launched, "status": {"conditions": launched["status"]["conditions"]}})
     w.sync()
+    assert w.cluster.synced_for_decisions() is not launch_meanwhile
     await w.clock.run_for(11)
     assert task.done()
-    assert (await task).command is None
     assert not w.deleting("n0")
     assert labels.TAINT_DISRUPTED_KEY not in w.taints("n0")
+    return await task
+
+
+async def test_a_rejected_last_method_ends_the_pass_with_nothing_done() -> None:
+    """The methods after a rejected command's own are asked; when there are none, the pass did nothing (the loop
+    polls again): ported from upstream consolidation_test.go "should not consolidate if the action becomes invalid
+    during the node TTL wait", where the node gains a do-not-disrupt pod, so no later method has a command either."""
+    done = await _rejected_empty_node(launch_meanwhile=False)
+    assert done == disruption_controller.Pass(command=None, requeue_after=disruption_controller.POLL)
+
+
+async def test_a_pass_whose_cluster_went_unsynced_after_a_rejection_looks_again_after_a_second() -> None:
+    """upstream disruption/controller.go `Reconcile` requeues after one second whenever `cluster.Synced` is false;
+    a pass that stops early because a launch went in flight during its validation wait is no pass that found nothing
+    to do, so it must not wait the 10 s pollingPeriod either."""
+    done = await _rejected_empty_node(launch_meanwhile=True)
+    assert done == disruption_controller.Pass(command=None, requeue_after=disruption_controller.SYNC_POLL)
 
 
 async def test_an_emptiness_command_goes_on_with_the_nodes_still_empty_after_its_validation() -> None:

@@ -10,7 +10,7 @@ import kubernetes
 import pytest
 from tests.emulator import kubectl as emulator_kubectl
 
-from karpy_emulator import informers, reads
+from karpy_emulator import reads
 from karpy_emulator.apiserver import runner, server
 
 
@@ -65,9 +65,9 @@ def kubectl(kubectl_server: runner.KubeAPIRunner, tmp_path: pathlib.Path) -> emu
 
 @pytest.fixture(params=["feed", "client"])
 def stand_in_reader(request: pytest.FixtureRequest, kube: runner.KubeAPIRunner) -> reads.Reader | None:
-    """What a controller stand-in reads through: the store's change history (`informers.StoreFeed`), as an emulated
-    cluster wires it, or None (its own client: a LIST per read, each refresh compared with the last)."""
-    return informers.StoreFeed(kube) if request.param == "feed" else None
+    """What a controller stand-in reads through: the store and its change history (`reads.StoreReader`), as an
+    emulated cluster wires it, or None (its own client: a LIST per read, each refresh compared with the last)."""
+    return reads.StoreReader(kube) if request.param == "feed" else None
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ async def test_deltas_are_what_changed_since_the_last_refresh(
 ) -> None:
     served = short_history if source == "compacted" else kube
     async with rest.RestClient(credentials.Credentials(served.url), clock=clock.SystemClock()) as api:
-        reader: reads.Reader = api if source == "client" else informers.StoreFeed(served)
+        reader: reads.Reader = api if source == "client" else reads.StoreReader(served)
         for name in ("a", "b", "c"):
             await api.create(resources.PODS, builders.pod(name, namespace="default", cpu=None))
         cache = informers.Cache(resources.PODS)
@@ -96,7 +96,7 @@ async def test_a_refresh_after_the_first_reads_changes_not_lists(
 ) -> None:
     listed = store_lists
     pods, nodes = informers.Cache(resources.PODS), informers.Cache(resources.NODES)
-    feed = informers.StoreFeed(kube)
+    feed = reads.StoreReader(kube)
     await informers.refresh(feed, (pods, nodes))
     assert listed == ["pods", "nodes"]
     await api.create(resources.PODS, builders.pod("a", namespace="default", cpu=None))
@@ -120,7 +120,7 @@ def test_an_index_follows_each_object_to_its_new_values() -> None:
 async def test_the_stand_ins_passes_read_changes_not_lists(
     api: rest.RestClient, kube: runner.KubeAPIRunner, store_lists: list[str]
 ) -> None:
-    feed, manual = informers.StoreFeed(kube), clock.ManualClock(1_700_000_000.0)
+    feed, manual = reads.StoreReader(kube), clock.ManualClock(1_700_000_000.0)
     stand_ins = (
         workloads.WorkloadController(api, clock=manual, reader=feed),
         garbage.GarbageCollector(api, clock=manual, reader=feed),

@@ -110,7 +110,7 @@ async def test_a_cache_takes_only_the_changes_and_stays_equal_to_a_list(
     for name in ("a", "b", "c"):
         await api.create(resources.PODS, builders.pod(name, namespace="default", cpu=None))
     lists = store_lists
-    feed, informer = informers.StoreFeed(kube), informers.Cache(resources.PODS)
+    feed, informer = reads.StoreReader(kube), informers.Cache(resources.PODS)
     assert await _sync(feed, informer) == {("default", "a"), ("default", "b"), ("default", "c")}
     assert informer.objects == await _listed(api, resources.PODS)
     assert lists == ["pods"]  # the first sync lists ...
@@ -135,7 +135,7 @@ async def test_a_cache_lists_again_once_its_changes_are_no_longer_kept(store_lis
         async with rest.RestClient(credentials.Credentials(kube.url), clock=clock.SystemClock()) as api:
             await api.create(resources.PODS, builders.pod("a", namespace="default", cpu=None))
             lists = store_lists
-            feed, informer = informers.StoreFeed(kube), informers.Cache(resources.PODS)
+            feed, informer = reads.StoreReader(kube), informers.Cache(resources.PODS)
             await _sync(feed, informer)
             for i in range(4):  # one more change than the store keeps
                 await api.patch(resources.PODS, "a", {"metadata": {"labels": {"i": str(i)}}}, namespace="default")

@@ -14,7 +14,7 @@ from tests import builders
 from karpy import clock
 from karpy.kube import credentials, resources, rest
 from karpy.scheduling import scheduler as scheduling_scheduler
-from karpy_emulator import informers, kube_scheduler
+from karpy_emulator import kube_scheduler, reads
 from karpy_emulator.apiserver import runner, server
 
 NOW = 1_700_000_000.0
@@ -93,7 +93,7 @@ async def _state(api: rest.RestClient) -> list[tuple[str, str, str]]:
 async def test_a_long_lived_stand_in_decides_as_a_fresh_one_at_every_step() -> None:
     async with _served() as (fed_kube, fed_api), _served() as (_, fresh_api):
         fed = kube_scheduler.KubeScheduler(
-            fed_api, clock=clock.ManualClock(NOW), settings=SETTINGS, reader=informers.StoreFeed(fed_kube)
+            fed_api, clock=clock.ManualClock(NOW), settings=SETTINGS, reader=reads.StoreReader(fed_kube)
         )
         decided = 0
         for step in STEPS:
@@ -120,7 +120,7 @@ async def test_a_pass_after_one_change_derives_only_the_node_it_touched(monkeypa
     monkeypatch.setattr(scheduling_scheduler, "derive", counted)
     async with _served() as (kube, api):
         await _create(api, *(node(f"n{i}", cpu="1") for i in range(10)), *(pod(f"p{i}", cpu="600m") for i in range(10)))
-        stand_in = kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW), reader=informers.StoreFeed(kube))
+        stand_in = kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW), reader=reads.StoreReader(kube))
         first = await stand_in.sync()
         assert len(first.bound) == 10
         assert sorted(derived) == sorted(f"n{i}" for i in range(10))
@@ -148,7 +148,7 @@ async def test_a_pod_is_parsed_again_only_when_its_spec_or_metadata_changed(monk
     monkeypatch.setattr(kube_scheduler, "_parse", counted)
     async with _served() as (kube, api):
         await _create(api, node("n1", cpu="4"), pod("a"), pod("b"))
-        stand_in = kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW), reader=informers.StoreFeed(kube))
+        stand_in = kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW), reader=reads.StoreReader(kube))
         assert len((await stand_in.sync()).bound) == 2
         assert sorted(parsed) == ["a", "b"]
         parsed.clear()

@@ -132,6 +132,22 @@ async def test_an_informer_on_the_fake_sees_every_change(kube: fake.FakeKubeClie
             await task
 
 
+async def test_a_follower_sees_the_store_then_every_change_of_what_it_follows(kube: fake.FakeKubeClient) -> None:
+    kube.put(R.NODES, builders.node("n1"))
+    seen: list[tuple[str, str, str]] = []
+    kube.follow(lambda res, event: seen.append((res.plural, event.type, event.object["metadata"]["name"])), R.NODES)
+    kube.put(R.PODS, builders.pod("p", node="n1"))  # not followed
+    await kube.create(R.NODES, builders.node("n2"))
+    await kube.patch(R.NODES, "n2", {"metadata": {"labels": {"team": "a"}}})
+    await kube.delete(R.NODES, "n1")
+    assert seen == [
+        ("nodes", "ADDED", "n1"),
+        ("nodes", "ADDED", "n2"),
+        ("nodes", "MODIFIED", "n2"),
+        ("nodes", "DELETED", "n1"),
+    ]
+
+
 async def test_a_watch_from_a_compacted_version_expires(kube: fake.FakeKubeClient) -> None:
     kube.put(R.NODES, builders.node("n1"))
     _, version = await kube.list(R.NODES)

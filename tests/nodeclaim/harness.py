@@ -13,7 +13,9 @@ from karpy.api import nodeclaim
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
 from karpy.nodeclaim import controller, lifecycle_observer, registration
+from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
+from karpy.termination import drain
 from karpy.termination import observer as termination_observer
 
 
@@ -52,6 +54,14 @@ class Env:
     """(reason, nodepool, capacity type) of every claim the controller deleted as a disruption."""
     terminated: TerminatedLog = dataclasses.field(default_factory=TerminatedLog)
     """What `termination_deps`' finalizer counts: the Nodes it released."""
+    nodeclaim_cache: state_cluster.Cluster = dataclasses.field(init=False)
+    """The state cache's NodeClaims, in step with every write to `kube` from the start (`FakeKubeClient.follow`):
+    where the finalizer finds the claim of a Node that names no owner."""
+
+    def __post_init__(self) -> None:
+        self.nodeclaim_cache = state_cluster.Cluster(clock=self.clock)
+        self.kube.follow(self.nodeclaim_cache.apply, resources.NODECLAIMS)
+        self.nodeclaim_cache.mark_listed(resources.NODECLAIMS)
 
     @property
     def deps(self) -> controller.Deps:
@@ -74,6 +84,15 @@ class Env:
         observer = termination_observer.Observer(self.recorder, metrics)
         return termination_controller.Deps(
             client=self.kube, cloud=self.cloud, clock=self.clock, observer=observer, rejections=rejections.Discard()
+        )
+
+    def terminator(
+        self, deps: termination_controller.Deps | None = None, *, backoff: drain.Backoff | None = None
+    ) -> termination_controller.TerminationController:
+        """A fresh finalizer (no eviction backoff carried over, as after a restart) on `deps` (default
+        `termination_deps`) and `nodeclaim_cache`."""
+        return termination_controller.TerminationController(
+            deps or self.termination_deps, backoff=backoff, claims=self.nodeclaim_cache
         )
 
     def claims(self) -> controller.NodeClaimController:

@@ -15,7 +15,6 @@ from karpy.api import labels
 from karpy.kube import client, resources
 from karpy.runtime import observers
 from karpy.state import cluster as state_cluster
-from karpy.termination import controller as termination_controller
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
 DISRUPTED = {"key": labels.TAINT_DISRUPTED_KEY, "effect": "NoSchedule"}
@@ -154,7 +153,7 @@ async def test_termination_reports_the_released_node_with_its_nodepool() -> None
     assert stored is not None
     stored["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
     env.cloud.instances.clear()  # the instance is gone: the finalizer is released at once
-    terminator = termination_controller.TerminationController(env.termination_deps)
+    terminator = env.terminator()
     await env.kube.delete(resources.NODES, "n1")
     await terminator.reconcile("n1")
     assert env.kube.obj(resources.NODES, "n1") is None

@@ -47,7 +47,7 @@ async def test_a_node_terminated_end_to_end_feeds_every_termination_series() -> 
     env.kube.put(resources.PDBS, builders.pdb("db", {"app": "db"}, namespace="default", minAvailable=1))
     env.clock.advance(7200)  # two hours old when its deletion is asked for
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_counted(m.termination_hooks()))
+    term = env.terminator(env.termination_counted(m.termination_hooks()))
     for _ in range(5):  # the budget refuses db's eviction: 429s, retried with backoff
         result = await term.reconcile(NODE)
         env.clock.advance(result or 1.0)
@@ -85,6 +85,6 @@ async def test_drained_pods_carry_their_nodes_disruption_reason() -> None:
     )
     env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web"))
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_counted(m.termination_hooks()))
+    term = env.terminator(env.termination_counted(m.termination_hooks()))
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
     assert value(m, "karpenter_pods_drained_total", reason="Underutilized") == 1

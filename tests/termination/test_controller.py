@@ -12,7 +12,6 @@ from tests.nodeclaim import harness
 
 from karpy.api import labels, parse
 from karpy.kube import client, fake, resources
-from karpy.state import cluster as state_cluster
 from karpy.termination import controller, drain
 
 CLAIM = "default-abc12"
@@ -25,7 +24,7 @@ def _pod_deletes(env: harness.Env) -> list[str]:
 
 
 def _terminator(env: harness.Env) -> controller.TerminationController:
-    return controller.TerminationController(env.termination_deps)
+    return env.terminator()
 
 
 async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
@@ -306,7 +305,7 @@ async def test_failed_eviction_backs_off_and_is_reported() -> None:
     env.kube.put(resources.PDBS, builders.pdb("two", {"app": "web"}, minAvailable=0))
     env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("web-1", labels={"app": "web"}))
     await _delete_node(env)
-    term = controller.TerminationController(env.termination_deps, backoff=drain.Backoff(base=1.0, cap=4.0))
+    term = env.terminator(backoff=drain.Backoff(base=1.0, cap=4.0))
     attempts = []
     for _ in range(12):
         await term.reconcile(NODE)
@@ -338,13 +337,6 @@ async def _spy_lists(env: harness.Env, monkeypatch: pytest.MonkeyPatch) -> list[
     return listed
 
 
-def _index_of(env: harness.Env, *claims: dict[str, Any]) -> state_cluster.Cluster:
-    index = state_cluster.Cluster(clock=env.clock)
-    for raw in claims:
-        index.apply(resources.NODECLAIMS, client.WatchEvent(client.ADDED, raw))
-    return index
-
-
 async def test_a_node_without_owner_reference_finds_its_claim_through_the_index(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -353,11 +345,9 @@ async def test_a_node_without_owner_reference_finds_its_claim_through_the_index(
     node = env.kube.obj(resources.NODES, NODE)
     assert node is not None
     node["metadata"].pop("ownerReferences", None)  # e.g. a Node that joined before its claim synced it
-    claim = env.claim_obj(CLAIM)
-    assert claim is not None
     listed = await _spy_lists(env, monkeypatch)
     await _delete_node(env)
-    await controller.TerminationController(env.termination_deps, claims=_index_of(env, claim)).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     assert _condition(env, "Drained") == ("Unknown", "Draining")  # the claim was found and is being reported on
     assert "nodeclaims" not in listed  # one GET by name, not a LIST of every NodeClaim
 
@@ -370,9 +360,9 @@ async def test_an_ambiguous_provider_id_finds_no_claim(monkeypatch: pytest.Monke
     node["metadata"].pop("ownerReferences", None)
     claim = env.claim_obj(CLAIM)
     assert claim is not None
-    twin = {**claim, "metadata": {**claim["metadata"], "name": "twin", "uid": "twin-uid"}}
+    env.kube.put(resources.NODECLAIMS, {**claim, "metadata": {**claim["metadata"], "name": "twin", "uid": "twin-uid"}})
     listed = await _spy_lists(env, monkeypatch)
     await _delete_node(env)
-    await controller.TerminationController(env.termination_deps, claims=_index_of(env, claim, twin)).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     assert _condition(env, "Drained") is None  # two claims name the instance: neither is reported on (as a LIST)
     assert "nodeclaims" not in listed

@@ -71,7 +71,7 @@ async def test_drain_respects_a_pdb_end_to_end(
     cloud = fake_provider.FakeCloudProvider()
     recorder = events.MemoryRecorder()
     observer = lifecycle_observer.Observer(recorder, lifecycle_observer.Metrics())
-    state = state_cluster.Cluster(clock=clock)  # the controller's Node informer feeds it, as in `karpy run`
+    state = state_cluster.Cluster(clock=clock)  # the controller's informers feed it, as in `karpy run`
     deps = nodeclaim_controller.Deps(
         client=api,
         cloud=cloud,
@@ -89,10 +89,12 @@ async def test_drain_respects_a_pdb_end_to_end(
             clock=clock,
             observer=termination_observer.Observer(recorder, termination_observer.Metrics()),
             rejections=rejections.Discard(),
-        )
+        ),
+        claims=state,  # the NodeClaim informer feeds it too, as karpy.wiring.controllers passes it
     )
 
-    async with tasks.running(functools.partial(informer.run_informer, api, state, resources.NODES)):
+    informed = (resources.NODES, resources.NODECLAIMS)
+    async with tasks.running(functools.partial(informer.run_informers, api, state, informed)):
         body = nodeclaim_builders.claim_dict(CLAIM)
         body["metadata"] = {"name": CLAIM, "labels": body["metadata"]["labels"]}
         await api.create(resources.NODECLAIMS, body)

@@ -8,7 +8,6 @@ from tests.nodeclaim import harness
 
 from karpy.api import labels
 from karpy.kube import resources
-from karpy.termination import controller
 
 CLAIM = "default-abc12"
 NODE = "ip-10-0-0-1"
@@ -43,7 +42,7 @@ async def test_release_keeps_other_finalizers_and_reports_the_nodepool() -> None
     assert node is not None
     node["metadata"]["finalizers"] = [OTHER_FINALIZER, *node["metadata"]["finalizers"]]
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _released(env))
     node = env.kube.obj(resources.NODES, NODE)
     assert node is not None
@@ -68,7 +67,7 @@ async def test_eviction_and_forced_deletion_events_point_at_their_pods() -> None
             ),
         )
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     await term.reconcile(NODE)  # deletes the NodeClaim ...
     await env.claims().reconcile(CLAIM)  # ... whose finalizer writes the termination timestamp
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: _released(env))

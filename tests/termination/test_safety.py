@@ -12,7 +12,6 @@ from tests.nodeclaim import harness
 from karpy.api import labels, parse
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.state import cluster as state_cluster
 from karpy.termination import controller, drain
 
 CLAIM = "default-abc12"
@@ -45,7 +44,7 @@ async def test_a_node_that_is_not_ours_to_terminate_is_left_alone(state: str) ->
         node["metadata"]["finalizers"] = ["example.com/other"]
         await env.kube.delete(resources.NODES, NODE)
     writes = len(env.kube.writes)
-    result = await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    result = await env.terminator().reconcile(NODE)
     assert result is None
     assert len(env.kube.writes) == writes  # no taint, no eviction, no claim deletion
     assert len(env.cloud.instances) == 1
@@ -69,7 +68,7 @@ async def test_the_claim_is_found_by_the_nodes_owner_reference_without_a_list(mo
     assert node["metadata"]["ownerReferences"][0]["name"] == CLAIM
     listed = await _spy_lists(env, monkeypatch)
     await env.kube.delete(resources.NODES, NODE)
-    await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     assert _drained_reason(env) == "Draining"
     assert "nodeclaims" not in listed
 
@@ -87,7 +86,7 @@ async def test_without_a_usable_owner_reference_the_claim_is_found_by_provider_i
     node = await _registered(env)
     node["metadata"]["ownerReferences"] = [owner]
     await env.kube.delete(resources.NODES, NODE)
-    await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     assert _drained_reason(env) == "Draining"  # the claim was found (by a LIST) and is being reported on
 
 
@@ -98,7 +97,7 @@ async def test_two_claims_with_the_nodes_provider_id_are_ambiguous() -> None:
     twin = env.claim_obj(CLAIM) or {}
     env.kube.put(resources.NODECLAIMS, {**twin, "metadata": {**twin["metadata"], "name": "twin"}})
     await env.kube.delete(resources.NODES, NODE)
-    await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     assert _drained_reason(env) is None
 
 
@@ -109,7 +108,7 @@ async def test_a_node_whose_pods_cannot_leave_says_so() -> None:
         resources.PODS, nodeclaim_builders.pod_dict("pinned", annotations={labels.ANNOTATION_DO_NOT_DISRUPT: "true"})
     )
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     for _ in range(3):
         await term.reconcile(NODE)
         env.clock.advance(controller.DRAIN_POLL)
@@ -136,7 +135,7 @@ async def test_awaiting_volume_detachment_is_reported_with_the_attachments() -> 
             {"metadata": {"name": name}, "spec": {"nodeName": NODE, "source": {"persistentVolumeName": f"pv-{name}"}}},
         )
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     for _ in range(10):
         await term.reconcile(NODE)
         env.clock.advance(controller.DRAIN_POLL)
@@ -168,7 +167,7 @@ async def test_a_not_ready_node_whose_instance_still_runs_is_drained_not_release
     node = await _registered(env)
     node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]  # kubelet gone quiet; EC2 says running
     await env.kube.delete(resources.NODES, NODE)
-    await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     assert env.kube.obj(resources.NODES, NODE) is not None  # still held: its pods are evicted first
     assert [name for _, name, _ in env.kube.evictions] == ["app"]
 
@@ -183,7 +182,7 @@ async def test_a_claim_of_another_api_group_never_names_the_claim_to_delete() ->
     )
     node["metadata"]["ownerReferences"] = [{"apiVersion": "example.com/v1", "kind": "NodeClaim", "name": "bystander"}]
     await env.kube.delete(resources.NODES, NODE)
-    await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     bystander = env.claim_obj("bystander")
     assert bystander is not None
     assert not bystander["metadata"].get("deletionTimestamp")
@@ -195,7 +194,7 @@ async def test_an_owner_reference_without_api_version_is_not_trusted() -> None:
     node = await _registered(env)
     node["metadata"]["ownerReferences"] = [{"kind": "NodeClaim", "name": CLAIM}]
     await env.kube.delete(resources.NODES, NODE)
-    await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     assert _drained_reason(env) == "Draining"  # found by provider id
 
 
@@ -208,7 +207,7 @@ async def test_a_write_conflict_is_retried_soon() -> None:
         raise kube_client.Conflict(409, "Conflict", "the object has been modified")
 
     env.kube.patch = conflicting  # type: ignore[method-assign]
-    result = await controller.TerminationController(env.termination_deps).reconcile(NODE)
+    result = await env.terminator().reconcile(NODE)
     assert result == controller.DRAIN_POLL
 
 
@@ -217,7 +216,7 @@ async def test_the_instance_is_polled_after_its_termination_starts() -> None:
     await _registered(env)
     del env.kube.objects[("pods", "default", "app")]
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     result = await term.reconcile(NODE)
     while env.cloud.instances:
         env.clock.advance(result or 0.0)
@@ -245,14 +244,14 @@ async def test_volumes_of_pods_the_drain_does_not_wait_for_do_not_block() -> Non
         {"metadata": {"name": "csi-stuck"}, "spec": {"nodeName": NODE, "source": {"persistentVolumeName": "pv-stuck"}}},
     )
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     took = await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: not env.cloud.instances, limit=30)
     assert took <= controller.MIN_DRAIN_TIME + controller.DRAIN_POLL
 
 
 async def test_a_node_already_gone_is_done() -> None:
     env = harness.make_env()
-    result = await controller.TerminationController(env.termination_deps).reconcile("never-existed")
+    result = await env.terminator().reconcile("never-existed")
     assert result is None
     assert env.kube.writes == []
 
@@ -263,13 +262,10 @@ async def test_the_index_naming_a_claim_that_moved_to_another_instance_finds_non
     node["metadata"].pop("ownerReferences")
     claim = env.claim_obj(CLAIM)
     assert claim is not None
-    index = state_cluster.Cluster(clock=env.clock)
-    index.apply(
-        resources.NODECLAIMS, kube_client.WatchEvent(kube_client.ADDED, claim)
-    )  # the cache still has the old id
-    claim["status"]["providerID"] = "fake://zone-a/i-someone-else"  # the claim itself says otherwise now
+    # Edited in place, unseen by the cache, which still has the old id: the claim itself says otherwise now.
+    claim["status"]["providerID"] = "fake://zone-a/i-someone-else"
     await env.kube.delete(resources.NODES, NODE)
-    await controller.TerminationController(env.termination_deps, claims=index).reconcile(NODE)
+    await env.terminator().reconcile(NODE)
     fresh = env.claim_obj(CLAIM)
     assert fresh is not None
     assert not fresh["metadata"].get("deletionTimestamp")  # not deleted on the strength of a stale index
@@ -281,7 +277,7 @@ async def test_a_node_without_a_nodepool_label_is_counted_under_none() -> None:
     del env.kube.objects[("pods", "default", "app")]
     node["metadata"]["labels"].pop(labels.LABEL_NODEPOOL)
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: env.kube.obj(resources.NODES, NODE) is None)
     assert [pool for pool, _zone in env.terminated.nodes] == [""]
 
@@ -299,7 +295,7 @@ async def test_a_pod_backing_off_does_not_hold_up_the_pods_after_it() -> None:
     )
     env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("a-db", labels={"app": "db"}))
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps, backoff=drain.Backoff(base=10.0, cap=10.0))
+    term = env.terminator(backoff=drain.Backoff(base=10.0, cap=10.0))
     await term.reconcile(NODE)  # refused: a-db backs off for 10 s
     env.kube.put(resources.PODS, nodeclaim_builders.pod_dict("c-web"))
     env.clock.advance(1.0)
@@ -315,7 +311,7 @@ async def test_conditions_written_without_a_message_have_none() -> None:
     await _registered(env)
     del env.kube.objects[("pods", "default", "app")]
     await env.kube.delete(resources.NODES, NODE)
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     await harness.drive(lambda: term.reconcile(NODE), env, until=lambda: not env.cloud.instances)
     claim = parse.nodeclaim(env.claim_obj(CLAIM) or {})
     for type_ in ("Drained", "VolumesDetached", "InstanceTerminating"):
@@ -326,7 +322,7 @@ async def test_conditions_written_without_a_message_have_none() -> None:
 
 async def test_every_released_node_is_counted() -> None:
     env = harness.make_env()
-    term = controller.TerminationController(env.termination_deps)
+    term = env.terminator()
     for name in ("gone-1", "gone-2"):  # NotReady, instance already gone: released at once
         env.kube.put(
             resources.NODES,

@@ -31,7 +31,7 @@ async def _registered(env: harness.Env, *, tgp: str | None = None) -> None:
 
 
 def _terminator(env: harness.Env, sink: rejections.MemorySink) -> controller.TerminationController:
-    return controller.TerminationController(dataclasses.replace(env.termination_deps, rejections=sink))
+    return env.terminator(dataclasses.replace(env.termination_deps, rejections=sink))
 
 
 async def test_a_node_whose_nodeclaim_cannot_be_read_is_neither_drained_nor_terminated() -> None:

@@ -37,7 +37,7 @@ from karpy import tasks
 from karpy.cloudprovider import catalog
 from karpy.kube import clusterdns, credentials, rest
 from karpy.kube import resources as kube_resources
-from karpy_emulator import autojump, garbage, informers, kube_scheduler, kubelet, pdbs, reads, taint_manager, workloads
+from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, taint_manager, workloads
 from karpy_emulator.apiserver import faults, resources, runner, server, validation
 from karpy_emulator.aws import idempotency, moto_instances, seeding, sqs_time
 
@@ -221,10 +221,10 @@ class EmulatedCluster:
     @property
     def reader(self) -> reads.StoreReader:
         """The stand-ins' shared view of the store (`reads`): what a LIST answers, without a request, and the
-        store's changes since a revision (`informers.StoreFeed`)."""
+        store's changes since a revision (`StoreReader.changes`)."""
         if self._kube is None:
             raise RuntimeError("the emulated cluster is not running")
-        return informers.StoreFeed(self._kube, activity=autojump.activity_of(self.clock))
+        return reads.StoreReader(self._kube, activity=autojump.activity_of(self.clock))
 
     @property
     def client(self) -> rest.RestClient:

@@ -31,21 +31,16 @@ OWNED: Final[tuple[tuple[resources.Resource, resources.Resource], ...]] = (
 """(dependent, owner) pairs the stand-in collects."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _namespace(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("namespace") or "")
+    return str(informers.meta(obj).get("namespace") or "")
 
 
 def _owner_refs(obj: Mapping[str, Any], owner: resources.Resource) -> list[Mapping[str, Any]]:
-    return [ref for ref in _meta(obj).get("ownerReferences") or () if ref.get("kind") == owner.kind]
+    return [ref for ref in informers.meta(obj).get("ownerReferences") or () if ref.get("kind") == owner.kind]
 
 
 def _foreground_deleting(owner: Mapping[str, Any]) -> bool:
-    meta = _meta(owner)
+    meta = informers.meta(owner)
     return bool(meta.get("deletionTimestamp")) and FOREGROUND in (meta.get("finalizers") or ())
 
 
@@ -74,8 +69,8 @@ class _Pair:
     def owner_changed(self, delta: informers.Delta) -> None:
         """Queue the owner, and its dependents when what decides their fate changed: the owner went, came, or began
         or stopped a foreground deletion (not on every status write: a ReplicaSet's thousands of pods stay put)."""
-        before = str(_meta(delta.old).get("uid")) if delta.old is not None else None
-        after = str(_meta(delta.new).get("uid")) if delta.new is not None else None
+        before = str(informers.meta(delta.old).get("uid")) if delta.old is not None else None
+        after = str(informers.meta(delta.new).get("uid")) if delta.new is not None else None
         if before is not None and before != after:
             self.owners.pop(before, None)
             self.dependents_queued.update(self.dependents.get(before))
@@ -139,19 +134,19 @@ class GarbageCollector:
         dependents = self._seen[pair.dependent.plural].objects
         for key in sorted(pair.dependents_queued):
             dependent = dependents.get(key)
-            if dependent is not None and not _meta(dependent).get("deletionTimestamp"):
+            if dependent is not None and not informers.meta(dependent).get("deletionTimestamp"):
                 refs = _owner_refs(dependent, pair.owner)
                 owner_states = [self._owner(pair, str(ref.get("uid"))) for ref in refs]
                 if refs and all(o is None or _foreground_deleting(o) for o in owner_states):
-                    name = str(_meta(dependent).get("name"))
+                    name = str(informers.meta(dependent).get("name"))
                     if await self._kube.delete(pair.dependent, name, namespace=_namespace(dependent)):
                         done.append(f"{pair.dependent.kind}/{name}")
             pair.dependents_queued.discard(key)
         for key in sorted(pair.owners_queued):
             owner = owners.get(key)
             if owner is not None and _foreground_deleting(owner) and not self._blocked(owner, pair, dependents):
-                name = str(_meta(owner).get("name"))
-                kept = [f for f in _meta(owner).get("finalizers") or () if f != FOREGROUND]
+                name = str(informers.meta(owner).get("name"))
+                kept = [f for f in informers.meta(owner).get("finalizers") or () if f != FOREGROUND]
                 await self._kube.patch(
                     pair.owner, name, {"metadata": {"finalizers": kept or None}}, namespace=_namespace(owner)
                 )
@@ -164,7 +159,7 @@ class GarbageCollector:
 
     @staticmethod
     def _blocked(owner: Mapping[str, Any], pair: _Pair, dependents: Mapping[informers.Key, Mapping[str, Any]]) -> bool:
-        uid = str(_meta(owner).get("uid"))
+        uid = str(informers.meta(owner).get("uid"))
         return any(
             str(ref.get("uid")) == uid and ref.get("blockOwnerDeletion")
             for key in pair.dependents.get(uid)

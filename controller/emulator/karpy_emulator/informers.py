@@ -7,9 +7,9 @@ A stand-in keeps a `Cache` per resource it reads and calls `refresh` at the star
 pods changed, the owner of a dependent that went, the pods of a node that turned Ready), as kube-controller-manager's
 controllers queue keys from their informers' events: a pass costs what changed, not the size of the cluster.
 
-Given a `StoreFeed` (the shared in-process view of `reads.StoreReader`, plus the store's change history) the deltas
-are the store's own writes since the cache's revision (`FakeKubeAPI.changes_since`), read for every cache of the
-refresh in one call on the server's loop, so they are one consistent cut of the store; a cache starting out, or one
+Given a `reads.StoreReader` (the shared in-process view of the store) the deltas are the store's own writes since
+the cache's revision (`StoreReader.changes`, from `FakeKubeAPI.changes_since`), read for every cache of the refresh
+in one call on the server's loop, so they are one consistent cut of the store; a cache starting out, or one
 whose history was compacted meanwhile (a watch would get 410 Expired), lists instead. Given any other `reads.Reader`
 (a plain client, in tests), a refresh lists and compares resourceVersions. The cached objects are the store's own
 (or the list's): never change them.
@@ -17,33 +17,32 @@ whose history was compacted meanwhile (a watch would get 410 Expired), lists ins
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
-import kmock
-
-from karpy import clock as karpy_clock
 from karpy.kube import resources
 from karpy_emulator import reads
-from karpy_emulator.apiserver import runner, watching
+from karpy_emulator.apiserver import watching
 
 Key = tuple[str, str]
 """(namespace, name) of an object ("" for the namespace of a cluster-scoped one)."""
-Listed = list[Mapping[str, Any]]
-Answer = tuple[Listed | None, list[watching.Change]]
-"""What the store answers for one cache: a full list (then no changes), or the changes since its revision."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The object's metadata; empty when it has none (or not a mapping)."""
+    found = obj.get("metadata")
+    return found if isinstance(found, Mapping) else {}
 
 
 def key_of(obj: Mapping[str, Any]) -> Key:
-    meta = _meta(obj)
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    md = meta(obj)
+    return str(md.get("namespace") or ""), str(md.get("name") or "")
+
+
+def key_text(obj: Mapping[str, Any]) -> str:
+    """`key_of` as "namespace/name", as logs and reports name a namespaced object."""
+    return "/".join(key_of(obj))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,42 +123,12 @@ class Index:
 
 
 def _version(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("resourceVersion") or "")
-
-
-class StoreFeed(reads.StoreReader):
-    """`reads.StoreReader` plus the store's change history, read for several caches at once (`changes`)."""
-
-    def __init__(self, served: runner.KubeAPIRunner, *, activity: karpy_clock.Activity = karpy_clock.UNTRACKED) -> None:
-        super().__init__(served, activity=activity)
-        self._feed = served
-        self._feed_activity = activity
-
-    async def changes(self, asked: Sequence[tuple[resources.Resource, int | None]]) -> tuple[list[Answer], int]:
-        """For each (resource, revision): its changes since the revision, or a full list when the revision is None
-        or its history was compacted; and the store's revision they bring the caches to."""
-        stored = [(kmock.resource(f"{res.api_version}/{res.plural}"), revision) for res, revision in asked]
-        with self._feed_activity.busy():
-            return await self._feed.read(functools.partial(_answer, self._feed, stored))
-
-
-def _answer(served: runner.KubeAPIRunner, asked: list[tuple[kmock.resource, int | None]]) -> tuple[list[Answer], int]:
-    """`StoreFeed.changes`, on the server's loop (no write can come between the answers)."""
-    api = served.api
-    answers: list[Answer] = []
-    for resource, revision in asked:
-        changes = api.changes_since(resource, revision) if revision is not None else None
-        if changes is None:
-            listed, _ = api.snapshot(resource, watching.Filter())
-            answers.append((list(listed), []))
-        else:
-            answers.append((None, changes))
-    return answers, api.resource_version
+    return str(meta(obj).get("resourceVersion") or "")
 
 
 async def refresh(reader: reads.Reader, caches: Sequence[Cache]) -> list[list[Delta]]:
     """Bring every cache up to date; per cache, the deltas since its last refresh (see the module docstring)."""
-    if isinstance(reader, StoreFeed):
+    if isinstance(reader, reads.StoreReader):
         answers, revision = await reader.changes([(cache.res, cache.revision) for cache in caches])
         return [
             cache.replace(listed, revision) if listed is not None else cache.apply(changes, revision)

@@ -47,26 +47,21 @@ class PDBReport:
     written: list[str] = field(default_factory=list)  # "ns/name" of the PDBs whose status changed
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def scale_from(owners: OwnerIndex) -> disruption.Scale:
     """The Eviction API's `Scale` over listed controllers: a pod's top-most scaling controller as (uid, replicas),
     following controller references (pod → ReplicaSet → Deployment); None for a pod without one."""
 
     def scale(pod: Mapping[str, Any]) -> tuple[str, int] | None:
-        namespace = str(_meta(pod).get("namespace") or "")
+        namespace = str(informers.meta(pod).get("namespace") or "")
         owner: Mapping[str, Any] | None = pod
         found: tuple[str, int] | None = None
         while owner is not None:
-            ref = next((r for r in _meta(owner).get("ownerReferences") or () if r.get("controller")), None)
+            ref = next((r for r in informers.meta(owner).get("ownerReferences") or () if r.get("controller")), None)
             if ref is None or ref.get("kind") not in _SCALED:
                 return found
             owner = owners.get((str(ref["kind"]), namespace, str(ref.get("name"))))
             if owner is not None:
-                found = (str(_meta(owner).get("uid")), int((owner.get("spec") or {}).get("replicas", 1)))
+                found = (str(informers.meta(owner).get("uid")), int((owner.get("spec") or {}).get("replicas", 1)))
         return found
 
     return scale
@@ -81,7 +76,7 @@ def status_for(
     A budget that cannot be computed (an invalid int-or-percent) fails safe as upstream's `failSafe`: no disruption
     allowed, reason `SyncFailed`, the other counts as they were.
     """
-    generation = int(_meta(pdb).get("generation") or 0)
+    generation = int(informers.meta(pdb).get("generation") or 0)
     try:
         budget = disruption.budget(pdb, pods, scale)
     except ValueError as error:
@@ -133,7 +128,7 @@ def _condition(pdb: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _namespace_of(obj: Mapping[str, Any]) -> list[str]:
-    return [str(_meta(obj).get("namespace") or "")]
+    return [str(informers.meta(obj).get("namespace") or "")]
 
 
 class DisruptionController:
@@ -191,7 +186,7 @@ class DisruptionController:
         return report
 
     async def _write(self, pdb: Mapping[str, Any], scale: disruption.Scale, now: float, report: PDBReport) -> None:
-        namespace, name = str(_meta(pdb).get("namespace") or ""), str(_meta(pdb).get("name"))
+        namespace, name = str(informers.meta(pdb).get("namespace") or ""), str(informers.meta(pdb).get("name"))
         pods = [self._pods_seen.objects[key] for key in sorted(self._in_namespace.get(namespace))]
         status = status_for(pdb, pods, scale, now=now)
         if not changed(pdb, status):

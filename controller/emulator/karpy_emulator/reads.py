@@ -11,7 +11,8 @@ sees every write the API server answered before it, so a test that writes and th
 `StoreReader.changed_at` is the shared view's change feed (`loop.Watch`): a stand-in reads one revision per tick and
 lists only when something it reads was written since its last pass.
 
-Stand-ins that keep objects between passes read only the changes since (`karpy_emulator.informers`).
+Stand-ins that keep objects between passes read only the changes since (`StoreReader.changes`, through
+`karpy_emulator.informers`).
 
 Writes still go through the API server over HTTP (admission, validation, watch events for the controller). What a
 reader gets is the stored object itself: never change it (copy first), as with an informer's objects.
@@ -20,7 +21,7 @@ reader gets is the stored object itself: never change it (copy first), as with a
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import kmock
@@ -28,6 +29,10 @@ import kmock
 from karpy import clock as karpy_clock
 from karpy.kube import resources
 from karpy_emulator.apiserver import runner, selectors, watching
+
+Listed = list[Mapping[str, Any]]
+Answer = tuple[Listed | None, list[watching.Change]]
+"""What the store answers for one cache: a full list (then no changes), or the changes since its revision."""
 
 
 class Reader(Protocol):
@@ -67,3 +72,25 @@ class StoreReader:
         stored = [kmock.resource(f"{res.api_version}/{res.plural}") for res in watched]
         with self._activity.busy():
             return await self._served.read(functools.partial(self._served.api.changed_at, stored))
+
+    async def changes(self, asked: Sequence[tuple[resources.Resource, int | None]]) -> tuple[Sequence[Answer], int]:
+        """For each (resource, revision): its changes since the revision, or a full list when the revision is None
+        or its history was compacted; and the store's revision they bring the caches to. One read on the server's
+        loop for all of them, so the answers are one consistent cut of the store."""
+        stored = [(kmock.resource(f"{res.api_version}/{res.plural}"), revision) for res, revision in asked]
+        with self._activity.busy():
+            return await self._served.read(functools.partial(_answer, self._served, stored))
+
+
+def _answer(served: runner.KubeAPIRunner, asked: list[tuple[kmock.resource, int | None]]) -> tuple[list[Answer], int]:
+    """`StoreReader.changes`, on the server's loop (no write can come between the answers)."""
+    api = served.api
+    answers: list[Answer] = []
+    for resource, revision in asked:
+        changes = api.changes_since(resource, revision) if revision is not None else None
+        if changes is None:
+            listed, _ = api.snapshot(resource, watching.Filter())
+            answers.append((list(listed), []))
+        else:
+            answers.append((None, changes))
+    return answers, api.resource_version

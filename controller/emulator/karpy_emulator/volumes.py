@@ -28,7 +28,7 @@ from karpy.api import errors, labels
 from karpy.kube import client, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import volumes as scheduling_volumes
-from karpy_emulator import reads
+from karpy_emulator import informers, reads
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +59,12 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    return f"{(obj.get('metadata') or {}).get('namespace') or 'default'}/{_name(obj)}"
-
-
 def snapshot(
     pvcs: Iterable[Mapping[str, Any]], pvs: Iterable[Mapping[str, Any]], storage_classes: Iterable[Mapping[str, Any]]
 ) -> Snapshot:
     """Index the objects and parse them into a catalog; an object that does not parse is left out with a warning
     (the pods using it then stay pending, naming the missing object)."""
-    raw_pvcs = {_key(o): o for o in pvcs}
+    raw_pvcs = {informers.key_text(o): o for o in pvcs}
     raw_pvs: dict[str, Mapping[str, Any]] = {}
     parsed_pvs = []
     for obj in pvs:
@@ -136,7 +132,7 @@ def unbound_claims(pod: scheduling_pods.Pod, snap: Snapshot) -> list[Mapping[str
 
 def volume_name(pvc: Mapping[str, Any]) -> str:
     """external-provisioner names a dynamically provisioned PV after its claim's uid."""
-    return f"pvc-{(pvc.get('metadata') or {}).get('uid') or _key(pvc).replace('/', '-')}"
+    return f"pvc-{(pvc.get('metadata') or {}).get('uid') or informers.key_text(pvc).replace('/', '-')}"
 
 
 def volume_handle(pv_name: str) -> str:
@@ -236,7 +232,9 @@ async def provision(
     for pvc in claims:
         storage_class = storage_class_of(pvc, snap)
         if storage_class is None:
-            log.warning("kube-scheduler stand-in: claim %s has no storageclass to provision from", _key(pvc))
+            log.warning(
+                "kube-scheduler stand-in: claim %s has no storageclass to provision from", informers.key_text(pvc)
+            )
             ready = False
             continue
         manifest = pv_manifest(pvc, storage_class, zone=zone)
@@ -257,5 +255,10 @@ async def provision(
         await kube.patch(resources.PVCS, claim, patch, namespace=namespace)
         await kube.patch(resources.PVCS, claim, pvc_bound_status(pv), namespace=namespace, subresource="status")
         await kube.patch(resources.PVS, _name(pv), PV_BOUND_STATUS, subresource="status")
-        log.info("kube-scheduler stand-in: provisioned %s in %s for %s", _name(pv), zone or "any zone", _key(pvc))
+        log.info(
+            "kube-scheduler stand-in: provisioned %s in %s for %s",
+            _name(pv),
+            zone or "any zone",
+            informers.key_text(pvc),
+        )
     return ready

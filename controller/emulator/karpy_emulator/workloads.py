@@ -45,18 +45,13 @@ class WorkloadReport:
     collected: list[str] = field(default_factory=list)  # orphans "Kind ns/name"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def controller_uid(obj: Mapping[str, Any], kind: str) -> str | None:
-    ref = next((r for r in _meta(obj).get("ownerReferences") or () if r.get("controller")), None)
+    ref = next((r for r in informers.meta(obj).get("ownerReferences") or () if r.get("controller")), None)
     return str(ref.get("uid")) if ref is not None and ref.get("kind") == kind else None
 
 
 def owner_reference(owner: Mapping[str, Any], *, api_version: str, kind: str) -> dict[str, Any]:
-    meta = _meta(owner)
+    meta = informers.meta(owner)
     return {
         "apiVersion": api_version,
         "kind": kind,
@@ -75,7 +70,7 @@ def template_hash(template: Mapping[str, Any]) -> str:
 
 def replicaset_for(deployment: Mapping[str, Any]) -> dict[str, Any]:
     """The ReplicaSet of the deployment's current template."""
-    meta = _meta(deployment)
+    meta = informers.meta(deployment)
     spec = deployment.get("spec") or {}
     template = spec.get("template") or {}
     hashed = template_hash(template)
@@ -101,7 +96,7 @@ def replicaset_for(deployment: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pod_for(replicaset: Mapping[str, Any]) -> dict[str, Any]:
-    meta = _meta(replicaset)
+    meta = informers.meta(replicaset)
     template = (replicaset.get("spec") or {}).get("template") or {}
     pod_meta = dict(template.get("metadata") or {})
     pod_meta.update(
@@ -113,7 +108,7 @@ def pod_for(replicaset: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_live(pod: Mapping[str, Any]) -> bool:
-    return not _meta(pod).get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
+    return not informers.meta(pod).get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
         TERMINAL_POD_PHASES
     )
 
@@ -130,8 +125,8 @@ def deletion_order(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
     def rank(pod: Mapping[str, Any]) -> tuple[bool, bool, bool, str, str]:
         scheduled = bool((pod.get("spec") or {}).get("nodeName"))
         running = (pod.get("status") or {}).get("phase") == "Running"
-        created = str(_meta(pod).get("creationTimestamp") or "")
-        return (scheduled, running, is_ready(pod), _invert(created), str(_meta(pod).get("name")))
+        created = str(informers.meta(pod).get("creationTimestamp") or "")
+        return (scheduled, running, is_ready(pod), _invert(created), str(informers.meta(pod).get("name")))
 
     return sorted(pods, key=rank)
 
@@ -139,10 +134,6 @@ def deletion_order(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 def _invert(stamp: str) -> str:
     """Sorts RFC 3339 timestamps newest first under an ascending sort."""
     return "".join(chr(0x10FFFF - ord(ch)) for ch in stamp)
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
 
 
 def _replicaset_of(pod: Mapping[str, Any]) -> list[str]:
@@ -206,8 +197,8 @@ class WorkloadController:
         await self._refresh(self._replicasets_seen)  # with the statuses just written
         replicasets = list(self._replicasets_seen.sorted())
         for deployment in self._deployments_seen.sorted():
-            uid = _meta(deployment).get("uid")
-            if not _meta(deployment).get("deletionTimestamp"):
+            uid = informers.meta(deployment).get("uid")
+            if not informers.meta(deployment).get("deletionTimestamp"):
                 owned = [rs for rs in replicasets if controller_uid(rs, "Deployment") == uid]
                 replicas = sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in owned)
                 ready = sum(int((rs.get("status") or {}).get("readyReplicas") or 0) for rs in owned)
@@ -232,8 +223,8 @@ class WorkloadController:
                                 self._orphans.add(delta.key)
 
     def _replicaset_changed(self, delta: informers.Delta) -> None:
-        before = str(_meta(delta.old).get("uid")) if delta.old is not None else None
-        after = str(_meta(delta.new).get("uid")) if delta.new is not None else None
+        before = str(informers.meta(delta.old).get("uid")) if delta.old is not None else None
+        after = str(informers.meta(delta.new).get("uid")) if delta.new is not None else None
         if before is not None and before != after:  # gone (or replaced under the same name): its pods are orphans
             self._rs_keys.pop(before, None)
             self._orphans.update(self._owned.get(before))
@@ -244,49 +235,49 @@ class WorkloadController:
     async def _deployments(self, report: WorkloadReport) -> None:
         deployments = list(self._deployments_seen.sorted())
         replicasets = list(self._replicasets_seen.sorted())
-        uids = {str(_meta(d).get("uid")) for d in deployments}
+        uids = {str(informers.meta(d).get("uid")) for d in deployments}
         for rs in replicasets:
             owner = controller_uid(rs, "Deployment")
-            if owner is not None and owner not in uids and not _meta(rs).get("deletionTimestamp"):
+            if owner is not None and owner not in uids and not informers.meta(rs).get("deletionTimestamp"):
                 await self._delete(REPLICASETS, rs, report.collected, "ReplicaSet")
         for deployment in deployments:
-            if _meta(deployment).get("deletionTimestamp"):
+            if informers.meta(deployment).get("deletionTimestamp"):
                 continue
-            uid = str(_meta(deployment).get("uid"))
+            uid = str(informers.meta(deployment).get("uid"))
             wanted = replicaset_for(deployment)
             owned = [rs for rs in replicasets if controller_uid(rs, "Deployment") == uid]
-            current = next((rs for rs in owned if _meta(rs).get("name") == wanted["metadata"]["name"]), None)
+            current = next((rs for rs in owned if informers.meta(rs).get("name") == wanted["metadata"]["name"]), None)
             if current is None:
                 try:
                     await self._kube.create(REPLICASETS, wanted)
                 except client.AlreadyExists:
                     pass
                 else:
-                    report.replicasets.append(f"{_key(wanted)}={wanted['spec']['replicas']}")
+                    report.replicasets.append(f"{informers.key_text(wanted)}={wanted['spec']['replicas']}")
             for rs in owned:
                 target = wanted["spec"]["replicas"] if rs is current else 0
                 if int((rs.get("spec") or {}).get("replicas", 1)) != target:
                     await self._kube.patch(
-                        REPLICASETS, str(_meta(rs)["name"]), {"spec": {"replicas": target}}, namespace=_ns(rs)
+                        REPLICASETS, str(informers.meta(rs)["name"]), {"spec": {"replicas": target}}, namespace=_ns(rs)
                     )
-                    report.replicasets.append(f"{_key(rs)}={target}")
+                    report.replicasets.append(f"{informers.key_text(rs)}={target}")
 
     async def _replicasets(self, report: WorkloadReport) -> None:
         for key in sorted(self._orphans):
             pod = self._pods_seen.objects.get(key)
             owner = controller_uid(pod, "ReplicaSet") if pod is not None else None
             orphaned = pod is not None and owner is not None and owner not in self._rs_keys
-            if orphaned and pod is not None and not _meta(pod).get("deletionTimestamp"):
+            if orphaned and pod is not None and not informers.meta(pod).get("deletionTimestamp"):
                 await self._delete(resources.PODS, pod, report.collected, "Pod")
             self._orphans.discard(key)
         for key in sorted(self._queued):
             rs = self._replicasets_seen.objects.get(key)
-            if rs is not None and not _meta(rs).get("deletionTimestamp"):
+            if rs is not None and not informers.meta(rs).get("deletionTimestamp"):
                 await self._replicaset(rs, report)
             self._queued.discard(key)
 
     async def _replicaset(self, rs: Mapping[str, Any], report: WorkloadReport) -> None:
-        uid = str(_meta(rs).get("uid"))
+        uid = str(informers.meta(rs).get("uid"))
         live = self._live.get(uid)
         replicas, ready = len(live), len(self._ready.get(uid))
         wanted = int((rs.get("spec") or {}).get("replicas", 1))
@@ -312,14 +303,14 @@ class WorkloadController:
             return await self._kube.create(resources.PODS, pod_for(rs))
 
         created, error = await loop.slow_start_batch(count, create, initial=SLOW_START_INITIAL_BATCH)
-        report.created.extend(_key(pod) for pod in created)
+        report.created.extend(informers.key_text(pod) for pod in created)
         if error is not None:
             raise error
         return created
 
     async def _delete(self, res: resources.Resource, obj: Mapping[str, Any], into: list[str], kind: str = "") -> bool:
-        if await self._kube.delete(res, str(_meta(obj)["name"]), namespace=_ns(obj)):
-            into.append(f"{kind} {_key(obj)}" if kind else _key(obj))
+        if await self._kube.delete(res, str(informers.meta(obj)["name"]), namespace=_ns(obj)):
+            into.append(f"{kind} {informers.key_text(obj)}" if kind else informers.key_text(obj))
             return True
         return False
 
@@ -332,18 +323,18 @@ class WorkloadController:
             "readyReplicas": ready,
             "availableReplicas": ready,
             "updatedReplicas": replicas,
-            "observedGeneration": int(_meta(obj).get("generation") or 1),
+            "observedGeneration": int(informers.meta(obj).get("generation") or 1),
         }
         old = obj.get("status") or {}
         if all(old.get(k, 0) == v for k, v in wanted.items()):
             return
         try:
             await self._kube.patch(
-                res, str(_meta(obj)["name"]), {"status": wanted}, namespace=_ns(obj), subresource="status"
+                res, str(informers.meta(obj)["name"]), {"status": wanted}, namespace=_ns(obj), subresource="status"
             )
         except client.NotFound:
             return
 
 
 def _ns(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("namespace") or "default")
+    return str(informers.meta(obj).get("namespace") or "default")

@@ -91,6 +91,11 @@ class Pass:
     """Seconds until the next pass: 0 after a command, SYNC_POLL while not synced, else the polling period."""
 
 
+UNSYNCED = Pass(command=None, requeue_after=SYNC_POLL)
+"""A pass that found the cluster state unsynced, at its start or after a rejected command (upstream Reconcile
+requeues after a second whenever `cluster.Synced` is false)."""
+
+
 def describe(command: consolidation.Command) -> dict[str, Any]:
     """The structured fields of the "disrupting nodeclaim(s)" log line."""
     return {
@@ -143,12 +148,12 @@ class DisruptionController:
         """One pass, and when the next one is due (core: disruption/controller.go `Reconcile`)."""
         if not self._deps.cluster.synced_for_decisions():
             # A replacement still launching holds no capacity yet: simulating now would buy it a second time.
-            return Pass(command=None, requeue_after=SYNC_POLL)
-        command = await self._disrupt()
-        return Pass(command=command, requeue_after=0.0 if command is not None else self._deps.settings.poll)
+            return UNSYNCED
+        return await self._disrupt()
 
-    async def _disrupt(self) -> consolidation.Command | None:
-        """The methods' first command that passes validation, acted on (or, in dry-run, not), else None."""
+    async def _disrupt(self) -> Pass:
+        """The methods' first command that passes validation, acted on (or, in dry-run, not), with the next pass at
+        once; else no command, and the next pass after the poll (after SYNC_POLL if the cluster went unsynced)."""
         deps = self._deps
         if not deps.settings.dry_run:
             await self.queue.strip_stale(deps.cluster.state_nodes())
@@ -165,14 +170,14 @@ class DisruptionController:
                 command, clock=deps.clock, rebuild=self.context, delay=deps.settings.validation_delay
             )
             if not isinstance(verdict, validation.Invalid):
-                return await self._act(verdict)
+                return Pass(command=await self._act(verdict), requeue_after=0.0)
             self._rejected(command, verdict)
             # A rejected command is a method that did nothing: upstream's Reconcile (disruption/controller.go) goes
             # on to the next methods at once, on the state the validation saw, rather than waiting for a poll.
             remaining = remaining[index + 1 :]
             if not deps.cluster.synced_for_decisions():
-                return None  # as at the start of a pass: a launch in flight holds no capacity in a simulation
-        return None
+                return UNSYNCED  # as at the start of a pass: a launch in flight holds no capacity in a simulation
+        return Pass(command=None, requeue_after=deps.settings.poll)
 
     def _rejected(self, command: consolidation.Command, why: validation.Invalid) -> None:
         log.info("abandoning disruption command: %s", why, extra=describe(command))

@@ -29,6 +29,9 @@ from karpy.kube import client, patches, resources
 Key = tuple[str, str, str]
 """(plural, namespace, name); the namespace is "" for cluster-scoped objects."""
 
+Follower = Callable[[resources.Resource, client.WatchEvent], None]
+"""What `FakeKubeClient.follow` calls with each change."""
+
 
 class Crash(Exception):
     """The controller process died here (raised by `crash_on`)."""
@@ -68,6 +71,7 @@ class FakeKubeClient:
         self._compacted_at = 0
         """Changes up to this resourceVersion are forgotten (`compact`)."""
         self._changed = asyncio.Event()
+        self._followers: list[tuple[dict[str, resources.Resource], Follower]] = []
 
     # --- test helpers -------------------------------------------------------------------------------------------
 
@@ -89,6 +93,17 @@ class FakeKubeClient:
     def all(self, res: resources.Resource) -> list[dict[str, Any]]:
         """Every stored object of `res`, ordered by namespace and name."""
         return [o for (plural, _, _), o in sorted(self.objects.items()) if plural == res.plural]
+
+    def follow(self, apply: Follower, *informed: resources.Resource) -> None:
+        """Hand `apply` every stored object of `informed` now (ADDED), then each change to them as it is made: an
+        informer with no lag, for reconcilers that read a cache (`state.cluster.Cluster.apply` fits) in tests with no
+        event-loop turn between a write and the next read. `put` feeds it too; editing a stored object in place does
+        not (the cache then lags, as a real one may)."""
+        by_plural = {res.plural: res for res in informed}
+        for res in informed:
+            for obj in self.all(res):
+                apply(res, client.WatchEvent(client.ADDED, copy.deepcopy(obj)))
+        self._followers.append((by_plural, apply))
 
     def compact(self) -> None:
         """Forget the change history, as etcd compaction does: a watch from an older resourceVersion gets 410."""
@@ -238,6 +253,9 @@ class FakeKubeClient:
 
     def _changed_to(self, key: Key, event: client.WatchEvent) -> None:
         self._history.append(_Change(self._latest, key[0], key[1], event))
+        for by_plural, apply in self._followers:
+            if key[0] in by_plural:
+                apply(by_plural[key[0]], client.WatchEvent(event.type, copy.deepcopy(dict(event.object))))
         self._changed.set()
         self._changed = asyncio.Event()
 

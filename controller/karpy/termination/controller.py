@@ -83,11 +83,11 @@ class TerminationController:
         self,
         deps: Deps,
         *,
+        claims: state_cluster.Cluster,
         backoff: drain.Backoff | None = None,
-        claims: state_cluster.Cluster | None = None,
     ) -> None:
-        """`claims`: the state cache's providerID index; without it a Node with no owner reference costs a LIST of
-        every NodeClaim."""
+        """`claims`: the state cache, whose providerID index names the NodeClaim of a Node with no owner reference
+        (upstream lists its informer cache by that index: pkg/utils/node/node.go, NodeClaimForNode)."""
         self._deps = deps
         self._claims = claims
         self._backoff = backoff or drain.Backoff()
@@ -269,19 +269,15 @@ class TerminationController:
                     return self._parse(raw)
         if not provider_id:
             return None
-        if self._claims is not None:
-            # The index names the claim; the claim itself is read fresh, as the owner-reference path does.
-            names = [c.name for c in self._claims.nodeclaims_for_provider_id(provider_id)]
-            if len(names) != 1:
-                unread = [u for u in self._claims.unreadable(resources.NODECLAIMS) if _provider_id(u) == provider_id]
-                return UNREADABLE if unread and not names else None
-            raw = await self._deps.client.get(resources.NODECLAIMS, names[0])
-            if raw is None or (raw.get("status") or {}).get("providerID") != provider_id:
-                return None
-            return self._parse(raw)
-        claims, _ = await self._deps.client.list(resources.NODECLAIMS)
-        found = [c for c in claims if _provider_id(c) == provider_id]
-        return self._parse(found[0]) if len(found) == 1 else None
+        # The index names the claim; the claim itself is read fresh, as the owner-reference path does.
+        names = [c.name for c in self._claims.nodeclaims_for_provider_id(provider_id)]
+        if len(names) != 1:
+            unread = [u for u in self._claims.unreadable(resources.NODECLAIMS) if _provider_id(u) == provider_id]
+            return UNREADABLE if unread and not names else None
+        raw = await self._deps.client.get(resources.NODECLAIMS, names[0])
+        if raw is None or (raw.get("status") or {}).get("providerID") != provider_id:
+            return None
+        return self._parse(raw)
 
     def _drain_pod(self, raw: Mapping[str, Any]) -> drain.DrainPod:
         try:
