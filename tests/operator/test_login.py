@@ -128,7 +128,7 @@ import json, sys
 from karpy import cli
 from karpy.operator import login, main
 creds = login.login({})
-loaded = sorted(name for name in ("kubernetes", "pykube", "pydantic", "requests") if name in sys.modules)
+loaded = sorted(name for name in ("kubernetes", "pykube", "pydantic", "requests", "scipy") if name in sys.modules)
 print(json.dumps([creds.authorization, creds.namespace, loaded]))
 """
 
@@ -136,7 +136,8 @@ print(json.dumps([creds.authorization, creds.namespace, loaded]))
 @pytest.mark.parametrize("kind", ["token", "exec"])
 def test_a_plain_kubeconfig_never_loads_the_kubernetes_package(kind: str, tmp_path: pathlib.Path) -> None:
     # `karpy run`'s imports and a login from a kubeconfig with its token inline load neither the `kubernetes`
-    # package nor pykube (installed here), as in the image, which has neither; an exec plugin still needs it.
+    # package nor pykube (installed here), as in the image, which has neither; an exec plugin still needs it. scipy
+    # waits for the optimizer's first LP.
     if kind == "token":
         path = _kubeconfig(tmp_path, {"token": "abc"})
         doc = yaml.safe_load(path.read_text())
