@@ -157,8 +157,10 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _run(_: argparse.Namespace) -> int:
     # Imported here so `karpy simulate` and `--help` never load kopf.
+    from karpy.cloudprovider import heap
     from karpy.operator import main as operator_main
 
+    heap.limit_arenas()  # before any thread allocates: see `heap`
     code: int = operator_main.main()
     return code
 

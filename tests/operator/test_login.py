@@ -53,9 +53,11 @@ def _kubeconfig(tmp_path: pathlib.Path, user: dict[str, Any], server: str = "htt
 
 @pytest.fixture
 def use_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Point the `kubernetes` package's loader (which read $KUBECONFIG once, at import) at a file."""
+    """Point both readers at a file: Kopf's (the process's $KUBECONFIG) and the `kubernetes` package's loader (which
+    read $KUBECONFIG once, at import)."""
 
     def use(path: pathlib.Path) -> dict[str, str]:
+        monkeypatch.setenv("KUBECONFIG", str(path))
         monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(path))
         return {"KUBECONFIG": str(path)}
 
@@ -91,10 +93,67 @@ def test_an_unusable_kubeconfig_names_the_file(
         login.login(use_kubeconfig(path))
 
 
-def test_without_the_kubernetes_package_a_kubeconfig_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_kubernetes_package_a_kubeconfig_is_a_clear_error(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "kubernetes", None)
+    path = exec_plugin.kubeconfig("https://k8s.example:6443", tmp_path, expires_in=datetime.timedelta(hours=1))
+    monkeypatch.setenv("KUBECONFIG", str(path))
     with pytest.raises(login.LoginError, match=r"needs the kubernetes package: pip install 'karpy\[controller,"):
-        login.login({"KUBECONFIG": "/etc/kubeconfig"})
+        login.login({"KUBECONFIG": str(path)})
+    # a kubeconfig with its token inline is Kopf's own reader's: no package needed
+    plain = _kubeconfig(tmp_path, {"token": "abc"})
+    monkeypatch.setenv("KUBECONFIG", str(plain))
+    assert login.login({"KUBECONFIG": str(plain)}).authorization == "Bearer abc"
+
+
+def test_a_relative_certificate_path_is_read_from_the_kubeconfig_folder(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, use_kubeconfig: Any
+) -> None:
+    # The `kubernetes` package resolves it against the kubeconfig's folder; Kopf's reader would against the
+    # working directory, so such a kubeconfig goes to the package's loader.
+    (tmp_path / "client.crt").write_text(certs.CERTIFICATE)
+    (tmp_path / "client.key").write_text(certs.PRIVATE_KEY)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    user = {"client-certificate": "client.crt", "client-key": "client.key"}
+    creds = login.login(use_kubeconfig(_kubeconfig(tmp_path, user)))
+    assert (creds.authorization, creds.namespace) == ("", "")
+    assert creds.ssl_context is not None
+
+
+PLAIN_LOGIN = """
+import json, sys
+from karpy import cli
+from karpy.operator import login, main
+creds = login.login({})
+loaded = sorted(name for name in ("kubernetes", "pykube", "pydantic", "requests", "scipy") if name in sys.modules)
+print(json.dumps([creds.authorization, creds.namespace, loaded]))
+"""
+
+
+@pytest.mark.parametrize("kind", ["token", "exec"])
+def test_a_plain_kubeconfig_never_loads_the_kubernetes_package(kind: str, tmp_path: pathlib.Path) -> None:
+    # `karpy run`'s imports and a login from a kubeconfig with its token inline load neither the `kubernetes`
+    # package nor pykube (installed here), as in the image, which has neither; an exec plugin still needs it. scipy
+    # waits for the optimizer's first LP.
+    if kind == "token":
+        path = _kubeconfig(tmp_path, {"token": "abc"})
+        doc = yaml.safe_load(path.read_text())
+        doc["contexts"][0]["context"]["namespace"] = "ignored"  # the kubernetes package has no default namespace
+        path.write_text(yaml.safe_dump(doc))
+    else:
+        path = exec_plugin.kubeconfig("https://k8s.example:6443", tmp_path, expires_in=datetime.timedelta(hours=1))
+    env = {**os.environ, "KUBECONFIG": str(path)}
+    done = subprocess.run([sys.executable, "-c", PLAIN_LOGIN], capture_output=True, text=True, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    authorization, namespace, loaded = json.loads(done.stdout)
+    if kind == "token":
+        assert (authorization, namespace, loaded) == ("Bearer abc", "", [])
+    else:
+        assert authorization == f"Bearer {exec_plugin.TOKEN_PREFIX}-1"
+        assert "kubernetes" in loaded
 
 
 def test_in_cluster_without_the_port_or_the_token_is_a_clear_error(
