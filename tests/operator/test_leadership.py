@@ -4,12 +4,13 @@ Deployment restarts it as a follower — upstream's behaviour. Emulated API serv
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import pytest
 from tests import polling
 
-from karpy import clock, settings
+from karpy import clock, settings, tasks
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, resources, rest
@@ -86,3 +87,20 @@ def test_karpy_run_exits_1_when_leadership_is_lost(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
     monkeypatch.setattr(login, "login", lambda _: credentials.Credentials("http://127.0.0.1:1"))
     assert main.main({"CLUSTER_NAME": "test", "AWS_REGION": "us-west-2"}) == main.EXIT_LEADERSHIP_LOST == 1
+
+
+def test_karpy_run_serves_under_the_controllers_collector_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`karpy run` sets `tasks.COLLECTOR_THRESHOLDS` for its whole run (fewer full collections of its long-lived
+    objects) and leaves them as it found them."""
+    seen: list[tuple[int, ...]] = []
+
+    async def serving(*_: Any, **__: Any) -> None:
+        seen.append(gc.get_threshold())
+
+    monkeypatch.setattr(main, "serve", serving)
+    monkeypatch.setattr(operator_logging, "configure", lambda *_, **__: None)
+    monkeypatch.setattr(login, "login", lambda _: credentials.Credentials("http://127.0.0.1:1"))
+    was = gc.get_threshold()
+    assert main.main({"CLUSTER_NAME": "test", "AWS_REGION": "us-west-2"}) == main.EXIT_OK
+    assert seen == [tasks.COLLECTOR_THRESHOLDS]
+    assert gc.get_threshold() == was

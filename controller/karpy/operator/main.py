@@ -22,6 +22,7 @@ from typing import Final
 
 from karpy import clock as karpy_clock
 from karpy import settings as karpy_settings
+from karpy import tasks
 from karpy.api import errors
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.kube import client, credentials, resources
@@ -170,7 +171,8 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         print(f"karpy run: {failed}", file=sys.stderr)
         return EXIT_INVALID
     try:
-        asyncio.run(serve(loaded, creds, environ=env, relogin=relogin, cloud_factory=cloud))
+        with tasks.collector_tuned():  # a long-running process: fewer full collections (see the thresholds)
+            asyncio.run(serve(loaded, creds, environ=env, relogin=relogin, cloud_factory=cloud))
     except leadership.LeadershipLost as lost:
         log.error("exiting: %s", lost)
         return EXIT_LEADERSHIP_LOST

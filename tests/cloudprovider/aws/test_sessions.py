@@ -1,15 +1,17 @@
 """The controller's boto3 session (cloudprovider/aws/sessions.py): botocore's own data files as dicts in the same
 order, each `documentation` string of a service model emptied and nothing else changed, found where botocore's
 loader looks (AWS_DATA_PATH first). The provider's moto tests build their clients from it too
-(`moto_fixtures.boto_session`)."""
+(`moto_fixtures.boto_session`). Responses' timestamps read as botocore reads them, ISO 8601 ones without dateutil."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import pathlib
 from typing import Any
 
 import botocore.loaders
+import botocore.utils
 import pytest
 
 from karpy.cloudprovider.aws import clients, sessions
@@ -93,3 +95,44 @@ def test_the_session_searches_aws_data_path_first(tmp_path: pathlib.Path, monkey
     assert loaded.operation_names == ["Ping"]
     assert loaded.documentation == ""
     assert loaded.operation_model("Ping").documentation == ""
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-12-07T11:18:26.000Z",  # EC2's form (DescribeInstances LaunchTime)
+        "2026-12-07T11:18:26Z",
+        "2026-12-07T11:18:26.123456Z",
+        "2026-12-07T11:18:26+02:00",
+        "2026-12-07T11:18:26",  # no zone: botocore's reading (naive)
+        "2026-12-07",
+        "20261207",  # epoch seconds to botocore, not a date
+        "1700000000",
+        1700000000,
+        1700000000.5,
+        "Thu, 01 Jan 2026 00:00:00 GMT",
+    ],
+)
+def test_a_timestamp_is_the_instant_botocore_reads(value: object) -> None:
+    ours, theirs = sessions.timestamp(value), botocore.utils.parse_timestamp(value)
+    assert (ours.tzinfo is None) == (theirs.tzinfo is None)
+    assert ours == theirs
+
+
+def test_the_sessions_ec2_answers_read_their_times_without_dateutil() -> None:
+    """The session's EC2 parser hands LaunchTime to `sessions.timestamp` (an aware datetime in UTC); botocore's own
+    parser would answer with dateutil's tzutc or tzlocal."""
+    core = sessions.botocore_session()
+    ec2 = core.get_service_model("ec2")
+    parser = core.get_component("response_parser_factory").create_parser(ec2.protocol)
+    body = (
+        b'<DescribeInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><reservationSet><item>'
+        b"<instancesSet><item><instanceId>i-0123456789abcdef0</instanceId>"
+        b"<launchTime>2026-12-07T11:18:26.000Z</launchTime></item></instancesSet></item></reservationSet>"
+        b"</DescribeInstancesResponse>"
+    )
+    answer = {"body": body, "headers": {}, "status_code": 200}
+    parsed = parser.parse(answer, ec2.operation_model("DescribeInstances").output_shape)
+    launched = parsed["Reservations"][0]["Instances"][0]["LaunchTime"]
+    assert launched == datetime.datetime(2026, 12, 7, 11, 18, 26, tzinfo=datetime.UTC)
+    assert launched.tzinfo is datetime.UTC
