@@ -110,6 +110,26 @@ def test_on_demand_candidate_replacement(
     assert (ct.values() == frozenset({SPOT})) == pinned_spot
 
 
+def test_multi_node_same_type_ceiling_ignores_a_candidate_type_the_price_filter_dropped() -> None:
+    # core disruption/multinodeconsolidation.go: filterOutSameInstanceType runs on computeConsolidation's replacement,
+    # already filtered by price. c4 runs here at 0.20 in zone a but launches at up to 0.40 (zone b), so the price
+    # filter (0.30 for both nodes) drops it, and it sets no same-type ceiling: u at 0.25 replaces both nodes.
+    c4 = itype("c4", offering(OD, 0.20, zone="a"), offering(OD, 0.40, zone="b"))
+    u = itype("u", offering(OD, 0.25, zone="a"), offering(OD, 0.25, zone="b"))
+    simulate = _replacing_with([c4, u], reqs(capacity_type=[OD]))
+    chosen = [candidate("big", price=0.20, itype="c4"), candidate("small", price=0.10, itype="c2")]
+    got = consolidation.compute(chosen, simulate, method="multi-node-consolidation", single=False)
+    assert isinstance(got, consolidation.Command), got
+    assert [t.name for t in got.replacements[0].instance_type_options] == ["u"]
+    assert round(got.savings, 6) == 0.05
+    # a candidate type the price filter keeps still caps the replacement at that candidate's price
+    cheap_c4 = itype("c4", offering(OD, 0.20, zone="a"), offering(OD, 0.20, zone="b"))
+    simulate = _replacing_with([cheap_c4, u], reqs(capacity_type=[OD]))
+    got = consolidation.compute(chosen, simulate, method="multi-node-consolidation", single=False)
+    assert isinstance(got, blockers.Blocker)
+    assert got.kind == blockers.Kind.NOT_CHEAPER
+
+
 # --- Balanced -------------------------------------------------------------------------------------------------
 
 
