@@ -265,6 +265,31 @@ def test_single_node_completes_below_the_timeout_and_then_memoizes() -> None:
     assert len(sim.asked) == 2
 
 
+@pytest.mark.parametrize("method_type", [methods.MultiNodeConsolidation, methods.SingleNodeConsolidation])
+def test_a_pass_a_budget_held_back_is_not_memoized(
+    method_type: type[methods.MultiNodeConsolidation] | type[methods.SingleNodeConsolidation],
+) -> None:
+    # core disruption/multinodeconsolidation.go and singlenodeconsolidation.go: "if there are no candidates because
+    # of a budget, don't mark as consolidated": a budget window may open while the cluster stays the same
+    clock = karpy_clock.ManualClock()
+    cands = [candidate(n, pool=n[0], price=1.0 - i / 10) for i, n in enumerate(["a1", "a2", "b1", "b2"])]
+    sim = _SlowSimulation(clock, cost=1.0, fits=False)
+    budgets = {Reason.UNDERUTILIZED: {"a": 0, "b": 100}}
+    ctx = methods.Context(clock=clock, seq=1, graceful=cands, eventual=(), budgets=budgets, simulate=sim)
+    method = method_type()
+    assert method.compute(ctx) is None
+    first = len(sim.asked)
+    assert first > 0
+    assert all(n.startswith("b") for asked in sim.asked for n in asked)
+    assert method.compute(ctx) is None  # same seq, but pool a was held back: computed again
+    assert len(sim.asked) == 2 * first
+    open_ctx = _context(clock, cands, sim)  # no budget holds anyone back: memoized once nothing is found
+    assert method.compute(open_ctx) is None
+    asked = len(sim.asked)
+    assert method.compute(open_ctx) is None
+    assert len(sim.asked) == asked
+
+
 @pytest.mark.parametrize(
     ("cost", "expected_sizes", "command_size"),
     [
