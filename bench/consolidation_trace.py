@@ -18,8 +18,16 @@ The summary counts commands per method and decision, nodes per command, validati
 and the mean and largest validation, launch and drain times; the load averages and the wall time are printed
 beside them.
 
+`--trials` also records every multi-node trial (a consolidation simulation of two or more candidates: a prefix of
+the binary search, or its validation): how many candidates, how many new NodeClaims it needed, and, when it needed
+several, why one would not do (`Trials.why_several`): `too-big` (their pods' requests exceed every instance type open
+to them, so no single replacement can hold them), `zones` (topology spread or volumes pinned the new claims to
+different zones), `hostname` (two of their pods may not share a node), `other`; and the share of the other nodes
+inside their consolidateAfter window, where the candidates' pods may not go.
+
     .venv/bin/python bench/consolidation_trace.py --json --scale 0.3
     .venv/bin/python bench/consolidation_trace.py --json --scenario basic --scale 0.2
+    .venv/bin/python bench/consolidation_trace.py --json --scale 0.3 --trials
 """
 
 from __future__ import annotations
@@ -27,19 +35,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import os
 import statistics
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import e2e
 import performance
 from karpy import clock as karpy_clock
+from karpy.api import labels
+from karpy.disruption import candidates as disruption_candidates
+from karpy.disruption import simulation
 from karpy.kube import resources
+from karpy.scheduling import results
 from karpy_emulator import autojump, cluster, controlplane, demo, workloads
 
 
@@ -83,6 +96,89 @@ class Trace(logging.Handler):
                 self.deleted[name] = now
         elif message.startswith("disruption command failed"):
             self.failed.append({"at": now, "why": str(record.args[0] if record.args else "")})
+
+
+class Trials:
+    """Every consolidation simulation of two or more candidates, while `recording()` is on."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Wraps `simulation.simulate`, which each disruption pass binds anew (`disruption.passes`)."""
+        original = simulation.simulate
+
+        def simulate(
+            snap: simulation.Snapshot, chosen: Sequence[disruption_candidates.Candidate], **kwargs: Any
+        ) -> simulation.Simulation:
+            out = original(snap, chosen, **kwargs)
+            if len(chosen) >= 2 and kwargs.get("consolidation", True):
+                self.rows.append(self.row(snap, chosen, out))
+            return out
+
+        simulation.simulate = simulate
+        try:
+            yield
+        finally:
+            simulation.simulate = original
+
+    @staticmethod
+    def row(
+        snap: simulation.Snapshot, chosen: Sequence[disruption_candidates.Candidate], sim: simulation.Simulation
+    ) -> dict[str, Any]:
+        leaving = {c.node.name for c in chosen}
+        others = [n.name for n in snap.existing if n.name not in leaving]
+        return {
+            "candidates": len(chosen),
+            "new_claims": len(sim.replacements),
+            "all_scheduled": sim.all_scheduled,
+            "why_several": Trials.why_several(sim.replacements) if len(sim.replacements) > 1 else "",
+            "settling_share": round(sum(1 for n in others if n in snap.settling) / len(others), 2) if others else 0.0,
+        }
+
+    @staticmethod
+    def why_several(claims: Sequence[results.PlannedNodeClaim]) -> str:
+        """`too-big` when no instance type open to every claim holds all their pods' requests, `zones` when the
+        claims are pinned to different zones, `hostname` when two of their pods may not share a node (hostname
+        anti-affinity or spread), `other` otherwise."""
+        asked: collections.Counter[str] = collections.Counter()
+        for claim in claims:
+            for pod in claim.pods:
+                asked.update(pod.requests)
+        common = set.intersection(*({t.name for t in c.instance_type_options} for c in claims))
+        types = [t for t in claims[0].instance_type_options if t.name in common]
+        if not any(all(v <= t.allocatable.get(k, 0) for k, v in asked.items()) for t in types):
+            return "too-big"
+        zones: set[str] = set()
+        for claim in claims:
+            req = claim.requirements.get(labels.LABEL_ZONE)
+            found = req.values() if req is not None else None
+            if found is not None and len(found) == 1:
+                zones |= found
+        if len(zones) > 1:
+            return "zones"
+        apart = collections.Counter(
+            p.labels.get("app", p.key)
+            for c in claims
+            for p in c.pods
+            if any(t.topology_key == labels.LABEL_HOSTNAME for t in (*p.anti_affinity, *p.spread))
+        )
+        return "hostname" if any(n > 1 for n in apart.values()) else "other"
+
+    def summary(self) -> dict[str, Any]:
+        several = [r for r in self.rows if r["new_claims"] > 1]
+        return {
+            "trials": len(self.rows),
+            "needed_several_claims": len(several),
+            "why_several": dict(sorted(collections.Counter(r["why_several"] for r in several).items())),
+            "two_node_trials": sum(1 for r in self.rows if r["candidates"] == 2),
+            "two_node_why_several": dict(
+                sorted(collections.Counter(r["why_several"] for r in several if r["candidates"] == 2).items())
+            ),
+            "settling_share": _stats([r["settling_share"] for r in self.rows]),
+            "at_most_one_claim": sum(1 for r in self.rows if r["new_claims"] <= 1 and r["all_scheduled"]),
+        }
 
 
 def _stats(values: Sequence[float]) -> dict[str, float] | None:
@@ -139,7 +235,9 @@ def _scaled(replicas: Mapping[str, int], scale: float) -> dict[str, int]:
     return {name: max(1, round(count * scale)) for name, count in replicas.items()}
 
 
-async def run(scenario: performance.Scenario, *, scale: float, within: float) -> dict[str, Any]:
+async def run(
+    scenario: performance.Scenario, *, scale: float, within: float, trials: Trials | None = None
+) -> dict[str, Any]:
     wall = time.monotonic()
     load = os.getloadavg()
     options = cluster.ClusterOptions(
@@ -160,6 +258,9 @@ async def run(scenario: performance.Scenario, *, scale: float, within: float) ->
         logger = logging.getLogger("karpy.disruption")
         logger.addHandler(trace)
         logger.setLevel(logging.INFO)
+        recording = contextlib.ExitStack()
+        if trials is not None:
+            recording.enter_context(trials.recording())
         try:
             async with plane:
                 scale_out, consolidation = scenario.phases[0], scenario.phases[-1]
@@ -178,6 +279,8 @@ async def run(scenario: performance.Scenario, *, scale: float, within: float) ->
                 trace.decided.clear()
                 trace.rejected.clear()
                 trace.deleted.clear()
+                if trials is not None:
+                    trials.rows.clear()
                 kept = {**first, **_scaled(consolidation.replicas, scale)}
                 start = clock.now()
                 for name, count in kept.items():
@@ -207,8 +310,11 @@ async def run(scenario: performance.Scenario, *, scale: float, within: float) ->
                 out["done"] = clock.now() - start < within
                 out.update(summary(trace, gone, start=start, validation_delay=plane.options.validation_delay))
                 out["node_timeline"] = timeline
+                if trials is not None:
+                    out["multi_node_trials"] = trials.summary()
         finally:
             logger.removeHandler(trace)
+            recording.close()
     out["wall_s"] = round(time.monotonic() - wall, 1)
     out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     return out
@@ -221,11 +327,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every replica count by this")
     parser.add_argument("--within", type=float, default=3600.0, help="virtual seconds before a phase gives up")
     parser.add_argument("--commands", action="store_true", help="include every command, not only the summary")
+    parser.add_argument("--trials", action="store_true", help="break down the multi-node trials (see above)")
     args = parser.parse_args(argv)
     found = [s for s in performance.SCENARIOS if s.name == args.scenario]
     if not found:
         parser.error(f"unknown scenario {args.scenario}; known: {[s.name for s in performance.SCENARIOS]}")
-    row = asyncio.run(run(found[0], scale=args.scale, within=args.within))
+    trials = Trials() if args.trials else None
+    row = asyncio.run(run(found[0], scale=args.scale, within=args.within, trials=trials))
     if not args.commands:
         row.pop("command_list", None)
     print(json.dumps(row) if args.json else json.dumps(row, indent=2), flush=True)

@@ -110,6 +110,26 @@ def test_on_demand_candidate_replacement(
     assert (ct.values() == frozenset({SPOT})) == pinned_spot
 
 
+def test_multi_node_same_type_ceiling_ignores_a_candidate_type_the_price_filter_dropped() -> None:
+    # core disruption/multinodeconsolidation.go: filterOutSameInstanceType runs on computeConsolidation's replacement,
+    # already filtered by price. c4 runs here at 0.20 in zone a but launches at up to 0.40 (zone b), so the price
+    # filter (0.30 for both nodes) drops it, and it sets no same-type ceiling: u at 0.25 replaces both nodes.
+    c4 = itype("c4", offering(OD, 0.20, zone="a"), offering(OD, 0.40, zone="b"))
+    u = itype("u", offering(OD, 0.25, zone="a"), offering(OD, 0.25, zone="b"))
+    simulate = _replacing_with([c4, u], reqs(capacity_type=[OD]))
+    chosen = [candidate("big", price=0.20, itype="c4"), candidate("small", price=0.10, itype="c2")]
+    got = consolidation.compute(chosen, simulate, method="multi-node-consolidation", single=False)
+    assert isinstance(got, consolidation.Command), got
+    assert [t.name for t in got.replacements[0].instance_type_options] == ["u"]
+    assert round(got.savings, 6) == 0.05
+    # a candidate type the price filter keeps still caps the replacement at that candidate's price
+    cheap_c4 = itype("c4", offering(OD, 0.20, zone="a"), offering(OD, 0.20, zone="b"))
+    simulate = _replacing_with([cheap_c4, u], reqs(capacity_type=[OD]))
+    got = consolidation.compute(chosen, simulate, method="multi-node-consolidation", single=False)
+    assert isinstance(got, blockers.Blocker)
+    assert got.kind == blockers.Kind.NOT_CHEAPER
+
+
 # --- Balanced -------------------------------------------------------------------------------------------------
 
 
@@ -243,6 +263,31 @@ def test_single_node_completes_below_the_timeout_and_then_memoizes() -> None:
     assert sim.asked == [["a1"], ["b1"]]
     assert method.compute(_context(clock, cands, sim)) is None  # same seq: nothing changed, nothing to redo
     assert len(sim.asked) == 2
+
+
+@pytest.mark.parametrize("method_type", [methods.MultiNodeConsolidation, methods.SingleNodeConsolidation])
+def test_a_pass_a_budget_held_back_is_not_memoized(
+    method_type: type[methods.MultiNodeConsolidation] | type[methods.SingleNodeConsolidation],
+) -> None:
+    # core disruption/multinodeconsolidation.go and singlenodeconsolidation.go: "if there are no candidates because
+    # of a budget, don't mark as consolidated": a budget window may open while the cluster stays the same
+    clock = karpy_clock.ManualClock()
+    cands = [candidate(n, pool=n[0], price=1.0 - i / 10) for i, n in enumerate(["a1", "a2", "b1", "b2"])]
+    sim = _SlowSimulation(clock, cost=1.0, fits=False)
+    budgets = {Reason.UNDERUTILIZED: {"a": 0, "b": 100}}
+    ctx = methods.Context(clock=clock, seq=1, graceful=cands, eventual=(), budgets=budgets, simulate=sim)
+    method = method_type()
+    assert method.compute(ctx) is None
+    first = len(sim.asked)
+    assert first > 0
+    assert all(n.startswith("b") for asked in sim.asked for n in asked)
+    assert method.compute(ctx) is None  # same seq, but pool a was held back: computed again
+    assert len(sim.asked) == 2 * first
+    open_ctx = _context(clock, cands, sim)  # no budget holds anyone back: memoized once nothing is found
+    assert method.compute(open_ctx) is None
+    asked = len(sim.asked)
+    assert method.compute(open_ctx) is None
+    assert len(sim.asked) == asked
 
 
 @pytest.mark.parametrize(

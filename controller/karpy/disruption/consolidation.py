@@ -90,12 +90,34 @@ def filter_out_same_instance_type(
     plan: results.PlannedNodeClaim, chosen: Sequence[disruption_candidates.Candidate]
 ) -> tuple[types.InstanceType, ...]:
     """Multi-node: the replacement must be cheaper than the cheapest candidate of any type it shares with them, so
-    N nodes are not "consolidated" into one of their own kind at the same price."""
+    N nodes are not "consolidated" into one of their own kind at the same price. `plan` is the replacement already
+    filtered by price (core: disruption/multinodeconsolidation.go filterOutSameInstanceType runs on
+    computeConsolidation's result): a candidate's type that the price filter dropped sets no ceiling."""
     existing: dict[str, float] = {}
     for c in chosen:
         existing[c.instance_type.name] = min(existing.get(c.instance_type.name, float("inf")), c.price)
     ceiling = min((existing[t.name] for t in plan.instance_type_options if t.name in existing), default=float("inf"))
     return filter_by_price(plan.instance_type_options, plan.requirements, ceiling)
+
+
+def _without_same_type(
+    plan: results.PlannedNodeClaim, chosen: Sequence[disruption_candidates.Candidate]
+) -> results.PlannedNodeClaim | blockers.Blocker:
+    """`plan` less the options `filter_out_same_instance_type` drops, or why nothing of it is left."""
+    options = filter_out_same_instance_type(plan, chosen)
+    why = _none_cheaper(options, plan.requirements)
+    return why if why is not None else dataclasses.replace(plan, instance_type_options=options)
+
+
+def _none_cheaper(options: Sequence[types.InstanceType], reqs: requirements.Requirements) -> blockers.Blocker | None:
+    """Why the options a price filter left cannot replace the candidates: none left, or too few for minValues."""
+    if not options:
+        return blockers.Blocker(blockers.Kind.NOT_CHEAPER, "Can't replace with a cheaper node")
+    if not types.satisfies_min_values(options, reqs):
+        return blockers.Blocker(
+            blockers.Kind.MIN_VALUES, "minValues requirement is not met by the cheaper instance types"
+        )
+    return None
 
 
 def _with_options(
@@ -162,24 +184,22 @@ def compute(
                 blockers.Kind.SPOT_TO_SPOT,
                 "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
             )
-        if not single:
-            plan = dataclasses.replace(plan, instance_type_options=filter_out_same_instance_type(plan, chosen))
         spot = _spot_to_spot(plan, total, single=single)
+        if not single and not isinstance(spot, blockers.Blocker):
+            spot = _without_same_type(spot, chosen)
         return spot if isinstance(spot, blockers.Blocker) else Command(method, reason, tuple(chosen), (spot,))
     options = filter_by_price(plan.instance_type_options, plan.requirements, total)
-    if not single:
-        kept = {t.name for t in filter_out_same_instance_type(plan, chosen)}
-        options = tuple(t for t in options if t.name in kept)
-    if not options:
-        return blockers.Blocker(blockers.Kind.NOT_CHEAPER, "Can't replace with a cheaper node")
-    if not types.satisfies_min_values(options, plan.requirements):
-        return blockers.Blocker(
-            blockers.Kind.MIN_VALUES, "minValues requirement is not met by the cheaper instance types"
-        )
+    if (why := _none_cheaper(options, plan.requirements)) is not None:
+        return why
     either = ct_req is None or (ct_req.has(labels.CAPACITY_TYPE_SPOT) and ct_req.has(labels.CAPACITY_TYPE_ON_DEMAND))
     offered = (o for t in options for o in compatible_offerings(t, plan.requirements))
     spot_offered = any(o.capacity_type == labels.CAPACITY_TYPE_SPOT for o in offered)
-    return Command(method, reason, tuple(chosen), (_with_options(plan, options, spot_only=either and spot_offered),))
+    pinned = _with_options(plan, options, spot_only=either and spot_offered)
+    # multi-node: after the price filter and the spot pin, as upstream's multi-node consolidation applies it
+    replacement = pinned if single else _without_same_type(pinned, chosen)
+    if isinstance(replacement, blockers.Blocker):
+        return replacement
+    return Command(method, reason, tuple(chosen), (replacement,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -247,7 +247,7 @@ class MultiNodeConsolidation:
     def compute(self, ctx: Context) -> Command | None:
         if self._nothing_at == ctx.seq:
             return None
-        pool, _ = split_by_budget(_underutilized(ctx, self.name), ctx.budgets.get(self.reason, {}))
+        pool, over = split_by_budget(_underutilized(ctx, self.name), ctx.budgets.get(self.reason, {}))
         best: Command | None = None
         best_scored: consolidation.Scored | None = None
         rejected: consolidation.Scored | None = None
@@ -269,7 +269,7 @@ class MultiNodeConsolidation:
         reported = best_scored or rejected
         if reported is not None:
             ctx.observer.scored(reported)
-        if best is None:
+        if best is None and not over:  # a budget may open without the cluster changing (multinodeconsolidation.go)
             self._nothing_at = ctx.seq
         return best
 
@@ -312,7 +312,8 @@ class SingleNodeConsolidation:
                 self._unseen_pools = []
                 return cmd
         self._unseen_pools = []
-        self._nothing_at = ctx.seq
+        if all(budget.get(c.pool.name, 0) > 0 for c in order):  # as Multi-node: no memo when a budget held one back
+            self._nothing_at = ctx.seq
         return None
 
     def order(self, ctx: Context) -> list[Candidate]:
