@@ -7,18 +7,21 @@ repeated with other parameters (EC2's IdempotentParameterMismatch: the first cal
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import boto3
 import pytest
 from botocore import exceptions as botocore_exceptions
+from moto.ec2.models import fleets as models_fleets
 from tests.cloudprovider.aws import moto_fixtures
 from tests.cloudprovider.aws import test_ec2batch as aws_test_ec2batch
 
 from karpy import clock as karpy_clock
 from karpy.cloudprovider.aws import clients, ec2batch, faults
-from karpy_emulator.aws import seeding
+from karpy_emulator.aws import idempotency, seeding
 
 REGION = moto_fixtures.REGION
 manual = aws_test_ec2batch.manual
@@ -68,6 +71,38 @@ def test_moto_answers_a_repeated_client_token_as_ec2_does(seeded: seeding.Seeded
     untokened = [_ec2().create_fleet(**request)["FleetId"] for _ in range(2)]
     assert len({first["FleetId"], *untokened}) == 3  # without a token every call launches
     assert len(_live()) == 3
+
+
+def test_moto_serves_concurrent_create_fleets_one_at_a_time_as_ec2_does(
+    seeded: seeding.Seeded, template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # moto's threaded server runs requests at once on backends that are not thread-safe: unserialised, calls with one
+    # token all found it unseen and each launched, and calls into one subnet failed on its address generator.
+    held: list[bool] = []
+    backend_create_fleet = models_fleets.FleetsBackend.create_fleet
+
+    def create_fleet(self: Any, *args: Any, **kwargs: Any) -> Any:
+        held.append(idempotency.SERIAL.locked())  # in the same process: moto's server is a thread of this run
+        return backend_create_fleet(self, *args, **kwargs)
+
+    monkeypatch.setattr(models_fleets.FleetsBackend, "create_fleet", create_fleet)
+    subnet = seeded.subnet_ids[0]
+    request = aws_test_ec2batch.fleet_request(template, subnet, aws_test_ec2batch.zone_of(subnet))
+    calls = 6
+    start = threading.Barrier(calls)
+    ec2 = _ec2()  # one client for every thread: botocore clients are thread-safe, building them is not
+
+    def launch(token: str) -> str:
+        start.wait()  # every call in flight together
+        return str(ec2.create_fleet(**request, ClientToken=token)["FleetId"])
+
+    with concurrent.futures.ThreadPoolExecutor(calls) as pool:
+        same = list(pool.map(launch, ["same"] * calls))
+        distinct = list(pool.map(launch, [f"distinct-{n}" for n in range(calls)]))
+    assert held == [True] * (1 + calls)  # one launch per token, each inside the lock
+    assert len(set(same)) == 1
+    assert len(set(distinct)) == calls
+    assert len(_live()) == 1 + calls
 
 
 # --- the token ---------------------------------------------------------------------------------------------------

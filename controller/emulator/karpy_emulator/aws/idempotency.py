@@ -7,17 +7,25 @@ refused with `IdempotentParameterMismatch` (HTTP 400). The patch keeps, per regi
 parameters and fleet; moto's reset drops them with the backend. It wraps moto's CreateFleet response handler, so
 every client in this process (the tests' and the controller's) sees it, and fault hooks on a client still see the
 calls.
+
+moto's threaded server serves requests at once, but its backends are not thread-safe: two CreateFleet calls in
+flight together race on a subnet's address generator ("generator already executing") and on the token check here
+(both find the token unseen and both launch). EC2 answers each request atomically, so the patched handler serves
+one CreateFleet at a time (`SERIAL`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import threading
 from typing import Any, Final
 
 _PATCHED: Final = "_karpy_fleet_client_tokens_patched"
 _TOKENS: Final = "_karpy_fleet_client_tokens"
 _NOT_PARAMETERS: Final = frozenset({"ClientToken", "Action", "Version"})
+SERIAL: Final = threading.Lock()
+"""Held for each CreateFleet the patched handler serves (see the module docstring)."""
 
 
 def install() -> None:
@@ -33,6 +41,10 @@ def install() -> None:
 
     @functools.wraps(original)
     def create_fleet(self: Any) -> Any:
+        with SERIAL:
+            return _create_fleet(self)
+
+    def _create_fleet(self: Any) -> Any:
         token = self._get_param("ClientToken")
         if not token:
             return original(self)
