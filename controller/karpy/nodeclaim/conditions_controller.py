@@ -1,8 +1,8 @@
 """The NodeClaim disruption-conditions reconciler (core: nodeclaim/disruption + nodeclaim/podevents): keeps each
 NodeClaim's `Consolidatable` and `Drifted` conditions and its `status.lastPodEventTime` up to date.
 
-A thin async shell around `conditions`: it reads the claim from the API server, its NodePool from the cluster
-state, asks the cloud only what the cheap checks could not answer (catalogue every 30 min, provider drift last),
+A thin async shell around `conditions`: it reads the claim and its NodePool from the cluster state (no GET, no
+parse), asks the cloud only what the cheap checks could not answer (catalogue every 30 min, provider drift last),
 and writes the status subresource only when something changed, guarded by the claim's resourceVersion (a stale
 read gets a 409 and a quick retry instead of clobbering the lifecycle controller's conditions).
 
@@ -21,8 +21,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from karpy import rejections
-from karpy.api import decoding, labels, nodeclaim, nodepool, parse, status
+from karpy.api import decoding, labels, nodeclaim, nodepool, status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
@@ -111,10 +110,10 @@ class NodeClaimConditionsController:
 
     async def _reconcile(self, name: str) -> float | None:
         deps = self._deps
-        raw = await deps.client.get(resources.NODECLAIMS, name)
-        claim = (
-            rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, raw, None) if raw is not None else None
-        )
+        # The claim as the state cache holds it, already parsed (upstream reads its informer cache,
+        # pkg/controllers/nodeclaim/disruption/controller.go); the write below carries its resourceVersion, so a read
+        # that lags the API server gets 409 and is looked at again instead of writing over a newer claim.
+        claim = deps.cluster.nodeclaim(name)
         if claim is None or claim.metadata.deletion_timestamp is not None:
             self.forget(name)
             return None

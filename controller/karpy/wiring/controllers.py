@@ -114,6 +114,7 @@ def nodeclaim_lifecycle(
             rejections=s.rejected,
             registration=registration,
             nodes=functools.partial(s.cluster.objects, resources.NODES),
+            claims=s.cluster.nodeclaim,
         )
     )
     return Queued(built, s.queue(parts.NODECLAIMS, built.reconcile, resources.NODECLAIMS, parts.NODECLAIM_WORKERS))
