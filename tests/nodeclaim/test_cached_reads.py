@@ -56,6 +56,23 @@ def _reads(env: harness.Env) -> list[str]:
     return seen
 
 
+def _answers(env: harness.Env) -> list[tuple[str, str, dict[str, Any]]]:
+    """Record what each patch the reconciler sends returns (plural, subresource, the object after the write): what
+    the write's watch event delivers to the cache."""
+    seen: list[tuple[str, str, dict[str, Any]]] = []
+    patch = env.kube.patch
+
+    async def answered(
+        res: resources.Resource, name: str, body: Any, *, namespace: str = "", subresource: str = ""
+    ) -> dict[str, Any]:
+        result = await patch(res, name, body, namespace=namespace, subresource=subresource)
+        seen.append((res.plural, subresource, copy.deepcopy(result)))
+        return result
+
+    env.kube.patch = answered  # type: ignore[method-assign]
+    return seen
+
+
 def _stored(env: harness.Env) -> Any:
     raw = env.claim_obj(NAME)
     assert raw is not None
@@ -97,7 +114,7 @@ async def test_a_claim_launches_registers_and_initializes_without_reading_the_ap
     assert reads == []
 
 
-async def test_a_cache_lagging_the_launch_never_launches_a_second_instance() -> None:
+async def test_a_cache_lagging_the_launch_waits_for_it_and_writes_nothing() -> None:
     env = harness.make_env()
     cache, ctl = await _launched(env)
     (launched,) = env.cloud.instances
@@ -108,11 +125,10 @@ async def test_a_cache_lagging_the_launch_never_launches_a_second_instance() -> 
     assert labels.FINALIZER_TERMINATION not in stale.metadata.finalizers
     stored = copy.deepcopy(env.claim_obj(NAME))
     writes = len(env.kube.writes)
-    # Its finalizer patch carries the stale resourceVersion: refused (409), to be reconciled again, as upstream's
-    # optimistic-lock patch requeues on a conflict.
-    assert await ctl.reconcile(NAME) == controller.FINALIZE_POLL
-    (refused,) = env.kube.writes[writes:]  # the fake records what was asked, refused or not
-    assert refused.body["metadata"]["resourceVersion"] == stale.metadata.resource_version
+    # Older than our last write: nothing is sent, not even a finalizer patch bound to be refused; the awaited write's
+    # watch event queues the claim again.
+    assert await ctl.reconcile(NAME) is None
+    assert env.kube.writes[writes:] == []
     assert env.claim_obj(NAME) == stored
     assert list(env.cloud.instances) == [launched]
     assert len(env.cloud.create_calls) == 1
@@ -120,6 +136,37 @@ async def test_a_cache_lagging_the_launch_never_launches_a_second_instance() -> 
     await ctl.reconcile(NAME)
     assert list(env.cloud.instances) == [launched]
     assert _stored(env).status.provider_id == launched
+
+
+async def test_a_reconcile_queued_by_its_own_first_write_writes_nothing_again() -> None:
+    """The watch event of a pass's first write (the finalizer) queues the claim while the cache holds that write but
+    not the later ones (initial conditions, launch, labels): acting on it would write those again."""
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
+    cache = _Cache(env)
+    ctl = cache.controller()
+    cache.sync()
+    answered = _answers(env)
+    await ctl.reconcile(NAME)
+    kinds = [(plural, subresource) for plural, subresource, _ in answered]
+    assert kinds[0] == ("nodeclaims", "")  # the finalizer, before anything else
+    assert kinds.count(("nodeclaims", "status")) >= 2  # initial conditions, then the launch
+    stored = copy.deepcopy(env.claim_obj(NAME))
+    # The watch event of the first write arrives: the cache holds the claim as the finalizer patch left it.
+    cache.cluster.apply(resources.NODECLAIMS, client.WatchEvent(client.MODIFIED, answered[0][2]))
+    cached = cache.cluster.nodeclaim(NAME)
+    assert cached is not None
+    assert labels.FINALIZER_TERMINATION in cached.metadata.finalizers
+    assert not cached.status.provider_id
+    writes = len(env.kube.writes)
+    assert await ctl.reconcile(NAME) is None
+    assert env.kube.writes[writes:] == []
+    assert env.claim_obj(NAME) == stored
+    # Caught up: everything that pass wrote is there, nothing to write again (registration waits for a Node).
+    cache.sync()
+    assert await ctl.reconcile(NAME) == controller.POLL
+    assert env.kube.writes[writes:] == []
+    assert _stored(env).is_true("Launched")
 
 
 async def test_a_status_write_from_a_lagging_cache_keeps_what_another_writer_set() -> None:

@@ -23,7 +23,7 @@ from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, dryrun, resources, rest
-from karpy.nodeclaim import conditions_controller, disruption_conditions, roles
+from karpy.nodeclaim import conditions_controller, disruption_conditions, roles, written
 from karpy.state import cluster as state_cluster
 from karpy.state import informer
 from karpy_emulator.apiserver import runner, server
@@ -486,6 +486,44 @@ async def test_a_stale_read_conflicts_instead_of_clobbering() -> None:
     assert reads == []  # the claim came from the state cache, as upstream's informer read
     assert await env.reconcile("n0") is not None  # once the watch delivered it, the write lands
     assert env.condition("Consolidatable") is not None
+
+
+async def test_a_cache_older_than_our_own_write_is_waited_for_not_written_again() -> None:
+    env = Env()
+    env.node()
+    env.w.cloud.drifted = types.DriftReason.AMI
+    await env.reconcile()
+    assert env.status_writes() == 1
+    # The provider no longer reports drift, but the cache still lacks our write (its watch event has not come): a
+    # write now would be computed from the claim before it, and be refused (409) for its stale resourceVersion.
+    env.w.cloud.drifted = None
+    requests = len(env.w.kube.writes)
+    assert await env.ctrl.reconcile("n0") is None
+    assert len(env.w.kube.writes) == requests
+    assert env.drift_reason() == "AMIDrift"
+    env.w.sync()  # caught up: the change is written, once
+    await env.ctrl.reconcile("n0")
+    assert env.status_writes() == 2
+    assert env.drift_reason() is None
+
+
+async def test_a_write_of_the_lifecycle_is_waited_for_through_the_shared_record() -> None:
+    env = Env()
+    env.node()
+    shared = written.Written()
+    ctrl = conditions_controller.NodeClaimConditionsController(
+        roles.ClusterRoles(client=env.w.kube, cluster=env.w.cluster, clock=env.w.clock),
+        env.w.cloud,
+        metrics=_DriftLog(env.drifted),
+        own_writes=shared,
+    )
+    # The lifecycle reconciler wrote the claim (it records what that write returned); the cache has not seen it.
+    shared.record(await env.w.kube.patch(resources.NODECLAIMS, "n0", {"metadata": {"labels": {"seen": "yes"}}}))
+    assert await ctrl.reconcile("n0") is None
+    assert env.status_writes() == 0
+    env.w.sync()
+    await ctrl.reconcile("n0")
+    assert env.status_writes() == 1
 
 
 async def test_deleting_missing_or_poolless_claims_are_left_alone() -> None:

@@ -26,7 +26,7 @@ from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.nodeclaim import disruption_conditions, roles
+from karpy.nodeclaim import disruption_conditions, roles, written
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +63,20 @@ class _Memory:
 class NodeClaimConditionsController:
     """It writes conditions only, so it tells nothing but its drift count (`metrics`): no event recorder."""
 
-    def __init__(self, deps: roles.ClusterRoles, cloud: types.CloudProvider, *, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        deps: roles.ClusterRoles,
+        cloud: types.CloudProvider,
+        *,
+        metrics: Metrics,
+        own_writes: written.Written | None = None,
+    ) -> None:
         self._deps = deps
         self._cloud = cloud
         self._metrics = metrics
+        # Shared with the lifecycle reconciler (karpy.wiring): a claim the cache holds older than either's last write
+        # is waited for, not acted on (`written`).
+        self._own_writes = own_writes if own_writes is not None else written.Written()
         self._pod_events: dict[str, float] = {}  # node name -> latest accepted pod event time
         self._memory: dict[str, _Memory] = {}
 
@@ -114,9 +124,13 @@ class NodeClaimConditionsController:
         # pkg/controllers/nodeclaim/disruption/controller.go); the write below carries its resourceVersion, so a read
         # that lags the API server gets 409 and is looked at again instead of writing over a newer claim.
         claim = deps.cluster.nodeclaim(name)
+        if claim is None:
+            self._own_writes.forget(name)
         if claim is None or claim.metadata.deletion_timestamp is not None:
             self.forget(name)
             return None
+        if self._own_writes.stale(name, claim.metadata.resource_version):
+            return None  # its newer resourceVersion, once cached, makes the next pass look at it again
         pool = deps.cluster.nodepool(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
         if pool is None:
             return None  # not ours, or its pool is gone: nothing to compare against (upstream leaves it alone)
@@ -186,7 +200,8 @@ class NodeClaimConditionsController:
         if after.status.last_pod_event_time is not None:
             owned["lastPodEventTime"] = decoding.format_timestamp(after.status.last_pod_event_time)
         patch = {"metadata": {"resourceVersion": before.metadata.resource_version}, "status": owned}
-        await self._deps.client.patch(resources.NODECLAIMS, after.name, patch, subresource="status")
+        result = await self._deps.client.patch(resources.NODECLAIMS, after.name, patch, subresource="status")
+        self._own_writes.record(result)
 
     def forget(self, name: str) -> None:
         self._memory.pop(name, None)

@@ -4,10 +4,13 @@ garbage collection. A thin async shell around `lifecycle` and `garbagecollection
 
 Each reconcile reads its NodeClaim from the cluster-state cache, already parsed, as upstream's reconciler reads its
 informer cache (core: pkg/controllers/nodeclaim/lifecycle/controller.go, whose `kubeClient.Get` is controller-runtime's
-cached read): no GET and no parse per call. The cache may lag this controller's own writes by one watch event, which
-the writes below are made safe against: finalizer and annotation patches carry the resourceVersion read (a stale read
-gets 409 Conflict and is reconciled again, as upstream's optimistic-lock patches are), a status write sends only what
-changed (upstream's `client.MergeFrom(stored)`), and a launch is remembered by uid (`LAUNCH_MEMORY`).
+cached read): no GET and no parse per call. The cache lags this controller's own writes by their watch events, and the
+watch event of a pass's first write queues the claim again while the later ones are still on their way: a claim
+cached older than the resourceVersion our last write of it returned is waited for, not acted on (`written`; else it
+would write the same conditions and launch again). Against the lag behind other writers: finalizer and annotation
+patches carry the resourceVersion read (a stale read gets 409 Conflict and is reconciled again, as upstream's
+optimistic-lock patches are), a status write sends only what changed (upstream's `client.MergeFrom(stored)`), and a
+launch is remembered by uid (`LAUNCH_MEMORY`).
 
 Crash safety comes from re-deriving everything on each call from the cache and the cloud, never from memory:
 * the finalizer is on the claim before `cloud.create` runs (a claim that launched can never vanish silently);
@@ -34,7 +37,15 @@ from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import patches, resources
-from karpy.nodeclaim import capacitytype, conditions, garbagecollection, lifecycle, lifecycle_observer, registration
+from karpy.nodeclaim import (
+    capacitytype,
+    conditions,
+    garbagecollection,
+    lifecycle,
+    lifecycle_observer,
+    registration,
+    written,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +87,9 @@ class Deps:
     """The Nodes of the cluster-state cache, where a claim's Node is looked up by providerID (upstream reads its
     informer cache, nodeclaimutils.NodeForNodeClaim; a LIST of every Node per claim costs O(claims x nodes) at
     scale)."""
+    own_writes: written.Written = dataclasses.field(default_factory=written.Written)
+    """The resourceVersions our NodeClaim writes returned, shared with the disruption-conditions reconciler: a
+    cached claim older than the last of them is stale, and waited for instead of acted on (`written`)."""
 
 
 def _min_requeue(*delays: float | None) -> float | None:
@@ -98,6 +112,11 @@ class NodeClaimController:
         try:
             claim = self._deps.claims(name)
             if claim is None:
+                self._deps.own_writes.forget(name)
+                return None
+            if self._deps.own_writes.stale(name, claim.metadata.resource_version):
+                # The cache lacks one of our writes yet (an earlier write of the same pass queued this one): acting
+                # on it would write again what that pass wrote. The awaited write's watch event queues it again.
                 return None
             if claim.metadata.deletion_timestamp is not None:
                 return await self._finalize(claim)
@@ -142,7 +161,7 @@ class NodeClaimController:
 
     async def _demote(self, claim: nodeclaim.NodeClaim) -> None:
         """Its reservation ended: relabel the claim and its registered Node on-demand."""
-        await self._deps.client.patch(resources.NODECLAIMS, claim.name, capacitytype.labels_patch())
+        await self._patch(claim.name, capacitytype.labels_patch())
         node = await self._deps.client.get(resources.NODES, claim.status.node_name) if claim.status.node_name else None
         if node is not None and not node["metadata"].get("deletionTimestamp"):
             await self._deps.client.patch(resources.NODES, claim.status.node_name, capacitytype.labels_patch())
@@ -193,8 +212,7 @@ class NodeClaimController:
         now = self._deps.clock.now()
         if labels.FINALIZER_TERMINATION not in claim.metadata.finalizers:
             # Before launching: a claim without the finalizer could be deleted and leak its instance.
-            await self._deps.client.patch(
-                resources.NODECLAIMS,
+            await self._patch(
                 claim.name,
                 _finalizers_patch(claim, [*claim.metadata.finalizers, labels.FINALIZER_TERMINATION]),
             )
@@ -212,11 +230,11 @@ class NodeClaimController:
         if launched is None:
             return None  # deleted (insufficient capacity / node class not ready)
         claim = launched
-        written: Mapping[str, Any] | None = None
+        patched_node: Mapping[str, Any] | None = None
         if claim.is_true(nodeclaim.LAUNCHED):
-            claim, written = await self._register(claim)
+            claim, patched_node = await self._register(claim)
         if claim.is_true(nodeclaim.REGISTERED):
-            claim = await self._initialize(claim, written=written)
+            claim = await self._initialize(claim, patched_node=patched_node)
 
         now = self._deps.clock.now()
         reason = lifecycle.liveness(claim, now)
@@ -270,7 +288,7 @@ class NodeClaimController:
         launched = await self._write_status(claim, launched)
         new_labels = lifecycle.missing_labels(claim, launched.metadata.labels)
         if new_labels:
-            await self._deps.client.patch(resources.NODECLAIMS, claim.name, lifecycle.labels_patch(new_labels))
+            await self._patch(claim.name, lifecycle.labels_patch(new_labels))
         log.info(
             "launched nodeclaim",
             extra={
@@ -302,7 +320,7 @@ class NodeClaimController:
             return  # GC deletes the claim once it is Registered; liveness before that
         new_labels = lifecycle.missing_labels(claim, instance.metadata.labels)
         if new_labels:
-            await self._deps.client.patch(resources.NODECLAIMS, claim.name, lifecycle.labels_patch(new_labels))
+            await self._patch(claim.name, lifecycle.labels_patch(new_labels))
 
     async def _register(self, claim: nodeclaim.NodeClaim) -> tuple[nodeclaim.NodeClaim, Mapping[str, Any] | None]:
         """The claim after registration, and the Node as this pass's patch left it (None when not patched): the
@@ -323,24 +341,26 @@ class NodeClaimController:
             if failed is not None and failed.reason == lifecycle.UNREGISTERED_TAINT_NOT_FOUND:
                 self._deps.observer.taint_missing(claim)
             return await self._write_status(claim, outcome.claim), None
-        written = None
+        patched_node = None
         if outcome.node_patch is not None:
-            written = await self._deps.client.patch(resources.NODES, outcome.claim.status.node_name, outcome.node_patch)
+            patched_node = await self._deps.client.patch(
+                resources.NODES, outcome.claim.status.node_name, outcome.node_patch
+            )
         if outcome.claim.is_true(nodeclaim.REGISTERED):
             self._deps.registration.record(outcome.claim, registered=True)
         result = await self._write_status(claim, outcome.claim)
         log.info("registered nodeclaim", extra={"nodeclaim": claim.name, "node": result.status.node_name})
-        return result, written
+        return result, patched_node
 
     async def _initialize(
-        self, claim: nodeclaim.NodeClaim, *, written: Mapping[str, Any] | None = None
+        self, claim: nodeclaim.NodeClaim, *, patched_node: Mapping[str, Any] | None = None
     ) -> nodeclaim.NodeClaim:
         if claim.is_true(nodeclaim.INITIALIZED):
             return claim
         now = self._deps.clock.now()
         # The Node this pass wrote, else the cache's by providerID, as upstream's nodeclaimutils.NodeForNodeClaim
         # reads it: exactly one.
-        found = [written] if written is not None else self._nodes_for(claim.status.provider_id)
+        found = [patched_node] if patched_node is not None else self._nodes_for(claim.status.provider_id)
         node = found[0] if len(found) == 1 else None
         if node is None:
             return await self._write_status(
@@ -380,7 +400,7 @@ class NodeClaimController:
         key = labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
         if annotation is not None and key not in claim.metadata.annotations:
             patch = {"metadata": {"annotations": {key: annotation}, "resourceVersion": claim.metadata.resource_version}}
-            await self._deps.client.patch(resources.NODECLAIMS, claim.name, patch)
+            await self._patch(claim.name, patch)
             self._deps.observer.grace_period_expiring(claim, annotation)
             log.info("annotated nodeclaim", extra={"nodeclaim": claim.name, key: annotation})
             # Go on once the cache holds our write (its watch event queues the claim again): a read before then
@@ -409,7 +429,7 @@ class NodeClaimController:
                 )
                 return INSTANCE_TERMINATION_POLL
         rest = [f for f in claim.metadata.finalizers if f != labels.FINALIZER_TERMINATION]
-        await self._deps.client.patch(resources.NODECLAIMS, claim.name, _finalizers_patch(claim, rest))
+        await self._patch(claim.name, _finalizers_patch(claim, rest))
         log.info("deleted nodeclaim", extra={"nodeclaim": claim.name})
         if claim.metadata.deletion_timestamp is not None:
             self._deps.observer.terminated(claim, self._deps.clock.now() - claim.metadata.deletion_timestamp)
@@ -435,8 +455,14 @@ class NodeClaimController:
                 patch: dict[str, Any] = {"status": changed}
                 if locked and before.metadata.resource_version:
                     patch["metadata"] = {"resourceVersion": before.metadata.resource_version}
-                await self._deps.client.patch(resources.NODECLAIMS, after.name, patch, subresource="status")
+                await self._patch(after.name, patch, subresource="status")
         return after
+
+    async def _patch(self, name: str, patch: Mapping[str, Any], *, subresource: str = "") -> None:
+        """Patch a NodeClaim, remembering the resourceVersion the write returned (`Deps.own_writes`)."""
+        self._deps.own_writes.record(
+            await self._deps.client.patch(resources.NODECLAIMS, name, patch, subresource=subresource)
+        )
 
     def _nodes_for(self, provider_id: str) -> list[Mapping[str, Any]]:
         # Nodes have no providerID field selector on a real API server; filter here.
