@@ -200,3 +200,32 @@ async def test_a_claim_gone_from_the_cache_is_left_alone() -> None:
     assert env.kube.writes == []
     assert env.cloud.create_calls == []
     assert reads == []
+
+
+async def test_a_pass_writes_the_status_once_after_the_launch() -> None:
+    """Upstream's lifecycle patches the status once after its sub-reconcilers (lifecycle/controller.go); here the
+    initial conditions and the launch are written first, each at once (the launch's providerID before the labels),
+    and everything else of the pass goes in one write at its end."""
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
+    cache = _Cache(env)
+    ctl = cache.controller()
+
+    async def status_writes_of_a_pass() -> list[dict[str, Any]]:
+        cache.sync()
+        before = len(env.kube.writes)
+        await ctl.reconcile(NAME)
+        return [w.body["status"] for w in env.kube.writes[before:] if w.subresource == "status"]
+
+    initial, launch, no_node = await status_writes_of_a_pass()
+    assert {c["type"] for c in initial["conditions"]} >= {"Launched", "Registered", "Initialized", "Ready"}
+    assert launch["providerID"]
+    assert {c["type"]: c.get("reason") for c in no_node["conditions"]}["Registered"] == "NodeNotFound"
+    assert await status_writes_of_a_pass() == []
+    node = nodeclaim_builders.node_dict(NODE, provider_id=_stored(env).status.provider_id)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    env.kube.put(resources.NODES, node)
+    (registered,) = await status_writes_of_a_pass()  # registered and not yet initialized: one write for both
+    assert registered["nodeName"] == NODE
+    found = {c["type"]: c["status"] for c in registered["conditions"]}
+    assert (found["Registered"], found["Initialized"]) == ("True", "False")

@@ -222,19 +222,25 @@ class NodeClaimController:
                     claim.metadata, finalizers=(*claim.metadata.finalizers, labels.FINALIZER_TERMINATION)
                 ),
             )
-        claim = await self._write_status(claim, lifecycle.initial_conditions(claim, now=now))
+        # The status is written once per pass, at its end (upstream's lifecycle patches it once after its
+        # sub-reconcilers, lifecycle/controller.go), but for the initial conditions and the launch: the launch's
+        # providerID goes before the labels, and holding the initial conditions back to the launch's write changed
+        # which launches were batched together (the emulated basic scale-out bought 215 nodes, not 169).
+        # `stored` is the claim as the API server holds it, what the pass's last write diffs against.
+        claim = stored = await self._write_status(claim, lifecycle.initial_conditions(claim, now=now))
         if not claim.is_true(nodeclaim.LAUNCHED) and lifecycle.liveness(claim, now) is not None:
             return await self._timed_out(claim, lifecycle.LivenessReason.LAUNCH_TIMEOUT)  # no launch at the deadline
 
         launched = await self._launch(claim)
         if launched is None:
             return None  # deleted (insufficient capacity / node class not ready)
-        claim = launched
+        claim = stored = launched  # written, or as it was
         patched_node: Mapping[str, Any] | None = None
         if claim.is_true(nodeclaim.LAUNCHED):
             claim, patched_node = await self._register(claim)
         if claim.is_true(nodeclaim.REGISTERED):
             claim = await self._initialize(claim, patched_node=patched_node)
+        claim = await self._write_status(stored, claim)
 
         now = self._deps.clock.now()
         reason = lifecycle.liveness(claim, now)
@@ -331,16 +337,16 @@ class NodeClaimController:
         now = self._deps.clock.now()
         nodes = self._nodes_for(claim.status.provider_id)
         if not nodes:
-            return await self._write_status(claim, lifecycle.node_not_found(claim, now=now)), None
+            return lifecycle.node_not_found(claim, now=now), None
         if len(nodes) > 1:
-            return await self._write_status(claim, lifecycle.multiple_nodes(claim, now=now)), None
+            return lifecycle.multiple_nodes(claim, now=now), None
         outcome = lifecycle.registration_patch(claim, nodes[0], now=now)
         if outcome.error:
             log.error("registering nodeclaim failed: %s", outcome.error, extra={"nodeclaim": claim.name})
             failed = outcome.claim.condition(nodeclaim.REGISTERED)
             if failed is not None and failed.reason == lifecycle.UNREGISTERED_TAINT_NOT_FOUND:
                 self._deps.observer.taint_missing(claim)
-            return await self._write_status(claim, outcome.claim), None
+            return outcome.claim, None
         patched_node = None
         if outcome.node_patch is not None:
             patched_node = await self._deps.client.patch(
@@ -348,7 +354,7 @@ class NodeClaimController:
             )
         if outcome.claim.is_true(nodeclaim.REGISTERED):
             self._deps.registration.record(outcome.claim, registered=True)
-        result = await self._write_status(claim, outcome.claim)
+        result = outcome.claim
         log.info("registered nodeclaim", extra={"nodeclaim": claim.name, "node": result.status.node_name})
         return result, patched_node
 
@@ -363,31 +369,23 @@ class NodeClaimController:
         found = [patched_node] if patched_node is not None else self._nodes_for(claim.status.provider_id)
         node = found[0] if len(found) == 1 else None
         if node is None:
-            return await self._write_status(
+            return lifecycle.with_condition(
                 claim,
-                lifecycle.with_condition(
-                    claim,
-                    nodeclaim.INITIALIZED,
-                    conditions.FALSE,
-                    now=now,
-                    reason="NodeNotFound",
-                    message="Node not registered with cluster",
-                ),
+                nodeclaim.INITIALIZED,
+                conditions.FALSE,
+                now=now,
+                reason="NodeNotFound",
+                message="Node not registered with cluster",
             )
         ok, reason, message = lifecycle.initialized(claim, node)
         if not ok:
-            return await self._write_status(
-                claim,
-                lifecycle.with_condition(
-                    claim, nodeclaim.INITIALIZED, conditions.FALSE, now=now, reason=reason, message=message
-                ),
+            return lifecycle.with_condition(
+                claim, nodeclaim.INITIALIZED, conditions.FALSE, now=now, reason=reason, message=message
             )
         patch = lifecycle.initialization_patch(node)
         if patch is not None:
             await self._deps.client.patch(resources.NODES, str(node["metadata"]["name"]), patch)
-        result = await self._write_status(
-            claim, lifecycle.with_condition(claim, nodeclaim.INITIALIZED, conditions.TRUE, now=now)
-        )
+        result = lifecycle.with_condition(claim, nodeclaim.INITIALIZED, conditions.TRUE, now=now)
         log.info("initialized nodeclaim", extra={"nodeclaim": claim.name, "node": claim.status.node_name})
         return result
 
