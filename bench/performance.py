@@ -25,6 +25,9 @@ container's memory and CPU, from Prometheus):
   in the next); `controller_avg_cpu_cores`: its CPU seconds (`controller_cpu_s`: /proc/<pid>/stat utime + stime,
   every thread) over the phase's wall seconds. Neither counts the measuring loop or the emulation; the machine's
   load averages are printed beside them, as the wall clock also counts other processes.
+- `requests`: what the emulated API server answered during the phase, but watches, as "VERB resource code" (its
+  `/metrics`, kube-apiserver's `apiserver_request_total`): the controller's GETs and status writes, beside the
+  stand-ins' own requests.
 Every figure is printed beside its threshold and the margin (threshold / figure for upper bounds, figure /
 threshold for lower bounds).
 
@@ -57,6 +60,9 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import aiohttp
+from prometheus_client import parser as prometheus_client_parser
 
 import e2e
 from karpy.api import labels, quantity
@@ -471,6 +477,29 @@ async def _settle_disruption(
     raise TimeoutError(f"nodes still draining after {within:.0f}s")
 
 
+async def request_counts(api_url: str) -> dict[str, int]:
+    """The emulated API server's `apiserver_request_total`, but watches, as "VERB resource[/subresource] code"."""
+    async with aiohttp.ClientSession() as session, session.get(f"{api_url}/metrics") as response:
+        response.raise_for_status()
+        text = await response.text()
+    counts: dict[str, int] = {}
+    for family in prometheus_client_parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            got = sample.labels
+            if sample.name != "apiserver_request_total" or got["verb"] == "WATCH":
+                continue
+            resource = got["resource"] + (f"/{got['subresource']}" if got["subresource"] else "")
+            key = f"{got['verb']} {resource} {got['code']}"
+            counts[key] = counts.get(key, 0) + int(sample.value)
+    return counts
+
+
+def _counted_since(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """The requests of one phase, by key, largest first."""
+    moved = {key: count - before.get(key, 0) for key, count in after.items() if count > before.get(key, 0)}
+    return dict(sorted(moved.items(), key=lambda item: (-item[1], item[0])))
+
+
 def _margins(figures: Mapping[str, float], limits: Thresholds) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value, upper in (
@@ -525,6 +554,7 @@ async def run_scenario(
                     api,
                     controller,
                     out,
+                    api_url=emulated.api_url,
                     within=within,
                     last_phase=last_phase,
                     report=memory_report is not None,
@@ -542,6 +572,7 @@ async def _phases(
     controller: remote_controller.KarpyRun,
     out: dict[str, Any],
     *,
+    api_url: str,
     within: float,
     last_phase: str | None,
     report: bool = False,
@@ -559,6 +590,7 @@ async def _phases(
     for phase in scenario.phases:
         before = await _node_names(api)
         load = os.getloadavg()
+        counted = await request_counts(api_url)
         sampler.start()
         start = time.monotonic()
         if phase.kind == "drift":
@@ -587,6 +619,7 @@ async def _phases(
         p95, cores, cpu_s = await sampler.stop()
         if report:
             os.kill(controller.pid, signal.SIGUSR1)
+        requests = _counted_since(counted, await request_counts(api_url))
         cpu_util, memory_util, nodes = await utilisation(api)
         figures = {
             "total_time_s": round(end - start, 1),
@@ -606,6 +639,7 @@ async def _phases(
                 "loadavg_before": [round(x, 2) for x in load],
                 "controller_cpu_s": round(cpu_s, 2),
                 "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                "requests": requests,
                 "error": error,
             }
         )

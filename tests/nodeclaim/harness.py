@@ -9,7 +9,7 @@ from tests.nodeclaim import builders as nodeclaim_builders
 
 from karpy import clock as karpy_clock
 from karpy import events, rejections
-from karpy.api import nodeclaim
+from karpy.api import nodeclaim, parse
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
 from karpy.nodeclaim import controller, lifecycle_observer, registration
@@ -73,6 +73,7 @@ class Env:
             rejections=rejections.Discard(),
             registration=registration.RegistrationHealth(),
             nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
+            claims=self.cached_claim,
         )
 
     @property
@@ -101,6 +102,12 @@ class Env:
 
     def claim_obj(self, name: str) -> dict[str, object] | None:
         return self.kube.obj(resources.NODECLAIMS, name)
+
+    def cached_claim(self, name: str) -> nodeclaim.NodeClaim | None:
+        """The claim as an always-synced state cache holds it: the fake's stored object through the cache's parser
+        (None when it is gone or does not parse; the cache, not the reconciler, reports that)."""
+        raw = self.kube.obj(resources.NODECLAIMS, name)
+        return None if raw is None else rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, raw, None)
 
 
 def make_env() -> Env:

@@ -23,7 +23,7 @@ from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import client, credentials, dryrun, resources, rest
-from karpy.nodeclaim import conditions_controller, disruption_conditions, roles
+from karpy.nodeclaim import conditions_controller, disruption_conditions, roles, written
 from karpy.state import cluster as state_cluster
 from karpy.state import informer
 from karpy_emulator.apiserver import runner, server
@@ -472,16 +472,58 @@ async def test_no_write_when_nothing_changed() -> None:
 async def test_a_stale_read_conflicts_instead_of_clobbering() -> None:
     env = Env()
     env.node()
+    reads: list[str] = []
     real_get = env.w.kube.get
 
-    async def stale_then_real(res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, Any] | None:
-        got = await real_get(res, name, namespace=namespace)
-        env.w.kube.put(resources.NODECLAIMS, env.claim_obj())  # someone else writes in between: new rv
-        return got
+    async def counted(res: resources.Resource, name: str, *, namespace: str = "") -> dict[str, Any] | None:
+        reads.append(name)
+        return await real_get(res, name, namespace=namespace)
 
-    env.w.kube.get = stale_then_real  # type: ignore[method-assign]
+    env.w.kube.get = counted  # type: ignore[method-assign]
+    env.w.kube.put(resources.NODECLAIMS, env.claim_obj())  # someone else writes; the cache has not seen it: new rv
     assert await env.ctrl.reconcile("n0") == conditions_controller.CONFLICT_RETRY
     assert env.condition("Consolidatable") is None  # nothing was written over the newer object
+    assert reads == []  # the claim came from the state cache, as upstream's informer read
+    assert await env.reconcile("n0") is not None  # once the watch delivered it, the write lands
+    assert env.condition("Consolidatable") is not None
+
+
+async def test_a_cache_older_than_our_own_write_is_waited_for_not_written_again() -> None:
+    env = Env()
+    env.node()
+    env.w.cloud.drifted = types.DriftReason.AMI
+    await env.reconcile()
+    assert env.status_writes() == 1
+    # The provider no longer reports drift, but the cache still lacks our write (its watch event has not come): a
+    # write now would be computed from the claim before it, and be refused (409) for its stale resourceVersion.
+    env.w.cloud.drifted = None
+    requests = len(env.w.kube.writes)
+    assert await env.ctrl.reconcile("n0") is None
+    assert len(env.w.kube.writes) == requests
+    assert env.drift_reason() == "AMIDrift"
+    env.w.sync()  # caught up: the change is written, once
+    await env.ctrl.reconcile("n0")
+    assert env.status_writes() == 2
+    assert env.drift_reason() is None
+
+
+async def test_a_write_of_the_lifecycle_is_waited_for_through_the_shared_record() -> None:
+    env = Env()
+    env.node()
+    shared = written.Written()
+    ctrl = conditions_controller.NodeClaimConditionsController(
+        roles.ClusterRoles(client=env.w.kube, cluster=env.w.cluster, clock=env.w.clock),
+        env.w.cloud,
+        metrics=_DriftLog(env.drifted),
+        own_writes=shared,
+    )
+    # The lifecycle reconciler wrote the claim (it records what that write returned); the cache has not seen it.
+    shared.record(await env.w.kube.patch(resources.NODECLAIMS, "n0", {"metadata": {"labels": {"seen": "yes"}}}))
+    assert await ctrl.reconcile("n0") is None
+    assert env.status_writes() == 0
+    env.w.sync()
+    await ctrl.reconcile("n0")
+    assert env.status_writes() == 1
 
 
 async def test_deleting_missing_or_poolless_claims_are_left_alone() -> None:
@@ -493,6 +535,7 @@ async def test_deleting_missing_or_poolless_claims_are_left_alone() -> None:
     assert await env.ctrl.reconcile("nope") is None
     assert await env.ctrl.reconcile("orphan") is None
     env.claim_obj()["metadata"]["deletionTimestamp"] = ts(env.now)
+    env.w.sync()
     assert await env.ctrl.reconcile("n0") is None
     assert env.status_writes() == 0
 
@@ -545,6 +588,7 @@ async def test_run_rechecks_drift_when_the_node_class_changes_not_only_at_the_re
         changed = copy.deepcopy(nodeclass)
         changed["metadata"]["resourceVersion"] = "2"
         changed["status"] = {"amis": [{"id": "ami-newer", "name": "newer", "requirements": []}]}
+        env.w.sync()  # the watch has delivered the controller's own writes: the claim it reads is current
         env.w.cluster.apply(resources.EC2NODECLASSES, client.WatchEvent(client.MODIFIED, changed))
         await env.w.clock.run_for(2)
         assert env.drift_reason() == "AMIDrift"  # on the next pass, not 5 min later

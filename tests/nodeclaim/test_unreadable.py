@@ -12,8 +12,9 @@ from tests.nodeclaim import harness
 
 from karpy import rejections
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import resources
+from karpy.kube import client, resources
 from karpy.nodeclaim import controller
+from karpy.state import cluster as state_cluster
 
 NAME = "default-abc12"
 OTHER = "default-def34"
@@ -116,11 +117,16 @@ async def test_one_instance_failing_does_not_stop_the_others() -> None:
 
 
 async def test_reconciling_an_unreadable_claim_launches_nothing() -> None:
+    """The reconciler reads the state cache, which refuses the claim and reports it: nothing is launched."""
     env = harness.make_env()
     env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     _spoil(env, NAME)
     sink = rejections.MemorySink()
-    result = await _controller(env, sink).reconcile(NAME)
+    cache = state_cluster.Cluster(clock=env.clock, rejections=sink)
+    cache.apply(resources.NODECLAIMS, client.WatchEvent(client.ADDED, env.kube.all(resources.NODECLAIMS)[0]))
+    ctl = controller.NodeClaimController(dataclasses.replace(env.deps, claims=cache.nodeclaim))
+    result = await ctl.reconcile(NAME)
     assert result is None
     assert env.cloud.create_calls == []
+    assert env.kube.writes == []
     assert sink.keys("NodeClaim") == [NAME]

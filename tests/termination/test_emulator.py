@@ -55,6 +55,16 @@ async def _ready_pod(api: rest.RestClient, name: str, node: str) -> None:
     await api.patch(resources.PODS, name, {"status": status}, namespace="default", subresource="status")
 
 
+async def _claim_cached(state: state_cluster.Cluster, version: str) -> None:
+    """Until the informer's cache holds the NodeClaim at `version`: its reconciler reads the claim there."""
+
+    def cached() -> bool:
+        claim = state.nodeclaim(CLAIM)
+        return claim is not None and claim.metadata.resource_version == version
+
+    await polling.until(cached)
+
+
 def _cached_versions(state: state_cluster.Cluster) -> list[str]:
     """The resourceVersions of the Nodes the informer's cache holds."""
     return [str(n["metadata"]["resourceVersion"]) for n in state.objects(resources.NODES)]
@@ -80,6 +90,7 @@ async def test_drain_respects_a_pdb_end_to_end(
         rejections=rejections.Discard(),
         registration=nodeclaim_registration.RegistrationHealth(),
         nodes=functools.partial(state.objects, resources.NODES),  # as karpy.wiring.controllers passes it
+        claims=state.nodeclaim,
     )
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(
@@ -97,16 +108,19 @@ async def test_drain_respects_a_pdb_end_to_end(
     async with tasks.running(functools.partial(informer.run_informers, api, state, informed)):
         body = nodeclaim_builders.claim_dict(CLAIM)
         body["metadata"] = {"name": CLAIM, "labels": body["metadata"]["labels"]}
-        await api.create(resources.NODECLAIMS, body)
+        created = await api.create(resources.NODECLAIMS, body)
+        await _claim_cached(state, created["metadata"]["resourceVersion"])
         await claims.reconcile(CLAIM)
         claim = await api.get(resources.NODECLAIMS, CLAIM)
         assert claim is not None
+        launched = claim["metadata"]["resourceVersion"]
         node_body: dict[str, Any] = nodeclaim_builders.node_dict(NODE, provider_id=claim["status"]["providerID"])
         node_status = node_body.pop("status")
         node_body["metadata"] = {"name": NODE}
         await api.create(resources.NODES, node_body)
         patched = await api.patch(resources.NODES, NODE, {"status": node_status}, subresource="status")
         await polling.until(lambda: _cached_versions(state) == [patched["metadata"]["resourceVersion"]])
+        await _claim_cached(state, launched)
         await claims.reconcile(CLAIM)
         claim = await api.get(resources.NODECLAIMS, CLAIM)
         assert claim is not None
@@ -156,7 +170,9 @@ async def test_drain_respects_a_pdb_end_to_end(
 
         await polling.until(lambda: _cached_versions(state) == [])  # the informer saw the Node go
         for _ in range(10):  # the NodeClaim finalizer finishes once Node and instance are gone
-            if await api.get(resources.NODECLAIMS, CLAIM) is None:
+            current = await api.get(resources.NODECLAIMS, CLAIM)
+            if current is None:
                 break
+            await _claim_cached(state, current["metadata"]["resourceVersion"])
             await claims.reconcile(CLAIM)
         assert await api.get(resources.NODECLAIMS, CLAIM) is None

@@ -15,7 +15,7 @@ from karpy.cloudprovider import dryrun as cloudprovider_dryrun
 from karpy.cloudprovider import interruption
 from karpy.cloudprovider import parts as cloudprovider_parts
 from karpy.cloudprovider.fake import provider as fake_provider
-from karpy.kube import dryrun, resources, rest
+from karpy.kube import client, dryrun, resources, rest
 from karpy.nodeclaim import garbagecollection
 from karpy.state import cluster as state_cluster
 from karpy.wiring import graph
@@ -85,8 +85,9 @@ async def test_garbage_collection_terminates_a_leaked_instance_only_for_real(
 @pytest.mark.parametrize("dry_run", [True, False])
 async def test_a_dry_run_launches_nothing_for_a_nodeclaim_it_finds(api: rest.RestClient, dry_run: bool) -> None:
     cloud = fake_provider.FakeCloudProvider()
-    await api.create(resources.NODECLAIMS, builders.nodeclaim("theirs"))
+    created = await api.create(resources.NODECLAIMS, builders.nodeclaim("theirs"))
     ctrl = _build(api, cloud, dry_run=dry_run)
+    ctrl.cluster.apply(resources.NODECLAIMS, client.WatchEvent(client.ADDED, created))  # as its informer would
     await ctrl.nodeclaims.reconcile("theirs")
     stored = await api.get(resources.NODECLAIMS, "theirs")
     assert stored is not None

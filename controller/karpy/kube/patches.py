@@ -30,6 +30,21 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+def merge_diff(before: Any, after: Any) -> Any:
+    """The RFC 7386 patch that turns `before` into `after` (controller-runtime's `client.MergeFrom(stored)`): objects
+    recurse, a key `after` lacks becomes null, any other changed value is `after`'s whole (a list replaces the list).
+    A patch of only what changed leaves alone the fields another writer set since `before` was read."""
+    if not (isinstance(before, Mapping) and isinstance(after, Mapping)):
+        return copy.deepcopy(after)
+    patch: dict[str, Any] = {key: None for key in before if key not in after}
+    for key, value in after.items():
+        if key not in before:
+            patch[key] = copy.deepcopy(value)
+        elif before[key] != value:
+            patch[key] = merge_diff(before[key], value)
+    return patch
+
+
 def json_patch(document: Any, operations: Any) -> Any:
     """RFC 6902 on a copy of `document` (add, remove, replace, move, copy, test); the input is never mutated."""
     if not isinstance(operations, list):

@@ -1,8 +1,8 @@
 """The NodeClaim disruption-conditions reconciler (core: nodeclaim/disruption + nodeclaim/podevents): keeps each
 NodeClaim's `Consolidatable` and `Drifted` conditions and its `status.lastPodEventTime` up to date.
 
-A thin async shell around `conditions`: it reads the claim from the API server, its NodePool from the cluster
-state, asks the cloud only what the cheap checks could not answer (catalogue every 30 min, provider drift last),
+A thin async shell around `conditions`: it reads the claim and its NodePool from the cluster state (no GET, no
+parse), asks the cloud only what the cheap checks could not answer (catalogue every 30 min, provider drift last),
 and writes the status subresource only when something changed, guarded by the claim's resourceVersion (a stale
 read gets a 409 and a quick retry instead of clobbering the lifecycle controller's conditions).
 
@@ -21,13 +21,12 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from karpy import rejections
-from karpy.api import decoding, labels, nodeclaim, nodepool, parse, status
+from karpy.api import decoding, labels, nodeclaim, nodepool, status
 from karpy.cloudprovider import errors as cloudprovider_errors
 from karpy.cloudprovider import types
 from karpy.kube import client as kube_client
 from karpy.kube import resources
-from karpy.nodeclaim import disruption_conditions, roles
+from karpy.nodeclaim import disruption_conditions, roles, written
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +63,20 @@ class _Memory:
 class NodeClaimConditionsController:
     """It writes conditions only, so it tells nothing but its drift count (`metrics`): no event recorder."""
 
-    def __init__(self, deps: roles.ClusterRoles, cloud: types.CloudProvider, *, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        deps: roles.ClusterRoles,
+        cloud: types.CloudProvider,
+        *,
+        metrics: Metrics,
+        own_writes: written.Written | None = None,
+    ) -> None:
         self._deps = deps
         self._cloud = cloud
         self._metrics = metrics
+        # Shared with the lifecycle reconciler (karpy.wiring): a claim the cache holds older than either's last write
+        # is waited for, not acted on (`written`).
+        self._own_writes = own_writes if own_writes is not None else written.Written()
         self._pod_events: dict[str, float] = {}  # node name -> latest accepted pod event time
         self._memory: dict[str, _Memory] = {}
 
@@ -111,13 +120,17 @@ class NodeClaimConditionsController:
 
     async def _reconcile(self, name: str) -> float | None:
         deps = self._deps
-        raw = await deps.client.get(resources.NODECLAIMS, name)
-        claim = (
-            rejections.parse_or_report(parse.nodeclaim, resources.NODECLAIMS, raw, None) if raw is not None else None
-        )
+        # The claim as the state cache holds it, already parsed (upstream reads its informer cache,
+        # pkg/controllers/nodeclaim/disruption/controller.go); the write below carries its resourceVersion, so a read
+        # that lags the API server gets 409 and is looked at again instead of writing over a newer claim.
+        claim = deps.cluster.nodeclaim(name)
+        if claim is None:
+            self._own_writes.forget(name)
         if claim is None or claim.metadata.deletion_timestamp is not None:
             self.forget(name)
             return None
+        if self._own_writes.stale(name, claim.metadata.resource_version):
+            return None  # its newer resourceVersion, once cached, makes the next pass look at it again
         pool = deps.cluster.nodepool(claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""))
         if pool is None:
             return None  # not ours, or its pool is gone: nothing to compare against (upstream leaves it alone)
@@ -187,7 +200,8 @@ class NodeClaimConditionsController:
         if after.status.last_pod_event_time is not None:
             owned["lastPodEventTime"] = decoding.format_timestamp(after.status.last_pod_event_time)
         patch = {"metadata": {"resourceVersion": before.metadata.resource_version}, "status": owned}
-        await self._deps.client.patch(resources.NODECLAIMS, after.name, patch, subresource="status")
+        result = await self._deps.client.patch(resources.NODECLAIMS, after.name, patch, subresource="status")
+        self._own_writes.record(result)
 
     def forget(self, name: str) -> None:
         self._memory.pop(name, None)

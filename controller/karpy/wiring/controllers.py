@@ -23,7 +23,7 @@ from karpy.disruption import controller as disruption_controller
 from karpy.interruption import controller as interruption_controller
 from karpy.interruption import observer as interruption_observer
 from karpy.kube import client, resources
-from karpy.nodeclaim import conditions_controller, consistency, expiration, lifecycle_observer, repair, roles
+from karpy.nodeclaim import conditions_controller, consistency, expiration, lifecycle_observer, repair, roles, written
 from karpy.nodeclaim import controller as nodeclaim_controller
 from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.nodeclass import controller as nodeclass_controller
@@ -56,6 +56,8 @@ class Shared:
     registry: metrics.Metrics
     rejected: rejections.Rejections
     queue_series: queues.QueueSeries
+    nodeclaim_writes: written.Written = dataclasses.field(default_factory=written.Written)
+    """What the NodeClaim reconcilers last wrote, shared so that neither acts on a cache lacking the other's write."""
 
     @property
     def roles(self) -> roles.ClusterRoles:
@@ -114,6 +116,8 @@ def nodeclaim_lifecycle(
             rejections=s.rejected,
             registration=registration,
             nodes=functools.partial(s.cluster.objects, resources.NODES),
+            claims=s.cluster.nodeclaim,
+            own_writes=s.nodeclaim_writes,
         )
     )
     return Queued(built, s.queue(parts.NODECLAIMS, built.reconcile, resources.NODECLAIMS, parts.NODECLAIM_WORKERS))
@@ -209,7 +213,7 @@ def interruption(
 
 def nodeclaim_disruption(s: Shared) -> conditions_controller.NodeClaimConditionsController:
     built = conditions_controller.NodeClaimConditionsController(
-        s.roles, s.metered("nodeclaim.disruption"), metrics=s.registry.drift_hooks()
+        s.roles, s.metered("nodeclaim.disruption"), metrics=s.registry.drift_hooks(), own_writes=s.nodeclaim_writes
     )
     s.cluster.add_listener(built.observe)
     return built

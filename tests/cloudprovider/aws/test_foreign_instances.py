@@ -74,6 +74,7 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
             rejections=rejections.Discard(),
             registration=registration.RegistrationHealth(),
             nodes=lambda: kube.all(resources.NODES),
+            claims=lambda _: None,  # garbage collection reads no claim by name
         )
     )
     await gc.collect_garbage()

@@ -30,6 +30,7 @@ from karpy_emulator.apiserver import (
     openapi,
     pods,
     protobuf,
+    requestcounts,
     resources,
     store,
     tables,
@@ -39,6 +40,7 @@ from karpy_emulator.apiserver import (
 )
 
 _JSON = {"Content-Type": "application/json"}
+_TEXT = {"Content-Type": "text/plain; version=0.0.4"}
 
 
 def _ok(payload: Any, code: int = 200) -> kmock_private.Response:
@@ -78,6 +80,8 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
     """Failures answered to chosen clients in place of the server's answers (see `faults`); None: none."""
 
     accesses: audit.Log = attrs.field(factory=audit.Log, init=False)
+    request_counts: requestcounts.Counts = attrs.field(factory=requestcounts.Counts, init=False)
+    """Requests answered, by kube-apiserver's `apiserver_request_total` labels; served at `/metrics`."""
     """Every distinct (user, verb, resource, namespace, name) requested, for RBAC checks (see `audit`)."""
 
     _db: store.Store = attrs.field(init=False)
@@ -182,6 +186,9 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
                 error = api_status.resource_not_found(request.url.path)
                 document = api_status.failure(code, "NotAcceptable" if code == 406 else error.reason, error.message)
             return await _ok(document, code)(request)
+        if request.method == "GET" and request.url.path == requestcounts.PATH:
+            text = self.request_counts.exposition()
+            return await kmock_private.Response(status=200, payload=text.encode(), headers=_TEXT)(request)
         # Skips KubernetesEmulator._handle, which stores every write before routing (even refused or intercepted
         # ones); the writes happen in `_serve_object` instead, with the API server's checks.
         try:
@@ -239,9 +246,11 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
     async def _serve_object(self, request: kmock.Request) -> kmock_private.Response:
         self._audit(request)
         try:
-            return await self._route(request)
+            response = await self._route(request)
         except api_status.ApiError as error:
-            return kmock_private.Response(status=error.code, payload=error.body(), headers=_JSON)
+            response = kmock_private.Response(status=error.code, payload=error.body(), headers=_JSON)
+        self.request_counts.record(request, response.status or 200)
+        return response
 
     def _audit(self, request: kmock.Request) -> None:
         self.accesses.record(audit.access(request))
