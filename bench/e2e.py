@@ -60,7 +60,10 @@ the calls of its provisioning and of its scale-down apart.
 
 `--steady-minutes M`: once every pod is bound, the cluster is left alone for M wall-clock minutes and
 `steady_state` gives, per minute, the controller's CPU (its process time over the minute, in cores) and the
-emulation's (`emulation_cpu_cores`), the controller's RSS at the minute's end, and the live nodes and pods.
+emulation's (`emulation_cpu_cores`), both processes' RSS at the minute's end, and the live nodes and pods.
+`provisioning_minutes` gives the same per wall-clock minute from the Deployments' creation until every pod was bound
+(or the run gave up), with the pods the controller's cache then had and had bound and the NodeClaims it knew: how far
+a run that does not finish got, and which process was busy meanwhile.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import math
 import os
@@ -295,6 +299,8 @@ async def benchmark(
             sampler = asyncio.create_task(_milestones(plane, reached))
             progress: dict[str, float] = {}
             progress_sampler = asyncio.create_task(_pod_progress(api, plane, replicas, progress))
+            minutes: list[dict[str, float]] = []
+            minute_sampler = asyncio.create_task(_per_minute(plane, emulated.endpoints.pid, minutes))
             emulation_cpu = remote_controller.cpu_s(emulated.endpoints.pid)
             deployments_at = time.monotonic()
             for name, cpu, memory in (SMALL, LARGE):
@@ -306,7 +312,7 @@ async def benchmark(
                 error = str(exc)
             bound_at = time.monotonic()
             emulation_cpu = remote_controller.cpu_s(emulated.endpoints.pid) - emulation_cpu
-            for task in (sampler, progress_sampler):
+            for task in (sampler, progress_sampler, minute_sampler):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -337,6 +343,7 @@ async def benchmark(
                 **_progress_figures(progress, zero=first[0] if first else None, deployments_at=deployments_at),
                 "controller_rss_mb": round(rss_peak, 1),
                 "emulation_cpu_s": round(emulation_cpu, 1),
+                "provisioning_minutes": minutes,
                 "aws_calls_total": sum(calls.values()),
                 "aws_calls": accounting.by_operation(calls),
                 "create_fleet_batches": _fleet_batches(plane.aws_calls),
@@ -352,6 +359,35 @@ async def benchmark(
     return out
 
 
+async def _one_minute(emulation: int, minute: int) -> dict[str, float]:
+    """Wait a wall-clock minute; the CPU the controller (this process) and the emulation used over it, in cores,
+    and both processes' RSS at its end."""
+    cpu, emulated, wall = time.process_time(), remote_controller.cpu_s(emulation), time.monotonic()
+    await asyncio.sleep(60.0)
+    elapsed = time.monotonic() - wall
+    return {
+        "minute": minute,
+        "cpu_cores": round((time.process_time() - cpu) / elapsed, 3),
+        "emulation_cpu_cores": round((remote_controller.cpu_s(emulation) - emulated) / elapsed, 3),
+        "rss_mb": round(_rss_mb(), 1),
+        "emulation_rss_mb": round(remote_controller.rss_mb(emulation), 1),
+    }
+
+
+async def _per_minute(plane: controlplane.ControlPlane, emulation: int, samples: list[dict[str, float]]) -> None:
+    """`provisioning_minutes` (see the module docstring): one sample a minute until cancelled, read from the
+    controller's cache (no request to the busy API server)."""
+    for minute in itertools.count(1):
+        sample = await _one_minute(emulation, minute)
+        pods = [p for p in plane.cluster.pods() if p.namespace == "default"]
+        sample.update(
+            pods=len(pods),
+            pods_bound=sum(1 for p in pods if p.node_name),
+            nodeclaims=len(plane.cluster.objects(resources.NODECLAIMS)),
+        )
+        samples.append(sample)
+
+
 async def steady_state(api: Any, emulation: int, *, minutes: int) -> list[dict[str, float]]:
     """The controller idling over a settled cluster: per wall-clock minute, the CPU it used (cores: its process
     time over the minute) and its RSS at the minute's end, with the live nodes and pods then. Nothing changes in
@@ -359,23 +395,10 @@ async def steady_state(api: Any, emulation: int, *, minutes: int) -> list[dict[s
     disruption poll), and what the emulation spends is idle (its stand-ins wake on changes only)."""
     samples = []
     for minute in range(1, minutes + 1):
-        cpu, emulated, wall = time.process_time(), remote_controller.cpu_s(emulation), time.monotonic()
-        await asyncio.sleep(60.0)
-        elapsed = time.monotonic() - wall
-        cores = (time.process_time() - cpu) / elapsed
-        emulation_cores = (remote_controller.cpu_s(emulation) - emulated) / elapsed
-        nodes = len(await _live_nodes(api))
-        pods = len(await _patiently(lambda: api.list(resources.PODS, namespace="default")))
-        samples.append(
-            {
-                "minute": minute,
-                "cpu_cores": round(cores, 3),
-                "emulation_cpu_cores": round(emulation_cores, 3),
-                "rss_mb": round(_rss_mb(), 1),
-                "nodes": nodes,
-                "pods": pods,
-            }
-        )
+        sample = await _one_minute(emulation, minute)
+        sample["nodes"] = len(await _live_nodes(api))
+        sample["pods"] = len(await _patiently(lambda: api.list(resources.PODS, namespace="default")))
+        samples.append(sample)
     return samples
 
 
