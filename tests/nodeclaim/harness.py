@@ -12,7 +12,7 @@ from karpy import events, rejections
 from karpy.api import nodeclaim, parse
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import fake, resources
-from karpy.nodeclaim import controller, lifecycle_observer, registration
+from karpy.nodeclaim import controller, lifecycle_observer, registration, written
 from karpy.state import cluster as state_cluster
 from karpy.termination import controller as termination_controller
 from karpy.termination import drain
@@ -74,6 +74,7 @@ class Env:
             registration=registration.RegistrationHealth(),
             nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
             claims=self.cached_claim,
+            own_writes=written.Written(),  # a new controller (a restart) starts with none
         )
 
     @property

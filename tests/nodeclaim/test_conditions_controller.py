@@ -209,6 +209,7 @@ class Env:
             roles.ClusterRoles(client=self.w.kube, cluster=self.w.cluster, clock=self.w.clock),
             self.w.cloud,
             metrics=_DriftLog(self.drifted),
+            own_writes=written.Written(),
         )
         self.w.cluster.add_listener(self.ctrl.observe)
 
@@ -663,7 +664,10 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
         state = state_cluster.Cluster(clock=manual)
         cloud = fake_provider.FakeCloudProvider(list(disruption_world.CATALOG))
         ctrl = conditions_controller.NodeClaimConditionsController(
-            roles.ClusterRoles(client=api, cluster=state, clock=manual), cloud, metrics=conditions_controller.Metrics()
+            roles.ClusterRoles(client=api, cluster=state, clock=manual),
+            cloud,
+            metrics=conditions_controller.Metrics(),
+            own_writes=written.Written(),
         )
         state.add_listener(ctrl.observe)
         informed = (resources.NODEPOOLS, resources.NODECLAIMS, resources.NODES, resources.PODS)
@@ -702,6 +706,7 @@ async def test_on_the_emulator_pod_bind_consolidation_and_drift_through_informer
                 roles.ClusterRoles(client=dryrun.DryRunClient(api), cluster=state, clock=manual),
                 cloud,
                 metrics=conditions_controller.Metrics(),
+                own_writes=written.Written(),
             )
             await dry.reconcile("default-x")  # would clear Drifted, but only logs it
             got = await api.get(resources.NODECLAIMS, "default-x")

@@ -18,7 +18,7 @@ from karpy import events, rejections
 from karpy.cloudprovider.fake import provider as fake_provider
 from karpy.kube import credentials, resources, rest
 from karpy.nodeclaim import controller as nodeclaim_controller
-from karpy.nodeclaim import lifecycle_observer
+from karpy.nodeclaim import lifecycle_observer, written
 from karpy.nodeclaim import registration as nodeclaim_registration
 from karpy.state import cluster as state_cluster
 from karpy.state import informer
@@ -91,6 +91,7 @@ async def test_drain_respects_a_pdb_end_to_end(
         registration=nodeclaim_registration.RegistrationHealth(),
         nodes=functools.partial(state.objects, resources.NODES),  # as karpy.wiring.controllers passes it
         claims=state.nodeclaim,
+        own_writes=written.Written(),
     )
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(

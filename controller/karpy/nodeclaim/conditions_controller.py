@@ -69,14 +69,14 @@ class NodeClaimConditionsController:
         cloud: types.CloudProvider,
         *,
         metrics: Metrics,
-        own_writes: written.Written | None = None,
+        own_writes: written.Written,
     ) -> None:
         self._deps = deps
         self._cloud = cloud
         self._metrics = metrics
         # Shared with the lifecycle reconciler (karpy.wiring): a claim the cache holds older than either's last write
         # is waited for, not acted on (`written`).
-        self._own_writes = own_writes if own_writes is not None else written.Written()
+        self._own_writes = own_writes
         self._pod_events: dict[str, float] = {}  # node name -> latest accepted pod event time
         self._memory: dict[str, _Memory] = {}
 

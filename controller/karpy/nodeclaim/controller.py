@@ -87,7 +87,7 @@ class Deps:
     """The Nodes of the cluster-state cache, where a claim's Node is looked up by providerID (upstream reads its
     informer cache, nodeclaimutils.NodeForNodeClaim; a LIST of every Node per claim costs O(claims x nodes) at
     scale)."""
-    own_writes: written.Written = dataclasses.field(default_factory=written.Written)
+    own_writes: written.Written
     """The resourceVersions our NodeClaim writes returned, shared with the disruption-conditions reconciler: a
     cached claim older than the last of them is stale, and waited for instead of acted on (`written`)."""
 
