@@ -10,16 +10,14 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests import hypothesis_profiles
+from tests import hypothesis_profiles, json_strategies
 
 from karpy.api import documents
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=30,
-)  # fmt: skip
+_NUMBERS = st.integers(-(10**30), 10**30) | st.floats(allow_nan=False, allow_infinity=False)
+json_values = json_strategies.trees(
+    st.none() | st.booleans() | _NUMBERS | st.text(max_size=20), keys=st.text(max_size=10), width=4, max_leaves=30
+)
 
 
 def bodies(text: str | bytes) -> list[Any]:
@@ -35,12 +33,9 @@ def test_reads_what_pyyaml_writes_as_pyyaml_reads_it(values: list[Any]) -> None:
 
 
 printable = st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=20)
-json_documents = st.recursive(
-    st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats(allow_nan=False, allow_infinity=False)
-    | printable,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(printable, inner, max_size=4),
-    max_leaves=30,
-)  # fmt: skip
+json_documents = json_strategies.trees(
+    st.none() | st.booleans() | _NUMBERS | printable, keys=printable, width=4, max_leaves=30
+)
 
 
 @given(st.lists(json_documents, min_size=1, max_size=3))

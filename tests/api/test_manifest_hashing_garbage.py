@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests import builders, hypothesis_profiles
+from tests import builders, hypothesis_profiles, json_strategies
 
 from karpy.api import errors, hashing, manifest, nodepool, parse
 
@@ -71,11 +71,8 @@ def test_ec2nodeclass_hash_ignores_selectors_but_not_launch_fields() -> None:
     assert hashing.ec2nodeclass_hash(parse.ec2nodeclass(tagged)) != reference
 
 
-_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
-_JSON = st.recursive(
-    _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=12,
+_JSON = json_strategies.trees(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8), keys=st.text(max_size=6)
 )
 
 

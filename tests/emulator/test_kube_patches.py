@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests import json_strategies
 
 from karpy_emulator.apiserver import patches
 
@@ -117,13 +118,10 @@ def test_strategic_merge_patch(target: dict[str, Any], patch: dict[str, Any], ex
     assert patches.strategic_merge_patch(target, patch) == expected
 
 
-JSON_LEAVES = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
-JSON = st.recursive(
-    JSON_LEAVES,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
-    max_leaves=10,
+JSON = json_strategies.trees(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5), keys=st.text(max_size=3), max_leaves=10
 )
-OBJECTS = st.dictionaries(st.text(max_size=3), JSON, max_size=4)
+OBJECTS = json_strategies.objects(JSON, keys=st.text(max_size=3))
 
 
 @given(OBJECTS, OBJECTS)
