@@ -28,6 +28,7 @@ from karpy_emulator.apiserver import (
     namespaces,
     objects,
     openapi,
+    pages,
     pods,
     protobuf,
     requestcounts,
@@ -337,20 +338,22 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
         return encoded
 
     def _list(self, request: kmock.Request, kind: objects.Kind) -> bytes:
-        """The list as JSON, assembled from each item's stored encoding."""
+        """The list as JSON, assembled from each item's stored encoding; one page of it with `?limit=`."""
         assert request.resource is not None
         watch = self._filter(request)
-        # by namespace, then name: the order the store keeps
-        listed = self._db.listed(request.resource, request.namespace)
-        items = [key for key, obj in listed if watch.by_namespace_only or watch.matches(obj)]
-        meta: dict[str, Any] = {"resourceVersion": str(self._db.resource_version)}
-        start = int(request.params.get("continue") or 0)
+        continue_ = request.params.get("continue")
+        resume = pages.resume(continue_) if continue_ else None
+        if resume is not None and not resume.latest and not self._db.holds(request.resource, resume.revision):
+            raise pages.expired(resume)  # compacted, as etcd's history is after a while
         limit = int(request.params.get("limit") or 0)
-        if start:
-            items = items[start:]
-        if limit and len(items) > limit:
-            items = items[:limit]
-            meta["continue"] = str(start + limit)
+        # by namespace, then name: the order the store keeps
+        listed = self._db.listed(request.resource, request.namespace, after=resume.position if resume else None)
+        matching = (key for key, obj in listed if watch.by_namespace_only or watch.matches(obj))
+        items, more = pages.page(matching, limit=limit)
+        version = resume.resource_version if resume and not resume.latest else str(self._db.resource_version)
+        meta: dict[str, Any] = {"resourceVersion": version}
+        if more:
+            meta["continue"] = pages.token(store.position(items[-1]), version)
         head = watching.encode({"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta})
         body = b", ".join(self._db.encoded_live(key) for key in items)
         return head[:-1] + b', "items": [' + body + b"]}"

@@ -86,12 +86,15 @@ class Store:
             if stored is not None and not stored.deleted:
                 yield key, stored.last.raw
 
-    def listed(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[tuple[Key, dict[str, Any]]]:
-        """`live_items` in a LIST's order (namespace, then name), from the order kept on write: no sort per read."""
+    def listed(
+        self, resource: kmock.resource, namespace: str | None = None, *, after: ordered.Position | None = None
+    ) -> Iterator[tuple[Key, dict[str, Any]]]:
+        """`live_items` in a LIST's order (namespace, then name), from the order kept on write: no sort per read;
+        past `after` only, when given (a paginated LIST's next page)."""
         found = self._ordered.get(_resource_id(resource))
         if found is None:
             return
-        for key in found.in_order(namespace):
+        for key in found.in_order(namespace, after=after):
             obj = self._current(key)
             if obj is not None:
                 yield key, obj
@@ -113,16 +116,20 @@ class Store:
         """Every change to `resource` after `revision`, oldest first; None when they are no longer all kept (older
         than `watch_history` changes, or a revision this store never reached): the reader must list again, as an
         informer whose watch got 410 Expired does."""
-        rid = _resource_id(resource)
-        if revision < self._compacted.get(rid, 0) or revision > self.resource_version:
+        if not self.holds(resource, revision):
             return None
         found: list[watching.Change] = []
-        for change in reversed(self._changes.get(rid, ())):
+        for change in reversed(self._changes.get(_resource_id(resource), ())):
             if change.resource_version <= revision:
                 break
             found.append(change)
         found.reverse()
         return found
+
+    def holds(self, resource: kmock.resource, revision: int) -> bool:
+        """Whether every change to `resource` after `revision` is still kept: not compacted, and not a revision this
+        store never reached. A watch or a LIST continued from a revision it does not hold gets 410 Expired."""
+        return self._compacted.get(_resource_id(resource), 0) <= revision <= self.resource_version
 
     def encoded(self, key: Key) -> bytes | None:
         """The live object at `key` as JSON (encoded once per stored version), or None when absent."""
@@ -210,7 +217,7 @@ class Store:
         self._encoded[key] = (self.objects[key].last, obj, encoded)
         rid = _resource_id(key[0])
         self._live_keys.setdefault(rid, {})[key] = None
-        self._ordered.setdefault(rid, ordered.OrderedKeys()).add(_position(key), key)
+        self._ordered.setdefault(rid, ordered.OrderedKeys()).add(position(key), key)
         return encoded
 
     def _gone(self, key: Key) -> None:
@@ -219,7 +226,7 @@ class Store:
         rid = _resource_id(key[0])
         self._live_keys.get(rid, {}).pop(key, None)
         if (keys := self._ordered.get(rid)) is not None:
-            keys.discard(_position(key))
+            keys.discard(position(key))
 
     async def _publish(self, resource: kmock.resource, change: watching.Change) -> None:
         rid = _resource_id(resource)
@@ -310,5 +317,5 @@ def _resource_id(resource: kmock.resource) -> ResourceId:
     return (resource.group, resource.version, resource.plural)
 
 
-def _position(key: Key) -> ordered.Position:
+def position(key: Key) -> ordered.Position:
     return (key[1] or "", key[2])
