@@ -6,7 +6,8 @@ that lead to writes; `watch` takes it itself to snapshot and subscribe atomicall
 
 Every stored version is encoded as JSON once, when it is written (`encoded`): lists, reads and every watcher's
 event reuse those bytes instead of serialising the same object again per reader. Stored versions are never changed
-in place (every write stores a new dict), which is what makes that cache valid.
+in place (every write stores a new dict), which is what makes that cache valid, and what lets a write share the
+parts it did not change with the version before (`objects.updated`) instead of copying the whole object.
 
 What a read costs grows with what it returns, not with the store: a LIST walks its resource's keys already in LIST
 order (`ordered`, kept sorted on write, as etcd and the watch cache keep keys), and an in-process reader that keeps
@@ -192,12 +193,14 @@ class Store:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return old, False
-            marked = objects.clone(old)
-            marked["metadata"].update(deletionTimestamp=objects.timestamp(self._clock()), deletionGracePeriodSeconds=0)
-            marked["metadata"]["resourceVersion"] = str(self.resource_version + 1)
+            marked = objects.with_metadata(
+                old,
+                deletionTimestamp=objects.timestamp(self._clock()),
+                deletionGracePeriodSeconds=0,
+                resourceVersion=str(self.resource_version + 1),
+            )
             return await self.update(key, old, marked), False
-        final = objects.clone(old)
-        final["metadata"]["resourceVersion"] = str(self.next_version())
+        final = objects.with_metadata(old, resourceVersion=str(self.next_version()))
         encoded = self._put(key, final)
         self._gone(key)
         change = watching.Change(watching.EventType.DELETED, self.resource_version, final, None, encoded)
