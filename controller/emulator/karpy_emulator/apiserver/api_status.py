@@ -22,22 +22,39 @@ class Cause:
 class ApiError(Exception):
     """A refused request; rendered as a `Status` with `code` as the HTTP status."""
 
-    def __init__(self, code: int, reason: str, message: str, *, details: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: Mapping[str, Any] | None = None,
+        list_meta: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason
         self.message = message
         self.details = dict(details or {})
+        self.list_meta = dict(list_meta or {})
 
     def body(self) -> dict[str, Any]:
-        return failure(self.code, self.reason, self.message, details=self.details)
+        return failure(self.code, self.reason, self.message, details=self.details, list_meta=self.list_meta)
 
 
-def failure(code: int, reason: str, message: str, *, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def failure(
+    code: int,
+    reason: str,
+    message: str,
+    *,
+    details: Mapping[str, Any] | None = None,
+    list_meta: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A `Status`; `list_meta` is its ListMeta (a 410 to a paginated LIST carries a continue token there)."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
-        "metadata": {},
+        "metadata": dict(list_meta or {}),
         "status": "Failure",
         "message": message,
         "reason": reason,

@@ -1,8 +1,10 @@
 """Everything the emulated API server takes from kmock's private modules, in one place.
 
 kmock 0.8 (pinned exactly in controller/emulator/pyproject.toml) leaves these out of its public API: `Response` (a
-handler's reply with a status, headers and a streamed payload), `Bus` (the per-resource event bus watches read) and
-its bundled builtin resource list. A kmock upgrade starts here: if these moved, only this module changes.
+handler's reply with a status, headers and a streamed payload), `Bus` (the per-resource event bus watches read), its
+bundled builtin resource list, and what `incoming` needs to make a `kmock.Request` itself: the request's constructor,
+kmock's path parsing and action guess, and the error a failed stream is wrapped in. A kmock upgrade starts here: if
+these moved, only this module changes.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import importlib.resources
 from typing import Any, Final
 
 import kmock
-from kmock._internal import aiobus, rendering
+from kmock._internal import aiobus, parsing, rendering
 
 KMOCK_VERSION: Final = "0.8"
 """The kmock release these names were read from (the pin of controller/emulator/pyproject.toml)."""
 
 Response = rendering.Response
 Bus = aiobus.Bus
+Request = rendering.Request
+StreamingError = rendering.StreamingError
+parse_path = parsing.parse_path
+guess_action = parsing.guess_k8s
 
 
 def transport(request: kmock.Request) -> asyncio.Transport | None:

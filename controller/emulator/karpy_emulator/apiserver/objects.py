@@ -1,6 +1,9 @@
 """Pure object bookkeeping of the API server: stamping on create, merging an update, generation, timestamps.
 
-`created` and `updated` return new dicts and never mutate their inputs; refusals are `api_status.ApiError`.
+`created` and `updated` return new dicts and never mutate their inputs; refusals are `api_status.ApiError`. An update
+copies only what it changes: the object and its metadata are new dicts, every other part is shared with the version
+before it (or with the patch that produced it). That is safe because a stored version is never changed in place (see
+`store`): whoever changes an object makes a new one, as `with_metadata` does.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ def clone(value: T) -> T:
     return copy.deepcopy(value)
 
 
+def with_metadata(obj: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
+    """`obj` with `changes` made to its metadata: a new object and metadata, everything else shared with `obj`."""
+    return {**obj, "metadata": {**metadata(obj), **changes}}
+
+
 def timestamp(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -115,18 +123,20 @@ def updated(
     scope: Scope,
     resource_version: int,
 ) -> dict[str, Any] | None:
-    """The object to store after a PUT or PATCH produced `new` from `old`; None when nothing changed."""
+    """The object to store after a PUT or PATCH produced `new` from `old`; None when nothing changed. It shares
+    what did not change with `old` and `new` (see the module docstring): the parts that match compare by identity,
+    so telling a no-op write costs what the write touched, not the object's size."""
     if scope is Scope.STATUS:
-        result = clone(dict(old))
+        result = dict(old)
         if "status" in new:
-            result["status"] = clone(new["status"])
+            result["status"] = new["status"]
         else:
             result.pop("status", None)
     else:
-        result = clone(dict(new))
+        result = dict(new)
         if kind.status_subresource and scope is Scope.MAIN:
             if "status" in old:
-                result["status"] = clone(old["status"])
+                result["status"] = old["status"]
             else:
                 result.pop("status", None)
     result["apiVersion"] = old.get("apiVersion", kind.api_version)

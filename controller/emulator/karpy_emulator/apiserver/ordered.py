@@ -38,8 +38,9 @@ class OrderedKeys(Generic[K]):
         if self._keys.pop(position, None) is not None:
             del self._positions[bisect.bisect_left(self._positions, position)]
 
-    def in_order(self, namespace: str | None = None) -> Iterator[K]:
-        """The keys in LIST order, only those of `namespace` when given (a range, not a scan)."""
+    def in_order(self, namespace: str | None = None, *, after: Position | None = None) -> Iterator[K]:
+        """The keys in LIST order, only those of `namespace` when given (a range, not a scan), only those past
+        `after` when given (where a paginated LIST's previous page ended: the next page costs its own size)."""
         positions = self._positions
         if namespace is None:
             start, stop = 0, len(positions)
@@ -48,8 +49,10 @@ class OrderedKeys(Generic[K]):
             # after all of them and before any longer namespace that starts with it (a name never holds NUL).
             start = bisect.bisect_left(positions, (namespace, ""))
             stop = bisect.bisect_left(positions, (namespace + "\0", ""), lo=start)
+        if after is not None:
+            start = max(start, bisect.bisect_right(positions, after, lo=start, hi=stop))
         keys = self._keys
-        for position in positions[start:stop]:  # a copy: a caller may write between two keys
+        for position in positions[start:stop]:  # a copy (a memcpy): a caller may write between two keys
             key = keys.get(position)
             if key is not None:
                 yield key

@@ -90,12 +90,12 @@ async def bind(
         raise api_status.conflict("pods", "", name, f'pod {name} is already assigned to node "{assigned}"')
     if objects.metadata(old).get("deletionTimestamp"):
         raise api_status.conflict("pods", "", name, "pod is being deleted, cannot be assigned to a host")
-    bound = objects.clone(old)
-    bound.setdefault("spec", {})["nodeName"] = node
-    status_ = bound.setdefault("status", {})
+    # A new spec and status; the containers, volumes, metadata and the other conditions are shared with `old`.
+    status_ = dict(old.get("status") or {})
     conditions = [c for c in status_.get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": objects.timestamp(clock())})
     status_["conditions"] = conditions
+    bound = {**old, "spec": {**(old.get("spec") or {}), "nodeName": node}, "status": status_}
     result = objects.updated(old, bound, _POD, scope=objects.Scope.ALL, resource_version=db.resource_version + 1)
     if result is not None:
         await db.update(key, old, result)

@@ -24,10 +24,12 @@ from karpy_emulator.apiserver import (
     api_status,
     audit,
     faults,
+    incoming,
     kmock_private,
     namespaces,
     objects,
     openapi,
+    pages,
     pods,
     protobuf,
     requestcounts,
@@ -94,6 +96,7 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
     _kinds: dict[kmock.resource, tuple[objects.Kind, frozenset[str]]] = attrs.field(factory=dict, init=False)
     _kinds_declared: int = attrs.field(default=0, init=False)
     _openapi: openapi.Served = attrs.field(factory=openapi.Served, init=False)
+    _parser: incoming.Parser = attrs.field(factory=incoming.Parser, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -173,7 +176,29 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
         return self
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
-        return await super().__call__(protobuf.readable(namespaces.routable(raw_request)))
+        raw_request = protobuf.readable(namespaces.routable(raw_request))
+        if self.limit is not None or len(self._payloads) != self._own_reactions:
+            return await super().__call__(raw_request)  # a test's reactions see kmock's own parse
+        # kmock's RawHandler.__call__ with `incoming`'s parse: the request is recorded for kmock's spy as there, and a
+        # failure is kept for the test (in `errors`) and answered as kmock answers it.
+        request = await self._parser.parse(raw_request, id=len(self._requests))
+        self._requests.append(request)
+        streaming: aiohttp.web.StreamResponse | None = None
+        try:
+            try:
+                return await self._handle(request)
+            except kmock_private.StreamingError as wrapped:  # a watch failed after its headers went out
+                streaming = wrapped.args[0]
+                raise wrapped.__cause__ or wrapped from None
+        except Exception as error:
+            if not self._errors:
+                raise
+            self._errors[-1].append(error)
+            if streaming is None or not streaming.prepared:
+                return await self._render_error(error)
+            await self._stream_error(error, streaming)
+            await streaming.write_eof()
+            return streaming
 
     async def _serve_server_version(self, request: kmock.Request) -> Any:
         return resources.server_version(self.kubernetes_version)
@@ -202,7 +227,7 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
                     # request for kmock's spy, then render our answer.
                     self._object_reaction._requests.append(request)
                     response = await self._serve_object(request)
-                    return await response(request)
+                    return incoming.rendered(response) or await response(request)
                 if self._is_version_discovery(request):
                     return await self._version_reaction(request)  # type: ignore[no-any-return]
             return await kmock.RawHandler._handle(self, request)
@@ -337,20 +362,22 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
         return encoded
 
     def _list(self, request: kmock.Request, kind: objects.Kind) -> bytes:
-        """The list as JSON, assembled from each item's stored encoding."""
+        """The list as JSON, assembled from each item's stored encoding; one page of it with `?limit=`."""
         assert request.resource is not None
         watch = self._filter(request)
-        # by namespace, then name: the order the store keeps
-        listed = self._db.listed(request.resource, request.namespace)
-        items = [key for key, obj in listed if watch.by_namespace_only or watch.matches(obj)]
-        meta: dict[str, Any] = {"resourceVersion": str(self._db.resource_version)}
-        start = int(request.params.get("continue") or 0)
+        continue_ = request.params.get("continue")
+        resume = pages.resume(continue_) if continue_ else None
+        if resume is not None and not resume.latest and not self._db.holds(request.resource, resume.revision):
+            raise pages.expired(resume)  # compacted, as etcd's history is after a while
         limit = int(request.params.get("limit") or 0)
-        if start:
-            items = items[start:]
-        if limit and len(items) > limit:
-            items = items[:limit]
-            meta["continue"] = str(start + limit)
+        # by namespace, then name: the order the store keeps
+        listed = self._db.listed(request.resource, request.namespace, after=resume.position if resume else None)
+        matching = (key for key, obj in listed if watch.by_namespace_only or watch.matches(obj))
+        items, more = pages.page(matching, limit=limit)
+        version = resume.resource_version if resume and not resume.latest else str(self._db.resource_version)
+        meta: dict[str, Any] = {"resourceVersion": version}
+        if more:
+            meta["continue"] = pages.token(store.position(items[-1]), version)
         head = watching.encode({"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": meta})
         body = b", ".join(self._db.encoded_live(key) for key in items)
         return head[:-1] + b', "items": [' + body + b"]}"

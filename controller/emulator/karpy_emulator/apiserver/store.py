@@ -6,7 +6,8 @@ that lead to writes; `watch` takes it itself to snapshot and subscribe atomicall
 
 Every stored version is encoded as JSON once, when it is written (`encoded`): lists, reads and every watcher's
 event reuse those bytes instead of serialising the same object again per reader. Stored versions are never changed
-in place (every write stores a new dict), which is what makes that cache valid.
+in place (every write stores a new dict), which is what makes that cache valid, and what lets a write share the
+parts it did not change with the version before (`objects.updated`) instead of copying the whole object.
 
 What a read costs grows with what it returns, not with the store: a LIST walks its resource's keys already in LIST
 order (`ordered`, kept sorted on write, as etcd and the watch cache keep keys), and an in-process reader that keeps
@@ -86,12 +87,15 @@ class Store:
             if stored is not None and not stored.deleted:
                 yield key, stored.last.raw
 
-    def listed(self, resource: kmock.resource, namespace: str | None = None) -> Iterator[tuple[Key, dict[str, Any]]]:
-        """`live_items` in a LIST's order (namespace, then name), from the order kept on write: no sort per read."""
+    def listed(
+        self, resource: kmock.resource, namespace: str | None = None, *, after: ordered.Position | None = None
+    ) -> Iterator[tuple[Key, dict[str, Any]]]:
+        """`live_items` in a LIST's order (namespace, then name), from the order kept on write: no sort per read;
+        past `after` only, when given (a paginated LIST's next page)."""
         found = self._ordered.get(_resource_id(resource))
         if found is None:
             return
-        for key in found.in_order(namespace):
+        for key in found.in_order(namespace, after=after):
             obj = self._current(key)
             if obj is not None:
                 yield key, obj
@@ -113,16 +117,20 @@ class Store:
         """Every change to `resource` after `revision`, oldest first; None when they are no longer all kept (older
         than `watch_history` changes, or a revision this store never reached): the reader must list again, as an
         informer whose watch got 410 Expired does."""
-        rid = _resource_id(resource)
-        if revision < self._compacted.get(rid, 0) or revision > self.resource_version:
+        if not self.holds(resource, revision):
             return None
         found: list[watching.Change] = []
-        for change in reversed(self._changes.get(rid, ())):
+        for change in reversed(self._changes.get(_resource_id(resource), ())):
             if change.resource_version <= revision:
                 break
             found.append(change)
         found.reverse()
         return found
+
+    def holds(self, resource: kmock.resource, revision: int) -> bool:
+        """Whether every change to `resource` after `revision` is still kept: not compacted, and not a revision this
+        store never reached. A watch or a LIST continued from a revision it does not hold gets 410 Expired."""
+        return self._compacted.get(_resource_id(resource), 0) <= revision <= self.resource_version
 
     def encoded(self, key: Key) -> bytes | None:
         """The live object at `key` as JSON (encoded once per stored version), or None when absent."""
@@ -185,12 +193,14 @@ class Store:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return old, False
-            marked = objects.clone(old)
-            marked["metadata"].update(deletionTimestamp=objects.timestamp(self._clock()), deletionGracePeriodSeconds=0)
-            marked["metadata"]["resourceVersion"] = str(self.resource_version + 1)
+            marked = objects.with_metadata(
+                old,
+                deletionTimestamp=objects.timestamp(self._clock()),
+                deletionGracePeriodSeconds=0,
+                resourceVersion=str(self.resource_version + 1),
+            )
             return await self.update(key, old, marked), False
-        final = objects.clone(old)
-        final["metadata"]["resourceVersion"] = str(self.next_version())
+        final = objects.with_metadata(old, resourceVersion=str(self.next_version()))
         encoded = self._put(key, final)
         self._gone(key)
         change = watching.Change(watching.EventType.DELETED, self.resource_version, final, None, encoded)
@@ -210,7 +220,7 @@ class Store:
         self._encoded[key] = (self.objects[key].last, obj, encoded)
         rid = _resource_id(key[0])
         self._live_keys.setdefault(rid, {})[key] = None
-        self._ordered.setdefault(rid, ordered.OrderedKeys()).add(_position(key), key)
+        self._ordered.setdefault(rid, ordered.OrderedKeys()).add(position(key), key)
         return encoded
 
     def _gone(self, key: Key) -> None:
@@ -219,7 +229,7 @@ class Store:
         rid = _resource_id(key[0])
         self._live_keys.get(rid, {}).pop(key, None)
         if (keys := self._ordered.get(rid)) is not None:
-            keys.discard(_position(key))
+            keys.discard(position(key))
 
     async def _publish(self, resource: kmock.resource, change: watching.Change) -> None:
         rid = _resource_id(resource)
@@ -310,5 +320,5 @@ def _resource_id(resource: kmock.resource) -> ResourceId:
     return (resource.group, resource.version, resource.plural)
 
 
-def _position(key: Key) -> ordered.Position:
+def position(key: Key) -> ordered.Position:
     return (key[1] or "", key[2])

@@ -304,9 +304,11 @@ class Writes:
             if policy == "Foreground" and FOREGROUND_DELETION not in (meta.get("finalizers") or ()):
                 # The API server holds the owner until the garbage collector has deleted the dependents that
                 # block it (karpy_emulator.garbage), as apiserver's BeforeDelete does with this finalizer.
-                held = objects.clone(old)
-                held["metadata"]["finalizers"] = [*(meta.get("finalizers") or ()), FOREGROUND_DELETION]
-                held["metadata"]["resourceVersion"] = str(self._db.resource_version + 1)
+                held = objects.with_metadata(
+                    old,
+                    finalizers=[*(meta.get("finalizers") or ()), FOREGROUND_DELETION],
+                    resourceVersion=str(self._db.resource_version + 1),
+                )
                 old = await self._db.update(key, old, held)
                 meta = objects.metadata(old)
             for field, precondition in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
