@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib
 import json
 import os
 import random
@@ -113,7 +112,7 @@ def make_pod_manifests(count: int, *, mix: str, seed: int = 42) -> list[dict[str
 def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: str = "") -> dict[str, Any]:
     """One measured solve, in this process. Imports happen here so the parent stays light.
 
-    `warm` imports the LP solver (scipy, imported lazily by the lower bound) before the timer starts, so the row
+    `warm` imports the LP solver (highspy, imported lazily at the first LP) before the timer starts, so the row
     measures solving rather than a one-off module import. `profile` writes cProfile stats of the solve there."""
     from karpy import tasks
     from karpy.api import meta, nodepool
@@ -121,6 +120,7 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
     from karpy.cloudprovider.fake import generator
     from karpy.scheduling import pods as scheduling_pods
     from karpy.scheduling import scheduler
+    from karpy.scheduling.optimizer import lp
 
     pool = nodepool.NodePool(
         metadata=meta.ObjectMeta(name="default"),
@@ -134,8 +134,7 @@ def run_one(*, catalog: str, pods: int, mix: str, warm: bool = True, profile: st
     pending = scheduling_pods.from_manifests(iter_pod_manifests(pods, mix=mix))
     inp = scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: types})
     if warm:
-        importlib.import_module("scipy.optimize")
-        importlib.import_module("scipy.sparse")
+        lp.warm()
     profiler = cProfile.Profile() if profile else None
     start, cpu_start = time.perf_counter(), time.process_time()
     if profiler is not None:

@@ -8,6 +8,9 @@ step:
   object graph imports at build: `karpy.wiring.graph.aws_cloud`);
 - `clients`: the boto3 clients the AWS provider builds (`karpy.cloudprovider.aws.factory`), which load their
   service models (nothing is sent);
+- `first solve` (with `--solve`): a provisioning solve of `SOLVE_PODS` pods of bench/scheduling.py's diverse mix
+  over the bundled AWS catalog, as the provisioner asks it (no lower bound), whose repack imports the LP solver and
+  solves its first LPs;
 - `started` (with `--start`): the controller started against an emulated cluster in a child process, as
   `bench/performance.py` runs it, until it holds its catalog; the emulator's own modules are imported first and
   reported as the step `emulator imports`, since a real controller does without them.
@@ -17,6 +20,7 @@ tracemalloc slows imports and holds memory of its own: read RSS from a run witho
 
     .venv/bin/python bench/startup_memory.py --json
     .venv/bin/python bench/startup_memory.py --json --tracemalloc
+    .venv/bin/python bench/startup_memory.py --json --solve
     .venv/bin/python bench/startup_memory.py --json --start
 """
 
@@ -31,7 +35,20 @@ import tracemalloc
 from typing import Any
 
 REGION = "us-west-2"
-WATCHED = ("numpy", "scipy", "kopf", "kubernetes", "yaml", "aiohttp", "boto3", "botocore", "moto", "kmock", "google")
+WATCHED = (
+    "numpy",
+    "scipy",
+    "highspy",
+    "kopf",
+    "kubernetes",
+    "yaml",
+    "aiohttp",
+    "boto3",
+    "botocore",
+    "moto",
+    "kmock",
+    "google",
+)
 """Packages large enough to show in RSS when imported."""
 RUN_IMPORTS = (
     "karpy.cli",
@@ -42,6 +59,28 @@ RUN_IMPORTS = (
     "karpy.cloudprovider.aws.ec2batch",
 )
 """What `karpy run` imports before it starts: the CLI, the operator (cli._run), and what `graph.aws_cloud` imports."""
+SOLVE_PODS = 300
+
+
+def _first_solve() -> int:
+    """Solve as the provisioner does (`compute_lower_bound=False`, provisioning/snapshot.py) and return how many
+    NodeClaims it planned."""
+    import dataclasses
+
+    import scheduling
+    from karpy.api import meta, nodepool
+    from karpy.cloudprovider import catalog
+    from karpy.scheduling import pods, scheduler
+
+    pool = nodepool.NodePool(
+        metadata=meta.ObjectMeta(name="default"),
+        template=nodepool.NodeClaimTemplate(
+            node_class_ref=meta.NodeClassRef(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
+        ),
+    )
+    pending = pods.from_manifests(scheduling.iter_pod_manifests(SOLVE_PODS, mix="diverse"))
+    inp = scheduler.SchedulingInput(pods=pending, nodepools=[pool], instance_types={pool.name: catalog.load(REGION)})
+    return len(scheduler.solve(dataclasses.replace(inp, compute_lower_bound=False)).new_nodeclaims)
 
 
 def _rss_mb() -> float:
@@ -101,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.add_argument("--tracemalloc", action="store_true", help="also report Python's allocations (slower)")
     parser.add_argument("--plain-session", action="store_true", help="clients from a plain boto3 session")
+    parser.add_argument("--solve", action="store_true", help="also run a first provisioning solve (the LP solver)")
     parser.add_argument("--start", action="store_true", help="also start the controller against an emulated cluster")
     parser.add_argument("--within", type=float, default=600.0, help="seconds to wait for the catalog (--start)")
     args = parser.parse_args(argv)
@@ -113,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     steps.record("imports")
     built = _clients(plain=args.plain_session)
     steps.record("clients")
+    if args.solve:
+        planned = _first_solve()
+        steps.record("first solve")
+        steps.rows[-1]["nodeclaims"] = planned
     if args.start:
         asyncio.run(_start(steps, within=args.within))
     del built

@@ -7,8 +7,7 @@ are merged first (`relaxation`: by compatible columns, then rounded down), which
 `solve_lp` remains the per-resource LP the repack uses to steer its greedy fill, and the bound's fallback when no
 merge gets that far.
 
-Per-resource formulation (LP relaxation; HiGHS through scipy.optimize.linprog, imported lazily — `warm()`
-imports it ahead):
+Per-resource formulation (LP relaxation; HiGHS through `lp`, imported at the first solve):
 
 * A *class* c is a set of n_c pods with the same request vector r_c (cpu, memory, pods, extended resources) on
   claims with the same requirements (hostname excluded). Splitting classes by request vector is what makes the
@@ -38,7 +37,6 @@ improve the optimum and the real catalog has ~1,300 types of which only a few do
 from __future__ import annotations
 
 import collections
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -48,7 +46,7 @@ import numpy as np
 from karpy import requirements
 from karpy.api import labels
 from karpy.scheduling import catalog
-from karpy.scheduling.optimizer import exclusion, patterns, relaxation
+from karpy.scheduling.optimizer import exclusion, lp, patterns, relaxation
 
 if TYPE_CHECKING:
     from karpy.scheduling import nodes
@@ -72,12 +70,6 @@ MERGED_CLASSES = PATTERN_CLASSES
 APART_PODS = 500
 
 
-def warm() -> None:
-    """Import scipy's LP solver now, so that a timed solve does not pay for the import."""
-    for module in ("scipy.optimize", "scipy.sparse"):
-        importlib.import_module(module)
-
-
 @dataclass(frozen=True, slots=True)
 class Solution:
     """An LP optimum: `nodes[k]` fractional nodes of column k, `share[c, k]` of class c's pods on column k."""
@@ -95,9 +87,6 @@ def solve_lp(
 ) -> Solution | None:
     """Solve the covering LP above. `demand` is classes × resources (the whole class, n_c·r_c), `compat` classes ×
     columns, `capacity` columns × resources, `price` per column. None when some class has no usable column."""
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix
-
     n_cls = demand.shape[0]
     n_col = len(price)
     if n_cls == 0:
@@ -122,27 +111,25 @@ def solve_lp(
     y_rows = (pair_k[:, None] * n_u + np.arange(n_u)[None, :]).ravel()
     y_cols = np.repeat(n_k + np.arange(n_y), n_u)
     y_vals = dem[pair_c].ravel()
-    a_ub = coo_matrix(
-        (np.concatenate([x_vals, y_vals]), (np.concatenate([x_rows, y_rows]), np.concatenate([x_cols, y_cols]))),
-        shape=(n_k * n_u, n_k + n_y),
-    ).tocsr()
-    a_eq = coo_matrix((np.ones(n_y), (pair_c, n_k + np.arange(n_y))), shape=(n_cls, n_k + n_y)).tocsr()
-    res = linprog(
-        np.concatenate([price[cols], np.zeros(n_y)]),
-        A_ub=a_ub,
-        b_ub=np.zeros(n_k * n_u),
-        A_eq=a_eq,
-        b_eq=np.ones(n_cls),
-        bounds=(0, None),
-        method="highs",
+    a_ub = lp.Triplets(
+        np.concatenate([x_rows, y_rows]),
+        np.concatenate([x_cols, y_cols]),
+        np.concatenate([x_vals, y_vals]),
+        (n_k * n_u, n_k + n_y),
     )
-    if res.status != 0:
+    a_eq = lp.Triplets(pair_c, n_k + np.arange(n_y), np.ones(n_y), (n_cls, n_k + n_y))
+    res = lp.minimize(
+        np.concatenate([price[cols], np.zeros(n_y)]),
+        (a_ub, np.zeros(n_k * n_u)),
+        (a_eq, np.ones(n_cls)),
+    )
+    if res is None:
         return None
     nodes_out = np.zeros(n_col)
     nodes_out[cols] = res.x[:n_k]
     share = np.zeros((n_cls, n_col))
     share[pair_c, cols[pair_k]] = res.x[n_k:]
-    return Solution(float(res.fun), nodes_out, share)
+    return Solution(res.cost, nodes_out, share)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,15 +222,24 @@ def _apart(compat: catalog.BoolArray, among: catalog.IntArray) -> list[catalog.I
     compatible with both (a node is one column, and holds only pods whose class that column suits), so a plan's
     nodes split by part and its cost is the sum of what each part's nodes cost. Zone requirements are what splits
     them: claims pinned to disjoint zones never share an offering."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n_cls, n_col = len(among), compat.shape[1]
     pair_c, pair_k = np.nonzero(compat[among])
-    graph = coo_matrix((np.ones(len(pair_c)), (pair_c, n_cls + pair_k)), shape=(n_cls + n_col, n_cls + n_col))
-    _, label = connected_components(graph, directed=False)
-    label = label[:n_cls]
+    label = components(pair_c, pair_k, n_cls=len(among), n_col=compat.shape[1])
     return [among[label == v] for v in np.unique(label)]
+
+
+def components(pair_c: catalog.IntArray, pair_k: catalog.IntArray, *, n_cls: int, n_col: int) -> catalog.IntArray:
+    """Per class, the smallest class index of its connected component in the bipartite graph of classes and columns
+    whose edges are the pairs (pair_c[i], pair_k[i]). Each round carries the smallest label one hop across a column
+    and back; it stops when no label moves, after at most as many rounds as the longest path has class hops."""
+    label = np.arange(n_cls)
+    while True:
+        by_col = np.full(n_col, n_cls)
+        np.minimum.at(by_col, pair_k, label[pair_c])
+        moved = label.copy()
+        np.minimum.at(moved, pair_c, by_col[pair_k])
+        if np.array_equal(moved, label):
+            return label
+        label = moved
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ import numpy as np
 
 from karpy.api import labels
 from karpy.scheduling import catalog, pods, topology
+from karpy.scheduling.optimizer import lp
 
 GROUPS = 1  # exclusion groups bounded (one small LP each), most nodes forced first
 _RELATIVE_TOLERANCE = 1e-9
@@ -112,9 +113,6 @@ def bound(hosted: list[tuple[int, int]], cap: int, *, compat: catalog.BoolArray,
     Σ_k capacity[k, r]·(Σ_c z[c, k] / cap + x[k]) ≥ demand_r. Any plan is a feasible point (its nodes holding group
     pods give z, the rest x), so the optimum bounds its cost. Columns a cheaper-or-equal column beats in every
     resource are dropped for z (whole nodes), per dollar for x (fractional nodes), neither changing the optimum."""
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix
-
     cap_used, price = fronts.capacity, fronts.price
     n_res = cap_used.shape[1]
     z_cols: list[catalog.IntArray] = []
@@ -133,19 +131,11 @@ def bound(hosted: list[tuple[int, int]], cap: int, *, compat: catalog.BoolArray,
     rows = np.repeat(np.arange(n_res)[None, :], len(all_cols), axis=0).ravel()
     vars_ = np.repeat(np.arange(len(all_cols)), n_res)
     vals = -(cap_used[all_cols] * weight[:, None]).ravel()
-    a_ub = coo_matrix((vals, (rows, vars_)), shape=(n_res, len(all_cols))).tocsr()
+    a_ub = lp.Triplets(rows, vars_, vals, (n_res, len(all_cols)))
     eq_rows = np.concatenate([np.full(len(cols), i) for i, cols in enumerate(z_cols)])
-    a_eq = coo_matrix((np.ones(n_z), (eq_rows, np.arange(n_z))), shape=(len(hosted), len(all_cols))).tocsr()
-    res = linprog(
-        cost,
-        A_ub=a_ub,
-        b_ub=-np.ones(n_res),
-        A_eq=a_eq,
-        b_eq=np.array([float(n) for _, n in hosted]),
-        bounds=(0, None),
-        method="highs",
-    )
-    return float(res.fun) * (1 - _RELATIVE_TOLERANCE) if res.status == 0 else 0.0
+    a_eq = lp.Triplets(eq_rows, np.arange(n_z), np.ones(n_z), (len(hosted), len(all_cols)))
+    res = lp.minimize(cost, (a_ub, -np.ones(n_res)), (a_eq, np.array([float(n) for _, n in hosted])))
+    return res.cost * (1 - _RELATIVE_TOLERANCE) if res is not None else 0.0
 
 
 def _whole_node_front(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from karpy.scheduling import catalog
-from karpy.scheduling.optimizer import column_pricing
+from karpy.scheduling.optimizer import column_pricing, lp
 
 SMALL_ITEMS = 24  # a column holding at most this many pods of the group is bought as whole patterns
 _MAX_ROUNDS = 40
@@ -331,49 +331,36 @@ def _master(
     demand: catalog.FloatArray,
 ) -> _Master | None:
     """Solve the master LP."""
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix, vstack
-
     n_cls = len(demand)
     n_p, n_l, n_z = len(pats), len(large_ids), len(pairs_c)
     n_u = req.shape[1]
     a = np.array(pats, dtype=np.float64).reshape(n_p, n_cls)
     pc, pp = np.nonzero(a.T)
-    cover = coo_matrix(
-        (
-            np.concatenate([-a.T[pc, pp], -np.ones(n_z)]),
-            (np.concatenate([pc, pairs_c]), np.concatenate([pp, n_p + n_l + np.arange(n_z)])),
-        ),
-        shape=(n_cls, n_p + n_l + n_z),
-    )
-    x_rows = (np.arange(n_l)[:, None] * n_u + np.arange(n_u)[None, :]).ravel()
+    # Cover rows (classes) first, then the large columns' capacity rows (k, r), one ≤ block.
+    x_rows = n_cls + (np.arange(n_l)[:, None] * n_u + np.arange(n_u)[None, :]).ravel()
     x_cols = n_p + np.repeat(np.arange(n_l), n_u)
-    z_rows = (pairs_k[:, None] * n_u + np.arange(n_u)[None, :]).ravel()
+    z_rows = n_cls + (pairs_k[:, None] * n_u + np.arange(n_u)[None, :]).ravel()
     z_cols = np.repeat(n_p + n_l + np.arange(n_z), n_u)
-    capacity_rows = coo_matrix(
-        (
-            np.concatenate([-cap[large_ids].ravel(), req[pairs_c].ravel()]),
-            (np.concatenate([x_rows, z_rows]), np.concatenate([x_cols, z_cols])),
-        ),
-        shape=(n_l * n_u, n_p + n_l + n_z),
+    a_ub = lp.Triplets(
+        np.concatenate([pc, pairs_c, x_rows, z_rows]),
+        np.concatenate([pp, n_p + n_l + np.arange(n_z), x_cols, z_cols]),
+        np.concatenate([-a.T[pc, pp], -np.ones(n_z), -cap[large_ids].ravel(), req[pairs_c].ravel()]),
+        (n_cls + n_l * n_u, n_p + n_l + n_z),
     )
     cost = np.concatenate([price[np.array(pat_col, dtype=np.int64)], price[large_ids], np.zeros(n_z)])
-    res = linprog(
+    res = lp.minimize(
         cost,
-        A_ub=vstack([cover, capacity_rows]).tocsr(),
-        b_ub=np.concatenate([-demand, np.zeros(n_l * n_u)]),
-        bounds=(0, None),
-        method="highs",
-        options={"presolve": False},  # small and re-solved every round: presolve costs more than it saves
+        (a_ub, np.concatenate([-demand, np.zeros(n_l * n_u)])),
+        presolve=False,  # small and re-solved every round: presolve costs more than it saves
     )
-    if res.status != 0:
+    if res is None:
         return None
-    marginals = -np.asarray(res.ineqlin.marginals, dtype=np.float64)
-    v = np.asarray(res.x, dtype=np.float64)
+    marginals = -res.upper_duals
+    v = res.x
     return _Master(
         np.maximum(marginals[:n_cls], 0.0),
         np.maximum(marginals[n_cls:], 0.0).reshape(n_l, n_u),
-        float(res.fun),
+        res.cost,
         v[:n_p],
         v[n_p : n_p + n_l],
         v[n_p + n_l :],
