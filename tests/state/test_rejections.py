@@ -9,6 +9,7 @@ import pytest
 from tests import builders
 
 from karpy import clock, rejections
+from karpy.api import corekinds
 from karpy.kube import client, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.state import cluster
@@ -141,3 +142,57 @@ def test_a_core_object_of_the_wrong_shape_is_kept_out_of_every_view() -> None:
     _apply(model, R.NODES, builders.node("odd"), client.MODIFIED)  # fixed: back in every view
     assert [n.name for n in model.state_nodes()] == ["newer", "odd"]
     assert model.unreadable(R.NODES) == []
+
+
+def _wrong_shape(model: cluster.Cluster) -> list[str]:
+    return [u["metadata"]["name"] for u in model.unreadable(R.PODS)]
+
+
+def test_a_pod_status_write_reads_only_what_it_can_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shape of a pod's spec is read once: a later event with the same spec reads the rest of the pod alone,
+    and a wrong-typed status is still refused, naming the field."""
+    model, sink = _model()
+    read = corekinds.read
+    fields_read: list[list[str] | None] = []
+
+    def reading(obj: Any, kind: str, **kwargs: Any) -> Any:
+        fields_read.append(None if kwargs.get("fields") is None else sorted(kwargs["fields"]))
+        return read(obj, kind, **kwargs)
+
+    monkeypatch.setattr(corekinds, "read", reading)
+    pod = builders.pod("p", node="n1")
+    _apply(model, R.PODS, pod)
+    pod["status"] = {"phase": "Running"}
+    _apply(model, R.PODS, pod, client.MODIFIED)
+    assert fields_read == [None, ["apiVersion", "kind", "metadata", "status"]]
+    pod["status"] = {"conditions": 5}
+    _apply(model, R.PODS, pod, client.MODIFIED)
+    assert _wrong_shape(model) == ["p"]
+    (report,) = sink.reports
+    assert "status.conditions: must be a list" in report.problem
+
+
+def test_a_changed_pod_spec_is_read_again() -> None:
+    """A spec that changes (an update of the main resource) is read whole: a wrong-typed field of it is refused."""
+    model, sink = _model()
+    pod = builders.pod("p", node="n1")
+    _apply(model, R.PODS, pod)
+    pod["spec"]["tolerations"] = "all"
+    _apply(model, R.PODS, pod, client.MODIFIED)
+    assert _wrong_shape(model) == ["p"]
+    (report,) = sink.reports
+    assert "spec.tolerations: must be a list" in report.problem
+    pod["spec"]["tolerations"] = []
+    _apply(model, R.PODS, pod, client.MODIFIED)  # fixed, then a wrong-typed spec again after a clean read
+    pod["spec"]["nodeName"] = 5
+    _apply(model, R.PODS, pod, client.MODIFIED)
+    assert _wrong_shape(model) == ["p"]
+    assert "spec.nodeName" in sink.reports[-1].problem
+
+
+def test_a_recreated_pod_is_read_whole() -> None:
+    model, _ = _model()
+    pod = builders.pod("p", node="n1")
+    _apply(model, R.PODS, pod)
+    _apply(model, R.PODS, pod, client.DELETED)
+    assert model._pod_specs == {}

@@ -20,6 +20,7 @@ from karpy.api import (
     decoding,
     durations,
     errors,
+    fingerprints,
     labels,
     semantics,
     validator,
@@ -71,8 +72,51 @@ def nodepool(obj: Mapping[str, Any]) -> api_nodepool.NodePool:
     return _parse(obj, "NodePool", f"{labels.GROUP}/{labels.VERSION}", _validate("NodePool"), _decode_nodepool)
 
 
+CLAIM_MEMO_SIZE = 2048
+"""NodeClaims (and, apart, their specs) remembered by fingerprint: a few times the claims a busy cluster writes
+between two LISTs of them (the garbage collector's, every 2 minutes)."""
+_claims: fingerprints.Memo[api_nodeclaim.NodeClaim] = fingerprints.Memo(CLAIM_MEMO_SIZE)
+_claim_specs: fingerprints.Memo[api_nodeclaim.NodeClaimSpec] = fingerprints.Memo(CLAIM_MEMO_SIZE)
+
+
 def nodeclaim(obj: Mapping[str, Any]) -> api_nodeclaim.NodeClaim:
-    return _parse(obj, "NodeClaim", f"{labels.GROUP}/{labels.VERSION}", _validate("NodeClaim"), _decode_nodeclaim)
+    """A NodeClaim, from the one parsed before when `obj` is the same (a LIST after the watch, a GET after the
+    event), or without validating its spec again when only that is the same (a status write: the status
+    subresource cannot change the spec, and the CRD makes it immutable). Only valid objects and specs are
+    remembered, so a bad object is read, and reported, afresh every time."""
+    api_version = f"{labels.GROUP}/{labels.VERSION}"
+    if type(obj) is not dict or type(obj.get("spec")) is not dict:
+        return _parse(obj, "NodeClaim", api_version, _validate("NodeClaim"), _decode_nodeclaim)
+    whole = fingerprints.of(obj)
+    claim = _claims.get(whole)
+    if claim is not None:
+        return claim
+    spec_print = fingerprints.of(obj["spec"])
+    spec = _claim_specs.get(spec_print)
+    if spec is None:
+        claim = _parse(obj, "NodeClaim", api_version, _validate("NodeClaim"), _decode_nodeclaim)
+        _claim_specs.put(spec_print, claim.spec)
+    else:
+        known = spec
+
+        def decode(defaulted: dict[str, Any], problems: list[errors.Problem]) -> api_nodeclaim.NodeClaim:
+            return api_nodeclaim.NodeClaim(
+                metadata=defaulted["metadata"], spec=known, status=_decode_nodeclaim_status(defaulted, problems)
+            )
+
+        claim = _parse(obj, "NodeClaim", api_version, _validate_without_spec("NodeClaim"), decode, spec_known=True)
+    _claims.put(whole, claim)
+    return claim
+
+
+@functools.cache
+def _validate_without_spec(kind: str) -> validator.Validate:
+    """`_validate(kind)` of an object whose spec was validated before: the spec is left out and not required (no
+    rule of the CRDs' roots reads it together with another field; the spec's own rules went with it)."""
+    schema = dict(_schema(kind))
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "spec"}
+    schema["required"] = [r for r in schema.get("required", ()) if r != "spec"]
+    return validator.validate_with(schema)
 
 
 def ec2nodeclass(obj: Mapping[str, Any]) -> api_ec2nodeclass.EC2NodeClass:
@@ -141,17 +185,19 @@ def _name(obj: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _parse(obj: Any, kind: str, api_version: str, validate: validator.Validate, decode: Decoder[T]) -> T:
+def _parse(
+    obj: Any, kind: str, api_version: str, validate: validator.Validate, decode: Decoder[T], *, spec_known: bool = False
+) -> T:
     if not isinstance(obj, Mapping):
         raise errors.ValidationError(kind, "", [errors.Problem("", f"must be an object, got {_type(obj)}")])
     problems: list[errors.Problem] = []
     for field, expected in (("apiVersion", api_version), ("kind", kind)):
         if obj.get(field) != expected:
             problems.append(errors.Problem(field, f"must be {expected!r}, got {obj.get(field)!r}"))
-    body = {k: v for k, v in obj.items() if k != "metadata"}
+    body = {k: v for k, v in obj.items() if k != "metadata" and not (spec_known and k == "spec")}
     defaulted, schema_problems = validate(body)
     problems += [p for p in schema_problems if p.path not in ("apiVersion", "kind")]
-    if "spec" not in defaulted and "spec" not in {p.path for p in problems}:
+    if not spec_known and "spec" not in defaulted and "spec" not in {p.path for p in problems}:
         # EC2NodeClass's CRD admits an object without one, but nothing can be done with it
         problems.append(errors.Problem("spec", "Required value"))
     metadata = decoding.metadata(obj.get("metadata"), problems)
@@ -219,8 +265,6 @@ def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> ap
     # could not account for the instance behind it.
     spec = obj["spec"]
     requests = decoding.resources(spec.get("resources", {}).get("requests"), "spec.resources.requests", problems)
-    status = obj.get("status", {})
-    last_event = status.get("lastPodEventTime")
     return api_nodeclaim.NodeClaim(
         metadata=obj["metadata"],
         spec=api_nodeclaim.NodeClaimSpec(
@@ -232,15 +276,21 @@ def _decode_nodeclaim(obj: dict[str, Any], problems: list[errors.Problem]) -> ap
             expire_after=durations.parse_or_never(spec["expireAfter"]),
             termination_grace_period=_optional_duration(spec.get("terminationGracePeriod")),
         ),
-        status=api_nodeclaim.NodeClaimStatus(
-            node_name=status.get("nodeName", ""),
-            provider_id=status.get("providerID", ""),
-            image_id=status.get("imageID", ""),
-            capacity=decoding.resources(status.get("capacity"), "status.capacity", problems),
-            allocatable=decoding.resources(status.get("allocatable"), "status.allocatable", problems),
-            conditions=decoding.conditions(status.get("conditions")),
-            last_pod_event_time=decoding.timestamp(last_event) if last_event else None,
-        ),
+        status=_decode_nodeclaim_status(obj, problems),
+    )
+
+
+def _decode_nodeclaim_status(obj: dict[str, Any], problems: list[errors.Problem]) -> api_nodeclaim.NodeClaimStatus:
+    status = obj.get("status", {})
+    last_event = status.get("lastPodEventTime")
+    return api_nodeclaim.NodeClaimStatus(
+        node_name=status.get("nodeName", ""),
+        provider_id=status.get("providerID", ""),
+        image_id=status.get("imageID", ""),
+        capacity=decoding.resources(status.get("capacity"), "status.capacity", problems),
+        allocatable=decoding.resources(status.get("allocatable"), "status.allocatable", problems),
+        conditions=decoding.conditions(status.get("conditions")),
+        last_pod_event_time=decoding.timestamp(last_event) if last_event else None,
     )
 
 

@@ -17,10 +17,10 @@ not remembered.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from karpy.api import fingerprints
 from karpy.scheduling import pods
 
 DEFAULT_SIZE = 4096
@@ -61,8 +61,7 @@ def _key(obj: Mapping[str, Any]) -> bytes | None:
     md, spec = obj.get("metadata"), obj.get("spec")
     if type(md) is not dict or type(spec) is not dict:
         return None
-    text = repr((md.get("namespace"), md.get("labels"), {k: v for k, v in spec.items() if k != "nodeName"}))
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    return fingerprints.of((md.get("namespace"), md.get("labels"), {k: v for k, v in spec.items() if k != "nodeName"}))
 
 
 def _names_claims(spec: Mapping[str, Any]) -> bool:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import dataclasses
 import email
 import tomllib
+from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests import hypothesis_profiles
 
 from karpy.api import ec2nodeclass, meta
 from karpy.cloudprovider.aws import userdata
@@ -155,3 +159,46 @@ def test_raid0_asks_each_family_to_build_the_instance_store_array() -> None:
         "bootstrap-commands"
         not in tomllib.loads(userdata.render(ec2nodeclass.AMIFamily.BOTTLEROCKET, BASE))["settings"]
     )
+
+
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+_LABEL_TEXT = st.from_regex(r"([A-Za-z0-9][-A-Za-z0-9_./]{0,40})?[A-Za-z0-9]", fullmatch=True)
+"""What a label key or value, a kubelet map's key or a quantity can hold by the time it is rendered."""
+
+
+def _node_config(labels: dict[str, str], ca_bundle: str, reserved: dict[str, str], raid: bool) -> dict[str, Any]:
+    options = dataclasses.replace(
+        BASE,
+        labels=labels,
+        ca_bundle=ca_bundle,
+        kubelet=dataclasses.replace(BASE.kubelet or ec2nodeclass.KubeletConfiguration(), system_reserved=reserved),
+        instance_store_policy=userdata.RAID0 if raid else "",
+    )
+    return userdata._node_config(options)
+
+
+@given(
+    labels=st.dictionaries(_LABEL_TEXT, _LABEL_TEXT | st.just(""), max_size=6),
+    ca_bundle=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", max_size=3000),
+    reserved=st.dictionaries(_LABEL_TEXT, _LABEL_TEXT, max_size=3),
+    raid=st.booleans(),
+)
+@settings(max_examples=hypothesis_profiles.examples(200))
+def test_libyaml_writes_the_node_config_as_the_python_emitter_does(
+    labels: dict[str, str], ca_bundle: str, reserved: dict[str, str], raid: bool
+) -> None:
+    """The AL2023 NodeConfig is dumped by LibYAML for speed: for what the API admits (label syntax, a base64 CA
+    bundle of any length) its text is the pure-Python emitter's byte for byte, so no launch template's name (a
+    hash of its user data) changes with the emitter."""
+    document = _node_config(labels, ca_bundle, reserved, raid)
+    assert userdata.YAML_DUMPER is yaml.CSafeDumper
+    assert userdata.dump_yaml(document) == yaml.safe_dump(document, sort_keys=False)
+
+
+@given(labels=st.dictionaries(_ANY_TEXT, _ANY_TEXT, max_size=4), reserved=st.dictionaries(_ANY_TEXT, _ANY_TEXT))
+@settings(max_examples=hypothesis_profiles.examples(200))
+def test_libyaml_node_config_reads_back_whatever_it_holds(labels: dict[str, str], reserved: dict[str, str]) -> None:
+    """Beyond the API's syntax (control characters, astral code points) the emitters may fold an escaped string
+    differently, but the document nodeadm reads is the one karpy wrote."""
+    document = _node_config(labels, "Q0EK", reserved, False)
+    assert yaml.safe_load(userdata.dump_yaml(document)) == document

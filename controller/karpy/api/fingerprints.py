@@ -1,0 +1,52 @@
+"""Content fingerprints of decoded JSON values, and a bounded memo of what a pure function made of them.
+
+The informers parse each watch event afresh, but most events of a NodeClaim or a pod change only its status and
+metadata (the status subresource cannot change the spec, and a NodeClaim's spec is immutable: `spec is immutable`
+in its CRD), and a LIST hands back objects the watch delivered already. A fingerprint says cheaply that a part is
+the same as one read before, so the work done on that part is reused. `repr` tells apart what the JSON readers
+must (1, 1.0, True and "1"; a list from a tuple), and the digest keeps a memo's keys small.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def of(value: Any) -> bytes:
+    """A 16-byte digest of `value`'s repr: equal for equal JSON values of equal key order."""
+    return hashlib.blake2b(repr(value).encode(), digest_size=16).digest()
+
+
+class Memo(Generic[T]):
+    """Results by fingerprint, the least recently used dropped beyond `size`. Only results of a pure function of
+    the fingerprinted value may be stored (never an error: a bad value is read again and reported each time)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._found: dict[bytes, T] = {}
+        self._lock = threading.Lock()  # parsers also run in worker threads (explain, the metrics' renders)
+
+    def get(self, key: bytes) -> T | None:
+        with self._lock:
+            found = self._found.pop(key, None)
+            if found is not None:
+                self._found[key] = found  # most recently used: last out
+            return found
+
+    def put(self, key: bytes, value: T) -> None:
+        with self._lock:
+            self._found.pop(key, None)
+            self._found[key] = value
+            if len(self._found) > self._size:
+                del self._found[next(iter(self._found))]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._found.clear()
+
+    def __len__(self) -> int:
+        return len(self._found)
