@@ -16,8 +16,10 @@ Crash safety comes from re-deriving everything on each call from the cache and t
 * the finalizer is on the claim before `cloud.create` runs (a claim that launched can never vanish silently);
 * the provider id is written to status first, labels second (re-read from `cloud.get` if a crash came between);
 * an instance launched but never recorded (crash between create and the status write) has no claim pointing at
-  it, so garbage collection terminates it after 30 s -- but never one a claim karpy cannot parse holds, and a
-  claim that does not parse is reported (`rejections`) and otherwise left alone: no launch, no termination;
+  it: the claim's next launch asks the provider to adopt it (`create(adopt=True)`, when an earlier process may have
+  launched the claim), and what no claim takes garbage collection terminates after 30 s -- but never one a claim
+  karpy cannot parse holds, and a claim that does not parse is reported (`rejections`) and otherwise left alone:
+  no launch, no termination;
 * Node and NodeClaim writes are idempotent (patches are computed against the current objects), so a re-run after
   any partial write converges; the finalizer goes only once `cloud.delete` answered NotFound.
 """
