@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Awaitable, Callable
 
 from tests.nodeclaim import builders as nodeclaim_builders
@@ -97,9 +98,9 @@ class Env:
             deps or self.termination_deps, backoff=backoff, claims=self.nodeclaim_cache
         )
 
-    def claims(self) -> controller.NodeClaimController:
-        """A fresh controller: nothing carried over in memory, as after a restart."""
-        return controller.NodeClaimController(self.deps)
+    def claims(self, *, leading_since: float = math.inf) -> controller.NodeClaimController:
+        """A fresh controller: nothing carried over in memory, as after a restart (leading since `leading_since`)."""
+        return controller.NodeClaimController(dataclasses.replace(self.deps, leading_since=lambda: leading_since))
 
     def claim_obj(self, name: str) -> dict[str, object] | None:
         return self.kube.obj(resources.NODECLAIMS, name)

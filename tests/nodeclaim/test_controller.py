@@ -144,9 +144,9 @@ async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
     attempts: list[float] = []
     create = env.cloud.create
 
-    async def recording_create(claim: Any) -> Any:
+    async def recording_create(claim: Any, *, adopt: bool = False) -> Any:
         attempts.append(env.clock.now())
-        return await create(claim)
+        return await create(claim, adopt=adopt)
 
     env.cloud.create = recording_create  # type: ignore[method-assign]
     result = await ctl.reconcile(NAME)
@@ -223,21 +223,53 @@ def _status_write_with_provider_id(w: fake.Write) -> bool:
     return w.subresource == "status" and bool(w.body["status"].get("providerID"))
 
 
-async def test_crash_between_create_and_status_write_does_not_leak() -> None:
+async def test_crash_between_create_and_status_write_adopts_the_instance_after_a_restart() -> None:
     env = harness.make_env()
     env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.kube.crash_on = _status_write_with_provider_id
     with pytest.raises(fake.Crash):
-        await env.claims().reconcile(NAME)
+        await env.claims(leading_since=nodeclaim_builders.T0 - 60).reconcile(NAME)
     assert len(env.cloud.instances) == 1  # launched, but nobody knows
-    restarted = env.claims()
+    env.kube.crash_on = None
+    env.clock.advance(15)  # the lease expires; the new leader's term begins after the claim was created
+    restarted = env.claims(leading_since=env.clock.now())
     await restarted.reconcile(NAME)
-    kept = _claim(env).status.provider_id
-    assert len(env.cloud.instances) == 2
+    assert [c.name for c in env.cloud.create_calls] == [NAME, NAME]
+    assert list(env.cloud.instances) == [_claim(env).status.provider_id]  # the first launch's instance, taken over
     await restarted.collect_garbage()
     env.clock.advance(31)
     await restarted.collect_garbage()
-    assert list(env.cloud.instances) == [kept]  # the orphan was terminated, the claimed one kept
+    assert list(env.cloud.instances) == [_claim(env).status.provider_id]
+
+
+@pytest.mark.parametrize(
+    ("term_began", "age", "adopt"),
+    [
+        (-60.0, 0.0, False),  # created by this leader, this term, never launched: no lookup
+        (-60.0, controller.LAUNCH_MEMORY - 1, False),  # launched by this process it would be remembered still
+        (-60.0, controller.LAUNCH_MEMORY, True),  # older than the launch memory: a launch may have been forgotten
+        (0.0, 0.0, True),  # created when the term began: perhaps by the previous leader
+        (controller.CLOCK_SKEW, 0.0, True),  # within the clocks' skew of the term's start
+        (-controller.CLOCK_SKEW - 1, 0.0, False),
+    ],
+)
+async def test_a_launch_looks_for_an_earlier_ones_instance_only_when_one_may_exist(
+    term_began: float, age: float, adopt: bool
+) -> None:
+    env = harness.make_env()
+    env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
+    env.clock.advance(age)
+    asked: list[bool] = []
+    create = env.cloud.create
+
+    async def recording_create(claim: Any, *, adopt: bool = False) -> Any:
+        asked.append(adopt)
+        return await create(claim, adopt=adopt)
+
+    env.cloud.create = recording_create  # type: ignore[method-assign]
+    await env.claims(leading_since=nodeclaim_builders.T0 + term_began).reconcile(NAME)
+    assert asked == [adopt]
+    assert _claim(env).status.provider_id
 
 
 async def test_crash_between_status_and_label_write_restores_labels() -> None:

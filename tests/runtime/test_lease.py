@@ -79,6 +79,8 @@ async def test_one_leads_and_the_other_takes_over_only_after_renewals_stop(api: 
     assert b.holder == a.identity
     assert b.deposed.is_set()
     assert a.elected.is_set()
+    # the term's start: claims created before it may have been launched by an earlier leader (nodeclaim lifecycle)
+    assert (a.leading_since(), b.leading_since()) == (NOW, float("inf"))
     # a renews every retry period for a minute: b never takes over, and there is never a second leader
     for _ in range(30):
         manual.advance(runtime_lease.RETRY_PERIOD)
@@ -86,11 +88,13 @@ async def test_one_leads_and_the_other_takes_over_only_after_renewals_stop(api: 
         assert not await b.try_acquire_or_renew()
         assert a.is_leader()
         assert not b.is_leader()
+    assert a.leading_since() == NOW  # renewals continue the term
     # a dies without releasing: b waits out the lease duration from when it last saw the record change
     manual.advance(runtime_lease.LEASE_DURATION - 0.5)
     assert not await b.try_acquire_or_renew()
     manual.advance(0.5)
     assert await b.try_acquire_or_renew()
+    assert b.leading_since() == manual.now()
     lease = await api.get(resources.LEASES, NAME, namespace=NS)
     assert lease is not None
     assert lease["spec"]["holderIdentity"] == b.identity
@@ -102,6 +106,7 @@ async def test_one_leads_and_the_other_takes_over_only_after_renewals_stop(api: 
     assert not await a.try_acquire_or_renew()
     assert not a.is_leader()
     assert b.is_leader()
+    assert a.leading_since() == float("inf")
 
 
 async def test_a_stale_write_loses_the_race(api: rest.RestClient) -> None:

@@ -102,9 +102,9 @@ class HookedCloud(cloudprovider_wrapping.ReadThrough):
         super().__init__(inner)
         self._hook = hook
 
-    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+    async def create(self, claim: nodeclaim.NodeClaim, *, adopt: bool = False) -> nodeclaim.NodeClaim:
         await self._hook("before cloud.create")
-        out = await self.inner.create(claim)
+        out = await self.inner.create(claim, adopt=adopt)
         await self._hook("after cloud.create")
         return out
 

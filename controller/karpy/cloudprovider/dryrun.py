@@ -39,7 +39,7 @@ class DryRunCloud(wrapping.ReadThrough):
         super().__init__(inner)
         self._log = logger
 
-    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+    async def create(self, claim: nodeclaim.NodeClaim, *, adopt: bool = False) -> nodeclaim.NodeClaim:
         self._log.info("dry run: would launch an instance", extra={"nodeclaim": claim.name})
         raise errors.CreateError(errors.CreateErrorReason.DRY_RUN, f"dry run: nodeclaim {claim.name} not launched")
 

@@ -61,9 +61,9 @@ class MeteredProvider:
         finally:
             self._observe(self._controller, method, self._clock.now() - start)
 
-    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+    async def create(self, claim: nodeclaim.NodeClaim, *, adopt: bool = False) -> nodeclaim.NodeClaim:
         with self._measured("Create"):
-            return await self.inner.create(claim)
+            return await self.inner.create(claim, adopt=adopt)
 
     async def delete(self, claim: nodeclaim.NodeClaim) -> None:
         with self._measured("Delete"):

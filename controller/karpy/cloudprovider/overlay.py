@@ -237,8 +237,8 @@ class OverlaidProvider(wrapping.ReadThrough):
     async def instance_types(self, pool: nodepool.NodePool) -> Sequence[types.InstanceType]:
         return self.overlays.apply(pool.name, await self.inner.instance_types(pool))
 
-    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
-        return await self.inner.create(claim)
+    async def create(self, claim: nodeclaim.NodeClaim, *, adopt: bool = False) -> nodeclaim.NodeClaim:
+        return await self.inner.create(claim, adopt=adopt)
 
     async def delete(self, claim: nodeclaim.NodeClaim) -> None:
         await self.inner.delete(claim)

@@ -167,8 +167,10 @@ class CloudProvider(Protocol):
     @property
     def name(self) -> str: ...
 
-    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
-        """Launch capacity for `claim`; return it with provider id, labels, capacity and allocatable resolved."""
+    async def create(self, claim: nodeclaim.NodeClaim, *, adopt: bool = False) -> nodeclaim.NodeClaim:
+        """Launch capacity for `claim`; return it with provider id, labels, capacity and allocatable resolved.
+        `adopt`: an earlier process may have launched it already (its answer never recorded): return the live
+        instance launched for it, if there is one, instead of launching another."""
         ...
 
     async def delete(self, claim: nodeclaim.NodeClaim) -> None:

@@ -16,8 +16,10 @@ Crash safety comes from re-deriving everything on each call from the cache and t
 * the finalizer is on the claim before `cloud.create` runs (a claim that launched can never vanish silently);
 * the provider id is written to status first, labels second (re-read from `cloud.get` if a crash came between);
 * an instance launched but never recorded (crash between create and the status write) has no claim pointing at
-  it, so garbage collection terminates it after 30 s -- but never one a claim karpy cannot parse holds, and a
-  claim that does not parse is reported (`rejections`) and otherwise left alone: no launch, no termination;
+  it: the claim's next launch asks the provider to adopt it (`create(adopt=True)`, when an earlier process may have
+  launched the claim), and what no claim takes garbage collection terminates after 30 s -- but never one a claim
+  karpy cannot parse holds, and a claim that does not parse is reported (`rejections`) and otherwise left alone:
+  no launch, no termination;
 * Node and NodeClaim writes are idempotent (patches are computed against the current objects), so a re-run after
   any partial write converges; the finalizer goes only once `cloud.delete` answered NotFound.
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -60,6 +63,9 @@ LAUNCH_MEMORY: Final = 60.0
 """Seconds a launched claim is remembered by its uid, so that a reconcile whose status write failed (or whose cache
 read still lacks the providerID) writes the same launch again instead of launching a second instance (core:
 pkg/controllers/nodeclaim/lifecycle/launch.go, its cache of created NodeClaims)."""
+CLOCK_SKEW: Final = 5.0
+"""Seconds between the API server's clock (a claim's creationTimestamp) and ours that a launch still allows for when
+it decides whether an earlier leader may have launched a claim (`_may_have_launched`)."""
 GC_FAST_INTERVAL: Final = 10.0
 GC_FAST_RUNS: Final = 20
 """Instance GC runs every 10 s for its first 20 runs, then every 2 min (aws garbagecollection controller)."""
@@ -90,6 +96,9 @@ class Deps:
     own_writes: written.Written
     """The resourceVersions our NodeClaim writes returned, shared with the disruption-conditions reconciler: a
     cached claim older than the last of them is stale, and waited for instead of acted on (`written`)."""
+    leading_since: Callable[[], float] = lambda: math.inf
+    """When this process's current term as leader began (the clock's time; infinite when unknown): claims created
+    before it may have been launched by an earlier leader (`_may_have_launched`)."""
 
 
 def _min_requeue(*delays: float | None) -> float | None:
@@ -274,10 +283,13 @@ class NodeClaimController:
         # * CreateFleet's ClientToken (cloudprovider/aws/ec2batch.py): the answer was lost (a timeout or reset after
         #   EC2 took the call), so there is nothing to remember; and a restart, which empties this memory. It holds
         #   only for the same batch of owners.
+        # A restart (or this memory's expiry) with the answer received but its status write lost falls between the
+        # two: `adopt` has the provider look for the instance launched for this claim first.
         resolved = self._remembered(claim)
         try:
             if resolved is None:
-                resolved = self._remember(claim, await self._deps.cloud.create(claim))
+                adopt = self._may_have_launched(claim)
+                resolved = self._remember(claim, await self._deps.cloud.create(claim, adopt=adopt))
         except (cloudprovider_errors.InsufficientCapacity, cloudprovider_errors.NodeClassNotReady) as error:
             self._deps.observer.launch_failed(claim, error)
             if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
@@ -306,6 +318,16 @@ class NodeClaimController:
             },
         )
         return launched
+
+    def _may_have_launched(self, claim: nodeclaim.NodeClaim) -> bool:
+        """Whether a launch of this claim the memory does not hold may have happened: one by an earlier leader (the
+        claim was created before this term began: only the leader creates claims) or one by this process that the
+        memory forgot (the claim is older than the memory). Otherwise the claim was created by this process in this
+        term and never launched, which spares the provider's lookup on the hot path of a scale-out."""
+        created = claim.metadata.creation_timestamp
+        if created is None:
+            return True
+        return created <= self._deps.leading_since() + CLOCK_SKEW or self._deps.clock.now() - created >= LAUNCH_MEMORY
 
     def _remembered(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim | None:
         now = self._deps.clock.now()

@@ -19,6 +19,7 @@ import dataclasses
 import datetime
 import enum
 import logging
+import math
 import socket
 import uuid
 from collections.abc import Mapping
@@ -139,6 +140,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._last_renewal = 0.0
         self._leader = False
+        self._since = math.inf
         self.elected = asyncio.Event()
         """Set while this replica leads."""
         self.deposed = asyncio.Event()
@@ -151,6 +153,10 @@ class LeaderElector:
         """Leading, and renewed within the renew deadline: a paused replica stops claiming leadership on its own
         before any other replica can see the Lease expire (renew deadline < lease duration)."""
         return self._leader and self._clock.now() - self._last_renewal < self._renew_deadline
+
+    def leading_since(self) -> float:
+        """When the current term as leader began (the clock's time); infinite while not leading."""
+        return self._since if self._leader else math.inf
 
     @property
     def holder(self) -> str:
@@ -235,6 +241,7 @@ class LeaderElector:
             return
         self._leader = leading
         if leading:
+            self._since = self._clock.now()
             self.deposed.clear()
             self.elected.set()
         else:
@@ -246,7 +253,9 @@ class LeaderElector:
 class AlwaysLeader:
     """DISABLE_LEADER_ELECTION: a single replica that always leads (local runs, tests)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, since: float = math.inf) -> None:
+        self._since = since
+        """When the process started (the clock's time); infinite when unknown."""
         self.identity = "standalone"
         self.elected = asyncio.Event()
         self.elected.set()
@@ -255,6 +264,10 @@ class AlwaysLeader:
 
     def is_leader(self) -> bool:
         return True
+
+    def leading_since(self) -> float:
+        """Since the process started: claims created before may have been launched by an earlier process."""
+        return self._since
 
     async def run(self) -> None:
         await asyncio.Event().wait()

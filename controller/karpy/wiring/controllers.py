@@ -105,7 +105,7 @@ class Queued(Generic[T]):
 
 
 def nodeclaim_lifecycle(
-    s: Shared, registration: nodeclaim_registration.RegistrationHealth
+    s: Shared, registration: nodeclaim_registration.RegistrationHealth, *, leading_since: Callable[[], float]
 ) -> Queued[nodeclaim_controller.NodeClaimController]:
     built = nodeclaim_controller.NodeClaimController(
         nodeclaim_controller.Deps(
@@ -118,6 +118,7 @@ def nodeclaim_lifecycle(
             nodes=functools.partial(s.cluster.objects, resources.NODES),
             claims=s.cluster.nodeclaim,
             own_writes=s.nodeclaim_writes,
+            leading_since=leading_since,
         )
     )
     return Queued(built, s.queue(parts.NODECLAIMS, built.reconcile, resources.NODECLAIMS, parts.NODECLAIM_WORKERS))

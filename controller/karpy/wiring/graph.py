@@ -123,7 +123,7 @@ def build(
     prov: provisioner.Provisioner  # the buffers trigger it and it reports its plans to them: bound on first call
     buffers = controllers.capacity_buffer(s, lambda uid: prov.trigger(uid))
     prov = controllers.provisioning(s, buffers)
-    nodeclaims = controllers.nodeclaim_lifecycle(s, registration)
+    nodeclaims = controllers.nodeclaim_lifecycle(s, registration, leading_since=elector.leading_since)
     termination = controllers.termination(s)
     nodepools = controllers.nodepool(s, registration)
     static_pools = controllers.static_capacity(s, prov.create_nodeclaims)
@@ -193,7 +193,7 @@ def leader_elector(
     namespace: str,
 ) -> lease.LeaderElector | lease.AlwaysLeader:
     if settings.leader_election.disabled:
-        return lease.AlwaysLeader()
+        return lease.AlwaysLeader(since=clock.now())
     return lease.LeaderElector(
         kube,  # the Lease is written even in dry-run: two dry-run replicas must not both act
         name=settings.leader_election.name,

@@ -23,6 +23,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 from tests.cloudprovider.aws.builders import make_nodeclass
 
+from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass
 from karpy.cloudprovider.aws import clients, provider, sessions, zonalshift
 from karpy_emulator import autojump
@@ -251,6 +252,22 @@ def make_provider(
         )
 
     return build
+
+
+def provider_on(
+    aws: clients.Clients, clock: karpy_clock.ManualClock, nodeclasses: NodeClasses
+) -> provider.AWSCloudProvider:
+    """A provider on `clock` (an autojump one for concurrent launches), as a process starts with one."""
+    return provider.AWSCloudProvider(
+        provider.Dependencies(
+            aws=aws,
+            clock=clock.now,
+            sleep=clock.sleep,
+            nodeclaims=tuple,
+            settings=provider.Settings(cluster_name=CLUSTER, region=REGION, isolated_vpc=True),
+            nodeclass_lookup=nodeclasses.lookup,
+        )
+    )
 
 
 @pytest.fixture

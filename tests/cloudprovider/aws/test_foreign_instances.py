@@ -30,7 +30,7 @@ FOREIGN = {
 }
 
 
-def _run_instance(ec2: Any, seeded: seeding.Seeded, tags: dict[str, str]) -> str:
+def run_instance(ec2: Any, seeded: seeding.Seeded, tags: dict[str, str]) -> str:
     reservation = ec2.run_instances(
         ImageId=next(iter(seeded.images.values())),
         InstanceType="m5.large",
@@ -52,7 +52,7 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
 ) -> None:
     aws_provider, _ = ready
     ec2 = boto3.client("ec2", region_name=REGION)
-    foreign = {name: _run_instance(ec2, seeded, tags) for name, tags in FOREIGN.items()}
+    foreign = {name: run_instance(ec2, seeded, tags) for name, tags in FOREIGN.items()}
     ours = await aws_provider.create(
         builders.parsed_nodeclaim(requirements=(builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large"),))
     )

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from tests import builders
-from tests.cloudprovider.aws.builders import make_nodeclass
-from tests.cloudprovider.aws.moto_fixtures import CLUSTER, REGION, NodeClasses
+from tests.cloudprovider.aws import moto_fixtures
+from tests.cloudprovider.aws.moto_fixtures import NodeClasses
 
-from karpy.api import ec2nodeclass, labels
+from karpy.api import labels
 from karpy.cloudprovider.aws import clients, instances, provider
 from karpy_emulator import autojump
 from karpy_emulator.aws import seeding
@@ -28,19 +28,8 @@ ONE_SHAPE = (
 async def batching(
     aws: clients.Clients, seeded: seeding.Seeded, jumping: autojump.AutojumpClock, nodeclasses: NodeClasses
 ) -> provider.AWSCloudProvider:
-    built = provider.AWSCloudProvider(
-        provider.Dependencies(
-            aws=aws,
-            clock=jumping.now,
-            sleep=jumping.sleep,
-            nodeclaims=tuple,
-            settings=provider.Settings(cluster_name=CLUSTER, region=REGION, isolated_vpc=True),
-            nodeclass_lookup=nodeclasses.lookup,
-        )
-    )
-    nc = make_nodeclass(role=seeded.node_role, discovery=CLUSTER)
-    nodeclasses.items[nc.name] = ec2nodeclass.EC2NodeClass(
-        metadata=nc.metadata, spec=nc.spec, status=await built.reconcile_nodeclass(nc)
+    built, _ = await moto_fixtures.with_ready_nodeclass(
+        moto_fixtures.provider_on(aws, jumping, nodeclasses), seeded=seeded, nodeclasses=nodeclasses
     )
     return built
 

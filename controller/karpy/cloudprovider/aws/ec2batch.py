@@ -13,7 +13,11 @@
   IdempotentParameterMismatch; the instances launched under the token are then looked up by the tag and handed out
   instead, and only when there are none (the first call launched nothing) is the new request sent, under a token
   that also hashes its parameters. A different set of owners never shares a token. Owners launched in another
-  grouping after a restart are not recognised: an instance of a lost answer there is garbage collection's.
+  grouping after a restart are not recognised by the token: the launch tags each instance with its NodeClaim's
+  name as soon as it is handed out, and a launch that may repeat an earlier process's looks that tag up first
+  (`claimed_instance`).
+* Instances by NodeClaim name (`claimed_instance`): one DescribeInstances for every name asked in the window, the
+  names as the values of one `tag:karpenter.sh/nodeclaim` filter (EC2 ORs a filter's values).
 * DescribeInstances / TerminateInstances of one instance each: one call for all the ids. An id the merged call
   did not answer for (not found, not terminated) is retried alone, so one bad id fails only its own caller. Unlike
   upstream, a merged call that failed for a reason no single id can cause (throttling, a server error, missing
@@ -35,6 +39,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from botocore import exceptions as botocore_exceptions
 
+from karpy.api import labels
 from karpy.cloudprovider.aws import batcher, clients, error_codes
 
 log = logging.getLogger(__name__)
@@ -56,6 +61,10 @@ _AWS_ERRORS = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientErro
 CREATE_FLEET_WINDOW: Final = batcher.Window(idle=0.035, max_duration=1.0, max_items=1000)
 DESCRIBE_INSTANCES_WINDOW: Final = batcher.Window(idle=0.1, max_duration=1.0, max_items=500)
 TERMINATE_INSTANCES_WINDOW: Final = batcher.Window(idle=0.1, max_duration=1.0, max_items=500)
+CLAIMED_NAMES_PER_CALL: Final = 200
+"""NodeClaim names per DescribeInstances by tag: the values of one filter, kept well inside a request's size."""
+ADOPTABLE_STATES: Final = ("pending", "running")
+"""States of an instance a NodeClaim can still take over (stopping, stopped or shutting-down ones are not)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -116,8 +125,11 @@ class EC2Batchers:
         now: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
         windows: Windows = Windows(),
+        owned: Mapping[str, str] | None = None,
     ) -> None:
+        """`owned`: tags every instance of this cluster carries; `claimed_instance` finds only those."""
         self._ec2 = aws.ec2
+        self._owned = [{"Name": f"tag:{k}", "Values": [v]} for k, v in sorted((owned or {}).items())]
 
         def observe(name: str, size: int, seconds: float) -> None:
             aws.calls.record_batch(name, size=size, window_seconds=seconds)
@@ -131,6 +143,13 @@ class EC2Batchers:
         )
         self._terminations: batcher.Batcher[str, dict[str, Any]] = batcher.Batcher(
             "terminate_instances", windows.terminate_instances, key=_one_bucket, execute=self._terminate, **common
+        )
+        self._claimed: batcher.Batcher[str, dict[str, Any] | None] = batcher.Batcher(
+            "describe_claimed_instances",
+            dataclasses.replace(windows.describe_instances, max_items=CLAIMED_NAMES_PER_CALL),
+            key=_one_bucket,
+            execute=self._find_claimed,
+            **common,
         )
 
     async def create_fleet(self, request: Mapping[str, Any], *, owner: str = "") -> dict[str, Any]:
@@ -152,8 +171,13 @@ class EC2Batchers:
         """The instance's state change (`CurrentState` shutting-down or terminated when it worked)."""
         return await self._terminations.add(instance_id)
 
+    async def claimed_instance(self, name: str) -> dict[str, Any] | None:
+        """The live (pending or running) instance of this cluster tagged `karpenter.sh/nodeclaim: name`, the first
+        launched when several are; None when there is none. A failed merged call raises its error here."""
+        return await self._claimed.add(name)
+
     async def close(self) -> None:
-        for one in (self._fleets, self._describes, self._terminations):
+        for one in (self._fleets, self._describes, self._terminations, self._claimed):
             await one.close()
 
     # --- merged calls -----------------------------------------------------------------------------------------
@@ -194,6 +218,27 @@ class EC2Batchers:
         found = sorted((i for r in pages for i in r.get("Instances") or ()), key=lambda i: str(i["InstanceId"]))
         log.info("CreateFleet %s was sent before: %d instance(s) of it found", token, len(found))
         return {"FleetId": "", "Errors": [], "Instances": [launched_group(i) for i in found]}
+
+    async def _find_claimed(self, names: list[str]) -> list[dict[str, Any] | None]:
+        pages = await clients.paginate(
+            self._ec2,
+            "describe_instances",
+            "Reservations",
+            Filters=[
+                {"Name": f"tag:{labels.TAG_NODECLAIM}", "Values": list(dict.fromkeys(names))},
+                {"Name": "instance-state-name", "Values": list(ADOPTABLE_STATES)},
+                *self._owned,
+            ],
+        )
+        found: dict[str, dict[str, Any]] = {}
+        # The first launched wins, so every caller and every later process picks the same one; the others are
+        # held by no claim, and garbage collection terminates them.
+        for instance in sorted(
+            (i for r in pages for i in r.get("Instances") or ()),
+            key=lambda i: (str(i.get("LaunchTime", "")), str(i["InstanceId"])),
+        ):
+            found.setdefault(clients.tags_of(instance).get(labels.TAG_NODECLAIM, ""), dict(instance))
+        return [found.get(name) for name in names]
 
     async def _describe(self, instance_ids: list[str]) -> list[dict[str, Any] | BaseException | None]:
         async def merged(unique: list[str]) -> dict[str, dict[str, Any] | None]:

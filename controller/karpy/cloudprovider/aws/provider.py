@@ -14,6 +14,7 @@ from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels, meta, nodeclaim, nodepool
 from karpy.cloudprovider import catalog, ec2shapes, errors, overlay, tenancy, types
 from karpy.cloudprovider.aws import (
+    adoption,
     authorization,
     cache,
     clients,
@@ -125,7 +126,13 @@ class AWSCloudProvider:
             disabled=s.disable_dry_run,
         )
         self.launch_templates = templates.LaunchTemplates(aws=deps.aws, clock=deps.clock, cluster_name=s.cluster_name)
-        self.batchers = ec2batch.EC2Batchers(aws=deps.aws, now=deps.clock, sleep=deps.sleep, windows=s.batch_windows)
+        self.batchers = ec2batch.EC2Batchers(
+            aws=deps.aws,
+            now=deps.clock,
+            sleep=deps.sleep,
+            windows=s.batch_windows,
+            owned={f"{labels.TAG_CLUSTER_PREFIX}{s.cluster_name}": "owned"},
+        )
         self._instances: dict[str, Mapping[str, Any]] = {}
         """Instances by id as last described or listed (`_describe`)."""
         self._labelled: dict[str, tuple[Sequence[types.InstanceType], Sequence[types.InstanceType]]] = {}
@@ -230,7 +237,7 @@ class AWSCloudProvider:
         except _AWS_ERRORS as exc:
             raise error_codes.to_domain(exc, operation="listing instance types") from exc
 
-    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+    async def create(self, claim: nodeclaim.NodeClaim, *, adopt: bool = False) -> nodeclaim.NodeClaim:
         nc = self._nodeclass(claim.spec.node_class_ref.name)
         if nc is None:
             raise errors.InsufficientCapacity(f"EC2NodeClass {claim.spec.node_class_ref.name!r} not found")
@@ -244,10 +251,37 @@ class AWSCloudProvider:
                 return listed_types
             return self._overlays.for_launch(claim.metadata.labels, listed_types)
 
-        launched = await self._launcher.launch(claim, nc, await listed(), refresh=listed)
+        known = await listed()
+        launched = await self._adopted(claim, known) if adopt else None
+        if launched is None:
+            launched = await self._launcher.launch(claim, nc, known, refresh=listed)
+            # Before the lifecycle writes the providerID: the tag finds this instance again if that write is lost.
+            await adoption.tag_claimed(self._deps.aws.ec2, launched.instance_id, claim.name)
         return launch.launched_claim(
             claim, nc, launched, provider_id=instances.provider_id(launched.zone, launched.instance_id)
         )
+
+    async def _adopted(self, claim: nodeclaim.NodeClaim, known: Sequence[types.InstanceType]) -> launch.Launched | None:
+        """The live instance tagged with the claim's name (`adoption`), as its launch would have answered."""
+        try:
+            found = await self.batchers.claimed_instance(claim.name)
+        except _AWS_ERRORS as exc:  # not knowing is no licence to launch a second one: retried with backoff
+            raise error_codes.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
+        if found is None:
+            return None
+        adopted = adoption.launched(found, known)
+        if adopted is None:
+            raise errors.CreateError(
+                errors.CreateErrorReason.FLEET,
+                f"instance {found['InstanceId']} of {claim.name} is of a type its node class does not offer:"
+                f" {found.get('InstanceType')!r}",
+            )
+        self._instances[adopted.instance_id] = instances.slim(found)
+        log.info(
+            "adopted the instance an earlier launch made",
+            extra={"nodeclaim": claim.name, "instance": adopted.instance_id},
+        )
+        return adopted
 
     def _for_tenancy(self, catalog: Sequence[types.InstanceType], wanted: str) -> Sequence[types.InstanceType]:
         """`tenancy.for_claim`, memoised on the identity of the catalog (see `_labelled`)."""

@@ -7,7 +7,8 @@ capacity and allocatable. Nothing fits â†’ `InsufficientCapacity`; unknown ids â
 
 Knobs (all public attributes; `reset()` restores them):
 * `catalog`: the global instance types; `instance_types_by_pool`: per NodePool name, wins when present;
-* `next_error`: raised once by the next `create`;
+* `next_error`: raised once by the next `create`; `create(adopt=True)` returns a live instance launched for a
+  claim of the same name, as the AWS provider does;
 * `allowed_creates`: how many creates may succeed in total; further creates fail like upstream's fake, with a
   non-capacity `CreateError`;
 * `drifted`: what `is_drifted` answers; `repair`: the repair policies (none, as upstream's fake);
@@ -73,8 +74,12 @@ class FakeCloudProvider:
         self.instances.clear()
         self._launched = 0
 
-    async def create(self, claim: nodeclaim.NodeClaim) -> nodeclaim.NodeClaim:
+    async def create(self, claim: nodeclaim.NodeClaim, *, adopt: bool = False) -> nodeclaim.NodeClaim:
         self.create_calls.append(claim)
+        if adopt:  # as the AWS provider finds the instance tagged with the claim's name
+            found = next((i for i in self.instances.values() if claim.name and i.name == claim.name), None)
+            if found is not None:
+                return found
         if self.next_error is not None:
             error, self.next_error = self.next_error, None
             raise error
