@@ -32,6 +32,9 @@ right after its creates) counted every pod, `pods_seen_s` until the controller's
 which runs `karpy run` in a process of its own, this benchmark times the provisioner's passes and counts the AWS
 calls from inside the controller, so its RSS also holds the measuring loop and the emulator's client modules);
 `emulation_cpu_s` the CPU seconds the emulation's child process used from the pods' creation until all were bound;
+`requests` what the emulated API server answered meanwhile, but watches (its `apiserver_request_total` at
+`/metrics`, as "VERB resource[/subresource] code", largest first: the stand-ins' writes, such as the kube-scheduler
+stand-in's `PATCH pods/status`, beside the controller's requests and the benchmark's own);
 `KARPY_EMULATOR_PROFILE` profiles it (`karpy_emulator.profiling`).
 `loadavg_before` / `loadavg_after` are the machine's load averages around the whole run.
 
@@ -60,7 +63,8 @@ the calls of its provisioning and of its scale-down apart.
 
 `--steady-minutes M`: once every pod is bound, the cluster is left alone for M wall-clock minutes and
 `steady_state` gives, per minute, the controller's CPU (its process time over the minute, in cores) and the
-emulation's (`emulation_cpu_cores`), both processes' RSS at the minute's end, and the live nodes and pods.
+emulation's (`emulation_cpu_cores`), both processes' RSS at the minute's end, and the live nodes and pods;
+`steady_requests` what the API server answered over those minutes, as `requests`.
 `provisioning_minutes` gives the same per wall-clock minute from the Deployments' creation until every pod was bound
 (or the run gave up), with the pods the controller's cache then had and had bound and the NodeClaims it knew: how far
 a run that does not finish got, and which process was busy meanwhile.
@@ -80,6 +84,9 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+
+import aiohttp
+from prometheus_client import parser as prometheus_client_parser
 
 from karpy import clock as karpy_clock
 from karpy.api import labels, parse
@@ -302,6 +309,7 @@ async def benchmark(
             minutes: list[dict[str, float]] = []
             minute_sampler = asyncio.create_task(_per_minute(plane, emulated.endpoints.pid, minutes))
             emulation_cpu = remote_controller.cpu_s(emulated.endpoints.pid)
+            counted = await request_counts(emulated.api_url)
             deployments_at = time.monotonic()
             for name, cpu, memory in (SMALL, LARGE):
                 await api.create(workloads.DEPLOYMENTS, _deployment(name, cpu, memory, replicas // 2))
@@ -312,6 +320,7 @@ async def benchmark(
                 error = str(exc)
             bound_at = time.monotonic()
             emulation_cpu = remote_controller.cpu_s(emulated.endpoints.pid) - emulation_cpu
+            requests = counted_since(counted, await request_counts(emulated.api_url))
             for task in (sampler, progress_sampler, minute_sampler):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -319,8 +328,11 @@ async def benchmark(
             rss_peak = _rss_mb("VmHWM")
             held = _largest_types() if memory_report else None
             steady = None
+            steady_requests = None
             if error is None and steady_minutes:
+                counted = await request_counts(emulated.api_url)
                 steady = await steady_state(api, emulated.endpoints.pid, minutes=steady_minutes)
+                steady_requests = counted_since(counted, await request_counts(emulated.api_url))
             first = next((p for p in passes if p[2] > 0), None)
             last = next((p for p in reversed(passes) if p[2] > 0), None)
             claims = await _patiently(lambda: api.list(resources.NODECLAIMS))
@@ -343,6 +355,7 @@ async def benchmark(
                 **_progress_figures(progress, zero=first[0] if first else None, deployments_at=deployments_at),
                 "controller_rss_mb": round(rss_peak, 1),
                 "emulation_cpu_s": round(emulation_cpu, 1),
+                "requests": requests,
                 "provisioning_minutes": minutes,
                 "aws_calls_total": sum(calls.values()),
                 "aws_calls": accounting.by_operation(calls),
@@ -352,11 +365,34 @@ async def benchmark(
                 **({} if skip_consolidation else {"consolidation_virtual_s": None, "consolidation_node_ratio": None}),
                 "error": error,
                 **({"controller_memory_by_type": held} if held is not None else {}),
-                **({"steady_state": steady} if steady is not None else {}),
+                **({"steady_state": steady, "steady_requests": steady_requests} if steady is not None else {}),
             }
     if out["error"] is None and not skip_consolidation:
         out.update(await consolidation(replicas, kept, within=within, consolidation_within=consolidation_within))
     return out
+
+
+async def request_counts(api_url: str) -> dict[str, int]:
+    """The emulated API server's `apiserver_request_total`, but watches, as "VERB resource[/subresource] code"."""
+    async with aiohttp.ClientSession() as session, session.get(f"{api_url}/metrics") as response:
+        response.raise_for_status()
+        text = await response.text()
+    counts: dict[str, int] = {}
+    for family in prometheus_client_parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            got = sample.labels
+            if sample.name != "apiserver_request_total" or got["verb"] == "WATCH":
+                continue
+            resource = got["resource"] + (f"/{got['subresource']}" if got["subresource"] else "")
+            key = f"{got['verb']} {resource} {got['code']}"
+            counts[key] = counts.get(key, 0) + int(sample.value)
+    return counts
+
+
+def counted_since(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """The requests of one phase, by key, largest first."""
+    moved = {key: count - before.get(key, 0) for key, count in after.items() if count > before.get(key, 0)}
+    return dict(sorted(moved.items(), key=lambda item: (-item[1], item[0])))
 
 
 async def _one_minute(emulation: int, minute: int) -> dict[str, float]:

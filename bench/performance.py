@@ -61,9 +61,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiohttp
-from prometheus_client import parser as prometheus_client_parser
-
 import e2e
 from karpy.api import labels, quantity
 from karpy.kube import resources
@@ -477,29 +474,6 @@ async def _settle_disruption(
     raise TimeoutError(f"nodes still draining after {within:.0f}s")
 
 
-async def request_counts(api_url: str) -> dict[str, int]:
-    """The emulated API server's `apiserver_request_total`, but watches, as "VERB resource[/subresource] code"."""
-    async with aiohttp.ClientSession() as session, session.get(f"{api_url}/metrics") as response:
-        response.raise_for_status()
-        text = await response.text()
-    counts: dict[str, int] = {}
-    for family in prometheus_client_parser.text_string_to_metric_families(text):
-        for sample in family.samples:
-            got = sample.labels
-            if sample.name != "apiserver_request_total" or got["verb"] == "WATCH":
-                continue
-            resource = got["resource"] + (f"/{got['subresource']}" if got["subresource"] else "")
-            key = f"{got['verb']} {resource} {got['code']}"
-            counts[key] = counts.get(key, 0) + int(sample.value)
-    return counts
-
-
-def _counted_since(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """The requests of one phase, by key, largest first."""
-    moved = {key: count - before.get(key, 0) for key, count in after.items() if count > before.get(key, 0)}
-    return dict(sorted(moved.items(), key=lambda item: (-item[1], item[0])))
-
-
 def _margins(figures: Mapping[str, float], limits: Thresholds) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value, upper in (
@@ -590,7 +564,7 @@ async def _phases(
     for phase in scenario.phases:
         before = await _node_names(api)
         load = os.getloadavg()
-        counted = await request_counts(api_url)
+        counted = await e2e.request_counts(api_url)
         sampler.start()
         start = time.monotonic()
         if phase.kind == "drift":
@@ -619,7 +593,7 @@ async def _phases(
         p95, cores, cpu_s = await sampler.stop()
         if report:
             os.kill(controller.pid, signal.SIGUSR1)
-        requests = _counted_since(counted, await request_counts(api_url))
+        requests = e2e.counted_since(counted, await e2e.request_counts(api_url))
         cpu_util, memory_util, nodes = await utilisation(api)
         figures = {
             "total_time_s": round(end - start, 1),
