@@ -27,7 +27,7 @@ from karpy.api import labels, nodeclaim, parse
 from karpy.cloudprovider import errors
 from karpy.cloudprovider.aws import clients, ec2batch, instances, provider
 from karpy.kube import fake, resources
-from karpy.nodeclaim import controller, lifecycle_observer, registration
+from karpy.nodeclaim import controller, lifecycle_observer, registration, written
 from karpy.state import cluster as state_cluster
 from karpy_emulator import autojump
 from karpy_emulator.aws import seeding
@@ -81,6 +81,7 @@ def _lifecycle(
             registration=registration.RegistrationHealth(),
             nodes=lambda: kube.all(resources.NODES),
             claims=cached,
+            own_writes=written.Written(),
             leading_since=lambda: leading_since,
         )
     )

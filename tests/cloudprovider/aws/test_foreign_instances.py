@@ -15,7 +15,7 @@ from karpy import events, rejections
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import instances, provider
 from karpy.kube import fake, resources
-from karpy.nodeclaim import controller, lifecycle_observer, registration
+from karpy.nodeclaim import controller, lifecycle_observer, registration, written
 from karpy_emulator.aws import seeding
 
 Ready = tuple[provider.AWSCloudProvider, ec2nodeclass.EC2NodeClass]
@@ -75,6 +75,7 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
             registration=registration.RegistrationHealth(),
             nodes=lambda: kube.all(resources.NODES),
             claims=lambda _: None,  # garbage collection reads no claim by name
+            own_writes=written.Written(),
         )
     )
     await gc.collect_garbage()
