@@ -4,6 +4,7 @@ its spec being validated again, and nothing about what is refused, or how it is 
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import pytest
@@ -26,15 +27,15 @@ def _empty_memo() -> None:
     parse._claim_specs.clear()
 
 
-def _claim(**status: Any) -> dict[str, Any]:
-    return builders.nodeclaim(
-        "default-abcde",
-        uid="u1",
-        resource_version="1",
-        requests={"cpu": "1"},
-        taints=[{"key": "a", "effect": "NoSchedule"}],
-        **status,
-    )
+# One claim with a spec worth validating (requests, a taint), as the memo's tests read and write it again.
+_claim = functools.partial(
+    builders.nodeclaim,
+    "default-abcde",
+    uid="u1",
+    resource_version="1",
+    requests={"cpu": "1"},
+    taints=[{"key": "a", "effect": "NoSchedule"}],
+)
 
 
 def _written(obj: dict[str, Any], version: str, **status: Any) -> dict[str, Any]:
