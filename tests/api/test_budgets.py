@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests import builders, hypothesis_profiles
 
@@ -101,10 +102,12 @@ _WINDOW_MINUTES = 8 * 24 * 60
 
 @settings(max_examples=hypothesis_profiles.examples(30), deadline=None)
 @given(_schedules(), st.floats(min_value=at(2020, 1, 1), max_value=at(2030, 1, 1)))
+@example(case=("* * * * *", lambda _: True), after=at(2030, 1, 1) - 2e-7)  # a float just short of a minute
 def test_next_time_matches_brute_force(case: tuple[str, Callable[[datetime.datetime], bool]], after: float) -> None:
     schedule, fires = case
     result = cron.next_time(schedule, after)
-    first_minute = datetime.datetime.fromtimestamp(after, tz=UTC).replace(second=0, microsecond=0)
+    # The minute from whole seconds: fromtimestamp rounds to microseconds, so 23:59:59.9999998 would read as midnight.
+    first_minute = datetime.datetime.fromtimestamp(math.floor(after / 60) * 60, tz=UTC)
     expected = None
     for i in range(1, _WINDOW_MINUTES + 1):
         candidate = first_minute + datetime.timedelta(minutes=i)
