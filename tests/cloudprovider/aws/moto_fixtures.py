@@ -287,3 +287,11 @@ async def with_ready_nodeclass(
     nc = ec2nodeclass.EC2NodeClass(metadata=nc.metadata, spec=nc.spec, status=resolved)
     nodeclasses.items[nc.name] = nc
     return aws_provider, nc
+
+
+async def ready_provider_on(
+    aws: clients.Clients, clock: karpy_clock.ManualClock, *, seeded: seeding.Seeded, nodeclasses: NodeClasses
+) -> provider.AWSCloudProvider:
+    """A provider as a process starts with (`provider_on`), its node class `default` reconciled and Ready."""
+    built, _ = await with_ready_nodeclass(provider_on(aws, clock, nodeclasses), seeded=seeded, nodeclasses=nodeclasses)
+    return built

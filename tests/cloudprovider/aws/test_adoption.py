@@ -54,10 +54,7 @@ async def _provider(
     aws: clients.Clients, seeded: seeding.Seeded, clock: autojump.AutojumpClock, nodeclasses: NodeClasses
 ) -> provider.AWSCloudProvider:
     """A provider as a process starts with (its batchers, caches and instance memory empty), its node class Ready."""
-    built, _ = await moto_fixtures.with_ready_nodeclass(
-        moto_fixtures.provider_on(aws, clock, nodeclasses), seeded=seeded, nodeclasses=nodeclasses
-    )
-    return built
+    return await moto_fixtures.ready_provider_on(aws, clock, seeded=seeded, nodeclasses=nodeclasses)
 
 
 def _lifecycle(

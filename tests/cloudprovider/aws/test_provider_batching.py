@@ -28,10 +28,7 @@ ONE_SHAPE = (
 async def batching(
     aws: clients.Clients, seeded: seeding.Seeded, jumping: autojump.AutojumpClock, nodeclasses: NodeClasses
 ) -> provider.AWSCloudProvider:
-    built, _ = await moto_fixtures.with_ready_nodeclass(
-        moto_fixtures.provider_on(aws, jumping, nodeclasses), seeded=seeded, nodeclasses=nodeclasses
-    )
-    return built
+    return await moto_fixtures.ready_provider_on(aws, jumping, seeded=seeded, nodeclasses=nodeclasses)
 
 
 def claims(count: int) -> list[Any]:
