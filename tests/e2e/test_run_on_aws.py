@@ -215,12 +215,13 @@ async def test_the_aws_provider_takes_a_pending_pod_to_a_bound_pod(emulated: clu
             tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
             assert tags[labels.TAG_NODEPOOL] == "default"
             assert tags[f"{labels.TAG_CLUSTER_PREFIX}{CLUSTER}"] == "owned"
+            assert tags[labels.TAG_NODECLAIM] == claim["metadata"]["name"]  # from the launch: what adoption looks up
 
             async def tagged() -> dict[str, str] | None:
-                """registered: the tagger names the instance after its node and NodeClaim"""
+                """registered: the tagger names the instance after its node"""
                 (described,) = await asyncio.to_thread(described_instances, emulated.region)
                 found = {t["Key"]: t["Value"] for t in described["Tags"]}
-                return found if labels.TAG_NODECLAIM in found else None
+                return found if labels.TAG_NAME in found else None
 
             tags = await polling.until(tagged)
             assert tags[labels.TAG_NODECLAIM] == claim["metadata"]["name"]
