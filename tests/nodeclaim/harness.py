@@ -76,6 +76,7 @@ class Env:
             nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
             claims=self.cached_claim,
             own_writes=written.Written(),  # a new controller (a restart) starts with none
+            leading_since=lambda: math.inf,  # unknown: any claim may have been launched before (`claims` sets it)
         )
 
     @property

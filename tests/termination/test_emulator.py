@@ -82,6 +82,7 @@ async def test_drain_respects_a_pdb_end_to_end(
     recorder = events.MemoryRecorder()
     observer = lifecycle_observer.Observer(recorder, lifecycle_observer.Metrics())
     state = state_cluster.Cluster(clock=clock)  # the controller's informers feed it, as in `karpy run`
+    started = clock.now()
     deps = nodeclaim_controller.Deps(
         client=api,
         cloud=cloud,
@@ -92,6 +93,7 @@ async def test_drain_respects_a_pdb_end_to_end(
         nodes=functools.partial(state.objects, resources.NODES),  # as karpy.wiring.controllers passes it
         claims=state.nodeclaim,
         own_writes=written.Written(),
+        leading_since=lambda: started,  # as `karpy run` without leader election: leading since start-up
     )
     claims = nodeclaim_controller.NodeClaimController(deps)
     terminator = controller.TerminationController(

@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -96,9 +95,10 @@ class Deps:
     own_writes: written.Written
     """The resourceVersions our NodeClaim writes returned, shared with the disruption-conditions reconciler: a
     cached claim older than the last of them is stale, and waited for instead of acted on (`written`)."""
-    leading_since: Callable[[], float] = lambda: math.inf
+    leading_since: Callable[[], float]
     """When this process's current term as leader began (the clock's time; infinite when unknown): claims created
-    before it may have been launched by an earlier leader (`_may_have_launched`)."""
+    before it may have been launched by an earlier leader (`_may_have_launched`). The elector's; no default, so a
+    wiring that forgets it fails to build instead of adopting never."""
 
 
 def _min_requeue(*delays: float | None) -> float | None:

@@ -253,7 +253,7 @@ class LeaderElector:
 class AlwaysLeader:
     """DISABLE_LEADER_ELECTION: a single replica that always leads (local runs, tests)."""
 
-    def __init__(self, *, since: float = math.inf) -> None:
+    def __init__(self, *, since: float) -> None:
         self._since = since
         """When the process started (the clock's time); infinite when unknown."""
         self.identity = "standalone"

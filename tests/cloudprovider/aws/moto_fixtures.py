@@ -24,13 +24,15 @@ from moto.server import ThreadedMotoServer
 from tests.cloudprovider.aws.builders import make_nodeclass
 
 from karpy import clock as karpy_clock
-from karpy.api import ec2nodeclass
+from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import clients, provider, sessions, zonalshift
 from karpy_emulator import autojump
 from karpy_emulator.aws import idempotency, seeding
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
+OWNED = {f"{labels.TAG_CLUSTER_PREFIX}{CLUSTER}": "owned"}
+"""The tag every instance of CLUSTER carries (the provider's batchers look instances up by it)."""
 # Enough variety for every behaviour under test (burstable, general, compute, memory, arm64, GPU, metal) at a
 # tenth of the ~1,400 shapes a provider would otherwise convert and price in every test; the whole catalog is
 # covered by tests/cloudprovider/test_catalog.py.

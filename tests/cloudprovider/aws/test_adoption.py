@@ -32,7 +32,7 @@ from karpy.state import cluster as state_cluster
 from karpy_emulator import autojump
 from karpy_emulator.aws import seeding
 
-OWNED = {f"{labels.TAG_CLUSTER_PREFIX}{CLUSTER}": "owned"}
+OWNED = moto_fixtures.OWNED
 ONE_SHAPE = [
     builders.requirement(labels.LABEL_INSTANCE_TYPE, "In", "m5.large", "c5.large"),
     builders.requirement(labels.LABEL_CAPACITY_TYPE, "In", labels.CAPACITY_TYPE_ON_DEMAND),
@@ -160,7 +160,9 @@ async def test_instances_are_found_by_claim_name_in_one_describe_per_window(
     gone = _run(seeded, claimed("c"))
     _ec2().terminate_instances(InstanceIds=[gone])
     _run(seeded, {"kubernetes.io/cluster/other": "owned", labels.TAG_NODECLAIM: "d"})  # another cluster's claim
-    batchers = ec2batch.EC2Batchers(aws=aws, now=manual.now, sleep=manual.sleep, owned=OWNED)
+    batchers = ec2batch.EC2Batchers(
+        aws=aws, now=manual.now, sleep=manual.sleep, windows=ec2batch.Windows(), owned=OWNED
+    )
     seen = aws_test_ec2batch.record_params(aws.ec2, "DescribeInstances")
     names = ["a", "b", "c", "d", "e", "a"]
     found = await aws_test_ec2batch.together(manual, *(batchers.claimed_instance(n) for n in names))

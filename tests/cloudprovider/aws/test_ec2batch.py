@@ -35,7 +35,9 @@ def one_try(seeded: seeding.Seeded, request: pytest.FixtureRequest) -> clients.C
 
 
 def batchers_on(aws: clients.Clients, manual: karpy_clock.ManualClock) -> ec2batch.EC2Batchers:
-    return ec2batch.EC2Batchers(aws=aws, now=manual.now, sleep=manual.sleep)
+    return ec2batch.EC2Batchers(
+        aws=aws, now=manual.now, sleep=manual.sleep, windows=ec2batch.Windows(), owned=moto_fixtures.OWNED
+    )
 
 
 async def together(manual: karpy_clock.ManualClock, *calls: Awaitable[Any]) -> list[Any]:
@@ -100,7 +102,7 @@ async def test_identical_fleet_requests_are_one_call_for_their_sum(
     sent = record_params(aws.ec2, "CreateFleet")
     subnet = seeded.subnet_ids[0]
     request = fleet_request(template, subnet, zone_of(subnet))
-    responses = await together(manual, *(batchers.create_fleet(request) for _ in range(5)))
+    responses = await together(manual, *(batchers.create_fleet(request, owner="") for _ in range(5)))
     assert len(sent) == 1
     assert sent[0]["TargetCapacitySpecification"]["TotalTargetCapacity"] == 5
     ids = [instance_ids(r) for r in responses]
@@ -116,7 +118,7 @@ async def test_different_fleet_requests_are_different_calls(
     first, second = seeded.subnet_ids[:2]
     east_a, east_b = fleet_request(template, first, zone_of(first)), fleet_request(template, second, zone_of(second))
     requests = [east_a, east_a, east_a, east_b, east_a]  # four for one zone, one for the other
-    responses = await together(manual, *(batchers.create_fleet(r) for r in requests))
+    responses = await together(manual, *(batchers.create_fleet(r, owner="") for r in requests))
     assert sorted(s["TargetCapacitySpecification"]["TotalTargetCapacity"] for s in sent) == [1, 4]
     described = _ec2().describe_instances(InstanceIds=[instance_ids(r)[0] for r in responses])
     subnet_of = {i["InstanceId"]: i["SubnetId"] for r in described["Reservations"] for i in r["Instances"]}
@@ -151,7 +153,9 @@ async def test_partial_fulfilment_gives_instances_in_order_and_the_errors_to_eve
     batchers = batchers_on(aws, manual)
     subnet = seeded.subnet_ids[0]
     fulfil_only(aws.ec2, 3, [ICE, {**ICE, "ErrorMessage": "still none"}])
-    responses = await together(manual, *(batchers.create_fleet(fleet_request(template, subnet, "z")) for _ in range(5)))
+    responses = await together(
+        manual, *(batchers.create_fleet(fleet_request(template, subnet, "z"), owner="") for _ in range(5))
+    )
     assert [len(instance_ids(r)) for r in responses] == [1, 1, 1, 0, 0]
     assert all(len(r["Errors"]) == 2 for r in responses)  # launched or not, each caller sees why some were not
     assert len({r["FleetId"] for r in responses}) == 1
@@ -188,7 +192,9 @@ async def test_a_failed_fleet_call_fails_every_caller_once(
     injected.install(one_try)
     injected.inject({"ec2:CreateFleet"}, faults.Kind.THROTTLED)
     subnet = seeded.subnet_ids[0]
-    outcomes = await together(manual, *(batchers.create_fleet(fleet_request(template, subnet, "z")) for _ in range(4)))
+    outcomes = await together(
+        manual, *(batchers.create_fleet(fleet_request(template, subnet, "z"), owner="") for _ in range(4))
+    )
     assert all(isinstance(o, botocore_exceptions.ClientError) for o in outcomes)
     assert {o.response["Error"]["Code"] for o in outcomes} == {"RequestLimitExceeded"}
     assert one_try.calls.calls() == {("ec2", "CreateFleet"): 1}
@@ -198,7 +204,7 @@ async def test_only_single_instance_fleets_are_batched(aws: clients.Clients, man
     request = fleet_request("t", "subnet-1", "z")
     request["TargetCapacitySpecification"]["TotalTargetCapacity"] = 2
     with pytest.raises(ec2batch.SingleInstanceOnly):
-        await batchers_on(aws, manual).create_fleet(request)
+        await batchers_on(aws, manual).create_fleet(request, owner="")
 
 
 # --- DescribeInstances / TerminateInstances ----------------------------------------------------------------------

@@ -76,6 +76,7 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
             nodes=lambda: kube.all(resources.NODES),
             claims=lambda _: None,  # garbage collection reads no claim by name
             own_writes=written.Written(),
+            leading_since=lambda: launched,  # leading since the launch: no claim to adopt for
         )
     )
     await gc.collect_garbage()

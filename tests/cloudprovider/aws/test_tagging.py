@@ -46,7 +46,9 @@ def one_try(seeded: seeding.Seeded, request: pytest.FixtureRequest) -> clients.C
 def tagger_for(
     aws: clients.Clients, manual: autojump.AutojumpClock, claims: Callable[[], list[nodeclaim.NodeClaim]]
 ) -> tagging.Tagger:
-    batchers = ec2batch.EC2Batchers(aws=aws, now=manual.now, sleep=manual.sleep)
+    batchers = ec2batch.EC2Batchers(
+        aws=aws, now=manual.now, sleep=manual.sleep, windows=ec2batch.Windows(), owned=moto_fixtures.OWNED
+    )
     return tagging.Tagger(
         aws=aws,
         batchers=batchers,

@@ -124,12 +124,14 @@ class EC2Batchers:
         aws: clients.Clients,
         now: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
-        windows: Windows = Windows(),
-        owned: Mapping[str, str] | None = None,
+        windows: Windows,
+        owned: Mapping[str, str],
     ) -> None:
-        """`owned`: tags every instance of this cluster carries; `claimed_instance` finds only those."""
+        """`windows`: the BATCH_* settings' windows. `owned`: tags every instance of this cluster carries;
+        `claimed_instance` finds only those (an empty filter would find another cluster's instance of the same claim
+        name). Neither has a default: a provider that forgot one would batch or look up differently in silence."""
         self._ec2 = aws.ec2
-        self._owned = [{"Name": f"tag:{k}", "Values": [v]} for k, v in sorted((owned or {}).items())]
+        self._owned = [{"Name": f"tag:{k}", "Values": [v]} for k, v in sorted(owned.items())]
 
         def observe(name: str, size: int, seconds: float) -> None:
             aws.calls.record_batch(name, size=size, window_seconds=seconds)
@@ -152,11 +154,11 @@ class EC2Batchers:
             **common,
         )
 
-    async def create_fleet(self, request: Mapping[str, Any], *, owner: str = "") -> dict[str, Any]:
+    async def create_fleet(self, request: Mapping[str, Any], *, owner: str) -> dict[str, Any]:
         """This caller's share of a merged CreateFleet: `Instances` with at most one instance id, the call's
         `Errors` and `FleetId`. A failed merged call raises its error here. `owner` names what the instance is for
         for life (a NodeClaim's uid): it makes the launch idempotent (module docstring); a call with an owner-less
-        request in it sends no ClientToken."""
+        ("") request in it sends no ClientToken, so every caller says which it means."""
         target = request.get("TargetCapacitySpecification", {}).get("TotalTargetCapacity")
         if target != 1:
             raise SingleInstanceOnly(f"CreateFleet batching takes one instance per request, not {target}")

@@ -127,7 +127,7 @@ class CreateFleet(Protocol):
     """One single-instance CreateFleet request and who it is for → this launch's share of the response
     (`ec2batch.EC2Batchers.create_fleet`)."""
 
-    def __call__(self, request: Mapping[str, Any], *, owner: str = "") -> Awaitable[Mapping[str, Any]]: ...
+    def __call__(self, request: Mapping[str, Any], *, owner: str) -> Awaitable[Mapping[str, Any]]: ...
 
 
 class Launcher:
