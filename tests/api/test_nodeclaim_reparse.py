@@ -118,3 +118,33 @@ def test_the_memo_forgets_the_least_recently_used() -> None:
     assert memo.get(b"a") == "A"
     memo.put(b"c", "C")
     assert (memo.get(b"a"), memo.get(b"b"), memo.get(b"c"), len(memo)) == ("A", None, "C", 2)
+
+
+class _Counted:
+    """A value that counts how often its repr is taken (a fingerprint takes one per pass over the object)."""
+
+    def __init__(self) -> None:
+        self.reprs = 0
+
+    def __repr__(self) -> str:
+        self.reprs += 1
+        return "counted"
+
+
+def test_a_miss_takes_the_specs_repr_once() -> None:
+    """The spec is most of a claim's repr: a parse that misses the memo fingerprints it once, for the whole object
+    and for itself together (it was twice)."""
+    counted = _Counted()
+    claim = _claim()
+    claim["spec"]["requirements"][0]["values"].append(counted)
+    with pytest.raises(errors.ValidationError):  # a value no JSON reader makes: refused, and nothing remembered
+        parse.nodeclaim(claim)
+    assert counted.reprs == 1
+
+
+def test_fingerprints_with_a_part_tell_the_part_and_the_rest_apart() -> None:
+    whole, spec = fingerprints.with_part({"spec": {"a": 1}, "status": {}}, "spec")
+    assert spec == fingerprints.of({"a": 1})
+    assert fingerprints.with_part({"status": {}, "spec": {"a": 1}}, "spec") == (whole, spec)  # key order aside
+    others = [{"spec": {"a": 1}, "status": {"b": 1}}, {"spec": {"a": 2}, "status": {}}, {"spec": {}, "status": {}}]
+    assert whole not in {fingerprints.with_part(o, "spec")[0] for o in others}

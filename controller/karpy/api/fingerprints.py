@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -19,6 +20,15 @@ T = TypeVar("T")
 def of(value: Any) -> bytes:
     """A 16-byte digest of `value`'s repr: equal for equal JSON values of equal key order."""
     return hashlib.blake2b(repr(value).encode(), digest_size=16).digest()
+
+
+def with_part(value: Mapping[str, Any], part: str) -> tuple[bytes, bytes]:
+    """The fingerprints of `value` and of `value[part]`, the part's repr taken once (a NodeClaim's spec is most of its
+    repr): the whole's digest is of the part's digest, fixed in size so the join is unambiguous, and the rest's repr.
+    Equal for equal values whatever the part's place among the keys; not comparable with `of(value)`."""
+    part_print = of(value[part])
+    rest = {k: v for k, v in value.items() if k != part}
+    return hashlib.blake2b(part_print + repr(rest).encode(), digest_size=16).digest(), part_print
 
 
 class Memo(Generic[T]):

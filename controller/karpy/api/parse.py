@@ -87,11 +87,10 @@ def nodeclaim(obj: Mapping[str, Any]) -> api_nodeclaim.NodeClaim:
     api_version = f"{labels.GROUP}/{labels.VERSION}"
     if type(obj) is not dict or type(obj.get("spec")) is not dict:
         return _parse(obj, "NodeClaim", api_version, _validate("NodeClaim"), _decode_nodeclaim)
-    whole = fingerprints.of(obj)
+    whole, spec_print = fingerprints.with_part(obj, "spec")
     claim = _claims.get(whole)
     if claim is not None:
         return claim
-    spec_print = fingerprints.of(obj["spec"])
     spec = _claim_specs.get(spec_print)
     if spec is None:
         claim = _parse(obj, "NodeClaim", api_version, _validate("NodeClaim"), _decode_nodeclaim)
