@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 import pytest
-from tests import tasks
+from tests import logtext, tasks
 from tests.disruption import world as disruption_world
 
 from karpy import clock as karpy_clock
@@ -68,7 +68,7 @@ async def test_a_cloud_provider_error_leaves_that_pools_nodes_and_the_next_pass_
     async with tasks.running(ctrl.run) as task:
         await w.clock.run_for(0.5)
         (failure,) = _failures(caplog)
-        assert failure.getMessage() == "failed listing instance types"
+        assert logtext.plain(failure) == "failed listing instance types: CloudProviderError: pricing API unavailable"
         assert (failure.nodepool, failure.error) == ("default", "pricing API unavailable")
         assert not w.deleting("n0")
         await w.clock.run_for(30)  # the 10 s poll, then a pass: 15 s validation, then the queue deletes

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 import pytest
+from tests import logtext
 from tests.nodeclaim import builders as nodeclaim_builders
 from tests.nodeclaim import harness
 
@@ -125,7 +126,9 @@ async def test_registration_finds_the_node_in_the_state_cache_not_by_a_list() ->
         (cloudprovider_errors.NodeClassNotReady("no AMI"), "NodeClassNotReady", "nodeclass_not_ready"),
     ],
 )
-async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception, reason: str, label: str) -> None:
+async def test_capacity_and_node_class_errors_delete_the_claim(
+    error: Exception, reason: str, label: str, caplog: pytest.LogCaptureFixture
+) -> None:
     env = harness.make_env()
     env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.cloud.next_error = error
@@ -134,9 +137,11 @@ async def test_capacity_and_node_class_errors_delete_the_claim(error: Exception,
     assert (e.kind, e.name, e.type, e.reason) == ("NodeClaim", NAME, "Warning", reason)
     assert env.cloud.instances == {}
     assert env.disrupted == [(label, "default", "")]  # upstream's reason label; no capacity type before launch
+    (failed,) = logtext.starting(caplog, "launching nodeclaim failed")
+    assert logtext.plain(failed) == f"launching nodeclaim failed: {type(error).__name__}: {error}"
 
 
-async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
+async def test_other_launch_errors_retry_until_the_launch_timeout(caplog: pytest.LogCaptureFixture) -> None:
     env = harness.make_env()
     env.kube.put(resources.NODECLAIMS, nodeclaim_builders.claim_dict(NAME))
     env.cloud.allowed_creates = 0
@@ -152,6 +157,8 @@ async def test_other_launch_errors_retry_until_the_launch_timeout() -> None:
     result = await ctl.reconcile(NAME)
     assert _condition(env, "Launched") == ("False", "InternalError")
     assert result == controller.LAUNCH_RETRY_MIN
+    (failed,) = logtext.starting(caplog, "launching nodeclaim failed")
+    assert logtext.plain(failed).startswith("launching nodeclaim failed: CreateError: InternalError: ")
     env.clock.advance(result)
     took = await harness.drive(lambda: ctl.reconcile(NAME), env, until=lambda: env.claim_obj(NAME) is None)
     assert took == 299  # deleted once Launched stayed False for 5 min (from the first failure)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tests import builders, polling, tasks
+from tests import builders, logtext, polling, tasks
 from tests.provisioning import builders as provisioning_builders
 from tests.scheduling.conftest import fake_catalog
 
@@ -298,13 +298,19 @@ async def test_pods_of_leaving_nodes_are_rescheduled_elsewhere() -> None:
     assert outcome.nominated == {}
 
 
-async def test_create_failure_reported_on_pods() -> None:
+async def test_create_failure_reported_on_pods(caplog: pytest.LogCaptureFixture) -> None:
     env = _env(pools=[DEFAULT_POOL], pending=[builders.pod("web", memory="1Gi")])
-    env.client.next_create_error = kube_client.KubeError(500, "InternalError", "injected")
+    refused = kube_client.KubeError(500, "InternalError", "injected")
+    env.client.next_create_error = refused
     outcome = await env.prov.provision()
     assert outcome.created == ()
     assert outcome.failed["default/web"].startswith("creating nodeclaim, 500 InternalError")
     assert env.counters.failed == [("default", provisioner.API_ERROR)]
+    # The error shows in a plain log line (the extras do not) and in `karpy run`'s JSON, as a field too.
+    (record,) = logtext.starting(caplog, "creating nodeclaim failed")
+    assert logtext.plain(record) == f"creating nodeclaim failed: KubeError: {refused}"
+    entry = logtext.as_json(record)
+    assert (entry["message"], entry["error"], entry["nodepool"]) == (logtext.plain(record), str(refused), "default")
 
 
 async def test_not_ready_pool_is_not_used() -> None:

@@ -232,7 +232,12 @@ class DisruptionController:
             return list(await self._deps.cloud.instance_types(pool))
         except cloudprovider_errors.CloudProviderError as error:
             # upstream (disruption/helpers.go BuildNodePoolMap): its nodes are not handled; the others are
-            log.error("failed listing instance types", extra={"nodepool": pool.name, "error": str(error)})
+            log.error(
+                "failed listing instance types: %s: %s",
+                type(error).__name__,
+                error,
+                extra={"nodepool": pool.name, "error": str(error)},
+            )
             return None
 
     def _report_failed(self, ctx: methods.Context) -> None:

@@ -156,7 +156,9 @@ class InterruptionController:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.error("deleting interruption message failed", extra={"error": str(exc)})
+            log.error(
+                "deleting interruption message failed: %s: %s", type(exc).__name__, exc, extra={"error": str(exc)}
+            )
             return False
         return True
 

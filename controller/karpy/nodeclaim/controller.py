@@ -291,6 +291,10 @@ class NodeClaimController:
                 adopt = self._may_have_launched(claim)
                 resolved = self._remember(claim, await self._deps.cloud.create(claim, adopt=adopt))
         except (cloudprovider_errors.InsufficientCapacity, cloudprovider_errors.NodeClassNotReady) as error:
+            # as upstream logs it before the delete (core: pkg/controllers/nodeclaim/lifecycle/launch.go)
+            log.warning(
+                "launching nodeclaim failed: %s: %s", type(error).__name__, error, extra={"nodeclaim": claim.name}
+            )
             self._deps.observer.launch_failed(claim, error)
             if await self._deps.client.delete(resources.NODECLAIMS, claim.name):
                 reason = lifecycle_observer.launch_failure(error)
@@ -299,7 +303,9 @@ class NodeClaimController:
             return None
         except cloudprovider_errors.CreateError as error:
             failed = lifecycle.launch_failed(claim, error.reason.value, error.message, now=self._deps.clock.now())
-            log.warning("launching nodeclaim failed: %s", error, extra={"nodeclaim": claim.name})
+            log.warning(
+                "launching nodeclaim failed: %s: %s", type(error).__name__, error, extra={"nodeclaim": claim.name}
+            )
             return await self._write_status(claim, failed)
         launched = lifecycle.launch_result(claim, resolved, now=self._deps.clock.now())
         # Status (provider id) first: it is what ties the instance to this claim for GC and termination.

@@ -86,7 +86,8 @@ class NodeClassController:
         try:
             nc = parse.ec2nodeclass(raw)
         except errors.ValidationError as invalid:
-            log.error("ec2nodeclass failed validation", extra={"ec2nodeclass": name, "error": invalid.summary()})
+            summary = invalid.summary()
+            log.error("ec2nodeclass failed validation: %s", summary, extra={"ec2nodeclass": name, "error": summary})
             return None
         if nc.metadata.deletion_timestamp is not None:
             return await self._finalize(raw, nc)

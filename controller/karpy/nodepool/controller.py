@@ -65,7 +65,7 @@ class NodePoolController:
             pool, error = parse.nodepool(raw), ""
         except errors.ValidationError as invalid:
             pool, error = None, invalid.summary()
-            log.error("nodepool failed validation", extra={"nodepool": name, "error": error})
+            log.error("nodepool failed validation: %s", error, extra={"nodepool": name, "error": error})
         if pool is not None and pool.metadata.deletion_timestamp is None:
             stamp = drift_hash.nodepool_stamp(pool)
             claims = [c for c in self._cluster.nodeclaims() if c.metadata.labels.get(labels.LABEL_NODEPOOL) == name]

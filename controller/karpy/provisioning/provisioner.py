@@ -221,7 +221,13 @@ class Provisioner:
                 try:
                     made = await deps.client.create(resources.NODECLAIMS, self._manifest(plan, pool))
                 except (client.KubeError, OSError, TimeoutError) as exc:  # API refusal or transport failure
-                    log.error("creating nodeclaim failed", extra={"nodepool": pool.name, "error": str(exc)})
+                    # The error in the message too: a plain formatter (not `karpy run`'s JSON) drops the extras.
+                    log.error(
+                        "creating nodeclaim failed: %s: %s",
+                        type(exc).__name__,
+                        exc,
+                        extra={"nodepool": pool.name, "error": str(exc)},
+                    )
                     deps.metrics.nodeclaim_create_failed(pool.name, API_ERROR)
                     failures.append((plan, f"creating nodeclaim, {exc}"))
                     return
@@ -318,9 +324,9 @@ class Provisioner:
             try:
                 out[pool.name] = await self._deps.cloud.instance_types(pool)
             except (errors.NodeClassNotReady, errors.UnevaluatedNodePool) as exc:  # expected while a new one resolves
-                log.warning(_UNRESOLVED, extra={"nodepool": pool.name, "error": str(exc)})
+                log.warning(_UNRESOLVED, type(exc).__name__, exc, extra={"nodepool": pool.name, "error": str(exc)})
             except errors.CloudProviderError as exc:
-                log.error(_UNRESOLVED, extra={"nodepool": pool.name, "error": str(exc)})
+                log.error(_UNRESOLVED, type(exc).__name__, exc, extra={"nodepool": pool.name, "error": str(exc)})
         return out
 
     async def _solve(self, inp: scheduler.SchedulingInput) -> tuple[results.Results, bool]:
@@ -378,7 +384,7 @@ class Provisioner:
         self._deps.recorder.record(event.involved_object(), event.type, event.reason, event.message)
 
 
-_UNRESOLVED = "skipping, unable to resolve instance types"
+_UNRESOLVED = "skipping, unable to resolve instance types: %s: %s"
 
 
 def _without_virtual(plan: results.Results, virtual: Set[str]) -> results.Results:
