@@ -169,9 +169,11 @@ async def test_everything_refused_is_insufficient_capacity_and_expires_after_3_m
     aws_provider, _ = ready
     calls: list[list[str]] = []
     _install_ice(aws_provider._deps.aws.ec2, lambda o: True, calls)
-    with pytest.raises(errors.InsufficientCapacity):
+    with pytest.raises(errors.InsufficientCapacity) as refused:
         await aws_provider.create(builders.parsed_nodeclaim(requirements=SMALL))
     assert len(calls) == 1  # one fleet call refused everything; nothing was left to retry with
+    # EC2's code and message, once however many overrides it refused (upstream's combineFleetErrors)
+    assert str(refused.value).endswith(", with fleet error(s), InsufficientInstanceCapacity: no capacity")
     clock.step(181)
     pool_types = await aws_provider.instance_types(builders.parsed_nodepool(requirements=[]))
     m5 = next(t for t in pool_types if t.name == "m5.large")

@@ -279,7 +279,27 @@ class Launcher:
         *,
         refresh: Callable[[], Awaitable[Sequence[types.InstanceType]]],
     ) -> Launched:
-        """Launch one instance; `refresh()` re-lists instance types after offerings were marked unavailable."""
+        """Launch one instance; `refresh()` re-lists instance types after offerings were marked unavailable. When
+        capacity ran out, the fleets' errors (EC2's codes and messages, each once) are part of the error, as
+        upstream's `combineFleetErrors` makes them (aws: pkg/providers/instance/instance.go)."""
+        refused: set[str] = set()
+        try:
+            return await self._attempts(claim, nc, instance_types, refresh=refresh, refused=refused)
+        except errors.InsufficientCapacity as exc:
+            if not refused:
+                raise
+            raise errors.InsufficientCapacity(f"{exc}, with fleet error(s), {'; '.join(sorted(refused))}") from exc
+
+    async def _attempts(
+        self,
+        claim: nodeclaim.NodeClaim,
+        nc: ec2nodeclass.EC2NodeClass,
+        instance_types: Sequence[types.InstanceType],
+        *,
+        refresh: Callable[[], Awaitable[Sequence[types.InstanceType]]],
+        refused: set[str],
+    ) -> Launched:
+        """`launch`'s tries; the errors of the fleets that launched nothing are added to `refused`."""
         tags = fleet.launch_tags(
             cluster_name=self._cluster_name,
             nodepool=claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""),
@@ -349,6 +369,9 @@ class Launcher:
                     self._unavailable.reservation_launched(launched.reservation_id)
                 return dataclasses.replace(launched, placement_group_id=group_id)
             self._raise_fatal(response, claim)
+            refused.update(
+                f"{e.get('ErrorCode', '')}: {e.get('ErrorMessage', '')}" for e in response.get("Errors") or ()
+            )
             current = await refresh()
         raise errors.InsufficientCapacity(f"all offerings for {claim.name} refused capacity")
 
