@@ -126,6 +126,15 @@ def test_components_are_scipys_connected_components(n_cls: int, n_col: int, dens
     assert all(got[c] == np.flatnonzero(got == got[c])[0] for c in range(n_cls))
 
 
+def test_the_public_highs_class_still_prints_its_banner_when_built() -> None:
+    """Why `lp` builds highspy's private `_core._Highs`: when this fails, an upgrade made `highspy.Highs()` quiet (or
+    gave it a way to be), and `lp` should use the public class."""
+    script = "import highspy\nhighspy.Highs()\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Running HiGHS ")
+
+
 def test_a_provisioning_solve_imports_highspy_not_scipy_and_prints_nothing() -> None:
     # A fresh interpreter (this one has scipy from the tests above): the provisioner's solve (no lower bound) runs
     # the repack's LPs; scipy must stay out (it was ~50 MB of the controller's RSS) and HiGHS must not write its
