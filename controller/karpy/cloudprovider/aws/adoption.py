@@ -9,6 +9,13 @@ launch hands it out, before the lifecycle writes the providerID, and a launch th
 Upstream writes the same tag later, after registration (aws: pkg/controllers/nodeclaim/tagging/controller.go); the
 tagging controller then finds it present and writes only `Name`. The controller policy already allows it on a
 launched instance (aws: the `AllowScopedResourceTagging` statement: `karpenter.sh/nodeclaim` among the tag keys).
+
+Why a CreateTags per launch, and not cheaper: the tag cannot ride in the CreateFleet's TagSpecifications, which
+upstream uses for its launch tags (aws: pkg/providers/instance/instance.go), because a merged fleet's request is
+the same for all its claims and its instances are handed to claims only from the answer; and CreateTags puts one
+set of tags on all its resources, so N claims' N names take N calls, batched or not. The calls of one answer run
+concurrently (each claim's launch awaits its own), and an AWS call takes no virtual time: on moto, one launch at a
+time costs one more call and ~6 ms of wall time, a scale-out no measurable time.
 """
 
 from __future__ import annotations
