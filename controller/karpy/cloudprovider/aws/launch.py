@@ -89,9 +89,7 @@ def claim_requirements(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass
     return requirements.Requirements(r for key, r in reqs.items() if key in labels.WELL_KNOWN_LABELS)
 
 
-def launch_labels(
-    claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass, *, capacity_type: str = ""
-) -> dict[str, str]:
+def launch_labels(claim: nodeclaim.NodeClaim, nc: ec2nodeclass.EC2NodeClass, *, capacity_type: str) -> dict[str, str]:
     """Labels a node of this claim gets whatever instance is chosen: claim labels, single-valued requirements and the
     capacity type the launch chose, for every family (aws: launchtemplate.go EnsureAll). The user data renderers
     give the kubelet those it accepts; registration puts the claim's labels on the Node."""
@@ -140,7 +138,7 @@ class Launcher:
         launch_templates: templates.LaunchTemplates,
         unavailable: cache.UnavailableOfferings,
         cluster_name: str,
-        failures: accounting.ApiCalls | None = None,
+        failures: accounting.ApiCalls,
     ) -> None:
         self._create_fleet = create_fleet
         self._failures = failures
@@ -382,7 +380,7 @@ class Launcher:
         chosen: Sequence[fleet.Candidate],
         by_template: Mapping[str, tuple[str, list[fleet.Candidate]]],
         *,
-        known: Sequence[types.InstanceType] = (),
+        known: Sequence[types.InstanceType],
     ) -> Launched | None:
         """Our instance in `response`; its type is looked up among `chosen`, then `known` (an instance an earlier
         call under the same ClientToken launched may be of a type this attempt no longer offers)."""
@@ -427,8 +425,7 @@ class Launcher:
         for err in response.get("Errors") or ():
             override = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
             kind = error_codes.classify_code(str(err.get("ErrorCode", "")))
-            if self._failures is not None:
-                self._count_failure(err, override, capacity_type, by_template)
+            self._count_failure(err, override, capacity_type, by_template)
             if kind is error_codes.Kind.INSUFFICIENT_CAPACITY:
                 unavailable_as = capacity_type
                 if capacity_type == labels.CAPACITY_TYPE_RESERVED:
@@ -449,7 +446,6 @@ class Launcher:
         capacity_type: str,
         by_template: Mapping[str, tuple[str, list[fleet.Candidate]]],
     ) -> None:
-        assert self._failures is not None
         zone = str(override.get("AvailabilityZone", ""))
         offerings = (o for _, members in by_template.values() for m in members for o in m.offerings)
         zone_id = next((o.zone_id for o in offerings if o.zone == zone and o.zone_id), "")
