@@ -17,7 +17,11 @@ container's memory and CPU, from Prometheus):
   phase the controller is given time to list its catalog (`catalog_warmup_s`, not counted);
 - `total_time_s`: from the phase's change until its pods are all bound and, for consolidation and drift, until no
   node has been draining (deleted, or tainted karpenter.sh/disrupted) for 3 minutes and, for drift, every old node
-  is gone, those 3 minutes included (upstream's `monitorConsolidationRounds`);
+  is gone, those 3 minutes included (upstream's `monitorConsolidationRounds`). A phase is given the longer of its
+  upstream test's timeout and its total-time threshold (`wait_s`; `--within` overrides it). Upstream's monitor does
+  not wait that long: it returns `timeout` after the pods are healthy, done or not, without failing the test, and
+  its total time stops there; `upstream_report_time_s` is the time upstream's report would have shown, and
+  `draining_at_upstream_timeout` whether nodes were still draining when it returned;
 - `cpu_util` / `memory_util`: the mean over the nodes karpy launched of requested / allocatable, at the end of the
   phase (`Monitor.AvgUtilization`);
 - `controller_p95_memory_mb`: the 95th percentile of the controller process's RSS (/proc/<pid>/status VmRSS),
@@ -490,24 +494,47 @@ def draining(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settled:
+    """When a consolidation or drift phase was over, and what upstream's report would have said of it."""
+
+    end: float
+    """Monotonic time the phase was over, the stable window included."""
+    upstream_end: float
+    """Monotonic time upstream's report would have stopped its clock: `end`, or its monitor's `timeout` after the
+    pods were healthy if the nodes were still draining then (report.go `monitorConsolidationRounds` and ReportDrift's
+    loop return at their timeout without failing the test)."""
+    draining_at_upstream_timeout: bool
+    """Whether nodes were still draining when upstream's monitor would have returned."""
+    done: bool = True
+    """False: nodes were still draining when the benchmark's own wait ran out."""
+
+
 async def _settle_disruption(
-    api: Any, expected_pods: int, *, within: float, before: frozenset[str] = frozenset()
-) -> float:
+    api: Any, expected_pods: int, *, within: float, monitor: float, before: frozenset[str] = frozenset()
+) -> Settled:
     """Upstream's `monitorConsolidationRounds` (report.go): the phase is over once its pods are all running and no
-    node has been draining for `STABLE` seconds (for drift, also once every node of `before` is gone). Returns the
-    monotonic time it is over, the stable window included, as upstream's total time includes it."""
+    node has been draining for `STABLE` seconds (for drift, also once every node of `before` is gone), here given
+    up to `within` where upstream's monitor returns `monitor` seconds after the pods are healthy, done or not."""
     start = time.monotonic()
     await e2e._until(lambda: e2e._settled(api, expected_pods), within=within, what="pods settled", step=2.0)
+    upstream_end = time.monotonic() + monitor
     last_draining = time.monotonic()
+    draining_then: bool | None = None
     while time.monotonic() - start < within:
         items, _ = await api.list(resources.NODES)
         names = {n["metadata"]["name"] for n in items}
-        if draining(items) or names & before:
+        busy = bool(draining(items) or names & before)
+        if draining_then is None and time.monotonic() >= upstream_end:
+            draining_then = busy
+        if busy:
             last_draining = time.monotonic()
         elif time.monotonic() - last_draining >= STABLE:
-            return time.monotonic()
+            now = time.monotonic()
+            return Settled(now, min(now, upstream_end), draining_at_upstream_timeout=bool(draining_then))
         await asyncio.sleep(5.0)
-    raise TimeoutError(f"nodes still draining after {within:.0f}s")
+    now = time.monotonic()
+    return Settled(now, min(now, upstream_end), draining_at_upstream_timeout=draining_then is not False, done=False)
 
 
 def _margins(figures: Mapping[str, float], limits: Thresholds) -> dict[str, Any]:
@@ -617,14 +644,26 @@ async def _phases(
         expected = sum(replicas.values())
         limit = within if within is not None else phase.wait_s
         error = None
+        upstream: dict[str, Any] = {}
         try:
             if phase.kind == "scale-out":
                 await e2e._until(lambda n=expected: settled(n), within=limit, what="all pods bound", step=1.0)
                 end = time.monotonic()
             else:
-                end = await _settle_disruption(
-                    api, expected, within=limit, before=before if phase.kind == "drift" else frozenset()
+                settled_at = await _settle_disruption(
+                    api,
+                    expected,
+                    within=limit,
+                    monitor=phase.timeout_s,
+                    before=before if phase.kind == "drift" else frozenset(),
                 )
+                end = settled_at.end
+                if not settled_at.done:
+                    error = f"nodes still draining after {limit:.0f}s"
+                upstream = {
+                    "upstream_report_time_s": round(settled_at.upstream_end - start, 1),
+                    "draining_at_upstream_timeout": settled_at.draining_at_upstream_timeout,
+                }
         except TimeoutError as exc:
             error, end = str(exc), time.monotonic()
         p95, cores, cpu_s = await sampler.stop()
@@ -646,6 +685,7 @@ async def _phases(
                 "pods": expected,
                 "nodes": nodes,
                 "wait_s": limit,
+                **upstream,
                 **figures,
                 "thresholds": _margins(figures, phase.thresholds),
                 "loadavg_before": [round(x, 2) for x in load],
