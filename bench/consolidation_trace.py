@@ -13,7 +13,9 @@ pod bound, it records from the disruption loop's own log lines, at virtual time:
 - each command that failed validation (method, nodes, the failure kind `churn` / `budget` / `scheduling`);
 - each candidate NodeClaim's way out: from the queue's delete until the NodeClaim left the API server, its Node
   drained and its instance terminated (`drain_s`);
-- the timeline of live nodes.
+- the timeline of live nodes;
+- the CPU seconds of each step of the disruption loop (`Cpu`: the pass's snapshot, each method's compute, each
+  validation), in all and per command: what the wall clock adds to each command beyond the timers.
 The summary counts commands per method and decision, nodes per command, validation failures per method and kind,
 and the mean and largest validation, launch and drain times; the load averages and the wall time are printed
 beside them.
@@ -36,6 +38,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -50,7 +53,8 @@ import performance
 from karpy import clock as karpy_clock
 from karpy.api import labels
 from karpy.disruption import candidates as disruption_candidates
-from karpy.disruption import simulation
+from karpy.disruption import methods as disruption_methods
+from karpy.disruption import passes, simulation, validation
 from karpy.kube import resources
 from karpy.scheduling import results
 from karpy_emulator import autojump, cluster, controlplane, demo, workloads
@@ -181,6 +185,63 @@ class Trials:
         }
 
 
+class Cpu:
+    """The controller's CPU seconds per step of the disruption loop, while `recording()` is on: what virtual time
+    counts as instantaneous and the wall clock does not (each step timed with `time.thread_time`, on the thread that
+    runs it: the event loop's)."""
+
+    STEPS: tuple[tuple[Any, str], ...] = (
+        (passes, "context"),
+        (validation, "validate"),
+        (disruption_methods.Emptiness, "compute"),
+        (disruption_methods.Drift, "compute"),
+        (disruption_methods.MultiNodeConsolidation, "compute"),
+        (disruption_methods.SingleNodeConsolidation, "compute"),
+    )
+
+    def __init__(self) -> None:
+        self.seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        originals = [(owner, name, getattr(owner, name)) for owner, name in self.STEPS]
+        for owner, name, original in originals:
+            setattr(owner, name, self._timed(f"{getattr(owner, '__name__', owner)}.{name}", original))
+        try:
+            yield
+        finally:
+            for owner, name, original in originals:
+                setattr(owner, name, original)
+
+    def _timed(self, label: str, original: Any) -> Any:
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[label.removeprefix("karpy.disruption.")] += time.thread_time() - start
+                self.calls[label.removeprefix("karpy.disruption.")] += 1
+
+        return timed
+
+    def clear(self) -> None:
+        self.seconds.clear()
+        self.calls.clear()
+
+    def summary(self, commands: int) -> dict[str, Any]:
+        """Per step: calls, CPU seconds in all and per command decided."""
+        return {
+            label: {
+                "calls": self.calls[label],
+                "cpu_s": round(seconds, 2),
+                "cpu_s_per_command": round(seconds / commands, 3) if commands else None,
+            }
+            for label, seconds in sorted(self.seconds.items(), key=lambda kv: -kv[1])
+        }
+
+
 def _stats(values: Sequence[float]) -> dict[str, float] | None:
     if not values:
         return None
@@ -259,6 +320,8 @@ async def run(
         logger.addHandler(trace)
         logger.setLevel(logging.INFO)
         recording = contextlib.ExitStack()
+        cpu = Cpu()
+        recording.enter_context(cpu.recording())
         if trials is not None:
             recording.enter_context(trials.recording())
         try:
@@ -279,6 +342,7 @@ async def run(
                 trace.decided.clear()
                 trace.rejected.clear()
                 trace.deleted.clear()
+                cpu.clear()
                 if trials is not None:
                     trials.rows.clear()
                 kept = {**first, **_scaled(consolidation.replicas, scale)}
@@ -309,6 +373,7 @@ async def run(
                 out["nodes_after"] = timeline[-1][1] if timeline else out["nodes_before"]
                 out["done"] = clock.now() - start < within
                 out.update(summary(trace, gone, start=start, validation_delay=plane.options.validation_delay))
+                out["controller_cpu_per_step"] = cpu.summary(out["commands"])
                 out["node_timeline"] = timeline
                 if trials is not None:
                     out["multi_node_trials"] = trials.summary()
