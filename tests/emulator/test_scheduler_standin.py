@@ -130,6 +130,39 @@ async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestCl
     assert {p["spec"].get("nodeName") for p in pods} == {"wide"}
 
 
+async def test_binds_and_condition_writes_share_the_clients_rate_limit(api: rest.RestClient) -> None:
+    """kube-scheduler's client sends `qps` requests a second after a `burst` (clientConnection, defaults.go); a pass
+    tries only as many pods as it has tokens for, the others wait for the tokens on the stand-in's clock."""
+    await api.create(resources.NODES, node("wide", cpu="64"))
+    for i in range(12):
+        await api.create(resources.PODS, pod(f"p{i:02}", cpu="1"))
+    for i in range(3):
+        await api.create(resources.PODS, pod(f"z-huge-{i}", cpu="100"))  # tried last (the queue's order)
+    now = clock.ManualClock(NOW)
+    settings = karpy_emulator_kube_scheduler.SchedulerSettings(qps=2.0, burst=5)
+    stand_in = karpy_emulator_kube_scheduler.KubeScheduler(api, clock=now, settings=settings)
+
+    async def bound() -> int:
+        pods, _ = await api.list(resources.PODS, namespace="default")
+        return sum(1 for p in pods if p["spec"].get("nodeName"))
+
+    assert len((await stand_in.sync()).bound) == 5  # the burst
+    assert (await stand_in.sync()).bound == {}  # no token left: no pod tried, no request
+    await now.run_for(1)
+    assert len((await stand_in.sync()).bound) == 2  # 2 a second
+    await now.run_for(10)
+    assert len((await stand_in.sync()).bound) == 5  # refilled up to the burst, not beyond
+    assert await bound() == 12
+    await now.run_for(1.5)
+    report = await stand_in.sync()
+    assert len(report.unschedulable) == 3  # the condition writes take the same tokens
+    assert report.bound == {}
+    unlimited = karpy_emulator_kube_scheduler.SchedulerSettings(qps=None)
+    await api.create(resources.NODES, node("huge", cpu="400"))
+    report = await karpy_emulator_kube_scheduler.KubeScheduler(api, clock=now, settings=unlimited).sync()
+    assert len(report.bound) == 3
+
+
 async def test_a_not_ready_node_still_counts_as_a_spread_domain(api: rest.RestClient) -> None:
     zone = "topology.kubernetes.io/zone"
     await api.create(resources.NODES, node("up", cpu="8", labels={zone: "a"}))

@@ -18,6 +18,14 @@ again, as kube-scheduler's would; what bounds that is the scheduling queue (`sch
 tried again only after an event that may make it schedulable and its backoff, or after 5 minutes, so an unchanged
 cluster costs no attempt and no write.
 
+Its client sends at most `qps` requests a second after a `burst` (50 and 100: KubeSchedulerConfiguration v1's
+clientConnection defaults, pkg/scheduler/apis/config/v1/defaults.go, handed to client-go by createKubeConfig in
+cmd/kube-scheduler/app/options/options.go; client-go's rest.RESTClientFor gives a client with QPS > 0 a token bucket
+whatever the server's API Priority and Fairness does). Binds and condition writes share it, as they share the
+scheduler's clientset. A pass tries only as many waiting pods as the bucket holds tokens (kube-scheduler pops one pod
+at a time, and its attempts wait on those writes), so later pods are tried against the cluster as it is then, not
+as it was when the first was tried; the others wait for the next pass, which comes when tokens do.
+
 A pass costs what changed since the last one, not the cluster: the stand-in keeps its pods and nodes in informers
 (`informers.Cache`) and, per changed pod, its queue of pods waiting to be scheduled (kube-scheduler's scheduling
 queue takes only unscheduled pods, pkg/scheduler/internal/queue) and its nodes with their bound pods (kube-scheduler's
@@ -37,7 +45,7 @@ from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy.api import errors, labels, meta, quantity
-from karpy.kube import client, resources
+from karpy.kube import client, ratelimit, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import resources as scheduling_resources
 from karpy.scheduling import scheduler
@@ -63,6 +71,11 @@ class SchedulerSettings:
     """Pods naming another scheduler are left alone, as kube-scheduler does."""
     queue: scheduling_queue.QueueSettings = field(default_factory=scheduling_queue.QueueSettings)
     """When a pod that failed is tried again (kube-scheduler's backoff and podMaxInUnschedulablePodsDuration)."""
+    qps: float | None = 50.0
+    """Requests a second the stand-in's client sends once its burst is spent (kube-scheduler's clientConnection.qps
+    default); None: no limit."""
+    burst: int = 100
+    """Requests the client may send at once (clientConnection.burst's default)."""
     bind_concurrency: int = 16
     """Bindings (and Unschedulable condition writes) in flight at once: kube-scheduler binds in goroutines of its
     own, and one pod's status write does not wait for another's."""
@@ -279,7 +292,10 @@ class KubeScheduler:
         self._clock = clock
         self._settings = settings or SchedulerSettings()
         self._queue = scheduling_queue.Queue(self._settings.queue)
+        qps = self._settings.qps
+        self._limiter = None if qps is None else _Bucket(qps, self._settings.burst, clock=clock)
         self._next_due: float | None = None  # when the earliest failed pod may be tried again with no event
+        self._deferred = False  # the last pass left waiting pods untried for want of tokens
         self._pods = informers.Cache(resources.PODS)
         self._nodes = informers.Cache(resources.NODES)
         # The scheduling queue: the pods waiting for this scheduler, parsed (None: cannot be parsed).
@@ -302,10 +318,14 @@ class KubeScheduler:
 
     async def sync(self) -> ScheduleReport:
         report = ScheduleReport()
+        self._deferred = False
         try:
             await self._sync(report)
         finally:
             self._next_due = self._queue.next_due()
+            if self._deferred and self._limiter is not None:
+                token = self._clock.now() + self._limiter.until_token()
+                self._next_due = token if self._next_due is None else min(self._next_due, token)
         return report
 
     async def _sync(self, report: ScheduleReport) -> None:
@@ -326,9 +346,15 @@ class KubeScheduler:
         pending: list[scheduling_pods.Pod] = []
         by_key: dict[str, Mapping[str, Any]] = {}
         now = self._clock.now()
+        budget = None if self._limiter is None else int(self._limiter.available())
+        tried = 0
         for queued in sorted(self._waiting):  # in a LIST's order, as kube-scheduler's queue receives them
             if not self._queue.ready(queued, now):
                 continue
+            if budget is not None and tried >= budget:
+                self._deferred = True
+                break
+            tried += 1
             raw, parsed = self._waiting[queued]
             if parsed is None:
                 await self._mark(raw, "the pod cannot be parsed for scheduling", now, report)
@@ -388,6 +414,7 @@ class KubeScheduler:
 
     async def _bind(self, key: str, node: str) -> bool:
         namespace, name = key.split("/", 1)
+        await self._take()
         try:
             await self._kube.bind(namespace, name, node)
         except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
@@ -489,11 +516,29 @@ class KubeScheduler:
         if patch is None:
             return True
         namespace, name = key.split("/", 1)
+        await self._take()
         try:
             await self._kube.patch(resources.PODS, name, patch, namespace=namespace, subresource="status")
         except client.NotFound:
             return False
         return True
+
+    async def _take(self) -> None:
+        """A token for one request, waiting on the clock when the pass overdrew the bucket (volume PreBind)."""
+        if self._limiter is not None:
+            await self._limiter.acquire()
+
+
+class _Bucket(ratelimit.TokenBucket):
+    """client-go's token bucket, read without taking: how many pods a pass may try."""
+
+    def available(self) -> float:
+        self._refill()
+        return self._tokens
+
+    def until_token(self) -> float:
+        """Seconds until a whole token is there (0: one is)."""
+        return max(0.0, 1.0 - self.available()) / self.qps
 
 
 def _facts(node: Mapping[str, Any] | None) -> scheduling_queue.NodeFacts | None:
