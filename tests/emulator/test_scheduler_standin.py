@@ -295,11 +295,30 @@ async def test_an_unchanged_message_is_not_written_when_the_pod_is_tried_again(a
     await now.run_for(1)
     await stand_in.sync()
     version, message = await _condition(api, "big")
-    await api.patch(resources.NODES, "booting", {"metadata": {"labels": {"tier": "a"}}})  # moves it, same verdict
+    await api.create(resources.PODS, pod("tolerant", node="booting"))
+    await stand_in.sync()
+    await api.delete(resources.PODS, "tolerant", namespace="default")  # a pod leaving a node moves every pod ...
     await now.run_for(2)
     again = await stand_in.sync()
-    assert again.unschedulable == {"default/big": message}
+    assert again.unschedulable == {"default/big": message}  # ... to the same verdict
     assert await _condition(api, "big") == (version, message)
+
+
+async def test_a_pod_only_taints_rejected_waits_for_a_taint_to_go(api: rest.RestClient) -> None:
+    """TaintToleration's queueing hint (isSchedulableAfterNodeChange): a node that comes tainted, as a launching node
+    does, does not move a pod no other filter rejected; the update that clears its taint does."""
+    stand_in, now, _ = await _failed_once(api)
+    await api.create(resources.NODES, node("booting", cpu="4", ready=False))
+    await now.run_for(1)
+    await stand_in.sync()  # rejected by the not-ready taint alone
+    version, message = await _condition(api, "big")
+    await api.create(resources.NODES, node("booting-2", cpu="4", ready=False))
+    await now.run_for(30)
+    assert (await stand_in.sync()).unschedulable == {}  # not tried: its message ("0/1 nodes") is not rewritten
+    assert await _condition(api, "big") == (version, message)
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    await api.patch(resources.NODES, "booting-2", ready, subresource="status")
+    assert (await stand_in.sync()).bound == {"default/big": "booting-2"}  # the backoff (2 s) ended meanwhile
 
 
 def test_backoff_doubles_per_attempt_up_to_its_cap() -> None:

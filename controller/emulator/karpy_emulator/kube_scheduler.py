@@ -60,6 +60,8 @@ UNSCHEDULABLE = "Unschedulable"
 NOT_READY_TAINT = meta.Taint(key="node.kubernetes.io/not-ready", effect=labels.EFFECT_NO_SCHEDULE, value="")
 _EVERY_WRITE = frozenset({"resourceVersion", "managedFields"})
 """Metadata every write changes, whatever it changed."""
+_UNKNOWN = frozenset({scheduling_queue.Plugin.OTHER})
+"""The rejectors of a pod that failed outside the filters (cannot be parsed, volumes lost meanwhile)."""
 UNSCHEDULABLE_TAINT = meta.Taint(key="node.kubernetes.io/unschedulable", effect=labels.EFFECT_NO_SCHEDULE, value="")
 
 
@@ -169,8 +171,10 @@ def plan_on(
     *,
     volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
     explain_keys: Container[str] | None = None,
+    rejected: dict[str, frozenset[scheduling_queue.Plugin]] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """`plan` over nodes already made `existing_node`s (derived once for many passes, `scheduler.derive`)."""
+    """`plan` over nodes already made `existing_node`s (derived once for many passes, `scheduler.derive`); `rejected`,
+    when given, gets each unschedulable pod's rejecting filters (what the scheduling queue's hints read)."""
     catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
     if not pending:
         return {}, {}
@@ -182,7 +186,7 @@ def plan_on(
     placements = {p.key: node for node, placed in result.existing_nodes.items() for p in placed}
     # Interchangeable pods (equal signatures) with the same solver verdict fail alike on these nodes: explained once
     # per signature, not once per pod (10,000 pending pods x 150 nodes took minutes of the emulator's CPU).
-    explained: dict[tuple[Any, str], str] = {}
+    explained: dict[tuple[Any, str], tuple[str, frozenset[scheduling_queue.Plugin]]] = {}
     reasons: dict[str, str] = {}
     for p in pending:
         if p.key in placements or (explain_keys is not None and p.key not in explain_keys):
@@ -190,8 +194,10 @@ def plan_on(
         solver_reason = result.unschedulable.get(p.key, "")
         same = (p.signature(), solver_reason)
         if same not in explained:
-            explained[same] = explain(p, existing, solver_reason=solver_reason, volume_catalog=catalog)
-        reasons[p.key] = explained[same]
+            explained[same] = _explain(p, existing, solver_reason=solver_reason, catalog=catalog)
+        reasons[p.key], plugins = explained[same]
+        if rejected is not None:
+            rejected[p.key] = plugins
     return placements, reasons
 
 
@@ -209,39 +215,53 @@ def explain(
     names. A volume that cannot be resolved at all (PreFilter: missing claim, unbound Immediate claim) is the reason
     for every node, as kube-scheduler reports it.
     """
-    catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
+    return _explain(
+        pod, nodes, solver_reason=solver_reason, catalog=volume_catalog or scheduling_volumes.VolumeCatalog()
+    )[0]
+
+
+def _explain(
+    pod: scheduling_pods.Pod,
+    nodes: Sequence[scheduler.ExistingNode],
+    *,
+    solver_reason: str,
+    catalog: scheduling_volumes.VolumeCatalog,
+) -> tuple[str, frozenset[scheduling_queue.Plugin]]:
+    """`explain`'s summary and the filters that rejected the pod on some node (none: there was no node)."""
     if not nodes:
-        return "0/0 nodes are available: no nodes are ready and schedulable"
+        return "0/0 nodes are available: no nodes are ready and schedulable", frozenset()
     unresolved = scheduling_volumes.alternatives(pod, catalog) if pod.pvc_names else ()
     if isinstance(unresolved, str):
-        return f"0/{len(nodes)} nodes are available: {unresolved}."
+        return f"0/{len(nodes)} nodes are available: {unresolved}.", frozenset({scheduling_queue.Plugin.OTHER})
     counts: collections.Counter[str] = collections.Counter()
+    plugins: set[scheduling_queue.Plugin] = set()
     for n in nodes:
-        counts[_first_failure(pod, n, catalog) or solver_reason or "node(s) did not fit"] += 1
+        plugin, why = _first_failure(pod, n, catalog) or (scheduling_queue.Plugin.OTHER, "")
+        plugins.add(plugin)
+        counts[why or solver_reason or "node(s) did not fit"] += 1
     summary = ", ".join(f"{count} {why}" for why, count in sorted(counts.items()))
-    return f"0/{len(nodes)} nodes are available: {summary}."
+    return f"0/{len(nodes)} nodes are available: {summary}.", frozenset(plugins)
 
 
 def _first_failure(
     pod: scheduling_pods.Pod, n: scheduler.ExistingNode, catalog: scheduling_volumes.VolumeCatalog
-) -> str:
+) -> tuple[scheduling_queue.Plugin, str] | None:
+    """The node's first failing filter and its message; None when it passes them all."""
     missing = [t for t in n.taints if not any(tol.tolerates(t) for tol in pod.tolerations)]
     if missing:
         t = missing[0]
-        return (
-            f"node(s) had untolerated taint {{{t.key}: {t.value}}}"
-            if t.value
-            else (f"node(s) had untolerated taint {{{t.key}}}")
-        )
+        value = f": {t.value}" if t.value else ""
+        return scheduling_queue.Plugin.TAINT_TOLERATION, f"node(s) had untolerated taint {{{t.key}{value}}}"
     node_labels = {labels.LABEL_HOSTNAME: n.name, **n.labels}
     terms = range(max(1, len(pod.required_node_terms)))
     if not any(pod.node_requirements(term=i).admits(node_labels) for i in terms):
-        return "node(s) didn't match Pod's node affinity/selector"
+        return scheduling_queue.Plugin.NODE_AFFINITY, "node(s) didn't match Pod's node affinity/selector"
     used = scheduling_resources.add(*(p.requests for p in n.pods))
     short = scheduling_resources.exceeded(pod.requests, scheduling_resources.subtract(n.allocatable, used))
     if short:
-        return ", ".join(f"Insufficient {name}" for name in sorted(short))
-    return volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
+        return scheduling_queue.Plugin.NODE_RESOURCES_FIT, ", ".join(f"Insufficient {name}" for name in sorted(short))
+    conflict = volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
+    return (scheduling_queue.Plugin.OTHER, conflict) if conflict else None
 
 
 def is_marked_unschedulable(pod: Mapping[str, Any]) -> bool:
@@ -364,7 +384,8 @@ class KubeScheduler:
         # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
         snap = await volumes.read(self._reads) if any(p.pvc_names for p in pending) else volumes.Snapshot()
         existing = [self._existing_node(n) for n in considered]
-        placements, reasons = plan_on(pending, existing, volume_catalog=snap.catalog)
+        rejected: dict[str, frozenset[scheduling_queue.Plugin]] = {}
+        placements, reasons = plan_on(pending, existing, volume_catalog=snap.catalog, rejected=rejected)
         pods_by_key = {p.key: p for p in pending}
         labels_by_node = {str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in considered}
         provisioned: set[str] = set()  # claims given a volume this pass
@@ -385,7 +406,8 @@ class KubeScheduler:
                 continue
             plain.append((key, node))
         await self._bind_all(plain, report)
-        await self._mark_all([(by_key[key], message) for key, message in reasons.items()], now, report)
+        marks = [(by_key[key], message) for key, message in reasons.items()]
+        await self._mark_all(marks, now, report, rejected=rejected)
 
     async def _bind_all(self, placements: Sequence[tuple[str, str]], report: ScheduleReport) -> None:
         """Bind with `bind_concurrency` bindings in flight, started in placement order."""
@@ -396,14 +418,20 @@ class KubeScheduler:
         report.bound.update((key, node) for (key, node), ok in zip(placements, done, strict=True) if ok)
 
     async def _mark_all(
-        self, marks: Sequence[tuple[Mapping[str, Any], str]], now: float, report: ScheduleReport
+        self,
+        marks: Sequence[tuple[Mapping[str, Any], str]],
+        now: float,
+        report: ScheduleReport,
+        *,
+        rejected: Mapping[str, frozenset[scheduling_queue.Plugin]] | None = None,
     ) -> None:
         """Record the failed attempts and write the Unschedulable conditions that changed, `bind_concurrency` at a
         time (each pod's failure handling is independent of the others'); the report lists them in the order given."""
         for raw, message in marks:
             report.unschedulable[pod_key(raw)] = message
             key = informers.key_of(raw)
-            self._queue.failed(key, now, pod=self._waiting[key][1] if key in self._waiting else None)
+            plugins = (rejected or {}).get(pod_key(raw), _UNKNOWN)
+            self._queue.failed(key, now, pod=self._waiting[key][1] if key in self._waiting else None, rejectors=plugins)
         written = await loop.gather_limited(
             [functools.partial(self._write_mark, raw, message, now) for raw, message in marks],
             limit=self._settings.bind_concurrency,

@@ -7,11 +7,15 @@ DefaultPodInitialBackoffDuration / DefaultPodMaxBackoffDuration), or once it has
 DefaultPodMaxInUnschedulablePodsDuration (5 min, flushUnschedulablePodsLeftover). So an unchanged cluster costs no
 attempt and no write, and a growing one costs an attempt per pod per event, at most one per backoff.
 
-The hints are approximated per event, erring towards trying again (an extra attempt writes only a changed message):
-- a Node added, or updated so that it may now take the pod: it must fit the pod's requests (NodeResourcesFit's
-  isSchedulableAfterNodeChange: no pod lands where it does not fit), and an update must change its labels
-  (NodeAffinity), grow an allocatable the pod requests (NodeResourcesFit) or drop a taint the pod did not tolerate
-  (TaintToleration; a NotReady or cordoned node's lifecycle taints included, NodeUnschedulable);
+The hints are approximated per event, erring towards trying again (an extra attempt writes only a changed message).
+kube-scheduler asks only the hints of the filters that rejected the pod (isPodWorthRequeuing reads its
+UnschedulablePlugins); here a pod only TaintToleration rejected takes TaintToleration's hint alone
+(pkg/scheduler/framework/plugins/tainttoleration: isSchedulableAfterNodeChange), any other the broadest one:
+- a Node added, or updated so that it may now take the pod: it must fit the pod's requests (NodeResourcesFit:
+  no pod lands where it does not fit), and an update must change its labels (NodeAffinity), grow an allocatable the
+  pod requests (NodeResourcesFit) or drop a taint the pod did not tolerate (TaintToleration; a NotReady or cordoned
+  node's lifecycle taints included, NodeUnschedulable). A pod only TaintToleration rejected is not moved by a node
+  that comes tainted (a launching node: karpenter.sh/unregistered, not-ready) but by the update that clears it;
 - a Node deleted or being deleted, or a bound pod leaving its node (deleted, finished): every pod (topology spread
   domains, freed resources, ports, anti-affinity);
 - a pod bound to a node: the pods with required pod affinity or topology spread (InterPodAffinity,
@@ -23,6 +27,7 @@ The hints are approximated per event, erring towards trying again (an extra atte
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +37,16 @@ from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import resources as scheduling_resources
 
 Key = tuple[str, str]
+
+
+class Plugin(enum.StrEnum):
+    """A filter that rejected a pod on a node (kube-scheduler's UnschedulablePlugins, as far as the hints tell)."""
+
+    TAINT_TOLERATION = "TaintToleration"
+    NODE_AFFINITY = "NodeAffinity"
+    NODE_RESOURCES_FIT = "NodeResourcesFit"
+    OTHER = "Other"
+    """Spread, pod (anti-)affinity, ports, volumes: the broadest hint."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +94,8 @@ class _Failed:
     """When the last attempt failed."""
     queued: bool
     """An event moved it back: it is tried once its backoff ends."""
+    rejectors: frozenset[Plugin] = frozenset()
+    """The filters that rejected it (none: no node was there)."""
 
 
 class Queue:
@@ -110,11 +127,20 @@ class Queue:
         """When the earliest held pod may be tried with no event (None: no pod held)."""
         return min((self._due_at(f) for f in self._failed.values()), default=None)
 
-    def failed(self, key: Key, now: float, *, pod: scheduling_pods.Pod | None) -> None:
-        """The pod's attempt at `now` failed; a pod with claims is queued again at once (see the module docstring)."""
+    def failed(
+        self,
+        key: Key,
+        now: float,
+        *,
+        pod: scheduling_pods.Pod | None,
+        rejectors: frozenset[Plugin] = frozenset({Plugin.OTHER}),
+    ) -> None:
+        """The pod's attempt at `now` failed, `rejectors` refusing it; a pod with claims is queued again at once (see
+        the module docstring)."""
         before = self._failed.get(key)
         attempts = before.attempts + 1 if before is not None else 1
-        self._failed[key] = _Failed(attempts=attempts, at=now, queued=pod is not None and bool(pod.pvc_names))
+        queued = pod is not None and bool(pod.pvc_names)
+        self._failed[key] = _Failed(attempts=attempts, at=now, queued=queued, rejectors=rejectors)
 
     def forget(self, key: Key) -> None:
         """The pod no longer waits (bound, deleted, finished)."""
@@ -139,9 +165,9 @@ class Queue:
             if failed.queued or pod is None:
                 continue
             if not everyone and not (events.placed and (pod.affinity or pod.spread)):
-                same = (tuple(sorted(pod.requests.items())), pod.tolerations)
+                same = (tuple(sorted(pod.requests.items())), pod.tolerations, failed.rejectors)
                 if same not in verdicts:
-                    verdicts[same] = any(node_hint(pod, change) for change in events.nodes)
+                    verdicts[same] = any(node_hint(pod, change, failed.rejectors) for change in events.nodes)
                 if not verdicts[same]:
                     continue
             self._failed[key] = dataclasses.replace(failed, queued=True)
@@ -149,13 +175,17 @@ class Queue:
         return moved
 
 
-def node_hint(pod: scheduling_pods.Pod, change: NodeChange) -> bool:
-    """Whether a node's change may make the pod schedulable (see the module docstring)."""
+def node_hint(
+    pod: scheduling_pods.Pod, change: NodeChange, rejectors: frozenset[Plugin] = frozenset({Plugin.OTHER})
+) -> bool:
+    """Whether a node's change may make the pod that `rejectors` refused schedulable (see the module docstring)."""
     new, old = change.new, change.old
     if new is None:
         return True
     if not scheduling_resources.fits(pod.requests, new.allocatable):
         return False
+    if rejectors == {Plugin.TAINT_TOLERATION}:  # TaintToleration's hint: a taint it did not tolerate went
+        return not _untolerated(pod, new.taints) and (old is None or _untolerated(pod, old.taints))
     if old is None or old.labels != new.labels:
         return True
     if any(new.allocatable.get(name, 0) > old.allocatable.get(name, 0) for name in pod.requests):
