@@ -266,6 +266,7 @@ async def benchmark(
     memory_report: bool = False,
     scale_to: int | None = None,
     steady_minutes: int = 0,
+    scheduler_qps: float = cluster.ClusterOptions().scheduler_qps,
 ) -> dict[str, Any]:
     kept = scale_to if scale_to is not None else round(replicas * KEPT)
     if skip_provisioning:
@@ -273,7 +274,9 @@ async def benchmark(
             "pods": replicas,
             **await consolidation(replicas, kept, within=within, consolidation_within=consolidation_within),
         }
-    options = cluster.ClusterOptions(cluster_name="karpy-bench", boot_delay=0.0, interval=0.5)
+    options = cluster.ClusterOptions(
+        cluster_name="karpy-bench", boot_delay=0.0, interval=0.5, scheduler_qps=scheduler_qps
+    )
     async with remote.RemoteCluster(options) as emulated:
         api = emulated.client
         nodeclass = demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name)
@@ -339,6 +342,7 @@ async def benchmark(
             calls = _since(plane.aws_calls.calls(), calls_before)
             out: dict[str, Any] = {
                 "pods": replicas,
+                "scheduler_qps": scheduler_qps,
                 "catalog_warmup_s": round(warmup, 1),
                 "nodeclaims": len(claims),
                 "provisioning_passes": len(passes),
@@ -633,6 +637,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="once every pod is bound, report the controller's CPU and RSS each minute for this many minutes",
     )
+    parser.add_argument(
+        "--scheduler-qps",
+        type=float,
+        default=cluster.ClusterOptions().scheduler_qps,
+        help="requests a second of the kube-scheduler stand-in's client (its default: kube-scheduler's; 0: no limit)",
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     result = asyncio.run(
@@ -645,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
             memory_report=args.memory_report,
             scale_to=args.scale_to,
             steady_minutes=args.steady_minutes,
+            scheduler_qps=args.scheduler_qps,
         )
     )
     # The machine is shared: the load average says how far the wall-clock figures are other processes' turns.

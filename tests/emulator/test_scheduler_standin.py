@@ -1,4 +1,6 @@
-"""The kube-scheduler stand-in against the emulated API server: binds where pods fit, Unschedulable elsewhere."""
+"""The kube-scheduler stand-in against the emulated API server: binds where pods fit, Unschedulable elsewhere; a
+failed pod is tried again only after an event that may make it schedulable and its backoff, or after kube-scheduler's
+5-minute wait, and its condition is written only when it changed (kube-scheduler's updatePod / UpdatePodCondition)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from karpy.kube import credentials, resources, rest
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import scheduler as scheduling_scheduler
 from karpy_emulator import kube_scheduler as karpy_emulator_kube_scheduler
+from karpy_emulator import scheduling_queue
 from karpy_emulator.apiserver import runner
 
 NOW = 1_700_000_000.0
@@ -99,7 +102,8 @@ async def test_binds_fitting_pods_and_marks_the_rest_unschedulable(api: rest.Res
 
 async def test_unchanged_verdicts_write_nothing_and_new_capacity_binds(api: rest.RestClient) -> None:
     await api.create(resources.PODS, pod("big", cpu="3"))
-    kube_scheduler = karpy_emulator_kube_scheduler.KubeScheduler(api, clock=clock.ManualClock(NOW))
+    now = clock.ManualClock(NOW)
+    kube_scheduler = karpy_emulator_kube_scheduler.KubeScheduler(api, clock=now)
     first = await kube_scheduler.sync()
     assert first.unschedulable["default/big"].startswith("0/0 nodes are available")
     version = (await _pod(api, "big"))["metadata"]["resourceVersion"]
@@ -107,27 +111,10 @@ async def test_unchanged_verdicts_write_nothing_and_new_capacity_binds(api: rest
     assert (await _pod(api, "big"))["metadata"]["resourceVersion"] == version  # no churn for the controller
 
     await api.create(resources.NODES, node("roomy", cpu="4"))
+    await now.run_for(1)  # the pod's backoff after its first attempt
     third = await kube_scheduler.sync()
     assert third.bound == {"default/big": "roomy"}
     assert (await _pod(api, "big"))["spec"]["nodeName"] == "roomy"
-
-
-async def test_a_changed_message_waits_for_the_refresh_interval(api: rest.RestClient) -> None:
-    await api.create(resources.PODS, pod("big", cpu="3"))
-    now = clock.ManualClock(NOW)
-    kube_scheduler = karpy_emulator_kube_scheduler.KubeScheduler(
-        api, clock=now, settings=karpy_emulator_kube_scheduler.SchedulerSettings(message_refresh=10)
-    )
-    await kube_scheduler.sync()
-    assert _scheduled(await _pod(api, "big"))["message"].startswith("0/0 nodes")
-    await api.create(resources.NODES, node("small", cpu="1"))  # the verdict's message changes ...
-    await now.run_for(5)
-    await kube_scheduler.sync()
-    assert _scheduled(await _pod(api, "big"))["message"].startswith("0/0 nodes")  # ... but not before the refresh
-    await now.run_for(5)
-    report = await kube_scheduler.sync()
-    assert _scheduled(await _pod(api, "big"))["message"] == report.unschedulable["default/big"]
-    assert report.unschedulable["default/big"].startswith("0/1 nodes are available: 1 Insufficient cpu")
 
 
 async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestClient) -> None:
@@ -141,6 +128,39 @@ async def test_many_pods_bind_concurrently_in_placement_batches(api: rest.RestCl
     assert report.bound == {f"default/p{i}": "wide" for i in range(40)}
     pods, _ = await api.list(resources.PODS, namespace="default")
     assert {p["spec"].get("nodeName") for p in pods} == {"wide"}
+
+
+async def test_binds_and_condition_writes_share_the_clients_rate_limit(api: rest.RestClient) -> None:
+    """kube-scheduler's client sends `qps` requests a second after a `burst` (clientConnection, defaults.go); a pass
+    tries only as many pods as it has tokens for, the others wait for the tokens on the stand-in's clock."""
+    await api.create(resources.NODES, node("wide", cpu="64"))
+    for i in range(12):
+        await api.create(resources.PODS, pod(f"p{i:02}", cpu="1"))
+    for i in range(3):
+        await api.create(resources.PODS, pod(f"z-huge-{i}", cpu="100"))  # tried last (the queue's order)
+    now = clock.ManualClock(NOW)
+    settings = karpy_emulator_kube_scheduler.SchedulerSettings(qps=2.0, burst=5)
+    stand_in = karpy_emulator_kube_scheduler.KubeScheduler(api, clock=now, settings=settings)
+
+    async def bound() -> int:
+        pods, _ = await api.list(resources.PODS, namespace="default")
+        return sum(1 for p in pods if p["spec"].get("nodeName"))
+
+    assert len((await stand_in.sync()).bound) == 5  # the burst
+    assert (await stand_in.sync()).bound == {}  # no token left: no pod tried, no request
+    await now.run_for(1)
+    assert len((await stand_in.sync()).bound) == 2  # 2 a second
+    await now.run_for(10)
+    assert len((await stand_in.sync()).bound) == 5  # refilled up to the burst, not beyond
+    assert await bound() == 12
+    await now.run_for(1.5)
+    report = await stand_in.sync()
+    assert len(report.unschedulable) == 3  # the condition writes take the same tokens
+    assert report.bound == {}
+    unlimited = karpy_emulator_kube_scheduler.SchedulerSettings(qps=None)
+    await api.create(resources.NODES, node("huge", cpu="400"))
+    report = await karpy_emulator_kube_scheduler.KubeScheduler(api, clock=now, settings=unlimited).sync()
+    assert len(report.bound) == 3
 
 
 async def test_a_not_ready_node_still_counts_as_a_spread_domain(api: rest.RestClient) -> None:
@@ -209,3 +229,98 @@ def test_interchangeable_pods_get_the_reason_each_would_get_alone() -> None:
     assert reasons == alone
     assert len(set(reasons.values())) == 2  # the big and huge pods fail alike; the tolerant pod differs
     assert reasons["default/tolerant"] != reasons["default/big-0"]
+
+
+async def _condition(api: rest.RestClient, name: str) -> tuple[str, str]:
+    """The pod's resourceVersion and its PodScheduled message."""
+    got = await _pod(api, name)
+    scheduled = next(c for c in got["status"]["conditions"] if c["type"] == "PodScheduled")
+    return got["metadata"]["resourceVersion"], scheduled["message"]
+
+
+async def _failed_once(
+    api: rest.RestClient,
+) -> tuple[karpy_emulator_kube_scheduler.KubeScheduler, clock.ManualClock, str]:
+    """A 3-cpu pod tried once on an empty cluster; the stand-in, its clock and the pod's resourceVersion."""
+    await api.create(resources.PODS, pod("big", cpu="3"))
+    now = clock.ManualClock(NOW)
+    stand_in = karpy_emulator_kube_scheduler.KubeScheduler(api, clock=now)
+    first = await stand_in.sync()
+    assert first.unschedulable["default/big"] == "0/0 nodes are available: no nodes are ready and schedulable"
+    version, _ = await _condition(api, "big")
+    return stand_in, now, version
+
+
+async def test_an_unchanged_cluster_costs_no_attempt_until_the_unschedulable_wait_ends(api: rest.RestClient) -> None:
+    stand_in, now, version = await _failed_once(api)
+    await now.run_for(299)
+    assert (await stand_in.sync()).unschedulable == {}  # not tried: nothing changed
+    assert (await _condition(api, "big"))[0] == version
+    await now.run_for(1)  # podMaxInUnschedulablePodsDuration: tried again ...
+    again = await stand_in.sync()
+    assert again.unschedulable["default/big"].startswith("0/0 nodes")
+    assert (await _condition(api, "big"))[0] == version  # ... and the same verdict writes nothing
+
+
+async def test_a_node_the_pod_cannot_fit_leaves_it_waiting(api: rest.RestClient) -> None:
+    stand_in, now, version = await _failed_once(api)
+    await api.create(resources.NODES, node("small", cpu="1"))
+    await now.run_for(30)
+    assert (await stand_in.sync()).unschedulable == {}  # NodeResourcesFit's hint: the pod cannot fit there
+    assert await _condition(api, "big") == (version, "0/0 nodes are available: no nodes are ready and schedulable")
+
+
+async def test_a_node_that_may_take_the_pod_moves_it_and_a_changed_message_is_written(api: rest.RestClient) -> None:
+    stand_in, now, version = await _failed_once(api)
+    await api.create(resources.NODES, node("booting", cpu="4", ready=False))
+    assert (await stand_in.sync()).unschedulable == {}  # moved by the node, but in its 1 s backoff
+    await now.run_for(1)
+    tried = await stand_in.sync()
+    taint = "1 node(s) had untolerated taint {node.kubernetes.io/not-ready}"
+    assert tried.unschedulable == {"default/big": f"0/1 nodes are available: {taint}."}
+    written, message = await _condition(api, "big")
+    assert written != version
+    assert message == tried.unschedulable["default/big"]
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    await api.patch(resources.NODES, "booting", ready, subresource="status")  # the taint goes: moved again
+    await now.run_for(1)
+    assert (await stand_in.sync()).bound == {}  # the second backoff is 2 s
+    await now.run_for(1)
+    assert (await stand_in.sync()).bound == {"default/big": "booting"}
+
+
+async def test_an_unchanged_message_is_not_written_when_the_pod_is_tried_again(api: rest.RestClient) -> None:
+    stand_in, now, _ = await _failed_once(api)
+    await api.create(resources.NODES, node("booting", cpu="4", ready=False))
+    await now.run_for(1)
+    await stand_in.sync()
+    version, message = await _condition(api, "big")
+    await api.create(resources.PODS, pod("tolerant", node="booting"))
+    await stand_in.sync()
+    await api.delete(resources.PODS, "tolerant", namespace="default")  # a pod leaving a node moves every pod ...
+    await now.run_for(2)
+    again = await stand_in.sync()
+    assert again.unschedulable == {"default/big": message}  # ... to the same verdict
+    assert await _condition(api, "big") == (version, message)
+
+
+async def test_a_pod_only_taints_rejected_waits_for_a_taint_to_go(api: rest.RestClient) -> None:
+    """TaintToleration's queueing hint (isSchedulableAfterNodeChange): a node that comes tainted, as a launching node
+    does, does not move a pod no other filter rejected; the update that clears its taint does."""
+    stand_in, now, _ = await _failed_once(api)
+    await api.create(resources.NODES, node("booting", cpu="4", ready=False))
+    await now.run_for(1)
+    await stand_in.sync()  # rejected by the not-ready taint alone
+    version, message = await _condition(api, "big")
+    await api.create(resources.NODES, node("booting-2", cpu="4", ready=False))
+    await now.run_for(30)
+    assert (await stand_in.sync()).unschedulable == {}  # not tried: its message ("0/1 nodes") is not rewritten
+    assert await _condition(api, "big") == (version, message)
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    await api.patch(resources.NODES, "booting-2", ready, subresource="status")
+    assert (await stand_in.sync()).bound == {"default/big": "booting-2"}  # the backoff (2 s) ended meanwhile
+
+
+def test_backoff_doubles_per_attempt_up_to_its_cap() -> None:
+    queue = scheduling_queue.Queue()
+    assert [queue.backoff(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]

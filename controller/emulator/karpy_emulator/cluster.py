@@ -121,6 +121,11 @@ class ClusterOptions:
     """Seconds from an instance running to its Node registering."""
     interval: float = 1.0
     """Seconds between passes of each stand-in (and the step of `run_for` in virtual time)."""
+    scheduler_qps: float = 50.0
+    """Requests a second of the kube-scheduler stand-in's client, on this cluster's clock (kube-scheduler's
+    clientConnection.qps default; 0: no limit, for a benchmark that must say so)."""
+    scheduler_burst: int = 100
+    """The kube-scheduler stand-in's client burst (clientConnection.burst's default)."""
     virtual_time: bool = False
     autojump: bool = False
     """Virtual time that drives itself (see the module docstring); implies `virtual_time`."""
@@ -333,7 +338,9 @@ class EmulatedCluster:
         self.scheduler = kube_scheduler.KubeScheduler(
             self._client,
             clock=self.clock,
-            settings=kube_scheduler.SchedulerSettings(interval=opts.interval),
+            settings=kube_scheduler.SchedulerSettings(
+                interval=opts.interval, qps=opts.scheduler_qps or None, burst=opts.scheduler_burst
+            ),
             reader=reader,
         )
         self.workloads = workloads.WorkloadController(

@@ -10,9 +10,21 @@ gives them (`node.kubernetes.io/not-ready`, `node.kubernetes.io/unschedulable`):
 there, yet they still count as topology-spread domains (nodeTaintsPolicy defaults to Ignore), so a zonal spread does
 not pile into the zones whose nodes happened to be Ready first. PreferNoSchedule taints are soft (ignored here). A
 pod that fits
-nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller); the
-condition is written only when it changes, and a changed message of a pod already marked at most every
-`message_refresh` seconds, so an idle cluster sees no writes and a growing one no write storm.
+nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller), written
+only when its status, reason or message changed, as kube-scheduler's handleSchedulingFailure → updatePod does
+(pkg/scheduler/schedule_one.go; pkg/api/v1/pod/util.go UpdatePodCondition: the times do not count). The message
+names the node count (`0/5 nodes are available: ...`, the FitError's), so a pod tried again as nodes come writes
+again, as kube-scheduler's would; what bounds that is the scheduling queue (`scheduling_queue`): a failed pod is
+tried again only after an event that may make it schedulable and its backoff, or after 5 minutes, so an unchanged
+cluster costs no attempt and no write.
+
+Its client sends at most `qps` requests a second after a `burst` (50 and 100: KubeSchedulerConfiguration v1's
+clientConnection defaults, pkg/scheduler/apis/config/v1/defaults.go, handed to client-go by createKubeConfig in
+cmd/kube-scheduler/app/options/options.go; client-go's rest.RESTClientFor gives a client with QPS > 0 a token bucket
+whatever the server's API Priority and Fairness does). Binds and condition writes share it, as they share the
+scheduler's clientset. A pass tries only as many waiting pods as the bucket holds tokens (kube-scheduler pops one pod
+at a time, and its attempts wait on those writes), so later pods are tried against the cluster as it is then, not
+as it was when the first was tried; the others wait for the next pass, which comes when tokens do.
 
 A pass costs what changed since the last one, not the cluster: the stand-in keeps its pods and nodes in informers
 (`informers.Cache`) and, per changed pod, its queue of pods waiting to be scheduled (kube-scheduler's scheduling
@@ -33,12 +45,12 @@ from typing import Any
 
 from karpy import clock as karpy_clock
 from karpy.api import errors, labels, meta, quantity
-from karpy.kube import client, resources
+from karpy.kube import client, ratelimit, resources
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import resources as scheduling_resources
 from karpy.scheduling import scheduler
 from karpy.scheduling import volumes as scheduling_volumes
-from karpy_emulator import informers, loop, reads, volumes
+from karpy_emulator import informers, loop, reads, scheduling_queue, volumes
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +60,8 @@ UNSCHEDULABLE = "Unschedulable"
 NOT_READY_TAINT = meta.Taint(key="node.kubernetes.io/not-ready", effect=labels.EFFECT_NO_SCHEDULE, value="")
 _EVERY_WRITE = frozenset({"resourceVersion", "managedFields"})
 """Metadata every write changes, whatever it changed."""
+_UNKNOWN = frozenset({scheduling_queue.Plugin.OTHER})
+"""The rejectors of a pod that failed outside the filters (cannot be parsed, volumes lost meanwhile)."""
 UNSCHEDULABLE_TAINT = meta.Taint(key="node.kubernetes.io/unschedulable", effect=labels.EFFECT_NO_SCHEDULE, value="")
 
 
@@ -57,10 +71,13 @@ class SchedulerSettings:
     """Seconds between scheduling passes."""
     scheduler_name: str = DEFAULT_SCHEDULER
     """Pods naming another scheduler are left alone, as kube-scheduler does."""
-    message_refresh: float = 10.0
-    """Seconds before the message of a pod this stand-in already marked Unschedulable is rewritten: kube-scheduler
-    retries an unschedulable pod with a backoff capped at 10 s, so a growing cluster does not rewrite every pending
-    pod's message on every pass (1,000 pending pods otherwise cost 1,000 writes per node added)."""
+    queue: scheduling_queue.QueueSettings = field(default_factory=scheduling_queue.QueueSettings)
+    """When a pod that failed is tried again (kube-scheduler's backoff and podMaxInUnschedulablePodsDuration)."""
+    qps: float | None = 50.0
+    """Requests a second the stand-in's client sends once its burst is spent (kube-scheduler's clientConnection.qps
+    default); None: no limit."""
+    burst: int = 100
+    """Requests the client may send at once (clientConnection.burst's default)."""
     bind_concurrency: int = 16
     """Bindings (and Unschedulable condition writes) in flight at once: kube-scheduler binds in goroutines of its
     own, and one pod's status write does not wait for another's."""
@@ -154,8 +171,10 @@ def plan_on(
     *,
     volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
     explain_keys: Container[str] | None = None,
+    rejected: dict[str, frozenset[scheduling_queue.Plugin]] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """`plan` over nodes already made `existing_node`s (derived once for many passes, `scheduler.derive`)."""
+    """`plan` over nodes already made `existing_node`s (derived once for many passes, `scheduler.derive`); `rejected`,
+    when given, gets each unschedulable pod's rejecting filters (what the scheduling queue's hints read)."""
     catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
     if not pending:
         return {}, {}
@@ -167,7 +186,7 @@ def plan_on(
     placements = {p.key: node for node, placed in result.existing_nodes.items() for p in placed}
     # Interchangeable pods (equal signatures) with the same solver verdict fail alike on these nodes: explained once
     # per signature, not once per pod (10,000 pending pods x 150 nodes took minutes of the emulator's CPU).
-    explained: dict[tuple[Any, str], str] = {}
+    explained: dict[tuple[Any, str], tuple[str, frozenset[scheduling_queue.Plugin]]] = {}
     reasons: dict[str, str] = {}
     for p in pending:
         if p.key in placements or (explain_keys is not None and p.key not in explain_keys):
@@ -175,8 +194,10 @@ def plan_on(
         solver_reason = result.unschedulable.get(p.key, "")
         same = (p.signature(), solver_reason)
         if same not in explained:
-            explained[same] = explain(p, existing, solver_reason=solver_reason, volume_catalog=catalog)
-        reasons[p.key] = explained[same]
+            explained[same] = _explain(p, existing, solver_reason=solver_reason, catalog=catalog)
+        reasons[p.key], plugins = explained[same]
+        if rejected is not None:
+            rejected[p.key] = plugins
     return placements, reasons
 
 
@@ -194,39 +215,53 @@ def explain(
     names. A volume that cannot be resolved at all (PreFilter: missing claim, unbound Immediate claim) is the reason
     for every node, as kube-scheduler reports it.
     """
-    catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
+    return _explain(
+        pod, nodes, solver_reason=solver_reason, catalog=volume_catalog or scheduling_volumes.VolumeCatalog()
+    )[0]
+
+
+def _explain(
+    pod: scheduling_pods.Pod,
+    nodes: Sequence[scheduler.ExistingNode],
+    *,
+    solver_reason: str,
+    catalog: scheduling_volumes.VolumeCatalog,
+) -> tuple[str, frozenset[scheduling_queue.Plugin]]:
+    """`explain`'s summary and the filters that rejected the pod on some node (none: there was no node)."""
     if not nodes:
-        return "0/0 nodes are available: no nodes are ready and schedulable"
+        return "0/0 nodes are available: no nodes are ready and schedulable", frozenset()
     unresolved = scheduling_volumes.alternatives(pod, catalog) if pod.pvc_names else ()
     if isinstance(unresolved, str):
-        return f"0/{len(nodes)} nodes are available: {unresolved}."
+        return f"0/{len(nodes)} nodes are available: {unresolved}.", frozenset({scheduling_queue.Plugin.OTHER})
     counts: collections.Counter[str] = collections.Counter()
+    plugins: set[scheduling_queue.Plugin] = set()
     for n in nodes:
-        counts[_first_failure(pod, n, catalog) or solver_reason or "node(s) did not fit"] += 1
+        plugin, why = _first_failure(pod, n, catalog) or (scheduling_queue.Plugin.OTHER, "")
+        plugins.add(plugin)
+        counts[why or solver_reason or "node(s) did not fit"] += 1
     summary = ", ".join(f"{count} {why}" for why, count in sorted(counts.items()))
-    return f"0/{len(nodes)} nodes are available: {summary}."
+    return f"0/{len(nodes)} nodes are available: {summary}.", frozenset(plugins)
 
 
 def _first_failure(
     pod: scheduling_pods.Pod, n: scheduler.ExistingNode, catalog: scheduling_volumes.VolumeCatalog
-) -> str:
+) -> tuple[scheduling_queue.Plugin, str] | None:
+    """The node's first failing filter and its message; None when it passes them all."""
     missing = [t for t in n.taints if not any(tol.tolerates(t) for tol in pod.tolerations)]
     if missing:
         t = missing[0]
-        return (
-            f"node(s) had untolerated taint {{{t.key}: {t.value}}}"
-            if t.value
-            else (f"node(s) had untolerated taint {{{t.key}}}")
-        )
+        value = f": {t.value}" if t.value else ""
+        return scheduling_queue.Plugin.TAINT_TOLERATION, f"node(s) had untolerated taint {{{t.key}{value}}}"
     node_labels = {labels.LABEL_HOSTNAME: n.name, **n.labels}
     terms = range(max(1, len(pod.required_node_terms)))
     if not any(pod.node_requirements(term=i).admits(node_labels) for i in terms):
-        return "node(s) didn't match Pod's node affinity/selector"
+        return scheduling_queue.Plugin.NODE_AFFINITY, "node(s) didn't match Pod's node affinity/selector"
     used = scheduling_resources.add(*(p.requests for p in n.pods))
     short = scheduling_resources.exceeded(pod.requests, scheduling_resources.subtract(n.allocatable, used))
     if short:
-        return ", ".join(f"Insufficient {name}" for name in sorted(short))
-    return volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
+        return scheduling_queue.Plugin.NODE_RESOURCES_FIT, ", ".join(f"Insufficient {name}" for name in sorted(short))
+    conflict = volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
+    return (scheduling_queue.Plugin.OTHER, conflict) if conflict else None
 
 
 def is_marked_unschedulable(pod: Mapping[str, Any]) -> bool:
@@ -262,7 +297,7 @@ def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dic
 
 class KubeScheduler:
     """`await kube_scheduler.run()` schedules on the ticks (every `settings.interval`) after a write to pods, nodes or
-    volumes, or when a held-back Unschedulable message is due, until cancelled; `sync()` is one pass."""
+    volumes, or when a failed pod's backoff or wait ends, until cancelled; `sync()` is one pass."""
 
     def __init__(
         self,
@@ -276,8 +311,11 @@ class KubeScheduler:
         self._reads: reads.Reader = reader or kube
         self._clock = clock
         self._settings = settings or SchedulerSettings()
-        self._marked_at: dict[str, float] = {}  # pod key -> when this stand-in last wrote its Unschedulable message
-        self._recheck_at: float | None = None  # when the earliest message held back by `message_refresh` is due
+        self._queue = scheduling_queue.Queue(self._settings.queue)
+        qps = self._settings.qps
+        self._limiter = None if qps is None else _Bucket(qps, self._settings.burst, clock=clock)
+        self._next_due: float | None = None  # when the earliest failed pod may be tried again with no event
+        self._deferred = False  # the last pass left waiting pods untried for want of tokens
         self._pods = informers.Cache(resources.PODS)
         self._nodes = informers.Cache(resources.NODES)
         # The scheduling queue: the pods waiting for this scheduler, parsed (None: cannot be parsed).
@@ -296,25 +334,47 @@ class KubeScheduler:
         await loop.every(self._settings.interval, self.sync, clock=self._clock, name="kube-scheduler", watch=watch)
 
     async def _due(self, now: float) -> bool:
-        return self._recheck_at is not None and now >= self._recheck_at
+        return self._next_due is not None and now >= self._next_due
 
     async def sync(self) -> ScheduleReport:
         report = ScheduleReport()
-        self._recheck_at = None
+        self._deferred = False
+        try:
+            await self._sync(report)
+        finally:
+            self._next_due = self._queue.next_due()
+            if self._deferred and self._limiter is not None:
+                token = self._clock.now() + self._limiter.until_token()
+                self._next_due = token if self._next_due is None else min(self._next_due, token)
+        return report
+
+    async def _sync(self, report: ScheduleReport) -> None:
         pod_deltas, node_deltas = await informers.refresh(self._reads, [self._pods, self._nodes])
+        freed = placed = False
         for delta in pod_deltas:
-            self._pod_changed(delta.key)
+            left, came = self._pod_changed(delta.key)
+            freed, placed = freed or left, placed or came
         for delta in node_deltas:
             self._existing.pop(delta.key[1], None)
+        changes = tuple(scheduling_queue.NodeChange(old=_facts(d.old), new=_facts(d.new)) for d in node_deltas)
+        self._queue.move(scheduling_queue.Events(nodes=changes, freed=freed, placed=placed), self._waiting)
         if not self._waiting:
-            return report
+            return
         # In the cache's order (its LIST's, then each new node after the others), as kube-scheduler walks its node
         # snapshot: sorting every node each pass cost the cluster's size per pass.
         considered = [node for node in self._nodes.objects.values() if not is_deleting(node)]
         pending: list[scheduling_pods.Pod] = []
         by_key: dict[str, Mapping[str, Any]] = {}
         now = self._clock.now()
+        budget = None if self._limiter is None else int(self._limiter.available())
+        tried = 0
         for queued in sorted(self._waiting):  # in a LIST's order, as kube-scheduler's queue receives them
+            if not self._queue.ready(queued, now):
+                continue
+            if budget is not None and tried >= budget:
+                self._deferred = True
+                break
+            tried += 1
             raw, parsed = self._waiting[queued]
             if parsed is None:
                 await self._mark(raw, "the pod cannot be parsed for scheduling", now, report)
@@ -323,11 +383,9 @@ class KubeScheduler:
             by_key[parsed.key] = raw
         # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
         snap = await volumes.read(self._reads) if any(p.pvc_names for p in pending) else volumes.Snapshot()
-        due = {key for key, raw in by_key.items() if self._mark_due(key, raw, now)}
-        held = [self._marked_at[key] for key in by_key if key not in due and key in self._marked_at]
-        self._recheck_at = min(held) + self._settings.message_refresh if held else None
         existing = [self._existing_node(n) for n in considered]
-        placements, reasons = plan_on(pending, existing, volume_catalog=snap.catalog, explain_keys=due)
+        rejected: dict[str, frozenset[scheduling_queue.Plugin]] = {}
+        placements, reasons = plan_on(pending, existing, volume_catalog=snap.catalog, rejected=rejected)
         pods_by_key = {p.key: p for p in pending}
         labels_by_node = {str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in considered}
         provisioned: set[str] = set()  # claims given a volume this pass
@@ -348,8 +406,8 @@ class KubeScheduler:
                 continue
             plain.append((key, node))
         await self._bind_all(plain, report)
-        await self._mark_all([(by_key[key], message) for key, message in reasons.items()], now, report)
-        return report
+        marks = [(by_key[key], message) for key, message in reasons.items()]
+        await self._mark_all(marks, now, report, rejected=rejected)
 
     async def _bind_all(self, placements: Sequence[tuple[str, str]], report: ScheduleReport) -> None:
         """Bind with `bind_concurrency` bindings in flight, started in placement order."""
@@ -360,12 +418,20 @@ class KubeScheduler:
         report.bound.update((key, node) for (key, node), ok in zip(placements, done, strict=True) if ok)
 
     async def _mark_all(
-        self, marks: Sequence[tuple[Mapping[str, Any], str]], now: float, report: ScheduleReport
+        self,
+        marks: Sequence[tuple[Mapping[str, Any], str]],
+        now: float,
+        report: ScheduleReport,
+        *,
+        rejected: Mapping[str, frozenset[scheduling_queue.Plugin]] | None = None,
     ) -> None:
-        """Write the Unschedulable conditions due, `bind_concurrency` at a time (each pod's failure handling is
-        independent of the others'); the report lists them in the order given."""
+        """Record the failed attempts and write the Unschedulable conditions that changed, `bind_concurrency` at a
+        time (each pod's failure handling is independent of the others'); the report lists them in the order given."""
         for raw, message in marks:
             report.unschedulable[pod_key(raw)] = message
+            key = informers.key_of(raw)
+            plugins = (rejected or {}).get(pod_key(raw), _UNKNOWN)
+            self._queue.failed(key, now, pod=self._waiting[key][1] if key in self._waiting else None, rejectors=plugins)
         written = await loop.gather_limited(
             [functools.partial(self._write_mark, raw, message, now) for raw, message in marks],
             limit=self._settings.bind_concurrency,
@@ -376,46 +442,46 @@ class KubeScheduler:
 
     async def _bind(self, key: str, node: str) -> bool:
         namespace, name = key.split("/", 1)
+        await self._take()
         try:
             await self._kube.bind(namespace, name, node)
         except (client.Conflict, client.NotFound) as error:  # bound or deleted meanwhile
             log.info("kube-scheduler stand-in: binding %s to %s skipped: %s", key, node, error)
             return False
-        self._marked_at.pop(key, None)
         return True
 
-    def _mark_due(self, key: str, raw: Mapping[str, Any], now: float) -> bool:
-        """Whether this pass may write the pod's Unschedulable condition (see `message_refresh`)."""
-        if not is_marked_unschedulable(raw):
-            return True
-        last = self._marked_at.get(key)
-        return last is None or now - last >= self._settings.message_refresh
-
-    def _pod_changed(self, key: informers.Key) -> None:
+    def _pod_changed(self, key: informers.Key) -> tuple[bool, bool]:
         """Move a created, changed or deleted pod in or out of the queue and its node's pods (parsed once per
-        change: a pod's every version is parsed at most once)."""
+        change: a pod's every version is parsed at most once); (whether it left a node, whether it came to one)."""
         self._waiting.pop(key, None)
-        node = self._node_of.pop(key, None)
-        if node is not None:
-            here = self._on_node[node]
+        was = self._node_of.pop(key, None)
+        if was is not None:
+            here = self._on_node[was]
             del here[key]
             if not here:
-                del self._on_node[node]
-            self._existing.pop(node, None)
+                del self._on_node[was]
+            self._existing.pop(was, None)
         raw = self._pods.objects.get(key)
         if raw is None:
-            self._marked_at.pop(f"{key[0] or 'default'}/{key[1]}", None)  # `pod_key` of the deleted pod
+            self._queue.forget(key)
             self._parsed.pop(key, None)
-            return
+            return was is not None, False
         node = (raw.get("spec") or {}).get("nodeName")
         if node and (raw.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES:
+            self._queue.forget(key)
             parsed = self._parse_once(key, raw)
             if parsed is not None:
                 self._node_of[key] = str(node)
                 self._on_node.setdefault(str(node), {})[key] = parsed
                 self._existing.pop(str(node), None)
         elif is_pending(raw, scheduler_name=self._settings.scheduler_name):
+            before = self._parsed.get(key)
             self._waiting[key] = (raw, self._parse_once(key, raw))
+            if self._parsed.get(key) is not before:  # its spec or metadata changed: the queue's Update
+                self._queue.changed(key)
+        else:
+            self._queue.forget(key)
+        return was is not None and was != self._node_of.get(key), key in self._node_of and was != self._node_of[key]
 
     def _parse_once(self, key: informers.Key, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
         """The pod parsed, or its last parse while its spec and metadata are unchanged: a pod is parsed from those
@@ -478,12 +544,40 @@ class KubeScheduler:
         if patch is None:
             return True
         namespace, name = key.split("/", 1)
+        await self._take()
         try:
             await self._kube.patch(resources.PODS, name, patch, namespace=namespace, subresource="status")
         except client.NotFound:
             return False
-        self._marked_at[key] = now
         return True
+
+    async def _take(self) -> None:
+        """A token for one request, waiting on the clock when the pass overdrew the bucket (volume PreBind)."""
+        if self._limiter is not None:
+            await self._limiter.acquire()
+
+
+class _Bucket(ratelimit.TokenBucket):
+    """client-go's token bucket, read without taking: how many pods a pass may try."""
+
+    def available(self) -> float:
+        self._refill()
+        return self._tokens
+
+    def until_token(self) -> float:
+        """Seconds until a whole token is there (0: one is)."""
+        return max(0.0, 1.0 - self.available()) / self.qps
+
+
+def _facts(node: Mapping[str, Any] | None) -> scheduling_queue.NodeFacts | None:
+    """What the queue's node hints read of a node; None for a node gone or being deleted."""
+    if node is None or is_deleting(node):
+        return None
+    return scheduling_queue.NodeFacts(
+        labels=dict((node.get("metadata") or {}).get("labels") or {}),
+        taints=hard_taints(node),
+        allocatable=allocatable(node),
+    )
 
 
 def _parse(raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:

@@ -57,6 +57,8 @@ def _arguments(options: cluster.ClusterOptions) -> list[str]:
         f"--boot-delay={options.boot_delay}",
         f"--register-delay={options.register_delay}",
         f"--interval={options.interval}",
+        f"--scheduler-qps={options.scheduler_qps}",
+        f"--scheduler-burst={options.scheduler_burst}",
     ]
 
 
@@ -166,6 +168,8 @@ def _options(argv: list[str] | None) -> cluster.ClusterOptions:
     parser.add_argument("--boot-delay", type=float, default=5.0)
     parser.add_argument("--register-delay", type=float, default=0.0)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--scheduler-qps", type=float, default=cluster.ClusterOptions().scheduler_qps)
+    parser.add_argument("--scheduler-burst", type=int, default=cluster.ClusterOptions().scheduler_burst)
     args = parser.parse_args(argv)
     return cluster.ClusterOptions(
         cluster_name=args.cluster_name,
@@ -175,6 +179,8 @@ def _options(argv: list[str] | None) -> cluster.ClusterOptions:
         boot_delay=args.boot_delay,
         register_delay=args.register_delay,
         interval=args.interval,
+        scheduler_qps=args.scheduler_qps,
+        scheduler_burst=args.scheduler_burst,
     )
 
 
