@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import botocore.config
 import botocore.model
 import botocore.session
 import pytest
@@ -101,3 +102,25 @@ def test_a_pruned_client_answers_as_a_full_one(aws_env: str) -> None:
     answer = pruned.describe_instance_types(**ask)["InstanceTypes"]
     assert answer == full.describe_instance_types(**ask)["InstanceTypes"]
     assert {t["InstanceType"] for t in answer} == {"m5.large", "c5.xlarge"}
+
+
+def test_endpoint_prefixes_are_those_of_the_called_services() -> None:
+    assert {str(_full(service).endpoint_prefix) for service in models.CALLED} == models.ENDPOINT_PREFIXES
+
+
+@pytest.mark.parametrize("region", ["us-west-2", "eu-central-1", "cn-north-1", "us-gov-west-1", "us-iso-east-1"])
+def test_pruned_endpoint_data_resolves_every_client_as_the_full_data_does(region: str) -> None:
+    # Not the moto endpoint the other tests set in the environment: botocore's own resolution from its data.
+    config = botocore.config.Config(ignore_configured_endpoint_urls=True)
+
+    def resolved(session: Any, service: str) -> tuple[Any, ...]:
+        client = session.client(service, region_name=region, config=config)
+        signer = client._request_signer
+        return client.meta.endpoint_url, signer.signing_name, signer.region_name, client.meta.config.signature_version
+
+    pruned = sessions.session(region, operations=models.CALLED)
+    full = sessions.session(region)
+    loaded = pruned._session.get_component("data_loader").load_data("endpoints")
+    assert sum(len(p["services"]) for p in loaded["partitions"]) < 100  # the cut took
+    for service in models.CALLED:
+        assert resolved(pruned, service) == resolved(full, service), service

@@ -56,6 +56,22 @@ CALLED: Final[Mapping[str, frozenset[str]]] = {
 }
 """Per botocore service name, the operations (as the model names them) the controller calls."""
 
+ENDPOINT_PREFIXES: Final = frozenset({"ec2", "ssm", "iam", "api.pricing", "sqs", "eks", "sts", "arc-zonal-shift"})
+"""The `endpointPrefix` of each service of `CALLED`: the keys botocore's endpoint data (endpoints.json) has them
+under, and by which a client resolves its endpoint and signing scope (botocore/args.py passes the model's
+`endpoint_prefix` to `EndpointResolver.construct_endpoint`)."""
+
+
+def prune_endpoints(data: dict[str, Any]) -> dict[str, Any]:
+    """botocore's endpoint data (endpoints.json: per partition, its regions and defaults and ~400 services, 4.1 MB
+    live) with only the services of `ENDPOINT_PREFIXES` (0.2 MB); partitions, regions and defaults are kept, so any
+    other service still resolves by its partition's defaults."""
+    partitions = [
+        {**partition, "services": {k: v for k, v in partition["services"].items() if k in ENDPOINT_PREFIXES}}
+        for partition in data["partitions"]
+    ]
+    return {**data, "partitions": partitions}
+
 
 def _references(shape: Mapping[str, Any]) -> Iterator[str]:
     """The shapes one shape names: a structure's members, a list's member, a map's key and value."""

@@ -38,6 +38,8 @@ from karpy.cloudprovider.aws import models
 
 SERVICE_MODEL: Final = "service-2"
 """The file name (without extension) of a service's API model in botocore's data layout."""
+ENDPOINTS: Final = "endpoints"
+"""botocore's endpoint data file (without extension)."""
 
 
 def _read(path: str) -> bytes | None:
@@ -60,7 +62,8 @@ def _undocumented(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
 class CompactFileLoader(botocore.loaders.JSONFileLoader):  # type: ignore[misc]
     """botocore's JSON file loader, but into dicts, and a service model's documentation strings are empty. With
     `operations` (per service, `karpy.cloudprovider.aws.models.CALLED`), the models of those services keep only
-    those operations and what they reach (`models.prune`)."""
+    those operations and what they reach (`models.prune`), and the endpoint data only their services
+    (`models.prune_endpoints`)."""
 
     def __init__(self, operations: Mapping[str, frozenset[str]] | None = None) -> None:
         super().__init__()
@@ -76,7 +79,10 @@ class CompactFileLoader(botocore.loaders.JSONFileLoader):  # type: ignore[misc]
             service = os.path.basename(os.path.dirname(os.path.dirname(file_path)))
             wanted = self._operations.get(service)
             return loaded if wanted is None else models.prune(loaded, wanted)
-        return json.loads(payload.decode("utf-8"))
+        loaded = json.loads(payload.decode("utf-8"))
+        if self._operations and os.path.basename(file_path) == ENDPOINTS:
+            return models.prune_endpoints(loaded)
+        return loaded
 
 
 def timestamp(value: Any) -> datetime.datetime:
