@@ -30,10 +30,15 @@ from typing import Any
 
 import e2e
 from karpy.api import ec2nodeclass, parse
-from karpy.cloudprovider.aws import cache, clients, provider
+from karpy.cloudprovider.aws import cache, clients, models, provider, sessions
 from karpy_emulator import cluster, demo, remote
 
 MB = 2**20
+
+
+def _clients(region: str) -> clients.Clients:
+    """Clients as `karpy run` builds them (karpy.cloudprovider.aws.factory): models cut to the called operations."""
+    return clients.build_clients(region=region, session=sessions.session(region, operations=models.CALLED))
 
 
 class _Clock:
@@ -126,7 +131,7 @@ async def measure(*, top: int, trim: bool) -> dict[str, Any]:
     options = cluster.ClusterOptions(cluster_name="karpy-bench", boot_delay=0.0)
     async with remote.RemoteCluster(options) as emulated:
         clock = _Clock()
-        cloud = _provider(emulated, clients.build_clients(region=emulated.region), clock)
+        cloud = _provider(emulated, _clients(emulated.region), clock)
         manifest = demo.nodeclass_manifest(role=emulated.endpoints.node_role, discovery=emulated.cluster_name)
         nc = parse.ec2nodeclass(manifest)
         nc = dataclasses.replace(nc, status=await cloud.reconcile_nodeclass(nc))
@@ -137,10 +142,10 @@ async def measure(*, top: int, trim: bool) -> dict[str, Any]:
         out["refresh_traced"] = await _traced(cloud, nc)
         del cloud
         gc.collect()
-        fresh = _provider(emulated, clients.build_clients(region=emulated.region), clock)
+        fresh = _provider(emulated, _clients(emulated.region), clock)
         out["cold_traced"] = await _traced(fresh, nc)
         if top:
-            aws = clients.build_clients(region=emulated.region)
+            aws = _clients(emulated.region)
             out["top_sites_cold"] = await _top_sites(_provider(emulated, aws, clock), aws, nc, top=top)
     return out
 

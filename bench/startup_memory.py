@@ -107,13 +107,14 @@ class Steps:
 
 
 def _clients(*, plain: bool) -> Any:
-    from karpy.cloudprovider.aws import clients, sessions
+    from karpy.cloudprovider.aws import clients, models, sessions
 
     if plain:
         import boto3.session
 
         return clients.build_clients(region=REGION, session=boto3.session.Session(region_name=REGION))
-    return clients.build_clients(region=REGION, session=sessions.session(REGION))
+    # As `karpy run` builds them (karpy.cloudprovider.aws.factory): models cut down to the operations it calls.
+    return clients.build_clients(region=REGION, session=sessions.session(REGION, operations=models.CALLED))
 
 
 async def _start(steps: Steps, *, within: float) -> None:

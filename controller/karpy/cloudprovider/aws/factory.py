@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, nodeclaim
 from karpy.cloudprovider import parts
-from karpy.cloudprovider.aws import clients, instancestatus, provider, sessions, startup, zonalshift
+from karpy.cloudprovider.aws import clients, instancestatus, models, provider, sessions, startup, zonalshift
 from karpy.cloudprovider.aws import interruption_queue as aws_interruption_queue
 
 
@@ -27,7 +27,8 @@ def build(
 ) -> parts.CloudParts:
     """`interruption_queue` is the SQS queue's name; empty: no queue (interruption handling disabled). With
     ENABLE_ZONAL_SHIFT the start-up check requires the cluster to be registered with ARC zonal shift."""
-    session = sessions.session(settings.region)  # one for every client: each model and endpoint file loads once
+    # One for every client: each model and endpoint file loads once, cut down to the operations the controller calls.
+    session = sessions.session(settings.region, operations=models.CALLED)
     aws = clients.build_clients(region=settings.region, session=session)
     shifts = None
     if settings.enable_zonal_shift:

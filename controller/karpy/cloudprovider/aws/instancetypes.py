@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels
@@ -71,6 +71,12 @@ def offerings_for(
 # Reserved capacity is already paid for: priced a ten-millionth of on-demand so it always ranks first, while
 # reservations of different types keep their on-demand order among themselves.
 RESERVED_PRICE_FACTOR = 1e-7
+
+# Page sizes as upstream asks them (pkg/providers/instancetype/instancetype.go), EC2's largest: DescribeInstanceTypes
+# takes at most 100 (botocore's model: DITMaxResults), DescribeInstanceTypeOfferings 1,000 (DITOMaxResults). Paged,
+# the shapes are compacted 100 at a time, so the parse of all ~1,400 raw records is never held at once.
+DESCRIBE_TYPES_PAGE: Final = 100
+DESCRIBE_OFFERINGS_PAGE: Final = 1000
 
 
 def reserved_offerings(
@@ -232,6 +238,7 @@ class InstanceTypeProvider:
                 "describe_instance_types",
                 "InstanceTypes",
                 consume=lambda page: described.extend(shapefields.compact(info) for info in page),
+                MaxResults=DESCRIBE_TYPES_PAGE,
             )
             cached = tuple(described)
             self._shapes.set("all", cached)
@@ -255,6 +262,7 @@ class InstanceTypeProvider:
                 "InstanceTypeOfferings",
                 consume=add,
                 LocationType="availability-zone",
+                MaxResults=DESCRIBE_OFFERINGS_PAGE,
             )
             # Types offered in the same zones share one set: a region has a few distinct sets for ~1,400 types.
             distinct: dict[frozenset[str], frozenset[str]] = {}

@@ -26,7 +26,7 @@ import datetime
 import gzip
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import boto3.session
@@ -34,8 +34,12 @@ import botocore.loaders
 import botocore.session
 import botocore.utils
 
+from karpy.cloudprovider.aws import models
+
 SERVICE_MODEL: Final = "service-2"
 """The file name (without extension) of a service's API model in botocore's data layout."""
+ENDPOINTS: Final = "endpoints"
+"""botocore's endpoint data file (without extension)."""
 
 
 def _read(path: str) -> bytes | None:
@@ -56,15 +60,29 @@ def _undocumented(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class CompactFileLoader(botocore.loaders.JSONFileLoader):  # type: ignore[misc]
-    """botocore's JSON file loader, but into dicts, and a service model's documentation strings are empty."""
+    """botocore's JSON file loader, but into dicts, and a service model's documentation strings are empty. With
+    `operations` (per service, `karpy.cloudprovider.aws.models.CALLED`), the models of those services keep only
+    those operations and what they reach (`models.prune`), and the endpoint data only their services
+    (`models.prune_endpoints`)."""
+
+    def __init__(self, operations: Mapping[str, frozenset[str]] | None = None) -> None:
+        super().__init__()
+        self._operations = operations or {}
 
     def load_file(self, file_path: str) -> Any:
         payload = _read(file_path)
         if payload is None:
             return super().load_file(file_path)
         if os.path.basename(file_path) == SERVICE_MODEL:
-            return json.loads(payload.decode("utf-8"), object_pairs_hook=_undocumented)
-        return json.loads(payload.decode("utf-8"))
+            loaded = json.loads(payload.decode("utf-8"), object_pairs_hook=_undocumented)
+            # botocore's data layout: <service>/<api version>/service-2.json
+            service = os.path.basename(os.path.dirname(os.path.dirname(file_path)))
+            wanted = self._operations.get(service)
+            return loaded if wanted is None else models.prune(loaded, wanted)
+        loaded = json.loads(payload.decode("utf-8"))
+        if self._operations and os.path.basename(file_path) == ENDPOINTS:
+            return models.prune_endpoints(loaded)
+        return loaded
 
 
 def timestamp(value: Any) -> datetime.datetime:
@@ -83,16 +101,17 @@ def timestamp(value: Any) -> datetime.datetime:
     return read
 
 
-def botocore_session() -> botocore.session.Session:
-    """A botocore session whose loader reads its files with `CompactFileLoader` and whose responses' timestamps are
-    read by `timestamp`."""
+def botocore_session(*, operations: Mapping[str, frozenset[str]] | None = None) -> botocore.session.Session:
+    """A botocore session whose loader reads its files with `CompactFileLoader(operations)` and whose responses'
+    timestamps are read by `timestamp`."""
     core = botocore.session.get_session()
-    core.get_component("data_loader").file_loader = CompactFileLoader()
+    core.get_component("data_loader").file_loader = CompactFileLoader(operations)
     core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=timestamp)
     return core
 
 
-def session(region: str) -> boto3.session.Session:
-    """A boto3 session for `region` on `botocore_session()`. Build every client of a process from one: a session
-    loads each model, and botocore's endpoint data, once for all its clients."""
-    return boto3.session.Session(botocore_session=botocore_session(), region_name=region)
+def session(region: str, *, operations: Mapping[str, frozenset[str]] | None = None) -> boto3.session.Session:
+    """A boto3 session for `region` on `botocore_session(operations=operations)`. Build every client of a process
+    from one: a session loads each model, and botocore's endpoint data, once for all its clients. The controller
+    passes `models.CALLED`; tests and tools that call other operations pass nothing."""
+    return boto3.session.Session(botocore_session=botocore_session(operations=operations), region_name=region)
