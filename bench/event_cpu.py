@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import catalog as bench_catalog
+import catalog
 import kube_objects
 from karpy import clock as karpy_clock
 from karpy import requirements
@@ -130,7 +130,7 @@ def observer_us(runs: int) -> float:
 
 def choose_ms(runs: int) -> tuple[float, int, int]:
     """(ms per claim, catalog size, candidates found over all claims: equal before and after a cut)."""
-    types_ = instancetypes.build_catalog(**bench_catalog.build_inputs())
+    types_ = instancetypes.build_catalog(**catalog.build_inputs())
     rng = random.Random(7)
     names = [it.name for it in types_ if it.name[0] in "cmr" and "metal" not in it.name]
     claims = [
