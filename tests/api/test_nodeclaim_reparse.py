@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
+import types
 from typing import Any
 
 import pytest
@@ -109,6 +111,21 @@ def test_wrong_api_version_or_kind_is_refused_with_a_known_spec() -> None:
 def test_fingerprints_tell_json_types_apart() -> None:
     prints = {fingerprints.of(v) for v in ({"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}, {"a": [1]}, {"a": (1,)})}
     assert len(prints) == 6
+
+
+def test_fingerprints_match_a_value_from_a_watch_line_and_from_a_list_page() -> None:
+    """One decode or many items in one (a LIST page, whose decoder shares keys across its items): the same print."""
+    claim = _claim()
+    alone = json.loads(json.dumps(claim))
+    page = json.loads(json.dumps({"items": [_written(_claim(), "7"), claim, claim]}))["items"]
+    assert fingerprints.of(alone) == fingerprints.of(page[1]) == fingerprints.of(page[2])
+    assert fingerprints.of(alone["spec"]) == fingerprints.of(page[0]["spec"])
+    assert fingerprints.of(alone) != fingerprints.of(page[0])
+
+
+def test_a_value_without_a_pickle_still_has_a_fingerprint() -> None:
+    prints = {fingerprints.of(types.MappingProxyType({"a": n})) for n in (1, 1, 2)}
+    assert len(prints) == 2
 
 
 def test_the_memo_forgets_the_least_recently_used() -> None:

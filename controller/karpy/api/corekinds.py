@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -43,12 +43,10 @@ def read(
     obj: Mapping[str, Any],
     kind: str,
     *,
-    fields: Collection[str] | None = None,
     strict: bool = True,
 ) -> tuple[dict[str, Any], list[errors.Problem]]:
     """`obj` read as `kind` (one of `api_versions()`): the object as the API server would store it (a `null` field
-    is absent, a `null` list item of an object type is empty) and every structural problem. With `fields`, only
-    those top-level fields are read (the caller knows the others); the rest are returned as they are.
+    is absent, a `null` list item of an object type is empty) and every structural problem.
 
     `strict=False` reads an object the API server already holds, as a client of any version must: fields it does
     not know (a newer Kubernetes) and a missing apiVersion (LIST items carry none) are fine; only values of the
@@ -64,14 +62,13 @@ def read(
         problems.append(
             errors.Problem("apiVersion", f'must be "{expected}" for a {kind}, got {corecheck.show(api_version)}')
         )
-    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind") and (fields is None or k in fields)}
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     name = f"{expected}/{kind}"
     check = _checks(strict)[name]
     read: Any = check(body, "", None)
     if read is corecheck.FAIL:  # something is wrong: read again, saying what and where
         read = check(body, "", problems)
-    rest = {k: v for k, v in obj.items() if fields is not None and k not in fields and k not in ("apiVersion", "kind")}
     head = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     if strict and "kind" in obj and obj["kind"] != kind:
         problems.append(errors.Problem("kind", f'must be "{kind}", got {corecheck.show(obj["kind"])}'))
-    return {**head, **rest, **read}, problems
+    return {**head, **read}, problems

@@ -135,8 +135,12 @@ def pod_condition_turned(res: resources.Resource, old: Obj, new: Obj, condition:
 def pod_condition_age(res: resources.Resource, old: Obj, new: Obj, condition: str) -> float | None:
     """Seconds from the pod's creation until `condition` turned True, when this event is the one that turned it
     True; None otherwise or when a timestamp is missing or unreadable (pure)."""
-    turned = pod_condition_turned(res, old, new, condition)
-    if turned is None:
+    return _age(new, pod_condition_turned(res, old, new, condition))
+
+
+def _age(new: Obj, turned: float | None) -> float | None:
+    """Seconds from `new`'s creation until `turned` (None when either is missing or unreadable)."""
+    if turned is None or new is None:
         return None
     try:
         created = decoding.timestamp(str(_meta(new)["creationTimestamp"]))
@@ -148,15 +152,16 @@ def pod_condition_age(res: resources.Resource, old: Obj, new: Obj, condition: st
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-def pod_done(res: resources.Resource, old: Obj, new: Obj) -> str | None:
-    """The key of a pod that is gone, ended, or just turned Ready: nothing more is timed from it (pure)."""
+def pod_done(res: resources.Resource, old: Obj, new: Obj, *, ready_turned: float | None) -> str | None:
+    """The key of a pod that is gone, ended, or just turned Ready (`ready_turned`: `pod_condition_turned` of Ready
+    for this event): nothing more is timed from it (pure)."""
     if res != resources.PODS or (old is None and new is None):
         return None
     if new is None:
         return facts.key(old or {})
     if ((new.get("status") or {}).get("phase")) in TERMINAL_PHASES:
         return facts.key(new)
-    return facts.key(new) if pod_condition_turned(res, old, new, POD_READY) is not None else None
+    return facts.key(new) if ready_turned is not None else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -200,27 +205,35 @@ class Observer:
         pool = node_registered(res, old, new)
         if pool is not None:
             hooks.node_created(pool, str((_meta(new).get("labels") or {}).get(labels.LABEL_ZONE, "")))
-        bound = pod_condition_age(res, old, new, POD_SCHEDULED)
+        if res == resources.PODS:
+            self._pod_event(old, new, provisionable=key is not None)
+
+    def _pod_event(self, old: Obj, new: Obj, *, provisionable: bool) -> None:
+        """The pod metrics and timings; each condition's turn is read once per event (this runs for every pod
+        event, and the conditions were read five times over)."""
+        hooks = self._hooks
+        scheduled = pod_condition_turned(resources.PODS, old, new, POD_SCHEDULED)
+        ready = pod_condition_turned(resources.PODS, old, new, POD_READY)
+        bound = _age(new, scheduled)
         if bound is not None:
             hooks.pod_bound(bound)
-        started = pod_condition_age(res, old, new, POD_READY)
+        started = _age(new, ready)
         if started is not None:
             hooks.pod_started(started)
-        if hooks.pod_times is not None and res == resources.PODS:
-            self._time_pod(hooks.pod_times, old, new, provisionable=key is not None)
-
-    def _time_pod(self, times: podtimes.PodTimes, old: Obj, new: Obj, *, provisionable: bool) -> None:
-        hooks = self._hooks
+        times = hooks.pod_times
+        if times is None:
+            return
         if provisionable and new is not None:
             times.seen(facts.key(new))
-        for condition, observe in (
-            (POD_SCHEDULED, hooks.pod_provisioning_bound),
-            (POD_READY, hooks.pod_provisioning_started),
-        ):
-            turned = pod_condition_turned(resources.PODS, old, new, condition)
+        if scheduled is not None or ready is not None:
             since = times.schedulable_since(facts.key(new or {}))
-            if turned is not None and since is not None:
-                observe(max(0.0, turned - since))
-        done = pod_done(resources.PODS, old, new)
+            if since is not None:
+                for turned, observe in (
+                    (scheduled, hooks.pod_provisioning_bound),
+                    (ready, hooks.pod_provisioning_started),
+                ):
+                    if turned is not None:
+                        observe(max(0.0, turned - since))
+        done = pod_done(resources.PODS, old, new, ready_turned=ready)
         if done is not None:
             times.forget(done)

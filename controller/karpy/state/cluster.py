@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 from karpy import clock as karpy_clock
 from karpy import rejections as karpy_rejections
 from karpy.api import capacitybuffer as api_capacitybuffer
-from karpy.api import corekinds, errors, fingerprints, labels, parse
+from karpy.api import corekinds, errors, labels, parse
 from karpy.api import ec2nodeclass as api_ec2nodeclass
 from karpy.api import nodeclaim as api_nodeclaim
 from karpy.api import nodeoverlay as api_nodeoverlay
@@ -85,9 +85,6 @@ class Cluster:
             dict
         )
         """Core objects with values of the wrong type, by key: the object and what is wrong."""
-        self._pod_specs: dict[str, bytes] = {}
-        """The fingerprint of each pod's spec as last read well-formed: a status write (the kubelet's, the
-        scheduler's conditions) cannot change it, so only the rest of the pod is read again."""
         self._pvcs: dict[str, volumes.PersistentVolumeClaim] = {}
         self._pvs: dict[str, volumes.PersistentVolume] = {}
         self._storage_classes: dict[str, volumes.StorageClass] = {}
@@ -180,8 +177,6 @@ class Cluster:
         self._malformed[res].pop(key, None)
         if current is None:
             self.rejections.accept(res.kind, key)  # gone: a new object of that name is reported afresh
-            if res == resources.PODS:
-                self._pod_specs.pop(key, None)
         malformed = current is not None and self._malformed_shape(res, key, current)
         if malformed:
             raw.pop(key, None)
@@ -210,22 +205,13 @@ class Cluster:
         reported and kept out of the views that raw readers read. A pod's node still counts it."""
         if res.kind not in corekinds.api_versions():
             return False
-        fields: list[str] | None = None
-        spec_print = b""
-        if res == resources.PODS and type(obj.get("spec")) is dict:
-            spec_print = fingerprints.of(obj["spec"])
-            if self._pod_specs.get(key) == spec_print:
-                fields = [field for field in obj if field != "spec"]  # the spec read before, as it is
         try:
-            _, problems = corekinds.read(obj, res.kind, fields=fields, strict=False)
+            _, problems = corekinds.read(obj, res.kind, strict=False)
         except Exception as exc:
             self._failed(res, obj, exc)
             problems = [errors.Problem("", f"{type(exc).__name__}: {exc}")]
         if not problems:
-            if spec_print:
-                self._pod_specs[key] = spec_print
             return False
-        self._pod_specs.pop(key, None)
         problem = "; ".join(map(str, problems))
         self._malformed[res][key] = (obj, problem)
         about = karpy_rejections.about(res, obj)
