@@ -138,25 +138,25 @@ def test_the_memo_forgets_the_least_recently_used() -> None:
 
 
 class _Counted:
-    """A value that counts how often its repr is taken (a fingerprint takes one per pass over the object)."""
+    """A value that counts how often it is pickled (a fingerprint pickles once per pass over the object)."""
 
     def __init__(self) -> None:
-        self.reprs = 0
+        self.pickles = 0
 
-    def __repr__(self) -> str:
-        self.reprs += 1
-        return "counted"
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        self.pickles += 1
+        return (str, ("counted",))
 
 
-def test_a_miss_takes_the_specs_repr_once() -> None:
-    """The spec is most of a claim's repr: a parse that misses the memo fingerprints it once, for the whole object
-    and for itself together (it was twice)."""
+def test_a_miss_pickles_the_spec_once() -> None:
+    """The spec is most of a claim: a parse that misses the memo fingerprints it once, for the whole object and for
+    itself together (it was twice)."""
     counted = _Counted()
     claim = _claim()
     claim["spec"]["requirements"][0]["values"].append(counted)
     with pytest.raises(errors.ValidationError):  # a value no JSON reader makes: refused, and nothing remembered
         parse.nodeclaim(claim)
-    assert counted.reprs == 1
+    assert counted.pickles == 1
 
 
 def test_fingerprints_with_a_part_tell_the_part_and_the_rest_apart() -> None:

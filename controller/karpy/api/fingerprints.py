@@ -33,12 +33,12 @@ def of(value: Any) -> bytes:
 
 
 def with_part(value: Mapping[str, Any], part: str) -> tuple[bytes, bytes]:
-    """The fingerprints of `value` and of `value[part]`, the part's repr taken once (a NodeClaim's spec is most of its
-    repr): the whole's digest is of the part's digest, fixed in size so the join is unambiguous, and the rest's repr.
-    Equal for equal values whatever the part's place among the keys; not comparable with `of(value)`."""
+    """The fingerprints of `value` and of `value[part]`, the part pickled once (a NodeClaim's spec is most of it): the
+    whole's digest is of the part's digest and the rest's, both fixed in size so the join is unambiguous. Equal for
+    equal values whatever the part's place among the keys; not comparable with `of(value)`."""
     part_print = of(value[part])
     rest = {k: v for k, v in value.items() if k != part}
-    return hashlib.blake2b(part_print + repr(rest).encode(), digest_size=16).digest(), part_print
+    return hashlib.blake2b(part_print + of(rest), digest_size=16).digest(), part_print
 
 
 class Memo(Generic[T]):
