@@ -641,7 +641,8 @@ def main(argv: list[str] | None = None) -> int:
         "--scheduler-qps",
         type=float,
         default=cluster.ClusterOptions().scheduler_qps,
-        help="requests a second of the kube-scheduler stand-in's client (its default: kube-scheduler's; 0: no limit)",
+        help="requests a second of the kube-scheduler stand-in's client (default: kube-scheduler's 50; EKS's "
+        "Provisioned Control Plane: 167 XL, 283 2XL, 400 4XL; 0: no limit)",
     )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()

@@ -563,9 +563,17 @@ async def run_scenario(
     last_phase: str | None = None,
     logs: pathlib.Path | None = None,
     memory_report: pathlib.Path | None = None,
+    scheduler_qps: float = cluster.ClusterOptions().scheduler_qps,
 ) -> dict[str, Any]:
-    options = cluster.ClusterOptions(cluster_name=f"perf-{scenario.name.lower()}", boot_delay=2.0, interval=0.5)
-    out: dict[str, Any] = {"scenario": scenario.name, "upstream": scenario.source, "phases": []}
+    options = cluster.ClusterOptions(
+        cluster_name=f"perf-{scenario.name.lower()}", boot_delay=2.0, interval=0.5, scheduler_qps=scheduler_qps
+    )
+    out: dict[str, Any] = {
+        "scenario": scenario.name,
+        "upstream": scenario.source,
+        "scheduler_qps": scheduler_qps,
+        "phases": [],
+    }
     launcher = [sys.executable]
     if profile is not None:
         launcher += ["-m", "cProfile", "-o", str(profile / f"{scenario.name}.prof")]
@@ -717,6 +725,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--logs", type=pathlib.Path, help="keep the controller's log: DIR/<scenario>/karpy.log")
     parser.add_argument("--stop-after", metavar="PHASE", help="end each scenario after its phase of this name")
+    parser.add_argument(
+        "--scheduler-qps",
+        type=float,
+        default=cluster.ClusterOptions().scheduler_qps,
+        help="requests a second of the kube-scheduler stand-in's client (default: kube-scheduler's 50; EKS's "
+        "Provisioned Control Plane: 167 XL, 283 2XL, 400 4XL; 0: no limit)",
+    )
     args = parser.parse_args(argv)
     chosen = [s for s in SCENARIOS if s.name in args.scenarios.split(",")]
     unknown = set(args.scenarios.split(",")) - {s.name for s in SCENARIOS}
@@ -739,6 +754,7 @@ def main(argv: list[str] | None = None) -> int:
                 last_phase=args.stop_after,
                 logs=args.logs,
                 memory_report=args.memory_report,
+                scheduler_qps=args.scheduler_qps,
             )
         )
         print(json.dumps(row) if args.json else json.dumps(row, indent=2), flush=True)

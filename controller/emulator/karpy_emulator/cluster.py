@@ -123,7 +123,8 @@ class ClusterOptions:
     """Seconds between passes of each stand-in (and the step of `run_for` in virtual time)."""
     scheduler_qps: float = 50.0
     """Requests a second of the kube-scheduler stand-in's client, on this cluster's clock (kube-scheduler's
-    clientConnection.qps default; 0: no limit, for a benchmark that must say so)."""
+    clientConnection.qps default; EKS's Provisioned Control Plane tiers set 167, 283 and 400 for XL, 2XL and 4XL on
+    Kubernetes 1.30+, per the EKS User Guide; 0: no limit, for a benchmark that must say so)."""
     scheduler_burst: int = 100
     """The kube-scheduler stand-in's client burst (clientConnection.burst's default)."""
     virtual_time: bool = False
