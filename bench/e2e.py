@@ -610,6 +610,17 @@ async def _settled(api: Any, replicas: int) -> bool:
     return len(live) == replicas and all(p["spec"].get("nodeName") for p in live)
 
 
+def add_scheduler_qps(parser: argparse.ArgumentParser) -> None:
+    """`--scheduler-qps`: the kube-scheduler rate a benchmark's emulated cluster stands for."""
+    parser.add_argument(
+        "--scheduler-qps",
+        type=float,
+        default=cluster.ClusterOptions().scheduler_qps,
+        help="requests a second of the kube-scheduler stand-in's client (default: kube-scheduler's 50; EKS's "
+        "Provisioned Control Plane: 167 XL, 283 2XL, 400 4XL; 0: no limit)",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -637,13 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="once every pod is bound, report the controller's CPU and RSS each minute for this many minutes",
     )
-    parser.add_argument(
-        "--scheduler-qps",
-        type=float,
-        default=cluster.ClusterOptions().scheduler_qps,
-        help="requests a second of the kube-scheduler stand-in's client (default: kube-scheduler's 50; EKS's "
-        "Provisioned Control Plane: 167 XL, 283 2XL, 400 4XL; 0: no limit)",
-    )
+    add_scheduler_qps(parser)
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     result = asyncio.run(

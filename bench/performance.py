@@ -725,13 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--logs", type=pathlib.Path, help="keep the controller's log: DIR/<scenario>/karpy.log")
     parser.add_argument("--stop-after", metavar="PHASE", help="end each scenario after its phase of this name")
-    parser.add_argument(
-        "--scheduler-qps",
-        type=float,
-        default=cluster.ClusterOptions().scheduler_qps,
-        help="requests a second of the kube-scheduler stand-in's client (default: kube-scheduler's 50; EKS's "
-        "Provisioned Control Plane: 167 XL, 283 2XL, 400 4XL; 0: no limit)",
-    )
+    e2e.add_scheduler_qps(parser)
     args = parser.parse_args(argv)
     chosen = [s for s in SCENARIOS if s.name in args.scenarios.split(",")]
     unknown = set(args.scenarios.split(",")) - {s.name for s in SCENARIOS}
