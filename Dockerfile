@@ -32,7 +32,7 @@ RUN /opt/uv/bin/uv sync --frozen --no-dev --extra controller --no-editable
 
 FROM ${RUNTIME_IMAGE} AS runtime
 LABEL org.opencontainers.image.title="karpy" \
-      org.opencontainers.image.description="Karpenter-compatible node autoscaler for Amazon EKS" \
+      org.opencontainers.image.description="Karpenter-compatible node autoscaler for Amazon EKS: informer and work-queue reconcilers, Kopf for login" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.source="https://github.com/karpy-dev/karpy"
 ENV PATH=/opt/karpy/venv/bin:/usr/bin:/bin \
