@@ -39,9 +39,12 @@ threshold for lower bounds).
     .venv/bin/python bench/performance.py --json --scenarios basic,interference
     .venv/bin/python bench/performance.py --json --scenarios basic --profile /tmp/prof   # + a cProfile of karpy run
 
-`--profile DIR` runs the controller under cProfile and writes `DIR/<scenario>.prof` (`python -m pstats`) when it
-stops: its main thread (the event loop) over the whole scenario, warm-up included. cProfile slows what it
-profiles, so a profiled run's figures are not the benchmark's; compare `controller_cpu_s` of unprofiled runs.
+`--profile DIR` runs the controller under cProfile (`bench/profiled_run.py`): its main thread (the event loop), each
+function's figures in CPU seconds of that thread, not wall seconds (the worker threads, solves and boto3 calls, are
+not in it). It writes `DIR/<scenario>.<phase>.prof` (`python -m pstats`) for each phase, from the phase's change to
+its end, `DIR/<scenario>.before-<phase>.prof` for what came before it (the first: start and catalog warm-up), and
+`DIR/<scenario>.end.prof` for what came after the last. cProfile slows what it profiles, so a profiled run's
+figures are not the benchmark's; compare `controller_cpu_s` of unprofiled runs.
 `--memory-report DIR` runs it under tracemalloc instead (`bench/traced_run.py`) and writes `DIR/<scenario>.jsonl`,
 a row at the end of each phase: RSS, traced bytes and their peak, traced bytes by package (slowed, like a profile).
 `--logs DIR` keeps the controller's JSON log as `DIR/<scenario>/karpy.log` (otherwise it goes with a temporary
@@ -71,6 +74,9 @@ from karpy.kube import resources
 from karpy_emulator import cluster, demo, remote, remote_controller, workloads
 
 TRACED_RUN = pathlib.Path(__file__).with_name("traced_run.py")
+PROFILED_RUN = pathlib.Path(__file__).with_name("profiled_run.py")
+PROFILE_WRITTEN_WITHIN = 30.0
+"""Seconds the controller is given to write a profile segment after the signal (a large one takes a while)."""
 SAMPLE_EVERY = 0.5
 """Seconds between samples of the controller's RSS."""
 WARM_UP = 1800.0
@@ -576,7 +582,7 @@ async def run_scenario(
     }
     launcher = [sys.executable]
     if profile is not None:
-        launcher += ["-m", "cProfile", "-o", str(profile / f"{scenario.name}.prof")]
+        launcher += [str(PROFILED_RUN), str(profile / scenario.name)]
     elif memory_report is not None:
         launcher += [str(TRACED_RUN), str(memory_report / f"{scenario.name}.jsonl")]
     with contextlib.ExitStack() as kept:
@@ -603,6 +609,7 @@ async def run_scenario(
                     within=within,
                     last_phase=last_phase,
                     report=memory_report is not None,
+                    profile=None if profile is None else profile / scenario.name,
                 )
                 out["controller_exit"] = await controller.stop()
     out["all_met"] = all(t["met"] for p in out["phases"] for t in p["thresholds"].values()) and not any(
@@ -621,12 +628,22 @@ async def _phases(
     within: float | None,
     last_phase: str | None,
     report: bool = False,
+    profile: pathlib.Path | None = None,
 ) -> None:
     """Run the scenario's phases in order, each phase's row appended to `out["phases"]`; with `report`, the
-    controller writes a memory report at the end of each (`bench/traced_run.py`, on SIGUSR1)."""
+    controller writes a memory report at the end of each (`bench/traced_run.py`, on SIGUSR1); with `profile` (the
+    controller runs under `bench/profiled_run.py` with this prefix), a profile of each phase and of what came
+    before it."""
     replicas = {w.name: 0 for w in scenario.workloads}
     by_name = {w.name: w for w in scenario.workloads}
     sampler = Sampler(controller.pid)
+    segments = 0
+
+    async def cut_profile(name: str) -> None:
+        nonlocal segments
+        if profile is not None:
+            segments += 1
+            await _cut_profile(controller.pid, profile, segments, name)
 
     async def settled(pods: int) -> bool:
         controller.check()  # a controller that exited ends the run with its log, not a phase timing out
@@ -636,6 +653,7 @@ async def _phases(
         before = await _node_names(api)
         load = os.getloadavg()
         counted = await e2e.request_counts(api_url)
+        await cut_profile(f"before-{phase.name}")
         sampler.start()
         start = time.monotonic()
         if phase.kind == "drift":
@@ -675,6 +693,7 @@ async def _phases(
         except TimeoutError as exc:
             error, end = str(exc), time.monotonic()
         p95, cores, cpu_s = await sampler.stop()
+        await cut_profile(phase.name)
         if report:
             os.kill(controller.pid, signal.SIGUSR1)
         requests = e2e.counted_since(counted, await e2e.request_counts(api_url))
@@ -705,6 +724,19 @@ async def _phases(
         )
         if error is not None or phase.name == last_phase:
             break
+
+
+async def _cut_profile(pid: int, prefix: pathlib.Path, segment: int, name: str) -> None:
+    """Have the controller write its profile since the last cut (`bench/profiled_run.py`: `PREFIX.<segment>.prof`,
+    on SIGUSR1) and name it `PREFIX.<name>.prof`."""
+    os.kill(pid, signal.SIGUSR1)
+    written = prefix.with_name(f"{prefix.name}.{segment}.prof")
+    deadline = time.monotonic() + PROFILE_WRITTEN_WITHIN
+    while not written.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the controller wrote no profile {written} within {PROFILE_WRITTEN_WITHIN:.0f}s")
+        await asyncio.sleep(0.1)
+    written.replace(prefix.with_name(f"{prefix.name}.{name}.prof"))
 
 
 def main(argv: list[str] | None = None) -> int:
