@@ -147,9 +147,9 @@ async def test_a_pod_is_parsed_again_only_when_its_spec_or_metadata_changed(monk
     parsed: list[str] = []
     real = kube_scheduler._parse
 
-    def counted(raw: Any) -> Any:
+    def counted(raw: Any, templates: Any) -> Any:
         parsed.append(raw["metadata"]["name"])
-        return real(raw)
+        return real(raw, templates)
 
     monkeypatch.setattr(kube_scheduler, "_parse", counted)
     async with _served() as (kube, api):

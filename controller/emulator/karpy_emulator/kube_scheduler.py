@@ -20,7 +20,8 @@ as it was when the first was tried; the others wait for the next pass, which com
 A pass costs what changed since the last one, not the cluster: the stand-in keeps its pods and nodes in informers
 (`informers.Cache`) and, per changed pod, its queue of pods waiting to be scheduled (kube-scheduler's scheduling
 queue takes only unscheduled pods, pkg/scheduler/internal/queue) and its nodes with their bound pods
-(`node_facts.NodeCache`). A pod is parsed once per version of its spec and metadata.
+(`node_facts.NodeCache`). A pod is parsed once per version of its spec and metadata, and the pods of one template
+(a ReplicaSet's) from one parse (`podtemplates.Templates`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from karpy import clock as karpy_clock
 from karpy.api import errors
 from karpy.kube import client, ratelimit, resources
 from karpy.scheduling import pods as scheduling_pods
+from karpy.scheduling import podtemplates
 from karpy_emulator import fit_errors, informers, loop, node_facts, pod_conditions, reads, scheduling_queue, volumes
 
 log = logging.getLogger(__name__)
@@ -116,6 +118,9 @@ class KubeScheduler:
         self._cache = node_facts.NodeCache()
         # Each pod's parse with what it was parsed from (its spec and metadata but the fields every write changes).
         self._parsed: dict[informers.Key, tuple[object, dict[str, Any], scheduling_pods.Pod | None]] = {}
+        # A ReplicaSet's pods differ only in their own fields: each template is parsed once, its pods stamped from it
+        # (a pod is parsed again when bound, its nodeName new).
+        self._templates = podtemplates.Templates()
 
     async def run(self) -> None:
         watched = (resources.PODS, resources.NODES, resources.PVCS, resources.PVS, resources.STORAGECLASSES)
@@ -272,7 +277,7 @@ class KubeScheduler:
         cached = self._parsed.get(key)
         if cached is not None and cached[0] == spec and cached[1] == metadata:
             return cached[2]
-        parsed = _parse(raw)
+        parsed = _parse(raw, self._templates)
         self._parsed[key] = (spec, metadata, parsed)
         return parsed
 
@@ -340,9 +345,9 @@ class _Bucket(ratelimit.TokenBucket):
         return max(0.0, 1.0 - self.available()) / self.qps
 
 
-def _parse(raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+def _parse(raw: Mapping[str, Any], templates: podtemplates.Templates) -> scheduling_pods.Pod | None:
     try:
-        return scheduling_pods.from_manifest(raw)
+        return templates.parse(raw)
     except errors.ValidationError as error:
         log.warning("kube-scheduler stand-in: %s", error)
         return None
