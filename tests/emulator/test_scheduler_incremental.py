@@ -147,9 +147,9 @@ async def test_a_pod_is_parsed_again_only_when_its_spec_or_metadata_changed(monk
     parsed: list[str] = []
     real = kube_scheduler._parse
 
-    def counted(raw: Any) -> Any:
+    def counted(raw: Any, templates: Any) -> Any:
         parsed.append(raw["metadata"]["name"])
-        return real(raw)
+        return real(raw, templates)
 
     monkeypatch.setattr(kube_scheduler, "_parse", counted)
     async with _served() as (kube, api):
@@ -169,3 +169,37 @@ async def test_a_pod_is_parsed_again_only_when_its_spec_or_metadata_changed(monk
         await stand_in.sync()
         # b's status write reuses its parse; a's label is part of one, and c was bound by the last pass
         assert sorted(parsed) == ["a", "c"]
+
+
+async def _long_lived(kube: runner.KubeAPIRunner, api: rest.RestClient) -> kube_scheduler.KubeScheduler:
+    return kube_scheduler.KubeScheduler(
+        api, clock=clock.ManualClock(NOW), settings=SETTINGS, reader=reads.StoreReader(kube)
+    )
+
+
+async def test_a_node_whose_taint_goes_takes_the_pod_it_refused() -> None:
+    taint = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
+    async with _served() as (kube, api):
+        await _create(api, node("n1", taints=[taint]), pod("waiting"))
+        stand_in = await _long_lived(kube, api)
+        assert "default/waiting" in (await stand_in.sync()).unschedulable  # the node, cached, carries the taint
+        await api.patch(resources.NODES, "n1", {"spec": {"taints": []}})
+        assert (await stand_in.sync()).bound == {"default/waiting": "n1"}
+
+
+async def test_a_pod_deleted_from_a_full_node_makes_room_for_a_waiting_one() -> None:
+    async with _served() as (kube, api):
+        await _create(api, node("n1", cpu="1"), pod("resident", cpu="800m", nodeName="n1"), pod("waiting"))
+        stand_in = await _long_lived(kube, api)
+        assert "default/waiting" in (await stand_in.sync()).unschedulable  # the node, cached, holds the resident
+        await api.delete(resources.PODS, "resident", namespace="default")
+        assert (await stand_in.sync()).bound == {"default/waiting": "n1"}
+
+
+async def test_a_node_relabelled_takes_the_pod_whose_selector_it_now_matches() -> None:
+    async with _served() as (kube, api):
+        await _create(api, node("n1", labels={ZONE: "a"}), pod("zonal", nodeSelector={ZONE: "b"}))
+        stand_in = await _long_lived(kube, api)
+        assert "default/zonal" in (await stand_in.sync()).unschedulable
+        await api.patch(resources.NODES, "n1", {"metadata": {"labels": {ZONE: "b"}}})
+        assert (await stand_in.sync()).bound == {"default/zonal": "n1"}

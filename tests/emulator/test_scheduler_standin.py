@@ -15,8 +15,8 @@ from karpy import clock
 from karpy.kube import credentials, resources, rest
 from karpy.scheduling import pods as scheduling_pods
 from karpy.scheduling import scheduler as scheduling_scheduler
+from karpy_emulator import fit_errors, node_facts, pod_conditions, scheduling_queue
 from karpy_emulator import kube_scheduler as karpy_emulator_kube_scheduler
-from karpy_emulator import scheduling_queue
 from karpy_emulator.apiserver import runner
 
 NOW = 1_700_000_000.0
@@ -193,13 +193,13 @@ async def test_resources_of_bound_pods_count(api: rest.RestClient) -> None:
 
 def test_unschedulable_patch_keeps_other_conditions() -> None:
     raw = {"status": {"conditions": [{"type": "Custom", "status": "True"}]}}
-    patch = karpy_emulator_kube_scheduler.unschedulable_patch(raw, "0/1 nodes are available: x", NOW)
+    patch = pod_conditions.unschedulable_patch(raw, "0/1 nodes are available: x", NOW)
     assert patch is not None
     types = [c["type"] for c in patch["status"]["conditions"]]
     assert types == ["Custom", "PodScheduled"]
     raw["status"]["conditions"] = patch["status"]["conditions"]
-    assert karpy_emulator_kube_scheduler.unschedulable_patch(raw, "0/1 nodes are available: x", NOW) is None
-    assert karpy_emulator_kube_scheduler.unschedulable_patch(raw, "0/2 nodes are available: y", NOW) is not None
+    assert pod_conditions.unschedulable_patch(raw, "0/1 nodes are available: x", NOW) is None
+    assert pod_conditions.unschedulable_patch(raw, "0/2 nodes are available: y", NOW) is not None
 
 
 def test_interchangeable_pods_get_the_reason_each_would_get_alone() -> None:
@@ -214,18 +214,18 @@ def test_interchangeable_pods_get_the_reason_each_would_get_alone() -> None:
             pod("tolerant", cpu="4", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
         )
     ]
-    placements, reasons = karpy_emulator_kube_scheduler.plan(pending, nodes, {})
+    placements, reasons = fit_errors.plan(pending, nodes, {})
     assert placements == {}
     existing = [
         scheduling_scheduler.ExistingNode(
             name=n["metadata"]["name"],
             labels=n["metadata"]["labels"],
-            taints=karpy_emulator_kube_scheduler.hard_taints(n),
-            allocatable=karpy_emulator_kube_scheduler.allocatable(n),
+            taints=node_facts.hard_taints(n),
+            allocatable=node_facts.allocatable(n),
         )
         for n in nodes
     ]
-    alone = {p.key: karpy_emulator_kube_scheduler.explain(p, existing, solver_reason="") for p in pending}
+    alone = {p.key: fit_errors.explain(p, existing, solver_reason="") for p in pending}
     assert reasons == alone
     assert len(set(reasons.values())) == 2  # the big and huge pods fail alike; the tolerant pod differs
     assert reasons["default/tolerant"] != reasons["default/big-0"]

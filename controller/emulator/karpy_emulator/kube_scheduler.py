@@ -1,21 +1,12 @@
 """A kube-scheduler stand-in: binds pending pods to nodes where they fit, marks the others Unschedulable.
 
-Placement reuses `karpy.scheduling.scheduler.solve` with the cluster's nodes as existing nodes and no NodePools,
-so taints/tolerations, node selectors and affinity, topology spread, pod (anti-)affinity, host ports and resources
-are judged by the same code the controller simulates with; so are volumes (module `sim.volumes`: PV node affinity,
-WaitForFirstConsumer classes' allowed topologies), and a pod placed with unbound claims gets its volumes provisioned
-in the node's zone before it is bound, as kube-scheduler's VolumeBinding PreBind and the CSI provisioner do. Nodes
-being deleted are left out. NotReady and cordoned nodes carry the NoSchedule taints the node lifecycle controller
-gives them (`node.kubernetes.io/not-ready`, `node.kubernetes.io/unschedulable`): no pod without a toleration lands
-there, yet they still count as topology-spread domains (nodeTaintsPolicy defaults to Ignore), so a zonal spread does
-not pile into the zones whose nodes happened to be Ready first. PreferNoSchedule taints are soft (ignored here). A
-pod that fits
-nowhere gets `PodScheduled=False, reason=Unschedulable` (what makes it provisionable for the controller), written
-only when its status, reason or message changed, as kube-scheduler's handleSchedulingFailure → updatePod does
-(pkg/scheduler/schedule_one.go; pkg/api/v1/pod/util.go UpdatePodCondition: the times do not count). The message
-names the node count (`0/5 nodes are available: ...`, the FitError's), so a pod tried again as nodes come writes
-again, as kube-scheduler's would; what bounds that is the scheduling queue (`scheduling_queue`): a failed pod is
-tried again only after an event that may make it schedulable and its backoff, or after 5 minutes, so an unchanged
+Where a pod fits and why it fits nowhere is `fit_errors`' (the controller's own solver, and kube-scheduler's FitError
+message); what the filters read of a node, and the cache of nodes with their bound pods, `node_facts`'; the condition
+written on a pod that fits nowhere, `pod_conditions`'. A pod placed with unbound claims gets its volumes provisioned
+in the node's zone before it is bound, as kube-scheduler's VolumeBinding PreBind and the CSI provisioner do. The
+Unschedulable message names the node count (`0/5 nodes are available: ...`), so a pod tried again as nodes come
+writes again, as kube-scheduler's would; what bounds that is the scheduling queue (`scheduling_queue`): a failed pod
+is tried again only after an event that may make it schedulable and its backoff, or after 5 minutes, so an unchanged
 cluster costs no attempt and no write.
 
 Its client sends at most `qps` requests a second after a `burst` (50 and 100: KubeSchedulerConfiguration v1's
@@ -28,41 +19,34 @@ as it was when the first was tried; the others wait for the next pass, which com
 
 A pass costs what changed since the last one, not the cluster: the stand-in keeps its pods and nodes in informers
 (`informers.Cache`) and, per changed pod, its queue of pods waiting to be scheduled (kube-scheduler's scheduling
-queue takes only unscheduled pods, pkg/scheduler/internal/queue) and its nodes with their bound pods (kube-scheduler's
-cache, pkg/scheduler/backend/cache): a node's `ExistingNode`, derived once for every solve (`scheduler.derive`), is
-made again only when the node or one of its pods changed.
+queue takes only unscheduled pods, pkg/scheduler/internal/queue) and its nodes with their bound pods
+(`node_facts.NodeCache`). A pod is parsed once per version of its spec and metadata, and the pods of one template
+(a ReplicaSet's) from one parse (`podtemplates.Templates`).
 """
 
 from __future__ import annotations
 
-import collections
-import datetime
 import functools
 import logging
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy import clock as karpy_clock
-from karpy.api import errors, labels, meta, quantity
+from karpy.api import errors
 from karpy.kube import client, ratelimit, resources
 from karpy.scheduling import pods as scheduling_pods
-from karpy.scheduling import resources as scheduling_resources
-from karpy.scheduling import scheduler
-from karpy.scheduling import volumes as scheduling_volumes
-from karpy_emulator import informers, loop, reads, scheduling_queue, volumes
+from karpy.scheduling import podtemplates
+from karpy_emulator import fit_errors, informers, loop, node_facts, pod_conditions, reads, scheduling_queue, volumes
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER = "default-scheduler"
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
-UNSCHEDULABLE = "Unschedulable"
-NOT_READY_TAINT = meta.Taint(key="node.kubernetes.io/not-ready", effect=labels.EFFECT_NO_SCHEDULE, value="")
 _EVERY_WRITE = frozenset({"resourceVersion", "managedFields"})
 """Metadata every write changes, whatever it changed."""
 _UNKNOWN = frozenset({scheduling_queue.Plugin.OTHER})
 """The rejectors of a pod that failed outside the filters (cannot be parsed, volumes lost meanwhile)."""
-UNSCHEDULABLE_TAINT = meta.Taint(key="node.kubernetes.io/unschedulable", effect=labels.EFFECT_NO_SCHEDULE, value="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +73,6 @@ class ScheduleReport:
     unschedulable: dict[str, str] = field(default_factory=dict)  # "ns/name" -> message
 
 
-def timestamp(epoch: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def pod_key(pod: Mapping[str, Any]) -> str:
     md = pod.get("metadata") or {}
     return f"{md.get('namespace') or 'default'}/{md.get('name')}"
@@ -107,192 +87,6 @@ def is_pending(pod: Mapping[str, Any], *, scheduler_name: str = DEFAULT_SCHEDULE
         and (pod.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES
         and (spec.get("schedulerName") or DEFAULT_SCHEDULER) == scheduler_name
     )
-
-
-def is_deleting(node: Mapping[str, Any]) -> bool:
-    return bool((node.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def lifecycle_taints(node: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
-    """The NoSchedule taints the node lifecycle controller keeps on a NotReady or a cordoned node."""
-    conditions = (node.get("status") or {}).get("conditions") or ()
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    out = [] if ready else [NOT_READY_TAINT]
-    if (node.get("spec") or {}).get("unschedulable"):
-        out.append(UNSCHEDULABLE_TAINT)
-    return tuple(out)
-
-
-def hard_taints(node: Mapping[str, Any]) -> tuple[meta.Taint, ...]:
-    """NoSchedule and NoExecute taints (PreferNoSchedule only scores nodes in kube-scheduler), with the lifecycle
-    taints of a NotReady or cordoned node added when the node object does not carry them yet."""
-    out = []
-    for raw in (node.get("spec") or {}).get("taints") or ():
-        effect = str(raw.get("effect") or "")
-        if effect != labels.EFFECT_PREFER_NO_SCHEDULE:
-            out.append(meta.Taint(key=str(raw.get("key") or ""), effect=effect, value=str(raw.get("value") or "")))
-    out.extend(t for t in lifecycle_taints(node) if not any((o.key, o.effect) == (t.key, t.effect) for o in out))
-    return tuple(out)
-
-
-def allocatable(node: Mapping[str, Any]) -> dict[str, int]:
-    raw = (node.get("status") or {}).get("allocatable") or {}
-    return {str(name): quantity.parse(str(value)) for name, value in raw.items()}
-
-
-def existing_node(node: Mapping[str, Any], pods: Sequence[scheduling_pods.Pod]) -> scheduler.ExistingNode:
-    """The node as the solver sees it, with the pods bound to it."""
-    return scheduler.ExistingNode(
-        name=str(node["metadata"]["name"]),
-        labels=volumes.node_labels((node.get("metadata") or {}).get("labels") or {}),
-        taints=hard_taints(node),
-        allocatable=allocatable(node),
-        pods=tuple(pods),
-    )
-
-
-def plan(
-    pending: Sequence[scheduling_pods.Pod],
-    nodes: Iterable[Mapping[str, Any]],
-    bound: Mapping[str, Sequence[scheduling_pods.Pod]],
-    *,
-    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
-    explain_keys: Container[str] | None = None,
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(pod key -> node name, pod key -> why it fits nowhere) for pending pods on the given nodes; the
-    reasons only for `explain_keys` when given (explaining charges every pod to every node)."""
-    existing = [existing_node(n, bound.get(str(n["metadata"]["name"]), ())) for n in nodes]
-    return plan_on(pending, existing, volume_catalog=volume_catalog, explain_keys=explain_keys)
-
-
-def plan_on(
-    pending: Sequence[scheduling_pods.Pod],
-    existing: Sequence[scheduler.ExistingNode],
-    *,
-    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
-    explain_keys: Container[str] | None = None,
-    rejected: dict[str, frozenset[scheduling_queue.Plugin]] | None = None,
-) -> tuple[dict[str, str], dict[str, str]]:
-    """`plan` over nodes already made `existing_node`s (derived once for many passes, `scheduler.derive`); `rejected`,
-    when given, gets each unschedulable pod's rejecting filters (what the scheduling queue's hints read)."""
-    catalog = volume_catalog or scheduling_volumes.VolumeCatalog()
-    if not pending:
-        return {}, {}
-    result = scheduler.solve(
-        scheduler.SchedulingInput(
-            pods=pending, nodepools=(), instance_types={}, existing_nodes=existing, volumes=catalog
-        ),
-    )
-    placements = {p.key: node for node, placed in result.existing_nodes.items() for p in placed}
-    # Interchangeable pods (equal signatures) with the same solver verdict fail alike on these nodes: explained once
-    # per signature, not once per pod (10,000 pending pods x 150 nodes took minutes of the emulator's CPU).
-    explained: dict[tuple[Any, str], tuple[str, frozenset[scheduling_queue.Plugin]]] = {}
-    reasons: dict[str, str] = {}
-    for p in pending:
-        if p.key in placements or (explain_keys is not None and p.key not in explain_keys):
-            continue
-        solver_reason = result.unschedulable.get(p.key, "")
-        same = (p.signature(), solver_reason)
-        if same not in explained:
-            explained[same] = _explain(p, existing, solver_reason=solver_reason, catalog=catalog)
-        reasons[p.key], plugins = explained[same]
-        if rejected is not None:
-            rejected[p.key] = plugins
-    return placements, reasons
-
-
-def explain(
-    pod: scheduling_pods.Pod,
-    nodes: Sequence[scheduler.ExistingNode],
-    *,
-    solver_reason: str = "",
-    volume_catalog: scheduling_volumes.VolumeCatalog | None = None,
-) -> str:
-    """kube-scheduler's FailedScheduling summary: `0/N nodes are available: <count> <reason>, ...`.
-
-    Each node is charged with its first failing filter (taints, then node selector/affinity, then resources, then
-    volumes); nodes that pass all of them failed on something subtler (spread, pod affinity, ports), which the solver
-    names. A volume that cannot be resolved at all (PreFilter: missing claim, unbound Immediate claim) is the reason
-    for every node, as kube-scheduler reports it.
-    """
-    return _explain(
-        pod, nodes, solver_reason=solver_reason, catalog=volume_catalog or scheduling_volumes.VolumeCatalog()
-    )[0]
-
-
-def _explain(
-    pod: scheduling_pods.Pod,
-    nodes: Sequence[scheduler.ExistingNode],
-    *,
-    solver_reason: str,
-    catalog: scheduling_volumes.VolumeCatalog,
-) -> tuple[str, frozenset[scheduling_queue.Plugin]]:
-    """`explain`'s summary and the filters that rejected the pod on some node (none: there was no node)."""
-    if not nodes:
-        return "0/0 nodes are available: no nodes are ready and schedulable", frozenset()
-    unresolved = scheduling_volumes.alternatives(pod, catalog) if pod.pvc_names else ()
-    if isinstance(unresolved, str):
-        return f"0/{len(nodes)} nodes are available: {unresolved}.", frozenset({scheduling_queue.Plugin.OTHER})
-    counts: collections.Counter[str] = collections.Counter()
-    plugins: set[scheduling_queue.Plugin] = set()
-    for n in nodes:
-        plugin, why = _first_failure(pod, n, catalog) or (scheduling_queue.Plugin.OTHER, "")
-        plugins.add(plugin)
-        counts[why or solver_reason or "node(s) did not fit"] += 1
-    summary = ", ".join(f"{count} {why}" for why, count in sorted(counts.items()))
-    return f"0/{len(nodes)} nodes are available: {summary}.", frozenset(plugins)
-
-
-def _first_failure(
-    pod: scheduling_pods.Pod, n: scheduler.ExistingNode, catalog: scheduling_volumes.VolumeCatalog
-) -> tuple[scheduling_queue.Plugin, str] | None:
-    """The node's first failing filter and its message; None when it passes them all."""
-    missing = [t for t in n.taints if not any(tol.tolerates(t) for tol in pod.tolerations)]
-    if missing:
-        t = missing[0]
-        value = f": {t.value}" if t.value else ""
-        return scheduling_queue.Plugin.TAINT_TOLERATION, f"node(s) had untolerated taint {{{t.key}{value}}}"
-    node_labels = {labels.LABEL_HOSTNAME: n.name, **n.labels}
-    terms = range(max(1, len(pod.required_node_terms)))
-    if not any(pod.node_requirements(term=i).admits(node_labels) for i in terms):
-        return scheduling_queue.Plugin.NODE_AFFINITY, "node(s) didn't match Pod's node affinity/selector"
-    used = scheduling_resources.add(*(p.requests for p in n.pods))
-    short = scheduling_resources.exceeded(pod.requests, scheduling_resources.subtract(n.allocatable, used))
-    if short:
-        return scheduling_queue.Plugin.NODE_RESOURCES_FIT, ", ".join(f"Insufficient {name}" for name in sorted(short))
-    conflict = volumes.node_conflict(pod, node_labels, catalog) if pod.pvc_names else ""
-    return (scheduling_queue.Plugin.OTHER, conflict) if conflict else None
-
-
-def is_marked_unschedulable(pod: Mapping[str, Any]) -> bool:
-    """PodScheduled=False with reason Unschedulable (whatever the message)."""
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(
-        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == UNSCHEDULABLE
-        for c in conditions
-    )
-
-
-def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dict[str, Any] | None:
-    """The status merge patch setting PodScheduled=False/Unschedulable; None when the pod already says so."""
-    conditions = list((pod.get("status") or {}).get("conditions") or ())
-    current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-    if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
-        "False",
-        UNSCHEDULABLE,
-        message,
-    ):
-        return None
-    condition = {
-        "type": "PodScheduled",
-        "status": "False",
-        "reason": UNSCHEDULABLE,
-        "message": message,
-        "lastTransitionTime": timestamp(now),
-        "lastProbeTime": None,
-    }
-    others = [c for c in conditions if c.get("type") != "PodScheduled"]
-    return {"status": {"phase": "Pending", "conditions": [*others, condition]}}
 
 
 class KubeScheduler:
@@ -320,13 +114,13 @@ class KubeScheduler:
         self._nodes = informers.Cache(resources.NODES)
         # The scheduling queue: the pods waiting for this scheduler, parsed (None: cannot be parsed).
         self._waiting: dict[informers.Key, tuple[Mapping[str, Any], scheduling_pods.Pod | None]] = {}
-        # The cache: each bound, running pod's node, the pods on each node, and each node as the solver sees it
-        # (dropped when the node or its pods change; made again when a pass needs it).
-        self._node_of: dict[informers.Key, str] = {}
-        self._on_node: dict[str, dict[informers.Key, scheduling_pods.Pod]] = {}
-        self._existing: dict[str, scheduler.ExistingNode] = {}
+        # The cache: each bound, running pod's node, the pods on each node, each node as the solver sees it.
+        self._cache = node_facts.NodeCache()
         # Each pod's parse with what it was parsed from (its spec and metadata but the fields every write changes).
         self._parsed: dict[informers.Key, tuple[object, dict[str, Any], scheduling_pods.Pod | None]] = {}
+        # A ReplicaSet's pods differ only in their own fields: each template is parsed once, its pods stamped from it
+        # (a pod is parsed again when bound, its nodeName new).
+        self._templates = podtemplates.Templates()
 
     async def run(self) -> None:
         watched = (resources.PODS, resources.NODES, resources.PVCS, resources.PVS, resources.STORAGECLASSES)
@@ -354,15 +148,13 @@ class KubeScheduler:
         for delta in pod_deltas:
             left, came = self._pod_changed(delta.key)
             freed, placed = freed or left, placed or came
-        for delta in node_deltas:
-            self._existing.pop(delta.key[1], None)
-        changes = tuple(scheduling_queue.NodeChange(old=_facts(d.old), new=_facts(d.new)) for d in node_deltas)
+        changes = tuple(self._cache.node_changed(delta) for delta in node_deltas)
         self._queue.move(scheduling_queue.Events(nodes=changes, freed=freed, placed=placed), self._waiting)
         if not self._waiting:
             return
         # In the cache's order (its LIST's, then each new node after the others), as kube-scheduler walks its node
         # snapshot: sorting every node each pass cost the cluster's size per pass.
-        considered = [node for node in self._nodes.objects.values() if not is_deleting(node)]
+        considered = [node for node in self._nodes.objects.values() if not node_facts.is_deleting(node)]
         pending: list[scheduling_pods.Pod] = []
         by_key: dict[str, Mapping[str, Any]] = {}
         now = self._clock.now()
@@ -383,9 +175,9 @@ class KubeScheduler:
             by_key[parsed.key] = raw
         # Volumes are read only when a waiting pod has claims: an idle or volume-free cluster pays no extra LIST.
         snap = await volumes.read(self._reads) if any(p.pvc_names for p in pending) else volumes.Snapshot()
-        existing = [self._existing_node(n) for n in considered]
+        existing = [self._cache.existing(n) for n in considered]
         rejected: dict[str, frozenset[scheduling_queue.Plugin]] = {}
-        placements, reasons = plan_on(pending, existing, volume_catalog=snap.catalog, rejected=rejected)
+        placements, reasons = fit_errors.plan_on(pending, existing, volume_catalog=snap.catalog, rejected=rejected)
         pods_by_key = {p.key: p for p in pending}
         labels_by_node = {str(n["metadata"]["name"]): (n.get("metadata") or {}).get("labels") or {} for n in considered}
         provisioned: set[str] = set()  # claims given a volume this pass
@@ -454,13 +246,7 @@ class KubeScheduler:
         """Move a created, changed or deleted pod in or out of the queue and its node's pods (parsed once per
         change: a pod's every version is parsed at most once); (whether it left a node, whether it came to one)."""
         self._waiting.pop(key, None)
-        was = self._node_of.pop(key, None)
-        if was is not None:
-            here = self._on_node[was]
-            del here[key]
-            if not here:
-                del self._on_node[was]
-            self._existing.pop(was, None)
+        was = self._cache.remove(key)
         raw = self._pods.objects.get(key)
         if raw is None:
             self._queue.forget(key)
@@ -471,9 +257,7 @@ class KubeScheduler:
             self._queue.forget(key)
             parsed = self._parse_once(key, raw)
             if parsed is not None:
-                self._node_of[key] = str(node)
-                self._on_node.setdefault(str(node), {})[key] = parsed
-                self._existing.pop(str(node), None)
+                self._cache.place(key, str(node), parsed)
         elif is_pending(raw, scheduler_name=self._settings.scheduler_name):
             before = self._parsed.get(key)
             self._waiting[key] = (raw, self._parse_once(key, raw))
@@ -481,7 +265,8 @@ class KubeScheduler:
                 self._queue.changed(key)
         else:
             self._queue.forget(key)
-        return was is not None and was != self._node_of.get(key), key in self._node_of and was != self._node_of[key]
+        now_on = self._cache.node_of(key)
+        return was is not None and was != now_on, now_on is not None and was != now_on
 
     def _parse_once(self, key: informers.Key, raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
         """The pod parsed, or its last parse while its spec and metadata are unchanged: a pod is parsed from those
@@ -492,18 +277,9 @@ class KubeScheduler:
         cached = self._parsed.get(key)
         if cached is not None and cached[0] == spec and cached[1] == metadata:
             return cached[2]
-        parsed = _parse(raw)
+        parsed = _parse(raw, self._templates)
         self._parsed[key] = (spec, metadata, parsed)
         return parsed
-
-    def _existing_node(self, raw: Mapping[str, Any]) -> scheduler.ExistingNode:
-        """The node with its bound pods (in a LIST's order), derived for the solver; kept until either changes."""
-        name = str(raw["metadata"]["name"])
-        found = self._existing.get(name)
-        if found is None:
-            here = self._on_node.get(name, {})
-            found = self._existing[name] = scheduler.derive(existing_node(raw, [here[k] for k in sorted(here)]))
-        return found
 
     async def _prebind(
         self,
@@ -540,7 +316,7 @@ class KubeScheduler:
     async def _write_mark(self, raw: Mapping[str, Any], message: str, now: float) -> bool:
         """Set the pod's Unschedulable condition unless it already says `message`; False when the pod is gone."""
         key = pod_key(raw)
-        patch = unschedulable_patch(raw, message, now)
+        patch = pod_conditions.unschedulable_patch(raw, message, now)
         if patch is None:
             return True
         namespace, name = key.split("/", 1)
@@ -569,20 +345,9 @@ class _Bucket(ratelimit.TokenBucket):
         return max(0.0, 1.0 - self.available()) / self.qps
 
 
-def _facts(node: Mapping[str, Any] | None) -> scheduling_queue.NodeFacts | None:
-    """What the queue's node hints read of a node; None for a node gone or being deleted."""
-    if node is None or is_deleting(node):
-        return None
-    return scheduling_queue.NodeFacts(
-        labels=dict((node.get("metadata") or {}).get("labels") or {}),
-        taints=hard_taints(node),
-        allocatable=allocatable(node),
-    )
-
-
-def _parse(raw: Mapping[str, Any]) -> scheduling_pods.Pod | None:
+def _parse(raw: Mapping[str, Any], templates: podtemplates.Templates) -> scheduling_pods.Pod | None:
     try:
-        return scheduling_pods.from_manifest(raw)
+        return templates.parse(raw)
     except errors.ValidationError as error:
         log.warning("kube-scheduler stand-in: %s", error)
         return None
