@@ -39,7 +39,7 @@ from karpy.kube import clusterdns, credentials, rest
 from karpy.kube import resources as kube_resources
 from karpy_emulator import autojump, garbage, kube_scheduler, kubelet, pdbs, reads, taint_manager, workloads
 from karpy_emulator.apiserver import faults, resources, runner, server, validation
-from karpy_emulator.aws import idempotency, moto_instances, paging, seeding, sqs_time
+from karpy_emulator.aws import idempotency, moto_instances, paging, seeding, serialized, sqs_time
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
@@ -278,6 +278,7 @@ class EmulatedCluster:
         seeding.install_launch_template_security_groups()
         idempotency.install()  # moto ignores CreateFleet's ClientToken; EC2 honours it
         paging.install()  # moto answers the catalog's describes in one page; EC2 pages them by MaxResults
+        serialized.install()  # moto's server runs requests at once on backends that are not thread-safe
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         await asyncio.to_thread(self._moto.start)
         host, port = self._moto.get_host_and_port()

@@ -27,7 +27,7 @@ from karpy import clock as karpy_clock
 from karpy.api import ec2nodeclass, labels
 from karpy.cloudprovider.aws import clients, provider, sessions, zonalshift
 from karpy_emulator import autojump
-from karpy_emulator.aws import idempotency, paging, seeding
+from karpy_emulator.aws import idempotency, paging, seeding, serialized
 
 REGION = "us-east-1"
 CLUSTER = "test-cluster"
@@ -76,6 +76,7 @@ def moto_url(request: pytest.FixtureRequest) -> str:
     if url is None:
         idempotency.install()  # moto ignores CreateFleet's ClientToken; EC2 honours it (every test's EC2 does)
         paging.install()  # moto answers the catalog's describes in one page; EC2 pages them by MaxResults
+        serialized.install()  # moto's server runs requests at once on backends that are not thread-safe
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
         server.start()
         request.config.add_cleanup(server.stop)
