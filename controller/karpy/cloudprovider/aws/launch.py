@@ -138,14 +138,12 @@ class CreateFleet(Protocol):
     def __call__(self, request: Mapping[str, Any], *, owner: str) -> Awaitable[Mapping[str, Any]]: ...
 
 
-class _FleetsRefused(Exception):
-    """Capacity ran out after fleets launched nothing: `error` is why the last try stopped, `fleet_errors` what the
-    fleets said ("Code: message", each once), for `Launcher.launch` to put in its message."""
-
-    def __init__(self, error: errors.InsufficientCapacity, fleet_errors: frozenset[str]) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.fleet_errors = fleet_errors
+def _out_of_capacity(reason: str, fleet_errors: set[str]) -> errors.InsufficientCapacity:
+    """Why capacity ran out, with what the fleets said when any refused ("Code: message", each once), as upstream's
+    `combineFleetErrors` words it (aws: pkg/providers/instance/instance.go)."""
+    if not fleet_errors:
+        return errors.InsufficientCapacity(reason)
+    return errors.InsufficientCapacity(f"{reason}, with fleet error(s), {'; '.join(sorted(fleet_errors))}")
 
 
 class Launcher:
@@ -300,104 +298,82 @@ class Launcher:
         """Launch one instance; `refresh()` re-lists instance types after offerings were marked unavailable. When
         capacity ran out, the fleets' errors (EC2's codes and messages, each once) are part of the error, as
         upstream's `combineFleetErrors` makes them (aws: pkg/providers/instance/instance.go)."""
-        try:
-            return await self._attempts(claim, nc, instance_types, refresh=refresh)
-        except _FleetsRefused as refused:
-            fleet_errors = "; ".join(sorted(refused.fleet_errors))
-            raise errors.InsufficientCapacity(
-                f"{refused.error}, with fleet error(s), {fleet_errors}"
-            ) from refused.error
-
-    async def _attempts(
-        self,
-        claim: nodeclaim.NodeClaim,
-        nc: ec2nodeclass.EC2NodeClass,
-        instance_types: Sequence[types.InstanceType],
-        *,
-        refresh: Callable[[], Awaitable[Sequence[types.InstanceType]]],
-    ) -> Launched:
-        """`launch`'s tries. Out of capacity after a fleet launched nothing, the error is `_FleetsRefused`, with
-        the fleets' errors (EC2's codes and messages, each once)."""
         refused: set[str] = set()
-        try:
-            tags = fleet.launch_tags(
-                cluster_name=self._cluster_name,
-                nodepool=claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""),
-                nodeclass=nc.name,
-                user_tags=nc.spec.tags,
-            )
-            current = instance_types
-            for _ in range(MAX_LAUNCH_ATTEMPTS):
+        tags = fleet.launch_tags(
+            cluster_name=self._cluster_name,
+            nodepool=claim.metadata.labels.get(labels.LABEL_NODEPOOL, ""),
+            nodeclass=nc.name,
+            user_tags=nc.spec.tags,
+        )
+        current = instance_types
+        for _ in range(MAX_LAUNCH_ATTEMPTS):
+            try:
                 capacity_type, chosen = self.choose(claim, nc, current)
-                capacity_block = False
-                if capacity_type == labels.CAPACITY_TYPE_RESERVED:
-                    chosen, capacity_block = fleet.one_reservation_kind(
-                        chosen,
-                        blocks=frozenset(
-                            cr.id
-                            for cr in nc.status.capacity_reservations
-                            if cr.reservation_type == reservations.CAPACITY_BLOCK
-                        ),
-                    )
-                subnets = fleet.zonal_subnets(
-                    await self._resolver.subnets(nc),
-                    unavailable=self._unavailable.unavailable_subnets(),
-                    inflight=self._resolver.inflight_ips(),
+            except errors.InsufficientCapacity as exc:
+                raise _out_of_capacity(str(exc), refused) from exc
+            capacity_block = False
+            if capacity_type == labels.CAPACITY_TYPE_RESERVED:
+                chosen, capacity_block = fleet.one_reservation_kind(
+                    chosen,
+                    blocks=frozenset(
+                        cr.id
+                        for cr in nc.status.capacity_reservations
+                        if cr.reservation_type == reservations.CAPACITY_BLOCK
+                    ),
                 )
-                group_id = await self._placement_group_id(nc)
-                by_template = await self._templates_for(
-                    claim, nc, chosen, tags=tags, group_id=group_id, capacity_type=capacity_type
-                )
-                configs = [
-                    fleet.LaunchTemplateOverrides(name, fleet.overrides(members, subnets_by_zone=subnets))
-                    for name, (_, members) in by_template.items()
-                ]
-                if not any(c.overrides for c in configs):
-                    raise errors.InsufficientCapacity(
-                        f"no subnet in the zones of the compatible offerings for {claim.name}"
-                    )
-                request = fleet.build_create_fleet_request(
-                    configs,
-                    capacity_type=capacity_type,
-                    tags=tags,
-                    context=nc.spec.context,
-                    capacity_block=capacity_block,
-                    prioritized=any(o.price_overlaid for c in chosen for o in c.offerings),
-                )
-                # Claim the addresses this launch may take in every subnet it offers EC2, so concurrent launches spread
-                # out before the subnets are described again; the subnets it did not use get them back below.
-                offered_subnets = {o.subnet_id for c in configs for o in c.overrides}
-                predicted = fleet.predicted_ips(chosen)
-                self._resolver.reserve_ips(offered_subnets, predicted)
-                try:
-                    # The claim's uid makes the launch idempotent: a lost answer is asked again, never launched twice.
-                    response = await self._create_fleet(request, owner=claim.metadata.uid or claim.name)
-                except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
-                    self._resolver.release_ips(offered_subnets, predicted)
-                    if error_codes.classify(exc) is error_codes.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
-                        for name in by_template:
-                            self._templates.invalidate(name)
-                        continue
-                    raise error_codes.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
-                # Before looking for our instance, as upstream: a fleet that launched may still report offerings that
-                # refused capacity, and a merged fleet's errors are recorded by whichever of its callers comes first.
-                self._record_capacity_errors(response, capacity_type, by_template)
-                launched = self._launched(response, capacity_type, chosen, by_template, known=current)
-                self._resolver.release_ips(offered_subnets - {launched.subnet_id if launched else ""}, predicted)
-                if launched is not None:
-                    if launched.reservation_id:
-                        self._unavailable.reservation_launched(launched.reservation_id)
-                    return dataclasses.replace(launched, placement_group_id=group_id)
-                self._raise_fatal(response, claim)
-                refused.update(
-                    f"{e.get('ErrorCode', '')}: {e.get('ErrorMessage', '')}" for e in response.get("Errors") or ()
-                )
-                current = await refresh()
-            raise errors.InsufficientCapacity(f"all offerings for {claim.name} refused capacity")
-        except errors.InsufficientCapacity as exc:
-            if not refused:
-                raise
-            raise _FleetsRefused(exc, frozenset(refused)) from exc
+            subnets = fleet.zonal_subnets(
+                await self._resolver.subnets(nc),
+                unavailable=self._unavailable.unavailable_subnets(),
+                inflight=self._resolver.inflight_ips(),
+            )
+            group_id = await self._placement_group_id(nc)
+            by_template = await self._templates_for(
+                claim, nc, chosen, tags=tags, group_id=group_id, capacity_type=capacity_type
+            )
+            configs = [
+                fleet.LaunchTemplateOverrides(name, fleet.overrides(members, subnets_by_zone=subnets))
+                for name, (_, members) in by_template.items()
+            ]
+            if not any(c.overrides for c in configs):
+                raise _out_of_capacity(f"no subnet in the zones of the compatible offerings for {claim.name}", refused)
+            request = fleet.build_create_fleet_request(
+                configs,
+                capacity_type=capacity_type,
+                tags=tags,
+                context=nc.spec.context,
+                capacity_block=capacity_block,
+                prioritized=any(o.price_overlaid for c in chosen for o in c.offerings),
+            )
+            # Claim the addresses this launch may take in every subnet it offers EC2, so concurrent launches spread
+            # out before the subnets are described again; the subnets it did not use get them back below.
+            offered_subnets = {o.subnet_id for c in configs for o in c.overrides}
+            predicted = fleet.predicted_ips(chosen)
+            self._resolver.reserve_ips(offered_subnets, predicted)
+            try:
+                # The claim's uid makes the launch idempotent: a lost answer is asked again, never launched twice.
+                response = await self._create_fleet(request, owner=claim.metadata.uid or claim.name)
+            except (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError) as exc:
+                self._resolver.release_ips(offered_subnets, predicted)
+                if error_codes.classify(exc) is error_codes.Kind.LAUNCH_TEMPLATE_NOT_FOUND:
+                    for name in by_template:
+                        self._templates.invalidate(name)
+                    continue
+                raise error_codes.to_create_error(exc, stage=errors.CreateErrorReason.FLEET) from exc
+            # Before looking for our instance, as upstream: a fleet that launched may still report offerings that
+            # refused capacity, and a merged fleet's errors are recorded by whichever of its callers comes first.
+            self._record_capacity_errors(response, capacity_type, by_template)
+            launched = self._launched(response, capacity_type, chosen, by_template, known=current)
+            self._resolver.release_ips(offered_subnets - {launched.subnet_id if launched else ""}, predicted)
+            if launched is not None:
+                if launched.reservation_id:
+                    self._unavailable.reservation_launched(launched.reservation_id)
+                return dataclasses.replace(launched, placement_group_id=group_id)
+            self._raise_fatal(response, claim)
+            refused.update(
+                f"{e.get('ErrorCode', '')}: {e.get('ErrorMessage', '')}" for e in response.get("Errors") or ()
+            )
+            current = await refresh()
+        raise _out_of_capacity(f"all offerings for {claim.name} refused capacity", refused)
 
     def _launched(
         self,
