@@ -1,6 +1,7 @@
 """What a disruption pass computes, not only what it decides: a simulation whose verdict first-fit has settled (a
 candidate pod fits nowhere or only on a node not yet initialized; a consolidation that needs two new nodes or more)
-skips the scheduler's cost post-pass, and decides as the full solve does."""
+or one that first-fit placed on at most one new claim skips the scheduler's cost post-pass, and decides as the full
+solve does or better: re-packing first-fit's one claim as several cheaper ones would only block the consolidation."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from tests.disruption import world as disruption_world
 
+from karpy.api import labels
 from karpy.disruption import simulation
 from karpy.scheduling import results, scheduler
 from karpy.scheduling.optimizer import optimize
@@ -60,16 +62,28 @@ async def test_a_simulation_settled_by_an_uninitialized_node_skips_the_cost_pass
     assert calls == []
 
 
-async def test_a_simulation_whose_pods_all_fit_still_runs_the_cost_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_two_first_fit_claims_one_type_could_hold_still_run_the_cost_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the post-pass may merge first-fit's claims into the one a consolidation acts on; here the pods' own
+    # anti-affinity keeps them apart, so both plans need two
     w = disruption_world.World()
     w.pool()
-    w.node("b", itype="c4")
-    w.pod("pb", "b", cpu="500m")
-    w.pending_pod("pending", cpu="3")
+    w.node("b", itype="c8")
+    apart = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": labels.LABEL_HOSTNAME, "labelSelector": {"matchLabels": {"app": "apart"}}}
+            ]
+        }
+    }
+    for i in (1, 2):
+        w.pod(f"pb-{i}", "b", cpu="1500m", pod_labels={"app": "apart"}, affinity=apart)
     calls = _count_improves(monkeypatch)
     sim = await _simulate_the_one_candidate(w)
     assert sim.all_scheduled
-    assert calls == [len(sim.replacements)]  # the claims it reads may be the post-pass's
+    assert calls == [2]
+    assert len(sim.replacements) == 2
 
 
 def _waiting_for_capacity(pending: int) -> disruption_world.World:
@@ -110,3 +124,32 @@ async def test_drift_reads_every_claim_so_its_simulation_keeps_the_cost_pass(mon
     sim = ctx.simulate([b], consolidation=False)
     assert len(sim.replacements) >= 2
     assert calls == [len(sim.replacements)]
+
+
+def _one_roomy_node() -> disruption_world.World:
+    """b, a c8, holds two pods of 1.5 CPUs: one c4 holds both for a third of b's price, and two c2s cost half a c4."""
+    w = disruption_world.World(
+        catalog=(
+            disruption_world.instance_type("c2", 2, 0.05),
+            disruption_world.instance_type("c4", 4, 0.20),
+            disruption_world.instance_type("c8", 8, 0.60),
+        )
+    )
+    w.pool()
+    w.node("b", itype="c8")
+    w.pod("pb-1", "b", cpu="1500m")
+    w.pod("pb-2", "b", cpu="1500m")
+    return w
+
+
+async def test_a_consolidation_first_fit_places_on_one_claim_replaces_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    # First-fit puts both pods on one new claim, the only shape a consolidation acts on (core
+    # disruption/consolidation.go computeConsolidation): re-packing it as two cheaper claims would turn a saving
+    # into "Can't remove without creating 2 candidates", so the cost pass is not run on it.
+    calls = _count_improves(monkeypatch)
+    w = _one_roomy_node()
+    command = await w.reconcile(w.controller())
+    assert calls == []
+    assert command is not None
+    (replacement,) = command.replacements
+    assert {t.name for t in replacement.instance_type_options} == {"c4"}  # cheaper than b's c8 and holds both pods

@@ -163,9 +163,10 @@ class SchedulingInput:
     so it is skipped and the new claims are first-fit's."""
     one_claim_at_most: bool = False
     """The caller acts on the plan only when it needs at most one new claim (a consolidation simulation: core
-    disruption/consolidation.go `computeConsolidation`). When first-fit's claims hold more than any one instance type
-    of the input can, every plan needs two or more, so the cost post-pass is skipped and the claims are first-fit's,
-    as upstream's are."""
+    disruption/consolidation.go `computeConsolidation`). The cost post-pass is skipped, and the claims are
+    first-fit's as upstream's are, when first-fit opened at most one (splitting it into cheaper ones would only turn a
+    plan the caller acts on into one it does not) or when its claims hold more than any one instance type of the
+    input can (every plan needs two or more)."""
     deadline: Callable[[], bool] | None = None
     """True once the caller's time is up (upstream's Solve() context deadline). Checked between runs of pods: the
     solve then stops and returns what it placed so far, the rest unschedulable with `TIMED_OUT`. No I/O here: the
@@ -304,7 +305,7 @@ class _Solver(board.Board):
                     queue.append(run)
                     break
         # the cost post-pass is worth its time only when there is time, and when its claims can change the answer
-        if not self.result.timed_out and not self._decisive_failed() and not self._several_claims_needed():
+        if not self.result.timed_out and not self._decisive_failed() and not self._claim_count_settles_it():
             names = itertools.count(len(self.claims))  # hostnames of the claims they open (first-fit's come first)
             self.claims = optimize.improve(self.claims, topo=self.topology, names=names, expired=expired)
         return self._results()
@@ -320,10 +321,14 @@ class _Solver(board.Board):
         existing = (slot for slot in self.slots if slot.pool is None and slot.name in waiting)
         return any(p.key in keys for slot in existing for p in slot.placed)
 
-    def _several_claims_needed(self) -> bool:
-        """`one_claim_at_most`, and no instance type of the input holds the requests of every pod on new claims."""
-        if not self.inp.one_claim_at_most or len(self.claims) < 2:
+    def _claim_count_settles_it(self) -> bool:
+        """`one_claim_at_most`, and the post-pass cannot give the caller a plan it acts on that first-fit did not:
+        first-fit opened at most one claim (the post-pass could only split it into more), or no instance type of the
+        input holds the requests of every pod on its claims (every plan needs two or more)."""
+        if not self.inp.one_claim_at_most:
             return False
+        if len(self.claims) < 2:
+            return True
         total = resources.add(*(p.requests for c in self.claims for p in c.placed))
         return not any(
             all(amount <= t.allocatable.get(name, 0) for name, amount in total.items())
