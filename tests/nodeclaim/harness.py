@@ -73,7 +73,10 @@ class Env:
             observer=lifecycle_observer.Observer(self.recorder, _LifecycleLog(self.disrupted)),
             rejections=rejections.Discard(),
             registration=registration.RegistrationHealth(),
-            nodes=lambda: self.kube.all(resources.NODES),  # the fake's store as the (always synced) state cache
+            # the fake's store as the (always synced) state cache
+            nodes_for_provider_id=lambda pid: [
+                n for n in self.kube.all(resources.NODES) if (n.get("spec") or {}).get("providerID") == pid
+            ],
             claims=self.cached_claim,
             own_writes=written.Written(),  # a new controller (a restart) starts with none
             leading_since=lambda: math.inf,  # unknown: any claim may have been launched before (`claims` sets it)

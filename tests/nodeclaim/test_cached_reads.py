@@ -38,7 +38,7 @@ class _Cache:
         deps = dataclasses.replace(
             self.env.deps,
             claims=self.cluster.nodeclaim,
-            nodes=lambda: self.cluster.objects(resources.NODES),
+            nodes_for_provider_id=self.cluster.nodes_for_provider_id,
         )
         return controller.NodeClaimController(deps)
 

@@ -104,7 +104,11 @@ async def test_registration_finds_the_node_in_the_state_cache_not_by_a_list() ->
 
     env.kube.list = counted_list  # type: ignore[method-assign]
     cached: list[dict[str, Any]] = []
-    ctl = controller.NodeClaimController(dataclasses.replace(env.deps, nodes=lambda: cached))
+    ctl = controller.NodeClaimController(
+        dataclasses.replace(
+            env.deps, nodes_for_provider_id=lambda pid: [n for n in cached if n["spec"].get("providerID") == pid]
+        )
+    )
     await ctl.reconcile(NAME)
     _add_node(env)  # in the API server, not yet in the cache: the claim waits for its watch event
     await ctl.reconcile(NAME)

@@ -90,7 +90,7 @@ async def test_drain_respects_a_pdb_end_to_end(
         observer=observer,
         rejections=rejections.Discard(),
         registration=nodeclaim_registration.RegistrationHealth(),
-        nodes=functools.partial(state.objects, resources.NODES),  # as karpy.wiring.controllers passes it
+        nodes_for_provider_id=state.nodes_for_provider_id,  # as karpy.wiring.controllers passes it
         claims=state.nodeclaim,
         own_writes=written.Written(),
         leading_since=lambda: started,  # as `karpy run` without leader election: leading since start-up

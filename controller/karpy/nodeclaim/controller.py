@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from karpy import clock as karpy_clock
@@ -88,10 +88,10 @@ class Deps:
     cache reports those). Upstream's lifecycle reads its informer cache too (`kubeClient.Get` in
     pkg/controllers/nodeclaim/lifecycle/controller.go): a GET and a parse per reconcile were a sixth of the
     controller's CPU while a scale-out launched."""
-    nodes: Callable[[], Iterable[Mapping[str, Any]]]
-    """The Nodes of the cluster-state cache, where a claim's Node is looked up by providerID (upstream reads its
-    informer cache, nodeclaimutils.NodeForNodeClaim; a LIST of every Node per claim costs O(claims x nodes) at
-    scale)."""
+    nodes_for_provider_id: Callable[[str], Sequence[Mapping[str, Any]]]
+    """The Nodes of the cluster-state cache with a providerID, from its index (upstream reads its informer cache,
+    nodeclaimutils.NodeForNodeClaim; a LIST of every Node per claim, or a scan of the cache, costs
+    O(claims x nodes) at scale)."""
     own_writes: written.Written
     """The resourceVersions our NodeClaim writes returned, shared with the disruption-conditions reconciler: a
     cached claim older than the last of them is stale, and waited for instead of acted on (`written`)."""
@@ -491,8 +491,7 @@ class NodeClaimController:
         )
 
     def _nodes_for(self, provider_id: str) -> list[Mapping[str, Any]]:
-        # Nodes have no providerID field selector on a real API server; filter here.
-        return [n for n in self._deps.nodes() if (n.get("spec") or {}).get("providerID") == provider_id]
+        return list(self._deps.nodes_for_provider_id(provider_id))
 
 
 def parse_or_report(raw: Mapping[str, Any], sink: rejections.Sink) -> nodeclaim.NodeClaim | None:

@@ -95,7 +95,7 @@ class Cluster:
         self._unreadable_by_node: dict[str, dict[str, None]] = {}
         self._unreadable_node_of: dict[str, str] = {}  # unreadable pod key -> the node it is bound to
         self._provisionable: dict[str, None] = {}
-        self._node_by_provider: dict[str, str] = {}
+        self._nodes_by_provider: dict[str, dict[str, None]] = {}  # spec.providerID -> node keys (usually one)
         # Several claims may name one id (a claim recreated around a live instance, an adopted instance): every
         # one of them is kept, so deleting one never hides the others. Inner dicts are insertion-ordered sets.
         self._claims_by_provider: dict[str, dict[str, None]] = {}
@@ -308,12 +308,16 @@ class Cluster:
 
     def _apply_node(self, key: str, obj: Mapping[str, Any] | None) -> None:
         old = self._nodes.pop(key, None)
-        if old is not None and self._node_by_provider.get(facts.node_provider_id(old)) == key:
-            del self._node_by_provider[facts.node_provider_id(old)]
+        if old is not None and (old_id := facts.node_provider_id(old)):
+            keys = self._nodes_by_provider.get(old_id)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del self._nodes_by_provider[old_id]
         if obj is not None:
             self._nodes[key] = obj
             if provider_id := facts.node_provider_id(obj):
-                self._node_by_provider[provider_id] = key
+                self._nodes_by_provider.setdefault(provider_id, {})[key] = None
 
     def _apply_pod(self, key: str, obj: Mapping[str, Any] | None) -> None:
         old_facts = self._pod_facts.pop(key, None)
@@ -521,6 +525,12 @@ class Cluster:
     def node(self, name: str) -> Mapping[str, Any] | None:
         return self._nodes.get(name)
 
+    def nodes_for_provider_id(self, provider_id: str) -> list[Mapping[str, Any]]:
+        """The Nodes whose spec.providerID is `provider_id`, by name (O(1) index; usually zero or one)."""
+        if not provider_id:
+            return []
+        return [self._nodes[k] for k in sorted(self._nodes_by_provider.get(provider_id, ()))]
+
     def pod_errors(self) -> dict[str, str]:
         return {**self._pods.errors, **{key: why for key, (_, why) in self._malformed[resources.PODS].items()}}
 
@@ -593,7 +603,8 @@ class Cluster:
         joined: set[str] = set()
         out: list[statenode.StateNode] = []
         for claim_key, claim in self._nodeclaims.items():
-            node_key = self._node_by_provider.get(claim.status.provider_id, "") if claim.status.provider_id else ""
+            # the Node added last, should a re-created Node carry its instance's id under a new name
+            node_key = next(reversed(self._nodes_by_provider.get(claim.status.provider_id, {})), "")
             if not node_key and claim.status.node_name in self._nodes:
                 node_key = claim.status.node_name
             node = self._nodes.get(node_key) if node_key else None

@@ -8,7 +8,6 @@ it only then. `graph.build` calls them in order.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -115,7 +114,7 @@ def nodeclaim_lifecycle(
             observer=lifecycle_observer.Observer(s.recorder, s.registry.nodeclaim_hooks()),
             rejections=s.rejected,
             registration=registration,
-            nodes=functools.partial(s.cluster.objects, resources.NODES),
+            nodes_for_provider_id=s.cluster.nodes_for_provider_id,
             claims=s.cluster.nodeclaim,
             own_writes=s.nodeclaim_writes,
             leading_since=leading_since,

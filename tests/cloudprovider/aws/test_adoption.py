@@ -76,7 +76,9 @@ def _lifecycle(
             observer=lifecycle_observer.Observer(events.MemoryRecorder(clock), lifecycle_observer.Metrics()),
             rejections=rejections.Discard(),
             registration=registration.RegistrationHealth(),
-            nodes=lambda: kube.all(resources.NODES),
+            nodes_for_provider_id=lambda pid: [
+                n for n in kube.all(resources.NODES) if (n.get("spec") or {}).get("providerID") == pid
+            ],
             claims=cached,
             own_writes=written.Written(),
             leading_since=lambda: leading_since,

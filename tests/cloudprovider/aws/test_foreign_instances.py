@@ -73,7 +73,9 @@ async def test_instances_karpy_did_not_launch_are_neither_listed_nor_collected(
             observer=lifecycle_observer.Observer(events.MemoryRecorder(), lifecycle_observer.Metrics()),
             rejections=rejections.Discard(),
             registration=registration.RegistrationHealth(),
-            nodes=lambda: kube.all(resources.NODES),
+            nodes_for_provider_id=lambda pid: [
+                n for n in kube.all(resources.NODES) if (n.get("spec") or {}).get("providerID") == pid
+            ],
             claims=lambda _: None,  # garbage collection reads no claim by name
             own_writes=written.Written(),
             leading_since=lambda: launched,  # leading since the launch: no claim to adopt for
