@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import boto3
 
@@ -47,8 +48,22 @@ def cluster_options(**overrides: Any) -> cluster.ClusterOptions:
     return cluster.ClusterOptions(**(settings | overrides))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unmet:
+    """A check's false answer that says what is still false: `eventually` names it when it times out, where a bare
+    False or None would leave the failure to be guessed."""
+
+    why: str
+
+    def __bool__(self) -> Literal[False]:
+        return False
+
+    def __repr__(self) -> str:
+        return self.why
+
+
 async def eventually(
-    check: Callable[[], Awaitable[T | None]],
+    check: Callable[[], Awaitable[T | Unmet | None]],
     *,
     clock: karpy_clock.Clock,
     within: float,
@@ -56,7 +71,7 @@ async def eventually(
     every: float = POLL,
 ) -> T:
     """Check every `every` seconds of `clock` until `check` returns something truthy; fail naming `what` once `within`
-    seconds of `clock` have passed."""
+    seconds of `clock` have passed, with the check's last answer (return an `Unmet` to say which part was false)."""
     deadline = clock.now() + within
     while True:
         last = await check()
@@ -116,11 +131,19 @@ async def pods_of(emulated: cluster.EmulatedCluster, app: str) -> list[dict[str,
     return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
 
-async def all_bound(emulated: cluster.EmulatedCluster, app: str, replicas: int) -> list[dict[str, Any]] | None:
+async def all_bound(emulated: cluster.EmulatedCluster, app: str, replicas: int) -> list[dict[str, Any]] | Unmet:
+    """The app's `replicas` pods once all are bound; else which are not, and what the scheduler said of each."""
     pods = await pods_of(emulated, app)
-    if len(pods) == replicas and all(p["spec"].get("nodeName") for p in pods):
+    pending = [p for p in pods if not p["spec"].get("nodeName")]
+    if len(pods) == replicas and not pending:
         return pods
-    return None
+    return Unmet(f"{len(pods)} of {replicas} {app} pods, not bound: {[_why_pending(p) for p in pending]}")
+
+
+def _why_pending(pod: Mapping[str, Any]) -> str:
+    scheduled = condition(pod, "PodScheduled")
+    said = f" {scheduled.get('reason')}: {scheduled.get('message')}" if scheduled is not None else " (not tried yet)"
+    return f"{pod['metadata']['name']}{said}"
 
 
 async def nodes(emulated: cluster.EmulatedCluster) -> list[dict[str, Any]]:

@@ -101,7 +101,7 @@ async def _scenario(emulated: cluster.EmulatedCluster) -> None:
         pods = await support.pods_of(emulated, APP)
         healthy.append(sum(1 for pod in pods if apiserver_disruption.is_healthy(pod)))
 
-    async def bound(replicas: int) -> list[dict[str, Any]] | None:
+    async def bound(replicas: int) -> list[dict[str, Any]] | support.Unmet:
         return await support.all_bound(emulated, APP, replicas)
 
     # Sampled through the whole run: which instance each NodeClaim's status named, to find second launches.
@@ -143,11 +143,16 @@ async def _scenario(emulated: cluster.EmulatedCluster) -> None:
                 victim = (await support.claims(emulated))[0]
                 await support.spot_interruption_warning(emulated, support.instance_id(victim))
 
-                async def interrupted() -> bool:
+                async def interrupted() -> bool | support.Unmet:
                     names = {c["metadata"]["name"] for c in await support.claims(emulated)}
                     instances = await support.running_instances(emulated)
-                    gone = victim["metadata"]["name"] not in names and support.instance_id(victim) not in instances
-                    return gone and bool(await bound(REPLICAS - 2))
+                    pods = await bound(REPLICAS - 2)
+                    unmet = [
+                        *(["the victim NodeClaim still listed"] if victim["metadata"]["name"] in names else []),
+                        *(["its instance still running"] if support.instance_id(victim) in instances else []),
+                        *([repr(pods)] if not pods else []),
+                    ]
+                    return support.Unmet("; ".join(unmet)) if unmet else True
 
                 await support.eventually(interrupted, clock=clock, within=240, what="the interrupted node replaced")
             assert healthy

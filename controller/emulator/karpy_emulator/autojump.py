@@ -27,8 +27,10 @@ from karpy import clock as karpy_clock
 from karpy import tasks
 
 IDLE_SECONDS = 0.02
-"""Real seconds with nothing in flight and nothing happening before time jumps: long enough for a watch event a
-write caused to cross the loopback socket and be handled (its handler's own requests then count as in flight)."""
+"""Real seconds with nothing in flight and nothing happening before time jumps: long enough for a watch event the
+API server sent to cross the loopback socket and be handled (its handler's own requests then count as in flight).
+Until the server has sent it, the event is in flight itself (`apiserver.deliveries`): no idle period is long enough
+for a server thread that waits for a core on a loaded machine."""
 
 T = TypeVar("T")
 

@@ -304,6 +304,7 @@ class EmulatedCluster:
                 namespace_lifecycle=opts.namespace_lifecycle,
                 field_managers=opts.field_managers,
                 fault_layer=self._fault_layer(),
+                activity=autojump.activity_of(self.clock),
             )
         )
         await asyncio.to_thread(self._kube.start)

@@ -20,6 +20,7 @@ import aiohttp.web
 import attrs
 import kmock
 
+from karpy import clock as karpy_clock
 from karpy_emulator.apiserver import (
     api_status,
     audit,
@@ -65,6 +66,8 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
     """Seed of generated names and uids (None: random)."""
     object_history: int | None = None
     """Versions kept per object in `api.objects[...].history` (None: all, as kmock does); bound it for long runs."""
+    activity: karpy_clock.Activity = karpy_clock.UNTRACKED
+    """Where watch events not yet sent count as work in flight (the autojump clock's tracker; see `deliveries`)."""
     request_history: int | None = None
     """Requests kept for kmock's request spy (None: all, as kmock does); bound it for long runs."""
     kubernetes_version: str = resources.KUBERNETES_VERSION
@@ -108,6 +111,7 @@ class FakeKubeAPI(writes.Writes, kmock.KubernetesEmulator):
             clock=self.clock,
             watch_history=self.watch_history,
             object_history=self.object_history,
+            activity=self.activity,
         )
         resources.declare(self.resources)
         # One step above kmock's object fallbacks (which it shadows), below every reaction a test declares.

@@ -24,7 +24,8 @@ from typing import Any
 
 import kmock
 
-from karpy_emulator.apiserver import kmock_private, objects, ordered, watching
+from karpy import clock as karpy_clock
+from karpy_emulator.apiserver import deliveries, kmock_private, objects, ordered, watching
 
 Key = tuple[kmock.resource, str | None, str]
 
@@ -39,6 +40,7 @@ class Store:
         clock: Callable[[], float],
         watch_history: int,
         object_history: int | None,
+        activity: karpy_clock.Activity = karpy_clock.UNTRACKED,
     ) -> None:
         self.objects = objects_
         self._stored = kmock_private.stored_objects(objects_)  # kmock's own dict: a lookup without its key parsing
@@ -60,6 +62,9 @@ class Store:
         # what lets the emulated control plane's stand-ins skip a pass when nothing they read has changed.
         self._changed_at: dict[tuple[str | None, str | None], int] = {}
         self._closing = False
+        # What each open watch stream still owes its client, by resource: busy on `activity` (see `deliveries`).
+        self._activity = activity
+        self._owed: dict[kmock.resource, set[deliveries.Owed]] = {}
 
     # -- reads --------------------------------------------------------------------------------------------------
 
@@ -238,6 +243,8 @@ class Store:
             self._compacted[rid] = changes[0].resource_version
         changes.append(change)
         self._changed_at[(resource.group, resource.plural)] = change.resource_version
+        for owed in self._owed.get(resource, ()):
+            owed.add()
         await self._buses[resource].put(change)
 
     # -- watches ------------------------------------------------------------------------------------------------
@@ -266,25 +273,34 @@ class Store:
         if self._closing:
             return
         bus = self._buses[resource]
+        owed = deliveries.Owed(self._activity)
         async with self.lock:  # no write between the snapshot and the mark
             mark = await bus.mark()
             backlog = self._backlog(resource, kind, watch, since=since, initial_events=initial_events)
+            self._owed.setdefault(resource, set()).add(owed)
         try:
             if isinstance(backlog, dict):  # an ERROR event ends the stream
                 yield watching.encode(backlog) + b"\n"
                 return
+            owed.add(len(backlog))
             for line in backlog:
+                # Settled as the line is handed over: the server writes it to the connection before it asks for
+                # the next one (a write that fails ends the stream, and what it owed with it).
+                owed.settle()
                 yield line
             async with asyncio.timeout(lifetime):  # ?timeoutSeconds=
                 async for change in bus.stream(since=mark):
                     if change is None:
                         return
                     type_ = watching.visible(change, watch)
+                    owed.settle()
                     if type_ is not None:
                         yield watching.frame(type_, change.encoded)
         except TimeoutError:
             return
         finally:
+            self._owed[resource].discard(owed)
+            owed.release()
             await bus.unmark(mark)
 
     def _backlog(
