@@ -18,7 +18,10 @@ pods, `standin_cpu_s` the main thread's share (the stand-in and its client, and 
 `time.thread_time`), `passes_cpu_s` (and `passes_cpu_ms_per_pod`) the main thread's time inside the stand-in's
 passes alone (its reads, placement, messages, and its client's side of its binds and condition writes), `passes` and
 `virtual_s` how many passes and virtual seconds it took, `last_marked_s` the virtual second of the last
-Unschedulable condition write. Compare two trees by running each tree's copy in turn:
+Unschedulable condition write, `gc_cpu_s` the cyclic collector's share of `cpu_s` (its collections' thread CPU
+time, `gc.callbacks`). The run uses the collector's thresholds of the emulation's process (`karpy_emulator.remote`,
+`karpy.tasks.COLLECTOR_THRESHOLDS`); `--default-collector` keeps CPython's, to compare. Compare two trees by running
+each tree's copy in turn:
 
     .venv/bin/python bench/kube_scheduler_cpu.py --json --pods 3000
 """
@@ -27,13 +30,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import json
 import math
 import os
+import threading
 import time
 from typing import Any
 
 from karpy import clock as karpy_clock
+from karpy import tasks
 from karpy.kube import credentials, resources, rest
 from karpy_emulator import kube_scheduler, reads
 from karpy_emulator.apiserver import runner, server
@@ -79,6 +86,28 @@ def node(i: int) -> dict[str, Any]:
     }
 
 
+class CollectorTime:
+    """The cyclic collector's CPU seconds (thread time) since `start`, over every thread, from `gc.callbacks`."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._counting = False
+        self._began: dict[int, float] = {}
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began[threading.get_ident()] = time.thread_time()
+        elif (began := self._began.pop(threading.get_ident(), None)) is not None and self._counting:
+            self.seconds += time.thread_time() - began
+
+    def start(self) -> None:
+        self.seconds, self._counting = 0.0, True
+
+    def stop(self) -> float:
+        self._counting = False
+        return self.seconds
+
+
 def nodes_needed(pods: int) -> int:
     """The pods' lower bound of nodes (by CPU and by memory), a tenth more and one for the packing's slack."""
     per_shape = [(pods + 1 - k) // 2 for k in range(2)]
@@ -88,6 +117,19 @@ def nodes_needed(pods: int) -> int:
 
 
 async def run(pods: int, *, qps: float, nodes_after: int, nodes_per_second: int, limit_s: int) -> dict[str, Any]:
+    collector = CollectorTime()
+    gc.callbacks.append(collector)
+    try:
+        return await _run(
+            pods, collector, qps=qps, nodes_after=nodes_after, nodes_per_second=nodes_per_second, limit_s=limit_s
+        )
+    finally:
+        gc.callbacks.remove(collector)
+
+
+async def _run(
+    pods: int, collector: CollectorTime, *, qps: float, nodes_after: int, nodes_per_second: int, limit_s: int
+) -> dict[str, Any]:
     clock = karpy_clock.ManualClock(START)
     settings = kube_scheduler.SchedulerSettings(qps=qps or None)
     with runner.KubeAPIRunner(server.FakeKubeAPI(seed=7, clock=clock.now)) as kube:
@@ -104,6 +146,7 @@ async def run(pods: int, *, qps: float, nodes_after: int, nodes_per_second: int,
             second = 0
             passes_cpu = 0.0
             cpu0, thread0 = time.process_time(), time.thread_time()
+            collector.start()
             for second in range(limit_s):
                 if second >= nodes_after:
                     for i in range(max(0, joined - nodes_per_second), joined):  # last second's: Ready, untainted
@@ -125,6 +168,7 @@ async def run(pods: int, *, qps: float, nodes_after: int, nodes_per_second: int,
                     break
                 clock.advance(1.0)
             cpu, thread = time.process_time() - cpu0, time.thread_time() - thread0
+            collected = collector.stop()
     return {
         "pods": pods,
         "bound": bound,
@@ -138,6 +182,7 @@ async def run(pods: int, *, qps: float, nodes_after: int, nodes_per_second: int,
         "standin_cpu_s": round(thread, 3),
         "passes_cpu_s": round(passes_cpu, 3),
         "passes_cpu_ms_per_pod": round(1000 * passes_cpu / pods, 3),
+        "gc_cpu_s": round(collected, 3),
     }
 
 
@@ -149,10 +194,14 @@ def main() -> None:
     parser.add_argument("--nodes-after", type=int, default=5, help="virtual seconds before the first node joins")
     parser.add_argument("--nodes-per-second", type=int, default=20)
     parser.add_argument("--limit-s", type=int, default=3600, help="virtual seconds before giving up")
+    parser.add_argument("--default-collector", action="store_true", help="CPython's collector thresholds")
     args = parser.parse_args()
     load_before = [round(x, 2) for x in os.getloadavg()]
     options = {name: getattr(args, name) for name in ("qps", "nodes_after", "nodes_per_second", "limit_s")}
-    result = asyncio.run(run(args.pods, **options))
+    with contextlib.nullcontext() if args.default_collector else tasks.collector_tuned():
+        thresholds = list(gc.get_threshold())
+        result = asyncio.run(run(args.pods, **options))
+    result["collector_thresholds"] = thresholds
     # The machine is shared: the load average says how far the figures are other processes' turns.
     result.update(loadavg_before=load_before, loadavg_after=[round(x, 2) for x in os.getloadavg()])
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 import boto3
 import pytest
 
+from karpy import tasks
 from karpy.kube import resources
 from karpy_emulator import cluster, remote
 
@@ -34,3 +36,17 @@ async def test_the_child_serves_kubernetes_and_aws_and_stops_with_the_block() ->
 def test_a_virtual_clock_cannot_cross_processes() -> None:
     with pytest.raises(ValueError, match="virtual_time"):
         remote.RemoteCluster(cluster.ClusterOptions(virtual_time=True))
+
+
+def test_the_child_serves_with_the_controllers_collector_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[int, int, int]] = []
+
+    async def serve(options: cluster.ClusterOptions) -> None:
+        seen.append(gc.get_threshold())
+
+    monkeypatch.setattr(remote, "serve", serve)
+    before = gc.get_threshold()
+    assert before != tasks.COLLECTOR_THRESHOLDS  # else the test proves nothing
+    assert remote.main([]) == 0
+    assert seen == [tasks.COLLECTOR_THRESHOLDS]
+    assert gc.get_threshold() == before

@@ -12,7 +12,6 @@ import copy
 import datetime
 import enum
 import random
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -167,5 +166,7 @@ def updated(
 
 
 def new_uid(rng: random.Random) -> str:
-    hexdigits = "".join(rng.choice(string.hexdigits[:16]) for _ in range(32))
+    """A random (version 4, RFC 4122 variant) UUID from `rng`, as the API server gives every new object: one draw of
+    128 bits rather than a draw per hex digit (32 `rng.choice` calls cost about 30 us a create)."""
+    hexdigits = f"{rng.getrandbits(128):032x}"
     return f"{hexdigits[:8]}-{hexdigits[8:12]}-4{hexdigits[13:16]}-a{hexdigits[17:20]}-{hexdigits[20:]}"
