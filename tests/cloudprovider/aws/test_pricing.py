@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import pathlib
@@ -100,3 +101,26 @@ async def test_pricing_failure_falls_back_to_static_and_isolated_vpc_never_calls
     with estub2:
         await isolated.refresh()  # pricing client is None: any Pricing call would raise
     assert isolated.on_demand_price("m5.large") == 0.5
+
+
+async def test_a_caller_arriving_during_a_refresh_waits_for_its_prices() -> None:
+    ec2, estub = _stubbed("ec2")
+    row = {"InstanceType": "m5.large", "AvailabilityZone": "us-east-1a", "SpotPrice": "0.030"}
+    estub.add_response("describe_spot_price_history", {"SpotPriceHistory": [row]}, None)
+    provider = pricing.PricingProvider(
+        aws=_clients(pricing_client=None, ec2=ec2),
+        region="us-east-1",
+        clock=Clock(),
+        static_price=STATIC.get,
+        isolated_vpc=True,
+    )
+    seen: list[tuple[int, float | None]] = []
+
+    async def caller() -> None:
+        await provider.ensure_fresh()
+        seen.append((provider.seq, provider.spot_price("m5.large", "us-east-1a")))
+
+    with estub:  # one response: a second describe would fail the stubber
+        await asyncio.gather(caller(), caller())
+        estub.assert_no_pending_responses()
+    assert seen == [(1, 0.030), (1, 0.030)]

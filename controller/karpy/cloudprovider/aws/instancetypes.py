@@ -6,6 +6,7 @@ Shape → `InstanceType` conversion is `karpy.cloudprovider.ec2shapes` (shared w
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import sys
@@ -225,6 +226,7 @@ class InstanceTypeProvider:
         )
         self._built: cache.TTLCache[tuple[str, int, int, frozenset[str]], tuple[types.InstanceType, ...]]
         self._built = cache.TTLCache(cache.INSTANCE_TYPES_TTL, clock=clock)
+        self._building = asyncio.Lock()
 
     async def shapes(self) -> tuple[Mapping[str, Any], ...]:
         """Every DescribeInstanceTypes record, compacted page by page to the fields the catalog reads
@@ -275,6 +277,12 @@ class InstanceTypeProvider:
         await self._prices.ensure_fresh()
         self._unavailable.expire()
         await self._zonal_shifts.ensure_hydrated()
+        # One build at a time: callers arriving during a build (the provisioner, the nodeclass and price loops at
+        # start) wait for it and take it from the cache, rather than each building and holding a catalog of its own.
+        async with self._building:
+            return await self._listed(nodeclass)
+
+    async def _listed(self, nodeclass: ec2nodeclass.EC2NodeClass) -> tuple[types.InstanceType, ...]:
         shifted = self._zonal_shifts.shifted_zones()  # a shift starting or ending builds the catalog again
         key = (nodeclass_key(nodeclass), self._unavailable.seq, self._prices.seq, shifted)
         built = self._built.get(key)

@@ -4,6 +4,7 @@ DescribeSpotPriceHistory. Isolated VPCs never call the Pricing API (aws: pkg/pro
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -87,6 +88,7 @@ class PricingProvider:
         self._on_demand: dict[str, float] = {}
         self._spot: dict[tuple[str, str], float] = {}
         self._refreshed_at: float | None = None
+        self._refreshing = asyncio.Lock()
         self.seq = 0
 
     def on_demand_price(self, instance_type: str) -> float | None:
@@ -97,8 +99,11 @@ class PricingProvider:
         return self._spot.get((instance_type, zone))
 
     async def ensure_fresh(self) -> None:
-        if self._refreshed_at is None or self._clock() - self._refreshed_at >= self._interval:
-            await self.refresh()
+        """Refresh when due; a caller arriving during a refresh waits for it, so that it never builds on the prices
+        being replaced (the first catalog would be priced without spot prices, and then built again)."""
+        async with self._refreshing:
+            if self._refreshed_at is None or self._clock() - self._refreshed_at >= self._interval:
+                await self.refresh()
 
     async def refresh(self) -> None:
         """Refresh both tables; a failure keeps the previous (or static) prices and is logged, not raised."""
