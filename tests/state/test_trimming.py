@@ -4,6 +4,7 @@ each reader of the stored objects reads, which the table checks reader by reader
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -132,7 +133,42 @@ def test_a_node_loses_only_its_managed_fields_and_image_list(state: cluster.Clus
 
 
 def test_an_object_with_nothing_to_drop_is_stored_as_it_came() -> None:
-    node = builders.node("node-a")
-    assert trimming.before_parsing(R.NODES, node) is node
-    claim = builders.nodeclaim("c")
-    assert trimming.before_parsing(R.NODECLAIMS, claim) is claim
+    pod = builders.pod("p")
+    assert trimming.before_parsing(R.PODS, pod) is pod
+    for res, obj in ((R.NODES, builders.node("node-a")), (R.NODECLAIMS, builders.nodeclaim("c"))):
+        assert trimming.before_parsing(res, obj) == obj  # a copy with shared strings (module sharing)
+
+
+def _decoded_apart(obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two copies of `obj` decoded from separate documents, as two watch events are: equal, sharing no string."""
+    first, second = json.loads(json.dumps(obj)), json.loads(json.dumps(obj))
+    assert next(iter(first)) is not next(iter(second))
+    return first, second
+
+
+@pytest.mark.parametrize(
+    ("res", "obj", "key", "path"),
+    [
+        (R.PODS, _full_pod("running"), "default/running", ("status", "conditions", 0, "lastTransitionTime")),
+        (R.NODES, builders.node("node-a", labels={"zone": "a"}), "node-a", ("metadata", "labels", "zone")),
+    ],
+    ids=["pod", "node"],
+)
+def test_objects_decoded_apart_are_stored_with_shared_strings(
+    state: cluster.Cluster, res: resources.Resource, obj: dict[str, Any], key: str, path: tuple[Any, ...]
+) -> None:
+    first, second = _decoded_apart(obj)
+    second["metadata"]["name"] = "other"
+    add(state, res, first)
+    add(state, res, second)
+    one, other = state.raw(res, key), state.raw(res, key.rsplit("/", 1)[0] + "/other" if "/" in key else "other")
+    assert one is not None
+    assert other is not None
+    a: Any = one
+    b: Any = other
+    for step in path:
+        a, b = a[step], b[step]
+    assert a == b
+    assert a is b
+    assert all(x is y for x, y in zip(one, other, strict=True))  # and so is every key
+    assert all(x is y for x, y in zip(one["metadata"], other["metadata"], strict=True))

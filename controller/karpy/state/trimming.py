@@ -15,6 +15,10 @@ controller's memory. Two steps, both returning new dicts (the input is never cha
   (`nodeclaim.disruption_conditions.pod_event_time`: `spec.nodeName`, the phase, the PodScheduled condition) and
   the rejection reports (`apiVersion`, `kind`, `metadata`). A pod that does not parse is kept whole, to be reported
   as it is.
+
+What is kept of a pod, and a Node or NodeClaim whole, is stored with its strings interned (module `sharing`): each
+watch event is decoded on its own, so without it every stored object held its own copy of every key and of every
+value other objects repeat.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpy.kube import resources
+from karpy.state import sharing
 
 POD_SPEC_KEPT = ("nodeName", "priority", "priorityClassName", "schedulerName", "preemptionPolicy")
 """Fields of a pod's spec that its stored copy keeps."""
@@ -33,21 +38,27 @@ POD_STATUS_DROPPED = (
     "resourceClaimStatuses",
 )
 """Fields of a pod's status that its stored copy drops (per-container reports: no decision reads them)."""
+SHARED_WHOLE = (resources.NODES, resources.NODECLAIMS)
+"""Resources stored whole whose strings are interned: one per node, each event a new copy. A pod's strings are
+interned in its stored copy (`stored_pod`), the part of it that is kept."""
 
 
 def before_parsing(res: resources.Resource, obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`obj` without the fields no reader uses (the same object when it has none of them)."""
+    """`obj` without the fields no reader uses (the same object when it has none of them); a Node or NodeClaim, which
+    the cache keeps whole, with its strings shared (`sharing.interned`)."""
     meta = obj.get("metadata")
     strip_meta = isinstance(meta, Mapping) and "managedFields" in meta
     status = obj.get("status")
     strip_images = res == resources.NODES and isinstance(status, Mapping) and "images" in status
-    if not strip_meta and not strip_images:
-        return obj
-    out = dict(obj)
-    if strip_meta and isinstance(meta, Mapping):
-        out["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-    if strip_images and isinstance(status, Mapping):
-        out["status"] = {k: v for k, v in status.items() if k != "images"}
+    out = obj
+    if strip_meta or strip_images:
+        out = dict(obj)
+        if strip_meta and isinstance(meta, Mapping):
+            out["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+        if strip_images and isinstance(status, Mapping):
+            out["status"] = {k: v for k, v in status.items() if k != "images"}
+    if res in SHARED_WHOLE:
+        return sharing.interned(out)  # type: ignore[no-any-return]
     return out
 
 
@@ -60,4 +71,4 @@ def stored_pod(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     status = obj.get("status")
     if isinstance(status, Mapping):
         out["status"] = {k: v for k, v in status.items() if k not in POD_STATUS_DROPPED}
-    return out
+    return sharing.interned(out)  # type: ignore[no-any-return]
