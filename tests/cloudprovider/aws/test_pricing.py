@@ -91,29 +91,28 @@ async def test_pricing_failure_falls_back_to_static_and_isolated_vpc_never_calls
     assert provider.on_demand_price("m5.large") == 0.5
     ec2b, estub2 = _stubbed("ec2")
     estub2.add_response("describe_spot_price_history", {"SpotPriceHistory": []}, None)
-    isolated = pricing.PricingProvider(
-        aws=_clients(pricing_client=None, ec2=ec2b),
-        region="us-east-1",
-        clock=Clock(),
-        static_price=STATIC.get,
-        isolated_vpc=True,
-    )
+    isolated = _isolated(ec2b)
     with estub2:
         await isolated.refresh()  # pricing client is None: any Pricing call would raise
     assert isolated.on_demand_price("m5.large") == 0.5
 
 
-async def test_a_caller_arriving_during_a_refresh_waits_for_its_prices() -> None:
-    ec2, estub = _stubbed("ec2")
-    row = {"InstanceType": "m5.large", "AvailabilityZone": "us-east-1a", "SpotPrice": "0.030"}
-    estub.add_response("describe_spot_price_history", {"SpotPriceHistory": [row]}, None)
-    provider = pricing.PricingProvider(
+def _isolated(ec2: Any) -> pricing.PricingProvider:
+    """A provider in an isolated VPC (no Pricing client: on-demand prices are the static ones)."""
+    return pricing.PricingProvider(
         aws=_clients(pricing_client=None, ec2=ec2),
         region="us-east-1",
         clock=Clock(),
         static_price=STATIC.get,
         isolated_vpc=True,
     )
+
+
+async def test_a_caller_arriving_during_a_refresh_waits_for_its_prices() -> None:
+    ec2, estub = _stubbed("ec2")
+    row = {"InstanceType": "m5.large", "AvailabilityZone": "us-east-1a", "SpotPrice": "0.030"}
+    estub.add_response("describe_spot_price_history", {"SpotPriceHistory": [row]}, None)
+    provider = _isolated(ec2)
     seen: list[tuple[int, float | None]] = []
 
     async def caller() -> None:
