@@ -13,7 +13,7 @@ import pytest
 from botocore import stub
 from tests.cloudprovider.aws.moto_fixtures import Clock
 
-from karpy.cloudprovider.aws import clients, pricing
+from karpy.cloudprovider.aws import cache, clients, pricing
 
 RECORDED = json.loads((pathlib.Path(__file__).parent / "pricing_get_products.json").read_text())
 STATIC = {"m5.large": 0.5, "t3.micro": 0.0104}
@@ -97,12 +97,12 @@ async def test_pricing_failure_falls_back_to_static_and_isolated_vpc_never_calls
     assert isolated.on_demand_price("m5.large") == 0.5
 
 
-def _isolated(ec2: Any) -> pricing.PricingProvider:
+def _isolated(ec2: Any, clock: Clock | None = None) -> pricing.PricingProvider:
     """A provider in an isolated VPC (no Pricing client: on-demand prices are the static ones)."""
     return pricing.PricingProvider(
         aws=_clients(pricing_client=None, ec2=ec2),
         region="us-east-1",
-        clock=Clock(),
+        clock=clock or Clock(),
         static_price=STATIC.get,
         isolated_vpc=True,
     )
@@ -123,3 +123,25 @@ async def test_a_caller_arriving_during_a_refresh_waits_for_its_prices() -> None
         await asyncio.gather(caller(), caller())
         estub.assert_no_pending_responses()
     assert seen == [(1, 0.030), (1, 0.030)]
+
+
+async def test_once_prices_are_in_hand_a_caller_does_not_wait_for_a_refresh() -> None:
+    # upstream's instance types read the prices its pricing controller last fetched, and never wait for the next
+    ec2, estub = _stubbed("ec2")
+    for price in ("0.030", "0.040"):
+        row = {"InstanceType": "m5.large", "AvailabilityZone": "us-east-1a", "SpotPrice": price}
+        estub.add_response("describe_spot_price_history", {"SpotPriceHistory": [row]}, None)
+    clock = Clock()
+    provider = _isolated(ec2, clock)
+    seen: list[tuple[int, float | None]] = []
+
+    async def caller() -> None:
+        await provider.ensure_fresh()
+        seen.append((provider.seq, provider.spot_price("m5.large", "us-east-1a")))
+
+    with estub:
+        await provider.ensure_fresh()
+        clock.step(cache.PRICING_REFRESH)
+        await asyncio.gather(caller(), caller())  # the first refreshes; the second arrives during it
+        estub.assert_no_pending_responses()
+    assert seen == [(1, 0.030), (2, 0.040)]

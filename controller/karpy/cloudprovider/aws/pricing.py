@@ -99,8 +99,12 @@ class PricingProvider:
         return self._spot.get((instance_type, zone))
 
     async def ensure_fresh(self) -> None:
-        """Refresh when due; a caller arriving during a refresh waits for it, so that it never builds on the prices
-        being replaced (the first catalog would be priced without spot prices, and then built again)."""
+        """Refresh when due. A caller arriving during the first refresh waits for it, so that it never builds on the
+        static prices (that catalog would be priced without spot prices, and then built again); once prices are in
+        hand, a caller arriving during a refresh goes on with them, as upstream's instance types never wait for its
+        pricing controller: a slow or failing Pricing API must not hold up every launch."""
+        if self.seq and self._refreshing.locked():
+            return
         async with self._refreshing:
             if self._refreshed_at is None or self._clock() - self._refreshed_at >= self._interval:
                 await self.refresh()
